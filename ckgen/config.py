@@ -1,0 +1,61 @@
+"""Typed settings. This module is the only reader of environment variables in ckgen.
+
+Every other module receives a :class:`Settings` (or reads :func:`settings`) instead of
+looking at ``os.environ``. Variables:
+
+- ``CKGEN_CLANG``: path to a HIP-capable clang++ for AMD targets (default: search clang++-22, clang++-19, hipcc's clang).
+- ``CKGEN_HIPCC``: path to hipcc (used only when set or found on PATH and no clang is set).
+- ``CKGEN_NVCC``: path to nvcc (default: ``nvcc`` on PATH, then /usr/local/cuda/bin/nvcc).
+- ``CKGEN_HOST_CXX``: host C++ compiler for the emulation target and host libraries (default: a clang++).
+- ``CKGEN_CACHE_DIR``: the build cache (default: ``$XDG_CACHE_HOME/ckgen`` or ``~/.cache/ckgen``).
+- ``CKGEN_JOBS``: default parallel compile jobs (default: CPU count).
+- ``CKGEN_NO_CACHE``: set to 1 to bypass the cache (still writes results).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Settings:
+    clang: str | None
+    hipcc: str | None
+    nvcc: str | None
+    host_cxx: str | None
+    cache_dir: Path
+    jobs: int
+    no_cache: bool
+
+
+def _from_env(env: dict[str, str]) -> Settings:
+    xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    cache = Path(env.get("CKGEN_CACHE_DIR") or Path(xdg) / "ckgen")
+    try:
+        jobs = int(env.get("CKGEN_JOBS", "0")) or (os.cpu_count() or 1)
+    except ValueError:
+        jobs = os.cpu_count() or 1
+    return Settings(
+        clang=env.get("CKGEN_CLANG") or None,
+        hipcc=env.get("CKGEN_HIPCC") or None,
+        nvcc=env.get("CKGEN_NVCC") or None,
+        host_cxx=env.get("CKGEN_HOST_CXX") or None,
+        cache_dir=cache,
+        jobs=max(1, jobs),
+        no_cache=env.get("CKGEN_NO_CACHE", "") not in ("", "0"),
+    )
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return _from_env(dict(os.environ))
+
+
+def reload() -> Settings:
+    """Re-read the environment (tests that change variables call this)."""
+    settings.cache_clear()
+    return settings()

@@ -1,0 +1,130 @@
+"""The one error tree of ckgen.
+
+Every failure a user can cause is a :class:`CkgenError`. Errors carry an optional
+:class:`SourceSpan` (from Lark's position metadata) and render as::
+
+    file.ck:3:10: error: message
+        tile = 128x100x32
+               ^^^^^^^^^^
+    note: hint
+
+The CLI prints ``err.render()`` and exits 2; it never shows a traceback for a CkgenError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    """A 1-based line/column range inside a DSL file. ``end_col`` is exclusive."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+    text: str | None = None  # the full source text, kept so errors can show the line
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def source_line(self) -> str | None:
+        text = self.text
+        if text is None:
+            try:
+                text = Path(self.file).read_text()
+            except OSError:
+                return None
+        lines = text.splitlines()
+        if 1 <= self.line <= len(lines):
+            return lines[self.line - 1]
+        return None
+
+
+class CkgenError(Exception):
+    """Base class. ``message`` is one sentence; ``hint`` says what would be legal."""
+
+    kind = "error"
+
+    def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.hint = hint
+
+    def render(self) -> str:
+        head = f"{self.span}: " if self.span else ""
+        out = [f"{head}error: {self.message}"]
+        if self.span is not None:
+            line = self.span.source_line()
+            if line is not None:
+                width = 1
+                if self.span.end_line == self.span.line and self.span.end_col:
+                    width = max(1, self.span.end_col - self.span.col)
+                out.append("    " + line.rstrip("\n"))
+                out.append("    " + " " * (self.span.col - 1) + "^" * width)
+        if self.hint:
+            out.append(f"note: {self.hint}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class DslSyntaxError(CkgenError):
+    """The .ck text does not parse."""
+
+
+class SpecError(CkgenError):
+    """The text parses but describes something ill-formed (unknown name, duplicate, bad value)."""
+
+
+class ValidationError(CkgenError):
+    """A config is illegal for its target. Always names the parameter, its value and what is legal."""
+
+    def __init__(self, param: str, value: object, legal: str, reason: str,
+                 span: SourceSpan | None = None, kernel: str | None = None):
+        where = f"kernel '{kernel}': " if kernel else ""
+        super().__init__(f"{where}{param} = {value}: {reason}", span=span, hint=f"legal: {legal}")
+        self.param = param
+        self.value = value
+        self.legal = legal
+        self.kernel = kernel
+
+
+class ToolchainError(CkgenError):
+    """A required compiler or tool was not found or does not work."""
+
+
+class BuildError(CkgenError):
+    """A compiler ran and failed. ``log`` holds its output."""
+
+    def __init__(self, message: str, log: str = "", hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.log = log
+
+    def render(self) -> str:
+        base = super().render()
+        return f"{base}\n{self.log.rstrip()}" if self.log else base
+
+
+class RuntimeFailure(CkgenError):
+    """Running a kernel failed: bad arguments, no device, launch error, emulator fault."""
+
+
+class EmulationFault(RuntimeFailure):
+    """The emulator caught an out-of-bounds access, an LDS race or a barrier deadlock."""
+
+
+class ErrorList(CkgenError):
+    """Several independent errors found in one pass (``ckgen check`` reports them all)."""
+
+    def __init__(self, errors: list[CkgenError]):
+        super().__init__(f"{len(errors)} error(s)")
+        self.errors = errors
+
+    def render(self) -> str:
+        return "\n".join(e.render() for e in self.errors)

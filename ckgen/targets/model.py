@@ -1,0 +1,112 @@
+"""The shape of the targets table: a target is data, and so is each of its matrix instructions.
+
+Nothing outside ``ckgen/targets`` tests an arch name. Later stages ask a :class:`Target`
+for numbers and instruction lists instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ckgen.ir.types import DType
+
+
+@dataclass(frozen=True)
+class MatrixInstr:
+    """One matrix-core instruction as one wave (AMD) or warp (NVIDIA) issues it.
+
+    ``m x n x k`` is the per-block shape; ``blocks`` > 1 means several independent
+    products at once. Register counts are 32-bit registers per lane (AMD) or per thread (NVIDIA).
+    ``a_operand``/``b_operand``/``c_operand`` name the C++ vector types of ckgen's headers that the
+    builtin takes; ``builtin`` is the compiler builtin (AMD) or the PTX instruction (NVIDIA);
+    ``mnemonic`` is what the disassembler prints for this arch.
+    """
+
+    mnemonic: str
+    builtin: str
+    a_dtype: DType
+    b_dtype: DType
+    acc_dtype: DType
+    m: int
+    n: int
+    k: int
+    blocks: int
+    a_regs: int
+    b_regs: int
+    c_regs: int
+    a_operand: str
+    b_operand: str
+    c_operand: str
+    cycles: int
+    kind: str = "mfma"  # mfma | mma_sync | wgmma
+
+    def __post_init__(self) -> None:
+        if min(self.m, self.n, self.k, self.blocks) <= 0:
+            raise ValueError(f"{self.mnemonic}: shape must be positive")
+        if self.kind not in ("mfma", "mma_sync", "wgmma"):
+            raise ValueError(f"{self.mnemonic}: unknown kind {self.kind}")
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.n, self.k)
+
+    @property
+    def shape_text(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    def a_items(self, lanes: int) -> int:
+        """Elements of A each lane holds (one block)."""
+        return self.m * self.k * self.blocks // lanes
+
+    def b_items(self, lanes: int) -> int:
+        return self.n * self.k * self.blocks // lanes
+
+    def c_items(self, lanes: int) -> int:
+        return self.m * self.n * self.blocks // lanes
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU architecture. All numbers per workgroup / per SIMD as the field says."""
+
+    name: str                   # gfx942, sm_90 ...
+    vendor: str                 # amd | nvidia
+    family: str                 # CDNA3, Hopper ...
+    wave_size: int              # 64 on CDNA, 32 on NVIDIA
+    lds_bytes: int              # LDS / shared memory one workgroup may allocate
+    lds_bytes_per_cu: int       # LDS / shared memory per CU (SM), for occupancy
+    vgprs: int                  # architectural VGPRs one wave (lane) may address
+    agprs: int                  # accumulation registers (0 when unified into vgprs or absent)
+    unified_vgpr_file: bool     # VGPRs and AGPRs share one file of ``vgprs_per_simd_lane``
+    vgprs_per_simd_lane: int    # physical register file per SIMD lane (sets occupancy)
+    vgpr_granule: int           # allocation granule of VGPRs per wave
+    sgprs: int                  # SGPRs per wave
+    simds_per_cu: int
+    max_waves_per_simd: int
+    cus: int                    # compute units (SMs) of the flagship part
+    min_clang: int              # oldest clang major that targets it (AMD); 0 for NVIDIA
+    instructions: tuple[MatrixInstr, ...] = field(default=())
+    features: frozenset[str] = field(default=frozenset())
+    part: str = ""              # the flagship part whose figures these are (MI300X, H200 ...)
+
+    def __post_init__(self) -> None:
+        if self.vendor not in ("amd", "nvidia"):
+            raise ValueError(f"{self.name}: vendor must be amd or nvidia")
+        if self.wave_size not in (32, 64):
+            raise ValueError(f"{self.name}: wave size must be 32 or 64")
+
+    def instructions_for(self, a: DType, b: DType, acc: DType, *, single_block: bool = True) -> tuple[MatrixInstr, ...]:
+        """Instructions taking A/B of these dtypes into ``acc``; best (most k per cycle) first."""
+        found = [i for i in self.instructions
+                 if i.a_dtype == a and i.b_dtype == b and i.acc_dtype == acc
+                 and (i.blocks == 1 or not single_block)]
+        return tuple(sorted(found, key=lambda i: (-(i.m * i.n * i.k * i.blocks) / i.cycles, -i.m, i.mnemonic)))
+
+    def find_instruction(self, shape: tuple[int, int, int], a: DType, b: DType, acc: DType) -> MatrixInstr | None:
+        for i in self.instructions_for(a, b, acc):
+            if i.shape == shape:
+                return i
+        return None
+
+    def input_dtypes(self) -> frozenset[DType]:
+        return frozenset(i.a_dtype for i in self.instructions)
