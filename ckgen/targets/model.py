@@ -88,6 +88,10 @@ class Target:
     instructions: tuple[MatrixInstr, ...] = field(default=())
     features: frozenset[str] = field(default=frozenset())
     part: str = ""              # the flagship part whose figures these are (MI300X, H200 ...)
+    gemm_header: str = "ckgen/gemm_mfma.h"   # device header holding the GEMM kernel body for this target
+    gemm_impl: str = "ckgen::gemm_mfma"      # its entry template, instantiated with the rendered Cfg
+    max_lds_buffers: int = 2                 # deepest LDS pipeline the kernel body supports
+    platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans)
 
     def __post_init__(self) -> None:
         if self.vendor not in ("amd", "nvidia"):
