@@ -1,0 +1,52 @@
+"""The targets table: every architecture ckgen knows, by name.
+
+``get_target(name)`` is the one lookup later stages use; they never test arch names themselves.
+AMD entries live in ``amd.py``; NVIDIA entries in ``nvidia.py`` (``NVIDIA_TARGETS``), picked up
+here once that module exists.
+"""
+
+from __future__ import annotations
+
+from ckgen.errors import ValidationError
+from ckgen.targets.amd import AMD_TARGETS
+from ckgen.targets.model import MatrixInstr, Target
+
+try:  # the NVIDIA table lands separately (ckgen/targets/nvidia.py); only its absence is tolerated
+    from ckgen.targets.nvidia import NVIDIA_TARGETS
+except ImportError as exc:  # pragma: no cover - depends on which modules have landed
+    if exc.name != "ckgen.targets.nvidia":
+        raise
+    NVIDIA_TARGETS: dict[str, Target] = {}
+
+TARGETS: dict[str, Target] = {**AMD_TARGETS, **NVIDIA_TARGETS}
+
+if len(TARGETS) != len(AMD_TARGETS) + len(NVIDIA_TARGETS):  # pragma: no cover - table bug
+    raise RuntimeError("ckgen.targets: a target name is defined twice")
+
+
+def get_target(name: str) -> Target:
+    """The target called ``name`` (``gfx942``, ``sm_90`` ...); ValidationError on ``arch`` otherwise."""
+    try:
+        return TARGETS[name]
+    except (KeyError, TypeError):
+        raise ValidationError(param="arch", value=name, legal=", ".join(sorted(TARGETS)),
+                              reason="unknown target") from None
+
+
+def target_names() -> list[str]:
+    """All known target names, sorted."""
+    return sorted(TARGETS)
+
+
+def amd_targets() -> tuple[Target, ...]:
+    """The AMD targets, oldest first (gfx908, gfx90a, gfx942, gfx950)."""
+    return tuple(AMD_TARGETS.values())
+
+
+def nvidia_targets() -> tuple[Target, ...]:
+    """The NVIDIA targets (empty until ckgen/targets/nvidia.py lands)."""
+    return tuple(NVIDIA_TARGETS.values())
+
+
+__all__ = ["TARGETS", "MatrixInstr", "Target", "amd_targets", "get_target", "nvidia_targets",
+           "target_names"]
