@@ -1,0 +1,86 @@
+// ckgen/epilogue.h: element-wise epilogue operations applied to alpha*acc (+ beta*C) before the cast.
+//
+// Each op:  template <class Cfg> static CKGEN_DEVICE float apply(float v, int row, int col,
+//                                                             const typename Cfg::TBias* bias);
+// row/col are global C coordinates, always in bounds (row < M, col < N) when called.
+// Chain<Ops...> applies Ops left to right; Chain<> is the identity.
+#pragma once
+
+#include "ckgen/platform.h"
+
+namespace ckgen {
+namespace epi {
+
+// bias[row]: one value per row of C (length M).
+struct BiasRow {
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float v, int row, int /*col*/, const typename Cfg::TBias* bias) {
+    return v + to_float(gload(bias + row));
+  }
+};
+
+// bias[col]: one value per column of C (length N).
+struct BiasCol {
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float v, int /*row*/, int col, const typename Cfg::TBias* bias) {
+    return v + to_float(gload(bias + col));
+  }
+};
+
+struct Relu {
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
+    return v > 0.0f ? v : 0.0f;
+  }
+};
+
+// tanh from exp only: tanh(y) = sign(y) * (1 - e) / (1 + e), e = exp(-2|y|) in (0, 1]; no overflow
+// for any |y| (e -> 0 gives +-1), NaN propagates.
+CKGEN_DEVICE float tanh_f32(float y) {
+  float a = y < 0.0f ? -y : y;
+  float e = exp_f32(-2.0f * a);
+  float t = (1.0f - e) / (1.0f + e);
+  return y < 0.0f ? -t : t;
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct Gelu {
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
+    const float k0 = 0.7978845608028654f;  // sqrt(2/pi)
+    const float k1 = 0.044715f;
+    return 0.5f * x * (1.0f + tanh_f32(k0 * (x + k1 * x * x * x)));
+  }
+};
+
+// SiLU: x * sigmoid(x) = x / (1 + exp(-x)); exp overflow to inf gives -0 for very negative x.
+struct Silu {
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
+    return x / (1.0f + exp_f32(-x));
+  }
+};
+
+template <class... Ops>
+struct Chain;
+
+template <>
+struct Chain<> {
+  static constexpr bool kEmpty = true;
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
+    return v;
+  }
+};
+
+template <class Op, class... Rest>
+struct Chain<Op, Rest...> {
+  static constexpr bool kEmpty = false;
+  template <class Cfg>
+  static CKGEN_DEVICE float apply(float v, int row, int col, const typename Cfg::TBias* bias) {
+    return Chain<Rest...>::template apply<Cfg>(Op::template apply<Cfg>(v, row, col, bias), row, col, bias);
+  }
+};
+
+}  // namespace epi
+}  // namespace ckgen

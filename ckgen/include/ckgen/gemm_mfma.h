@@ -1,0 +1,349 @@
+// ckgen/gemm_mfma.h: the GEMM kernel body on AMD matrix cores (single-block MFMA, wave64).
+//
+//   C = Epilogue(alpha * A.B + beta * C) cast to TC,  A: M x K, B: K x N, C: M x N
+//
+// One workgroup (Cfg::kThreads threads, 1-D) computes the kTileM x kTileN tile of C at
+// (block_id(1) * kTileM, block_id(0) * kTileN). It reads only the members of the Cfg contract in
+// docs/design.md. Any M, N, K >= 0 is handled: global loads outside A/B read as zero, stores outside C
+// are skipped, K tails are zero filled; no access leaves the matrices.
+//
+// Data path per K step of kTileK:
+//   global --(vectors of kVecA/kVecB along each matrix's contiguous dimension, else per element)-->
+//   registers (held across the compute of the previous step when kPrefetch == 1)
+//   --> LDS, both tiles K-contiguous: A tile row m at lds_a + m * kLdsAStride, B tile row n at
+//       lds_b + n * kLdsBStride (kLdsBuffers copies; with 2 the next step is written while the current
+//       one is read, one barrier per step)
+//   --> per-lane MFMA fragments --> Cfg::mma --> accumulators (COperand registers).
+//
+// Lane layout of one single-block wave64 instruction m x n x k (checked for every single-block dense
+// entry of shared/reference/mfma_layouts.json by tests/include/test_layouts.py):
+//   A(i, k): lane i + m * (k / kAItems), item k % kAItems           (kAItems = m * k / 64)
+//   B(k, j): lane j + n * (k / kBItems), item k % kBItems           (kBItems = n * k / 64)
+//   C(i, j): item r of lane l holds, with g = 4 for 32-bit accumulators and g = 1 for 64-bit ones,
+//            row (r / g) * g * (64 / n) + g * (l / n) + r % g,  col l % n.
+//   e.g. 32x32: row 8 * (r / 4) + 4 * (l / 32) + r % 4;  16x16: row 4 * (l / 16) + r.
+// So a lane's A (B) items are consecutive in k: one LDS vector read of kAItems (kBItems) elements.
+//
+// Requirements checked at compile time (static_assert, with the member named): see check_cfg().
+#pragma once
+
+#include "ckgen/epilogue.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace gemm_detail {
+
+// ---------------------------------------------------------------- lane layout
+template <int kM, int kN, int kG>
+struct MfmaLayout {
+  static constexpr int kGroups = 64 / kN;  // lane groups along rows of C
+  static CKGEN_DEVICE int c_row(int r, int lane) { return (r / kG) * kG * kGroups + kG * (lane / kN) + r % kG; }
+  static CKGEN_DEVICE int c_col(int lane) { return lane % kN; }
+};
+
+template <class T>
+struct IsInt {
+  static constexpr bool value = false;
+};
+template <>
+struct IsInt< ::int8_t> {
+  static constexpr bool value = true;
+};
+template <>
+struct IsInt< ::int32_t> {
+  static constexpr bool value = true;
+};
+
+// ---------------------------------------------------------------- global -> registers -> LDS
+// One operand tile of kRows (M for A, N for B) x kTK elements, K contiguous in LDS with kStride.
+// kKContig: the global matrix is contiguous along K (row-major A, col-major B); element (r, k) sits
+// at base[r * ld + k]; otherwise at base[k * ld + r]. Vectors of kV run along the contiguous dimension.
+template <class T, int kRows, int kTK, int kV, int kStride, bool kKContig, int kThreads>
+struct TileLoader {
+  static constexpr int kVecsPerLine = kKContig ? kTK / kV : kRows / kV;
+  static constexpr int kVecs = kRows * kTK / kV;
+  static constexpr int kPer = (kVecs + kThreads - 1) / kThreads;
+  static constexpr bool kExact = kVecs % kThreads == 0;
+  using V = vec<T, kV>;
+
+  static_assert(kV >= 1, "vector width must be >= 1");
+  static_assert(!kKContig || kTK % kV == 0, "kTileK must be a multiple of the K-contiguous vector width");
+  static_assert(kKContig || kRows % kV == 0, "the tile's M (N) extent must be a multiple of the vector width");
+  static_assert(!kKContig || kStride % kV == 0,
+                "LDS stride (kLdsAStride / kLdsBStride) must be a multiple of kVecA / kVecB for K-contiguous operands");
+
+  V regs[kPer];
+
+  // Line coordinate (r, k) inside the tile of the p-th vector of thread tid.
+  static CKGEN_DEVICE void coords(int t, int& r, int& k) {
+    if constexpr (kKContig) {
+      r = t / kVecsPerLine;
+      k = (t % kVecsPerLine) * kV;
+    } else {
+      k = t / kVecsPerLine;
+      r = (t % kVecsPerLine) * kV;
+    }
+  }
+
+  // base points at the tile origin (r0, k0) of the matrix; rows_left = rows - r0, k_left = K - k0.
+  CKGEN_DEVICE void load(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
+#pragma unroll
+    for (int p = 0; p < kPer; ++p) {
+      const int t = tid + p * kThreads;
+      if (kExact || t < kVecs) {
+        int r, k;
+        coords(t, r, k);
+        const T* src = kKContig ? base + (static_cast<long long>(r) * ld + k)
+                                : base + (static_cast<long long>(k) * ld + r);
+        const bool full = kKContig ? (r < rows_left && k + kV <= k_left) : (k < k_left && r + kV <= rows_left);
+        if (aligned && full) {
+          regs[p] = gload(reinterpret_cast<const V*>(src));
+        } else {
+#pragma unroll
+          for (int v = 0; v < kV; ++v) {
+            const bool in = kKContig ? (r < rows_left && k + v < k_left) : (k < k_left && r + v < rows_left);
+            regs[p].v[v] = in ? gload(src + v) : zero<T>();
+          }
+        }
+      }
+    }
+  }
+
+  CKGEN_DEVICE void store(T* lds, int tid) const {
+#pragma unroll
+    for (int p = 0; p < kPer; ++p) {
+      const int t = tid + p * kThreads;
+      if (kExact || t < kVecs) {
+        int r, k;
+        coords(t, r, k);
+        if constexpr (kKContig) {
+          lds_store(reinterpret_cast<V*>(lds + r * kStride + k), regs[p]);
+        } else {
+#pragma unroll
+          for (int v = 0; v < kV; ++v) lds_store(lds + (r + v) * kStride + k, regs[p].v[v]);
+        }
+      }
+    }
+  }
+};
+
+template <class Cfg>
+struct Derived {
+  using TA = typename Cfg::TA;
+  using TB = typename Cfg::TB;
+  using TC = typename Cfg::TC;
+  static constexpr int kCGroup = sizeof(typename Cfg::TAcc) == 8 ? 1 : 4;
+  using Layout = MfmaLayout<Cfg::kInstrM, Cfg::kInstrN, kCGroup>;
+  using LoadA = TileLoader<TA, Cfg::kTileM, Cfg::kTileK, Cfg::kVecA, Cfg::kLdsAStride, Cfg::kARowMajor, Cfg::kThreads>;
+  using LoadB = TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, Cfg::kLdsBStride, !Cfg::kBRowMajor, Cfg::kThreads>;
+  static constexpr int kLdsAElems = Cfg::kTileM * Cfg::kLdsAStride;  // one buffer
+  static constexpr int kLdsBElems = Cfg::kTileN * Cfg::kLdsBStride;
+};
+
+template <class Cfg>
+constexpr bool check_cfg() {
+  static_assert(Cfg::kWaveSize == 64, "kWaveSize: the MFMA kernel is written for wave64");
+  static_assert(Cfg::kThreads == Cfg::kWavesM * Cfg::kWavesN * Cfg::kWaveSize, "kThreads != kWavesM*kWavesN*kWaveSize");
+  static_assert(Cfg::kWaveTileM * Cfg::kWavesM == Cfg::kTileM, "kWaveTileM * kWavesM != kTileM");
+  static_assert(Cfg::kWaveTileN * Cfg::kWavesN == Cfg::kTileN, "kWaveTileN * kWavesN != kTileN");
+  static_assert(Cfg::kRepM * Cfg::kInstrM == Cfg::kWaveTileM, "kRepM * kInstrM != kWaveTileM");
+  static_assert(Cfg::kRepN * Cfg::kInstrN == Cfg::kWaveTileN, "kRepN * kInstrN != kWaveTileN");
+  static_assert(Cfg::kTileK % Cfg::kInstrK == 0, "kTileK must be a multiple of kInstrK");
+  static_assert(Cfg::kAItems * 64 == Cfg::kInstrM * Cfg::kInstrK, "kAItems != kInstrM*kInstrK/64 (single-block)");
+  static_assert(Cfg::kBItems * 64 == Cfg::kInstrN * Cfg::kInstrK, "kBItems != kInstrN*kInstrK/64 (single-block)");
+  static_assert(Cfg::kCItems * 64 == Cfg::kInstrM * Cfg::kInstrN, "kCItems != kInstrM*kInstrN/64 (single-block)");
+  static_assert(sizeof(typename Cfg::AOperand) == Cfg::kAItems * sizeof(typename Cfg::TA), "AOperand size != kAItems elements of TA");
+  static_assert(sizeof(typename Cfg::BOperand) == Cfg::kBItems * sizeof(typename Cfg::TB), "BOperand size != kBItems elements of TB");
+  static_assert(sizeof(typename Cfg::COperand) == Cfg::kCItems * sizeof(typename Cfg::TAcc), "COperand size != kCItems of TAcc");
+  static_assert(Cfg::kLdsAStride >= Cfg::kTileK && Cfg::kLdsBStride >= Cfg::kTileK, "kLdsAStride/kLdsBStride < kTileK");
+  static_assert(Cfg::kLdsAStride % Cfg::kAItems == 0, "kLdsAStride must be a multiple of kAItems (aligned fragment reads)");
+  static_assert(Cfg::kLdsBStride % Cfg::kBItems == 0, "kLdsBStride must be a multiple of kBItems (aligned fragment reads)");
+  static_assert(Cfg::kLdsBuffers == 1 || Cfg::kLdsBuffers == 2, "kLdsBuffers must be 1 or 2");
+  static_assert(Cfg::kPrefetch == 0 || Cfg::kPrefetch == 1, "kPrefetch must be 0 or 1");
+  static_assert(Cfg::kLdsABytes >= Derived<Cfg>::kLdsAElems * (int)sizeof(typename Cfg::TA), "kLdsABytes < kTileM*kLdsAStride*sizeof(TA)");
+  static_assert(Cfg::kLdsBBytes >= Derived<Cfg>::kLdsBElems * (int)sizeof(typename Cfg::TB), "kLdsBBytes < kTileN*kLdsBStride*sizeof(TB)");
+  static_assert(Cfg::kLdsBytes >= Cfg::kLdsBuffers * (Cfg::kLdsABytes + Cfg::kLdsBBytes) ||
+                    Cfg::kLdsBytes >= Cfg::kLdsBuffers * (Derived<Cfg>::kLdsAElems * (int)sizeof(typename Cfg::TA) +
+                                                          Derived<Cfg>::kLdsBElems * (int)sizeof(typename Cfg::TB)),
+                "kLdsBytes smaller than the LDS the kernel declares");
+  static_assert(Cfg::kVecC >= 1, "kVecC must be >= 1");
+  return true;
+}
+
+template <class T>
+CKGEN_DEVICE bool is_aligned(const T* p, long long ld, int v) {
+  return v == 1 || ((reinterpret_cast<unsigned long long>(p) % (static_cast<unsigned long long>(v) * sizeof(T))) == 0 &&
+                    ld % v == 0);
+}
+
+}  // namespace gemm_detail
+
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                            long long ldc) {
+  static_assert(gemm_detail::check_cfg<Cfg>(), "Cfg");
+  using D = gemm_detail::Derived<Cfg>;
+  using TA = typename Cfg::TA;
+  using TB = typename Cfg::TB;
+  using TC = typename Cfg::TC;
+  using AOp = typename Cfg::AOperand;
+  using BOp = typename Cfg::BOperand;
+  using COp = typename Cfg::COperand;
+  using L = typename D::Layout;
+  constexpr int kAI = Cfg::kAItems;
+  constexpr int kBI = Cfg::kBItems;
+
+  CKGEN_LDS(TA, lds_a, Cfg::kLdsBuffers * D::kLdsAElems);
+  CKGEN_LDS(TB, lds_b, Cfg::kLdsBuffers * D::kLdsBElems);
+
+  const int tid = thread_id();
+  const int lane = lane_id();
+  const int wave = wave_id();
+  const int wave_m = wave / Cfg::kWavesN;
+  const int wave_n = wave % Cfg::kWavesN;
+  const int m0 = block_id(1) * Cfg::kTileM;
+  const int n0 = block_id(0) * Cfg::kTileN;
+
+  // Tile origins in global memory (64-bit offsets).
+  const TA* a_tile = Cfg::kARowMajor ? A + static_cast<long long>(m0) * lda : A + m0;
+  const TB* b_tile = Cfg::kBRowMajor ? B + n0 : B + static_cast<long long>(n0) * ldb;
+  const bool a_aligned = gemm_detail::is_aligned(A, lda, Cfg::kVecA);
+  const bool b_aligned = gemm_detail::is_aligned(B, ldb, Cfg::kVecB);
+  const int m_left = M - m0;
+  const int n_left = N - n0;
+
+  typename D::LoadA la;
+  typename D::LoadB lb;
+  auto gload_tiles = [&](int kt) {
+    const int k0 = kt * Cfg::kTileK;
+    const TA* pa = Cfg::kARowMajor ? a_tile + k0 : a_tile + static_cast<long long>(k0) * lda;
+    const TB* pb = Cfg::kBRowMajor ? b_tile + static_cast<long long>(k0) * ldb : b_tile + k0;
+    la.load(pa, lda, m_left, K - k0, a_aligned, tid);
+    lb.load(pb, ldb, n_left, K - k0, b_aligned, tid);
+  };
+  auto lds_store_tiles = [&](int buf) {
+    la.store(lds_a + buf * D::kLdsAElems, tid);
+    lb.store(lds_b + buf * D::kLdsBElems, tid);
+  };
+
+  COp acc[Cfg::kRepM][Cfg::kRepN];
+#pragma unroll
+  for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+    for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = COp{};
+
+  // This lane's fragment origins inside one LDS buffer.
+  const int a_frag = (wave_m * Cfg::kWaveTileM + lane % Cfg::kInstrM) * Cfg::kLdsAStride + (lane / Cfg::kInstrM) * kAI;
+  const int b_frag = (wave_n * Cfg::kWaveTileN + lane % Cfg::kInstrN) * Cfg::kLdsBStride + (lane / Cfg::kInstrN) * kBI;
+
+  auto compute = [&](int buf) {
+    const TA* sa = lds_a + buf * D::kLdsAElems + a_frag;
+    const TB* sb = lds_b + buf * D::kLdsBElems + b_frag;
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
+      AOp a[Cfg::kRepM];
+      BOp b[Cfg::kRepN];
+#pragma unroll
+      for (int i = 0; i < Cfg::kRepM; ++i)
+        a[i] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<TA, kAI>*>(
+            sa + i * Cfg::kInstrM * Cfg::kLdsAStride + kk * Cfg::kInstrK)));
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j)
+        b[j] = bit_cast<BOp>(lds_load(reinterpret_cast<const vec<TB, kBI>*>(
+            sb + j * Cfg::kInstrN * Cfg::kLdsBStride + kk * Cfg::kInstrK)));
+#pragma unroll
+      for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+        for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = Cfg::mma(a[i], b[j], acc[i][j]);
+    }
+  };
+
+  const int nk = K > 0 ? (K + Cfg::kTileK - 1) / Cfg::kTileK : 0;
+  if constexpr (Cfg::kLdsBuffers == 2) {
+    if (nk > 0) {
+      gload_tiles(0);
+      lds_store_tiles(0);
+    }
+    barrier();
+    for (int kt = 0; kt < nk; ++kt) {
+      const int cur = kt & 1;
+      const bool more = kt + 1 < nk;
+      if (Cfg::kPrefetch == 1 && more) gload_tiles(kt + 1);
+      compute(cur);
+      if (more) {
+        if (Cfg::kPrefetch == 0) gload_tiles(kt + 1);
+        lds_store_tiles(cur ^ 1);
+      }
+      barrier();  // buffer cur^1 is complete; every wave is done reading buffer cur
+    }
+  } else {
+    if (Cfg::kPrefetch == 1 && nk > 0) gload_tiles(0);
+    for (int kt = 0; kt < nk; ++kt) {
+      if (Cfg::kPrefetch == 0) gload_tiles(kt);
+      lds_store_tiles(0);
+      barrier();
+      if (Cfg::kPrefetch == 1 && kt + 1 < nk) gload_tiles(kt + 1);
+      compute(0);
+      barrier();
+    }
+  }
+
+  // ---------------------------------------------------------------- epilogue
+  using Epi = typename Cfg::Epilogue;
+  constexpr bool kIntExact = Cfg::kIntegerEpilogue && gemm_detail::IsInt<TC>::value && Epi::kEmpty &&
+                             Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
+                             Cfg::kBeta == static_cast<float>(static_cast<long long>(Cfg::kBeta));
+  auto finish = [&](auto accv, int row, int col, long long off) -> TC {
+    if constexpr (kIntExact) {
+      long long v = static_cast<long long>(accv) * static_cast<long long>(Cfg::kAlpha);
+      if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
+      return saturate_int<TC>(v);
+    } else {
+      float v = Cfg::kAlpha * static_cast<float>(accv);
+      if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
+      v = Epi::template apply<Cfg>(v, row, col, bias);
+      return from_float<TC>(v);
+    }
+  };
+
+  constexpr bool kVecStore = !Cfg::kCRowMajor && Cfg::kVecC > 1 && D::kCGroup % Cfg::kVecC == 0;
+  const bool c_aligned = kVecStore && gemm_detail::is_aligned(C, ldc, Cfg::kVecC);
+  const int col_in = L::c_col(lane);
+#pragma unroll
+  for (int i = 0; i < Cfg::kRepM; ++i) {
+#pragma unroll
+    for (int j = 0; j < Cfg::kRepN; ++j) {
+      const int row_base = m0 + wave_m * Cfg::kWaveTileM + i * Cfg::kInstrM;
+      const int col = n0 + wave_n * Cfg::kWaveTileN + j * Cfg::kInstrN + col_in;
+      constexpr int kStep = kVecStore ? Cfg::kVecC : 1;
+#pragma unroll
+      for (int r0 = 0; r0 < Cfg::kCItems; r0 += kStep) {
+        const int row0 = row_base + L::c_row(r0, lane);
+        if constexpr (kVecStore) {
+          // Items r0 .. r0+kVecC-1 are consecutive rows of one column: contiguous in col-major C.
+          const long long off = static_cast<long long>(col) * ldc + row0;
+          if (c_aligned && col < N && row0 + Cfg::kVecC <= M) {
+            vec<TC, Cfg::kVecC> out;
+#pragma unroll
+            for (int v = 0; v < Cfg::kVecC; ++v) out.v[v] = finish(acc[i][j][r0 + v], row0 + v, col, off + v);
+            gstore(reinterpret_cast<vec<TC, Cfg::kVecC>*>(C + off), out);
+          } else {
+#pragma unroll
+            for (int v = 0; v < Cfg::kVecC; ++v)
+              if (col < N && row0 + v < M) gstore(C + off + v, finish(acc[i][j][r0 + v], row0 + v, col, off + v));
+          }
+        } else {
+          if (row0 < M && col < N) {
+            const long long off = Cfg::kCRowMajor ? static_cast<long long>(row0) * ldc + col
+                                                  : static_cast<long long>(col) * ldc + row0;
+            gstore(C + off, finish(acc[i][j][r0], row0, col, off));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ckgen

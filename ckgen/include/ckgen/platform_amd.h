@@ -1,0 +1,75 @@
+// ckgen/platform_amd.h: the platform API on AMD GPUs (device pass of clang -x hip, -nogpuinc -nogpulib).
+//
+// No HIP headers, no device libraries (ocml/ockl are absent for gfx942/gfx950 here): everything is a
+// clang builtin. Included through ckgen/platform.h only.
+#pragma once
+
+#if !defined(__AMDGCN__)
+#error "ckgen/platform_amd.h is for the amdgcn device pass; include ckgen/platform.h"
+#endif
+
+#include "ckgen/types.h"
+
+#define CKGEN_PLATFORM_AMD 1
+// -nogpuinc: the HIP headers (which define __global__ etc.) are not included; use the attributes.
+#define CKGEN_GLOBAL extern "C" __attribute__((global))
+#define CKGEN_DEVICE __attribute__((device)) inline __attribute__((always_inline))
+#define CKGEN_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#define CKGEN_SHARED __attribute__((shared))
+
+// T* name: a workgroup-shared array of count T, 16-byte aligned (static LDS; function scope is static).
+#define CKGEN_LDS(T, name, count)                                   \
+  CKGEN_SHARED __attribute__((aligned(16))) T name##_ckgen_lds[(count)]; \
+  T* name = name##_ckgen_lds
+
+// Tell the compiler a value is the same in every lane (kept in an SGPR).
+#define CKGEN_UNIFORM(x) __builtin_amdgcn_readfirstlane(x)
+
+namespace ckgen {
+
+constexpr int kPlatformWaveSize = 64;
+
+CKGEN_DEVICE int thread_id() { return static_cast<int>(__builtin_amdgcn_workitem_id_x()); }
+
+CKGEN_DEVICE int block_id(int d) {
+  return d == 0 ? static_cast<int>(__builtin_amdgcn_workgroup_id_x())
+       : d == 1 ? static_cast<int>(__builtin_amdgcn_workgroup_id_y())
+                : static_cast<int>(__builtin_amdgcn_workgroup_id_z());
+}
+
+// Number of workgroups along d: ceil(grid size in work-items / workgroup size), from the dispatch packet.
+CKGEN_DEVICE int grid_dim(int d) {
+  unsigned g = d == 0 ? __builtin_amdgcn_grid_size_x() : d == 1 ? __builtin_amdgcn_grid_size_y()
+                                                                : __builtin_amdgcn_grid_size_z();
+  unsigned w = d == 0 ? __builtin_amdgcn_workgroup_size_x() : d == 1 ? __builtin_amdgcn_workgroup_size_y()
+                                                                     : __builtin_amdgcn_workgroup_size_z();
+  return static_cast<int>((g + w - 1) / w);
+}
+
+CKGEN_DEVICE int lane_id() {
+  return static_cast<int>(__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)));
+}
+
+// Wave index within the workgroup; wave-uniform (SGPR).
+CKGEN_DEVICE int wave_id() { return __builtin_amdgcn_readfirstlane(thread_id() / kPlatformWaveSize); }
+
+// Workgroup barrier that also orders LDS (and global) accesses: release fence, s_barrier, acquire fence.
+// The fences make the compiler emit s_waitcnt lgkmcnt(0)/vmcnt(0) before the barrier as needed.
+CKGEN_DEVICE void barrier() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+template <class T>
+CKGEN_DEVICE T gload(const T* p) { return *p; }
+template <class T>
+CKGEN_DEVICE void gstore(T* p, T v) { *p = v; }
+template <class T>
+CKGEN_DEVICE T lds_load(const T* p) { return *p; }
+template <class T>
+CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
+
+CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
+
+}  // namespace ckgen

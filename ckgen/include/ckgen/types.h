@@ -1,0 +1,181 @@
+// ckgen/types.h: platform-independent element types, conversions and vector types.
+//
+// Contract (docs/design.md, "platform API"):
+//   ckgen::f16      IEEE binary16 (_Float16; CUDA: __half).
+//   ckgen::bf16     16-bit storage struct (the high half of an IEEE binary32); from_float rounds to
+//                   nearest even and keeps NaN a (quiet) NaN.
+//   to_float(x)     any element type -> float (exact for f16, bf16, int8; int32 rounds as float does).
+//   from_float<T>   float -> T: f16/bf16 round to nearest even; int8_t/int32_t round to nearest even
+//                   and saturate, NaN -> 0.
+//   saturate_int<T>(long long) exact integer -> int8_t/int32_t with saturation (integer epilogues).
+//   ext_vector_type typedefs (clang only: host clang++ for emu, amdgcn device); not under nvcc.
+//   ckgen::vec<T, N> an aligned array used for vector global / LDS accesses.
+//
+// This header is included by every platform header and must stay free of platform macros other than
+// the compiler guards below. It defines CKGEN_HD (host+device inline) for its own functions.
+#pragma once
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#define CKGEN_HD __host__ __device__ inline
+#elif defined(__HIP__)
+// -nogpuinc: no HIP headers, so spell the attributes out.
+#define CKGEN_HD __attribute__((host, device)) inline
+#else
+#define CKGEN_HD inline
+#endif
+
+namespace ckgen {
+
+// ---------------------------------------------------------------- f16
+#if defined(__CUDACC__)
+using f16 = __half;
+CKGEN_HD float to_float(f16 x) { return __half2float(x); }
+#else
+using f16 = _Float16;
+CKGEN_HD float to_float(f16 x) { return static_cast<float>(x); }
+#endif
+
+// ---------------------------------------------------------------- bf16
+struct bf16 {
+  uint16_t bits;
+};
+
+CKGEN_HD uint32_t float_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+CKGEN_HD float bits_float(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+CKGEN_HD float to_float(bf16 x) { return bits_float(static_cast<uint32_t>(x.bits) << 16); }
+CKGEN_HD float to_float(float x) { return x; }
+CKGEN_HD float to_float(::int8_t x) { return static_cast<float>(x); }
+CKGEN_HD float to_float(::int32_t x) { return static_cast<float>(x); }
+
+CKGEN_HD bf16 bf16_from_float(float f) {
+  uint32_t u = float_bits(f);
+  bf16 r;
+  if ((u & 0x7fffffffu) > 0x7f800000u) {           // NaN: keep sign and top payload, force quiet
+    r.bits = static_cast<uint16_t>((u >> 16) | 0x0040u);
+  } else {                                          // round to nearest, ties to even (inf stays inf)
+    u += 0x7fffu + ((u >> 16) & 1u);
+    r.bits = static_cast<uint16_t>(u >> 16);
+  }
+  return r;
+}
+
+// Round to nearest even without libm (v_rndne_f32 on amdgcn).
+CKGEN_HD float rint_f32(float x) { return __builtin_rintf(x); }
+
+template <class T>
+CKGEN_HD T saturate_int(long long v) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "saturate_int: int8_t or int32_t");
+  constexpr long long lo = sizeof(T) == 1 ? -128LL : -2147483648LL;
+  constexpr long long hi = sizeof(T) == 1 ? 127LL : 2147483647LL;
+  return static_cast<T>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+template <class T>
+struct FromFloat;
+
+template <>
+struct FromFloat<float> {
+  static CKGEN_HD float cvt(float f) { return f; }
+};
+template <>
+struct FromFloat<f16> {
+#if defined(__CUDACC__)
+  static CKGEN_HD f16 cvt(float f) { return __float2half_rn(f); }
+#else
+  static CKGEN_HD f16 cvt(float f) { return static_cast<f16>(f); }
+#endif
+};
+template <>
+struct FromFloat<bf16> {
+  static CKGEN_HD bf16 cvt(float f) { return bf16_from_float(f); }
+};
+template <>
+struct FromFloat< ::int8_t> {
+  static CKGEN_HD ::int8_t cvt(float f) {
+    if (!(f == f)) return 0;
+    float r = rint_f32(f);
+    r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
+    return static_cast<::int8_t>(static_cast<int>(r));
+  }
+};
+template <>
+struct FromFloat< ::int32_t> {
+  static CKGEN_HD ::int32_t cvt(float f) {
+    if (!(f == f)) return 0;
+    float r = rint_f32(f);
+    // 2147483648.0f is the first float above INT32_MAX.
+    if (r >= 2147483648.0f) return 2147483647;
+    if (r < -2147483648.0f) return -2147483647 - 1;
+    return static_cast<::int32_t>(r);
+  }
+};
+
+template <class T>
+CKGEN_HD T from_float(float f) {
+  return FromFloat<T>::cvt(f);
+}
+
+// The zero of an element type (bf16 and f16 need no constructor call from int).
+template <class T>
+CKGEN_HD T zero() {
+  T z;
+  __builtin_memset(&z, 0, sizeof(T));
+  return z;
+}
+
+// Bit-cast between equally sized trivially copyable types (no std headers on device).
+template <class To, class From>
+CKGEN_HD To bit_cast(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast: sizes differ");
+  To t;
+  __builtin_memcpy(&t, &f, sizeof(To));
+  return t;
+}
+
+// ---------------------------------------------------------------- vectors
+namespace detail {
+constexpr int vec_align(int bytes) {
+  // largest power of two dividing bytes, at most 16
+  return (bytes % 16 == 0) ? 16 : (bytes % 8 == 0) ? 8 : (bytes % 4 == 0) ? 4 : (bytes % 2 == 0) ? 2 : 1;
+}
+}  // namespace detail
+
+// An aligned array of N elements: a load/store of one vec<T, N> is one vector memory instruction
+// (e.g. vec<f16, 8> -> global_load_dwordx4 / ds_read_b128) when the address is so aligned.
+template <class T, int N>
+struct alignas(detail::vec_align(static_cast<int>(sizeof(T)) * N)) vec {
+  T v[N];
+};
+
+#if defined(__clang__) && !defined(__CUDACC__)
+// clang ext_vector_type operand types of the matrix builtins.
+typedef _Float16 half4_t __attribute__((ext_vector_type(4)));
+typedef _Float16 half8_t __attribute__((ext_vector_type(8)));
+typedef short short2_t __attribute__((ext_vector_type(2)));
+typedef short short4_t __attribute__((ext_vector_type(4)));
+typedef short short8_t __attribute__((ext_vector_type(8)));
+typedef float float2_t __attribute__((ext_vector_type(2)));
+typedef float float4_t __attribute__((ext_vector_type(4)));
+typedef float float16_t __attribute__((ext_vector_type(16)));
+typedef float float32_t __attribute__((ext_vector_type(32)));
+typedef int int2_t __attribute__((ext_vector_type(2)));
+typedef int int4_t __attribute__((ext_vector_type(4)));
+// NOTE: ckgen::int16_t is a vector of 16 ints (the 32x32 integer accumulator), not ::int16_t.
+// Inside namespace ckgen, spell the scalar types ::int8_t / ::int16_t / ::int32_t.
+typedef int int16_t __attribute__((ext_vector_type(16)));
+typedef double double4_t __attribute__((ext_vector_type(4)));
+#endif
+
+}  // namespace ckgen

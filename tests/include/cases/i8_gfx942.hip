@@ -1,0 +1,36 @@
+// i8 in, i32 acc, i32 out (exact); 64x64x64, 2x2 waves, 32x32x16 i8 (gfx942), beta=2.
+// arch: gfx942
+// mfma: v_mfma_i32_32x32x16_i8
+// compiler: clang++-19
+#include "ckgen/gemm_mfma.h"
+
+struct i8_gfx942_cfg {
+  using TA = ::int8_t; using TB = ::int8_t; using TC = ::int32_t;
+  using TAcc = ::int32_t; using TBias = ::int32_t;
+  static constexpr bool kARowMajor = true, kBRowMajor = true, kCRowMajor = true;
+  static constexpr int kTileM = 64, kTileN = 64, kTileK = 64;
+  static constexpr int kWavesM = 2, kWavesN = 2, kWaveSize = 64, kThreads = 256;
+  static constexpr int kWaveTileM = 32, kWaveTileN = 32;
+  static constexpr int kInstrM = 32, kInstrN = 32, kInstrK = 16;
+  static constexpr int kRepM = 1, kRepN = 1;
+  static constexpr int kAItems = 8, kBItems = 8, kCItems = 16;
+  using AOperand = long; using BOperand = long; using COperand = ckgen::int16_t;
+  static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) {
+    return __builtin_amdgcn_mfma_i32_32x32x16_i8(a, b, c, 0, 0, 0);
+  }
+  static constexpr int kLdsBuffers = 2;
+  static constexpr int kPrefetch = 1;
+  static constexpr int kVecA = 16, kVecB = 16, kVecC = 1;
+  static constexpr int kLdsAStride = 80, kLdsBStride = 80;
+  static constexpr int kLdsABytes = 64 * 80 * sizeof(TA), kLdsBBytes = 64 * 80 * sizeof(TB);
+  static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
+  static constexpr float kAlpha = 1.0f, kBeta = 2.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerEpilogue = true;
+  using Epilogue = ckgen::epi::Chain<>;
+};
+
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(i8_gfx942_cfg::kThreads) void i8_gfx942(const i8_gfx942_cfg::TA* A, const i8_gfx942_cfg::TB* B,
+    i8_gfx942_cfg::TC* C, const i8_gfx942_cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
+  ckgen::gemm_mfma<i8_gfx942_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+}
