@@ -86,13 +86,16 @@ class ValidationError(CkgenError):
     """A config is illegal for its target. Always names the parameter, its value and what is legal."""
 
     def __init__(self, param: str, value: object, legal: str, reason: str,
-                 span: SourceSpan | None = None, kernel: str | None = None):
-        where = f"kernel '{kernel}': " if kernel else ""
+                 span: SourceSpan | None = None, kernel: str | None = None, arch: str | None = None):
+        where = f"kernel '{kernel}'" if kernel else ""
+        where += f" on {arch}" if arch else ""
+        where += ": " if where else ""
         super().__init__(f"{where}{param} = {value}: {reason}", span=span, hint=f"legal: {legal}")
         self.param = param
         self.value = value
         self.legal = legal
         self.kernel = kernel
+        self.arch = arch
 
 
 class ToolchainError(CkgenError):

@@ -1,0 +1,180 @@
+"""The lowering passes. Each takes the working :class:`Draft` for one (kernel, target) pair,
+checks one concern or derives one part of the plan, and raises :class:`ValidationError`
+naming the parameter, its value and what would be legal.
+
+Arch knowledge comes only from the :class:`Target` (numbers and instruction lists).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ckgen.errors import ValidationError
+from ckgen.ir.plan import LdsPlan, RegisterEstimate
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType, Layout
+from ckgen.targets.model import MatrixInstr, Target
+
+#: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
+CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8)
+C_DTYPES = {DType.F32: (DType.F16, DType.BF16, DType.F32), DType.I32: (DType.I32, DType.I8, DType.F32)}
+MAX_PREFETCH = 1
+MAX_THREADS = 1024
+VECTOR_BYTES = 16           # widest global access per lane
+EPILOGUE_TYPES = {("bias", "row"): "ckgen::epi::BiasRow", ("bias", "col"): "ckgen::epi::BiasCol",
+                  ("relu", None): "ckgen::epi::Relu", ("gelu", None): "ckgen::epi::Gelu",
+                  ("silu", None): "ckgen::epi::Silu"}
+
+
+@dataclass
+class Draft:
+    """Mutable working state of one lowering. Passes fill it; ``build_plan`` freezes it."""
+
+    spec: KernelSpec
+    target: Target
+    instr: MatrixInstr | None = None
+    vec: tuple[int, int, int] | None = None
+    lds: LdsPlan | None = None
+    registers: RegisterEstimate | None = None
+    extra: dict = field(default_factory=dict)
+
+    def fail(self, param: str, value: object, legal: str, reason: str) -> ValidationError:
+        return ValidationError(param, value, legal, reason, span=self.spec.span(param),
+                               kernel=self.spec.name, arch=self.target.name)
+
+
+def _shapes(instrs) -> str:
+    return ", ".join(dict.fromkeys(i.shape_text for i in instrs)) or "none"
+
+
+def check_dtypes(d: Draft) -> None:
+    g, t = d.spec.gemm, d.target
+    inputs = sorted({i.a_dtype.value for i in t.instructions})
+    if g.a.dtype not in t.input_dtypes():
+        raise d.fail("A", g.a.dtype.value, ", ".join(inputs), "no matrix instruction takes this dtype")
+    if g.b.dtype != g.a.dtype:
+        raise d.fail("B", g.b.dtype.value, g.a.dtype.value, "B must have A's dtype")
+    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == g.a.dtype})
+    if not t.instructions_for(g.a.dtype, g.b.dtype, g.acc):
+        raise d.fail("acc", g.acc.value, ", ".join(accs), f"no single-block {g.a.dtype.value} instruction accumulates in it")
+    if g.a.dtype not in CODEGEN_INPUTS:
+        raise d.fail("A", g.a.dtype.value, ", ".join(x.value for x in CODEGEN_INPUTS),
+                     "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet")
+    legal_c = C_DTYPES.get(g.acc, ())
+    if g.c.dtype not in legal_c:
+        raise d.fail("C", g.c.dtype.value, ", ".join(x.value for x in legal_c), f"not an output type for {g.acc.value} accumulation")
+
+
+def select_instruction(d: Draft) -> None:
+    g, cfg, t = d.spec.gemm, d.spec.config, d.target
+    cands = t.instructions_for(g.a.dtype, g.b.dtype, g.acc)
+    wm, wn = cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1]
+    if cfg.instr is not None:
+        instr = t.find_instruction(cfg.instr, g.a.dtype, g.b.dtype, g.acc)
+        if instr is None:
+            raise d.fail("instr", "x".join(map(str, cfg.instr)), _shapes(cands),
+                         f"no single-block {g.a.dtype.value}->{g.acc.value} matrix instruction of this shape")
+        d.instr = instr
+        return
+    for instr in cands:
+        if (cfg.tile[0] % cfg.waves[0] == 0 and cfg.tile[1] % cfg.waves[1] == 0
+                and wm % instr.m == 0 and wn % instr.n == 0 and cfg.tile[2] % instr.k == 0):
+            d.instr = instr
+            return
+    raise d.fail("tile", "x".join(map(str, cfg.tile)),
+                 f"a tile whose M/waves_m, N/waves_n and K are multiples of an instruction shape ({_shapes(cands)})",
+                 f"no {g.a.dtype.value} instruction fits waves {cfg.waves[0]}x{cfg.waves[1]}")
+
+
+def check_tile(d: Draft) -> None:
+    cfg, t, i = d.spec.config, d.target, d.instr
+    (tm, tn, tk), (wm, wn) = cfg.tile, cfg.waves
+    threads = wm * wn * t.wave_size
+    if threads > MAX_THREADS:
+        raise d.fail("waves", f"{wm}x{wn}", f"waves_m*waves_n <= {MAX_THREADS // t.wave_size}",
+                     f"{threads} threads exceed the {MAX_THREADS}-thread workgroup limit")
+    tile = f"{tm}x{tn}x{tk}"
+    if tm % (wm * i.m):
+        raise d.fail("tile", tile, f"tile M a multiple of waves_m*instr_m = {wm}*{i.m} = {wm * i.m}",
+                     "tile M is not divisible by waves x instruction")
+    if tn % (wn * i.n):
+        raise d.fail("tile", tile, f"tile N a multiple of waves_n*instr_n = {wn}*{i.n} = {wn * i.n}",
+                     "tile N is not divisible by waves x instruction")
+    if tk % i.k:
+        raise d.fail("tile", tile, f"tile K a multiple of instr_k = {i.k}", "tile K is not divisible by the instruction's K")
+    if not 1 <= cfg.lds_buffers <= t.max_lds_buffers:
+        raise d.fail("lds_buffers", cfg.lds_buffers, f"1..{t.max_lds_buffers}", "unsupported LDS pipeline depth")
+    if not 0 <= cfg.prefetch <= MAX_PREFETCH:
+        raise d.fail("prefetch", cfg.prefetch, f"0..{MAX_PREFETCH}", "unsupported prefetch depth")
+
+
+def _contig_extent(layout: Layout, rows: int, tk: int, row_major_means_k: bool) -> int:
+    return tk if (layout == Layout.ROW) == row_major_means_k else rows
+
+
+def choose_vectors(d: Draft) -> None:
+    g, cfg = d.spec.gemm, d.spec.config
+    (tm, tn, tk) = cfg.tile
+    threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
+    # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
+    extents = {"vec_a": (g.a.dtype, _contig_extent(g.a.layout, tm, tk, True), tm * tk),
+               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk),
+               "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
+    chosen = []
+    for param, (dtype, extent, elems) in extents.items():
+        widest = VECTOR_BYTES // dtype.bytes
+        given = getattr(cfg, param)
+        if given is not None:
+            if given & (given - 1) or given > widest or extent % given:
+                raise d.fail(param, given, f"a power of two <= {widest} dividing the tile's contiguous extent {extent}",
+                             "illegal vector width")
+            chosen.append(given)
+            continue
+        v = widest
+        while v > 1 and (extent % v or (elems // v) % threads):
+            v //= 2
+        chosen.append(v)
+    d.vec = tuple(chosen)
+
+
+def plan_lds(d: Draft) -> None:
+    g, cfg, t = d.spec.gemm, d.spec.config, d.target
+    (tm, tn, tk) = cfg.tile
+    pad_a = t.lds_pad_bytes // g.a.dtype.bytes
+    pad_b = t.lds_pad_bytes // g.b.dtype.bytes
+    sa, sb = tk + pad_a, tk + pad_b
+    lds = LdsPlan(a_stride=sa, b_stride=sb, a_bytes=tm * sa * g.a.dtype.bytes, b_bytes=tn * sb * g.b.dtype.bytes,
+                  buffers=cfg.lds_buffers)
+    if lds.total_bytes > t.lds_bytes:
+        per_buf = lds.a_bytes + lds.b_bytes
+        hint = f"<= {t.lds_bytes} bytes; this tile needs {per_buf} per buffer"
+        if cfg.lds_buffers > 1 and per_buf <= t.lds_bytes:
+            hint += f"; lds_buffers = 1 would fit ({per_buf} bytes)"
+        raise d.fail("tile", "x".join(map(str, cfg.tile)), hint,
+                     f"needs {lds.total_bytes} bytes of LDS ({cfg.lds_buffers} buffer(s)), over the {t.lds_bytes}-byte limit")
+    d.lds = lds
+
+
+def estimate_registers(d: Draft) -> None:
+    g, cfg, t, i = d.spec.gemm, d.spec.config, d.target, d.instr
+    threads = cfg.waves[0] * cfg.waves[1] * t.wave_size
+    rep_m, rep_n = cfg.tile[0] // cfg.waves[0] // i.m, cfg.tile[1] // cfg.waves[1] // i.n
+    acc = rep_m * rep_n * i.c_regs
+    frags = rep_m * i.a_regs + rep_n * i.b_regs
+    tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
+    pre = -(-tile_bytes // (threads * 4)) if cfg.prefetch else 0
+    est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=pre, overhead=24)
+    budget = t.vgprs + t.agprs if not t.unified_vgpr_file else t.vgprs_per_simd_lane
+    acc_budget = t.agprs or t.vgprs
+    if acc > acc_budget or est.total > budget:
+        raise d.fail("tile", "x".join(map(str, cfg.tile)),
+                     f"a smaller tile or more waves: at most {acc_budget} accumulator and {budget} total registers per lane",
+                     f"needs about {est.total} registers per lane ({acc} accumulators, {frags} fragments, {pre} prefetch)")
+    d.registers = est
+
+
+def plan_epilogue(d: Draft) -> None:
+    g = d.spec.gemm
+    d.extra["bias_dtype"] = g.c.dtype if g.c.dtype.is_float else DType.F32
+    d.extra["integer_epilogue"] = (not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0)
+    d.extra["epilogue_types"] = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
