@@ -42,8 +42,8 @@ FEATURE_BF16_1K = "bf16_1k"
 #: f64 MFMAs (v_mfma_f64_*). [calc]
 FEATURE_F64_MFMA = "f64_mfma"
 #: fp8/bf8 MFMAs. gfx942 uses the FNUZ encodings (e4m3fnuz / e5m2fnuz), gfx950 the OCP ones
-#: (e4m3fn / e5m2): same instructions, different bit meanings. [llvm: FeatureFP8Insts on gfx942,
-#: FeatureFP8ConversionInsts + OCP conversions on gfx950]
+#: (e4m3fn / e5m2): same instructions and builtins, different bit meanings. [HIP docs "FP8 numbers":
+#: gfx940/941/942 FNUZ only; composable_kernel PR 1710 "OCP FP8 ... for gfx950"; llvm PR 106160]
 FEATURE_FP8 = "fp8"
 FEATURE_FP8_FNUZ = "fp8_fnuz"
 FEATURE_FP8_OCP = "fp8_ocp"
