@@ -1,0 +1,3 @@
+from ckgen.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""The ahead-of-time driver: .ck files → plans → sources → libraries. The CLI, the CMake
+package and the Python-build helpers all go through these functions.
+
+Stages (docs/design.md): ``load`` (frontend) → ``plan`` (lower) → ``generate`` (codegen) →
+``build`` (ckgen.build). Each function returns frozen data; nothing here reads the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckgen import __version__
+from ckgen.codegen import manifest_kernels, render_header, render_kernel, render_launchers
+from ckgen.errors import CkgenError, ErrorList
+from ckgen.frontend import load_file
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.lower import plan_all
+
+
+def parse_arches(text: str | None) -> tuple[str, ...]:
+    """``gfx942,gfx90a`` → ("gfx942", "gfx90a"); None or empty → ()."""
+    if not text:
+        return ()
+    return tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
+
+
+def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, list[KernelSpec]]:
+    """Specs of every file, keyed by file stem. Kernels with no target take ``arches``."""
+    out: dict[str, list[KernelSpec]] = {}
+    errors: list[CkgenError] = []
+    for path in paths:
+        stem = Path(path).stem
+        if stem in out:
+            errors.append(CkgenError(f"two input files have the stem '{stem}'; their libraries would collide"))
+            continue
+        try:
+            out[stem] = load_file(path, arches)
+        except ErrorList as exc:
+            errors.extend(exc.errors)
+        except CkgenError as exc:
+            errors.append(exc)
+    _raise(errors)
+    names: dict[str, str] = {}
+    for stem, specs in out.items():
+        for s in specs:
+            if s.name in names:
+                errors.append(CkgenError(f"kernel '{s.name}' is defined in both {names[s.name]} and {s.source}",
+                                         s.span("kernel"), "kernel names become C symbols and must be unique"))
+            names[s.name] = s.source
+    _raise(errors)
+    return out
+
+
+def _raise(errors: list[CkgenError]) -> None:
+    if errors:
+        raise errors[0] if len(errors) == 1 else ErrorList(errors)
+
+
+def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = ()) -> dict[str, list[KernelPlan]]:
+    """Plans per stem; ``arches`` (from --arch) overrides each kernel's own targets."""
+    out: dict[str, list[KernelPlan]] = {}
+    errors: list[CkgenError] = []
+    for stem, ss in specs.items():
+        try:
+            out[stem] = plan_all(ss, arches or None)
+        except ErrorList as exc:
+            errors.extend(exc.errors)
+        except CkgenError as exc:
+            errors.append(exc)
+    _raise(errors)
+    return out
+
+
+def select(plans: list[KernelPlan], kernel: str | None) -> list[KernelPlan]:
+    if kernel is None:
+        return plans
+    chosen = [p for p in plans if p.name == kernel]
+    if not chosen:
+        names = ", ".join(sorted({p.name for p in plans}))
+        raise CkgenError(f"no kernel named '{kernel}'", hint=f"kernels: {names}")
+    return chosen
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``path`` through a temp file in the same directory and ``os.replace``: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Library:
+    stem: str
+    library: Path
+    header: Path
+    plans: tuple[KernelPlan, ...]
+    resources: dict  # (kernel, arch) -> resource dict from the code object's metadata
+
+
+def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int) -> list[Library]:
+    """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``."""
+    from ckgen.build import build_amd_library, kernel_sources  # build is the heaviest stage: import lazily
+
+    plans = plan(load(paths, arches), arches)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    libs = []
+    for stem, ps in plans.items():
+        result = build_amd_library(stem, kernel_sources(ps), render_launchers(stem, ps, "amd"),
+                                   sorted({p.arch for p in ps}), out_dir, jobs)
+        header = out_dir / f"{stem}.h"
+        write_atomic(header, render_header(stem, ps))
+        libs.append(Library(stem, result.library, header, tuple(ps), result.resources))
+    manifest = {
+        "ckgen_version": __version__,
+        "libraries": [{"stem": lib.stem, "library": lib.library.name, "header": lib.header.name,
+                       "arches": sorted({p.arch for p in lib.plans})} for lib in libs],
+        "kernels": [dict(k, library=lib.library.name, header=lib.header.name)
+                    for lib in libs for k in manifest_kernels(list(lib.plans), lib.resources)],
+    }
+    write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return libs
+
+
+def emit(path: str | Path, arch: str, kernel: str | None = None, stage: str = "hip") -> str:
+    """``ckgen emit``: one stage's output for the file's kernels on ``arch``.
+
+    stage ``spec``: the frontend's KernelSpecs (JSON); ``ir``: the KernelPlans (JSON);
+    ``hip``: the device source of each kernel; ``host``: the AMD host entry points; ``header``: the C header.
+    """
+    stem = Path(path).stem
+    specs = load([path], (arch,))
+    if stage == "spec":
+        chosen = [s for s in specs[stem] if kernel is None or s.name == kernel]
+        if not chosen:
+            select(plan(specs, (arch,))[stem], kernel)
+        return json.dumps([s.to_json() for s in chosen], indent=2) + "\n"
+    plans = select(plan(specs, (arch,))[stem], kernel)
+    if stage == "ir":
+        return json.dumps([p.to_json() for p in plans], indent=2) + "\n"
+    if stage == "hip":
+        return "\n".join(render_kernel(p) for p in plans)
+    if stage == "host":
+        return render_launchers(stem, plans, "amd")
+    if stage == "header":
+        return render_header(stem, plans)
+    raise CkgenError(f"unknown stage '{stage}'", hint="stages: spec, ir, hip, host, header")
