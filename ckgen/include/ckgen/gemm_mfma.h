@@ -15,8 +15,8 @@
 //       one is read, one barrier per step)
 //   --> per-lane MFMA fragments --> Cfg::mma --> accumulators (COperand registers).
 //
-// Lane layout of one single-block wave64 instruction m x n x k (checked for every single-block dense
-// entry of shared/reference/mfma_layouts.json by tests/include/test_layouts.py):
+// Lane layout of one single-block wave64 instruction m x n x k (ckgen::MfmaLayout in types.h, checked
+// for every single-block dense entry of shared/reference/mfma_layouts.json by tests/include/test_layouts.py):
 //   A(i, k): lane i + m * (k / kAItems), item k % kAItems           (kAItems = m * k / 64)
 //   B(k, j): lane j + n * (k / kBItems), item k % kBItems           (kBItems = n * k / 64)
 //   C(i, j): item r of lane l holds, with g = 4 for 32-bit accumulators and g = 1 for 64-bit ones,
@@ -33,14 +33,6 @@
 
 namespace ckgen {
 namespace gemm_detail {
-
-// ---------------------------------------------------------------- lane layout
-template <int kM, int kN, int kG>
-struct MfmaLayout {
-  static constexpr int kGroups = 64 / kN;  // lane groups along rows of C
-  static CKGEN_DEVICE int c_row(int r, int lane) { return (r / kG) * kG * kGroups + kG * (lane / kN) + r % kG; }
-  static CKGEN_DEVICE int c_col(int lane) { return lane % kN; }
-};
 
 template <class T>
 struct IsInt {
@@ -87,15 +79,36 @@ struct TileLoader {
   }
 
   // base points at the tile origin (r0, k0) of the matrix; rows_left = rows - r0, k_left = K - k0.
+  // Interior tiles (whole tile in bounds, matrix aligned for kV: a uniform test) take unconditional
+  // vector loads; edge tiles check each vector and fall back to per-element loads with zero fill.
   CKGEN_DEVICE void load(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
+    if (aligned && rows_left >= kRows && k_left >= kTK) {
+#pragma unroll
+      for (int p = 0; p < kPer; ++p) {
+        const int t = tid + p * kThreads;
+        if (kExact || t < kVecs) {
+          int r, k;
+          coords(t, r, k);
+          regs[p] = gload(reinterpret_cast<const V*>(base + offset(r, k, ld)));
+        }
+      }
+    } else {
+      load_edge(base, ld, rows_left, k_left, aligned, tid);
+    }
+  }
+
+  static CKGEN_DEVICE long long offset(int r, int k, long long ld) {
+    return kKContig ? static_cast<long long>(r) * ld + k : static_cast<long long>(k) * ld + r;
+  }
+
+  CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
 #pragma unroll
     for (int p = 0; p < kPer; ++p) {
       const int t = tid + p * kThreads;
       if (kExact || t < kVecs) {
         int r, k;
         coords(t, r, k);
-        const T* src = kKContig ? base + (static_cast<long long>(r) * ld + k)
-                                : base + (static_cast<long long>(k) * ld + r);
+        const T* src = base + offset(r, k, ld);
         const bool full = kKContig ? (r < rows_left && k + kV <= k_left) : (k < k_left && r + kV <= rows_left);
         if (aligned && full) {
           regs[p] = gload(reinterpret_cast<const V*>(src));
@@ -134,7 +147,7 @@ struct Derived {
   using TB = typename Cfg::TB;
   using TC = typename Cfg::TC;
   static constexpr int kCGroup = sizeof(typename Cfg::TAcc) == 8 ? 1 : 4;
-  using Layout = MfmaLayout<Cfg::kInstrM, Cfg::kInstrN, kCGroup>;
+  using Layout = MfmaLayout<Cfg::kInstrM, Cfg::kInstrN, Cfg::kInstrK, kCGroup>;
   using LoadA = TileLoader<TA, Cfg::kTileM, Cfg::kTileK, Cfg::kVecA, Cfg::kLdsAStride, Cfg::kARowMajor, Cfg::kThreads>;
   using LoadB = TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, Cfg::kLdsBStride, !Cfg::kBRowMajor, Cfg::kThreads>;
   static constexpr int kLdsAElems = Cfg::kTileM * Cfg::kLdsAStride;  // one buffer
@@ -192,6 +205,8 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
   using BOp = typename Cfg::BOperand;
   using COp = typename Cfg::COperand;
   using L = typename D::Layout;
+  static_assert(L::kAItems == Cfg::kAItems && L::kBItems == Cfg::kBItems && L::kCItems == Cfg::kCItems,
+                "kAItems/kBItems/kCItems disagree with the instruction shape");
   constexpr int kAI = Cfg::kAItems;
   constexpr int kBI = Cfg::kBItems;
 
@@ -235,8 +250,8 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
     for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = COp{};
 
   // This lane's fragment origins inside one LDS buffer.
-  const int a_frag = (wave_m * Cfg::kWaveTileM + lane % Cfg::kInstrM) * Cfg::kLdsAStride + (lane / Cfg::kInstrM) * kAI;
-  const int b_frag = (wave_n * Cfg::kWaveTileN + lane % Cfg::kInstrN) * Cfg::kLdsBStride + (lane / Cfg::kInstrN) * kBI;
+  const int a_frag = (wave_m * Cfg::kWaveTileM + L::a_row(lane)) * Cfg::kLdsAStride + L::a_k0(lane);
+  const int b_frag = (wave_n * Cfg::kWaveTileN + L::b_col(lane)) * Cfg::kLdsBStride + L::b_k0(lane);
 
   auto compute = [&](int buf) {
     const TA* sa = lds_a + buf * D::kLdsAElems + a_frag;
@@ -310,7 +325,7 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
 
   constexpr bool kVecStore = !Cfg::kCRowMajor && Cfg::kVecC > 1 && D::kCGroup % Cfg::kVecC == 0;
   const bool c_aligned = kVecStore && gemm_detail::is_aligned(C, ldc, Cfg::kVecC);
-  const int col_in = L::c_col(lane);
+  const int col_in = L::c_col(0, lane);
 #pragma unroll
   for (int i = 0; i < Cfg::kRepM; ++i) {
 #pragma unroll

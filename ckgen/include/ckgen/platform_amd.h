@@ -4,7 +4,7 @@
 // clang builtin. Included through ckgen/platform.h only.
 #pragma once
 
-#if !defined(__AMDGCN__)
+#if !defined(__AMDGCN__) || !defined(__HIP_DEVICE_COMPILE__)
 #error "ckgen/platform_amd.h is for the amdgcn device pass; include ckgen/platform.h"
 #endif
 
@@ -61,14 +61,68 @@ CKGEN_DEVICE void barrier() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
+namespace amd_detail {
+// Memory access through one native vector type of the access's size, so that a vec<T, N> access stays
+// ONE instruction (global_load_dwordx4, ds_read_b128 ...). Accessing the struct member-wise lets LLVM
+// split the access and merge parts with neighbouring scalar accesses (seen: dwordx3 + dword).
+// may_alias: these types may view any element type.
+typedef int mem16_t __attribute__((ext_vector_type(4), may_alias));
+typedef int mem8_t __attribute__((ext_vector_type(2), may_alias));
+typedef int mem4_t __attribute__((may_alias));
+template <int kBytes>
+struct MemType {
+  using type = void;
+};
+template <>
+struct MemType<16> {
+  using type = mem16_t;
+};
+template <>
+struct MemType<8> {
+  using type = mem8_t;
+};
+template <>
+struct MemType<4> {
+  using type = mem4_t;
+};
 template <class T>
-CKGEN_DEVICE T gload(const T* p) { return *p; }
+constexpr bool kNativeVec = sizeof(T) >= 4 && alignof(T) >= sizeof(T) &&
+                            !__is_same(typename MemType<static_cast<int>(sizeof(T))>::type, void);
+
 template <class T>
-CKGEN_DEVICE void gstore(T* p, T v) { *p = v; }
+CKGEN_DEVICE T load(const T* p) {
+  if constexpr (kNativeVec<T>) {
+    using M = typename MemType<static_cast<int>(sizeof(T))>::type;
+    M m = *reinterpret_cast<const M*>(p);
+    // An empty asm that takes the whole value keeps InstCombine from splitting the vector load into
+    // per-element loads (which the backend may re-merge only partly: dwordx3 + dword).
+    if constexpr (sizeof(T) > 4) __asm__("" : "+v"(m));
+    return bit_cast<T>(m);
+  } else {
+    return *p;
+  }
+}
 template <class T>
-CKGEN_DEVICE T lds_load(const T* p) { return *p; }
+CKGEN_DEVICE void store(T* p, const T& v) {
+  if constexpr (kNativeVec<T>) {
+    using M = typename MemType<static_cast<int>(sizeof(T))>::type;
+    *reinterpret_cast<M*>(p) = bit_cast<M>(v);
+  } else {
+    *p = v;
+  }
+}
+}  // namespace amd_detail
+
+// Global memory and LDS: plain accesses (the compiler infers the address space from the kernel
+// argument / __shared__ array). Naturally aligned 4/8/16-byte values go as one vector access.
 template <class T>
-CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
+CKGEN_DEVICE T gload(const T* p) { return amd_detail::load(p); }
+template <class T>
+CKGEN_DEVICE void gstore(T* p, T v) { amd_detail::store(p, v); }
+template <class T>
+CKGEN_DEVICE T lds_load(const T* p) { return amd_detail::load(p); }
+template <class T>
+CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
 

@@ -1,7 +1,6 @@
 // bf16 in, f32 acc, bf16 col-major out (vector stores of 4); 128x64x32, 2x2 waves, 32x32x8 bf16_1k, single LDS buffer.
 // arch: gfx942 gfx90a
-// mfma: v_mfma_f32_32x32x8bf16_1k v_mfma_f32_32x32x8_bf16
-// compiler: clang++-19
+// expect: global_load_dwordx4 global_store_dwordx2
 #include "ckgen/gemm_mfma.h"
 
 struct bf16_1k_cfg {

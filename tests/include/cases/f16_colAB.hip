@@ -1,7 +1,6 @@
 // f16, A and B col-major, C col-major; 64x64x32, 2x2 waves, 16x16x16 f16 (2x2 reps), double-buffered.
 // arch: gfx942 gfx90a
-// mfma: v_mfma_f32_16x16x16f16 v_mfma_f32_16x16x16_f16
-// compiler: clang++-19
+// expect: global_load_dwordx4 global_store_dwordx2
 #include "ckgen/gemm_mfma.h"
 
 struct f16_colAB_cfg {

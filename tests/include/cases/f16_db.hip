@@ -1,7 +1,6 @@
 // f16 in, f32 acc, f16 out; 128x128x32 tile, 2x2 waves, 32x32x8 f16, double-buffered LDS + prefetch.
 // arch: gfx942 gfx90a
-// mfma: v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8_f16
-// compiler: clang++-19
+// expect: global_load_dwordx4 ds_write_b128
 #include "ckgen/gemm_mfma.h"
 
 struct f16_db_cfg {

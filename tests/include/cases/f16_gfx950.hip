@@ -1,7 +1,6 @@
 // f16 in, f32 acc, f16 out on gfx950 (clang++-22); 128x128x64, 2x2 waves, 16x16x32 f16.
 // arch: gfx950
-// mfma: v_mfma_f32_16x16x32_f16
-// compiler: clang++-22
+// expect: global_load_dwordx4 ds_write_b128
 #include "ckgen/gemm_mfma.h"
 
 struct f16_gfx950_cfg {

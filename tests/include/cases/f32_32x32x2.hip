@@ -1,7 +1,6 @@
 // f32 in/out; 64x64x16, 2x2 waves, 32x32x2 f32, double-buffered, no prefetch, beta=1.
 // arch: gfx942 gfx90a
-// mfma: v_mfma_f32_32x32x2f32 v_mfma_f32_32x32x2_f32
-// compiler: clang++-19
+// expect: global_load_dwordx4 ds_write_b128
 #include "ckgen/gemm_mfma.h"
 
 struct f32_32x32x2_cfg {
