@@ -180,8 +180,8 @@ def _collect(block: Block) -> tuple[dict[str, Stmt], list[CkgenError]]:
 
 
 def _suffix(key: str, v: Value) -> str:
-    text = "".join(ch if ch.isalnum() else "_" for ch in v.text.replace(" -> ", "_"))
-    return f"{key.lower()}{text.strip('_')}"
+    text = "".join(ch if ch.isalnum() else "_" for ch in v.text)
+    return f"{key.lower()}{'_'.join(part for part in text.split('_') if part)}"
 
 
 def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[KernelSpec]:

@@ -47,6 +47,13 @@ def _shapes(instrs) -> str:
     return ", ".join(dict.fromkeys(i.shape_text for i in instrs)) or "none"
 
 
+def check_workgroup(d: Draft) -> None:
+    (wm, wn), lanes = d.spec.config.waves, d.target.wave_size
+    if wm * wn * lanes > MAX_THREADS:
+        raise d.fail("waves", f"{wm}x{wn}", f"waves_m*waves_n <= {MAX_THREADS // lanes}",
+                     f"{wm * wn * lanes} threads exceed the {MAX_THREADS}-thread workgroup limit")
+
+
 def check_dtypes(d: Draft) -> None:
     g, t = d.spec.gemm, d.target
     inputs = sorted({i.a_dtype.value for i in t.instructions})
@@ -89,10 +96,6 @@ def select_instruction(d: Draft) -> None:
 def check_tile(d: Draft) -> None:
     cfg, t, i = d.spec.config, d.target, d.instr
     (tm, tn, tk), (wm, wn) = cfg.tile, cfg.waves
-    threads = wm * wn * t.wave_size
-    if threads > MAX_THREADS:
-        raise d.fail("waves", f"{wm}x{wn}", f"waves_m*waves_n <= {MAX_THREADS // t.wave_size}",
-                     f"{threads} threads exceed the {MAX_THREADS}-thread workgroup limit")
     tile = f"{tm}x{tn}x{tk}"
     if tm % (wm * i.m):
         raise d.fail("tile", tile, f"tile M a multiple of waves_m*instr_m = {wm}*{i.m} = {wm * i.m}",

@@ -15,6 +15,7 @@ from ckgen.targets import get_target
 from ckgen.targets.model import Target
 
 PASSES = (
+    P.check_workgroup,      # waves x wave size within the workgroup limit
     P.check_dtypes,         # the target has instructions for these dtypes, and codegen supports them
     P.select_instruction,   # the given instruction exists, or pick the best legal one
     P.check_tile,           # tile divisible by waves x instruction; threads; pipeline depth
