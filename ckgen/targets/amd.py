@@ -249,6 +249,7 @@ GFX950 = Target(
     unified_vgpr_file=True, vgprs_per_simd_lane=512, vgpr_granule=8,   # [llvm], [specs] 512 KiB per CU
     max_waves_per_simd=8,       # [llvm]
     cus=256,                    # [specs] MI355X: 8 XCDs x 32
+    lds_granule_bytes=1280,     # [llvm] AMDGPUUsage: COMPUTE_PGM_RSRC2.LDS_SIZE granule of 320 dwords on gfx950
     min_clang=22,               # the clang here that targets gfx950 (clang-19 does not)
     instructions=GFX950_MFMA,
     features=frozenset({FEATURE_MFMA_CD_IN_VGPRS, FEATURE_BF16_1K, FEATURE_F64_MFMA, FEATURE_PACKED_FP32,

@@ -76,7 +76,7 @@ class Target:
     lds_bytes: int              # LDS / shared memory one workgroup may allocate
     lds_bytes_per_cu: int       # LDS / shared memory per CU (SM), for occupancy
     vgprs: int                  # architectural VGPRs one wave (lane) may address
-    agprs: int                  # accumulation registers (0 when unified into vgprs or absent)
+    agprs: int                  # AGPRs one wave may address; with unified_vgpr_file, vgprs + agprs share vgprs_per_simd_lane
     unified_vgpr_file: bool     # VGPRs and AGPRs share one file of ``vgprs_per_simd_lane``
     vgprs_per_simd_lane: int    # physical register file per SIMD lane (sets occupancy)
     vgpr_granule: int           # allocation granule of VGPRs per wave
@@ -91,6 +91,7 @@ class Target:
     gemm_header: str = "ckgen/gemm_mfma.h"   # device header holding the GEMM kernel body for this target
     gemm_impl: str = "ckgen::gemm_mfma"      # its entry template, instantiated with the rendered Cfg
     max_lds_buffers: int = 2                 # deepest LDS pipeline the kernel body supports
+    lds_granule_bytes: int = 512             # LDS allocation granule per workgroup (occupancy)
     lds_pad_bytes: int = 16                  # padding added to each K-contiguous LDS row (bank conflicts)
     platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans)
 
@@ -101,7 +102,7 @@ class Target:
             raise ValueError(f"{self.name}: wave size must be 32 or 64")
 
     def instructions_for(self, a: DType, b: DType, acc: DType, *, single_block: bool = True) -> tuple[MatrixInstr, ...]:
-        """Instructions taking A/B of these dtypes into ``acc``; best (most k per cycle) first."""
+        """Instructions taking A/B of these dtypes into ``acc``; best (most flops per cycle, then larger m) first."""
         found = [i for i in self.instructions
                  if i.a_dtype == a and i.b_dtype == b and i.acc_dtype == acc
                  and (i.blocks == 1 or not single_block)]
