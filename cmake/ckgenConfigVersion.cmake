@@ -1,0 +1,32 @@
+# Version file for find_package(ckgen <version>). The version is read from the ckgen package this
+# directory belongs to (ckgen/__init__.py), so it never drifts from the Python package.
+#   wheel:    <site-packages>/ckgen/_data/cmake  -> <site-packages>/ckgen/__init__.py
+#   checkout: <repo>/cmake                       -> <repo>/ckgen/__init__.py
+set(_ckgen_init "")
+foreach(_cand "${CMAKE_CURRENT_LIST_DIR}/../../__init__.py" "${CMAKE_CURRENT_LIST_DIR}/../ckgen/__init__.py")
+  if(EXISTS "${_cand}")
+    set(_ckgen_init "${_cand}")
+    break()
+  endif()
+endforeach()
+set(PACKAGE_VERSION "0.0.0")
+if(_ckgen_init)
+  file(STRINGS "${_ckgen_init}" _ckgen_vline REGEX "^__version__ *= *")
+  string(REGEX REPLACE "^__version__ *= *[\"']([^\"']+)[\"'].*" "\\1" PACKAGE_VERSION "${_ckgen_vline}")
+endif()
+# Same major version and at least the requested one (0.x: same minor too).
+set(PACKAGE_VERSION_COMPATIBLE FALSE)
+if(NOT PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION)
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _have_mm "${PACKAGE_VERSION}")
+  string(REGEX MATCH "^[0-9]+" _have_major "${PACKAGE_VERSION}")
+  if(PACKAGE_FIND_VERSION_MAJOR EQUAL 0)
+    if("${_have_mm}" STREQUAL "${PACKAGE_FIND_VERSION_MAJOR}.${PACKAGE_FIND_VERSION_MINOR}")
+      set(PACKAGE_VERSION_COMPATIBLE TRUE)
+    endif()
+  elseif(_have_major EQUAL PACKAGE_FIND_VERSION_MAJOR)
+    set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  endif()
+endif()
+if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+  set(PACKAGE_VERSION_EXACT TRUE)
+endif()
