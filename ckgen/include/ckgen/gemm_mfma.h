@@ -323,8 +323,12 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
     }
   };
 
-  constexpr bool kVecStore = !Cfg::kCRowMajor && Cfg::kVecC > 1 && D::kCGroup % Cfg::kVecC == 0;
-  const bool c_aligned = kVecStore && gemm_detail::is_aligned(C, ldc, Cfg::kVecC);
+  // A lane's C items come in runs of kCGroup consecutive rows of one column: contiguous only in
+  // col-major C. There, stores use vectors of kVC = the largest of 4, 2, 1 that is <= kVecC and divides
+  // kCGroup; row-major C (and kVecC == 1) stores per element (consecutive lanes, consecutive columns).
+  constexpr int kVC = (Cfg::kVecC >= 4 && D::kCGroup % 4 == 0) ? 4 : (Cfg::kVecC >= 2 && D::kCGroup % 2 == 0) ? 2 : 1;
+  constexpr bool kVecStore = !Cfg::kCRowMajor && kVC > 1;
+  const bool c_aligned = kVecStore && gemm_detail::is_aligned(C, ldc, kVC);
   const int col_in = L::c_col(0, lane);
 #pragma unroll
   for (int i = 0; i < Cfg::kRepM; ++i) {
@@ -332,21 +336,21 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
     for (int j = 0; j < Cfg::kRepN; ++j) {
       const int row_base = m0 + wave_m * Cfg::kWaveTileM + i * Cfg::kInstrM;
       const int col = n0 + wave_n * Cfg::kWaveTileN + j * Cfg::kInstrN + col_in;
-      constexpr int kStep = kVecStore ? Cfg::kVecC : 1;
+      constexpr int kStep = kVecStore ? kVC : 1;
 #pragma unroll
       for (int r0 = 0; r0 < Cfg::kCItems; r0 += kStep) {
         const int row0 = row_base + L::c_row(r0, lane);
         if constexpr (kVecStore) {
           // Items r0 .. r0+kVecC-1 are consecutive rows of one column: contiguous in col-major C.
           const long long off = static_cast<long long>(col) * ldc + row0;
-          if (c_aligned && col < N && row0 + Cfg::kVecC <= M) {
-            vec<TC, Cfg::kVecC> out;
+          if (c_aligned && col < N && row0 + kVC <= M) {
+            vec<TC, kVC> out;
 #pragma unroll
-            for (int v = 0; v < Cfg::kVecC; ++v) out.v[v] = finish(acc[i][j][r0 + v], row0 + v, col, off + v);
-            gstore(reinterpret_cast<vec<TC, Cfg::kVecC>*>(C + off), out);
+            for (int v = 0; v < kVC; ++v) out.v[v] = finish(acc[i][j][r0 + v], row0 + v, col, off + v);
+            gstore(reinterpret_cast<vec<TC, kVC>*>(C + off), out);
           } else {
 #pragma unroll
-            for (int v = 0; v < Cfg::kVecC; ++v)
+            for (int v = 0; v < kVC; ++v)
               if (col < N && row0 + v < M) gstore(C + off + v, finish(acc[i][j][r0 + v], row0 + v, col, off + v));
           }
         } else {

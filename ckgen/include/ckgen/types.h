@@ -15,7 +15,16 @@
 // the compiler guards below. It defines CKGEN_HD (host+device inline) for its own functions.
 #pragma once
 
+#if defined(__HIPCC_RTC__)
+// hiprtc's built-in header already typedefs int32_t, uint32_t, int64_t, uint64_t (as int / long long);
+// the host's stdint.h would conflict with those.
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+#else
 #include <stdint.h>
+#endif
 
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
