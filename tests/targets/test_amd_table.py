@@ -18,7 +18,7 @@ from ckgen.targets.amd import XF32_INSTRUCTIONS
 from ckgen.targets.model import MatrixInstr, Target
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT.parent / "shared" / "reference" / "mfma_layouts.json"
+REFERENCE = ROOT / "tests" / "data" / "mfma_layouts.json"  # committed copy of ../shared/reference
 REF_DTYPES = {"FP16": DType.F16, "BF16": DType.BF16, "FP32": DType.F32, "FP64": DType.F64,
               "int8": DType.I8, "int32": DType.I32, "FP8": DType.FP8, "BF8": DType.BF8}
 ALLOWED_OPERANDS = {
