@@ -13,7 +13,7 @@
 //           extern "C" const ckgen_code_object ckgen_code_objects[];
 //           extern "C" const size_t ckgen_code_object_count;
 //
-//   int ckgen_rt_launch(const char* kernel, const unsigned grid[3], const unsigned block[3],
+//   [[maybe_unused]] int ckgen_rt_launch(const char* kernel, const unsigned grid[3], const unsigned block[3],
 //                       unsigned lds_bytes, void* stream, void** args);
 //       Launches the kernel symbol `kernel` (the extern "C" name in the code object) on the current
 //       HIP device with hipModuleLaunchKernel(grid, block, dynamic LDS bytes, stream, kernelParams =
@@ -30,10 +30,14 @@
 //       returns the status a launch would get before the launch itself. Lets launchers and tests
 //       probe the runtime without a kernel.
 //
-//   const char* ckgen_status_string(int status);    exported, extern "C": one line per status code.
+//   CKGEN_LAUNCH(kernel_name, grid_x, grid_y, grid_z, block_threads, lds_bytes, stream, arg0, arg1, ...)
+//       The platform-neutral launch macro of docs/design.md: an int status expression that packs
+//       &arg_i into a void*[] and calls ckgen_rt_launch("kernel_name", {gx, gy, gz},
+//       {block_threads, 1, 1}, lds_bytes, stream, args). Each arg must have exactly the type of the
+//       kernel's parameter (the values are passed by address, as hipModuleLaunchKernel wants).
 //
-//   CKGEN_API    put before each exported launcher entry point:
-//                  CKGEN_API int ckgen_my_gemm(...);   (extern "C", default visibility)
+//   From ckgen/host_api.h (included here): CKGEN_API (mark exported entry points) and
+//   const char* ckgen_status_string(int status) (exported, weak, one line per status code).
 //
 // Behaviour:
 //   - libamdhip64 is looked up, in order, at $CKGEN_HIP_LIBRARY if that environment variable is set
@@ -253,4 +257,17 @@ int ckgen_rt_current(ckgen_rt_device** out, const ckgen_rt_api** api_out) {
   return rc == 0 ? CKGEN_SUCCESS : CKGEN_ERROR_LAUNCH_FAILED;
 }
 
+// CKGEN_LAUNCH's body: args are bound by const reference, so temporaries live through the call.
+template <class... Args>
+int ckgen_rt_launch_args(const char* kernel, unsigned gx, unsigned gy, unsigned gz, unsigned threads,
+                         unsigned lds_bytes, void* stream, const Args&... args) {
+  void* ptrs[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
+  const unsigned grid[3] = {gx, gy, gz};
+  const unsigned block[3] = {threads, 1u, 1u};
+  return ckgen_rt_launch(kernel, grid, block, lds_bytes, stream, ptrs);
+}
+
 }  // namespace
+
+#define CKGEN_LAUNCH(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...) \
+  ckgen_rt_launch_args(#kernel_name, (gx), (gy), (gz), (block_threads), (lds_bytes), (stream), __VA_ARGS__)

@@ -1,0 +1,241 @@
+"""Device code for AMD GPUs: one code object per arch from separately compiled, cached kernels.
+
+Pipeline (each step cached in :mod:`ckgen.build.cache`, keyed by its exact inputs):
+
+1. **Compile** each (kernel, arch) on its own, in parallel (``jobs``)::
+
+       clang++ -x hip --offload-arch=<arch> --offload-device-only --no-gpu-bundle-output
+               -nogpuinc -nogpulib -O3 -std=c++17 -fgpu-rdc -mcode-object-version=4
+               -Xclang -emit-obj -I <ckgen/include> -c kernel.hip -o kernel.o
+
+   ``-fgpu-rdc`` keeps the kernel relocatable; ``-Xclang -emit-obj`` makes the device pass emit a
+   machine-code ELF object instead of bitcode, so there is no LTO at link time and an unchanged
+   kernel is never recompiled. (Should a clang still emit bitcode, it is lowered to an object by a
+   second ``clang --target=amdgcn-amd-amdhsa -mcpu=<arch>`` run.) ``--no-gpu-bundle-output`` gives a
+   raw ELF: ckgen does not use offload bundles, so ``clang-offload-bundler --unbundle`` is not needed.
+2. **Link** per arch: each object carries its own ``NT_AMDGPU_METADATA`` note, and the loader reads
+   only one note per code object. So the objects' ``.note`` sections are removed (llvm-objcopy), their
+   metadata are merged into one document (:mod:`ckgen.build.metadata`), assembled into a note object
+   with ``.amdgpu_metadata``, and ``ld.lld -shared`` links everything into one code object whose one
+   note lists every kernel. The result is checked: one metadata note, exactly the expected kernels.
+3. The host library (:mod:`ckgen.build.hostlib`) embeds one code object per arch.
+
+Code object version 4 is used: ROCm 4.x to 6.x loaders all accept it, and it carries everything
+these kernels need (no device libraries, no hostcall).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ckgen.build import cache as cache_mod
+from ckgen.build.metadata import kernels_of, merge_kernel_metadata, read_metadata_text
+from ckgen.build.toolchain import Toolchain, find_toolchain
+from ckgen.errors import BuildError
+from ckgen.resources import INCLUDE_DIR, content_hashes
+from ckgen.targets.model import Target
+
+CODE_OBJECT_VERSION = 4
+DEVICE_FLAGS: tuple[str, ...] = (
+    "-x", "hip", "--offload-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib",
+    "-O3", "-std=c++17", "-fgpu-rdc", f"-mcode-object-version={CODE_OBJECT_VERSION}",
+    "-Xclang", "-emit-obj",
+)
+SCHEMA = 1  # bump when the layout of cache entries below changes
+OBJECT_FILE = "kernel.o"
+CODE_OBJECT_FILE = "code_object.hsaco"
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One kernel: ``name`` is its ``extern "C"`` symbol, ``source`` the HIP text, ``flags`` extra clang
+    flags. ``arch`` None: built for every arch of the library; else only for that arch (generated
+    sources are per arch: give one KernelSource per (kernel, arch))."""
+
+    name: str
+    source: str
+    flags: tuple[str, ...] = ()
+    arch: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"kernel name {self.name!r} is not a C identifier")
+        if not isinstance(self.flags, tuple) or not all(isinstance(f, str) for f in self.flags):
+            raise ValueError(f"kernel {self.name}: flags must be a tuple of str")
+
+
+@dataclass
+class BuildCounters:
+    """Tool invocations made by this process (tests check that unchanged kernels are not rebuilt)."""
+
+    device_compiles: int = 0
+    links: int = 0
+    host_compiles: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def bump(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+
+COUNTERS = BuildCounters()
+
+
+def run_tool(cmd: list[str], what: str, cwd: Path | None = None) -> str:
+    """Run a tool; BuildError with its output when it fails. Returns stderr (warnings)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    except OSError as exc:
+        raise BuildError(f"{what}: cannot run {cmd[0]}: {exc}") from None
+    if proc.returncode != 0:
+        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        raise BuildError(f"{what} failed (exit {proc.returncode})", log=log)
+    return proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ compile
+def object_key(kernel: KernelSource, target: Target, tc: Toolchain) -> dict:
+    return {
+        "what": "amdgpu-object", "schema": SCHEMA, "name": kernel.name, "source": kernel.source,
+        "flags": [*DEVICE_FLAGS, *kernel.flags], "arch": target.name, "toolchain": tc.key(),
+        "include": content_hashes()["include"],
+    }
+
+
+def compile_kernel(kernel: KernelSource, target: Target, tc: Toolchain,
+                   cache: cache_mod.Cache) -> tuple[Path, bool]:
+    """The relocatable device object of ``kernel`` for ``target``; and whether it was compiled now."""
+    built = []
+
+    def build(out: Path) -> None:
+        src = out / "kernel.hip"
+        src.write_text(kernel.source)
+        obj = out / OBJECT_FILE
+        cmd = [str(tc.clang), *DEVICE_FLAGS, f"--offload-arch={target.name}", "-I", str(INCLUDE_DIR),
+               *kernel.flags, "-c", str(src), "-o", str(obj)]
+        COUNTERS.bump("device_compiles")
+        log = run_tool(cmd, f"compiling kernel '{kernel.name}' for {target.name}")
+        head = obj.read_bytes()[:4]
+        if head == b"BC\xc0\xde":  # this clang ignored -emit-obj: lower the bitcode ourselves
+            bc = out / "kernel.bc"
+            obj.replace(bc)
+            log += run_tool([str(tc.clang), "--target=amdgcn-amd-amdhsa", f"-mcpu={target.name}",
+                             f"-mcode-object-version={CODE_OBJECT_VERSION}", "-O3", "-c", str(bc),
+                             "-o", str(obj)], f"lowering kernel '{kernel.name}' for {target.name}")
+            bc.unlink()
+        if obj.read_bytes()[:4] != b"\x7fELF":
+            raise BuildError(f"kernel '{kernel.name}' for {target.name}: the compiler wrote no ELF object")
+        (out / "compile.log").write_text(log)
+        built.append(True)
+
+    entry = cache.get_or_build(object_key(kernel, target, tc), build)
+    return entry / OBJECT_FILE, bool(built)
+
+
+# ------------------------------------------------------------------------------------------ link
+def link_code_object(names: Sequence[str], objects: Sequence[Path], target: Target, tc: Toolchain,
+                     cache: cache_mod.Cache) -> Path:
+    """One code object for ``target`` holding the kernels ``names`` (compiled into ``objects``)."""
+    parts = {
+        "what": "amdgpu-code-object", "schema": SCHEMA, "arch": target.name, "toolchain": tc.key(),
+        "objects": [[n, cache_mod.file_sha256(o)] for n, o in zip(names, objects, strict=True)],
+    }
+
+    def build(out: Path) -> None:
+        work = out / "work"
+        work.mkdir()
+        metas: list[str] = []
+        stripped: list[str] = []
+        for i, (name, obj) in enumerate(zip(names, objects, strict=True)):
+            docs = read_metadata_text(tc.readelf, obj)
+            if len(docs) != 1:
+                raise BuildError(f"kernel '{name}' for {target.name}: expected one metadata note, "
+                                 f"found {len(docs)}")
+            metas.append(docs[0])
+            dst = work / f"k{i}.o"
+            run_tool([str(tc.objcopy), "--remove-section=.note", str(obj), str(dst)],
+                     f"stripping the metadata note of '{name}'")
+            stripped.append(str(dst))
+        merged = merge_kernel_metadata(metas)
+        note_src = work / "metadata.s"
+        note_src.write_text(f'.amdgcn_target "amdgcn-amd-amdhsa--{target.name}"\n'
+                            f".amdgpu_metadata\n{merged}.end_amdgpu_metadata\n")
+        note_obj = work / "metadata.o"
+        run_tool([str(tc.clang), "-x", "assembler", "--target=amdgcn-amd-amdhsa", f"-mcpu={target.name}",
+                  f"-mcode-object-version={CODE_OBJECT_VERSION}", "-c", str(note_src), "-o", str(note_obj)],
+                 f"assembling the merged metadata for {target.name}")
+        co = out / CODE_OBJECT_FILE
+        COUNTERS.bump("links")
+        run_tool([str(tc.lld), "-shared", "--no-undefined", *stripped, str(note_obj), "-o", str(co)],
+                 f"linking the {target.name} code object")
+        shutil.rmtree(work)
+        check_code_object(co, names, tc, target.name)
+
+    return cache.get_or_build(parts, build) / CODE_OBJECT_FILE
+
+
+def check_code_object(co: Path, names: Sequence[str], tc: Toolchain, arch: str) -> None:
+    """BuildError unless ``co`` is a linked AMDGPU ELF with one metadata note listing exactly ``names``."""
+    data = co.read_bytes()
+    # e_ident: ELF, 64-bit, little endian, OS/ABI 64 (AMDGPU HSA); e_type 3 (ET_DYN); e_machine 224.
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[7] != 64:
+        raise BuildError(f"{arch}: {co.name} is not an AMDGPU HSA ELF")
+    if int.from_bytes(data[16:18], "little") != 3 or int.from_bytes(data[18:20], "little") != 224:
+        raise BuildError(f"{arch}: {co.name} is not a linked AMDGPU shared object")
+    docs = read_metadata_text(tc.readelf, co)
+    if len(docs) != 1:
+        raise BuildError(f"{arch}: code object has {len(docs)} metadata notes, the loader needs one")
+    listed = sorted(str(k.get(".name")) for k in kernels_of(docs[0]))
+    if listed != sorted(names):
+        raise BuildError(f"{arch}: code object lists kernels {listed}, expected {sorted(names)}")
+
+
+# ------------------------------------------------------------------------------------------ driver
+@dataclass(frozen=True)
+class DeviceResult:
+    """Per-arch code objects (cache paths, read-only) and what was compiled in this call."""
+
+    code_objects: dict[str, Path]
+    toolchains: dict[str, Toolchain]
+    compiled: tuple[tuple[str, str], ...]   # (kernel, arch) compiled now
+    reused: tuple[tuple[str, str], ...]     # (kernel, arch) taken from the cache
+
+
+def build_device_code(kernels: Sequence[KernelSource], targets: Sequence[Target], jobs: int,
+                      cache: cache_mod.Cache) -> DeviceResult:
+    """Compile every (kernel, target) in parallel (cached) and link one code object per target."""
+    if not kernels:
+        raise BuildError("no kernels to build")
+    arch_names = {t.name for t in targets}
+    for k in kernels:
+        if k.arch is not None and k.arch not in arch_names:
+            raise BuildError(f"kernel '{k.name}' is for {k.arch}, which is not among the library's arches "
+                             f"({', '.join(sorted(arch_names))})")
+    for t in targets:
+        if t.vendor != "amd":
+            raise BuildError(f"{t.name} is not an AMD target", hint="AMD targets: gfx908, gfx90a, gfx942, gfx950")
+    tasks = [(k, t) for t in targets for k in kernels if k.arch in (None, t.name)]
+    names_of: dict[str, list[str]] = {t.name: [k.name for k, tt in tasks if tt is t] for t in targets}
+    for arch, names in names_of.items():
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise BuildError(f"{arch}: kernel name(s) given twice: {', '.join(dupes)}")
+        if not names:
+            raise BuildError(f"{arch}: no kernel is built for this arch")
+    tcs = {t.name: find_toolchain(t) for t in targets}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(lambda kt: compile_kernel(kt[0], kt[1], tcs[kt[1].name], cache), tasks))
+        objs = {(k.name, t.name): r[0] for (k, t), r in zip(tasks, results, strict=True)}
+        cos = list(pool.map(lambda t: link_code_object(
+            names_of[t.name], [objs[(n, t.name)] for n in names_of[t.name]], t, tcs[t.name], cache), targets))
+    compiled = tuple((k.name, t.name) for (k, t), r in zip(tasks, results, strict=True) if r[1])
+    reused = tuple((k.name, t.name) for (k, t), r in zip(tasks, results, strict=True) if not r[1])
+    return DeviceResult({t.name: co for t, co in zip(targets, cos, strict=True)}, tcs, compiled, reused)
