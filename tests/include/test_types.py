@@ -94,3 +94,24 @@ def test_conversions(converter) -> None:
         assert int(i8) == int(i8_ref[n]), f"int8({f[n]!r})"
         assert int(i32) == int(i32_ref[n]), f"int32({f[n]!r})"
     assert sat == ["sat", "127", "-128", "2147483647", "-2147483648"]
+
+
+def test_types_header_compiles_with_nvcc(tmp_path: Path) -> None:
+    """types.h is shared with the NVIDIA backend: it must build under nvcc (no ext_vector_type there)."""
+    nvcc = shutil.which("nvcc") or (Path("/usr/local/bin/nvcc") if Path("/usr/local/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    src = tmp_path / "t.cu"
+    src.write_text(r"""
+#include "ckgen/types.h"
+__global__ void k(float* o, const ckgen::bf16* b, const ckgen::f16* h) {
+  o[0] = ckgen::to_float(b[0]) + ckgen::to_float(h[0]);
+  o[1] = ckgen::to_float(ckgen::from_float<ckgen::bf16>(o[2]));
+  o[3] = (float)ckgen::from_float< ::int8_t>(o[4]) + (float)ckgen::saturate_int< ::int32_t>(7LL);
+  ckgen::vec<ckgen::f16, 8> v = *reinterpret_cast<const ckgen::vec<ckgen::f16, 8>*>(h);
+  o[5] = ckgen::to_float(v.v[3]);
+}
+""")
+    r = subprocess.run([str(nvcc), "-arch=sm_90", "-I", str(INCLUDE), "-c", str(src), "-o", str(tmp_path / "t.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
