@@ -499,3 +499,96 @@ class HipModule:
         _hip_call(f"hipModuleLaunchKernel({name})", _bindings().hip.hipModuleLaunchKernel(
             fn, grid[0], grid[1], grid[2], block, 1, 1, lds_bytes, stream,
             ctypes.addressof(params), None))
+
+
+# ------------------------------------------------------------------------------------------ plan kernels
+_TYPESTRS = {"f16": ("<f2",), "bf16": ("<V2", "<u2", "<i2"), "f32": ("<f4",), "f64": ("<f8",),
+             "i8": ("|i1", "<i1"), "i32": ("<i4",)}
+
+
+def _dims(buf: DeviceBuffer, what: str, row_major: bool, itemsize: int) -> tuple[int | None, int | None, int | None]:
+    """(rows, cols, ld) of a 2-D __cuda_array_interface__ operand, or Nones for a raw buffer."""
+    if buf.shape is None or buf.typestr in _RAW_TYPESTRS or len(buf.shape) != 2:
+        if buf.shape is not None and buf.typestr not in _RAW_TYPESTRS and len(buf.shape) != 2:
+            raise HipArgumentError(f"{what}: a {len(buf.shape)}-D array; the kernel takes a 2-D matrix")
+        return None, None, None
+    rows, cols = buf.shape
+    if buf.strides is None:  # C-contiguous
+        if not row_major:
+            raise HipArgumentError(f"{what}: a C-contiguous (row-major) array, the kernel takes {what} column-major",
+                                   hint=f"pass the transpose's view (e.g. x.t() in torch) or declare {what} row")
+        return rows, cols, cols
+    s0, s1 = (s // itemsize for s in buf.strides)
+    if row_major and s1 == 1:
+        return rows, cols, s0
+    if not row_major and s0 == 1:
+        return rows, cols, s1
+    raise HipArgumentError(f"{what}: strides {buf.strides} do not describe a {'row' if row_major else 'column'}"
+                           "-major matrix with unit stride along the contiguous dimension")
+
+
+class HipGemm:
+    """One planned GEMM kernel, compiled for its arch and launched on a HIP device.
+
+    ``HipGemm(plan)`` compiles at once (hiprtc or clang, cached) and needs no device; calling it loads
+    the module on first use. Arguments: device buffers as :func:`device_pointer` accepts. For 2-D
+    ``__cuda_array_interface__`` operands M, N, K and the leading dimensions come from their shapes and
+    strides; for raw buffers (``hipMalloc``) pass ``M=, N=, K=`` (and ``lda=`` etc. when not packed).
+    """
+
+    def __init__(self, plan: Any, *, compiler: str = "auto"):
+        from ckgen.codegen import render_kernel
+
+        self.plan = plan
+        self.name = plan.name
+        self.source = render_kernel(plan)
+        self.code = compile_code_object(self.source, plan.name, plan.arch, compiler=compiler)
+        self.module = HipModule(self.code)
+
+    def __call__(self, A: Any, B: Any, C: Any, bias: Any = None, *, M: int | None = None, N: int | None = None,
+                 K: int | None = None, lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
+                 stream: Any = None) -> None:
+        g = self.plan.spec.gemm
+        rm = {x: getattr(g, x).layout.value == "row" for x in ("a", "b", "c")}
+        dt = {x: getattr(g, x).dtype for x in ("a", "b", "c")}
+        bufs = {"A": device_pointer(A, "A"), "B": device_pointer(B, "B"), "C": device_pointer(C, "C")}
+        da = _dims(bufs["A"], "A", rm["a"], dt["a"].bytes)
+        db = _dims(bufs["B"], "B", rm["b"], dt["b"].bytes)
+        dc = _dims(bufs["C"], "C", rm["c"], dt["c"].bytes)
+
+        def pick(what: str, given: int | None, *seen: int | None) -> int:
+            vals = {v for v in seen if v is not None}
+            if given is not None:
+                vals.add(int(given))
+            if len(vals) != 1:
+                raise HipArgumentError(f"{what}: " + (f"inconsistent values {sorted(vals)} from the operands' shapes"
+                                                      if vals else "unknown; pass it for raw device buffers"))
+            v = vals.pop()
+            if v < 0:
+                raise HipArgumentError(f"{what} = {v}: must be >= 0")
+            return v
+
+        m = pick("M", M, da[0], dc[0])
+        n = pick("N", N, db[1], dc[1])
+        k = pick("K", K, da[1], db[0])
+        lds = []
+        for what, given, d, rows, cols, row_major in (("A", lda, da, m, k, rm["a"]), ("B", ldb, db, k, n, rm["b"]),
+                                                       ("C", ldc, dc, m, n, rm["c"])):
+            ld = int(given) if given is not None else d[2] if d[2] is not None else (cols if row_major else rows)
+            dtype = dt[what.lower()]
+            check_matrix(bufs[what], what, rows, cols, ld, row_major, _TYPESTRS.get(dtype.value, ()), dtype.bytes)
+            lds.append(ld)
+        has_bias = any(op.kind == "bias" for op in g.epilogue)
+        bias_buf = device_pointer(bias, "bias")
+        if has_bias and bias_buf.ptr == 0:
+            raise HipArgumentError(f"kernel '{self.name}' has a bias epilogue: pass bias")
+        if not has_bias and bias_buf.ptr != 0:
+            raise HipArgumentError(f"kernel '{self.name}' has no bias epilogue; bias must be None")
+        if m == 0 or n == 0:
+            return
+        cfg = self.plan.spec.config
+        grid = (-(-n // cfg.tile[1]), -(-m // cfg.tile[0]), 1)
+        args = [ctypes.c_void_p(bufs["A"].ptr), ctypes.c_void_p(bufs["B"].ptr), ctypes.c_void_p(bufs["C"].ptr),
+                ctypes.c_void_p(bias_buf.ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
+                ctypes.c_longlong(lds[0]), ctypes.c_longlong(lds[1]), ctypes.c_longlong(lds[2])]
+        self.module.launch(self.name, grid, self.plan.threads, args, stream=stream)

@@ -146,3 +146,72 @@ def test_device_pointer_rejects_host_arrays():
     import numpy as np
     with pytest.raises(H.HipArgumentError, match="numpy arrays live on the host"):
         H.device_pointer(np.zeros(4), "A")
+
+
+# ------------------------------------------------------------------------------------------ generated kernels
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _plans(path: Path, arch: str):
+    from ckgen import driver
+    return driver.plan(driver.load([path], (arch,)), (arch,))[path.stem]
+
+
+@pytest.mark.parametrize("spec", sorted((ROOT / "examples").glob("*.ck")), ids=lambda p: p.stem)
+def test_generated_kernels_compile_with_hiprtc_for_gfx90a(spec, tmp_path):
+    for plan in _plans(spec, "gfx90a"):
+        from ckgen.codegen import render_kernel
+        co = H.compile_code_object(render_kernel(plan), plan.name, "gfx90a", compiler="hiprtc", use_cache=False)
+        found = set(mfma_mnemonics(co.data, tmp_path))
+        assert found == {plan.instr.mnemonic}, (plan.name, found)
+
+
+class FakeTensor:
+    """What a ROCm torch tensor exposes: __cuda_array_interface__ (logical shape, byte strides)."""
+
+    def __init__(self, shape, typestr, ptr, strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                         "version": 3, "strides": strides}
+
+
+def _gemm_f16_nt():
+    plan = next(p for p in _plans(ROOT / "examples" / "gemm_f16.ck", "gfx90a") if p.name == "gemm_f16_nt")
+    return H.HipGemm(plan)
+
+
+def test_hipgemm_checks_then_stops_at_no_device():
+    k = _gemm_f16_nt()  # A f16 row, B f16 col, C f16 row
+    M, N, K = 100, 70, 33
+    A = FakeTensor((M, K), "<f2", 0x10000)
+    B = FakeTensor((K, N), "<f2", 0x20000, strides=(2, 2 * K))  # column-major view, as x.t() gives
+    C = FakeTensor((M, N), "<f2", 0x30000)
+    with pytest.raises(H.HipNoDevice) as ei:
+        k(A, B, C)
+    assert ei.value.status == 2
+    with pytest.raises(H.HipArgumentError, match="column-major"):
+        k(A, FakeTensor((K, N), "<f2", 0x20000), C)
+    with pytest.raises(H.HipArgumentError, match="inconsistent"):
+        k(A, B, FakeTensor((M + 1, N), "<f2", 0x30000))
+    with pytest.raises(H.HipArgumentError, match="dtype <f4"):
+        k(A, B, FakeTensor((M, N), "<f4", 0x30000))
+    with pytest.raises(H.HipArgumentError, match="no bias epilogue"):
+        k(A, B, C, bias=FakeTensor((N,), "<f2", 0x40000))
+
+
+def test_hipgemm_raw_hipmalloc_buffers_need_sizes():
+    from rocm.bindings.util.types import DeviceArray
+    k = _gemm_f16_nt()
+
+    def raw(nbytes, ptr):
+        d = DeviceArray(ptr)
+        d.configure(_force=True, shape=(nbytes,))
+        return d
+
+    M, N, K = 64, 64, 64
+    A, B, C = raw(M * K * 2, 0x10000), raw(K * N * 2, 0x20000), raw(M * N * 2, 0x30000)
+    with pytest.raises(H.HipArgumentError, match="M: unknown"):
+        k(A, B, C)
+    with pytest.raises(H.HipArgumentError, match="spans"):
+        k(A, B, C, M=M, N=N, K=2 * K)
+    with pytest.raises(H.HipNoDevice):
+        k(A, B, C, M=M, N=N, K=K)
