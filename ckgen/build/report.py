@@ -212,3 +212,51 @@ def analyze_code_object(path: Path, target: Target, tc: Toolchain) -> list[Kerne
             wavefront_size=_int(meta, ".wavefront_size", target.wave_size), workgroup_size=wg,
             waves_per_simd=waves, occupancy_limiter=limiter))
     return reports
+
+
+# ------------------------------------------------------------------------------------ ckgen report
+_COLUMNS = ("kernel", "arch", "mfma (main loop / total)", "VGPR", "AGPR", "SGPR", "LDS B", "scratch B",
+            "spills v/s", "waves/SIMD")
+
+
+def format_table(reports: list[KernelReport]) -> str:
+    """The human-readable ``ckgen report`` table, one row per (kernel, arch)."""
+    rows = [_COLUMNS]
+    for r in reports:
+        mfma = ", ".join(f"{m} x{n}" for m, n in r.mfma) or "none"
+        rows.append((r.name, r.arch, f"{mfma} ({r.mfma_in_main_loop}/{r.mfma_total})", str(r.vgprs), str(r.agprs),
+                     str(r.sgprs), str(r.lds_bytes), str(r.scratch_bytes), f"{r.vgpr_spills}/{r.sgpr_spills}",
+                     f"{r.waves_per_simd} ({r.occupancy_limiter})"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"
+
+
+def report_command(file: str | Path, arch: str, as_json: bool, jobs: int) -> int:
+    """``ckgen report FILE --arch A[,B] [--json]``: compile (cached) and print each kernel's report.
+
+    ``--json`` prints ``{"file": ..., "kernels": [KernelReport.to_json(), ...]}``. CkgenErrors propagate
+    to the CLI (exit 2)."""
+    import sys
+    import tempfile
+
+    from ckgen import driver
+    from ckgen.build import kernel_sources
+    from ckgen.build.hostlib import build_amd_library
+    from ckgen.codegen import render_launchers
+
+    arches = driver.parse_arches(arch)
+    plans = driver.plan(driver.load([file], arches), arches)
+    reports: list[KernelReport] = []
+    with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
+        for stem, ps in plans.items():
+            result = build_amd_library(stem, kernel_sources(ps), render_launchers(stem, ps, "amd"),
+                                       sorted({p.arch for p in ps}), Path(tmp), jobs)
+            reports.extend(result.reports[(p.name, p.arch)] for p in ps)
+    if as_json:
+        sys.stdout.write(json.dumps({"file": str(file), "kernels": [r.to_json() for r in reports]},
+                                    indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(format_table(reports))
+    return 0
