@@ -1,5 +1,5 @@
 // f16 in, f32 acc, f16 out; 128x128x32 tile, 2x2 waves, 32x32x8 f16, double-buffered LDS + prefetch.
-// arch: gfx942 gfx90a
+// arch: gfx942 gfx90a gfx908
 // expect: global_load_dwordx4 ds_write_b128
 #include "ckgen/gemm_mfma.h"
 
