@@ -115,7 +115,9 @@ function(ckgen_add_library target)
       COMMENT "ckgen: compiling ${_stem}.ck for ${_arch_csv}"
       VERBATIM)
     add_library(${target}::${_stem} SHARED IMPORTED GLOBAL)
-    set_target_properties(${target}::${_stem} PROPERTIES IMPORTED_LOCATION "${_lib}")
+    # The library has no DT_SONAME: link it by name (-L dir -l<stem>) so that the consumer records
+    # "lib<stem>.so" (found through the RUNPATH CMake adds), not the path it was linked with.
+    set_target_properties(${target}::${_stem} PROPERTIES IMPORTED_LOCATION "${_lib}" IMPORTED_NO_SONAME TRUE)
     # The directory must exist at configure time to be an include directory of an imported target.
     file(MAKE_DIRECTORY "${_dir}")
     target_link_libraries(${target} INTERFACE ${target}::${_stem})

@@ -23,9 +23,9 @@ int main() {
   on_device = hipMalloc(&A, a_bytes) == hipSuccess && hipMalloc(&B, b_bytes) == hipSuccess &&
               hipMalloc(&C, c_bytes) == hipSuccess && hipMalloc(&bias, bias_bytes) == hipSuccess;
   if (on_device) {  // a real run would upload data here (hipMemcpy); zero-filled keeps the example short
-    hipMemset(A, 0, a_bytes);
-    hipMemset(B, 0, b_bytes);
-    hipMemset(bias, 0, bias_bytes);
+    (void)hipMemset(A, 0, a_bytes);
+    (void)hipMemset(B, 0, b_bytes);
+    (void)hipMemset(bias, 0, bias_bytes);
   }
 #endif
   if (!on_device) {  // no GPU: placeholders; the library checks its runtime before touching memory
