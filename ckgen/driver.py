@@ -46,7 +46,7 @@ def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, lis
             errors.append(exc)
     _raise(errors)
     names: dict[str, str] = {}
-    for stem, specs in out.items():
+    for specs in out.values():
         for s in specs:
             if s.name in names:
                 errors.append(CkgenError(f"kernel '{s.name}' is defined in both {names[s.name]} and {s.source}",
@@ -93,6 +93,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

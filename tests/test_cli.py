@@ -1,0 +1,129 @@
+"""The ``ckgen`` command end to end (rung 1: everything is compiled for the real AMD chips).
+
+Compiles examples/ for gfx942 and gfx90a once per session, then checks the outputs, the manifest,
+``report`` against the code objects' metadata, and that bad input exits 2 with no traceback.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.ck"))
+
+
+def ckgen(*args, cache: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CKGEN_CACHE_DIR=str(cache))
+    return subprocess.run([sys.executable, "-m", "ckgen", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory, cache) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    r = ckgen("compile", *EXAMPLES, "--arch", "gfx942,gfx90a", "-o", out, "-j", "2", cache=cache)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_compile_writes_library_header_manifest(compiled):
+    for ex in EXAMPLES:
+        stem = Path(ex).stem
+        assert (compiled / f"lib{stem}.so").stat().st_size > 0
+        header = (compiled / f"{stem}.h").read_text()
+        assert "int ckgen_status_string" not in header and "const char* ckgen_status_string(int status);" in header
+    manifest = json.loads((compiled / "manifest.json").read_text())
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    assert len(kernels) == 9
+    k = kernels["gemm_f16_nt"]
+    assert k["source"] == "examples/gemm_f16.ck" and k["arches"] == ["gfx942", "gfx90a"]
+    assert k["signature"].startswith("int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const void* bias")
+    assert k["parameters"]["config"]["tile"] == [128, 128, 32]
+    for arch in ("gfx942", "gfx90a"):
+        res = k["resources"][arch]
+        assert res["vgpr_spills"] == 0 and res["sgpr_spills"] == 0 and res["scratch_bytes"] == 0
+        assert res["lds_bytes"] == k["plans"][arch]["lds"]["total_bytes"]
+    assert kernels["bf16_sweep_tile64x64x64_waves1x4"]["family"] == "bf16_sweep"
+
+
+def test_no_spills_and_mfma_in_the_main_loop_for_every_example(compiled):
+    manifest = json.loads((compiled / "manifest.json").read_text())
+    for k in manifest["kernels"]:
+        for arch, res in k["resources"].items():
+            assert res["vgpr_spills"] == 0 and res["sgpr_spills"] == 0 and res["scratch_bytes"] == 0, (k["name"], arch)
+            want = k["plans"][arch]["instruction"]["mnemonic"]
+            assert res["mfma"].get(want, 0) > 0 and res["mfma_in_main_loop"] > 0, (k["name"], arch, res["mfma"])
+
+
+def test_report_json_matches_the_code_object_metadata(cache):
+    r = ckgen("report", "examples/gemm_f16.ck", "--arch", "gfx942", "--json", cache=cache)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    by_name = {k["name"]: k for k in rep["kernels"]}
+    k = by_name["gemm_f16_nt"]
+    assert k["mfma"] == {"v_mfma_f32_32x32x8_f16": 16} and k["mfma_in_main_loop"] == 16
+    assert k["lds_bytes"] == 40960 and k["workgroup_size"] == 256 and k["wavefront_size"] == 64
+    assert 0 < k["vgprs"] <= 512 and k["sgprs"] > 0 and 1 <= k["waves_per_simd"] <= 8
+    # 40 KiB of LDS per workgroup on a 64 KiB CU: one workgroup (4 waves, one per SIMD) per CU.
+    assert k["waves_per_simd"] == 1 and k["occupancy_limiter"] == "lds"
+
+
+def test_report_table(cache):
+    r = ckgen("report", "examples/gemm_f32.ck", "--arch", "gfx90a", cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"sgemm_nn\s+gfx90a\s+v_mfma_f32_16x16x4f32", r.stdout)
+
+
+def test_emit_stages(cache):
+    hip = ckgen("emit", "examples/gemm_f16.ck", "--arch", "gfx942", "--kernel", "gemm_f16_nt", cache=cache)
+    assert hip.returncode == 0 and "__builtin_amdgcn_mfma_f32_32x32x8f16" in hip.stdout
+    ir = ckgen("emit", "examples/gemm_f16.ck", "--arch", "gfx942", "--stage", "ir", cache=cache)
+    plans = json.loads(ir.stdout)
+    assert [p["spec"]["name"] for p in plans] == ["gemm_f16_nt", "mlp_f16_bias_gelu"]
+    assert plans[0]["instruction"]["mnemonic"] == "v_mfma_f32_32x32x8_f16"
+    bad = ckgen("emit", "examples/gemm_f16.ck", "--arch", "gfx942", "--kernel", "nope", cache=cache)
+    assert bad.returncode == 2 and "no kernel named 'nope'" in bad.stderr and "gemm_f16_nt" in bad.stderr
+
+
+@pytest.mark.parametrize("text,args,words", [
+    ("kernel k { A = f16 row B = f16 col C = f16 row tile = 96x128x32 waves = 2x2 instr = 32x32x8 }",
+     ["--arch", "gfx942"], "bad.ck:1:55: error: kernel 'k' on gfx942: tile = 96x128x32"),
+    ("kernel k { A = f16 row", [], "bad.ck:1:23: error: unexpected end of file"),
+    ("kernel k { A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 1x1 }", ["--arch", "gfx1234"],
+     "arch = gfx1234: unknown target"),
+])
+def test_check_errors_exit_2_without_traceback(tmp_path, cache, text, args, words):
+    (tmp_path / "bad.ck").write_text(text)
+    r = ckgen("check", "bad.ck", *args, cache=cache, cwd=tmp_path)
+    assert r.returncode == 2
+    assert words in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_check_ok_and_missing_file(cache):
+    ok = ckgen("check", *EXAMPLES, cache=cache)
+    assert ok.returncode == 0 and "gemm_f16: 2 kernel(s), 4 plan(s)" in ok.stdout
+    missing = ckgen("check", "nope.ck", cache=cache)
+    assert missing.returncode == 2 and "cannot read nope.ck" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_failed_compile_leaves_no_partial_outputs(tmp_path, cache):
+    (tmp_path / "bad.ck").write_text("kernel k { A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 9x9 }")
+    r = ckgen("compile", "bad.ck", "--arch", "gfx942", "-o", tmp_path / "out", cache=cache, cwd=tmp_path)
+    assert r.returncode == 2 and "waves = 9x9" in r.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_usage_errors_exit_2(cache):
+    r = ckgen("compile", "examples/gemm_f16.ck", cache=cache)
+    assert r.returncode == 2 and "--arch" in r.stderr
