@@ -127,3 +127,24 @@ def test_failed_compile_leaves_no_partial_outputs(tmp_path, cache):
 def test_usage_errors_exit_2(cache):
     r = ckgen("compile", "examples/gemm_f16.ck", cache=cache)
     assert r.returncode == 2 and "--arch" in r.stderr
+
+
+def test_library_loads_without_a_gpu_and_reports_no_device(compiled):
+    import ctypes
+
+    lib = ctypes.CDLL(str(compiled / "libgemm_f16.so"))
+    fn = lib.ckgen_gemm_f16_nt
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p]
+    lib.ckgen_status_string.restype = ctypes.c_char_p
+    buf = ctypes.create_string_buffer(64)
+    p = ctypes.cast(buf, ctypes.c_void_p)
+    assert fn(p, p, p, None, 4, 4, 4, 4, 4, 4, None) == 2  # CKGEN_ERROR_NO_DEVICE: this machine has no GPU
+    assert b"no GPU device" in lib.ckgen_status_string(2)
+    assert fn(None, p, p, None, 4, 4, 4, 4, 4, 4, None) == 1  # null A
+    assert fn(p, p, p, None, 4, 4, 4, 2, 4, 4, None) == 1     # lda < K for row-major A
+    assert fn(p, p, p, None, -1, 4, 4, 4, 4, 4, None) == 1    # negative M
+    assert fn(p, p, p, None, 0, 4, 4, 4, 4, 4, None) == 0     # empty problem: nothing to do
+    bias_fn = lib.ckgen_mlp_f16_bias_gelu
+    bias_fn.argtypes = fn.argtypes
+    assert bias_fn(p, p, p, None, 4, 4, 4, 4, 4, 4, None) == 1  # the kernel needs a bias
