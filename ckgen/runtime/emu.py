@@ -1,0 +1,179 @@
+"""The ``emu`` target: generated gfx9 kernels built for the host CPU and run on ckgen's emulator.
+
+Contract (docs/emulation.md):
+
+- :func:`emu_defines` turns a :class:`~ckgen.targets.model.Target` into the preprocessor flags that
+  parameterize the emulated arch: the builtins of its MFMA table (``CKGEN_EMU_ARCH_RESTRICT`` +
+  ``CKGEN_EMU_HAS_<name>``), its LDS limit, wave size and fp8 encoding. Nothing here tests an arch name.
+- :func:`compile_flags` / :func:`build_shared` compile sources with the host clang++ into a plain
+  shared library (``-DCKGEN_PLATFORM_EMU``); output is written to a temp file and published with
+  ``os.replace``.
+- :class:`EmuLibrary` loads such a library with ctypes and wraps the emulator's C API
+  (buffer registration, last fault, worker threads).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ckgen.config import Settings, settings
+from ckgen.errors import BuildError, EmulationFault, ToolchainError
+from ckgen.resources import INCLUDE_DIR
+from ckgen.targets.model import Target
+
+#: Host compilers tried in order when CKGEN_HOST_CXX is not set.
+HOST_CXX_CANDIDATES: tuple[str, ...] = ("clang++-19", "clang++-22", "clang++")
+
+BUILTIN_PREFIX = "__builtin_amdgcn_"
+
+#: status codes (ckgen/status.h)
+CKGEN_SUCCESS = 0
+CKGEN_ERROR_INVALID_VALUE = 1
+CKGEN_ERROR_EMULATION_FAULT = 6
+
+
+def host_compiler(st: Settings | None = None) -> str:
+    """The host clang++ that builds emu libraries (``CKGEN_HOST_CXX`` or the first candidate on PATH)."""
+    st = st or settings()
+    if st.host_cxx:
+        found = shutil.which(st.host_cxx)
+        if not found:
+            raise ToolchainError(f"CKGEN_HOST_CXX = {st.host_cxx}: not found or not executable",
+                                 hint="set CKGEN_HOST_CXX to a clang++ (the emulator needs clang's vector extensions)")
+        return found
+    for name in HOST_CXX_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ToolchainError("no host clang++ found for the emu target (tried " + ", ".join(HOST_CXX_CANDIDATES) + ")",
+                         hint="install clang (e.g. clang-19) or set CKGEN_HOST_CXX")
+
+
+def compiler_version(cxx: str) -> str:
+    """First line of ``cxx --version`` (part of cache keys)."""
+    out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False)
+    return (out.stdout.splitlines() or ["unknown"])[0]
+
+
+def target_builtins(target: Target) -> tuple[str, ...]:
+    """Every matrix builtin the arch has: its table plus instructions the planner never picks (xf32)."""
+    from ckgen.targets import amd
+
+    instrs = list(target.instructions) + list(amd.XF32_INSTRUCTIONS.get(target.name, ()))
+    return tuple(sorted({i.builtin for i in instrs if i.builtin.startswith(BUILTIN_PREFIX)}))
+
+
+def emu_defines(target: Target) -> list[str]:
+    """Preprocessor flags that make the emulator behave as ``target``."""
+    if target.vendor != "amd":
+        raise ToolchainError(f"the emu target emulates AMD CDNA targets; {target.name} is {target.vendor}",
+                             hint="use an AMD arch (see ckgen.targets) with target='emu'")
+    from ckgen.targets import amd
+
+    flags = ["-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_ARCH_RESTRICT",
+             f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}"]
+    flags += [f"-DCKGEN_EMU_HAS_{b[len(BUILTIN_PREFIX):]}" for b in target_builtins(target)]
+    if amd.FEATURE_FP8_OCP in target.features:
+        flags.append("-DCKGEN_EMU_FP8_OCP")
+    return flags
+
+
+#: Flags for every emu library (the emulator is header-only; -O2 keeps the sanitizers fast).
+BASE_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
+                               "-Wno-psabi")
+
+
+def compile_flags(target: Target, extra: Iterable[str] = ()) -> list[str]:
+    return [*BASE_FLAGS, f"-I{INCLUDE_DIR}", *emu_defines(target), *extra]
+
+
+def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iterable[str] = (),
+                 cxx: str | None = None) -> Path:
+    """Compile ``sources`` into the shared library ``out`` (published atomically). Raises BuildError."""
+    cxx = cxx or host_compiler()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    cmd = [cxx, *compile_flags(target, extra), *[str(s) for s in sources], "-o", tmp]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"emu build of {out.name} failed ({Path(cxx).name}, exit {proc.returncode})",
+                             log=" ".join(cmd) + "\n" + proc.stderr)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+def byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    """[low, high) byte addresses of the memory ``a`` spans (numpy's byte_bounds, any stride sign)."""
+    lo = hi = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return lo, lo
+    for n, st in zip(a.shape, a.strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+class EmuLibrary:
+    """A loaded emu shared library and the emulator's C API inside it."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.lib = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
+        lib = self.lib
+        lib.ckgen_emu_register_buffer.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+        lib.ckgen_emu_register_buffer.restype = ctypes.c_int
+        lib.ckgen_emu_clear_buffers.argtypes = []
+        lib.ckgen_emu_clear_buffers.restype = None
+        lib.ckgen_emu_last_fault.argtypes = []
+        lib.ckgen_emu_last_fault.restype = ctypes.c_char_p
+        lib.ckgen_emu_fault_count.argtypes = []
+        lib.ckgen_emu_fault_count.restype = ctypes.c_int
+        lib.ckgen_emu_set_threads.argtypes = [ctypes.c_int]
+        lib.ckgen_emu_set_threads.restype = None
+
+    def register(self, array: np.ndarray, name: str) -> None:
+        """Register the whole memory of ``array`` (its base array if it is a view) as a buffer."""
+        base = array
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        lo, hi = byte_bounds(base)
+        self.lib.ckgen_emu_register_buffer(ctypes.c_void_p(lo), hi - lo, name.encode())
+
+    def clear_buffers(self) -> None:
+        self.lib.ckgen_emu_clear_buffers()
+
+    def last_fault(self) -> str:
+        return (self.lib.ckgen_emu_last_fault() or b"").decode(errors="replace")
+
+    def fault_count(self) -> int:
+        return int(self.lib.ckgen_emu_fault_count())
+
+    def set_threads(self, n: int) -> None:
+        self.lib.ckgen_emu_set_threads(int(n))
+
+    def check_status(self, status: int, what: str) -> None:
+        """Raise EmulationFault (status 6) or RuntimeFailure for a non-zero status."""
+        if status == CKGEN_SUCCESS:
+            return
+        if status == CKGEN_ERROR_EMULATION_FAULT:
+            raise EmulationFault(self.last_fault() or f"{what}: emulation fault")
+        from ckgen.errors import RuntimeFailure
+
+        detail = self.last_fault()
+        raise RuntimeFailure(f"{what}: status {status}" + (f": {detail}" if detail else ""))
