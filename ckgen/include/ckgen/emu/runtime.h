@@ -43,7 +43,9 @@
 #define CKGEN_EMU_WAVE_SIZE 64
 #endif
 #ifndef CKGEN_EMU_LDS_BYTES
-#define CKGEN_EMU_LDS_BYTES 65536  // LDS one workgroup may allocate; the build passes the target's figure
+// LDS one workgroup may allocate. The emu build passes the target's figure; without it, the largest of
+// the AMD table (gfx950: 160 KiB).
+#define CKGEN_EMU_LDS_BYTES 163840
 #endif
 
 namespace ckgen {
