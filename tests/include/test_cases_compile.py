@@ -58,7 +58,7 @@ def parse_case(path: Path) -> Case:
     arches = tuple(re.search(r"^// arch:(.*)$", text, re.M).group(1).split())
     expect_m = re.search(r"^// expect:(.*)$", text, re.M)
     builtin = re.search(r"return (__builtin_amdgcn_mfma_\w+)\(", text).group(1)
-    consts = dict(re.findall(r"\b(k\w+) = (\w+)", text))
+    consts = dict(re.findall(r"\b(k\w+) = ([\w.]+)", text))
     consts.update(re.findall(r"using (T\w+) = ([\w:]+);", text))
     return Case(path.stem, path, arches, tuple(expect_m.group(1).split()) if expect_m else (), builtin, consts)
 
