@@ -10,6 +10,11 @@ Contract (docs/emulation.md):
   ``os.replace``.
 - :class:`EmuLibrary` loads such a library with ctypes and wraps the emulator's C API
   (buffer registration, last fault, worker threads).
+- :class:`EmuBackend` is the ``emu`` backend of :mod:`ckgen.runtime.api`: it renders the plan's
+  kernel and emu launcher (ckgen.codegen), builds them through the build cache (key: both sources,
+  compiler version, flags, header hashes), loads the library once, registers every numpy operand at
+  its exact byte extent, calls ``ckgen_<kernel>`` and raises :class:`~ckgen.errors.EmulationFault`
+  with the emulator's report on a fault.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -148,11 +154,8 @@ class EmuLibrary:
         lib.ckgen_emu_set_threads.restype = None
 
     def register(self, array: np.ndarray, name: str) -> None:
-        """Register the whole memory of ``array`` (its base array if it is a view) as a buffer."""
-        base = array
-        while isinstance(base.base, np.ndarray):
-            base = base.base
-        lo, hi = byte_bounds(base)
+        """Register the bytes ``array`` spans (a view: only its own extent) as a buffer named ``name``."""
+        lo, hi = byte_bounds(array)
         self.lib.ckgen_emu_register_buffer(ctypes.c_void_p(lo), hi - lo, name.encode())
 
     def clear_buffers(self) -> None:
@@ -177,3 +180,105 @@ class EmuLibrary:
 
         detail = self.last_fault()
         raise RuntimeFailure(f"{what}: status {status}" + (f": {detail}" if detail else ""))
+
+
+# ---------------------------------------------------------------------------------------------- backend
+from ckgen.runtime.api import ArrayInfo, Backend, GemmCall  # noqa: E402
+
+
+class EmuKernel:
+    """A built emu library and its entry point ``ckgen_<name>``."""
+
+    def __init__(self, plan, library: EmuLibrary):
+        self.plan = plan
+        self.library = library
+        self.lock = threading.Lock()
+        fn = getattr(library.lib, f"ckgen_{plan.name}")
+        fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        self.entry = fn
+
+
+_loaded: dict[Path, EmuLibrary] = {}
+_loaded_lock = threading.Lock()
+
+
+def load_library(path: Path) -> EmuLibrary:
+    """Load ``path`` once per process."""
+    path = Path(path).resolve()
+    with _loaded_lock:
+        if path not in _loaded:
+            _loaded[path] = EmuLibrary(path)
+        return _loaded[path]
+
+
+def emu_sources(plan) -> tuple[str, str, str]:
+    """(kernel file name, kernel source, launcher source) of one plan on the emu platform."""
+    from ckgen.codegen import render_kernel, render_launchers
+
+    kernel_file = f"{plan.name}.hip"
+    return kernel_file, render_kernel(plan), render_launchers(plan.name, [plan], "emu", kernel_files=[kernel_file])
+
+
+def build_emu_kernel(plan) -> Path:
+    """The cached emu library of ``plan`` (built on a miss)."""
+    from ckgen.build.cache import get_or_build
+    from ckgen.resources import content_hashes
+
+    kernel_file, kernel_src, launcher_src = emu_sources(plan)
+    cxx = host_compiler()
+    flags = compile_flags(plan.target)
+    lib_name = f"lib{plan.name}.so"
+    key_parts = {"kind": "emu-library", "arch": plan.arch, "kernel": kernel_src, "launcher": launcher_src,
+                 "compiler": compiler_version(cxx), "flags": flags, "include": content_hashes()["include"]}
+
+    def build(d: Path) -> None:
+        (d / kernel_file).write_text(kernel_src)
+        (d / "launchers.cpp").write_text(launcher_src)
+        build_shared([d / "launchers.cpp"], d / lib_name, plan.target, cxx=cxx)
+
+    return get_or_build(key_parts, build) / lib_name
+
+
+class EmuBackend(Backend):
+    """The CPU emulator (numpy arrays in and out)."""
+
+    name = "emu"
+    vendor = "amd"
+
+    def build(self, plan) -> EmuKernel:
+        return EmuKernel(plan, load_library(build_emu_kernel(plan)))
+
+    def array_info(self, obj, what: str) -> ArrayInfo:
+        if not isinstance(obj, np.ndarray):
+            from ckgen.errors import RuntimeFailure
+
+            raise RuntimeFailure(f"{what}: the emu target takes numpy arrays, got {type(obj).__name__}")
+        if what == "C" and not obj.flags.writeable:
+            from ckgen.errors import RuntimeFailure
+
+            raise RuntimeFailure("C: the output array is read-only")
+        isz = obj.itemsize
+        if any(st % isz for st in obj.strides):
+            from ckgen.errors import RuntimeFailure
+
+            raise RuntimeFailure(f"{what}: strides {obj.strides} are not multiples of the element size {isz}")
+        return ArrayInfo(tuple(obj.shape), obj.dtype.str, tuple(st // isz for st in obj.strides),
+                         obj.__array_interface__["data"][0])
+
+    def new_output(self, shape, np_dtype, row_major: bool, like) -> np.ndarray:
+        out = np.empty(shape, np_dtype, order="C" if row_major else "F")
+        out.view(np.uint8).fill(0xFF)  # poison: an element nobody writes stays NaN / -1
+        return out
+
+    def launch(self, handle: EmuKernel, call: GemmCall) -> None:
+        lib = handle.library
+        ptr = lambda a: a.__array_interface__["data"][0] if a is not None else None  # noqa: E731
+        with handle.lock:
+            lib.clear_buffers()
+            for arr, name in ((call.A, "A"), (call.B, "B"), (call.C, "C"), (call.bias, "bias")):
+                if arr is not None and arr.size:
+                    lib.register(arr, name)
+            status = handle.entry(ptr(call.A), ptr(call.B), ptr(call.C), ptr(call.bias), call.M, call.N, call.K,
+                                  call.lda, call.ldb, call.ldc, None)
+            lib.check_status(status, f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})")
