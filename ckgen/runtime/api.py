@@ -194,6 +194,15 @@ def to_bf16(x: np.ndarray) -> np.ndarray:
     return np.where(nan, np.uint16(0x7FC0), r)
 
 
+def poison(a: np.ndarray) -> np.ndarray:
+    """Fill a contiguous (C or F order) array with 0xFF bytes: NaN for floats and bf16, -1 for integers."""
+    flat = a.ravel(order="K")
+    if not np.shares_memory(flat, a):
+        raise ValueError("poison: array is not contiguous")
+    flat.view(np.uint8).fill(0xFF)
+    return a
+
+
 def from_bf16(b: np.ndarray) -> np.ndarray:
     """bf16 bit patterns (uint16) -> float32."""
     return (np.asarray(b, np.uint16).astype(np.uint32) << 16).view(np.float32)

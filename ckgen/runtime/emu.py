@@ -267,9 +267,9 @@ class EmuBackend(Backend):
                          obj.__array_interface__["data"][0])
 
     def new_output(self, shape, np_dtype, row_major: bool, like) -> np.ndarray:
-        out = np.empty(shape, np_dtype, order="C" if row_major else "F")
-        out.view(np.uint8).fill(0xFF)  # poison: an element nobody writes stays NaN / -1
-        return out
+        from ckgen.runtime.api import poison
+
+        return poison(np.empty(shape, np_dtype, order="C" if row_major else "F"))  # unwritten: NaN / -1
 
     def launch(self, handle: EmuKernel, call: GemmCall) -> None:
         lib = handle.library

@@ -21,7 +21,7 @@ import numpy as np
 
 from ckgen.errors import CkgenError
 from ckgen.ir.types import DType, Layout
-from ckgen.runtime.api import from_bf16, jit, numpy_dtype, to_bf16
+from ckgen.runtime.api import from_bf16, jit, numpy_dtype, poison, to_bf16
 
 #: relative norm error allowed per dtype (the loosest of the kernel's A, B and C dtypes applies)
 TOLERANCE: dict[DType, float] = {DType.F16: 5e-3, DType.BF16: 3e-2, DType.F32: 1e-4, DType.I8: 0.0, DType.I32: 0.0}
@@ -54,9 +54,7 @@ def random_matrix(rng: np.random.Generator, shape: tuple[int, ...], dt: DType, r
 
 
 def poisoned(shape: tuple[int, int], dt: DType, row_major: bool) -> np.ndarray:
-    out = np.empty(shape, numpy_dtype(dt), order="C" if row_major else "F")
-    out.view(np.uint8).fill(0xFF)  # NaN for floats (and bf16), -1 for integers
-    return out
+    return poison(np.empty(shape, numpy_dtype(dt), order="C" if row_major else "F"))
 
 
 def random_operands(plan: Any, M: int, N: int, K: int, rng: np.random.Generator) -> dict[str, np.ndarray | None]:

@@ -1,0 +1,143 @@
+"""The JIT API on the emu target: argument checks with clear errors, output allocation, `ckgen run`."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure
+from ckgen.ir.types import DType
+from ckgen.runtime import api, emu, run
+
+pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+
+SRC = """target gfx942
+kernel nt {
+  A = f16 row
+  B = f16 col
+  C = f32 row
+  tile = 64x64x32
+  waves = 2x2
+  epilogue = bias(col) -> relu
+}
+kernel beta1 {
+  A = bf16 row
+  B = bf16 row
+  C = f32 col
+  beta = 1.0
+  tile = 64x64x32
+  waves = 2x2
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nt() -> api.GemmKernel:
+    return api.jit(SRC, kernel="nt", target="emu")
+
+
+def _ops(M=40, N=24, K=20):
+    rng = np.random.default_rng(0)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    B = np.asfortranarray(rng.uniform(-1, 1, (K, N)).astype(np.float16))
+    bias = rng.uniform(-1, 1, N).astype(np.float32)
+    return A, B, bias
+
+
+def test_call_allocates_poisoned_output_and_computes(nt):
+    A, B, bias = _ops()
+    C = nt(A, B, bias=bias)
+    assert C.shape == (40, 24) and C.dtype == np.float32 and C.flags.c_contiguous
+    ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64) + bias, 0)
+    assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
+    assert repr(nt) == "GemmKernel('nt', arch='gfx942', target='emu')"
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda A, B, b: (A.astype(np.float32), B, b), "A has dtype float32, the kernel takes f16"),
+    (lambda A, B, b: (A, np.ascontiguousarray(B), b), "B must be col-major"),
+    (lambda A, B, b: (A[:, :10], B, b), "A is 40x10 but B is 20x24: inner dimensions differ"),
+    (lambda A, B, b: (A, B, None), "has a bias(col) epilogue: pass bias"),
+    (lambda A, B, b: (A, B, b[:5]), "bias must be a contiguous vector of length 24"),
+    (lambda A, B, b: (A[::-1], B, b), "negative strides"),
+    (lambda A, B, b: (A.ravel(), B, b), "A must be 2-D"),
+    (lambda A, B, b: (A.tolist(), B, b), "the emu target takes numpy arrays"),
+])
+def test_bad_arguments_have_clear_errors(nt, mutate, message):
+    A, B, bias = mutate(*_ops())
+    with pytest.raises(RuntimeFailure, match=message.replace("(", r"\(").replace(")", r"\)")):
+        nt(A, B, bias=bias)
+
+
+def test_wrong_output_shape_and_readonly(nt):
+    A, B, bias = _ops()
+    with pytest.raises(RuntimeFailure, match=r"C has shape \(24, 40\), expected \(40, 24\)"):
+        nt(A, B, np.zeros((24, 40), np.float32), bias)
+    C = np.zeros((40, 24), np.float32)
+    C.setflags(write=False)
+    with pytest.raises(RuntimeFailure, match="read-only"):
+        nt(A, B, C, bias)
+
+
+def test_beta_needs_c_and_bf16_is_uint16():
+    k = api.jit(SRC, kernel="beta1", target="emu", arch="gfx90a")
+    rng = np.random.default_rng(1)
+    A = api.to_bf16(rng.uniform(-1, 1, (33, 17)))
+    B = api.to_bf16(rng.uniform(-1, 1, (17, 9)))
+    with pytest.raises(RuntimeFailure, match="beta = 1: pass C"):
+        k(A, B)
+    with pytest.raises(RuntimeFailure, match="bf16 is passed as uint16"):
+        k(api.from_bf16(A), B, np.zeros((33, 9), np.float32, order="F"))
+    C0 = np.asfortranarray(rng.uniform(-1, 1, (33, 9)).astype(np.float32))
+    C = k(A, B, C0.copy(order="F"))
+    ref = api.from_bf16(A).astype(np.float64) @ api.from_bf16(B).astype(np.float64) + C0
+    assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
+
+
+def test_source_kernel_and_target_errors(tmp_path):
+    with pytest.raises(CkgenError, match="defines 2 kernels; choose one"):
+        api.jit(SRC, target="emu")
+    with pytest.raises(CkgenError, match="no kernel named 'x'"):
+        api.jit(SRC, kernel="x", target="emu")
+    with pytest.raises(CkgenError, match="neither a backend nor a known arch"):
+        api.jit(SRC, kernel="nt", target="tpu")
+    with pytest.raises(CkgenError, match="no such .ck file"):
+        api.jit(str(tmp_path / "missing.ck"))
+    with pytest.raises(CkgenError, match="sm_90"):  # an NVIDIA arch (or unknown, before the table has it)
+        api.plan_for(SRC, "nt", "amd", "sm_90")
+
+
+def test_views_are_checked_at_their_own_extent(nt):
+    """A view's neighbours in its base array are outside the registered buffer."""
+    A, B, bias = _ops()
+    big = np.zeros((80, 20), np.float16)
+    big[:40] = A
+    C = nt(big[:40], B, bias=bias)  # fine: reads only rows 0..39
+    assert np.all(np.isfinite(C))
+
+
+def test_emulation_fault_reaches_python(nt):
+    """Bypassing the API's checks (M larger than A), the emulator catches the overrun."""
+    A, B, bias = _ops()
+    C = np.zeros((80, 24), np.float32)
+    call = api.GemmCall(A, B, C, bias, 80, 24, 20, 20, 20, 24)
+    with pytest.raises(EmulationFault, match=r"kernel 'nt', workgroup \(\d+,\d+,0\), thread \d+ .*out-of-bounds global "
+                                             r"load of \d+ bytes at 0x[0-9a-f]+: \d+ bytes past the end of 'A'"):
+        nt.backend.launch(nt.handle, call)
+
+
+def test_run_command_exit_codes(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "k.ck"
+    path.write_text(SRC)
+    assert run.run_command(str(path), "nt", "emu", None, 37, 29, 41, 3) == 0
+    out = capsys.readouterr().out
+    assert "nt on emu (gfx942): M=37 N=29 K=41" in out and "relative error vs float64" in out and "ok" in out
+    assert run.run_command(str(path), "nope", "emu", None, 4, 4, 4, 0) == 2
+    assert "no kernel named 'nope'" in capsys.readouterr().err
+    assert run.run_command(str(path), "nt", "emu", None, -1, 4, 4, 0) == 2
+    monkeypatch.setitem(run.TOLERANCE, DType.F16, 0.0)
+    monkeypatch.setitem(run.TOLERANCE, DType.F32, 0.0)
+    assert run.run_command(str(path), "nt", "emu", None, 37, 29, 41, 3) == 1
+    assert "FAILED" in capsys.readouterr().out

@@ -1,0 +1,165 @@
+"""Numerics of generated kernels on the emulator (ladder rung 2), against a float64 reference.
+
+Coverage: every dtype (f16, bf16, f32, i8 -> i32), every A/B layout pair, each epilogue op (bias row/col,
+relu, gelu, silu, alpha/beta), and several tile / wave / instruction / pipeline configurations per
+dtype on gfx908, gfx90a, gfx942 and gfx950. Shapes: fixed edge cases (1x1x1, K smaller than the tile's
+K, primes, one large dimension) plus Hypothesis draws. Outputs are poisoned (0xFF bytes) before each
+run; padded leading dimensions keep poisoned padding that must survive. Each configuration is compiled
+once (through the build cache) and reused for every shape.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ckgen.ir.types import DType, Layout
+from ckgen.runtime import emu, run
+from ckgen.runtime.api import GemmKernel, get_backend, numpy_dtype, plan_for
+
+pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+
+# name -> (arch, DSL body). Each line of the body is one kernel parameter.
+CONFIGS: dict[str, tuple[str, str]] = {
+    "f16_rr_db": ("gfx942", "A = f16 row\nB = f16 row\nC = f16 row\ntile = 128x128x32\nwaves = 2x2\n"
+                            "instr = 32x32x8\nlds_buffers = 2\nprefetch = 1"),
+    "f16_cc_16x16": ("gfx90a", "A = f16 col\nB = f16 col\nC = f32 col\ntile = 64x64x32\nwaves = 2x2\n"
+                               "instr = 16x16x16\nlds_buffers = 1\nprefetch = 0"),
+    "f16_rc_bias_gelu": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\nalpha = 0.5\nbeta = 0.25\n"
+                                   "tile = 64x128x32\nwaves = 1x2\nepilogue = bias(col) -> gelu"),
+    "f16_cr_biasrow_relu": ("gfx908", "A = f16 col\nB = f16 row\nC = f16 row\ntile = 32x32x16\nwaves = 1x1\n"
+                                      "instr = 32x32x8\nepilogue = bias(row) -> relu"),
+    "f16_gfx950": ("gfx950", "A = f16 row\nB = f16 col\nC = f16 row\ntile = 64x64x64\nwaves = 2x2\n"
+                             "instr = 16x16x32"),
+    "bf16_rc_silu": ("gfx942", "A = bf16 row\nB = bf16 col\nC = bf16 row\ntile = 64x64x32\nwaves = 2x2\n"
+                               "instr = 32x32x8\nepilogue = silu"),
+    "bf16_cr_gfx908": ("gfx908", "A = bf16 col\nB = bf16 row\nC = f32 col\ntile = 64x64x16\nwaves = 2x2\n"
+                                 "instr = 32x32x4"),
+    "bf16_rr_beta": ("gfx90a", "A = bf16 row\nB = bf16 row\nC = f32 row\nbeta = 1.0\ntile = 64x32x32\n"
+                               "waves = 2x1\ninstr = 16x16x16\nlds_buffers = 2"),
+    "f32_rr": ("gfx942", "A = f32 row\nB = f32 row\nC = f32 row\ntile = 64x64x16\nwaves = 2x2\ninstr = 16x16x4\n"
+                         "lds_buffers = 1\nprefetch = 0\nvec_a = 4\nvec_b = 4"),
+    "f32_cc_bias": ("gfx90a", "A = f32 col\nB = f32 col\nC = f32 col\ntile = 64x64x8\nwaves = 1x2\ninstr = 32x32x2\n"
+                              "epilogue = bias(col)"),
+    "i8_rc": ("gfx942", "A = i8 row\nB = i8 col\nC = i32 row\ntile = 128x128x64\nwaves = 2x2\ninstr = 32x32x16\n"
+                        "lds_buffers = 2"),
+    "i8_cr_alpha_beta": ("gfx90a", "A = i8 col\nB = i8 row\nC = i32 col\nalpha = 3.0\nbeta = 2.0\n"
+                                   "tile = 64x64x32\nwaves = 2x2\ninstr = 16x16x16"),
+}
+
+
+def _source(name: str) -> str:
+    arch, body = CONFIGS[name]
+    return f"target {arch}\nkernel {name} {{\n" + "\n".join("  " + line for line in body.splitlines()) + "\n}\n"
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, GemmKernel]:
+    backend = get_backend("emu")
+    plans = {name: plan_for(_source(name), name, "amd", CONFIGS[name][0]) for name in CONFIGS}
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        futs = {name: pool.submit(GemmKernel, plan, backend) for name, plan in plans.items()}
+        return {name: f.result() for name, f in futs.items()}
+
+
+def _padded(arr: np.ndarray, row_major: bool, pad: int) -> np.ndarray:
+    """A copy of ``arr`` as a view into a larger buffer whose extra lines/columns are poisoned."""
+    rows, cols = arr.shape
+    if row_major:
+        buf = np.empty((rows, cols + pad), arr.dtype)
+        buf.view(np.uint8).fill(0xFF)
+        view = buf[:, :cols]
+    else:
+        buf = np.empty((cols, rows + pad), arr.dtype)
+        buf.view(np.uint8).fill(0xFF)
+        view = buf[:, :rows].T
+    view[...] = arr
+    return view
+
+
+def check_shape(gemm: GemmKernel, M: int, N: int, K: int, seed: int, pad: int = 0) -> None:
+    plan = gemm.plan
+    g = plan.spec.gemm
+    rng = np.random.default_rng(seed)
+    ops = run.random_operands(plan, M, N, K, rng)
+    c0 = ops["C"].copy() if g.beta != 0 else None
+    C = ops["C"]
+    if pad:
+        ops["A"] = _padded(ops["A"], g.a.layout == Layout.ROW, pad)
+        ops["B"] = _padded(ops["B"], g.b.layout == Layout.ROW, pad)
+        C = _padded(C, g.c.layout == Layout.ROW, pad)
+        base = C.base if C.base is not None else C
+        pad_before = base.copy()
+    else:
+        assert g.beta != 0 or np.all(C.ravel(order="K").view(np.uint8) == 0xFF)  # poisoned
+    out = gemm(ops["A"], ops["B"], C, ops["bias"])
+    assert out is C
+    ref = run.reference(plan, ops["A"], ops["B"], c0, ops["bias"])
+    err = run.relative_error(plan, C, ref)
+    tol = run.tolerance(plan)
+    assert err <= tol, f"{gemm.name} {M}x{N}x{K} (pad {pad}): relative error {err:.3e} > {tol:.1e}"
+    if pad:
+        mask = np.ones(base.shape, bool)
+        rows, cols = (M, N) if g.c.layout == Layout.ROW else (N, M)
+        mask[:rows, :cols] = False
+        assert np.array_equal(base.view(np.uint8)[mask.repeat(base.itemsize, axis=-1)],
+                              pad_before.view(np.uint8)[mask.repeat(base.itemsize, axis=-1)]), "padding written"
+
+
+def _edge_shapes(name: str) -> list[tuple[int, int, int]]:
+    tile = [int(x) for x in next(line for line in CONFIGS[name][1].splitlines() if line.startswith("tile")).split("=")[1]
+            .strip().split("x")]
+    tk = tile[2]
+    return [(1, 1, 1), (tile[0] + 3, tile[1] - 1, max(1, tk // 2 - 1)),  # edge tiles, K < tile K
+            (97, 61, 131), (13, 7, 1031)]                                  # primes, one large dimension (K)
+
+
+EDGE = [(name, s) for name in CONFIGS for s in _edge_shapes(name)]
+
+
+@pytest.mark.parametrize(("name", "shape"), EDGE, ids=[f"{n}-{s[0]}x{s[1]}x{s[2]}" for n, s in EDGE])
+def test_edge_shapes(kernels, name, shape):
+    check_shape(kernels[name], *shape, seed=sum(shape))
+
+
+@pytest.mark.parametrize("name", ["f16_rr_db", "bf16_rr_beta", "i8_cr_alpha_beta", "f32_cc_bias"])
+def test_padded_leading_dimensions(kernels, name):
+    check_shape(kernels[name], 70, 45, 37, seed=1, pad=5)
+
+
+@pytest.mark.parametrize("name", ["f16_rc_bias_gelu", "i8_rc"])
+def test_one_large_dimension(kernels, name):
+    check_shape(kernels[name], 1100, 9, 40, seed=2)
+
+
+shapes = st.tuples(st.integers(1, 200), st.integers(1, 200), st.integers(1, 150))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(shape=shapes, seed=st.integers(0, 2**31 - 1))
+def test_hypothesis_shapes(kernels, name, shape, seed):
+    check_shape(kernels[name], *shape, seed=seed)
+
+
+def test_every_dtype_layout_and_epilogue_is_covered():
+    plans = {name: plan_for(_source(name), name, "amd", arch) for name, (arch, _) in CONFIGS.items()}
+    dtypes = {p.spec.gemm.a.dtype for p in plans.values()}
+    assert {DType.F16, DType.BF16, DType.F32, DType.I8} <= dtypes
+    for dt in (DType.F16, DType.BF16, DType.F32, DType.I8):
+        layouts = {(p.spec.gemm.a.layout, p.spec.gemm.b.layout) for p in plans.values() if p.spec.gemm.a.dtype == dt}
+        configs = {(p.spec.config.tile, p.spec.config.waves, p.instr.shape) for p in plans.values()
+                   if p.spec.gemm.a.dtype == dt}
+        assert len(configs) >= 2, dt
+        if dt == DType.F16:
+            assert layouts == {(a, b) for a in Layout for b in Layout}
+    ops = {(op.kind, op.axis) for p in plans.values() for op in p.spec.gemm.epilogue}
+    assert ops >= {("bias", "row"), ("bias", "col"), ("relu", None), ("gelu", None), ("silu", None)}
+    assert {p.arch for p in plans.values()} == {"gfx908", "gfx90a", "gfx942", "gfx950"}
+    assert numpy_dtype(DType.BF16) == np.uint16
