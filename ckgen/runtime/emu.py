@@ -97,19 +97,20 @@ BASE_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthrea
                                "-Wno-psabi")
 
 
-def compile_flags(target: Target, extra: Iterable[str] = ()) -> list[str]:
-    return [*BASE_FLAGS, f"-I{INCLUDE_DIR}", *emu_defines(target), *extra]
+def compile_flags(target: Target, extra: Iterable[str] = (), includes: Sequence[Path] = ()) -> list[str]:
+    """``includes`` are searched before ckgen's own headers."""
+    return [*BASE_FLAGS, *[f"-I{p}" for p in includes], f"-I{INCLUDE_DIR}", *emu_defines(target), *extra]
 
 
 def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iterable[str] = (),
-                 cxx: str | None = None) -> Path:
+                 cxx: str | None = None, includes: Sequence[Path] = ()) -> Path:
     """Compile ``sources`` into the shared library ``out`` (published atomically). Raises BuildError."""
     cxx = cxx or host_compiler()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
     os.close(fd)
-    cmd = [cxx, *compile_flags(target, extra), *[str(s) for s in sources], "-o", tmp]
+    cmd = [cxx, *compile_flags(target, extra, includes), *[str(s) for s in sources], "-o", tmp]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:

@@ -129,3 +129,40 @@ def test_no_buffers_registered_is_a_fault(lib):
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
     assert fn(a.ctypes.data, out.ctypes.data, N) == emu.CKGEN_ERROR_EMULATION_FAULT
     assert "no buffers are registered" in lib.last_fault()
+
+
+@pytest.mark.parametrize(("marker", "src"), [
+    ("barrier();  // buffer cur^1 is complete", "A = f16 row\n  B = f16 col\n  C = f16 row\n  tile = 64x64x32\n"
+                                                "  waves = 2x2\n  lds_buffers = 2"),
+], ids=["double-buffer-barrier"])
+def test_missing_barrier_in_the_real_gemm_is_caught(tmp_path, marker, src):
+    """Delete one barrier from a copy of the GEMM kernel header: the emulator reports the LDS race."""
+    import numpy as np
+
+    from ckgen.resources import INCLUDE_DIR
+    from ckgen.runtime.api import plan_for
+
+
+    inc = tmp_path / "include"
+    shutil.copytree(INCLUDE_DIR, inc)
+    header = inc / "ckgen" / "gemm_mfma.h"
+    text = header.read_text()
+    assert text.count(marker) == 1
+    header.write_text(text.replace(marker, "/* barrier removed */ //"))
+    plan = plan_for(f"target gfx942\nkernel k {{\n  {src}\n}}\n", "k", "amd", "gfx942")
+    kernel_file, ksrc, lsrc = emu.emu_sources(plan)
+    (tmp_path / kernel_file).write_text(ksrc)
+    (tmp_path / "launchers.cpp").write_text(lsrc)
+    lib = emu.EmuLibrary(emu.build_shared([tmp_path / "launchers.cpp"], tmp_path / "libk.so", plan.target,
+                                          includes=[inc]))  # the mutated copy comes first
+    M = N = K = 128
+    A = np.ones((M, K), np.float16)
+    B = np.ones((K, N), np.float16, order="F")
+    C = np.zeros((M, N), np.float16)
+    for arr, name in ((A, "A"), (B, "B"), (C, "C")):
+        lib.register(arr, name)
+    fn = lib.lib.ckgen_k
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p]
+    status = fn(A.ctypes.data, B.ctypes.data, C.ctypes.data, None, M, N, K, K, K, N, None)
+    assert status == emu.CKGEN_ERROR_EMULATION_FAULT
+    assert "LDS race" in lib.last_fault() and "kernel 'k'" in lib.last_fault(), lib.last_fault()
