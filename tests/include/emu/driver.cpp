@@ -5,7 +5,11 @@
 
 #define CKGEN_CAT2(a, b) a##b
 #define CKGEN_CAT(a, b) CKGEN_CAT2(a, b)
+#ifdef CASE_CFG
+using CaseCfg = CASE_CFG;  // e.g. ckgen_gen::<kernel>_cfg in a `ckgen emit` output
+#else
 using CaseCfg = CKGEN_CAT(CASE, _cfg);
+#endif
 
 extern "C" __attribute__((visibility("default"))) int run_case(const void* A, const void* B, void* C,
                                                                 const void* bias, int M, int N, int K,
