@@ -1,0 +1,83 @@
+"""Shared helpers of the device scripts: operands with layouts and padding, float64 reference, timing.
+
+``make_operands`` builds A (M x K), B (K x N), C (M x N) with the requested layouts and a leading
+dimension padded by ``pad`` elements (pad 1 makes rows misaligned for 16-byte vectors). ``reference``
+computes the epilogue chain in float64. ``rel_err`` is ||out - ref|| / ||ref||.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i8": torch.int8,
+         "i32": torch.int32}
+TOL = {"bf16": 1.6e-2, "f16": 4e-3, "f32": 5e-3, "i32": 0.0, "i8": 0.0}
+POISON_INT = {"i32": -1234567, "i8": -77}
+
+
+def matrix(rows: int, cols: int, row_major: bool, dtype: str, pad: int, gen: torch.Generator,
+           fill: float | None = None):
+    """A rows x cols view with storage of exact size; returns (view, ld, storage)."""
+    shape = (rows, cols + pad) if row_major else (cols, rows + pad)
+    dt = TORCH[dtype]
+    if fill is not None:
+        store = torch.full(shape, fill, dtype=dt, device="cuda")
+    elif dt in (torch.int8, torch.int32):
+        store = torch.randint(-8, 8, shape, generator=gen, device="cuda", dtype=torch.int32).to(dt)
+    else:
+        store = (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32) * 0.5).to(dt)
+    if row_major:
+        return store[:, :cols], cols + pad, store
+    return store[:, :rows].t(), rows + pad, store
+
+
+def gelu64(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def reference(a, b, c0, bias, epi, beta, out_dtype):
+    ref = a.double() @ b.double()
+    if beta:
+        ref = ref + beta * c0.double()
+    for op in epi:
+        if op == "bias_col":
+            ref = ref + bias.double()[None, :]
+        elif op == "bias_row":
+            ref = ref + bias.double()[:, None]
+        elif op == "gelu":
+            ref = gelu64(ref)
+        elif op == "relu":
+            ref = torch.clamp(ref, min=0.0)
+        elif op == "silu":
+            ref = ref * torch.sigmoid(ref)
+    if out_dtype == "i8":
+        ref = torch.clamp(torch.round(ref), -128, 127)
+    return ref
+
+
+def rel_err(out, ref) -> float:
+    num = torch.linalg.norm((out.double() - ref).flatten()).item()
+    den = torch.linalg.norm(ref.flatten()).item()
+    if den == 0.0:
+        return num
+    return num / den
+
+
+def time_ms(fn, warmup: int = 5, reps: int = 30) -> float:
+    """Median over ``reps`` runs, each timed with CUDA events."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    times.sort()
+    return times[len(times) // 2]

@@ -1,0 +1,526 @@
+// ckgen/gemm_mma_sm90.h: the GEMM kernel body on NVIDIA tensor cores (mma.sync, sm_80 / sm_90).
+//
+//   C = Epilogue(alpha * A.B + beta * C) cast to TC,  A: M x K, B: K x N, C: M x N
+//
+// Instantiated from the same Cfg struct as the AMD body (docs/design.md, "Cfg contract"); a wave is
+// a warp of 32 threads. Members read: TA TB TC TAcc TBias, kARowMajor kBRowMajor kCRowMajor,
+// kTileM/N/K, kWavesM/N, kThreads, kWaveTileM/N, kInstrM/N/K, kRepM/N, AOperand BOperand COperand,
+// mma(), kAlpha kBeta kIntegerEpilogue, Epilogue, kLdsBytes (the dynamic shared memory the launcher
+// passes; checked against what this body needs), and two optional members:
+//   kStages  cp.async pipeline depth (tiles in flight in shared memory); default max(2, kLdsBuffers)
+//   kGroupM  block rasterization: consecutive blocks walk kGroupM M tiles before the next N tile,
+//            so that a wave of blocks shares A and B tiles in L2; default 8
+//
+// One block (kThreads threads, 1-D) computes one kTileM x kTileN tile of C. The grid is
+// (ceil(N / kTileN), ceil(M / kTileM)); the block -> tile map is grouped (kGroupM).
+//
+// Data path per K tile of kTileK:
+//   global --cp.async 16 B (zero fill past M, N, K; per-element loads when a matrix's rows are not
+//   16-byte aligned)--> shared memory, kStages tiles deep, each operand tile stored along its global
+//   contiguous dimension with 16-byte chunks XOR-swizzled (so that ldmatrix reads 8 rows without bank
+//   conflicts) --ldmatrix (.trans for 16-bit MN-contiguous tiles; per-element shared loads for 8- and
+//   32-bit MN-contiguous tiles)--> fragments --Cfg::mma--> f32 / s32 accumulators in registers.
+// The pipeline is the classic multistage one: the loads of tile kt + kStages - 1 are issued while
+// tile kt is computed, one barrier per K tile, fragments of the next k step loaded ahead.
+//
+// Any M, N, K >= 0 is handled: no global access leaves A, B, C, bias.
+#pragma once
+
+#include "ckgen/epilogue.h"
+#include "ckgen/nv_mma.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace nv {
+
+// ---------------------------------------------------------------- optional Cfg members
+template <class C, class = void>
+struct StagesOf {
+  static constexpr int value = C::kLdsBuffers < 2 ? 2 : C::kLdsBuffers;
+};
+template <class C>
+struct StagesOf<C, decltype(void(C::kStages))> {
+  static constexpr int value = C::kStages;
+};
+template <class C, class = void>
+struct GroupMOf {
+  static constexpr int value = 8;
+};
+template <class C>
+struct GroupMOf<C, decltype(void(C::kGroupM))> {
+  static constexpr int value = C::kGroupM;
+};
+
+template <class T>
+struct IsInt {
+  static constexpr bool value = false;
+};
+template <>
+struct IsInt< ::int8_t> {
+  static constexpr bool value = true;
+};
+template <>
+struct IsInt< ::int32_t> {
+  static constexpr bool value = true;
+};
+
+constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// ---------------------------------------------------------------- one operand tile in shared memory
+// kRows lines of kCols elements, each line contiguous (kCols along the matrix's contiguous
+// dimension). Line r, 16-byte chunk c sits at byte r * kRowBytes + (swizzle(r, c) * 16).
+template <class T, int kRows, int kCols, int kThreads>
+struct SmemTile {
+  static constexpr int kEB = static_cast<int>(sizeof(T));
+  static constexpr int kVE = 16 / kEB;                 // elements per 16-byte chunk
+  static constexpr int kRowBytes = kCols * kEB;
+  static constexpr int kCPR = kRowBytes / 16;          // chunks per line
+  static constexpr int kBytes = kRows * kRowBytes;
+  static constexpr int kChunks = kRows * kCPR;
+  static constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+  static constexpr bool kExact = kChunks % kThreads == 0;
+  static_assert(kRowBytes % 16 == 0, "a shared-memory tile line must be a multiple of 16 bytes "
+                                     "(kTileK, and kTileM/kTileN for MN-contiguous operands)");
+  static_assert(is_pow2(kCPR), "tile lines must hold a power of two of 16-byte chunks");
+
+  // XOR swizzle of 16-byte chunks: any 8 consecutive lines reading the same logical chunk hit 8
+  // distinct 16-byte bank groups.
+  static CKGEN_DEVICE int swz(int r, int c) {
+    if constexpr (kCPR >= 8) {
+      return c ^ (r & 7);
+    } else {
+      return c ^ ((r / (8 / kCPR)) & (kCPR - 1));
+    }
+  }
+  static CKGEN_DEVICE int offset(int r, int c) { return r * kRowBytes + (swz(r, c) << 4); }
+
+  // Byte offset of element (r, col) of the tile.
+  static CKGEN_DEVICE int elem_offset(int r, int col) { return offset(r, col / kVE) + (col % kVE) * kEB; }
+
+  // Global -> shared, one thread's share. Element (r, c) of the tile is global line line0 + r,
+  // column col0 + c: g[(line0 + r) * ld + col0 + c], valid while line0 + r < lines_lim and
+  // col0 + c < cols_lim, zero otherwise. kAdvLines: the K tile index moves the lines (MN-contiguous
+  // operand) rather than the columns (K-contiguous operand). kVec: every line start is 16-byte aligned
+  // (cp.async with zero fill); otherwise per-element loads. Thread tid copies chunks tid + it * kThreads.
+  static constexpr bool kRegular = kThreads % kCPR == 0;      // a thread's chunks share one column
+  static constexpr int kRowStep = kRegular ? kThreads / kCPR : 1;
+  static constexpr bool kSameSwz = kRegular && kRowStep % 8 == 0;
+
+  template <bool kVec, bool kAdvLines>
+  struct Loader {
+    const T* p0;      // this thread's first chunk in K tile 0
+    long long ld;
+    int line_g0;      // global line of that chunk in K tile 0
+    int col_g0;       // global column of that chunk in K tile 0
+    uint32_t soff;    // offset(r0, ch)
+    int r0, ch;
+
+    CKGEN_DEVICE Loader(const T* g, long long ld_, int line0, int col0, int tid) : ld(ld_) {
+      r0 = tid / kCPR;
+      ch = tid % kCPR;
+      soff = static_cast<uint32_t>(offset(r0, ch));
+      line_g0 = line0 + r0;
+      col_g0 = col0 + ch * kVE;
+      p0 = g + static_cast<long long>(line_g0) * ld + col_g0;
+    }
+
+    // k0: first K index of the tile.
+    CKGEN_DEVICE void load(uint32_t s_base, const T* g, int k0, int lines_lim, int cols_lim, int tid) const {
+      if constexpr (kVec && kRegular) {
+        const int line_g = line_g0 + (kAdvLines ? k0 : 0);
+        const int col_g = col_g0 + (kAdvLines ? 0 : k0);
+        int bytes = (cols_lim - col_g) * kEB;
+        bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
+        const T* p = p0 + (kAdvLines ? static_cast<long long>(k0) * ld : static_cast<long long>(k0));
+#pragma unroll
+        for (int it = 0; it < kIters; ++it) {
+          if (!kExact && r0 + it * kRowStep >= kRows) break;
+          const uint32_t so = kSameSwz ? soff + it * kRowStep * kRowBytes
+                                       : static_cast<uint32_t>(offset(r0 + it * kRowStep, ch));
+          const T* src = p + static_cast<long long>(it * kRowStep) * ld;
+          const int nb = line_g + it * kRowStep < lines_lim ? bytes : 0;
+          cp_async16_zfill(s_base + so, nb > 0 ? src : g, nb);
+        }
+      } else {
+        const int line0 = line_g0 - r0 + (kAdvLines ? k0 : 0);
+        const int col0 = col_g0 - ch * kVE + (kAdvLines ? 0 : k0);
+#pragma unroll 1
+        for (int it = 0; it < kIters; ++it) {
+          const int c = tid + it * kThreads;
+          if (!kExact && c >= kChunks) break;
+          const int r = c / kCPR;
+          const int cc = c % kCPR;
+          const uint32_t dst = s_base + offset(r, cc);
+          const int gr = line0 + r;
+          const int gc = col0 + cc * kVE;
+          if constexpr (kVec) {
+            const T* src = g + static_cast<long long>(gr) * ld + gc;
+            int bytes = (cols_lim - gc) * kEB;
+            bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
+            if (gr >= lines_lim) bytes = 0;
+            cp_async16_zfill(dst, bytes > 0 ? src : g, bytes);
+          } else {
+            // Per element; synchronous (visible after the pipeline's barrier like cp.async data).
+            uint32_t w[4] = {0u, 0u, 0u, 0u};
+            unsigned char* wb = reinterpret_cast<unsigned char*>(w);
+#pragma unroll
+            for (int e = 0; e < kVE; ++e) {
+              if (gr < lines_lim && gc + e < cols_lim) {
+                const T v = g[static_cast<long long>(gr) * ld + gc + e];
+                __builtin_memcpy(wb + e * kEB, &v, kEB);
+              }
+            }
+            st_shared_v4(dst, w[0], w[1], w[2], w[3]);
+          }
+        }
+      }
+    }
+  };
+};
+
+// Per-element 32-bit fragment register from shared memory: kPer elements of `elems` starting at
+// byte offsets off[e] (8- and 32-bit MN-contiguous operands).
+template <class T>
+CKGEN_DEVICE uint32_t lds_word(const unsigned char* base, const int* offs) {
+  constexpr int kEB = static_cast<int>(sizeof(T));
+  uint32_t w = 0;
+#pragma unroll
+  for (int e = 0; e < 4 / kEB; ++e) {
+    T v = *reinterpret_cast<const T*>(base + offs[e]);
+    uint32_t u = 0;
+    __builtin_memcpy(&u, &v, kEB);
+    w |= u << (8 * kEB * e);
+  }
+  return w;
+}
+
+template <class T>
+CKGEN_DEVICE uint32_t prep(uint32_t w) {
+  if constexpr (sizeof(T) == 4 && !IsInt<T>::value) {
+    return to_tf32(w);  // f32 operands run through the tf32 instruction
+  } else {
+    return w;
+  }
+}
+
+template <class Cfg>
+struct Sm90Gemm {
+  using TA = typename Cfg::TA;
+  using TB = typename Cfg::TB;
+  using TC = typename Cfg::TC;
+  using TBias = typename Cfg::TBias;
+  using AOp = typename Cfg::AOperand;
+  using BOp = typename Cfg::BOperand;
+  using COp = typename Cfg::COperand;
+
+  static constexpr int kStages = StagesOf<Cfg>::value;
+  static constexpr int kGroupM = GroupMOf<Cfg>::value;
+  static constexpr int kWarps = Cfg::kWavesM * Cfg::kWavesN;
+  static constexpr int kThreads = Cfg::kThreads;
+  static constexpr int kEB = static_cast<int>(sizeof(TA));
+  static constexpr int kKStep = 32 / kEB;  // elements of K per instruction (32 bytes)
+  static constexpr int kKSteps = Cfg::kTileK / kKStep;
+
+  // Shared-memory tiles: A as (M lines of K) when row-major, else (K lines of M); B as (N lines of K)
+  // when column-major, else (K lines of N).
+  static constexpr bool kAK = Cfg::kARowMajor;
+  static constexpr bool kBK = !Cfg::kBRowMajor;
+  using TileA = SmemTile<TA, kAK ? Cfg::kTileM : Cfg::kTileK, kAK ? Cfg::kTileK : Cfg::kTileM, kThreads>;
+  using TileB = SmemTile<TB, kBK ? Cfg::kTileN : Cfg::kTileK, kBK ? Cfg::kTileK : Cfg::kTileN, kThreads>;
+  static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+
+  static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
+  static_assert(kThreads == kWarps * 32, "kThreads must be kWavesM * kWavesN * 32");
+  static_assert(sizeof(TA) == sizeof(TB), "TA and TB must have the same width");
+  static_assert(Cfg::kInstrM == 16 && Cfg::kInstrN == 8 && Cfg::kInstrK == kKStep,
+                "kInstrM/N/K must be an mma.sync m16n8k(32 bytes) shape: 16x8x16 (f16/bf16), 16x8x32 (i8), 16x8x8 (tf32)");
+  static_assert(Cfg::kWaveTileM == Cfg::kTileM / Cfg::kWavesM && Cfg::kWaveTileN == Cfg::kTileN / Cfg::kWavesN,
+                "kWaveTileM/N must be kTileM/kWavesM and kTileN/kWavesN");
+  static_assert(Cfg::kRepM * 16 == Cfg::kWaveTileM && Cfg::kRepN * 8 == Cfg::kWaveTileN,
+                "kRepM/kRepN must be kWaveTileM/16 and kWaveTileN/8");
+  static_assert(Cfg::kRepN % 2 == 0, "kWaveTileN must be a multiple of 16 (B fragments load in pairs)");
+  static_assert(Cfg::kTileK % kKStep == 0, "kTileK must be a multiple of kInstrK");
+  static_assert(kStages >= 2, "kStages must be >= 2");
+  static_assert(Cfg::kLdsBytes >= kSmemBytes,
+                "kLdsBytes (the dynamic shared memory passed at launch) is smaller than kStages * (A + B tile bytes)");
+
+  static CKGEN_DEVICE bool aligned16(const void* p, long long ld, int eb) {
+    return (reinterpret_cast<unsigned long long>(p) & 15u) == 0 && ((ld * eb) & 15) == 0;
+  }
+
+  static CKGEN_DEVICE void run(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                               long long lda, long long ldb, long long ldc) {
+    // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
+    // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
+    if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
+      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+    } else {
+      body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+    }
+  }
+
+  template <bool kVec>
+  static CKGEN_DEVICE void body(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                                long long lda, long long ldb, long long ldc) {
+    extern __shared__ __align__(128) unsigned char ckgen_smem[];
+    const int tid = thread_id();
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wm = warp / Cfg::kWavesN;
+    const int wn = warp % Cfg::kWavesN;
+
+    // ---- grouped tile rasterization
+    const int tiles_n = grid_dim(0);
+    const int tiles_m = grid_dim(1);
+    const int pid = block_id(1) * tiles_n + block_id(0);
+    const int per_group = kGroupM * tiles_n;
+    const int first_m = (pid / per_group) * kGroupM;
+    const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
+    const int tm = first_m + (pid % per_group) % gsize;
+    const int tn = (pid % per_group) / gsize;
+    const int m0 = tm * Cfg::kTileM;
+    const int n0 = tn * Cfg::kTileN;
+
+    const uint32_t s0 = smem_addr(ckgen_smem);
+    const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
+
+    // A: lines are M (K-contiguous) or K; B: lines are N (K-contiguous) or K.
+    const typename TileA::template Loader<kVec, !kAK> la(A, lda, kAK ? m0 : 0, kAK ? 0 : m0, tid);
+    const typename TileB::template Loader<kVec, !kBK> lb(B, ldb, kBK ? n0 : 0, kBK ? 0 : n0, tid);
+    auto load_stage = [&](int kt, int stage) {
+      const uint32_t sa = s0 + stage * kStageBytes;
+      const uint32_t sb = sa + TileA::kBytes;
+      const int k0 = kt * Cfg::kTileK;
+      la.load(sa, A, k0, kAK ? M : K, kAK ? K : M, tid);
+      lb.load(sb, B, k0, kBK ? N : K, kBK ? K : N, tid);
+    };
+
+    // ---- per-lane fragment offsets (bytes inside one stage's tile)
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const int q = lane >> 3;
+    const int r8 = lane & 7;
+    const int wrow = wm * Cfg::kWaveTileM;  // warp's first row (M) in the tile
+    const int wcol = wn * Cfg::kWaveTileN;  // warp's first column (N) in the tile
+
+    // ldmatrix row addresses. K-contiguous tiles: the swizzle depends on the line only through bits
+    // the warp / fragment offsets (multiples of 16 lines) leave alone, so one offset per k step.
+    // MN-contiguous 16-bit tiles: one offset per fragment (the chunk varies), plus 16 lines per k step.
+    constexpr int kAOffs = kAK ? kKSteps : Cfg::kRepM;
+    constexpr int kBOffs = kBK ? kKSteps : Cfg::kRepN / 2;
+    uint32_t a_off[kAOffs];
+    uint32_t b_off[kBOffs];
+#pragma unroll
+    for (int x = 0; x < kAOffs; ++x) {
+      if constexpr (kAK) a_off[x] = wrow * TileA::kRowBytes + TileA::offset(lane & 15, x * 2 + (lane >> 4));
+      else a_off[x] = TileA::offset((q >> 1) * 8 + r8, (wrow + x * 16) / 8 + (q & 1));
+    }
+#pragma unroll
+    for (int x = 0; x < kBOffs; ++x) {
+      if constexpr (kBK) b_off[x] = wcol * TileB::kRowBytes + TileB::offset(r8 + ((lane >> 4) << 3), x * 2 + ((lane >> 3) & 1));
+      else b_off[x] = TileB::offset((q & 1) * 8 + r8, (wcol + x * 16) / 8 + (q >> 1));
+    }
+
+    AOp af[2][Cfg::kRepM];
+    BOp bfr[2][Cfg::kRepN];
+
+    auto load_frags = [&](int stage, int ks, int buf) {
+      const unsigned char* sbase = ckgen_smem + stage * kStageBytes;
+      const uint32_t sa = s0 + stage * kStageBytes;
+      const uint32_t sb = sa + TileA::kBytes;
+      // A
+#pragma unroll
+      for (int i = 0; i < Cfg::kRepM; ++i) {
+        uint32_t r[4];
+        if constexpr (kAK) {
+          ldmatrix_x4(r, sa + a_off[ks] + i * 16 * TileA::kRowBytes);
+        } else if constexpr (sizeof(TA) == 2) {
+          ldmatrix_x4_trans(r, sa + a_off[i] + ks * 16 * TileA::kRowBytes);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int m = wrow + i * 16 + g + (j & 1) * 8;
+            int offs[4 / sizeof(TA)];
+#pragma unroll
+            for (int e = 0; e < 4 / kEB; ++e) {
+              const int k = ks * kKStep + ((j >> 1) * 16 + t * 4) / kEB + e;
+              offs[e] = TileA::elem_offset(k, m);
+            }
+            r[j] = lds_word<TA>(sbase, offs);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) af[buf][i].r[j] = prep<TA>(r[j]);
+      }
+      // B, two n8 fragments at a time
+#pragma unroll
+      for (int jj = 0; jj < Cfg::kRepN / 2; ++jj) {
+        uint32_t r[4];
+        if constexpr (kBK) {
+          ldmatrix_x4(r, sb + b_off[ks] + jj * 16 * TileB::kRowBytes);
+        } else if constexpr (sizeof(TB) == 2) {
+          ldmatrix_x4_trans(r, sb + b_off[jj] + ks * 16 * TileB::kRowBytes);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int n = wcol + jj * 16 + (j >> 1) * 8 + g;
+            int offs[4 / sizeof(TB)];
+#pragma unroll
+            for (int e = 0; e < 4 / kEB; ++e) {
+              const int k = ks * kKStep + ((j & 1) * 16 + t * 4) / kEB + e;
+              offs[e] = TileB::elem_offset(k, n);
+            }
+            r[j] = lds_word<TB>(sbase + TileA::kBytes, offs);
+          }
+        }
+        bfr[buf][2 * jj].r[0] = prep<TB>(r[0]);
+        bfr[buf][2 * jj].r[1] = prep<TB>(r[1]);
+        bfr[buf][2 * jj + 1].r[0] = prep<TB>(r[2]);
+        bfr[buf][2 * jj + 1].r[1] = prep<TB>(r[3]);
+      }
+    };
+
+    COp acc[Cfg::kRepM][Cfg::kRepN];
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j].r[e] = 0;
+
+    // ---- prologue: tiles 0 .. kStages-2 in flight
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < nk) load_stage(s, s);
+      cp_async_commit();
+    }
+
+    auto mma_step = [&](int buf) {
+#pragma unroll
+      for (int i = 0; i < Cfg::kRepM; ++i) {
+#pragma unroll
+        for (int j0 = 0; j0 < Cfg::kRepN; ++j0) {
+          const int j = (i & 1) ? Cfg::kRepN - 1 - j0 : j0;  // serpentine: reuse B registers
+          acc[i][j] = Cfg::mma(af[buf][i], bfr[buf][j], acc[i][j]);
+        }
+      }
+    };
+
+    int read_stage = 0;
+    int write_stage = kStages - 1;
+    if constexpr (kKSteps % 2 == 0) {
+      // Fragments double-buffered across k steps, also across the tile boundary.
+      if (nk > 0) {
+        cp_async_wait<kStages - 2>();
+        barrier();
+        load_frags(0, 0, 0);
+      }
+      for (int kt = 0; kt < nk; ++kt) {
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          if (ks == kKSteps - 1) {
+            // tile kt + 1 must have landed, and every warp must be done with tile kt - 1's stage
+            cp_async_wait<kStages - 2>();
+            barrier();
+            read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+          }
+          // fragments of the next k step (the next tile's first step after the barrier)
+          if (ks + 1 < kKSteps || kt + 1 < nk) load_frags(read_stage, (ks + 1) % kKSteps, (ks + 1) & 1);
+          if (ks == 0) {
+            const int next = kt + kStages - 1;
+            if (next < nk) load_stage(next, write_stage);
+            cp_async_commit();
+            write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+          }
+          mma_step(ks & 1);
+        }
+      }
+    } else {
+      // Odd number of k steps per tile: fragments loaded right before use.
+      for (int kt = 0; kt < nk; ++kt) {
+        cp_async_wait<kStages - 2>();
+        barrier();  // tile kt landed; every warp is done with tile kt - 1's stage (written next)
+        const int next = kt + kStages - 1;
+        if (next < nk) load_stage(next, write_stage);
+        cp_async_commit();
+        write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          load_frags(read_stage, ks, 0);
+          mma_step(0);
+        }
+        read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+      }
+    }
+    cp_async_wait<0>();
+
+    // ---- epilogue
+    using Epi = typename Cfg::Epilogue;
+    constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Epi::kEmpty &&
+                               Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
+                               Cfg::kBeta == static_cast<float>(static_cast<long long>(Cfg::kBeta));
+    auto finish = [&](auto accv, int row, int col, long long off) -> TC {
+      if constexpr (kIntExact) {
+        long long v = static_cast<long long>(accv) * static_cast<long long>(Cfg::kAlpha);
+        if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
+        return saturate_int<TC>(v);
+      } else {
+        float v = Cfg::kAlpha * static_cast<float>(accv);
+        if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
+        v = Epi::template apply<Cfg>(v, row, col, bias);
+        return from_float<TC>(v);
+      }
+    };
+    const bool pair_ok = Cfg::kCRowMajor && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC))) == 0 &&
+                         (ldc % 2) == 0;
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i) {
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j) {
+        const int col = n0 + wcol + j * 8 + 2 * t;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = m0 + wrow + i * 16 + g + h * 8;
+          if (row >= M) continue;
+          if constexpr (Cfg::kCRowMajor) {
+            const long long off = static_cast<long long>(row) * ldc + col;
+            if (pair_ok && col + 1 < N) {
+              vec<TC, 2> out;
+              out.v[0] = finish(acc[i][j].r[2 * h], row, col, off);
+              out.v[1] = finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1);
+              gstore(reinterpret_cast<vec<TC, 2>*>(C + off), out);
+            } else {
+              if (col < N) gstore(C + off, finish(acc[i][j].r[2 * h], row, col, off));
+              if (col + 1 < N) gstore(C + off + 1, finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1));
+            }
+          } else {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const long long off = static_cast<long long>(col + e) * ldc + row;
+              if (col + e < N) gstore(C + off, finish(acc[i][j].r[2 * h + e], row, col + e, off));
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+// The body the template's kernel entry calls on NVIDIA (same signature as the AMD body).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                           long long ldc) {
+  Sm90Gemm<Cfg>::run(A, B, C, bias, M, N, K, lda, ldb, ldc);
+}
+
+// Dynamic shared memory (bytes) the body needs; the launcher passes it (Cfg::kLdsBytes >= this).
+template <class Cfg>
+constexpr int smem_bytes() {
+  return Sm90Gemm<Cfg>::kSmemBytes;
+}
+
+}  // namespace nv
+}  // namespace ckgen

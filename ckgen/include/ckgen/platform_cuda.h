@@ -1,0 +1,122 @@
+// ckgen/platform_cuda.h: the platform API (docs/design.md) for nvcc, device and host side.
+//
+// Included through ckgen/platform.h when __CUDACC__ is defined. Device side: the same names the
+// AMD and emulation platforms give kernel bodies (thread_id, block_id, barrier, CKGEN_LDS, gload ...),
+// mapped to CUDA built-ins. Host side: CKGEN_LAUNCH, which launches with <<<>>> on the caller's
+// stream, raises the kernel's dynamic shared-memory limit when it needs more than 48 KiB, and maps
+// CUDA errors to ckgen status codes (never aborts).
+//
+// Warp-level names: a "wave" here is a warp of 32 threads (kPlatformWaveSize).
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "ckgen/platform_cuda.h is for nvcc; include ckgen/platform.h"
+#endif
+
+#include "ckgen/hip_cuda_compat.h"
+#include "ckgen/types.h"
+
+#define CKGEN_PLATFORM_CUDA 1
+#define CKGEN_GLOBAL extern "C" __global__
+#define CKGEN_DEVICE __device__ __forceinline__
+#define CKGEN_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+
+// T* name: a block-shared array of count T, 16-byte aligned (static shared memory).
+#define CKGEN_LDS(T, name, count)                       \
+  __shared__ __align__(16) T name##_ckgen_lds[(count)]; \
+  T* name = name##_ckgen_lds
+
+// A value known to be warp-uniform: nothing to do on NVIDIA (no scalar register file).
+#define CKGEN_UNIFORM(x) (x)
+
+namespace ckgen {
+
+constexpr int kPlatformWaveSize = 32;
+
+CKGEN_DEVICE int thread_id() { return static_cast<int>(threadIdx.x); }
+CKGEN_DEVICE int block_id(int d) {
+  return d == 0 ? static_cast<int>(blockIdx.x) : d == 1 ? static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.z);
+}
+CKGEN_DEVICE int grid_dim(int d) {
+  return d == 0 ? static_cast<int>(gridDim.x) : d == 1 ? static_cast<int>(gridDim.y) : static_cast<int>(gridDim.z);
+}
+CKGEN_DEVICE int lane_id() { return static_cast<int>(threadIdx.x) & 31; }
+// Warp index in the block; uniform across the warp (__shfl_sync keeps the compiler aware of that).
+CKGEN_DEVICE int wave_id() { return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) >> 5, 0); }
+
+// Block barrier; orders shared-memory (and global) accesses of the block.
+CKGEN_DEVICE void barrier() { __syncthreads(); }
+
+template <class T>
+CKGEN_DEVICE T gload(const T* p) { return *p; }
+template <class T>
+CKGEN_DEVICE void gstore(T* p, T v) { *p = v; }
+template <class T>
+CKGEN_DEVICE T lds_load(const T* p) { return *p; }
+template <class T>
+CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
+
+CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
+
+// ---------------------------------------------------------------- matrix-operand register types
+// mma.sync operands per thread, as 32-bit registers (names are those of the targets table).
+struct u32x1_t { uint32_t r[1]; };
+struct u32x2_t { uint32_t r[2]; };
+struct u32x4_t { uint32_t r[4]; };
+struct f32x4_t { float r[4]; };
+struct i32x4_t { int r[4]; };
+
+}  // namespace ckgen
+
+// ---------------------------------------------------------------- host side: CKGEN_LAUNCH
+namespace ckgen {
+namespace cuda_host {
+
+// Map a CUDA runtime error to a ckgen status code (the numbers of ckgen/status.h, docs/design.md).
+inline int status_of(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return 0;                           // CKGEN_SUCCESS
+    case cudaErrorNoDevice: return 2;                     // CKGEN_ERROR_NO_DEVICE
+    case cudaErrorInsufficientDriver: return 3;           // CKGEN_ERROR_NO_RUNTIME
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidDeviceFunction: return 4;        // CKGEN_ERROR_UNSUPPORTED_ARCH
+    case cudaErrorInvalidValue: return 1;                 // CKGEN_ERROR_INVALID_VALUE
+    default: return 5;                                    // CKGEN_ERROR_LAUNCH_FAILED
+  }
+}
+
+// Launch `kernel` on `stream` (a cudaStream_t passed as void*; NULL is the legacy default stream).
+// `smem_bytes` > 48 KiB raises the kernel's dynamic shared-memory limit first (once per kernel and
+// size; `*configured` remembers it, one flag per call site).
+template <class... KArgs, class... Args>
+inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
+                  unsigned threads, int smem_bytes, void* stream, Args... args) {
+  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
+  if (smem_bytes > 48 * 1024 && *configured != smem_bytes) {
+    cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return status_of(e);
+    }
+    *configured = smem_bytes;
+  }
+  // Clear an error left by someone else so that it is not reported as ours.
+  (void)cudaGetLastError();
+  kernel<<<dim3(gx, gy, gz), dim3(threads), static_cast<size_t>(smem_bytes),
+           static_cast<cudaStream_t>(stream)>>>(static_cast<KArgs>(args)...);
+  cudaError_t e = cudaGetLastError();
+  return status_of(e);
+}
+
+}  // namespace cuda_host
+}  // namespace ckgen
+
+// Returns an int status (docs/design.md status codes); never aborts.
+#define CKGEN_LAUNCH(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...)                     \
+  ([&]() -> int {                                                                                       \
+    static int ckgen_configured_ = 0;                                                                   \
+    return ::ckgen::cuda_host::launch(kernel_name, &ckgen_configured_, (unsigned)(gx), (unsigned)(gy),  \
+                                      (unsigned)(gz), (unsigned)(block_threads), (int)(lds_bytes),     \
+                                      (void*)(stream), __VA_ARGS__);                                    \
+  }())
