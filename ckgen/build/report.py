@@ -22,7 +22,8 @@ Occupancy (waves per SIMD) uses only Target fields, no arch names:
   ``sgprs_per_simd``, ``sgprs_per_simd // sgpr_count`` more;
 - LDS: ``lds_bytes_per_cu // lds_bytes`` workgroups per CU, each of ``ceil(workgroup / wave_size)``
   waves spread over ``simds_per_cu`` SIMDs (rounded up);
-- ``max_waves_per_simd``. The result is the minimum; ``occupancy_limiter`` names the binding limit.
+- ``max_waves_per_simd``. The result is the minimum; ``occupancy_limiter`` names the binding limit
+  (on a tie: max_waves, then vgpr, agpr, sgpr, lds).
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def occupancy(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgprs: int
         groups = target.lds_bytes_per_cu // lds_bytes
         waves_per_group = -(-max(1, workgroup_size) // target.wave_size)
         limits["lds"] = -(-(groups * waves_per_group) // target.simds_per_cu)
-    order = ["vgpr", "agpr", "sgpr", "lds", "max_waves"]
+    order = ["max_waves", "vgpr", "agpr", "sgpr", "lds"]  # ties: the hardware cap first
     limiter = min(limits, key=lambda k: (limits[k], order.index(k)))
     return limits[limiter], limiter
 
