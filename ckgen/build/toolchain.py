@@ -75,7 +75,12 @@ class _Probe:
 
 
 def _probe(clang: str) -> _Probe | None:
-    """Run ``clang --version``; None when it does not run or is not clang."""
+    """Run ``clang --version``; None when it does not run or is not clang. A bare name is looked up on PATH."""
+    if os.sep not in clang:
+        found = shutil.which(clang)
+        if found is None:
+            return None
+        clang = found
     try:
         proc = subprocess.run([clang, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):

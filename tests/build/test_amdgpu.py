@@ -166,3 +166,22 @@ def test_kernel_source_validation():
         KernelSource("not an identifier", "")
     with pytest.raises(ValueError):
         KernelSource("k", "", flags=["-O2"])  # a list, not a tuple
+
+
+def test_gfx908_and_gfx950_code_objects(toolchain_or_skip, case_cache, tmp_path):
+    """The f16 case (an MFMA all four targets have) for gfx908 (separate AGPR file) and gfx950 (clang-22)."""
+    from ckgen.build.toolchain import find_toolchain
+    from ckgen.errors import ToolchainError
+
+    archs = ["gfx908"]
+    try:
+        find_toolchain(get_target("gfx950"))
+        archs.append("gfx950")
+    except ToolchainError:
+        pass
+    f16 = case_kernels()[0]
+    r = build_amd_library("f16only", [f16], launcher_source(), archs, tmp_path, 2, cache=case_cache)
+    for arch in archs:
+        check_code_object(r.code_objects[arch], ["case_mfma_f16"], r.toolchains[arch], arch)
+        rep = r.reports[("case_mfma_f16", arch)]
+        assert rep.mfma_total == rep.mfma_in_main_loop == 1 and rep.lds_bytes == 2048

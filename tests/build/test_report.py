@@ -184,3 +184,41 @@ def test_report_command_json_on_an_example(toolchain_or_skip, tmp_path, monkeypa
         assert all(m.startswith("v_mfma_") for m in k["mfma"])
         assert k["vgpr_spills"] == k["sgpr_spills"] == k["scratch_bytes"] == 0
         assert 0 < k["waves_per_simd"] <= get_target("gfx942").max_waves_per_simd
+
+
+def test_each_installed_clang_builds_and_reports(tmp_path, monkeypatch, case_cache):
+    """Every clang here (19 and 22) builds the cases; where it uses AGPRs (clang-19 does), the metadata's
+    VGPR file is exactly roundup(arch VGPRs, 4) + AGPRs on the unified-file targets."""
+    import shutil
+
+    from ckgen import config
+    from ckgen.build.hostlib import build_amd_library
+    from ckgen.build.toolchain import clear_cache
+
+    from .conftest import case_kernels, launcher_source
+
+    clangs = [c for c in ("clang++-19", "clang++-22") if shutil.which(c)]
+    if not clangs:
+        pytest.skip("no versioned clang++ installed")
+    saw_agprs = False
+    for clang in clangs:
+        monkeypatch.setenv("CKGEN_CLANG", clang)
+        config.reload()
+        clear_cache()
+        try:
+            r = build_amd_library("cases", case_kernels(), launcher_source(), ["gfx90a", "gfx942"],
+                                  tmp_path / clang, 2, cache=case_cache)
+        finally:
+            monkeypatch.undo()
+            config.reload()
+            clear_cache()
+        assert {tc.major for tc in r.toolchains.values()} == {int(clang.rsplit("-", 1)[1])}
+        for (name, arch), rep in r.reports.items():
+            assert get_target(arch).unified_vgpr_file
+            if rep.agprs:
+                saw_agprs = True
+                assert rep.vgpr_file == -(-rep.vgprs // 4) * 4 + rep.agprs, (clang, name, arch)
+            else:
+                assert rep.vgpr_file == rep.vgprs, (clang, name, arch)
+    if "clang++-19" in clangs:
+        assert saw_agprs  # clang-19 puts these accumulators in AGPRs: the rule above was exercised
