@@ -1,0 +1,98 @@
+"""The installed wheel (not the editable checkout) works for every way in.
+
+Builds ckgen's wheel (``pip wheel . --no-deps --no-build-isolation``), installs it into a fresh venv
+(``--system-site-packages`` for lark/jinja2/numpy/hip-python/wheel, with ckgen itself from the wheel), and,
+from a directory outside the checkout and with an empty ckgen cache:
+``ckgen check``/``ckgen compile`` on an example, the CMake consumer (found through ``ckgen cmake-dir``),
+the pybuild example's wheel, and the hiprtc JIT path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .cmake_util import NO_DEVICE, ROOT, build, configure, copy_example, env_with_cache, run
+from .test_pybuild import build_wheel, check_wheel
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheel")
+    import sys
+    run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-w", tmp / "dist"], cwd=ROOT)
+    (wheel,) = (tmp / "dist").glob("ckgen-*.whl")
+    run([sys.executable, "-m", "venv", "--system-site-packages", tmp / "venv"])
+    py = tmp / "venv" / "bin" / "python"
+    run([py, "-m", "pip", "install", "--no-deps", "--no-index", wheel])
+    work = tmp / "work"
+    work.mkdir()
+    env = env_with_cache(tmp / "cache")
+    env.pop("PYTHONPATH", None)
+    # Not on PATH on purpose: the CMake package must find the ckgen installed beside it.
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p) != tmp / "venv" / "bin")
+    return {"tmp": tmp, "py": str(py), "bin": tmp / "venv" / "bin", "work": work, "env": env}
+
+
+def test_the_wheel_is_what_runs(venv):
+    out = run([venv["py"], "-c", "import ckgen, ckgen.resources as r; print(ckgen.__file__); print(r.CMAKE_DIR);"
+               "print(r.TEMPLATE_DIR); print(r.GRAMMAR_DIR)"], cwd=venv["work"], env=venv["env"]).stdout.split()
+    for path in out:
+        assert str(venv["tmp"] / "venv") in path and str(ROOT) not in path, out
+    cmake_dir = run([venv["bin"] / "ckgen", "cmake-dir"], cwd=venv["work"], env=venv["env"]).stdout.strip()
+    assert cmake_dir == out[1]
+    assert (Path(cmake_dir) / "ckgenConfig.cmake").is_file()
+
+
+def test_check_and_compile_from_the_wheel(venv):
+    spec = ROOT / "examples" / "gemm_f16.ck"
+    run([venv["bin"] / "ckgen", "check", spec], cwd=venv["work"], env=venv["env"])
+    out = venv["work"] / "out"
+    run([venv["bin"] / "ckgen", "compile", spec, "--arch", "gfx942,gfx90a", "-o", out], cwd=venv["work"],
+        env=venv["env"])
+    assert (out / "libgemm_f16.so").is_file() and (out / "gemm_f16.h").is_file()
+    kernels = json.loads((out / "manifest.json").read_text())["kernels"]
+    assert {k["name"] for k in kernels} == {"gemm_f16_nt", "mlp_f16_bias_gelu"}
+
+
+def test_cmake_consumer_against_the_wheel(venv):
+    src = copy_example(venv["tmp"] / "cmake-src")
+    cmake_dir = run([venv["bin"] / "ckgen", "cmake-dir"], cwd=venv["work"], env=venv["env"]).stdout.strip()
+    configure(src, venv["tmp"] / "cmake-build", cmake_dir, env=venv["env"])
+    cache = (venv["tmp"] / "cmake-build" / "CMakeCache.txt").read_text()
+    assert f"CKGEN_EXECUTABLE:STRING={venv['bin'] / 'ckgen'}" in cache
+    build(venv["tmp"] / "cmake-build", env=venv["env"])
+    res = run([venv["tmp"] / "cmake-build" / "gemm_app"], check=False)
+    assert res.returncode == NO_DEVICE, res.stdout + res.stderr
+
+
+def test_pybuild_against_the_wheel(venv):
+    tmp = venv["tmp"] / "pybuild"
+    tmp.mkdir()
+    wheel = build_wheel(venv["py"], tmp, venv["env"])
+    check_wheel(wheel, venv["py"], tmp, venv["env"])
+
+
+def test_hiprtc_jit_from_the_wheel(venv):
+    if shutil.which("llvm-objdump-19") is None:
+        pytest.fail("llvm-objdump-19 not found (Debian: apt-get install llvm-19)")
+    probe = (
+        "from ckgen import driver\n"
+        "from ckgen.runtime import hip as H\n"
+        f"plans = driver.plan(driver.load([{str(ROOT / 'examples' / 'gemm_f32.ck')!r}], ('gfx90a',)), ('gfx90a',))\n"
+        "k = H.HipGemm(plans['gemm_f32'][0], compiler='hiprtc')\n"
+        "open('k.co', 'wb').write(k.code.data)\n"
+        "print(k.code.compiler, k.plan.instr.mnemonic)\n"
+        "try:\n"
+        "    k(None, None, None)\n"
+        "except H.HipArgumentError as e:\n"
+        "    print('checked:', e.message)\n")
+    res = run([venv["py"], "-c", probe], cwd=venv["work"], env=venv["env"])
+    compiler, mnemonic = res.stdout.splitlines()[0].rsplit(" ", 1)
+    assert compiler.startswith("hiprtc")
+    dis = run(["llvm-objdump-19", "-d", venv["work"] / "k.co"]).stdout
+    assert mnemonic in dis
