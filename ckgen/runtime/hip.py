@@ -29,7 +29,6 @@ import ctypes.util
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -282,34 +281,17 @@ def _hiprtc_compile(source: str, kernel: str, arch: str, includes: list[str], op
     return CodeObject(arch, kernel, bytes(code), f"hiprtc {info.version[0]}.{info.version[1]}", text)
 
 
-def _clang() -> tuple[str, str]:
-    """A HIP-capable clang++ and its version line."""
-    s = settings()
-    candidates = [c for c in (s.clang,) if c] + ["clang++-22", "clang++-19", "clang++"]
-    for c in candidates:
-        try:
-            out = subprocess.run([c, "--version"], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.returncode == 0:
-            return c, out.stdout.splitlines()[0]
-    raise ToolchainError("no clang++ found for the AMD device compile",
-                         hint="install clang-19 (Debian: apt-get install clang-19 lld-19) or set CKGEN_CLANG")
-
-
 def _clang_compile(source: str, kernel: str, arch: str, includes: list[str], options: tuple[str, ...]) -> CodeObject:
-    clang, version = _clang()
-    with tempfile.TemporaryDirectory(prefix="ckgen-hip-") as tmp:
-        src = Path(tmp) / f"{kernel}.hip"
-        out = Path(tmp) / f"{kernel}.{arch}.co"
-        src.write_text(source)
-        cmd = [clang, "-x", "hip", f"--offload-arch={arch}", "--offload-device-only", "--no-gpu-bundle-output",
-               "-nogpuinc", "-nogpulib", "-O3", "-std=c++17", *[f"-I{d}" for d in includes], *options,
-               "-c", str(src), "-o", str(out)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise BuildError(f"clang could not compile kernel '{kernel}' for {arch}", log=res.stderr)
-        return CodeObject(arch, kernel, out.read_bytes(), f"{clang} ({version})", res.stderr)
+    """The build stage's device pipeline (ckgen.build: toolchain discovery, clang, lld link, its cache)."""
+    from ckgen.build import KernelSource, default_cache, find_toolchain
+    from ckgen.build.amdgpu import build_device_code
+    from ckgen.targets import get_target
+
+    target = get_target(arch)
+    flags = (*[f"-I{d}" for d in includes if d != str(resources.INCLUDE_DIR)], *options)
+    res = build_device_code([KernelSource(kernel, source, flags, arch)], [target], 1, default_cache())
+    tc = find_toolchain(target)
+    return CodeObject(arch, kernel, res.code_objects[arch].read_bytes(), f"{tc.clang} ({tc.version})")
 
 
 def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = "auto",
@@ -329,7 +311,9 @@ def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = 
         raise ToolchainError(f"hiprtc cannot compile for {arch}: {why}",
                              hint=f"hiprtc targets here: {sorted(info.isas or [])}; or use compiler='clang'")
     includes = _include_dirs(include_dirs)
-    ident = f"hiprtc {info.version}" if use_rtc else _clang()[1]
+    if not use_rtc:  # ckgen.build caches its own objects, keyed by its toolchain
+        return _clang_compile(source, kernel, arch, includes, options)
+    ident = f"hiprtc {info.version}"
     key = hashlib.sha256(json.dumps({
         "source": hashlib.sha256(source.encode()).hexdigest(), "kernel": kernel, "arch": arch,
         "compiler": ident, "options": list(options), "includes": include_dirs,
@@ -344,18 +328,15 @@ def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = 
                 return CodeObject(arch, kernel, data, meta["compiler"], meta.get("log", ""))
         except (OSError, ValueError, KeyError):
             pass  # corrupt entry: rebuild below
-    if use_rtc:
-        try:
-            co = _hiprtc_compile(source, kernel, arch, includes, options)
-        except BuildError as rtc_err:
-            if compiler == "hiprtc":
-                raise
-            # auto: a source hiprtc rejects (its built-in header differs from -nogpuinc) may still build with clang
-            co = _clang_compile(source, kernel, arch, includes, options)
-            co = CodeObject(co.arch, co.kernel, co.data, co.compiler,
-                            f"hiprtc failed, built with clang instead:\n{rtc_err.render()}\n{co.log}")
-    else:
+    try:
+        co = _hiprtc_compile(source, kernel, arch, includes, options)
+    except BuildError as rtc_err:
+        if compiler == "hiprtc":
+            raise
+        # auto: a source hiprtc rejects (its built-in header differs from -nogpuinc) may still build with clang
         co = _clang_compile(source, kernel, arch, includes, options)
+        return CodeObject(co.arch, co.kernel, co.data, co.compiler,
+                          f"hiprtc failed, built with clang instead:\n{rtc_err.render()}")
     if use_cache:
         entry.parent.mkdir(parents=True, exist_ok=True)
         for path, payload in ((entry.with_suffix(".co"), co.data),
@@ -444,25 +425,6 @@ def device_pointer(obj: Any, what: str) -> DeviceBuffer:
         hint="numpy arrays live on the host: copy them with hip.hipMemcpy, or use target='emu'")
 
 
-def check_matrix(buf: DeviceBuffer, what: str, rows: int, cols: int, ld: int, row_major: bool,
-                 typestrs: tuple[str, ...], itemsize: int) -> None:
-    """Check a matrix operand: dtype (when known), and that ``ld`` and the bytes it spans fit."""
-    if buf.ptr == 0:
-        raise HipArgumentError(f"{what}: null device pointer")
-    minor = cols if row_major else rows
-    if ld < max(1, minor):
-        raise HipArgumentError(f"ld{what.lower()} = {ld}: shorter than the {'row' if row_major else 'column'} "
-                               f"length {minor}", hint=f"legal: ld{what.lower()} >= {max(1, minor)}")
-    if buf.typestr is not None and buf.typestr not in _RAW_TYPESTRS and buf.typestr not in typestrs:
-        raise HipArgumentError(f"{what}: dtype {buf.typestr} does not match the kernel",
-                               hint=f"legal: {', '.join(typestrs)}")
-    major = rows if row_major else cols
-    need = ((major - 1) * ld + minor) * itemsize if major and minor else 0
-    if buf.nbytes is not None and buf.nbytes < need:
-        raise HipArgumentError(f"{what}: buffer of {buf.nbytes} bytes, the {rows}x{cols} matrix with "
-                               f"ld = {ld} spans {need} bytes")
-
-
 # ------------------------------------------------------------------------------------------ modules
 class HipModule:
     """A loaded code object. Loading happens on first use, so construction never needs a device."""
@@ -502,39 +464,9 @@ class HipModule:
 
 
 # ------------------------------------------------------------------------------------------ plan kernels
-_TYPESTRS = {"f16": ("<f2",), "bf16": ("<V2", "<u2", "<i2"), "f32": ("<f4",), "f64": ("<f8",),
-             "i8": ("|i1", "<i1"), "i32": ("<i4",)}
-
-
-def _dims(buf: DeviceBuffer, what: str, row_major: bool, itemsize: int) -> tuple[int | None, int | None, int | None]:
-    """(rows, cols, ld) of a 2-D __cuda_array_interface__ operand, or Nones for a raw buffer."""
-    if buf.shape is None or buf.typestr in _RAW_TYPESTRS or len(buf.shape) != 2:
-        if buf.shape is not None and buf.typestr not in _RAW_TYPESTRS and len(buf.shape) != 2:
-            raise HipArgumentError(f"{what}: a {len(buf.shape)}-D array; the kernel takes a 2-D matrix")
-        return None, None, None
-    rows, cols = buf.shape
-    if buf.strides is None:  # C-contiguous
-        if not row_major:
-            raise HipArgumentError(f"{what}: a C-contiguous (row-major) array, the kernel takes {what} column-major",
-                                   hint=f"pass the transpose's view (e.g. x.t() in torch) or declare {what} row")
-        return rows, cols, cols
-    s0, s1 = (s // itemsize for s in buf.strides)
-    if row_major and s1 == 1:
-        return rows, cols, s0
-    if not row_major and s0 == 1:
-        return rows, cols, s1
-    raise HipArgumentError(f"{what}: strides {buf.strides} do not describe a {'row' if row_major else 'column'}"
-                           "-major matrix with unit stride along the contiguous dimension")
-
-
 class HipGemm:
-    """One planned GEMM kernel, compiled for its arch and launched on a HIP device.
-
-    ``HipGemm(plan)`` compiles at once (hiprtc or clang, cached) and needs no device; calling it loads
-    the module on first use. Arguments: device buffers as :func:`device_pointer` accepts. For 2-D
-    ``__cuda_array_interface__`` operands M, N, K and the leading dimensions come from their shapes and
-    strides; for raw buffers (``hipMalloc``) pass ``M=, N=, K=`` (and ``lda=`` etc. when not packed).
-    """
+    """One planned GEMM kernel: its generated source compiled for its arch (hiprtc or clang, cached) and
+    a :class:`HipModule` that loads on first launch. Construction needs no device."""
 
     def __init__(self, plan: Any, *, compiler: str = "auto"):
         from ckgen.codegen import render_kernel
@@ -545,50 +477,133 @@ class HipGemm:
         self.code = compile_code_object(self.source, plan.name, plan.arch, compiler=compiler)
         self.module = HipModule(self.code)
 
-    def __call__(self, A: Any, B: Any, C: Any, bias: Any = None, *, M: int | None = None, N: int | None = None,
-                 K: int | None = None, lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
-                 stream: Any = None) -> None:
-        g = self.plan.spec.gemm
-        rm = {x: getattr(g, x).layout.value == "row" for x in ("a", "b", "c")}
-        dt = {x: getattr(g, x).dtype for x in ("a", "b", "c")}
-        bufs = {"A": device_pointer(A, "A"), "B": device_pointer(B, "B"), "C": device_pointer(C, "C")}
-        da = _dims(bufs["A"], "A", rm["a"], dt["a"].bytes)
-        db = _dims(bufs["B"], "B", rm["b"], dt["b"].bytes)
-        dc = _dims(bufs["C"], "C", rm["c"], dt["c"].bytes)
-
-        def pick(what: str, given: int | None, *seen: int | None) -> int:
-            vals = {v for v in seen if v is not None}
-            if given is not None:
-                vals.add(int(given))
-            if len(vals) != 1:
-                raise HipArgumentError(f"{what}: " + (f"inconsistent values {sorted(vals)} from the operands' shapes"
-                                                      if vals else "unknown; pass it for raw device buffers"))
-            v = vals.pop()
-            if v < 0:
-                raise HipArgumentError(f"{what} = {v}: must be >= 0")
-            return v
-
-        m = pick("M", M, da[0], dc[0])
-        n = pick("N", N, db[1], dc[1])
-        k = pick("K", K, da[1], db[0])
-        lds = []
-        for what, given, d, rows, cols, row_major in (("A", lda, da, m, k, rm["a"]), ("B", ldb, db, k, n, rm["b"]),
-                                                       ("C", ldc, dc, m, n, rm["c"])):
-            ld = int(given) if given is not None else d[2] if d[2] is not None else (cols if row_major else rows)
-            dtype = dt[what.lower()]
-            check_matrix(bufs[what], what, rows, cols, ld, row_major, _TYPESTRS.get(dtype.value, ()), dtype.bytes)
-            lds.append(ld)
-        has_bias = any(op.kind == "bias" for op in g.epilogue)
-        bias_buf = device_pointer(bias, "bias")
-        if has_bias and bias_buf.ptr == 0:
-            raise HipArgumentError(f"kernel '{self.name}' has a bias epilogue: pass bias")
-        if not has_bias and bias_buf.ptr != 0:
-            raise HipArgumentError(f"kernel '{self.name}' has no bias epilogue; bias must be None")
+    def launch_raw(self, a: int, b: int, c: int, bias: int, m: int, n: int, k: int, lda: int, ldb: int, ldc: int,
+                   stream: Any = None) -> None:
+        """Launch on device addresses that the caller has checked (the grid covers C in workgroup tiles)."""
         if m == 0 or n == 0:
             return
         cfg = self.plan.spec.config
         grid = (-(-n // cfg.tile[1]), -(-m // cfg.tile[0]), 1)
-        args = [ctypes.c_void_p(bufs["A"].ptr), ctypes.c_void_p(bufs["B"].ptr), ctypes.c_void_p(bufs["C"].ptr),
-                ctypes.c_void_p(bias_buf.ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
-                ctypes.c_longlong(lds[0]), ctypes.c_longlong(lds[1]), ctypes.c_longlong(lds[2])]
+        args = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c), ctypes.c_void_p(bias),
+                ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
+                ctypes.c_longlong(lda), ctypes.c_longlong(ldb), ctypes.c_longlong(ldc)]
         self.module.launch(self.name, grid, self.plan.threads, args, stream=stream)
+
+
+def _malloc(nbytes: int) -> Any:
+    device_count()
+    return _hip_call("hipMalloc", _bindings().hip.hipMalloc(max(1, nbytes)))
+
+
+def _span_bytes(a: Any) -> int:
+    """Bytes from a numpy array's first element to one past its last (views with a padded ld included)."""
+    if a.size == 0:
+        return 0
+    return sum((d - 1) * st for d, st in zip(a.shape, a.strides, strict=True)) + a.itemsize
+
+
+class HipArray:
+    """A device array from ``hipMalloc`` exposing ``__cuda_array_interface__`` (row- or column-major)."""
+
+    def __init__(self, shape: tuple[int, int], dtype: Any, row_major: bool = True):
+        import numpy as np
+
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(shape)
+        rows, cols = self.shape
+        item = self.dtype.itemsize
+        self.strides = (cols * item, item) if row_major else (item, rows * item)
+        self._mem = _malloc(rows * cols * item)
+        self.ptr = int(self._mem)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
+                "strides": self.strides, "version": 3}
+
+    def __del__(self) -> None:
+        mem = getattr(self, "_mem", None)
+        if mem is not None:
+            _bindings().hip.hipFree(mem)
+
+
+def _array_info(obj: Any, what: str):
+    from ckgen.runtime.api import ArrayInfo
+
+    buf = device_pointer(obj, what)
+    if buf.shape is None or buf.typestr in _RAW_TYPESTRS:
+        raise HipArgumentError(f"{what}: a raw device buffer carries no shape or dtype",
+                               hint="describe it: buf.configure(shape=(rows, cols), typestr='<f2', itemsize=2)")
+    import numpy as np
+
+    dt = np.dtype(buf.typestr)
+    if buf.strides is None:  # C-contiguous
+        strides, acc = [], 1
+        for d in reversed(buf.shape):
+            strides.insert(0, acc)
+            acc *= d
+    else:
+        strides = [st // dt.itemsize for st in buf.strides]
+    return ArrayInfo(buf.shape, dt.str, tuple(strides), buf.ptr)
+
+
+def _backend_base():
+    from ckgen.runtime.api import Backend
+
+    return Backend
+
+
+class HipBackend(_backend_base()):
+    """The ``"hip"`` target of :func:`ckgen.runtime.api.jit`: device operands as :func:`device_pointer` takes
+    (shape and dtype from ``__cuda_array_interface__``); numpy operands are copied to the device and C back."""
+
+    name = "hip"
+    vendor = "amd"
+
+    def build(self, plan: Any) -> HipGemm:
+        return HipGemm(plan)
+
+    def array_info(self, obj: Any, what: str):
+        import numpy as np
+
+        if isinstance(obj, np.ndarray):
+            from ckgen.runtime.api import ArrayInfo
+
+            return ArrayInfo(obj.shape, obj.dtype.str, tuple(s // obj.itemsize for s in obj.strides), 0)
+        return _array_info(obj, what)
+
+    def new_output(self, shape: tuple[int, int], np_dtype: Any, row_major: bool, like: Any) -> Any:
+        import numpy as np
+
+        if isinstance(like, np.ndarray):
+            return np.empty(shape, np_dtype, order="C" if row_major else "F")
+        return HipArray(shape, np_dtype, row_major)
+
+    def launch(self, handle: HipGemm, call: Any) -> None:
+        import numpy as np
+
+        device_count()  # no device: stop before allocating anything
+        hip = _bindings().hip
+        staged: dict[str, tuple[Any, Any, int]] = {}
+        ptrs = {}
+        for what in ("A", "B", "C", "bias"):
+            obj = getattr(call, what)
+            if isinstance(obj, np.ndarray):  # same bytes on the device, so the same strides in elements
+                n = _span_bytes(obj)
+                mem = _malloc(n)
+                _hip_call("hipMemcpy", hip.hipMemcpy(int(mem), obj.ctypes.data, n,
+                                                     hip.hipMemcpyKind.hipMemcpyHostToDevice))
+                staged[what] = (obj, mem, n)
+                ptrs[what] = int(mem)
+            else:
+                ptrs[what] = device_pointer(obj, what).ptr
+        try:
+            handle.launch_raw(ptrs["A"], ptrs["B"], ptrs["C"], ptrs["bias"], call.M, call.N, call.K,
+                              call.lda, call.ldb, call.ldc, stream=call.stream)
+            if "C" in staged:
+                host, mem, n = staged["C"]
+                _hip_call("hipMemcpy", hip.hipMemcpy(host.ctypes.data, int(mem), n,
+                                                     hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+        finally:
+            for _, mem, _ in staged.values():
+                hip.hipFree(mem)

@@ -81,18 +81,18 @@ def test_hiprtc_jit_from_the_wheel(venv):
     if shutil.which("llvm-objdump-19") is None:
         pytest.fail("llvm-objdump-19 not found (Debian: apt-get install llvm-19)")
     probe = (
-        "from ckgen import driver\n"
-        "from ckgen.runtime import hip as H\n"
-        f"plans = driver.plan(driver.load([{str(ROOT / 'examples' / 'gemm_f32.ck')!r}], ('gfx90a',)), ('gfx90a',))\n"
-        "k = H.HipGemm(plans['gemm_f32'][0], compiler='hiprtc')\n"
-        "open('k.co', 'wb').write(k.code.data)\n"
-        "print(k.code.compiler, k.plan.instr.mnemonic)\n"
+        "import numpy as np\n"
+        "from ckgen.runtime import api, hip as H\n"
+        f"k = api.jit({str(ROOT / 'examples' / 'gemm_f32.ck')!r}, target='hip', arch='gfx90a')\n"
+        "open('k.co', 'wb').write(k.handle.code.data)\n"
+        "print(k.handle.code.compiler, k.plan.instr.mnemonic)\n"
         "try:\n"
-        "    k(None, None, None)\n"
-        "except H.HipArgumentError as e:\n"
-        "    print('checked:', e.message)\n")
+        "    k(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32))\n"
+        "except H.HipNoDevice as e:\n"
+        "    print('status', e.status)\n")
     res = run([venv["py"], "-c", probe], cwd=venv["work"], env=venv["env"])
     compiler, mnemonic = res.stdout.splitlines()[0].rsplit(" ", 1)
     assert compiler.startswith("hiprtc")
+    assert res.stdout.splitlines()[1] == f"status {NO_DEVICE}"
     dis = run(["llvm-objdump-19", "-d", venv["work"] / "k.co"]).stdout
     assert mnemonic in dis
