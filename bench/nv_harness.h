@@ -61,8 +61,10 @@ struct Cfg {
   extern "C" int NAME(const void* A, const void* B, void* C, const void* bias, long long M, long long N,  \
                       long long K, long long lda, long long ldb, long long ldc, void* stream) {          \
     using Q = NAME##_cfg;                                                                                \
-    return CKGEN_LAUNCH(NAME##_kernel, (N + Q::kTileN - 1) / Q::kTileN, (M + Q::kTileM - 1) / Q::kTileM,  \
-                        1, Q::kThreads, Q::kLdsBytes, stream, (const Q::TA*)A, (const Q::TB*)B, (Q::TC*)C, \
+    static int configured = 0;                                                                           \
+    return ckgen::cuda_host::launch(NAME##_kernel, &configured, (N + Q::kTileN - 1) / Q::kTileN,         \
+                        (M + Q::kTileM - 1) / Q::kTileM, 1, Q::kThreads, Q::kLdsBytes, stream,            \
+                        (const Q::TA*)A, (const Q::TB*)B, (Q::TC*)C,                                     \
                         (const Q::TBias*)bias, (int)M, (int)N, (int)K, lda, ldb, ldc);                   \
   }                                                                                                      \
   extern "C" int NAME##_smem() { return NAME##_cfg::kLdsBytes; }

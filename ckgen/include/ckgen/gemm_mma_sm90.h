@@ -4,8 +4,8 @@
 //
 // Instantiated from the same Cfg struct as the AMD body (docs/design.md, "Cfg contract"); a wave is
 // a warp of 32 threads. Members read: TA TB TC TAcc TBias, kARowMajor kBRowMajor kCRowMajor,
-// kTileM/N/K, kWavesM/N, kThreads, kWaveTileM/N, kInstrM/N/K, kRepM/N, AOperand BOperand COperand,
-// mma(), kAlpha kBeta kIntegerEpilogue, Epilogue, kLdsBytes (the dynamic shared memory the launcher
+// kTileM/N/K, kWavesM/N, kThreads, kWaveTileM/N, kInstrM/N/K, kRepM/N, AOperand BOperand COperand
+// (u32x4_t, u32x2_t, f32x4_t / i32x4_t: the mma.sync of TA is chosen here, MmaOf), kAlpha kBeta kIntegerEpilogue, Epilogue, kLdsBytes (the dynamic shared memory the launcher
 // passes; checked against what this body needs), and two optional members:
 //   kStages  cp.async pipeline depth (tiles in flight in shared memory); default max(2, kLdsBuffers)
 //   kGroupM  block rasterization: consecutive blocks walk kGroupM M tiles before the next N tile,
@@ -203,6 +203,26 @@ CKGEN_DEVICE uint32_t prep(uint32_t w) {
     return w;
   }
 }
+
+// The mma.sync of each input type (the targets table's instruction for it; Cfg::mma is not needed).
+template <class T>
+struct MmaOf;
+template <>
+struct MmaOf<f16> {
+  static CKGEN_DEVICE f32x4_t mma(u32x4_t a, u32x2_t b, f32x4_t c) { return mma_m16n8k16_f32_f16(a, b, c); }
+};
+template <>
+struct MmaOf<bf16> {
+  static CKGEN_DEVICE f32x4_t mma(u32x4_t a, u32x2_t b, f32x4_t c) { return mma_m16n8k16_f32_bf16(a, b, c); }
+};
+template <>
+struct MmaOf< ::int8_t> {
+  static CKGEN_DEVICE i32x4_t mma(u32x4_t a, u32x2_t b, i32x4_t c) { return mma_m16n8k32_s32_s8(a, b, c); }
+};
+template <>
+struct MmaOf<float> {
+  static CKGEN_DEVICE f32x4_t mma(u32x4_t a, u32x2_t b, f32x4_t c) { return mma_m16n8k8_f32_tf32(a, b, c); }
+};
 
 template <class Cfg>
 struct Sm90Gemm {
@@ -403,7 +423,7 @@ struct Sm90Gemm {
 #pragma unroll
         for (int j0 = 0; j0 < Cfg::kRepN; ++j0) {
           const int j = (i & 1) ? Cfg::kRepN - 1 - j0 : j0;  // serpentine: reuse B registers
-          acc[i][j] = Cfg::mma(af[buf][i], bfr[buf][j], acc[i][j]);
+          acc[i][j] = MmaOf<TA>::mma(af[buf][i], bfr[buf][j], acc[i][j]);
         }
       }
     };
@@ -475,6 +495,33 @@ struct Sm90Gemm {
     };
     const bool pair_ok = Cfg::kCRowMajor && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC))) == 0 &&
                          (ldc % 2) == 0;
+    if constexpr (Cfg::kCRowMajor) {
+      // Interior tile: no bounds tests, so the epilogue's loads (bias, C) and math batch up instead of
+      // running as a chain of short branches.
+      if (pair_ok && m0 + Cfg::kTileM <= M && n0 + Cfg::kTileN <= N) {
+#pragma unroll
+        for (int i = 0; i < Cfg::kRepM; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wrow + i * 16 + g + h * 8;
+            vec<TC, 2> out[Cfg::kRepN];
+#pragma unroll
+            for (int j = 0; j < Cfg::kRepN; ++j) {
+              const int col = n0 + wcol + j * 8 + 2 * t;
+              const long long off = static_cast<long long>(row) * ldc + col;
+              out[j].v[0] = finish(acc[i][j].r[2 * h], row, col, off);
+              out[j].v[1] = finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1);
+            }
+#pragma unroll
+            for (int j = 0; j < Cfg::kRepN; ++j) {
+              const int col = n0 + wcol + j * 8 + 2 * t;
+              gstore(reinterpret_cast<vec<TC, 2>*>(C + static_cast<long long>(row) * ldc + col), out[j]);
+            }
+          }
+        }
+        return;
+      }
+    }
 #pragma unroll
     for (int i = 0; i < Cfg::kRepM; ++i) {
 #pragma unroll

@@ -113,10 +113,15 @@ inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsign
 }  // namespace ckgen
 
 // Returns an int status (docs/design.md status codes); never aborts.
+// The generated launchers pass lds_bytes = 0 (AMD kernels declare static LDS); NVIDIA kernel bodies
+// take their pipeline's shared memory dynamically, so the launch uses the larger of lds_bytes and the
+// kernel's Cfg::kLdsBytes (the generated `ckgen_gen::<kernel>_cfg`, in the same translation unit).
 #define CKGEN_LAUNCH(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...)                     \
   ([&]() -> int {                                                                                       \
     static int ckgen_configured_ = 0;                                                                   \
+    const int ckgen_lds_ = (int)(lds_bytes) > (int)ckgen_gen::kernel_name##_cfg::kLdsBytes              \
+                               ? (int)(lds_bytes) : (int)ckgen_gen::kernel_name##_cfg::kLdsBytes;      \
     return ::ckgen::cuda_host::launch(kernel_name, &ckgen_configured_, (unsigned)(gx), (unsigned)(gy),  \
-                                      (unsigned)(gz), (unsigned)(block_threads), (int)(lds_bytes),     \
+                                      (unsigned)(gz), (unsigned)(block_threads), ckgen_lds_,           \
                                       (void*)(stream), __VA_ARGS__);                                    \
   }())

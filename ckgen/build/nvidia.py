@@ -1,0 +1,355 @@
+"""NVIDIA builds: generated HIP source -> nvcc -> one shared library (fat binary), and its report.
+
+Contract:
+
+- :func:`find_nvcc` -> :class:`Nvcc` (path, version line): ``CKGEN_NVCC``, else ``nvcc`` on PATH, else
+  ``/usr/local/cuda/bin/nvcc``; :class:`~ckgen.errors.ToolchainError` when none runs.
+- :func:`cuda_sources(stem, plans)` -> {file name: text}: one ``<kernel>.cu`` per kernel (the same
+  device text codegen renders for every platform) and ``launchers.cu``, which includes them, so kernels
+  and ``extern "C"`` entry points share one translation unit (the cuda platform's CKGEN_LAUNCH reads
+  each kernel's ``Cfg::kLdsBytes``).
+- :func:`build_cuda_library(stem, plans, out_dir)` -> :class:`CudaLibrary`: compiles for every arch of
+  ``plans`` (``-gencode`` SASS + PTX per arch), cached in the build cache (key: sources, nvcc version,
+  flags, arches, header hashes), and copies ``lib<stem>.so`` into ``out_dir`` atomically when given.
+  The cache entry also holds ``ptxas.log`` (``-Xptxas -v``), ``<stem>_<arch>.ptx`` and, when
+  ``cuobjdump`` is found, ``<stem>.sass``.
+- :func:`analyze(lib, plans)` -> one :class:`NvKernelReport` per (kernel, arch): the tensor-core
+  instructions in the PTX (``mma.sync`` / ``wgmma``) and in the SASS (``HMMA`` / ``IMMA`` / ``HGMMA``,
+  with how many sit in the main loop: the backward branch holding the most of them), registers,
+  spills, stack, shared memory (static + the dynamic ``kLdsBytes``), and occupancy (blocks and warps
+  per SM, limited by registers, shared memory, threads).
+- :func:`report_command(file, arches, as_json)`: ``ckgen report FILE --arch sm_90`` for NVIDIA arches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ckgen.config import Settings, settings
+from ckgen.errors import BuildError, ToolchainError
+from ckgen.resources import INCLUDE_DIR, content_hashes
+from ckgen.targets.model import Target
+from ckgen.targets.nvidia import nvcc_arch_flags
+
+#: flags of every NVIDIA library build (besides -gencode per arch)
+NVCC_FLAGS: tuple[str, ...] = ("-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+                               "-Xptxas", "-v", "--expt-relaxed-constexpr")
+#: tensor-core instruction prefixes: PTX and SASS
+PTX_TENSOR = ("mma.sync", "wgmma.mma_async")
+SASS_TENSOR = ("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA")
+
+
+@dataclass(frozen=True)
+class Nvcc:
+    path: str
+    version: str        # the "Cuda compilation tools, release ..." line
+
+    @property
+    def cuobjdump(self) -> str | None:
+        sib = Path(self.path).resolve().parent / "cuobjdump"
+        if sib.is_file():
+            return str(sib)
+        return shutil.which("cuobjdump")
+
+
+@lru_cache(maxsize=4)
+def _probe(path: str) -> Nvcc | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    lines = [ln for ln in out.stdout.splitlines() if "release" in ln] or out.stdout.splitlines()[-1:]
+    return Nvcc(path, lines[0].strip() if lines else "unknown")
+
+
+def find_nvcc(st: Settings | None = None) -> Nvcc:
+    st = st or settings()
+    if st.nvcc:
+        found = shutil.which(st.nvcc) or (st.nvcc if Path(st.nvcc).is_file() else None)
+        probe = _probe(found) if found else None
+        if probe is None:
+            raise ToolchainError(f"CKGEN_NVCC = {st.nvcc}: not found or does not run", hint="point CKGEN_NVCC at nvcc")
+        return probe
+    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and Path(cand).is_file():
+            probe = _probe(cand)
+            if probe is not None:
+                return probe
+    raise ToolchainError("no nvcc found for the NVIDIA targets (tried nvcc on PATH, /usr/local/cuda/bin/nvcc)",
+                         hint="install the CUDA toolkit or set CKGEN_NVCC")
+
+
+def cuda_sources(stem: str, plans) -> dict[str, str]:
+    from ckgen.codegen import render_kernel, render_launchers
+
+    files: dict[str, str] = {}
+    for p in plans:  # one device text per kernel name: the text does not depend on the NVIDIA arch
+        files.setdefault(f"{p.name}.cu", render_kernel(p))
+    kernel_files = list(files)
+    files["launchers.cu"] = render_launchers(stem, list(plans), "cuda", kernel_files=kernel_files)
+    return files
+
+
+def _arches(plans) -> list[Target]:
+    seen: dict[str, Target] = {}
+    for p in plans:
+        if p.target.platform != "cuda":
+            raise BuildError(f"kernel '{p.name}': {p.arch} is not an NVIDIA target")
+        seen.setdefault(p.arch, p.target)
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class CudaLibrary:
+    stem: str
+    library: Path            # the published library (out_dir, or the cache entry)
+    entry: Path              # cache entry directory (ptxas.log, *.ptx, *.sass, sources)
+    arches: tuple[str, ...]
+
+
+def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"{what} failed (exit {proc.returncode})", log=" ".join(cmd) + "\n" + proc.stderr[-20000:])
+    return proc
+
+
+def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc | None = None,
+                       extra_flags: tuple[str, ...] = ()) -> CudaLibrary:
+    from ckgen.build.cache import get_or_build
+
+    nvcc = nvcc or find_nvcc()
+    targets = _arches(plans)
+    files = cuda_sources(stem, plans)
+    gencode = [f for t in targets for f in nvcc_arch_flags(t)]
+    flags = [*NVCC_FLAGS, *gencode, *extra_flags]
+    lib_name = f"lib{stem}.so"
+    key_parts = {"kind": "cuda-library", "stem": stem, "arches": [t.name for t in targets], "sources": files,
+                 "nvcc": nvcc.version, "flags": flags, "include": content_hashes()["include"]}
+
+    def build(d: Path) -> None:
+        for name, text in files.items():
+            (d / name).write_text(text)
+        inc = [f"-I{INCLUDE_DIR}", f"-I{d}"]
+        proc = _run([nvcc.path, *flags, *inc, str(d / "launchers.cu"), "-o", str(d / lib_name)],
+                    f"nvcc build of {lib_name}")
+        (d / "ptxas.log").write_text(proc.stderr)
+        for t in targets:
+            num = t.name.split("_", 1)[1]
+            _run([nvcc.path, "-std=c++17", "-O3", "-ptx", f"-arch=compute_{num}", "--expt-relaxed-constexpr", *inc,
+                  str(d / "launchers.cu"), "-o", str(d / f"{stem}_{t.name}.ptx")], f"nvcc -ptx of {stem}")
+        dump = nvcc.cuobjdump
+        if dump:
+            out = subprocess.run([dump, "-sass", str(d / lib_name)], capture_output=True, text=True, check=False)
+            if out.returncode == 0:
+                (d / f"{stem}.sass").write_text(out.stdout)
+
+    entry = get_or_build(key_parts, build)
+    library = entry / lib_name
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{lib_name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            shutil.copyfile(library, tmp)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, out_dir / lib_name)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        library = out_dir / lib_name
+    return CudaLibrary(stem, library, entry, tuple(t.name for t in targets))
+
+
+# ---------------------------------------------------------------------------------------------- report
+@dataclass(frozen=True)
+class NvKernelReport:
+    name: str
+    arch: str
+    ptx_tensor: tuple[tuple[str, int], ...]      # (PTX instruction with its shape/types, count)
+    sass_tensor: tuple[tuple[str, int], ...]     # (SASS mnemonic, count); empty without cuobjdump
+    sass_tensor_in_main_loop: int | None         # None without SASS
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack_bytes: int
+    static_smem: int
+    dynamic_smem: int                            # Cfg::kLdsBytes (passed at launch)
+    threads: int
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy_limiter: str                       # registers | smem | threads | blocks
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["ptx_tensor"] = [list(x) for x in self.ptx_tensor]
+        d["sass_tensor"] = [list(x) for x in self.sass_tensor]
+        return d
+
+
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
+_PTXAS_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def parse_ptxas(log: str) -> dict[tuple[str, str], dict]:
+    """(kernel, arch) -> {registers, spill_stores, spill_loads, stack_bytes, static_smem} from -Xptxas -v."""
+    out: dict[tuple[str, str], dict] = {}
+    cur: tuple[str, str] | None = None
+    for line in log.splitlines():
+        m = _PTXAS_ENTRY.search(line)
+        if m:
+            cur = (m.group(1), m.group(2))
+            out[cur] = {"registers": 0, "spill_stores": 0, "spill_loads": 0, "stack_bytes": 0, "static_smem": 0}
+            continue
+        if cur is None:
+            continue
+        m = _PTXAS_PROPS.search(line)
+        if m:
+            out[cur].update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+            continue
+        m = _PTXAS_USED.search(line)
+        if m:
+            out[cur].update(registers=int(m.group(1)), static_smem=int(m.group(2) or 0))
+    return out
+
+
+def ptx_tensor_instructions(ptx: str) -> dict[str, dict[str, int]]:
+    """kernel -> {tensor instruction (opcode with modifiers): count} per ``.entry`` of a PTX file."""
+    out: dict[str, dict[str, int]] = {}
+    parts = re.split(r"^\s*\.(?:visible\s+)?\.?entry\s+(\w+)", ptx, flags=re.M)
+    for name, body in zip(parts[1::2], parts[2::2], strict=False):
+        counts: dict[str, int] = {}
+        for m in re.finditer(r"^\s*((?:mma\.sync|wgmma\.mma_async)[\w.]*)", body, flags=re.M):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        out[name] = counts
+    return out
+
+
+_SASS_LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)(.*?);")
+
+
+def sass_tensor_instructions(sass: str) -> dict[tuple[str, str], tuple[dict[str, int], int]]:
+    """(kernel, arch) -> ({SASS tensor mnemonic: count}, count inside the main loop) from cuobjdump -sass."""
+    out: dict[tuple[str, str], tuple[dict[str, int], int]] = {}
+    arch = "?"
+    blocks = re.split(r"^\s*(code for sm_\d+\w*|Function : \w+)\s*$", sass, flags=re.M)
+    for head, body in zip(blocks[1::2], blocks[2::2], strict=False):
+        if head.startswith("code for"):
+            arch = head.split()[-1]
+            continue
+        name = head.split(":", 1)[1].strip()
+        insns = []
+        for line in body.splitlines():
+            m = _SASS_LINE.match(line)
+            if m:
+                insns.append((int(m.group(1), 16), m.group(2), m.group(3)))
+        counts: dict[str, int] = {}
+        for _, op, _ in insns:
+            if op.split(".")[0] in SASS_TENSOR:
+                counts[op] = counts.get(op, 0) + 1
+        best = 0
+        for addr, op, rest in insns:
+            bm = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+            if bm and int(bm.group(1), 16) < addr:
+                lo = int(bm.group(1), 16)
+                inside = sum(1 for a, o, _ in insns if lo <= a <= addr and o.split(".")[0] in SASS_TENSOR)
+                best = max(best, inside)
+        out[(name, arch)] = (counts, best)
+    return out
+
+
+def occupancy(target: Target, registers: int, smem: int, threads: int) -> tuple[int, int, str]:
+    """(blocks per SM, warps per SM, limiter) from per-thread registers, per-block shared memory, threads."""
+    warps = -(-threads // target.wave_size)
+    regs_per_warp = -(-max(registers, 1) * target.wave_size // 256) * 256
+    reg_file = target.vgprs_per_simd_lane * target.wave_size * target.simds_per_cu
+    max_warps = target.max_waves_per_simd * target.simds_per_cu
+    limits = {
+        "registers": reg_file // (regs_per_warp * warps),
+        "smem": target.lds_bytes_per_cu // (smem + 1024) if smem else 32,  # 1 KiB reserved per block
+        "threads": max_warps // warps,
+        "blocks": 32,
+    }
+    limiter = min(limits, key=lambda k: (limits[k], ["blocks", "threads", "registers", "smem"].index(k)))
+    blocks = limits[limiter]
+    return blocks, blocks * warps, limiter
+
+
+def analyze(lib: CudaLibrary, plans) -> list[NvKernelReport]:
+    ptxas = parse_ptxas((lib.entry / "ptxas.log").read_text())
+    sass_file = lib.entry / f"{lib.stem}.sass"
+    sass = sass_tensor_instructions(sass_file.read_text()) if sass_file.is_file() else {}
+    reports = []
+    for p in plans:
+        res = ptxas.get((p.name, p.arch))
+        if res is None:
+            raise BuildError(f"kernel '{p.name}': no ptxas resource report for {p.arch}")
+        ptx_file = lib.entry / f"{lib.stem}_{p.arch}.ptx"
+        ptx = ptx_tensor_instructions(ptx_file.read_text()).get(p.name, {})
+        counts, in_loop = sass.get((p.name, p.arch), ({}, None))
+        dyn = p.lds.total_bytes
+        blocks, warps, limiter = occupancy(p.target, res["registers"], res["static_smem"] + dyn, p.threads)
+        reports.append(NvKernelReport(
+            name=p.name, arch=p.arch, ptx_tensor=tuple(sorted(ptx.items())), sass_tensor=tuple(sorted(counts.items())),
+            sass_tensor_in_main_loop=in_loop if sass_file.is_file() else None, registers=res["registers"],
+            spill_stores=res["spill_stores"], spill_loads=res["spill_loads"], stack_bytes=res["stack_bytes"],
+            static_smem=res["static_smem"], dynamic_smem=dyn, threads=p.threads, blocks_per_sm=blocks,
+            warps_per_sm=warps, occupancy_limiter=limiter))
+    return reports
+
+
+def resources(reports: list[NvKernelReport]) -> dict[tuple[str, str], dict]:
+    """Manifest resources per (kernel, arch)."""
+    return {(r.name, r.arch): {k: v for k, v in r.to_json().items() if k not in ("name", "arch", "extra")}
+            for r in reports}
+
+
+_COLUMNS = ("kernel", "arch", "tensor instr (PTX)", "SASS (main loop)", "regs", "spills st/ld", "stack",
+            "smem", "blocks/SM (limit)")
+
+
+def format_table(reports: list[NvKernelReport]) -> str:
+    rows = [list(_COLUMNS)]
+    for r in reports:
+        ptx = ", ".join(f"{k} x{n}" for k, n in r.ptx_tensor) or "none"
+        if r.sass_tensor_in_main_loop is None:
+            sass = "n/a (no cuobjdump)"
+        else:
+            sass = (", ".join(f"{k} x{n}" for k, n in r.sass_tensor) or "none") + f" ({r.sass_tensor_in_main_loop})"
+        rows.append([r.name, r.arch, ptx, sass, str(r.registers), f"{r.spill_stores}/{r.spill_loads}",
+                     str(r.stack_bytes), str(r.static_smem + r.dynamic_smem),
+                     f"{r.blocks_per_sm} ({r.occupancy_limiter})"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"
+
+
+def report_command(file: str | Path, arches: tuple[str, ...], as_json: bool) -> int:
+    """``ckgen report FILE --arch sm_90[,sm_80] [--json]`` (compiles through the cache)."""
+    from ckgen import driver
+
+    plans = driver.plan(driver.load([file], arches), arches)
+    reports: list[NvKernelReport] = []
+    for stem, ps in plans.items():
+        reports.extend(analyze(build_cuda_library(stem, ps), ps))
+    if as_json:
+        sys.stdout.write(json.dumps({"file": str(file), "kernels": [r.to_json() for r in reports]},
+                                    indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(format_table(reports))
+    return 0
