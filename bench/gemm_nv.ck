@@ -1,0 +1,143 @@
+// NVIDIA benchmark kernels (bench/gemm.py): A, B, C row-major (torch's layout), mma.sync on sm_90.
+// "waves" are warps of 32 threads; lds_buffers is the cp.async pipeline depth (stages).
+target sm_90
+
+kernel bf16_t128_128_32_w22_s4 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  acc = f32
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 4
+}
+
+kernel bf16_t128_128_32_w22_s3 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  acc = f32
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 3
+}
+
+kernel bf16_t128_256_32_w24_s4 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  acc = f32
+  tile = 128x256x32
+  waves = 2x4
+  lds_buffers = 4
+}
+
+kernel bf16_t128_256_64_w24_s3 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
+}
+
+kernel bf16_t256_128_32_w42_s4 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  acc = f32
+  tile = 256x128x32
+  waves = 4x2
+  lds_buffers = 4
+}
+
+kernel f16_t128_128_32_w22_s4 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  acc = f32
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 4
+}
+
+kernel f16_t128_128_32_w22_s3 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  acc = f32
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 3
+}
+
+kernel f16_t128_256_32_w24_s4 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  acc = f32
+  tile = 128x256x32
+  waves = 2x4
+  lds_buffers = 4
+}
+
+kernel f16_t128_256_64_w24_s3 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
+}
+
+kernel f16_t256_128_32_w42_s4 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  acc = f32
+  tile = 256x128x32
+  waves = 4x2
+  lds_buffers = 4
+}
+
+kernel bf16_bias_gelu_t128_128_32_s4 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 4
+  epilogue = bias(col) -> gelu -> cast(bf16)
+}
+
+kernel bf16_bias_gelu_t128_256_64_s3 {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
+  epilogue = bias(col) -> gelu -> cast(bf16)
+}
+
+kernel f16_bias_gelu_t128_128_32_s4 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 4
+  epilogue = bias(col) -> gelu -> cast(f16)
+}
+
+kernel f16_bias_gelu_t128_256_64_s3 {
+  A = f16 row
+  B = f16 row
+  C = f16 row
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
+  epilogue = bias(col) -> gelu -> cast(f16)
+}

@@ -1,0 +1,239 @@
+"""The ``cuda`` backend of the JIT API (:mod:`ckgen.runtime.api`): generated kernels on an NVIDIA GPU.
+
+Contract:
+
+- ``build(plan)``: renders the plan's kernel and launcher, compiles them with nvcc for the plan's
+  arch through the build cache (:func:`ckgen.build.nvidia.build_cuda_library`: key = sources, which
+  hold the spec-derived Cfg; header and template hashes; nvcc version; flags; arch), and loads the
+  library once per process.
+- Operands: torch CUDA tensors; any object with ``__cuda_array_interface__`` (CuPy, Numba ...); other
+  ``__dlpack__`` objects through ``torch.from_dlpack``; numpy arrays, which are copied to the device
+  (their whole byte extent, so strides and padding keep their meaning) and C copied back. bf16 is
+  ``torch.bfloat16`` or uint16 bit patterns (numpy, CuPy). CPU torch tensors are refused (say
+  ``.cuda()`` or ``.numpy()``).
+- Streams: GPU operands run on the caller's stream: ``stream=`` when given (an int handle, a
+  ``torch.cuda.Stream`` or a CuPy stream), else the current torch stream (torch operands) or the
+  current CuPy stream (CuPy operands); the call does not synchronize. numpy calls synchronize.
+- Errors: every status from the library raises :class:`~ckgen.errors.RuntimeFailure` with
+  ``ckgen_status_string``; operands on different devices, or on the host mixed with device ones, are
+  refused by name.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ckgen.errors import RuntimeFailure
+from ckgen.runtime.api import ArrayInfo, Backend, GemmCall
+
+_TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
+             "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
+             "torch.int64": "<i8"}
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _is_torch(obj) -> bool:
+    t = type(obj)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+class CudaKernel:
+    """A loaded library and the entry point ``ckgen_<name>``."""
+
+    def __init__(self, plan, path: Path):
+        self.plan = plan
+        self.path = path
+        self.lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+        fn = getattr(self.lib, f"ckgen_{plan.name}")
+        fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        self.entry = fn
+        self.lib.ckgen_status_string.argtypes = [ctypes.c_int]
+        self.lib.ckgen_status_string.restype = ctypes.c_char_p
+
+    def status_text(self, status: int) -> str:
+        return (self.lib.ckgen_status_string(status) or b"").decode()
+
+
+_loaded: dict[Path, CudaKernel] = {}
+_lock = threading.Lock()
+
+
+def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    lo = hi = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return lo, lo
+    for n, st in zip(a.shape, a.strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    vendor = "nvidia"
+
+    # ------------------------------------------------------------------ build
+    def build(self, plan) -> CudaKernel:
+        from ckgen.build.nvidia import build_cuda_library
+
+        lib = build_cuda_library(plan.name, [plan])
+        path = lib.library.resolve()
+        with _lock:
+            if path not in _loaded:
+                _loaded[path] = CudaKernel(plan, path)
+            return _loaded[path]
+
+    # ------------------------------------------------------------------ operands
+    def array_info(self, obj: Any, what: str) -> ArrayInfo:
+        if isinstance(obj, np.ndarray):
+            if what == "C" and not obj.flags.writeable:
+                raise RuntimeFailure("C: the output array is read-only")
+            isz = obj.itemsize
+            if any(st % isz for st in obj.strides):
+                raise RuntimeFailure(f"{what}: strides {obj.strides} are not multiples of the element size {isz}")
+            return ArrayInfo(tuple(obj.shape), obj.dtype.str, tuple(st // isz for st in obj.strides),
+                             obj.__array_interface__["data"][0])
+        if _is_torch(obj):
+            if not obj.is_cuda:
+                raise RuntimeFailure(f"{what}: a torch tensor on {obj.device}; the cuda target takes CUDA tensors",
+                                     hint="move it with .cuda(), or pass a numpy array (copied to the GPU and back)")
+            dt = _TORCH_NP.get(str(obj.dtype))
+            if dt is None:
+                raise RuntimeFailure(f"{what}: unsupported torch dtype {obj.dtype}")
+            return ArrayInfo(tuple(obj.shape), dt, tuple(obj.stride()), int(obj.data_ptr()))
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            shape = tuple(cai["shape"])
+            dt = np.dtype(cai["typestr"])
+            strides = cai.get("strides")
+            if strides is None:  # C-contiguous
+                strides, acc = [], dt.itemsize
+                for n in reversed(shape):
+                    strides.insert(0, acc)
+                    acc *= max(n, 1)
+            if any(st % dt.itemsize for st in strides):
+                raise RuntimeFailure(f"{what}: strides {tuple(strides)} are not multiples of the element size")
+            return ArrayInfo(shape, dt.str, tuple(st // dt.itemsize for st in strides), int(cai["data"][0]))
+        if hasattr(obj, "__dlpack__"):
+            torch = _torch()
+            if torch is None:
+                raise RuntimeFailure(f"{what}: DLPack objects need torch to be imported (torch.from_dlpack)")
+            return self.array_info(torch.from_dlpack(obj), what)
+        raise RuntimeFailure(f"{what}: the cuda target takes torch CUDA tensors, objects with "
+                             f"__cuda_array_interface__ (CuPy), DLPack objects or numpy arrays, got {type(obj).__name__}")
+
+    def new_output(self, shape, np_dtype, row_major: bool, like) -> Any:
+        M, N = shape
+        if _is_torch(like):
+            torch = _torch()
+            tdt = {"<f2": torch.float16, "<u2": torch.bfloat16 if like.dtype == torch.bfloat16 else torch.uint16,
+                   "<f4": torch.float32, "|i1": torch.int8, "<i4": torch.int32}[np.dtype(np_dtype).str]
+            base = torch.empty((M, N) if row_major else (N, M), dtype=tdt, device=like.device)
+            base.view(torch.uint8).fill_(0xFF)  # poison: NaN / -1 where nothing is written
+            return base if row_major else base.t()
+        if hasattr(like, "__cuda_array_interface__"):
+            import cupy  # a CUDA-array-interface operand without torch: CuPy is the common case
+
+            out = cupy.empty((M, N), dtype=np_dtype, order="C" if row_major else "F")
+            out.view(cupy.uint8).fill(0xFF)
+            return out
+        from ckgen.runtime.api import poison
+
+        return poison(np.empty(shape, np_dtype, order="C" if row_major else "F"))
+
+    # ------------------------------------------------------------------ launch
+    def _stream(self, stream: Any, kinds: set[str]) -> int:
+        if stream is not None:
+            if isinstance(stream, int):
+                return stream
+            for attr in ("cuda_stream", "ptr"):
+                if hasattr(stream, attr):
+                    return int(getattr(stream, attr))
+            raise RuntimeFailure(f"stream: cannot take a {type(stream).__name__} (pass an int handle, "
+                                 "a torch.cuda.Stream or a CuPy stream)")
+        if "torch" in kinds or "host" in kinds:
+            torch = _torch()
+            if torch is not None:
+                return int(torch.cuda.current_stream().cuda_stream)
+        if "cai" in kinds:
+            try:
+                import cupy
+
+                return int(cupy.cuda.get_current_stream().ptr)
+            except ImportError:
+                pass
+        return 0
+
+    def launch(self, handle: CudaKernel, call: GemmCall) -> None:
+        ops = {"A": call.A, "B": call.B, "C": call.C, "bias": call.bias}
+        kinds = {}
+        for k, v in ops.items():
+            if v is None:
+                continue
+            kinds[k] = "host" if isinstance(v, np.ndarray) else "torch" if _is_torch(v) else "cai"
+        host = [k for k, v in kinds.items() if v == "host"]
+        if host and len(host) != len(kinds):
+            raise RuntimeFailure(f"operands {', '.join(host)} are numpy (host) arrays but "
+                                 f"{', '.join(k for k in kinds if k not in host)} live on the GPU: pass all on one side")
+        if host:
+            self._launch_host(handle, call)
+            return
+        devices = {v.device.index for k, v in ops.items() if v is not None and kinds[k] == "torch"}
+        if len(devices) > 1:
+            raise RuntimeFailure(f"operands are on different CUDA devices {sorted(devices)}")
+        ptr = {k: (self.array_info(v, k).ptr if v is not None else None) for k, v in ops.items()}
+        stream = self._stream(call.stream, set(kinds.values()))
+        torch = _torch() if devices else None
+        if torch is not None:
+            with torch.cuda.device(devices.pop()):
+                status = self._call(handle, call, ptr, stream)
+        else:
+            status = self._call(handle, call, ptr, stream)
+        self._check(handle, status)
+
+    def _call(self, handle: CudaKernel, call: GemmCall, ptr: dict, stream: int) -> int:
+        return handle.entry(ptr["A"], ptr["B"], ptr["C"], ptr["bias"], call.M, call.N, call.K, call.lda, call.ldb,
+                            call.ldc, stream or None)
+
+    def _check(self, handle: CudaKernel, status: int) -> None:
+        if status != 0:
+            raise RuntimeFailure(f"kernel '{handle.plan.name}' on {handle.plan.arch}: status {status}: "
+                                 f"{handle.status_text(status)}")
+
+    def _launch_host(self, handle: CudaKernel, call: GemmCall) -> None:
+        torch = _torch()
+        if torch is None:
+            raise RuntimeFailure("numpy operands on the cuda target need torch (to copy them to the GPU)")
+        dev = {}
+        ptr = {}
+        for k, v in (("A", call.A), ("B", call.B), ("C", call.C), ("bias", call.bias)):
+            if v is None:
+                ptr[k] = None
+                continue
+            lo, hi = _byte_bounds(v)
+            raw = np.ctypeslib.as_array((ctypes.c_uint8 * max(hi - lo, 1)).from_address(lo))
+            d = torch.from_numpy(raw.copy()).cuda()
+            dev[k] = (d, lo, hi)
+            ptr[k] = d.data_ptr() + (v.__array_interface__["data"][0] - lo)
+        stream = int(torch.cuda.current_stream().cuda_stream)
+        status = self._call(handle, call, ptr, stream)
+        self._check(handle, status)
+        d, lo, hi = dev["C"]
+        back = d.cpu().numpy()  # synchronizes with the stream
+        ctypes.memmove(lo, back.ctypes.data, hi - lo)
