@@ -1,27 +1,30 @@
 #!/bin/bash
-# bench/nv_device_run.sh: everything one device call does (run from the repository root there).
-#   MODE=all (default): peak, correctness, compute-sanitizer, benchmark. Logs under $OUT.
+# bench/nv_device_run.sh STAGE: what one device call does (run from the repository root there).
+#   check: device facts + mma.sync peak, harness correctness, pytest (gpu + nvcc tests), compute-sanitizer
+#   bench: bench/gemm.py (ckgen via the JIT vs cuBLAS vs Triton, fused vs eager / torch.compile)
+# Expects the carried build cache .nvcache (bench/nv_prebuild.py) and bench/_build/libnvh.so.
 set -u
+STAGE=${1:-check}
 OUT=${OUT:-/tmp/nvout}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
+python3 -m pip install -q --no-index --no-deps --target /tmp/site lark-1.3.1-py3-none-any.whl >/dev/null 2>&1
 LIB=bench/_build/libnvh.so
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/smi.txt"
-if ! python3 -c "import ctypes; ctypes.CDLL('$LIB')" 2>/dev/null; then
-  echo "rebuilding $LIB on the device"
-  mkdir -p bench/_build
-  for p in 0 1 2 3; do
-    nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I ckgen/include -I bench -Xcompiler -fPIC \
-      -DNVH_PART=$p -c -o bench/_build/p$p.o bench/nv_kernels.cu &
-  done
-  wait
-  nvcc -shared -o $LIB bench/_build/p?.o
+if [ "$STAGE" = check ]; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/smi.txt"
+  nvcc --version | tail -2
+  python3 bench/nv_peak.py $LIB 2>&1 | tee "$OUT/peak.txt"
+  python3 bench/nv_check.py --lib $LIB --json "$OUT/check.json" > "$OUT/check.txt" 2>&1; echo "nv_check rc $?"
+  tail -3 "$OUT/check.txt"
+  python3 -m pytest -q -p no:cacheprovider tests/runtime/test_nvidia_cuda.py tests/build/test_nvidia_build.py \
+    tests/targets/test_nvidia_targets.py > "$OUT/pytest.txt" 2>&1; echo "pytest rc $?"; tail -4 "$OUT/pytest.txt"
+  python3 -c "from ckgen.cli import main; raise SystemExit(main(['run', 'bench/gemm_nv.ck', '--kernel', 'bf16_t128_256_64_w24_s3', '--target', 'sm_90', '-m', '1000', '-n', '1100', '-k', '300']))" 2>&1 | tee "$OUT/ckgen_run.txt"
+  export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+  timeout 200 compute-sanitizer --tool memcheck --leak-check no python3 bench/nv_check.py --lib $LIB --quick \
+    > "$OUT/memcheck_harness.txt" 2>&1; echo "memcheck harness rc $?"; tail -2 "$OUT/memcheck_harness.txt"
+  timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q -p no:cacheprovider \
+    tests/runtime/test_nvidia_cuda.py -k "pad0 or numpy or errors" \
+    > "$OUT/memcheck_jit.txt" 2>&1; echo "memcheck jit rc $?"; tail -3 "$OUT/memcheck_jit.txt"
+else
+  python3 bench/gemm.py --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -32
 fi
-cuobjdump --dump-resource-usage $LIB > "$OUT/resource.txt" 2>&1
-cuobjdump -sass $LIB | grep -c HMMA > "$OUT/hmma_count.txt" 2>&1
-python3 bench/nv_peak.py $LIB 2>&1 | tee "$OUT/peak.txt"
-python3 bench/nv_check.py --lib $LIB --json "$OUT/check.json" 2>&1 | tee "$OUT/check.txt" | tail -40
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool memcheck --leak-check no \
-  python3 bench/nv_check.py --lib $LIB --quick > "$OUT/memcheck.txt" 2>&1
-echo "memcheck rc $?"; tail -5 "$OUT/memcheck.txt"
-python3 bench/gemm.py --lib $LIB --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -30

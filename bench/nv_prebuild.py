@@ -1,0 +1,51 @@
+"""Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
+CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
+the kernels of bench/gemm_nv.ck and of tests/runtime/test_nvidia_cuda.py (its SPEC text).
+
+  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    from ckgen.build.nvidia import build_cuda_library
+    from ckgen.runtime.api import plan_for
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-j", type=int, default=2)
+    args = ap.parse_args()
+    test_src = (ROOT / "tests/runtime/test_nvidia_cuda.py").read_text()
+    spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
+    jobs = []
+    from ckgen.frontend import load_file, load_text
+
+    for s in load_text(spec_text):
+        jobs.append((spec_text, s.name))
+    bench = ROOT / "bench/gemm_nv.ck"
+    for s in load_file(bench):
+        jobs.append((str(bench), s.name))
+
+    def one(job):
+        src, name = job
+        t0 = time.perf_counter()
+        plan = plan_for(src, name, "nvidia", "sm_90")
+        lib = build_cuda_library(plan.name, [plan])
+        return name, time.perf_counter() - t0, lib.library.stat().st_size
+
+    with ThreadPoolExecutor(args.j) as ex:
+        for name, dt, size in ex.map(one, jobs):
+            print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

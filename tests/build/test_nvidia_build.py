@@ -1,0 +1,164 @@
+"""CI compile tests of the NVIDIA path: generated HIP source -> nvcc (sm_90) -> shared library; the PTX
+holds the planned mma.sync for each dtype, the report's resources agree with ptxas, no spills; the
+cache key changes with the arch; a corrupted cache entry is rebuilt. Needs nvcc (skipped without)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from ckgen import config
+from ckgen.build import nvidia as nv
+from ckgen.errors import ToolchainError
+from ckgen.frontend import load_text
+from ckgen.lower import plan_kernel
+from ckgen.targets import get_target
+
+SPEC = """
+target sm_90
+kernel nvt_bf16_rr {
+  A = bf16 row
+  B = bf16 row
+  C = bf16 row
+  tile = 64x64x32
+  waves = 2x2
+  lds_buffers = 3
+}
+kernel nvt_f16_cc_gelu {
+  A = f16 col
+  B = f16 col
+  C = f16 row
+  tile = 64x64x32
+  waves = 2x2
+  lds_buffers = 2
+  epilogue = bias(col) -> gelu -> cast(f16)
+}
+kernel nvt_i8 {
+  A = i8 row
+  B = i8 col
+  C = i32 row
+  acc = i32
+  tile = 64x64x64
+  waves = 2x2
+  lds_buffers = 3
+}
+kernel nvt_f32 {
+  A = f32 row
+  B = f32 row
+  C = f32 row
+  tile = 64x64x16
+  waves = 2x2
+  lds_buffers = 3
+}
+"""
+
+PTX = {"nvt_bf16_rr": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+       "nvt_f16_cc_gelu": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+       "nvt_i8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+       "nvt_f32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
+
+
+@pytest.fixture(scope="module")
+def nvcc():
+    try:
+        return nv.find_nvcc()
+    except ToolchainError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory, monkeypatch_module):
+    d = tmp_path_factory.mktemp("nvcache")
+    monkeypatch_module.setenv("CKGEN_CACHE_DIR", str(d))
+    config.reload()
+    yield d
+    config.reload()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def plans(arch="sm_90"):
+    t = get_target(arch)
+    return [plan_kernel(s, t) for s in load_text(SPEC)]
+
+
+@pytest.fixture(scope="module")
+def built(nvcc, cache_dir):
+    ps = plans()
+    lib = nv.build_cuda_library("nvt", ps)
+    return lib, ps, nv.analyze(lib, ps)
+
+
+def test_library_exports_entry_points(built):
+    lib, ps, _ = built
+    so = ctypes.CDLL(str(lib.library))
+    for p in ps:
+        assert hasattr(so, f"ckgen_{p.name}")
+    so.ckgen_status_string.restype = ctypes.c_char_p
+    assert so.ckgen_status_string(1) == b"invalid argument value"
+
+
+def test_ptx_has_planned_mma(built):
+    _, _, reports = built
+    for r in reports:
+        names = dict(r.ptx_tensor)
+        assert PTX[r.name] in names, (r.name, names)
+        assert all(k == PTX[r.name] for k in names)          # no other tensor instruction
+        assert names[PTX[r.name]] > 0
+
+
+def test_resources_no_spills(built):
+    lib, ps, reports = built
+    log = nv.parse_ptxas((lib.entry / "ptxas.log").read_text())
+    for p, r in zip(ps, reports, strict=True):
+        assert (r.name, r.arch) in log
+        assert 0 < r.registers <= 255 and r.registers == log[(r.name, r.arch)]["registers"]
+        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+        assert r.dynamic_smem == p.lds.total_bytes and r.threads == 128
+        assert r.blocks_per_sm >= 1 and r.warps_per_sm == 4 * r.blocks_per_sm
+
+
+def test_report_table_and_json(built, capsys):
+    _, _, reports = built
+    table = nv.format_table(reports)
+    assert "nvt_i8" in table and "m16n8k32" in table
+    res = nv.resources(reports)
+    assert res[("nvt_f32", "sm_90")]["registers"] == reports[3].registers
+
+
+def test_arch_in_cache_key_and_hit(built):
+    lib, ps, _ = built
+    again = nv.build_cuda_library("nvt", ps)
+    assert again.entry == lib.entry                            # cache hit
+    # the same kernels planned for sm_80: another entry, with sm_80 code and its own report
+    lib80 = nv.build_cuda_library("nvt", plans("sm_80"))
+    assert lib80.entry != lib.entry and lib80.arches == ("sm_80",)
+    assert {a for _, a in nv.parse_ptxas((lib80.entry / "ptxas.log").read_text())} == {"sm_80"}
+
+
+def test_corrupted_entry_is_rebuilt(built):
+    lib, ps, _ = built
+    so = lib.entry / "libnvt.so"
+    data = bytearray(so.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    so.write_bytes(bytes(data))
+    again = nv.build_cuda_library("nvt", ps[:1] + ps[1:])
+    assert again.entry == lib.entry
+    assert (again.entry / "libnvt.so").read_bytes() != bytes(data)   # rebuilt, manifest verifies
+    ctypes.CDLL(str(again.entry / "libnvt.so"))
+
+
+def test_nvcc_error_is_build_error(nvcc, cache_dir):
+    from ckgen.errors import BuildError
+
+    bad = SPEC.split("kernel nvt_f16_cc_gelu")[0].replace("tile = 64x64x32", "tile = 64x48x32")  # N/waves = 24
+    ps = [plan_kernel(s, get_target("sm_90")) for s in load_text(bad)]
+    with pytest.raises(BuildError) as e:
+        nv.build_cuda_library("nvt_bad", ps)
+    assert "kWaveTileN must be a multiple of 16" in e.value.log

@@ -1,0 +1,186 @@
+"""The cuda backend of the JIT API on a real NVIDIA GPU (marked ``gpu``: runs on the lent device).
+
+Every generated kernel below runs on edge shapes (not multiples of the tile, 1x1x1, K below the
+tile's K, primes) against a float64 reference, through torch tensors (poisoned outputs allocated by the
+backend), CuPy arrays and numpy arrays, with padded leading dimensions, on a side stream; and the
+API's errors are checked. ``bench/nv_prebuild.py`` builds these kernels into a cache ahead of a run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ckgen.errors import RuntimeFailure
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
+
+SPEC = """
+target sm_90
+kernel gpu_bf16_rr { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x128x32  waves = 2x2  lds_buffers = 4 }
+kernel gpu_f16_cc_gelu { A = f16 col  B = f16 col  C = f16 row  tile = 64x128x32  waves = 2x2  lds_buffers = 3
+  epilogue = bias(col) -> gelu -> cast(f16) }
+kernel gpu_bf16_cr_beta { A = bf16 col  B = bf16 row  C = bf16 col  tile = 64x64x16  waves = 2x2  lds_buffers = 2
+  alpha = 0.5  beta = 1.0 }
+kernel gpu_f16_rc_rowbias_relu { A = f16 row  B = f16 col  C = f32 row  tile = 128x256x64  waves = 2x4  lds_buffers = 3
+  epilogue = bias(row) -> relu -> cast(f32) }
+kernel gpu_i8_rc { A = i8 row  B = i8 col  C = i32 row  acc = i32  tile = 64x64x64  waves = 2x2  lds_buffers = 3 }
+kernel gpu_i8_rr_i8out { A = i8 row  B = i8 row  C = i8 row  acc = i32  tile = 64x64x64  waves = 2x2  lds_buffers = 3 }
+kernel gpu_f32_rr { A = f32 row  B = f32 row  C = f32 row  tile = 64x64x32  waves = 2x2  lds_buffers = 3 }
+"""
+
+SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300)]
+TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i8": torch.int8, "i32": torch.int32}
+TOL = {"f16": 4e-3, "bf16": 1.6e-2, "f32": 5e-3, "i32": 0.0, "i8": 0.0}
+
+
+def kernel(name):
+    from ckgen.runtime.api import jit
+
+    return jit(SPEC, kernel=name, target="sm_90")
+
+
+def operand(rows, cols, row_major, dt, pad=0, gen=None):
+    shape = (rows, cols + pad) if row_major else (cols, rows + pad)
+    if dt in ("i8", "i32"):
+        x = torch.randint(-8, 8, shape, device="cuda", generator=gen, dtype=torch.int32).to(TORCH[dt])
+    else:
+        x = (torch.randn(shape, device="cuda", generator=gen) * 0.5).to(TORCH[dt])
+    return x[:, :cols] if row_major else x[:, :rows].t()
+
+
+def reference(g, plan, a, b, c0, bias):
+    gm = plan.spec.gemm
+    r = g.plan.spec.gemm.alpha * (a.double() @ b.double())
+    if gm.beta:
+        r = r + gm.beta * c0.double()
+    for op in gm.epilogue:
+        if op.kind == "bias":
+            r = r + (bias.double()[None, :] if op.axis == "col" else bias.double()[:, None])
+        elif op.kind == "gelu":
+            r = 0.5 * r * (1 + torch.tanh(0.7978845608028654 * (r + 0.044715 * r ** 3)))
+        elif op.kind == "relu":
+            r = torch.clamp(r, min=0)
+    if gm.c.dtype.value == "i8":
+        r = torch.clamp(torch.round(r), -128, 127)
+    return r
+
+
+def rel(out, ref):
+    d = torch.linalg.norm((out.double() - ref).flatten()).item()
+    n = torch.linalg.norm(ref.flatten()).item()
+    return d / n if n else d
+
+
+NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
+         "gpu_i8_rr_i8out", "gpu_f32_rr"]
+
+
+@pytest.mark.parametrize("name,pad", [(n, p) for n in NAMES for p in (0, 8, 1)],
+                         ids=[f"{n}-pad{p}" for n in NAMES for p in (0, 8, 1)])
+def test_torch_edge_shapes(name, pad):
+    g = kernel(name)
+    gm = g.plan.spec.gemm
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    dt_in, dt_out = gm.a.dtype.value, gm.c.dtype.value
+    for (M, N, K) in SHAPES:
+        a = operand(M, K, gm.a.layout.value == "row", dt_in, pad, gen)
+        b = operand(K, N, gm.b.layout.value == "row", dt_in, pad, gen)
+        bias = None
+        if gm.bias_axis:
+            bias = (torch.randn(M if gm.bias_axis == "row" else N, device="cuda", generator=gen) * 0.5).to(TORCH[dt_out])
+        c0 = None
+        if gm.beta:
+            c0 = operand(M, N, gm.c.layout.value == "row", dt_out, pad, gen)
+            c = c0.clone() if gm.c.layout.value == "row" else c0.t().clone().t()
+            out = g(a, b, c, bias)
+            assert out is c
+        else:
+            out = g(a, b, None, bias)   # the backend allocates a poisoned C
+        torch.cuda.synchronize()
+        err = rel(out, reference(g, g.plan, a, b, c0, bias))
+        assert err == err and err <= TOL[dt_out], (name, M, N, K, pad, err)
+
+
+def test_side_stream_and_padded_output():
+    g = kernel("gpu_bf16_rr")
+    a = operand(300, 200, True, "bf16")
+    b = operand(200, 500, True, "bf16")
+    big = torch.full((300, 520), float("nan"), device="cuda", dtype=torch.bfloat16)
+    c = big[:, :500]
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        g(a, b, c)
+    g(a, b, c, stream=s)          # explicit stream object too
+    s.synchronize()
+    assert rel(c, a.double() @ b.double()) < 1.6e-2
+    assert torch.isnan(big[:, 500:].float()).all()   # padding untouched
+
+
+def test_numpy_round_trip():
+    from ckgen.runtime.api import from_bf16, to_bf16
+
+    g = kernel("gpu_bf16_rr")
+    rng = np.random.default_rng(3)
+    a = to_bf16(rng.standard_normal((129, 70)).astype(np.float32))
+    b = to_bf16(rng.standard_normal((70, 33)).astype(np.float32))
+    c = g(a, b)
+    assert isinstance(c, np.ndarray) and c.dtype == np.uint16
+    ref = from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64)
+    got = from_bf16(c).astype(np.float64)
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1.6e-2
+
+
+def test_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    g = kernel("gpu_f32_rr")
+    a = cupy.random.standard_normal((257, 129), dtype=cupy.float32)
+    b = cupy.random.standard_normal((129, 65), dtype=cupy.float32)
+    c = g(a, b)
+    assert isinstance(c, cupy.ndarray)
+    ref = cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(b).astype(np.float64)
+    assert np.linalg.norm(cupy.asnumpy(c) - ref) / np.linalg.norm(ref) < 5e-3
+
+
+def test_dlpack_object():
+    g = kernel("gpu_f32_rr")
+    a = torch.randn(40, 30, device="cuda")
+    b = torch.randn(30, 20, device="cuda")
+
+    class Wrapped:  # only __dlpack__ / __dlpack_device__
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    c = torch.empty(40, 20, device="cuda")
+    g(Wrapped(a), Wrapped(b), c)
+    torch.cuda.synchronize()
+    assert rel(c, a.double() @ b.double()) < 5e-3
+
+
+def test_errors_are_clear():
+    g = kernel("gpu_bf16_rr")
+    a = operand(64, 32, True, "bf16")
+    b = operand(32, 48, True, "bf16")
+    with pytest.raises(RuntimeFailure, match="torch tensor on cpu"):
+        g(a.cpu(), b.cpu())
+    with pytest.raises(RuntimeFailure, match="dtype"):
+        g(a.half(), b.half())
+    with pytest.raises(RuntimeFailure, match="row-major"):
+        g(a.t().contiguous().t(), b)
+    with pytest.raises(RuntimeFailure, match="inner dimensions"):
+        g(a, operand(33, 48, True, "bf16"))
+    with pytest.raises(RuntimeFailure, match="numpy"):
+        g(a, b, np.zeros((64, 48), np.uint16))
+    gb = kernel("gpu_f16_cc_gelu")
+    with pytest.raises(RuntimeFailure, match="bias"):
+        gb(operand(64, 32, False, "f16"), operand(32, 48, False, "f16"))
