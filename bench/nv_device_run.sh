@@ -25,6 +25,15 @@ if [ "$STAGE" = check ]; then
   timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q -p no:cacheprovider \
     tests/runtime/test_nvidia_cuda.py -k "pad0 or numpy or errors" \
     > "$OUT/memcheck_jit.txt" 2>&1; echo "memcheck jit rc $?"; tail -3 "$OUT/memcheck_jit.txt"
+elif [ "$STAGE" = gpu ]; then
+  python3 -m pytest -q -p no:cacheprovider tests/build/test_nvidia_build.py tests/targets/test_nvidia_targets.py \
+    > "$OUT/pytest_cpu.txt" 2>&1; echo "pytest (nvcc, targets) rc $?"; tail -2 "$OUT/pytest_cpu.txt"
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py > "$OUT/pytest_gpu.txt" 2>&1
+  echo "pytest -m gpu rc $?"; tail -4 "$OUT/pytest_gpu.txt"
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q \
+    -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py -k "pad0 or numpy or errors" \
+    > "$OUT/memcheck_jit.txt" 2>&1; echo "memcheck jit rc $?"; tail -3 "$OUT/memcheck_jit.txt"
+  python3 bench/gemm.py --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -32
 else
   python3 bench/gemm.py --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -32
 fi

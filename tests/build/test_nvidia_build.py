@@ -5,6 +5,7 @@ cache key changes with the arch; a corrupted cache entry is rebuilt. Needs nvcc 
 from __future__ import annotations
 
 import ctypes
+import os
 
 import pytest
 
@@ -147,7 +148,10 @@ def test_corrupted_entry_is_rebuilt(built):
     so = lib.entry / "libnvt.so"
     data = bytearray(so.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    so.write_bytes(bytes(data))
+    # a new file over the old name: the library loaded above stays mapped from the old inode
+    tmp = so.with_suffix(".corrupt")
+    tmp.write_bytes(bytes(data))
+    os.replace(tmp, so)
     again = nv.build_cuda_library("nvt", ps[:1] + ps[1:])
     assert again.entry == lib.entry
     assert (again.entry / "libnvt.so").read_bytes() != bytes(data)   # rebuilt, manifest verifies
