@@ -7,4 +7,13 @@ __version__ = "0.1.0"
 
 from ckgen.errors import CkgenError  # noqa: E402
 
-__all__ = ["CkgenError", "__version__"]
+__all__ = ["CkgenError", "__version__", "jit"]
+
+
+def __getattr__(name: str):
+    """``ckgen.jit`` (ckgen.runtime.api.jit), imported on first use so ``import ckgen`` stays light."""
+    if name == "jit":
+        from ckgen.runtime.api import jit
+
+        return jit
+    raise AttributeError(f"module 'ckgen' has no attribute {name!r}")

@@ -107,9 +107,17 @@ def _cmd_compile(a) -> int:
 
 
 def _cmd_report(a) -> int:
+    from ckgen import driver
+    from ckgen.build import nvidia
     from ckgen.build.report import report_command
+    from ckgen.targets import get_target
 
-    return report_command(a.file, a.arch, a.json, _jobs(a.jobs))
+    arches = driver.parse_arches(a.arch)
+    nv = tuple(x for x in arches if get_target(x).platform == "cuda")
+    if nv and len(nv) != len(arches):
+        raise CkgenError(f"--arch {a.arch}: report AMD and NVIDIA targets in separate runs",
+                         hint=f"e.g. --arch {','.join(x for x in arches if x not in nv)} and --arch {','.join(nv)}")
+    return nvidia.report_command(a.file, nv, a.json) if nv else report_command(a.file, a.arch, a.json, _jobs(a.jobs))
 
 
 def _cmd_run(a) -> int:

@@ -10,6 +10,10 @@ looking at ``os.environ``. Variables:
 - ``CKGEN_CACHE_DIR``: the build cache (default: ``$XDG_CACHE_HOME/ckgen`` or ``~/.cache/ckgen``).
 - ``CKGEN_JOBS``: default parallel compile jobs (default: CPU count).
 - ``CKGEN_NO_CACHE``: set to 1 to bypass the cache (still writes results).
+
+Read outside Python: ``CKGEN_HIP_LIBRARY`` is read only in C, by generated AMD host libraries
+(``ckgen/include/ckgen/host_runtime.h``): when set, they dlopen() exactly that path instead of
+libamdhip64.so / .so.6 / .so.5.
 """
 
 from __future__ import annotations

@@ -111,17 +111,19 @@ class Library:
 
 def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int) -> list[Library]:
     """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``."""
-    from ckgen.build import build_amd_library, kernel_sources  # build is the heaviest stage: import lazily
-
     plans = plan(load(paths, arches), arches)
     out_dir.mkdir(parents=True, exist_ok=True)
     libs = []
     for stem, ps in plans.items():
-        result = build_amd_library(stem, kernel_sources(ps), render_launchers(stem, ps, "amd"),
-                                   sorted({p.arch for p in ps}), out_dir, jobs)
         header = out_dir / f"{stem}.h"
+        groups = {plat: [p for p in ps if p.target.platform == plat] for plat in ("amd", "cuda")}
+        groups = {plat: g for plat, g in groups.items() if g}
+        for plat, group in groups.items():
+            # AMD and NVIDIA code cannot share one library: with both, the NVIDIA one is lib<stem>_cuda.so.
+            lib_stem = stem if plat == "amd" or len(groups) == 1 else f"{stem}_cuda"
+            library, resources = _BUILDERS[plat](lib_stem, group, out_dir, jobs)
+            libs.append(Library(stem, library, header, tuple(group), resources))
         write_atomic(header, render_header(stem, ps))
-        libs.append(Library(stem, result.library, header, tuple(ps), result.resources))
     manifest = {
         "ckgen_version": __version__,
         "libraries": [{"stem": lib.stem, "library": lib.library.name, "header": lib.header.name,
@@ -131,6 +133,24 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
     }
     write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return libs
+
+
+def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
+    from ckgen.build import build_amd_library, kernel_sources  # build is the heaviest stage: import lazily
+
+    result = build_amd_library(stem, kernel_sources(plans), render_launchers(stem, plans, "amd"),
+                               sorted({p.arch for p in plans}), out_dir, jobs)
+    return result.library, result.resources
+
+
+def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
+    from ckgen.build import nvidia
+
+    lib = nvidia.build_cuda_library(stem, plans, out_dir)
+    return lib.library, nvidia.resources(nvidia.analyze(lib, plans))
+
+
+_BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
 
 
 def emit(path: str | Path, arch: str, kernel: str | None = None, stage: str = "hip") -> str:

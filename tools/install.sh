@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-APT_PACKAGES=(clang-19 lld-19 llvm-19 clang-22 lld-22 llvm-22 libamdhip64-dev rocm-device-libs cmake make)
+APT_PACKAGES=(clang-19 lld-19 llvm-19 clang-22 lld-22 llvm-22 libamdhip64-dev rocm-device-libs cmake make g++)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

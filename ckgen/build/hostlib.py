@@ -113,6 +113,7 @@ def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path
                        cache: cache_mod.Cache, extra_flags: Sequence[str] = ()) -> Path:
     """The cached ``lib<stem>.so`` embedding ``code_objects`` (arch -> path), compiled with ``cxx``."""
     lib_name = f"lib{stem}.so"
+    extra_flags = (*extra_flags, f"-Wl,-soname,{lib_name}")  # consumers record the name, not our path
     archs = sorted(code_objects)
     parts = {
         "what": "amd-host-library", "schema": SCHEMA, "stem": stem, "source": host_source,

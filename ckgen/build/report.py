@@ -162,13 +162,13 @@ def occupancy(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgprs: int
     if sgprs > target.sgprs:
         limits["sgpr"] = 0
     else:
-        per_simd = getattr(target, "sgprs_per_simd", 0)  # optional field; absent: only the per-wave cap
-        if per_simd and sgprs:
-            limits["sgpr"] = per_simd // sgprs
+        if target.sgprs_per_simd and sgprs:
+            limits["sgpr"] = target.sgprs_per_simd // sgprs
     if lds_bytes > target.lds_bytes:
         limits["lds"] = 0
     elif lds_bytes > 0:
-        groups = target.lds_bytes_per_cu // lds_bytes
+        granule = max(1, target.lds_granule_bytes)
+        groups = target.lds_bytes_per_cu // (-(-lds_bytes // granule) * granule)
         waves_per_group = -(-max(1, workgroup_size) // target.wave_size)
         limits["lds"] = -(-(groups * waves_per_group) // target.simds_per_cu)
     order = ["max_waves", "vgpr", "agpr", "sgpr", "lds"]  # ties: the hardware cap first

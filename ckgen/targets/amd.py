@@ -200,7 +200,8 @@ GFX950_MFMA: tuple[MatrixInstr, ...] = (
 #: Instructions that exist but that the planner must not choose implicitly, per arch.
 XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_MFMA}
 
-_CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, sgprs=102, simds_per_cu=4)
+_CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, sgprs=102, simds_per_cu=4,
+             sgprs_per_simd=800)  # [llvm] 800 SGPRs per SIMD on gfx9
 
 GFX908 = Target(
     name="gfx908", family="CDNA1", part="MI100", **_CDNA,

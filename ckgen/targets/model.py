@@ -91,6 +91,7 @@ class Target:
     gemm_header: str = "ckgen/gemm_mfma.h"   # device header holding the GEMM kernel body for this target
     gemm_impl: str = "ckgen::gemm_mfma"      # its entry template, instantiated with the rendered Cfg
     max_lds_buffers: int = 2                 # deepest LDS pipeline the kernel body supports
+    sgprs_per_simd: int = 0                  # SGPR file per SIMD (0: only the per-wave cap limits occupancy)
     lds_granule_bytes: int = 512             # LDS allocation granule per workgroup (occupancy)
     lds_pad_bytes: int = 16                  # padding added to each K-contiguous LDS row (bank conflicts)
     platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans)
