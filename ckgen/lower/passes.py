@@ -111,6 +111,32 @@ def check_tile(d: Draft) -> None:
         raise d.fail("prefetch", cfg.prefetch, f"0..{MAX_PREFETCH}", "unsupported prefetch depth")
 
 
+def _mma_sync_body(d: Draft) -> None:
+    """Shape rules of the mma.sync kernel body (ckgen/include/ckgen/gemm_mma_sm90.h): its ldmatrix tiling
+    needs warp tiles N of 16 (K rows of 32 bytes follow from the instruction K) and MN-contiguous operands in power-of-two 16-byte chunks."""
+    g, cfg = d.spec.gemm, d.spec.config
+    (tm, tn, tk), wn = cfg.tile, cfg.waves[1]
+    tile = f"{tm}x{tn}x{tk}"
+    if (tn // wn) % 16:
+        raise d.fail("tile", tile, f"tile N / waves_n a multiple of 16 (waves_n = {wn})", "the warp tile N must be a multiple of 16")
+    for param, layout, extent, dtype in (("A", g.a.layout, tm, g.a.dtype), ("B", g.b.layout, tn, g.b.dtype)):
+        mn_contiguous = (layout == Layout.COL) if param == "A" else (layout == Layout.ROW)
+        chunks = extent * dtype.bytes // 16
+        if mn_contiguous and (extent * dtype.bytes % 16 or chunks & (chunks - 1)):
+            side = "M" if param == "A" else "N"
+            raise d.fail("tile", tile, f"tile {side} * {dtype.bytes} bytes a power-of-two multiple of 16 bytes",
+                         f"{param} is {layout.value}-major, so its {side} extent is loaded in 16-byte chunks")
+
+
+#: extra shape rules of a kernel body, by Target.gemm_impl (the MFMA body has none beyond the common checks).
+BODY_RULES = {"ckgen::nv::gemm_mma": (_mma_sync_body,)}
+
+
+def check_kernel_body(d: Draft) -> None:
+    for rule in BODY_RULES.get(d.target.gemm_impl, ()):
+        rule(d)
+
+
 def _contig_extent(layout: Layout, rows: int, tk: int, row_major_means_k: bool) -> int:
     return tk if (layout == Layout.ROW) == row_major_means_k else rows
 

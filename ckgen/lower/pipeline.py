@@ -19,6 +19,7 @@ PASSES = (
     P.check_dtypes,         # the target has instructions for these dtypes, and codegen supports them
     P.select_instruction,   # the given instruction exists, or pick the best legal one
     P.check_tile,           # tile divisible by waves x instruction; threads; pipeline depth
+    P.check_kernel_body,    # the shape rules of the target's kernel body
     P.choose_vectors,       # global vector widths
     P.plan_lds,             # LDS layout, bytes and capacity
     P.estimate_registers,   # register budget

@@ -97,3 +97,13 @@ def test_planner_accepts_only_consistent_plans(tm, tn, tk, wm, wn, dt, arch, buf
     assert p.threads <= 1024
     for v, extent in ((p.vec[0], tk), (p.vec[1], tk)):
         assert extent % v == 0
+
+
+@pytest.mark.parametrize("body,legal", [
+    (F16 + " tile = 64x40x32 waves = 1x1", "tile N / waves_n a multiple of 16"),
+    ("A = f16 col B = f16 col C = f16 row tile = 48x64x32 waves = 1x1", "tile M * 2 bytes a power-of-two"),
+])
+def test_nvidia_kernel_body_rules(body, legal):
+    with pytest.raises(ValidationError) as ei:
+        plan_kernel(spec(body), "sm_90")
+    assert ei.value.param == "tile" and legal in ei.value.legal
