@@ -82,5 +82,41 @@ struct Chain<Op, Rest...> {
   }
 };
 
+template <class T>
+struct IsInt {
+  static constexpr bool value = false;
+};
+template <>
+struct IsInt< ::int8_t> {
+  static constexpr bool value = true;
+};
+template <>
+struct IsInt< ::int32_t> {
+  static constexpr bool value = true;
+};
+
+// The value one accumulator writes to C (shared by every GEMM body): alpha*acc, plus beta*C[off] when
+// kBeta != 0 (C is read only then), the chain, then the cast to TC. An integer GEMM with
+// kIntegerEpilogue, an empty chain and integral alpha/beta stays exact (64-bit, then saturated).
+template <class Cfg, class AccT>
+CKGEN_DEVICE typename Cfg::TC finish(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
+                                     const typename Cfg::TBias* bias) {
+  using TC = typename Cfg::TC;
+  using Epi = typename Cfg::Epilogue;
+  constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Epi::kEmpty &&
+                             Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
+                             Cfg::kBeta == static_cast<float>(static_cast<long long>(Cfg::kBeta));
+  if constexpr (kIntExact) {
+    long long v = static_cast<long long>(acc) * static_cast<long long>(Cfg::kAlpha);
+    if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
+    return saturate_int<TC>(v);
+  } else {
+    float v = Cfg::kAlpha * static_cast<float>(acc);
+    if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
+    v = Epi::template apply<Cfg>(v, row, col, bias);
+    return from_float<TC>(v);
+  }
+}
+
 }  // namespace epi
 }  // namespace ckgen

@@ -34,19 +34,6 @@
 namespace ckgen {
 namespace gemm_detail {
 
-template <class T>
-struct IsInt {
-  static constexpr bool value = false;
-};
-template <>
-struct IsInt< ::int8_t> {
-  static constexpr bool value = true;
-};
-template <>
-struct IsInt< ::int32_t> {
-  static constexpr bool value = true;
-};
-
 // ---------------------------------------------------------------- global -> registers -> LDS
 // One operand tile of kRows (M for A, N for B) x kTK elements, K contiguous in LDS with kStride.
 // kKContig: the global matrix is contiguous along K (row-major A, col-major B); element (r, k) sits
@@ -306,21 +293,8 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
   }
 
   // ---------------------------------------------------------------- epilogue
-  using Epi = typename Cfg::Epilogue;
-  constexpr bool kIntExact = Cfg::kIntegerEpilogue && gemm_detail::IsInt<TC>::value && Epi::kEmpty &&
-                             Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
-                             Cfg::kBeta == static_cast<float>(static_cast<long long>(Cfg::kBeta));
   auto finish = [&](auto accv, int row, int col, long long off) -> TC {
-    if constexpr (kIntExact) {
-      long long v = static_cast<long long>(accv) * static_cast<long long>(Cfg::kAlpha);
-      if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
-      return saturate_int<TC>(v);
-    } else {
-      float v = Cfg::kAlpha * static_cast<float>(accv);
-      if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
-      v = Epi::template apply<Cfg>(v, row, col, bias);
-      return from_float<TC>(v);
-    }
+    return epi::finish<Cfg>(accv, row, col, C, off, bias);
   };
 
   // A lane's C items come in runs of kCGroup consecutive rows of one column: contiguous only in
