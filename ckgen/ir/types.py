@@ -41,10 +41,8 @@ class DType(Enum):
 
     @classmethod
     def parse(cls, text: str) -> DType:
-        for d in cls:
-            if d.value == text:
-                return d
-        raise ValueError(text)
+        """The dtype spelled ``text``; ValueError otherwise."""
+        return cls(text)
 
 
 _BITS = {DType.F16: 16, DType.BF16: 16, DType.F32: 32, DType.F64: 64, DType.I8: 8,
@@ -65,7 +63,4 @@ class Layout(Enum):
 
     @classmethod
     def parse(cls, text: str) -> Layout:
-        for d in cls:
-            if d.value == text:
-                return d
-        raise ValueError(text)
+        return cls(text)
