@@ -158,11 +158,18 @@ def test_corrupted_entry_is_rebuilt(built):
     ctypes.CDLL(str(again.entry / "libnvt.so"))
 
 
-def test_nvcc_error_is_build_error(nvcc, cache_dir):
-    from ckgen.errors import BuildError
+def test_bad_tile_rejected_before_nvcc():
+    from ckgen.errors import ValidationError
 
     bad = SPEC.split("kernel nvt_f16_cc_gelu")[0].replace("tile = 64x64x32", "tile = 64x48x32")  # N/waves = 24
-    ps = [plan_kernel(s, get_target("sm_90")) for s in load_text(bad)]
+    with pytest.raises(ValidationError) as e:
+        [plan_kernel(s, get_target("sm_90")) for s in load_text(bad)]
+    assert e.value.param == "tile"
+
+
+def test_nvcc_failure_is_build_error(nvcc, cache_dir):
+    from ckgen.errors import BuildError
+
     with pytest.raises(BuildError) as e:
-        nv.build_cuda_library("nvt_bad", ps)
-    assert "kWaveTileN must be a multiple of 16" in e.value.log
+        nv.build_cuda_library("nvt_flags", plans()[:1], extra_flags=("--no-such-nvcc-flag",))
+    assert "no-such-nvcc-flag" in e.value.log
