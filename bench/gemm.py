@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,9 @@ sys.path.insert(0, str(HERE))
 from nvh import TORCH, rel_err, time_ms  # noqa: E402
 
 SPEC = HERE / "gemm_nv.ck"
+#: the spec path as the JIT sees it (relative to the repository root, as bench/nv_prebuild.py passes it,
+#: so that the generated sources and hence the cache keys agree across machines)
+SPEC_ARG = os.path.relpath(SPEC, HERE.parent)
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (1024, 8192, 8192), (64, 8192, 8192), (4096, 4096, 1024)]
 FUSED_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 
@@ -65,9 +69,10 @@ def main() -> int:
     from ckgen import driver
     from ckgen.runtime.api import jit
 
-    names = [p.name for p in driver.plan(driver.load([SPEC], ("sm_90",)), ("sm_90",))[SPEC.stem]]
+    os.chdir(HERE.parent)
+    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
     t0 = time.perf_counter()
-    kernels = {n: jit(str(SPEC), kernel=n, target="sm_90") for n in names}
+    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
     print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
 
     torch.manual_seed(0)

@@ -8,6 +8,7 @@ the kernels of bench/gemm_nv.ck and of tests/runtime/test_nvidia_cuda.py (its SP
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,9 +31,10 @@ def main() -> int:
 
     for s in load_text(spec_text):
         jobs.append((spec_text, s.name))
-    bench = ROOT / "bench/gemm_nv.ck"
+    os.chdir(ROOT)
+    bench = "bench/gemm_nv.ck"  # relative, as bench/gemm.py passes it (the path is part of the sources)
     for s in load_file(bench):
-        jobs.append((str(bench), s.name))
+        jobs.append((bench, s.name))
 
     def one(job):
         src, name = job
