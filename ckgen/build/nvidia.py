@@ -40,9 +40,11 @@ from ckgen.resources import INCLUDE_DIR, content_hashes
 from ckgen.targets.model import Target
 from ckgen.targets.nvidia import nvcc_arch_flags
 
-#: flags of every NVIDIA library build (besides -gencode per arch)
+#: flags of every NVIDIA library build (besides -gencode per arch). --prec-div=false: float division
+#: (the epilogue's tanh / sigmoid) is div.full.f32 (<= 2 ulp) instead of IEEE division, whose slow-path
+#: call per element serialized the epilogue (measured: GEMM+bias+GELU 23% slower than the plain GEMM).
 NVCC_FLAGS: tuple[str, ...] = ("-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
-                               "-Xptxas", "-v", "--expt-relaxed-constexpr")
+                               "-Xptxas", "-v", "--expt-relaxed-constexpr", "--prec-div=false")
 #: tensor-core instruction prefixes: PTX and SASS
 PTX_TENSOR = ("mma.sync", "wgmma.mma_async")
 SASS_TENSOR = ("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA")
