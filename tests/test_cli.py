@@ -148,3 +148,24 @@ def test_library_loads_without_a_gpu_and_reports_no_device(compiled):
     bias_fn = lib.ckgen_mlp_f16_bias_gelu
     bias_fn.argtypes = fn.argtypes
     assert bias_fn(p, p, p, None, 4, 4, 4, 4, 4, 4, None) == 1  # the kernel needs a bias
+
+
+def test_compile_amd_and_nvidia_in_one_call(tmp_path, cache):
+    import shutil
+
+    if shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists():
+        pytest.skip("nvcc is not installed")
+    (tmp_path / "mix.ck").write_text("kernel mix_bf16 { A = bf16 row B = bf16 col C = bf16 row "
+                                     "tile = 128x128x32 waves = 2x2 epilogue = bias(col) -> gelu }\n")
+    r = ckgen("compile", "mix.ck", "--arch", "gfx942,sm_90", "-o", tmp_path / "out", cache=cache, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    libs = {lib["library"]: lib["arches"] for lib in manifest["libraries"]}
+    assert libs == {"libmix.so": ["gfx942"], "libmix_cuda.so": ["sm_90"]}
+    nv = next(k for k in manifest["kernels"] if k["library"] == "libmix_cuda.so")
+    assert nv["plans"]["sm_90"]["instruction"]["shape"] == [16, 8, 16]
+    # an AMD-only parameter that does not fit the NVIDIA target names the parameter
+    (tmp_path / "amd.ck").write_text("kernel k { A = f16 row B = f16 col C = f16 row tile = 128x128x32 "
+                                     "waves = 2x2 instr = 32x32x8 }\n")
+    bad = ckgen("check", "amd.ck", "--arch", "sm_90", cache=cache, cwd=tmp_path)
+    assert bad.returncode == 2 and "instr = 32x32x8" in bad.stderr and "legal: 16x8x16" in bad.stderr
