@@ -3,8 +3,8 @@ an autotuned Triton matmul (bench/triton_mm.py), all measured in the same run.
 
   python bench/gemm.py [--json OUT] [--no-compile]
 
-Shapes: f16 and bf16 at 4096^3, 8192^3, 1024x8192x8192, 64x8192x8192, 4096x4096x1024 (A, B, C
-row-major), and GEMM + bias(col) + tanh-GELU against torch eager and torch.compile. For ckgen every
+Shapes: f16 and bf16 at 4096^3, 8192^3, 1024x8192x8192, 64x8192x8192, 4096x4096x1024 (A, C row-major;
+B row-major 'rr' and column-major 'rc', the peers given the same layouts), and GEMM + bias(col) + tanh-GELU against torch eager and torch.compile. For ckgen every
 kernel of bench/gemm_nv.ck of that dtype is checked (relative error vs an fp32-accumulated reference)
 and timed, and the fastest correct one is reported with its name. ckgen is timed through the library's
 C entry point (the JIT's own argument checks are done once, outside the timing). Each figure is the
@@ -49,8 +49,9 @@ def raw_call(gemm, a, b, c, bias):
     entry = gemm.handle.entry
     M, K = a.shape
     N = b.shape[1]
+    ld = lambda x: x.stride(0) if x.stride(1) == 1 else x.stride(1)  # noqa: E731
     args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), bias.data_ptr() if bias is not None else None,
-            M, N, K, a.stride(0), b.stride(0), c.stride(0))
+            M, N, K, ld(a), ld(b), ld(c))
 
     def call():
         st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
@@ -80,12 +81,12 @@ def main() -> int:
     out = {"device": props.name, "sms": props.multi_processor_count, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "gemm": [], "fused": []}
 
-    for dt in ("bf16", "f16"):
+    for lay, dt in [(lay, dt) for lay in ("rr", "rc") for dt in ("bf16", "f16")]:
         tdt = TORCH[dt]
-        mine = [n for n in names if n.startswith(dt + "_t")]
+        mine = [n for n in names if n.startswith(f"{dt}_{lay}_t")]
         for (M, N, K) in SHAPES:
             a = torch.randn(M, K, device="cuda").to(tdt)
-            b = torch.randn(K, N, device="cuda").to(tdt)
+            b = torch.randn(K, N, device="cuda").to(tdt) if lay == "rr" else torch.randn(N, K, device="cuda").to(tdt).t()
             c = torch.empty(M, N, device="cuda", dtype=tdt)
             ref = (a.float() @ b.float()).double()
             t_cublas = time_ms(lambda: torch.matmul(a, b, out=c))  # noqa: B023
@@ -102,20 +103,21 @@ def main() -> int:
                 per[n] = {"ms": t, "tflops": tflops(M, N, K, t), "err": err}
                 if err < 1e-2 and (best is None or t < per[best]["ms"]):
                     best = n
-            r = {"dtype": dt, "M": M, "N": N, "K": K, "cublas_ms": t_cublas, "triton_ms": t_triton,
+            r = {"dtype": dt, "layout": lay, "M": M, "N": N, "K": K, "cublas_ms": t_cublas, "triton_ms": t_triton,
                  "triton_err": err_tr, "ckgen_best": best, "ckgen_ms": per[best]["ms"] if best else None,
                  "ckgen_err": per[best]["err"] if best else None, "ckgen_kernels": per}
             out["gemm"].append(r)
-            print(f"{dt} {M}x{N}x{K}: cublas {tflops(M, N, K, t_cublas):.0f} triton {tflops(M, N, K, t_triton):.0f} "
+            print(f"{dt} {lay} {M}x{N}x{K}: cublas {tflops(M, N, K, t_cublas):.0f} triton {tflops(M, N, K, t_triton):.0f} "
                   f"ckgen {tflops(M, N, K, r['ckgen_ms']):.0f} ({best})  "
                   + " ".join(f"{k.split('_', 1)[1]}={v['tflops']:.0f}" for k, v in per.items()), flush=True)
 
-    for dt in ("bf16", "f16"):
+    for lay, dt in [(lay, dt) for lay in ("rr", "rc") for dt in ("bf16", "f16")]:
         tdt = TORCH[dt]
-        mine = [n for n in names if n.startswith(dt + "_bias_gelu")]
+        mine = [n for n in names if n.startswith(f"{dt}_{lay}_bias_gelu")]
         for (M, N, K) in FUSED_SHAPES:
             a = torch.randn(M, K, device="cuda").to(tdt)
-            b = (torch.randn(K, N, device="cuda") * 0.05).to(tdt)
+            b = (torch.randn(K, N, device="cuda") * 0.05).to(tdt) if lay == "rr" else \
+                (torch.randn(N, K, device="cuda") * 0.05).to(tdt).t()
             bias = torch.randn(N, device="cuda").to(tdt)
             c = torch.empty(M, N, device="cuda", dtype=tdt)
 
@@ -144,27 +146,27 @@ def main() -> int:
                 per[n] = {"ms": t, "tflops": tflops(M, N, K, t), "err": err}
                 if err < 1e-2 and (best is None or t < per[best]["ms"]):
                     best = n
-            r = {"dtype": dt, "M": M, "N": N, "K": K, "eager_ms": t_eager, "compile_ms": t_comp,
+            r = {"dtype": dt, "layout": lay, "M": M, "N": N, "K": K, "eager_ms": t_eager, "compile_ms": t_comp,
                  "triton_ms": t_tr, "ckgen_ms": per[best]["ms"] if best else None, "ckgen_best": best,
                  "ckgen_err": per[best]["err"] if best else None, "ckgen_kernels": per}
             out["fused"].append(r)
 
     print()
     print(f"GEMM on {props.name} (TFLOP/s; ratio = ckgen / other)")
-    print(f"{'dtype':5} {'M x N x K':>18} {'cuBLAS':>7} {'Triton':>7} {'ckgen':>7} {'ck/cuBLAS':>9} {'ck/Triton':>9}  best kernel")
+    print(f"{'dtype':8} {'M x N x K':>18} {'cuBLAS':>7} {'Triton':>7} {'ckgen':>7} {'ck/cuBLAS':>9} {'ck/Triton':>9}  best kernel")
     for r in out["gemm"]:
         M, N, K = r["M"], r["N"], r["K"]
         tc, tt, tk = tflops(M, N, K, r["cublas_ms"]), tflops(M, N, K, r["triton_ms"]), tflops(M, N, K, r["ckgen_ms"])
-        print(f"{r['dtype']:5} {f'{M}x{N}x{K}':>18} {tc:7.0f} {tt:7.0f} {tk:7.0f} {tk / tc:9.2f} {tk / tt:9.2f}  {r['ckgen_best']}")
+        print(f"{r['dtype'] + ' ' + r['layout']:8} {f'{M}x{N}x{K}':>18} {tc:7.0f} {tt:7.0f} {tk:7.0f} {tk / tc:9.2f} {tk / tt:9.2f}  {r['ckgen_best']}")
     print()
     print("GEMM + bias + GELU (TFLOP/s of the GEMM; speedup = other's time / ckgen's time)")
-    print(f"{'dtype':5} {'M x N x K':>18} {'eager':>7} {'compile':>7} {'Triton':>7} {'ckgen':>7} {'vs eager':>8} {'vs comp':>8}  best kernel")
+    print(f"{'dtype':8} {'M x N x K':>18} {'eager':>7} {'compile':>7} {'Triton':>7} {'ckgen':>7} {'vs eager':>8} {'vs comp':>8}  best kernel")
     for r in out["fused"]:
         M, N, K = r["M"], r["N"], r["K"]
         ck = r["ckgen_ms"]
         sp_e = r["eager_ms"] / ck if ck else 0.0
         sp_c = r["compile_ms"] / ck if ck and r["compile_ms"] else 0.0
-        print(f"{r['dtype']:5} {f'{M}x{N}x{K}':>18} {tflops(M, N, K, r['eager_ms']):7.0f} "
+        print(f"{r['dtype'] + ' ' + r['layout']:8} {f'{M}x{N}x{K}':>18} {tflops(M, N, K, r['eager_ms']):7.0f} "
               f"{tflops(M, N, K, r['compile_ms']):7.0f} {tflops(M, N, K, r['triton_ms']):7.0f} {tflops(M, N, K, ck):7.0f} "
               f"{sp_e:8.2f} {sp_c:8.2f}  {r['ckgen_best']}")
     if args.json:

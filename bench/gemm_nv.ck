@@ -1,8 +1,9 @@
-// NVIDIA benchmark kernels (bench/gemm.py): A, B, C row-major (torch's layout), mma.sync on sm_90.
-// "waves" are warps of 32 threads; lds_buffers is the cp.async pipeline depth (stages).
+// NVIDIA benchmark kernels (bench/gemm.py) on sm_90. 'waves' are warps of 32 threads; lds_buffers is the
+// cp.async pipeline depth. rr: A row, B row (torch's layout): mma.sync. rc: B col-major (K-contiguous):
+// the 128x256x64 tiles with 8 warps take the wgmma path (sm_90a build), the others mma.sync.
 target sm_90
 
-kernel bf16_t128_128_32_w22_s4 {
+kernel bf16_rr_t128_128_32_w22_s4 {
   A = bf16 row
   B = bf16 row
   C = bf16 row
@@ -12,7 +13,7 @@ kernel bf16_t128_128_32_w22_s4 {
   lds_buffers = 4
 }
 
-kernel bf16_t128_128_32_w22_s3 {
+kernel bf16_rr_t128_128_32_w22_s3 {
   A = bf16 row
   B = bf16 row
   C = bf16 row
@@ -22,7 +23,7 @@ kernel bf16_t128_128_32_w22_s3 {
   lds_buffers = 3
 }
 
-kernel bf16_t128_256_32_w24_s4 {
+kernel bf16_rr_t128_256_32_w24_s4 {
   A = bf16 row
   B = bf16 row
   C = bf16 row
@@ -32,7 +33,7 @@ kernel bf16_t128_256_32_w24_s4 {
   lds_buffers = 4
 }
 
-kernel bf16_t128_256_64_w24_s3 {
+kernel bf16_rr_t128_256_64_w24_s3 {
   A = bf16 row
   B = bf16 row
   C = bf16 row
@@ -42,7 +43,7 @@ kernel bf16_t128_256_64_w24_s3 {
   lds_buffers = 3
 }
 
-kernel bf16_t256_128_32_w42_s4 {
+kernel bf16_rr_t256_128_32_w42_s4 {
   A = bf16 row
   B = bf16 row
   C = bf16 row
@@ -52,7 +53,37 @@ kernel bf16_t256_128_32_w42_s4 {
   lds_buffers = 4
 }
 
-kernel f16_t128_128_32_w22_s4 {
+kernel bf16_rc_t128_256_64_w24_s4 {
+  A = bf16 row
+  B = bf16 col
+  C = bf16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 4
+}
+
+kernel bf16_rc_t128_256_64_w24_s3 {
+  A = bf16 row
+  B = bf16 col
+  C = bf16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
+}
+
+kernel bf16_rc_t128_128_32_w22_s4 {
+  A = bf16 row
+  B = bf16 col
+  C = bf16 row
+  acc = f32
+  tile = 128x128x32
+  waves = 2x2
+  lds_buffers = 4
+}
+
+kernel f16_rr_t128_128_32_w22_s4 {
   A = f16 row
   B = f16 row
   C = f16 row
@@ -62,7 +93,7 @@ kernel f16_t128_128_32_w22_s4 {
   lds_buffers = 4
 }
 
-kernel f16_t128_128_32_w22_s3 {
+kernel f16_rr_t128_128_32_w22_s3 {
   A = f16 row
   B = f16 row
   C = f16 row
@@ -72,7 +103,7 @@ kernel f16_t128_128_32_w22_s3 {
   lds_buffers = 3
 }
 
-kernel f16_t128_256_32_w24_s4 {
+kernel f16_rr_t128_256_32_w24_s4 {
   A = f16 row
   B = f16 row
   C = f16 row
@@ -82,7 +113,7 @@ kernel f16_t128_256_32_w24_s4 {
   lds_buffers = 4
 }
 
-kernel f16_t128_256_64_w24_s3 {
+kernel f16_rr_t128_256_64_w24_s3 {
   A = f16 row
   B = f16 row
   C = f16 row
@@ -92,7 +123,7 @@ kernel f16_t128_256_64_w24_s3 {
   lds_buffers = 3
 }
 
-kernel f16_t256_128_32_w42_s4 {
+kernel f16_rr_t256_128_32_w42_s4 {
   A = f16 row
   B = f16 row
   C = f16 row
@@ -102,42 +133,76 @@ kernel f16_t256_128_32_w42_s4 {
   lds_buffers = 4
 }
 
-kernel bf16_bias_gelu_t128_128_32_s4 {
-  A = bf16 row
-  B = bf16 row
-  C = bf16 row
+kernel f16_rc_t128_256_64_w24_s4 {
+  A = f16 row
+  B = f16 col
+  C = f16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 4
+}
+
+kernel f16_rc_t128_256_64_w24_s3 {
+  A = f16 row
+  B = f16 col
+  C = f16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
+}
+
+kernel f16_rc_t128_128_32_w22_s4 {
+  A = f16 row
+  B = f16 col
+  C = f16 row
+  acc = f32
   tile = 128x128x32
   waves = 2x2
   lds_buffers = 4
-  epilogue = bias(col) -> gelu -> cast(bf16)
 }
 
-kernel bf16_bias_gelu_t128_256_64_s3 {
+kernel bf16_rr_bias_gelu_t128_256_64_s3 {
   A = bf16 row
   B = bf16 row
   C = bf16 row
+  acc = f32
   tile = 128x256x64
   waves = 2x4
   lds_buffers = 3
   epilogue = bias(col) -> gelu -> cast(bf16)
 }
 
-kernel f16_bias_gelu_t128_128_32_s4 {
+kernel bf16_rc_bias_gelu_t128_256_64_s4 {
+  A = bf16 row
+  B = bf16 col
+  C = bf16 row
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 4
+  epilogue = bias(col) -> gelu -> cast(bf16)
+}
+
+kernel f16_rr_bias_gelu_t128_256_64_s3 {
   A = f16 row
   B = f16 row
   C = f16 row
-  tile = 128x128x32
-  waves = 2x2
-  lds_buffers = 4
+  acc = f32
+  tile = 128x256x64
+  waves = 2x4
+  lds_buffers = 3
   epilogue = bias(col) -> gelu -> cast(f16)
 }
 
-kernel f16_bias_gelu_t128_256_64_s3 {
+kernel f16_rc_bias_gelu_t128_256_64_s4 {
   A = f16 row
-  B = f16 row
+  B = f16 col
   C = f16 row
+  acc = f32
   tile = 128x256x64
   waves = 2x4
-  lds_buffers = 3
+  lds_buffers = 4
   epilogue = bias(col) -> gelu -> cast(f16)
 }

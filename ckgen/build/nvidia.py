@@ -148,8 +148,8 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
                     f"nvcc build of {lib_name}")
         (d / "ptxas.log").write_text(proc.stderr)
         for t in targets:
-            num = t.name.split("_", 1)[1]
-            _run([nvcc.path, "-std=c++17", "-O3", "-ptx", f"-arch=compute_{num}", "--expt-relaxed-constexpr", *inc,
+            virt = nvcc_arch_flags(t)[0].split("arch=", 1)[1].split(",", 1)[0]  # compute_90a ...
+            _run([nvcc.path, "-std=c++17", "-O3", "-ptx", f"-arch={virt}", "--expt-relaxed-constexpr", *inc,
                   str(d / "launchers.cu"), "-o", str(d / f"{stem}_{t.name}.ptx")], f"nvcc -ptx of {stem}")
         dump = nvcc.cuobjdump
         if dump:
@@ -207,6 +207,11 @@ _PTXAS_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (
 _PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 
 
+def _target_arch(sm: str) -> str:
+    """ptxas / cuobjdump spell the arch-specific build sm_90a; the target is sm_90."""
+    return sm[:-1] if sm.endswith("a") else sm
+
+
 def parse_ptxas(log: str) -> dict[tuple[str, str], dict]:
     """(kernel, arch) -> {registers, spill_stores, spill_loads, stack_bytes, static_smem} from -Xptxas -v."""
     out: dict[tuple[str, str], dict] = {}
@@ -214,7 +219,7 @@ def parse_ptxas(log: str) -> dict[tuple[str, str], dict]:
     for line in log.splitlines():
         m = _PTXAS_ENTRY.search(line)
         if m:
-            cur = (m.group(1), m.group(2))
+            cur = (m.group(1), _target_arch(m.group(2)))
             out[cur] = {"registers": 0, "spill_stores": 0, "spill_loads": 0, "stack_bytes": 0, "static_smem": 0}
             continue
         if cur is None:
@@ -241,7 +246,7 @@ def ptx_tensor_instructions(ptx: str) -> dict[str, dict[str, int]]:
     return out
 
 
-_SASS_LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)(.*?);")
+_SASS_LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Za-z0-9_.]*)(.*?);")
 
 
 def sass_tensor_instructions(sass: str) -> dict[tuple[str, str], tuple[dict[str, int], int]]:
@@ -251,7 +256,7 @@ def sass_tensor_instructions(sass: str) -> dict[tuple[str, str], tuple[dict[str,
     blocks = re.split(r"^\s*(code for sm_\d+\w*|Function : \w+)\s*$", sass, flags=re.M)
     for head, body in zip(blocks[1::2], blocks[2::2], strict=False):
         if head.startswith("code for"):
-            arch = head.split()[-1]
+            arch = _target_arch(head.split()[-1])
             continue
         name = head.split(":", 1)[1].strip()
         insns = []

@@ -39,7 +39,7 @@ F16, BF16, F32, I8, I32 = DType.F16, DType.BF16, DType.F32, DType.I8, DType.I32
 FEATURE_CP_ASYNC = "cp_async"        # cp.async global -> shared copies (sm_80+)
 FEATURE_LDMATRIX = "ldmatrix"        # ldmatrix / ldmatrix.trans (sm_75+)
 FEATURE_MMA_SYNC = "mma_sync"        # warp-level mma.sync (the instructions below)
-FEATURE_WGMMA = "wgmma"              # warpgroup wgmma.mma_async, sm_90a only (not used by the body yet)
+FEATURE_WGMMA = "wgmma"              # warpgroup wgmma.mma_async (sm_90a build): used by the body for eligible Cfgs
 FEATURE_TMA = "tma"                  # cp.async.bulk.tensor (Hopper); not used yet
 
 #: header and entry of the NVIDIA GEMM body
@@ -90,6 +90,8 @@ NVIDIA_TARGETS: dict[str, Target] = {t.name: t for t in (SM_90, SM_80)}
 
 
 def nvcc_arch_flags(target: Target) -> list[str]:
-    """nvcc ``-gencode`` flags that produce SASS and PTX for ``target`` (e.g. sm_90 -> compute_90/sm_90)."""
-    num = target.name.split("_", 1)[1]
+    """nvcc ``-gencode`` flags that produce SASS and PTX for ``target``. Targets with wgmma build the
+    arch-specific variant (sm_90 -> compute_90a / sm_90a, which runs on every sm_90 part and enables the
+    wgmma path of the GEMM body); others the plain one (sm_80 -> compute_80 / sm_80)."""
+    num = target.name.split("_", 1)[1] + ("a" if FEATURE_WGMMA in target.features else "")
     return [f"-gencode=arch=compute_{num},code=sm_{num}", f"-gencode=arch=compute_{num},code=compute_{num}"]

@@ -173,3 +173,25 @@ def test_nvcc_failure_is_build_error(nvcc, cache_dir):
     with pytest.raises(BuildError) as e:
         nv.build_cuda_library("nvt_flags", plans()[:1], extra_flags=("--no-such-nvcc-flag",))
     assert "no-such-nvcc-flag" in e.value.log
+
+
+WGMMA_SPEC = """
+target sm_90
+kernel nvt_wgmma { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 3 }
+"""
+
+
+def test_sm90_builds_wgmma_path(nvcc, cache_dir):
+    """128x256x64, 8 warps, K-contiguous A and B: the sm_90a build holds the wgmma path (and mma.sync for
+    unaligned leading dimensions); sm_80 only mma.sync."""
+    spec = load_text(WGMMA_SPEC)[0]
+    p90 = plan_kernel(spec, get_target("sm_90"))
+    lib = nv.build_cuda_library("nvw", [p90])
+    (r,) = nv.analyze(lib, [p90])
+    names = dict(r.ptx_tensor)
+    assert names.get("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 0) >= 4, names
+    assert names.get("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 0) > 0
+    assert r.spill_stores == 0 and r.registers <= 255
+    p80 = plan_kernel(spec, get_target("sm_80"))
+    (r80,) = nv.analyze(nv.build_cuda_library("nvw", [p80]), [p80])
+    assert not any(k.startswith("wgmma") for k, _ in r80.ptx_tensor)

@@ -29,9 +29,12 @@ kernel gpu_f16_rc_rowbias_relu { A = f16 row  B = f16 col  C = f32 row  tile = 1
 kernel gpu_i8_rc { A = i8 row  B = i8 col  C = i32 row  acc = i32  tile = 64x64x64  waves = 2x2  lds_buffers = 3 }
 kernel gpu_i8_rr_i8out { A = i8 row  B = i8 row  C = i8 row  acc = i32  tile = 64x64x64  waves = 2x2  lds_buffers = 3 }
 kernel gpu_f32_rr { A = f32 row  B = f32 row  C = f32 row  tile = 64x64x32  waves = 2x2  lds_buffers = 3 }
+kernel gpu_bf16_rc_wgmma { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4 }
+kernel gpu_f16_rc_wgmma_gelu { A = f16 row  B = f16 col  C = f16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 3
+  epilogue = bias(col) -> gelu -> cast(f16) }
 """
 
-SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300)]
+SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300), (256, 512, 640)]
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i8": torch.int8, "i32": torch.int32}
 TOL = {"f16": 4e-3, "bf16": 1.6e-2, "f32": 5e-3, "i32": 0.0, "i8": 0.0}
 
@@ -75,7 +78,7 @@ def rel(out, ref):
 
 
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
-         "gpu_i8_rr_i8out", "gpu_f32_rr"]
+         "gpu_i8_rr_i8out", "gpu_f32_rr", "gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu"]
 
 
 @pytest.mark.parametrize("name,pad", [(n, p) for n in NAMES for p in (0, 8, 1)],

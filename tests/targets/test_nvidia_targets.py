@@ -41,8 +41,10 @@ def test_mma_sync_instructions(a, acc, shape, ptx):
 
 
 def test_arch_flags():
-    assert nvcc_arch_flags(get_target("sm_90")) == ["-gencode=arch=compute_90,code=sm_90",
-                                                    "-gencode=arch=compute_90,code=compute_90"]
+    assert nvcc_arch_flags(get_target("sm_90")) == ["-gencode=arch=compute_90a,code=sm_90a",
+                                                    "-gencode=arch=compute_90a,code=compute_90a"]
+    assert nvcc_arch_flags(get_target("sm_80")) == ["-gencode=arch=compute_80,code=sm_80",
+                                                    "-gencode=arch=compute_80,code=compute_80"]
 
 
 SPEC = """

@@ -28,6 +28,7 @@
 
 #include "ckgen/epilogue.h"
 #include "ckgen/nv_mma.h"
+#include "ckgen/nv_wgmma.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
@@ -62,6 +63,15 @@ struct IsInt< ::int8_t> {
 };
 template <>
 struct IsInt< ::int32_t> {
+  static constexpr bool value = true;
+};
+
+template <class T>
+struct IsBf16 {
+  static constexpr bool value = false;
+};
+template <>
+struct IsBf16<bf16> {
   static constexpr bool value = true;
 };
 
@@ -275,7 +285,8 @@ struct Sm90Gemm {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
     if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
-      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+      if constexpr (kWgmma) body_wgmma(A, B, C, bias, M, N, K, lda, ldb, ldc);
+      else body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc);
     } else {
       body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc);
     }
@@ -284,7 +295,7 @@ struct Sm90Gemm {
   template <bool kVec>
   static CKGEN_DEVICE void body(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                                 long long lda, long long ldb, long long ldc) {
-    extern __shared__ __align__(128) unsigned char ckgen_smem[];
+    extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -476,7 +487,14 @@ struct Sm90Gemm {
     }
     cp_async_wait<0>();
 
-    // ---- epilogue
+    store_c<Cfg::kRepM, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, g, t);
+  }
+
+  // ---- epilogue: C = Epilogue(alpha * acc + beta * C); acc[i][j].r[2h + e] holds row
+  // m0 + wrow + 16 i + g + 8 h, column n0 + wcol + 8 j + 2 t + e (mma.sync and wgmma layouts alike).
+  template <int RM, int RN>
+  static CKGEN_DEVICE void store_c(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
+                                   const TBias* bias, int M, int N, long long ldc, int g, int t) {
     using Epi = typename Cfg::Epilogue;
     constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Epi::kEmpty &&
                                Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
@@ -500,20 +518,20 @@ struct Sm90Gemm {
       // running as a chain of short branches.
       if (pair_ok && m0 + Cfg::kTileM <= M && n0 + Cfg::kTileN <= N) {
 #pragma unroll
-        for (int i = 0; i < Cfg::kRepM; ++i) {
+        for (int i = 0; i < RM; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int row = m0 + wrow + i * 16 + g + h * 8;
-            vec<TC, 2> out[Cfg::kRepN];
+            vec<TC, 2> out[RN];
 #pragma unroll
-            for (int j = 0; j < Cfg::kRepN; ++j) {
+            for (int j = 0; j < RN; ++j) {
               const int col = n0 + wcol + j * 8 + 2 * t;
               const long long off = static_cast<long long>(row) * ldc + col;
               out[j].v[0] = finish(acc[i][j].r[2 * h], row, col, off);
               out[j].v[1] = finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1);
             }
 #pragma unroll
-            for (int j = 0; j < Cfg::kRepN; ++j) {
+            for (int j = 0; j < RN; ++j) {
               const int col = n0 + wcol + j * 8 + 2 * t;
               gstore(reinterpret_cast<vec<TC, 2>*>(C + static_cast<long long>(row) * ldc + col), out[j]);
             }
@@ -523,9 +541,9 @@ struct Sm90Gemm {
       }
     }
 #pragma unroll
-    for (int i = 0; i < Cfg::kRepM; ++i) {
+    for (int i = 0; i < RM; ++i) {
 #pragma unroll
-      for (int j = 0; j < Cfg::kRepN; ++j) {
+      for (int j = 0; j < RN; ++j) {
         const int col = n0 + wcol + j * 8 + 2 * t;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -552,6 +570,84 @@ struct Sm90Gemm {
         }
       }
     }
+  }
+
+#if defined(CKGEN_NV_WGMMA)
+  // ---- Hopper path: two (or more) warpgroups, each wgmma m64n256k16 on a 64-row slice of the tile, both
+  // operands straight from the 128-byte-swizzled shared-memory stages that the cp.async loader fills.
+  static constexpr bool kWgmma = sizeof(TA) == 2 && kAK && kBK && Cfg::kTileK == 64 && Cfg::kTileN == 256 &&
+                                 kThreads % 128 == 0 && Cfg::kTileM == 64 * (kThreads / 128) && kStages >= 3;
+#else
+  static constexpr bool kWgmma = false;
+#endif
+
+  static CKGEN_DEVICE void body_wgmma(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                                      long long lda, long long ldb, long long ldc) {
+#if defined(CKGEN_NV_WGMMA)
+    extern __shared__ __align__(1024) unsigned char ckgen_smem[];
+    const int tid = thread_id();
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wg = warp >> 2;
+    const int tiles_n = grid_dim(0);
+    const int tiles_m = grid_dim(1);
+    const int pid = block_id(1) * tiles_n + block_id(0);
+    const int per_group = kGroupM * tiles_n;
+    const int first_m = (pid / per_group) * kGroupM;
+    const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
+    const int m0 = (first_m + (pid % per_group) % gsize) * Cfg::kTileM;
+    const int n0 = ((pid % per_group) / gsize) * Cfg::kTileN;
+    const uint32_t s0 = smem_addr(ckgen_smem);
+    const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
+    const typename TileA::template Loader<true, false> la(A, lda, m0, 0, tid);
+    const typename TileB::template Loader<true, false> lb(B, ldb, n0, 0, tid);
+    auto load_stage = [&](int kt, int stage) {
+      const uint32_t sa = s0 + stage * kStageBytes;
+      la.load(sa, A, kt * Cfg::kTileK, M, K, tid);
+      lb.load(sa + TileA::kBytes, B, kt * Cfg::kTileK, N, K, tid);
+    };
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    // Prefetch distance kStages - 2: one wgmma group stays in flight while the next tile's barrier and
+    // loads happen; the stage a load overwrites was read by the group two tiles back, which every
+    // warpgroup has waited for (wait_group 1) before the barrier.
+#pragma unroll
+    for (int s = 0; s < kStages - 2; ++s) {
+      if (s < nk) load_stage(s, s);
+      cp_async_commit();
+    }
+    int read_stage = 0;
+    int write_stage = kStages - 2;
+    for (int kt = 0; kt < nk; ++kt) {
+      cp_async_wait<kStages - 3>();
+      fence_proxy_async();  // this thread's cp.async data -> visible to the tensor cores (async proxy)
+      barrier();            // tile kt landed for everyone; the wgmmas of tile kt-2 are complete everywhere
+      const int next = kt + kStages - 2;
+      if (next < nk) load_stage(next, write_stage);
+      cp_async_commit();
+      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+      const uint32_t sa = s0 + read_stage * kStageBytes + wg * 64 * TileA::kRowBytes;
+      const uint32_t sb = s0 + read_stage * kStageBytes + TileA::kBytes;
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < Cfg::kTileK / 16; ++k) {
+        if constexpr (IsBf16<TA>::value) wgmma_m64n256k16_bf16(d, sw128_desc(sa + 32 * k), sw128_desc(sb + 32 * k));
+        else wgmma_m64n256k16_f16(d, sw128_desc(sa + 32 * k), sw128_desc(sb + 32 * k));
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+    }
+    wgmma_wait<0>();
+    cp_async_wait<0>();
+    COp acc[1][32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
+    store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, C, bias, M, N, ldc, lane >> 2, lane & 3);
+#endif
   }
 };
 
