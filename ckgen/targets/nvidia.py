@@ -2,7 +2,9 @@
 
 Plain data, the counterpart of ``amd.py``. The GEMM body for these targets is
 ``ckgen/include/ckgen/gemm_mma_sm90.h`` (warp-level ``mma.sync`` fed by ``ldmatrix`` from a
-multi-stage ``cp.async`` pipeline); its entry is ``ckgen::nv::gemm_mma``. A "wave" of the DSL is a
+multi-stage ``cp.async`` pipeline; on sm_90, built as sm_90a, warpgroup ``wgmma`` for the Cfgs that fit it);
+its entry is ``ckgen::nv::gemm_mma``. The instruction table lists the mma.sync shapes, which the planner uses:
+the wgmma path is a kernel-body choice for one of those plans, not a separate instruction. A "wave" of the DSL is a
 warp of 32 threads, so ``waves = 2x4`` means 8 warps.
 
 Where the numbers come from:

@@ -1,4 +1,6 @@
-// ckgen/gemm_mma_sm90.h: the GEMM kernel body on NVIDIA tensor cores (mma.sync, sm_80 / sm_90).
+// ckgen/gemm_mma_sm90.h: the GEMM kernel body on NVIDIA tensor cores (mma.sync on sm_80 / sm_90; wgmma on the
+// sm_90a build for Cfgs that fit it, see body_wgmma: 16-bit A row-major and B column-major, tile 128x256x64 with
+// 8 warps = 2 warpgroups of m64n256k16, kStages >= 3, 16-byte aligned operands).
 //
 //   C = Epilogue(alpha * A.B + beta * C) cast to TC,  A: M x K, B: K x N, C: M x N
 //
