@@ -286,3 +286,16 @@ class GemmKernel:
         call = GemmCall(A, B, C, bias, M, N, K, self._ld(ia, "A"), self._ld(ib, "B"), self._ld(ic, "C"), stream)
         self.backend.launch(self.handle, call)
         return C
+
+
+def byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    """[low, high) byte addresses of the memory ``a`` spans (numpy's byte_bounds, any stride sign)."""
+    lo = hi = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return lo, lo
+    for n, st in zip(a.shape, a.strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import RuntimeFailure
-from ckgen.runtime.api import ArrayInfo, Backend, GemmCall
+from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds
 
 _TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
              "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
@@ -70,18 +70,6 @@ class CudaKernel:
 
 _loaded: dict[Path, CudaKernel] = {}
 _lock = threading.Lock()
-
-
-def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
-    lo = hi = a.__array_interface__["data"][0]
-    if a.size == 0:
-        return lo, lo
-    for n, st in zip(a.shape, a.strides, strict=True):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi + a.itemsize
 
 
 class CudaBackend(Backend):
@@ -226,7 +214,7 @@ class CudaBackend(Backend):
             if v is None:
                 ptr[k] = None
                 continue
-            lo, hi = _byte_bounds(v)
+            lo, hi = byte_bounds(v)
             raw = np.ctypeslib.as_array((ctypes.c_uint8 * max(hi - lo, 1)).from_address(lo))
             d = torch.from_numpy(raw.copy()).cuda()
             dev[k] = (d, lo, hi)

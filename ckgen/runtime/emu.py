@@ -123,19 +123,6 @@ def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iter
     return out
 
 
-def byte_bounds(a: np.ndarray) -> tuple[int, int]:
-    """[low, high) byte addresses of the memory ``a`` spans (numpy's byte_bounds, any stride sign)."""
-    lo = hi = a.__array_interface__["data"][0]
-    if a.size == 0:
-        return lo, lo
-    for n, st in zip(a.shape, a.strides, strict=True):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi + a.itemsize
-
-
 class EmuLibrary:
     """A loaded emu shared library and the emulator's C API inside it."""
 
@@ -184,7 +171,7 @@ class EmuLibrary:
 
 
 # ---------------------------------------------------------------------------------------------- backend
-from ckgen.runtime.api import ArrayInfo, Backend, GemmCall  # noqa: E402
+from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds  # noqa: E402
 
 
 class EmuKernel:

@@ -55,18 +55,7 @@ struct GroupMOf<C, decltype(void(C::kGroupM))> {
   static constexpr int value = C::kGroupM;
 };
 
-template <class T>
-struct IsInt {
-  static constexpr bool value = false;
-};
-template <>
-struct IsInt< ::int8_t> {
-  static constexpr bool value = true;
-};
-template <>
-struct IsInt< ::int32_t> {
-  static constexpr bool value = true;
-};
+using epi::IsInt;
 
 template <class T>
 struct IsBf16 {
@@ -497,21 +486,8 @@ struct Sm90Gemm {
   template <int RM, int RN>
   static CKGEN_DEVICE void store_c(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
                                    const TBias* bias, int M, int N, long long ldc, int g, int t) {
-    using Epi = typename Cfg::Epilogue;
-    constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Epi::kEmpty &&
-                               Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
-                               Cfg::kBeta == static_cast<float>(static_cast<long long>(Cfg::kBeta));
     auto finish = [&](auto accv, int row, int col, long long off) -> TC {
-      if constexpr (kIntExact) {
-        long long v = static_cast<long long>(accv) * static_cast<long long>(Cfg::kAlpha);
-        if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
-        return saturate_int<TC>(v);
-      } else {
-        float v = Cfg::kAlpha * static_cast<float>(accv);
-        if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
-        v = Epi::template apply<Cfg>(v, row, col, bias);
-        return from_float<TC>(v);
-      }
+      return epi::finish<Cfg>(accv, row, col, C, off, bias);
     };
     const bool pair_ok = Cfg::kCRowMajor && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC))) == 0 &&
                          (ldc % 2) == 0;
