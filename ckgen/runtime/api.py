@@ -299,3 +299,14 @@ def byte_bounds(a: np.ndarray) -> tuple[int, int]:
         else:
             hi += (n - 1) * st
     return lo, hi + a.itemsize
+
+
+def numpy_array_info(obj: np.ndarray, what: str) -> ArrayInfo:
+    """ArrayInfo of a host numpy array (strides in elements); RuntimeFailure for a read-only C or odd strides."""
+    if what == "C" and not obj.flags.writeable:
+        raise RuntimeFailure("C: the output array is read-only")
+    isz = obj.itemsize
+    if any(st % isz for st in obj.strides):
+        raise RuntimeFailure(f"{what}: strides {obj.strides} are not multiples of the element size {isz}")
+    return ArrayInfo(tuple(obj.shape), obj.dtype.str, tuple(st // isz for st in obj.strides),
+                     obj.__array_interface__["data"][0])

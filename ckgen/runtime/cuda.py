@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import RuntimeFailure
-from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds
+from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds, numpy_array_info
 
 _TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
              "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
@@ -90,13 +90,7 @@ class CudaBackend(Backend):
     # ------------------------------------------------------------------ operands
     def array_info(self, obj: Any, what: str) -> ArrayInfo:
         if isinstance(obj, np.ndarray):
-            if what == "C" and not obj.flags.writeable:
-                raise RuntimeFailure("C: the output array is read-only")
-            isz = obj.itemsize
-            if any(st % isz for st in obj.strides):
-                raise RuntimeFailure(f"{what}: strides {obj.strides} are not multiples of the element size {isz}")
-            return ArrayInfo(tuple(obj.shape), obj.dtype.str, tuple(st // isz for st in obj.strides),
-                             obj.__array_interface__["data"][0])
+            return numpy_array_info(obj, what)
         if _is_torch(obj):
             if not obj.is_cuda:
                 raise RuntimeFailure(f"{what}: a torch tensor on {obj.device}; the cuda target takes CUDA tensors",

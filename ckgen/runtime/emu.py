@@ -171,7 +171,7 @@ class EmuLibrary:
 
 
 # ---------------------------------------------------------------------------------------------- backend
-from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds  # noqa: E402
+from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds, numpy_array_info  # noqa: E402
 
 
 class EmuKernel:
@@ -242,17 +242,7 @@ class EmuBackend(Backend):
             from ckgen.errors import RuntimeFailure
 
             raise RuntimeFailure(f"{what}: the emu target takes numpy arrays, got {type(obj).__name__}")
-        if what == "C" and not obj.flags.writeable:
-            from ckgen.errors import RuntimeFailure
-
-            raise RuntimeFailure("C: the output array is read-only")
-        isz = obj.itemsize
-        if any(st % isz for st in obj.strides):
-            from ckgen.errors import RuntimeFailure
-
-            raise RuntimeFailure(f"{what}: strides {obj.strides} are not multiples of the element size {isz}")
-        return ArrayInfo(tuple(obj.shape), obj.dtype.str, tuple(st // isz for st in obj.strides),
-                         obj.__array_interface__["data"][0])
+        return numpy_array_info(obj, what)
 
     def new_output(self, shape, np_dtype, row_major: bool, like) -> np.ndarray:
         from ckgen.runtime.api import poison
