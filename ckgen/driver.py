@@ -135,11 +135,17 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
     return libs
 
 
-def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
-    from ckgen.build import build_amd_library, kernel_sources  # build is the heaviest stage: import lazily
+def build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int):
+    """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.build's LibraryResult."""
+    from ckgen.build import KernelSource, build_amd_library  # build is the heaviest stage: import lazily
 
-    result = build_amd_library(stem, kernel_sources(plans), render_launchers(stem, plans, "amd"),
-                               sorted({p.arch for p in plans}), out_dir, jobs)
+    kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
+    return build_amd_library(stem, kernels, render_launchers(stem, plans, "amd"), sorted({p.arch for p in plans}),
+                             out_dir, jobs)
+
+
+def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
+    result = build_amd(stem, plans, out_dir, jobs)
     return result.library, result.resources
 
 

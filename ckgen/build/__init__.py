@@ -6,12 +6,9 @@ Entry points (see each module's docstring for the contract):
   returns a :class:`LibraryResult` (``.library``, ``.code_objects``, ``.reports``, ``.resources``).
 - :func:`analyze_code_object` (report): :class:`KernelReport` per kernel of a code object.
 - :func:`find_toolchain` (toolchain), :class:`Cache` / :func:`get_or_build` / :func:`key` (cache).
-- :func:`kernel_sources`: KernelPlans -> one :class:`KernelSource` per (kernel, arch), rendered by codegen.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from ckgen.build.amdgpu import COUNTERS, KernelSource
 from ckgen.build.cache import Cache, default_cache, get_or_build, key
@@ -19,13 +16,5 @@ from ckgen.build.hostlib import LibraryResult, build_amd_library
 from ckgen.build.report import KernelReport, analyze_code_object
 from ckgen.build.toolchain import Toolchain, find_toolchain
 
-
-def kernel_sources(plans: Sequence) -> list[KernelSource]:
-    """One KernelSource per plan (a plan is one kernel on one arch), its text from codegen."""
-    from ckgen.codegen import render_kernel  # the driver's convenience: codegen runs before build
-
-    return [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
-
-
 __all__ = ["COUNTERS", "Cache", "KernelReport", "KernelSource", "LibraryResult", "Toolchain", "analyze_code_object",
-           "build_amd_library", "default_cache", "find_toolchain", "get_or_build", "kernel_sources", "key"]
+           "build_amd_library", "default_cache", "find_toolchain", "get_or_build", "key"]

@@ -243,17 +243,13 @@ def report_command(file: str | Path, arch: str, as_json: bool, jobs: int) -> int
     import tempfile
 
     from ckgen import driver
-    from ckgen.build import kernel_sources
-    from ckgen.build.hostlib import build_amd_library
-    from ckgen.codegen import render_launchers
 
     arches = driver.parse_arches(arch)
     plans = driver.plan(driver.load([file], arches), arches)
     reports: list[KernelReport] = []
     with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
         for stem, ps in plans.items():
-            result = build_amd_library(stem, kernel_sources(ps), render_launchers(stem, ps, "amd"),
-                                       sorted({p.arch for p in ps}), Path(tmp), jobs)
+            result = driver.build_amd(stem, ps, Path(tmp), jobs)
             reports.extend(result.reports[(p.name, p.arch)] for p in ps)
     if as_json:
         sys.stdout.write(json.dumps({"file": str(file), "kernels": [r.to_json() for r in reports]},
