@@ -24,12 +24,10 @@ Contract:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -160,18 +158,10 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
     entry = get_or_build(key_parts, build)
     library = entry / lib_name
     if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{lib_name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            shutil.copyfile(library, tmp)
-            os.chmod(tmp, 0o755)
-            os.replace(tmp, out_dir / lib_name)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        library = out_dir / lib_name
+        from ckgen.build.hostlib import publish
+
+        publish(library, Path(out_dir) / lib_name)
+        library = Path(out_dir) / lib_name
     return CudaLibrary(stem, library, entry, tuple(t.name for t in targets))
 
 
