@@ -107,17 +107,16 @@ def _cmd_compile(a) -> int:
 
 
 def _cmd_report(a) -> int:
-    from ckgen import driver
-    from ckgen.build import nvidia
-    from ckgen.build.report import report_command
-    from ckgen.targets import get_target
+    import json
 
-    arches = driver.parse_arches(a.arch)
-    nv = tuple(x for x in arches if get_target(x).platform == "cuda")
-    if nv and len(nv) != len(arches):
-        raise CkgenError(f"--arch {a.arch}: report AMD and NVIDIA targets in separate runs",
-                         hint=f"e.g. --arch {','.join(x for x in arches if x not in nv)} and --arch {','.join(nv)}")
-    return nvidia.report_command(a.file, nv, a.json) if nv else report_command(a.file, a.arch, a.json, _jobs(a.jobs))
+    from ckgen import driver
+
+    reports, format_table = driver.report(a.file, driver.parse_arches(a.arch), _jobs(a.jobs))
+    if a.json:
+        print(json.dumps({"file": str(a.file), "kernels": [r.to_json() for r in reports]}, indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(format_table(reports))
+    return EXIT_OK
 
 
 def _cmd_run(a) -> int:

@@ -159,6 +159,27 @@ def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) ->
 _BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
 
 
+def report(path: str | Path, arches: tuple[str, ...], jobs: int):
+    """``ckgen report``: compile (cached) and return ``(reports, format_table)`` for one vendor's arches.
+    Each report has ``to_json()``; ``format_table(reports)`` is that vendor's table."""
+    from ckgen.build import nvidia
+    from ckgen.build import report as amd_report
+
+    plans = plan(load([path], arches), arches)
+    platforms = sorted({p.target.platform for ps in plans.values() for p in ps})
+    if len(platforms) > 1:
+        raise CkgenError(f"--arch {','.join(arches)}: report AMD and NVIDIA targets in separate runs")
+    reports: list = []
+    with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
+        for stem, ps in plans.items():
+            if platforms == ["cuda"]:
+                reports.extend(nvidia.analyze(nvidia.build_cuda_library(stem, ps), ps))
+            else:
+                result = build_amd(stem, ps, Path(tmp), jobs)
+                reports.extend(result.reports[(p.name, p.arch)] for p in ps)
+    return reports, (nvidia.format_table if platforms == ["cuda"] else amd_report.format_table)
+
+
 def emit(path: str | Path, arch: str, kernel: str | None = None, stage: str = "hip") -> str:
     """``ckgen emit``: one stage's output for the file's kernels on ``arch``.
 

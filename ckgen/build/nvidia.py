@@ -18,16 +18,13 @@ Contract:
   with how many sit in the main loop: the backward branch holding the most of them), registers,
   spills, stack, shared memory (static + the dynamic ``kLdsBytes``), and occupancy (blocks and warps
   per SM, limited by registers, shared memory, threads).
-- :func:`report_command(file, arches, as_json)`: ``ckgen report FILE --arch sm_90`` for NVIDIA arches.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -334,19 +331,3 @@ def format_table(reports: list[NvKernelReport]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"
-
-
-def report_command(file: str | Path, arches: tuple[str, ...], as_json: bool) -> int:
-    """``ckgen report FILE --arch sm_90[,sm_80] [--json]`` (compiles through the cache)."""
-    from ckgen import driver
-
-    plans = driver.plan(driver.load([file], arches), arches)
-    reports: list[NvKernelReport] = []
-    for stem, ps in plans.items():
-        reports.extend(analyze(build_cuda_library(stem, ps), ps))
-    if as_json:
-        sys.stdout.write(json.dumps({"file": str(file), "kernels": [r.to_json() for r in reports]},
-                                    indent=2, sort_keys=True) + "\n")
-    else:
-        sys.stdout.write(format_table(reports))
-    return 0

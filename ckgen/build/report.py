@@ -232,28 +232,3 @@ def format_table(reports: list[KernelReport]) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"
-
-
-def report_command(file: str | Path, arch: str, as_json: bool, jobs: int) -> int:
-    """``ckgen report FILE --arch A[,B] [--json]``: compile (cached) and print each kernel's report.
-
-    ``--json`` prints ``{"file": ..., "kernels": [KernelReport.to_json(), ...]}``. CkgenErrors propagate
-    to the CLI (exit 2)."""
-    import sys
-    import tempfile
-
-    from ckgen import driver
-
-    arches = driver.parse_arches(arch)
-    plans = driver.plan(driver.load([file], arches), arches)
-    reports: list[KernelReport] = []
-    with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
-        for stem, ps in plans.items():
-            result = driver.build_amd(stem, ps, Path(tmp), jobs)
-            reports.extend(result.reports[(p.name, p.arch)] for p in ps)
-    if as_json:
-        sys.stdout.write(json.dumps({"file": str(file), "kernels": [r.to_json() for r in reports]},
-                                    indent=2, sort_keys=True) + "\n")
-    else:
-        sys.stdout.write(format_table(reports))
-    return 0

@@ -165,7 +165,7 @@ def test_report_command_json_on_an_example(toolchain_or_skip, tmp_path, monkeypa
     from pathlib import Path
 
     from ckgen import config
-    from ckgen.build.report import report_command
+    from ckgen.cli import main
 
     example = Path(__file__).resolve().parents[2] / "examples" / "gemm_f32.ck"
     if not example.exists():
@@ -173,7 +173,7 @@ def test_report_command_json_on_an_example(toolchain_or_skip, tmp_path, monkeypa
     monkeypatch.setenv("CKGEN_CACHE_DIR", str(tmp_path / "cache"))
     config.reload()
     try:
-        assert report_command(example, "gfx942", True, 2) == 0
+        assert main(["report", str(example), "--arch", "gfx942", "--json", "-j", "2"]) == 0
     finally:
         monkeypatch.undo()
         config.reload()
