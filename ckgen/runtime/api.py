@@ -134,23 +134,24 @@ def resolve_target(target: str, arch: str | None) -> tuple[str, str | None]:
     return ("cuda" if t.vendor == "nvidia" else "hip"), t.name
 
 
-def _load_specs(source: str | Path):
+def _load_specs(source: str | Path, default_arches: tuple[str, ...] = ()):
+    """Specs of a .ck path or DSL text; kernels that name no target take ``default_arches``."""
     from ckgen.frontend import load_file, load_text
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".ck")):
         path = Path(source)
         if not path.is_file():
             raise CkgenError(f"{path}: no such .ck file")
-        return load_file(path)
-    return load_text(str(source))
+        return load_file(path, default_arches)
+    return load_text(str(source), default_arches=default_arches)
 
 
 def plan_for(source: str | Path, kernel: str | None, vendor: str, arch: str | None):
     """Parse ``source``, pick ``kernel`` and plan it for ``arch`` (default: its first arch of ``vendor``)."""
     from ckgen.lower import plan_kernel
-    from ckgen.targets import get_target
+    from ckgen.targets import default_target, get_target
 
-    specs = _load_specs(source)
+    specs = _load_specs(source, (arch or default_target(vendor),))
     names = [s.name for s in specs]
     if kernel is None:
         if len(specs) != 1:
@@ -164,10 +165,7 @@ def plan_for(source: str | Path, kernel: str | None, vendor: str, arch: str | No
         spec = found[0]
     if arch is None:
         own = [a for a in spec.arches if get_target(a).vendor == vendor]
-        if not own:
-            default = "gfx942" if vendor == "amd" else "sm_90"
-            own = [default]
-        arch = own[0]
+        arch = own[0] if own else default_target(vendor)
     target = get_target(arch)
     if target.vendor != vendor:
         raise CkgenError(f"arch '{arch}' is a {target.vendor} target; this backend runs {vendor} targets")

@@ -33,6 +33,14 @@ def get_target(name: str) -> Target:
                               reason="unknown target") from None
 
 
+#: the arch a vendor's backend plans for when neither the spec nor the caller names one
+DEFAULT_TARGETS: dict[str, str] = {"amd": "gfx942", "nvidia": "sm_90"}
+
+
+def default_target(vendor: str) -> str:
+    return DEFAULT_TARGETS[vendor]
+
+
 def target_names() -> list[str]:
     """All known target names, sorted."""
     return sorted(TARGETS)

@@ -141,3 +141,13 @@ def test_run_command_exit_codes(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(run.TOLERANCE, DType.F32, 0.0)
     assert run.run_command(str(path), "nt", "emu", None, 37, 29, 41, 3) == 1
     assert "FAILED" in capsys.readouterr().out
+
+
+def test_kernels_without_a_target_take_the_backend_default(tmp_path):
+    """A .ck file with no target line still runs: the JIT plans it for the arch asked for, else the default."""
+    from ckgen.runtime.api import jit
+
+    src = tmp_path / "no_target.ck"
+    src.write_text("kernel nt { A = f32 row B = f32 row C = f32 row tile = 32x32x8 waves = 1x1 }\n")
+    assert jit(src, target="emu").plan.arch == "gfx942"
+    assert jit(src, target="emu", arch="gfx90a").plan.arch == "gfx90a"
