@@ -71,7 +71,8 @@ def random_operands(plan: Any, M: int, N: int, K: int, rng: np.random.Generator)
     return ops
 
 
-def _act(kind: str, x: np.ndarray) -> np.ndarray:
+def activation(kind: str, x: np.ndarray) -> np.ndarray:
+    """float64 reference of an epilogue activation: ``relu``, ``gelu`` (tanh form) or ``silu``."""
     if kind == "relu":
         return np.maximum(x, 0.0)
     if kind == "gelu":
@@ -92,7 +93,7 @@ def reference(plan: Any, A: np.ndarray, B: np.ndarray, C0: np.ndarray | None, bi
             b = to_float64(bias, plan.bias_dtype)
             r = r + (b[:, None] if op.axis == "row" else b[None, :])
         else:
-            r = _act(op.kind, r)
+            r = activation(op.kind, r)
     if not g.c.dtype.is_float:
         info = np.iinfo(numpy_dtype(g.c.dtype))
         r = np.clip(np.rint(r), info.min, info.max)

@@ -11,7 +11,6 @@ leading dimensions, and odd leading dimensions (unaligned: the per-element path)
 from __future__ import annotations
 
 import ctypes
-import math
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ckgen.runtime.run import activation
 from tests.include.test_cases_compile import ALL_CASES, INCLUDE, Case
 
 HERE = Path(__file__).resolve().parent
@@ -131,16 +131,6 @@ class Mat:
         return m
 
 
-def act(name: str, x: np.ndarray) -> np.ndarray:
-    if name == "Relu":
-        return np.maximum(x, 0.0)
-    if name == "Gelu":
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    if name == "Silu":
-        return x / (1.0 + np.exp(-x))
-    raise AssertionError(name)
-
-
 PARAMS = [(c, s) for c in ALL_CASES for s in shapes_for(c)]
 
 
@@ -191,7 +181,7 @@ def test_case_numerics_on_emulator(libs, case: Case, shape) -> None:
         elif op == "BiasCol":
             ref = ref + to_f64(bias, tbias)[None, :]
         else:
-            ref = act(op, ref)
+            ref = activation(op.lower(), ref)
     got = C.view()
     assert np.array_equal(C.buf[C.pad_mask()].view(np.uint8), before[C.pad_mask()].view(np.uint8)), \
         "C padding written"
