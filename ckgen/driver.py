@@ -191,7 +191,7 @@ def emit(path: str | Path, arch: str, kernel: str | None = None, stage: str = "h
     if stage == "spec":
         chosen = [s for s in specs[stem] if kernel is None or s.name == kernel]
         if not chosen:
-            select(plan(specs, (arch,))[stem], kernel)
+            raise CkgenError(f"no kernel named '{kernel}'", hint="kernels: " + ", ".join(s.name for s in specs[stem]))
         return json.dumps([s.to_json() for s in chosen], indent=2) + "\n"
     plans = select(plan(specs, (arch,))[stem], kernel)
     if stage == "ir":

@@ -91,12 +91,9 @@ def _ld_min(layout: Layout, row_major_extent: str, col_major_extent: str) -> str
 
 def launcher_view(plan: KernelPlan) -> dict:
     g, c = plan.spec.gemm, plan.spec.config
-    bias_checks = []
-    if g.has_bias:
-        bias_checks.append("!bias")
     return {"name": plan.name, "summary": summary(plan), "tile_m": c.tile[0], "tile_n": c.tile[1],
             "threads": plan.threads, "ta": g.a.dtype.cpp, "tb": g.b.dtype.cpp, "tc": g.c.dtype.cpp,
-            "tbias": plan.bias_dtype.cpp, "bias_checks": bias_checks,
+            "tbias": plan.bias_dtype.cpp, "needs_bias": g.has_bias,
             "lda_min": _ld_min(g.a.layout, "K", "M"), "ldb_min": _ld_min(g.b.layout, "N", "K"),
             "ldc_min": _ld_min(g.c.layout, "N", "M")}
 

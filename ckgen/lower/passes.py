@@ -7,7 +7,7 @@ Arch knowledge comes only from the :class:`Target` (numbers and instruction list
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ckgen.errors import ValidationError
 from ckgen.ir.plan import LdsPlan, RegisterEstimate
@@ -36,7 +36,9 @@ class Draft:
     vec: tuple[int, int, int] | None = None
     lds: LdsPlan | None = None
     registers: RegisterEstimate | None = None
-    extra: dict = field(default_factory=dict)
+    bias_dtype: DType | None = None
+    integer_epilogue: bool = False
+    epilogue_types: tuple[str, ...] = ()
 
     def fail(self, param: str, value: object, legal: str, reason: str) -> ValidationError:
         return ValidationError(param, value, legal, reason, span=self.spec.span(param),
@@ -137,16 +139,12 @@ def check_kernel_body(d: Draft) -> None:
         rule(d)
 
 
-def _contig_extent(layout: Layout, rows: int, tk: int, row_major_means_k: bool) -> int:
-    return tk if (layout == Layout.ROW) == row_major_means_k else rows
-
-
 def choose_vectors(d: Draft) -> None:
     g, cfg = d.spec.gemm, d.spec.config
     (tm, tn, tk) = cfg.tile
     threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
     # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
-    extents = {"vec_a": (g.a.dtype, _contig_extent(g.a.layout, tm, tk, True), tm * tk),
+    extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk),
                "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk),
                "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
     chosen = []
@@ -204,6 +202,6 @@ def estimate_registers(d: Draft) -> None:
 
 def plan_epilogue(d: Draft) -> None:
     g = d.spec.gemm
-    d.extra["bias_dtype"] = g.c.dtype if g.c.dtype.is_float else DType.F32
-    d.extra["integer_epilogue"] = (not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0)
-    d.extra["epilogue_types"] = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
+    d.bias_dtype = g.c.dtype if g.c.dtype.is_float else DType.F32
+    d.integer_epilogue = not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0
+    d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)

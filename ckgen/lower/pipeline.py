@@ -39,8 +39,8 @@ def plan_kernel(spec: KernelSpec, target: Target | str) -> KernelPlan:
     return KernelPlan(
         spec=spec, target=tgt, instr=i, threads=cfg.waves[0] * cfg.waves[1] * lanes, wave_tile=wave_tile,
         repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n), items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)),
-        vec=d.vec, lds=d.lds, prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.extra["bias_dtype"],
-        integer_epilogue=d.extra["integer_epilogue"], epilogue_types=d.extra["epilogue_types"])
+        vec=d.vec, lds=d.lds, prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
+        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types)
 
 
 def plan_all(specs: Iterable[KernelSpec], arches: Iterable[str] | None = None) -> list[KernelPlan]:

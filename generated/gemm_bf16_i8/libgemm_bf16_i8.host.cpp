@@ -59,7 +59,7 @@ CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves2x2(const void* A, const void
   if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
       ldc < ckgen_at_least_1(N))
     return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x = (N + 128 - 1) / 128, grid_y = (M + 128 - 1) / 128;
   if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
@@ -81,7 +81,7 @@ CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4(const void* A, const void
   if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
       ldc < ckgen_at_least_1(N))
     return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x = (N + 128 - 1) / 128, grid_y = (M + 128 - 1) / 128;
   if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
@@ -103,7 +103,7 @@ CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves2x2(const void* A, const void* 
   if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
       ldc < ckgen_at_least_1(N))
     return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x = (N + 64 - 1) / 64, grid_y = (M + 64 - 1) / 64;
   if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
@@ -125,7 +125,7 @@ CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4(const void* A, const void* 
   if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
       ldc < ckgen_at_least_1(N))
     return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x = (N + 64 - 1) / 64, grid_y = (M + 64 - 1) / 64;
   if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;

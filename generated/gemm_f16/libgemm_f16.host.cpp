@@ -38,7 +38,7 @@ CKGEN_API int ckgen_mlp_f16_bias_gelu(const void* A, const void* B, void* C, con
   if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(N) ||
       ldc < ckgen_at_least_1(N))
     return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x = (N + 64 - 1) / 64, grid_y = (M + 128 - 1) / 128;
   if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
