@@ -1,7 +1,7 @@
 """GEMM benchmark on the GPU: ckgen (through its JIT, target sm_90) against cuBLAS (torch.matmul) and
 an autotuned Triton matmul (bench/triton_mm.py), all measured in the same run.
 
-  python bench/gemm.py [--json OUT] [--no-compile]
+  python bench/gemm.py [--json OUT] [--no-compile] [--quick]
 
 Shapes: f16 and bf16 at 4096^3, 8192^3, 1024x8192x8192, 64x8192x8192, 4096x4096x1024 (A, C row-major;
 B row-major 'rr' and column-major 'rc', the peers given the same layouts), and GEMM + bias(col) + tanh-GELU against torch eager and torch.compile. For ckgen every
@@ -81,7 +81,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--quick", action="store_true", help="4096^3 and 8192^3 only, no torch.compile")
     args = ap.parse_args()
+    shapes, fused_shapes = (SHAPES[:2], FUSED_SHAPES) if args.quick else (SHAPES, FUSED_SHAPES)
+    args.no_compile = args.no_compile or args.quick
     import triton_mm  # noqa: E402  (needs triton: device only)
 
     from ckgen import driver
@@ -101,7 +104,7 @@ def main() -> int:
     for lay, dt in [(lay, dt) for lay in ("rr", "rc") for dt in ("bf16", "f16")]:
         tdt = TORCH[dt]
         mine = [n for n in names if n.startswith(f"{dt}_{lay}_t")]
-        for (M, N, K) in SHAPES:
+        for (M, N, K) in shapes:
             a = torch.randn(M, K, device="cuda").to(tdt)
             b = torch.randn(K, N, device="cuda").to(tdt) if lay == "rr" else torch.randn(N, K, device="cuda").to(tdt).t()
             c = torch.empty(M, N, device="cuda", dtype=tdt)
@@ -122,7 +125,7 @@ def main() -> int:
     for lay, dt in [(lay, dt) for lay in ("rr", "rc") for dt in ("bf16", "f16")]:
         tdt = TORCH[dt]
         mine = [n for n in names if n.startswith(f"{dt}_{lay}_bias_gelu")]
-        for (M, N, K) in FUSED_SHAPES:
+        for (M, N, K) in fused_shapes:
             a = torch.randn(M, K, device="cuda").to(tdt)
             b = (torch.randn(K, N, device="cuda") * 0.05).to(tdt) if lay == "rr" else \
                 (torch.randn(N, K, device="cuda") * 0.05).to(tdt).t()

@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench/nv_device_run.sh STAGE: what one device call does (run from the repository root there).
 #   check: device facts + mma.sync peak, harness correctness, pytest (gpu + nvcc tests), compute-sanitizer
+#   tma: the Hopper body's GPU tests, its memcheck, bench/gemm.py --quick
 #   bench: bench/gemm.py (ckgen via the JIT vs cuBLAS vs Triton, fused vs eager / torch.compile)
 # Expects the carried build cache .nvcache (bench/nv_prebuild.py) and bench/_build/libnvh.so.
 set -u
@@ -25,6 +26,15 @@ if [ "$STAGE" = check ]; then
   timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q -p no:cacheprovider \
     tests/runtime/test_nvidia_cuda.py -k "pad0 or numpy or errors" \
     > "$OUT/memcheck_jit.txt" 2>&1; echo "memcheck jit rc $?"; tail -3 "$OUT/memcheck_jit.txt"
+elif [ "$STAGE" = tma ]; then
+  # the Hopper body: GPU tests of its kernels, memcheck of its edge shapes, then the quick benchmark
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py -k "hopper or wgmma or tma" \
+    > "$OUT/pytest_tma.txt" 2>&1; echo "pytest -m gpu (tma) rc $?"; tail -15 "$OUT/pytest_tma.txt"
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q \
+    -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py -k "tma_edge_shapes and pad0" \
+    > "$OUT/memcheck_tma.txt" 2>&1; echo "memcheck tma rc $?"; tail -3 "$OUT/memcheck_tma.txt"
+  python3 bench/gemm.py --quick --json "$OUT/gemm_quick.json" 2>&1 | tee "$OUT/gemm_quick.txt" | tail -20
 elif [ "$STAGE" = gpu ]; then
   python3 -m pytest -q -p no:cacheprovider tests/build/test_nvidia_build.py tests/targets/test_nvidia_targets.py \
     > "$OUT/pytest_cpu.txt" 2>&1; echo "pytest (nvcc, targets) rc $?"; tail -2 "$OUT/pytest_cpu.txt"

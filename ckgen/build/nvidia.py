@@ -89,10 +89,11 @@ def find_nvcc(st: Settings | None = None) -> Nvcc:
 
 def cuda_sources(stem: str, plans) -> dict[str, str]:
     from ckgen.codegen import render_kernel, render_launchers
+    from ckgen.codegen.render import unique_plans
 
     files: dict[str, str] = {}
-    for p in plans:  # one device text per kernel name: the text does not depend on the NVIDIA arch
-        files.setdefault(f"{p.name}.cu", render_kernel(p))
+    for p in unique_plans(list(plans)):  # one device text per kernel name, the same for every NVIDIA arch
+        files[f"{p.name}.cu"] = render_kernel(p)
     kernel_files = list(files)
     files["launchers.cu"] = render_launchers(stem, list(plans), "cuda", kernel_files=kernel_files)
     return files

@@ -82,7 +82,8 @@ def render_kernel(plan: KernelPlan) -> str:
     return _env().get_template("gemm_kernel.hip.j2").render(
         version=__version__, source=plan.spec.source, name=plan.name, arch=plan.arch, summary=summary(plan),
         mnemonic=plan.instr.mnemonic, lds_bytes=plan.lds.total_bytes, lds_buffers=plan.lds.buffers,
-        threads=plan.threads, header=plan.target.gemm_header, impl=plan.target.gemm_impl, **view)
+        threads=plan.threads, header=plan.target.gemm_header, impl=plan.target.gemm_impl,
+        tma_entry=plan.tma is not None, **view)
 
 
 def _ld_min(layout: Layout, row_major_extent: str, col_major_extent: str) -> str:
@@ -95,7 +96,7 @@ def launcher_view(plan: KernelPlan) -> dict:
             "threads": plan.threads, "ta": g.a.dtype.cpp, "tb": g.b.dtype.cpp, "tc": g.c.dtype.cpp,
             "tbias": plan.bias_dtype.cpp, "needs_bias": g.has_bias,
             "lda_min": _ld_min(g.a.layout, "K", "M"), "ldb_min": _ld_min(g.b.layout, "N", "K"),
-            "ldc_min": _ld_min(g.c.layout, "N", "M")}
+            "ldc_min": _ld_min(g.c.layout, "N", "M"), "tma_entry": plan.tma is not None}
 
 
 def render_launchers(stem: str, plans: list[KernelPlan], platform: str,
@@ -107,13 +108,16 @@ def render_launchers(stem: str, plans: list[KernelPlan], platform: str,
         includes += list(kernel_files or [])
     return _env().get_template("launchers.cpp.j2").render(
         version=__version__, stem=stem, platform=platform, includes=includes,
-        kernels=[launcher_view(p) for p in _unique(plans)])
+        kernels=[launcher_view(p) for p in unique_plans(plans)])
 
 
-def _unique(plans: list[KernelPlan]) -> list[KernelPlan]:
+def unique_plans(plans: list[KernelPlan]) -> list[KernelPlan]:
+    """One plan per kernel name, the first one, except that a plan with the TMA variant wins: its text is a
+    superset (a library for sm_80 and sm_90 carries the sm_90 entry; the host entry checks the device)."""
     seen: dict[str, KernelPlan] = {}
     for p in plans:
-        seen.setdefault(p.name, p)
+        if p.name not in seen or (p.tma and not seen[p.name].tma):
+            seen[p.name] = p
     return list(seen.values())
 
 
@@ -123,7 +127,7 @@ def c_identifier(text: str) -> str:
 
 
 def render_header(stem: str, plans: list[KernelPlan]) -> str:
-    kernels = _unique(plans)
+    kernels = unique_plans(plans)
     return _env().get_template("header.h.j2").render(
         version=__version__, stem=stem, guard=c_identifier(stem),
         sources=sorted({p.spec.source for p in kernels}), arches=sorted({p.arch for p in plans}),
@@ -138,7 +142,7 @@ C_SIGNATURE = ("int ckgen_{name}(const void* A, const void* B, void* C, const vo
 def manifest_kernels(plans: list[KernelPlan], resources: dict[tuple[str, str], dict] | None = None) -> list[dict]:
     """Manifest ``kernels`` entries, one per kernel name, with per-arch plans and resources."""
     out = []
-    for p in _unique(plans):
+    for p in unique_plans(plans):
         mine = [q for q in plans if q.name == p.name]
         span = p.spec.span("kernel")
         out.append({

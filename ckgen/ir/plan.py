@@ -47,6 +47,19 @@ class RegisterEstimate:
 
 
 @dataclass(frozen=True)
+class TmaBodyPlan:
+    """The Hopper body of a kernel (TMA + wgmma, warp-specialized, persistent: ckgen/gemm_sm90_tma.h). The host
+    entry launches it when the device is sm_90 and the operands are 16-byte aligned; else the portable body."""
+
+    threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup
+    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles), mbarriers, 1024 bytes of alignment slack
+
+    def __post_init__(self) -> None:
+        if self.threads % 128 or self.threads < 256 or self.smem_bytes <= 0:
+            raise ValueError("TmaBodyPlan: threads must be whole warpgroups (>= 2), shared memory positive")
+
+
+@dataclass(frozen=True)
 class KernelPlan:
     spec: KernelSpec
     target: Target
@@ -62,6 +75,8 @@ class KernelPlan:
     bias_dtype: DType
     integer_epilogue: bool
     epilogue_types: tuple[str, ...]   # C++ type names of ckgen::epi ops, in order
+    #: sm_90: the kernel also gets ``<name>_tma``, the Hopper body, which its host entry prefers
+    tma: TmaBodyPlan | None = None
 
     def __post_init__(self) -> None:
         t = self.spec.config
@@ -96,4 +111,5 @@ class KernelPlan:
                                    "overhead": self.registers.overhead, "total": self.registers.total},
             "bias_dtype": self.bias_dtype.value, "integer_epilogue": self.integer_epilogue,
             "epilogue_types": list(self.epilogue_types),
+            "tma": None if self.tma is None else {"threads": self.tma.threads, "smem_bytes": self.tma.smem_bytes},
         }

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckgen.errors import ValidationError
-from ckgen.ir.plan import LdsPlan, RegisterEstimate
+from ckgen.ir.plan import LdsPlan, RegisterEstimate, TmaBodyPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
 from ckgen.targets.model import MatrixInstr, Target
+from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
 CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8)
@@ -39,6 +40,7 @@ class Draft:
     bias_dtype: DType | None = None
     integer_epilogue: bool = False
     epilogue_types: tuple[str, ...] = ()
+    tma: TmaBodyPlan | None = None
 
     def fail(self, param: str, value: object, legal: str, reason: str) -> ValidationError:
         return ValidationError(param, value, legal, reason, span=self.spec.span(param),
@@ -205,3 +207,25 @@ def plan_epilogue(d: Draft) -> None:
     d.bias_dtype = g.c.dtype if g.c.dtype.is_float else DType.F32
     d.integer_epilogue = not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0
     d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
+
+
+#: the Hopper body (ckgen/include/ckgen/gemm_sm90_tma.h): its dtypes, its one tile (two consumer warpgroups of
+#: wgmma m64n256k16 over 64-deep K tiles) and warps (4 per consumer warpgroup; it adds a producer warpgroup).
+TMA_BODY_DTYPES = (DType.F16, DType.BF16)
+TMA_BODY_TILE = (128, 256, 64)
+TMA_BODY_WARPS = 8
+
+
+def plan_tma_body(d: Draft) -> None:
+    """On targets with wgmma and TMA, kernels of the Hopper body's shape also get that body; the portable
+    body stays the fallback for operands it cannot take (chosen at run time by the host entry)."""
+    g, cfg, t = d.spec.gemm, d.spec.config, d.target
+    if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
+        return
+    if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile != TMA_BODY_TILE
+            or cfg.waves[0] * cfg.waves[1] != TMA_BODY_WARPS or cfg.lds_buffers < 2):
+        return
+    stage = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
+    smem = 1024 + cfg.lds_buffers * (stage + 16)   # alignment slack, stages, a full and an empty mbarrier each
+    if smem <= t.lds_bytes:
+        d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, smem_bytes=smem)

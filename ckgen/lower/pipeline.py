@@ -24,6 +24,7 @@ PASSES = (
     P.plan_lds,             # LDS layout, bytes and capacity
     P.estimate_registers,   # register budget
     P.plan_epilogue,        # epilogue op types, bias dtype, integer path
+    P.plan_tma_body,        # sm_90: does the Hopper TMA + wgmma body take this kernel too
 )
 
 
@@ -40,7 +41,8 @@ def plan_kernel(spec: KernelSpec, target: Target | str) -> KernelPlan:
         spec=spec, target=tgt, instr=i, threads=cfg.waves[0] * cfg.waves[1] * lanes, wave_tile=wave_tile,
         repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n), items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)),
         vec=d.vec, lds=d.lds, prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
-        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types)
+        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types,
+        tma=d.tma)
 
 
 def plan_all(specs: Iterable[KernelSpec], arches: Iterable[str] | None = None) -> list[KernelPlan]:

@@ -32,6 +32,9 @@ kernel gpu_f32_rr { A = f32 row  B = f32 row  C = f32 row  tile = 64x64x32  wave
 kernel gpu_bf16_rc_wgmma { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4 }
 kernel gpu_f16_rc_wgmma_gelu { A = f16 row  B = f16 col  C = f16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 3
   epilogue = bias(col) -> gelu -> cast(f16) }
+kernel gpu_bf16_rr_hopper { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4 }
+kernel gpu_f16_cc_hopper_beta { A = f16 col  B = f16 col  C = f16 col  tile = 128x256x64  waves = 4x2  lds_buffers = 2
+  alpha = 0.5  beta = 1.0 }
 """
 
 SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300), (256, 512, 640)]
@@ -77,19 +80,22 @@ def rel(out, ref):
     return d / n if n else d
 
 
+#: the kernels with the Hopper TMA + wgmma body (all four A/B layouts between them)
+TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper", "gpu_f16_cc_hopper_beta"]
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
-         "gpu_i8_rr_i8out", "gpu_f32_rr", "gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu"]
+         "gpu_i8_rr_i8out", "gpu_f32_rr", *TMA_NAMES]
+#: shapes whose leading dimensions are 16-byte multiples (M, N, K multiples of 8), which the TMA body takes: M, N and
+#: K tails, K below one K tile, and more tiles (17 x 17) than the H200 has SMs (the persistent loop)
+TMA_SHAPES = [(8, 8, 8), (129, 264, 72), (200, 520, 8), (385, 776, 1000), (2056, 4104, 136)]
 
 
-@pytest.mark.parametrize("name,pad", [(n, p) for n in NAMES for p in (0, 8, 1)],
-                         ids=[f"{n}-pad{p}" for n in NAMES for p in (0, 8, 1)])
-def test_torch_edge_shapes(name, pad):
+def check_shapes(name, shapes, pad):
     g = kernel(name)
     gm = g.plan.spec.gemm
     gen = torch.Generator(device="cuda")
     gen.manual_seed(7)
     dt_in, dt_out = gm.a.dtype.value, gm.c.dtype.value
-    for (M, N, K) in SHAPES:
+    for (M, N, K) in shapes:
         a = operand(M, K, gm.a.layout.value == "row", dt_in, pad, gen)
         b = operand(K, N, gm.b.layout.value == "row", dt_in, pad, gen)
         bias = None
@@ -106,6 +112,45 @@ def test_torch_edge_shapes(name, pad):
         torch.cuda.synchronize()
         err = rel(out, reference(g, g.plan, a, b, c0, bias))
         assert err == err and err <= TOL[dt_out], (name, M, N, K, pad, err)
+
+
+@pytest.mark.parametrize("name,pad", [(n, p) for n in NAMES for p in (0, 8, 1)],
+                         ids=[f"{n}-pad{p}" for n in NAMES for p in (0, 8, 1)])
+def test_torch_edge_shapes(name, pad):
+    check_shapes(name, SHAPES, pad)
+
+
+@pytest.mark.parametrize("name,pad", [(n, p) for n in TMA_NAMES for p in (0, 8)],
+                         ids=[f"{n}-pad{p}" for n in TMA_NAMES for p in (0, 8)])
+def test_tma_edge_shapes(name, pad):
+    check_shapes(name, TMA_SHAPES, pad)
+
+
+def launched(fn) -> set[str]:
+    """Names of the GPU kernels that fn() launches (torch's profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.key for e in prof.key_averages()}
+
+
+@pytest.mark.parametrize("name", TMA_NAMES)
+def test_tma_body_runs_when_aligned(name):
+    g = kernel(name)
+    assert g.plan.tma is not None
+    gm = g.plan.spec.gemm
+    dt = gm.a.dtype.value
+    a = operand(264, 136, gm.a.layout.value == "row", dt)
+    b = operand(136, 520, gm.b.layout.value == "row", dt)
+    bias = torch.randn(520, device="cuda").to(TORCH[gm.c.dtype.value]) if gm.bias_axis else None
+    c = torch.zeros(264, 520, device="cuda", dtype=TORCH[gm.c.dtype.value])
+    c = c if gm.c.layout.value == "row" else c.t().contiguous().t()
+    assert f"{name}_tma" in launched(lambda: g(a, b, c, bias))
+    # an odd leading dimension (not 16-byte aligned): the portable body
+    a_odd = operand(264, 136, gm.a.layout.value == "row", dt, pad=1)
+    assert name in launched(lambda: g(a_odd, b, c, bias))
 
 
 def test_side_stream_and_padded_output():

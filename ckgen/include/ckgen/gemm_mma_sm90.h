@@ -1,6 +1,6 @@
-// ckgen/gemm_mma_sm90.h: the GEMM kernel body on NVIDIA tensor cores (mma.sync on sm_80 / sm_90; wgmma on the
-// sm_90a build for Cfgs that fit it, see body_wgmma: 16-bit A row-major and B column-major, tile 128x256x64 with
-// 8 warps = 2 warpgroups of m64n256k16, kStages >= 3, 16-byte aligned operands).
+// ckgen/gemm_mma_sm90.h: the portable GEMM kernel body on NVIDIA tensor cores (mma.sync; sm_80 and sm_90).
+// On sm_90 the Cfgs planned with a TMA variant also get the Hopper body, ckgen/gemm_sm90_tma.h (included at
+// the end), which the host entry prefers; this body then serves the operands that one cannot take.
 //
 //   C = Epilogue(alpha * A.B + beta * C) cast to TC,  A: M x K, B: K x N, C: M x N
 //
@@ -30,7 +30,6 @@
 
 #include "ckgen/epilogue.h"
 #include "ckgen/nv_mma.h"
-#include "ckgen/nv_wgmma.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
@@ -56,15 +55,6 @@ struct GroupMOf<C, decltype(void(C::kGroupM))> {
 };
 
 using epi::IsInt;
-
-template <class T>
-struct IsBf16 {
-  static constexpr bool value = false;
-};
-template <>
-struct IsBf16<bf16> {
-  static constexpr bool value = true;
-};
 
 constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -276,8 +266,7 @@ struct Sm90Gemm {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
     if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
-      if constexpr (kWgmma) body_wgmma(A, B, C, bias, M, N, K, lda, ldb, ldc);
-      else body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc);
     } else {
       body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc);
     }
@@ -549,84 +538,6 @@ struct Sm90Gemm {
       }
     }
   }
-
-#if defined(CKGEN_NV_WGMMA)
-  // ---- Hopper path: two (or more) warpgroups, each wgmma m64n256k16 on a 64-row slice of the tile, both
-  // operands straight from the 128-byte-swizzled shared-memory stages that the cp.async loader fills.
-  static constexpr bool kWgmma = sizeof(TA) == 2 && kAK && kBK && Cfg::kTileK == 64 && Cfg::kTileN == 256 &&
-                                 kThreads % 128 == 0 && Cfg::kTileM == 64 * (kThreads / 128) && kStages >= 3;
-#else
-  static constexpr bool kWgmma = false;
-#endif
-
-  static CKGEN_DEVICE void body_wgmma(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
-                                      long long lda, long long ldb, long long ldc) {
-#if defined(CKGEN_NV_WGMMA)
-    extern __shared__ __align__(1024) unsigned char ckgen_smem[];
-    const int tid = thread_id();
-    const int lane = tid & 31;
-    const int warp = tid >> 5;
-    const int wg = warp >> 2;
-    const int tiles_n = grid_dim(0);
-    const int tiles_m = grid_dim(1);
-    const int pid = block_id(1) * tiles_n + block_id(0);
-    const int per_group = kGroupM * tiles_n;
-    const int first_m = (pid / per_group) * kGroupM;
-    const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
-    const int m0 = (first_m + (pid % per_group) % gsize) * Cfg::kTileM;
-    const int n0 = ((pid % per_group) / gsize) * Cfg::kTileN;
-    const uint32_t s0 = smem_addr(ckgen_smem);
-    const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
-    const typename TileA::template Loader<true, false> la(A, lda, m0, 0, tid);
-    const typename TileB::template Loader<true, false> lb(B, ldb, n0, 0, tid);
-    auto load_stage = [&](int kt, int stage) {
-      const uint32_t sa = s0 + stage * kStageBytes;
-      la.load(sa, A, kt * Cfg::kTileK, M, K, tid);
-      lb.load(sa + TileA::kBytes, B, kt * Cfg::kTileK, N, K, tid);
-    };
-    float d[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    // Prefetch distance kStages - 2: one wgmma group stays in flight while the next tile's barrier and
-    // loads happen; the stage a load overwrites was read by the group two tiles back, which every
-    // warpgroup has waited for (wait_group 1) before the barrier.
-#pragma unroll
-    for (int s = 0; s < kStages - 2; ++s) {
-      if (s < nk) load_stage(s, s);
-      cp_async_commit();
-    }
-    int read_stage = 0;
-    int write_stage = kStages - 2;
-    for (int kt = 0; kt < nk; ++kt) {
-      cp_async_wait<kStages - 3>();
-      fence_proxy_async();  // this thread's cp.async data -> visible to the tensor cores (async proxy)
-      barrier();            // tile kt landed for everyone; the wgmmas of tile kt-2 are complete everywhere
-      const int next = kt + kStages - 2;
-      if (next < nk) load_stage(next, write_stage);
-      cp_async_commit();
-      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
-      const uint32_t sa = s0 + read_stage * kStageBytes + wg * 64 * TileA::kRowBytes;
-      const uint32_t sb = s0 + read_stage * kStageBytes + TileA::kBytes;
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < Cfg::kTileK / 16; ++k) {
-        if constexpr (IsBf16<TA>::value) wgmma_m64n256k16_bf16(d, sw128_desc(sa + 32 * k), sw128_desc(sb + 32 * k));
-        else wgmma_m64n256k16_f16(d, sw128_desc(sa + 32 * k), sw128_desc(sb + 32 * k));
-      }
-      wgmma_commit();
-      wgmma_wait<1>();
-      read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
-    }
-    wgmma_wait<0>();
-    cp_async_wait<0>();
-    COp acc[1][32];
-#pragma unroll
-    for (int j = 0; j < 32; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
-    store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, C, bias, M, N, ldc, lane >> 2, lane & 3);
-#endif
-  }
 };
 
 // The body the template's kernel entry calls on NVIDIA (same signature as the AMD body).
@@ -645,3 +556,6 @@ constexpr int smem_bytes() {
 
 }  // namespace nv
 }  // namespace ckgen
+
+// The Hopper body (TMA + wgmma, warp-specialized) of the Cfgs planned with a TMA variant.
+#include "ckgen/gemm_sm90_tma.h"

@@ -1,0 +1,258 @@
+// ckgen/gemm_sm90_tma.h: the Hopper GEMM body (sm_90a): TMA loads, warp specialization, wgmma, persistent grid.
+//
+// Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/lower/passes.py, plan_tma_body): f16 / bf16 A
+// and B in any layout, tile kTileM x 256 x 64 with kTileM = 128 (two consumer warpgroups of 64 rows each).
+// The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
+// entry calls TmaGemm<Cfg>::launch first, which launches it when the device is sm_90 and both operands are
+// TMA-addressable (16-byte aligned base and leading dimension, K > 0), and otherwise returns kNotApplicable
+// so that the portable mma.sync entry (gemm_mma_sm90.h) runs instead.
+//
+// Block of kThreads = 128 * (kConsumers + 1) threads, at most one per SM, grid = min(tiles, SMs):
+//   warpgroup kConsumers (the last): the producer. After giving up registers (setmaxnreg 40), one thread
+//     walks the block's tiles and K tiles, and for each K tile waits until its stage is empty, then issues
+//     the TMA copies of the A and B tiles into it (128-byte swizzle; out-of-range rows and columns arrive
+//     as zeros, which covers the M, N and K tails), completing on the stage's "full" mbarrier.
+//   warpgroups 0 .. kConsumers-1: the consumers (setmaxnreg 232). Warpgroup w computes rows 64w .. 64w+63
+//     of the tile: per K tile it waits for "full", issues 4 wgmma m64n256k16 (k16 steps) reading both
+//     operands from the stage, commits them as one group and waits until only that group is pending; the
+//     previous stage is then free, and each warp arrives on its "empty" mbarrier. After the last K tile:
+//     the epilogue (Sm90Gemm::store_c, shared with the mma.sync body), straight from the accumulators,
+//     while the producer already fills the stages with the block's next tile.
+// Tiles are visited in the grouped order of the mma.sync body (kGroupM M tiles per N tile), block b taking
+// tiles b, b + gridDim.x, ...
+//
+// Shared memory: kStages stages of [A: kTileM rows x 128 B | B: 256 rows x 128 B], each 1024-byte aligned,
+// then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
+// an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
+// transpose bit (nv_wgmma.h has both descriptor forms).
+#pragma once
+
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include "ckgen/gemm_mma_sm90.h"
+#include "ckgen/nv_wgmma.h"
+
+namespace ckgen {
+namespace nv {
+
+template <class Cfg>
+struct TmaGemm {
+  using TA = typename Cfg::TA;
+  using TB = typename Cfg::TB;
+  using TC = typename Cfg::TC;
+  using TBias = typename Cfg::TBias;
+  using COp = typename Cfg::COperand;
+  using Epi = Sm90Gemm<Cfg>;
+
+  static constexpr int kConsumers = Cfg::kTileM / 64;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kStages = StagesOf<Cfg>::value;
+  static constexpr int kGroupM = GroupMOf<Cfg>::value;
+  static constexpr bool kAK = Cfg::kARowMajor;   // A K-contiguous
+  static constexpr bool kBK = !Cfg::kBRowMajor;  // B K-contiguous
+  static constexpr int kRow = 128;                // bytes of one smem row: 64 16-bit elements
+  static constexpr int kBox = 64 * kRow;          // one 64 x 64 box of an MN-major operand
+  static constexpr int kABytes = Cfg::kTileM * kRow;
+  static constexpr int kBBytes = Cfg::kTileN * kRow;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kBarOffset = kStages * kStageBytes;
+  static constexpr int kSmemBytes = 1024 + kBarOffset + 2 * kStages * 8;  // 1024: alignment slack
+  static constexpr int kNotApplicable = -1;
+
+  static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "the TMA body takes 16-bit A and B (f16, bf16)");
+  static_assert(Cfg::kTileM == 128 && Cfg::kTileN == 256 && Cfg::kTileK == 64,
+                "the TMA body's tile is 128 x 256 x 64 (two consumer warpgroups of m64n256k16)");
+  static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
+  static_assert(kStages >= 2, "kStages must be >= 2");
+  static_assert(kSmemBytes <= 227 * 1024, "kStages stages of the TMA body exceed sm_90's 227 KiB per block");
+
+  // Tile t of the grouped order -> its first row and column.
+  static CKGEN_DEVICE void tile_origin(int t, int tiles_m, int tiles_n, int& m0, int& n0) {
+    const int per_group = kGroupM * tiles_n;
+    const int first_m = (t / per_group) * kGroupM;
+    const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
+    m0 = (first_m + (t % per_group) % gsize) * Cfg::kTileM;
+    n0 = ((t % per_group) / gsize) * Cfg::kTileN;
+  }
+
+  static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, TC* C, const TBias* bias, int M, int N,
+                               int K, long long ldc) {
+#if defined(CKGEN_NV_WGMMA)
+    extern __shared__ __align__(1024) unsigned char ckgen_smem[];
+    const uint32_t s0 = (smem_addr(ckgen_smem) + 1023u) & ~1023u;
+    const uint32_t full0 = s0 + kBarOffset;
+    const uint32_t empty0 = full0 + 8 * kStages;
+    const int tid = thread_id();
+    const int warp = tid >> 5;
+    if (tid == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        mbar_init(full0 + 8 * s, 1);                   // the producer's arrive + the TMA bytes
+        mbar_init(empty0 + 8 * s, 4 * kConsumers);     // one arrive per consumer warp
+      }
+      mbar_init_fence();
+    }
+    barrier();
+    const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
+    const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
+    const int tiles = tiles_m * tiles_n;
+    const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
+    if (warp / 4 == kConsumers) {
+      setmaxnreg_dec<40>();
+      if (tid != 128 * kConsumers) return;
+      int s = 0;
+      uint32_t phase = 0;
+      for (int t = block_id(0); t < tiles; t += grid_dim(0)) {
+        int m0, n0;
+        tile_origin(t, tiles_m, tiles_n, m0, n0);
+        for (int kt = 0; kt < nk; ++kt) {
+          mbar_wait(empty0 + 8 * s, phase ^ 1);
+          const uint32_t full = full0 + 8 * s;
+          mbar_expect_tx(full, kStageBytes);
+          const uint32_t sa = s0 + s * kStageBytes;
+          const uint32_t sb = sa + kABytes;
+          const int k0 = kt * Cfg::kTileK;
+          if constexpr (kAK) {
+            tma_load_2d(sa, &ta, k0, m0, full);
+          } else {
+#pragma unroll
+            for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_2d(sa + j * kBox, &ta, m0 + 64 * j, k0, full);
+          }
+          if constexpr (kBK) {
+            tma_load_2d(sb, &tb, k0, n0, full);
+          } else {
+#pragma unroll
+            for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_2d(sb + j * kBox, &tb, n0 + 64 * j, k0, full);
+          }
+          if (++s == kStages) {
+            s = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    } else {
+      setmaxnreg_inc<232>();
+      consume(s0, full0, empty0, C, bias, M, N, K, ldc, tiles_m, tiles_n, nk);
+    }
+#else
+    __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
+#endif
+  }
+
+#if defined(CKGEN_NV_WGMMA)
+  static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, TC* C, const TBias* bias, int M,
+                                   int N, int K, long long ldc, int tiles_m, int tiles_n, int nk) {
+    const int tid = thread_id();
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wg = warp >> 2;
+    int s = 0;
+    uint32_t phase = 0;
+    for (int t = block_id(0); t < tiles_m * tiles_n; t += grid_dim(0)) {
+      int m0, n0;
+      tile_origin(t, tiles_m, tiles_n, m0, n0);
+      float d[128];
+#pragma unroll
+      for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+      int prev = 0;
+      for (int kt = 0; kt < nk; ++kt) {
+        mbar_wait(full0 + 8 * s, phase);
+        const uint32_t sa = s0 + s * kStageBytes + wg * kBox;  // this warpgroup's 64 rows of A (both layouts)
+        const uint32_t sb = s0 + s * kStageBytes + kABytes;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < Cfg::kTileK / 16; ++k) {
+          const uint64_t da = kAK ? kmajor_desc(sa + 32 * k) : mnmajor_desc(sa + 2048 * k, kBox);
+          const uint64_t db = kBK ? kmajor_desc(sb + 32 * k) : mnmajor_desc(sb + 2048 * k, kBox);
+          wgmma_m64n256k16<TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
+        if (kt > 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+        prev = s;
+        if (++s == kStages) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      if (nk > 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+      COp acc[1][32];
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
+      Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, C, bias, M, N, ldc, lane >> 2, lane & 3);
+    }
+  }
+#endif
+
+  // ------------------------------------------------------------------------------------------ host side
+  // Launches `kernel` (the generated `<kernel>_tma` entry) on `stream` and returns a ckgen status, or
+  // kNotApplicable (nothing launched) when the device is not sm_90, the driver has no tensor maps, K == 0,
+  // or an operand's base or leading dimension is not 16-byte aligned. M, N > 0 and the leading dimensions
+  // were checked by the caller.
+  template <class Kernel>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                    long long lda, long long ldb, long long ldc, void* stream) {
+    if (K <= 0 || !aligned16(A, lda) || !aligned16(B, ldb)) return kNotApplicable;
+    int dev = 0, major = 0, minor = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) {
+      (void)cudaGetLastError();
+      return kNotApplicable;  // the portable path reports the error
+    }
+    if (major != 9 || minor != 0) return kNotApplicable;
+    CUtensorMap ta, tb;
+    // (inner extent, outer extent, leading dimension, box inner, box outer) per operand layout
+    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 64, 64);
+    if (!ok_a || !ok_b) return kNotApplicable;
+    static int configured = 0;
+    if (!configured) {
+      const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cuda_host::status_of(e);
+      }
+      configured = 1;
+    }
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
+    const unsigned grid = static_cast<unsigned>(tiles < sms ? tiles : sms);
+    (void)cudaGetLastError();
+    kernel<<<grid, kThreads, kSmemBytes, static_cast<cudaStream_t>(stream)>>>(ta, tb, C, bias, M, N, K, ldc);
+    return cuda_host::status_of(cudaGetLastError());
+  }
+
+  static bool aligned16(const void* p, long long ld) {
+    return (reinterpret_cast<unsigned long long>(p) & 15u) == 0 && ((ld * 2) & 15) == 0;
+  }
+
+  // A 2-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld`
+  // elements apart, boxes of box_inner x box_outer with the 128-byte swizzle.
+  static bool encode(CUtensorMap* map, const void* base, long long inner, long long outer, long long ld,
+                     unsigned box_inner, unsigned box_outer) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+      void* p = nullptr;
+      cudaDriverEntryPointQueryResult q;
+      if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) !=
+              cudaSuccess || q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        p = nullptr;
+      }
+      return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    }();
+    if (fn == nullptr) return false;
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+    const cuuint32_t box[2] = {box_inner, box_outer};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  }
+};
+
+}  // namespace nv
+}  // namespace ckgen
