@@ -13,7 +13,8 @@ Contract:
   flags, arches, header hashes), and copies ``lib<stem>.so`` into ``out_dir`` atomically when given.
   The cache entry also holds ``ptxas.log`` (``-Xptxas -v``), ``<stem>_<arch>.ptx`` and, when
   ``cuobjdump`` is found, ``<stem>.sass``.
-- :func:`analyze(lib, plans)` -> one :class:`NvKernelReport` per (kernel, arch): the tensor-core
+- :func:`analyze(lib, plans)` -> one :class:`NvKernelReport` per (kernel entry, arch), the ``<kernel>_tma``
+  entry of a plan with the Hopper body included: the tensor-core
   instructions in the PTX (``mma.sync`` / ``wgmma``) and in the SASS (``HMMA`` / ``IMMA`` / ``HGMMA``,
   with how many sit in the main loop: the backward branch holding the most of them), registers,
   spills, stack, shared memory (static + the dynamic ``kLdsBytes``), and occupancy (blocks and warps
@@ -181,6 +182,7 @@ class NvKernelReport:
     blocks_per_sm: int
     warps_per_sm: int
     occupancy_limiter: str                       # registers | smem | threads | blocks
+    tma_body_of: str | None = None               # set on a ``<kernel>_tma`` entry: that kernel's name
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -290,27 +292,37 @@ def analyze(lib: CudaLibrary, plans) -> list[NvKernelReport]:
     sass = sass_tensor_instructions(sass_file.read_text()) if sass_file.is_file() else {}
     reports = []
     for p in plans:
-        res = ptxas.get((p.name, p.arch))
-        if res is None:
-            raise BuildError(f"kernel '{p.name}': no ptxas resource report for {p.arch}")
-        ptx_file = lib.entry / f"{lib.stem}_{p.arch}.ptx"
-        ptx = ptx_tensor_instructions(ptx_file.read_text()).get(p.name, {})
-        counts, in_loop = sass.get((p.name, p.arch), ({}, None))
-        dyn = p.lds.total_bytes
-        blocks, warps, limiter = occupancy(p.target, res["registers"], res["static_smem"] + dyn, p.threads)
-        reports.append(NvKernelReport(
-            name=p.name, arch=p.arch, ptx_tensor=tuple(sorted(ptx.items())), sass_tensor=tuple(sorted(counts.items())),
-            sass_tensor_in_main_loop=in_loop if sass_file.is_file() else None, registers=res["registers"],
-            spill_stores=res["spill_stores"], spill_loads=res["spill_loads"], stack_bytes=res["stack_bytes"],
-            static_smem=res["static_smem"], dynamic_smem=dyn, threads=p.threads, blocks_per_sm=blocks,
-            warps_per_sm=warps, occupancy_limiter=limiter))
+        ptx_all = ptx_tensor_instructions((lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text())
+        # the kernel's entry, and its Hopper body's entry when it has one
+        entries = [(p.name, p.threads, p.lds.total_bytes, None)]
+        if p.tma is not None:
+            entries.append((f"{p.name}_tma", p.tma.threads, p.tma.smem_bytes, p.name))
+        for name, threads, dyn, tma_of in entries:
+            res = ptxas.get((name, p.arch))
+            if res is None:
+                raise BuildError(f"kernel '{name}': no ptxas resource report for {p.arch}")
+            counts, in_loop = sass.get((name, p.arch), ({}, None))
+            blocks, warps, limiter = occupancy(p.target, res["registers"], res["static_smem"] + dyn, threads)
+            reports.append(NvKernelReport(
+                name=name, arch=p.arch, ptx_tensor=tuple(sorted(ptx_all.get(name, {}).items())),
+                sass_tensor=tuple(sorted(counts.items())),
+                sass_tensor_in_main_loop=in_loop if sass_file.is_file() else None, registers=res["registers"],
+                spill_stores=res["spill_stores"], spill_loads=res["spill_loads"], stack_bytes=res["stack_bytes"],
+                static_smem=res["static_smem"], dynamic_smem=dyn, threads=threads, blocks_per_sm=blocks,
+                warps_per_sm=warps, occupancy_limiter=limiter, tma_body_of=tma_of))
     return reports
 
 
 def resources(reports: list[NvKernelReport]) -> dict[tuple[str, str], dict]:
-    """Manifest resources per (kernel, arch)."""
-    return {(r.name, r.arch): {k: v for k, v in r.to_json().items() if k not in ("name", "arch", "extra")}
-            for r in reports}
+    """Manifest resources per (kernel, arch); a kernel's Hopper body is nested under ``tma_body``."""
+    out: dict[tuple[str, str], dict] = {}
+    for r in sorted(reports, key=lambda r: r.tma_body_of is not None):
+        d = {k: v for k, v in r.to_json().items() if k not in ("name", "arch", "extra", "tma_body_of")}
+        if r.tma_body_of is None:
+            out[(r.name, r.arch)] = d
+        else:
+            out[(r.tma_body_of, r.arch)]["tma_body"] = {"entry": r.name, **d}
+    return out
 
 
 _COLUMNS = ("kernel", "arch", "tensor instr (PTX)", "SASS (main loop)", "regs", "spills st/ld", "stack",

@@ -182,16 +182,37 @@ kernel nvt_wgmma { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  
 
 
 def test_sm90_builds_wgmma_path(nvcc, cache_dir):
-    """128x256x64, 8 warps, K-contiguous A and B: the sm_90a build holds the wgmma path (and mma.sync for
-    unaligned leading dimensions); sm_80 only mma.sync."""
+    """128x256x64, 8 warps, 16-bit: on sm_90 the kernel gets its Hopper body, the ``_tma`` entry (TMA loads,
+    wgmma, setmaxnreg, 384 threads), beside the portable mma.sync entry; on sm_80 only the portable entry."""
     spec = load_text(WGMMA_SPEC)[0]
     p90 = plan_kernel(spec, get_target("sm_90"))
+    assert p90.tma is not None and p90.tma.threads == 384
     lib = nv.build_cuda_library("nvw", [p90])
-    (r,) = nv.analyze(lib, [p90])
-    names = dict(r.ptx_tensor)
-    assert names.get("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 0) >= 4, names
-    assert names.get("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 0) > 0
-    assert r.spill_stores == 0 and r.registers <= 255
+    r, rt = nv.analyze(lib, [p90])
+    assert (r.name, rt.name, rt.tma_body_of) == ("nvt_wgmma", "nvt_wgmma_tma", "nvt_wgmma")
+    assert dict(rt.ptx_tensor).get("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 0) >= 4, rt.ptx_tensor
+    assert not any(k.startswith("mma.sync") for k, _ in rt.ptx_tensor)
+    assert dict(r.ptx_tensor).get("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 0) > 0
+    assert not any(k.startswith("wgmma") for k, _ in r.ptx_tensor)
+    assert rt.threads == 384 and rt.dynamic_smem == p90.tma.smem_bytes and rt.blocks_per_sm == 1
+    assert rt.spill_stores == 0 and r.registers <= 255  # (the portable body of this big tile spills a few bytes)
+    ptx = (lib.entry / "nvw_sm_90.ptx").read_text()
+    body = ptx[ptx.index(".entry nvt_wgmma_tma"):]
+    for insn in ("cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "setmaxnreg.inc", "setmaxnreg.dec"):
+        assert insn in body, insn
+    res = nv.resources([r, rt])
+    assert res[("nvt_wgmma", "sm_90")]["tma_body"]["entry"] == "nvt_wgmma_tma"
     p80 = plan_kernel(spec, get_target("sm_80"))
+    assert p80.tma is None
     (r80,) = nv.analyze(nv.build_cuda_library("nvw", [p80]), [p80])
     assert not any(k.startswith("wgmma") for k, _ in r80.ptx_tensor)
+
+
+def test_mixed_arch_library_carries_the_tma_entry(nvcc, cache_dir):
+    """One device text per kernel for every NVIDIA arch: with sm_80 listed first, the sm_90 plan's entry is
+    still there (and the host entry checks the device before launching it)."""
+    spec = load_text(WGMMA_SPEC)[0]
+    plans_ = [plan_kernel(spec, get_target("sm_80")), plan_kernel(spec, get_target("sm_90"))]
+    files = nv.cuda_sources("nvmix", plans_)
+    assert "nvt_wgmma_tma(" in files["nvt_wgmma.cu"]
+    assert "TmaGemm<ckgen_gen::nvt_wgmma_cfg>::launch" in files["launchers.cu"]

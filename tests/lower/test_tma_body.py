@@ -1,0 +1,47 @@
+"""plan_tma_body: which kernels get the Hopper body (TMA + wgmma, ckgen/include/ckgen/gemm_sm90_tma.h)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ckgen.frontend import load_text
+from ckgen.lower import plan_kernel
+from ckgen.targets import get_target
+
+
+def plan(body: str, arch: str = "sm_90"):
+    (s,) = load_text(f"kernel k {{ {body} }}", "t.ck", (arch,))
+    return plan_kernel(s, arch)
+
+
+BIG = "tile = 128x256x64 waves = 2x4 lds_buffers = 4"
+
+
+@pytest.mark.parametrize("layouts", ["A = bf16 row B = bf16 row", "A = bf16 col B = bf16 col",
+                                     "A = f16 row B = f16 col", "A = f16 col B = f16 row"])
+def test_every_16bit_layout_gets_the_body(layouts):
+    p = plan(f"{layouts} C = f32 row {BIG}")
+    assert p.tma is not None
+    assert p.tma.threads == 384                                  # 2 consumer warpgroups + the producer
+    assert p.tma.smem_bytes == 1024 + 4 * ((128 + 256) * 64 * 2 + 16)
+    assert p.to_json()["tma"] == {"threads": 384, "smem_bytes": p.tma.smem_bytes}
+
+
+@pytest.mark.parametrize("arch,body", [
+    ("sm_80", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 3"),  # no TMA
+    ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),
+    ("sm_90", "A = f32 row B = f32 col C = f32 row tile = 128x256x32 waves = 2x4 lds_buffers = 2"),  # dtype
+    ("sm_90", "A = i8 row B = i8 col C = i32 row acc = i32 tile = 128x256x64 waves = 2x4 lds_buffers = 3"),
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x2 lds_buffers = 4"),  # tile
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 4x4 lds_buffers = 4"),  # warps
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),  # stages
+])
+def test_other_kernels_keep_the_portable_body_only(arch, body):
+    assert plan(body, arch).tma is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["2x4", "4x2"]), st.integers(2, 4), st.sampled_from(["row", "col"]))
+def test_body_fits_the_target(waves, stages, b_layout):
+    p = plan(f"A = f16 row B = f16 {b_layout} C = f16 row tile = 128x256x64 waves = {waves} lds_buffers = {stages}")
+    assert p.tma is not None and p.tma.smem_bytes <= get_target("sm_90").lds_bytes
