@@ -24,16 +24,6 @@ kernel bf16_rr_t128_128_32_w22_s3 {
   lds_buffers = 3
 }
 
-kernel bf16_rr_t128_256_64_w24_s3 {
-  A = bf16 row
-  B = bf16 row
-  C = bf16 row
-  acc = f32
-  tile = 128x256x64
-  waves = 2x4
-  lds_buffers = 3
-}
-
 kernel bf16_rr_t128_256_64_w24_s4 {
   A = bf16 row
   B = bf16 row
@@ -52,16 +42,6 @@ kernel bf16_rc_t128_256_64_w24_s4 {
   tile = 128x256x64
   waves = 2x4
   lds_buffers = 4
-}
-
-kernel bf16_rc_t128_256_64_w24_s3 {
-  A = bf16 row
-  B = bf16 col
-  C = bf16 row
-  acc = f32
-  tile = 128x256x64
-  waves = 2x4
-  lds_buffers = 3
 }
 
 kernel bf16_rc_t128_128_32_w22_s4 {
@@ -94,16 +74,6 @@ kernel f16_rr_t128_128_32_w22_s3 {
   lds_buffers = 3
 }
 
-kernel f16_rr_t128_256_64_w24_s3 {
-  A = f16 row
-  B = f16 row
-  C = f16 row
-  acc = f32
-  tile = 128x256x64
-  waves = 2x4
-  lds_buffers = 3
-}
-
 kernel f16_rr_t128_256_64_w24_s4 {
   A = f16 row
   B = f16 row
@@ -122,16 +92,6 @@ kernel f16_rc_t128_256_64_w24_s4 {
   tile = 128x256x64
   waves = 2x4
   lds_buffers = 4
-}
-
-kernel f16_rc_t128_256_64_w24_s3 {
-  A = f16 row
-  B = f16 col
-  C = f16 row
-  acc = f32
-  tile = 128x256x64
-  waves = 2x4
-  lds_buffers = 3
 }
 
 kernel f16_rc_t128_128_32_w22_s4 {

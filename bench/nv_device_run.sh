@@ -19,7 +19,7 @@ if [ "$STAGE" = check ]; then
   tail -3 "$OUT/check.txt"
   python3 -m pytest -q -p no:cacheprovider tests/runtime/test_nvidia_cuda.py tests/build/test_nvidia_build.py \
     tests/targets/test_nvidia_targets.py > "$OUT/pytest.txt" 2>&1; echo "pytest rc $?"; tail -4 "$OUT/pytest.txt"
-  python3 -c "from ckgen.cli import main; raise SystemExit(main(['run', 'bench/gemm_nv.ck', '--kernel', 'bf16_t128_256_64_w24_s3', '--target', 'sm_90', '-m', '1000', '-n', '1100', '-k', '300']))" 2>&1 | tee "$OUT/ckgen_run.txt"
+  python3 -c "from ckgen.cli import main; raise SystemExit(main(['run', 'bench/gemm_nv.ck', '--kernel', 'bf16_rr_t128_256_64_w24_s4', '--target', 'sm_90', '-m', '1000', '-n', '1100', '-k', '300']))" 2>&1 | tee "$OUT/ckgen_run.txt"
   export PYTORCH_NO_CUDA_MEMORY_CACHING=1
   timeout 200 compute-sanitizer --tool memcheck --leak-check no python3 bench/nv_check.py --lib $LIB --quick \
     > "$OUT/memcheck_harness.txt" 2>&1; echo "memcheck harness rc $?"; tail -2 "$OUT/memcheck_harness.txt"
@@ -29,21 +29,27 @@ if [ "$STAGE" = check ]; then
 elif [ "$STAGE" = tma ]; then
   # the Hopper body: GPU tests of its kernels, memcheck of its edge shapes, then the quick benchmark
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-  python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py -k "hopper or wgmma or tma" \
-    > "$OUT/pytest_tma.txt" 2>&1; echo "pytest -m gpu (tma) rc $?"; tail -15 "$OUT/pytest_tma.txt"
+  timeout 150 python3 -m pytest -q -x -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py \
+    -k "hopper or wgmma or tma" > "$OUT/pytest_tma.txt" 2>&1; echo "pytest -m gpu (tma) rc $?"; tail -15 "$OUT/pytest_tma.txt"
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q \
     -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py -k "tma_edge_shapes and pad0" \
     > "$OUT/memcheck_tma.txt" 2>&1; echo "memcheck tma rc $?"; tail -3 "$OUT/memcheck_tma.txt"
-  python3 bench/gemm.py --quick --json "$OUT/gemm_quick.json" 2>&1 | tee "$OUT/gemm_quick.txt" | tail -20
+  timeout 240 python3 bench/gemm.py --quick --json "$OUT/gemm_quick.json" > "$OUT/gemm_quick.txt" 2>&1
+  echo "bench rc $?"; tail -22 "$OUT/gemm_quick.txt"
 elif [ "$STAGE" = gpu ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/build/test_nvidia_build.py tests/targets/test_nvidia_targets.py \
-    > "$OUT/pytest_cpu.txt" 2>&1; echo "pytest (nvcc, targets) rc $?"; tail -2 "$OUT/pytest_cpu.txt"
+  # the final run: every GPU test, memcheck (JIT edge shapes of both bodies), ckgen run, the full benchmark
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/smi.txt"
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py > "$OUT/pytest_gpu.txt" 2>&1
-  echo "pytest -m gpu rc $?"; tail -4 "$OUT/pytest_gpu.txt"
+  echo "pytest -m gpu rc $?"; tail -2 "$OUT/pytest_gpu.txt"
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no python3 -m pytest -q \
     -p no:cacheprovider -m gpu tests/runtime/test_nvidia_cuda.py -k "pad0 or numpy or errors" \
-    > "$OUT/memcheck_jit.txt" 2>&1; echo "memcheck jit rc $?"; tail -3 "$OUT/memcheck_jit.txt"
-  python3 bench/gemm.py --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -32
+    > "$OUT/memcheck_jit.txt" 2>&1; echo "memcheck jit rc $?"; tail -2 "$OUT/memcheck_jit.txt"
+  for shape in "-m 1000 -n 1104 -k 304" "-m 1000 -n 1100 -k 300"; do   # Hopper body; portable body (odd lds)
+    python3 -c "import sys; from ckgen.cli import main; raise SystemExit(main(sys.argv[1:]))" run bench/gemm_nv.ck \
+      --kernel bf16_rr_t128_256_64_w24_s4 --target sm_90 $shape 2>&1 | tee -a "$OUT/ckgen_run.txt"
+  done
+  timeout 420 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1; echo "bench rc $?"
+  tail -34 "$OUT/gemm.txt"
 else
   python3 bench/gemm.py --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -32
 fi

@@ -52,11 +52,12 @@ class TmaBodyPlan:
     entry launches it when the device is sm_90 and the operands are 16-byte aligned; else the portable body."""
 
     threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup
-    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles), mbarriers, 1024 bytes of alignment slack
+    stages: int         # TMA pipeline depth (as many as fit)
+    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles + 2 mbarriers) + 1024 bytes of alignment slack
 
     def __post_init__(self) -> None:
-        if self.threads % 128 or self.threads < 256 or self.smem_bytes <= 0:
-            raise ValueError("TmaBodyPlan: threads must be whole warpgroups (>= 2), shared memory positive")
+        if self.threads % 128 or self.threads < 256 or self.stages < 2 or self.smem_bytes <= 0:
+            raise ValueError("TmaBodyPlan: threads must be whole warpgroups (>= 2), stages >= 2, shared memory positive")
 
 
 @dataclass(frozen=True)
@@ -111,5 +112,6 @@ class KernelPlan:
                                    "overhead": self.registers.overhead, "total": self.registers.total},
             "bias_dtype": self.bias_dtype.value, "integer_epilogue": self.integer_epilogue,
             "epilogue_types": list(self.epilogue_types),
-            "tma": None if self.tma is None else {"threads": self.tma.threads, "smem_bytes": self.tma.smem_bytes},
+            "tma": None if self.tma is None else {"threads": self.tma.threads, "stages": self.tma.stages,
+                                                  "smem_bytes": self.tma.smem_bytes},
         }
