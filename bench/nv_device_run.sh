@@ -48,7 +48,7 @@ elif [ "$STAGE" = gpu ]; then
     python3 -c "import sys; from ckgen.cli import main; raise SystemExit(main(sys.argv[1:]))" run bench/gemm_nv.ck \
       --kernel bf16_rr_t128_256_64_w24_s4 --target sm_90 $shape 2>&1 | tee -a "$OUT/ckgen_run.txt"
   done
-  timeout 420 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1; echo "bench rc $?"
+  timeout 300 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1; echo "bench rc $?"
   tail -34 "$OUT/gemm.txt"
 else
   python3 bench/gemm.py --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" | tail -32

@@ -209,12 +209,10 @@ def plan_epilogue(d: Draft) -> None:
     d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
 
 
-#: the Hopper body (ckgen/include/ckgen/gemm_sm90_tma.h): its dtypes, its one kernel tile (two consumer warpgroups,
-#: each taking 64 x 256 units of it in turn with wgmma m64n256k16 over 64-deep K tiles) and warps (4 per consumer
-#: warpgroup; it adds a producer warpgroup).
+#: the Hopper body (ckgen/include/ckgen/gemm_sm90_tma.h): its dtypes, its one tile (two consumer warpgroups of
+#: wgmma m64n256k16 over 64-deep K tiles) and warps (4 per consumer warpgroup; it adds a producer warpgroup).
 TMA_BODY_DTYPES = (DType.F16, DType.BF16)
 TMA_BODY_TILE = (128, 256, 64)
-TMA_BODY_UNIT_M = 64
 TMA_BODY_WARPS = 8
 TMA_BODY_MAX_STAGES = 8
 
@@ -229,8 +227,8 @@ def plan_tma_body(d: Draft) -> None:
     if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile != TMA_BODY_TILE
             or cfg.waves[0] * cfg.waves[1] != TMA_BODY_WARPS or cfg.lds_buffers < 2):
         return
-    # a stage: one unit's A tile and the B tile, plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack
-    stage = (TMA_BODY_UNIT_M * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2] + 16
+    # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack
+    stage = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2] + 16
     stages = min((t.lds_bytes - 1024) // stage, TMA_BODY_MAX_STAGES)
     if stages >= cfg.lds_buffers:
         d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages, smem_bytes=1024 + stages * stage)

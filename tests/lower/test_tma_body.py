@@ -23,9 +23,9 @@ def test_every_16bit_layout_gets_the_body(layouts):
     p = plan(f"{layouts} C = f32 row {BIG}")
     assert p.tma is not None
     assert p.tma.threads == 384                                  # 2 consumer warpgroups + the producer
-    assert p.tma.stages == 5                                     # as many 40-KiB stages as fit in 227 KiB
-    assert p.tma.smem_bytes == 1024 + 5 * ((64 + 256) * 64 * 2 + 16)
-    assert p.to_json()["tma"] == {"threads": 384, "stages": 5, "smem_bytes": p.tma.smem_bytes}
+    assert p.tma.stages == 4                                     # as many 48-KiB stages as fit in 227 KiB
+    assert p.tma.smem_bytes == 1024 + 4 * ((128 + 256) * 64 * 2 + 16)
+    assert p.to_json()["tma"] == {"threads": 384, "stages": 4, "smem_bytes": p.tma.smem_bytes}
 
 
 @pytest.mark.parametrize("arch,body", [

@@ -85,9 +85,9 @@ TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper",
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
          "gpu_i8_rr_i8out", "gpu_f32_rr", *TMA_NAMES]
 #: shapes whose leading dimensions are 16-byte multiples (M, N, K multiples of 8), which the TMA body takes: M, N and
-#: K tails, K below one K tile, and more 64 x 256 units than the H200 has SMs (the persistent loop, both consumer
-#: warpgroups; with fewer and with more K tiles per unit than pipeline stages)
-TMA_SHAPES = [(8, 8, 8), (129, 264, 72), (200, 520, 8), (385, 776, 1000), (2056, 4104, 136), (1032, 4104, 1000)]
+#: K tails, K below one K tile, and more 128 x 256 tiles than the H200 has SMs (the persistent loop; with fewer and
+#: with more K tiles per tile than pipeline stages)
+TMA_SHAPES = [(8, 8, 8), (129, 264, 72), (200, 520, 8), (385, 776, 1000), (2056, 4104, 136), (2056, 4104, 1000)]
 
 
 def check_shapes(name, shapes, pad):

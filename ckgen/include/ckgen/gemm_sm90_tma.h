@@ -1,34 +1,33 @@
 // ckgen/gemm_sm90_tma.h: the Hopper GEMM body (sm_90a): TMA loads, warp specialization, wgmma, persistent grid.
 //
 // Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/lower/passes.py, plan_tma_body): f16 / bf16 A and B
-// in any layout, kernel tile 128 x 256 x 64 with 8 warps, Cfg::kTmaStages stages of Cfg::kTmaSmemBytes in all.
+// in any layout, tile 128 x 256 x 64 with 8 warps (two consumer warpgroups of 64 rows each), Cfg::kTmaStages
+// stages of Cfg::kTmaSmemBytes in all.
 // The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
 // entry calls TmaGemm<Cfg>::launch first, which launches it when the device is sm_90 and both operands are
 // TMA-addressable (16-byte aligned base and leading dimension, K > 0), and otherwise returns kNotApplicable
 // so that the portable mma.sync entry (gemm_mma_sm90.h) runs instead.
 //
-// Work is split into units of 64 x 256 of C, visited in the grouped order of the mma.sync body (kGroupM units
-// along M per N column), block b taking units b, b + gridDim.x, ... (grid = min(units, SMs): persistent).
-// Block of kThreads = 128 * (kConsumers + 1) threads, one per SM:
+// Block of kThreads = 128 * (kConsumers + 1) threads, at most one per SM, grid = min(tiles, SMs):
 //   warpgroup kConsumers (the last): the producer. After giving up registers (setmaxnreg 40), one thread
-//     walks the block's units and their K tiles in order, and for each K tile waits until the next stage is
-//     empty, then issues the TMA copies of the unit's A tile and the B tile into it (128-byte swizzle;
-//     out-of-range rows and columns arrive as zeros, which covers the M, N and K tails), completing on the
-//     stage's "full" mbarrier.
-//   warpgroups 0 .. kConsumers-1: the consumers (setmaxnreg 232), taking the block's units in turn (ping-pong:
-//     unit u goes to warpgroup u % kConsumers, which steps its stage counter past the others' units). Per K
-//     tile a consumer waits for "full", issues 4 wgmma m64n256k16 (k16 steps) reading both operands from the
-//     stage, commits them as one group and waits until only that group is pending; the previous stage is then
-//     free, and each of its warps arrives on that stage's "empty" mbarrier. After the last K tile: the epilogue
-//     (Sm90Gemm::store_c, shared with the mma.sync body) straight from the accumulators. Because the producer
-//     fills stages in unit order, and named barriers hand the main loop from one warpgroup to the next (a
-//     consumer must not wait on a "full" barrier two phases ahead), one warpgroup's main loop runs while the
-//     other one's epilogue does.
+//     walks the block's tiles and K tiles, and for each K tile waits until its stage is empty, then issues
+//     the TMA copies of the A and B tiles into it (128-byte swizzle; out-of-range rows and columns arrive
+//     as zeros, which covers the M, N and K tails), completing on the stage's "full" mbarrier.
+//   warpgroups 0 .. kConsumers-1: the consumers (setmaxnreg 232). Warpgroup w computes rows 64w .. 64w+63
+//     of the tile: per K tile it waits for "full", issues 4 wgmma m64n256k16 (k16 steps) reading both
+//     operands from the stage, commits them as one group and waits until only that group is pending; the
+//     previous stage is then free, and each warp arrives on its "empty" mbarrier. After the last K tile:
+//     the epilogue (Sm90Gemm::store_c, shared with the mma.sync body), straight from the accumulators,
+//     while the producer already fills the stages with the block's next tile.
+// Tiles are visited in the grouped order of the mma.sync body (kGroupM M tiles per N tile), block b taking
+// tiles b, b + gridDim.x, ... (A ping-pong schedule, the two consumer warpgroups taking 64 x 256 units in turn
+// so that one's epilogue overlaps the other's main loop, measured 8-14% slower on the H200: it moves 40 KiB
+// per 64 x 256 x 64 step instead of 48 KiB per 128 x 256 x 64; docs/performance.md.)
 //
-// Shared memory: kStages stages of [A: 64 rows x 128 B | B: 256 rows x 128 B], each 1024-byte aligned, then
-// 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows; an
-// MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the transpose
-// bit (nv_wgmma.h has both descriptor forms).
+// Shared memory: kStages stages of [A: kTileM rows x 128 B | B: 256 rows x 128 B], each 1024-byte aligned,
+// then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
+// an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
+// transpose bit (nv_wgmma.h has both descriptor forms).
 #pragma once
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
@@ -50,14 +49,13 @@ struct TmaGemm {
 
   static constexpr int kConsumers = Cfg::kTileM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
-  static constexpr int kUnitM = 64;               // rows of one work unit (one consumer warpgroup's tile)
   static constexpr int kStages = Cfg::kTmaStages;
-  static constexpr int kGroupM = GroupMOf<Cfg>::value * (Cfg::kTileM / kUnitM);  // the same rows per group
+  static constexpr int kGroupM = GroupMOf<Cfg>::value;
   static constexpr bool kAK = Cfg::kARowMajor;   // A K-contiguous
   static constexpr bool kBK = !Cfg::kBRowMajor;  // B K-contiguous
   static constexpr int kRow = 128;                // bytes of one smem row: 64 16-bit elements
   static constexpr int kBox = 64 * kRow;          // one 64 x 64 box of an MN-major operand
-  static constexpr int kABytes = kUnitM * kRow;
+  static constexpr int kABytes = Cfg::kTileM * kRow;
   static constexpr int kBBytes = Cfg::kTileN * kRow;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBarOffset = kStages * kStageBytes;
@@ -76,7 +74,7 @@ struct TmaGemm {
     const int per_group = kGroupM * tiles_n;
     const int first_m = (t / per_group) * kGroupM;
     const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
-    m0 = (first_m + (t % per_group) % gsize) * kUnitM;
+    m0 = (first_m + (t % per_group) % gsize) * Cfg::kTileM;
     n0 = ((t % per_group) / gsize) * Cfg::kTileN;
   }
 
@@ -92,12 +90,12 @@ struct TmaGemm {
     if (tid == 0) {
       for (int s = 0; s < kStages; ++s) {
         mbar_init(full0 + 8 * s, 1);                   // the producer's arrive + the TMA bytes
-        mbar_init(empty0 + 8 * s, 4);                  // one arrive per warp of the consuming warpgroup
+        mbar_init(empty0 + 8 * s, 4 * kConsumers);     // one arrive per consumer warp
       }
       mbar_init_fence();
     }
     barrier();
-    const int tiles_m = (M + kUnitM - 1) / kUnitM;
+    const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
     const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
     const int tiles = tiles_m * tiles_n;
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
@@ -116,8 +114,12 @@ struct TmaGemm {
           const uint32_t sa = s0 + s * kStageBytes;
           const uint32_t sb = sa + kABytes;
           const int k0 = kt * Cfg::kTileK;
-          if constexpr (kAK) tma_load_2d(sa, &ta, k0, m0, full);
-          else tma_load_2d(sa, &ta, m0, k0, full);
+          if constexpr (kAK) {
+            tma_load_2d(sa, &ta, k0, m0, full);
+          } else {
+#pragma unroll
+            for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_2d(sa + j * kBox, &ta, m0 + 64 * j, k0, full);
+          }
           if constexpr (kBK) {
             tma_load_2d(sb, &tb, k0, n0, full);
           } else {
@@ -148,17 +150,7 @@ struct TmaGemm {
     const int wg = warp >> 2;
     int s = 0;
     uint32_t phase = 0;
-    for (int t = block_id(0), u = 0; t < tiles_m * tiles_n; t += grid_dim(0), ++u) {
-      if (u % kConsumers != wg) {  // another warpgroup's unit: skip its nk stages
-        const int to = s + nk;
-        s = to % kStages;
-        phase ^= (to / kStages) & 1;
-        continue;
-      }
-      // Main loops run in unit order: a warpgroup starts waiting on "full" barriers only once the previous
-      // unit's warpgroup has passed its last wait, so that it is never two phases ahead of a barrier
-      // (parity waits cannot tell those apart).
-      if (u > 0) bar_sync(1 + wg, 128 * kConsumers);
+    for (int t = block_id(0); t < tiles_m * tiles_n; t += grid_dim(0)) {
       int m0, n0;
       tile_origin(t, tiles_m, tiles_n, m0, n0);
       float d[128];
@@ -167,7 +159,7 @@ struct TmaGemm {
       int prev = 0;
       for (int kt = 0; kt < nk; ++kt) {
         mbar_wait(full0 + 8 * s, phase);
-        const uint32_t sa = s0 + s * kStageBytes;
+        const uint32_t sa = s0 + s * kStageBytes + wg * kBox;  // this warpgroup's 64 rows of A (both layouts)
         const uint32_t sb = s0 + s * kStageBytes + kABytes;
         wgmma_fence();
 #pragma unroll
@@ -185,7 +177,6 @@ struct TmaGemm {
           phase ^= 1;
         }
       }
-      if (t + grid_dim(0) < tiles_m * tiles_n) bar_arrive(1 + (wg + 1) % kConsumers, 128 * kConsumers);
       wgmma_wait<0>();
       if (nk > 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
       COp acc[1][32];
@@ -193,7 +184,7 @@ struct TmaGemm {
       for (int j = 0; j < 32; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
-      Epi::template store_c<1, 32>(acc, (warp & 3) * 16, 0, m0, n0, C, bias, M, N, ldc, lane >> 2, lane & 3);
+      Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, C, bias, M, N, ldc, lane >> 2, lane & 3);
     }
   }
 #endif
@@ -217,7 +208,7 @@ struct TmaGemm {
     if (major != 9 || minor != 0) return kNotApplicable;
     CUtensorMap ta, tb;
     // (inner extent, outer extent, leading dimension, box inner, box outer) per operand layout
-    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 64, kUnitM) : encode(&ta, A, M, K, lda, 64, kUnitM);
+    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 64, 64);
     const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
     static int configured = 0;
@@ -230,7 +221,7 @@ struct TmaGemm {
       }
       configured = 1;
     }
-    const long long tiles = static_cast<long long>((M + kUnitM - 1) / kUnitM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
     const unsigned grid = static_cast<unsigned>(tiles < sms ? tiles : sms);
     (void)cudaGetLastError();
     kernel<<<grid, kThreads, kSmemBytes, static_cast<cudaStream_t>(stream)>>>(ta, tb, C, bias, M, N, K, ldc);

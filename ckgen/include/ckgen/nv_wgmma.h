@@ -18,7 +18,6 @@
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
-//   bar_sync / bar_arrive(id, count)   named barriers
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
 #pragma once
 
@@ -114,13 +113,6 @@ CKGEN_DEVICE void tma_load_2d(uint32_t dst, const TensorMap* map, int c0, int c1
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
-}
-
-// ---------------------------------------------------------------- named barriers (1..15; 0 is barrier())
-// bar_sync waits until `count` threads have arrived (itself included); bar_arrive counts without waiting.
-CKGEN_DEVICE void bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory"); }
-CKGEN_DEVICE void bar_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 // ---------------------------------------------------------------- register reallocation (per warpgroup)
