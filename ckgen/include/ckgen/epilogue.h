@@ -34,6 +34,7 @@ struct Relu {
   }
 };
 
+#if !defined(CKGEN_HAS_TANH_F32)  // (a platform with a tanh instruction defines its own)
 // tanh from exp only: tanh(y) = sign(y) * (1 - e) / (1 + e), e = exp(-2|y|) in (0, 1]; no overflow
 // for any |y| (e -> 0 gives +-1), NaN propagates.
 CKGEN_DEVICE float tanh_f32(float y) {
@@ -42,6 +43,7 @@ CKGEN_DEVICE float tanh_f32(float y) {
   float t = (1.0f - e) / (1.0f + e);
   return y < 0.0f ? -t : t;
 }
+#endif
 
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 struct Gelu {

@@ -57,6 +57,14 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
 
 CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
+// One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
+// dominated by the exp + reciprocal of the portable formula (ckgen/epilogue.h), which this replaces here.
+#define CKGEN_HAS_TANH_F32 1
+CKGEN_DEVICE float tanh_f32(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // ---------------------------------------------------------------- matrix-operand register types
 // mma.sync operands per thread, as 32-bit registers (names are those of the targets table).
