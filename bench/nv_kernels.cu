@@ -1,7 +1,9 @@
 // bench/nv_kernels.cu: the standalone harness library. Each NVH_KERNEL line is one hand-written Cfg
 // (what the lead's template renders from a plan) with an extern "C" launcher
 //   int NAME(A, B, C, bias, M, N, K, lda, ldb, ldc, stream)
-// Loaded by bench/nv_check.py (ctypes). Build: see bench/nv_device_run.sh.
+// Loaded by bench/nv_check.py (ctypes). Build (from the repository root), then carry bench/_build:
+//   mkdir -p bench/_build && nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr \
+//     -gencode=arch=compute_90a,code=sm_90a -Ickgen/include bench/nv_kernels.cu -o bench/_build/libnvh.so
 #include "nv_harness.h"
 
 using ckgen::bf16;

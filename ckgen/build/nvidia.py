@@ -93,7 +93,12 @@ def cuda_sources(stem: str, plans) -> dict[str, str]:
     from ckgen.codegen.render import unique_plans
 
     files: dict[str, str] = {}
-    for p in unique_plans(list(plans)):  # one device text per kernel name, the same for every NVIDIA arch
+    kernels = unique_plans(list(plans))
+    names = {p.name for p in kernels}
+    for p in kernels:  # one device text per kernel name, the same for every NVIDIA arch
+        if p.tma is not None and f"{p.name}_tma" in names:
+            raise BuildError(f"kernel '{p.name}_tma' has the name of kernel '{p.name}''s Hopper entry in library "
+                             f"'{stem}'; rename one of them")
         files[f"{p.name}.cu"] = render_kernel(p)
     kernel_files = list(files)
     files["launchers.cu"] = render_launchers(stem, list(plans), "cuda", kernel_files=kernel_files)

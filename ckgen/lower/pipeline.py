@@ -41,8 +41,7 @@ def plan_kernel(spec: KernelSpec, target: Target | str) -> KernelPlan:
         spec=spec, target=tgt, instr=i, threads=cfg.waves[0] * cfg.waves[1] * lanes, wave_tile=wave_tile,
         repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n), items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)),
         vec=d.vec, lds=d.lds, prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
-        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types,
-        tma=d.tma)
+        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma)
 
 
 def plan_all(specs: Iterable[KernelSpec], arches: Iterable[str] | None = None) -> list[KernelPlan]:

@@ -2,10 +2,11 @@
 
 Plain data, the counterpart of ``amd.py``. The GEMM body for these targets is
 ``ckgen/include/ckgen/gemm_mma_sm90.h`` (warp-level ``mma.sync`` fed by ``ldmatrix`` from a
-multi-stage ``cp.async`` pipeline; on sm_90, built as sm_90a, warpgroup ``wgmma`` for the Cfgs that fit it);
-its entry is ``ckgen::nv::gemm_mma``. The instruction table lists the mma.sync shapes, which the planner uses:
-the wgmma path is a kernel-body choice for one of those plans, not a separate instruction. A "wave" of the DSL is a
-warp of 32 threads, so ``waves = 2x4`` means 8 warps.
+multi-stage ``cp.async`` pipeline); its entry is ``ckgen::nv::gemm_mma``. The instruction table lists the
+mma.sync shapes, which the planner uses. On targets with both ``wgmma`` and ``tma`` (sm_90, built as sm_90a) the
+pass ``plan_tma_body`` also gives kernels of the Hopper body's shape that body (``gemm_sm90_tma.h``: TMA,
+warp-specialized ``wgmma``), a second entry the host entry prefers; it is a body choice for such a plan, not a
+separate instruction. A "wave" of the DSL is a warp of 32 threads, so ``waves = 2x4`` means 8 warps.
 
 Where the numbers come from:
 
@@ -41,8 +42,8 @@ F16, BF16, F32, I8, I32 = DType.F16, DType.BF16, DType.F32, DType.I8, DType.I32
 FEATURE_CP_ASYNC = "cp_async"        # cp.async global -> shared copies (sm_80+)
 FEATURE_LDMATRIX = "ldmatrix"        # ldmatrix / ldmatrix.trans (sm_75+)
 FEATURE_MMA_SYNC = "mma_sync"        # warp-level mma.sync (the instructions below)
-FEATURE_WGMMA = "wgmma"              # warpgroup wgmma.mma_async (sm_90a build): used by the body for eligible Cfgs
-FEATURE_TMA = "tma"                  # cp.async.bulk.tensor (Hopper); not used yet
+FEATURE_WGMMA = "wgmma"              # warpgroup wgmma.mma_async and setmaxnreg (sm_90a build)
+FEATURE_TMA = "tma"                  # cp.async.bulk.tensor and mbarrier transactions (Hopper)
 
 #: header and entry of the NVIDIA GEMM body
 GEMM_HEADER = "ckgen/gemm_mma_sm90.h"

@@ -216,3 +216,13 @@ def test_mixed_arch_library_carries_the_tma_entry(nvcc, cache_dir):
     files = nv.cuda_sources("nvmix", plans_)
     assert "nvt_wgmma_tma(" in files["nvt_wgmma.cu"]
     assert "TmaGemm<ckgen_gen::nvt_wgmma_cfg>::launch" in files["launchers.cu"]
+
+
+def test_kernel_named_like_a_hopper_entry_is_refused():
+    from ckgen.errors import BuildError
+
+    spec = load_text(WGMMA_SPEC)[0]
+    twin = load_text(WGMMA_SPEC.replace("nvt_wgmma", "nvt_wgmma_tma"))[0]
+    plans_ = [plan_kernel(spec, get_target("sm_90")), plan_kernel(twin, get_target("sm_90"))]
+    with pytest.raises(BuildError, match="nvt_wgmma_tma.*Hopper entry"):
+        nv.cuda_sources("nvtwin", plans_)
