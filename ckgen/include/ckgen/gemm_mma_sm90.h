@@ -58,6 +58,22 @@ using epi::IsInt;
 
 constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
+// Whether a matrix's base and every line start (ld elements of eb bytes apart) are 16-byte aligned: the
+// condition of 16-byte cp.async (this body) and of TMA (gemm_sm90_tma.h, checked on the host).
+__host__ __device__ inline bool aligned16(const void* p, long long ld, int eb) {
+  return (reinterpret_cast<unsigned long long>(p) & 15u) == 0 && ((ld * eb) & 15) == 0;
+}
+
+// Tile t of the grouped order over tiles_m x tiles_n tiles -> its tile coordinates: consecutive t walk
+// group_m M tiles before the next N tile, so that the blocks running together share A and B tiles in L2.
+CKGEN_DEVICE void grouped_tile(int t, int tiles_m, int tiles_n, int group_m, int& tm, int& tn) {
+  const int per_group = group_m * tiles_n;
+  const int first_m = (t / per_group) * group_m;
+  const int gsize = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : group_m;
+  tm = first_m + (t % per_group) % gsize;
+  tn = (t % per_group) / gsize;
+}
+
 // ---------------------------------------------------------------- one operand tile in shared memory
 // kRows lines of kCols elements, each line contiguous (kCols along the matrix's contiguous
 // dimension). Line r, 16-byte chunk c sits at byte r * kRowBytes + (swizzle(r, c) * 16).
@@ -257,10 +273,6 @@ struct Sm90Gemm {
   static_assert(Cfg::kLdsBytes >= kSmemBytes,
                 "kLdsBytes (the dynamic shared memory passed at launch) is smaller than kStages * (A + B tile bytes)");
 
-  static CKGEN_DEVICE bool aligned16(const void* p, long long ld, int eb) {
-    return (reinterpret_cast<unsigned long long>(p) & 15u) == 0 && ((ld * eb) & 15) == 0;
-  }
-
   static CKGEN_DEVICE void run(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                                long long lda, long long ldb, long long ldc) {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
@@ -285,12 +297,8 @@ struct Sm90Gemm {
     // ---- grouped tile rasterization
     const int tiles_n = grid_dim(0);
     const int tiles_m = grid_dim(1);
-    const int pid = block_id(1) * tiles_n + block_id(0);
-    const int per_group = kGroupM * tiles_n;
-    const int first_m = (pid / per_group) * kGroupM;
-    const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
-    const int tm = first_m + (pid % per_group) % gsize;
-    const int tn = (pid % per_group) / gsize;
+    int tm, tn;
+    grouped_tile(block_id(1) * tiles_n + block_id(0), tiles_m, tiles_n, kGroupM, tm, tn);
     const int m0 = tm * Cfg::kTileM;
     const int n0 = tn * Cfg::kTileN;
 

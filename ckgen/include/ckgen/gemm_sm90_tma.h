@@ -71,11 +71,10 @@ struct TmaGemm {
 
   // Tile t of the grouped order -> its first row and column.
   static CKGEN_DEVICE void tile_origin(int t, int tiles_m, int tiles_n, int& m0, int& n0) {
-    const int per_group = kGroupM * tiles_n;
-    const int first_m = (t / per_group) * kGroupM;
-    const int gsize = (tiles_m - first_m) < kGroupM ? (tiles_m - first_m) : kGroupM;
-    m0 = (first_m + (t % per_group) % gsize) * Cfg::kTileM;
-    n0 = ((t % per_group) / gsize) * Cfg::kTileN;
+    int tm, tn;
+    grouped_tile(t, tiles_m, tiles_n, kGroupM, tm, tn);
+    m0 = tm * Cfg::kTileM;
+    n0 = tn * Cfg::kTileN;
   }
 
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, TC* C, const TBias* bias, int M, int N,
@@ -164,8 +163,8 @@ struct TmaGemm {
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < Cfg::kTileK / 16; ++k) {
-          const uint64_t da = kAK ? kmajor_desc(sa + 32 * k) : mnmajor_desc(sa + 2048 * k, kBox);
-          const uint64_t db = kBK ? kmajor_desc(sb + 32 * k) : mnmajor_desc(sb + 2048 * k, kBox);
+          const uint64_t da = kAK ? sw128_desc(sa + 32 * k, kLboUnused) : sw128_desc(sa + 2048 * k, kBox);
+          const uint64_t db = kBK ? sw128_desc(sb + 32 * k, kLboUnused) : sw128_desc(sb + 2048 * k, kBox);
           wgmma_m64n256k16<TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
         }
         wgmma_commit();
@@ -197,7 +196,7 @@ struct TmaGemm {
   template <class Kernel>
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                     long long lda, long long ldb, long long ldc, void* stream) {
-    if (K <= 0 || !aligned16(A, lda) || !aligned16(B, ldb)) return kNotApplicable;
+    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
     int dev = 0, major = 0, minor = 0, sms = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
@@ -211,25 +210,10 @@ struct TmaGemm {
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 64, 64);
     const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
-    static int configured = 0;
-    if (!configured) {
-      const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return cuda_host::status_of(e);
-      }
-      configured = 1;
-    }
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
-    const unsigned grid = static_cast<unsigned>(tiles < sms ? tiles : sms);
-    (void)cudaGetLastError();
-    kernel<<<grid, kThreads, kSmemBytes, static_cast<cudaStream_t>(stream)>>>(ta, tb, C, bias, M, N, K, ldc);
-    return cuda_host::status_of(cudaGetLastError());
-  }
-
-  static bool aligned16(const void* p, long long ld) {
-    return (reinterpret_cast<unsigned long long>(p) & 15u) == 0 && ((ld * 2) & 15) == 0;
+    static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
+    return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
+                             kSmemBytes, stream, ta, tb, C, bias, M, N, K, ldc);
   }
 
   // A 2-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld`

@@ -5,11 +5,12 @@
 // Shared-memory operand layouts (PTX ISA, "Asynchronous Warpgroup Level Matrix Shared Memory Layout"),
 // all with the 128-byte swizzle that the TMA unit writes (16-byte chunk c of 128-byte row r stored at
 // chunk c ^ (r & 7); tiles start on 1024-byte boundaries):
-//   kmajor_desc(addr)        K-major operand: one 128-byte row (64 16-bit K elements) per M/N index,
-//                            8-row atoms 1024 bytes apart (SBO). A k16 step adds 32 bytes to addr.
-//   mnmajor_desc(addr, lbo)  MN-major operand (transposed, imm-trans = 1): one 128-byte row (64 M/N
-//                            elements) per K index, 8-row atoms along K 1024 bytes apart (SBO), the next
-//                            64 M/N elements `lbo` bytes further (LBO). A k16 step adds 2048 bytes.
+//   sw128_desc(addr, lbo)    the descriptor of such an operand, for either form:
+//     K-major operand: one 128-byte row (64 16-bit K elements) per M/N index, 8-row atoms 1024 bytes
+//       apart (SBO); LBO unused (pass kLboUnused). A k16 step adds 32 bytes to addr.
+//     MN-major operand (transposed, imm-trans = 1): one 128-byte row (64 M/N elements) per K index,
+//       8-row atoms along K 1024 bytes apart (SBO), the next 64 M/N elements `lbo` bytes further (LBO).
+//       A k16 step adds 2048 bytes.
 //   Descriptor bits: 0-13 address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 62-63 swizzle (1 = 128 B).
 //
 //   wgmma_m64n256k16<T, kTransA, kTransB>(d, da, db)   D(64x256 f32) += A(64x16) . B(16x256), T = f16 or
@@ -49,15 +50,11 @@ struct IsBf16<bf16> {
 namespace ckgen {
 namespace nv {
 
-constexpr uint64_t kSwizzle128 = static_cast<uint64_t>(1) << 62;
+constexpr uint32_t kLboUnused = 16;  // the LBO field K-major swizzled layouts ignore (encoded as 1)
 
-CKGEN_DEVICE uint64_t kmajor_desc(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(1) << 16) |
-         (static_cast<uint64_t>(1024 >> 4) << 32) | kSwizzle128;
-}
-CKGEN_DEVICE uint64_t mnmajor_desc(uint32_t addr, uint32_t lbo) {
+CKGEN_DEVICE uint64_t sw128_desc(uint32_t addr, uint32_t lbo) {
   return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(1024 >> 4) << 32) | kSwizzle128;
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
 }
 
 CKGEN_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
