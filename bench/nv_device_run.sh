@@ -17,7 +17,7 @@ if [ "$STAGE" = check ]; then
   python3 bench/nv_peak.py $LIB 2>&1 | tee "$OUT/peak.txt"
   python3 bench/nv_check.py --lib $LIB --json "$OUT/check.json" > "$OUT/check.txt" 2>&1; echo "nv_check rc $?"
   tail -3 "$OUT/check.txt"
-  python3 -m pytest -q -p no:cacheprovider tests/runtime/test_nvidia_cuda.py tests/build/test_nvidia_build.py \
+  python3 -m pytest -q -p no:cacheprovider tests/runtime/test_nvidia_cuda.py tests/toolchain/test_nvidia_build.py \
     tests/targets/test_nvidia_targets.py > "$OUT/pytest.txt" 2>&1; echo "pytest rc $?"; tail -4 "$OUT/pytest.txt"
   python3 -c "from ckgen.cli import main; raise SystemExit(main(['run', 'bench/gemm_nv.ck', '--kernel', 'bf16_rr_t128_256_64_w24_s4', '--target', 'sm_90', '-m', '1000', '-n', '1100', '-k', '300']))" 2>&1 | tee "$OUT/ckgen_run.txt"
   export PYTORCH_NO_CUDA_MEMORY_CACHING=1

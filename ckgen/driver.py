@@ -2,7 +2,7 @@
 package and the Python-build helpers all go through these functions.
 
 Stages (docs/design.md): ``load`` (frontend) → ``plan`` (lower) → ``generate`` (codegen) →
-``build`` (ckgen.build). Each function returns frozen data; nothing here reads the environment.
+``build`` (ckgen.toolchain). Each function returns frozen data; nothing here reads the environment.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
 
 
 def build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int):
-    """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.build's LibraryResult."""
-    from ckgen.build import KernelSource, build_amd_library  # build is the heaviest stage: import lazily
+    """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.toolchain's LibraryResult."""
+    from ckgen.toolchain import KernelSource, build_amd_library  # build is the heaviest stage: import lazily
 
     kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
     return build_amd_library(stem, kernels, render_launchers(stem, plans, "amd"), sorted({p.arch for p in plans}),
@@ -150,7 +150,7 @@ def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> 
 
 
 def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
-    from ckgen.build import nvidia
+    from ckgen.toolchain import nvidia
 
     lib = nvidia.build_cuda_library(stem, plans, out_dir)
     return lib.library, nvidia.resources(nvidia.analyze(lib, plans))
@@ -162,8 +162,8 @@ _BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
 def report(path: str | Path, arches: tuple[str, ...], jobs: int):
     """``ckgen report``: compile (cached) and return ``(reports, format_table)`` for one vendor's arches.
     Each report has ``to_json()``; ``format_table(reports)`` is that vendor's table."""
-    from ckgen.build import nvidia
-    from ckgen.build import report as amd_report
+    from ckgen.toolchain import nvidia
+    from ckgen.toolchain import report as amd_report
 
     plans = plan(load([path], arches), arches)
     platforms = sorted({p.target.platform for ps in plans.values() for p in ps})

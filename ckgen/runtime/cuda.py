@@ -3,7 +3,7 @@
 Contract:
 
 - ``build(plan)``: renders the plan's kernel and launcher, compiles them with nvcc for the plan's
-  arch through the build cache (:func:`ckgen.build.nvidia.build_cuda_library`: key = sources, which
+  arch through the build cache (:func:`ckgen.toolchain.nvidia.build_cuda_library`: key = sources, which
   hold the spec-derived Cfg; header and template hashes; nvcc version; flags; arch), and loads the
   library once per process.
 - Operands: torch CUDA tensors; any object with ``__cuda_array_interface__`` (CuPy, Numba ...); other
@@ -78,7 +78,7 @@ class CudaBackend(Backend):
 
     # ------------------------------------------------------------------ build
     def build(self, plan) -> CudaKernel:
-        from ckgen.build.nvidia import build_cuda_library
+        from ckgen.toolchain.nvidia import build_cuda_library
 
         lib = build_cuda_library(plan.name, [plan])
         path = lib.library.resolve()

@@ -210,8 +210,8 @@ def emu_sources(plan) -> tuple[str, str, str]:
 
 def build_emu_kernel(plan) -> Path:
     """The cached emu library of ``plan`` (built on a miss)."""
-    from ckgen.build.cache import get_or_build
     from ckgen.resources import content_hashes
+    from ckgen.toolchain.cache import get_or_build
 
     kernel_file, kernel_src, launcher_src = emu_sources(plan)
     cxx = host_compiler()

@@ -282,10 +282,10 @@ def _hiprtc_compile(source: str, kernel: str, arch: str, includes: list[str], op
 
 
 def _clang_compile(source: str, kernel: str, arch: str, includes: list[str], options: tuple[str, ...]) -> CodeObject:
-    """The build stage's device pipeline (ckgen.build: toolchain discovery, clang, lld link, its cache)."""
-    from ckgen.build import KernelSource, default_cache, find_toolchain
-    from ckgen.build.amdgpu import build_device_code
+    """The build stage's device pipeline (ckgen.toolchain: toolchain discovery, clang, lld link, its cache)."""
     from ckgen.targets import get_target
+    from ckgen.toolchain import KernelSource, default_cache, find_toolchain
+    from ckgen.toolchain.amdgpu import build_device_code
 
     target = get_target(arch)
     flags = (*[f"-I{d}" for d in includes if d != str(resources.INCLUDE_DIR)], *options)
@@ -311,7 +311,7 @@ def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = 
         raise ToolchainError(f"hiprtc cannot compile for {arch}: {why}",
                              hint=f"hiprtc targets here: {sorted(info.isas or [])}; or use compiler='clang'")
     includes = _include_dirs(include_dirs)
-    if not use_rtc:  # ckgen.build caches its own objects, keyed by its toolchain
+    if not use_rtc:  # ckgen.toolchain caches its own objects, keyed by its toolchain
         return _clang_compile(source, kernel, arch, includes, options)
     ident = f"hiprtc {info.version}"
     key = hashlib.sha256(json.dumps({

@@ -1,6 +1,6 @@
 """Device code for AMD GPUs: one code object per arch from separately compiled, cached kernels.
 
-Pipeline (each step cached in :mod:`ckgen.build.cache`, keyed by its exact inputs):
+Pipeline (each step cached in :mod:`ckgen.toolchain.cache`, keyed by its exact inputs):
 
 1. **Compile** each (kernel, arch) on its own, in parallel (``jobs``)::
 
@@ -15,10 +15,10 @@ Pipeline (each step cached in :mod:`ckgen.build.cache`, keyed by its exact input
    raw ELF: ckgen does not use offload bundles, so ``clang-offload-bundler --unbundle`` is not needed.
 2. **Link** per arch: each object carries its own ``NT_AMDGPU_METADATA`` note, and the loader reads
    only one note per code object. So the objects' ``.note`` sections are removed (llvm-objcopy), their
-   metadata are merged into one document (:mod:`ckgen.build.metadata`), assembled into a note object
+   metadata are merged into one document (:mod:`ckgen.toolchain.metadata`), assembled into a note object
    with ``.amdgpu_metadata``, and ``ld.lld -shared`` links everything into one code object whose one
    note lists every kernel. The result is checked: one metadata note, exactly the expected kernels.
-3. The host library (:mod:`ckgen.build.hostlib`) embeds one code object per arch.
+3. The host library (:mod:`ckgen.toolchain.hostlib`) embeds one code object per arch.
 
 Code object version 4 is used: ROCm 4.x to 6.x loaders all accept it, and it carries everything
 these kernels need (no device libraries, no hostcall).
@@ -35,12 +35,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckgen.build import cache as cache_mod
-from ckgen.build.metadata import kernels_of, merge_kernel_metadata, read_metadata_text
-from ckgen.build.toolchain import Toolchain, find_toolchain
 from ckgen.errors import BuildError
 from ckgen.resources import INCLUDE_DIR, content_hashes
 from ckgen.targets.model import Target
+from ckgen.toolchain import cache as cache_mod
+from ckgen.toolchain.llvm import Toolchain, find_toolchain
+from ckgen.toolchain.metadata import kernels_of, merge_kernel_metadata, read_metadata_text
 
 CODE_OBJECT_VERSION = 4
 DEVICE_FLAGS: tuple[str, ...] = (

@@ -1,5 +1,5 @@
 """Fixtures of the build tests: the real toolchain, and one library of the hand-written cases
-(tests/build/cases) built once per session for gfx90a and gfx942 into a private cache."""
+(tests/toolchain/cases) built once per session for gfx90a and gfx942 into a private cache."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ckgen.build.amdgpu import KernelSource
-from ckgen.build.cache import Cache
-from ckgen.build.hostlib import build_amd_library
 from ckgen.errors import ToolchainError
 from ckgen.targets import get_target
+from ckgen.toolchain.amdgpu import KernelSource
+from ckgen.toolchain.cache import Cache
+from ckgen.toolchain.hostlib import build_amd_library
 
 CASES = Path(__file__).parent / "cases"
 ARCHS = ("gfx90a", "gfx942")
@@ -29,7 +29,7 @@ def launcher_source() -> str:
 
 @pytest.fixture(scope="session")
 def toolchain_or_skip():
-    from ckgen.build.toolchain import find_toolchain
+    from ckgen.toolchain.llvm import find_toolchain
 
     try:
         return find_toolchain(get_target("gfx942"))

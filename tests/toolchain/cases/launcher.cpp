@@ -1,4 +1,4 @@
-// Test case for ckgen/build: a hand-written host launcher (stand-in for the generated one) for the two
+// Test case for ckgen/toolchain: a hand-written host launcher (stand-in for the generated one) for the two
 // case kernels. Plain C++; reaches the GPU only through ckgen/host_runtime.h.
 #include <stdint.h>
 

@@ -29,15 +29,15 @@ from pathlib import Path
 
 import jinja2
 
-from ckgen.build import cache as cache_mod
-from ckgen.build.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code, run_tool
-from ckgen.build.report import KernelReport, analyze_code_object
-from ckgen.build.toolchain import Toolchain
 from ckgen.config import settings
 from ckgen.errors import BuildError, ToolchainError
 from ckgen.resources import INCLUDE_DIR, TEMPLATE_DIR, content_hashes
 from ckgen.targets import get_target
 from ckgen.targets.model import Target
+from ckgen.toolchain import cache as cache_mod
+from ckgen.toolchain.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code, run_tool
+from ckgen.toolchain.llvm import Toolchain
+from ckgen.toolchain.report import KernelReport, analyze_code_object
 
 HOST_FLAGS: tuple[str, ...] = ("-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden",
                                 "-fvisibility-inlines-hidden", "-Wl,-Bsymbolic", "-Wl,--no-undefined")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ckgen import config
-from ckgen.build import cache as cache_mod
-from ckgen.build.cache import MANIFEST, Cache, key
+from ckgen.toolchain import cache as cache_mod
+from ckgen.toolchain.cache import MANIFEST, Cache, key
 
 
 def test_key_is_sha256_of_canonical_json():

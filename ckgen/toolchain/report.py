@@ -34,10 +34,10 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ckgen.build.metadata import kernels_of, read_metadata_text
-from ckgen.build.toolchain import Toolchain
 from ckgen.errors import BuildError
 from ckgen.targets.model import Target
+from ckgen.toolchain.llvm import Toolchain
+from ckgen.toolchain.metadata import kernels_of, read_metadata_text
 
 _FUNC_RE = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
 _INSN_RE = re.compile(r"^\s+([a-z_][a-z0-9_.]*)\b(.*?)\s*//\s*([0-9A-Fa-f]+):[^<]*(?:<([^>+]+)(?:\+0x([0-9a-fA-F]+))?>)?\s*$")

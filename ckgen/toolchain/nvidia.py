@@ -131,7 +131,7 @@ def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
 
 def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc | None = None,
                        extra_flags: tuple[str, ...] = ()) -> CudaLibrary:
-    from ckgen.build.cache import get_or_build
+    from ckgen.toolchain.cache import get_or_build
 
     nvcc = nvcc or find_nvcc()
     targets = _arches(plans)
@@ -162,7 +162,7 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
     entry = get_or_build(key_parts, build)
     library = entry / lib_name
     if out_dir is not None:
-        from ckgen.build.hostlib import publish
+        from ckgen.toolchain.hostlib import publish
 
         publish(library, Path(out_dir) / lib_name)
         library = Path(out_dir) / lib_name
