@@ -1,6 +1,6 @@
 // NVIDIA benchmark kernels (bench/gemm.py) on sm_90. 'waves' are warps of 32 threads; lds_buffers is the
 // pipeline depth. rr: A row, B row (torch's layout); rc: B col-major (K-contiguous). The 128x256x64 tiles with
-// 8 warps also get the Hopper body (TMA + wgmma, warp-specialized, persistent: ckgen/gemm_sm90_tma.h), which
+// 8 warps also get the Hopper body (TMA + wgmma, warp-specialized, persistent: gemm_sm90_tma.h), which
 // runs whenever the operands are 16-byte aligned; the 128x128x32 tiles are mma.sync only.
 target sm_90
 

@@ -2,7 +2,7 @@
 // These mirror what the lead's template renders from a KernelPlan (docs/design.md "Cfg contract"),
 // so the kernel can be measured before the pipeline lands.
 #pragma once
-#include "ckgen/gemm_mma_sm90.h"
+#include "gemm_mma_sm90.h"
 
 namespace nvh {
 

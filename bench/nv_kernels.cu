@@ -3,7 +3,7 @@
 //   int NAME(A, B, C, bias, M, N, K, lda, ldb, ldc, stream)
 // Loaded by bench/nv_check.py (ctypes). Build (from the repository root), then carry bench/_build:
 //   mkdir -p bench/_build && nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr \
-//     -gencode=arch=compute_90a,code=sm_90a -Ickgen/include bench/nv_kernels.cu -o bench/_build/libnvh.so
+//     -gencode=arch=compute_90a,code=sm_90a -Ickgen/include -Ickgen/ops/gemm/device bench/nv_kernels.cu -o bench/_build/libnvh.so
 #include "nv_harness.h"
 
 using ckgen::bf16;

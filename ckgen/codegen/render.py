@@ -69,7 +69,7 @@ def cfg_view(plan: KernelPlan) -> dict:
     constants = [("bool", "kARowMajor", _bool(g.a.layout == Layout.ROW)),
                  ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
                  ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
-    if plan.tma is not None:  # the Hopper body's own pipeline (ckgen/gemm_sm90_tma.h checks the bytes)
+    if plan.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
         ints += [("kTmaStages", plan.tma.stages), ("kTmaSmemBytes", plan.tma.smem_bytes)]
     constants += [("int", name, str(v)) for name, v in ints]
     constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),

@@ -48,7 +48,7 @@ class RegisterEstimate:
 
 @dataclass(frozen=True)
 class TmaBodyPlan:
-    """The Hopper body of a kernel (TMA + wgmma, warp-specialized, persistent: ckgen/gemm_sm90_tma.h). The host
+    """The Hopper body of a kernel (TMA + wgmma, warp-specialized, persistent: gemm_sm90_tma.h). The host
     entry launches it when the device is sm_90 and the operands are 16-byte aligned; else the portable body."""
 
     threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup

@@ -116,7 +116,7 @@ def check_tile(d: Draft) -> None:
 
 
 def _mma_sync_body(d: Draft) -> None:
-    """Shape rules of the mma.sync kernel body (ckgen/include/ckgen/gemm_mma_sm90.h): its ldmatrix tiling
+    """Shape rules of the mma.sync kernel body (ckgen/include/gemm_mma_sm90.h): its ldmatrix tiling
     needs warp tiles N of 16 (K rows of 32 bytes follow from the instruction K) and MN-contiguous operands in power-of-two 16-byte chunks."""
     g, cfg = d.spec.gemm, d.spec.config
     (tm, tn, tk), wn = cfg.tile, cfg.waves[1]
@@ -209,7 +209,7 @@ def plan_epilogue(d: Draft) -> None:
     d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
 
 
-#: the Hopper body (ckgen/include/ckgen/gemm_sm90_tma.h): its dtypes, its one tile (two consumer warpgroups of
+#: the Hopper body (ckgen/include/gemm_sm90_tma.h): its dtypes, its one tile (two consumer warpgroups of
 #: wgmma m64n256k16 over 64-deep K tiles) and warps (4 per consumer warpgroup; it adds a producer warpgroup).
 TMA_BODY_DTYPES = (DType.F16, DType.BF16)
 TMA_BODY_TILE = (128, 256, 64)

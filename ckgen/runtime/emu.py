@@ -32,7 +32,7 @@ import numpy as np
 
 from ckgen.config import Settings, settings
 from ckgen.errors import BuildError, EmulationFault, ToolchainError
-from ckgen.resources import INCLUDE_DIR
+from ckgen.resources import include_flags
 from ckgen.targets.model import Target
 
 #: Host compilers tried in order when CKGEN_HOST_CXX is not set.
@@ -99,7 +99,7 @@ BASE_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthrea
 
 def compile_flags(target: Target, extra: Iterable[str] = (), includes: Sequence[Path] = ()) -> list[str]:
     """``includes`` are searched before ckgen's own headers."""
-    return [*BASE_FLAGS, *[f"-I{p}" for p in includes], f"-I{INCLUDE_DIR}", *emu_defines(target), *extra]
+    return [*BASE_FLAGS, *[f"-I{p}" for p in includes], *include_flags(), *emu_defines(target), *extra]
 
 
 def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iterable[str] = (),

@@ -254,7 +254,7 @@ class CodeObject:
 
 
 def _include_dirs(extra: tuple[str, ...]) -> list[str]:
-    return [*extra, str(resources.INCLUDE_DIR)]
+    return [*extra, *(str(d) for d in resources.DEVICE_INCLUDE_DIRS)]
 
 
 def _hiprtc_compile(source: str, kernel: str, arch: str, includes: list[str], options: tuple[str, ...]) -> CodeObject:
@@ -288,7 +288,8 @@ def _clang_compile(source: str, kernel: str, arch: str, includes: list[str], opt
     from ckgen.toolchain.amdgpu import build_device_code
 
     target = get_target(arch)
-    flags = (*[f"-I{d}" for d in includes if d != str(resources.INCLUDE_DIR)], *options)
+    own = {str(d) for d in resources.DEVICE_INCLUDE_DIRS}
+    flags = (*[f"-I{d}" for d in includes if d not in own], *options)
     res = build_device_code([KernelSource(kernel, source, flags, arch)], [target], 1, default_cache())
     tc = find_toolchain(target)
     return CodeObject(arch, kernel, res.code_objects[arch].read_bytes(), f"{tc.clang} ({tc.version})")

@@ -88,7 +88,7 @@ class Target:
     instructions: tuple[MatrixInstr, ...] = field(default=())
     features: frozenset[str] = field(default=frozenset())
     part: str = ""              # the flagship part whose figures these are (MI300X, H200 ...)
-    gemm_header: str = "ckgen/gemm_mfma.h"   # device header holding the GEMM kernel body for this target
+    gemm_header: str = "gemm_mfma.h"   # device header holding the GEMM kernel body for this target
     gemm_impl: str = "ckgen::gemm_mfma"      # its entry template, instantiated with the rendered Cfg
     max_lds_buffers: int = 2                 # deepest LDS pipeline the kernel body supports
     sgprs_per_simd: int = 0                  # SGPR file per SIMD (0: only the per-wave cap limits occupancy)

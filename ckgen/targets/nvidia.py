@@ -1,7 +1,7 @@
 """NVIDIA targets: sm_90 (Hopper: H100 / H200 SXM) and sm_80 (Ampere: A100 SXM).
 
 Plain data, the counterpart of ``amd.py``. The GEMM body for these targets is
-``ckgen/include/ckgen/gemm_mma_sm90.h`` (warp-level ``mma.sync`` fed by ``ldmatrix`` from a
+``ckgen/include/gemm_mma_sm90.h`` (warp-level ``mma.sync`` fed by ``ldmatrix`` from a
 multi-stage ``cp.async`` pipeline); its entry is ``ckgen::nv::gemm_mma``. The instruction table lists the
 mma.sync shapes, which the planner uses. On targets with both ``wgmma`` and ``tma`` (sm_90, built as sm_90a) the
 pass ``plan_tma_body`` also gives kernels of the Hopper body's shape that body (``gemm_sm90_tma.h``: TMA,
@@ -46,7 +46,7 @@ FEATURE_WGMMA = "wgmma"              # warpgroup wgmma.mma_async and setmaxnreg 
 FEATURE_TMA = "tma"                  # cp.async.bulk.tensor and mbarrier transactions (Hopper)
 
 #: header and entry of the NVIDIA GEMM body
-GEMM_HEADER = "ckgen/gemm_mma_sm90.h"
+GEMM_HEADER = "gemm_mma_sm90.h"
 GEMM_IMPL = "ckgen::nv::gemm_mma"
 #: deepest cp.async pipeline (kLdsBuffers = stages) the body supports
 MAX_STAGES = 6
@@ -59,7 +59,7 @@ def _mma(mnemonic: str, builtin: str, a: DType, acc: DType, k: int, c_op: str) -
 
 
 #: mma.sync instructions of sm_80 and sm_90 [ptx]. ``mnemonic`` is the SASS name cuobjdump prints;
-#: ``builtin`` the wrapper in ckgen/include/ckgen/nv_mma.h.
+#: ``builtin`` the wrapper in ckgen/include/ckgen/blocks/nv_mma.h.
 MMA_SYNC = (
     _mma("HMMA.16816.F32", "ckgen::nv::mma_m16n8k16_f32_f16", F16, F32, 16, "ckgen::f32x4_t"),
     _mma("HMMA.16816.F32.BF16", "ckgen::nv::mma_m16n8k16_f32_bf16", BF16, F32, 16, "ckgen::f32x4_t"),

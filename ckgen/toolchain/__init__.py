@@ -17,4 +17,4 @@ from ckgen.toolchain.llvm import Toolchain, find_toolchain
 from ckgen.toolchain.report import KernelReport, analyze_code_object
 
 __all__ = ["COUNTERS", "Cache", "KernelReport", "KernelSource", "LibraryResult", "Toolchain", "analyze_code_object",
-           "toolchain_amd_library", "default_cache", "find_toolchain", "get_or_build", "key"]
+           "build_amd_library", "default_cache", "find_toolchain", "get_or_build", "key"]

@@ -6,7 +6,7 @@ Pipeline (each step cached in :mod:`ckgen.toolchain.cache`, keyed by its exact i
 
        clang++ -x hip --offload-arch=<arch> --offload-device-only --no-gpu-bundle-output
                -nogpuinc -nogpulib -O3 -std=c++17 -fgpu-rdc -mcode-object-version=4
-               -Xclang -emit-obj -I <ckgen/include> -c kernel.hip -o kernel.o
+               -Xclang -emit-obj -I<each of resources.DEVICE_INCLUDE_DIRS> -c kernel.hip -o kernel.o
 
    ``-fgpu-rdc`` keeps the kernel relocatable; ``-Xclang -emit-obj`` makes the device pass emit a
    machine-code ELF object instead of bitcode, so there is no LTO at link time and an unchanged
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckgen.errors import BuildError
-from ckgen.resources import INCLUDE_DIR, content_hashes
+from ckgen.resources import content_hashes, include_flags
 from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
 from ckgen.toolchain.llvm import Toolchain, find_toolchain
@@ -119,7 +119,7 @@ def compile_kernel(kernel: KernelSource, target: Target, tc: Toolchain,
         src = out / "kernel.hip"
         src.write_text(kernel.source)
         obj = out / OBJECT_FILE
-        cmd = [str(tc.clang), *DEVICE_FLAGS, f"--offload-arch={target.name}", "-I", str(INCLUDE_DIR),
+        cmd = [str(tc.clang), *DEVICE_FLAGS, f"--offload-arch={target.name}", *include_flags(),
                *kernel.flags, "-c", str(src), "-o", str(obj)]
         COUNTERS.bump("device_compiles")
         log = run_tool(cmd, f"compiling kernel '{kernel.name}' for {target.name}")

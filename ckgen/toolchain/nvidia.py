@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ckgen.config import Settings, settings
 from ckgen.errors import BuildError, ToolchainError
-from ckgen.resources import INCLUDE_DIR, content_hashes
+from ckgen.resources import content_hashes, include_flags
 from ckgen.targets.model import Target
 from ckgen.targets.nvidia import nvcc_arch_flags
 
@@ -145,7 +145,7 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
     def build(d: Path) -> None:
         for name, text in files.items():
             (d / name).write_text(text)
-        inc = [f"-I{INCLUDE_DIR}", f"-I{d}"]
+        inc = [*include_flags(), f"-I{d}"]
         proc = _run([nvcc.path, *flags, *inc, str(d / "launchers.cu"), "-o", str(d / lib_name)],
                     f"nvcc build of {lib_name}")
         (d / "ptxas.log").write_text(proc.stderr)

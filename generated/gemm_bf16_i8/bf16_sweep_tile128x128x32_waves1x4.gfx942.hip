@@ -2,7 +2,7 @@
 // kernel bf16_sweep_tile128x128x32_waves1x4 for gfx942: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 128x128x32, waves 1x4, instr 32x32x8
 // instruction v_mfma_f32_32x32x8_bf16; LDS 40960 bytes in 2 buffer(s); 256 threads.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 namespace ckgen_gen {
 struct bf16_sweep_tile128x128x32_waves1x4_cfg {

@@ -2,7 +2,7 @@
 // kernel bf16_sweep_tile64x64x64_waves1x4 for gfx942: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 64x64x64, waves 1x4, instr 16x16x16
 // instruction v_mfma_f32_16x16x16_bf16; LDS 36864 bytes in 2 buffer(s); 256 threads.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 namespace ckgen_gen {
 struct bf16_sweep_tile64x64x64_waves1x4_cfg {

@@ -2,7 +2,7 @@
 // kernel gemm_bf16_tn for gfx942: bf16 col x bf16 col -> bf16 row (acc f32), alpha 1, beta 0.5, epilogue silu; tile 64x128x32, waves 1x2, instr 32x32x8
 // instruction v_mfma_f32_32x32x8_bf16; LDS 30720 bytes in 2 buffer(s); 128 threads.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 namespace ckgen_gen {
 struct gemm_bf16_tn_cfg {

@@ -2,7 +2,7 @@
 // kernel gemm_i8 for gfx942: i8 row x i8 col -> i32 row (acc i32), alpha 1, beta 0, epilogue none; tile 128x128x64, waves 2x2, instr 32x32x16
 // instruction v_mfma_i32_32x32x16_i8; LDS 40960 bytes in 2 buffer(s); 256 threads.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 namespace ckgen_gen {
 struct gemm_i8_cfg {

@@ -2,7 +2,7 @@
 // kernel mlp_f16_bias_gelu for gfx942: f16 row x f16 row -> f16 row (acc f32), alpha 1, beta 0, epilogue bias(col) -> gelu; tile 128x64x32, waves 2x2, instr 32x32x8
 // instruction v_mfma_f32_32x32x8_f16; LDS 30720 bytes in 2 buffer(s); 256 threads.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 namespace ckgen_gen {
 struct mlp_f16_bias_gelu_cfg {

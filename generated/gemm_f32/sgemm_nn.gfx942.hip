@@ -2,7 +2,7 @@
 // kernel sgemm_nn for gfx942: f32 row x f32 row -> f32 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x16, waves 2x2, instr 16x16x4
 // instruction v_mfma_f32_16x16x4_f32; LDS 10240 bytes in 1 buffer(s); 256 threads.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 namespace ckgen_gen {
 struct sgemm_nn_cfg {

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.resources import include_flags
 from ckgen.targets import get_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ def tool(name: str, major: int) -> str | None:
 
 def device_compile_cmd(clang: str, arch: str, src: Path, out: Path) -> list[str]:
     return [clang, "-x", "hip", f"--offload-arch={arch}", "--offload-device-only", "--no-gpu-bundle-output",
-            "-nogpuinc", "-nogpulib", "-O3", "-I", str(INCLUDE), "-c", str(src), "-o", str(out)]
+            "-nogpuinc", "-nogpulib", "-O3", *include_flags(), "-c", str(src), "-o", str(out)]
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def _compile_snippet(tmp_path: Path, code: str, extra: list[str]) -> subprocess.
         pytest.skip("clang++-19 not installed")
     src = tmp_path / "s.hip"
     src.write_text(code)
-    return subprocess.run([clang, *extra, "-I", str(INCLUDE), "-c", str(src), "-o", str(tmp_path / "s.o")],
+    return subprocess.run([clang, *extra, *include_flags(), "-c", str(src), "-o", str(tmp_path / "s.o")],
                           capture_output=True, text=True)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ckgen.resources import include_flags
 from ckgen.runtime.run import activation
 from tests.include.test_cases_compile import ALL_CASES, INCLUDE, Case
 
@@ -66,7 +67,7 @@ def emu_build(case: Case, out: Path) -> Path:
     so = out / f"{case.name}.emu.so"
     cmd = [clang, "-x", "c++", "-std=c++17", "-O1", "-Wno-psabi", "-DCKGEN_PLATFORM_EMU",
            f'-DCASE_FILE="{case.path}"', f"-DCASE={case.name}", "-shared", "-fPIC", "-pthread",
-           "-I", str(INCLUDE), str(HERE / "emu" / "driver.cpp"), "-o", str(so)]
+           *include_flags(), str(HERE / "emu" / "driver.cpp"), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(r.stderr)

@@ -1,4 +1,4 @@
-"""ckgen::MfmaLayout (types.h) against AMD's matrix instruction calculator data.
+"""ckgen::MfmaLayout (blocks/mfma.h) against AMD's matrix instruction calculator data.
 
 A host program instantiates ckgen::MfmaLayout for every single-block dense instruction in
 shared/reference/mfma_layouts.json and prints, for every element of A, B and C, the lane and item the
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.resources import include_flags
+
 ROOT = Path(__file__).resolve().parents[2]
-INCLUDE = ROOT / "ckgen" / "include"
 
 
 def _reference() -> Path | None:
@@ -40,7 +41,7 @@ def _group(e: dict) -> int:
 
 PROGRAM = r"""
 #include <stdio.h>
-#include "ckgen/types.h"
+#include "ckgen/blocks/mfma.h"
 template <int M, int N, int K, int G>
 void dump(const char* tag) {
   using L = ckgen::MfmaLayout<M, N, K, G>;
@@ -69,7 +70,7 @@ def dumped(tmp_path_factory) -> dict[str, dict]:
     body = "\n".join(f'  dump<{m}, {n}, {k}, {g}>("{m}x{n}x{k}g{g}");' for m, n, k, g in shapes)
     d = tmp_path_factory.mktemp("layout")
     (d / "l.cpp").write_text(PROGRAM.replace("%BODY%", body))
-    subprocess.run([clang, "-std=c++17", "-O1", "-I", str(INCLUDE), str(d / "l.cpp"), "-o", str(d / "l")],
+    subprocess.run([clang, "-std=c++17", "-O1", *include_flags(), str(d / "l.cpp"), "-o", str(d / "l")],
                    check=True, capture_output=True, text=True)
     out = subprocess.run([str(d / "l")], check=True, capture_output=True, text=True).stdout
     res: dict[str, dict] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-INCLUDE = Path(__file__).resolve().parents[2] / "ckgen" / "include"
+from ckgen.resources import include_flags
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -45,7 +45,7 @@ def converter(tmp_path_factory):
         pytest.skip("clang++ missing")
     d = tmp_path_factory.mktemp("types")
     (d / "t.cpp").write_text(PROGRAM)
-    subprocess.run([clang, "-std=c++17", "-O2", "-Wall", "-Werror", "-I", str(INCLUDE), str(d / "t.cpp"),
+    subprocess.run([clang, "-std=c++17", "-O2", "-Wall", "-Werror", *include_flags(), str(d / "t.cpp"),
                     "-o", str(d / "t")], check=True, capture_output=True, text=True)
 
     def run(bits: np.ndarray) -> tuple[list[list[str]], list[str]]:
@@ -112,6 +112,6 @@ __global__ void k(float* o, const ckgen::bf16* b, const ckgen::f16* h) {
   o[5] = ckgen::to_float(v.v[3]);
 }
 """)
-    r = subprocess.run([str(nvcc), "-arch=sm_90", "-I", str(INCLUDE), "-c", str(src), "-o", str(tmp_path / "t.o")],
+    r = subprocess.run([str(nvcc), "-arch=sm_90", *include_flags(), "-c", str(src), "-o", str(tmp_path / "t.o")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

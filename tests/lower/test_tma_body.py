@@ -1,4 +1,4 @@
-"""plan_tma_body: which kernels get the Hopper body (TMA + wgmma, ckgen/include/ckgen/gemm_sm90_tma.h)."""
+"""plan_tma_body: which kernels get the Hopper body (TMA + wgmma, ckgen/include/gemm_sm90_tma.h)."""
 
 import pytest
 from hypothesis import given, settings

@@ -139,13 +139,12 @@ def test_missing_barrier_in_the_real_gemm_is_caught(tmp_path, marker, src):
     """Delete one barrier from a copy of the GEMM kernel header: the emulator reports the LDS race."""
     import numpy as np
 
-    from ckgen.resources import INCLUDE_DIR
+    from ckgen.resources import OPS_DIR
     from ckgen.runtime.api import plan_for
 
-
-    inc = tmp_path / "include"
-    shutil.copytree(INCLUDE_DIR, inc)
-    header = inc / "ckgen" / "gemm_mfma.h"
+    inc = tmp_path / "device"
+    shutil.copytree(OPS_DIR / "gemm" / "device", inc)
+    header = inc / "gemm_mfma.h"
     text = header.read_text()
     assert text.count(marker) == 1
     header.write_text(text.replace(marker, "/* barrier removed */ //"))

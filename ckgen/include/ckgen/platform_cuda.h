@@ -58,7 +58,7 @@ CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
 
 CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
 // One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
-// dominated by the exp + reciprocal of the portable formula (ckgen/epilogue.h), which this replaces here.
+// dominated by the exp + reciprocal of the portable formula (ckgen/blocks/epilogue.h), which this replaces here.
 #define CKGEN_HAS_TANH_F32 1
 CKGEN_DEVICE float tanh_f32(float x) {
   float y;

@@ -1,7 +1,7 @@
 // bf16 in, f32 acc, bf16 col-major out (vector stores of 4); 128x64x32, 2x2 waves, 32x32x8 bf16_1k, single LDS buffer.
 // arch: gfx942 gfx90a
 // expect: global_load_dwordx4 global_store_dwordx2
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct bf16_1k_cfg {
   using TA = ckgen::bf16; using TB = ckgen::bf16; using TC = ckgen::bf16;

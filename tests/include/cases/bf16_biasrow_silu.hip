@@ -1,7 +1,7 @@
 // bf16, B col-major, bias per row + SiLU + ReLU, bf16 out; 64x128x32, 1x2 waves, 32x32x8 bf16_1k.
 // arch: gfx942 gfx90a
 // expect: global_load_dwordx4 ds_write_b128 v_exp_f32_e32
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct bf16_biasrow_silu_cfg {
   using TA = ckgen::bf16; using TB = ckgen::bf16; using TC = ckgen::bf16;

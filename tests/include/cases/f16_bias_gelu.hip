@@ -1,7 +1,7 @@
 // f16, bias per column + GELU(tanh) epilogue, alpha=0.5 beta=0.25, f32 out; 128x128x32, 2x2 waves, 32x32x8 f16.
 // arch: gfx942 gfx90a
 // expect: global_load_dwordx4 v_exp_f32_e32
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct f16_bias_gelu_cfg {
   using TA = ckgen::f16; using TB = ckgen::f16; using TC = float;

@@ -1,7 +1,7 @@
 // f16 in, f32 acc, f16 out; 128x128x32 tile, 2x2 waves, 32x32x8 f16, double-buffered LDS + prefetch.
 // arch: gfx942 gfx90a gfx908
 // expect: global_load_dwordx4 ds_write_b128
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct f16_db_cfg {
   using TA = ckgen::f16; using TB = ckgen::f16; using TC = ckgen::f16;

@@ -1,7 +1,7 @@
 // f16 in, f32 acc, f16 out on gfx950 (clang++-22); 128x128x64, 2x2 waves, 16x16x32 f16.
 // arch: gfx950
 // expect: global_load_dwordx4 ds_write_b128
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct f16_gfx950_cfg {
   using TA = ckgen::f16; using TB = ckgen::f16; using TC = ckgen::f16;

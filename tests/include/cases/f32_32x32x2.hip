@@ -1,7 +1,7 @@
 // f32 in/out; 64x64x16, 2x2 waves, 32x32x2 f32, double-buffered, no prefetch, beta=1.
 // arch: gfx942 gfx90a gfx908
 // expect: global_load_dwordx4 ds_write_b128
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct f32_32x32x2_cfg {
   using TA = float; using TB = float; using TC = float;

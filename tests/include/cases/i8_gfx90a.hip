@@ -1,7 +1,7 @@
 // i8 in, i32 acc, i8 out with saturation; 64x64x32, 2x2 waves, 32x32x8 i8 (gfx90a).
 // arch: gfx90a gfx908
 // expect: global_load_dwordx4 ds_write_b128
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct i8_gfx90a_cfg {
   using TA = ::int8_t; using TB = ::int8_t; using TC = ::int8_t;

@@ -1,7 +1,7 @@
 // i8 in, i32 acc, i32 out (exact); 64x64x64, 2x2 waves, 32x32x16 i8 (gfx942), beta=2.
 // arch: gfx942
 // expect: global_load_dwordx4 ds_write_b128
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct i8_gfx942_cfg {
   using TA = ::int8_t; using TB = ::int8_t; using TC = ::int32_t;

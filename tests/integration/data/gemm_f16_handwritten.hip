@@ -4,7 +4,7 @@
 // The integration tests compile it with hiprtc and with clang (device pass) to check the JIT's compile path
 // independently of the code generator.
 #include "ckgen/platform.h"
-#include "ckgen/gemm_mfma.h"
+#include "gemm_mfma.h"
 
 struct handwritten_f16_cfg {
   using TA = ckgen::f16;

@@ -1,4 +1,4 @@
-// ckgen/gemm_sm90_tma.h: the Hopper GEMM body (sm_90a): TMA loads, warp specialization, wgmma, persistent grid.
+// gemm_sm90_tma.h (ckgen/ops/gemm/device): the Hopper GEMM body (sm_90a): TMA loads, warp specialization, wgmma, persistent grid.
 //
 // Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/lower/passes.py, plan_tma_body): f16 / bf16 A and B
 // in any layout, tile 128 x 256 x 64 with 8 warps (two consumer warpgroups of 64 rows each), Cfg::kTmaStages
@@ -32,8 +32,8 @@
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
-#include "ckgen/gemm_mma_sm90.h"
-#include "ckgen/nv_wgmma.h"
+#include "gemm_mma_sm90.h"
+#include "ckgen/blocks/nv_wgmma.h"
 
 namespace ckgen {
 namespace nv {

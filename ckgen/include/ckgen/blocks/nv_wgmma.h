@@ -1,4 +1,4 @@
-// ckgen/nv_wgmma.h: Hopper primitives of the warp-specialized GEMM body (ckgen/gemm_sm90_tma.h).
+// ckgen/blocks/nv_wgmma.h: Hopper primitives (wgmma, TMA tensor maps, mbarriers, setmaxnreg) of warp-specialized bodies.
 // sm_90a only (-gencode=arch=compute_90a,code=sm_90a): everything below is defined when
 // __CUDA_ARCH_FEAT_SM90_ALL is, and CKGEN_NV_WGMMA says so.
 //

@@ -1,4 +1,4 @@
-// ckgen/epilogue.h: element-wise epilogue operations applied to alpha*acc (+ beta*C) before the cast.
+// ckgen/blocks/epilogue.h: element-wise epilogue operations applied to alpha*acc (+ beta*C) before the cast.
 //
 // Each op:  template <class Cfg> static CKGEN_DEVICE float apply(float v, int row, int col,
 //                                                             const typename Cfg::TBias* bias);

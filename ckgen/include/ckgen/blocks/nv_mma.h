@@ -1,4 +1,4 @@
-// ckgen/nv_mma.h: thin wrappers over the PTX instructions of ckgen's NVIDIA GEMM (sm_80 and later).
+// ckgen/blocks/nv_mma.h: thin wrappers over the PTX instructions of ckgen's NVIDIA bodies (sm_80 and later).
 //
 //   cp_async16(dst, src, src_bytes)  cp.async.cg 16 bytes global -> shared; bytes past src_bytes are
 //                                    zero-filled (src_bytes = 0 reads nothing), commit / wait_group

@@ -1,4 +1,4 @@
-// ckgen/gemm_mfma.h: the GEMM kernel body on AMD matrix cores (single-block MFMA, wave64).
+// gemm_mfma.h (ckgen/ops/gemm/device): the GEMM kernel body on AMD matrix cores (single-block MFMA, wave64).
 //
 //   C = Epilogue(alpha * A.B + beta * C) cast to TC,  A: M x K, B: K x N, C: M x N
 //
@@ -27,106 +27,14 @@
 // Requirements checked at compile time (static_assert, with the member named): see check_cfg().
 #pragma once
 
-#include "ckgen/epilogue.h"
+#include "ckgen/blocks/epilogue.h"
+#include "ckgen/blocks/mfma.h"
+#include "ckgen/blocks/tile_loader.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
 namespace ckgen {
 namespace gemm_detail {
-
-// ---------------------------------------------------------------- global -> registers -> LDS
-// One operand tile of kRows (M for A, N for B) x kTK elements, K contiguous in LDS with kStride.
-// kKContig: the global matrix is contiguous along K (row-major A, col-major B); element (r, k) sits
-// at base[r * ld + k]; otherwise at base[k * ld + r]. Vectors of kV run along the contiguous dimension.
-template <class T, int kRows, int kTK, int kV, int kStride, bool kKContig, int kThreads>
-struct TileLoader {
-  static constexpr int kVecsPerLine = kKContig ? kTK / kV : kRows / kV;
-  static constexpr int kVecs = kRows * kTK / kV;
-  static constexpr int kPer = (kVecs + kThreads - 1) / kThreads;
-  static constexpr bool kExact = kVecs % kThreads == 0;
-  using V = vec<T, kV>;
-
-  static_assert(kV >= 1, "vector width must be >= 1");
-  static_assert(!kKContig || kTK % kV == 0, "kTileK must be a multiple of the K-contiguous vector width");
-  static_assert(kKContig || kRows % kV == 0, "the tile's M (N) extent must be a multiple of the vector width");
-  static_assert(!kKContig || kStride % kV == 0,
-                "LDS stride (kLdsAStride / kLdsBStride) must be a multiple of kVecA / kVecB for K-contiguous operands");
-
-  V regs[kPer];
-
-  // Line coordinate (r, k) inside the tile of the p-th vector of thread tid.
-  static CKGEN_DEVICE void coords(int t, int& r, int& k) {
-    if constexpr (kKContig) {
-      r = t / kVecsPerLine;
-      k = (t % kVecsPerLine) * kV;
-    } else {
-      k = t / kVecsPerLine;
-      r = (t % kVecsPerLine) * kV;
-    }
-  }
-
-  // base points at the tile origin (r0, k0) of the matrix; rows_left = rows - r0, k_left = K - k0.
-  // Interior tiles (whole tile in bounds, matrix aligned for kV: a uniform test) take unconditional
-  // vector loads; edge tiles check each vector and fall back to per-element loads with zero fill.
-  CKGEN_DEVICE void load(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
-    if (aligned && rows_left >= kRows && k_left >= kTK) {
-#pragma unroll
-      for (int p = 0; p < kPer; ++p) {
-        const int t = tid + p * kThreads;
-        if (kExact || t < kVecs) {
-          int r, k;
-          coords(t, r, k);
-          regs[p] = gload(reinterpret_cast<const V*>(base + offset(r, k, ld)));
-        }
-      }
-    } else {
-      load_edge(base, ld, rows_left, k_left, aligned, tid);
-    }
-  }
-
-  static CKGEN_DEVICE long long offset(int r, int k, long long ld) {
-    return kKContig ? static_cast<long long>(r) * ld + k : static_cast<long long>(k) * ld + r;
-  }
-
-  CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
-#pragma unroll
-    for (int p = 0; p < kPer; ++p) {
-      const int t = tid + p * kThreads;
-      if (kExact || t < kVecs) {
-        int r, k;
-        coords(t, r, k);
-        const T* src = base + offset(r, k, ld);
-        const bool full = kKContig ? (r < rows_left && k + kV <= k_left) : (k < k_left && r + kV <= rows_left);
-        if (aligned && full) {
-          regs[p] = gload(reinterpret_cast<const V*>(src));
-        } else {
-#pragma unroll
-          for (int v = 0; v < kV; ++v) {
-            const bool in = kKContig ? (r < rows_left && k + v < k_left) : (k < k_left && r + v < rows_left);
-            regs[p].v[v] = in ? gload(src + v) : zero<T>();
-          }
-        }
-      }
-    }
-  }
-
-  CKGEN_DEVICE void store(T* lds, int tid) const {
-#pragma unroll
-    for (int p = 0; p < kPer; ++p) {
-      const int t = tid + p * kThreads;
-      if (kExact || t < kVecs) {
-        int r, k;
-        coords(t, r, k);
-        if constexpr (kKContig) {
-          lds_store(reinterpret_cast<V*>(lds + r * kStride + k), regs[p]);
-        } else {
-#pragma unroll
-          for (int v = 0; v < kV; ++v) lds_store(lds + (r + v) * kStride + k, regs[p].v[v]);
-        }
-      }
-    }
-  }
-};
 
 template <class Cfg>
 struct Derived {
@@ -135,8 +43,8 @@ struct Derived {
   using TC = typename Cfg::TC;
   static constexpr int kCGroup = sizeof(typename Cfg::TAcc) == 8 ? 1 : 4;
   using Layout = MfmaLayout<Cfg::kInstrM, Cfg::kInstrN, Cfg::kInstrK, kCGroup>;
-  using LoadA = TileLoader<TA, Cfg::kTileM, Cfg::kTileK, Cfg::kVecA, Cfg::kLdsAStride, Cfg::kARowMajor, Cfg::kThreads>;
-  using LoadB = TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, Cfg::kLdsBStride, !Cfg::kBRowMajor, Cfg::kThreads>;
+  using LoadA = blk::TileLoader<TA, Cfg::kTileM, Cfg::kTileK, Cfg::kVecA, Cfg::kLdsAStride, Cfg::kARowMajor, Cfg::kThreads>;
+  using LoadB = blk::TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, Cfg::kLdsBStride, !Cfg::kBRowMajor, Cfg::kThreads>;
   static constexpr int kLdsAElems = Cfg::kTileM * Cfg::kLdsAStride;  // one buffer
   static constexpr int kLdsBElems = Cfg::kTileN * Cfg::kLdsBStride;
 };
@@ -169,12 +77,6 @@ constexpr bool check_cfg() {
                 "kLdsBytes smaller than the LDS the kernel declares");
   static_assert(Cfg::kVecC >= 1, "kVecC must be >= 1");
   return true;
-}
-
-template <class T>
-CKGEN_DEVICE bool is_aligned(const T* p, long long ld, int v) {
-  return v == 1 || ((reinterpret_cast<unsigned long long>(p) % (static_cast<unsigned long long>(v) * sizeof(T))) == 0 &&
-                    ld % v == 0);
 }
 
 }  // namespace gemm_detail
@@ -211,8 +113,8 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
   // Tile origins in global memory (64-bit offsets).
   const TA* a_tile = Cfg::kARowMajor ? A + static_cast<long long>(m0) * lda : A + m0;
   const TB* b_tile = Cfg::kBRowMajor ? B + n0 : B + static_cast<long long>(n0) * ldb;
-  const bool a_aligned = gemm_detail::is_aligned(A, lda, Cfg::kVecA);
-  const bool b_aligned = gemm_detail::is_aligned(B, ldb, Cfg::kVecB);
+  const bool a_aligned = blk::is_aligned(A, lda, Cfg::kVecA);
+  const bool b_aligned = blk::is_aligned(B, ldb, Cfg::kVecB);
   const int m_left = M - m0;
   const int n_left = N - n0;
 
@@ -302,7 +204,7 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
   // kCGroup; row-major C (and kVecC == 1) stores per element (consecutive lanes, consecutive columns).
   constexpr int kVC = (Cfg::kVecC >= 4 && D::kCGroup % 4 == 0) ? 4 : (Cfg::kVecC >= 2 && D::kCGroup % 2 == 0) ? 2 : 1;
   constexpr bool kVecStore = !Cfg::kCRowMajor && kVC > 1;
-  const bool c_aligned = kVecStore && gemm_detail::is_aligned(C, ldc, kVC);
+  const bool c_aligned = kVecStore && blk::is_aligned(C, ldc, kVC);
   const int col_in = L::c_col(0, lane);
 #pragma unroll
   for (int i = 0; i < Cfg::kRepM; ++i) {
