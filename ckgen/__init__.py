@@ -1,6 +1,6 @@
-"""ckgen: a code-generation compiler for composable GPU kernels (GEMM on AMD MFMA first).
+"""ckgen: a code-generation compiler for composable GPU kernels (AMD matrix cores first).
 
-Stages (docs/design.md): frontend -> ir -> lower -> codegen -> build -> runtime.
+Stages (docs/design.md): frontend -> ir -> lower -> codegen -> toolchain -> runtime; ops in ckgen/ops.
 """
 
 __version__ = "0.1.0"

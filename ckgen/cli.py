@@ -4,7 +4,7 @@
     ckgen emit FILE --arch A [--kernel NAME] [--stage spec|ir|hip|host|header]
     ckgen compile FILE... --arch A[,B...] -o DIR [-j N]
     ckgen report FILE --arch A [--json] [-j N]
-    ckgen run FILE --kernel NAME [--target emu|sm_90|hip] [--arch A] -m M -n N -k K [--seed S]
+    ckgen run FILE --kernel NAME [--target emu|sm_90|hip] [--arch A] [--size NAME=V,...] [-m M -n N -k K] [--seed S]
     ckgen cmake-dir
 
 Exit codes: 0 success; 1 a numeric check failed (``run``); 2 bad input or a failed build, with
@@ -62,9 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--kernel", required=True)
     u.add_argument("--target", default="emu", help="emu (CPU emulation), or a GPU target such as sm_90")
     u.add_argument("--arch", help="the AMD arch the emulator plans for (default: the kernel's first)")
-    u.add_argument("-m", type=int, required=True)
-    u.add_argument("-n", type=int, required=True)
-    u.add_argument("-k", type=int, required=True)
+    u.add_argument("--size", help="runtime sizes by name, e.g. m=256,n=128,k=64,batch=4 (the kernel's ABI sizes)")
+    u.add_argument("-m", type=int, help="shorthand for --size m=M")
+    u.add_argument("-n", type=int, help="shorthand for --size n=N")
+    u.add_argument("-k", type=int, help="shorthand for --size k=K")
     u.add_argument("--seed", type=int, default=0)
 
     sub.add_parser("cmake-dir", help="print the directory holding ckgenConfig.cmake")
@@ -120,9 +121,16 @@ def _cmd_report(a) -> int:
 
 
 def _cmd_run(a) -> int:
-    from ckgen.runtime.run import run_command
+    from ckgen.runtime.run import parse_sizes, run_command
 
-    return run_command(a.file, a.kernel, a.target, a.arch, a.m, a.n, a.k, a.seed)
+    sizes = parse_sizes(a.size)
+    for flag in ("m", "n", "k"):
+        value = getattr(a, flag)
+        if value is not None:
+            if flag in sizes:
+                raise CkgenError(f"-{flag} and --size {flag}= both given")
+            sizes[flag] = value
+    return run_command(a.file, a.kernel, a.target, a.arch, sizes, a.seed)
 
 
 def _cmd_cmake_dir(a) -> int:

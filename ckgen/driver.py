@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ckgen import __version__
 from ckgen.codegen import manifest_kernels, render_header, render_kernel, render_launchers
+from ckgen.codegen.render import MANIFEST_SCHEMA_VERSION
 from ckgen.errors import CkgenError, ErrorList
 from ckgen.frontend import load_file
 from ckgen.ir.plan import KernelPlan
@@ -125,6 +126,7 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
             libs.append(Library(stem, library, header, tuple(group), resources))
         write_atomic(header, render_header(stem, ps))
     manifest = {
+        "schema_version": MANIFEST_SCHEMA_VERSION,
         "ckgen_version": __version__,
         "libraries": [{"stem": lib.stem, "library": lib.library.name, "header": lib.header.name,
                        "arches": sorted({p.arch for p in lib.plans})} for lib in libs],

@@ -51,9 +51,10 @@ def _tree_hash(*roots: Path) -> str:
 
 @lru_cache(maxsize=1)
 def content_hashes() -> dict[str, str]:
-    """sha256 of the grammar, templates and device headers: part of every cache key."""
+    """sha256 of the grammar, templates (with the op folders, which hold theirs) and device headers: part of
+    every cache key."""
     return {
         "grammar": _tree_hash(GRAMMAR_DIR),
-        "templates": _tree_hash(TEMPLATE_DIR),
+        "templates": _tree_hash(TEMPLATE_DIR, *sorted(p for p in OPS_DIR.iterdir() if p.is_dir())),
         "include": _tree_hash(*DEVICE_INCLUDE_DIRS),
     }

@@ -48,11 +48,11 @@ def test_compile_writes_library_header_manifest(compiled):
     k = kernels["gemm_f16_nt"]
     assert k["source"] == "examples/gemm_f16.ck" and k["arches"] == ["gfx942", "gfx90a"]
     assert k["signature"].startswith("int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const void* bias")
-    assert k["parameters"]["config"]["tile"] == [128, 128, 32]
+    assert k["parameters"]["params"]["config"]["tile"] == [128, 128, 32]
     for arch in ("gfx942", "gfx90a"):
         res = k["resources"][arch]
         assert res["vgpr_spills"] == 0 and res["sgpr_spills"] == 0 and res["scratch_bytes"] == 0
-        assert res["lds_bytes"] == k["plans"][arch]["lds"]["total_bytes"]
+        assert res["lds_bytes"] == k["plans"][arch]["body"]["lds"]["total_bytes"]
     assert kernels["bf16_sweep_tile64x64x64_waves1x4"]["family"] == "bf16_sweep"
 
 
@@ -61,7 +61,7 @@ def test_no_spills_and_mfma_in_the_main_loop_for_every_example(compiled):
     for k in manifest["kernels"]:
         for arch, res in k["resources"].items():
             assert res["vgpr_spills"] == 0 and res["sgpr_spills"] == 0 and res["scratch_bytes"] == 0, (k["name"], arch)
-            want = k["plans"][arch]["instruction"]["mnemonic"]
+            want = k["plans"][arch]["body"]["instruction"]["mnemonic"]
             assert res["mfma"].get(want, 0) > 0 and res["mfma_in_main_loop"] > 0, (k["name"], arch, res["mfma"])
 
 
@@ -90,7 +90,7 @@ def test_emit_stages(cache):
     ir = ckgen("emit", "examples/gemm_f16.ck", "--arch", "gfx942", "--stage", "ir", cache=cache)
     plans = json.loads(ir.stdout)
     assert [p["spec"]["name"] for p in plans] == ["gemm_f16_nt", "mlp_f16_bias_gelu"]
-    assert plans[0]["instruction"]["mnemonic"] == "v_mfma_f32_32x32x8_f16"
+    assert plans[0]["body"]["instruction"]["mnemonic"] == "v_mfma_f32_32x32x8_f16"
     bad = ckgen("emit", "examples/gemm_f16.ck", "--arch", "gfx942", "--kernel", "nope", cache=cache)
     assert bad.returncode == 2 and "no kernel named 'nope'" in bad.stderr and "gemm_f16_nt" in bad.stderr
 
@@ -163,7 +163,7 @@ def test_compile_amd_and_nvidia_in_one_call(tmp_path, cache):
     libs = {lib["library"]: lib["arches"] for lib in manifest["libraries"]}
     assert libs == {"libmix.so": ["gfx942"], "libmix_cuda.so": ["sm_90"]}
     nv = next(k for k in manifest["kernels"] if k["library"] == "libmix_cuda.so")
-    assert nv["plans"]["sm_90"]["instruction"]["shape"] == [16, 8, 16]
+    assert nv["plans"]["sm_90"]["body"]["instruction"]["shape"] == [16, 8, 16]
     # an AMD-only parameter that does not fit the NVIDIA target names the parameter
     (tmp_path / "amd.ck").write_text("kernel k { A = f16 row B = f16 col C = f16 row tile = 128x128x32 "
                                      "waves = 2x2 instr = 32x32x8 }\n")

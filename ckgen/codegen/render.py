@@ -1,10 +1,15 @@
-"""Plans → source text. Every template is rendered with ``StrictUndefined`` from plain lists
-prepared here; the templates hold no decisions.
+"""Plans -> source text, for any op. Every template is rendered with ``StrictUndefined`` from plain lists
+prepared here and by the op's ``kernel_view``; the templates hold no decisions.
 
-- :func:`render_kernel`: one kernel's device source (Cfg struct + entry), the same text on every platform.
-- :func:`render_launchers`: the ``extern "C"`` host entry points of one library, for one platform.
+- :func:`render_kernel`: one kernel's device source (Cfg struct + entries), the same text on every platform:
+  the op's ``<op>/kernel.hip.j2``, which extends ``templates/kernel.hip.j2``.
+- :func:`render_launchers`: the ``extern "C"`` host entry points of one library, for one platform, from each
+  kernel's ABI.
 - :func:`render_header`: the C header of one library.
-- :func:`manifest`: the manifest entry list (JSON-ready).
+- :func:`manifest_kernels`: the manifest's kernel entries (JSON-ready).
+
+Templates are looked up in ``templates/`` and in ``ckgen/ops`` (op templates are named ``<op>/<file>``).
+User text reaches them only through the ``comment`` and ``c_string`` filters (:mod:`ckgen.codegen.escape`).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from functools import lru_cache
 import jinja2
 
 from ckgen import __version__
+from ckgen.codegen.escape import c_string, comment
+from ckgen.ir.abi import ArgKind
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.types import Layout
-from ckgen.resources import INCLUDE_DIR, TEMPLATE_DIR
+from ckgen.ops import get_op
+from ckgen.resources import INCLUDE_DIR, OPS_DIR, TEMPLATE_DIR
 
 #: headers the host entry points include, per platform (the launch macro comes from these).
 HOST_INCLUDES = {
@@ -26,79 +33,58 @@ HOST_INCLUDES = {
 }
 #: platforms whose host library compiles the kernels in the same translation unit.
 INLINE_KERNELS = ("emu", "cuda")
+#: the manifest's layout version (bump on an incompatible change)
+MANIFEST_SCHEMA_VERSION = 2
 
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
-
-
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
-
-
-def _float(x: float) -> str:
-    return f"{float(x)!r}f"
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(TEMPLATE_DIR), str(OPS_DIR)]),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, autoescape=False)
+    env.filters["comment"] = comment
+    env.filters["c_string"] = c_string
+    return env
 
 
 def summary(plan: KernelPlan) -> str:
     """One line describing the kernel (comments, header, report)."""
-    g, c = plan.spec.gemm, plan.spec.config
-    ep = " -> ".join(op.text for op in g.epilogue) or "none"
-    return (f"{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> {g.c.dtype.value} "
-            f"{g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, epilogue {ep}; "
-            f"tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, instr {plan.instr.shape_text}")
-
-
-def cfg_view(plan: KernelPlan) -> dict:
-    """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
-    g, c, i, lds = plan.spec.gemm, plan.spec.config, plan.instr, plan.lds
-    types = [("TA", g.a.dtype.cpp), ("TB", g.b.dtype.cpp), ("TC", g.c.dtype.cpp), ("TAcc", g.acc.cpp),
-             ("TBias", plan.bias_dtype.cpp), ("AOperand", i.a_operand), ("BOperand", i.b_operand),
-             ("COperand", i.c_operand)]
-    ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
-            ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
-            ("kThreads", plan.threads), ("kWaveTileM", plan.wave_tile[0]), ("kWaveTileN", plan.wave_tile[1]),
-            ("kInstrM", i.m), ("kInstrN", i.n), ("kInstrK", i.k), ("kRepM", plan.repeats[0]),
-            ("kRepN", plan.repeats[1]), ("kAItems", plan.items[0]), ("kBItems", plan.items[1]),
-            ("kCItems", plan.items[2]), ("kLdsBuffers", lds.buffers), ("kPrefetch", plan.prefetch),
-            ("kVecA", plan.vec[0]), ("kVecB", plan.vec[1]), ("kVecC", plan.vec[2]),
-            ("kLdsAStride", lds.a_stride), ("kLdsBStride", lds.b_stride), ("kLdsABytes", lds.a_bytes),
-            ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
-    constants = [("bool", "kARowMajor", _bool(g.a.layout == Layout.ROW)),
-                 ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
-                 ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
-    if plan.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
-        ints += [("kTmaStages", plan.tma.stages), ("kTmaSmemBytes", plan.tma.smem_bytes)]
-    constants += [("int", name, str(v)) for name, v in ints]
-    constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
-                  ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(plan.integer_epilogue))]
-    return {"types": types, "constants": constants, "epilogue": list(plan.epilogue_types),
-            "mma_builtins": [i.builtin] if i.kind == "mfma" else []}
+    return get_op(plan.op).summary(plan)
 
 
 def render_kernel(plan: KernelPlan) -> str:
     """Device source of one kernel for its plan's target."""
-    view = cfg_view(plan)
-    return _env().get_template("gemm_kernel.hip.j2").render(
-        version=__version__, source=plan.spec.source, name=plan.name, arch=plan.arch, summary=summary(plan),
-        mnemonic=plan.instr.mnemonic, lds_bytes=plan.lds.total_bytes, lds_buffers=plan.lds.buffers,
-        threads=plan.threads, header=plan.target.gemm_header, impl=plan.target.gemm_impl,
-        tma_entry=plan.tma is not None, **view)
+    op = get_op(plan.op)
+    view = op.kernel_view(plan)
+    params = [f"{a.device_ctype} {a.name}" for a in plan.abi.args]
+    return _env().get_template(op.kernel_template).render(
+        version=__version__, source=plan.spec.source, name=plan.name, op=plan.op, arch=plan.arch,
+        summary=summary(plan), threads=plan.threads, params=params, arg_names=[a.name for a in plan.abi.args],
+        **view)
 
 
-def _ld_min(layout: Layout, row_major_extent: str, col_major_extent: str) -> str:
-    return row_major_extent if layout == Layout.ROW else col_major_extent
+def _bound(names: tuple[str, ...]) -> str:
+    return "0" if not names else f"ckgen_at_least_1({' * '.join(names)})"
+
+
+def _grid(g) -> str:
+    if g.size is None:
+        return "1"
+    return g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
 
 
 def launcher_view(plan: KernelPlan) -> dict:
-    g, c = plan.spec.gemm, plan.spec.config
-    return {"name": plan.name, "summary": summary(plan), "tile_m": c.tile[0], "tile_n": c.tile[1],
-            "threads": plan.threads, "ta": g.a.dtype.cpp, "tb": g.b.dtype.cpp, "tc": g.c.dtype.cpp,
-            "tbias": plan.bias_dtype.cpp, "needs_bias": g.has_bias,
-            "lda_min": _ld_min(g.a.layout, "K", "M"), "ldb_min": _ld_min(g.b.layout, "N", "K"),
-            "ldc_min": _ld_min(g.c.layout, "N", "M"), "tma_entry": plan.tma is not None}
+    abi, launch = plan.abi, plan.launch
+    return {
+        "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
+        "sizes": [a.name for a in abi.sizes],
+        "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
+        "stride_checks": [(a.name, _bound(a.at_least)) for a in abi.of(ArgKind.STRIDE)],
+        "empty_if": list(abi.empty_if), "grid": [_grid(g) for g in launch.grid],
+        "locals": [(a.device_ctype, a.name) for a in abi.args],
+        "device_args": [f"{a.name}_" for a in abi.args], "threads": launch.threads,
+        "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch,
+    }
 
 
 def render_launchers(stem: str, plans: list[KernelPlan], platform: str,
@@ -114,11 +100,12 @@ def render_launchers(stem: str, plans: list[KernelPlan], platform: str,
 
 
 def unique_plans(plans: list[KernelPlan]) -> list[KernelPlan]:
-    """One plan per kernel name, the first one, except that a plan with the TMA variant wins: its text is a
-    superset (a library for sm_80 and sm_90 carries the sm_90 entry; the host entry checks the device)."""
+    """One plan per kernel name, the first one, except that a plan with more entries (an alternative body,
+    e.g. a Hopper body) wins: its text is a superset (a library for sm_80 and sm_90 carries the
+    sm_90 entry; its host entry checks the device)."""
     seen: dict[str, KernelPlan] = {}
     for p in plans:
-        if p.name not in seen or (p.tma and not seen[p.name].tma):
+        if p.name not in seen or len(p.entries) > len(seen[p.name].entries):
             seen[p.name] = p
     return list(seen.values())
 
@@ -133,12 +120,10 @@ def render_header(stem: str, plans: list[KernelPlan]) -> str:
     return _env().get_template("header.h.j2").render(
         version=__version__, stem=stem, guard=c_identifier(stem),
         sources=sorted({p.spec.source for p in kernels}), arches=sorted({p.arch for p in plans}),
-        kernels=[{"name": p.name, "summary": summary(p)} for p in kernels],
+        kernels=[{"name": p.name, "op": p.op, "summary": summary(p), "doc": p.abi.doc,
+                  "arg_docs": [f"{a.name}: {a.doc}" for a in p.abi.args if a.doc],
+                  "prototype": p.abi.prototype(f"ckgen_{p.name}")} for p in kernels],
         status_h=(INCLUDE_DIR / "ckgen" / "status.h").read_text().strip())
-
-
-C_SIGNATURE = ("int ckgen_{name}(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, "
-               "int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream)")
 
 
 def manifest_kernels(plans: list[KernelPlan], resources: dict[tuple[str, str], dict] | None = None) -> list[dict]:
@@ -148,9 +133,10 @@ def manifest_kernels(plans: list[KernelPlan], resources: dict[tuple[str, str], d
         mine = [q for q in plans if q.name == p.name]
         span = p.spec.span("kernel")
         out.append({
-            "name": p.name, "symbol": f"ckgen_{p.name}", "source": p.spec.source,
+            "name": p.name, "op": p.op, "symbol": f"ckgen_{p.name}", "source": p.spec.source,
             "line": span.line if span else None, "family": p.spec.family,
-            "signature": C_SIGNATURE.format(name=p.name), "summary": summary(p),
+            "signature": p.abi.prototype(f"ckgen_{p.name}"), "summary": summary(p),
+            "abi": p.abi.to_json(), "workspace_bytes": p.abi.workspace_bytes,
             "parameters": p.spec.to_json(), "arches": [q.arch for q in mine],
             "plans": {q.arch: q.to_json() for q in mine},
             "resources": {q.arch: (resources or {}).get((q.name, q.arch)) for q in mine},

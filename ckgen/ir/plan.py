@@ -1,92 +1,93 @@
-"""The target-resolved kernel plan: every decision the templates need, already made.
+"""The target-resolved kernel plan: every decision codegen needs, already made.
 
-``KernelPlan`` is produced by the passes in :mod:`ckgen.lower.pipeline` and consumed by
-:mod:`ckgen.codegen`. Templates render its fields; they decide nothing.
+A :class:`KernelPlan` is what an op's passes produce for one (KernelSpec, Target) pair, and what
+:mod:`ckgen.codegen`, :mod:`ckgen.toolchain` and :mod:`ckgen.runtime` consume without knowing the op:
+
+- ``body``: the op's own frozen plan (tiles, instructions, layouts ...), read by its templates;
+- ``abi``: the C ABI (:mod:`ckgen.ir.abi`), the same on every target;
+- ``launch``: threads per workgroup, the grid as a function of the runtime sizes, dynamic LDS;
+- ``entries``: the device kernels the generated source defines (the main one first).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ckgen.ir.abi import Abi
 from ckgen.ir.spec import KernelSpec
-from ckgen.ir.types import DType
-from ckgen.targets.model import MatrixInstr, Target
+from ckgen.targets.model import Target
+
+#: CUDA and HIP launch limits on grid y and z
+GRID_YZ_MAX = 65535
+GRID_X_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
-class LdsPlan:
-    """LDS staging: tiles are stored K-contiguous, each row padded to ``*_stride`` elements."""
+class GridDim:
+    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup)."""
 
-    a_stride: int
-    b_stride: int
-    a_bytes: int       # one buffer of A
-    b_bytes: int       # one buffer of B
-    buffers: int
+    size: str | None = None
+    per: int = 1
 
     def __post_init__(self) -> None:
-        if self.buffers < 1 or min(self.a_stride, self.b_stride, self.a_bytes, self.b_bytes) <= 0:
-            raise ValueError("LdsPlan: sizes must be positive")
+        if self.per < 1:
+            raise ValueError("GridDim.per must be >= 1")
 
-    @property
-    def total_bytes(self) -> int:
-        return (self.a_bytes + self.b_bytes) * self.buffers
+    def count(self, sizes: dict[str, int]) -> int:
+        return 1 if self.size is None else -(-sizes[self.size] // self.per)
 
-
-@dataclass(frozen=True)
-class RegisterEstimate:
-    """32-bit registers per lane, estimated before compiling (the report shows the real counts)."""
-
-    accumulators: int
-    fragments: int
-    prefetch: int
-    overhead: int
-
-    @property
-    def total(self) -> int:
-        return self.accumulators + self.fragments + self.prefetch + self.overhead
+    def to_json(self) -> dict:
+        return {"size": self.size, "per": self.per}
 
 
 @dataclass(frozen=True)
-class TmaBodyPlan:
-    """The Hopper body of a kernel (TMA + wgmma, warp-specialized, persistent: gemm_sm90_tma.h). The host
-    entry launches it when the device is sm_90 and the operands are 16-byte aligned; else the portable body."""
+class Launch:
+    """How the host entry launches the main entry: ``threads`` per 1-D workgroup, ``grid`` (x, y, z),
+    ``lds_bytes`` of dynamic LDS (0: the kernel declares its LDS statically), and ``prelaunch``: an op
+    template rendered in the host entry before the launch (e.g. a faster body tried first), or None."""
 
-    threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup
-    stages: int         # TMA pipeline depth (as many as fit)
-    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles + 2 mbarriers) + 1024 bytes of alignment slack
+    threads: int
+    grid: tuple[GridDim, GridDim, GridDim]
+    lds_bytes: int = 0
+    prelaunch: str | None = None
 
     def __post_init__(self) -> None:
-        if self.threads % 128 or self.threads < 256 or self.stages < 2 or self.smem_bytes <= 0:
-            raise ValueError("TmaBodyPlan: threads must be whole warpgroups (>= 2), stages >= 2, shared memory positive")
+        if not 1 <= self.threads <= 1024 or len(self.grid) != 3 or self.lds_bytes < 0:
+            raise ValueError("Launch: 1..1024 threads, three grid dims, lds_bytes >= 0")
+
+    def grid_counts(self, sizes: dict[str, int]) -> tuple[int, int, int]:
+        x, y, z = (g.count(sizes) for g in self.grid)
+        return x, y, z
+
+    def to_json(self) -> dict:
+        return {"threads": self.threads, "grid": [g.to_json() for g in self.grid], "lds_bytes": self.lds_bytes,
+                "prelaunch": self.prelaunch}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A device kernel of the generated source: its symbol, workgroup size and dynamic LDS; ``variant_of``
+    names the kernel whose alternative body it is (None for the main entry)."""
+
+    name: str
+    threads: int
+    lds_bytes: int
+    variant_of: str | None = None
 
 
 @dataclass(frozen=True)
 class KernelPlan:
     spec: KernelSpec
     target: Target
-    instr: MatrixInstr
-    threads: int
-    wave_tile: tuple[int, int]
-    repeats: tuple[int, int]          # instructions per wave along M, N
-    items: tuple[int, int, int]       # elements per lane of A, B, C for one instruction
-    vec: tuple[int, int, int]         # vector widths (elements) of A, B, C global accesses
-    lds: LdsPlan
-    prefetch: int
-    registers: RegisterEstimate
-    bias_dtype: DType
-    integer_epilogue: bool
-    epilogue_types: tuple[str, ...]   # C++ type names of ckgen::epi ops, in order
-    #: sm_90: the kernel also gets ``<name>_tma``, the Hopper body, which its host entry prefers
-    tma: TmaBodyPlan | None = None
+    body: Any           # the op's frozen plan; it has to_json()
+    abi: Abi
+    launch: Launch
+    entries: tuple[Entry, ...]
 
     def __post_init__(self) -> None:
-        t = self.spec.config
-        if self.wave_tile[0] * t.waves[0] != t.tile[0] or self.wave_tile[1] * t.waves[1] != t.tile[1]:
-            raise ValueError("KernelPlan: wave tile does not cover the workgroup tile")
-        if self.repeats[0] * self.instr.m != self.wave_tile[0] or self.repeats[1] * self.instr.n != self.wave_tile[1]:
-            raise ValueError("KernelPlan: instruction repeats do not cover the wave tile")
-        if self.threads != t.waves[0] * t.waves[1] * self.target.wave_size:
-            raise ValueError("KernelPlan: threads != waves * wave size")
+        if not self.entries or self.entries[0].name != self.spec.name:
+            raise ValueError("KernelPlan: the first entry is the kernel itself")
 
     @property
     def name(self) -> str:
@@ -96,22 +97,17 @@ class KernelPlan:
     def arch(self) -> str:
         return self.target.name
 
+    @property
+    def op(self) -> str:
+        return self.spec.op
+
+    @property
+    def threads(self) -> int:
+        return self.launch.threads
+
     def to_json(self) -> dict:
         """Canonical, complete description: the manifest entry's ``plan`` and part of cache keys."""
-        return {
-            "spec": self.spec.to_json(), "arch": self.target.name,
-            "instruction": {"mnemonic": self.instr.mnemonic, "builtin": self.instr.builtin,
-                            "shape": list(self.instr.shape)},
-            "threads": self.threads, "wave_tile": list(self.wave_tile), "repeats": list(self.repeats),
-            "items": list(self.items), "vec": list(self.vec),
-            "lds": {"a_stride": self.lds.a_stride, "b_stride": self.lds.b_stride, "a_bytes": self.lds.a_bytes,
-                    "b_bytes": self.lds.b_bytes, "buffers": self.lds.buffers, "total_bytes": self.lds.total_bytes},
-            "prefetch": self.prefetch,
-            "registers_estimate": {"accumulators": self.registers.accumulators,
-                                   "fragments": self.registers.fragments, "prefetch": self.registers.prefetch,
-                                   "overhead": self.registers.overhead, "total": self.registers.total},
-            "bias_dtype": self.bias_dtype.value, "integer_epilogue": self.integer_epilogue,
-            "epilogue_types": list(self.epilogue_types),
-            "tma": None if self.tma is None else {"threads": self.tma.threads, "stages": self.tma.stages,
-                                                  "smem_bytes": self.tma.smem_bytes},
-        }
+        return {"spec": self.spec.to_json(), "arch": self.target.name, "op": self.op, "body": self.body.to_json(),
+                "abi": self.abi.to_json(), "launch": self.launch.to_json(),
+                "entries": [{"name": e.name, "threads": e.threads, "lds_bytes": e.lds_bytes,
+                             "variant_of": e.variant_of} for e in self.entries]}

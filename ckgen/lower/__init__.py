@@ -1,5 +1,5 @@
-"""Lowering: (KernelSpec, Target) → KernelPlan through the passes in ``pipeline.PASSES``."""
+"""Lowering: (KernelSpec, Target) -> KernelPlan through the op's explicit pass list."""
 
-from ckgen.lower.pipeline import PASSES, plan_all, plan_kernel
+from ckgen.lower.pipeline import plan_all, plan_kernel
 
-__all__ = ["PASSES", "plan_all", "plan_kernel"]
+__all__ = ["plan_all", "plan_kernel"]

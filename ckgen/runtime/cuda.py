@@ -30,7 +30,15 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import RuntimeFailure
-from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds, numpy_array_info
+from ckgen.runtime.api import (
+    ArrayInfo,
+    Backend,
+    Call,
+    byte_bounds,
+    host_argtypes,
+    new_host_output,
+    numpy_array_info,
+)
 
 _TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
              "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
@@ -58,7 +66,7 @@ class CudaKernel:
         self.path = path
         self.lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
         fn = getattr(self.lib, f"ckgen_{plan.name}")
-        fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p]
+        fn.argtypes = host_argtypes(plan.abi)
         fn.restype = ctypes.c_int
         self.entry = fn
         self.lib.ckgen_status_string.argtypes = [ctypes.c_int]
@@ -120,24 +128,23 @@ class CudaBackend(Backend):
         raise RuntimeFailure(f"{what}: the cuda target takes torch CUDA tensors, objects with "
                              f"__cuda_array_interface__ (CuPy), DLPack objects or numpy arrays, got {type(obj).__name__}")
 
-    def new_output(self, shape, np_dtype, row_major: bool, like) -> Any:
-        M, N = shape
+    def new_output(self, shape, np_dtype, order, like) -> Any:
+        inverse = [order.index(i) for i in range(len(order))]
+        mem_shape = [shape[i] for i in order]
         if _is_torch(like):
             torch = _torch()
             tdt = {"<f2": torch.float16, "<u2": torch.bfloat16 if like.dtype == torch.bfloat16 else torch.uint16,
                    "<f4": torch.float32, "|i1": torch.int8, "<i4": torch.int32}[np.dtype(np_dtype).str]
-            base = torch.empty((M, N) if row_major else (N, M), dtype=tdt, device=like.device)
+            base = torch.empty(mem_shape, dtype=tdt, device=like.device)
             base.view(torch.uint8).fill_(0xFF)  # poison: NaN / -1 where nothing is written
-            return base if row_major else base.t()
+            return base.permute(inverse)
         if hasattr(like, "__cuda_array_interface__"):
             import cupy  # a CUDA-array-interface operand without torch: CuPy is the common case
 
-            out = cupy.empty((M, N), dtype=np_dtype, order="C" if row_major else "F")
+            out = cupy.empty(mem_shape, dtype=np_dtype)
             out.view(cupy.uint8).fill(0xFF)
-            return out
-        from ckgen.runtime.api import poison
-
-        return poison(np.empty(shape, np_dtype, order="C" if row_major else "F"))
+            return out.transpose(inverse)
+        return new_host_output(shape, np_dtype, order)
 
     # ------------------------------------------------------------------ launch
     def _stream(self, stream: Any, kinds: set[str]) -> int:
@@ -162,13 +169,9 @@ class CudaBackend(Backend):
                 pass
         return 0
 
-    def launch(self, handle: CudaKernel, call: GemmCall) -> None:
-        ops = {"A": call.A, "B": call.B, "C": call.C, "bias": call.bias}
-        kinds = {}
-        for k, v in ops.items():
-            if v is None:
-                continue
-            kinds[k] = "host" if isinstance(v, np.ndarray) else "torch" if _is_torch(v) else "cai"
+    def launch(self, handle: CudaKernel, call: Call) -> None:
+        tensors = [(a.name, v) for a, v in call.tensors() if v is not None]
+        kinds = {k: "host" if isinstance(v, np.ndarray) else "torch" if _is_torch(v) else "cai" for k, v in tensors}
         host = [k for k, v in kinds.items() if v == "host"]
         if host and len(host) != len(kinds):
             raise RuntimeFailure(f"operands {', '.join(host)} are numpy (host) arrays but "
@@ -176,10 +179,10 @@ class CudaBackend(Backend):
         if host:
             self._launch_host(handle, call)
             return
-        devices = {v.device.index for k, v in ops.items() if v is not None and kinds[k] == "torch"}
+        devices = {v.device.index for k, v in tensors if kinds[k] == "torch"}
         if len(devices) > 1:
             raise RuntimeFailure(f"operands are on different CUDA devices {sorted(devices)}")
-        ptr = {k: (self.array_info(v, k).ptr if v is not None else None) for k, v in ops.items()}
+        ptr = {k: self.array_info(v, k).ptr for k, v in tensors}
         stream = self._stream(call.stream, set(kinds.values()))
         torch = _torch() if devices else None
         if torch is not None:
@@ -189,33 +192,33 @@ class CudaBackend(Backend):
             status = self._call(handle, call, ptr, stream)
         self._check(handle, status)
 
-    def _call(self, handle: CudaKernel, call: GemmCall, ptr: dict, stream: int) -> int:
-        return handle.entry(ptr["A"], ptr["B"], ptr["C"], ptr["bias"], call.M, call.N, call.K, call.lda, call.ldb,
-                            call.ldc, stream or None)
+    def _call(self, handle: CudaKernel, call: Call, ptr: dict, stream: int) -> int:
+        args = [ptr.get(a.name) if a.is_tensor else v for a, v in zip(call.plan.abi.args, call.values, strict=True)]
+        return handle.entry(*args, stream or None)
 
     def _check(self, handle: CudaKernel, status: int) -> None:
         if status != 0:
             raise RuntimeFailure(f"kernel '{handle.plan.name}' on {handle.plan.arch}: status {status}: "
                                  f"{handle.status_text(status)}")
 
-    def _launch_host(self, handle: CudaKernel, call: GemmCall) -> None:
+    def _launch_host(self, handle: CudaKernel, call: Call) -> None:
         torch = _torch()
         if torch is None:
             raise RuntimeFailure("numpy operands on the cuda target need torch (to copy them to the GPU)")
         dev = {}
         ptr = {}
-        for k, v in (("A", call.A), ("B", call.B), ("C", call.C), ("bias", call.bias)):
+        for a, v in call.tensors():
             if v is None:
-                ptr[k] = None
                 continue
             lo, hi = byte_bounds(v)
             raw = np.ctypeslib.as_array((ctypes.c_uint8 * max(hi - lo, 1)).from_address(lo))
             d = torch.from_numpy(raw.copy()).cuda()
-            dev[k] = (d, lo, hi)
-            ptr[k] = d.data_ptr() + (v.__array_interface__["data"][0] - lo)
+            dev[a.name] = (a, d, lo, hi)
+            ptr[a.name] = d.data_ptr() + (v.__array_interface__["data"][0] - lo)
         stream = int(torch.cuda.current_stream().cuda_stream)
         status = self._call(handle, call, ptr, stream)
         self._check(handle, status)
-        d, lo, hi = dev["C"]
-        back = d.cpu().numpy()  # synchronizes with the stream
-        ctypes.memmove(lo, back.ctypes.data, hi - lo)
+        for a, d, lo, hi in dev.values():
+            if a.writes:
+                back = d.cpu().numpy()  # synchronizes with the stream
+                ctypes.memmove(lo, back.ctypes.data, hi - lo)

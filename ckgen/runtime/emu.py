@@ -171,7 +171,15 @@ class EmuLibrary:
 
 
 # ---------------------------------------------------------------------------------------------- backend
-from ckgen.runtime.api import ArrayInfo, Backend, GemmCall, byte_bounds, numpy_array_info  # noqa: E402
+from ckgen.runtime.api import (  # noqa: E402
+    ArrayInfo,
+    Backend,
+    Call,
+    byte_bounds,
+    host_argtypes,
+    new_host_output,
+    numpy_array_info,
+)
 
 
 class EmuKernel:
@@ -182,7 +190,7 @@ class EmuKernel:
         self.library = library
         self.lock = threading.Lock()
         fn = getattr(library.lib, f"ckgen_{plan.name}")
-        fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p]
+        fn.argtypes = host_argtypes(plan.abi)
         fn.restype = ctypes.c_int
         self.entry = fn
 
@@ -228,6 +236,10 @@ def build_emu_kernel(plan) -> Path:
     return get_or_build(key_parts, build) / lib_name
 
 
+def _ptr(obj) -> int | None:
+    return obj.__array_interface__["data"][0] if obj is not None else None
+
+
 class EmuBackend(Backend):
     """The CPU emulator (numpy arrays in and out)."""
 
@@ -244,19 +256,16 @@ class EmuBackend(Backend):
             raise RuntimeFailure(f"{what}: the emu target takes numpy arrays, got {type(obj).__name__}")
         return numpy_array_info(obj, what)
 
-    def new_output(self, shape, np_dtype, row_major: bool, like) -> np.ndarray:
-        from ckgen.runtime.api import poison
+    def new_output(self, shape, np_dtype, order, like) -> np.ndarray:
+        return new_host_output(shape, np_dtype, order)  # poisoned: NaN / -1 where nothing is written
 
-        return poison(np.empty(shape, np_dtype, order="C" if row_major else "F"))  # unwritten: NaN / -1
-
-    def launch(self, handle: EmuKernel, call: GemmCall) -> None:
+    def launch(self, handle: EmuKernel, call: Call) -> None:
         lib = handle.library
-        ptr = lambda a: a.__array_interface__["data"][0] if a is not None else None  # noqa: E731
+        args = [_ptr(v) if a.is_tensor else v for a, v in zip(call.plan.abi.args, call.values, strict=True)]
         with handle.lock:
             lib.clear_buffers()
-            for arr, name in ((call.A, "A"), (call.B, "B"), (call.C, "C"), (call.bias, "bias")):
+            for a, arr in call.tensors():
                 if arr is not None and arr.size:
-                    lib.register(arr, name)
-            status = handle.entry(ptr(call.A), ptr(call.B), ptr(call.C), ptr(call.bias), call.M, call.N, call.K,
-                                  call.lda, call.ldb, call.ldc, None)
+                    lib.register(arr, a.name)
+            status = handle.entry(*args, None)
             lib.check_status(status, f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})")

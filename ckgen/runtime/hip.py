@@ -465,9 +465,12 @@ class HipModule:
 
 
 # ------------------------------------------------------------------------------------------ plan kernels
-class HipGemm:
-    """One planned GEMM kernel: its generated source compiled for its arch (hiprtc or clang, cached) and
-    a :class:`HipModule` that loads on first launch. Construction needs no device."""
+_DEVICE_CTYPES = {"tensor": ctypes.c_void_p, "size": ctypes.c_int, "stride": ctypes.c_longlong, "scalar": ctypes.c_float}
+
+
+class HipKernel:
+    """One planned kernel: its generated source compiled for its arch (hiprtc or clang, cached) and a
+    :class:`HipModule` that loads on first launch. Construction needs no device."""
 
     def __init__(self, plan: Any, *, compiler: str = "auto"):
         from ckgen.codegen import render_kernel
@@ -478,17 +481,14 @@ class HipGemm:
         self.code = compile_code_object(self.source, plan.name, plan.arch, compiler=compiler)
         self.module = HipModule(self.code)
 
-    def launch_raw(self, a: int, b: int, c: int, bias: int, m: int, n: int, k: int, lda: int, ldb: int, ldc: int,
-                   stream: Any = None) -> None:
-        """Launch on device addresses that the caller has checked (the grid covers C in workgroup tiles)."""
-        if m == 0 or n == 0:
+    def launch_raw(self, values: list[Any], sizes: dict[str, int], stream: Any = None) -> None:
+        """Launch the device entry with one value per ABI argument (tensors as device addresses), which the
+        caller has checked; the grid is the plan's, at ``sizes``."""
+        if any(sizes[s] == 0 for s in self.plan.abi.empty_if):
             return
-        cfg = self.plan.spec.config
-        grid = (-(-n // cfg.tile[1]), -(-m // cfg.tile[0]), 1)
-        args = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c), ctypes.c_void_p(bias),
-                ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
-                ctypes.c_longlong(lda), ctypes.c_longlong(ldb), ctypes.c_longlong(ldc)]
-        self.module.launch(self.name, grid, self.plan.threads, args, stream=stream)
+        args = [_DEVICE_CTYPES[a.kind.value](v) for a, v in zip(self.plan.abi.args, values, strict=True)]
+        self.module.launch(self.name, self.plan.launch.grid_counts(sizes), self.plan.threads, args, stream=stream,
+                           lds_bytes=self.plan.launch.lds_bytes)
 
 
 def _malloc(nbytes: int) -> Any:
@@ -504,17 +504,23 @@ def _span_bytes(a: Any) -> int:
 
 
 class HipArray:
-    """A device array from ``hipMalloc`` exposing ``__cuda_array_interface__`` (row- or column-major)."""
+    """A device array from ``hipMalloc`` exposing ``__cuda_array_interface__``, its dims laid out in memory in
+    ``order`` (outermost first; default row-major)."""
 
-    def __init__(self, shape: tuple[int, int], dtype: Any, row_major: bool = True):
+    def __init__(self, shape: tuple[int, ...], dtype: Any, order: list[int] | None = None):
         import numpy as np
 
         self.dtype = np.dtype(dtype)
         self.shape = tuple(shape)
-        rows, cols = self.shape
+        order = list(range(len(self.shape))) if order is None else list(order)
         item = self.dtype.itemsize
-        self.strides = (cols * item, item) if row_major else (item, rows * item)
-        self._mem = _malloc(rows * cols * item)
+        strides = [0] * len(self.shape)
+        acc = item
+        for i in reversed(order):
+            strides[i] = acc
+            acc *= max(self.shape[i], 1)
+        self.strides = tuple(strides)
+        self._mem = _malloc(acc)
         self.ptr = int(self._mem)
 
     @property
@@ -561,8 +567,8 @@ class HipBackend(_backend_base()):
     name = "hip"
     vendor = "amd"
 
-    def build(self, plan: Any) -> HipGemm:
-        return HipGemm(plan)
+    def build(self, plan: Any) -> HipKernel:
+        return HipKernel(plan)
 
     def array_info(self, obj: Any, what: str):
         import numpy as np
@@ -573,38 +579,40 @@ class HipBackend(_backend_base()):
             return ArrayInfo(obj.shape, obj.dtype.str, tuple(s // obj.itemsize for s in obj.strides), 0)
         return _array_info(obj, what)
 
-    def new_output(self, shape: tuple[int, int], np_dtype: Any, row_major: bool, like: Any) -> Any:
+    def new_output(self, shape: tuple[int, ...], np_dtype: Any, order: list[int], like: Any) -> Any:
         import numpy as np
 
         if isinstance(like, np.ndarray):
-            return np.empty(shape, np_dtype, order="C" if row_major else "F")
-        return HipArray(shape, np_dtype, row_major)
+            from ckgen.runtime.api import new_host_output
 
-    def launch(self, handle: HipGemm, call: Any) -> None:
+            return new_host_output(shape, np_dtype, order)
+        return HipArray(shape, np_dtype, order)
+
+    def launch(self, handle: HipKernel, call: Any) -> None:
         import numpy as np
 
         device_count()  # no device: stop before allocating anything
         hip = _bindings().hip
-        staged: dict[str, tuple[Any, Any, int]] = {}
-        ptrs = {}
-        for what in ("A", "B", "C", "bias"):
-            obj = getattr(call, what)
-            if isinstance(obj, np.ndarray):  # same bytes on the device, so the same strides in elements
+        staged: dict[str, tuple[Any, Any, int, bool]] = {}
+        values = []
+        for a, obj in zip(call.plan.abi.args, call.values, strict=True):
+            if not a.is_tensor:
+                values.append(obj)
+            elif isinstance(obj, np.ndarray):  # same bytes on the device, so the same strides in elements
                 n = _span_bytes(obj)
                 mem = _malloc(n)
                 _hip_call("hipMemcpy", hip.hipMemcpy(int(mem), obj.ctypes.data, n,
                                                      hip.hipMemcpyKind.hipMemcpyHostToDevice))
-                staged[what] = (obj, mem, n)
-                ptrs[what] = int(mem)
+                staged[a.name] = (obj, mem, n, a.writes)
+                values.append(int(mem))
             else:
-                ptrs[what] = device_pointer(obj, what).ptr
+                values.append(device_pointer(obj, a.name).ptr)
         try:
-            handle.launch_raw(ptrs["A"], ptrs["B"], ptrs["C"], ptrs["bias"], call.M, call.N, call.K,
-                              call.lda, call.ldb, call.ldc, stream=call.stream)
-            if "C" in staged:
-                host, mem, n = staged["C"]
-                _hip_call("hipMemcpy", hip.hipMemcpy(host.ctypes.data, int(mem), n,
-                                                     hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+            handle.launch_raw(values, call.sizes, stream=call.stream)
+            for host, mem, n, writes in staged.values():
+                if writes:
+                    _hip_call("hipMemcpy", hip.hipMemcpy(host.ctypes.data, int(mem), n,
+                                                         hip.hipMemcpyKind.hipMemcpyDeviceToHost))
         finally:
-            for _, mem, _ in staged.values():
+            for _, mem, _, _ in staged.values():
                 hip.hipFree(mem)

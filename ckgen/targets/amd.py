@@ -48,7 +48,7 @@ FEATURE_FP8 = "fp8"
 FEATURE_FP8_FNUZ = "fp8_fnuz"
 FEATURE_FP8_OCP = "fp8_ocp"
 #: reduced-precision f32 MFMA (v_mfma_f32_*_xf32), gfx942 only. Not in Target.instructions (the planner
-#: must not pick it for an f32 GEMM); see XF32_INSTRUCTIONS. CDNA4 removed it. [calc], [clang]
+#: must not pick it for f32 matrix products); see XF32_INSTRUCTIONS. CDNA4 removed it. [calc], [clang]
 FEATURE_XF32 = "xf32"
 #: packed fp32 VALU ops (v_pk_fma_f32, v_pk_mul_f32, v_pk_add_f32): gfx90a+. [llvm FeaturePackedFP32Ops]
 FEATURE_PACKED_FP32 = "packed_fp32"
@@ -201,7 +201,7 @@ GFX950_MFMA: tuple[MatrixInstr, ...] = (
 XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_MFMA}
 
 _CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, sgprs=102, simds_per_cu=4,
-             sgprs_per_simd=800)  # [llvm] 800 SGPRs per SIMD on gfx9
+             sgprs_per_simd=800, matrix_mnemonics=("v_mfma", "v_smfmac"))  # [llvm] 800 SGPRs per SIMD on gfx9
 
 GFX908 = Target(
     name="gfx908", family="CDNA1", part="MI100", **_CDNA,

@@ -47,6 +47,12 @@ class MatrixInstr:
             raise ValueError(f"{self.mnemonic}: unknown kind {self.kind}")
 
     @property
+    def builtin_in_cfg(self) -> bool:
+        """Whether kernel bodies call this instruction through the Cfg's ``mma`` (a compiler builtin, AMD), rather
+        than choosing their own wrapper from the element type (NVIDIA)."""
+        return self.kind == "mfma"
+
+    @property
     def shape(self) -> tuple[int, int, int]:
         return (self.m, self.n, self.k)
 
@@ -88,13 +94,12 @@ class Target:
     instructions: tuple[MatrixInstr, ...] = field(default=())
     features: frozenset[str] = field(default=frozenset())
     part: str = ""              # the flagship part whose figures these are (MI300X, H200 ...)
-    gemm_header: str = "gemm_mfma.h"   # device header holding the GEMM kernel body for this target
-    gemm_impl: str = "ckgen::gemm_mfma"      # its entry template, instantiated with the rendered Cfg
-    max_lds_buffers: int = 2                 # deepest LDS pipeline the kernel body supports
     sgprs_per_simd: int = 0                  # SGPR file per SIMD (0: only the per-wave cap limits occupancy)
     lds_granule_bytes: int = 512             # LDS allocation granule per workgroup (occupancy)
     lds_pad_bytes: int = 16                  # padding added to each K-contiguous LDS row (bank conflicts)
-    platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans)
+    platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans); ops pick their device body by it
+    #: disassembly mnemonic prefixes of the matrix instructions (what ``ckgen report`` counts)
+    matrix_mnemonics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.vendor not in ("amd", "nvidia"):

@@ -1,12 +1,10 @@
 """NVIDIA targets: sm_90 (Hopper: H100 / H200 SXM) and sm_80 (Ampere: A100 SXM).
 
-Plain data, the counterpart of ``amd.py``. The GEMM body for these targets is
-``ckgen/include/gemm_mma_sm90.h`` (warp-level ``mma.sync`` fed by ``ldmatrix`` from a
-multi-stage ``cp.async`` pipeline); its entry is ``ckgen::nv::gemm_mma``. The instruction table lists the
-mma.sync shapes, which the planner uses. On targets with both ``wgmma`` and ``tma`` (sm_90, built as sm_90a) the
-pass ``plan_tma_body`` also gives kernels of the Hopper body's shape that body (``gemm_sm90_tma.h``: TMA,
-warp-specialized ``wgmma``), a second entry the host entry prefers; it is a body choice for such a plan, not a
-separate instruction. A "wave" of the DSL is a warp of 32 threads, so ``waves = 2x4`` means 8 warps.
+Plain data, the counterpart of ``amd.py``. Ops pick their NVIDIA device bodies by ``platform = "cuda"``
+(warp-level ``mma.sync`` fed by ``ldmatrix`` from a multi-stage ``cp.async`` pipeline). The instruction table
+lists the mma.sync shapes, which the planners use. Targets with both ``wgmma`` and ``tma`` (sm_90, built as
+sm_90a) also let an op plan a Hopper body (TMA, warp-specialized ``wgmma``) beside the portable one. A "wave"
+of the DSL is a warp of 32 threads, so ``waves = 2x4`` means 8 warps.
 
 Where the numbers come from:
 
@@ -45,11 +43,6 @@ FEATURE_MMA_SYNC = "mma_sync"        # warp-level mma.sync (the instructions bel
 FEATURE_WGMMA = "wgmma"              # warpgroup wgmma.mma_async and setmaxnreg (sm_90a build)
 FEATURE_TMA = "tma"                  # cp.async.bulk.tensor and mbarrier transactions (Hopper)
 
-#: header and entry of the NVIDIA GEMM body
-GEMM_HEADER = "gemm_mma_sm90.h"
-GEMM_IMPL = "ckgen::nv::gemm_mma"
-#: deepest cp.async pipeline (kLdsBuffers = stages) the body supports
-MAX_STAGES = 6
 
 
 def _mma(mnemonic: str, builtin: str, a: DType, acc: DType, k: int, c_op: str) -> MatrixInstr:
@@ -69,8 +62,8 @@ MMA_SYNC = (
 
 _COMMON = dict(vendor="nvidia", wave_size=32, vgprs=255, agprs=0, unified_vgpr_file=False,
                vgprs_per_simd_lane=512, vgpr_granule=8, sgprs=0, simds_per_cu=4, max_waves_per_simd=16,
-               min_clang=0, instructions=MMA_SYNC, gemm_header=GEMM_HEADER, gemm_impl=GEMM_IMPL,
-               max_lds_buffers=MAX_STAGES, lds_granule_bytes=128, lds_pad_bytes=0, platform="cuda")
+               min_clang=0, instructions=MMA_SYNC, lds_granule_bytes=128, lds_pad_bytes=0, platform="cuda",
+               matrix_mnemonics=("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA"))
 
 SM_90 = Target(
     name="sm_90", family="Hopper", part="H100 / H200 SXM", **_COMMON,
@@ -95,6 +88,6 @@ NVIDIA_TARGETS: dict[str, Target] = {t.name: t for t in (SM_90, SM_80)}
 def nvcc_arch_flags(target: Target) -> list[str]:
     """nvcc ``-gencode`` flags that produce SASS and PTX for ``target``. Targets with wgmma build the
     arch-specific variant (sm_90 -> compute_90a / sm_90a, which runs on every sm_90 part and enables the
-    wgmma path of the GEMM body); others the plain one (sm_80 -> compute_80 / sm_80)."""
+    wgmma paths); others the plain one (sm_80 -> compute_80 / sm_80)."""
     num = target.name.split("_", 1)[1] + ("a" if FEATURE_WGMMA in target.features else "")
     return [f"-gencode=arch=compute_{num},code=sm_{num}", f"-gencode=arch=compute_{num},code=compute_{num}"]

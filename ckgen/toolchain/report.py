@@ -7,7 +7,8 @@ kernel listed in the code object's metadata note, from two tools of the toolchai
   unified file, arch VGPRs aligned to 4 plus AGPRs), ``.agpr_count``, ``.sgpr_count``,
   ``.group_segment_fixed_size`` (LDS bytes), ``.private_segment_fixed_size`` (scratch bytes),
   ``.vgpr_spill_count``/``.sgpr_spill_count``, ``.max_flat_workgroup_size``, ``.wavefront_size``;
-- ``llvm-objdump -d`` (disassembly of the kernel's symbol): every ``v_mfma*`` mnemonic with its count;
+- ``llvm-objdump -d`` (disassembly of the kernel's symbol): every matrix instruction (mnemonics starting
+  with one of ``target.matrix_mnemonics``) with its count;
   the arch VGPRs the code names (highest ``v`` register + 1); and the **main loop**: each backward
   branch (``s_cbranch_*`` or ``s_branch`` to an earlier address of the same kernel) closes a loop from
   its target to itself; the main loop is the one holding the most MFMA instructions (ties: the
@@ -113,11 +114,7 @@ def disassemble(objdump: Path, path: Path) -> dict[str, list[Insn]]:
     return funcs
 
 
-def _is_mfma(mnemonic: str) -> bool:
-    return mnemonic.startswith("v_mfma") or mnemonic.startswith("v_smfmac")
-
-
-def main_loop(insns: list[Insn]) -> tuple[tuple[int, int] | None, int]:
+def main_loop(insns: list[Insn], prefixes: tuple[str, ...]) -> tuple[tuple[int, int] | None, int]:
     """The loop (first, last address) holding the most MFMAs (ties: shortest) and that count."""
     best: tuple[int, int, int] | None = None  # (mfma count, -length, first) ordering key
     span: tuple[int, int] | None = None
@@ -125,7 +122,7 @@ def main_loop(insns: list[Insn]) -> tuple[tuple[int, int] | None, int]:
         is_branch = br.mnemonic.startswith("s_cbranch_") or br.mnemonic == "s_branch"
         if not is_branch or br.target is None or br.target >= br.addr or br.target < insns[0].addr:
             continue
-        n = sum(1 for i in insns if br.target <= i.addr <= br.addr and _is_mfma(i.mnemonic))
+        n = sum(1 for i in insns if br.target <= i.addr <= br.addr and i.mnemonic.startswith(prefixes))
         key = (n, -(br.addr - br.target), -br.target)
         if best is None or key > best:
             best, span = key, (br.target, br.addr)
@@ -198,9 +195,9 @@ def analyze_code_object(path: Path, target: Target, tc: Toolchain) -> list[Kerne
             raise BuildError(f"{path}: kernel {name} is in the metadata but not in the disassembly")
         counts: dict[str, int] = {}
         for i in insns:
-            if _is_mfma(i.mnemonic):
+            if i.mnemonic.startswith(target.matrix_mnemonics):
                 counts[i.mnemonic] = counts.get(i.mnemonic, 0) + 1
-        span, in_loop = main_loop(insns)
+        span, in_loop = main_loop(insns, target.matrix_mnemonics)
         vgprs, agprs = arch_vgprs_named(insns), _int(meta, ".agpr_count")
         vgpr_file, sgprs = _int(meta, ".vgpr_count"), _int(meta, ".sgpr_count")
         lds, wg = _int(meta, ".group_segment_fixed_size"), _int(meta, ".max_flat_workgroup_size", 1024)

@@ -6,137 +6,177 @@
 #include <stdint.h>
 
 static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
-
+static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
 
 
 // gemm_bf16_tn: bf16 col x bf16 col -> bf16 row (acc f32), alpha 1, beta 0.5, epilogue silu; tile 64x128x32, waves 1x2, instr 32x32x8
-CKGEN_API int ckgen_gemm_bf16_tn(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(M) || ldb < ckgen_at_least_1(K) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
+CKGEN_API int ckgen_gemm_bf16_tn(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(M)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 128 - 1) / 128, grid_y = (M + 64 - 1) / 64;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* a_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* b_ = static_cast<const ckgen::bf16*>(B);
-  ckgen::bf16* c_ = static_cast<ckgen::bf16*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
+  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
+  ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
   const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(gemm_bf16_tn, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 128u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(gemm_bf16_tn, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 128u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
 // gemm_i8: i8 row x i8 col -> i32 row (acc i32), alpha 1, beta 0, epilogue none; tile 128x128x64, waves 2x2, instr 32x32x16
-CKGEN_API int ckgen_gemm_i8(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
+CKGEN_API int ckgen_gemm_i8(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 128 - 1) / 128, grid_y = (M + 128 - 1) / 128;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const int8_t* a_ = static_cast<const int8_t*>(A);
-  const int8_t* b_ = static_cast<const int8_t*>(B);
-  int32_t* c_ = static_cast<int32_t*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const int8_t* A_ = static_cast<const int8_t*>(A);
+  const int8_t* B_ = static_cast<const int8_t*>(B);
+  int32_t* C_ = static_cast<int32_t*>(C);
   const float* bias_ = static_cast<const float*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(gemm_i8, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 256u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(gemm_i8, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
 // bf16_sweep_tile128x128x32_waves2x2: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 128x128x32, waves 2x2, instr 32x32x8
-CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves2x2(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
+CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves2x2(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 128 - 1) / 128, grid_y = (M + 128 - 1) / 128;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* a_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* b_ = static_cast<const ckgen::bf16*>(B);
-  float* c_ = static_cast<float*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
+  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
+  float* C_ = static_cast<float*>(C);
   const float* bias_ = static_cast<const float*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(bf16_sweep_tile128x128x32_waves2x2, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 256u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(bf16_sweep_tile128x128x32_waves2x2, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
 // bf16_sweep_tile128x128x32_waves1x4: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 128x128x32, waves 1x4, instr 32x32x8
-CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
+CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 128 - 1) / 128, grid_y = (M + 128 - 1) / 128;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* a_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* b_ = static_cast<const ckgen::bf16*>(B);
-  float* c_ = static_cast<float*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
+  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
+  float* C_ = static_cast<float*>(C);
   const float* bias_ = static_cast<const float*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(bf16_sweep_tile128x128x32_waves1x4, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 256u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(bf16_sweep_tile128x128x32_waves1x4, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
 // bf16_sweep_tile64x64x64_waves2x2: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 64x64x64, waves 2x2, instr 32x32x8
-CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves2x2(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
+CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves2x2(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 64 - 1) / 64, grid_y = (M + 64 - 1) / 64;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* a_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* b_ = static_cast<const ckgen::bf16*>(B);
-  float* c_ = static_cast<float*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
+  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
+  float* C_ = static_cast<float*>(C);
   const float* bias_ = static_cast<const float*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(bf16_sweep_tile64x64x64_waves2x2, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 256u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(bf16_sweep_tile64x64x64_waves2x2, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
 // bf16_sweep_tile64x64x64_waves1x4: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 64x64x64, waves 1x4, instr 16x16x16
-CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(K) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;  // this kernel's epilogue adds a bias
+CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 64 - 1) / 64, grid_y = (M + 64 - 1) / 64;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* a_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* b_ = static_cast<const ckgen::bf16*>(B);
-  float* c_ = static_cast<float*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
+  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
+  float* C_ = static_cast<float*>(C);
   const float* bias_ = static_cast<const float*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(bf16_sweep_tile64x64x64_waves1x4, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 256u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(bf16_sweep_tile64x64x64_waves1x4, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
-
-

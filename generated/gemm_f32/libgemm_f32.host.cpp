@@ -6,28 +6,33 @@
 #include <stdint.h>
 
 static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
-
+static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
 
 
 // sgemm_nn: f32 row x f32 row -> f32 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x16, waves 2x2, instr 16x16x4
-CKGEN_API int ckgen_sgemm_nn(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N,
-                                    int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || N < 0 || K < 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A || !B || !C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K) || ldb < ckgen_at_least_1(N) ||
-      ldc < ckgen_at_least_1(N))
-    return CKGEN_ERROR_INVALID_VALUE;
+CKGEN_API int ckgen_sgemm_nn(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldb < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
+  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x = (N + 64 - 1) / 64, grid_y = (M + 64 - 1) / 64;
-  if (grid_y > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const float* a_ = static_cast<const float*>(A);
-  const float* b_ = static_cast<const float*>(B);
-  float* c_ = static_cast<float*>(C);
+  const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
+  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const float* A_ = static_cast<const float*>(A);
+  const float* B_ = static_cast<const float*>(B);
+  float* C_ = static_cast<float*>(C);
   const float* bias_ = static_cast<const float*>(bias);
-  int m_ = static_cast<int>(M), n_ = static_cast<int>(N), k_ = static_cast<int>(K);
-  long long lda_ = lda, ldb_ = ldb, ldc_ = ldc;
-  return CKGEN_LAUNCH(sgemm_nn, static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1u, 256u,
-                      0u, stream, a_, b_, c_, bias_, m_, n_, k_, lda_, ldb_, ldc_);
+  int M_ = static_cast<int>(M);
+  int N_ = static_cast<int>(N);
+  int K_ = static_cast<int>(K);
+  long long lda_ = static_cast<long long>(lda);
+  long long ldb_ = static_cast<long long>(ldb);
+  long long ldc_ = static_cast<long long>(ldc);
+  return CKGEN_LAUNCH(sgemm_nn, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
-
-

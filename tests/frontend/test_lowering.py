@@ -16,12 +16,12 @@ def one(body: str, arches=("gfx942",)):
 
 def test_defaults():
     s = one(BASE)
-    g, c = s.gemm, s.config
+    g, c = s.params.gemm, s.params.config
     assert (g.a.dtype, g.a.layout, g.b.layout) == (DType.F16, Layout.ROW, Layout.COL)
     assert g.acc == DType.F32 and g.alpha == 1.0 and g.beta == 0.0 and g.epilogue == ()
     assert c.instr is None and c.lds_buffers == 2 and c.prefetch == 1 and c.vec_a is None
     assert s.arches == ("gfx942",)
-    assert one("A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 1x1").gemm.acc == DType.I32
+    assert one("A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 1x1").params.gemm.acc == DType.I32
 
 
 def test_file_targets_and_per_kernel_arch():
@@ -31,8 +31,8 @@ def test_file_targets_and_per_kernel_arch():
 
 def test_epilogue_chain():
     s = one(BASE + " epilogue = bias(row) -> relu -> silu -> cast(f16)")
-    assert [op.text for op in s.gemm.epilogue] == ["bias(row)", "relu", "silu"]
-    assert one(BASE + " epilogue = none").gemm.epilogue == ()
+    assert [op.text for op in s.params.gemm.epilogue] == ["bias(row)", "relu", "silu"]
+    assert one(BASE + " epilogue = none").params.gemm.epilogue == ()
 
 
 def test_family_cross_product_and_names():

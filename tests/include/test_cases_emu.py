@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ckgen.ops.gemm.reference import activation
 from ckgen.resources import include_flags
-from ckgen.runtime.run import activation
 from tests.include.test_cases_compile import ALL_CASES, INCLUDE, Case
 
 HERE = Path(__file__).resolve().parent

@@ -85,7 +85,7 @@ def test_hiprtc_jit_from_the_wheel(venv):
         "from ckgen.runtime import api, hip as H\n"
         f"k = api.jit({str(ROOT / 'examples' / 'gemm_f32.ck')!r}, target='hip', arch='gfx90a')\n"
         "open('k.co', 'wb').write(k.handle.code.data)\n"
-        "print(k.handle.code.compiler, k.plan.instr.mnemonic)\n"
+        "print(k.handle.code.compiler, k.plan.body.instr.mnemonic)\n"
         "try:\n"
         "    k(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32))\n"
         "except H.HipNoDevice as e:\n"

@@ -9,6 +9,7 @@ import pytest
 
 from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure
 from ckgen.ir.types import DType
+from ckgen.ops.base import TOLERANCE
 from ckgen.runtime import api, emu, run
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
@@ -34,7 +35,7 @@ kernel beta1 {
 
 
 @pytest.fixture(scope="module")
-def nt() -> api.GemmKernel:
+def nt() -> api.Kernel:
     return api.jit(SRC, kernel="nt", target="emu")
 
 
@@ -52,17 +53,17 @@ def test_call_allocates_poisoned_output_and_computes(nt):
     assert C.shape == (40, 24) and C.dtype == np.float32 and C.flags.c_contiguous
     ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64) + bias, 0)
     assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
-    assert repr(nt) == "GemmKernel('nt', arch='gfx942', target='emu')"
+    assert repr(nt) == "Kernel('nt', op='gemm', arch='gfx942', target='emu')"
 
 
 @pytest.mark.parametrize(("mutate", "message"), [
     (lambda A, B, b: (A.astype(np.float32), B, b), "A has dtype float32, the kernel takes f16"),
     (lambda A, B, b: (A, np.ascontiguousarray(B), b), "B must be col-major"),
-    (lambda A, B, b: (A[:, :10], B, b), "A is 40x10 but B is 20x24: inner dimensions differ"),
-    (lambda A, B, b: (A, B, None), "has a bias(col) epilogue: pass bias"),
-    (lambda A, B, b: (A, B, b[:5]), "bias must be a contiguous vector of length 24"),
+    (lambda A, B, b: (A[:, :10], B, b), "B has shape (20, 24) but A has shape (40, 10): their K differ (20 vs 10)"),
+    (lambda A, B, b: (A, B, None), "pass bias (length N (bias(col)))"),
+    (lambda A, B, b: (A, B, b[:5]), "bias has shape (5,) but B has shape (20, 24): their N differ (5 vs 24)"),
     (lambda A, B, b: (A[::-1], B, b), "negative strides"),
-    (lambda A, B, b: (A.ravel(), B, b), "A must be 2-D"),
+    (lambda A, B, b: (A.ravel(), B, b), "A must have 2 dimensions (MxK), got shape (800,)"),
     (lambda A, B, b: (A.tolist(), B, b), "the emu target takes numpy arrays"),
 ])
 def test_bad_arguments_have_clear_errors(nt, mutate, message):
@@ -73,7 +74,7 @@ def test_bad_arguments_have_clear_errors(nt, mutate, message):
 
 def test_wrong_output_shape_and_readonly(nt):
     A, B, bias = _ops()
-    with pytest.raises(RuntimeFailure, match=r"C has shape \(24, 40\), expected \(40, 24\)"):
+    with pytest.raises(RuntimeFailure, match=r"C has shape \(24, 40\) but A has shape \(40, 20\): their M differ \(24 vs 40\)"):
         nt(A, B, np.zeros((24, 40), np.float32), bias)
     C = np.zeros((40, 24), np.float32)
     C.setflags(write=False)
@@ -86,7 +87,7 @@ def test_beta_needs_c_and_bf16_is_uint16():
     rng = np.random.default_rng(1)
     A = api.to_bf16(rng.uniform(-1, 1, (33, 17)))
     B = api.to_bf16(rng.uniform(-1, 1, (17, 9)))
-    with pytest.raises(RuntimeFailure, match="beta = 1: pass C"):
+    with pytest.raises(RuntimeFailure, match=r"C is read by this kernel \(M x N, read \(beta != 0\)\): pass it"):
         k(A, B)
     with pytest.raises(RuntimeFailure, match="bf16 is passed as uint16"):
         k(api.from_bf16(A), B, np.zeros((33, 9), np.float32, order="F"))
@@ -122,7 +123,7 @@ def test_emulation_fault_reaches_python(nt):
     """Bypassing the API's checks (M larger than A), the emulator catches the overrun."""
     A, B, bias = _ops()
     C = np.zeros((80, 24), np.float32)
-    call = api.GemmCall(A, B, C, bias, 80, 24, 20, 20, 20, 24)
+    call = api.Call(nt.plan, (A, B, C, bias, 80, 24, 20, 20, 20, 24), {"M": 80, "N": 24, "K": 20})
     with pytest.raises(EmulationFault, match=r"kernel 'nt', workgroup \(\d+,\d+,0\), thread \d+ .*out-of-bounds global "
                                              r"load of \d+ bytes at 0x[0-9a-f]+: \d+ bytes past the end of 'A'"):
         nt.backend.launch(nt.handle, call)
@@ -131,15 +132,20 @@ def test_emulation_fault_reaches_python(nt):
 def test_run_command_exit_codes(tmp_path, capsys, monkeypatch):
     path = tmp_path / "k.ck"
     path.write_text(SRC)
-    assert run.run_command(str(path), "nt", "emu", None, 37, 29, 41, 3) == 0
+    sizes = {"m": 37, "n": 29, "k": 41}
+    assert run.run_command(str(path), "nt", "emu", None, sizes, 3) == 0
     out = capsys.readouterr().out
-    assert "nt on emu (gfx942): M=37 N=29 K=41" in out and "relative error vs float64" in out and "ok" in out
-    assert run.run_command(str(path), "nope", "emu", None, 4, 4, 4, 0) == 2
+    assert "nt on emu (gfx942): M=37 N=29 K=41" in out and "C: relative error vs float64" in out and "ok" in out
+    assert run.run_command(str(path), "nope", "emu", None, sizes, 0) == 2
     assert "no kernel named 'nope'" in capsys.readouterr().err
-    assert run.run_command(str(path), "nt", "emu", None, -1, 4, 4, 0) == 2
-    monkeypatch.setitem(run.TOLERANCE, DType.F16, 0.0)
-    monkeypatch.setitem(run.TOLERANCE, DType.F32, 0.0)
-    assert run.run_command(str(path), "nt", "emu", None, 37, 29, 41, 3) == 1
+    assert run.run_command(str(path), "nt", "emu", None, {"m": -1, "n": 4, "k": 4}, 0) == 2
+    assert run.run_command(str(path), "nt", "emu", None, {"m": 4, "n": 4}, 0) == 2
+    assert "needs size k" in capsys.readouterr().err
+    assert run.run_command(str(path), "nt", "emu", None, {"m": 4, "n": 4, "k": 4, "q": 1}, 0) == 2
+    assert "has no size q" in capsys.readouterr().err
+    monkeypatch.setitem(TOLERANCE, DType.F16, 0.0)
+    monkeypatch.setitem(TOLERANCE, DType.F32, 0.0)
+    assert run.run_command(str(path), "nt", "emu", None, sizes, 3) == 1
     assert "FAILED" in capsys.readouterr().out
 
 

@@ -58,8 +58,8 @@ def operand(rows, cols, row_major, dt, pad=0, gen=None):
 
 
 def reference(g, plan, a, b, c0, bias):
-    gm = plan.spec.gemm
-    r = g.plan.spec.gemm.alpha * (a.double() @ b.double())
+    gm = plan.spec.params.gemm
+    r = g.plan.spec.params.gemm.alpha * (a.double() @ b.double())
     if gm.beta:
         r = r + gm.beta * c0.double()
     for op in gm.epilogue:
@@ -92,7 +92,7 @@ TMA_SHAPES = [(8, 8, 8), (129, 264, 72), (200, 520, 8), (385, 776, 1000), (2056,
 
 def check_shapes(name, shapes, pad):
     g = kernel(name)
-    gm = g.plan.spec.gemm
+    gm = g.plan.spec.params.gemm
     gen = torch.Generator(device="cuda")
     gen.manual_seed(7)
     dt_in, dt_out = gm.a.dtype.value, gm.c.dtype.value
@@ -140,8 +140,8 @@ def launched(fn) -> set[str]:
 @pytest.mark.parametrize("name", TMA_NAMES)
 def test_tma_body_runs_when_aligned(name):
     g = kernel(name)
-    assert g.plan.tma is not None
-    gm = g.plan.spec.gemm
+    assert g.plan.body.tma is not None
+    gm = g.plan.spec.params.gemm
     dt = gm.a.dtype.value
     a = operand(264, 136, gm.a.layout.value == "row", dt)
     b = operand(136, 520, gm.b.layout.value == "row", dt)

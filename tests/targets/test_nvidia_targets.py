@@ -20,7 +20,7 @@ def test_numbers(arch, smem, sms):
     assert t.vendor == "nvidia" and t.wave_size == 32 and t.platform == "cuda"
     assert t.lds_bytes == smem and t.lds_bytes_per_cu == smem + 1024 and t.cus == sms
     assert t.vgprs == 255 and t.agprs == 0 and t.lds_pad_bytes == 0
-    assert t.gemm_header == "gemm_mma_sm90.h" and t.gemm_impl == "ckgen::nv::gemm_mma"
+    assert t.matrix_mnemonics[:2] == ("HMMA", "IMMA")
 
 
 @pytest.mark.parametrize("a,acc,shape,ptx", [
@@ -62,8 +62,8 @@ kernel k {
 
 def test_waves_are_warps():
     plan = plan_kernel(load_text(SPEC)[0], get_target("sm_90"))
-    assert plan.threads == 256 and plan.instr.shape == (16, 8, 16) and plan.lds.buffers == 4
-    assert plan.lds.total_bytes == 4 * (128 + 256) * 32 * 2  # no padding: swizzled tiles
+    assert plan.threads == 256 and plan.body.instr.shape == (16, 8, 16) and plan.body.lds.buffers == 4
+    assert plan.body.lds.total_bytes == 4 * (128 + 256) * 32 * 2  # no padding: swizzled tiles
 
 
 def test_amd_instruction_named_on_nvidia():

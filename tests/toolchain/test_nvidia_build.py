@@ -121,7 +121,7 @@ def test_resources_no_spills(built):
         assert (r.name, r.arch) in log
         assert 0 < r.registers <= 255 and r.registers == log[(r.name, r.arch)]["registers"]
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
-        assert r.dynamic_smem == p.lds.total_bytes and r.threads == 128
+        assert r.dynamic_smem == p.body.lds.total_bytes and r.threads == 128
         assert r.blocks_per_sm >= 1 and r.warps_per_sm == 4 * r.blocks_per_sm
 
 
@@ -186,7 +186,7 @@ def test_sm90_builds_wgmma_path(nvcc, cache_dir):
     wgmma, setmaxnreg, 384 threads), beside the portable mma.sync entry; on sm_80 only the portable entry."""
     spec = load_text(WGMMA_SPEC)[0]
     p90 = plan_kernel(spec, get_target("sm_90"))
-    assert p90.tma is not None and p90.tma.threads == 384
+    assert p90.body.tma is not None and p90.body.tma.threads == 384
     lib = nv.build_cuda_library("nvw", [p90])
     r, rt = nv.analyze(lib, [p90])
     assert (r.name, rt.name, rt.tma_body_of) == ("nvt_wgmma", "nvt_wgmma_tma", "nvt_wgmma")
@@ -194,16 +194,16 @@ def test_sm90_builds_wgmma_path(nvcc, cache_dir):
     assert not any(k.startswith("mma.sync") for k, _ in rt.ptx_tensor)
     assert dict(r.ptx_tensor).get("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 0) > 0
     assert not any(k.startswith("wgmma") for k, _ in r.ptx_tensor)
-    assert rt.threads == 384 and rt.dynamic_smem == p90.tma.smem_bytes and rt.blocks_per_sm == 1
+    assert rt.threads == 384 and rt.dynamic_smem == p90.body.tma.smem_bytes and rt.blocks_per_sm == 1
     assert rt.spill_stores == 0 and r.registers <= 255  # (the portable body of this big tile spills a few bytes)
     ptx = (lib.entry / "nvw_sm_90.ptx").read_text()
     body = ptx[ptx.index(".entry nvt_wgmma_tma"):]
-    for insn in ("cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "setmaxnreg.inc", "setmaxnreg.dec"):
+    for insn in ("cp.async.bulk.tensor.3d", "mbarrier.try_wait.parity", "setmaxnreg.inc", "setmaxnreg.dec"):
         assert insn in body, insn
     res = nv.resources([r, rt])
     assert res[("nvt_wgmma", "sm_90")]["tma_body"]["entry"] == "nvt_wgmma_tma"
     p80 = plan_kernel(spec, get_target("sm_80"))
-    assert p80.tma is None
+    assert p80.body.tma is None
     (r80,) = nv.analyze(nv.build_cuda_library("nvw", [p80]), [p80])
     assert not any(k.startswith("wgmma") for k, _ in r80.ptx_tensor)
 
@@ -214,7 +214,7 @@ def test_mixed_arch_library_carries_the_tma_entry(nvcc, cache_dir):
     spec = load_text(WGMMA_SPEC)[0]
     plans_ = [plan_kernel(spec, get_target("sm_80")), plan_kernel(spec, get_target("sm_90"))]
     files = nv.cuda_sources("nvmix", plans_)
-    assert "nvt_wgmma_tma(" in files["nvt_wgmma.cu"]
+    assert "CKGEN_TMA_GEMM_ENTRY(nvt_wgmma, " in files["nvt_wgmma.cu"]
     assert "TmaGemm<ckgen_gen::nvt_wgmma_cfg>::launch" in files["launchers.cu"]
 
 
@@ -224,5 +224,5 @@ def test_kernel_named_like_a_hopper_entry_is_refused():
     spec = load_text(WGMMA_SPEC)[0]
     twin = load_text(WGMMA_SPEC.replace("nvt_wgmma", "nvt_wgmma_tma"))[0]
     plans_ = [plan_kernel(spec, get_target("sm_90")), plan_kernel(twin, get_target("sm_90"))]
-    with pytest.raises(BuildError, match="nvt_wgmma_tma.*Hopper entry"):
+    with pytest.raises(BuildError, match="nvt_wgmma_tma.*tma entry"):
         nv.cuda_sources("nvtwin", plans_)

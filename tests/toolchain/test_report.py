@@ -67,8 +67,8 @@ def test_main_loop_is_the_loop_with_most_mfma():
              _insn(20, "s_add_u32"), _insn(24, "s_cbranch_vccnz", 12),                     # loop B: 2 mfma
              _insn(28, "v_mfma_f32_32x32x8_f16"), _insn(32, "s_cbranch_execz", 40),        # forward: no loop
              _insn(36, "s_endpgm")]
-    assert main_loop(insns) == ((12, 24), 2)
-    assert main_loop(insns[:2]) == (None, 0)
+    assert main_loop(insns, ("v_mfma",)) == ((12, 24), 2)
+    assert main_loop(insns[:2], ("v_mfma",)) == (None, 0)
 
 
 T90A = get_target("gfx90a")

@@ -19,6 +19,7 @@
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
+//   tma_load_3d(dst, map, c0, c1, c2, bar)   the same for a 3-D tensor map
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
 #pragma once
 
@@ -109,6 +110,13 @@ CKGEN_DEVICE void tma_load_2d(uint32_t dst, const TensorMap* map, int c0, int c1
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+CKGEN_DEVICE void tma_load_3d(uint32_t dst, const TensorMap* map, int c0, int c1, int c2, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
 

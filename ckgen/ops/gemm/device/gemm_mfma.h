@@ -241,4 +241,16 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
   }
 }
 
+// The strided-batched form (a Cfg planned with batched = true; grid z = batch): workgroup z computes matrix
+// block_id(2), each operand offset by its batch stride (0 broadcasts one matrix to every item).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, int M, int N, int K, int /*batch*/, long long lda,
+                            long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
+                            long long stride_bias) {
+  const long long b = block_id(2);
+  gemm_mfma<Cfg>(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias, M, N, K,
+                 lda, ldb, ldc);
+}
+
 }  // namespace ckgen

@@ -380,6 +380,17 @@ CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B,
   Sm90Gemm<Cfg>::run(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }
 
+// The strided-batched form (grid z = batch): block z computes matrix block_id(2).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, int M, int N, int K, int /*batch*/, long long lda,
+                           long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
+                           long long stride_bias) {
+  const long long b = block_id(2);
+  Sm90Gemm<Cfg>::run(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias,
+                     M, N, K, lda, ldb, ldc);
+}
+
 // Dynamic shared memory (bytes) the body needs; the launcher passes it (Cfg::kLdsBytes >= this).
 template <class Cfg>
 constexpr int smem_bytes() {

@@ -69,16 +69,23 @@ struct TmaGemm {
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
 
-  // Tile t of the grouped order -> its first row and column.
-  static CKGEN_DEVICE void tile_origin(int t, int tiles_m, int tiles_n, int& m0, int& n0) {
+  // Tile t of the order (batch item by batch item, each in the grouped order) -> its batch item, first row
+  // and first column.
+  static CKGEN_DEVICE void tile_origin(int t, int tiles_m, int tiles_n, int& b, int& m0, int& n0) {
+    const int per = tiles_m * tiles_n;
+    b = t / per;
     int tm, tn;
-    grouped_tile(t, tiles_m, tiles_n, kGroupM, tm, tn);
+    grouped_tile(t - b * per, tiles_m, tiles_n, kGroupM, tm, tn);
     m0 = tm * Cfg::kTileM;
     n0 = tn * Cfg::kTileN;
   }
 
+  // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item).
+  static constexpr int kBroadcastA = 1, kBroadcastB = 2;
+
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, TC* C, const TBias* bias, int M, int N,
-                               int K, long long ldc) {
+                               int K, int batch, long long ldc, long long stride_c, long long stride_bias,
+                               int flags) {
 #if defined(CKGEN_NV_WGMMA)
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const uint32_t s0 = (smem_addr(ckgen_smem) + 1023u) & ~1023u;
@@ -96,7 +103,7 @@ struct TmaGemm {
     barrier();
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
     const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
-    const int tiles = tiles_m * tiles_n;
+    const int tiles = tiles_m * tiles_n * batch;
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
     if (warp / 4 == kConsumers) {
       setmaxnreg_dec<40>();
@@ -104,8 +111,10 @@ struct TmaGemm {
       int s = 0;
       uint32_t phase = 0;
       for (int t = block_id(0); t < tiles; t += grid_dim(0)) {
-        int m0, n0;
-        tile_origin(t, tiles_m, tiles_n, m0, n0);
+        int b, m0, n0;
+        tile_origin(t, tiles_m, tiles_n, b, m0, n0);
+        const int ba = (flags & kBroadcastA) ? 0 : b;
+        const int bb = (flags & kBroadcastB) ? 0 : b;
         for (int kt = 0; kt < nk; ++kt) {
           mbar_wait(empty0 + 8 * s, phase ^ 1);
           const uint32_t full = full0 + 8 * s;
@@ -114,16 +123,16 @@ struct TmaGemm {
           const uint32_t sb = sa + kABytes;
           const int k0 = kt * Cfg::kTileK;
           if constexpr (kAK) {
-            tma_load_2d(sa, &ta, k0, m0, full);
+            tma_load_3d(sa, &ta, k0, m0, ba, full);
           } else {
 #pragma unroll
-            for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_2d(sa + j * kBox, &ta, m0 + 64 * j, k0, full);
+            for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
           }
           if constexpr (kBK) {
-            tma_load_2d(sb, &tb, k0, n0, full);
+            tma_load_3d(sb, &tb, k0, n0, bb, full);
           } else {
 #pragma unroll
-            for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_2d(sb + j * kBox, &tb, n0 + 64 * j, k0, full);
+            for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_3d(sb + j * kBox, &tb, n0 + 64 * j, k0, bb, full);
           }
           if (++s == kStages) {
             s = 0;
@@ -133,7 +142,7 @@ struct TmaGemm {
       }
     } else {
       setmaxnreg_inc<232>();
-      consume(s0, full0, empty0, C, bias, M, N, K, ldc, tiles_m, tiles_n, nk);
+      consume(s0, full0, empty0, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk);
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -142,16 +151,19 @@ struct TmaGemm {
 
 #if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, TC* C, const TBias* bias, int M,
-                                   int N, int K, long long ldc, int tiles_m, int tiles_n, int nk) {
+                                   int N, int K, long long ldc, long long stride_c, long long stride_bias,
+                                   int tiles_m, int tiles_n, int tiles, int nk) {
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wg = warp >> 2;
     int s = 0;
     uint32_t phase = 0;
-    for (int t = block_id(0); t < tiles_m * tiles_n; t += grid_dim(0)) {
-      int m0, n0;
-      tile_origin(t, tiles_m, tiles_n, m0, n0);
+    for (int t = block_id(0); t < tiles; t += grid_dim(0)) {
+      int b, m0, n0;
+      tile_origin(t, tiles_m, tiles_n, b, m0, n0);
+      TC* const Cb = C + b * stride_c;
+      const TBias* const biasb = bias ? bias + b * stride_bias : bias;
       float d[128];
 #pragma unroll
       for (int i = 0; i < 128; ++i) d[i] = 0.0f;
@@ -183,7 +195,7 @@ struct TmaGemm {
       for (int j = 0; j < 32; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
-      Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, C, bias, M, N, ldc, lane >> 2, lane & 3);
+      Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2, lane & 3);
     }
   }
 #endif
@@ -191,12 +203,20 @@ struct TmaGemm {
   // ------------------------------------------------------------------------------------------ host side
   // Launches `kernel` (the generated `<kernel>_tma` entry) on `stream` and returns a ckgen status, or
   // kNotApplicable (nothing launched) when the device is not sm_90, the driver has no tensor maps, K == 0,
-  // or an operand's base or leading dimension is not 16-byte aligned. M, N > 0 and the leading dimensions
-  // were checked by the caller.
+  // or an operand's base, leading dimension or batch stride is not 16-byte aligned. M, N, batch > 0 and the
+  // leading dimensions were checked by the caller. The plain form is the batched one with one item.
   template <class Kernel>
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                     long long lda, long long ldb, long long ldc, void* stream) {
-    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
+    return launch(kernel, A, B, C, bias, M, N, K, 1, lda, ldb, ldc, 0, 0, 0, 0, stream);
+  }
+
+  template <class Kernel>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                    int batch, long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
+                    long long stride_c, long long stride_bias, void* stream) {
+    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
+      return kNotApplicable;
     int dev = 0, major = 0, minor = 0, sms = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
@@ -206,20 +226,27 @@ struct TmaGemm {
     }
     if (major != 9 || minor != 0) return kNotApplicable;
     CUtensorMap ta, tb;
-    // (inner extent, outer extent, leading dimension, box inner, box outer) per operand layout
-    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 64, 64);
+    const int nba = stride_a == 0 ? 1 : batch, nbb = stride_b == 0 ? 1 : batch;
+    // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
+    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
+                          : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
+                          : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
-    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
+                            ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
+    if (tiles > 0x7fffffffLL) return kNotApplicable;
+    const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
-                             kSmemBytes, stream, ta, tb, C, bias, M, N, K, ldc);
+                             kSmemBytes, stream, ta, tb, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);
   }
 
-  // A 2-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld`
-  // elements apart, boxes of box_inner x box_outer with the 128-byte swizzle.
+  // A 3-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld` elements
+  // apart, `items` of those `bstride` elements apart (one item: the stride is never used), boxes of
+  // box_inner x box_outer x 1 with the 128-byte swizzle.
   static bool encode(CUtensorMap* map, const void* base, long long inner, long long outer, long long ld,
-                     unsigned box_inner, unsigned box_outer) {
+                     long long items, long long bstride, unsigned box_inner, unsigned box_outer) {
     static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
       void* p = nullptr;
       cudaDriverEntryPointQueryResult q;
@@ -231,11 +258,15 @@ struct TmaGemm {
       return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
     }();
     if (fn == nullptr) return false;
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-    const cuuint32_t box[2] = {box_inner, box_outer};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+    const long long line_bytes = ld * 2;
+    const long long item_bytes = items > 1 ? bstride * 2 : ((line_bytes * outer + 15) / 16) * 16;
+    if (line_bytes >= (1LL << 40) || item_bytes >= (1LL << 40)) return false;
+    const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
+                                static_cast<cuuint64_t>(items)};
+    const cuuint64_t strides[2] = {static_cast<cuuint64_t>(line_bytes), static_cast<cuuint64_t>(item_bytes)};
+    const cuuint32_t box[3] = {box_inner, box_outer, 1};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   }
@@ -243,3 +274,13 @@ struct TmaGemm {
 
 }  // namespace nv
 }  // namespace ckgen
+
+// The `<name>_tma` device entry of a Cfg planned with the Hopper body (the kernel template emits one
+// CKGEN_TMA_GEMM_ENTRY(name, Cfg) line; the tensor maps travel as __grid_constant__ parameters).
+#define CKGEN_TMA_GEMM_ENTRY(name, Cfg)                                                                        \
+  extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
+      const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
+      typename Cfg::TC* C, const typename Cfg::TBias* bias, int M, int N, int K, int batch, long long ldc,     \
+      long long stride_c, long long stride_bias, int flags) {                                                  \
+    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);        \
+  }

@@ -21,11 +21,11 @@ BIG = "tile = 128x256x64 waves = 2x4 lds_buffers = 4"
                                      "A = f16 row B = f16 col", "A = f16 col B = f16 row"])
 def test_every_16bit_layout_gets_the_body(layouts):
     p = plan(f"{layouts} C = f32 row {BIG}")
-    assert p.tma is not None
-    assert p.tma.threads == 384                                  # 2 consumer warpgroups + the producer
-    assert p.tma.stages == 4                                     # as many 48-KiB stages as fit in 227 KiB
-    assert p.tma.smem_bytes == 1024 + 4 * ((128 + 256) * 64 * 2 + 16)
-    assert p.to_json()["tma"] == {"threads": 384, "stages": 4, "smem_bytes": p.tma.smem_bytes}
+    assert p.body.tma is not None
+    assert p.body.tma.threads == 384                                  # 2 consumer warpgroups + the producer
+    assert p.body.tma.stages == 4                                     # as many 48-KiB stages as fit in 227 KiB
+    assert p.body.tma.smem_bytes == 1024 + 4 * ((128 + 256) * 64 * 2 + 16)
+    assert p.to_json()["body"]["tma"] == {"threads": 384, "stages": 4, "smem_bytes": p.body.tma.smem_bytes}
 
 
 @pytest.mark.parametrize("arch,body", [
@@ -38,11 +38,11 @@ def test_every_16bit_layout_gets_the_body(layouts):
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),  # stages
 ])
 def test_other_kernels_keep_the_portable_body_only(arch, body):
-    assert plan(body, arch).tma is None
+    assert plan(body, arch).body.tma is None
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.sampled_from(["2x4", "4x2"]), st.integers(2, 4), st.sampled_from(["row", "col"]))
 def test_body_fits_the_target(waves, stages, b_layout):
     p = plan(f"A = f16 row B = f16 {b_layout} C = f16 row tile = 128x256x64 waves = {waves} lds_buffers = {stages}")
-    assert p.tma is not None and p.tma.smem_bytes <= get_target("sm_90").lds_bytes
+    assert p.body.tma is not None and p.body.tma.smem_bytes <= get_target("sm_90").lds_bytes

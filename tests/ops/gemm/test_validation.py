@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from ckgen.errors import ValidationError
 from ckgen.frontend import load_text
-from ckgen.lower import PASSES, plan_kernel
+from ckgen.lower import plan_kernel
+from ckgen.ops.gemm.plan import PASSES
 
 
 def spec(body: str):
@@ -65,12 +66,12 @@ def test_lds_hint_suggests_a_single_buffer():
 
 
 def test_auto_instruction_is_best_legal():
-    assert plan_kernel(spec(F16 + " tile = 128x128x32 waves = 2x2"), "gfx942").instr.mnemonic == "v_mfma_f32_32x32x8_f16"
-    assert plan_kernel(spec(F16 + " tile = 32x32x32 waves = 2x2"), "gfx942").instr.shape == (16, 16, 16)
-    assert plan_kernel(spec(F16 + " tile = 128x128x32 waves = 2x2"), "gfx950").instr.shape == (32, 32, 16)
+    assert plan_kernel(spec(F16 + " tile = 128x128x32 waves = 2x2"), "gfx942").body.instr.mnemonic == "v_mfma_f32_32x32x8_f16"
+    assert plan_kernel(spec(F16 + " tile = 32x32x32 waves = 2x2"), "gfx942").body.instr.shape == (16, 16, 16)
+    assert plan_kernel(spec(F16 + " tile = 128x128x32 waves = 2x2"), "gfx950").body.instr.shape == (32, 32, 16)
     bf = "A = bf16 row B = bf16 col C = f32 row tile = 64x64x32 waves = 1x1"
-    assert plan_kernel(spec(bf), "gfx908").instr.mnemonic == "v_mfma_f32_32x32x4bf16"
-    assert plan_kernel(spec(bf), "gfx90a").instr.mnemonic == "v_mfma_f32_32x32x8bf16_1k"
+    assert plan_kernel(spec(bf), "gfx908").body.instr.mnemonic == "v_mfma_f32_32x32x4bf16"
+    assert plan_kernel(spec(bf), "gfx90a").body.instr.mnemonic == "v_mfma_f32_32x32x8bf16_1k"
 
 
 def test_pipeline_is_an_explicit_list():
@@ -92,10 +93,10 @@ def test_planner_accepts_only_consistent_plans(tm, tn, tk, wm, wn, dt, arch, buf
     except ValidationError as e:
         assert e.param in ("tile", "waves", "lds_buffers") and e.legal
         return
-    assert tm % (wm * p.instr.m) == 0 and tn % (wn * p.instr.n) == 0 and tk % p.instr.k == 0
-    assert p.lds.total_bytes <= p.target.lds_bytes
+    assert tm % (wm * p.body.instr.m) == 0 and tn % (wn * p.body.instr.n) == 0 and tk % p.body.instr.k == 0
+    assert p.body.lds.total_bytes <= p.target.lds_bytes
     assert p.threads <= 1024
-    for v, extent in ((p.vec[0], tk), (p.vec[1], tk)):
+    for v, extent in ((p.body.vec[0], tk), (p.body.vec[1], tk)):
         assert extent % v == 0
 
 

@@ -1,4 +1,4 @@
-"""Numerics of generated kernels on the emulator (ladder rung 2), against a float64 reference.
+"""Numerics of generated GEMM kernels on the emulator (ladder rung 2), against the op's float64 reference.
 
 Coverage: every dtype (f16, bf16, f32, i8 -> i32), every A/B layout pair, each epilogue op (bias row/col,
 relu, gelu, silu, alpha/beta), and several tile / wave / instruction / pipeline configurations per
@@ -19,8 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckgen.ir.types import DType, Layout
-from ckgen.runtime import emu, run
-from ckgen.runtime.api import GemmKernel, get_backend, numpy_dtype, plan_for
+from ckgen.ops import get_op
+from ckgen.ops.base import relative_error
+from ckgen.runtime import emu
+from ckgen.runtime.api import Kernel, get_backend, numpy_dtype, plan_for
+from ckgen.runtime.arrays import to_float64
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -50,6 +53,11 @@ CONFIGS: dict[str, tuple[str, str]] = {
                         "lds_buffers = 2"),
     "i8_cr_alpha_beta": ("gfx90a", "A = i8 col\nB = i8 row\nC = i32 col\nalpha = 3.0\nbeta = 2.0\n"
                                    "tile = 64x64x32\nwaves = 2x2\ninstr = 16x16x16"),
+    # strided-batched (issue 10): every operand has a batch dimension and a batch stride
+    "f16_batched_bias": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\ntile = 64x64x32\nwaves = 2x2\n"
+                                   "batched = true\nepilogue = bias(col) -> relu"),
+    "bf16_batched_beta": ("gfx90a", "A = bf16 col\nB = bf16 row\nC = f32 col\nbeta = 0.5\ntile = 64x32x32\n"
+                                    "waves = 2x1\nbatched = true"),
 }
 
 
@@ -59,11 +67,11 @@ def _source(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def kernels() -> dict[str, GemmKernel]:
+def kernels() -> dict[str, Kernel]:
     backend = get_backend("emu")
     plans = {name: plan_for(_source(name), name, "amd", CONFIGS[name][0]) for name in CONFIGS}
     with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {name: pool.submit(GemmKernel, plan, backend) for name, plan in plans.items()}
+        futs = {name: pool.submit(Kernel, plan, backend) for name, plan in plans.items()}
         return {name: f.result() for name, f in futs.items()}
 
 
@@ -82,12 +90,19 @@ def _padded(arr: np.ndarray, row_major: bool, pad: int) -> np.ndarray:
     return view
 
 
-def check_shape(gemm: GemmKernel, M: int, N: int, K: int, seed: int, pad: int = 0) -> None:
+def check_shape(gemm: Kernel, M: int, N: int, K: int, seed: int, pad: int = 0, batch: int = 1,
+                broadcast: str = "") -> None:
+    """One call at M x N x K (x batch) against the float64 reference. ``pad``: every matrix a view into a
+    larger buffer with poisoned padding, which must survive. ``broadcast``: operands passed without their batch
+    dimension (batch stride 0)."""
     plan = gemm.plan
-    g = plan.spec.gemm
+    g = plan.spec.params.gemm
+    op = get_op("gemm")
     rng = np.random.default_rng(seed)
-    ops = run.random_operands(plan, M, N, K, rng)
-    c0 = ops["C"].copy() if g.beta != 0 else None
+    sizes = {"M": M, "N": N, "K": K} | ({"batch": batch} if g.batched else {})
+    ops = op.random_inputs(plan, sizes, rng)
+    for name in broadcast:
+        ops[name] = ops[name][0]
     C = ops["C"]
     if pad:
         ops["A"] = _padded(ops["A"], g.a.layout == Layout.ROW, pad)
@@ -97,12 +112,13 @@ def check_shape(gemm: GemmKernel, M: int, N: int, K: int, seed: int, pad: int = 
         pad_before = base.copy()
     else:
         assert g.beta != 0 or np.all(C.ravel(order="K").view(np.uint8) == 0xFF)  # poisoned
+    before = {k: (v.copy() if v is not None else None) for k, v in ops.items()} | {"C": C.copy()}
     out = gemm(ops["A"], ops["B"], C, ops["bias"])
     assert out is C
-    ref = run.reference(plan, ops["A"], ops["B"], c0, ops["bias"])
-    err = run.relative_error(plan, C, ref)
-    tol = run.tolerance(plan)
-    assert err <= tol, f"{gemm.name} {M}x{N}x{K} (pad {pad}): relative error {err:.3e} > {tol:.1e}"
+    ref = op.reference(plan, before, sizes)["C"]
+    err = relative_error(to_float64(C, g.c.dtype), ref)
+    tol = op.tolerance(plan, "C")
+    assert err <= tol, f"{gemm.name} {M}x{N}x{K}x{batch} (pad {pad}): relative error {err:.3e} > {tol:.1e}"
     if pad:
         mask = np.ones(base.shape, bool)
         rows, cols = (M, N) if g.c.layout == Layout.ROW else (N, M)
@@ -119,12 +135,29 @@ def _edge_shapes(name: str) -> list[tuple[int, int, int]]:
             (97, 61, 131), (13, 7, 1031)]                                  # primes, one large dimension (K)
 
 
-EDGE = [(name, s) for name in CONFIGS for s in _edge_shapes(name)]
+UNBATCHED = [name for name in CONFIGS if "batched" not in name]
+BATCHED = [name for name in CONFIGS if "batched" in name]
+EDGE = [(name, s) for name in UNBATCHED for s in _edge_shapes(name)]
 
 
 @pytest.mark.parametrize(("name", "shape"), EDGE, ids=[f"{n}-{s[0]}x{s[1]}x{s[2]}" for n, s in EDGE])
 def test_edge_shapes(kernels, name, shape):
     check_shape(kernels[name], *shape, seed=sum(shape))
+
+
+@pytest.mark.parametrize("name", BATCHED)
+@pytest.mark.parametrize("batch", [1, 3, 17])
+def test_batched(kernels, name, batch):
+    """Batch 1, 3 and 17 with edge tiles in M, N and a K tail."""
+    check_shape(kernels[name], 67, 33, 45, seed=batch, batch=batch)
+
+
+@pytest.mark.parametrize(("name", "broadcast"), [("f16_batched_bias", "A"), ("f16_batched_bias", "B"),
+                                                 ("f16_batched_bias", "bias"), ("bf16_batched_beta", "AB")])
+def test_batched_broadcast(kernels, name, broadcast):
+    """An operand passed without its batch dimension is shared by every item (batch stride 0)."""
+    names = ["bias"] if broadcast == "bias" else list(broadcast)
+    check_shape(kernels[name], 40, 70, 21, seed=7, batch=5, broadcast=names)
 
 
 @pytest.mark.parametrize("name", ["f16_rr_db", "bf16_rr_beta", "i8_cr_alpha_beta", "f32_cc_bias"])
@@ -140,7 +173,7 @@ def test_one_large_dimension(kernels, name):
 shapes = st.tuples(st.integers(1, 200), st.integers(1, 200), st.integers(1, 150))
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", UNBATCHED)
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(shape=shapes, seed=st.integers(0, 2**31 - 1))
@@ -150,16 +183,17 @@ def test_hypothesis_shapes(kernels, name, shape, seed):
 
 def test_every_dtype_layout_and_epilogue_is_covered():
     plans = {name: plan_for(_source(name), name, "amd", arch) for name, (arch, _) in CONFIGS.items()}
-    dtypes = {p.spec.gemm.a.dtype for p in plans.values()}
+    gemms = {n: p.spec.params.gemm for n, p in plans.items()}
+    dtypes = {g.a.dtype for g in gemms.values()}
     assert {DType.F16, DType.BF16, DType.F32, DType.I8} <= dtypes
     for dt in (DType.F16, DType.BF16, DType.F32, DType.I8):
-        layouts = {(p.spec.gemm.a.layout, p.spec.gemm.b.layout) for p in plans.values() if p.spec.gemm.a.dtype == dt}
-        configs = {(p.spec.config.tile, p.spec.config.waves, p.instr.shape) for p in plans.values()
-                   if p.spec.gemm.a.dtype == dt}
+        layouts = {(g.a.layout, g.b.layout) for g in gemms.values() if g.a.dtype == dt}
+        configs = {(p.spec.params.config.tile, p.spec.params.config.waves, p.body.instr.shape)
+                   for n, p in plans.items() if gemms[n].a.dtype == dt}
         assert len(configs) >= 2, dt
         if dt == DType.F16:
             assert layouts == {(a, b) for a in Layout for b in Layout}
-    ops = {(op.kind, op.axis) for p in plans.values() for op in p.spec.gemm.epilogue}
+    ops = {(op.kind, op.axis) for g in gemms.values() for op in g.epilogue}
     assert ops >= {("bias", "row"), ("bias", "col"), ("relu", None), ("gelu", None), ("silu", None)}
     assert {p.arch for p in plans.values()} == {"gfx908", "gfx90a", "gfx942", "gfx950"}
     assert numpy_dtype(DType.BF16) == np.uint16

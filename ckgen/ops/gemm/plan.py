@@ -1,18 +1,22 @@
-"""The lowering passes. Each takes the working :class:`Draft` for one (kernel, target) pair,
-checks one concern or derives one part of the plan, and raises :class:`ValidationError`
-naming the parameter, its value and what would be legal.
+"""The GEMM op's planning passes: (KernelSpec, Target) -> KernelPlan.
 
-Arch knowledge comes only from the :class:`Target` (numbers and instruction lists).
+``PASSES`` is the whole pipeline, in order. Each pass takes the working :class:`GemmDraft`, checks one
+concern or derives one part of the plan, and raises ``d.fail(...)`` (a ValidationError naming the parameter,
+its value and what would be legal). :func:`plan` runs them and freezes the result. Arch knowledge comes only
+from the :class:`Target` (numbers, instruction lists, features, platform).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckgen.errors import ValidationError
-from ckgen.ir.plan import LdsPlan, RegisterEstimate, TmaBodyPlan
+from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
+from ckgen.lower.draft import Draft, run_passes
+from ckgen.ops.gemm.abi import abi, launch
+from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, TmaBodyPlan
+from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
@@ -25,14 +29,17 @@ VECTOR_BYTES = 16           # widest global access per lane
 EPILOGUE_TYPES = {("bias", "row"): "ckgen::epi::BiasRow", ("bias", "col"): "ckgen::epi::BiasCol",
                   ("relu", None): "ckgen::epi::Relu", ("gelu", None): "ckgen::epi::Gelu",
                   ("silu", None): "ckgen::epi::Silu"}
+#: the device body per target platform (a Target field): header in device/, entry, deepest LDS pipeline
+BODIES = {
+    "amd": Body("gemm_mfma.h", "ckgen::gemm_mfma", max_lds_buffers=2),
+    "cuda": Body("gemm_mma_sm90.h", "ckgen::nv::gemm_mma", max_lds_buffers=6),
+}
 
 
 @dataclass
-class Draft:
-    """Mutable working state of one lowering. Passes fill it; ``build_plan`` freezes it."""
+class GemmDraft(Draft):
+    """Mutable working state of one GEMM lowering. Passes fill it; :func:`plan` freezes it."""
 
-    spec: KernelSpec
-    target: Target
     instr: MatrixInstr | None = None
     vec: tuple[int, int, int] | None = None
     lds: LdsPlan | None = None
@@ -42,24 +49,32 @@ class Draft:
     epilogue_types: tuple[str, ...] = ()
     tma: TmaBodyPlan | None = None
 
-    def fail(self, param: str, value: object, legal: str, reason: str) -> ValidationError:
-        return ValidationError(param, value, legal, reason, span=self.spec.span(param),
-                               kernel=self.spec.name, arch=self.target.name)
+    @property
+    def g(self) -> GemmSpec:
+        return self.spec.params.gemm
+
+    @property
+    def cfg(self) -> TileConfig:
+        return self.spec.params.config
+
+    @property
+    def body(self) -> Body:
+        return BODIES[self.target.platform]
 
 
 def _shapes(instrs) -> str:
     return ", ".join(dict.fromkeys(i.shape_text for i in instrs)) or "none"
 
 
-def check_workgroup(d: Draft) -> None:
-    (wm, wn), lanes = d.spec.config.waves, d.target.wave_size
+def check_workgroup(d: GemmDraft) -> None:
+    (wm, wn), lanes = d.cfg.waves, d.target.wave_size
     if wm * wn * lanes > MAX_THREADS:
         raise d.fail("waves", f"{wm}x{wn}", f"waves_m*waves_n <= {MAX_THREADS // lanes}",
                      f"{wm * wn * lanes} threads exceed the {MAX_THREADS}-thread workgroup limit")
 
 
-def check_dtypes(d: Draft) -> None:
-    g, t = d.spec.gemm, d.target
+def check_dtypes(d: GemmDraft) -> None:
+    g, t = d.g, d.target
     inputs = sorted({i.a_dtype.value for i in t.instructions})
     if g.a.dtype not in t.input_dtypes():
         raise d.fail("A", g.a.dtype.value, ", ".join(inputs), "no matrix instruction takes this dtype")
@@ -76,8 +91,8 @@ def check_dtypes(d: Draft) -> None:
         raise d.fail("C", g.c.dtype.value, ", ".join(x.value for x in legal_c), f"not an output type for {g.acc.value} accumulation")
 
 
-def select_instruction(d: Draft) -> None:
-    g, cfg, t = d.spec.gemm, d.spec.config, d.target
+def select_instruction(d: GemmDraft) -> None:
+    g, cfg, t = d.g, d.cfg, d.target
     cands = t.instructions_for(g.a.dtype, g.b.dtype, g.acc)
     wm, wn = cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1]
     if cfg.instr is not None:
@@ -97,8 +112,8 @@ def select_instruction(d: Draft) -> None:
                  f"no {g.a.dtype.value} instruction fits waves {cfg.waves[0]}x{cfg.waves[1]}")
 
 
-def check_tile(d: Draft) -> None:
-    cfg, t, i = d.spec.config, d.target, d.instr
+def check_tile(d: GemmDraft) -> None:
+    cfg, i = d.cfg, d.instr
     (tm, tn, tk), (wm, wn) = cfg.tile, cfg.waves
     tile = f"{tm}x{tn}x{tk}"
     if tm % (wm * i.m):
@@ -109,16 +124,16 @@ def check_tile(d: Draft) -> None:
                      "tile N is not divisible by waves x instruction")
     if tk % i.k:
         raise d.fail("tile", tile, f"tile K a multiple of instr_k = {i.k}", "tile K is not divisible by the instruction's K")
-    if not 1 <= cfg.lds_buffers <= t.max_lds_buffers:
-        raise d.fail("lds_buffers", cfg.lds_buffers, f"1..{t.max_lds_buffers}", "unsupported LDS pipeline depth")
+    if not 1 <= cfg.lds_buffers <= d.body.max_lds_buffers:
+        raise d.fail("lds_buffers", cfg.lds_buffers, f"1..{d.body.max_lds_buffers}", "unsupported LDS pipeline depth")
     if not 0 <= cfg.prefetch <= MAX_PREFETCH:
         raise d.fail("prefetch", cfg.prefetch, f"0..{MAX_PREFETCH}", "unsupported prefetch depth")
 
 
-def _mma_sync_body(d: Draft) -> None:
+def _mma_sync_body(d: GemmDraft) -> None:
     """Shape rules of the mma.sync kernel body (ckgen/include/gemm_mma_sm90.h): its ldmatrix tiling
     needs warp tiles N of 16 (K rows of 32 bytes follow from the instruction K) and MN-contiguous operands in power-of-two 16-byte chunks."""
-    g, cfg = d.spec.gemm, d.spec.config
+    g, cfg = d.g, d.cfg
     (tm, tn, tk), wn = cfg.tile, cfg.waves[1]
     tile = f"{tm}x{tn}x{tk}"
     if (tn // wn) % 16:
@@ -132,17 +147,17 @@ def _mma_sync_body(d: Draft) -> None:
                          f"{param} is {layout.value}-major, so its {side} extent is loaded in 16-byte chunks")
 
 
-#: extra shape rules of a kernel body, by Target.gemm_impl (the MFMA body has none beyond the common checks).
-BODY_RULES = {"ckgen::nv::gemm_mma": (_mma_sync_body,)}
+#: extra shape rules of a device body, by its header (the MFMA body has none beyond the common checks).
+BODY_RULES = {"gemm_mma_sm90.h": (_mma_sync_body,)}
 
 
-def check_kernel_body(d: Draft) -> None:
-    for rule in BODY_RULES.get(d.target.gemm_impl, ()):
+def check_kernel_body(d: GemmDraft) -> None:
+    for rule in BODY_RULES.get(d.body.header, ()):
         rule(d)
 
 
-def choose_vectors(d: Draft) -> None:
-    g, cfg = d.spec.gemm, d.spec.config
+def choose_vectors(d: GemmDraft) -> None:
+    g, cfg = d.g, d.cfg
     (tm, tn, tk) = cfg.tile
     threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
     # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
@@ -166,8 +181,8 @@ def choose_vectors(d: Draft) -> None:
     d.vec = tuple(chosen)
 
 
-def plan_lds(d: Draft) -> None:
-    g, cfg, t = d.spec.gemm, d.spec.config, d.target
+def plan_lds(d: GemmDraft) -> None:
+    g, cfg, t = d.g, d.cfg, d.target
     (tm, tn, tk) = cfg.tile
     pad_a = t.lds_pad_bytes // g.a.dtype.bytes
     pad_b = t.lds_pad_bytes // g.b.dtype.bytes
@@ -184,8 +199,8 @@ def plan_lds(d: Draft) -> None:
     d.lds = lds
 
 
-def estimate_registers(d: Draft) -> None:
-    g, cfg, t, i = d.spec.gemm, d.spec.config, d.target, d.instr
+def estimate_registers(d: GemmDraft) -> None:
+    g, cfg, t, i = d.g, d.cfg, d.target, d.instr
     threads = cfg.waves[0] * cfg.waves[1] * t.wave_size
     rep_m, rep_n = cfg.tile[0] // cfg.waves[0] // i.m, cfg.tile[1] // cfg.waves[1] // i.n
     acc = rep_m * rep_n * i.c_regs
@@ -202,8 +217,8 @@ def estimate_registers(d: Draft) -> None:
     d.registers = est
 
 
-def plan_epilogue(d: Draft) -> None:
-    g = d.spec.gemm
+def plan_epilogue(d: GemmDraft) -> None:
+    g = d.g
     d.bias_dtype = g.c.dtype if g.c.dtype.is_float else DType.F32
     d.integer_epilogue = not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0
     d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
@@ -217,11 +232,11 @@ TMA_BODY_WARPS = 8
 TMA_BODY_MAX_STAGES = 8
 
 
-def plan_tma_body(d: Draft) -> None:
+def plan_tma_body(d: GemmDraft) -> None:
     """On targets with wgmma and TMA, kernels of the Hopper body's shape also get that body, with as many
     pipeline stages as fit in shared memory (at least the kernel's ``lds_buffers``); the portable body stays the
     fallback for operands it cannot take (chosen at run time by the host entry)."""
-    g, cfg, t = d.spec.gemm, d.spec.config, d.target
+    g, cfg, t = d.g, d.cfg, d.target
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
     if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile != TMA_BODY_TILE
@@ -232,3 +247,37 @@ def plan_tma_body(d: Draft) -> None:
     stages = min((t.lds_bytes - 1024) // stage, TMA_BODY_MAX_STAGES)
     if stages >= cfg.lds_buffers:
         d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages, smem_bytes=1024 + stages * stage)
+
+
+PASSES = (
+    check_workgroup,      # waves x wave size within the workgroup limit
+    check_dtypes,         # the target has instructions for these dtypes, and codegen supports them
+    select_instruction,   # the given instruction exists, or pick the best legal one
+    check_tile,           # tile divisible by waves x instruction; pipeline depth
+    check_kernel_body,    # the shape rules of the target's device body
+    choose_vectors,       # global vector widths
+    plan_lds,             # LDS layout, bytes and capacity
+    estimate_registers,   # register budget
+    plan_epilogue,        # epilogue op types, bias dtype, integer path
+    plan_tma_body,        # sm_90: does the Hopper TMA + wgmma body take this kernel too
+)
+
+
+def plan(spec: KernelSpec, target: Target) -> KernelPlan:
+    """Run :data:`PASSES` for ``target`` and freeze the result."""
+    if not isinstance(spec.params, GemmParams):  # pragma: no cover - the registry routes by op
+        raise TypeError("the GEMM planner takes GEMM specs")
+    d = run_passes(PASSES, GemmDraft(spec, target))
+    cfg, i, lanes = d.cfg, d.instr, target.wave_size
+    wave_tile = (cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1])
+    body = GemmPlan(
+        body=d.body, instr=i, wave_tile=wave_tile, repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n),
+        items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)), vec=d.vec, lds=d.lds,
+        prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
+        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma)
+    threads = cfg.waves[0] * cfg.waves[1] * lanes
+    entries = [Entry(spec.name, threads, d.lds.total_bytes)]
+    if d.tma is not None:
+        entries.append(Entry(f"{spec.name}_tma", d.tma.threads, d.tma.smem_bytes, variant_of=spec.name))
+    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec),
+                      launch=launch(spec, threads, tma=d.tma is not None), entries=tuple(entries))

@@ -1,0 +1,39 @@
+"""Making user text safe for generated C and C++ (Jinja filters of every template).
+
+Text a user typed (paths, names, doc strings) only ever reaches generated code through these filters:
+
+- :func:`comment`: printable ASCII for a ``//`` or ``/* */`` comment. Every character outside 0x20..0x7e, a
+  backslash (a line continuation at the end of a ``//`` comment) and ``?`` (trigraphs such as ``??/``) become
+  ``\\xNN`` / ``\\uNNNN`` escapes, and ``*/`` is broken up, so no text can end the comment or add a line.
+- :func:`c_string`: the body of a C string literal (octal escapes for everything else, ``\\``, ``"`` and ``?``).
+
+Identifiers are never escaped: the frontend refuses kernel names that are not safe C identifiers.
+"""
+
+from __future__ import annotations
+
+
+def _escape(text: str, extra: str) -> str:
+    out = []
+    for ch in str(text):
+        o = ord(ch)
+        if ch == "\\" or ch == "?" or ch in extra or not 0x20 <= o <= 0x7E:
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def comment(text: str) -> str:
+    """``text`` as printable ASCII that cannot end a C/C++ comment or continue it onto the next line."""
+    return _escape(text, "").replace("*/", "*\\x2f").replace("/*", "\\x2f*")
+
+
+def c_string(text: str) -> str:
+    """``text`` (UTF-8) escaped for the inside of a C string literal: three-digit octal escapes, which cannot
+    run into the next character as hex escapes can."""
+    out = []
+    for byte in str(text).encode():
+        ch = chr(byte)
+        out.append(ch if 0x20 <= byte <= 0x7E and ch not in '\\"?' else f"\\{byte:03o}")
+    return "".join(out)

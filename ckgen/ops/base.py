@@ -1,0 +1,143 @@
+"""What an op is: the one description every stage reads (docs/adding-an-op.md).
+
+An op is a package ``ckgen/ops/<op>/`` whose ``OP`` is an :class:`Op`. The stages never name an op; they
+call these methods through the registry (:func:`ckgen.ops.get_op`):
+
+================  ==========================================================================================
+stage             what it asks the op
+================  ==========================================================================================
+frontend          ``keys`` (the DSL parameters, legal values, defaults), ``build_params`` (values -> frozen
+                  params, raising SpecError with the value's span)
+lower             ``plan`` (its explicit pass list over one target -> :class:`~ckgen.ir.plan.KernelPlan`,
+                  raising ValidationError naming the parameter and what is legal)
+codegen           ``kernel_template`` (``<op>/kernel.hip.j2``, which extends ``kernel.hip.j2``), ``kernel_view``
+                  (the Cfg it renders), ``summary``
+toolchain         nothing op-specific: entries, LDS and threads come from the plan
+runtime           the plan's ABI; ``reference`` (float64), ``random_inputs``, ``tolerance`` for ``ckgen run``
+================  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ckgen.ir.abi import Abi, Arg
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
+from ckgen.targets.model import Target
+
+if TYPE_CHECKING:
+    from ckgen.frontend.parser import Value
+
+#: the parameters every kernel may set, whatever its op (handled by the frontend)
+COMMON_KEYS = ("op", "arch")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One DSL parameter of an op: ``legal`` says what may be written, ``default`` what applies when it is
+    not (None: required, or chosen by the planner as ``default_text`` says)."""
+
+    name: str
+    legal: str
+    required: bool = False
+    default_text: str = ""
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What ``build_params`` may need besides the values: the kernel name (for messages) and its block span."""
+
+    kernel: str
+    span: Any
+
+
+class Op(ABC):
+    """The interface of one op (see the module docstring). Subclasses are stateless singletons."""
+
+    #: the DSL name (``op = <name>``)
+    name: str = ""
+    #: one line for docs and ``--help``
+    doc: str = ""
+    #: the op's DSL parameters, in documentation order
+    keys: tuple[Key, ...] = ()
+    #: the kernel template, relative to the ops folder (``<op>/kernel.hip.j2``)
+    kernel_template: str = ""
+
+    # ------------------------------------------------------------------ frontend
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.keys)
+
+    def required(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.keys if k.required)
+
+    @abstractmethod
+    def build_params(self, values: dict[str, Value], ctx: BuildContext) -> Any:
+        """The op's frozen params from the parsed values (only keys of ``keys``; required ones present).
+        Raises :class:`~ckgen.errors.SpecError` pointing at the offending value."""
+
+    # ------------------------------------------------------------------ lower
+    @abstractmethod
+    def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
+        """Run the op's pass list for ``target``; ValidationError on the first illegal decision."""
+
+    @abstractmethod
+    def abi(self, spec: KernelSpec) -> Abi:
+        """The kernel's C ABI (the same for every target)."""
+
+    # ------------------------------------------------------------------ codegen
+    @abstractmethod
+    def kernel_view(self, plan: KernelPlan) -> dict:
+        """What the op's kernel template renders besides the generic fields (docs/adding-an-op.md)."""
+
+    @abstractmethod
+    def summary(self, plan: KernelPlan) -> str:
+        """One line describing the kernel (generated comments, header, report)."""
+
+    # ------------------------------------------------------------------ runtime
+    @abstractmethod
+    def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np.ndarray]:
+        """float64 values of every output tensor, from the inputs (``arrays`` by ABI name, as passed to the
+        kernel; outputs hold their values from before the call)."""
+
+    def tolerance(self, plan: KernelPlan, output: str) -> float:
+        """Relative norm error allowed for ``output``: the loosest of the kernel's tensor dtypes."""
+        return max(TOLERANCE.get(a.dtype, 1e-2) for a in plan.abi.tensors if not a.unused)
+
+    def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray | None]:
+        """Arrays for every tensor of the ABI at ``sizes``: random values (never all zero) for what the kernel
+        reads, poison (0xFF bytes) for what it only writes, None for unused tensors."""
+        from ckgen.runtime.arrays import allocate, poison, random_fill
+
+        out: dict[str, np.ndarray | None] = {}
+        for a in plan.abi.tensors:
+            if a.unused:
+                out[a.name] = None
+                continue
+            arr = allocate(a, sizes)
+            out[a.name] = random_fill(arr, a.dtype, rng) if a.role != "out" else poison(arr)
+        return out
+
+
+#: relative norm error allowed per dtype against float64 (``ckgen run``, numerics tests)
+TOLERANCE: dict[DType, float] = {DType.F16: 5e-3, DType.BF16: 3e-2, DType.F32: 1e-4, DType.I8: 0.0,
+                                 DType.I32: 0.0}
+
+
+def relative_error(got: np.ndarray, ref: np.ndarray) -> float:
+    """``||got - ref|| / ||ref||`` in float64; inf when ``got`` has a NaN or inf (an unwritten element)."""
+    if not np.all(np.isfinite(got)):
+        return math.inf
+    denom = float(np.linalg.norm(ref))
+    diff = float(np.linalg.norm(got - ref))
+    return diff / denom if denom > 0 else diff
+
+
+def arg_doc(a: Arg) -> str:
+    return f"{a.name}: {a.doc}" if a.doc else a.name

@@ -1,0 +1,92 @@
+"""The GEMM op: ``C = epilogue(alpha * A.B + beta * C)`` on matrix cores, optionally strided-batched.
+
+Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list), ``body.py`` (the plan), ``abi.py``
+(the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` + ``tma_launch.cpp.j2`` (templates),
+``device/`` (the bodies: gemm_mfma.h on AMD, gemm_mma_sm90.h + gemm_sm90_tma.h on NVIDIA).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import Layout
+from ckgen.ops.base import Op
+from ckgen.ops.gemm import abi as _abi
+from ckgen.ops.gemm import plan as _plan
+from ckgen.ops.gemm import reference as _ref
+from ckgen.ops.gemm import spec as _spec
+from ckgen.targets.model import Target
+
+
+def _bool(x: bool) -> str:
+    return "true" if x else "false"
+
+
+def _float(x: float) -> str:
+    return f"{float(x)!r}f"
+
+
+class GemmOp(Op):
+    name = "gemm"
+    doc = "C = epilogue(alpha * A.B + beta * C) on matrix cores, optionally strided-batched"
+    keys = _spec.KEYS
+    kernel_template = "gemm/kernel.hip.j2"
+
+    def build_params(self, values, ctx):
+        return _spec.build_params(values, ctx)
+
+    def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
+        return _plan.plan(spec, target)
+
+    def abi(self, spec: KernelSpec):
+        return _abi.abi(spec)
+
+    def summary(self, plan: KernelPlan) -> str:
+        g, c = plan.spec.params.gemm, plan.spec.params.config
+        ep = " -> ".join(op.text for op in g.epilogue) or "none"
+        batch = "batched " if g.batched else ""
+        return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
+                f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
+                f"epilogue {ep}; tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
+                f"instr {plan.body.instr.shape_text}")
+
+    def kernel_view(self, plan: KernelPlan) -> dict:
+        """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
+        g, c, b = plan.spec.params.gemm, plan.spec.params.config, plan.body
+        i, lds = b.instr, b.lds
+        types = [("TA", g.a.dtype.cpp), ("TB", g.b.dtype.cpp), ("TC", g.c.dtype.cpp), ("TAcc", g.acc.cpp),
+                 ("TBias", b.bias_dtype.cpp), ("AOperand", i.a_operand), ("BOperand", i.b_operand),
+                 ("COperand", i.c_operand)]
+        ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
+                ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
+                ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
+                ("kInstrM", i.m), ("kInstrN", i.n), ("kInstrK", i.k), ("kRepM", b.repeats[0]),
+                ("kRepN", b.repeats[1]), ("kAItems", b.items[0]), ("kBItems", b.items[1]),
+                ("kCItems", b.items[2]), ("kLdsBuffers", lds.buffers), ("kPrefetch", b.prefetch),
+                ("kVecA", b.vec[0]), ("kVecB", b.vec[1]), ("kVecC", b.vec[2]),
+                ("kLdsAStride", lds.a_stride), ("kLdsBStride", lds.b_stride), ("kLdsABytes", lds.a_bytes),
+                ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
+        constants = [("bool", "kARowMajor", _bool(g.a.layout == Layout.ROW)),
+                     ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
+                     ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
+        if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
+            ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
+        constants += [("int", name, str(v)) for name, v in ints]
+        constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
+                      ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
+        notes = [f"instruction {i.mnemonic}; LDS {lds.total_bytes} bytes in {lds.buffers} buffer(s); "
+                 f"{plan.threads} threads."]
+        return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
+                "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes}
+
+    def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
+        return _ref.reference(plan, arrays, sizes)
+
+    def tolerance(self, plan: KernelPlan, output: str) -> float:
+        return _ref.tolerance(plan, super().tolerance(plan, output))
+
+
+OP = GemmOp()

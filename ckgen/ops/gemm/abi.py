@@ -1,0 +1,82 @@
+"""The GEMM op's C ABI and launch, as data (see :mod:`ckgen.ir.abi`).
+
+Every GEMM kernel takes, in order::
+
+    A, B, C, bias, M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias], stream
+
+A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
+between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
+(length M for ``bias(row)``, N for ``bias(col)``), and C is read only when beta != 0. The bracketed
+arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X at ``X + b * stride_x``;
+a batch stride of 0 broadcasts A, B or bias (not C).
+"""
+
+from __future__ import annotations
+
+from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.plan import GridDim, Launch
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType, Layout
+
+T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
+
+
+def bias_dtype(c_dtype: DType) -> DType:
+    """The bias vector's element type: C's for float C, f32 for integer C."""
+    return c_dtype if c_dtype.is_float else DType.F32
+
+
+def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: str, batch: str | None,
+            role: str = "in", broadcast: bool = True, doc: str = "") -> Arg:
+    """A matrix argument: (rows x cols) in ``layout``, optionally with a leading batch dim."""
+    dims: tuple[str, ...] = (rows, cols)
+    strides: tuple[str | int, ...] = (ld, 1) if layout == Layout.ROW else (1, ld)
+    bcast: tuple[str, ...] = ()
+    if batch is not None:
+        dims, strides = ("batch", *dims), (batch, *strides)
+        bcast = ("batch",) if broadcast else ()
+    return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
+
+
+def abi(spec: KernelSpec) -> Abi:
+    g = spec.params.gemm
+    batched = g.batched
+    sb = (lambda x: x) if batched else (lambda x: None)
+    a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", sb("stride_a"), doc="M x K")
+    b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", sb("stride_b"), doc="K x N")
+    c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", sb("stride_c"), role="inout" if g.beta != 0 else "out",
+                broadcast=False, doc="M x N" + (", read (beta != 0)" if g.beta != 0 else ""))
+    axis = g.bias_axis
+    bias_len = "M" if axis == "row" else "N"
+    bias = Arg("bias", T, doc=f"length {bias_len} (bias({axis}))" if axis else "unused: pass NULL",
+               dtype=bias_dtype(g.c.dtype), dims=(("batch",) if batched else ()) + (bias_len,),
+               strides=(("stride_bias",) if batched else ()) + (1,),
+               broadcast=("batch",) if batched else (), unused=axis is None)
+
+    def ld(name: str, layout: Layout, row_major_extent: str, col_major_extent: str) -> Arg:
+        ext = row_major_extent if layout == Layout.ROW else col_major_extent
+        return Arg(name, ST, doc=f"leading dimension (>= max(1, {ext}))", at_least=(ext,))
+
+    args = [a, b, c, bias,
+            Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
+            Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
+    if batched:
+        args.append(Arg("batch", S, doc="matrices in the batch", default=1))
+    args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, "N", "K"), ld("ldc", g.c.layout, "N", "M")]
+    if batched:
+        args += [Arg("stride_a", ST, doc="elements between A matrices (0: one A for all)"),
+                 Arg("stride_b", ST, doc="elements between B matrices (0: one B for all)"),
+                 Arg("stride_c", ST, doc="elements between C matrices"),
+                 Arg("stride_bias", ST, doc="elements between bias vectors (0: one for all)")]
+    empty = ("M", "N", "batch") if batched else ("M", "N")
+    return Abi(tuple(args), empty_if=empty,
+               doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
+
+
+def launch(spec: KernelSpec, threads: int, tma: bool) -> Launch:
+    """One workgroup per C tile: x walks N tiles, y walks M tiles, z the batch. With the Hopper body the host
+    entry first tries it (ops/gemm/tma_launch.cpp.j2)."""
+    cfg = spec.params.config
+    z = GridDim("batch") if spec.params.gemm.batched else GridDim()
+    return Launch(threads=threads, grid=(GridDim("N", cfg.tile[1]), GridDim("M", cfg.tile[0]), z),
+                  prelaunch="gemm/tma_launch.cpp.j2" if tma else None)

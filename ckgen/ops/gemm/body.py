@@ -1,0 +1,111 @@
+"""The GEMM op's plan for one target (:class:`GemmPlan`, the ``body`` of its KernelPlan) and its parts.
+
+Every field is a decision the passes in :mod:`ckgen.ops.gemm.plan` made; the kernel template and the device
+bodies (``device/``) read them through the rendered ``Cfg`` struct and decide nothing themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckgen.ir.types import DType
+from ckgen.targets.model import MatrixInstr
+
+
+@dataclass(frozen=True)
+class LdsPlan:
+    """LDS staging: tiles are stored K-contiguous, each row padded to ``*_stride`` elements."""
+
+    a_stride: int
+    b_stride: int
+    a_bytes: int       # one buffer of A
+    b_bytes: int       # one buffer of B
+    buffers: int
+
+    def __post_init__(self) -> None:
+        if self.buffers < 1 or min(self.a_stride, self.b_stride, self.a_bytes, self.b_bytes) <= 0:
+            raise ValueError("LdsPlan: sizes must be positive")
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.a_bytes + self.b_bytes) * self.buffers
+
+    def to_json(self) -> dict:
+        return {"a_stride": self.a_stride, "b_stride": self.b_stride, "a_bytes": self.a_bytes,
+                "b_bytes": self.b_bytes, "buffers": self.buffers, "total_bytes": self.total_bytes}
+
+
+@dataclass(frozen=True)
+class RegisterEstimate:
+    """32-bit registers per lane, estimated before compiling (the report shows the real counts)."""
+
+    accumulators: int
+    fragments: int
+    prefetch: int
+    overhead: int
+
+    @property
+    def total(self) -> int:
+        return self.accumulators + self.fragments + self.prefetch + self.overhead
+
+    def to_json(self) -> dict:
+        return {"accumulators": self.accumulators, "fragments": self.fragments, "prefetch": self.prefetch,
+                "overhead": self.overhead, "total": self.total}
+
+
+@dataclass(frozen=True)
+class TmaBodyPlan:
+    """The Hopper body of a kernel (TMA + wgmma, warp-specialized, persistent: device/gemm_sm90_tma.h). The
+    host entry launches it when the device is sm_90 and the operands are 16-byte aligned; else the portable
+    body runs."""
+
+    threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup
+    stages: int         # TMA pipeline depth (as many as fit)
+    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles + 2 mbarriers) + 1024 bytes of alignment slack
+
+    def __post_init__(self) -> None:
+        if self.threads % 128 or self.threads < 256 or self.stages < 2 or self.smem_bytes <= 0:
+            raise ValueError("TmaBodyPlan: threads must be whole warpgroups (>= 2), stages >= 2, shared memory positive")
+
+    def to_json(self) -> dict:
+        return {"threads": self.threads, "stages": self.stages, "smem_bytes": self.smem_bytes}
+
+
+@dataclass(frozen=True)
+class Body:
+    """A device body of the GEMM on one platform: its header (in ``device/``), its entry template, the deepest
+    LDS pipeline it supports."""
+
+    header: str
+    impl: str
+    max_lds_buffers: int
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    body: Body
+    instr: MatrixInstr
+    wave_tile: tuple[int, int]
+    repeats: tuple[int, int]          # instructions per wave along M, N
+    items: tuple[int, int, int]       # elements per lane of A, B, C for one instruction
+    vec: tuple[int, int, int]         # vector widths (elements) of A, B, C global accesses
+    lds: LdsPlan
+    prefetch: int
+    registers: RegisterEstimate
+    bias_dtype: DType
+    integer_epilogue: bool
+    epilogue_types: tuple[str, ...]   # C++ type names of ckgen::epi ops, in order
+    #: sm_90: the kernel also gets ``<name>_tma``, the Hopper body, which its host entry prefers
+    tma: TmaBodyPlan | None = None
+
+    def to_json(self) -> dict:
+        i = self.instr
+        return {
+            "header": self.body.header, "impl": self.body.impl,
+            "instruction": {"mnemonic": i.mnemonic, "builtin": i.builtin, "shape": list(i.shape)},
+            "wave_tile": list(self.wave_tile), "repeats": list(self.repeats), "items": list(self.items),
+            "vec": list(self.vec), "lds": self.lds.to_json(), "prefetch": self.prefetch,
+            "registers_estimate": self.registers.to_json(), "bias_dtype": self.bias_dtype.value,
+            "integer_epilogue": self.integer_epilogue, "epilogue_types": list(self.epilogue_types),
+            "tma": None if self.tma is None else self.tma.to_json(),
+        }

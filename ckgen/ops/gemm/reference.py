@@ -1,0 +1,60 @@
+"""The GEMM op's float64 reference: ``epilogue(alpha * A.B + beta * C0)`` per batch item, with integer outputs
+rounded and saturated like the kernel."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ckgen.ir.plan import KernelPlan
+from ckgen.runtime.arrays import to_float64
+
+
+def activation(kind: str, x: np.ndarray) -> np.ndarray:
+    """float64 reference of an epilogue activation: ``relu``, ``gelu`` (tanh form) or ``silu``."""
+    if kind == "relu":
+        return np.maximum(x, 0.0)
+    if kind == "gelu":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    if kind == "silu":
+        return x / (1.0 + np.exp(-x))
+    raise ValueError(kind)
+
+
+def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    """``{"C": float64 result}``. ``arrays`` holds A, B, C (its values before the call) and bias as passed
+    (batched: 3-D, or 2-D / 1-D when broadcast)."""
+    g = plan.spec.params.gemm
+    bias_dt = plan.abi["bias"].dtype
+    batched = g.batched
+
+    def batch3(x: np.ndarray, dt, rank: int) -> np.ndarray:
+        v = to_float64(x, dt)
+        return v[None] if batched and v.ndim == rank - 1 else v
+
+    a = batch3(arrays["A"], g.a.dtype, 3)
+    b = batch3(arrays["B"], g.b.dtype, 3)
+    r = g.alpha * (a @ b)
+    if g.beta != 0:
+        r = r + g.beta * to_float64(arrays["C"], g.c.dtype)
+    for op in g.epilogue:
+        if op.kind == "bias":
+            bias = batch3(arrays["bias"], bias_dt, 2)
+            r = r + (bias[..., :, None] if op.axis == "row" else bias[..., None, :])
+        else:
+            r = activation(op.kind, r)
+    if not g.c.dtype.is_float:
+        info = np.iinfo(np.dtype(g.c.dtype.numpy))
+        r = np.clip(np.rint(r), info.min, info.max)
+    if batched:
+        r = np.broadcast_to(r, (sizes["batch"], sizes["M"], sizes["N"]))
+    return {"C": r}
+
+
+def tolerance(plan: KernelPlan, base: float) -> float:
+    """``base`` (by dtypes), loosened for integer C through the float epilogue (one rounding of the result)."""
+    g = plan.spec.params.gemm
+    if not g.c.dtype.is_float and not plan.body.integer_epilogue:
+        return max(base, 1e-3)
+    return base

@@ -1,0 +1,195 @@
+"""The GEMM op's kernel description and its DSL keys.
+
+``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. With
+``batched = true`` every operand gains a leading batch dimension with its own batch stride (0 broadcasts).
+:func:`build_params` turns the parsed values of one kernel into a frozen :class:`GemmParams`; every class
+checks its structural invariants in ``__post_init__`` (target legality is the planning passes' job).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckgen.frontend import values as V
+from ckgen.frontend.parser import Value
+from ckgen.ir.spec import TensorSpec
+from ckgen.ir.types import DType
+from ckgen.ops.base import BuildContext, Key
+
+EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu")
+BIAS_AXES = ("row", "col")
+EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "cast(<C dtype>)", "none")
+DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
+               DType.FP8: DType.F32, DType.BF8: DType.F32, DType.F64: DType.F64}
+#: largest scalar magnitude accepted for alpha/beta (the f32 compute type's finite range)
+SCALAR_MAX = 3.4028234663852886e38
+
+KEYS = (
+    Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8", required=True),
+    Key("B", "<dtype> row|col (A's dtype)", required=True),
+    Key("C", "<dtype> row|col; f16 bf16 f32 (float acc), i32 i8 f32 (i32 acc)", required=True),
+    Key("acc", "f32 (f16/bf16/f32 inputs), i32 (i8)", default_text="by input dtype"),
+    Key("alpha", "a finite f32 number", default_text="1.0"),
+    Key("beta", "a finite f32 number", default_text="0.0"),
+    Key("tile", "MxNxK", required=True),
+    Key("waves", "MxN", required=True),
+    Key("instr", "MxNxK of a matrix instruction of the target, or auto", default_text="the best legal one"),
+    Key("lds_buffers", "1..the target body's maximum (2 on AMD, 6 on NVIDIA)", default_text="2"),
+    Key("prefetch", "0 or 1", default_text="1"),
+    Key("vec_a", "a power of two, at most 16 bytes, dividing the tile's contiguous extent", default_text="chosen"),
+    Key("vec_b", "as vec_a", default_text="chosen"),
+    Key("vec_c", "as vec_a", default_text="chosen"),
+    Key("epilogue", f"a chain of {', '.join(EPILOGUE_WORDS)}", default_text="none"),
+    Key("batched", "true or false: a batch dimension with batch strides for A, B, C and bias (0 broadcasts)",
+        default_text="false"),
+)
+
+
+@dataclass(frozen=True)
+class EpilogueOp:
+    """One step of the epilogue chain. ``bias`` has an ``axis``: ``row`` (one value per row of C, length M)
+    or ``col`` (one per column, length N)."""
+
+    kind: str
+    axis: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in EPILOGUE_KINDS:
+            raise ValueError(f"unknown epilogue op {self.kind}")
+        if (self.kind == "bias") != (self.axis is not None):
+            raise ValueError("bias takes an axis, other ops none")
+        if self.axis is not None and self.axis not in BIAS_AXES:
+            raise ValueError(f"bias axis {self.axis}")
+
+    @property
+    def text(self) -> str:
+        return f"bias({self.axis})" if self.axis else self.kind
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "axis": self.axis}
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """``C = epilogue(alpha * A @ B + beta * C)``, cast to C's dtype. A is MxK, B is KxN."""
+
+    a: TensorSpec
+    b: TensorSpec
+    c: TensorSpec
+    acc: DType
+    alpha: float = 1.0
+    beta: float = 0.0
+    epilogue: tuple[EpilogueOp, ...] = ()
+    batched: bool = False
+
+    def __post_init__(self) -> None:
+        if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
+            raise ValueError("at most one bias in the epilogue")
+
+    @property
+    def has_bias(self) -> bool:
+        return any(op.kind == "bias" for op in self.epilogue)
+
+    @property
+    def bias_axis(self) -> str | None:
+        return next((op.axis for op in self.epilogue if op.kind == "bias"), None)
+
+    def to_json(self) -> dict:
+        d = {"a": self.a.to_json(), "b": self.b.to_json(), "c": self.c.to_json(), "acc": self.acc.value,
+             "alpha": self.alpha, "beta": self.beta, "epilogue": [op.to_json() for op in self.epilogue]}
+        if self.batched:
+            d["batched"] = True
+        return d
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Workgroup tile, waves, matrix instruction (``None``: choose the best legal one), pipeline and vector
+    widths (``None``: choose)."""
+
+    tile: tuple[int, int, int]
+    waves: tuple[int, int]
+    instr: tuple[int, int, int] | None = None
+    lds_buffers: int = 2
+    prefetch: int = 1
+    vec_a: int | None = None
+    vec_b: int | None = None
+    vec_c: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.tile) != 3 or len(self.waves) != 2:
+            raise ValueError("tile is MxNxK, waves is MxN")
+        if self.instr is not None and len(self.instr) != 3:
+            raise ValueError("instr is MxNxK")
+
+    def to_json(self) -> dict:
+        return {"tile": list(self.tile), "waves": list(self.waves),
+                "instr": list(self.instr) if self.instr else None, "lds_buffers": self.lds_buffers,
+                "prefetch": self.prefetch, "vec_a": self.vec_a, "vec_b": self.vec_b, "vec_c": self.vec_c}
+
+
+@dataclass(frozen=True)
+class GemmParams:
+    """The GEMM op's params: the problem (dtypes, layouts, scalars, epilogue) and the tiling."""
+
+    gemm: GemmSpec
+    config: TileConfig
+
+    def to_json(self) -> dict:
+        return {"gemm": self.gemm.to_json(), "config": self.config.to_json()}
+
+
+def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
+    calls = v.data if v.kind == "chain" else (v,)
+    if v.kind not in ("chain", "call"):
+        raise V.err(f"epilogue = {v.text}: expected a chain like bias(col) -> gelu", v.span,
+                    f"ops: {', '.join(EPILOGUE_WORDS)}")
+    ops: list[EpilogueOp] = []
+    for i, call in enumerate(calls):
+        name, args = call.data
+        if name == "none" and not args and len(calls) == 1:
+            return ()
+        if name == "bias":
+            if len(args) != 1 or args[0] not in ("row", "col"):
+                raise V.err(f"epilogue op {call.text}: bias takes one axis", call.span,
+                            "bias(row): one value per row of C (length M); bias(col): one per column (length N)")
+            if any(o.kind == "bias" for o in ops):
+                raise V.err("epilogue: only one bias is allowed", call.span)
+            ops.append(EpilogueOp("bias", args[0]))
+        elif name in ("relu", "gelu", "silu"):
+            if args:
+                raise V.err(f"epilogue op {call.text}: {name} takes no arguments", call.span)
+            ops.append(EpilogueOp(name))
+        elif name == "cast":
+            if i != len(calls) - 1 or len(args) != 1:
+                raise V.err(f"epilogue op {call.text}: cast(<dtype>) may only end the chain", call.span)
+            if args[0] != c_dtype.value:
+                raise V.err(f"epilogue op {call.text}: the output cast must match C's dtype ({c_dtype.value})",
+                            call.span, f"write cast({c_dtype.value}) or change C")
+        else:
+            raise V.err(f"epilogue op '{name}' is unknown", call.span,
+                        f"{V.did_you_mean(name, ('bias', 'relu', 'gelu', 'silu', 'cast'))}ops: {', '.join(EPILOGUE_WORDS)}")
+    return tuple(ops)
+
+
+def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
+    """The GEMM params of one kernel from its parsed values (keys of :data:`KEYS`)."""
+    a, b, c = V.tensor(v["A"], "A"), V.tensor(v["B"], "B"), V.tensor(v["C"], "C")
+    acc = V.dtype(v["acc"], "acc") if "acc" in v else DEFAULT_ACC[a.dtype]
+    gemm = GemmSpec(a, b, c, acc,
+                    alpha=V.number(v["alpha"], "alpha", -SCALAR_MAX, SCALAR_MAX) if "alpha" in v else 1.0,
+                    beta=V.number(v["beta"], "beta", -SCALAR_MAX, SCALAR_MAX) if "beta" in v else 0.0,
+                    epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
+                    batched=V.boolean(v["batched"], "batched") if "batched" in v else False)
+    instr = None
+    if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
+        instr = V.dims(v["instr"], "instr", 3)
+    cfg = TileConfig(
+        tile=V.dims(v["tile"], "tile", 3), waves=V.dims(v["waves"], "waves", 2), instr=instr,
+        lds_buffers=V.integer(v["lds_buffers"], "lds_buffers", 1, 8) if "lds_buffers" in v else 2,
+        prefetch=V.integer(v["prefetch"], "prefetch", 0, 8) if "prefetch" in v else 1,
+        vec_a=V.integer(v["vec_a"], "vec_a", 1, 64) if "vec_a" in v else None,
+        vec_b=V.integer(v["vec_b"], "vec_b", 1, 64) if "vec_b" in v else None,
+        vec_c=V.integer(v["vec_c"], "vec_c", 1, 64) if "vec_c" in v else None,
+    )
+    return GemmParams(gemm, cfg)

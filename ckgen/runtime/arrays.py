@@ -1,0 +1,82 @@
+"""Host arrays for kernels: numpy dtypes of ckgen's element types, bf16 bit patterns, poison, random
+values, and arrays laid out as an ABI tensor describes (:func:`allocate`).
+
+bf16 travels as uint16 bit patterns (numpy has no bf16); fp8/bf8 as uint8.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckgen.ir.abi import Arg
+from ckgen.ir.types import DType
+
+
+def numpy_dtype(dt: DType) -> np.dtype:
+    return np.dtype(dt.numpy)
+
+
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """float array -> bf16 bit patterns (uint16), rounded to nearest even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    nan = np.isnan(np.asarray(x, np.float32))
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(nan, np.uint16(0x7FC0), r)
+
+
+def from_bf16(b: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16) -> float32."""
+    return (np.asarray(b, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
+    """Values of ``x`` (of ckgen dtype ``dt``) as float64."""
+    return from_bf16(x).astype(np.float64) if dt == DType.BF16 else np.asarray(x).astype(np.float64)
+
+
+def poison(a: np.ndarray) -> np.ndarray:
+    """Fill a densely packed array (in any axis order) with 0xFF bytes: NaN for floats and bf16, -1 for integers."""
+    flat = a.ravel(order="K")
+    if not np.shares_memory(flat, a):
+        raise ValueError("poison: array is not contiguous")
+    flat.view(np.uint8).fill(0xFF)
+    return a
+
+
+def random_values(rng: np.random.Generator, shape: tuple[int, ...], dt: DType) -> np.ndarray:
+    """Random values of ``dt`` (bf16 as uint16 bits), never zero for integers, uniform in [-1, 1) for floats."""
+    if dt == DType.I8:
+        v = rng.integers(-8, 9, size=shape)
+        v[v == 0] = 1
+        return v.astype(np.int8)
+    if dt == DType.I32:
+        return rng.integers(-1000, 1000, size=shape).astype(np.int32)
+    x = rng.uniform(-1.0, 1.0, size=shape)
+    return to_bf16(x) if dt == DType.BF16 else x.astype(numpy_dtype(dt))
+
+
+def random_fill(arr: np.ndarray, dt: DType, rng: np.random.Generator) -> np.ndarray:
+    arr[...] = random_values(rng, arr.shape, dt)
+    return arr
+
+
+def memory_order(a: Arg) -> list[int]:
+    """The dims of tensor ``a`` from outermost to innermost in memory: the dim with the literal stride 1 is
+    innermost, the others keep their declared order."""
+    unit = [i for i, s in enumerate(a.strides) if s == 1]
+    rest = [i for i in range(len(a.dims)) if i not in unit]
+    return rest + unit
+
+
+def shape_of(a: Arg, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(d if isinstance(d, int) else sizes[d] for d in a.dims)
+
+
+def allocate(a: Arg, sizes: dict[str, int]) -> np.ndarray:
+    """An uninitialised, densely packed array for tensor ``a`` at ``sizes``, in the memory order its strides
+    describe (e.g. column-major for a matrix whose first dim has stride 1)."""
+    shape = shape_of(a, sizes)
+    order = memory_order(a)
+    base = np.empty([shape[i] for i in order], numpy_dtype(a.dtype))
+    inverse = [order.index(i) for i in range(len(order))]
+    return base.transpose(inverse)

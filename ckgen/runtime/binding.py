@@ -1,0 +1,245 @@
+"""Binding a call's arrays to a kernel's ABI (:mod:`ckgen.ir.abi`), once, for every backend and op.
+
+:func:`bind` takes the arrays the caller passed (by ABI tensor name), checks each against its ABI argument
+and returns a :class:`Call` holding the value of every ABI argument in order:
+
+- dtype: the argument's (bf16 travels as uint16 bit patterns, see :func:`ckgen.runtime.arrays.to_bf16`);
+- rank and shape: one extent per ``dims`` entry; a ``broadcast`` dim may be left out (leading) or have extent
+  1, and then gets stride 0; every size is the common extent of the dims that name it (sizes no array
+  determines come from the caller's ``sizes`` or the argument's default);
+- strides: the dim whose ABI stride is the literal 1 must have unit stride (the kernel's layout), the others
+  give their stride arguments (an extent of 0 or 1 makes the stride irrelevant: its smallest legal value is
+  passed), at least the bound the ABI states; no negative strides;
+- outputs the caller left out are allocated by the backend (poisoned on the host), unless the kernel reads
+  them (role ``inout``);
+- no output may overlap another tensor of the call (aliasing gives wrong results).
+
+Every problem is a :class:`~ckgen.errors.RuntimeFailure` naming the kernel and the argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ckgen.errors import RuntimeFailure
+from ckgen.ir.abi import INT32_MAX, Arg, ArgKind
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.types import DType
+from ckgen.runtime.arrays import memory_order, numpy_dtype
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What binding needs to know about one array. ``strides`` are in elements."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    ptr: int
+
+
+@dataclass(frozen=True)
+class Call:
+    """One checked call: ``values`` holds, per ABI argument in order, the caller's (or allocated) object for a
+    tensor (None when unused), an int for sizes and strides, a float for scalars."""
+
+    plan: KernelPlan
+    values: tuple[Any, ...]
+    sizes: dict[str, int]
+    stream: Any = None
+
+    def tensors(self) -> list[tuple[Arg, Any]]:
+        return [(a, v) for a, v in zip(self.plan.abi.args, self.values, strict=True) if a.kind == ArgKind.TENSOR]
+
+    def outputs(self) -> list[Any]:
+        return [v for a, v in self.tensors() if a.writes]
+
+
+def _fail(plan: KernelPlan, msg: str, hint: str | None = None) -> RuntimeFailure:
+    return RuntimeFailure(f"kernel '{plan.name}': {msg}", hint=hint)
+
+
+def _layout(a: Arg) -> tuple[str, str | None]:
+    """How to say which layout tensor ``a`` needs, and a hint to get it."""
+    if len(a.dims) >= 2 and a.strides[-1] == 1:
+        return "row-major (unit stride along its last dim)", "pass np.ascontiguousarray(x)"
+    if len(a.dims) >= 2 and a.strides[-2] == 1:
+        return "col-major (unit stride along its second-to-last dim)", "pass np.asfortranarray(x)"
+    unit = a.dims[a.strides.index(1)]
+    return f"unit-stride along its dim {unit}", None
+
+
+def _dims_of(plan: KernelPlan, a: Arg, info: ArrayInfo) -> list[tuple[int, int] | None]:
+    """Per ABI dim: (extent, stride) from the array, or None for a broadcast dim the array leaves out."""
+    n, have = len(a.dims), len(info.shape)
+    missing = n - have
+    leading = [d for d in a.dims[:max(missing, 0)]]
+    if missing < 0 or any(d not in a.broadcast for d in leading):
+        want = "x".join(str(d) for d in a.dims)
+        raise _fail(plan, f"{a.name} must have {n} dimensions ({want}), got shape {info.shape}")
+    return [None] * missing + list(zip(info.shape, info.strides, strict=True))
+
+
+def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str, int] | None = None,
+         scalars: dict[str, float] | None = None, stream: Any = None) -> Call:
+    """Check ``arrays`` (ABI tensor name -> object or None) against ``plan.abi``; see the module docstring."""
+    abi = plan.abi
+    known = {a.name for a in abi.tensors}
+    extra = sorted(set(arrays) - known)
+    if extra:
+        raise _fail(plan, f"unknown tensor argument(s) {', '.join(extra)}", hint=f"tensors: {', '.join(sorted(known))}")
+    infos: dict[str, ArrayInfo] = {}
+    for a in abi.tensors:
+        obj = arrays.get(a.name)
+        if a.unused:
+            if obj is not None:
+                raise _fail(plan, f"{a.name} is not used by this kernel; pass None", hint=a.doc or None)
+            continue
+        if obj is None:
+            if a.role == "in" and not a.optional:
+                raise _fail(plan, f"pass {a.name} ({a.doc})" if a.doc else f"pass {a.name}")
+            if a.role == "inout":
+                raise _fail(plan, f"{a.name} is read by this kernel ({a.doc}): pass it")
+            continue
+        info = backend.array_info(obj, a.name)
+        if a.writes and isinstance(obj, np.ndarray) and not obj.flags.writeable:
+            raise _fail(plan, f"{a.name}: the output array is read-only")
+        want = numpy_dtype(a.dtype)
+        if np.dtype(info.dtype) != want:
+            extra_hint = " (bf16 is passed as uint16 bit patterns: ckgen.runtime.arrays.to_bf16)" \
+                if a.dtype == DType.BF16 else ""
+            raise _fail(plan, f"{a.name} has dtype {np.dtype(info.dtype)}, the kernel takes {a.dtype.value} ({want}){extra_hint}")
+        infos[a.name] = info
+
+    # ---- sizes: every dim that names a size must agree across the arrays
+    found: dict[str, tuple[int, str, tuple[int, ...]]] = {}
+    per_tensor: dict[str, list[tuple[int, int] | None]] = {}
+    for name, info in infos.items():
+        a = abi[name]
+        dims = _dims_of(plan, a, info)
+        per_tensor[name] = dims
+        for d, ext in zip(a.dims, dims, strict=True):
+            if ext is None or (d in a.broadcast and ext[0] == 1):
+                continue
+            if isinstance(d, int):
+                if ext[0] != d:
+                    raise _fail(plan, f"{name} has shape {info.shape}; its dims are {a.dims}")
+                continue
+            if d in found and found[d][0] != ext[0]:
+                other = found[d]
+                raise _fail(plan, f"{name} has shape {info.shape} but {other[1]} has shape {other[2]}: "
+                                  f"their {d} differ ({ext[0]} vs {other[0]})")
+            found.setdefault(d, (ext[0], name, info.shape))
+    size_values: dict[str, int] = {}
+    given = dict(sizes or {})
+    for s in abi.sizes:
+        if s.name in found:
+            v = found[s.name][0]
+            if s.name in given and given[s.name] != v:
+                raise _fail(plan, f"size {s.name} = {given[s.name]} disagrees with the arrays ({v})")
+        elif s.name in given:
+            v = given[s.name]
+        elif s.default is not None:
+            v = s.default
+        else:
+            raise _fail(plan, f"no array determines size {s.name}: pass {s.name}=<value>")
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= INT32_MAX:
+            raise _fail(plan, f"size {s.name} = {v!r}: expected an integer in 0..{INT32_MAX}")
+        size_values[s.name] = v
+    unknown = sorted(set(given) - {s.name for s in abi.sizes})
+    if unknown:
+        raise _fail(plan, f"unknown size(s) {', '.join(unknown)}", hint=f"sizes: {', '.join(s.name for s in abi.sizes)}")
+
+    # ---- outputs the caller left out
+    objects = dict(arrays)
+    like = next((arrays[n] for n in infos), None)
+    for a in abi.tensors:
+        if a.unused or a.name in infos or a.role != "out":
+            continue
+        shape = tuple(d if isinstance(d, int) else size_values[d] for d in a.dims)
+        obj = backend.new_output(shape, numpy_dtype(a.dtype), memory_order(a), like)
+        objects[a.name] = obj
+        infos[a.name] = backend.array_info(obj, a.name)
+        per_tensor[a.name] = _dims_of(plan, a, infos[a.name])
+
+    # ---- strides
+    stride_values: dict[str, int] = {}
+    for name, dims in per_tensor.items():
+        a, info = abi[name], infos[name]
+        if any(st < 0 for st in info.strides):
+            raise _fail(plan, f"{name} has negative strides {info.strides}")
+        empty = any(n == 0 for n in info.shape)  # no element is ever read: strides are irrelevant
+        for d, s, ext in zip(a.dims, a.strides, dims, strict=True):
+            if ext is None or (d in a.broadcast and ext[0] == 1 and _size(d, size_values) != 1):
+                extent, stride = None, 0  # broadcast: one item for every index of d
+            else:
+                extent, stride = ext
+            if s == 1:
+                if extent is not None and extent > 1 and stride != 1 and not empty:
+                    what, hint = _layout(a)
+                    raise _fail(plan, f"{name} must be {what}, the kernel's layout; its strides are {info.strides} "
+                                      "elements", hint=hint)
+                continue
+            bound = _bound(abi[s], size_values)
+            if extent is not None and (extent <= 1 or empty):
+                stride = bound  # one item (or none): the stride is never used
+            elif extent is not None and stride < bound:
+                raise _fail(plan, f"{name}'s stride {s} = {stride} is below {bound} (overlapping lines)")
+            if s in stride_values and stride_values[s] != stride:
+                raise _fail(plan, f"stride {s} is {stride_values[s]} by one tensor and {stride} by {name}")
+            stride_values[s] = stride
+    for s in abi.of(ArgKind.STRIDE):
+        stride_values.setdefault(s.name, _bound(s, size_values))
+    _check_aliasing(plan, infos)
+
+    values: list[Any] = []
+    for a in abi.args:
+        if a.kind == ArgKind.TENSOR:
+            values.append(None if a.unused else objects.get(a.name))
+        elif a.kind == ArgKind.SIZE:
+            values.append(size_values[a.name])
+        elif a.kind == ArgKind.STRIDE:
+            values.append(stride_values[a.name])
+        else:
+            val = (scalars or {}).get(a.name, a.default)
+            if val is None:
+                raise _fail(plan, f"pass the scalar {a.name}")
+            values.append(float(val))
+    return Call(plan, tuple(values), size_values, stream)
+
+
+def _size(d: str | int, sizes: dict[str, int]) -> int:
+    return d if isinstance(d, int) else sizes[d]
+
+
+def _bound(a: Arg, sizes: dict[str, int]) -> int:
+    """The smallest legal value of stride argument ``a`` (its ``at_least`` sizes' product, at least 1; else 0)."""
+    if not a.at_least:
+        return 0
+    prod = 1
+    for n in a.at_least:
+        prod *= sizes[n]
+    return max(prod, 1)
+
+
+def _span(info: ArrayInfo, itemsize: int) -> tuple[int, int]:
+    """[low, high) byte addresses an array spans."""
+    if any(n == 0 for n in info.shape):
+        return info.ptr, info.ptr
+    hi = info.ptr + sum((n - 1) * st for n, st in zip(info.shape, info.strides, strict=True)) * itemsize + itemsize
+    return info.ptr, hi
+
+
+def _check_aliasing(plan: KernelPlan, infos: dict[str, ArrayInfo]) -> None:
+    spans = {n: _span(i, np.dtype(i.dtype).itemsize) for n, i in infos.items() if i.ptr}
+    for a in plan.abi.tensors:
+        if not a.writes or a.name not in spans:
+            continue
+        lo, hi = spans[a.name]
+        for other, (olo, ohi) in spans.items():
+            if other != a.name and lo < ohi and olo < hi:
+                raise _fail(plan, f"output {a.name} overlaps {other} in memory: the kernel would read what it writes",
+                            hint=f"pass a separate array for {a.name}")
