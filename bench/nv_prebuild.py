@@ -1,6 +1,6 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
-the kernels of bench/gemm_nv.ck and of tests/runtime/test_nvidia_cuda.py (its SPEC text).
+the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck and of tests/runtime/test_nvidia_cuda.py (its SPEC text).
 
   CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2]
 """
@@ -32,9 +32,9 @@ def main() -> int:
     for s in load_text(spec_text):
         jobs.append((spec_text, s.name))
     os.chdir(ROOT)
-    bench = "bench/gemm_nv.ck"  # relative, as bench/gemm.py passes it (the path is part of the sources)
-    for s in load_file(bench):
-        jobs.append((bench, s.name))
+    for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck"):  # relative, as the benchmarks pass them (the path is
+        for s in load_file(bench):                         # part of the generated sources)
+            jobs.append((bench, s.name))
 
     def one(job):
         src, name = job
