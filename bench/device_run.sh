@@ -1,0 +1,48 @@
+#!/bin/bash
+# bench/device_run.sh STAGE...: what one call on the lent GPU machine does (run from the repository root there).
+#
+# Carry: .nvcache (the build cache filled here by `CKGEN_CACHE_DIR=.nvcache python3 bench/nv_prebuild.py`, so that
+# nothing is compiled there when the nvcc versions match) and .whl (lark's wheel: the device image lacks it).
+# Every stage writes its full log under $OUT and prints a short summary; stages run in the order given:
+#   info      device facts (nvidia-smi, nvcc)
+#   gpu       every GPU test (pytest -m gpu), then `ckgen run` on both GEMM bodies
+#   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
+#   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
+#   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm)
+set -u
+OUT=${OUT:-/tmp/devout}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
+PYTEST="python3 -m pytest -q -p no:cacheprovider -m gpu"
+for STAGE in "$@"; do
+  echo "=== $STAGE $(date +%H:%M:%S)"
+  case "$STAGE" in
+    info)
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/smi.txt"
+      nvcc --version | tail -2 ;;
+    gpu)
+      timeout 420 $PYTEST tests/runtime > "$OUT/pytest_gpu.txt" 2>&1; echo "pytest -m gpu rc $?"
+      grep -E "passed|failed|Error" "$OUT/pytest_gpu.txt" | tail -8
+      for shape in "m=1000,n=1104,k=304" "m=1000,n=1100,k=300"; do   # Hopper body; portable body (odd lda)
+        python3 -m ckgen run bench/gemm_nv.ck --kernel bf16_rr_t128_256_64_w24_s4 --target sm_90 --size $shape 2>&1 \
+          | tee -a "$OUT/ckgen_run.txt"
+      done
+      python3 -m ckgen run bench/bmm_nv.ck --kernel bmm_bf16_t128_256_64_w24_s4 --target sm_90 \
+        --size m=264,n=520,k=136,batch=3 2>&1 | tee -a "$OUT/ckgen_run.txt" ;;
+    memcheck)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime -k "pad0 or numpy or errors or batched" > "$OUT/memcheck.txt" 2>&1
+      echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.txt" | tail -3 ;;
+    gemm)
+      timeout 300 python3 bench/gemm.py --quick --json "$OUT/gemm_quick.json" > "$OUT/gemm_quick.txt" 2>&1
+      echo "gemm rc $?"; tail -12 "$OUT/gemm_quick.txt" ;;
+    gemm-full)
+      timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
+      echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;
+    bmm)
+      timeout 200 python3 bench/bmm.py --json "$OUT/bmm.json" > "$OUT/bmm.txt" 2>&1
+      echo "bmm rc $?"; tail -6 "$OUT/bmm.txt" ;;
+    *) echo "unknown stage $STAGE" ;;
+  esac
+done
