@@ -172,16 +172,19 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if any(st < 0 for st in info.strides):
             raise _fail(plan, f"{name} has negative strides {info.strides}")
         empty = any(n == 0 for n in info.shape)  # no element is ever read: strides are irrelevant
+        entries = []
         for d, s, ext in zip(a.dims, a.strides, dims, strict=True):
             if ext is None or (d in a.broadcast and ext[0] == 1 and _size(d, size_values) != 1):
-                extent, stride = None, 0  # broadcast: one item for every index of d
+                entries.append((d, s, None, 0))  # broadcast: one item for every index of d
             else:
-                extent, stride = ext
+                entries.append((d, s, *ext))
+        for _d, s, extent, stride in entries:  # the layout first: a transposed array is a layout error
+            if s == 1 and extent is not None and extent > 1 and stride != 1 and not empty:
+                what, hint = _layout(a)
+                raise _fail(plan, f"{name} must be {what}, the kernel's layout; its strides are {info.strides} "
+                                  "elements", hint=hint)
+        for _d, s, extent, stride in entries:
             if s == 1:
-                if extent is not None and extent > 1 and stride != 1 and not empty:
-                    what, hint = _layout(a)
-                    raise _fail(plan, f"{name} must be {what}, the kernel's layout; its strides are {info.strides} "
-                                      "elements", hint=hint)
                 continue
             bound = _bound(abi[s], size_values)
             if extent is not None and (extent <= 1 or empty):

@@ -61,7 +61,7 @@ class TmaBodyPlan:
 
     threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup
     stages: int         # TMA pipeline depth (as many as fit)
-    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles + 2 mbarriers) + 1024 bytes of alignment slack
+    smem_bytes: int     # dynamic shared memory: stages x (A + B tiles + 2 mbarriers) + epilogue staging + 1024 slack
 
     def __post_init__(self) -> None:
         if self.threads % 128 or self.threads < 256 or self.stages < 2 or self.smem_bytes <= 0:

@@ -242,11 +242,14 @@ def plan_tma_body(d: GemmDraft) -> None:
     if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile != TMA_BODY_TILE
             or cfg.waves[0] * cfg.waves[1] != TMA_BODY_WARPS or cfg.lds_buffers < 2):
         return
-    # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack
+    # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
+    # epilogue's staging buffers: 16 rows x (128 + 16) bytes per consumer warp
     stage = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2] + 16
-    stages = min((t.lds_bytes - 1024) // stage, TMA_BODY_MAX_STAGES)
+    epilogue = TMA_BODY_WARPS * 16 * (128 + 16)
+    stages = min((t.lds_bytes - 1024 - epilogue) // stage, TMA_BODY_MAX_STAGES)
     if stages >= cfg.lds_buffers:
-        d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages, smem_bytes=1024 + stages * stage)
+        d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages,
+                            smem_bytes=1024 + stages * stage + epilogue)
 
 
 PASSES = (

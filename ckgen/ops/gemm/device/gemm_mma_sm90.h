@@ -299,7 +299,75 @@ struct Sm90Gemm {
     }
     cp_async_wait<0>();
 
-    store_c<Cfg::kRepM, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, g, t);
+    if constexpr (kStagedEpilogue) {
+      barrier();  // every warp is done with the pipeline's shared memory: it becomes the epilogue's staging space
+      store_c_staged<Cfg::kRepM, Cfg::kRepN, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, lane,
+                                                         ckgen_smem + warp * kStagingBytes);
+    } else {
+      store_c<Cfg::kRepM, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, g, t);
+    }
+  }
+
+  // ---- epilogue through shared memory (row-major C): per warp, 16 rows x (kSub * 8) columns at a time go from
+  // the accumulators (after finish()) to a staging buffer, then out as 16-byte row-contiguous stores, so that a
+  // warp writes whole 32-byte sectors instead of 4-byte pieces of 8 rows. Only __syncwarp between the two: each
+  // warp has its own buffer (`stage`, kStagingBytesOf<kSub> bytes).
+  template <int kSub>
+  static constexpr int kStagingPitch = kSub * 8 * static_cast<int>(sizeof(TC)) + 16;  // +16: conflict-free rows
+  template <int kSub>
+  static constexpr int kStagingBytesOf = 16 * kStagingPitch<kSub>;
+  static constexpr int kStagingBytes = kStagingBytesOf<Cfg::kRepN>;
+  static constexpr bool kStagedEpilogue = Cfg::kCRowMajor && (Cfg::kRepN * 8 * sizeof(TC)) % 16 == 0 &&
+                                          kWarps * kStagingBytes <= kSmemBytes;
+
+  template <int RM, int RN, int kSub>
+  static CKGEN_DEVICE void store_c_staged(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
+                                          const TBias* bias, int M, int N, long long ldc, int lane,
+                                          unsigned char* stage) {
+    static_assert(RN % kSub == 0 && (kSub * 8 * sizeof(TC)) % 16 == 0, "staging: whole 16-byte chunks per row");
+    constexpr int kPitch = kStagingPitch<kSub>;
+    constexpr int kVec = 16 / static_cast<int>(sizeof(TC));
+    constexpr int kChunks = kSub * 8 / kVec;  // 16-byte chunks per staged row
+    const int g = lane >> 2, t = lane & 3;
+    const bool vec_ok = aligned16(C, ldc, static_cast<int>(sizeof(TC)));
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+#pragma unroll
+      for (int j0 = 0; j0 < RN; j0 += kSub) {
+#pragma unroll
+        for (int jj = 0; jj < kSub; ++jj) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wrow + i * 16 + g + h * 8;
+            const int col = n0 + wcol + (j0 + jj) * 8 + 2 * t;
+            const long long off = static_cast<long long>(row) * ldc + col;
+            vec<TC, 2> out;
+            out.v[0] = row < M && col < N ? epi::finish<Cfg>(acc[i][j0 + jj].r[2 * h], row, col, C, off, bias) : zero<TC>();
+            out.v[1] = row < M && col + 1 < N ? epi::finish<Cfg>(acc[i][j0 + jj].r[2 * h + 1], row, col + 1, C, off + 1, bias)
+                                              : zero<TC>();
+            *reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC)) = out;
+          }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int c = lane; c < 16 * kChunks; c += 32) {
+          const int r = c / kChunks;
+          const int row = m0 + wrow + i * 16 + r;
+          const int col = n0 + wcol + j0 * 8 + (c % kChunks) * kVec;
+          if (row >= M) continue;
+          const unsigned char* src = stage + r * kPitch + (c % kChunks) * 16;
+          TC* dst = C + static_cast<long long>(row) * ldc + col;
+          if (vec_ok && col + kVec <= N) {
+            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+          } else {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              if (col + e < N) dst[e] = reinterpret_cast<const TC*>(src)[e];
+          }
+        }
+        __syncwarp();
+      }
+    }
   }
 
   // ---- epilogue: C = Epilogue(alpha * acc + beta * C); acc[i][j].r[2h + e] holds row

@@ -59,7 +59,11 @@ struct TmaGemm {
   static constexpr int kBBytes = Cfg::kTileN * kRow;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBarOffset = kStages * kStageBytes;
-  static constexpr int kSmemBytes = 1024 + kBarOffset + 2 * kStages * 8;  // 1024: alignment slack
+  // the epilogue's staging buffers (Sm90Gemm::store_c_staged): one per consumer warp, 16 rows x 128 bytes (+16)
+  static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
+  static constexpr int kEpiWarpBytes = Epi::template kStagingBytesOf<kEpiSub>;
+  static constexpr int kEpiOffset = kBarOffset + 2 * kStages * 8;
+  static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
   static constexpr int kNotApplicable = -1;
 
   static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "the TMA body takes 16-bit A and B (f16, bf16)");
@@ -153,6 +157,7 @@ struct TmaGemm {
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, TC* C, const TBias* bias, int M,
                                    int N, int K, long long ldc, long long stride_c, long long stride_bias,
                                    int tiles_m, int tiles_n, int tiles, int nk) {
+    extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -195,7 +200,14 @@ struct TmaGemm {
       for (int j = 0; j < 32; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
-      Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2, lane & 3);
+      if constexpr (Cfg::kCRowMajor) {
+        unsigned char* stage = ckgen_smem + (s0 - smem_addr(ckgen_smem)) + kEpiOffset + warp * kEpiWarpBytes;
+        Epi::template store_c_staged<1, 32, kEpiSub>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc,
+                                                     lane, stage);
+      } else {
+        Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2,
+                                     lane & 3);
+      }
     }
   }
 #endif
