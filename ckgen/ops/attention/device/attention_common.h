@@ -185,6 +185,14 @@ CKGEN_DEVICE void wave_sync() {
 #endif
 }
 
+// A scheduling fence (AMD): the compiler moves no instruction across it. Bounds how far the scheduler
+// hoists LDS reads ahead of the MFMAs that use them (each hoisted read holds registers).
+CKGEN_DEVICE void sched_fence() {
+#if defined(CKGEN_PLATFORM_AMD)
+  __builtin_amdgcn_sched_barrier(0);
+#endif
+}
+
 CKGEN_DEVICE float fmax_f32(float a, float b) { return a > b ? a : b; }
 
 // Row statistics -> the row's results. m: running max of the unscaled logits (-inf: no key seen),
@@ -198,13 +206,31 @@ CKGEN_DEVICE float finish_row(float m, float l, float scale, float& lse) {
   return 0.0f;
 }
 
+// Optional Cfg member kWavesPerEu (AMD): at least that many waves per SIMD, i.e. at most 512 / n
+// registers per lane. 2 caps a wave at 256 VGPRs, which makes the compiler keep the MFMA accumulators
+// in VGPRs (no AGPR copies around the softmax's rescale of O); the default 1 sets no limit.
+template <class C, class = void>
+struct WavesPerEu {
+  static constexpr int value = 1;
+};
+template <class C>
+struct WavesPerEu<C, decltype(void(C::kWavesPerEu))> {
+  static constexpr int value = C::kWavesPerEu;
+};
+
 }  // namespace attn
 }  // namespace ckgen
+
+#if defined(CKGEN_PLATFORM_AMD)
+#define CKGEN_ATTENTION_ENTRY_ATTRS(CFG) __attribute__((amdgpu_waves_per_eu(::ckgen::attn::WavesPerEu<CFG>::value)))
+#else
+#define CKGEN_ATTENTION_ENTRY_ATTRS(CFG)
+#endif
 
 // The kernel entry of a body with the ABI above: an extern "C" kernel NAME running BODY<CFG>
 // (BODY: attention_fwd_amd or attention_fwd_nv), with 1-D blocks of CFG::kThreads threads.
 #define CKGEN_ATTENTION_FWD_ENTRY(NAME, CFG, BODY)                                                              \
-  CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(CFG::kThreads) void NAME(                                                    \
+  CKGEN_ATTENTION_ENTRY_ATTRS(CFG) CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(CFG::kThreads) void NAME(                   \
       const CFG::T* Q, const CFG::T* K, const CFG::T* V, CFG::T* O, float* LSE, const int* cu_seqlens_q,        \
       const int* cu_seqlens_k, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,                \
       long long q_batch_stride, long long q_seq_stride, long long q_head_stride, long long k_batch_stride,      \

@@ -149,16 +149,17 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
     for (int qb = 0; qb < kQB; ++qb) {
       const int row = qw0 + qb * kN + lane_q;
       const T* src = qb_ptr + static_cast<long long>(row) * p.q_ss + L::b_k0(lane);
+      if (row < sq && al) {
 #pragma unroll
-      for (int dc = 0; dc < kDC; ++dc) {
-        vec<T, kBI> v;
-        if (row < sq && al) {
-          v = gload(reinterpret_cast<const vec<T, kBI>*>(src + dc * kK));
-        } else {
+        for (int dc = 0; dc < kDC; ++dc) qf[qb][dc] = bit_cast<BOp>(gload(reinterpret_cast<const vec<T, kBI>*>(src + dc * kK)));
+      } else {
+#pragma unroll
+        for (int dc = 0; dc < kDC; ++dc) {
+          vec<T, kBI> v;
 #pragma unroll
           for (int e = 0; e < kBI; ++e) v.v[e] = row < sq ? gload(src + dc * kK + e) : zero<T>();
+          qf[qb][dc] = bit_cast<BOp>(v);
         }
-        qf[qb][dc] = bit_cast<BOp>(v);
       }
     }
   }
@@ -194,23 +195,29 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   const int v_frag = L::a_row(lane) * Cfg::kLdsVStride;
 
   auto compute = [&](int buf, int t) {
-    // S^T = K . Q^T
+    // S^T = K . Q^T, one k step (kInstrK of d) at a time, the next step's K operands read ahead;
+    // the scheduling fence keeps the compiler from hoisting every LDS read of the tile (registers).
     const T* ks = lds_k + buf * S::kKElems + k_frag;
+    auto load_k = [&](AOp (&a)[kKB], int dc) {
+#pragma unroll
+      for (int kb = 0; kb < kKB; ++kb)
+        a[kb] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<T, kAI>*>(ks + kb * kM * Cfg::kLdsKStride + dc * kK)));
+    };
     COp s[kKB][kQB];
 #pragma unroll
     for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
       for (int qb = 0; qb < kQB; ++qb) s[kb][qb] = COp{};
+    AOp ka[2][kKB];
+    load_k(ka[0], 0);
 #pragma unroll
     for (int dc = 0; dc < kDC; ++dc) {
-      AOp a[kKB];
-#pragma unroll
-      for (int kb = 0; kb < kKB; ++kb)
-        a[kb] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<T, kAI>*>(ks + kb * kM * Cfg::kLdsKStride + dc * kK)));
+      if (dc + 1 < kDC) load_k(ka[(dc + 1) & 1], dc + 1);
 #pragma unroll
       for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
-        for (int qb = 0; qb < kQB; ++qb) s[kb][qb] = Cfg::mma(a[kb], qf[qb][dc], s[kb][qb]);
+        for (int qb = 0; qb < kQB; ++qb) s[kb][qb] = Cfg::mma(ka[dc & 1][kb], qf[qb][dc], s[kb][qb]);
+      attn::sched_fence();
     }
 
     // mask (only tiles with a hidden (query, key) pair)
@@ -265,25 +272,34 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
       }
     }
 
-    // O^T += V^T . P^T; the V^T operand's items follow P^T's key order (runs of 4 keys)
+    // O^T += V^T . P^T, one k step (kInstrK keys) at a time, the next step's V^T operands read ahead.
+    // The V^T operand's items follow P^T's key order (runs of 4 keys).
     const T* vs = lds_v + buf * S::kVElems + v_frag;
-#pragma unroll
-    for (int c = 0; c < kPC; ++c) {
+    auto load_v = [&](AOp (&a)[kDB], int c) {
 #pragma unroll
       for (int db = 0; db < kDB; ++db) {
-        vec<T, kAI> a;
+        vec<T, kAI> w;
 #pragma unroll
         for (int u = 0; u < kAI / 4; ++u) {
           const int R = c * kAI + 4 * u;
           const int key = (R / kCI) * kM + L::c_row(R % kCI, lane);
           const vec<T, 4> run = lds_load(reinterpret_cast<const vec<T, 4>*>(vs + db * kM * Cfg::kLdsVStride + key));
 #pragma unroll
-          for (int e = 0; e < 4; ++e) a.v[4 * u + e] = run.v[e];
+          for (int e = 0; e < 4; ++e) w.v[4 * u + e] = run.v[e];
         }
-        const AOp av = bit_cast<AOp>(a);
-#pragma unroll
-        for (int qb = 0; qb < kQB; ++qb) o[db][qb] = Cfg::mma(av, pf[qb][c], o[db][qb]);
+        a[db] = bit_cast<AOp>(w);
       }
+    };
+    AOp va[2][kDB];
+    load_v(va[0], 0);
+#pragma unroll
+    for (int c = 0; c < kPC; ++c) {
+      if (c + 1 < kPC) load_v(va[(c + 1) & 1], c + 1);
+#pragma unroll
+      for (int db = 0; db < kDB; ++db)
+#pragma unroll
+        for (int qb = 0; qb < kQB; ++qb) o[db][qb] = Cfg::mma(va[c & 1][db], pf[qb][c], o[db][qb]);
+      attn::sched_fence();
     }
   };
 

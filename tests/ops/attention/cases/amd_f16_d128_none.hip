@@ -12,7 +12,7 @@ struct amd_f16_d128_none_cfg {
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) {
     return __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
   }
-  static constexpr int kLdsBuffers = 2, kVec = 8;
+  static constexpr int kLdsBuffers = 2, kVec = 8, kWavesPerEu = 2;
   static constexpr int kLdsKStride = 136, kLdsVStride = 36;
   static constexpr int kLdsBytes = kLdsBuffers * (kBlockN * kLdsKStride + kHeadDim * kLdsVStride) * 2;
   static constexpr int kMask = ckgen::attn::kMaskNone;
