@@ -29,6 +29,7 @@ MASKS = {"ckgen::attn::kMaskNone": "none", "ckgen::attn::kMaskCausal": "causal",
 #: relative norm error of O per element type (P rounded to T, O rounded to T, f32 accumulation)
 TOL = {"f16": 4e-3, "bf16": 2.5e-2}
 LSE_TOL = 2e-3  # absolute, natural log
+PAD = {"bshd_pad": 8, "bshd_odd": 3}  # elements of padding after each token's heads
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def from_f64(x: np.ndarray, dtype: str) -> np.ndarray:
 @dataclass(frozen=True)
 class Scenario:
     """One problem. seqlens_q/k: one length per batch entry (varlen: packed; otherwise all equal).
-    layout: bshd, bhsd, or bshd_pad (sequence stride padded by 8 elements; the padding must stay poisoned)."""
+    layout: bshd, bhsd, bshd_pad (sequence stride padded by 8 elements; the padding must stay poisoned) or
+    bshd_odd (padded by 3: rows not 16-byte aligned, the per-element paths)."""
 
     seqlens_q: tuple[int, ...]
     seqlens_k: tuple[int, ...]
@@ -141,8 +143,7 @@ class Tensor:
         if varlen:
             total = sum(lens)
             self.starts = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-            pad = 8 if layout == "bshd_pad" else 0
-            self.ss, self.hs, self.bs = heads * d + pad, d, 0
+            self.ss, self.hs, self.bs = heads * d + PAD.get(layout, 0), d, 0
             n = max(total * self.ss, 1)
         else:
             s = max(lens) if lens else 0
@@ -151,8 +152,7 @@ class Tensor:
             if layout == "bhsd":
                 self.bs, self.hs, self.ss = heads * s * d, s * d, d
             else:
-                pad = 8 if layout == "bshd_pad" else 0
-                self.ss, self.hs = heads * d + pad, d
+                self.ss, self.hs = heads * d + PAD.get(layout, 0), d
                 self.bs = s * self.ss
             n = max(b * self.bs, 1)
         self.buf = np.zeros(n, dtype=np_t)
