@@ -1,5 +1,5 @@
-// bf16, d128, no mask: 128 queries x 8 warps (16 rows each), 64-key tiles, 2 stages, Q in registers.
-// arch: sm_90
+// bf16, d128, no mask, GQA: 128 queries x 8 warps (16 rows each), 64-key tiles, 2 stages, Q fragments in registers.
+// arch: sm_90 sm_80
 #include "attention_fwd_nv.h"
 
 struct nv_bf16_d128_w8_cfg {
