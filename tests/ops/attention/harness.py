@@ -78,13 +78,18 @@ NV_EMU_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibili
                 "-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_WAVE_SIZE=32", "-DCKGEN_EMU_LDS_BYTES=232448")
 
 
-def emu_build(case: Case, out: Path) -> Path:
+def emu_build(case: Case, out: Path, includes: tuple[Path, ...] = (), tag: str = "") -> Path:
     """The emulator library of a case: AMD cases as their first arch (wave64, that arch's MFMAs), NVIDIA
-    cases as warp32 with the emulated mma.sync / ldmatrix / cp.async (ckgen/emu/nv.h)."""
+    cases as warp32 with the emulated mma.sync / ldmatrix / cp.async (ckgen/emu/nv.h). ``includes`` are
+    searched before ckgen's headers (a planted fault: a modified copy of a body)."""
     clang = shutil.which("clang++-22") if "gfx950" in case.arches else None
     clang = clang or shutil.which("clang++-19") or shutil.which("clang++")
-    so = out / f"{case.name}.emu.so"
-    flags = list(NV_EMU_FLAGS) + include_flags() if case.nv else compile_flags(get_target(case.arches[0]))
+    so = out / f"{case.name}{tag}.emu.so"
+    inc = [f"-I{p}" for p in includes]
+    if case.nv:
+        flags = [*NV_EMU_FLAGS, *inc, *include_flags()]
+    else:
+        flags = compile_flags(get_target(case.arches[0]), includes=includes)
     cmd = [clang, "-x", "c++", *flags, f'-DCASE_FILE="{case.path}"', f"-DCASE={case.name}", str(DRIVER), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:

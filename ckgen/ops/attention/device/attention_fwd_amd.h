@@ -272,33 +272,30 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
       }
     }
 
-    // O^T += V^T . P^T, one k step (kInstrK keys) at a time, the next step's V^T operands read ahead.
+    // O^T += V^T . P^T, one (k step c, d block db) operand at a time, the next one read ahead (V^T
+    // operands are kDB per k step: reading a whole step ahead costs too many registers at large d).
     // The V^T operand's items follow P^T's key order (runs of 4 keys).
     const T* vs = lds_v + buf * S::kVElems + v_frag;
-    auto load_v = [&](AOp (&a)[kDB], int c) {
+    auto load_v = [&](int i) -> AOp {
+      const int c = i / kDB, db = i % kDB;
+      vec<T, kAI> w;
 #pragma unroll
-      for (int db = 0; db < kDB; ++db) {
-        vec<T, kAI> w;
+      for (int u = 0; u < kAI / 4; ++u) {
+        const int R = c * kAI + 4 * u;
+        const int key = (R / kCI) * kM + L::c_row(R % kCI, lane);
+        const vec<T, 4> run = lds_load(reinterpret_cast<const vec<T, 4>*>(vs + db * kM * Cfg::kLdsVStride + key));
 #pragma unroll
-        for (int u = 0; u < kAI / 4; ++u) {
-          const int R = c * kAI + 4 * u;
-          const int key = (R / kCI) * kM + L::c_row(R % kCI, lane);
-          const vec<T, 4> run = lds_load(reinterpret_cast<const vec<T, 4>*>(vs + db * kM * Cfg::kLdsVStride + key));
-#pragma unroll
-          for (int e = 0; e < 4; ++e) w.v[4 * u + e] = run.v[e];
-        }
-        a[db] = bit_cast<AOp>(w);
+        for (int e = 0; e < 4; ++e) w.v[4 * u + e] = run.v[e];
       }
+      return bit_cast<AOp>(w);
     };
-    AOp va[2][kDB];
-    load_v(va[0], 0);
+    AOp va[2];
+    va[0] = load_v(0);
 #pragma unroll
-    for (int c = 0; c < kPC; ++c) {
-      if (c + 1 < kPC) load_v(va[(c + 1) & 1], c + 1);
+    for (int i = 0; i < kPC * kDB; ++i) {
+      if (i + 1 < kPC * kDB) va[(i + 1) & 1] = load_v(i + 1);
 #pragma unroll
-      for (int db = 0; db < kDB; ++db)
-#pragma unroll
-        for (int qb = 0; qb < kQB; ++qb) o[db][qb] = Cfg::mma(va[c & 1][db], pf[qb][c], o[db][qb]);
+      for (int qb = 0; qb < kQB; ++qb) o[i % kDB][qb] = Cfg::mma(va[i & 1], pf[qb][i / kDB], o[i % kDB][qb]);
       attn::sched_fence();
     }
   };

@@ -1,10 +1,10 @@
-// f16, d64, sliding window, GQA; 64 queries x 4 waves (16 each), 32-key tiles, 16x16x16 f16, double-buffered LDS.
+// f16, d64, sliding window, GQA; 128 queries x 4 waves (32 each: two 16-query blocks), 32-key tiles, 16x16x16 f16, double-buffered LDS.
 // arch: gfx90a gfx942
 #include "attention_fwd_amd.h"
 
 struct amd_f16_d64_window_16x16_cfg {
   using T = ckgen::f16;
-  static constexpr int kHeadDim = 64, kBlockM = 64, kBlockN = 32;
+  static constexpr int kHeadDim = 64, kBlockM = 128, kBlockN = 32;
   static constexpr int kWaves = 4, kWaveSize = 64, kThreads = 256;
   static constexpr int kInstrM = 16, kInstrN = 16, kInstrK = 16;
   static constexpr int kAItems = 4, kBItems = 4, kCItems = 4;
