@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from tests.ops.attention.harness import AMD_CASES, NV_CASES, Case, Scenario, check, emu_build, make_problem, run_emu
+from tests.ops.attention.harness import (
+    AMD_CASES,
+    NV_CASES,
+    Case,
+    Scenario,
+    check,
+    emu_build,
+    make_problem,
+    run_emu,
+)
 
 S = Scenario
 # Scenarios per case (the case fixes dtype, head dim, mask, varlen and GQA). Lengths 1, 17, 129 and 1000
