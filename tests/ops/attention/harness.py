@@ -24,7 +24,7 @@ from ckgen.targets import get_target
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
-DRIVER = HERE / "emu" / "driver.cpp"
+DRIVER = HERE / "emu" / "driver.h"
 MASKS = {"ckgen::attn::kMaskNone": "none", "ckgen::attn::kMaskCausal": "causal", "ckgen::attn::kMaskWindow": "window"}
 #: relative norm error of O per element type (P rounded to T, O rounded to T, f32 accumulation)
 TOL = {"f16": 4e-3, "bf16": 2.5e-2}
@@ -74,23 +74,37 @@ NV_CASES = [parse_case(p) for p in sorted(CASES.glob("*.cu"))]
 
 
 # ------------------------------------------------------------------------------------------ emulator
-NV_EMU_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-Wno-psabi",
+# -O1: these libraries are built on every run (quicker to compile; the runs are short)
+NV_EMU_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-Wno-psabi",
                 "-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_WAVE_SIZE=32", "-DCKGEN_EMU_LDS_BYTES=232448")
 
 
-def emu_build(case: Case, out: Path, includes: tuple[Path, ...] = (), tag: str = "") -> Path:
-    """The emulator library of a case: AMD cases as their first arch (wave64, that arch's MFMAs), NVIDIA
-    cases as warp32 with the emulated mma.sync / ldmatrix / cp.async (ckgen/emu/nv.h). ``includes`` are
-    searched before ckgen's headers (a planted fault: a modified copy of a body)."""
-    clang = shutil.which("clang++-22") if "gfx950" in case.arches else None
+def emu_group(case: Case) -> str:
+    """Cases that share emulator flags build into one library: the NVIDIA ones, the AMD ones per arch."""
+    return "nv" if case.nv else case.arches[0]
+
+
+def emu_build(cases: list[Case], out: Path, includes: tuple[Path, ...] = (), tag: str = "") -> Path:
+    """One emulator library running ``cases`` (all of one emu_group): AMD cases as their first arch (wave64,
+    that arch's MFMAs), NVIDIA cases as warp32 with the emulated mma.sync / ldmatrix / cp.async
+    (ckgen/emu/nv.h). Exports run_<case name> (emu/driver.h). ``includes`` are searched before ckgen's
+    headers (a planted fault: a modified copy of a body)."""
+    group = {emu_group(c) for c in cases}
+    assert len(group) == 1, f"cases of different emulator groups: {group}"
+    first = cases[0]
+    clang = shutil.which("clang++-22") if "gfx950" in first.arches else None
     clang = clang or shutil.which("clang++-19") or shutil.which("clang++")
-    so = out / f"{case.name}{tag}.emu.so"
+    name = f"{group.pop()}{tag}"
+    src = out / f"{name}.cpp"
+    src.write_text("".join(f'#include "{c.path}"\n' for c in cases) + f'#include "{DRIVER}"\n'
+                   + "".join(f"ATTN_EMU_RUNNER({c.name})\n" for c in cases))
+    so = out / f"{name}.emu.so"
     inc = [f"-I{p}" for p in includes]
-    if case.nv:
+    if first.nv:
         flags = [*NV_EMU_FLAGS, *inc, *include_flags()]
     else:
-        flags = compile_flags(get_target(case.arches[0]), includes=includes)
-    cmd = [clang, "-x", "c++", *flags, f'-DCASE_FILE="{case.path}"', f"-DCASE={case.name}", str(DRIVER), "-o", str(so)]
+        flags = compile_flags(get_target(first.arches[0]), extra=("-O1",), includes=includes)
+    cmd = [clang, "-x", "c++", *flags, str(src), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(" ".join(cmd) + "\n" + r.stderr)
@@ -258,10 +272,11 @@ def run_emu(lib: ctypes.CDLL, case: Case, sc: Scenario, pb: dict) -> tuple[int, 
         return ctypes.c_void_p(a.ctypes.data)
 
     null = ctypes.c_void_p(0)
-    rc = lib.run_attn(ptr(pb["q"].buf), ptr(pb["k"].buf), ptr(pb["v"].buf), ptr(pb["o"].buf),
-                      ptr(pb["lse"]) if sc.lse else null, ptr(pb["cu_q"]) if varlen else null,
-                      ptr(pb["cu_k"]) if varlen else null, pb["batch"], sc.heads_q, sc.heads_kv, pb["sq_max"],
-                      pb["sk_max"], ptr(pb["strides"]), ctypes.c_float(pb["scale"]), sc.window[0], sc.window[1])
+    run = getattr(lib, f"run_{case.name}")
+    rc = run(ptr(pb["q"].buf), ptr(pb["k"].buf), ptr(pb["v"].buf), ptr(pb["o"].buf),
+             ptr(pb["lse"]) if sc.lse else null, ptr(pb["cu_q"]) if varlen else null,
+             ptr(pb["cu_k"]) if varlen else null, pb["batch"], sc.heads_q, sc.heads_kv, pb["sq_max"],
+             pb["sk_max"], ptr(pb["strides"]), ctypes.c_float(pb["scale"]), sc.window[0], sc.window[1])
     fault = lib.ckgen_emu_last_fault().decode()
     lib.ckgen_emu_clear_buffers()
     return rc, fault
