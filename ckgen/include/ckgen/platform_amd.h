@@ -125,5 +125,8 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
+// 2^x and log2(x): the bare v_exp_f32 / v_log_f32 (about 1 ulp; denormal results flush to 0; exp2(-inf) = 0).
+CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }
+CKGEN_DEVICE float log2_f32(float x) { return __builtin_amdgcn_logf(x); }
 
 }  // namespace ckgen

@@ -57,6 +57,17 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
 
 CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
+// 2^x and log2(x): one MUFU op each (ex2.approx / lg2.approx, flush-to-zero; exp2(-inf) = 0).
+CKGEN_DEVICE float exp2_f32(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+CKGEN_DEVICE float log2_f32(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 // One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
 // dominated by the exp + reciprocal of the portable formula (ckgen/blocks/epilogue.h), which this replaces here.
 #define CKGEN_HAS_TANH_F32 1

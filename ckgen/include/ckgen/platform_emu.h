@@ -89,6 +89,8 @@ inline void lds_store(T* p, T v) {
 }
 
 inline float exp_f32(float x) { return expf(x); }
+inline float exp2_f32(float x) { return exp2f(x); }
+inline float log2_f32(float x) { return log2f(x); }
 
 }  // namespace ckgen
 

@@ -16,8 +16,14 @@
 //   C (16 x 8, 32-bit): reg 0,1: row g, cols 2t, 2t+1;  reg 2,3: row g+8, cols 2t, 2t+1
 // So one ldmatrix.x4 of a K-contiguous A tile (16 rows x 32 bytes) yields the A fragment for every
 // element width, and ldmatrix .trans does the same for 16-bit MN-contiguous tiles.
+//
+// On the CPU emulator (CKGEN_PLATFORM_EMU, warps of 32: CKGEN_EMU_WAVE_SIZE=32) the same names come from
+// ckgen/emu/nv.h, so that the mma.sync bodies run there too.
 #pragma once
 
+#if defined(CKGEN_PLATFORM_EMU)
+#include "ckgen/emu/nv.h"
+#else
 #include "ckgen/platform_cuda.h"
 
 namespace ckgen {
@@ -106,3 +112,4 @@ CKGEN_DEVICE f32x4_t mma_m16n8k8_f32_tf32(u32x4_t a, u32x2_t b, f32x4_t c) {
 
 }  // namespace nv
 }  // namespace ckgen
+#endif  // CKGEN_PLATFORM_EMU

@@ -23,7 +23,7 @@ constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // Whether a matrix's base and every line start (ld elements of eb bytes apart) are 16-byte aligned: the
 // condition of 16-byte cp.async and of TMA (checked on the host).
-__host__ __device__ inline bool aligned16(const void* p, long long ld, int eb) {
+CKGEN_HD bool aligned16(const void* p, long long ld, int eb) {
   return (reinterpret_cast<unsigned long long>(p) & 15u) == 0 && ((ld * eb) & 15) == 0;
 }
 
@@ -137,7 +137,7 @@ struct SmemTile {
 #pragma unroll
             for (int e = 0; e < kVE; ++e) {
               if (gr < lines_lim && gc + e < cols_lim) {
-                const T v = g[static_cast<long long>(gr) * ld + gc + e];
+                const T v = gload(g + static_cast<long long>(gr) * ld + gc + e);
                 __builtin_memcpy(wb + e * kEB, &v, kEB);
               }
             }

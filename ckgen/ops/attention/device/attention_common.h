@@ -1,0 +1,244 @@
+// attention_common.h (ckgen/ops/attention/device): what the fused attention forward bodies share:
+// the parameter block, the per-(batch, head) problem, the mask rule, the key range and tile
+// classification, the cross-lane shuffle of the row statistics, and the result of a row that sees
+// no key. The bodies are attention_fwd_amd.h (MFMA, wave64; also the emulator) and attention_fwd_nv.h
+// (mma.sync, warp32). Their common ABI:
+//
+//   template <class Cfg> CKGEN_DEVICE void attention_fwd_<amd|nv>(
+//       const T* Q, const T* K, const T* V, T* O, float* LSE,
+//       const int* cu_seqlens_q, const int* cu_seqlens_k,
+//       int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
+//       long long q_batch_stride, long long q_seq_stride, long long q_head_stride,
+//       long long k_batch_stride, long long k_seq_stride, long long k_head_stride,
+//       long long v_batch_stride, long long v_seq_stride, long long v_head_stride,
+//       long long o_batch_stride, long long o_seq_stride, long long o_head_stride,
+//       long long lse_batch_stride, long long lse_head_stride,
+//       float scale, int window_left, int window_right);
+//
+// T = Cfg::T (ckgen::f16 or ckgen::bf16). Strides are in elements; the head dimension (Cfg::kHeadDim
+// elements) is contiguous. Element (b, s, h, d) of Q is Q[b * q_batch_stride + s * q_seq_stride +
+// h * q_head_stride + d]: BSHD is (S*H*D, H*D, D), BHSD is (H*S*D, D, S*D); K, V, O likewise (K and V
+// with heads_kv heads). LSE (f32) of query row s of (b, h) is LSE[b * lse_batch_stride +
+// h * lse_head_stride + s] ([B, H, S]: lse_batch_stride = H*S, lse_head_stride = S).
+//
+//   O = softmax(scale * Q.K^T + mask) . V,  LSE = log(sum_j exp(scale * q.k_j)) over the visible keys
+//
+// * scale must be finite and > 0 (the running maximum is kept on the unscaled logits).
+// * GQA / MQA (Cfg::kGqa): query head h reads KV head h / (heads_q / heads_kv); heads_q must be a
+//   multiple of heads_kv. Without kGqa, heads_kv must equal heads_q.
+// * Varlen (Cfg::kVarlen): cu_seqlens_q and cu_seqlens_k (int32, batch + 1 entries, non-decreasing,
+//   starting at 0) give sequence b the tokens [cu[b], cu[b+1]) of the packed tensors
+//   [total_tokens, heads, d]; seqlen_q must then be >= every query length (it sizes the grid; rows
+//   past it are not computed), seqlen_k is not read, the batch strides are not used (the token
+//   offset is cu[b] * seq_stride), and LSE row s of (b, h) is LSE[h * lse_head_stride + cu_q[b] + s]
+//   (FlashAttention's varlen [H, total_q]: lse_head_stride = total_q). Without kVarlen the
+//   cu_seqlens pointers are not read and may be null.
+// * LSE may be null (not written). O and LSE are written only for rows s < the sequence's length.
+// * Masks (Cfg::kMask), with sq, sk the lengths of the sequence and off = sk - sq (bottom-right
+//   alignment, FlashAttention >= 2.1): query i sees key j iff j < sk and
+//     kMaskNone:   always
+//     kMaskCausal: j <= i + off                                         (window_left/right ignored)
+//     kMaskWindow: (window_left < 0 or j >= i + off - window_left) and (window_right < 0 or
+//                  j <= i + off + window_right)          (negative = unlimited; (-1, 0) is causal)
+// * A row that sees no key (causal with sq > sk, a window beyond the keys, sk == 0) gets O = 0 and
+//   LSE = -inf (the log of an empty sum). (FlashAttention 2 writes +inf there; a backward must treat
+//   such rows as constants.)
+// * Numerics: products on matrix instructions with f32 accumulation; running max and sum in f32,
+//   exp2 with scale * log2(e) folded in (one FMA + one exp2 per logit); P is rounded to T before
+//   P.V; O is rounded to T once at the end.
+//
+// Grid (both bodies): x = ceil(seqlen_q / Cfg::kBlockM) query tiles, y = heads_q, z = batch
+// (y, z <= 65535 on NVIDIA); 1-D blocks of Cfg::kThreads threads. Block x computes query tile
+// (grid_x - 1 - x): the last (longest under a causal mask) tiles start first. Blocks whose tile lies
+// beyond the sequence (varlen) exit at once.
+#pragma once
+
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace attn {
+
+enum : int { kMaskNone = 0, kMaskCausal = 1, kMaskWindow = 2 };
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kNegInf = -__builtin_inff();
+
+template <class T>
+struct Params {
+  const T* q;
+  const T* k;
+  const T* v;
+  T* o;
+  float* lse;
+  const int* cu_q;
+  const int* cu_k;
+  int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
+  long long q_bs, q_ss, q_hs, k_bs, k_ss, k_hs, v_bs, v_ss, v_hs, o_bs, o_ss, o_hs, lse_bs, lse_hs;
+  float scale;
+  int window_left, window_right;
+};
+
+// The visibility rule of one (batch, head) problem, normalized: key j is visible from query i iff
+// j < sk and (!right || j <= i + off + wr) and (!left || j >= i + off - wl). 64-bit sums: window
+// extents may be as large as int allows.
+struct Mask {
+  int sq, sk;
+  long long off, wl, wr;
+  bool left, right;
+
+  CKGEN_DEVICE bool visible(int i, int j) const {
+    const long long d = static_cast<long long>(j) - i - off;
+    return j < sk && (!right || d <= wr) && (!left || d >= -wl);
+  }
+  // Keys [lo, hi) visible from at least one of the rows [r0, r1), r0 < r1; hi <= lo when none.
+  CKGEN_DEVICE void key_range(int r0, int r1, int& lo, int& hi) const {
+    long long l = 0, h = sk;
+    if (left) l = r0 + off - wl;
+    if (right) h = r1 - 1 + off + wr + 1;
+    l = l < 0 ? 0 : l;
+    h = h > sk ? sk : h;
+    lo = static_cast<int>(l > sk ? sk : l);
+    hi = static_cast<int>(h < 0 ? 0 : h);
+  }
+  // Whether some (row, key) of rows [r0, r1) x keys [n0, n1) is hidden (the tile needs the per-element mask).
+  CKGEN_DEVICE bool partial(int r0, int r1, int n0, int n1) const {
+    return n1 > sk || (right && n1 - 1 - static_cast<long long>(r0) - off > wr) ||
+           (left && n0 - static_cast<long long>(r1 - 1) - off < -wl);
+  }
+};
+
+template <int kMask>
+CKGEN_DEVICE Mask make_mask(int sq, int sk, int window_left, int window_right) {
+  Mask m;
+  m.sq = sq;
+  m.sk = sk;
+  m.off = static_cast<long long>(sk) - sq;
+  m.wl = window_left;
+  m.wr = kMask == kMaskCausal ? 0 : window_right;
+  m.left = kMask == kMaskWindow && window_left >= 0;
+  m.right = kMask == kMaskCausal || (kMask == kMaskWindow && window_right >= 0);
+  return m;
+}
+
+// One (batch, head) problem: lengths and the element offsets of its row 0 in Q, K, V, O and LSE.
+struct Problem {
+  int sq, sk;
+  long long q, k, v, o, lse;
+};
+
+// The problem of (b, h); false when the sequence has no query row at or after m0 (nothing to do).
+template <bool kVarlen, bool kGqa, class T>
+CKGEN_DEVICE bool make_problem(const Params<T>& p, int b, int h, int m0, Problem& pr) {
+  const int hk = kGqa ? h / (p.heads_q / p.heads_kv) : h;
+  long long tq, tk;
+  if constexpr (kVarlen) {
+    const int q0 = gload(p.cu_q + b), k0 = gload(p.cu_k + b);
+    pr.sq = gload(p.cu_q + b + 1) - q0;
+    pr.sk = gload(p.cu_k + b + 1) - k0;
+    tq = q0;
+    tk = k0;
+    pr.q = tq * p.q_ss;
+    pr.k = tk * p.k_ss;
+    pr.v = tk * p.v_ss;
+    pr.o = tq * p.o_ss;
+    pr.lse = tq;
+  } else {
+    pr.sq = p.seqlen_q;
+    pr.sk = p.seqlen_k;
+    pr.q = b * p.q_bs;
+    pr.k = b * p.k_bs;
+    pr.v = b * p.v_bs;
+    pr.o = b * p.o_bs;
+    pr.lse = b * p.lse_bs;
+  }
+  pr.q += h * p.q_hs;
+  pr.k += hk * p.k_hs;
+  pr.v += hk * p.v_hs;
+  pr.o += h * p.o_hs;
+  pr.lse += h * p.lse_hs;
+  return m0 < pr.sq;
+}
+
+// ---------------------------------------------------------------- cross-lane exchange
+// xor_shuffle(v, mask, lane): the value v of lane (lane ^ mask) of the same wave / warp. The one place
+// the bodies exchange registers between lanes (row max and row sum); to be switched to the shared
+// reduction block (ckgen/blocks/reduce.h, ckgen::shfl_xor) when it lands.
+CKGEN_DEVICE float xor_shuffle(float v, int mask, int lane) {
+#if defined(__CUDACC__)
+  (void)lane;
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+  return bit_cast<float>(__builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, bit_cast<int>(v)));
+#endif
+}
+
+// Lanes of one wave / warp agree again (their shared-memory accesses before are ordered before those after).
+CKGEN_DEVICE void wave_sync() {
+#if defined(__CUDACC__)
+  __syncwarp();
+#elif defined(CKGEN_PLATFORM_EMU)
+  (void)::ckgen::emu::readfirstlane(0);
+#else
+  __builtin_amdgcn_wave_barrier();
+#endif
+}
+
+// A scheduling fence (AMD): the compiler moves no instruction across it. Bounds how far the scheduler
+// hoists LDS reads ahead of the MFMAs that use them (each hoisted read holds registers).
+CKGEN_DEVICE void sched_fence() {
+#if defined(CKGEN_PLATFORM_AMD)
+  __builtin_amdgcn_sched_barrier(0);
+#endif
+}
+
+CKGEN_DEVICE float fmax_f32(float a, float b) { return a > b ? a : b; }
+
+// Row statistics -> the row's results. m: running max of the unscaled logits (-inf: no key seen),
+// l: sum of exp2((s - m) * scale * log2 e). Returns 1 / l (0 for an empty row) and sets lse.
+CKGEN_DEVICE float finish_row(float m, float l, float scale, float& lse) {
+  if (l > 0.0f) {
+    lse = m * scale + log2_f32(l) * kLn2;
+    return 1.0f / l;
+  }
+  lse = kNegInf;
+  return 0.0f;
+}
+
+// Optional Cfg member kWavesPerEu (AMD): at least that many waves per SIMD, i.e. at most 512 / n
+// registers per lane. 2 caps a wave at 256 VGPRs, which makes the compiler keep the MFMA accumulators
+// in VGPRs (no AGPR copies around the softmax's rescale of O); the default 1 sets no limit.
+template <class C, class = void>
+struct WavesPerEu {
+  static constexpr int value = 1;
+};
+template <class C>
+struct WavesPerEu<C, decltype(void(C::kWavesPerEu))> {
+  static constexpr int value = C::kWavesPerEu;
+};
+
+}  // namespace attn
+}  // namespace ckgen
+
+#if defined(CKGEN_PLATFORM_AMD)
+#define CKGEN_ATTENTION_ENTRY_ATTRS(CFG) __attribute__((amdgpu_waves_per_eu(::ckgen::attn::WavesPerEu<CFG>::value)))
+#else
+#define CKGEN_ATTENTION_ENTRY_ATTRS(CFG)
+#endif
+
+// The kernel entry of a body with the ABI above: an extern "C" kernel NAME running BODY<CFG>
+// (BODY: attention_fwd_amd or attention_fwd_nv), with 1-D blocks of CFG::kThreads threads.
+#define CKGEN_ATTENTION_FWD_ENTRY(NAME, CFG, BODY)                                                              \
+  CKGEN_ATTENTION_ENTRY_ATTRS(CFG) CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(CFG::kThreads) void NAME(                   \
+      const CFG::T* Q, const CFG::T* K, const CFG::T* V, CFG::T* O, float* LSE, const int* cu_seqlens_q,        \
+      const int* cu_seqlens_k, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,                \
+      long long q_batch_stride, long long q_seq_stride, long long q_head_stride, long long k_batch_stride,      \
+      long long k_seq_stride, long long k_head_stride, long long v_batch_stride, long long v_seq_stride,        \
+      long long v_head_stride, long long o_batch_stride, long long o_seq_stride, long long o_head_stride,       \
+      long long lse_batch_stride, long long lse_head_stride, float scale, int window_left, int window_right) {   \
+    ::ckgen::BODY<CFG>(Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, batch, heads_q, heads_kv, seqlen_q, seqlen_k, \
+                       q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride,  \
+                       v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride,  \
+                       lse_batch_stride, lse_head_stride, scale, window_left, window_right);                     \
+  }

@@ -1,0 +1,411 @@
+// attention_fwd_nv.h (ckgen/ops/attention/device): fused attention forward on NVIDIA tensor cores
+// (mma.sync m16n8k16, f16/bf16 -> f32; sm_80 and sm_90), FlashAttention-2 style. With
+// CKGEN_PLATFORM_EMU and CKGEN_EMU_WAVE_SIZE=32 it also runs on the CPU emulator (ckgen/emu/nv.h).
+//
+//   template <class Cfg> CKGEN_DEVICE void attention_fwd_nv(<the ABI of attention_common.h>);
+//
+// Parameters, pointer rules, masks, numerics and the grid: attention_common.h. The launch passes
+// Cfg::kLdsBytes (>= attn_nv::smem_bytes<Cfg>()) bytes of dynamic shared memory (more than 48 KiB:
+// cudaFuncAttributeMaxDynamicSharedMemorySize first). One block (kThreads = kWarps * 32 threads,
+// 1-D) computes kBlockM query rows of one (batch, head); warp w owns rows [w * kRW, (w + 1) * kRW),
+// kRW = kBlockM / kWarps (16 or 32: one or two m16 blocks).
+//
+// Cfg members (compile-time; static_assert names the member):
+//   using T                 ckgen::f16 or ckgen::bf16 (Q, K, V, O)
+//   kHeadDim                64, 128 or 256 (a line of the smem tiles is a power of two of 16-byte chunks)
+//   kBlockM                 queries per block, multiple of 16 * kWarps
+//   kBlockN                 keys per K/V tile, multiple of 16
+//   kWarps, kWaveSize (32), kThreads (= kWarps * 32)
+//   kStages                 K/V tiles in flight (>= 1): stage ring of kStages K and kStages V tiles
+//   kQInRegs                Q fragments held in registers for the whole block (else re-read from shared
+//                           memory with ldmatrix for every K tile: fewer registers, more smem reads)
+//   kLdsBytes               >= smem_bytes<Cfg>() = 2 * kBlockM * kHeadDim + 2 * kStages * 2 * kBlockN * kHeadDim
+//   kMask, kVarlen, kGqa    as attention_common.h
+//
+// Data path (per block):
+//   Q tile --cp.async--> smem (swizzled, nv::SmemTile) --ldmatrix--> A fragments (registers if kQInRegs)
+//   K tile j --cp.async--> smem stage --ldmatrix--> B fragments: S = Q.K^T (mma.sync, f32)
+//   mask (tiles with a hidden pair only), online softmax in registers (row max over the 4 lanes of a
+//   quad: xor_shuffle 1, 2; exp2 with scale*log2e folded into one FFMA), the S accumulators packed to
+//   T pairs ARE the A fragments of P (no shared-memory round trip)
+//   V tile j --cp.async--> smem stage --ldmatrix.trans--> B fragments: O += P.V (f32 registers)
+//   O / l --> T --> smem (the Q tile's rows of the warp) --> 16-byte coalesced global stores.
+// Pipeline (per K/V tile j, walked from the last tile down so that masked tiles come first):
+//   wait for K[j]; barrier; issue V[j+S-1]; S = QK^T; softmax; wait for V[j]; barrier; issue K[j+S]; O += PV
+// K and V of a tile are separate cp.async groups, so S = QK^T starts while V[j] is still in flight;
+// both barriers also free the stage the next copies overwrite. Rows and keys past the sequence are
+// zero-filled by cp.async (no global access leaves Q, K, V, O, LSE).
+#pragma once
+
+#include "attention_common.h"
+#include "ckgen/blocks/nv_mma.h"
+#include "ckgen/blocks/nv_smem.h"
+
+namespace ckgen {
+namespace attn_nv {
+
+template <class A, class B>
+struct IsSame {
+  static constexpr bool value = false;
+};
+template <class A>
+struct IsSame<A, A> {
+  static constexpr bool value = true;
+};
+
+// Two floats -> one register of two T (lo in the low half), round to nearest even.
+template <class T>
+CKGEN_DEVICE uint32_t pack2(float lo, float hi) {
+#if defined(__CUDACC__)
+  uint32_t r;
+  if constexpr (IsSame<T, bf16>::value) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+#else
+  return static_cast<uint32_t>(bit_cast<uint16_t>(from_float<T>(lo))) |
+         (static_cast<uint32_t>(bit_cast<uint16_t>(from_float<T>(hi))) << 16);
+#endif
+}
+
+template <class Cfg>
+struct Fwd {
+  using T = typename Cfg::T;
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kBM = Cfg::kBlockM;
+  static constexpr int kBN = Cfg::kBlockN;
+  static constexpr int kWarps = Cfg::kWarps;
+  static constexpr int kThreads = Cfg::kThreads;
+  static constexpr int kRW = kBM / kWarps;  // rows per warp
+  static constexpr int kMB = kRW / 16;      // m16 blocks per warp
+  static constexpr int kNB = kBN / 8;       // n8 blocks of S
+  static constexpr int kDB = kD / 8;        // n8 blocks of O
+  static constexpr int kKS = kD / 16;       // k16 steps of S = Q.K^T
+  static constexpr int kKK = kBN / 16;      // k16 steps of O += P.V
+  static constexpr int kStages = Cfg::kStages;
+  using TileQ = nv::SmemTile<T, kBM, kD, kThreads>;
+  using TileKV = nv::SmemTile<T, kBN, kD, kThreads>;
+  static constexpr int kRowBytes = TileQ::kRowBytes;  // kD * 2, the same for every tile
+  static constexpr int kKOff = TileQ::kBytes;
+  static constexpr int kVOff = kKOff + kStages * TileKV::kBytes;
+  static constexpr int kSmemBytes = kVOff + kStages * TileKV::kBytes;
+  using Mma = nv::MmaOf<T>;
+
+  static_assert(IsSame<T, f16>::value || IsSame<T, bf16>::value, "T must be ckgen::f16 or ckgen::bf16");
+  static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
+  static_assert(kThreads == kWarps * 32, "kThreads must be kWarps * 32");
+  static_assert(kBM % (16 * kWarps) == 0, "kBlockM must be a multiple of 16 * kWarps");
+  static_assert(kBN % 16 == 0, "kBlockN must be a multiple of 16");
+  static_assert(kD % 16 == 0 && TileQ::kCPR >= 8, "kHeadDim must be 64, 128 or 256");
+  static_assert(kStages >= 1, "kStages must be >= 1");
+  static_assert(Cfg::kLdsBytes >= kSmemBytes,
+                "kLdsBytes < 2 * kBlockM * kHeadDim + 2 * kStages * 2 * kBlockN * kHeadDim (smem_bytes<Cfg>())");
+  static_assert(Cfg::kMask == attn::kMaskNone || Cfg::kMask == attn::kMaskCausal || Cfg::kMask == attn::kMaskWindow,
+                "kMask must be attn::kMaskNone, kMaskCausal or kMaskWindow");
+
+  // kVec: every base and line start of Q, K, V, O is 16-byte aligned (cp.async and 16-byte stores);
+  // otherwise the same pipeline with per-element loads and stores.
+  template <bool kVec>
+  static CKGEN_DEVICE void body(const attn::Params<T>& p, const attn::Problem& pr, int m0, unsigned char* smem) {
+    const int tid = thread_id();
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int g = lane >> 2;   // mma row group
+    const int t4 = lane & 3;   // mma column pair
+    const int r8 = lane & 7;
+    const int q8 = lane >> 3;
+    const int sq = pr.sq, sk = pr.sk;
+    const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
+    const int r1 = m0 + kBM < sq ? m0 + kBM : sq;
+    int lo, hi;
+    mask.key_range(m0, r1, lo, hi);
+    const int t_first = lo / kBN;
+    const int nt = hi > lo ? (hi - 1) / kBN - t_first + 1 : 0;
+    const int t_last = t_first + nt - 1;
+    const float sl2 = p.scale * attn::kLog2e;
+    const int wrow = warp * kRW;  // the warp's first row in the tile
+
+    const T* qg = p.q + pr.q;
+    const T* kg = p.k + pr.k;
+    const T* vg = p.v + pr.v;
+    const uint32_t s0 = nv::smem_addr(smem);
+    const uint32_t sq_addr = s0;
+    auto k_stage = [&](int st) -> uint32_t { return s0 + kKOff + st * TileKV::kBytes; };
+    auto v_stage = [&](int st) -> uint32_t { return s0 + kVOff + st * TileKV::kBytes; };
+
+    f32x4_t o[kMB][kDB];
+    float m_run[kMB][2], l_run[kMB][2];
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m_run[mb][h] = attn::kNegInf;
+        l_run[mb][h] = 0.0f;
+      }
+#pragma unroll
+      for (int db = 0; db < kDB; ++db)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[mb][db].r[e] = 0.0f;
+    }
+
+    if (nt > 0) {
+      const typename TileQ::template Loader<kVec, true> lq(qg, p.q_ss, 0, 0, tid);
+      const typename TileKV::template Loader<kVec, true> lk(kg, p.k_ss, 0, 0, tid);
+      const typename TileKV::template Loader<kVec, true> lv(vg, p.v_ss, 0, 0, tid);
+      // Iteration j visits tile t_last - j; its K and V sit in stage j % kStages.
+      auto load_k = [&](int j) {
+        if (j < nt) lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
+        nv::cp_async_commit();
+      };
+      auto load_v = [&](int j) {
+        if (j < nt) lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
+        nv::cp_async_commit();
+      };
+      // Prologue: groups Q, K0, (V0, K1), ..., (V[S-2], K[S-1]).
+      lq.load(sq_addr, qg, m0, sq, kD, tid);
+      nv::cp_async_commit();
+      load_k(0);
+#pragma unroll
+      for (int st = 1; st < kStages; ++st) {
+        load_v(st - 1);
+        load_k(st);
+      }
+
+      // ldmatrix row addresses (bytes inside a tile). The swizzle depends on the line only through
+      // line % 8, which the 16-line steps (warp rows, m16 blocks, key steps) leave alone.
+      uint32_t q_off[kKS], k_off[kKS], v_off[kDB / 2];
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) {
+        q_off[ks] = TileQ::offset(wrow + (lane & 15), ks * 2 + (lane >> 4));
+        k_off[ks] = TileKV::offset(r8 + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1));
+      }
+#pragma unroll
+      for (int dd = 0; dd < kDB / 2; ++dd) v_off[dd] = TileKV::offset((q8 & 1) * 8 + r8, dd * 2 + (q8 >> 1));
+
+      u32x4_t qf[Cfg::kQInRegs ? kMB : 1][Cfg::kQInRegs ? kKS : 1];
+      if constexpr (Cfg::kQInRegs) {
+        nv::cp_async_wait<2 * kStages - 1>();  // the Q group
+        barrier();
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+          for (int ks = 0; ks < kKS; ++ks) nv::ldmatrix_x4(qf[mb][ks].r, sq_addr + q_off[ks] + mb * 16 * kRowBytes);
+      }
+
+#pragma unroll 1
+      for (int j = 0; j < nt; ++j) {
+        const int t = t_last - j;
+        const int st = j % kStages;
+        nv::cp_async_wait<2 * kStages - 2>();  // K[j] (and everything before it) landed
+        barrier();                              // ... for every thread; every warp is done with PV[j-1]
+        load_v(j + kStages - 1);                // into the V stage of tile j-1
+
+        // ---- S = Q . K^T
+        f32x4_t s[kMB][kNB];
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+          for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mb][nb].r[e] = 0.0f;
+        const uint32_t ks_base = k_stage(st);
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks) {
+          u32x4_t qa[kMB];
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb) {
+            if constexpr (Cfg::kQInRegs) {
+              qa[mb] = qf[mb][ks];
+            } else {
+              nv::ldmatrix_x4(qa[mb].r, sq_addr + q_off[ks] + mb * 16 * kRowBytes);
+            }
+          }
+#pragma unroll
+          for (int jj = 0; jj < kNB / 2; ++jj) {
+            uint32_t r[4];
+            nv::ldmatrix_x4(r, ks_base + k_off[ks] + jj * 16 * kRowBytes);
+            const u32x2_t b0{{r[0], r[1]}};
+            const u32x2_t b1{{r[2], r[3]}};
+#pragma unroll
+            for (int mb = 0; mb < kMB; ++mb) {
+              s[mb][2 * jj] = Mma::mma(qa[mb], b0, s[mb][2 * jj]);
+              s[mb][2 * jj + 1] = Mma::mma(qa[mb], b1, s[mb][2 * jj + 1]);
+            }
+          }
+        }
+
+        // ---- mask: only tiles with a hidden (query, key) pair
+        const int n0 = t * kBN;
+        if (mask.partial(m0, r1, n0, n0 + kBN)) {
+#pragma unroll
+          for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+            for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int row = m0 + wrow + mb * 16 + g + 8 * (e >> 1);
+                const int col = n0 + nb * 8 + 2 * t4 + (e & 1);
+                if (!mask.visible(row, col)) s[mb][nb].r[e] = attn::kNegInf;
+              }
+        }
+
+        // ---- online softmax; P as A fragments
+        u32x4_t pa[kMB][kKK];
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float mx = attn::kNegInf;
+#pragma unroll
+            for (int nb = 0; nb < kNB; ++nb)
+              mx = attn::fmax_f32(mx, attn::fmax_f32(s[mb][nb].r[2 * h], s[mb][nb].r[2 * h + 1]));
+            mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 1, lane));
+            mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 2, lane));
+            const float m_new = attn::fmax_f32(m_run[mb][h], mx);
+            const float m_use = m_new == attn::kNegInf ? 0.0f : m_new;  // no key so far: p = 0
+            const float alpha = exp2_f32((m_run[mb][h] - m_use) * sl2);
+            const float mbias = m_use * sl2;
+            m_run[mb][h] = m_new;
+            float sum = 0.0f;
+#pragma unroll
+            for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const float pv = exp2_f32(s[mb][nb].r[2 * h + e] * sl2 - mbias);
+                s[mb][nb].r[2 * h + e] = pv;
+                sum += pv;
+              }
+            l_run[mb][h] = l_run[mb][h] * alpha + sum;  // this lane's share of the row sum
+#pragma unroll
+            for (int db = 0; db < kDB; ++db) {
+              o[mb][db].r[2 * h] *= alpha;
+              o[mb][db].r[2 * h + 1] *= alpha;
+            }
+          }
+#pragma unroll
+          for (int kk = 0; kk < kKK; ++kk) {
+            pa[mb][kk].r[0] = pack2<T>(s[mb][2 * kk].r[0], s[mb][2 * kk].r[1]);
+            pa[mb][kk].r[1] = pack2<T>(s[mb][2 * kk].r[2], s[mb][2 * kk].r[3]);
+            pa[mb][kk].r[2] = pack2<T>(s[mb][2 * kk + 1].r[0], s[mb][2 * kk + 1].r[1]);
+            pa[mb][kk].r[3] = pack2<T>(s[mb][2 * kk + 1].r[2], s[mb][2 * kk + 1].r[3]);
+          }
+        }
+
+        nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
+        barrier();                              // ... for every thread; every warp is done with K[j]
+        load_k(j + kStages);                    // into K[j]'s stage
+
+        // ---- O += P . V
+        const uint32_t vs_base = v_stage(st);
+#pragma unroll
+        for (int kk = 0; kk < kKK; ++kk) {
+#pragma unroll
+          for (int dd = 0; dd < kDB / 2; ++dd) {
+            uint32_t r[4];
+            nv::ldmatrix_x4_trans(r, vs_base + v_off[dd] + kk * 16 * kRowBytes);
+            const u32x2_t b0{{r[0], r[1]}};
+            const u32x2_t b1{{r[2], r[3]}};
+#pragma unroll
+            for (int mb = 0; mb < kMB; ++mb) {
+              o[mb][2 * dd] = Mma::mma(pa[mb][kk], b0, o[mb][2 * dd]);
+              o[mb][2 * dd + 1] = Mma::mma(pa[mb][kk], b1, o[mb][2 * dd + 1]);
+            }
+          }
+        }
+      }
+      nv::cp_async_wait<0>();  // only empty groups are left
+    }
+
+    // ---- epilogue: O / l -> T -> this warp's rows of the Q tile -> 16-byte global stores; LSE
+    attn::wave_sync();  // the warp's last ldmatrix reads of its Q rows come before the writes below
+    T* og = p.o + pr.o;
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float l = l_run[mb][h];
+        l += attn::xor_shuffle(l, 1, lane);
+        l += attn::xor_shuffle(l, 2, lane);
+        float lse;
+        const float inv = attn::finish_row(m_run[mb][h], l, p.scale, lse);
+        const int rl = wrow + mb * 16 + g + 8 * h;  // row in the tile
+        if (p.lse != nullptr && t4 == 0 && m0 + rl < sq) gstore(p.lse + pr.lse + m0 + rl, lse);
+#pragma unroll
+        for (int db = 0; db < kDB; ++db)
+          lds_store(reinterpret_cast<uint32_t*>(smem + TileQ::elem_offset(rl, db * 8 + 2 * t4)),
+                    pack2<T>(o[mb][db].r[2 * h] * inv, o[mb][db].r[2 * h + 1] * inv));
+      }
+    }
+    attn::wave_sync();
+    constexpr int kChunks = kRW * TileQ::kCPR;
+#pragma unroll
+    for (int c0 = 0; c0 < kChunks; c0 += 32) {
+      const int c = c0 + lane;
+      const int rl = wrow + c / TileQ::kCPR;
+      const int ch = c % TileQ::kCPR;
+      if (m0 + rl < sq) {
+        const vec<T, 8> v = lds_load(reinterpret_cast<const vec<T, 8>*>(smem + TileQ::offset(rl, ch)));
+        T* dst = og + static_cast<long long>(m0 + rl) * p.o_ss + ch * 8;
+        if constexpr (kVec) {
+          gstore(reinterpret_cast<vec<T, 8>*>(dst), v);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) gstore(dst + e, v.v[e]);
+        }
+      }
+    }
+  }
+};
+
+template <class Cfg>
+CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
+  using F = Fwd<Cfg>;
+  using T = typename Cfg::T;
+  const int tile = grid_dim(0) - 1 - block_id(0);
+  const int m0 = tile * Cfg::kBlockM;
+  attn::Problem pr;
+  if (!attn::make_problem<Cfg::kVarlen, Cfg::kGqa>(p, block_id(2), block_id(1), m0, pr)) return;
+#if defined(__CUDACC__)
+  extern __shared__ __align__(1024) unsigned char ckgen_attn_smem[];
+  unsigned char* smem = ckgen_attn_smem;
+#else
+  CKGEN_LDS(unsigned char, smem, F::kSmemBytes);
+#endif
+  constexpr int kEB = static_cast<int>(sizeof(T));
+  if (nv::aligned16(p.q + pr.q, p.q_ss, kEB) && nv::aligned16(p.k + pr.k, p.k_ss, kEB) &&
+      nv::aligned16(p.v + pr.v, p.v_ss, kEB) && nv::aligned16(p.o + pr.o, p.o_ss, kEB)) {
+    F::template body<true>(p, pr, m0, smem);
+  } else {
+    F::template body<false>(p, pr, m0, smem);
+  }
+}
+
+// Dynamic shared memory (bytes) the body needs; Cfg::kLdsBytes must be at least this.
+template <class Cfg>
+constexpr int smem_bytes() {
+  return Fwd<Cfg>::kSmemBytes;
+}
+
+}  // namespace attn_nv
+
+template <class Cfg>
+CKGEN_DEVICE void attention_fwd_nv(const typename Cfg::T* Q, const typename Cfg::T* K, const typename Cfg::T* V,
+                                   typename Cfg::T* O, float* LSE, const int* cu_seqlens_q, const int* cu_seqlens_k,
+                                   int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
+                                   long long q_batch_stride, long long q_seq_stride, long long q_head_stride,
+                                   long long k_batch_stride, long long k_seq_stride, long long k_head_stride,
+                                   long long v_batch_stride, long long v_seq_stride, long long v_head_stride,
+                                   long long o_batch_stride, long long o_seq_stride, long long o_head_stride,
+                                   long long lse_batch_stride, long long lse_head_stride, float scale,
+                                   int window_left, int window_right) {
+  const attn::Params<typename Cfg::T> p{Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, batch, heads_q, heads_kv,
+                                        seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride,
+                                        k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride,
+                                        v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride,
+                                        lse_head_stride, scale, window_left, window_right};
+  attn_nv::fwd<Cfg>(p);
+}
+
+}  // namespace ckgen
