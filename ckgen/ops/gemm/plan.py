@@ -233,9 +233,9 @@ TMA_BODY_MAX_STAGES = 8
 
 
 def plan_tma_body(d: GemmDraft) -> None:
-    """On targets with wgmma and TMA, kernels of the Hopper body's shape also get that body, with as many
-    pipeline stages as fit in shared memory (at least the kernel's ``lds_buffers``); the portable body stays the
-    fallback for operands it cannot take (chosen at run time by the host entry)."""
+    """On targets with wgmma and TMA, kernels of the Hopper body's shape (and ``lds_buffers >= 2``) also get
+    that body, with as many pipeline stages as fit in shared memory beside its epilogue staging; the portable
+    body stays the fallback for operands it cannot take (chosen at run time by the host entry)."""
     g, cfg, t = d.g, d.cfg, d.target
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
@@ -243,13 +243,20 @@ def plan_tma_body(d: GemmDraft) -> None:
             or cfg.waves[0] * cfg.waves[1] != TMA_BODY_WARPS or cfg.lds_buffers < 2):
         return
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
-    # epilogue's staging buffers: 16 rows x (128 + 16) bytes per consumer warp
-    stage = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2] + 16
-    epilogue = TMA_BODY_WARPS * 16 * (128 + 16)
-    stages = min((t.lds_bytes - 1024 - epilogue) // stage, TMA_BODY_MAX_STAGES)
-    if stages >= cfg.lds_buffers:
-        d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages,
-                            smem_bytes=1024 + stages * stage + epilogue)
+    # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from four 16 x 64 boxes
+    # (8 KiB, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (gemm_sm90_tma.h, kEpiWarpBytes)
+    tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
+    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW
+    per_warp = 4 * 2048 if tma_store else 16 * (128 + 16)
+
+    def smem(stages: int) -> int:
+        bars_end = stages * (tile_bytes + 16)
+        epi_offset = -(-bars_end // 1024) * 1024 if tma_store else bars_end
+        return 1024 + epi_offset + TMA_BODY_WARPS * per_warp
+
+    stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
+    if stages:
+        d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
 
 
 PASSES = (

@@ -1,4 +1,4 @@
-"""plan_tma_body: which kernels get the Hopper body (TMA + wgmma, ckgen/include/gemm_sm90_tma.h)."""
+"""plan_tma_body: which kernels get the Hopper body (TMA + wgmma, ckgen/ops/gemm/device/gemm_sm90_tma.h)."""
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +26,15 @@ def test_every_16bit_layout_gets_the_body(layouts):
     assert p.body.tma.stages == 4                                     # as many 48-KiB stages as fit in 227 KiB
     assert p.body.tma.smem_bytes == 1024 + 4 * ((128 + 256) * 64 * 2 + 16) + 8 * 16 * 144  # + epilogue staging
     assert p.to_json()["body"]["tma"] == {"threads": 384, "stages": 4, "smem_bytes": p.body.tma.smem_bytes}
+
+
+def test_16bit_row_major_c_stores_by_tma_with_three_stages():
+    """16-bit row-major C leaves through TMA stores from 8 KiB of swizzled staging per consumer warp (1024-byte
+    aligned after the stages' mbarriers): three 48-KiB stages still fit, four do not."""
+    p = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG}")
+    bars_end = 3 * ((128 + 256) * 64 * 2 + 16)
+    assert p.body.tma.stages == 3
+    assert p.body.tma.smem_bytes == 1024 + -(-bars_end // 1024) * 1024 + 8 * 4 * 2048
 
 
 @pytest.mark.parametrize("arch,body", [

@@ -20,6 +20,10 @@
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
 //   tma_load_3d(dst, map, c0, c1, c2, bar)   the same for a 3-D tensor map
+//   tma_store_3d(map, src, c0, c1, c2)   one box from shared memory to global memory (a bulk group; out-of-range
+//                            elements are not written); bulk_commit / bulk_wait_read<N> (the source shared
+//                            memory of all but N groups is free) / bulk_wait<N> (their writes are done);
+//                            fence_proxy_async_shared() orders a thread's shared-memory writes before a TMA read
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
 #pragma once
 
@@ -119,6 +123,22 @@ CKGEN_DEVICE void tma_load_3d(uint32_t dst, const TensorMap* map, int c0, int c1
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+
+CKGEN_DEVICE void tma_store_3d(const TensorMap* map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+CKGEN_DEVICE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int kPending>
+CKGEN_DEVICE void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+template <int kPending>
+CKGEN_DEVICE void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+CKGEN_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // ---------------------------------------------------------------- register reallocation (per warpgroup)
 template <int kRegs>

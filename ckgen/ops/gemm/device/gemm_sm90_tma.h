@@ -59,10 +59,15 @@ struct TmaGemm {
   static constexpr int kBBytes = Cfg::kTileN * kRow;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBarOffset = kStages * kStageBytes;
-  // the epilogue's staging buffers (Sm90Gemm::store_c_staged): one per consumer warp, 16 rows x 128 bytes (+16)
+  // The epilogue's staging space, one region per consumer warp (its 16 rows x 256 columns of C):
+  //  - 16-bit row-major C (kTmaStoreC): 4 boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
+  //    written out by TMA stores that overlap the next tile's main loop;
+  //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
+  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor;
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
-  static constexpr int kEpiWarpBytes = Epi::template kStagingBytesOf<kEpiSub>;
-  static constexpr int kEpiOffset = kBarOffset + 2 * kStages * 8;
+  static constexpr int kEpiWarpBytes = kTmaStoreC ? 4 * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
+  static constexpr int kEpiOffset = kTmaStoreC ? (kBarOffset + 2 * kStages * 8 + 1023) / 1024 * 1024
+                                               : kBarOffset + 2 * kStages * 8;
   static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
   static constexpr int kNotApplicable = -1;
 
@@ -87,9 +92,9 @@ struct TmaGemm {
   // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item).
   static constexpr int kBroadcastA = 1, kBroadcastB = 2;
 
-  static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, TC* C, const TBias* bias, int M, int N,
-                               int K, int batch, long long ldc, long long stride_c, long long stride_bias,
-                               int flags) {
+  static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, const TensorMap& tc, TC* C,
+                               const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
+                               long long stride_bias, int flags) {
 #if defined(CKGEN_NV_WGMMA)
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const uint32_t s0 = (smem_addr(ckgen_smem) + 1023u) & ~1023u;
@@ -146,7 +151,7 @@ struct TmaGemm {
       }
     } else {
       setmaxnreg_inc<232>();
-      consume(s0, full0, empty0, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk);
+      consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk);
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -154,9 +159,9 @@ struct TmaGemm {
   }
 
 #if defined(CKGEN_NV_WGMMA)
-  static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, TC* C, const TBias* bias, int M,
-                                   int N, int K, long long ldc, long long stride_c, long long stride_bias,
-                                   int tiles_m, int tiles_n, int tiles, int nk) {
+  static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
+                                   const TBias* bias, int M, int N, int K, long long ldc, long long stride_c,
+                                   long long stride_bias, int tiles_m, int tiles_n, int tiles, int nk) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
@@ -200,14 +205,55 @@ struct TmaGemm {
       for (int j = 0; j < 32; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
-      if constexpr (Cfg::kCRowMajor) {
-        unsigned char* stage = ckgen_smem + (s0 - smem_addr(ckgen_smem)) + kEpiOffset + warp * kEpiWarpBytes;
+      const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
+      unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
+      if constexpr (kTmaStoreC) {
+        store_c_tma(acc, wg * 64 + (warp & 3) * 16, m0, n0, b, Cb, biasb, M, N, ldc, lane, st, sp, tc);
+      } else if constexpr (Cfg::kCRowMajor) {
         Epi::template store_c_staged<1, 32, kEpiSub>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc,
-                                                     lane, stage);
+                                                     lane, sp);
       } else {
         Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2,
                                      lane & 3);
       }
+    }
+    if constexpr (kTmaStoreC) {
+      if (lane == 0) bulk_wait<0>();  // every C store of this warp has landed before the kernel ends
+    }
+  }
+
+  // The warp's 16 rows (row0 .. row0+15 of the tile) x 256 columns: finish() in registers, into the warp's four
+  // swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7): conflict-free), then four TMA stores
+  // (rows and columns past M and N are not written). The stores run on while the warp starts its next tile; the
+  // staging is reused only after they have read it (bulk_wait_read).
+  static CKGEN_DEVICE void store_c_tma(const COp (&acc)[1][32], int row0, int m0, int n0, int b, TC* C,
+                                       const TBias* bias, int M, int N, long long ldc, int lane, uint32_t st,
+                                       unsigned char* sp, const TensorMap& tc) {
+    const int g = lane >> 2, t = lane & 3;
+    if (lane == 0) bulk_wait_read<0>();
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        const int row = m0 + row0 + r;
+        const int col = n0 + 8 * j + 2 * t;
+        const long long off = static_cast<long long>(row) * ldc + col;
+        vec<TC, 2> out;
+        out.v[0] = row < M && col < N ? epi::finish<Cfg>(acc[0][j].r[2 * h], row, col, C, off, bias) : zero<TC>();
+        out.v[1] = row < M && col + 1 < N ? epi::finish<Cfg>(acc[0][j].r[2 * h + 1], row, col + 1, C, off + 1, bias)
+                                          : zero<TC>();
+        const int chunk = (j & 7) ^ (r & 7);
+        *reinterpret_cast<vec<TC, 2>*>(sp + (j >> 3) * 2048 + r * 128 + chunk * 16 + 4 * t) = out;
+      }
+    }
+    fence_proxy_async_shared();
+    __syncwarp();
+    if (lane == 0) {
+#pragma unroll
+      for (int box = 0; box < 4; ++box) tma_store_3d(&tc, st + box * 2048, n0 + 64 * box, m0 + row0, b);
+      bulk_commit();
     }
   }
 #endif
@@ -244,6 +290,13 @@ struct TmaGemm {
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
     const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
                           : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
+    CUtensorMap tcm = ta;  // unused unless kTmaStoreC
+    if constexpr (kTmaStoreC) {
+      const int nbc = batch;
+      if (!aligned16(C, ldc, 2) || (batch > 1 && (stride_c * 2) % 16) ||
+          !encode(&tcm, C, N, M, ldc, nbc, stride_c, 64, 16))
+        return kNotApplicable;
+    }
     if (!ok_a || !ok_b) return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
                             ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
@@ -251,7 +304,8 @@ struct TmaGemm {
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
-                             kSmemBytes, stream, ta, tb, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);
+                             kSmemBytes, stream, ta, tb, tcm, C, bias, M, N, K, batch, ldc, stride_c, stride_bias,
+                             flags);
   }
 
   // A 3-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld` elements
@@ -292,7 +346,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_ENTRY(name, Cfg)                                                                        \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      typename Cfg::TC* C, const typename Cfg::TBias* bias, int M, int N, int K, int batch, long long ldc,     \
-      long long stride_c, long long stride_bias, int flags) {                                                  \
-    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);        \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {     \
+    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
   }
