@@ -125,5 +125,17 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
+CKGEN_DEVICE float log_f32(float x) { return __builtin_logf(x); }       // v_log_f32 (scaled by ln 2)
+CKGEN_DEVICE float rsqrt_f32(float x) { return __builtin_amdgcn_rsqf(x); }  // v_rsq_f32 (1 ulp)
+CKGEN_DEVICE float max_f32(float a, float b) { return __builtin_fmaxf(a, b); }
+
+// A violated device-side precondition: abort the dispatch (s_trap 2). `why` is for the emulator's report.
+CKGEN_DEVICE void trap(const char* why) {
+  (void)why;
+  __builtin_trap();
+}
 
 }  // namespace ckgen
+
+// Cross-lane exchanges: shfl_xor, reduce_swap, readlane (DPP, ds_swizzle, ds_bpermute, v_readlane).
+#include "ckgen/xlane_amd.h"

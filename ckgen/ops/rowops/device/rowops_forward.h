@@ -1,0 +1,404 @@
+// rowops_forward.h (ckgen/ops/rowops/device): row-wise ops over the last dimension of a rows x cols matrix:
+// softmax, log-softmax, layer norm, RMS norm, each with an optional fused residual add and an optional int8
+// output with a per-row scale. One body for AMD (wave64), the emulator and NVIDIA (warp of 32).
+//
+// ---------------------------------------------------------------- entry
+//   template <class Cfg>
+//   CKGEN_DEVICE void rowops_forward(const TIn* x, const TRes* residual, const TW* weight, const TW* bias,
+//                                    TOut* y, TRes* s_out, float* y_scale, int rows, int cols,
+//                                    long long stride_x, long long stride_res, long long stride_y,
+//                                    long long stride_s, float scale, float eps);
+//   called from a kernel with a 1-D workgroup of Cfg::kThreads threads:
+//     CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(Cfg::kThreads) void k(<the same parameters>) { rowops_forward<Cfg>(...); }
+//   Grid: 1-D, rowops::grid_blocks<Cfg>(rows) workgroups = min(ceil(rows / kRowsPerBlock), kMaxGridBlocks);
+//   any grid >= 1 is correct (workgroups loop over row groups with a grid stride). rows <= 0 or cols <= 0:
+//   launch nothing (the body returns at once for cols <= 0).
+//
+//   Matrices are row-major with a row stride (elements, >= cols) per tensor: x, residual, y, s_out. weight and
+//   bias are vectors of cols elements. Pointers that may be null: residual and s_out (both non-null exactly
+//   when kResidual), weight (when !kHasWeight), bias (when !kHasBias), y_scale (when !kQuantI8); the body
+//   never touches a pointer its Cfg does not use. y may alias x and s_out may alias x or residual (same
+//   element type and stride: in-place); no other overlap.
+//
+// ---------------------------------------------------------------- numerics (f32 throughout)
+//   v = x, or with kResidual: s = x + residual rounded to TRes (written to s_out) and v = s (as stored,
+//   like torch's `h = x + r; norm(h)`). The op (rowops_math.h) is applied to v:
+//     softmax y = exp(scale*v - m) / d, log-softmax y = scale*v - m - log d (m = max scale*v, d = sum exp),
+//     layer norm y = (v - mean) * rstd [* weight] [+ bias], rms norm y = v * rstd [* weight] [+ bias],
+//     rstd = 1/sqrt(var + eps), var = mean((v - mean)^2) (population) or mean(v^2).
+//   y is cast to TOut (round to nearest even). kQuantI8 (TOut = int8_t): amax = max |y| over the row
+//   (softmax: 1/d, exactly the largest y), y_scale[row] = amax / 127 and q = rne(y * (127 / amax)) saturated
+//   to [-127, 127] (the product by the row's reciprocal may differ from y / scale by one ulp before rounding).
+//   An all-zero row (amax == 0) gets y_scale = 1 and q = 0 (dequantizes exactly; no division by zero).
+//
+// ---------------------------------------------------------------- data path
+//   A row is owned by kRowThreads threads (kRowsPerBlock rows per workgroup). It is cut into tiles of
+//   kTileCols = kRegVecs * kVec * kRowThreads columns; in a tile, thread t of the row holds kRegVecs vectors of
+//   kVec elements, vector j at column j * kVec * kRowThreads + t * kVec (consecutive threads read
+//   consecutive 16 bytes: coalesced). Vector accesses are used when the tensor's base and row stride keep
+//   every vector aligned (checked per tensor at run time), per-element accesses otherwise and for the
+//   vectors that straddle the end of the row; nothing outside [0, cols) of a row is touched.
+//     pass 1 (forward over tiles): load the tile (x, residual; write s), update the thread's statistics;
+//     all-reduce the statistics over the row's threads (rowops_math.h states; ckgen/blocks/reduce.h:
+//       group_allreduce_state within a wave, MultiWave through LDS when kWavesPerRow > 1);
+//     [kQuantI8 and not softmax: pass 2, backward over tiles: amax of y, all-reduce Max]
+//     pass 3 (opposite direction to the previous pass): y = op(v), store.
+//   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
+//   global memory (s_out when kResidual, else x). kLooped == false: the body is compiled for one tile
+//   (cols <= kTileCols, checked: a trap), so the row is read once and y written once. kLooped == true: any
+//   cols; rows longer than one tile read v twice (three times with the int8 amax pass), minus one tile.
+//
+// ---------------------------------------------------------------- Cfg (compile-time constants)
+//   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
+//   kOp                              rowops::kSoftmax | kLogSoftmax | kLayerNorm | kRmsNorm
+//   kHasWeight, kHasBias             norms only; kResidual (any op), kQuantI8
+//   kVec                             elements per vector access (16 bytes of TIn for full speed)
+//   kWaveSize                        the platform's (64 AMD, 32 NVIDIA)
+//   kRowThreads                      threads per row: a power of two <= kWaveSize, or kWavesPerRow waves
+//   kWavesPerRow                     kRowThreads / kWaveSize, or 1 when a row takes part of one wave
+//   kRowsPerBlock, kThreads          kThreads = kRowsPerBlock * kRowThreads, a multiple of kWaveSize
+//   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
+//   kLooped                          false: cols <= kTileCols (single pass); true: any cols
+//   kLdsBytes                        MultiWave scratch when kWavesPerRow > 1 (rowops::lds_bytes<Cfg>()), else 0
+#pragma once
+
+#include "ckgen/blocks/reduce.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+#include "rowops_math.h"
+
+namespace ckgen {
+namespace rowops {
+
+constexpr long long kMaxGridBlocks = 1LL << 20;  // blocks x 1024 threads stays below 2^32 work-items (AMD)
+
+template <class Cfg>
+CKGEN_HD constexpr long long grid_blocks(long long rows) {
+  const long long g = rows > 0 ? (rows + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock : 0;
+  return g < kMaxGridBlocks ? g : kMaxGridBlocks;
+}
+
+template <class Cfg>
+using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, StateOf<Cfg::kOp>::type::kN>;
+
+// LDS the body declares (bytes): the cross-wave scratch when a row spans waves.
+template <class Cfg>
+constexpr int lds_bytes() {
+  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
+}
+
+template <class Cfg>
+constexpr bool check_cfg() {
+  constexpr int W = Cfg::kWaveSize;
+  static_assert(W == kPlatformWaveSize, "kWaveSize must be the platform's wave size (64 AMD, 32 NVIDIA)");
+  static_assert(Cfg::kOp >= kSoftmax && Cfg::kOp <= kRmsNorm, "kOp: rowops::kSoftmax/kLogSoftmax/kLayerNorm/kRmsNorm");
+  static_assert(Cfg::kOp >= kLayerNorm || (!Cfg::kHasWeight && !Cfg::kHasBias),
+                "kHasWeight/kHasBias: softmax and log-softmax have no weight or bias");
+  static_assert(!Cfg::kQuantI8 || __is_same(typename Cfg::TOut, ::int8_t), "kQuantI8 needs TOut = ::int8_t");
+  static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
+  static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
+  static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
+  static_assert(Cfg::kRowThreads < W ? (Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0 : Cfg::kRowThreads % W == 0,
+                "kRowThreads: a power of two below kWaveSize or a multiple of kWaveSize");
+  static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),
+                "kWavesPerRow != kRowThreads / kWaveSize (1 when a row takes part of a wave)");
+  static_assert(Cfg::kRowsPerBlock >= 1 && Cfg::kThreads == Cfg::kRowsPerBlock * Cfg::kRowThreads,
+                "kThreads != kRowsPerBlock * kRowThreads");
+  static_assert(Cfg::kThreads % W == 0 && Cfg::kThreads <= 1024, "kThreads: full waves, at most 1024");
+  static_assert(Cfg::kRegVecs >= 1, "kRegVecs >= 1");
+  static_assert(Cfg::kTileCols == Cfg::kRegVecs * Cfg::kVec * Cfg::kRowThreads, "kTileCols != kRegVecs*kVec*kRowThreads");
+  static_assert(Cfg::kLdsBytes == lds_bytes<Cfg>(), "kLdsBytes != rowops::lds_bytes<Cfg>() (cross-wave scratch)");
+  return true;
+}
+
+namespace detail {
+
+template <bool kFirst, class A, class B>
+struct Pick {
+  using type = A;
+};
+template <class A, class B>
+struct Pick<false, A, B> {
+  using type = B;
+};
+
+CKGEN_DEVICE float abs_f32(float v) { return v < 0.0f ? -v : v; }
+
+// Whether every kVec-element vector of every row of (base, stride) is aligned for one vector access.
+template <class T, int kVec>
+CKGEN_DEVICE bool vec_ok(const T* base, long long stride) {
+  constexpr long long a = alignof(vec<T, kVec>);
+  return reinterpret_cast<unsigned long long>(base) % a == 0 && (stride * static_cast<long long>(sizeof(T))) % a == 0;
+}
+
+// n valid elements (0..kVec) at p: one vector access when n == kVec and ok, else per element; the rest 0.
+template <class T, int kVec>
+CKGEN_DEVICE vec<T, kVec> load(const T* p, int n, bool ok) {
+  if (n >= kVec && ok) return gload(reinterpret_cast<const vec<T, kVec>*>(p));
+  vec<T, kVec> r;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) r.v[e] = e < n ? gload(p + e) : zero<T>();
+  return r;
+}
+
+// The kR vectors of one thread in a tile: straight vector loads when the whole tile lies inside the row
+// (full) and the tensor is aligned (ok), so that all of them are in flight at once; else vector by vector.
+template <class T, int kVec, int kR, int kStep>
+CKGEN_DEVICE void load_tile(const T* p, const int (&nv)[kR], bool full, bool ok, vec<T, kVec> (&out)[kR]) {
+  if (full && ok) {
+#pragma unroll
+    for (int j = 0; j < kR; ++j) out[j] = gload(reinterpret_cast<const vec<T, kVec>*>(p + j * kStep));
+  } else {
+#pragma unroll
+    for (int j = 0; j < kR; ++j) out[j] = load<T, kVec>(p + j * kStep, nv[j], ok);
+  }
+}
+
+template <class T, int kVec>
+CKGEN_DEVICE void store(T* p, int n, bool ok, const vec<T, kVec>& v) {
+  if (n >= kVec && ok) {
+    gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    if (e < n) gstore(p + e, v.v[e]);
+}
+
+}  // namespace detail
+
+template <class Cfg>
+CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                      const typename Cfg::TW* weight, const typename Cfg::TW* bias,
+                                      typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
+                                      int cols, long long stride_x, long long stride_res, long long stride_y,
+                                      long long stride_s, float scale, float eps, float* lds) {
+  static_assert(check_cfg<Cfg>(), "Cfg");
+  using TIn = typename Cfg::TIn;
+  using TRes = typename Cfg::TRes;
+  using TW = typename Cfg::TW;
+  using TOut = typename Cfg::TOut;
+  using TS = typename detail::Pick<Cfg::kResidual, TRes, TIn>::type;  // v as held: s (TRes) or x (TIn)
+  using State = typename StateOf<Cfg::kOp>::type;
+  constexpr int kVec = Cfg::kVec;
+  constexpr int kR = Cfg::kRegVecs;
+  constexpr int kStep = kVec * Cfg::kRowThreads;  // columns between a thread's vectors
+  constexpr int kTile = Cfg::kTileCols;
+  constexpr bool kAmaxPass = Cfg::kQuantI8 && Cfg::kOp != kSoftmax;
+  (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s; (void)lds;
+
+  if (cols <= 0) return;
+  if constexpr (!Cfg::kLooped) {
+    if (cols > kTile) trap("rowops: cols > Cfg::kTileCols for a single-pass (kLooped == false) configuration");
+  }
+  const int ntiles = Cfg::kLooped ? (cols - 1) / kTile + 1 : 1;
+
+  const int tid = thread_id();
+  const int rt = tid % Cfg::kRowThreads;  // thread within the row
+  const bool x_ok = detail::vec_ok<TIn, kVec>(x, stride_x);
+  const bool y_ok = detail::vec_ok<TOut, kVec>(y, stride_y);
+  bool r_ok = false, s_ok = false, w_ok = false, b_ok = false;
+  if constexpr (Cfg::kResidual) {
+    r_ok = detail::vec_ok<TRes, kVec>(residual, stride_res);
+    s_ok = detail::vec_ok<TRes, kVec>(s_out, stride_s);
+  }
+  if constexpr (Cfg::kHasWeight) w_ok = detail::vec_ok<TW, kVec>(weight, 0);
+  if constexpr (Cfg::kHasBias) b_ok = detail::vec_ok<TW, kVec>(bias, 0);
+
+  Reducer<Cfg> reducer(lds);
+  auto allreduce = [&](State s) -> State {
+    if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce_state<State>(s);
+    else return red::group_allreduce_state<Cfg::kRowThreads>(s);
+  };
+  auto allmax = [&](float v) -> float {
+    if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce<red::Max>(v);
+    else return red::group_allreduce<Cfg::kRowThreads, red::Max>(v);
+  };
+
+  const long long ngroups = (static_cast<long long>(rows) + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock;
+  for (long long g = block_id(0); g < ngroups; g += grid_dim(0)) {
+    const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
+    const int ncols = row < rows ? cols : 0;  // a thread past the last row accesses nothing, joins the reductions
+    const TIn* xr = x + row * stride_x;
+    TOut* yr = y + row * stride_y;
+    const TRes* rr = nullptr;
+    TRes* sr = nullptr;
+    if constexpr (Cfg::kResidual) {
+      rr = residual + row * stride_res;
+      sr = s_out + row * stride_s;
+    }
+
+    vec<TS, kVec> buf[kR];   // the tile in registers (TIn, or s as TRes)
+    int nv[kR];              // valid elements of each vector
+    bool full = false;       // every vector of the tile lies inside the row
+    auto set_counts = [&](int tile) {
+      const int rem = ncols - tile * kTile;  // no overflow: tile * kTile < cols
+      full = rem >= kTile;
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        const int n = rem - (j * kStep + rt * kVec);
+        nv[j] = n < 0 ? 0 : (n > kVec ? kVec : n);
+      }
+    };
+    auto col0 = [&](int tile, int j) -> long long {
+      return static_cast<long long>(tile) * kTile + j * kStep + rt * kVec;
+    };
+    // Pass 1 load: x (+ residual -> s, stored), into buf.
+    auto load_first = [&](int tile) {
+      set_counts(tile);
+      if constexpr (Cfg::kResidual) {
+        vec<TIn, kVec> xv[kR];
+        vec<TRes, kVec> rv[kR];
+        detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, xv);
+        detail::load_tile<TRes, kVec, kR, kStep>(rr + col0(tile, 0), nv, full, r_ok, rv);
+#pragma unroll
+        for (int j = 0; j < kR; ++j) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) buf[j].v[e] = from_float<TRes>(to_float(xv[j].v[e]) + to_float(rv[j].v[e]));
+          detail::store<TRes, kVec>(sr + col0(tile, j), nv[j], s_ok, buf[j]);
+        }
+      } else {
+        detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, buf);
+      }
+    };
+    // Later passes: v again, from s_out (kResidual: this thread wrote it in pass 1) or x.
+    auto load_again = [&](int tile) {
+      set_counts(tile);
+      if constexpr (Cfg::kResidual) detail::load_tile<TRes, kVec, kR, kStep>(sr + col0(tile, 0), nv, full, s_ok, buf);
+      else detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, buf);
+    };
+    auto valid = [&](int j, int e) { return e < nv[j]; };
+
+    // ---------------------------------------------------------------- pass 1: statistics
+    State st = State::init();
+    for (int tile = 0; tile < ntiles; ++tile) {
+      load_first(tile);
+      if constexpr (Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax) {
+        float tm = kLowest;
+#pragma unroll
+        for (int j = 0; j < kR; ++j)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e)
+            if (valid(j, e)) tm = max_f32(tm, to_float(buf[j].v[e]) * scale);
+        const float m = max_f32(st.v[0], tm);
+        float d = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kR; ++j)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e)
+            if (valid(j, e)) d += exp_f32(to_float(buf[j].v[e]) * scale - m);
+        st.v[1] = st.v[1] * exp_f32(st.v[0] - m) + d;
+        st.v[0] = m;
+      } else if constexpr (Cfg::kOp == kLayerNorm) {
+        int n = 0;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kR; ++j) {
+          n += nv[j];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) sum += to_float(buf[j].v[e]);  // invalid elements are 0
+        }
+        const float mean = n > 0 ? sum / static_cast<float>(n) : 0.0f;
+        float m2 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kR; ++j)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const float d = valid(j, e) ? to_float(buf[j].v[e]) - mean : 0.0f;
+            m2 += d * d;
+          }
+        st = MomentState::combine(st, MomentState{{static_cast<float>(n), mean, m2}});
+      } else {
+        float ss = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kR; ++j)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const float v = to_float(buf[j].v[e]);
+            ss += v * v;
+          }
+        st.v[0] += ss;
+      }
+    }
+    st = allreduce(st);
+    const RowScalars rs = finish<Cfg::kOp>(st, cols, eps);
+
+    auto weights = [&](int tile, int j, vec<TW, kVec>& w, vec<TW, kVec>& b) {
+      if constexpr (Cfg::kHasWeight) w = detail::load<TW, kVec>(weight + col0(tile, j), nv[j], w_ok);
+      if constexpr (Cfg::kHasBias) b = detail::load<TW, kVec>(bias + col0(tile, j), nv[j], b_ok);
+    };
+    auto y_of = [&](int j, int e, const vec<TW, kVec>& w, const vec<TW, kVec>& b) -> float {
+      float wf = 1.0f, bf = 0.0f;
+      if constexpr (Cfg::kHasWeight) wf = to_float(w.v[e]);
+      if constexpr (Cfg::kHasBias) bf = to_float(b.v[e]);
+      return apply<Cfg::kOp, Cfg::kHasWeight, Cfg::kHasBias>(to_float(buf[j].v[e]), rs, scale, wf, bf);
+    };
+
+    // ---------------------------------------------------------------- pass 2 (int8 only): amax of y
+    float qmul = 1.0f;  // y -> q multiplier (127 / amax)
+    if constexpr (Cfg::kQuantI8) {
+      float amax;
+      if constexpr (kAmaxPass) {
+        amax = 0.0f;
+        for (int tile = ntiles - 1; tile >= 0; --tile) {
+          if (tile != ntiles - 1) load_again(tile);
+#pragma unroll
+          for (int j = 0; j < kR; ++j) {
+            vec<TW, kVec> w, b;
+            weights(tile, j, w, b);
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              if (valid(j, e)) amax = max_f32(amax, detail::abs_f32(y_of(j, e, w, b)));
+          }
+        }
+        amax = allmax(amax);
+      } else {
+        amax = rs.b;  // softmax: the largest y is exp(0) / d
+      }
+      qmul = amax > 0.0f ? 127.0f / amax : 0.0f;
+      if (rt == 0 && row < rows) gstore(y_scale + row, amax > 0.0f ? amax / 127.0f : 1.0f);
+    }
+
+    // ---------------------------------------------------------------- pass 3: y
+    // Starts from the tile the previous pass ended with (still in buf).
+    const bool forward = kAmaxPass;
+    for (int i = 0; i < ntiles; ++i) {
+      const int tile = forward ? i : ntiles - 1 - i;
+      if (i != 0) load_again(tile);
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        vec<TW, kVec> w, b;
+        weights(tile, j, w, b);
+        vec<TOut, kVec> o;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float yv = y_of(j, e, w, b);
+          if constexpr (Cfg::kQuantI8) o.v[e] = from_float<TOut>(yv * qmul);
+          else o.v[e] = from_float<TOut>(yv);
+        }
+        detail::store<TOut, kVec>(yr + col0(tile, j), nv[j], y_ok, o);
+      }
+    }
+  }
+}
+
+template <class Cfg>
+CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                 const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
+                                 typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
+                                 long long stride_res, long long stride_y, long long stride_s, float scale,
+                                 float eps) {
+  float* lds = nullptr;
+  if constexpr (lds_bytes<Cfg>() > 0) {
+    CKGEN_LDS(float, rowops_scratch, lds_bytes<Cfg>() / static_cast<int>(sizeof(float)));
+    lds = rowops_scratch;
+  }
+  rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
+                           stride_s, scale, eps, lds);
+}
+
+}  // namespace rowops
+
+using rowops::rowops_forward;
+
+}  // namespace ckgen
