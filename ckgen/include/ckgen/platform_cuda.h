@@ -58,8 +58,22 @@ CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
 
 CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
 CKGEN_DEVICE float log_f32(float x) { return __logf(x); }       // lg2.approx scaled by ln 2
+CKGEN_DEVICE float exp2_f32(float x) {                          // one MUFU.EX2 (ex2.approx.ftz.f32)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+CKGEN_DEVICE float log2_f32(float x) {                          // one MUFU.LG2 (lg2.approx.ftz.f32)
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 CKGEN_DEVICE float rsqrt_f32(float x) { return rsqrtf(x); }     // rsqrt.approx (MUFU.RSQ)
 CKGEN_DEVICE float max_f32(float a, float b) { return fmaxf(a, b); }
+
+// per_lane(p): an optimizer hint on AMD (keep a global pointer in VGPRs); p itself here.
+template <class T>
+CKGEN_DEVICE T* per_lane(T* p) { return p; }
 
 // A violated device-side precondition: abort the kernel (the launch reports cudaErrorLaunchFailure).
 CKGEN_DEVICE void trap(const char* why) {

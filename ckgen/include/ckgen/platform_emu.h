@@ -91,8 +91,14 @@ inline void lds_store(T* p, T v) {
 
 inline float exp_f32(float x) { return expf(x); }
 inline float log_f32(float x) { return logf(x); }
+inline float exp2_f32(float x) { return exp2f(x); }
+inline float log2_f32(float x) { return log2f(x); }
 inline float rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
 inline float max_f32(float a, float b) { return fmaxf(a, b); }
+
+// per_lane(p): an optimizer hint on AMD (keep a global pointer in VGPRs); p itself here.
+template <class T>
+inline T* per_lane(T* p) { return p; }
 
 // A violated device-side precondition: an emulation fault with `why` (AMD: s_trap, CUDA: __trap()).
 inline void trap(const char* why) { emu::fault("device trap: %s", why); }

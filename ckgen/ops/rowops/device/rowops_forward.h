@@ -113,6 +113,11 @@ constexpr bool check_cfg() {
 
 namespace detail {
 
+template <bool B>
+struct Bool {
+  static constexpr bool value = B;
+};
+
 template <bool kFirst, class A, class B>
 struct Pick {
   using type = A;
@@ -131,13 +136,21 @@ CKGEN_DEVICE bool vec_ok(const T* base, long long stride) {
   return reinterpret_cast<unsigned long long>(base) % a == 0 && (stride * static_cast<long long>(sizeof(T))) % a == 0;
 }
 
-// n valid elements (0..kVec) at p: one vector access when n == kVec and ok, else per element; the rest 0.
+// n valid elements (n <= 0 .. kVec) at p: one vector access when n == kVec and ok, else per element. The
+// per-element path has no branch and no select per element (on AMD each costs an exec mask or a lane mask in
+// SGPRs): element e reads element min(e, n - 1), always inside the row, so that the elements past n REPEAT
+// element n - 1 (the "duplicate" invariant store() relies on); n <= 0 reads nothing and gives zeros.
 template <class T, int kVec>
 CKGEN_DEVICE vec<T, kVec> load(const T* p, int n, bool ok) {
   if (n >= kVec && ok) return gload(reinterpret_cast<const vec<T, kVec>*>(p));
   vec<T, kVec> r;
+  if (n > 0) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) r.v[e] = e < n ? gload(p + e) : zero<T>();
+    for (int e = 0; e < kVec; ++e) r.v[e] = gload(p + (e < n - 1 ? e : n - 1));
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) r.v[e] = zero<T>();
+  }
   return r;
 }
 
@@ -154,15 +167,27 @@ CKGEN_DEVICE void load_tile(const T* p, const int (&nv)[kR], bool full, bool ok,
   }
 }
 
+// Store the first n elements of v. Per element (not aligned, or a partial vector): element e goes to
+// min(e, n - 1). With the duplicate invariant (every input of v's elements past n repeats element n - 1, so
+// they were computed from the same values), that stores element n - 1's own value again: harmless, and free
+// of per-element branches and selects.
 template <class T, int kVec>
 CKGEN_DEVICE void store(T* p, int n, bool ok, const vec<T, kVec>& v) {
   if (n >= kVec && ok) {
     gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
-    return;
-  }
+  } else if (n > 0) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e)
-    if (e < n) gstore(p + e, v.v[e]);
+    for (int e = 0; e < kVec; ++e) gstore(p + (e < n - 1 ? e : n - 1), v.v[e]);
+  }
+}
+
+// 1.0f when element e of a vector with n valid elements is valid, else 0.0f: integer min/max and a convert,
+// so that masking needs no lane mask (SGPRs on AMD).
+CKGEN_DEVICE float weight(int n, int e) {
+  int k = n - e;
+  k = k < 0 ? 0 : k;
+  k = k > 1 ? 1 : k;
+  return static_cast<float>(k);
 }
 
 }  // namespace detail
@@ -185,7 +210,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   constexpr int kStep = kVec * Cfg::kRowThreads;  // columns between a thread's vectors
   constexpr int kTile = Cfg::kTileCols;
   constexpr bool kAmaxPass = Cfg::kQuantI8 && Cfg::kOp != kSoftmax;
-  (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s; (void)lds;
+  (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
+  (void)lds; (void)eps;
 
   if (cols <= 0) return;
   if constexpr (!Cfg::kLooped) {
@@ -195,6 +221,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 
   const int tid = thread_id();
   const int rt = tid % Cfg::kRowThreads;  // thread within the row
+  const float c = scale * kLog2e;         // softmax works in base 2
   const bool x_ok = detail::vec_ok<TIn, kVec>(x, stride_x);
   const bool y_ok = detail::vec_ok<TOut, kVec>(y, stride_y);
   bool r_ok = false, s_ok = false, w_ok = false, b_ok = false;
@@ -216,17 +243,26 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   };
 
   const long long ngroups = (static_cast<long long>(rows) + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock;
-  for (long long g = block_id(0); g < ngroups; g += grid_dim(0)) {
+  const int gstride = grid_dim(0);
+  for (long long g = block_id(0); g < ngroups; g += gstride) {
     const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
     const int ncols = row < rows ? cols : 0;  // a thread past the last row accesses nothing, joins the reductions
-    const TIn* xr = x + row * stride_x;
-    TOut* yr = y + row * stride_y;
+    // This thread's first column of each tensor, kept per lane (ckgen::per_lane: on AMD a VGPR pair), so that
+    // the per-vector and per-tile offsets are added to it instead of becoming SGPR bases, one per tensor and
+    // vector (which ran out of SGPRs).
+    const long long tcol = static_cast<long long>(rt) * kVec;
+    const TIn* xr = per_lane(x + (row * stride_x + tcol));
+    TOut* yr = per_lane(y + (row * stride_y + tcol));
     const TRes* rr = nullptr;
     TRes* sr = nullptr;
     if constexpr (Cfg::kResidual) {
-      rr = residual + row * stride_res;
-      sr = s_out + row * stride_s;
+      rr = per_lane(residual + (row * stride_res + tcol));
+      sr = per_lane(s_out + (row * stride_s + tcol));
     }
+    const TW* wr = nullptr;
+    const TW* br = nullptr;
+    if constexpr (Cfg::kHasWeight) wr = per_lane(weight + tcol);
+    if constexpr (Cfg::kHasBias) br = per_lane(bias + tcol);
 
     vec<TS, kVec> buf[kR];   // the tile in registers (TIn, or s as TRes)
     int nv[kR];              // valid elements of each vector
@@ -240,8 +276,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         nv[j] = n < 0 ? 0 : (n > kVec ? kVec : n);
       }
     };
-    auto col0 = [&](int tile, int j) -> long long {
-      return static_cast<long long>(tile) * kTile + j * kStep + rt * kVec;
+    auto col0 = [&](int tile, int j) -> long long {  // relative to the thread's first column
+      return static_cast<long long>(tile) * kTile + j * kStep;
     };
     // Pass 1 load: x (+ residual -> s, stored), into buf.
     auto load_first = [&](int tile) {
@@ -267,36 +303,43 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       if constexpr (Cfg::kResidual) detail::load_tile<TRes, kVec, kR, kStep>(sr + col0(tile, 0), nv, full, s_ok, buf);
       else detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, buf);
     };
-    auto valid = [&](int j, int e) { return e < nv[j]; };
+    // Masking of the columns past the end, only in tiles that are not full (kM: the tile is partial): weight
+    // 1.0f / 0.0f per element (detail::weight; no lane masks), softmax's t pushed to -FLT_MAX.
+    auto wt = [&](auto kM, int j, int e) -> float {
+      if constexpr (decltype(kM)::value) return detail::weight(nv[j], e);
+      else return 1.0f;
+    };
 
     // ---------------------------------------------------------------- pass 1: statistics
     State st = State::init();
-    for (int tile = 0; tile < ntiles; ++tile) {
-      load_first(tile);
+    auto tile_stats = [&](auto kM) {
       if constexpr (Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax) {
+        float t[kR][kVec];
         float tm = kLowest;
 #pragma unroll
         for (int j = 0; j < kR; ++j)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e)
-            if (valid(j, e)) tm = max_f32(tm, to_float(buf[j].v[e]) * scale);
+          for (int e = 0; e < kVec; ++e) {
+            t[j][e] = to_float(buf[j].v[e]) * c;
+            if constexpr (decltype(kM)::value) t[j][e] -= (1.0f - wt(kM, j, e)) * 3.40282347e38f;
+            tm = max_f32(tm, t[j][e]);
+          }
         const float m = max_f32(st.v[0], tm);
         float d = 0.0f;
 #pragma unroll
         for (int j = 0; j < kR; ++j)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e)
-            if (valid(j, e)) d += exp_f32(to_float(buf[j].v[e]) * scale - m);
-        st.v[1] = st.v[1] * exp_f32(st.v[0] - m) + d;
+          for (int e = 0; e < kVec; ++e) d += exp2_f32(t[j][e] - m);  // 2^(-FLT_MAX - m) = 0
+        st.v[1] = st.v[1] * exp2_f32(st.v[0] - m) + d;
         st.v[0] = m;
       } else if constexpr (Cfg::kOp == kLayerNorm) {
         int n = 0;
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
-          n += nv[j];
+          n += nv[j] < 0 ? 0 : nv[j];
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) sum += to_float(buf[j].v[e]);  // invalid elements are 0
+          for (int e = 0; e < kVec; ++e) sum += wt(kM, j, e) * to_float(buf[j].v[e]);
         }
         const float mean = n > 0 ? sum / static_cast<float>(n) : 0.0f;
         float m2 = 0.0f;
@@ -304,8 +347,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         for (int j = 0; j < kR; ++j)
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
-            const float d = valid(j, e) ? to_float(buf[j].v[e]) - mean : 0.0f;
-            m2 += d * d;
+            const float d = to_float(buf[j].v[e]) - mean;
+            m2 += wt(kM, j, e) * (d * d);
           }
         st = MomentState::combine(st, MomentState{{static_cast<float>(n), mean, m2}});
       } else {
@@ -315,23 +358,28 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
             const float v = to_float(buf[j].v[e]);
-            ss += v * v;
+            ss += wt(kM, j, e) * (v * v);
           }
         st.v[0] += ss;
       }
+    };
+    for (int tile = 0; tile < ntiles; ++tile) {
+      load_first(tile);
+      if (full) tile_stats(detail::Bool<false>{});
+      else tile_stats(detail::Bool<true>{});
     }
     st = allreduce(st);
     const RowScalars rs = finish<Cfg::kOp>(st, cols, eps);
 
     auto weights = [&](int tile, int j, vec<TW, kVec>& w, vec<TW, kVec>& b) {
-      if constexpr (Cfg::kHasWeight) w = detail::load<TW, kVec>(weight + col0(tile, j), nv[j], w_ok);
-      if constexpr (Cfg::kHasBias) b = detail::load<TW, kVec>(bias + col0(tile, j), nv[j], b_ok);
+      if constexpr (Cfg::kHasWeight) w = detail::load<TW, kVec>(wr + col0(tile, j), nv[j], w_ok);
+      if constexpr (Cfg::kHasBias) b = detail::load<TW, kVec>(br + col0(tile, j), nv[j], b_ok);
     };
     auto y_of = [&](int j, int e, const vec<TW, kVec>& w, const vec<TW, kVec>& b) -> float {
       float wf = 1.0f, bf = 0.0f;
       if constexpr (Cfg::kHasWeight) wf = to_float(w.v[e]);
       if constexpr (Cfg::kHasBias) bf = to_float(b.v[e]);
-      return apply<Cfg::kOp, Cfg::kHasWeight, Cfg::kHasBias>(to_float(buf[j].v[e]), rs, scale, wf, bf);
+      return apply<Cfg::kOp, Cfg::kHasWeight, Cfg::kHasBias>(to_float(buf[j].v[e]), rs, c, wf, bf);
     };
 
     // ---------------------------------------------------------------- pass 2 (int8 only): amax of y
@@ -342,14 +390,17 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         amax = 0.0f;
         for (int tile = ntiles - 1; tile >= 0; --tile) {
           if (tile != ntiles - 1) load_again(tile);
+          auto tile_amax = [&](auto kM) {
 #pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            vec<TW, kVec> w, b;
-            weights(tile, j, w, b);
+            for (int j = 0; j < kR; ++j) {
+              vec<TW, kVec> w, b;
+              weights(tile, j, w, b);
 #pragma unroll
-            for (int e = 0; e < kVec; ++e)
-              if (valid(j, e)) amax = max_f32(amax, detail::abs_f32(y_of(j, e, w, b)));
-          }
+              for (int e = 0; e < kVec; ++e) amax = max_f32(amax, detail::abs_f32(y_of(j, e, w, b)) * wt(kM, j, e));
+            }
+          };
+          if (full) tile_amax(detail::Bool<false>{});
+          else tile_amax(detail::Bool<true>{});
         }
         amax = allmax(amax);
       } else {

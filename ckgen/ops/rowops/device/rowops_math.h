@@ -2,8 +2,9 @@
 // shared by rowops_forward.h. All arithmetic is f32.
 //
 //   op           statistics per row (state reduced across the row's threads)   row scalars      y(v)
-//   kSoftmax     t = scale*v;  (m, d): m = max t, d = sum exp(t - m)          m, inv_d = 1/d   exp(t - m) * inv_d
-//   kLogSoftmax  the same                                                     lse = m + log d  t - lse
+//   kSoftmax     t = v*c, c = scale*log2(e); (m, d): m = max t,               m, inv_d = 1/d   2^(t - m) * inv_d
+//                d = sum 2^(t - m)   (base 2: one v_exp_f32 / ex2.approx per element)
+//   kLogSoftmax  the same                                                     l = m + log2 d   (t - l) * ln 2
 //   kLayerNorm   (n, mean, M2) (Chan et al.; M2 = sum (v - mean)^2)           mean, rstd       (v - mean) * rstd [* w] [+ b]
 //   kRmsNorm     ss = sum v^2                                                 rstd             v * rstd [* w] [+ b]
 //   with rstd = 1 / sqrt(var + eps), var = M2 / cols (population variance, as torch) or ss / cols.
@@ -28,11 +29,11 @@ constexpr float kLowest = -3.40282347e38f;
 
 struct SoftmaxState {
   static constexpr int kN = 2;
-  float v[2];  // m (running max of t), d (sum of exp(t - m))
+  float v[2];  // m (running max of t), d (sum of 2^(t - m))
   static CKGEN_DEVICE SoftmaxState init() { return SoftmaxState{{kLowest, 0.0f}}; }
   static CKGEN_DEVICE SoftmaxState combine(const SoftmaxState& a, const SoftmaxState& b) {
     const float m = max_f32(a.v[0], b.v[0]);
-    return SoftmaxState{{m, a.v[1] * exp_f32(a.v[0] - m) + b.v[1] * exp_f32(b.v[0] - m)}};
+    return SoftmaxState{{m, a.v[1] * exp2_f32(a.v[0] - m) + b.v[1] * exp2_f32(b.v[0] - m)}};
   }
 };
 
@@ -78,7 +79,7 @@ struct StateOf<kRmsNorm> {
 
 // The two per-row scalars y(v) needs, from the row's reduced state.
 struct RowScalars {
-  float a;  // softmax: m; log-softmax: lse; layer norm: mean; rms norm: unused (0)
+  float a;  // softmax: m; log-softmax: m + log2 d; layer norm: mean; rms norm: unused (0)
   float b;  // softmax: 1/d; log-softmax: unused; norms: rstd
 };
 
@@ -87,7 +88,7 @@ CKGEN_DEVICE RowScalars finish(const S& s, int cols, float eps) {
   if constexpr (kOp == kSoftmax) {
     return RowScalars{s.v[0], 1.0f / s.v[1]};
   } else if constexpr (kOp == kLogSoftmax) {
-    return RowScalars{s.v[0] + log_f32(s.v[1]), 0.0f};
+    return RowScalars{s.v[0] + log2_f32(s.v[1]), 0.0f};
   } else if constexpr (kOp == kLayerNorm) {
     return RowScalars{s.v[1], rsqrt_f32(s.v[2] / static_cast<float>(cols) + eps)};
   } else {
@@ -95,14 +96,17 @@ CKGEN_DEVICE RowScalars finish(const S& s, int cols, float eps) {
   }
 }
 
-// y of one element (f32) before the cast / quantization.
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+
+// y of one element (f32) before the cast / quantization; c = scale * log2(e) (softmax, log-softmax).
 template <int kOp, bool kWeight, bool kBias>
-CKGEN_DEVICE float apply(float v, const RowScalars& r, float scale, float w, float b) {
+CKGEN_DEVICE float apply(float v, const RowScalars& r, float c, float w, float b) {
   float y;
   if constexpr (kOp == kSoftmax) {
-    y = exp_f32(v * scale - r.a) * r.b;
+    y = exp2_f32(v * c - r.a) * r.b;
   } else if constexpr (kOp == kLogSoftmax) {
-    y = v * scale - r.a;
+    y = (v * c - r.a) * kLn2;
   } else {
     y = (kOp == kLayerNorm ? v - r.a : v) * r.b;
     if constexpr (kWeight) y *= w;
