@@ -129,6 +129,7 @@ CKGEN_DEVICE float log_f32(float x) { return __builtin_logf(x); }       // v_log
 CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }  // one v_exp_f32 (2^x, 1 ulp)
 CKGEN_DEVICE float log2_f32(float x) { return __builtin_amdgcn_logf(x); }   // one v_log_f32 (log2 x)
 CKGEN_DEVICE float rsqrt_f32(float x) { return __builtin_amdgcn_rsqf(x); }  // v_rsq_f32 (1 ulp)
+CKGEN_DEVICE float rcp_f32(float x) { return __builtin_amdgcn_rcpf(x); }    // v_rcp_f32 (1 ulp)
 CKGEN_DEVICE float max_f32(float a, float b) { return __builtin_fmaxf(a, b); }
 
 // A pointer to global memory, kept per lane (a VGPR pair) and opaque to the optimizer: offsets added to it

@@ -69,6 +69,11 @@ CKGEN_DEVICE float log2_f32(float x) {                          // one MUFU.LG2 
   return y;
 }
 CKGEN_DEVICE float rsqrt_f32(float x) { return rsqrtf(x); }     // rsqrt.approx (MUFU.RSQ)
+CKGEN_DEVICE float rcp_f32(float x) {                           // one MUFU.RCP (rcp.approx.ftz.f32, ~1 ulp)
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 CKGEN_DEVICE float max_f32(float a, float b) { return fmaxf(a, b); }
 
 // per_lane(p): an optimizer hint on AMD (keep a global pointer in VGPRs); p itself here.

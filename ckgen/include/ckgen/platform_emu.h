@@ -94,6 +94,7 @@ inline float log_f32(float x) { return logf(x); }
 inline float exp2_f32(float x) { return exp2f(x); }
 inline float log2_f32(float x) { return log2f(x); }
 inline float rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
+inline float rcp_f32(float x) { return 1.0f / x; }
 inline float max_f32(float a, float b) { return fmaxf(a, b); }
 
 // per_lane(p): an optimizer hint on AMD (keep a global pointer in VGPRs); p itself here.

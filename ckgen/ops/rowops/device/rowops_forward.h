@@ -140,10 +140,18 @@ CKGEN_DEVICE bool vec_ok(const T* base, long long stride) {
 // per-element path has no branch and no select per element (on AMD each costs an exec mask or a lane mask in
 // SGPRs): element e reads element min(e, n - 1), always inside the row, so that the elements past n REPEAT
 // element n - 1 (the "duplicate" invariant store() relies on); n <= 0 reads nothing and gives zeros.
+//
+// CUDA: predicated element accesses instead (element e at p + e, an immediate offset from one address; no
+// duplicate invariant needed, elements past n are 0): predication is free there, while the clamped indices
+// cost a 64-bit address per element in registers.
 template <class T, int kVec>
 CKGEN_DEVICE vec<T, kVec> load(const T* p, int n, bool ok) {
   if (n >= kVec && ok) return gload(reinterpret_cast<const vec<T, kVec>*>(p));
   vec<T, kVec> r;
+#if defined(CKGEN_PLATFORM_CUDA)
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) r.v[e] = e < n ? gload(p + e) : zero<T>();
+#else
   if (n > 0) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) r.v[e] = gload(p + (e < n - 1 ? e : n - 1));
@@ -151,6 +159,7 @@ CKGEN_DEVICE vec<T, kVec> load(const T* p, int n, bool ok) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) r.v[e] = zero<T>();
   }
+#endif
   return r;
 }
 
@@ -177,7 +186,13 @@ CKGEN_DEVICE void store(T* p, int n, bool ok, const vec<T, kVec>& v) {
     gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
   } else if (n > 0) {
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) gstore(p + (e < n - 1 ? e : n - 1), v.v[e]);
+    for (int e = 0; e < kVec; ++e) {
+#if defined(CKGEN_PLATFORM_CUDA)
+      if (e < n) gstore(p + e, v.v[e]);  // predicated (see load())
+#else
+      gstore(p + (e < n - 1 ? e : n - 1), v.v[e]);
+#endif
+    }
   }
 }
 
@@ -314,43 +329,58 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     State st = State::init();
     auto tile_stats = [&](auto kM) {
       if constexpr (Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax) {
-        float t[kR][kVec];
-        float tm = kLowest;
+        // max t = c * (max v or min v, by the sign of c): the values are converted again for the exponentials
+        // rather than kept as floats (registers). Partial tiles push masked t to -FLT_MAX (2^(t - m) = 0).
+        float vmax = -__builtin_huge_valf(), vmin = __builtin_huge_valf();
 #pragma unroll
         for (int j = 0; j < kR; ++j)
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
-            t[j][e] = to_float(buf[j].v[e]) * c;
-            if constexpr (decltype(kM)::value) t[j][e] -= (1.0f - wt(kM, j, e)) * 3.40282347e38f;
-            tm = max_f32(tm, t[j][e]);
+            float v = to_float(buf[j].v[e]);
+            if constexpr (decltype(kM)::value) {  // a masked element must not widen [vmin, vmax]: use a valid one
+              const float w = wt(kM, j, e);
+              v = w * v + (1.0f - w) * to_float(buf[0].v[0]);
+            }
+            vmax = max_f32(vmax, v);
+            vmin = -max_f32(-vmin, -v);
           }
+        float tm = max_f32(vmax * c, vmin * c);
+        if constexpr (decltype(kM)::value) tm = nv[0] > 0 ? tm : kLowest;  // no valid element in this tile
         const float m = max_f32(st.v[0], tm);
         float d = 0.0f;
 #pragma unroll
         for (int j = 0; j < kR; ++j)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) d += exp2_f32(t[j][e] - m);  // 2^(-FLT_MAX - m) = 0
+          for (int e = 0; e < kVec; ++e) {
+            float tt = to_float(buf[j].v[e]) * c;
+            if constexpr (decltype(kM)::value) tt -= (1.0f - wt(kM, j, e)) * 3.40282347e38f;
+            d += exp2_f32(tt - m);  // 2^(-FLT_MAX - m) = 0
+          }
         st.v[1] = st.v[1] * exp2_f32(st.v[0] - m) + d;
         st.v[0] = m;
       } else if constexpr (Cfg::kOp == kLayerNorm) {
-        int n = 0;
-        float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
-          n += nv[j] < 0 ? 0 : nv[j];
+          float n, inv;  // valid elements of the vector, 1/n (0 when none)
+          if constexpr (decltype(kM)::value) {
+            n = static_cast<float>(nv[j] < 0 ? 0 : (nv[j] > kVec ? kVec : nv[j]));
+            inv = n > 0.0f ? rcp_f32(n) : 0.0f;
+          } else {
+            n = static_cast<float>(kVec);
+            inv = 1.0f / kVec;
+          }
+          float sum = 0.0f;
 #pragma unroll
           for (int e = 0; e < kVec; ++e) sum += wt(kM, j, e) * to_float(buf[j].v[e]);
-        }
-        const float mean = n > 0 ? sum / static_cast<float>(n) : 0.0f;
-        float m2 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kR; ++j)
+          const float mean = sum * inv;
+          float m2 = 0.0f;
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
             const float d = to_float(buf[j].v[e]) - mean;
             m2 += wt(kM, j, e) * (d * d);
           }
-        st = MomentState::combine(st, MomentState{{static_cast<float>(n), mean, m2}});
+          st = MomentState::combine(st, MomentState{{n, mean, m2}});
+        }
       } else {
         float ss = 0.0f;
 #pragma unroll

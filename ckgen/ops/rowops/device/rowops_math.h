@@ -10,9 +10,11 @@
 //   with rstd = 1 / sqrt(var + eps), var = M2 / cols (population variance, as torch) or ss / cols.
 //
 // Per-thread statistics are built one register tile at a time (rowops_forward.h): softmax keeps a running
-// (m, d), rescaling d by exp(m_old - m_new) once per tile (online softmax); layer norm takes each tile's
-// exact two-pass (n, mean, M2) over the thread's values and merges it into the running state. The merge
-// rules (combine) are commutative, so a butterfly all-reduce gives bitwise identical results in every lane.
+// (m, d), rescaling d by 2^(m_old - m_new) once per tile (online softmax); layer norm takes each vector's
+// exact two-pass (n, mean, M2) over its kVec values and merges it into the running state (Chan et al.: stable
+// whatever the data's offset, unlike sum / sum of squares; per vector rather than per tile so that only kVec
+// converted values are live at a time). The merge rules (combine) are commutative, so a butterfly all-reduce
+// gives bitwise identical results in every lane.
 #pragma once
 
 #include "ckgen/platform.h"
@@ -42,10 +44,10 @@ struct MomentState {
   float v[3];  // n (columns seen, as a float), mean, M2
   static CKGEN_DEVICE MomentState init() { return MomentState{{0.0f, 0.0f, 0.0f}}; }
   // Symmetric in a and b (weighted mean; (mb - ma)^2 == (ma - mb)^2).
+  // No branch: n == 0 gives inv = 0 and the empty state back.
   static CKGEN_DEVICE MomentState combine(const MomentState& a, const MomentState& b) {
     const float n = a.v[0] + b.v[0];
-    if (n == 0.0f) return init();
-    const float inv = 1.0f / n;
+    const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
     const float d = b.v[1] - a.v[1];
     return MomentState{{n, (a.v[0] * a.v[1] + b.v[0] * b.v[1]) * inv, a.v[2] + b.v[2] + d * d * (a.v[0] * b.v[0] * inv)}};
   }
