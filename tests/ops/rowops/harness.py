@@ -105,12 +105,16 @@ def kernel_metadata(notes: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def build_emu(names: tuple[str, ...], so: Path) -> Path:
+#: emulator builds: the AMD tail path (clamped element accesses) and the CUDA one (predicated)
+TAILS: dict[str, tuple[str, ...]] = {"clamped": (), "predicated": ("-DCKGEN_ROWOPS_PREDICATED_TAIL=1",)}
+
+
+def build_emu(names: tuple[str, ...], so: Path, tail: str = "clamped") -> Path:
     clang = shutil.which("clang++-19") or shutil.which("clang++")
     src = so.with_suffix(".cpp")
     src.write_text(all_cases_source(names, emu=True))
-    r = run([clang, "-x", "c++", "-std=c++17", "-O1", "-Wno-psabi", "-DCKGEN_PLATFORM_EMU", "-shared", "-fPIC",
-             "-pthread", *includes(), str(src), "-o", str(so)])
+    r = run([clang, "-x", "c++", "-std=c++17", "-O1", "-Wno-psabi", "-DCKGEN_PLATFORM_EMU", *TAILS[tail], "-shared",
+             "-fPIC", "-pthread", *includes(), str(src), "-o", str(so)])
     if r.returncode != 0:
         raise RuntimeError(r.stderr)
     return so

@@ -6,7 +6,8 @@ floats; int8 outputs get 0x80 = -128, a value the symmetric quantization never w
 registered with the emulator at its exact extent, so an unwritten element, a write into a row's padding or any
 access outside a tensor fails. Shapes: 1 row; 1, 7, 33, 4097, 65537 (and 262147) columns; the largest single
 tile; strides equal to cols, padded and aligned, odd (misaligned vectors: the per-element path), and different
-per tensor; a grid smaller than the row groups (grid-stride loop); in-place y = x and s = residual.
+per tensor; a grid smaller than the row groups (grid-stride loop); in-place y = x and s = residual. Every case runs twice: with the tail path of the gfx9 build (clamped element
+accesses) and with the CUDA build's (CKGEN_ROWOPS_PREDICATED_TAIL=1).
 """
 
 from __future__ import annotations
@@ -154,9 +155,12 @@ def check(info: H.Info, out: dict, v, w, b, scale: float, eps: float, inplace: b
 PARAMS = [(n, i) for n in H.CASE_NAMES for i in range(8)]
 
 
+@pytest.mark.parametrize("tail", ["clamped", "predicated"])
 @pytest.mark.parametrize("name", H.CASE_NAMES)
-def test_case_on_emulator(emu_cases, name: str) -> None:
-    """Every shape of the case (see shapes_for), each against the float64 reference."""
+def test_case_on_emulator(request, name: str, tail: str) -> None:
+    """Every shape of the case (see shapes_for), each against the float64 reference; with the AMD tail path
+    (clamped element accesses: the gfx9 code) and the CUDA one (predicated)."""
+    emu_cases = request.getfixturevalue("emu_cases" if tail == "clamped" else "emu_cases_predicated")
     info = emu_cases.info[name]
     for i, (rows, cols, mode, grid) in enumerate(shapes_for(name, info)):
         scale = (0.7, -1.3, 2.0)[i % 3]

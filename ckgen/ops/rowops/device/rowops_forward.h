@@ -67,6 +67,14 @@
 #include "ckgen/types.h"
 #include "rowops_math.h"
 
+#ifndef CKGEN_ROWOPS_PREDICATED_TAIL
+#if defined(CKGEN_PLATFORM_CUDA)
+#define CKGEN_ROWOPS_PREDICATED_TAIL 1
+#else
+#define CKGEN_ROWOPS_PREDICATED_TAIL 0
+#endif
+#endif
+
 namespace ckgen {
 namespace rowops {
 
@@ -141,14 +149,15 @@ CKGEN_DEVICE bool vec_ok(const T* base, long long stride) {
 // SGPRs): element e reads element min(e, n - 1), always inside the row, so that the elements past n REPEAT
 // element n - 1 (the "duplicate" invariant store() relies on); n <= 0 reads nothing and gives zeros.
 //
-// CUDA: predicated element accesses instead (element e at p + e, an immediate offset from one address; no
-// duplicate invariant needed, elements past n are 0): predication is free there, while the clamped indices
-// cost a 64-bit address per element in registers.
+// CKGEN_ROWOPS_PREDICATED_TAIL (default: on under CUDA, off elsewhere; the emulator tests both): predicated
+// element accesses instead (element e at p + e, an immediate offset from one address; elements past n are 0,
+// no duplicate invariant needed): predication is free on NVIDIA, where the clamped indices cost a 64-bit
+// address per element in registers.
 template <class T, int kVec>
 CKGEN_DEVICE vec<T, kVec> load(const T* p, int n, bool ok) {
   if (n >= kVec && ok) return gload(reinterpret_cast<const vec<T, kVec>*>(p));
   vec<T, kVec> r;
-#if defined(CKGEN_PLATFORM_CUDA)
+#if CKGEN_ROWOPS_PREDICATED_TAIL
 #pragma unroll
   for (int e = 0; e < kVec; ++e) r.v[e] = e < n ? gload(p + e) : zero<T>();
 #else
@@ -187,7 +196,7 @@ CKGEN_DEVICE void store(T* p, int n, bool ok, const vec<T, kVec>& v) {
   } else if (n > 0) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-#if defined(CKGEN_PLATFORM_CUDA)
+#if CKGEN_ROWOPS_PREDICATED_TAIL
       if (e < n) gstore(p + e, v.v[e]);  // predicated (see load())
 #else
       gstore(p + (e < n - 1 ? e : n - 1), v.v[e]);
