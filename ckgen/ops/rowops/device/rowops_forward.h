@@ -23,7 +23,8 @@
 // ---------------------------------------------------------------- numerics (f32 throughout)
 //   v = x, or with kResidual: s = x + residual rounded to TRes (written to s_out) and v = s (as stored,
 //   like torch's `h = x + r; norm(h)`). The op (rowops_math.h) is applied to v:
-//     softmax y = exp(scale*v - m) / d, log-softmax y = scale*v - m - log d (m = max scale*v, d = sum exp),
+//     softmax y = exp(scale*v - m) / d, log-softmax y = scale*v - m - log d (m = max scale*v, d = sum exp;
+//     evaluated in base 2: one exp2_f32 per element and pass, v_exp_f32 / ex2.approx),
 //     layer norm y = (v - mean) * rstd [* weight] [+ bias], rms norm y = v * rstd [* weight] [+ bias],
 //     rstd = 1/sqrt(var + eps), var = mean((v - mean)^2) (population) or mean(v^2).
 //   y is cast to TOut (round to nearest even). kQuantI8 (TOut = int8_t): amax = max |y| over the row
@@ -37,7 +38,9 @@
 //   kVec elements, vector j at column j * kVec * kRowThreads + t * kVec (consecutive threads read
 //   consecutive 16 bytes: coalesced). Vector accesses are used when the tensor's base and row stride keep
 //   every vector aligned (checked per tensor at run time), per-element accesses otherwise and for the
-//   vectors that straddle the end of the row; nothing outside [0, cols) of a row is touched.
+//   vectors that straddle the end of the row (detail::load / store: clamped indices on AMD, predicated under
+//   CUDA); nothing outside [0, cols) of a row is touched. Full tiles of aligned tensors take one straight run
+//   of vector loads (all in flight at once); only partial tiles pay for masks.
 //     pass 1 (forward over tiles): load the tile (x, residual; write s), update the thread's statistics;
 //     all-reduce the statistics over the row's threads (rowops_math.h states; ckgen/blocks/reduce.h:
 //       group_allreduce_state within a wave, MultiWave through LDS when kWavesPerRow > 1);
@@ -47,6 +50,8 @@
 //   global memory (s_out when kResidual, else x). kLooped == false: the body is compiled for one tile
 //   (cols <= kTileCols, checked: a trap), so the row is read once and y written once. kLooped == true: any
 //   cols; rows longer than one tile read v twice (three times with the int8 amax pass), minus one tile.
+//   Global bytes per element (single pass): sizeof(TIn) + sizeof(TOut), plus 2 * sizeof(TRes) with
+//   kResidual; weight and bias are one row for all rows (L2 / L1). bf16: 4 (8 with the residual).
 //
 // ---------------------------------------------------------------- Cfg (compile-time constants)
 //   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
