@@ -19,12 +19,14 @@
 //     all-reduce). Every thread of a group gets the group's reduction.
 //       LDS scratch: kLdsFloats = 2 * kWaves * kMaxN floats (kLdsBytes bytes), given by the caller (CKGEN_LDS),
 //         kMaxN the largest state size reduced through it.
+//       kGroupWaves is a power of two (at most the wave size).
 //       Per call: the wave all-reduce, lane 0 of each wave writes its value to half `phase` of the scratch,
-//         ONE barrier(), then every thread reads its group's kGroupWaves values and combines them in wave order
-//         (the same order in every thread). `phase` flips, so the next call writes the other half: a write of
-//         call k+2 comes after call k+1's barrier, which every thread passes only after its reads of call k.
-//         Hence consecutive calls need no other barrier; code that touches the scratch otherwise must
-//         barrier() first.
+//         ONE barrier(), then lane l reads the value of wave (l mod kGroupWaves) of its group and the lanes
+//         all-reduce those with group_allreduce_state<kGroupWaves> (same inputs in the same lane positions in
+//         every wave of the group: the same result everywhere). `phase` flips, so the next call writes the
+//         other half: a write of call k+2 comes after call k+1's barrier, which every thread passes only after
+//         its reads of call k. Hence consecutive calls need no other barrier; code that touches the scratch
+//         otherwise must barrier() first.
 //       Every thread of the workgroup must make every call (barrier), with full waves (wave-level exchanges).
 //
 // Cost per value reduced over a wave64: 6 exchanges (4 DPP, folded into the combining VALU op where LLVM can,
@@ -99,6 +101,8 @@ template <int kWaves, int kGroupWaves, int kMaxN = 1>
 struct MultiWave {
   static_assert(kWaves >= 1 && kGroupWaves >= 1 && kWaves % kGroupWaves == 0,
                 "MultiWave: kGroupWaves must divide kWaves");
+  static_assert((kGroupWaves & (kGroupWaves - 1)) == 0 && kGroupWaves <= kPlatformWaveSize,
+                "MultiWave: kGroupWaves must be a power of two, at most the wave size");
   static_assert(kMaxN >= 1, "MultiWave: kMaxN >= 1");
   static constexpr int kLdsFloats = 2 * kWaves * kMaxN;
   static constexpr int kLdsBytes = kLdsFloats * static_cast<int>(sizeof(float));
@@ -119,19 +123,15 @@ struct MultiWave {
       for (int i = 0; i < S::kN; ++i) lds_store(half + wave * kMaxN + i, s.v[i]);
     }
     barrier();
-    const float* grp = half + (wave / kGroupWaves) * kGroupWaves * kMaxN;
+    // Lane l reads the partial of wave (l mod kGroupWaves) of its group, and the lanes reduce them with a second
+    // butterfly: kN LDS reads and log2(kGroupWaves) exchange steps per lane, instead of kGroupWaves * kN reads
+    // that the compiler would hoist into as many registers.
+    const int src = (wave / kGroupWaves) * kGroupWaves + lane_id() % kGroupWaves;
     S r;
 #pragma unroll
-    for (int i = 0; i < S::kN; ++i) r.v[i] = lds_load(grp + i);
-#pragma unroll
-    for (int w = 1; w < kGroupWaves; ++w) {
-      S o;
-#pragma unroll
-      for (int i = 0; i < S::kN; ++i) o.v[i] = lds_load(grp + w * kMaxN + i);
-      r = S::combine(r, o);
-    }
+    for (int i = 0; i < S::kN; ++i) r.v[i] = lds_load(half + src * kMaxN + i);
     phase ^= 1;
-    return r;
+    return group_allreduce_state<kGroupWaves>(r);
   }
 
   template <class Op>

@@ -59,7 +59,7 @@
 //   kHasWeight, kHasBias             norms only; kResidual (any op), kQuantI8
 //   kVec                             elements per vector access (16 bytes of TIn for full speed)
 //   kWaveSize                        the platform's (64 AMD, 32 NVIDIA)
-//   kRowThreads                      threads per row: a power of two <= kWaveSize, or kWavesPerRow waves
+//   kRowThreads                      threads per row: a power of two (part of a wave, a wave, or waves)
 //   kWavesPerRow                     kRowThreads / kWaveSize, or 1 when a row takes part of one wave
 //   kRowsPerBlock, kThreads          kThreads = kRowsPerBlock * kRowThreads, a multiple of kWaveSize
 //   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
@@ -111,8 +111,7 @@ constexpr bool check_cfg() {
   static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
   static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
   static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
-  static_assert(Cfg::kRowThreads < W ? (Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0 : Cfg::kRowThreads % W == 0,
-                "kRowThreads: a power of two below kWaveSize or a multiple of kWaveSize");
+  static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
   static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),
                 "kWavesPerRow != kRowThreads / kWaveSize (1 when a row takes part of a wave)");
   static_assert(Cfg::kRowsPerBlock >= 1 && Cfg::kThreads == Cfg::kRowsPerBlock * Cfg::kRowThreads,
