@@ -125,8 +125,31 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
-// 2^x and log2(x): the bare v_exp_f32 / v_log_f32 (about 1 ulp; denormal results flush to 0; exp2(-inf) = 0).
-CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }
-CKGEN_DEVICE float log2_f32(float x) { return __builtin_amdgcn_logf(x); }
+CKGEN_DEVICE float log_f32(float x) { return __builtin_logf(x); }       // v_log_f32 (scaled by ln 2)
+CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }  // one v_exp_f32 (2^x, 1 ulp)
+CKGEN_DEVICE float log2_f32(float x) { return __builtin_amdgcn_logf(x); }   // one v_log_f32 (log2 x)
+CKGEN_DEVICE float rsqrt_f32(float x) { return __builtin_amdgcn_rsqf(x); }  // v_rsq_f32 (1 ulp)
+CKGEN_DEVICE float rcp_f32(float x) { return __builtin_amdgcn_rcpf(x); }    // v_rcp_f32 (1 ulp)
+CKGEN_DEVICE float max_f32(float a, float b) { return __builtin_fmaxf(a, b); }
+
+// A pointer to global memory, kept per lane (a VGPR pair) and opaque to the optimizer: offsets added to it
+// later are not re-associated into one uniform (SGPR) base per offset, which on kernels with many tensors and
+// unrolled vectors ran out of SGPRs. The address space stays global (the asm sees an address_space(1)
+// pointer), so accesses stay global_load/store. The emu and CUDA platforms return p.
+template <class T>
+CKGEN_DEVICE T* per_lane(T* p) {
+  __attribute__((address_space(1))) T* g = (__attribute__((address_space(1))) T*)p;
+  __asm__("" : "+v"(g));
+  return (T*)g;
+}
+
+// A violated device-side precondition: abort the dispatch (s_trap 2). `why` is for the emulator's report.
+CKGEN_DEVICE void trap(const char* why) {
+  (void)why;
+  __builtin_trap();
+}
 
 }  // namespace ckgen
+
+// Cross-lane exchanges: shfl_xor, reduce_swap, readlane (DPP, ds_swizzle, ds_bpermute, v_readlane).
+#include "ckgen/xlane_amd.h"

@@ -57,17 +57,64 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
 
 CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
-// 2^x and log2(x): one MUFU op each (ex2.approx / lg2.approx, flush-to-zero; exp2(-inf) = 0).
-CKGEN_DEVICE float exp2_f32(float x) {
+CKGEN_DEVICE float log_f32(float x) { return __logf(x); }       // lg2.approx scaled by ln 2
+CKGEN_DEVICE float exp2_f32(float x) {                          // one MUFU.EX2 (ex2.approx.ftz.f32)
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-CKGEN_DEVICE float log2_f32(float x) {
+CKGEN_DEVICE float log2_f32(float x) {                          // one MUFU.LG2 (lg2.approx.ftz.f32)
   float y;
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+CKGEN_DEVICE float rsqrt_f32(float x) { return rsqrtf(x); }     // rsqrt.approx (MUFU.RSQ)
+CKGEN_DEVICE float rcp_f32(float x) {                           // one MUFU.RCP (rcp.approx.ftz.f32, ~1 ulp)
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+CKGEN_DEVICE float max_f32(float a, float b) { return fmaxf(a, b); }
+
+// per_lane(p): an optimizer hint on AMD (keep a global pointer in VGPRs); p itself here.
+template <class T>
+CKGEN_DEVICE T* per_lane(T* p) { return p; }
+
+// A violated device-side precondition: abort the kernel (the launch reports cudaErrorLaunchFailure).
+CKGEN_DEVICE void trap(const char* why) {
+  (void)why;
+  __trap();
+}
+
+// ---------------------------------------------------------------- cross-lane exchanges (warp of 32)
+// The names of ckgen/xlane_amd.h (contract there), on warp shuffles. Every lane of the warp must call them
+// together (full mask).
+template <int kMask>
+CKGEN_DEVICE int shfl_xor(int v) {
+  static_assert(kMask >= 1 && kMask < 32, "shfl_xor<kMask>: 1 <= kMask < 32 (warp of 32)");
+  return __shfl_xor_sync(0xffffffffu, v, kMask);
+}
+template <int kMask>
+CKGEN_DEVICE float shfl_xor(float v) {
+  static_assert(kMask >= 1 && kMask < 32, "shfl_xor<kMask>: 1 <= kMask < 32 (warp of 32)");
+  return __shfl_xor_sync(0xffffffffu, v, kMask);
+}
+CKGEN_DEVICE int shfl_xor(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask & 31); }
+CKGEN_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask & 31); }
+template <int kHalf>
+CKGEN_DEVICE int reduce_swap(int v) {
+  static_assert(kHalf == 1 || kHalf == 2 || kHalf == 4 || kHalf == 8 || kHalf == 16,
+                "reduce_swap<kHalf>: kHalf is a power of two below the warp size (32)");
+  return __shfl_xor_sync(0xffffffffu, v, kHalf);
+}
+template <int kHalf>
+CKGEN_DEVICE float reduce_swap(float v) {
+  static_assert(kHalf == 1 || kHalf == 2 || kHalf == 4 || kHalf == 8 || kHalf == 16,
+                "reduce_swap<kHalf>: kHalf is a power of two below the warp size (32)");
+  return __shfl_xor_sync(0xffffffffu, v, kHalf);
+}
+CKGEN_DEVICE int readlane(int v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
+CKGEN_DEVICE float readlane(float v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 // One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
 // dominated by the exp + reciprocal of the portable formula (ckgen/blocks/epilogue.h), which this replaces here.
 #define CKGEN_HAS_TANH_F32 1

@@ -23,6 +23,7 @@
 #include "ckgen/types.h"
 #include "ckgen/emu/runtime.h"
 #include "ckgen/emu/mfma.h"
+#include "ckgen/emu/xlane.h"
 
 #define CKGEN_GLOBAL extern "C"
 #define CKGEN_DEVICE inline
@@ -89,11 +90,41 @@ inline void lds_store(T* p, T v) {
 }
 
 inline float exp_f32(float x) { return expf(x); }
+inline float log_f32(float x) { return logf(x); }
 inline float exp2_f32(float x) { return exp2f(x); }
 inline float log2_f32(float x) { return log2f(x); }
+inline float rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
+inline float rcp_f32(float x) { return 1.0f / x; }
+inline float max_f32(float a, float b) { return fmaxf(a, b); }
+
+// per_lane(p): an optimizer hint on AMD (keep a global pointer in VGPRs); p itself here.
+template <class T>
+inline T* per_lane(T* p) { return p; }
+
+// A violated device-side precondition: an emulation fault with `why` (AMD: s_trap, CUDA: __trap()).
+inline void trap(const char* why) { emu::fault("device trap: %s", why); }
 
 }  // namespace ckgen
 
 // Wave-level builtins the AMD platform layer or kernels may use.
 inline int __builtin_amdgcn_readfirstlane(int v) { return ::ckgen::emu::readfirstlane(v); }
 inline int __builtin_amdgcn_ds_bpermute(int addr, int v) { return ::ckgen::emu::bpermute(addr, v); }
+// Cross-lane moves (semantics and the emulated controls: ckgen/emu/xlane.h).
+inline int __builtin_amdgcn_update_dpp(int old, int src, int dpp_ctrl, int row_mask, int bank_mask, bool bound_ctrl) {
+  return static_cast<int>(::ckgen::emu::dpp_move("__builtin_amdgcn_update_dpp", true, static_cast<uint32_t>(old),
+                                                 static_cast<uint32_t>(src), dpp_ctrl, row_mask, bank_mask,
+                                                 bound_ctrl));
+}
+inline int __builtin_amdgcn_mov_dpp(int src, int dpp_ctrl, int row_mask, int bank_mask, bool bound_ctrl) {
+  return static_cast<int>(::ckgen::emu::dpp_move("__builtin_amdgcn_mov_dpp", false, 0u, static_cast<uint32_t>(src),
+                                                 dpp_ctrl, row_mask, bank_mask, bound_ctrl));
+}
+inline int __builtin_amdgcn_ds_swizzle(int src, int offset) {
+  return static_cast<int>(::ckgen::emu::swizzle(static_cast<uint32_t>(src), offset));
+}
+inline int __builtin_amdgcn_readlane(int v, int lane) {
+  return static_cast<int>(::ckgen::emu::readlane(static_cast<uint32_t>(v), lane));
+}
+
+// The cross-lane API (shfl_xor, reduce_swap, readlane): the AMD source, on the builtins above.
+#include "ckgen/xlane_amd.h"

@@ -1,0 +1,44 @@
+#!/bin/bash
+# bench/rowops_device_check.sh [check|bench|all]: the row ops' GPU run (from the repository root, on the
+# NVIDIA machine). Uses bench/_build/librowops.so (built here by `bench/rowops_device_check.sh build` with
+# nvcc, then carried); rebuilds it when nvcc is present and the library is missing or older than its sources.
+#   check: device facts, every configuration on edge shapes vs float64 (bench/rowops_bench.py --check), then
+#          compute-sanitizer memcheck of the quick check (out-of-bounds accesses)
+#   bench: the issue's shapes vs device copy, torch eager and torch.compile (bench/rowops_bench.py --bench)
+#   all:   check then bench
+# Output: $OUT (default /tmp/rowops_out): smi.txt, ptxas.txt, check.txt/json, memcheck.txt, bench.txt/json.
+set -u
+STAGE=${1:-all}
+OUT=${OUT:-/tmp/rowops_out}
+mkdir -p "$OUT"
+LIB=bench/_build/librowops.so
+SRCS="bench/rowops_kernels.cu bench/rowops_configs.h ckgen/ops/rowops/device/*.h ckgen/include/ckgen/*.h ckgen/include/ckgen/blocks/reduce.h"
+build() {
+  mkdir -p bench/_build
+  nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC,-fvisibility=hidden --expt-relaxed-constexpr --prec-div=false \
+    -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Ickgen/include -Ickgen/ops/rowops/device \
+    bench/rowops_kernels.cu -o $LIB 2> bench/_build/librowops.ptxas.txt
+  local rc=$?
+  grep -E "error" bench/_build/librowops.ptxas.txt | head
+  echo "nvcc rc $rc; spills:"; grep -B2 "spill" bench/_build/librowops.ptxas.txt | grep -E "Compiling|[1-9][0-9]* bytes spill" | grep -B1 -E "[1-9][0-9]* bytes spill" || echo "  none"
+  return $rc
+}
+stale=0
+if [ ! -f $LIB ]; then stale=1; else for f in $SRCS; do [ "$f" -nt $LIB ] && stale=1; done; fi
+if [ "$STAGE" = build ] || { [ $stale = 1 ] && command -v nvcc >/dev/null; }; then build || exit 1; fi
+[ "$STAGE" = build ] && exit 0
+[ -f $LIB ] || { echo "no $LIB and no nvcc"; exit 1; }
+cp bench/_build/librowops.ptxas.txt "$OUT/ptxas.txt" 2>/dev/null
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv,noheader | tee "$OUT/smi.txt"
+if [ "$STAGE" = check ] || [ "$STAGE" = all ]; then
+  python3 bench/rowops_bench.py --lib $LIB --check --json "$OUT/check.json" > "$OUT/check.txt" 2>&1
+  echo "check rc $?"; tail -3 "$OUT/check.txt"; grep FAIL "$OUT/check.txt" | head -20
+  timeout 300 compute-sanitizer --tool memcheck --leak-check no python3 bench/rowops_bench.py --lib $LIB --check --quick \
+    > "$OUT/memcheck.txt" 2>&1
+  echo "memcheck rc $?"; grep -E "ERROR SUMMARY|configurations pass" "$OUT/memcheck.txt" | tail -2
+fi
+if [ "$STAGE" = bench ] || [ "$STAGE" = all ]; then
+  timeout 540 python3 bench/rowops_bench.py --lib $LIB --bench --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
+  echo "bench rc $?"; grep -vE "^      " "$OUT/bench.txt" | tail -24
+fi

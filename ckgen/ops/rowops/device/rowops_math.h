@@ -1,0 +1,121 @@
+// rowops_math.h (ckgen/ops/rowops/device): the per-row statistics of the row ops and their merge rules,
+// shared by rowops_forward.h. All arithmetic is f32.
+//
+//   op           statistics per row (state reduced across the row's threads)   row scalars      y(v)
+//   kSoftmax     t = v*c, c = scale*log2(e); (m, d): m = max t,               m, inv_d = 1/d   2^(t - m) * inv_d
+//                d = sum 2^(t - m)   (base 2: one v_exp_f32 / ex2.approx per element)
+//   kLogSoftmax  the same                                                     l = m + log2 d   (t - l) * ln 2
+//   kLayerNorm   (n, mean, M2) (Chan et al.; M2 = sum (v - mean)^2)           mean, rstd       (v - mean) * rstd [* w] [+ b]
+//   kRmsNorm     ss = sum v^2                                                 rstd             v * rstd [* w] [+ b]
+//   with rstd = 1 / sqrt(var + eps), var = M2 / cols (population variance, as torch) or ss / cols.
+//
+// Per-thread statistics are built one register tile at a time (rowops_forward.h): softmax keeps a running
+// (m, d), rescaling d by 2^(m_old - m_new) once per tile (online softmax); layer norm takes each vector's
+// exact two-pass (n, mean, M2) over its kVec values and merges it into the running state (Chan et al.: stable
+// whatever the data's offset, unlike sum / sum of squares; per vector rather than per tile so that only kVec
+// converted values are live at a time). The merge rules (combine) are commutative, so a butterfly all-reduce
+// gives bitwise identical results in every lane.
+#pragma once
+
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace rowops {
+
+enum : int { kSoftmax = 0, kLogSoftmax = 1, kLayerNorm = 2, kRmsNorm = 3 };
+
+// Start value of softmax's running max: finite, so that exp(kLowest - m) of a thread that saw no column is 0
+// or 1 * (d == 0), never exp(-inf + inf).
+constexpr float kLowest = -3.40282347e38f;
+
+struct SoftmaxState {
+  static constexpr int kN = 2;
+  float v[2];  // m (running max of t), d (sum of 2^(t - m))
+  static CKGEN_DEVICE SoftmaxState init() { return SoftmaxState{{kLowest, 0.0f}}; }
+  static CKGEN_DEVICE SoftmaxState combine(const SoftmaxState& a, const SoftmaxState& b) {
+    const float m = max_f32(a.v[0], b.v[0]);
+    return SoftmaxState{{m, a.v[1] * exp2_f32(a.v[0] - m) + b.v[1] * exp2_f32(b.v[0] - m)}};
+  }
+};
+
+struct MomentState {
+  static constexpr int kN = 3;
+  float v[3];  // n (columns seen, as a float), mean, M2
+  static CKGEN_DEVICE MomentState init() { return MomentState{{0.0f, 0.0f, 0.0f}}; }
+  // Symmetric in a and b (weighted mean; (mb - ma)^2 == (ma - mb)^2).
+  // No branch: n == 0 gives inv = 0 and the empty state back.
+  static CKGEN_DEVICE MomentState combine(const MomentState& a, const MomentState& b) {
+    const float n = a.v[0] + b.v[0];
+    const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
+    const float d = b.v[1] - a.v[1];
+    return MomentState{{n, (a.v[0] * a.v[1] + b.v[0] * b.v[1]) * inv, a.v[2] + b.v[2] + d * d * (a.v[0] * b.v[0] * inv)}};
+  }
+};
+
+struct SumState {
+  static constexpr int kN = 1;
+  float v[1];  // sum of v^2
+  static CKGEN_DEVICE SumState init() { return SumState{{0.0f}}; }
+  static CKGEN_DEVICE SumState combine(const SumState& a, const SumState& b) { return SumState{{a.v[0] + b.v[0]}}; }
+};
+
+template <int kOp>
+struct StateOf;
+template <>
+struct StateOf<kSoftmax> {
+  using type = SoftmaxState;
+};
+template <>
+struct StateOf<kLogSoftmax> {
+  using type = SoftmaxState;
+};
+template <>
+struct StateOf<kLayerNorm> {
+  using type = MomentState;
+};
+template <>
+struct StateOf<kRmsNorm> {
+  using type = SumState;
+};
+
+// The two per-row scalars y(v) needs, from the row's reduced state.
+struct RowScalars {
+  float a;  // softmax: m; log-softmax: m + log2 d; layer norm: mean; rms norm: unused (0)
+  float b;  // softmax: 1/d; log-softmax: unused; norms: rstd
+};
+
+template <int kOp, class S>
+CKGEN_DEVICE RowScalars finish(const S& s, int cols, float eps) {
+  if constexpr (kOp == kSoftmax) {
+    return RowScalars{s.v[0], 1.0f / s.v[1]};
+  } else if constexpr (kOp == kLogSoftmax) {
+    return RowScalars{s.v[0] + log2_f32(s.v[1]), 0.0f};
+  } else if constexpr (kOp == kLayerNorm) {
+    return RowScalars{s.v[1], rsqrt_f32(s.v[2] / static_cast<float>(cols) + eps)};
+  } else {
+    return RowScalars{0.0f, rsqrt_f32(s.v[0] / static_cast<float>(cols) + eps)};
+  }
+}
+
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+
+// y of one element (f32) before the cast / quantization; c = scale * log2(e) (softmax, log-softmax).
+template <int kOp, bool kWeight, bool kBias>
+CKGEN_DEVICE float apply(float v, const RowScalars& r, float c, float w, float b) {
+  float y;
+  if constexpr (kOp == kSoftmax) {
+    y = exp2_f32(v * c - r.a) * r.b;
+  } else if constexpr (kOp == kLogSoftmax) {
+    y = (v * c - r.a) * kLn2;
+  } else {
+    y = (kOp == kLayerNorm ? v - r.a : v) * r.b;
+    if constexpr (kWeight) y *= w;
+    if constexpr (kBias) y += b;
+  }
+  return y;
+}
+
+}  // namespace rowops
+}  // namespace ckgen

@@ -1,0 +1,23 @@
+// softmax, f32: two waves per row (LDS reduction), looped over tiles (online softmax).
+#include "rowops_forward.h"
+
+struct softmax_f32_looped_cfg {
+  using TIn = float; using TRes = float; using TW = float; using TOut = float;
+  static constexpr int kOp = ckgen::rowops::kSoftmax;
+  static constexpr bool kHasWeight = false, kHasBias = false, kResidual = false, kQuantI8 = false;
+  static constexpr int kVec = 4;
+  static constexpr int kWaveSize = ckgen::kPlatformWaveSize;
+  static constexpr int kRowThreads = 2 * kWaveSize, kWavesPerRow = 2;
+  static constexpr int kRowsPerBlock = 1, kThreads = kRowsPerBlock * kRowThreads;
+  static constexpr int kRegVecs = 2, kTileCols = kRegVecs * kVec * kRowThreads;
+  static constexpr bool kLooped = true;
+  static constexpr int kLdsBytes = kWavesPerRow > 1 ? 2 * (kThreads / kWaveSize) * 2 * 4 : 0;  // state of 2 float(s)
+};
+
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(softmax_f32_looped_cfg::kThreads) void softmax_f32_looped(
+    const softmax_f32_looped_cfg::TIn* x, const softmax_f32_looped_cfg::TRes* residual, const softmax_f32_looped_cfg::TW* weight,
+    const softmax_f32_looped_cfg::TW* bias, softmax_f32_looped_cfg::TOut* y, softmax_f32_looped_cfg::TRes* s_out, float* y_scale, int rows,
+    int cols, long long stride_x, long long stride_res, long long stride_y, long long stride_s, float scale, float eps) {
+  ckgen::rowops_forward<softmax_f32_looped_cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x,
+                               stride_res, stride_y, stride_s, scale, eps);
+}
