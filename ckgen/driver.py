@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,19 @@ from ckgen.lower import plan_all
 
 
 def parse_arches(text: str | None) -> tuple[str, ...]:
-    """``gfx942,gfx90a`` → ("gfx942", "gfx90a"); None or empty → ()."""
+    """``gfx942,gfx90a`` → ("gfx942", "gfx90a"); None or empty → (). Unknown names are a CkgenError."""
+    from ckgen.targets import TARGETS
+
     if not text:
         return ()
-    return tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
+    arches = tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
+    unknown = [a for a in arches if a not in TARGETS]
+    if unknown:
+        from ckgen.frontend.values import did_you_mean
+
+        raise CkgenError(f"--arch {','.join(unknown)}: unknown target",
+                         hint=f"{did_you_mean(unknown[0], TARGETS)}targets: {', '.join(sorted(TARGETS))}")
+    return arches
 
 
 def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, list[KernelSpec]]:
@@ -36,6 +46,12 @@ def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, lis
     errors: list[CkgenError] = []
     for path in paths:
         stem = Path(path).stem
+        problem = stem_problem(stem)
+        if problem:
+            from ckgen.frontend.source import shown
+
+            errors.append(CkgenError(f"{shown(path)}: {problem}", hint="rename the file, e.g. my_kernels.ck"))
+            continue
         if stem in out:
             errors.append(CkgenError(f"two input files have the stem '{stem}'; their libraries would collide"))
             continue
@@ -57,6 +73,18 @@ def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, lis
     return out
 
 
+#: a library stem: lib<stem>.so, <stem>.h, a header guard and a CMake target name are made from it
+_STEM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+def stem_problem(stem: str) -> str | None:
+    """Why the file stem ``stem`` cannot name a library (lib<stem>.so, <stem>.h), or None."""
+    if not _STEM.fullmatch(stem):
+        return (f"the library is named after the file ({stem!r}), so its name must be letters, digits, '_', '.', "
+                "'+' or '-' (not starting with '.', '+' or '-'), at most 200 characters")
+    return None
+
+
 def _raise(errors: list[CkgenError]) -> None:
     if errors:
         raise errors[0] if len(errors) == 1 else ErrorList(errors)
@@ -74,6 +102,23 @@ def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = ()) -> di
         except CkgenError as exc:
             errors.append(exc)
     _raise(errors)
+    for ps in out.values():
+        errors.extend(_entry_clashes(ps))
+    _raise(errors)
+    return out
+
+
+def _entry_clashes(plans: list[KernelPlan]) -> list[CkgenError]:
+    """A kernel's extra device entries (e.g. ``<kernel>_tma``) must not take another kernel's name."""
+    kernels = {p.name: p for p in plans}
+    pairs = dict.fromkeys((e.name, p.name, p.arch) for p in plans for e in p.entries[1:] if e.name in kernels)
+    seen: set[tuple[str, str]] = set()
+    out: list[CkgenError] = []
+    for entry, owner, arch in pairs:
+        if (entry, owner) not in seen:
+            seen.add((entry, owner))
+            out.append(CkgenError(f"kernel '{entry}' has the name of an extra entry point of kernel '{owner}' "
+                                  f"(on {arch})", kernels[entry].spec.span("kernel"), "rename one of them"))
     return out
 
 

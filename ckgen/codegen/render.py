@@ -58,7 +58,7 @@ def render_kernel(plan: KernelPlan) -> str:
     view = op.kernel_view(plan)
     params = [f"{a.device_ctype} {a.name}" for a in plan.abi.args]
     return _env().get_template(op.kernel_template).render(
-        version=__version__, source=plan.spec.source, name=plan.name, op=plan.op, arch=plan.arch,
+        version=__version__, source=plan.spec.source_name, name=plan.name, op=plan.op, arch=plan.arch,
         summary=summary(plan), threads=plan.threads, params=params, arg_names=[a.name for a in plan.abi.args],
         **view)
 
@@ -111,7 +111,8 @@ def unique_plans(plans: list[KernelPlan]) -> list[KernelPlan]:
 
 
 def c_identifier(text: str) -> str:
-    out = "".join(ch.upper() if ch.isalnum() else "_" for ch in text)
+    """``text`` as an upper-case C identifier of ASCII letters, digits and '_' (a header guard's middle)."""
+    out = "".join(ch.upper() if ch.isascii() and ch.isalnum() else "_" for ch in text)
     return out if out and not out[0].isdigit() else "_" + out
 
 
@@ -119,7 +120,7 @@ def render_header(stem: str, plans: list[KernelPlan]) -> str:
     kernels = unique_plans(plans)
     return _env().get_template("header.h.j2").render(
         version=__version__, stem=stem, guard=c_identifier(stem),
-        sources=sorted({p.spec.source for p in kernels}), arches=sorted({p.arch for p in plans}),
+        sources=sorted({p.spec.source_name for p in kernels}), arches=sorted({p.arch for p in plans}),
         kernels=[{"name": p.name, "op": p.op, "summary": summary(p), "doc": p.abi.doc,
                   "arg_docs": [f"{a.name}: {a.doc}" for a in p.abi.args if a.doc],
                   "prototype": p.abi.prototype(f"ckgen_{p.name}")} for p in kernels],
