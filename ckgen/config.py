@@ -11,6 +11,9 @@ looking at ``os.environ``. Variables:
 - ``CKGEN_JOBS``: default parallel compile jobs (default: CPU count).
 - ``CKGEN_NO_CACHE``: set to 1 to bypass the cache (still writes results).
 
+Besides the environment, :func:`available_memory` reads how much memory this process may still take
+(``/proc/meminfo`` and the cgroup's limit): ``ckgen run`` checks its arrays against it.
+
 Read outside Python: ``CKGEN_HIP_LIBRARY`` is read only in C, by generated AMD host libraries
 (``ckgen/include/ckgen/host_runtime.h``): when set, they dlopen() exactly that path instead of
 libamdhip64.so / .so.6 / .so.5.
@@ -63,3 +66,34 @@ def reload() -> Settings:
     """Re-read the environment (tests that change variables call this)."""
     settings.cache_clear()
     return settings()
+
+
+def _read_int(path: str, key: str | None = None) -> int | None:
+    """An integer from a /proc or /sys file: the whole file, or the ``key:`` line (in kB, returned in bytes)."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    if key is None:
+        value = text.strip()
+        return int(value) if value.isdigit() else None
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name == key and rest.split() and rest.split()[0].isdigit():
+            return int(rest.split()[0]) * 1024
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate: the system's MemAvailable, lowered by the cgroup (v2 or
+    v1) memory limit when there is one. None when neither can be read (not Linux)."""
+    free = _read_int("/proc/meminfo", "MemAvailable")
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, used = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and used is not None and limit < 1 << 60:
+            room = max(limit - used, 0)
+            free = room if free is None else min(free, room)
+            break
+    return free

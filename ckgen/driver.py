@@ -8,7 +8,6 @@ Stages (docs/design.md): ``load`` (frontend) → ``plan`` (lower) → ``generate
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from ckgen import __version__
 from ckgen.codegen import manifest_kernels, render_header, render_kernel, render_launchers
 from ckgen.codegen.render import MANIFEST_SCHEMA_VERSION
 from ckgen.errors import CkgenError, ErrorList
+from ckgen.files import atomic_write, output_dir, shown
 from ckgen.frontend import load_file
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
@@ -48,8 +48,6 @@ def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, lis
         stem = Path(path).stem
         problem = stem_problem(stem)
         if problem:
-            from ckgen.frontend.source import shown
-
             errors.append(CkgenError(f"{shown(path)}: {problem}", hint="rename the file, e.g. my_kernels.ck"))
             continue
         if stem in out:
@@ -132,20 +130,6 @@ def select(plans: list[KernelPlan], kernel: str | None) -> list[KernelPlan]:
     return chosen
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``path`` through a temp file in the same directory and ``os.replace``: never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass(frozen=True)
 class Library:
     stem: str
@@ -157,8 +141,8 @@ class Library:
 
 def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int) -> list[Library]:
     """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``."""
+    out_dir = output_dir(out_dir)  # before anything is built: a bad -o fails at once
     plans = plan(load(paths, arches), arches)
-    out_dir.mkdir(parents=True, exist_ok=True)
     libs = []
     for stem, ps in plans.items():
         header = out_dir / f"{stem}.h"
@@ -169,7 +153,7 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
             lib_stem = stem if plat == "amd" or len(groups) == 1 else f"{stem}_cuda"
             library, resources = _BUILDERS[plat](lib_stem, group, out_dir, jobs)
             libs.append(Library(stem, library, header, tuple(group), resources))
-        write_atomic(header, render_header(stem, ps))
+        atomic_write(header, render_header(stem, ps))
     manifest = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "ckgen_version": __version__,
@@ -178,7 +162,7 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
         "kernels": [dict(k, library=lib.library.name, header=lib.header.name)
                     for lib in libs for k in manifest_kernels(list(lib.plans), lib.resources)],
     }
-    write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return libs
 
 
@@ -227,26 +211,34 @@ def report(path: str | Path, arches: tuple[str, ...], jobs: int):
     return reports, (nvidia.format_table if platforms == ["cuda"] else amd_report.format_table)
 
 
-def emit(path: str | Path, arch: str, kernel: str | None = None, stage: str = "hip") -> str:
-    """``ckgen emit``: one stage's output for the file's kernels on ``arch``.
+def emit(path: str | Path, arches: tuple[str, ...] | str = (), kernel: str | None = None, stage: str = "hip") -> str:
+    """``ckgen emit``: one stage's output for the file's kernels on ``arches`` (default: the targets the spec
+    names; a string is parsed as ``--arch`` is).
 
     stage ``spec``: the frontend's KernelSpecs (JSON); ``ir``: the KernelPlans (JSON);
-    ``hip``: the device source of each kernel; ``host``: the AMD host entry points; ``header``: the C header.
+    ``hip``: the device source of each kernel; ``host``: the host entry points; ``header``: the C header.
     """
+    if isinstance(arches, str):
+        arches = parse_arches(arches)
     stem = Path(path).stem
-    specs = load([path], (arch,))
+    specs = load([path], arches)
     if stage == "spec":
         chosen = [s for s in specs[stem] if kernel is None or s.name == kernel]
         if not chosen:
             raise CkgenError(f"no kernel named '{kernel}'", hint="kernels: " + ", ".join(s.name for s in specs[stem]))
         return json.dumps([s.to_json() for s in chosen], indent=2) + "\n"
-    plans = select(plan(specs, (arch,))[stem], kernel)
+    plans = select(plan(specs, arches)[stem], kernel)
     if stage == "ir":
         return json.dumps([p.to_json() for p in plans], indent=2) + "\n"
     if stage == "hip":
         return "\n".join(render_kernel(p) for p in plans)
     if stage == "host":
-        return render_launchers(stem, plans, "amd")
+        platforms = sorted({p.target.platform for p in plans})
+        if len(platforms) > 1:
+            raise CkgenError("--stage host: AMD and NVIDIA targets have different host entries; emit them "
+                             "with one --arch each")
+        kernel_files = [f"{p.name}.cu" for p in plans] if platforms == ["cuda"] else None
+        return render_launchers(stem, plans, platforms[0], kernel_files)
     if stage == "header":
         return render_header(stem, plans)
     raise CkgenError(f"unknown stage '{stage}'", hint="stages: spec, ir, hip, host, header")

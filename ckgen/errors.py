@@ -8,7 +8,9 @@ Every failure a user can cause is a :class:`CkgenError`. Errors carry an optiona
                ^^^^^^^^^^
     note: hint
 
-The CLI prints ``err.render()`` and exits 2; it never shows a traceback for a CkgenError.
+The CLI prints ``err.render()`` and exits with the error's ``exit_code``: 2 for bad input (the default), 4 for
+an environment problem (:class:`EnvironmentProblem`: a missing or broken tool, an unusable cache). It never
+shows a traceback for a CkgenError.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class CkgenError(Exception):
     """Base class. ``message`` is one sentence; ``hint`` says what would be legal."""
 
     kind = "error"
+    #: the ``ckgen`` command's exit status for this error (docs/reference.md, "Exit codes")
+    exit_code = 2
 
     def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
         super().__init__(message)
@@ -128,8 +132,22 @@ class ValidationError(CkgenError):
         self.arch = arch
 
 
-class ToolchainError(CkgenError):
+class EnvironmentProblem(CkgenError):
+    """The machine, not the input, is the problem: a tool, the cache, memory (exit code 4)."""
+
+    exit_code = 4
+
+
+class ToolchainError(EnvironmentProblem):
     """A required compiler or tool was not found or does not work."""
+
+
+class CacheError(EnvironmentProblem):
+    """The build cache cannot be used (``CKGEN_CACHE_DIR`` is a file, ...)."""
+
+
+class OutputError(CkgenError):
+    """An output path cannot be written (``-o`` is a file, a directory is not writable ...)."""
 
 
 class BuildError(CkgenError):
@@ -158,6 +176,7 @@ class ErrorList(CkgenError):
     def __init__(self, errors: list[CkgenError]):
         super().__init__(f"{len(errors)} error(s)")
         self.errors = errors
+        self.exit_code = max(e.exit_code for e in errors) if errors else 2
 
     def render(self) -> str:
         return "\n".join(e.render() for e in self.errors)

@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 from ckgen.errors import CkgenError
+from ckgen.files import shown
 
 #: largest spec file read (a .ck file is a few KiB)
 MAX_SPEC_BYTES = 16 << 20
@@ -18,12 +19,6 @@ _MAGIC = ((b"\x7fELF", "an ELF object or executable"), (b"\x1f\x8b", "a gzip arc
           (b"BC\xc0\xde", "LLVM bitcode"), (b"!<arch>", "an ar archive"),
           (b"\xff\xfe", "UTF-16 text (save it as UTF-8)"), (b"\xfe\xff", "UTF-16 text (save it as UTF-8)"))
 _BOM = b"\xef\xbb\xbf"
-
-
-def shown(path: str | Path) -> str:
-    """``path`` as text for a message: as is when printable, else Python-quoted (no raw newlines)."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)
 
 
 def _not_text(data: bytes) -> str | None:
