@@ -20,8 +20,9 @@ import jinja2
 
 from ckgen import __version__
 from ckgen.codegen.escape import c_string, comment
-from ckgen.ir.abi import ArgKind
-from ckgen.ir.plan import KernelPlan
+from ckgen.ir import plan as ir_plan
+from ckgen.ir.abi import INT32_MAX, ArgKind
+from ckgen.ir.plan import KernelPlan, split_axes
 from ckgen.ops import get_op
 from ckgen.resources import INCLUDE_DIR, OPS_DIR, TEMPLATE_DIR
 
@@ -73,8 +74,27 @@ def _grid(g) -> str:
     return g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
 
 
+def _split_args(plan: KernelPlan, size: str) -> list[str]:
+    """The host entry's arguments for a sub-problem ``off_ .. off_ + part_`` along ``size``."""
+    out = []
+    for a in plan.abi.args:
+        if a.name == size:
+            out.append("part_")
+        elif a.is_tensor and size in a.dims:
+            stride = a.strides[a.dims.index(size)]
+            step = "off_" if stride == 1 else f"off_ * {stride}"
+            out.append(f"ckgen_advance({a.name}, {step}, {a.dtype.bytes})")
+        else:
+            out.append(a.name)
+    return out
+
+
 def launcher_view(plan: KernelPlan) -> dict:
     abi, launch = plan.abi, plan.launch
+    limits = ir_plan.GRID_LIMITS
+    splits = [{"axis": "xyz"[axis], "size": g.size, "per": g.per, "limit": limits[axis],
+               "args": _split_args(plan, g.size)} for axis, g in split_axes(launch)
+              if limits[axis] * g.per < INT32_MAX]  # sizes are at most INT32_MAX: no other dim can be too large
     return {
         "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
         "sizes": [a.name for a in abi.sizes],
@@ -83,7 +103,7 @@ def launcher_view(plan: KernelPlan) -> dict:
         "empty_if": list(abi.empty_if), "grid": [_grid(g) for g in launch.grid],
         "locals": [(a.device_ctype, a.name) for a in abi.args],
         "device_args": [f"{a.name}_" for a in abi.args], "threads": launch.threads,
-        "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch,
+        "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch, "splits": splits, "limits": list(limits),
     }
 
 

@@ -383,12 +383,17 @@ class HipKernel:
 
     def launch_raw(self, values: list[Any], sizes: dict[str, int], stream: Any = None) -> None:
         """Launch the device entry with one value per ABI argument (tensors as device addresses), which the
-        caller has checked; the grid is the plan's, at ``sizes``."""
+        caller has checked; the grid is the plan's, at ``sizes`` (as consecutive sub-problems when it is over the
+        launch limits: :func:`ckgen.ir.plan.split_launch`)."""
+        from ckgen.ir.plan import split_launch
+
         if any(sizes[s] == 0 for s in self.plan.abi.empty_if):
             return
-        args = [_DEVICE_CTYPES[a.kind.value](v) for a, v in zip(self.plan.abi.args, values, strict=True)]
-        self.module.launch(self.name, self.plan.launch.grid_counts(sizes), self.plan.threads, args, stream=stream,
-                           lds_bytes=self.plan.launch.lds_bytes)
+        abi = self.plan.abi
+        for sub in split_launch(abi, self.plan.launch, {a.name: v for a, v in zip(abi.args, values, strict=True)}):
+            args = [_DEVICE_CTYPES[a.kind.value](sub[a.name]) for a in abi.args]
+            self.module.launch(self.name, self.plan.launch.grid_counts(sub), self.plan.threads, args, stream=stream,
+                               lds_bytes=self.plan.launch.lds_bytes)
 
 
 def _malloc(nbytes: int) -> Any:
