@@ -18,7 +18,7 @@ EXAMPLES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.
 
 
 def ckgen(*args, cache: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CKGEN_CACHE_DIR=str(cache))
+    env = dict(os.environ, CKGEN_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))  # this checkout's ckgen
     return subprocess.run([sys.executable, "-m", "ckgen", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 

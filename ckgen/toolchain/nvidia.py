@@ -113,6 +113,20 @@ def _arches(plans) -> list[Target]:
     return list(seen.values())
 
 
+#: nvcc names its host translation unit tmpxft_<process id>_<n>-<k>_<file>.cudafe1.cpp, and that name lands in the
+#: library's symbol table (an STT_FILE symbol): the only bytes that differ between two builds of one source
+_NVCC_TMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_[0-9a-f]{8}")
+
+
+def _reproducible(lib: Path) -> None:
+    """Make the library's bytes independent of the nvcc process: zero the process ids in nvcc's temporary file
+    names (same length, so no offset moves)."""
+    data = lib.read_bytes()
+    fixed = _NVCC_TMP_NAME.sub(b"tmpxft_00000000_00000000", data)
+    if fixed != data:
+        lib.write_bytes(fixed)
+
+
 def _sass(cuobjdump: str, lib: Path) -> str:
     current().command([cuobjdump, "-sass", str(lib)])
     proc = subprocess.run([cuobjdump, "-sass", str(lib)], capture_output=True, text=True, check=False)
@@ -150,6 +164,7 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
             (d / name).write_text(text)
         inc = [*include_flags(), "-I."]
         log = run_tool([nvcc.path, *flags, *inc, "launchers.cu", "-o", lib_name], f"nvcc build of {lib_name}", cwd=d)
+        _reproducible(d / lib_name)
         (d / "ptxas.log").write_text(log)
         warnings = [ln for ln in log.splitlines() if "warning" in ln.lower()]
         if warnings:
