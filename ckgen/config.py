@@ -8,7 +8,7 @@ looking at ``os.environ``. Variables:
 - ``CKGEN_NVCC``: path to nvcc (default: ``nvcc`` on PATH, then /usr/local/cuda/bin/nvcc).
 - ``CKGEN_HOST_CXX``: host C++ compiler for the emulation target and host libraries (default: a clang++).
 - ``CKGEN_CACHE_DIR``: the build cache (default: ``$XDG_CACHE_HOME/ckgen`` or ``~/.cache/ckgen``).
-- ``CKGEN_JOBS``: default parallel compile jobs (default: CPU count).
+- ``CKGEN_JOBS``: default parallel compile jobs, 0..256 (default 0: the CPU count); anything else is an error.
 - ``CKGEN_NO_CACHE``: set to 1 to bypass the cache (still writes results).
 
 Besides the environment, :func:`available_memory` reads how much memory this process may still take
@@ -41,10 +41,12 @@ class Settings:
 def _from_env(env: dict[str, str]) -> Settings:
     xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
     cache = Path(env.get("CKGEN_CACHE_DIR") or Path(xdg) / "ckgen")
-    try:
-        jobs = int(env.get("CKGEN_JOBS", "0")) or (os.cpu_count() or 1)
-    except ValueError:
-        jobs = os.cpu_count() or 1
+    text = env.get("CKGEN_JOBS", "").strip() or "0"
+    if not text.isdigit() or int(text) > 256:
+        from ckgen.errors import CkgenError
+
+        raise CkgenError(f"CKGEN_JOBS={text!r}: expected an integer in 0..256 (0: the CPU count)")
+    jobs = int(text) or (os.cpu_count() or 1)
     return Settings(
         clang=env.get("CKGEN_CLANG") or None,
         hipcc=env.get("CKGEN_HIPCC") or None,
