@@ -115,11 +115,7 @@ def _executable(p: Path) -> bool:
 
 def _hipcc_clang(hipcc: str) -> str | None:
     """The clang++ that hipcc drives, from ``hipcc --version`` (``InstalledDir: <dir>``)."""
-    try:
-        proc = subprocess.run([hipcc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"^InstalledDir:\s*(\S+)", proc.stdout, re.MULTILINE)
+    m = re.search(r"^InstalledDir:\s*(\S+)", tool_version(hipcc) or "", re.MULTILINE)
     if not m:
         return None
     cand = Path(m.group(1)) / "clang++"
