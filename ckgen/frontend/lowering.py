@@ -166,11 +166,12 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
             if block.kind == "family":
                 name = "_".join([block.name] + [_suffix(k, val) for k, val in combo])
                 if name in members:
-                    a = ", ".join(f"{k} = {val.text}" for k, val in members[name])
-                    b = ", ".join(f"{k} = {val.text}" for k, val in combo)
+                    first = members[name]
+                    differ = [(k, v0, v1) for (k, v0), (_, v1) in zip(first, combo, strict=True) if v0.text != v1.text]
+                    a = ", ".join(f"{k} = {v0.text}" for k, v0, _ in differ)
+                    b = ", ".join(f"{k} = {v1.text}" for k, _, v1 in differ)
                     errors.append(err(f"family '{block.name}': the members with {a} and with {b} would both be "
-                                      f"named '{name}'", combo[-1][1].span if combo else block.span,
-                                      "list each value once, in one spelling"))
+                                      f"named '{name}'", differ[0][2].span, "list each value once, in one spelling"))
                     break
                 members[name] = combo
             try:
