@@ -199,7 +199,10 @@ def report(path: str | Path, arches: tuple[str, ...], jobs: int):
     plans = plan(load([path], arches), arches)
     platforms = sorted({p.target.platform for ps in plans.values() for p in ps})
     if len(platforms) > 1:
-        raise CkgenError(f"--arch {','.join(arches)}: report AMD and NVIDIA targets in separate runs")
+        what = f"--arch {','.join(arches)}" if arches else "the spec's targets"
+        raise CkgenError(f"{what}: report AMD and NVIDIA targets in separate runs",
+                         hint="e.g. --arch " + ",".join(sorted({p.arch for ps in plans.values() for p in ps
+                                                                 if p.target.platform == platforms[0]})))
     reports: list = []
     with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
         for stem, ps in plans.items():

@@ -148,3 +148,18 @@ def test_examples_list_and_copy(tmp_path, cache):
 def test_usage_errors(cache, args):
     r = ckgen(*args, cache=cache)
     assert r.returncode == 2 and "error:" in r.stderr
+
+
+def test_no_gpu_for_a_gpu_target_is_exit_4(cache):
+    pytest.importorskip("hip")
+    r = ckgen("run", F32, "--kernel", "sgemm_nn", "--target", "hip", "-m", "8", "-n", "8", "-k", "8", cache=cache)
+    if "no AMD GPU" not in r.stderr:
+        pytest.skip("this machine has an AMD GPU or no HIP runtime")
+    assert r.returncode == 4 and "use target='emu'" in r.stderr
+
+
+def test_report_of_a_spec_that_mixes_vendors_says_which_arch_to_pass(tmp_path, cache):
+    (tmp_path / "mix.ck").write_text(SMALL.replace("target gfx942", "target gfx942, sm_90"))
+    r = ckgen("report", "mix.ck", cache=cache, cwd=tmp_path)
+    assert r.returncode == 2 and "the spec's targets: report AMD and NVIDIA targets in separate runs" in r.stderr
+    assert "e.g. --arch gfx942" in r.stderr

@@ -31,15 +31,17 @@ _ROCM5_PROP_SIZE = 792
 
 
 class HipRuntimeUnavailable(RuntimeFailure):
-    """hip-python or libamdhip64 is missing (status CKGEN_ERROR_NO_RUNTIME)."""
+    """hip-python or libamdhip64 is missing (status CKGEN_ERROR_NO_RUNTIME; the command's exit code 4)."""
 
     status = STATUS_NO_RUNTIME
+    exit_code = 4
 
 
 class HipNoDevice(RuntimeFailure):
-    """HIP loads but sees no GPU (status CKGEN_ERROR_NO_DEVICE)."""
+    """HIP loads but sees no GPU (status CKGEN_ERROR_NO_DEVICE; the command's exit code 4)."""
 
     status = STATUS_NO_DEVICE
+    exit_code = 4
 
 
 class HipLaunchError(RuntimeFailure):
