@@ -1,14 +1,19 @@
-"""The ``ckgen`` command. A stable contract (issue 2, item 8):
+"""The ``ckgen`` command. A stable contract (issue 2, item 8; every flag in docs/reference.md):
 
     ckgen check FILE... [--arch A[,B]]
-    ckgen emit FILE --arch A [--kernel NAME] [--stage spec|ir|hip|host|header]
-    ckgen compile FILE... --arch A[,B...] -o DIR [-j N]
-    ckgen report FILE --arch A [--json] [-j N]
+    ckgen emit FILE [--arch A[,B]] [--kernel NAME] [--stage spec|ir|hip|host|header]
+    ckgen compile FILE... [--arch A[,B...]] -o DIR [-j N]
+    ckgen report FILE [--arch A[,B]] [--json] [-j N]
     ckgen run FILE --kernel NAME [--target emu|sm_90|hip] [--arch A] [--size NAME=V,...] [-m M -n N -k K] [--seed S]
+    ckgen examples [NAME...] [--copy DIR] [--force]
     ckgen cmake-dir
 
-Exit codes: 0 success; 1 a numeric check failed (``run``); 2 bad input or a failed build, with
-the errors on stderr (``file:line:col: error: ...``); 3 an internal error (a bug in ckgen).
+Every command also takes ``-v`` (progress and the compiler commands) and ``-q`` (no progress). Without
+``--arch``, kernels are built for the targets their spec names (``target`` line or ``arch =``).
+
+Exit codes: 0 success; 1 a numeric check failed (``run``); 2 bad input or a failed build, with the errors on
+stderr (``file:line:col: error: ...``); 3 an internal error (a bug in ckgen); 4 an environment problem (a
+missing or broken compiler, an unusable cache); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from pathlib import Path
 from ckgen import __version__
 from ckgen.errors import CkgenError
 
-EXIT_OK, EXIT_NUMERICS, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_NUMERICS, EXIT_USER, EXIT_INTERNAL, EXIT_ENV, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+MAX_JOBS = 256
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,45 +36,67 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USER)
 
 
+def _jobs_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= n <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{n}: expected 0 (the CPU count) to {MAX_JOBS}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true",
+                        help="show progress and every compiler command")
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress lines, even on a terminal")
+    arch_help = "comma-separated targets, e.g. gfx942,gfx90a (default: the ones the spec names)"
+
     p = _Parser(prog="ckgen", description="Code-generation compiler for composable GPU kernels.")
     p.add_argument("--version", action="version", version=f"ckgen {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    c = sub.add_parser("check", help="parse and validate; exit 0, or 2 with the errors on stderr")
+    c = sub.add_parser("check", parents=[common], help="parse and validate; exit 0, or 2 with the errors on stderr")
     c.add_argument("files", nargs="+")
-    c.add_argument("--arch", help="comma-separated targets (default: the file's)")
+    c.add_argument("--arch", help=arch_help)
 
-    e = sub.add_parser("emit", help="print one stage's output")
+    e = sub.add_parser("emit", parents=[common], help="print one stage's output")
     e.add_argument("file")
-    e.add_argument("--arch", required=True)
-    e.add_argument("--kernel")
-    e.add_argument("--stage", default="hip", choices=("spec", "ir", "hip", "host", "header"))
+    e.add_argument("--arch", help=arch_help)
+    e.add_argument("--kernel", help="only this kernel (default: all of the file's)")
+    e.add_argument("--stage", default="hip", choices=("spec", "ir", "hip", "host", "header"),
+                   help="spec (JSON), ir (plans, JSON), hip (device source), host (host entries), header")
 
-    b = sub.add_parser("compile", help="build lib<stem>.so, <stem>.h and manifest.json")
+    b = sub.add_parser("compile", parents=[common], help="build lib<stem>.so, <stem>.h and manifest.json")
     b.add_argument("files", nargs="+")
-    b.add_argument("--arch", required=True, help="comma-separated targets, e.g. gfx942,gfx90a")
-    b.add_argument("-o", "--output", required=True, type=Path)
-    b.add_argument("-j", "--jobs", type=int, default=0, help="parallel compiles (default: CPU count)")
+    b.add_argument("--arch", help=arch_help)
+    b.add_argument("-o", "--output", required=True, type=Path, help="output directory (created when missing)")
+    b.add_argument("-j", "--jobs", type=_jobs_arg, default=0, help="parallel compiles (default 0: the CPU count)")
 
-    r = sub.add_parser("report", help="compile and show what the code objects contain")
+    r = sub.add_parser("report", parents=[common], help="compile and show what the code objects contain")
     r.add_argument("file")
-    r.add_argument("--arch", required=True)
-    r.add_argument("--json", action="store_true")
-    r.add_argument("-j", "--jobs", type=int, default=0)
+    r.add_argument("--arch", help=arch_help + "; one vendor per run")
+    r.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    r.add_argument("-j", "--jobs", type=_jobs_arg, default=0, help="parallel compiles (default 0: the CPU count)")
 
-    u = sub.add_parser("run", help="run one kernel on random data and check it against float64")
+    u = sub.add_parser("run", parents=[common], help="run one kernel on random data and check it against float64")
     u.add_argument("file")
-    u.add_argument("--kernel", required=True)
-    u.add_argument("--target", default="emu", help="emu (CPU emulation), or a GPU target such as sm_90")
+    u.add_argument("--kernel", required=True, help="the kernel to run")
+    u.add_argument("--target", default="emu", help="emu (CPU emulation), hip, or a GPU target such as sm_90")
     u.add_argument("--arch", help="the AMD arch the emulator plans for (default: the kernel's first)")
     u.add_argument("--size", help="runtime sizes by name, e.g. m=256,n=128,k=64,batch=4 (the kernel's ABI sizes)")
     u.add_argument("-m", type=int, help="shorthand for --size m=M")
     u.add_argument("-n", type=int, help="shorthand for --size n=N")
     u.add_argument("-k", type=int, help="shorthand for --size k=K")
-    u.add_argument("--seed", type=int, default=0)
+    u.add_argument("--seed", type=int, default=0, help="seed of the random inputs (a non-negative integer)")
 
-    sub.add_parser("cmake-dir", help="print the directory holding ckgenConfig.cmake")
+    x = sub.add_parser("examples", parents=[common], help="list the example specs shipped with ckgen, or copy them")
+    x.add_argument("names", nargs="*", help="examples to show or copy (default: all)")
+    x.add_argument("--copy", type=Path, metavar="DIR", help="copy the examples into DIR")
+    x.add_argument("--force", action="store_true", help="with --copy: overwrite files that exist")
+
+    sub.add_parser("cmake-dir", parents=[common], help="print the directory holding ckgenConfig.cmake")
     return p
 
 
@@ -78,10 +106,16 @@ def _jobs(n: int) -> int:
     return n if n > 0 else settings().jobs
 
 
+def _arches(a) -> tuple[str, ...]:
+    from ckgen import driver
+
+    return driver.parse_arches(a.arch)
+
+
 def _cmd_check(a) -> int:
     from ckgen import driver
 
-    arches = driver.parse_arches(a.arch)
+    arches = _arches(a)
     plans = driver.plan(driver.load(a.files, arches), arches)
     for stem, ps in plans.items():
         kernels = sorted({p.name for p in ps})
@@ -92,15 +126,14 @@ def _cmd_check(a) -> int:
 def _cmd_emit(a) -> int:
     from ckgen import driver
 
-    sys.stdout.write(driver.emit(a.file, a.arch, a.kernel, a.stage))
+    sys.stdout.write(driver.emit(a.file, _arches(a), a.kernel, a.stage))
     return EXIT_OK
 
 
 def _cmd_compile(a) -> int:
     from ckgen import driver
 
-    arches = driver.parse_arches(a.arch)
-    libs = driver.compile_files(a.files, arches, a.output, _jobs(a.jobs))
+    libs = driver.compile_files(a.files, _arches(a), a.output, _jobs(a.jobs))
     for lib in libs:
         print(f"wrote {lib.library} ({len({p.name for p in lib.plans})} kernel(s)), {lib.header}")
     print(f"wrote {a.output / 'manifest.json'}")
@@ -112,7 +145,7 @@ def _cmd_report(a) -> int:
 
     from ckgen import driver
 
-    reports, format_table = driver.report(a.file, driver.parse_arches(a.arch), _jobs(a.jobs))
+    reports, format_table = driver.report(a.file, _arches(a), _jobs(a.jobs))
     if a.json:
         print(json.dumps({"file": str(a.file), "kernels": [r.to_json() for r in reports]}, indent=2, sort_keys=True))
     else:
@@ -133,6 +166,20 @@ def _cmd_run(a) -> int:
     return run_command(a.file, a.kernel, a.target, a.arch, sizes, a.seed)
 
 
+def _cmd_examples(a) -> int:
+    from ckgen import examples
+
+    chosen = examples.select(a.names)
+    if a.copy is None:
+        for ex in chosen:
+            print(f"{ex.path.name:20s} {ex.summary}")
+        print(f"(in {examples.EXAMPLES_DIR}; copy them with: ckgen examples --copy DIR)")
+        return EXIT_OK
+    for path in examples.copy(chosen, a.copy, force=a.force):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _cmd_cmake_dir(a) -> int:
     from ckgen.resources import CMAKE_DIR
 
@@ -141,19 +188,29 @@ def _cmd_cmake_dir(a) -> int:
 
 
 COMMANDS = {"check": _cmd_check, "emit": _cmd_emit, "compile": _cmd_compile, "report": _cmd_report,
-            "run": _cmd_run, "cmake-dir": _cmd_cmake_dir}
+            "run": _cmd_run, "examples": _cmd_examples, "cmake-dir": _cmd_cmake_dir}
+
+
+def _reporter(a):
+    from ckgen.progress import Reporter
+
+    tty = sys.stderr.isatty()
+    return Reporter(progress=tty and not a.quiet, verbose=a.verbose)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from ckgen.progress import reporting
+
     try:
-        return COMMANDS[args.command](args)
+        with reporting(_reporter(args)):
+            return COMMANDS[args.command](args)
     except CkgenError as exc:
         sys.stderr.write(exc.render() + "\n")
-        return EXIT_USER
+        return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("ckgen: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # a bug in ckgen: say so plainly, with the details a report needs

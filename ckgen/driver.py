@@ -8,7 +8,7 @@ Stages (docs/design.md): ``load`` (frontend) → ``plan`` (lower) → ``generate
 from __future__ import annotations
 
 import json
-import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ from ckgen import __version__
 from ckgen.codegen import manifest_kernels, render_header, render_kernel, render_launchers
 from ckgen.codegen.render import MANIFEST_SCHEMA_VERSION
 from ckgen.errors import CkgenError, ErrorList
+from ckgen.files import atomic_write, output_dir, shown
 from ckgen.frontend import load_file
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
@@ -24,10 +25,19 @@ from ckgen.lower import plan_all
 
 
 def parse_arches(text: str | None) -> tuple[str, ...]:
-    """``gfx942,gfx90a`` → ("gfx942", "gfx90a"); None or empty → ()."""
+    """``gfx942,gfx90a`` → ("gfx942", "gfx90a"); None or empty → (). Unknown names are a CkgenError."""
+    from ckgen.targets import TARGETS
+
     if not text:
         return ()
-    return tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
+    arches = tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
+    unknown = [a for a in arches if a not in TARGETS]
+    if unknown:
+        from ckgen.frontend.values import did_you_mean
+
+        raise CkgenError(f"--arch {','.join(unknown)}: unknown target",
+                         hint=f"{did_you_mean(unknown[0], TARGETS)}targets: {', '.join(sorted(TARGETS))}")
+    return arches
 
 
 def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, list[KernelSpec]]:
@@ -36,6 +46,10 @@ def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, lis
     errors: list[CkgenError] = []
     for path in paths:
         stem = Path(path).stem
+        problem = stem_problem(stem)
+        if problem:
+            errors.append(CkgenError(f"{shown(path)}: {problem}", hint="rename the file, e.g. my_kernels.ck"))
+            continue
         if stem in out:
             errors.append(CkgenError(f"two input files have the stem '{stem}'; their libraries would collide"))
             continue
@@ -57,6 +71,18 @@ def load(paths: list[str | Path], arches: tuple[str, ...] = ()) -> dict[str, lis
     return out
 
 
+#: a library stem: lib<stem>.so, <stem>.h, a header guard and a CMake target name are made from it
+_STEM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+def stem_problem(stem: str) -> str | None:
+    """Why the file stem ``stem`` cannot name a library (lib<stem>.so, <stem>.h), or None."""
+    if not _STEM.fullmatch(stem):
+        return (f"the library is named after the file ({stem!r}), so its name must be letters, digits, '_', '.', "
+                "'+' or '-' (not starting with '.', '+' or '-'), at most 200 characters")
+    return None
+
+
 def _raise(errors: list[CkgenError]) -> None:
     if errors:
         raise errors[0] if len(errors) == 1 else ErrorList(errors)
@@ -74,6 +100,23 @@ def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = ()) -> di
         except CkgenError as exc:
             errors.append(exc)
     _raise(errors)
+    for ps in out.values():
+        errors.extend(_entry_clashes(ps))
+    _raise(errors)
+    return out
+
+
+def _entry_clashes(plans: list[KernelPlan]) -> list[CkgenError]:
+    """A kernel's extra device entries (e.g. ``<kernel>_tma``) must not take another kernel's name."""
+    kernels = {p.name: p for p in plans}
+    pairs = dict.fromkeys((e.name, p.name, p.arch) for p in plans for e in p.entries[1:] if e.name in kernels)
+    seen: set[tuple[str, str]] = set()
+    out: list[CkgenError] = []
+    for entry, owner, arch in pairs:
+        if (entry, owner) not in seen:
+            seen.add((entry, owner))
+            out.append(CkgenError(f"kernel '{entry}' has the name of an extra entry point of kernel '{owner}' "
+                                  f"(on {arch})", kernels[entry].spec.span("kernel"), "rename one of them"))
     return out
 
 
@@ -87,20 +130,6 @@ def select(plans: list[KernelPlan], kernel: str | None) -> list[KernelPlan]:
     return chosen
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``path`` through a temp file in the same directory and ``os.replace``: never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass(frozen=True)
 class Library:
     stem: str
@@ -112,8 +141,8 @@ class Library:
 
 def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int) -> list[Library]:
     """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``."""
+    out_dir = output_dir(out_dir)  # before anything is built: a bad -o fails at once
     plans = plan(load(paths, arches), arches)
-    out_dir.mkdir(parents=True, exist_ok=True)
     libs = []
     for stem, ps in plans.items():
         header = out_dir / f"{stem}.h"
@@ -124,7 +153,7 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
             lib_stem = stem if plat == "amd" or len(groups) == 1 else f"{stem}_cuda"
             library, resources = _BUILDERS[plat](lib_stem, group, out_dir, jobs)
             libs.append(Library(stem, library, header, tuple(group), resources))
-        write_atomic(header, render_header(stem, ps))
+        atomic_write(header, render_header(stem, ps))
     manifest = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "ckgen_version": __version__,
@@ -133,7 +162,7 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
         "kernels": [dict(k, library=lib.library.name, header=lib.header.name)
                     for lib in libs for k in manifest_kernels(list(lib.plans), lib.resources)],
     }
-    write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return libs
 
 
@@ -170,7 +199,10 @@ def report(path: str | Path, arches: tuple[str, ...], jobs: int):
     plans = plan(load([path], arches), arches)
     platforms = sorted({p.target.platform for ps in plans.values() for p in ps})
     if len(platforms) > 1:
-        raise CkgenError(f"--arch {','.join(arches)}: report AMD and NVIDIA targets in separate runs")
+        what = f"--arch {','.join(arches)}" if arches else "the spec's targets"
+        raise CkgenError(f"{what}: report AMD and NVIDIA targets in separate runs",
+                         hint="e.g. --arch " + ",".join(sorted({p.arch for ps in plans.values() for p in ps
+                                                                 if p.target.platform == platforms[0]})))
     reports: list = []
     with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
         for stem, ps in plans.items():
@@ -182,26 +214,34 @@ def report(path: str | Path, arches: tuple[str, ...], jobs: int):
     return reports, (nvidia.format_table if platforms == ["cuda"] else amd_report.format_table)
 
 
-def emit(path: str | Path, arch: str, kernel: str | None = None, stage: str = "hip") -> str:
-    """``ckgen emit``: one stage's output for the file's kernels on ``arch``.
+def emit(path: str | Path, arches: tuple[str, ...] | str = (), kernel: str | None = None, stage: str = "hip") -> str:
+    """``ckgen emit``: one stage's output for the file's kernels on ``arches`` (default: the targets the spec
+    names; a string is parsed as ``--arch`` is).
 
     stage ``spec``: the frontend's KernelSpecs (JSON); ``ir``: the KernelPlans (JSON);
-    ``hip``: the device source of each kernel; ``host``: the AMD host entry points; ``header``: the C header.
+    ``hip``: the device source of each kernel; ``host``: the host entry points; ``header``: the C header.
     """
+    if isinstance(arches, str):
+        arches = parse_arches(arches)
     stem = Path(path).stem
-    specs = load([path], (arch,))
+    specs = load([path], arches)
     if stage == "spec":
         chosen = [s for s in specs[stem] if kernel is None or s.name == kernel]
         if not chosen:
             raise CkgenError(f"no kernel named '{kernel}'", hint="kernels: " + ", ".join(s.name for s in specs[stem]))
         return json.dumps([s.to_json() for s in chosen], indent=2) + "\n"
-    plans = select(plan(specs, (arch,))[stem], kernel)
+    plans = select(plan(specs, arches)[stem], kernel)
     if stage == "ir":
         return json.dumps([p.to_json() for p in plans], indent=2) + "\n"
     if stage == "hip":
         return "\n".join(render_kernel(p) for p in plans)
     if stage == "host":
-        return render_launchers(stem, plans, "amd")
+        platforms = sorted({p.target.platform for p in plans})
+        if len(platforms) > 1:
+            raise CkgenError("--stage host: AMD and NVIDIA targets have different host entries; emit them "
+                             "with one --arch each")
+        kernel_files = [f"{p.name}.cu" for p in plans] if platforms == ["cuda"] else None
+        return render_launchers(stem, plans, platforms[0], kernel_files)
     if stage == "header":
         return render_header(stem, plans)
     raise CkgenError(f"unknown stage '{stage}'", hint="stages: spec, ir, hip, host, header")

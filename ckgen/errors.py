@@ -8,13 +8,19 @@ Every failure a user can cause is a :class:`CkgenError`. Errors carry an optiona
                ^^^^^^^^^^
     note: hint
 
-The CLI prints ``err.render()`` and exits 2; it never shows a traceback for a CkgenError.
+The CLI prints ``err.render()`` and exits with the error's ``exit_code``: 2 for bad input (the default), 4 for
+an environment problem (:class:`EnvironmentProblem`: a missing or broken tool, an unusable cache). It never
+shows a traceback for a CkgenError.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+#: longest message and source line shown; longer ones are cut in the middle (a 5000-digit literal)
+MAX_SHOWN = 240
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,8 @@ class CkgenError(Exception):
     """Base class. ``message`` is one sentence; ``hint`` says what would be legal."""
 
     kind = "error"
+    #: the ``ckgen`` command's exit status for this error (docs/reference.md, "Exit codes")
+    exit_code = 2
 
     def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
         super().__init__(message)
@@ -57,21 +65,47 @@ class CkgenError(Exception):
 
     def render(self) -> str:
         head = f"{self.span}: " if self.span else ""
-        out = [f"{head}error: {self.message}"]
+        out = [f"{head}error: {clip(self.message)}"]
         if self.span is not None:
             line = self.span.source_line()
             if line is not None:
-                width = 1
-                if self.span.end_line == self.span.line and self.span.end_col:
-                    width = max(1, self.span.end_col - self.span.col)
-                out.append("    " + line.rstrip("\n"))
-                out.append("    " + " " * (self.span.col - 1) + "^" * width)
+                out.extend(caret_lines(line, self.span))
         if self.hint:
-            out.append(f"note: {self.hint}")
+            out.append(f"note: {clip(self.hint)}")
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.render()
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text``, cut in the middle when longer than ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2 - 10
+    return f"{text[:keep]} ...({len(text) - 2 * keep} characters)... {text[-keep:]}"
+
+
+def _width(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 0 if unicodedata.combining(ch) else 1
+
+
+def caret_lines(line: str, span: SourceSpan) -> list[str]:
+    """The source line and a caret line under the span's columns (1-based code points, as Lark counts):
+    tabs are kept in the caret's indentation and wide characters counted twice, so the caret lines up in a
+    terminal; of a line longer than MAX_SHOWN, a window from just before the span is shown."""
+    line = line.rstrip("\r\n")
+    start = min(max(span.col - 1, 0), len(line))
+    end = span.end_col - 1 if span.end_line == span.line and span.end_col else start + 1
+    lo, hi = 0, len(line)
+    if len(line) > MAX_SHOWN:
+        lo = max(0, start - 40)
+        hi = min(len(line), lo + MAX_SHOWN)
+    end = min(max(end, start + 1), max(hi, start + 1))
+    text = ("..." if lo else "") + line[lo:hi] + ("..." if hi < len(line) else "")
+    pad = ("   " if lo else "") + "".join("\t" if ch == "\t" else " " * _width(ch) for ch in line[lo:start])
+    marks = "^" * max(1, sum(max(_width(ch), 1) for ch in line[start:end]))
+    return ["    " + text, "    " + pad + marks]
 
 
 class DslSyntaxError(CkgenError):
@@ -98,8 +132,22 @@ class ValidationError(CkgenError):
         self.arch = arch
 
 
-class ToolchainError(CkgenError):
+class EnvironmentProblem(CkgenError):
+    """The machine, not the input, is the problem: a tool, the cache, memory (exit code 4)."""
+
+    exit_code = 4
+
+
+class ToolchainError(EnvironmentProblem):
     """A required compiler or tool was not found or does not work."""
+
+
+class CacheError(EnvironmentProblem):
+    """The build cache cannot be used (``CKGEN_CACHE_DIR`` is a file, ...)."""
+
+
+class OutputError(CkgenError):
+    """An output path cannot be written (``-o`` is a file, a directory is not writable ...)."""
 
 
 class BuildError(CkgenError):
@@ -128,6 +176,7 @@ class ErrorList(CkgenError):
     def __init__(self, errors: list[CkgenError]):
         super().__init__(f"{len(errors)} error(s)")
         self.errors = errors
+        self.exit_code = max(e.exit_code for e in errors) if errors else 2
 
     def render(self) -> str:
         return "\n".join(e.render() for e in self.errors)

@@ -1,6 +1,6 @@
 """Where the grammar, templates and device headers live, and their content hashes.
 
-In a wheel the grammar, templates and CMake files sit under ``ckgen/_data``; in a source checkout
+In a wheel the grammar, templates, CMake files and example specs sit under ``ckgen/_data``; in a source checkout
 (editable install) at the repository root. Device headers live in ``ckgen/include`` (platform layers and
 the shared blocks, included as ``"ckgen/..."``) and in each op's ``ckgen/ops/<op>/device`` folder (its
 bodies, included by bare name, so their file names start with the op's name). Every compiler ckgen runs
@@ -26,6 +26,8 @@ def _data_dir(name: str) -> Path:
 GRAMMAR_DIR = _data_dir("grammar")
 TEMPLATE_DIR = _data_dir("templates")
 CMAKE_DIR = _data_dir("cmake")
+#: the example specs (``examples/*.ck``; ``ckgen examples`` lists and copies them)
+EXAMPLES_DIR = _data_dir("examples")
 INCLUDE_DIR = _PKG / "include"
 OPS_DIR = _PKG / "ops"
 #: ckgen/include, then every op's device folder (sorted by op name)

@@ -43,7 +43,7 @@ function(_ckgen_find_executable)
   endif()
   if(NOT _CKGEN_PROGRAM)
     message(FATAL_ERROR "ckgen: the `ckgen` command was not found (looked in ${_prefix}/bin and on PATH). "
-                        "Install ckgen (pip install ckgen) or set -DCKGEN_EXECUTABLE=\"python3;-m;ckgen\".")
+                        "Install ckgen (pip install ckgen-compiler) or set -DCKGEN_EXECUTABLE=\"python3;-m;ckgen\".")
   endif()
   set(CKGEN_EXECUTABLE "${_CKGEN_PROGRAM}" CACHE STRING "The ckgen command (a list: program and arguments)")
 endfunction()

@@ -7,7 +7,11 @@ Text a user typed (paths, names, doc strings) only ever reaches generated code t
   ``\\xNN`` / ``\\uNNNN`` escapes, and ``*/`` is broken up, so no text can end the comment or add a line.
 - :func:`c_string`: the body of a C string literal (octal escapes for everything else, ``\\``, ``"`` and ``?``).
 
-Identifiers are never escaped: the frontend refuses kernel names that are not safe C identifiers.
+- :func:`f32_literal`: a float as a C++ ``float`` literal that denotes exactly its f32 value (the shortest
+  decimal that parses back to it; never ``inf`` or ``nan``: the frontend bounds scalars).
+
+Identifiers are never escaped: the frontend refuses kernel names that are not safe C identifiers
+(:mod:`ckgen.frontend.names`).
 """
 
 from __future__ import annotations
@@ -37,3 +41,21 @@ def c_string(text: str) -> str:
         ch = chr(byte)
         out.append(ch if 0x20 <= byte <= 0x7E and ch not in '\\"?' else f"\\{byte:03o}")
     return "".join(out)
+
+
+def f32_literal(x: float) -> str:
+    """``x`` rounded to f32, as the shortest decimal ``float`` literal with exactly that value (``0.1f``,
+    ``-1.0f``, ``1e-10f``). ValueError for values f32 cannot hold (inf, nan, beyond its range)."""
+    import math
+
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        v = np.float32(x)
+    if not math.isfinite(x) or not np.isfinite(v):
+        raise ValueError(f"{x!r} is not a finite f32 value")
+    text = np.format_float_positional(v, unique=True, trim="0") if 1e-4 <= abs(v) < 1e16 or v == 0 \
+        else np.format_float_scientific(v, unique=True, trim="0")
+    if not any(c in text for c in ".eE"):
+        text += ".0"
+    return f"{text}f"

@@ -20,8 +20,9 @@ import jinja2
 
 from ckgen import __version__
 from ckgen.codegen.escape import c_string, comment
-from ckgen.ir.abi import ArgKind
-from ckgen.ir.plan import KernelPlan
+from ckgen.ir import plan as ir_plan
+from ckgen.ir.abi import INT32_MAX, ArgKind
+from ckgen.ir.plan import KernelPlan, split_axes
 from ckgen.ops import get_op
 from ckgen.resources import INCLUDE_DIR, OPS_DIR, TEMPLATE_DIR
 
@@ -58,7 +59,7 @@ def render_kernel(plan: KernelPlan) -> str:
     view = op.kernel_view(plan)
     params = [f"{a.device_ctype} {a.name}" for a in plan.abi.args]
     return _env().get_template(op.kernel_template).render(
-        version=__version__, source=plan.spec.source, name=plan.name, op=plan.op, arch=plan.arch,
+        version=__version__, source=plan.spec.source_name, name=plan.name, op=plan.op, arch=plan.arch,
         summary=summary(plan), threads=plan.threads, params=params, arg_names=[a.name for a in plan.abi.args],
         **view)
 
@@ -73,8 +74,27 @@ def _grid(g) -> str:
     return g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
 
 
+def _split_args(plan: KernelPlan, size: str) -> list[str]:
+    """The host entry's arguments for a sub-problem ``off_ .. off_ + part_`` along ``size``."""
+    out = []
+    for a in plan.abi.args:
+        if a.name == size:
+            out.append("part_")
+        elif a.is_tensor and size in a.dims:
+            stride = a.strides[a.dims.index(size)]
+            step = "off_" if stride == 1 else f"off_ * {stride}"
+            out.append(f"ckgen_advance({a.name}, {step}, {a.dtype.bytes})")
+        else:
+            out.append(a.name)
+    return out
+
+
 def launcher_view(plan: KernelPlan) -> dict:
     abi, launch = plan.abi, plan.launch
+    limits = ir_plan.GRID_LIMITS
+    splits = [{"axis": "xyz"[axis], "size": g.size, "per": g.per, "limit": limits[axis],
+               "args": _split_args(plan, g.size)} for axis, g in split_axes(launch)
+              if limits[axis] * g.per < INT32_MAX]  # sizes are at most INT32_MAX: no other dim can be too large
     return {
         "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
         "sizes": [a.name for a in abi.sizes],
@@ -83,7 +103,7 @@ def launcher_view(plan: KernelPlan) -> dict:
         "empty_if": list(abi.empty_if), "grid": [_grid(g) for g in launch.grid],
         "locals": [(a.device_ctype, a.name) for a in abi.args],
         "device_args": [f"{a.name}_" for a in abi.args], "threads": launch.threads,
-        "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch,
+        "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch, "splits": splits, "limits": list(limits),
     }
 
 
@@ -111,7 +131,8 @@ def unique_plans(plans: list[KernelPlan]) -> list[KernelPlan]:
 
 
 def c_identifier(text: str) -> str:
-    out = "".join(ch.upper() if ch.isalnum() else "_" for ch in text)
+    """``text`` as an upper-case C identifier of ASCII letters, digits and '_' (a header guard's middle)."""
+    out = "".join(ch.upper() if ch.isascii() and ch.isalnum() else "_" for ch in text)
     return out if out and not out[0].isdigit() else "_" + out
 
 
@@ -119,7 +140,7 @@ def render_header(stem: str, plans: list[KernelPlan]) -> str:
     kernels = unique_plans(plans)
     return _env().get_template("header.h.j2").render(
         version=__version__, stem=stem, guard=c_identifier(stem),
-        sources=sorted({p.spec.source for p in kernels}), arches=sorted({p.arch for p in plans}),
+        sources=sorted({p.spec.source_name for p in kernels}), arches=sorted({p.arch for p in plans}),
         kernels=[{"name": p.name, "op": p.op, "summary": summary(p), "doc": p.abi.doc,
                   "arg_docs": [f"{a.name}: {a.doc}" for a in p.abi.args if a.doc],
                   "prototype": p.abi.prototype(f"ckgen_{p.name}")} for p in kernels],

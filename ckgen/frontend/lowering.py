@@ -4,6 +4,10 @@ Reads ``op`` (default :data:`ckgen.ops.DEFAULT_OP`) and ``arch``, checks every o
 the op's keys, expands ``family`` blocks into the cross product of their alternatives, and hands the values
 to the op's ``build_params``. Every ill-formed statement is a :class:`SpecError` pointing at the source.
 
+Kernel names are checked here (:mod:`ckgen.frontend.names`): they become C symbols and file names. A family
+is counted before it is expanded (at most :data:`MAX_FAMILY` members), and its members' names encode every
+value that varies (``alpha in [1, -1]``: ``f_alpha1``, ``f_alpham1``); two members with one name are refused.
+
 Target legality (does gfx908 have bf16_1k? does the tile fit the LDS?) is not checked here: that is the
 op's planning passes' job, once per target.
 """
@@ -11,24 +15,31 @@ op's planning passes' job, once per target.
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 from ckgen.errors import CkgenError, ErrorList, SourceSpan, SpecError
+from ckgen.frontend.names import name_problem
 from ckgen.frontend.parser import Block, Module, Stmt, Value, parse
+from ckgen.frontend.source import read_spec
 from ckgen.frontend.values import did_you_mean, err
 from ckgen.ir.spec import KernelSpec
 from ckgen.ops import DEFAULT_OP, get_op, op_names
 from ckgen.ops.base import COMMON_KEYS, BuildContext
 
+#: most kernels one family may expand to
+MAX_FAMILY = 10_000
 
-def _arches(v: Value) -> tuple[str, ...]:
+
+def _arches(v: Value) -> dict[str, SourceSpan]:
+    """Target name -> where it was written (first occurrence)."""
     items = v.data if v.kind == "list" else (v,)
-    out = []
+    out: dict[str, SourceSpan] = {}
     for it in items:
         if it.kind != "call" or it.data[1]:
-            raise err(f"arch = {v.text}: expected target names", v.span, "e.g. arch = [gfx942, gfx90a]")
-        out.append(it.data[0])
-    return tuple(dict.fromkeys(out))
+            raise err(f"arch = {it.text}: expected a target name", it.span, "e.g. arch = [gfx942, gfx90a]")
+        out.setdefault(it.data[0], it.span)
+    return out
 
 
 def _op_of(stmts: dict[str, Stmt]):
@@ -72,13 +83,28 @@ def _check_keys(op, stmts: dict[str, Stmt]) -> list[CkgenError]:
     return errors
 
 
+#: how a family member's name spells characters of a value that are not identifier characters
+_SPELL = {"-": "m", "+": "", ".": "p"}
+
+
 def _suffix(key: str, v: Value) -> str:
-    text = "".join(ch if ch.isalnum() else "_" for ch in v.text)
+    """``key`` and ``v`` as identifier text: ``tile128x128x32``, ``epiloguebias_col_gelu``, ``alpham1p5``
+    (a minus sign is spelled ``m``, a decimal point ``p`` and a plus sign left out, so that different numbers
+    get different names)."""
+    text = "".join(ch if ch.isalnum() else _SPELL.get(ch, "_") for ch in v.text.replace("->", " "))
     return f"{key.lower()}{'_'.join(part for part in text.split('_') if part)}"
 
 
+def _family_size(block: Block, choices: list[tuple[str, Stmt]]) -> None:
+    total = math.prod(len(st.values) for _, st in choices)
+    if total > MAX_FAMILY:
+        counts = ", ".join(f"{k}: {len(st.values)}" for k, st in choices)
+        raise err(f"family '{block.name}' expands to {total:,} kernels, over the limit of {MAX_FAMILY:,}",
+                  block.span, f"alternatives per parameter: {counts}; split the family or list fewer values")
+
+
 def _build(name: str, op, values: dict[str, Value], spans: dict[str, SourceSpan], block: Block,
-           file_targets: tuple[str, ...], path: str, family: str | None) -> KernelSpec:
+           file_targets: dict[str, SourceSpan], path: str, family: str | None) -> KernelSpec:
     missing = [p for p in op.required() if p not in values]
     if missing:
         raise err(f"kernel '{name}' is missing {', '.join(missing)}", block.span,
@@ -88,13 +114,25 @@ def _build(name: str, op, values: dict[str, Value], spans: dict[str, SourceSpan]
     if not arches:
         raise err(f"kernel '{name}' has no target", block.span,
                   "add 'target gfx942' at the top of the file, 'arch = gfx942' in the kernel, or pass --arch")
-    return KernelSpec(name, arches, op.name, params, source=path, family=family,
-                      spans=tuple(sorted({"kernel": block.span, **spans}.items())))
+    arch_spans = {f"arch:{a}": sp for a, sp in arches.items() if sp is not None}
+    spec = KernelSpec(name, tuple(arches), op.name, params, source=path, family=family,
+                      spans=tuple(sorted({"kernel": block.span, **arch_spans, **spans}.items())))
+    problem = name_problem(name, tuple(a.name for a in op.abi(spec).args))
+    if problem:
+        what = f"family '{block.name}' names a kernel '{name}'" if family else f"kernel name '{name}'"
+        raise err(f"{what}: {problem}", block.span,
+                  "rename the family" if family else "rename the kernel")
+    return spec
 
 
 def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[KernelSpec]:
     """All kernels of a parsed file (families expanded). Raises ErrorList of every problem found."""
-    file_targets = tuple(dict.fromkeys(n for d in mod.targets for n, _ in d.names)) or tuple(default_arches)
+    file_targets: dict[str, SourceSpan | None] = {}
+    for decl in mod.targets:
+        for n, sp in decl.names:
+            file_targets.setdefault(n, sp)
+    if not file_targets:
+        file_targets = dict.fromkeys(default_arches)
     specs: list[KernelSpec] = []
     errors: list[CkgenError] = []
     names: dict[str, SourceSpan] = {}
@@ -110,9 +148,15 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
         if errs:
             continue
         choices = [(k, st) for k, st in stmts.items() if st.is_choice]
+        try:
+            _family_size(block, choices)
+        except SpecError as exc:
+            errors.append(exc)
+            continue
         fixed = {k: st.values[0] for k, st in stmts.items() if not st.is_choice}
         spans = {k: (st.values[0].span if not st.is_choice else st.span) for k, st in stmts.items()}
         combos = itertools.product(*[[(k, val) for val in st.values] for k, st in choices]) if choices else [()]
+        members: dict[str, tuple] = {}
         for combo in combos:
             values, cspans = dict(fixed), dict(spans)
             for k, val in combo:
@@ -121,6 +165,15 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
             name = block.name
             if block.kind == "family":
                 name = "_".join([block.name] + [_suffix(k, val) for k, val in combo])
+                if name in members:
+                    first = members[name]
+                    differ = [(k, v0, v1) for (k, v0), (_, v1) in zip(first, combo, strict=True) if v0.text != v1.text]
+                    a = ", ".join(f"{k} = {v0.text}" for k, v0, _ in differ)
+                    b = ", ".join(f"{k} = {v1.text}" for k, _, v1 in differ)
+                    errors.append(err(f"family '{block.name}': the members with {a} and with {b} would both be "
+                                      f"named '{name}'", differ[0][2].span, "list each value once, in one spelling"))
+                    break
+                members[name] = combo
             try:
                 spec = _build(name, op, values, cspans, block, file_targets, mod.path,
                               block.name if block.kind == "family" else None)
@@ -142,10 +195,5 @@ def load_text(text: str, path: str = "<string>", default_arches: tuple[str, ...]
 
 
 def load_file(path: str | Path, default_arches: tuple[str, ...] = ()) -> list[KernelSpec]:
-    """Read, parse and lower one .ck file. An unreadable file is a CkgenError too."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CkgenError(f"cannot read {p}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8 text'}") from None
-    return load_text(text, str(p), default_arches)
+    """Read, parse and lower one .ck file. A path that is not a readable .ck text file is a CkgenError too."""
+    return load_text(read_spec(path), str(path), default_arches)

@@ -11,9 +11,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 
-from ckgen.errors import DslSyntaxError, SourceSpan
+from ckgen.errors import CkgenError, DslSyntaxError, SourceSpan, SpecError
 from ckgen.resources import GRAMMAR_DIR
 
 GRAMMAR_FILE = GRAMMAR_DIR / "ckgen.lark"
@@ -25,6 +32,8 @@ _TERMINAL_TEXT = {
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'",
     "__ANON_0": "'->'", "KERNEL": "'kernel'", "FAMILY": "'family'", "TARGET": "'target'", "$END": "end of file",
 }
+#: most digits of one extent of a dims value (``128x128x32``); no extent of any op comes near 10**9
+MAX_DIM_DIGITS = 9
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,13 @@ class _ToNodes(Transformer):
     @v_args(meta=True)
     def dims(self, meta, items):
         tok = items[0]
-        return Value("dims", tuple(int(p) for p in str(tok).split("x")), _tok_span(self.path, self.text, tok), str(tok))
+        span = _tok_span(self.path, self.text, tok)
+        parts = str(tok).split("x")
+        longest = max(len(p.lstrip("0")) for p in parts)
+        if longest > MAX_DIM_DIGITS:  # int() of 4300+ digits raises; no extent is that large anyway
+            raise SpecError(f"an extent with {longest} digits is out of range", span,
+                            f"extents have at most {MAX_DIM_DIGITS} digits")
+        return Value("dims", tuple(int(p) for p in parts), span, str(tok))
 
     def number(self, items):
         tok = items[0]
@@ -181,10 +196,17 @@ def parse(text: str, path: str = "<string>") -> Module:
         raise DslSyntaxError(f"cannot parse: {exc.__class__.__name__}", SourceSpan(path, 1, 1, text=text)) from None
     try:
         return _ToNodes(path, text).transform(tree)
+    except VisitError as exc:  # Lark wraps what a transformer method raises
+        if isinstance(exc.orig_exc, CkgenError):
+            raise exc.orig_exc from None
+        if isinstance(exc.orig_exc, RecursionError):
+            raise DslSyntaxError("nesting too deep", SourceSpan(path, 1, 1, text=text)) from None
+        raise
     except RecursionError:
         raise DslSyntaxError("nesting too deep", SourceSpan(path, 1, 1, text=text)) from None
 
 
 def _end_position(text: str) -> tuple[int, int]:
-    lines = text.split("\n")
+    """Just after the last character that is not white space (where a missing token belongs)."""
+    lines = text.rstrip().split("\n")
     return len(lines), len(lines[-1]) + 1

@@ -6,6 +6,7 @@ value or raises :class:`~ckgen.errors.SpecError` pointing at the value, saying w
 
 from __future__ import annotations
 
+import decimal
 import difflib
 import math
 
@@ -64,10 +65,20 @@ def dims(v: Value, param: str, n: int, hi: int = 1 << 16) -> tuple[int, ...]:
     return v.data
 
 
+def _exact(text: str) -> decimal.Decimal | None:
+    """The exact value of a number's spelling (``2.0000000000000001`` is not 2), or None."""
+    try:
+        return decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return None
+
+
 def integer(v: Value, param: str, lo: int, hi: int) -> int:
-    if v.kind != "number" or not math.isfinite(v.data) or v.data != int(v.data) or not lo <= v.data <= hi:
+    """An integer in [lo, hi], written as one (``2``, ``2.0``, ``2e0``; not ``2.5`` or ``2.0000000000000001``)."""
+    exact = _exact(v.text) if v.kind == "number" else None
+    if exact is None or not exact.is_finite() or not lo <= exact <= hi or exact != exact.to_integral_value():
         raise err(f"{param} = {v.text}: expected an integer in {lo}..{hi}", v.span)
-    return int(v.data)
+    return int(exact)
 
 
 def number(v: Value, param: str, lo: float = -math.inf, hi: float = math.inf) -> float:
@@ -78,6 +89,29 @@ def number(v: Value, param: str, lo: float = -math.inf, hi: float = math.inf) ->
         rng = f"{lo:g}..{hi:g}" if math.isfinite(lo) or math.isfinite(hi) else "a finite number"
         raise err(f"{param} = {v.text}: out of range", v.span, f"legal: {rng}")
     return float(v.data)
+
+
+#: the f32 range: largest finite and smallest normal magnitude
+F32_MAX = 3.4028234663852886e38
+F32_MIN_NORMAL = 1.1754943508222875e-38
+
+
+def f32(v: Value, param: str) -> float:
+    """A number the f32 compute type holds: finite, at most F32_MAX and, unless zero, at least F32_MIN_NORMAL
+    in magnitude (a smaller one would be a denormal that GPUs flush to zero). Returns the f32 value itself (the
+    value the kernel computes with), as a Python float."""
+    import numpy as np
+
+    x = number(v, param, -F32_MAX, F32_MAX)
+    exact = _exact(v.text)
+    if (exact is not None and exact != 0 or x != 0) and abs(x) < F32_MIN_NORMAL:
+        raise err(f"{param} = {v.text}: too small for f32 (it would be flushed to zero)", v.span,
+                  f"legal: 0, or a magnitude in {F32_MIN_NORMAL:.9g}..{F32_MAX:.9g}")
+    with np.errstate(over="ignore"):
+        rounded = float(np.float32(x))
+    if not math.isfinite(rounded) or abs(rounded) > F32_MAX:  # pragma: no cover - number() bounds it
+        raise err(f"{param} = {v.text}: out of range for f32", v.span)
+    return rounded
 
 
 def boolean(v: Value, param: str) -> bool:

@@ -7,6 +7,10 @@ A :class:`KernelPlan` is what an op's passes produce for one (KernelSpec, Target
 - ``abi``: the C ABI (:mod:`ckgen.ir.abi`), the same on every target;
 - ``launch``: threads per workgroup, the grid as a function of the runtime sizes, dynamic LDS;
 - ``entries``: the device kernels the generated source defines (the main one first).
+
+A grid larger than the hardware launches (:data:`GRID_LIMITS`: 65535 workgroups along y and z) still runs: the
+host entry runs it as consecutive sub-problems along that dimension's size (:func:`split_launch`, and the same
+rule in ``templates/launchers.cpp.j2``), moving the pointer of every tensor with that dim by its stride.
 """
 
 from __future__ import annotations
@@ -21,14 +25,20 @@ from ckgen.targets.model import Target
 #: CUDA and HIP launch limits on grid y and z
 GRID_YZ_MAX = 65535
 GRID_X_MAX = 2**31 - 1
+#: workgroups one launch may have along x, y, z
+GRID_LIMITS: tuple[int, int, int] = (GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX)
 
 
 @dataclass(frozen=True)
 class GridDim:
-    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup)."""
+    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup). ``split``: the op
+    computes the workgroups along ``size`` independently, so a grid over the launch limit may run as consecutive
+    sub-problems (each a slice of ``size``, every tensor with that dim offset to its slice); False: such a call
+    fails with CKGEN_ERROR_INVALID_VALUE."""
 
     size: str | None = None
     per: int = 1
+    split: bool = True
 
     def __post_init__(self) -> None:
         if self.per < 1:
@@ -38,7 +48,7 @@ class GridDim:
         return 1 if self.size is None else -(-sizes[self.size] // self.per)
 
     def to_json(self) -> dict:
-        return {"size": self.size, "per": self.per}
+        return {"size": self.size, "per": self.per, "split": self.split}
 
 
 @dataclass(frozen=True)
@@ -111,3 +121,30 @@ class KernelPlan:
                 "abi": self.abi.to_json(), "launch": self.launch.to_json(),
                 "entries": [{"name": e.name, "threads": e.threads, "lds_bytes": e.lds_bytes,
                              "variant_of": e.variant_of} for e in self.entries]}
+
+
+def split_axes(launch: Launch) -> list[tuple[int, GridDim]]:
+    """(axis, dim) of the grid dimensions that may run as sub-problems (see :class:`GridDim`)."""
+    return [(axis, g) for axis, g in enumerate(launch.grid) if g.size is not None and g.split]
+
+
+def split_launch(abi: Abi, launch: Launch, values: dict, limits: tuple[int, int, int] | None = None) -> list[dict]:
+    """The sub-problems a call runs as: argument values by ABI name (tensors as integer addresses, sizes, strides),
+    ``[values]`` when the grid fits ``limits`` (default :data:`GRID_LIMITS`). A too-large dimension is cut into
+    slices of ``limit * per`` along its size; each tensor with that dim moves by ``offset * stride * bytes``."""
+    limits = limits or GRID_LIMITS
+    for axis, g in split_axes(launch):
+        total = values[g.size]
+        step = limits[axis] * g.per
+        if g.count(values) <= limits[axis]:
+            continue
+        out: list[dict] = []
+        for off in range(0, total, step):
+            sub = dict(values, **{g.size: min(step, total - off)})
+            for t in abi.tensors:
+                for d, st in zip(t.dims, t.strides, strict=True):
+                    if d == g.size and sub.get(t.name):
+                        sub[t.name] += off * (values[st] if isinstance(st, str) else 1) * t.dtype.bytes
+            out += split_launch(abi, launch, sub, limits)
+        return out
+    return [values]

@@ -49,6 +49,12 @@ class KernelSpec:
         if not self.name.isidentifier():
             raise ValueError(f"kernel name {self.name!r} is not an identifier")
 
+    @property
+    def source_name(self) -> str:
+        """The spec file's name without its directory: what generated text shows (so the same spec gives the
+        same sources, libraries and cache keys from any working directory, by any path)."""
+        return self.source.replace("\\", "/").rsplit("/", 1)[-1]
+
     def span(self, param: str) -> SourceSpan | None:
         """Where ``param`` was written, else where the kernel was named."""
         for key, sp in self.spans:

@@ -33,8 +33,9 @@ def plan_all(specs: Iterable[KernelSpec], arches: Iterable[str] | None = None) -
             try:
                 plans.append(plan_kernel(spec, arch))
             except CkgenError as exc:
-                if exc.span is None:
-                    exc.span = spec.span("arch")
+                if exc.span is None:  # e.g. an unknown target: point at where that target was named
+                    named = any(k == f"arch:{arch}" for k, _ in spec.spans)
+                    exc.span = spec.span(f"arch:{arch}" if named else "arch")
                 errors.append(exc)
     if errors:
         raise errors[0] if len(errors) == 1 else ErrorList(errors)

@@ -36,6 +36,8 @@ def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
 
 def poison(a: np.ndarray) -> np.ndarray:
     """Fill a densely packed array (in any axis order) with 0xFF bytes: NaN for floats and bf16, -1 for integers."""
+    if a.size == 0:
+        return a
     flat = a.ravel(order="K")
     if not np.shares_memory(flat, a):
         raise ValueError("poison: array is not contiguous")

@@ -12,7 +12,10 @@ and returns a :class:`Call` holding the value of every ABI argument in order:
   passed), at least the bound the ABI states; no negative strides;
 - outputs the caller left out are allocated by the backend (poisoned on the host), unless the kernel reads
   them (role ``inout``);
-- no output may overlap another tensor of the call (aliasing gives wrong results).
+- no output may share an element's memory with another tensor of the call, nor with itself (a stride-0 view):
+  aliasing gives wrong results. The test is exact for strided arrays in one address space (numpy's
+  ``shares_memory`` on views describing each array, never reading it): two views that only interleave, like the
+  two halves of one matrix's columns, are fine; when the exact test is too hard, overlapping ranges are refused.
 
 Every problem is a :class:`~ckgen.errors.RuntimeFailure` naming the kernel and the argument.
 """
@@ -228,21 +231,50 @@ def _bound(a: Arg, sizes: dict[str, int]) -> int:
     return max(prod, 1)
 
 
-def _span(info: ArrayInfo, itemsize: int) -> tuple[int, int]:
-    """[low, high) byte addresses an array spans."""
-    if any(n == 0 for n in info.shape):
-        return info.ptr, info.ptr
-    hi = info.ptr + sum((n - 1) * st for n, st in zip(info.shape, info.strides, strict=True)) * itemsize + itemsize
-    return info.ptr, hi
+class _Described:
+    """An object numpy can view through ``__array_interface__`` at ``info``'s address (never read)."""
+
+    def __init__(self, info: ArrayInfo, itemsize: int):
+        self.__array_interface__ = {"data": (info.ptr, False), "shape": tuple(info.shape), "version": 3,
+                                    "strides": tuple(st * itemsize for st in info.strides), "typestr": f"|V{itemsize}"}
+
+
+_TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
+
+
+def _share_memory(a: ArrayInfo, b: ArrayInfo) -> bool:
+    """Whether some element of ``a`` and some element of ``b`` overlap in memory (exact, else by range)."""
+    va = np.asarray(_Described(a, np.dtype(a.dtype).itemsize))
+    vb = np.asarray(_Described(b, np.dtype(b.dtype).itemsize))
+    try:
+        return bool(np.shares_memory(va, vb, max_work=1 << 20))
+    except _TOO_HARD:
+        return bool(np.may_share_memory(va, vb))
+
+
+def _self_overlapping(info: ArrayInfo) -> bool:
+    """True when two different indices of the array reach one element (a zero or too small stride)."""
+    dims = sorted((st, n) for n, st in zip(info.shape, info.strides, strict=True) if n > 1)
+    reach = 1  # elements spanned by the dims so far, in stride order
+    for st, n in dims:
+        if st < reach:
+            return True
+        reach = st * (n - 1) + reach
+    return False
 
 
 def _check_aliasing(plan: KernelPlan, infos: dict[str, ArrayInfo]) -> None:
-    spans = {n: _span(i, np.dtype(i.dtype).itemsize) for n, i in infos.items() if i.ptr}
     for a in plan.abi.tensors:
-        if not a.writes or a.name not in spans:
+        info = infos.get(a.name)
+        if a.writes and info is not None and 0 not in info.shape and _self_overlapping(info):
+            raise _fail(plan, f"output {a.name} (shape {info.shape}, strides {info.strides}) has elements that share "
+                              "memory, e.g. a broadcast (stride 0) view: the kernel would write one place twice",
+                        hint=f"pass a separate, writable array for {a.name}")
+    live = {n: i for n, i in infos.items() if i.ptr and 0 not in i.shape}
+    for a in plan.abi.tensors:
+        if not a.writes or a.name not in live:
             continue
-        lo, hi = spans[a.name]
-        for other, (olo, ohi) in spans.items():
-            if other != a.name and lo < ohi and olo < hi:
+        for other, info in live.items():
+            if other != a.name and _share_memory(live[a.name], info):
                 raise _fail(plan, f"output {a.name} overlaps {other} in memory: the kernel would read what it writes",
                             hint=f"pass a separate array for {a.name}")

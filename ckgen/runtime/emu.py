@@ -22,18 +22,20 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
-import subprocess
-import tempfile
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ckgen.config import Settings, settings
-from ckgen.errors import BuildError, EmulationFault, ToolchainError
+from ckgen.errors import EmulationFault, ToolchainError
+from ckgen.files import atomic_output
+from ckgen.progress import Steps
 from ckgen.resources import include_flags
 from ckgen.targets.model import Target
+from ckgen.toolchain.tools import first_line, run_tool
 
 #: Host compilers tried in order when CKGEN_HOST_CXX is not set.
 HOST_CXX_CANDIDATES: tuple[str, ...] = ("clang++-19", "clang++-22", "clang++")
@@ -65,8 +67,10 @@ def host_compiler(st: Settings | None = None) -> str:
 
 def compiler_version(cxx: str) -> str:
     """First line of ``cxx --version`` (part of cache keys)."""
-    out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False)
-    return (out.stdout.splitlines() or ["unknown"])[0]
+    version = first_line(cxx)
+    if version is None:
+        raise ToolchainError(f"host C++ compiler {cxx} does not run", hint="set CKGEN_HOST_CXX to a clang++")
+    return version
 
 
 def target_builtins(target: Target) -> tuple[str, ...]:
@@ -107,19 +111,9 @@ def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iter
     """Compile ``sources`` into the shared library ``out`` (published atomically). Raises BuildError."""
     cxx = cxx or host_compiler()
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    cmd = [cxx, *compile_flags(target, extra, includes), *[str(s) for s in sources], "-o", tmp]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise BuildError(f"emu build of {out.name} failed ({Path(cxx).name}, exit {proc.returncode})",
-                             log=" ".join(cmd) + "\n" + proc.stderr)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_output(out, 0o755) as tmp:
+        run_tool([cxx, *compile_flags(target, extra, includes), *[str(s) for s in sources], "-o", str(tmp)],
+                 f"emu build of {out.name}", warn=True)
     return out
 
 
@@ -228,12 +222,18 @@ def build_emu_kernel(plan) -> Path:
     key_parts = {"kind": "emu-library", "arch": plan.arch, "kernel": kernel_src, "launcher": launcher_src,
                  "compiler": compiler_version(cxx), "flags": flags, "include": content_hashes()["include"]}
 
+    built: list[bool] = []
+    t0 = time.perf_counter()
+
     def build(d: Path) -> None:
         (d / kernel_file).write_text(kernel_src)
         (d / "launchers.cpp").write_text(launcher_src)
         build_shared([d / "launchers.cpp"], d / lib_name, plan.target, cxx=cxx)
+        built.append(True)
 
-    return get_or_build(key_parts, build) / lib_name
+    entry = get_or_build(key_parts, build)
+    Steps(1).finish(plan.name, f"{plan.arch} emu", not built, time.perf_counter() - t0)
+    return entry / lib_name
 
 
 def _ptr(obj) -> int | None:

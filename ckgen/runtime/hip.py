@@ -7,8 +7,8 @@ Everything goes through hip-python (``pip install hip-python``), which calls the
   ckgen's self-contained device headers from ``ckgen/include``) into a raw code object for one arch.
   It uses hiprtc when the system's ROCm has it *and* its code-object manager knows the arch
   (:func:`hiprtc_info`); otherwise the clang toolchain (``clang++ -x hip --offload-device-only``).
-  Results are cached on disk, keyed by sha256 of canonical JSON (source, arch, compiler, options,
-  header hashes) and published with ``os.replace``.
+  Results are kept in the build cache (:mod:`ckgen.toolchain.cache`: keyed by the source, arch, compiler,
+  options and header hashes; locked, verified, published atomically).
 - :class:`HipModule` loads a code object and launches one of its kernels with
   ``hipModuleLaunchKernel``. With no GPU it raises :class:`HipNoDevice` (never a HIP traceback).
 - :func:`device_pointer` accepts hip-python buffers (``hipMalloc``'s ``DeviceArray``), any object with
@@ -29,7 +29,6 @@ import ctypes.util
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,117 +36,26 @@ from pathlib import Path
 from typing import Any
 
 from ckgen import resources
-from ckgen.config import settings
-from ckgen.errors import BuildError, RuntimeFailure, ToolchainError
-
-# ckgen/include/ckgen/status.h (stable ABI)
-STATUS_INVALID_VALUE = 1
-STATUS_NO_DEVICE = 2
-STATUS_NO_RUNTIME = 3
-STATUS_UNSUPPORTED_ARCH = 4
-STATUS_LAUNCH_FAILED = 5
-
-_HIP_ERROR_NO_DEVICE = 100
-_HIP_ERROR_INVALID_DEVICE = 101
-_ROCM5_GCN_ARCH_NAME_OFFSET = 396  # offsetof(hipDeviceProp_t, gcnArchName) in ROCm 5.x hip_runtime_api.h
-_ROCM5_PROP_SIZE = 792
-
-
-class HipRuntimeUnavailable(RuntimeFailure):
-    """hip-python or libamdhip64 is missing (status CKGEN_ERROR_NO_RUNTIME)."""
-
-    status = STATUS_NO_RUNTIME
-
-
-class HipNoDevice(RuntimeFailure):
-    """HIP loads but sees no GPU (status CKGEN_ERROR_NO_DEVICE)."""
-
-    status = STATUS_NO_DEVICE
-
-
-class HipLaunchError(RuntimeFailure):
-    """Module load, function lookup or launch failed on a present device (CKGEN_ERROR_LAUNCH_FAILED)."""
-
-    status = STATUS_LAUNCH_FAILED
-
-
-class HipArgumentError(RuntimeFailure):
-    """A buffer or size passed to a kernel is wrong (CKGEN_ERROR_INVALID_VALUE)."""
-
-    status = STATUS_INVALID_VALUE
-
-
-# ------------------------------------------------------------------------------------------ bindings
-@dataclass(frozen=True)
-class _Bindings:
-    hip: Any
-    hiprtc: Any
-    paths: Any  # rocm.bindings.util.paths (hip-python >= 6.4), or None
-
-
-@lru_cache(maxsize=1)
-def _bindings() -> _Bindings:
-    try:
-        from hip import hip, hiprtc  # hip-python
-    except ImportError as e:
-        raise HipRuntimeUnavailable(
-            f"the AMD JIT needs hip-python, which is not importable ({e})",
-            hint="pip install hip-python  (or: pip install 'ckgen[hip]')") from None
-    try:
-        from rocm.bindings.util import paths
-    except ImportError:
-        paths = None
-    return _Bindings(hip, hiprtc, paths)
-
-
-def _code(err: Any) -> int:
-    return int(getattr(err, "value", err))
-
-
-def _hip_call(what: str, result: Any) -> Any:
-    """Unpack a hip-python result tuple; map errors to ckgen's error classes."""
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    code = _code(err)
-    if code != 0:
-        name = getattr(err, "name", str(code))
-        if code in (_HIP_ERROR_NO_DEVICE, _HIP_ERROR_INVALID_DEVICE):
-            raise HipNoDevice(f"{what}: no AMD GPU is visible to HIP ({name})",
-                              hint="run on a machine with an AMD GPU, or use target='emu'")
-        raise HipLaunchError(f"{what} failed: {name}")
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-def _dl_path_of(lib: ctypes.CDLL, symbol: str) -> str | None:
-    """The file a loaded library was mapped from (dladdr of one of its symbols)."""
-
-    class DlInfo(ctypes.Structure):
-        _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
-                    ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
-
-    libc = ctypes.CDLL(None)
-    info = DlInfo()
-    addr = ctypes.cast(getattr(lib, symbol), ctypes.c_void_p)
-    if not libc.dladdr(addr, ctypes.byref(info)) or not info.fname:
-        return None
-    return os.path.realpath(info.fname.decode())
-
-
-def _load(names: list[str]) -> ctypes.CDLL | None:
-    for n in names:
-        try:
-            return ctypes.CDLL(n)
-        except OSError:
-            continue
-    return None
-
-
-def _amdhip64() -> ctypes.CDLL | None:
-    b = _bindings()
-    names = []
-    if b.paths is not None:
-        names.append(os.fsdecode(b.paths.get_library_path("amdhip64")))
-    names += ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"]
-    return _load(names)
+from ckgen.errors import BuildError, ToolchainError
+from ckgen.runtime.hip_bindings import (  # noqa: F401  (re-exported: the errors are part of this module's API)
+    _ROCM5_GCN_ARCH_NAME_OFFSET,
+    _ROCM5_PROP_SIZE,
+    STATUS_INVALID_VALUE,
+    STATUS_LAUNCH_FAILED,
+    STATUS_NO_DEVICE,
+    STATUS_NO_RUNTIME,
+    STATUS_UNSUPPORTED_ARCH,
+    HipArgumentError,
+    HipLaunchError,
+    HipNoDevice,
+    HipRuntimeUnavailable,
+    _amdhip64,
+    _bindings,
+    _code,
+    _dl_path_of,
+    _hip_call,
+    _load,
+)
 
 
 # ------------------------------------------------------------------------------------------ hiprtc
@@ -189,8 +97,10 @@ _hiprtc_lock = threading.Lock()
 
 def _shim_dir(target: str) -> Path:
     """``<cache>/hiprtc-shim/<hash>`` holding ``lib/libhiprtc.so -> target``; made atomically."""
+    from ckgen.toolchain.cache import scratch_dir
+
     digest = hashlib.sha256(target.encode()).hexdigest()[:16]
-    root = settings().cache_dir / "hiprtc-shim" / digest
+    root = scratch_dir("hiprtc-shim") / digest
     link = root / "lib" / "libhiprtc.so"
     if os.path.realpath(link) != target:
         link.parent.mkdir(parents=True, exist_ok=True)
@@ -314,23 +224,21 @@ def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = 
     includes = _include_dirs(include_dirs)
     if not use_rtc:  # ckgen.toolchain caches its own objects, keyed by its toolchain
         return _clang_compile(source, kernel, arch, includes, options)
-    ident = f"hiprtc {info.version}"
-    key = hashlib.sha256(json.dumps({
-        "source": hashlib.sha256(source.encode()).hexdigest(), "kernel": kernel, "arch": arch,
-        "compiler": ident, "options": list(options), "includes": include_dirs,
-        "headers": resources.content_hashes()["include"],
-    }, sort_keys=True).encode()).hexdigest()
-    entry = settings().cache_dir / "hip-jit" / key[:2] / f"{key}.json"
-    if use_cache and not settings().no_cache and entry.is_file():
-        try:
-            meta = json.loads(entry.read_text())
-            data = entry.with_suffix(".co").read_bytes()
-            if hashlib.sha256(data).hexdigest() == meta["sha256"]:
-                return CodeObject(arch, kernel, data, meta["compiler"], meta.get("log", ""))
-        except (OSError, ValueError, KeyError):
-            pass  # corrupt entry: rebuild below
-    try:
+    parts = {"what": "hiprtc-code-object", "source": source, "kernel": kernel, "arch": arch,
+             "compiler": f"hiprtc {info.version}", "options": list(options), "includes": list(include_dirs),
+             "headers": resources.content_hashes()["include"]}
+
+    def build(out: Path) -> None:
         co = _hiprtc_compile(source, kernel, arch, includes, options)
+        (out / "code.co").write_bytes(co.data)
+        (out / "meta.json").write_text(json.dumps({"compiler": co.compiler, "log": co.log}))
+
+    try:
+        if not use_cache:
+            return _hiprtc_compile(source, kernel, arch, includes, options)
+        from ckgen.toolchain.cache import get_or_build
+
+        entry = get_or_build(parts, build)
     except BuildError as rtc_err:
         if compiler == "hiprtc":
             raise
@@ -338,16 +246,8 @@ def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = 
         co = _clang_compile(source, kernel, arch, includes, options)
         return CodeObject(co.arch, co.kernel, co.data, co.compiler,
                           f"hiprtc failed, built with clang instead:\n{rtc_err.render()}")
-    if use_cache:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        for path, payload in ((entry.with_suffix(".co"), co.data),
-                              (entry, json.dumps({"sha256": hashlib.sha256(co.data).hexdigest(),
-                                                  "compiler": co.compiler, "log": co.log}).encode())):
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, path)
-    return co
+    meta = json.loads((entry / "meta.json").read_text())
+    return CodeObject(arch, kernel, (entry / "code.co").read_bytes(), meta["compiler"], meta.get("log", ""))
 
 
 # ------------------------------------------------------------------------------------------ device
@@ -483,12 +383,17 @@ class HipKernel:
 
     def launch_raw(self, values: list[Any], sizes: dict[str, int], stream: Any = None) -> None:
         """Launch the device entry with one value per ABI argument (tensors as device addresses), which the
-        caller has checked; the grid is the plan's, at ``sizes``."""
+        caller has checked; the grid is the plan's, at ``sizes`` (as consecutive sub-problems when it is over the
+        launch limits: :func:`ckgen.ir.plan.split_launch`)."""
+        from ckgen.ir.plan import split_launch
+
         if any(sizes[s] == 0 for s in self.plan.abi.empty_if):
             return
-        args = [_DEVICE_CTYPES[a.kind.value](v) for a, v in zip(self.plan.abi.args, values, strict=True)]
-        self.module.launch(self.name, self.plan.launch.grid_counts(sizes), self.plan.threads, args, stream=stream,
-                           lds_bytes=self.plan.launch.lds_bytes)
+        abi = self.plan.abi
+        for sub in split_launch(abi, self.plan.launch, {a.name: v for a, v in zip(abi.args, values, strict=True)}):
+            args = [_DEVICE_CTYPES[a.kind.value](sub[a.name]) for a in abi.args]
+            self.module.launch(self.name, self.plan.launch.grid_counts(sub), self.plan.threads, args, stream=stream,
+                               lds_bytes=self.plan.launch.lds_bytes)
 
 
 def _malloc(nbytes: int) -> Any:
@@ -573,10 +478,10 @@ class HipBackend(_backend_base()):
     def array_info(self, obj: Any, what: str):
         import numpy as np
 
-        if isinstance(obj, np.ndarray):
-            from ckgen.runtime.api import ArrayInfo
+        if isinstance(obj, np.ndarray):  # its host address: the aliasing checks compare it with the others
+            from ckgen.runtime.api import numpy_array_info
 
-            return ArrayInfo(obj.shape, obj.dtype.str, tuple(s // obj.itemsize for s in obj.strides), 0)
+            return numpy_array_info(obj, what)
         return _array_info(obj, what)
 
     def new_output(self, shape: tuple[int, ...], np_dtype: Any, order: list[int], like: Any) -> Any:

@@ -1,11 +1,15 @@
 """``ckgen run``: one kernel of any op on random data, checked against the op's float64 reference.
 
-:func:`run_command` builds the kernel for the target (``emu``, ``hip``, ``sm_90`` ...) through
-:func:`ckgen.runtime.api.jit`, takes the runtime sizes by name (``--size m=200,n=130,k=70``: the ABI's size
+:func:`run_command` builds the kernel for the target (``emu``, ``hip``, ``sm_90`` ...) as
+:func:`ckgen.runtime.api.jit` does, takes the runtime sizes by name (``--size m=200,n=130,k=70``: the ABI's size
 arguments, case-insensitive; ``-m/-n/-k`` are shorthands for sizes named M, N, K), draws random inputs
 (never zeros; outputs poisoned unless the kernel reads them), runs it, and prints per output the relative
 error ``||out - ref|| / ||ref||`` against the op's float64 reference. Exit status: 0 within every output's
 tolerance, 1 over it (or unwritten / NaN outputs), 2 on bad input (a CkgenError, printed with ``render()``).
+
+Before anything is allocated, the sizes are checked against the ABI's range and the host memory the run needs
+(:func:`host_bytes`: the arrays, their copies and the float64 reference) against what is available
+(:func:`ckgen.config.available_memory`); ``--seed`` must be a non-negative integer.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ import time
 
 import numpy as np
 
+from ckgen.config import available_memory
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import INT32_MAX
 from ckgen.ops import get_op
 from ckgen.ops.base import relative_error
-from ckgen.runtime.api import jit
-from ckgen.runtime.arrays import to_float64
+from ckgen.runtime.api import Kernel, get_backend, plan_for, resolve_target
+from ckgen.runtime.arrays import numpy_dtype, shape_of, to_float64
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:
@@ -66,24 +71,75 @@ def resolve_sizes(plan, given: dict[str, int]) -> dict[str, int]:
     return out
 
 
+#: bytes per element besides the array itself: a copy of it before the call and float64 values for the reference
+_PER_ELEMENT_EXTRA = 16
+
+
+def host_bytes(plan, sizes: dict[str, int]) -> int:
+    """Host memory a ``ckgen run`` of ``plan`` at ``sizes`` needs: each tensor, its copy and its float64 values."""
+    total = 0
+    for a in plan.abi.tensors:
+        if not a.unused:
+            elems = 1
+            for n in shape_of(a, sizes):
+                elems *= n
+            total += elems * (2 * numpy_dtype(a.dtype).itemsize + _PER_ELEMENT_EXTRA)
+    return total
+
+
+def check_memory(plan, sizes: dict[str, int], available: int | None) -> None:
+    """CkgenError when the run needs more host memory than is ``available`` (None: unknown, no check)."""
+    need = host_bytes(plan, sizes)
+    if available is not None and need > available:
+        shown = ", ".join(f"{k.lower()}={v}" for k, v in sizes.items())
+        raise CkgenError(f"--size {shown}: the run needs about {_gib(need)} of host memory (inputs, outputs, their "
+                         f"copies and the float64 reference), but {_gib(available)} is available",
+                         hint="pass smaller sizes")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
+
+
+def check_seed(seed: int | None) -> int:
+    if seed is None:
+        return 0
+    if seed < 0:
+        raise CkgenError(f"--seed {seed}: the seed must be a non-negative integer")
+    return seed
+
+
 def run_command(path: str, kernel: str | None, target: str, arch: str | None, sizes: dict[str, int],
                 seed: int | None) -> int:
-    """``ckgen run``. Returns the exit status (0 ok, 1 numeric failure, 2 bad input)."""
+    """``ckgen run``. Returns the exit status: 0 ok, 1 numeric failure, else the CkgenError's exit code (2 for
+    bad input), after printing the error."""
     try:
-        kern = jit(path, kernel=kernel, target=target, arch=arch)
-        plan = kern.plan
-        op = get_op(plan.op)
-        values = resolve_sizes(plan, sizes)
-        rng = np.random.default_rng(0 if seed is None else seed)
+        return _run(path, kernel, target, arch, sizes, seed)
+    except CkgenError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+
+
+def _run(path: str, kernel: str | None, target: str, arch: str | None, sizes: dict[str, int],
+         seed: int | None) -> int:
+    seed = check_seed(seed)
+    backend_name, arch = resolve_target(target, arch)
+    backend = get_backend(backend_name)
+    plan = plan_for(path, kernel, backend.vendor, arch)
+    op = get_op(plan.op)
+    values = resolve_sizes(plan, sizes)
+    check_memory(plan, values, available_memory())  # before the build and before any allocation
+    kern = Kernel(plan, backend)
+    try:
+        rng = np.random.default_rng(seed)
         arrays = op.random_inputs(plan, values, rng)
         before = {k: (v.copy() if v is not None else None) for k, v in arrays.items()}
         t0 = time.perf_counter()
         kern(**arrays)
         dt = time.perf_counter() - t0
-    except CkgenError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    refs = op.reference(plan, before, values)
+        refs = op.reference(plan, before, values)
+    except MemoryError:
+        raise CkgenError(f"out of host memory for sizes {values}", hint="pass smaller sizes") from None
     ok = True
     shown = " ".join(f"{k}={v}" for k, v in values.items())
     for a in plan.abi.tensors:

@@ -6,13 +6,17 @@ Pipeline (each step cached in :mod:`ckgen.toolchain.cache`, keyed by its exact i
 
        clang++ -x hip --offload-arch=<arch> --offload-device-only --no-gpu-bundle-output
                -nogpuinc -nogpulib -O3 -std=c++17 -fgpu-rdc -mcode-object-version=4
-               -Xclang -emit-obj -I<each of resources.DEVICE_INCLUDE_DIRS> -c kernel.hip -o kernel.o
+               -Xclang -emit-obj -cuid=<hash of the source> -I<each of resources.DEVICE_INCLUDE_DIRS>
+               -c kernel.hip -o kernel.o        (in the entry's directory)
 
    ``-fgpu-rdc`` keeps the kernel relocatable; ``-Xclang -emit-obj`` makes the device pass emit a
    machine-code ELF object instead of bitcode, so there is no LTO at link time and an unchanged
    kernel is never recompiled. (Should a clang still emit bitcode, it is lowered to an object by a
    second ``clang --target=amdgcn-amd-amdhsa -mcpu=<arch>`` run.) ``--no-gpu-bundle-output`` gives a
    raw ELF: ckgen does not use offload bundles, so ``clang-offload-bundler --unbundle`` is not needed.
+   Reproducible: clang names a ``__hip_cuid_<hash>`` symbol after the input's path unless given ``-cuid``, so
+   ckgen passes a hash of the source; with relative paths, the same source gives the same object bytes in any
+   directory.
 2. **Link** per arch: each object carries its own ``NT_AMDGPU_METADATA`` note, and the loader reads
    only one note per code object. So the objects' ``.note`` sections are removed (llvm-objcopy), their
    metadata are merged into one document (:mod:`ckgen.toolchain.metadata`), assembled into a note object
@@ -26,21 +30,24 @@ these kernels need (no device libraries, no hostcall).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
-import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckgen.errors import BuildError
+from ckgen.progress import Steps
 from ckgen.resources import content_hashes, include_flags
 from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
 from ckgen.toolchain.llvm import Toolchain, find_toolchain
 from ckgen.toolchain.metadata import kernels_of, merge_kernel_metadata, read_metadata_text
+from ckgen.toolchain.tools import run_tool
 
 CODE_OBJECT_VERSION = 4
 DEVICE_FLAGS: tuple[str, ...] = (
@@ -48,7 +55,7 @@ DEVICE_FLAGS: tuple[str, ...] = (
     "-O3", "-std=c++17", "-fgpu-rdc", f"-mcode-object-version={CODE_OBJECT_VERSION}",
     "-Xclang", "-emit-obj",
 )
-SCHEMA = 1  # bump when the layout of cache entries below changes
+SCHEMA = 2  # bump when the layout or the bytes of cache entries below change (2: -cuid from the source)
 OBJECT_FILE = "kernel.o"
 CODE_OBJECT_FILE = "code_object.hsaco"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -89,18 +96,6 @@ class BuildCounters:
 COUNTERS = BuildCounters()
 
 
-def run_tool(cmd: list[str], what: str, cwd: Path | None = None) -> str:
-    """Run a tool; BuildError with its output when it fails. Returns stderr (warnings)."""
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    except OSError as exc:
-        raise BuildError(f"{what}: cannot run {cmd[0]}: {exc}") from None
-    if proc.returncode != 0:
-        log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-        raise BuildError(f"{what} failed (exit {proc.returncode})", log=log)
-    return proc.stderr
-
-
 # ------------------------------------------------------------------------------------------ compile
 def object_key(kernel: KernelSource, target: Target, tc: Toolchain) -> dict:
     return {
@@ -116,21 +111,21 @@ def compile_kernel(kernel: KernelSource, target: Target, tc: Toolchain,
     built = []
 
     def build(out: Path) -> None:
-        src = out / "kernel.hip"
-        src.write_text(kernel.source)
+        (out / "kernel.hip").write_text(kernel.source)
         obj = out / OBJECT_FILE
-        cmd = [str(tc.clang), *DEVICE_FLAGS, f"--offload-arch={target.name}", *include_flags(),
-               *kernel.flags, "-c", str(src), "-o", str(obj)]
+        cuid = hashlib.sha256(f"{kernel.name}\0{target.name}\0{kernel.source}".encode()).hexdigest()[:16]
+        cmd = [str(tc.clang), *DEVICE_FLAGS, f"-cuid={cuid}", f"--offload-arch={target.name}", *include_flags(),
+               *kernel.flags, "-c", "kernel.hip", "-o", OBJECT_FILE]
         COUNTERS.bump("device_compiles")
-        log = run_tool(cmd, f"compiling kernel '{kernel.name}' for {target.name}")
+        what = f"compiling kernel '{kernel.name}' for {target.name}"
+        log = run_tool(cmd, what, cwd=out, warn=True)
         head = obj.read_bytes()[:4]
         if head == b"BC\xc0\xde":  # this clang ignored -emit-obj: lower the bitcode ourselves
-            bc = out / "kernel.bc"
-            obj.replace(bc)
+            obj.replace(out / "kernel.bc")
             log += run_tool([str(tc.clang), "--target=amdgcn-amd-amdhsa", f"-mcpu={target.name}",
-                             f"-mcode-object-version={CODE_OBJECT_VERSION}", "-O3", "-c", str(bc),
-                             "-o", str(obj)], f"lowering kernel '{kernel.name}' for {target.name}")
-            bc.unlink()
+                             f"-mcode-object-version={CODE_OBJECT_VERSION}", "-O3", "-c", "kernel.bc",
+                             "-o", OBJECT_FILE], f"lowering kernel '{kernel.name}' for {target.name}", cwd=out)
+            (out / "kernel.bc").unlink()
         if obj.read_bytes()[:4] != b"\x7fELF":
             raise BuildError(f"kernel '{kernel.name}' for {target.name}: the compiler wrote no ELF object")
         (out / "compile.log").write_text(log)
@@ -231,8 +226,16 @@ def build_device_code(kernels: Sequence[KernelSource], targets: Sequence[Target]
         if not names:
             raise BuildError(f"{arch}: no kernel is built for this arch")
     tcs = {t.name: find_toolchain(t) for t in targets}
+    steps = Steps(len(tasks))
+
+    def one(kt: tuple[KernelSource, Target]) -> tuple[Path, bool]:
+        t0 = time.perf_counter()
+        obj, compiled = compile_kernel(kt[0], kt[1], tcs[kt[1].name], cache)
+        steps.finish(kt[0].name, kt[1].name, not compiled, time.perf_counter() - t0)
+        return obj, compiled
+
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(lambda kt: compile_kernel(kt[0], kt[1], tcs[kt[1].name], cache), tasks))
+        results = list(pool.map(one, tasks))
         objs = {(k.name, t.name): r[0] for (k, t), r in zip(tasks, results, strict=True)}
         cos = list(pool.map(lambda t: link_code_object(
             names_of[t.name], [objs[(n, t.name)] for n in names_of[t.name]], t, tcs[t.name], cache), targets))

@@ -19,6 +19,10 @@ Guarantees:
 - ``settings().no_cache`` (``CKGEN_NO_CACHE=1``) makes the default cache rebuild every entry (and
   still publish it).
 - Entries are immutable once published: callers read files from the returned directory, never write.
+- A read-only cache still works: hits are read from it, and a miss is built in a private temporary cache
+  (removed when the process exits) with a warning. A cache path that is not a directory (``CKGEN_CACHE_DIR``
+  naming a file) is a :class:`~ckgen.errors.CacheError` (exit code 4), as is a cache that fails while an entry
+  is published (a full disk).
 
 Layout: ``<root>/v1/<key[:2]>/<key>/{files..., ckgen-manifest.json}``, ``<root>/v1/tmp/``,
 ``<root>/v1/locks/``.
@@ -26,6 +30,8 @@ Layout: ``<root>/v1/<key[:2]>/<key>/{files..., ckgen-manifest.json}``, ``<root>/
 
 from __future__ import annotations
 
+import atexit
+import errno
 import fcntl
 import hashlib
 import json
@@ -39,6 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckgen.config import settings
+from ckgen.errors import CacheError
+from ckgen.files import shown
+from ckgen.progress import current
 
 MANIFEST = "ckgen-manifest.json"
 _LAYOUT = "v1"
@@ -79,6 +88,7 @@ class Cache:
         self.rebuild = rebuild
         self.stats = CacheStats()
         self._stats_lock = threading.Lock()
+        self._fallback: Cache | None = None
 
     # ------------------------------------------------------------------ paths
     def entry_dir(self, digest: str) -> Path:
@@ -131,6 +141,28 @@ class Cache:
             pass
         shutil.rmtree(dead, ignore_errors=True)
 
+    def _writable(self) -> Cache:
+        """This cache when it can be written, else the fallback for a read-only one (see the module docstring)."""
+        if self._fallback is not None:
+            return self._fallback
+        try:
+            for sub in ("locks", "tmp"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=self.root / "tmp", prefix="probe-")
+            os.close(fd)
+            os.unlink(probe)
+            return self
+        except OSError as exc:
+            if exc.errno in (errno.ENOTDIR, errno.EEXIST) or not _dir_or_missing(self.root):
+                raise CacheError(f"the build cache {shown(self.root.parent)} is not a directory",
+                                 hint="set CKGEN_CACHE_DIR to a directory, or unset it") from None
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise CacheError(f"cannot use the build cache {shown(self.root.parent)}: {exc.strerror}") from None
+            self._fallback = _scratch_cache(self.rebuild)
+            current().warning(f"the build cache {shown(self.root.parent)} is read-only ({exc.strerror}): building "
+                              f"in {self._fallback.root.parent}, which is removed at exit")
+            return self._fallback
+
     def get_or_build(self, key_parts: dict, build_fn: Callable[[Path], None]) -> Path:
         """The entry directory for ``key_parts``, built with ``build_fn(tmp_dir)`` on a miss."""
         digest = key(**key_parts)
@@ -138,6 +170,15 @@ class Cache:
         if not self.rebuild and entry.is_dir() and self.verify(entry):
             self._count("hits")
             return entry
+        target = self._writable()
+        if target is not self:
+            return target.get_or_build(key_parts, build_fn)
+        try:
+            return self._build(digest, entry, key_parts, build_fn)
+        except OSError as exc:  # the cache's own files (build_fn's errors are CkgenErrors)
+            raise CacheError(f"cannot write the build cache {shown(self.root.parent)}: {exc.strerror or exc}") from None
+
+    def _build(self, digest: str, entry: Path, key_parts: dict, build_fn: Callable[[Path], None]) -> Path:
         with self._locked(digest):
             if entry.exists():
                 if not self.rebuild and self.verify(entry):
@@ -164,6 +205,34 @@ class Cache:
                 raise
             self._count("builds")
             return entry
+
+
+def _dir_or_missing(path: Path) -> bool:
+    """False when ``path`` or one of its ancestors exists and is not a directory."""
+    for p in (path, *path.parents):
+        if p.exists():
+            return p.is_dir()
+    return True
+
+
+_scratch: dict[bool, Cache] = {}
+_scratch_lock = threading.Lock()
+
+
+def _scratch_cache(rebuild: bool) -> Cache:
+    """A private cache in a temporary directory, removed at exit (one per process)."""
+    with _scratch_lock:
+        if rebuild not in _scratch:
+            root = Path(tempfile.mkdtemp(prefix="ckgen-cache-"))
+            atexit.register(shutil.rmtree, root, True)
+            _scratch[rebuild] = Cache(root, rebuild=rebuild)
+        return _scratch[rebuild]
+
+
+def scratch_dir(name: str) -> Path:
+    """A writable directory ``<cache>/<name>`` of the default cache, or of the temporary fallback cache when the
+    default one is read-only (for files that are not cache entries, e.g. the hiprtc shim's symlink)."""
+    return default_cache()._writable().root.parent / name
 
 
 _default: Cache | None = None

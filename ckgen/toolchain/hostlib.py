@@ -17,27 +17,27 @@ templates) and copied to ``out_dir/lib<stem>.so`` through a temporary file and `
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import jinja2
 
 from ckgen.config import settings
 from ckgen.errors import BuildError, ToolchainError
+from ckgen.files import atomic_copy
+from ckgen.progress import Steps
 from ckgen.resources import INCLUDE_DIR, TEMPLATE_DIR, content_hashes
 from ckgen.targets import get_target
 from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
-from ckgen.toolchain.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code, run_tool
+from ckgen.toolchain.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code
 from ckgen.toolchain.llvm import Toolchain
 from ckgen.toolchain.report import KernelReport, analyze_code_object
+from ckgen.toolchain.tools import first_line, run_tool
 
 HOST_FLAGS: tuple[str, ...] = ("-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden",
                                 "-fvisibility-inlines-hidden", "-Wl,-Bsymbolic", "-Wl,--no-undefined")
@@ -71,16 +71,12 @@ class LibraryResult:
         return {k: r.to_json() for k, r in self.reports.items()}
 
 
-@lru_cache(maxsize=8)
 def _compiler_version(cxx: str) -> str:
-    try:
-        proc = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolchainError(f"host C++ compiler {cxx} does not run: {exc}",
-                             hint="set CKGEN_HOST_CXX to a working C++ compiler") from None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise ToolchainError(f"host C++ compiler {cxx} does not run", hint="set CKGEN_HOST_CXX")
-    return proc.stdout.splitlines()[0].strip()
+    version = first_line(cxx)
+    if version is None:
+        raise ToolchainError(f"host C++ compiler {cxx} does not run",
+                             hint="set CKGEN_HOST_CXX to a working C++ compiler")
+    return version
 
 
 def host_compiler(toolchains: Sequence[Toolchain]) -> str:
@@ -122,6 +118,9 @@ def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path
         "include": content_hashes()["include"], "templates": content_hashes()["templates"],
     }
 
+    built: list[bool] = []
+    t0 = time.perf_counter()
+
     def build(out: Path) -> None:
         work = out / "work"
         work.mkdir()
@@ -132,27 +131,16 @@ def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path
         (work / "embed.s").write_text(render_embed(files))
         (work / "host.cpp").write_text(host_source)
         COUNTERS.bump("host_compiles")
+        built.append(True)
         log = run_tool([cxx, *HOST_FLAGS, *extra_flags, "-I", str(INCLUDE_DIR), "host.cpp", "embed.s",
-                        "-o", lib_name, *HOST_LIBS], f"compiling the host library {lib_name}", cwd=work)
+                        "-o", lib_name, *HOST_LIBS], f"compiling the host library {lib_name}", cwd=work, warn=True)
         (work / lib_name).replace(out / lib_name)
         (out / "build.log").write_text(log)
         shutil.rmtree(work)
 
-    return cache.get_or_build(parts, build) / lib_name
-
-
-def publish(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` atomically (temporary file in dst's folder, then os.replace)."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", dir=dst.parent)
-    try:
-        with os.fdopen(fd, "wb") as f, open(src, "rb") as s:
-            shutil.copyfileobj(s, f)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    entry = cache.get_or_build(parts, build)
+    Steps(1).finish(lib_name, "host", not built, time.perf_counter() - t0)
+    return entry / lib_name
 
 
 def build_amd_library(stem: str, kernels: Sequence[KernelSource], host_source: str,
@@ -178,7 +166,7 @@ def build_amd_library(stem: str, kernels: Sequence[KernelSource], host_source: s
     reports = {(r.name, t.name): r for t in archs
                for r in analyze_code_object(device.code_objects[t.name], t, device.toolchains[t.name])}
     out = Path(out_dir) / f"lib{stem}.so"
-    publish(lib, out)
+    atomic_copy(lib, out)
     return LibraryResult(library=out, kernels=tuple(dict.fromkeys(k.name for k in kernels)),
                          code_objects=device.code_objects, toolchains=device.toolchains, compiled=device.compiled,
                          reused=device.reused, host_compiler=cxx, reports=reports)

@@ -5,6 +5,9 @@ Contract:
 - :func:`find_toolchain(target)` returns a frozen :class:`Toolchain` whose clang's major version is at
   least ``target.min_clang`` (AMD targets), with ``ld.lld``, ``llvm-objdump``, ``llvm-readelf``,
   ``llvm-objcopy`` and ``clang-offload-bundler`` of the *same* LLVM installation.
+- The tools beside clang are looked up in the LLVM ``bin`` directory clang reports (``InstalledDir`` of
+  ``clang --version``, so a ``CKGEN_CLANG`` wrapper script works), then beside the resolved clang, then
+  through ``clang -print-prog-name=<tool>``, then as ``<tool>-<major>`` on PATH.
 - Search order: ``CKGEN_CLANG`` (a clang++; when set it is the only candidate), then ``CKGEN_HIPCC``
   (hipcc's own clang, from ``hipcc --version``'s ``InstalledDir``), then ``clang++-<N>`` on PATH for N
   from :data:`PATH_MAJORS` (newest first), then plain ``clang++``, then ``hipcc`` on PATH.
@@ -29,6 +32,7 @@ from pathlib import Path
 from ckgen.config import Settings, settings
 from ckgen.errors import ToolchainError
 from ckgen.targets.model import Target
+from ckgen.toolchain.tools import tool_version
 
 PATH_MAJORS: tuple[int, ...] = (22, 21, 20, 19, 18, 17, 16, 15, 14)
 _VERSION_RE = re.compile(r"clang version (\d+)\.(\d+)(?:\.(\d+))?")
@@ -68,8 +72,8 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class _Probe:
-    path: Path    # the clang++ driver to run
-    bindir: Path  # the LLVM bin directory it belongs to (symlinks resolved)
+    path: Path                  # the clang++ driver to run
+    bindirs: tuple[Path, ...]   # LLVM bin directories it belongs to: InstalledDir, then beside the resolved path
     version: str
     major: int
 
@@ -81,28 +85,37 @@ def _probe(clang: str) -> _Probe | None:
         if found is None:
             return None
         clang = found
-    try:
-        proc = subprocess.run([clang, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    first = proc.stdout.splitlines()[0].strip() if proc.stdout else ""
+    text = tool_version(clang)
+    first = text.splitlines()[0].strip() if text else ""
     m = _VERSION_RE.search(first)
-    if proc.returncode != 0 or not m:
+    if not m:
         return None
     # Keep the C++ driver: clang++-19 resolves to .../bin/clang, which would link C only.
     real = Path(clang).resolve()
     cxx = real.parent / "clang++"
     path = cxx if cxx.is_file() and os.access(cxx, os.X_OK) else Path(clang).absolute()
-    return _Probe(path, real.parent, first, int(m.group(1)))
+    installed = re.search(r"^InstalledDir:\s*(.+?)\s*$", text or "", re.MULTILINE)
+    dirs = ([Path(installed.group(1)).resolve()] if installed else []) + [real.parent]
+    return _Probe(path, tuple(dict.fromkeys(dirs)), first, int(m.group(1)))
+
+
+def _prog_name(clang: Path, exe: str) -> Path | None:
+    """Where ``clang -print-prog-name=<exe>`` says the tool is (None when it only echoes the name)."""
+    try:
+        proc = subprocess.run([str(clang), f"-print-prog-name={exe}"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = Path(proc.stdout.strip())
+    return out if proc.returncode == 0 and out.is_absolute() and _executable(out) else None
+
+
+def _executable(p: Path) -> bool:
+    return p.is_file() and os.access(p, os.X_OK)
 
 
 def _hipcc_clang(hipcc: str) -> str | None:
     """The clang++ that hipcc drives, from ``hipcc --version`` (``InstalledDir: <dir>``)."""
-    try:
-        proc = subprocess.run([hipcc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"^InstalledDir:\s*(\S+)", proc.stdout, re.MULTILINE)
+    m = re.search(r"^InstalledDir:\s*(\S+)", tool_version(hipcc) or "", re.MULTILINE)
     if not m:
         return None
     cand = Path(m.group(1)) / "clang++"
@@ -112,16 +125,14 @@ def _hipcc_clang(hipcc: str) -> str | None:
 def _siblings(probe: _Probe, search_path: str | None) -> dict[str, Path] | str:
     """Tools of the same LLVM as ``probe``; on failure, the name of the first missing tool."""
     found: dict[str, Path] = {}
-    bindir = probe.bindir
     for attr, exe in _SIBLINGS.items():
-        cand = bindir / exe
-        if cand.is_file() and os.access(cand, os.X_OK):
-            found[attr] = cand
-            continue
-        versioned = shutil.which(f"{exe}-{probe.major}", path=search_path)
-        if versioned is None:
-            return exe
-        found[attr] = Path(versioned).resolve()
+        cand = next((d / exe for d in probe.bindirs if _executable(d / exe)), None) or _prog_name(probe.path, exe)
+        if cand is None:
+            versioned = shutil.which(f"{exe}-{probe.major}", path=search_path)
+            if versioned is None:
+                return exe
+            cand = Path(versioned).resolve()
+        found[attr] = cand
     return found
 
 
@@ -179,5 +190,6 @@ def _find(arch: str, min_major: int, st: Settings, search_path: str | None) -> T
 
 
 def clear_cache() -> None:
-    """Forget memoised lookups (tests that change settings call this)."""
+    """Forget memoised lookups (tests that change settings or tools call this)."""
     _find.cache_clear()
+    tool_version.cache_clear()

@@ -26,15 +26,17 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from ckgen.config import Settings, settings
 from ckgen.errors import BuildError, ToolchainError
+from ckgen.progress import Steps, current
 from ckgen.resources import content_hashes, include_flags
 from ckgen.targets.model import Target
 from ckgen.targets.nvidia import nvcc_arch_flags
+from ckgen.toolchain.tools import run_tool, tool_version
 
 #: flags of every NVIDIA library build (besides -gencode per arch). --prec-div=false: float division
 #: (the epilogue's tanh / sigmoid) is div.full.f32 (<= 2 ulp) instead of IEEE division, whose slow-path
@@ -59,15 +61,11 @@ class Nvcc:
         return shutil.which("cuobjdump")
 
 
-@lru_cache(maxsize=4)
 def _probe(path: str) -> Nvcc | None:
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
+    text = tool_version(path)
+    if text is None:
         return None
-    if out.returncode != 0:
-        return None
-    lines = [ln for ln in out.stdout.splitlines() if "release" in ln] or out.stdout.splitlines()[-1:]
+    lines = [ln for ln in text.splitlines() if "release" in ln] or text.splitlines()[-1:]
     return Nvcc(path, lines[0].strip() if lines else "unknown")
 
 
@@ -115,19 +113,34 @@ def _arches(plans) -> list[Target]:
     return list(seen.values())
 
 
+#: nvcc names its host translation unit tmpxft_<process id>_<n>-<k>_<file>.cudafe1.cpp, and that name lands in the
+#: library's symbol table (an STT_FILE symbol): the only bytes that differ between two builds of one source
+_NVCC_TMP_NAME = re.compile(rb"tmpxft_[0-9a-f]{8}_[0-9a-f]{8}")
+
+
+def _reproducible(lib: Path) -> None:
+    """Make the library's bytes independent of the nvcc process: zero the process ids in nvcc's temporary file
+    names (same length, so no offset moves)."""
+    data = lib.read_bytes()
+    fixed = _NVCC_TMP_NAME.sub(b"tmpxft_00000000_00000000", data)
+    if fixed != data:
+        lib.write_bytes(fixed)
+
+
+def _sass(cuobjdump: str, lib: Path) -> str:
+    current().command([cuobjdump, "-sass", str(lib)])
+    proc = subprocess.run([cuobjdump, "-sass", str(lib)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"cuobjdump -sass {lib.name} failed", log=proc.stderr)
+    return proc.stdout
+
+
 @dataclass(frozen=True)
 class CudaLibrary:
     stem: str
     library: Path            # the published library (out_dir, or the cache entry)
     entry: Path              # cache entry directory (ptxas.log, *.ptx, *.sass, sources)
     arches: tuple[str, ...]
-
-
-def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise BuildError(f"{what} failed (exit {proc.returncode})", log=" ".join(cmd) + "\n" + proc.stderr[-20000:])
-    return proc
 
 
 def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc | None = None,
@@ -143,29 +156,38 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
     key_parts = {"kind": "cuda-library", "stem": stem, "arches": [t.name for t in targets], "sources": files,
                  "nvcc": nvcc.version, "flags": flags, "include": content_hashes()["include"]}
 
-    def build(d: Path) -> None:
+    built: list[bool] = []
+    t0 = time.perf_counter()
+
+    def build(d: Path) -> None:  # in d with relative paths: the sources' paths do not reach the library
         for name, text in files.items():
             (d / name).write_text(text)
-        inc = [*include_flags(), f"-I{d}"]
-        proc = _run([nvcc.path, *flags, *inc, str(d / "launchers.cu"), "-o", str(d / lib_name)],
-                    f"nvcc build of {lib_name}")
-        (d / "ptxas.log").write_text(proc.stderr)
+        inc = [*include_flags(), "-I."]
+        log = run_tool([nvcc.path, *flags, *inc, "launchers.cu", "-o", lib_name], f"nvcc build of {lib_name}", cwd=d)
+        _reproducible(d / lib_name)
+        (d / "ptxas.log").write_text(log)
+        warnings = [ln for ln in log.splitlines() if "warning" in ln.lower()]
+        if warnings:
+            current().warning(f"nvcc build of {lib_name}:\n" + "\n".join(warnings))
         for t in targets:
             virt = nvcc_arch_flags(t)[0].split("arch=", 1)[1].split(",", 1)[0]  # compute_90a ...
-            _run([nvcc.path, "-std=c++17", "-O3", "-ptx", f"-arch={virt}", "--expt-relaxed-constexpr", *inc,
-                  str(d / "launchers.cu"), "-o", str(d / f"{stem}_{t.name}.ptx")], f"nvcc -ptx of {stem}")
+            run_tool([nvcc.path, "-std=c++17", "-O3", "-ptx", f"-arch={virt}", "--expt-relaxed-constexpr", *inc,
+                      "launchers.cu", "-o", f"{stem}_{t.name}.ptx"], f"nvcc -ptx of {stem}", cwd=d)
         dump = nvcc.cuobjdump
         if dump:
-            out = subprocess.run([dump, "-sass", str(d / lib_name)], capture_output=True, text=True, check=False)
-            if out.returncode == 0:
-                (d / f"{stem}.sass").write_text(out.stdout)
+            try:
+                (d / f"{stem}.sass").write_text(_sass(dump, d / lib_name))
+            except BuildError:
+                pass  # the report then says n/a (no SASS)
+        built.append(True)
 
     entry = get_or_build(key_parts, build)
+    Steps(1).finish(lib_name, ",".join(t.name for t in targets), not built, time.perf_counter() - t0)
     library = entry / lib_name
     if out_dir is not None:
-        from ckgen.toolchain.hostlib import publish
+        from ckgen.files import atomic_copy
 
-        publish(library, Path(out_dir) / lib_name)
+        atomic_copy(library, Path(out_dir) / lib_name)
         library = Path(out_dir) / lib_name
     return CudaLibrary(stem, library, entry, tuple(t.name for t in targets))
 

@@ -7,6 +7,13 @@
 
 static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
 static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
+// a tensor argument moved by `elems` elements of `bytes` bytes (NULL stays NULL): a sub-problem's operand
+static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<const void*>(static_cast<const char*>(p) + elems * bytes) : p;
+}
+static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<void*>(static_cast<char*>(p) + elems * bytes) : p;
+}
 
 
 // gemm_bf16_tn: bf16 col x bf16 col -> bf16 row (acc f32), alpha 1, beta 0.5, epilogue silu; tile 64x128x32, waves 1x2, instr 32x32x8
@@ -22,7 +29,16 @@ CKGEN_API int ckgen_gemm_bf16_tn(const void* A, const void* B, void* C, const vo
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 64;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_gemm_bf16_tn(ckgen_advance(A, off_, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
@@ -50,7 +66,16 @@ CKGEN_API int ckgen_gemm_i8(const void* A, const void* B, void* C, const void* b
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_gemm_i8(ckgen_advance(A, off_ * lda, 1), B, ckgen_advance(C, off_ * ldc, 4), bias, part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const int8_t* A_ = static_cast<const int8_t*>(A);
   const int8_t* B_ = static_cast<const int8_t*>(B);
   int32_t* C_ = static_cast<int32_t*>(C);
@@ -79,7 +104,16 @@ CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves2x2(const void* A, const void
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_bf16_sweep_tile128x128x32_waves2x2(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 4), ckgen_advance(bias, off_, 4), part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   float* C_ = static_cast<float*>(C);
@@ -108,7 +142,16 @@ CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4(const void* A, const void
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_bf16_sweep_tile128x128x32_waves1x4(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 4), ckgen_advance(bias, off_, 4), part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   float* C_ = static_cast<float*>(C);
@@ -137,7 +180,16 @@ CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves2x2(const void* A, const void* 
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 64;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_bf16_sweep_tile64x64x64_waves2x2(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 4), ckgen_advance(bias, off_, 4), part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   float* C_ = static_cast<float*>(C);
@@ -166,7 +218,16 @@ CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4(const void* A, const void* 
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 64;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_bf16_sweep_tile64x64x64_waves1x4(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 4), ckgen_advance(bias, off_, 4), part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   float* C_ = static_cast<float*>(C);

@@ -7,6 +7,13 @@
 
 static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
 static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
+// a tensor argument moved by `elems` elements of `bytes` bytes (NULL stays NULL): a sub-problem's operand
+static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<const void*>(static_cast<const char*>(p) + elems * bytes) : p;
+}
+static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<void*>(static_cast<char*>(p) + elems * bytes) : p;
+}
 
 
 // gemm_f16_nt: f16 row x f16 col -> f16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 2x2, instr 32x32x8
@@ -22,7 +29,16 @@ CKGEN_API int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const voi
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_gemm_f16_nt(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::f16* A_ = static_cast<const ckgen::f16*>(A);
   const ckgen::f16* B_ = static_cast<const ckgen::f16*>(B);
   ckgen::f16* C_ = static_cast<ckgen::f16*>(C);
@@ -51,7 +67,16 @@ CKGEN_API int ckgen_mlp_f16_bias_gelu(const void* A, const void* B, void* C, con
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_mlp_f16_bias_gelu(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::f16* A_ = static_cast<const ckgen::f16*>(A);
   const ckgen::f16* B_ = static_cast<const ckgen::f16*>(B);
   ckgen::f16* C_ = static_cast<ckgen::f16*>(C);

@@ -7,6 +7,13 @@
 
 static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
 static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
+// a tensor argument moved by `elems` elements of `bytes` bytes (NULL stays NULL): a sub-problem's operand
+static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<const void*>(static_cast<const char*>(p) + elems * bytes) : p;
+}
+static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<void*>(static_cast<char*>(p) + elems * bytes) : p;
+}
 
 
 // sgemm_nn: f32 row x f32 row -> f32 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x16, waves 2x2, instr 16x16x4
@@ -22,7 +29,16 @@ CKGEN_API int ckgen_sgemm_nn(const void* A, const void* B, void* C, const void* 
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 64;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_sgemm_nn(ckgen_advance(A, off_ * lda, 4), B, ckgen_advance(C, off_ * ldc, 4), bias, part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const float* A_ = static_cast<const float*>(A);
   const float* B_ = static_cast<const float*>(B);
   float* C_ = static_cast<float*>(C);

@@ -28,7 +28,7 @@ def _outputs(example: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
 def test_golden(example, update_golden, monkeypatch):
-    monkeypatch.chdir(ROOT)  # sources are named relative to the repository in the generated comments
+    monkeypatch.chdir(ROOT)  # the examples are loaded by their paths relative to the repository
     folder = GOLDEN / example.stem
     outputs = _outputs(example)
     if update_golden:

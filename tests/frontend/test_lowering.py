@@ -1,5 +1,7 @@
 """Frontend lowering: defaults, family expansion, and every spec-level error."""
 
+from pathlib import Path
+
 import pytest
 
 from ckgen.errors import CkgenError, ErrorList, SpecError
@@ -85,9 +87,58 @@ def test_duplicate_kernel_names_and_all_errors_reported():
 
 
 def test_unreadable_file(tmp_path):
-    with pytest.raises(CkgenError, match="cannot read"):
+    with pytest.raises(CkgenError, match="no such file"):
         load_file(tmp_path / "missing.ck")
     bad = tmp_path / "bin.ck"
-    bad.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(CkgenError, match="not UTF-8"):
+    bad.write_bytes(b"kernel \xff\xfe")
+    with pytest.raises(CkgenError, match="not UTF-8 text"):
         load_file(bad)
+
+
+def test_family_names_encode_signs_and_points():
+    specs = load_text(f"family f {{ {BASE} alpha in [1, -1, 1.5, -1.5e-3, 15] }}", "t.ck", ("gfx942",))
+    assert [s.name for s in specs] == ["f_alpha1", "f_alpham1", "f_alpha1p5", "f_alpham1p5em3", "f_alpha15"]
+    assert [s.params.gemm.alpha for s in specs][:2] == [1.0, -1.0]
+
+
+def test_family_members_with_one_name_are_refused():
+    with pytest.raises(SpecError) as ei:
+        load_text(f"family f {{ {BASE} alpha in [1, +1] }}", "t.ck", ("gfx942",))
+    text = ei.value.render()
+    assert "the members with alpha = 1 and with alpha = +1 would both be named 'f_alpha1'" in text
+    assert text.startswith("t.ck:1:") and text.splitlines()[2].strip() == "^^"
+
+
+def test_a_family_is_counted_before_it_is_expanded():
+    values = lambda n: ", ".join(str(1 + i) for i in range(n))  # noqa: E731
+    text = (f"family huge {{ {BASE} alpha in [{values(256)}] beta in [{values(256)}] "
+            f"vec_a in [{values(256)}] }}")
+    with pytest.raises(SpecError) as ei:
+        load_text(text, "t.ck", ("gfx942",))
+    msg = ei.value.render()
+    assert "family 'huge' expands to 16,777,216 kernels, over the limit of 10,000" in msg
+    assert "alpha: 256, beta: 256, vec_a: 256" in msg and msg.startswith("t.ck:1:8:")
+
+
+@pytest.mark.parametrize("make,words", [
+    (lambda d: d, "is a directory, not a .ck file"),
+    (lambda d: d / "missing.ck", "no such file"),
+    (lambda d: (d / "k.txt").write_text(f"kernel k {{ {BASE} }}") and d / "k.txt", "is not a .ck file"),
+    (lambda d: (d / "lib.ck").write_bytes(b"\x7fELF\x02\x01") and d / "lib.ck", "it is an ELF object"),
+    (lambda d: (d / "z.ck").write_bytes(b"PK\x03\x04") and d / "z.ck", "zip archive"),
+    (lambda d: (d / "n.ck").write_bytes(b"kernel\x00k") and d / "n.ck", "binary file (it has NUL bytes)"),
+    (lambda d: (d / "u.ck").write_bytes("kernel k {}".encode("utf-16")) and d / "u.ck", "UTF-16"),
+    (lambda d: Path("/dev/null"), "not a regular file"),
+])
+def test_paths_that_are_not_spec_files(tmp_path, make, words):
+    with pytest.raises(CkgenError) as ei:
+        load_file(make(tmp_path))
+    assert words in ei.value.render()
+
+
+def test_a_utf8_bom_is_skipped_and_columns_stay_right(tmp_path):
+    p = tmp_path / "b.ck"
+    p.write_bytes(b"\xef\xbb\xbfkernel k { tlie = 1 }")
+    with pytest.raises(CkgenError) as ei:
+        load_file(p, ("gfx942",))
+    assert ei.value.render().startswith(f"{p}:1:12: error: unknown parameter 'tlie'")

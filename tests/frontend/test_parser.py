@@ -34,7 +34,7 @@ def test_parse_keeps_positions():
 
 
 @pytest.mark.parametrize("text,line,col,words", [
-    ("kernel k { A = f16 row ", 1, 24, "end of file"),
+    ("kernel k { A = f16 row ", 1, 23, "end of file"),  # just after the last token
     ("kernel k {\n  A @ f16\n}", 2, 5, "unexpected character '@'"),
     ("kernel 9k {}", 1, 8, "unexpected '9'"),
     ("kernel k { tile = 128x128x32 } }", 1, 32, "unexpected '}'"),

@@ -12,6 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from ..doc_snippets import snippets
 from .cmake_util import NO_DEVICE, ROOT, env_with_cache, run
 
 EXAMPLE = ROOT / "examples" / "pybuild"
@@ -45,6 +46,9 @@ def check_wheel(wheel: Path, python: str, tmp: Path, env: dict) -> None:
     res = run([python, "-c", probe], cwd=tmp / "site", env=env)
     status, _, text = res.stdout.strip().partition(" ")
     assert int(status) == NO_DEVICE and "device" in text, res.stdout
+    for doc in [s for s in snippets() if s.kind == "pybuild"]:  # docs/integration.md's, against this wheel
+        out = run([python, "-c", doc.code], cwd=tmp / "site", env=env).stdout
+        assert "['mlp_down_bf16', 'mlp_up_f16']" in out and "ckgen_mlp_up_f16(" in out, (doc.id, out)
 
 
 def test_pybuild_wheel_ships_generated_kernels(tmp_path):

@@ -1,8 +1,9 @@
 """The installed wheel (not the editable checkout) works for every way in.
 
-Builds ckgen's wheel (``pip wheel . --no-deps --no-build-isolation``), installs it into a fresh venv
-(``--system-site-packages`` for lark/jinja2/numpy/hip-python/wheel, with ckgen itself from the wheel), and,
-from a directory outside the checkout and with an empty ckgen cache:
+Builds ckgen's wheel (``pip wheel . --no-deps --no-build-isolation``), installs it into a fresh venv (ckgen
+itself from the wheel; lark/jinja2/numpy/hip-python/wheel seen through a ``.pth`` file listing the site
+directories of the interpreter running the tests, wherever those are: a venv, the user's site-packages, the
+system's), and, from a directory outside the checkout and with an empty ckgen cache:
 ``ckgen check``/``ckgen compile`` on an example, the CMake consumer (found through ``ckgen cmake-dir``),
 the pybuild example's wheel, and the hiprtc JIT path.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,14 +23,23 @@ from .cmake_util import NO_DEVICE, ROOT, build, configure, copy_example, env_wit
 from .test_pybuild import build_wheel, check_wheel
 
 
+def _site_dirs() -> list[str]:
+    """The running interpreter's package directories (not this checkout): where ckgen's dependencies are. As plain
+    path lines of a .pth file they are searched after the venv's own packages, and their own .pth files (an
+    editable ckgen) are not processed."""
+    dirs = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    return list(dict.fromkeys(dirs))
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
-    import sys
     run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-w", tmp / "dist"], cwd=ROOT)
-    (wheel,) = (tmp / "dist").glob("ckgen-*.whl")
-    run([sys.executable, "-m", "venv", "--system-site-packages", tmp / "venv"])
+    (wheel,) = (tmp / "dist").glob("ckgen_compiler-*.whl")
+    run([sys.executable, "-m", "venv", tmp / "venv"])
     py = tmp / "venv" / "bin" / "python"
+    site_dir = run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip()
+    (Path(site_dir) / "_ckgen_test_deps.pth").write_text("\n".join(_site_dirs()) + "\n")
     run([py, "-m", "pip", "install", "--no-deps", "--no-index", wheel])
     work = tmp / "work"
     work.mkdir()
@@ -46,6 +58,19 @@ def test_the_wheel_is_what_runs(venv):
     cmake_dir = run([venv["bin"] / "ckgen", "cmake-dir"], cwd=venv["work"], env=venv["env"]).stdout.strip()
     assert cmake_dir == out[1]
     assert (Path(cmake_dir) / "ckgenConfig.cmake").is_file()
+
+
+def test_the_wheel_carries_license_examples_and_the_new_name(venv):
+    (wheel,) = (venv["tmp"] / "dist").glob("ckgen_compiler-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    examples = sorted(p.name for p in (ROOT / "examples").glob("*.ck"))
+    assert sorted(Path(n).name for n in names if n.startswith("ckgen/_data/examples/")) == examples
+    assert any(n.endswith("licenses/LICENSE") for n in names)
+    meta = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    assert "Name: ckgen-compiler" in meta and "License-Expression: MIT" in meta
+    out = run([venv["bin"] / "ckgen", "examples", "--copy", venv["work"] / "ex"], cwd=venv["work"], env=venv["env"])
+    assert "gemm_f16.ck" in out.stdout
+    run([venv["bin"] / "ckgen", "check", venv["work"] / "ex" / "gemm_f16.ck"], cwd=venv["work"], env=venv["env"])
 
 
 def test_check_and_compile_from_the_wheel(venv):

@@ -159,3 +159,65 @@ def test_threads_build_one_key_once(tmp_path):
     for t in threads:
         t.join()
     assert len(calls) == 1 and c.stats.builds == 1 and c.stats.hits == 3
+
+
+def test_a_cache_path_that_is_a_file_is_a_clear_error(tmp_path):
+    from ckgen.errors import CacheError
+
+    f = tmp_path / "cache"
+    f.write_text("not a directory")
+    with pytest.raises(CacheError) as ei:
+        Cache(f).get_or_build({"k": 1}, _writer([]))
+    assert "is not a directory" in ei.value.render() and ei.value.exit_code == 4
+    with pytest.raises(CacheError):  # a file further up the path
+        Cache(f / "below").get_or_build({"k": 1}, _writer([]))
+
+
+def _deny_writes_under(monkeypatch, root: Path) -> None:
+    """Make every file or directory creation under ``root`` fail with EACCES (a read-only cache, also as root,
+    where permission bits do not stop writes)."""
+    import errno
+    import tempfile
+
+    real_mkstemp, real_mkdir = tempfile.mkstemp, Path.mkdir
+
+    def mkstemp(*a, dir=None, **kw):
+        if dir is not None and Path(dir).is_relative_to(root):
+            raise PermissionError(errno.EACCES, "Permission denied", str(dir))
+        return real_mkstemp(*a, dir=dir, **kw)
+
+    def mkdir(self, *a, **kw):
+        if self.is_relative_to(root) and not self.exists():
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_mkdir(self, *a, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+
+
+def test_a_read_only_cache_serves_hits_and_builds_misses_elsewhere(tmp_path, monkeypatch):
+    from ckgen import progress
+
+    c = Cache(tmp_path / "ro")
+    calls: list = []
+    hit = c.get_or_build({"k": 1}, _writer(calls))
+    if os.geteuid() != 0:
+        os.chmod(tmp_path / "ro" / "v1", 0o555)
+        for d in (tmp_path / "ro" / "v1").iterdir():
+            os.chmod(d, 0o555)
+    else:
+        _deny_writes_under(monkeypatch, tmp_path / "ro")
+    ro = Cache(tmp_path / "ro")
+    seen: list[str] = []
+    with progress.reporting(progress.Reporter(progress=False)) as rep:
+        monkeypatch.setattr(rep, "warning", seen.append)
+        assert ro.get_or_build({"k": 1}, _writer(calls)) == hit and len(calls) == 1  # a hit needs no write
+        miss = ro.get_or_build({"k": 2}, _writer(calls, b"two"))
+    assert len(calls) == 2 and (miss / "a.bin").read_bytes() == b"two"
+    assert not miss.is_relative_to(tmp_path / "ro") and ro.verify(miss)
+    assert len(seen) == 1 and "is read-only" in seen[0] and "removed at exit" in seen[0]
+    assert ro.get_or_build({"k": 2}, _writer(calls)) == miss and len(calls) == 2  # the fallback caches too
+    if os.geteuid() != 0:
+        for d in (tmp_path / "ro" / "v1").iterdir():
+            os.chmod(d, 0o755)
+        os.chmod(tmp_path / "ro" / "v1", 0o755)

@@ -96,3 +96,14 @@ def test_default_search_finds_a_toolchain(toolchain_or_skip):
     assert tc.major >= get_target("gfx942").min_clang
     assert tc.key() == {"clang": str(tc.clang), "version": tc.version}
     assert tc.clang.name == "clang++"  # the C++ driver: the host library links libstdc++
+
+
+def test_a_wrapper_script_as_ckgen_clang_finds_the_tools_through_clang(tmp_path):
+    """CKGEN_CLANG may be a script (ccache, a site wrapper): readelf, lld ... come from the LLVM that clang itself
+    reports (InstalledDir / -print-prog-name), not from the script's directory."""
+    real = Path(_need("clang++-19")).resolve()
+    wrapper = _script(tmp_path / "my-clang", f'exec {real} "$@"\n')
+    tc = find_toolchain(get_target("gfx942"), _settings(clang=str(wrapper)), search_path=str(tmp_path / "empty"))
+    assert tc.clang == wrapper and tc.major == 19
+    for p in (tc.lld, tc.objdump, tc.readelf, tc.objcopy, tc.offload_bundler):
+        assert p.is_file() and p.parent == real.parent, p

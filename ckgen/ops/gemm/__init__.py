@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.codegen.escape import f32_literal
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import Layout
@@ -25,7 +26,7 @@ def _bool(x: bool) -> str:
 
 
 def _float(x: float) -> str:
-    return f"{float(x)!r}f"
+    return f32_literal(x)
 
 
 class GemmOp(Op):

@@ -177,8 +177,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
     a, b, c = V.tensor(v["A"], "A"), V.tensor(v["B"], "B"), V.tensor(v["C"], "C")
     acc = V.dtype(v["acc"], "acc") if "acc" in v else DEFAULT_ACC[a.dtype]
     gemm = GemmSpec(a, b, c, acc,
-                    alpha=V.number(v["alpha"], "alpha", -SCALAR_MAX, SCALAR_MAX) if "alpha" in v else 1.0,
-                    beta=V.number(v["beta"], "beta", -SCALAR_MAX, SCALAR_MAX) if "beta" in v else 0.0,
+                    alpha=V.f32(v["alpha"], "alpha") if "alpha" in v else 1.0,
+                    beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
                     epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
                     batched=V.boolean(v["batched"], "batched") if "batched" in v else False)
     instr = None
