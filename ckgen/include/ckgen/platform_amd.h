@@ -126,8 +126,17 @@ CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
 CKGEN_DEVICE float log_f32(float x) { return __builtin_logf(x); }       // v_log_f32 (scaled by ln 2)
+// Older compilers (hiprtc of ROCm 5.2) lack the amdgcn builtins; their generic exp2 / log2 lower to the same ops.
+#if __has_builtin(__builtin_amdgcn_exp2f)
 CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }  // one v_exp_f32 (2^x, 1 ulp)
+#else
+CKGEN_DEVICE float exp2_f32(float x) { return __builtin_exp2f(x); }
+#endif
+#if __has_builtin(__builtin_amdgcn_logf)
 CKGEN_DEVICE float log2_f32(float x) { return __builtin_amdgcn_logf(x); }   // one v_log_f32 (log2 x)
+#else
+CKGEN_DEVICE float log2_f32(float x) { return __builtin_log2f(x); }
+#endif
 CKGEN_DEVICE float rsqrt_f32(float x) { return __builtin_amdgcn_rsqf(x); }  // v_rsq_f32 (1 ulp)
 CKGEN_DEVICE float rcp_f32(float x) { return __builtin_amdgcn_rcpf(x); }    // v_rcp_f32 (1 ulp)
 CKGEN_DEVICE float max_f32(float a, float b) { return __builtin_fmaxf(a, b); }

@@ -3,8 +3,7 @@
 // Contract (docs/design.md, "platform API"):
 //   ckgen::f16      IEEE binary16 (_Float16; CUDA: __half).
 //   ckgen::bf16     16-bit storage struct (the high half of an IEEE binary32); from_float rounds to
-//                   nearest even and keeps NaN a (quiet) NaN (on NVIDIA sm_80+ one cvt.rn.bf16.f32, whose NaN
-//                   is the canonical 0x7fff).
+//                   nearest even and keeps NaN a (quiet) NaN.
 //   to_float(x)     any element type -> float (exact for f16, bf16, int8; int32 rounds as float does).
 //   from_float<T>   float -> T: f16/bf16 round to nearest even; int8_t/int32_t round to nearest even
 //                   and saturate, NaN -> 0.
@@ -70,14 +69,6 @@ CKGEN_HD float to_float(::int8_t x) { return static_cast<float>(x); }
 CKGEN_HD float to_float(::int32_t x) { return static_cast<float>(x); }
 
 CKGEN_HD bf16 bf16_from_float(float f) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // One cvt.rn.bf16.f32: round to nearest even; NaN becomes the canonical quiet NaN (0x7fff).
-  unsigned short h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  bf16 out;
-  out.bits = h;
-  return out;
-#else
   const uint32_t u = float_bits(f);
   // NaN: keep sign and top payload, force quiet; else round to nearest, ties to even (inf stays inf).
   // A select, not a branch: on AMD a branch per converted element costs an exec-mask save each.
@@ -86,7 +77,6 @@ CKGEN_HD bf16 bf16_from_float(float f) {
   bf16 r;
   r.bits = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
   return r;
-#endif
 }
 
 // Round to nearest even without libm (v_rndne_f32 on amdgcn).
