@@ -126,4 +126,13 @@ CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
 
+// Device-scope (agent) atomics on global memory and a device-scope fence (cross-workgroup hand-offs).
+CKGEN_DEVICE int atomic_add(int* p, int v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+CKGEN_DEVICE void atomic_add(float* p, float v) {
+  (void)__hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+CKGEN_DEVICE void fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+
 }  // namespace ckgen

@@ -57,6 +57,11 @@ template <class T>
 CKGEN_DEVICE void lds_store(T* p, T v) { *p = v; }
 
 CKGEN_DEVICE float exp_f32(float x) { return __expf(x); }
+
+// Device-scope atomics on global memory and a device-scope fence (cross-block hand-offs).
+CKGEN_DEVICE int atomic_add(int* p, int v) { return atomicAdd(p, v); }
+CKGEN_DEVICE void atomic_add(float* p, float v) { (void)atomicAdd(p, v); }
+CKGEN_DEVICE void fence_device() { __threadfence(); }
 // One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
 // dominated by the exp + reciprocal of the portable formula (ckgen/blocks/epilogue.h), which this replaces here.
 #define CKGEN_HAS_TANH_F32 1

@@ -50,7 +50,7 @@ class GemmOp(Op):
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
                 f"epilogue {ep}; tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
-                f"instr {plan.body.instr.shape_text}")
+                f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
@@ -73,14 +73,21 @@ class GemmOp(Op):
                      ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
         if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
             ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
+        if b.schedule is not None:  # split-K / stream-K (gemm_work.h)
+            ints += [("kSchedule", {"splitk": 1, "streamk": 2}[b.schedule.kind])]
         constants += [("int", name, str(v)) for name, v in ints]
         constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
                       ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
+        if b.schedule is not None:
+            constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
         notes = [f"instruction {i.mnemonic}; LDS {lds.total_bytes} bytes in {lds.buffers} buffer(s); "
                  f"{plan.threads} threads."]
+        if b.schedule is not None:
+            notes.append(f"schedule {c.schedule.text} ({b.schedule.kind}, workspace per launch.workspace).")
         return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
-                "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes}
+                "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
+                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY"}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

@@ -1,0 +1,290 @@
+// gemm_work.h (ckgen/ops/gemm/device): the pieces of work of the split-K and stream-K schedules, their
+// workspace, and the fix-up that finishes a tile several workgroups contributed to. Shared by the portable
+// bodies' scheduled entry (gemm_schedule.h) and the Hopper body (gemm_sm90_tma.h).
+//
+// Cfg members read besides the GEMM contract (docs/design.md): kSchedule (kTile, kSplitK, kStreamK) and
+// kAtomicSplitK (split-K partial sums added with atomics: one slot per tile, summation order not fixed).
+//
+// Work. The C tiles are numbered t = tm * tiles_n + tn; a tile has kt = max(1, ceil(K / kTileK)) K tiles.
+//   split-K:  S splits per tile (S = grid z on the portable bodies, an argument of the Hopper body); split s
+//             of tile t computes K tiles [s * kt / S, (s + 1) * kt / S).
+//   stream-K: P workers (the persistent grid) share the T = tiles * kt K-tile iterations: worker w takes
+//             [w * T / P, (w + 1) * T / P), cut at tile boundaries into segments.
+// Each Seg is one tile's K range for one workgroup; `count` workgroups contribute to its tile.
+//
+// Workspace (bytes; the planner's launch.workspace says the same): [counters: tiles ints, padded to 256 bytes]
+// [slots: kTileM * kTileN accumulators each]. Slots: split-K tiles * S (deterministic; slot t * S + s) or
+// tiles (atomic; slot t); stream-K 2 per worker (slot 2w: the worker's first segment, 2w + 1: its last).
+// Contract: the workspace is zero on entry, and every launch leaves it zero: the workgroup that finishes a
+// tile resets its counter and zeroes the slots it read.
+//
+// Finishing a tile (finish_tile): every contributor stores its partial accumulators into its slot (the body's
+// own epilogue code, run with PartialCfg: raw accumulators, no alpha / beta / bias / activation), fences and
+// takes a ticket on the tile's counter; the last one to arrive fences again, sums the slots in k order (a
+// fixed order: the result does not depend on which workgroup came last; atomic split-K has one slot and
+// adds in arrival order instead), applies the real epilogue, stores C and zeroes what it read. No workgroup
+// ever waits for another, so the schedules need no co-residency (and run on the emulator).
+#pragma once
+
+#include "ckgen/blocks/epilogue.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace gemm_sched {
+
+enum : int { kTile = 0, kSplitK = 1, kStreamK = 2 };
+
+template <bool kCond, class T, class F>
+struct Select {
+  using type = T;
+};
+template <class T, class F>
+struct Select<false, T, F> {
+  using type = F;
+};
+
+// ---------------------------------------------------------------- optional Cfg members
+template <class C, class = void>
+struct ScheduleOf {
+  static constexpr int value = kTile;
+  static constexpr bool atomic = false;
+};
+template <class C>
+struct ScheduleOf<C, decltype(void(C::kSchedule))> {
+  static constexpr int value = C::kSchedule;
+  static constexpr bool atomic = C::kAtomicSplitK;
+};
+
+// ---------------------------------------------------------------- atomic partial sums
+// The element type of an atomic split-K slot: storing one adds it (the bodies' epilogue code stores through
+// gstore, which these overloads, found by argument-dependent lookup, turn into atomic adds).
+struct AddF32 {
+  float v;
+};
+CKGEN_DEVICE void gstore(AddF32* p, AddF32 x) { atomic_add(&p->v, x.v); }
+template <int N>
+CKGEN_DEVICE void gstore(vec<AddF32, N>* p, vec<AddF32, N> x) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) atomic_add(&p->v[i].v, x.v[i].v);
+}
+using ::ckgen::gstore;  // (the overloads above would hide the platform's inside this namespace)
+
+}  // namespace gemm_sched
+
+template <>
+struct FromFloat<gemm_sched::AddF32> {
+  static CKGEN_HD gemm_sched::AddF32 cvt(float f) { return gemm_sched::AddF32{f}; }
+};
+
+namespace gemm_sched {
+
+// A Cfg whose epilogue writes the raw accumulators (of type TOut) to a slot: kTileM x kTileN, row-major
+// (ld kTileN) when kRow, else column-major (ld kTileM).
+template <class Cfg, class TOut, bool kRow>
+struct PartialCfg : Cfg {
+  using TC = TOut;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kCRowMajor = kRow;
+  static constexpr bool kIntegerEpilogue = true;  // integer accumulators stay exact
+  static constexpr int kVecC = 4;
+  using Epilogue = epi::Chain<>;
+};
+
+// ---------------------------------------------------------------- pieces of work
+struct Seg {
+  int tile;        // t = tm * tiles_n + tn
+  int kt0, kt1;    // K tiles [kt0, kt1) of the tile
+  int count;       // workgroups contributing to the tile (1: this segment is the whole tile)
+  int slot;        // this segment's slot
+  int slot0;       // the slot of the tile's first contributor (k order) ...
+  int slot_base;   // ... and of contributor i > 0: slot_base + i * slot_step
+  int slot_step;
+  int reads;       // slots the finishing workgroup sums (count; 1 for atomic split-K)
+
+  CKGEN_DEVICE int slot_of(int i) const { return i == 0 ? slot0 : slot_base + i * slot_step; }
+};
+
+struct Problem {
+  int tiles_m, tiles_n, tiles, kt;
+  CKGEN_DEVICE Problem(int M, int N, int K, int tm, int tn, int tk) {
+    tiles_m = (M + tm - 1) / tm;
+    tiles_n = (N + tn - 1) / tn;
+    tiles = tiles_m * tiles_n;
+    kt = K > 0 ? (K + tk - 1) / tk : 1;
+  }
+};
+
+// Split s of S of tile t.
+CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
+  Seg g;
+  g.tile = t;
+  g.kt0 = static_cast<int>(static_cast<long long>(s) * kt / S);
+  g.kt1 = static_cast<int>(static_cast<long long>(s + 1) * kt / S);
+  g.count = S;
+  g.slot = atomic ? t : t * S + s;
+  g.slot0 = g.slot_base = atomic ? t : t * S;
+  g.slot_step = atomic ? 0 : 1;
+  g.reads = atomic ? 1 : S;
+  return g;
+}
+
+// The segments of stream-K worker w of P, in order.
+struct StreamK {
+  long long T, pos, end;
+  int P, kt, w;
+
+  CKGEN_DEVICE StreamK(int w_, int P_, int tiles, int kt_) : P(P_), kt(kt_), w(w_) {
+    T = static_cast<long long>(tiles) * kt;
+    pos = start(w);
+    end = start(w + 1);
+  }
+  CKGEN_DEVICE long long start(int v) const { return static_cast<long long>(v) * T / P; }
+  // The worker whose range holds iteration i.
+  CKGEN_DEVICE int owner(long long i) const { return static_cast<int>(((i + 1) * P + T - 1) / T - 1); }
+  CKGEN_DEVICE int slot_in(int v, long long tile_begin) const { return 2 * v + (start(v) >= tile_begin ? 0 : 1); }
+
+  CKGEN_DEVICE bool next(Seg& g) {
+    if (pos >= end) return false;
+    const int t = static_cast<int>(pos / kt);
+    const long long b = static_cast<long long>(t) * kt;
+    const long long e = b + kt;
+    const long long stop = end < e ? end : e;
+    g.tile = t;
+    g.kt0 = static_cast<int>(pos - b);
+    g.kt1 = static_cast<int>(stop - b);
+    const int lo = owner(b);
+    g.count = owner(e - 1) - lo + 1;
+    g.slot = slot_in(w, b);
+    g.slot0 = slot_in(lo, b);
+    g.slot_base = 2 * lo;
+    g.slot_step = 2;
+    g.reads = g.count;
+    pos = stop;
+    return true;
+  }
+};
+
+// ---------------------------------------------------------------- workspace
+template <class TAcc>
+struct Workspace {
+  int* counters;
+  TAcc* slots;
+  static_assert(sizeof(TAcc) == 4, "split-K / stream-K slots hold 32-bit accumulators");
+
+  CKGEN_DEVICE Workspace(void* ws, int tiles)
+      : counters(static_cast<int*>(ws)),
+        slots(reinterpret_cast<TAcc*>(static_cast<unsigned char*>(ws) + ((tiles * 4LL + 255) / 256) * 256)) {}
+};
+
+// A slot value written by another workgroup (after the acquiring fence; CUDA: not from the L1 cache).
+template <class T>
+CKGEN_DEVICE T load_slot(const T* p) {
+#if defined(CKGEN_PLATFORM_CUDA)
+  if constexpr (sizeof(T) == 16) {
+    return bit_cast<T>(__ldcg(reinterpret_cast<const float4*>(p)));
+  } else {
+    static_assert(sizeof(T) == 4, "slot values are 4 or 16 bytes");
+    return bit_cast<T>(__ldcg(reinterpret_cast<const float*>(p)));
+  }
+#else
+  return gload(p);
+#endif
+}
+
+// The barrier of a group that is the whole workgroup.
+struct BlockSync {
+  static CKGEN_DEVICE void sync() { barrier(); }
+};
+
+// ---------------------------------------------------------------- finishing a tile
+// Called by every thread of the group that computed segment g (tid in 0..nthreads-1) after it stored its
+// partial into its slot. Sync::sync() is the group's barrier; ticket is a group-shared int. The last
+// contributor sums the slots (kTileM x kTileN, row-major when kSlotRow), applies Cfg's epilogue, writes the
+// tile of C at (m0, n0) (mr x nr elements in range) and zeroes the slots and the counter.
+template <class Cfg, bool kSlotRow, class Sync>
+CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, typename Cfg::TC* C,
+                              const typename Cfg::TBias* bias, long long ldc, int m0, int n0, int mr, int nr, int tid,
+                              int nthreads, int* ticket) {
+  using TAcc = typename Cfg::TAcc;
+  using TC = typename Cfg::TC;
+  constexpr int kTM = Cfg::kTileM;
+  constexpr int kTN = Cfg::kTileN;
+  constexpr int kSlot = kTM * kTN;
+  constexpr int kLine = kSlotRow ? kTN : kTM;  // slot elements along its contiguous dimension
+  static_assert(kLine % 4 == 0, "slot lines hold a multiple of 4 accumulators");
+  fence_device();  // release this thread's partial stores at device scope
+  Sync::sync();
+  if (g.count > 1) {
+    if (tid == 0) lds_store(ticket, atomic_add(ws.counters + g.tile, 1));
+    Sync::sync();
+    const int arrived = lds_load(ticket);
+    if (arrived != g.count - 1) return;  // another workgroup finishes this tile
+    if (tid == 0) gstore(ws.counters + g.tile, 0);
+    fence_device();  // acquire the other contributors' partials
+  }
+  // C's contiguous dimension is the slot's: 4 results go as one vector store when aligned and in range.
+  constexpr bool kSameDir = Cfg::kCRowMajor == kSlotRow;
+  const bool c_aligned = kSameDir && (reinterpret_cast<unsigned long long>(C) % (4 * sizeof(TC))) == 0 && ldc % 4 == 0;
+  for (int q = tid; q < kSlot / 4; q += nthreads) {
+    const int e0 = q * 4;
+    const int line = e0 / kLine;  // row (kSlotRow) or column
+    const int pos = e0 % kLine;
+    const int r0 = kSlotRow ? line : pos;
+    const int c0 = kSlotRow ? pos : line;
+    if (r0 >= mr || c0 >= nr) continue;
+    const int lim = kSlotRow ? nr - c0 : mr - r0;  // elements of the 4 in range
+    TAcc sum[4];
+    if (lim >= 4) {
+      const vec<TAcc, 4> v0 = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(0)) * kSlot + e0));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum[j] = v0.v[j];
+      for (int i = 1; i < g.reads; ++i) {
+        const vec<TAcc, 4> v = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0));
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum[j] += v.v[j];
+      }
+      vec<TAcc, 4> z;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) z.v[j] = TAcc(0);
+      for (int i = 0; i < g.reads; ++i)
+        gstore(reinterpret_cast<vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0), z);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        sum[j] = TAcc(0);
+        if (j >= lim) continue;
+        for (int i = 0; i < g.reads; ++i) {
+          TAcc* p = ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0 + j;
+          sum[j] += load_slot(p);
+          gstore(p, TAcc(0));
+        }
+      }
+    }
+    const int row = m0 + r0;
+    const int col = n0 + c0;
+    auto off_of = [&](int j) -> long long {
+      const int rr = kSlotRow ? row : row + j;
+      const int cc = kSlotRow ? col + j : col;
+      return Cfg::kCRowMajor ? static_cast<long long>(rr) * ldc + cc : static_cast<long long>(cc) * ldc + rr;
+    };
+    if (kSameDir && c_aligned && lim >= 4) {
+      vec<TC, 4> out;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        out.v[j] = epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C, off_of(j), bias);
+      gstore(reinterpret_cast<vec<TC, 4>*>(C + off_of(0)), out);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (j < lim)
+          gstore(C + off_of(j), epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C,
+                                                  off_of(j), bias));
+    }
+  }
+}
+
+}  // namespace gemm_sched
+}  // namespace ckgen
