@@ -68,6 +68,14 @@ def _bound(names: tuple[str, ...]) -> str:
     return "0" if not names else f"ckgen_at_least_1({' * '.join(names)})"
 
 
+def _grid(plan: KernelPlan, g) -> str:
+    if g.expr is not None:
+        return host_expr(plan, g.expr)
+    if g.size is None:
+        return "1"
+    return g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
+
+
 def host_expr(plan: KernelPlan, e: E.Expr) -> str:
     """An expression of the sizes and launch values as C in a host entry (values are ``<name>_v``)."""
     values = {n for n, _ in plan.launch.values}
@@ -100,7 +108,7 @@ def launcher_view(plan: KernelPlan) -> dict:
         "sizes": [a.name for a in abi.sizes],
         "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
         "stride_checks": [(a.name, _bound(a.at_least)) for a in abi.of(ArgKind.STRIDE)],
-        "empty_if": list(abi.empty_if), "grid": [host_expr(plan, g.expression) for g in launch.grid],
+        "empty_if": list(abi.empty_if), "grid": [_grid(plan, g) for g in launch.grid],
         "host_values": [(n, host_expr(plan, e)) for n, e in launch.values],
         "workspace_arg": ws.name if ws is not None else None,
         "workspace_bytes": host_expr(plan, launch.workspace) if ws is not None and launch.workspace is not None
@@ -119,9 +127,10 @@ def render_launchers(stem: str, plans: list[KernelPlan], platform: str,
     includes = list(HOST_INCLUDES[platform])
     if platform in INLINE_KERNELS:
         includes += list(kernel_files or [])
+    kernels = [launcher_view(p) for p in unique_plans(plans)]
     return _env().get_template("launchers.cpp.j2").render(
-        version=__version__, stem=stem, platform=platform, includes=includes,
-        kernels=[launcher_view(p) for p in unique_plans(plans)])
+        version=__version__, stem=stem, platform=platform, includes=includes, kernels=kernels,
+        uses_exprs=any(k["host_values"] or k["workspace_prototype"] for k in kernels))
 
 
 def unique_plans(plans: list[KernelPlan]) -> list[KernelPlan]:
@@ -154,6 +163,7 @@ def render_header(stem: str, plans: list[KernelPlan], dispatchers: list[dict] | 
                   "workspace_formula": workspace_formula(p)}
                  for p in kernels],
         dispatchers=list(dispatchers or ()),
+        uses_size_t=bool(dispatchers) or any(p.abi.workspace is not None for p in kernels),
         status_h=(INCLUDE_DIR / "ckgen" / "status.h").read_text().strip())
 
 

@@ -6,9 +6,10 @@ workspace (device/gemm_work.h documents the layout and the zero-on-entry, zero-o
 states its size and the grid as :mod:`ckgen.ir.expr` expressions of M, N, K, which the host entry computes in C
 and the runtimes in Python.
 
-Split counts chosen per call (``splitk`` with no S): the smallest S that gives ``target_ctas`` workgroups
-(the target's CUs x :data:`CTAS_PER_CU`), at most one split per :data:`MIN_KTILES_PER_SPLIT` K tiles and at most
-:data:`~ckgen.ops.gemm.spec.MAX_SPLITS`; a fixed S is clamped to the K tiles. Stream-K workers: as many as the
+Split counts chosen per call (``splitk`` with no S): the largest S whose tiles x S workgroups still fit in one
+wave of ``target_ctas`` (the target's CUs x the workgroups one CU holds, at most :data:`CTAS_PER_CU`), at most one
+split per :data:`MIN_KTILES_PER_SPLIT` K tiles and at most :data:`~ckgen.ops.gemm.spec.MAX_SPLITS`, at least 1;
+a fixed S is clamped to the K tiles. Stream-K workers: as many as the
 target's CUs hold at once (by LDS, at most :data:`CTAS_PER_CU` per CU), never more than the K iterations.
 """
 
@@ -42,6 +43,8 @@ def plan_schedule(d) -> None:
         raise d.fail("schedule", sched.text, "splitk or splitk(S) (integer sums are exact in any order)",
                      "atomic split-K adds float accumulators")
     per_cu = max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, d.lds.total_bytes)))
+    if d.tma is not None:  # the Hopper body: one persistent block per SM
+        per_cu = 1
     workers = t.cus * per_cu
     tm, tn, _ = d.cfg.tile
     d.schedule = SchedulePlan(kind=sched.kind, splits=sched.splits, atomic=sched.atomic, workers=workers,
@@ -61,7 +64,7 @@ def splits_expr(tile: tuple[int, int, int], sp: SchedulePlan) -> E.Expr:
     kt = ktiles_expr(tile)
     if sp.splits:
         return E.emin(sp.splits, kt)
-    return E.emax(1, E.emin(E.cdiv(sp.target_ctas, E.emax(1, tiles_expr(tile))),
+    return E.emax(1, E.emin(E.div(sp.target_ctas, E.emax(1, tiles_expr(tile))),
                             E.div(kt, MIN_KTILES_PER_SPLIT), MAX_SPLITS))
 
 

@@ -78,12 +78,10 @@ CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B
                              ScheduleOf<Cfg>::atomic);
     run_segment<Cfg>(g, pb, ws, A, B, C, bias, M, N, K, lda, ldb, ldc, ticket);
   } else {
-    StreamK sk(block_id(0), grid_dim(0), pb.tiles, pb.kt);
+    const StreamK sk(block_id(0), grid_dim(0), pb.tiles, pb.kt);
     Seg g;
-    bool first = true;
-    while (sk.next(g)) {
-      if (!first) barrier();  // the previous segment's LDS and ticket reads are done
-      first = false;
+    for (int j = 0; sk.seg(j, g); ++j) {
+      if (j > 0) barrier();  // the previous segment's LDS and ticket reads are done
       run_segment<Cfg>(g, pb, ws, A, B, C, bias, M, N, K, lda, ldb, ldc, ticket);
     }
   }

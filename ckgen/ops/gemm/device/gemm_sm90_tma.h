@@ -75,14 +75,14 @@ struct TmaGemm {
   // The block's pieces of work, in order: whole tiles b, b + grid, ... (kTile); units (tile, split) likewise
   // (kSplitK, `splits` per tile); or the segments of stream-K worker b of grid (kStreamK).
   struct Work {
-    int tiles, kt, splits, u, stride;
+    int tiles, kt, splits, u, stride, j;
     gemm_sched::StreamK sk;
     CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
-        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0)), stride(grid_dim(0)),
+        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0)), stride(grid_dim(0)), j(0),
           sk(block_id(0), grid_dim(0), tiles_, kt_) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g) {
       if constexpr (kKind == gemm_sched::kStreamK) {
-        return sk.next(g);
+        return sk.seg(j++, g);
       } else {
         if (u >= tiles * splits) return false;
         if constexpr (kKind == gemm_sched::kSplitK) {

@@ -8,8 +8,8 @@
 // Work. The C tiles are numbered t = tm * tiles_n + tn; a tile has kt = max(1, ceil(K / kTileK)) K tiles.
 //   split-K:  S splits per tile (S = grid z on the portable bodies, an argument of the Hopper body); split s
 //             of tile t computes K tiles [s * kt / S, (s + 1) * kt / S).
-//   stream-K: P workers (the persistent grid) share the T = tiles * kt K-tile iterations: worker w takes
-//             [w * T / P, (w + 1) * T / P), cut at tile boundaries into segments.
+//   stream-K: P workers (the persistent grid) share the T = tiles * kt K-tile iterations evenly (worker w
+//             takes T / P of them, one more when w < T % P), cut at tile boundaries into segments.
 // Each Seg is one tile's K range for one workgroup; `count` workgroups contribute to its tile.
 //
 // Workspace (bytes; the planner's launch.workspace says the same): [counters: tiles ints, padded to 256 bytes]
@@ -94,6 +94,17 @@ struct PartialCfg : Cfg {
 };
 
 // ---------------------------------------------------------------- pieces of work
+// A value the compiler may not hoist out of a loop (AMD: kept in a VGPR at this point). The stream-K loop
+// recomputes its segment from opaque inputs, so that no scalar state lives across the body it calls (which
+// otherwise pushes the kernel past the SGPR budget).
+template <class T>
+CKGEN_DEVICE T opaque(T x) {
+#if defined(CKGEN_PLATFORM_AMD)
+  asm volatile("" : "+v"(x));
+#endif
+  return x;
+}
+
 struct Seg {
   int tile;        // t = tm * tiles_n + tn
   int kt0, kt1;    // K tiles [kt0, kt1) of the tile
@@ -117,12 +128,26 @@ struct Problem {
   }
 };
 
-// Split s of S of tile t.
+// An even partition of n items over p parts (n >= p >= 1), in 32-bit arithmetic: part i gets q + 1 items
+// when i < r, else q (q = n / p, r = n % p).
+struct Even {
+  int q, r;
+  CKGEN_DEVICE Even(int n, int p) : q(n / p), r(n % p) {}
+  CKGEN_DEVICE int start(int i) const { return i * q + (i < r ? i : r); }
+  // The part holding item k.
+  CKGEN_DEVICE int owner(int k) const {
+    const int big = r * (q + 1);
+    return k < big ? k / (q + 1) : r + (k - big) / q;
+  }
+};
+
+// Split s of S of tile t (S <= kt: no split is empty).
 CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
+  const Even ev(kt, S);
   Seg g;
   g.tile = t;
-  g.kt0 = static_cast<int>(static_cast<long long>(s) * kt / S);
-  g.kt1 = static_cast<int>(static_cast<long long>(s + 1) * kt / S);
+  g.kt0 = ev.start(s);
+  g.kt1 = ev.start(s + 1);
   g.count = S;
   g.slot = atomic ? t : t * S + s;
   g.slot0 = g.slot_base = atomic ? t : t * S;
@@ -131,38 +156,54 @@ CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
   return g;
 }
 
-// The segments of stream-K worker w of P, in order.
+// The segments of stream-K worker w of P (P <= tiles * kt): seg(j) is its j-th (false past the last). The
+// iterations are chunks of c K tiles, c the smallest power of two that keeps tiles * ceil(kt / c) below 2^30
+// (c = 1 on any practical shape), so that everything is 32-bit arithmetic; nothing is carried from one
+// segment to the next (the persistent loop keeps few registers live).
 struct StreamK {
-  long long T, pos, end;
-  int P, kt, w;
+  int tiles, kt, P, w;
 
-  CKGEN_DEVICE StreamK(int w_, int P_, int tiles, int kt_) : P(P_), kt(kt_), w(w_) {
-    T = static_cast<long long>(tiles) * kt;
-    pos = start(w);
-    end = start(w + 1);
+  CKGEN_DEVICE StreamK(int w_, int P_, int tiles_, int kt_) : tiles(tiles_), kt(kt_), P(P_), w(w_) {}
+
+  // Every field of the segment is wave-uniform; on AMD they are recomputed from opaque values and made
+  // scalar again (CKGEN_UNIFORM) per call.
+  CKGEN_DEVICE bool seg(int j, Seg& g) const {
+    const bool ok = seg_raw(opaque(j), opaque(tiles), opaque(kt), opaque(P), opaque(w), g);
+    g.tile = CKGEN_UNIFORM(g.tile);
+    g.kt0 = CKGEN_UNIFORM(g.kt0);
+    g.kt1 = CKGEN_UNIFORM(g.kt1);
+    g.count = CKGEN_UNIFORM(g.count);
+    g.slot = CKGEN_UNIFORM(g.slot);
+    g.slot0 = CKGEN_UNIFORM(g.slot0);
+    g.slot_base = CKGEN_UNIFORM(g.slot_base);
+    g.slot_step = 2;
+    g.reads = g.count;
+    return CKGEN_UNIFORM(ok ? 1 : 0) != 0;
   }
-  CKGEN_DEVICE long long start(int v) const { return static_cast<long long>(v) * T / P; }
-  // The worker whose range holds iteration i.
-  CKGEN_DEVICE int owner(long long i) const { return static_cast<int>(((i + 1) * P + T - 1) / T - 1); }
-  CKGEN_DEVICE int slot_in(int v, long long tile_begin) const { return 2 * v + (start(v) >= tile_begin ? 0 : 1); }
 
-  CKGEN_DEVICE bool next(Seg& g) {
-    if (pos >= end) return false;
-    const int t = static_cast<int>(pos / kt);
-    const long long b = static_cast<long long>(t) * kt;
-    const long long e = b + kt;
-    const long long stop = end < e ? end : e;
+  static CKGEN_DEVICE bool seg_raw(int j, int tiles, int kt, int P, int w, Seg& g) {
+    int c = 1;
+    while (static_cast<long long>(tiles) * ((kt + c - 1) / c) >= (1LL << 30)) c *= 2;
+    const int kc = (kt + c - 1) / c;
+    const Even ev(tiles * kc, P);
+    const int first = ev.start(w);
+    const int end = ev.start(w + 1);
+    const int t = first / kc + j;
+    const int b = t * kc;
+    if (first >= end || b >= end) return false;
+    const int e = b + kc;
+    const int pos = first > b ? first : b;
+    const int stop = end < e ? end : e;
     g.tile = t;
-    g.kt0 = static_cast<int>(pos - b);
-    g.kt1 = static_cast<int>(stop - b);
-    const int lo = owner(b);
-    g.count = owner(e - 1) - lo + 1;
-    g.slot = slot_in(w, b);
-    g.slot0 = slot_in(lo, b);
+    g.kt0 = (pos - b) * c;
+    g.kt1 = (stop - b) * c < kt ? (stop - b) * c : kt;
+    const int lo = ev.owner(b);
+    g.count = ev.owner(e - 1) - lo + 1;
+    g.slot = 2 * w + (first >= b ? 0 : 1);
+    g.slot0 = 2 * lo + (ev.start(lo) >= b ? 0 : 1);
     g.slot_base = 2 * lo;
     g.slot_step = 2;
     g.reads = g.count;
-    pos = stop;
     return true;
   }
 };
