@@ -78,11 +78,18 @@ def _jobs(n: int) -> int:
     return n if n > 0 else settings().jobs
 
 
+def _notes(notes: list[str]) -> None:
+    for line in notes:
+        sys.stderr.write(f"note: {line}\n")
+
+
 def _cmd_check(a) -> int:
     from ckgen import driver
 
     arches = driver.parse_arches(a.arch)
-    plans = driver.plan(driver.load(a.files, arches), arches)
+    notes: list[str] = []
+    plans = driver.plan(driver.load(a.files, arches), arches, notes)
+    _notes(notes)
     for stem, ps in plans.items():
         kernels = sorted({p.name for p in ps})
         print(f"{stem}: {len(kernels)} kernel(s), {len(ps)} plan(s) for {', '.join(sorted({p.arch for p in ps}))}: ok")
@@ -100,7 +107,9 @@ def _cmd_compile(a) -> int:
     from ckgen import driver
 
     arches = driver.parse_arches(a.arch)
-    libs = driver.compile_files(a.files, arches, a.output, _jobs(a.jobs))
+    notes: list[str] = []
+    libs = driver.compile_files(a.files, arches, a.output, _jobs(a.jobs), notes)
+    _notes(notes)
     for lib in libs:
         print(f"wrote {lib.library} ({len({p.name for p in lib.plans})} kernel(s)), {lib.header}")
     print(f"wrote {a.output / 'manifest.json'}")
@@ -112,7 +121,9 @@ def _cmd_report(a) -> int:
 
     from ckgen import driver
 
-    reports, format_table = driver.report(a.file, driver.parse_arches(a.arch), _jobs(a.jobs))
+    notes: list[str] = []
+    reports, format_table = driver.report(a.file, driver.parse_arches(a.arch), _jobs(a.jobs), notes)
+    _notes(notes)
     if a.json:
         print(json.dumps({"file": str(a.file), "kernels": [r.to_json() for r in reports]}, indent=2, sort_keys=True))
     else:

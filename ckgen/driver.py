@@ -21,6 +21,7 @@ from ckgen.frontend import load_file
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.lower import plan_all
+from ckgen.lower.pipeline import Pruned, pruned_notes
 
 
 def parse_arches(text: str | None) -> tuple[str, ...]:
@@ -62,13 +63,18 @@ def _raise(errors: list[CkgenError]) -> None:
         raise errors[0] if len(errors) == 1 else ErrorList(errors)
 
 
-def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = ()) -> dict[str, list[KernelPlan]]:
-    """Plans per stem; ``arches`` (from --arch) overrides each kernel's own targets."""
+def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = (),
+         notes: list[str] | None = None) -> dict[str, list[KernelPlan]]:
+    """Plans per stem; ``arches`` (from --arch) overrides each kernel's own targets. Family members illegal for
+    an arch are pruned; ``notes`` (when given) receives one line per family that lost members."""
     out: dict[str, list[KernelPlan]] = {}
     errors: list[CkgenError] = []
     for stem, ss in specs.items():
         try:
-            out[stem] = plan_all(ss, arches or None)
+            pruned: list[Pruned] = []
+            out[stem] = plan_all(ss, arches or None, pruned)
+            if notes is not None:
+                notes.extend(pruned_notes(pruned, ss))
         except ErrorList as exc:
             errors.extend(exc.errors)
         except CkgenError as exc:
@@ -110,9 +116,10 @@ class Library:
     resources: dict  # (kernel, arch) -> resource dict from the code object's metadata
 
 
-def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int) -> list[Library]:
+def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int,
+                  notes: list[str] | None = None) -> list[Library]:
     """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``."""
-    plans = plan(load(paths, arches), arches)
+    plans = plan(load(paths, arches), arches, notes)
     out_dir.mkdir(parents=True, exist_ok=True)
     libs = []
     for stem, ps in plans.items():
@@ -161,13 +168,13 @@ def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) ->
 _BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
 
 
-def report(path: str | Path, arches: tuple[str, ...], jobs: int):
+def report(path: str | Path, arches: tuple[str, ...], jobs: int, notes: list[str] | None = None):
     """``ckgen report``: compile (cached) and return ``(reports, format_table)`` for one vendor's arches.
     Each report has ``to_json()``; ``format_table(reports)`` is that vendor's table."""
     from ckgen.toolchain import nvidia
     from ckgen.toolchain import report as amd_report
 
-    plans = plan(load([path], arches), arches)
+    plans = plan(load([path], arches), arches, notes)
     platforms = sorted({p.target.platform for ps in plans.values() for p in ps})
     if len(platforms) > 1:
         raise CkgenError(f"--arch {','.join(arches)}: report AMD and NVIDIA targets in separate runs")

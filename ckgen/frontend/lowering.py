@@ -11,6 +11,7 @@ op's planning passes' job, once per target.
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 from ckgen.errors import CkgenError, ErrorList, SourceSpan, SpecError
@@ -72,6 +73,21 @@ def _check_keys(op, stmts: dict[str, Stmt]) -> list[CkgenError]:
     return errors
 
 
+#: the most kernels one family block may expand to (checked before anything is expanded)
+MAX_FAMILY_MEMBERS = 10_000
+
+
+def check_family_size(block: Block, choices: list[tuple[str, Stmt]]) -> None:
+    """Refuse a family whose cross product exceeds :data:`MAX_FAMILY_MEMBERS`, naming the product, before it is
+    expanded (a few alternatives per key multiply into millions of kernels)."""
+    counts = [len(st.values) for _, st in choices]
+    product = math.prod(counts)
+    if product > MAX_FAMILY_MEMBERS:
+        terms = " x ".join(f"{n} {k}" for n, (k, _) in zip(counts, choices, strict=True))
+        raise err(f"family '{block.name}' expands to {product} kernels ({terms}), more than {MAX_FAMILY_MEMBERS}",
+                  block.span, "list fewer alternatives, or split the family into several blocks")
+
+
 def _suffix(key: str, v: Value) -> str:
     text = "".join(ch if ch.isalnum() else "_" for ch in v.text)
     return f"{key.lower()}{'_'.join(part for part in text.split('_') if part)}"
@@ -110,6 +126,11 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
         if errs:
             continue
         choices = [(k, st) for k, st in stmts.items() if st.is_choice]
+        try:
+            check_family_size(block, choices)
+        except SpecError as exc:
+            errors.append(exc)
+            continue
         fixed = {k: st.values[0] for k, st in stmts.items() if not st.is_choice}
         spans = {k: (st.values[0].span if not st.is_choice else st.span) for k, st in stmts.items()}
         combos = itertools.product(*[[(k, val) for val in st.values] for k, st in choices]) if choices else [()]
