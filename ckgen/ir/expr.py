@@ -20,9 +20,8 @@ overflow), :func:`render_c` writes it as an ``int64_t`` C expression (helpers ``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Union
 
-Expr = Union[int, str, tuple]
+Expr = int | str | tuple
 
 OPS = ("add", "mul", "min", "max", "div", "cdiv")
 

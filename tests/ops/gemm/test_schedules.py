@@ -98,7 +98,7 @@ def test_deterministic_modes_reproduce_bitwise(kernels, name):
 def test_workspace_contract_at_the_c_entry(kernels):
     k = kernels["sk3_f16_gelu"]
     lib = k.handle.library.lib
-    size = getattr(lib, "ckgen_sk3_f16_gelu_workspace_bytes")
+    size = lib.ckgen_sk3_f16_gelu_workspace_bytes
     size.argtypes = [ctypes.c_int64] * 3
     size.restype = ctypes.c_size_t
     rng = np.random.default_rng(0)
