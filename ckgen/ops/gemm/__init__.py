@@ -14,6 +14,7 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import Layout
 from ckgen.ops.base import Op
 from ckgen.ops.gemm import abi as _abi
+from ckgen.ops.gemm import model as _model
 from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
@@ -33,6 +34,7 @@ class GemmOp(Op):
     doc = "C = epilogue(alpha * A.B + beta * C) on matrix cores, optionally strided-batched"
     keys = _spec.KEYS
     kernel_template = "gemm/kernel.hip.j2"
+    model_template = "gemm/model.cpp.j2"
 
     def build_params(self, values, ctx):
         return _spec.build_params(values, ctx)
@@ -94,6 +96,16 @@ class GemmOp(Op):
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         return _ref.tolerance(plan, super().tolerance(plan, output))
+
+    def signature(self, spec: KernelSpec) -> dict:
+        """The problem: dtypes, layouts, scalars, epilogue, batching (not the tiling or the schedule)."""
+        return {"op": self.name, "gemm": spec.params.gemm.to_json()}
+
+    def model_traits(self, plan: KernelPlan) -> tuple[float, ...]:
+        return _model.traits(plan)
+
+    def estimate(self, traits: tuple[float, ...], sizes: tuple[int, ...]) -> float:
+        return _model.estimate(traits, sizes)
 
 
 OP = GemmOp()
