@@ -130,6 +130,10 @@ class Op(ABC):
         """Seconds a call at ``sizes`` (the ABI's size arguments in order) should take (default: 1, no model)."""
         return 1.0
 
+    def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float | None:
+        """Arithmetic of one call at ``sizes`` (reports TFLOP/s; None: not meaningful for the op)."""
+        return None
+
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray | None]:
         """Arrays for every tensor of the ABI at ``sizes``: random values (never all zero) for what the kernel
         reads, poison (0xFF bytes) for what it only writes, None for unused tensors."""

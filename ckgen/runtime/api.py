@@ -171,10 +171,22 @@ def plan_for(source: str | Path, kernel: str | None, vendor: str, arch: str | No
     return plan_kernel(spec, target)
 
 
-def jit(source: str | Path, kernel: str | None = None, target: str = "emu", arch: str | None = None) -> Kernel:
-    """Build one kernel for ``target`` and return it as a callable (see the module docstring)."""
+def jit(source: str | Path, kernel: str | None = None, target: str = "emu", arch: str | None = None,
+        tuning: str | Path | None = None):
+    """Build one kernel for ``target`` and return it as a callable (see the module docstring). When ``kernel``
+    names a family rather than a kernel, return its dispatching callable
+    (:class:`ckgen.runtime.dispatch.DispatchKernel`), which picks a member by shape from the ``tuning`` database
+    (optional) and builds members as they are first chosen."""
     name, arch = resolve_target(target, arch)
     backend = get_backend(name)
+    if kernel is not None:
+        from ckgen.targets import default_target
+
+        specs = _load_specs(source, (arch or default_target(backend.vendor),))
+        if not any(s.name == kernel for s in specs):
+            from ckgen.runtime.dispatch import jit_family
+
+            return jit_family(specs, kernel, backend, arch, str(tuning) if tuning else None)
     plan = plan_for(source, kernel, backend.vendor, arch)
     return Kernel(plan, backend)
 

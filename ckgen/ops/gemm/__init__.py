@@ -107,5 +107,12 @@ class GemmOp(Op):
     def estimate(self, traits: tuple[float, ...], sizes: tuple[int, ...]) -> float:
         return _model.estimate(traits, sizes)
 
+    def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float:
+        return 2.0 * sizes["M"] * sizes["N"] * sizes["K"] * sizes.get("batch", 1)
+
+    def reference_torch(self, plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> dict:
+        """:meth:`reference` on torch device tensors (float64 on the GPU: large shapes in milliseconds)."""
+        return _ref.reference_torch(plan, arrays, sizes)
+
 
 OP = GemmOp()
