@@ -29,6 +29,11 @@ STATUSES = ("ok", "numerics", "failed")
 REQUIRED = ("arch", "device", "op", "kernel", "kernel_key", "signature_key", "shape", "status", "time_us")
 
 
+def shape_key(shape: dict) -> tuple[tuple[str, int], ...]:
+    """A shape (size name -> value) as sorted (name, value) pairs."""
+    return tuple(sorted((k, int(v)) for k, v in shape.items()))
+
+
 def signature_key(signature: dict) -> str:
     return key(signature=signature)
 
@@ -46,7 +51,8 @@ class Record:
 
     @property
     def shape(self) -> tuple[tuple[str, int], ...]:
-        return tuple((k, int(v)) for k, v in self.data["shape"].items())
+        """(size name, value) pairs, sorted by name."""
+        return shape_key(self.data["shape"])
 
     @property
     def ok(self) -> bool:

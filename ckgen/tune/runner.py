@@ -100,7 +100,7 @@ def run(source: str | Path, family: str, backend: str, arch: str | None, shapes:
         for p in plans:
             sig = db.signature_key(get_op(p.op).signature(p.spec))
             names = [a.name for a in p.abi.sizes]
-            shape_key = tuple(zip(names, shape, strict=True))
+            shape_key = db.shape_key(dict(zip(names, shape, strict=True)))
             if device_name is None or (device_name, arch, db.kernel_key(p.spec), sig, shape_key) not in done:
                 missing.append(p.name)
         if missing:
