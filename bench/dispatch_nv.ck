@@ -8,7 +8,7 @@ target sm_90
 family lin {
   A = bf16 row  B = bf16 col  C = bf16 row
   tile = 128x256x64  waves = 2x4  lds_buffers = 4
-  schedule in [tile, splitk, streamk]
+  schedule in [tile, splitk, splitk(atomic), streamk]
 }
 
 // mma.sync tiles (medium shapes, and every shape whose operands the Hopper body cannot take).

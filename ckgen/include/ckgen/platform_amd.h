@@ -15,6 +15,8 @@
 #define CKGEN_GLOBAL extern "C" __attribute__((global))
 #define CKGEN_DEVICE __attribute__((device)) inline __attribute__((always_inline))
 #define CKGEN_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+// The same, for kernels that want every register one workgroup per CU allows.
+#define CKGEN_LAUNCH_BOUNDS_ONE(n) CKGEN_LAUNCH_BOUNDS(n)
 #define CKGEN_SHARED __attribute__((shared))
 
 // T* name: a workgroup-shared array of count T, 16-byte aligned (static LDS; function scope is static).

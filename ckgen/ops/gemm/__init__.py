@@ -89,7 +89,10 @@ class GemmOp(Op):
         return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
-                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY"}
+                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY",
+                # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
+                # default cap spilled the split-K fix-up's state)
+                "one_block_bounds": b.schedule is not None}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

@@ -225,3 +225,40 @@ def test_examples_have_split_k_and_stream_k():
 def test_bad_value_is_a_ckgen_error():
     with pytest.raises(CkgenError):
         _plan(f"{BASE} schedule = [splitk]")
+
+
+# ------------------------------------------------------------------------------------------------ NVIDIA build
+NV_CK = """
+target sm_90
+kernel nvs_hopper_sk { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+                       schedule = splitk(atomic) }
+family nvs_fam { A = bf16 row B = bf16 col C = bf16 row tile = 16x128x64 waves = 1x4 lds_buffers = 6
+                 schedule in [tile, splitk, streamk] }
+"""
+
+
+def test_nvidia_build_of_schedules_and_a_dispatcher(tmp_path):
+    """nvcc (sm_90): the Hopper body's split-K entry (wgmma) and the small-M members compile without spills; the
+    dispatcher is compiled on its own and linked with the kernels' object; its choice runs without a GPU."""
+    from ckgen.dispatch.table import choose
+    from ckgen.toolchain import nvidia
+
+    try:
+        nvidia.find_nvcc()
+    except CkgenError as exc:
+        pytest.skip(str(exc))
+    src = tmp_path / "nvs.ck"
+    src.write_text(NV_CK)
+    (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2, dispatch=True)
+    for (name, _), res in lib.resources.items():
+        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
+    hopper = lib.resources[("nvs_hopper_sk", "sm_90")]["tma_body"]
+    assert hopper["entry"] == "nvs_hopper_sk_tma"
+    assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"])
+    (table,) = lib.dispatchers
+    so = ctypes.CDLL(str(lib.library))
+    so.ckgen_nvs_fam_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    for s in [(1, 4096, 4096), (16, 128, 64), (5000, 5000, 100)]:
+        for ws in (0, 1):
+            assert so.ckgen_nvs_fam_choice(*s, ws) == choose(table, s, bool(ws)).index
+    assert "int ckgen_nvs_fam(" in (tmp_path / "out" / "nvs.h").read_text()
