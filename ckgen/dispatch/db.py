@@ -3,7 +3,7 @@
 A record (every key is written; a person can read the file)::
 
     {"ckgen": "0.1.0", "date": "2026-12-03 10:00:00", "device": "NVIDIA H200", "arch": "sm_90", "target": "cuda",
-     "op": "gemm", "family": "lin", "kernel": "lin_schedulesplitk", "summary": "bf16 row x bf16 col -> bf16 row ...",
+     "op": "<op>", "family": "lin", "kernel": "lin_schedulesplitk", "summary": "bf16 row x bf16 col -> bf16 row ...",
      "signature": {...}, "signature_key": "<sha256>", "kernel_key": "<sha256>",
      "shape": {"M": 16, "N": 4096, "K": 4096}, "status": "ok", "time_us": 11.8, "tflops": 45.5,
      "rel_err": 0.0016, "tolerance": 0.03, "reps": 20, "inner": 10, "error": null}
