@@ -25,13 +25,13 @@ kernel streamk_bf16 {
   schedule = streamk
 }
 
-// A family for decode and prefill shapes, dispatched by shape: a small-M tile (16 rows) with the split count
-// chosen per call, and large tiles with and without split-K.
+// A family for decode and prefill shapes, dispatched by shape: a small-M tile (16 rows) whose split count is
+// chosen per call, and a large tile.
 family linear_bf16 {
   A = bf16 row
   B = bf16 col
   C = bf16 row
   tile in [16x64x64, 128x128x32]
   waves = 1x4
-  schedule in [tile, splitk]
+  schedule = auto        // split-K for the 16-row tile, one workgroup per tile for the other
 }

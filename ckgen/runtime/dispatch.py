@@ -28,7 +28,8 @@ def family_plans(specs, family: str, vendor: str, arch: str | None):
     members = [s for s in specs if s.family == family]
     if not members:
         fams = sorted({s.family for s in specs if s.family})
-        raise CkgenError(f"no kernel or family named '{family}'", hint="families: " + (", ".join(fams) or "none"))
+        raise CkgenError(f"no kernel named '{family}' (and no family)",
+                         hint="kernels: " + ", ".join(s.name for s in specs) + "; families: " + (", ".join(fams) or "none"))
     if arch is None:
         own = [a for a in members[0].arches if get_target(a).vendor == vendor]
         arch = own[0] if own else default_target(vendor)

@@ -101,37 +101,9 @@ CKGEN_API int ckgen_streamk_bf16(const void* A, const void* B, void* C, const vo
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_, workspace_);
 }
 
-// linear_bf16_tile16x64x64_scheduletile: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 16x64x64, waves 1x4, instr 16x16x16
-CKGEN_API int ckgen_linear_bf16_tile16x64x64_scheduletile(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
-  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
-  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
-  if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 16), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
-  ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
-  const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
-  int M_ = static_cast<int>(M);
-  int N_ = static_cast<int>(N);
-  int K_ = static_cast<int>(K);
-  long long lda_ = static_cast<long long>(lda);
-  long long ldb_ = static_cast<long long>(ldb);
-  long long ldc_ = static_cast<long long>(ldc);
-  return CKGEN_LAUNCH(linear_bf16_tile16x64x64_scheduletile, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
-                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
-}
-
-// linear_bf16_tile16x64x64_schedulesplitk: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 16x64x64, waves 1x4, instr 16x16x16, schedule splitk
+// linear_bf16_tile16x64x64: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 16x64x64, waves 1x4, instr 16x16x16, schedule auto
 // The workspace (bytes) a call with these sizes needs; 0 for sizes out of range or an empty call.
-CKGEN_API size_t ckgen_linear_bf16_tile16x64x64_schedulesplitk_workspace_bytes(int64_t M, int64_t N, int64_t K) {
+CKGEN_API size_t ckgen_linear_bf16_tile16x64x64_workspace_bytes(int64_t M, int64_t N, int64_t K) {
   if (M < 0 || M > INT32_MAX) return 0;
   if (N < 0 || N > INT32_MAX) return 0;
   if (K < 0 || K > INT32_MAX) return 0;
@@ -142,7 +114,7 @@ CKGEN_API size_t ckgen_linear_bf16_tile16x64x64_schedulesplitk_workspace_bytes(i
   return bytes_ > 0 ? (size_t)bytes_ : 0;
 }
 
-CKGEN_API int ckgen_linear_bf16_tile16x64x64_schedulesplitk(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* workspace, void* stream) {
+CKGEN_API int ckgen_linear_bf16_tile16x64x64(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* workspace, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -169,12 +141,12 @@ CKGEN_API int ckgen_linear_bf16_tile16x64x64_schedulesplitk(const void* A, const
   long long ldb_ = static_cast<long long>(ldb);
   long long ldc_ = static_cast<long long>(ldc);
   void* workspace_ = static_cast<void*>(workspace);
-  return CKGEN_LAUNCH(linear_bf16_tile16x64x64_schedulesplitk, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+  return CKGEN_LAUNCH(linear_bf16_tile16x64x64, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_, workspace_);
 }
 
-// linear_bf16_tile128x128x32_scheduletile: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 1x4, instr 32x32x8
-CKGEN_API int ckgen_linear_bf16_tile128x128x32_scheduletile(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
+// linear_bf16_tile128x128x32: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 1x4, instr 32x32x8, schedule auto
+CKGEN_API int ckgen_linear_bf16_tile128x128x32(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -197,50 +169,6 @@ CKGEN_API int ckgen_linear_bf16_tile128x128x32_scheduletile(const void* A, const
   long long lda_ = static_cast<long long>(lda);
   long long ldb_ = static_cast<long long>(ldb);
   long long ldc_ = static_cast<long long>(ldc);
-  return CKGEN_LAUNCH(linear_bf16_tile128x128x32_scheduletile, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+  return CKGEN_LAUNCH(linear_bf16_tile128x128x32, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
-}
-
-// linear_bf16_tile128x128x32_schedulesplitk: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 1x4, instr 32x32x8, schedule splitk
-// The workspace (bytes) a call with these sizes needs; 0 for sizes out of range or an empty call.
-CKGEN_API size_t ckgen_linear_bf16_tile128x128x32_schedulesplitk_workspace_bytes(int64_t M, int64_t N, int64_t K) {
-  if (M < 0 || M > INT32_MAX) return 0;
-  if (N < 0 || N > INT32_MAX) return 0;
-  if (K < 0 || K > INT32_MAX) return 0;
-  if (M == 0 || N == 0) return 0;
-  const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)304 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)) / (int64_t)4)), (int64_t)64));
-  const int64_t workers_v = (int64_t)0;
-  const int64_t bytes_ = ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)splits_v) * (int64_t)65536));
-  return bytes_ > 0 ? (size_t)bytes_ : 0;
-}
-
-CKGEN_API int ckgen_linear_bf16_tile128x128x32_schedulesplitk(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* workspace, void* stream) {
-  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
-  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
-  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
-  if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)304 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)) / (int64_t)4)), (int64_t)64));
-  const int64_t workers_v = (int64_t)0;
-  if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)splits_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
-  const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = (int64_t)splits_v;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
-  ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
-  const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
-  int M_ = static_cast<int>(M);
-  int N_ = static_cast<int>(N);
-  int K_ = static_cast<int>(K);
-  long long lda_ = static_cast<long long>(lda);
-  long long ldb_ = static_cast<long long>(ldb);
-  long long ldc_ = static_cast<long long>(ldc);
-  void* workspace_ = static_cast<void*>(workspace);
-  return CKGEN_LAUNCH(linear_bf16_tile128x128x32_schedulesplitk, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
-                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_, workspace_);
 }

@@ -5,6 +5,7 @@ C dispatcher), the Python callable of a family, ``ckgen explain`` and the tuning
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import random
 import shutil
 
@@ -38,6 +39,14 @@ family fam {
 @pytest.fixture(scope="module")
 def plans():
     return plan_all(load_text(SRC, "fam.ck"))
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory):
+    """One path for the module: the path is in the generated sources, so the kernels build once."""
+    p = tmp_path_factory.mktemp("fam") / "fam.ck"
+    p.write_text(SRC)
+    return p
 
 
 def _record(p, shape, us, status="ok"):
@@ -87,7 +96,9 @@ def test_stale_records_are_ignored(plans):
 @needs_clang
 def test_generated_c_chooses_like_python_and_runs(plans):
     (t,) = tables(plans, _fake_db(plans))
-    lib = ctypes.CDLL(str(build_emu_library("famd", [t])), mode=ctypes.RTLD_LOCAL)
+    (t0,) = tables(plans, [])  # the cost model alone: a second dispatcher in the same library
+    t0 = dataclasses.replace(t0, name="fam0")
+    lib = ctypes.CDLL(str(build_emu_library("famd", [t, t0])), mode=ctypes.RTLD_LOCAL)
     fchoice = lib.ckgen_fam_choice
     fchoice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
     fchoice.restype = ctypes.c_int
@@ -96,12 +107,10 @@ def test_generated_c_chooses_like_python_and_runs(plans):
         s = tuple(rng.choice([rng.randint(0, 40), rng.randint(1, 5000)]) for _ in range(3))
         for ws in (0, 1):
             assert fchoice(*s, ws) == choose(t, s, bool(ws)).index, (s, ws)
-    (t0,) = tables(plans, [])  # the cost model alone, in C and in Python
-    lib0 = ctypes.CDLL(str(build_emu_library("famd0", [t0])), mode=ctypes.RTLD_LOCAL)
-    lib0.ckgen_fam_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    lib.ckgen_fam0_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
     for _ in range(500):
         s = tuple(rng.randint(1, 20000) for _ in range(3))
-        assert lib0.ckgen_fam_choice(*s, 1) == choose(t0, s).index, s
+        assert lib.ckgen_fam0_choice(*s, 1) == choose(t0, s).index, s
     # the entry: the chosen kernel's numerics, with and without a workspace
     name = lib.ckgen_fam_kernel_name
     name.restype = ctypes.c_char_p
@@ -133,11 +142,10 @@ def test_generated_c_chooses_like_python_and_runs(plans):
 
 
 @needs_clang
-def test_jit_of_a_family_dispatches(tmp_path, plans):
+def test_jit_of_a_family_dispatches(tmp_path, plans, src):
     import ckgen
 
-    path = tmp_path / "fam.ck"
-    path.write_text(SRC)
+    path = src
     dbp = tmp_path / "t.jsonl"
     db.write(dbp, _fake_db(plans, seed=1))
     d = ckgen.jit(str(path), kernel="fam", target="emu", tuning=str(dbp))
@@ -149,13 +157,12 @@ def test_jit_of_a_family_dispatches(tmp_path, plans):
         ref = from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64)
         assert np.linalg.norm(from_bf16(c) - ref) / np.linalg.norm(ref) < 1e-2
         assert d.explain(M, N, K).kernel in d._kernels  # the chosen member was built, and only on demand
-    with pytest.raises(CkgenError, match="no kernel or family named 'nope'"):
+    with pytest.raises(CkgenError, match="no kernel named 'nope' \\(and no family\\)"):
         ckgen.jit(str(path), kernel="nope", target="emu")
 
 
-def test_explain_command(tmp_path, capsys, plans):
-    path = tmp_path / "fam.ck"
-    path.write_text(SRC)
+def test_explain_command(tmp_path, capsys, plans, src):
+    path = src
     dbp = tmp_path / "t.jsonl"
     db.write(dbp, _fake_db(plans))
     assert main(["explain", str(path), "--family", "fam", "--shape", "16x256x512,20x300x500", "--tuning", str(dbp)]) == 0
@@ -186,3 +193,28 @@ def test_table_without_members_is_an_error(plans):
         tables(plans, [], "x")
     t = Table("t", "f", "gemm", "gfx942", {}, ("M", "N", "K"), (), (Tuned((1, 1, 1), ()),))
     assert t.to_json()["tuned"][0]["sizes"] == [1, 1, 1]
+
+
+def test_compile_with_tuning_builds_the_dispatcher_into_the_amd_library(tmp_path, capsys, plans, src):
+    """ckgen compile --tuning (gfx942): the dispatcher is in the library (its choice runs without a GPU), the
+    header declares it, the manifest lists it."""
+    import json
+
+    if shutil.which("clang++-19") is None:
+        pytest.skip("clang++-19 is not installed")
+    dbp = tmp_path / "t.jsonl"
+    db.write(dbp, _fake_db(plans, seed=2))
+    out = tmp_path / "out"
+    assert main(["compile", str(src), "--arch", "gfx942", "-o", str(out), "--tuning", str(dbp), "-j", "2"]) == 0
+    assert "dispatcher ckgen_fam: 4 kernel(s), 4 tuned shape(s) on gfx942" in capsys.readouterr().out
+    header = (out / "fam.h").read_text()
+    assert "int ckgen_fam(const void* A, const void* B, void* C, const void* bias, int64_t M" in header
+    assert "size_t ckgen_fam_workspace_bytes(int64_t M, int64_t N, int64_t K);" in header
+    manifest = json.loads((out / "manifest.json").read_text())
+    (d,) = manifest["dispatchers"]
+    assert d["symbol"] == "ckgen_fam" and d["tuned_shapes"] == 4 and len(d["members"]) == 4
+    assert manifest["schema_version"] == 3
+    lib = ctypes.CDLL(str(out / "libfam.so"))
+    lib.ckgen_fam_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    (t,) = tables(plans, db.read(dbp))
+    assert all(lib.ckgen_fam_choice(*s, 1) == choose(t, s).index for s in [(16, 256, 512), (3, 3, 3), (999, 77, 5)])

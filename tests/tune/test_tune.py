@@ -28,9 +28,10 @@ family tf {
 """
 
 
-@pytest.fixture
-def family(tmp_path):
-    p = tmp_path / "tf.ck"
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    """One path for the module: the path is in the generated sources, so the kernels build once."""
+    p = tmp_path_factory.mktemp("tune") / "tf.ck"
     p.write_text(SRC)
     return p
 
