@@ -82,7 +82,12 @@ CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B
     Seg g;
     for (int j = 0; sk.seg(j, g); ++j) {
       if (j > 0) barrier();  // the previous segment's LDS and ticket reads are done
-      run_segment<Cfg>(g, pb, ws, A, B, C, bias, M, N, K, lda, ldb, ldc, ticket);
+      // (the problem and the workspace recomputed per segment from opaque sizes: nothing scalar lives across
+      // the body but the kernel's arguments)
+      const int m = CKGEN_UNIFORM(opaque(M)), n = CKGEN_UNIFORM(opaque(N)), k = CKGEN_UNIFORM(opaque(K));
+      const Problem pj(m, n, k, Cfg::kTileM, Cfg::kTileN, Cfg::kTileK);
+      run_segment<Cfg>(g, pj, Workspace<typename Cfg::TAcc>(workspace, pj.tiles), A, B, C, bias, m, n, k, lda, ldb,
+                       ldc, ticket);
     }
   }
 }
