@@ -247,14 +247,14 @@ def fast_launcher(kernel, call):
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8", "i32": "int32"}
 
 
-def torch_inputs(plan, sizes: dict[str, int], seed: int) -> dict[str, Any]:
+def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -> dict[str, Any]:
     """Device tensors for every ABI tensor at ``sizes``: uniform in [-1, 1) (small nonzero integers for integer
     dtypes) for what the kernel reads, 0xFF bytes for what it only writes; laid out as the ABI's strides say."""
     import torch
 
     from ckgen.runtime.arrays import memory_order
 
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
     out: dict[str, Any] = {}
     for a in plan.abi.tensors:
         if a.unused:
@@ -265,12 +265,12 @@ def torch_inputs(plan, sizes: dict[str, int], seed: int) -> dict[str, Any]:
         dt = getattr(torch, _TORCH_DTYPES[a.dtype.value])
         mem = [shape[i] for i in order]
         if a.role == "out":
-            t = torch.empty(mem, dtype=dt, device="cuda")
+            t = torch.empty(mem, dtype=dt, device=device)
             t.view(torch.uint8).fill_(0xFF)
         elif a.dtype.is_float:
-            t = (torch.rand(mem, generator=gen, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+            t = (torch.rand(mem, generator=gen, device=device, dtype=torch.float32) * 2 - 1).to(dt)
         else:
-            t = torch.randint(1, 8, mem, generator=gen, device="cuda", dtype=torch.int32).to(dt)
+            t = torch.randint(1, 8, mem, generator=gen, device=device, dtype=torch.int32).to(dt)
         out[a.name] = t.permute([order.index(i) for i in range(len(order))])
     return out
 

@@ -96,3 +96,33 @@ def test_shape_file_errors(tmp_path):
     with pytest.raises(CkgenError, match="s.txt:2: shape '4x5'"):
         shapes.read_file(p, ("M", "N", "K"), {})
     assert shapes.parse_list("1x2x3, 1x2x3,4x5x6", ("M", "N", "K"), {}) == [(1, 2, 3), (4, 5, 6)]
+
+
+@pytest.mark.parametrize("body", [
+    "A = bf16 row B = bf16 col C = bf16 row beta = 0.5 epilogue = bias(col) -> gelu",
+    "A = f16 col B = f16 row C = f32 col epilogue = bias(row) -> silu",
+    "A = i8 row B = i8 col C = i8 row",
+])
+def test_gpu_inputs_and_reference_agree_with_numpy(body):
+    """What tune uses on a GPU (device tensors laid out by the ABI, the float64 reference on the device), run on
+    the CPU here: the same values as the numpy reference of the same inputs."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from ckgen.frontend import load_text
+    from ckgen.lower import plan_kernel
+    from ckgen.ops import get_op
+    from ckgen.tune.measure import to_host, torch_inputs
+
+    (spec,) = load_text(f"kernel k {{ {body} tile = 64x64x32 waves = 2x2 }}", "k.ck", ("gfx942",))
+    plan = plan_kernel(spec, "gfx942")
+    sizes = {"M": 33, "N": 20, "K": 47}
+    arrays = torch_inputs(plan, sizes, seed=1, device="cpu")
+    assert arrays["A"].shape == (33, 47) and arrays["B"].shape == (47, 20)
+    assert (arrays["A"].stride(1) == 1) == (plan.spec.params.gemm.a.layout.value == "row")
+    op = get_op("gemm")
+    got = op.reference_torch(plan, arrays, sizes)["C"].numpy()
+    host = {k: (to_host(v) if v is not None else None) for k, v in arrays.items()}
+    want = op.reference(plan, host, sizes)["C"]
+    assert got.dtype == np.float64 and np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert isinstance(torch.zeros(1), torch.Tensor)
