@@ -9,6 +9,10 @@
 #   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm)
+#   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
+#             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
+#             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on bench/shapes/qwen2-7b.txt (never tuned)
+#   sched     issue 13's GPU tests only (tests/runtime/test_nvidia_schedules.py), then memcheck over them
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
@@ -43,6 +47,23 @@ for STAGE in "$@"; do
     bmm)
       timeout 200 python3 bench/bmm.py --json "$OUT/bmm.json" > "$OUT/bmm.txt" 2>&1
       echo "bmm rc $?"; tail -6 "$OUT/bmm.txt" ;;
+    dispatch)
+      timeout 480 python3 -m ckgen tune bench/dispatch_nv.ck --family lin --target sm_90 \
+        --shapes-file bench/shapes/mistral-7b.txt --db "$OUT/tune.jsonl" --reps 10 --inner 10 --warmup 3 \
+        > "$OUT/tune.txt" 2>&1
+      echo "tune rc $?"; grep -E "^\[|ckgen tune:" "$OUT/tune.txt" | tail -32
+      timeout 240 python3 -m ckgen compile bench/dispatch_nv.ck --arch sm_90 --tuning "$OUT/tune.jsonl" -o "$OUT/lib" \
+        > "$OUT/compile.txt" 2>&1
+      echo "compile rc $?"; tail -3 "$OUT/compile.txt"
+      timeout 420 python3 bench/dispatch.py --lib "$OUT/lib/libdispatch_nv.so" --db "$OUT/tune.jsonl" \
+        --json "$OUT/dispatch.json" > "$OUT/dispatch.txt" 2>&1
+      echo "dispatch rc $?"; tail -80 "$OUT/dispatch.txt" ;;
+    sched)
+      timeout 300 $PYTEST tests/runtime/test_nvidia_schedules.py > "$OUT/pytest_sched.txt" 2>&1; echo "pytest sched rc $?"
+      grep -E "passed|failed|Error" "$OUT/pytest_sched.txt" | tail -8
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_schedules.py -k "pad0 or missing" > "$OUT/memcheck_sched.txt" 2>&1
+      echo "memcheck sched rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_sched.txt" | tail -3 ;;
     *) echo "unknown stage $STAGE" ;;
   esac
 done

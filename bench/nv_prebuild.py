@@ -1,8 +1,12 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
-the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck and of tests/runtime/test_nvidia_cuda.py (its SPEC text).
+the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck and of tests/runtime/test_nvidia_cuda.py and
+test_nvidia_schedules.py (their SPEC text), and
+for the dispatch stage the members of bench/dispatch_nv.ck one by one (what ckgen tune loads) and together
+(the object ckgen compile --tuning links its generated dispatcher with: only that small host file is compiled
+on the device).
 
-  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2]
+  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only dispatch]
 """
 
 from __future__ import annotations
@@ -23,17 +27,21 @@ def main() -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--only", choices=("dispatch",), help="only issue 13's kernels (dispatch family, schedule tests)")
     args = ap.parse_args()
-    test_src = (ROOT / "tests/runtime/test_nvidia_cuda.py").read_text()
-    spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
     jobs = []
     from ckgen.frontend import load_file, load_text
 
-    for s in load_text(spec_text):
-        jobs.append((spec_text, s.name))
+    for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py"):
+        test_src = (ROOT / test).read_text()
+        spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
+        if args.only is None or "schedules" in test:
+            for s in load_text(spec_text):
+                jobs.append((spec_text, s.name))
     os.chdir(ROOT)
-    for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck"):  # relative, as the benchmarks pass them (the path is
-        for s in load_file(bench):                         # part of the generated sources)
+    benches = ("bench/dispatch_nv.ck",) if args.only else ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/dispatch_nv.ck")
+    for bench in benches:  # relative, as the benchmarks pass them (the path is part of the generated sources)
+        for s in load_file(bench):
             jobs.append((bench, s.name))
 
     def one(job):
@@ -43,9 +51,20 @@ def main() -> int:
         lib = build_cuda_library(plan.name, [plan])
         return name, time.perf_counter() - t0, lib.library.stat().st_size
 
+    def family() -> tuple[str, float, int]:
+        from ckgen import driver
+
+        t0 = time.perf_counter()
+        plans = driver.plan(driver.load(["bench/dispatch_nv.ck"], ("sm_90",)), ("sm_90",))["dispatch_nv"]
+        lib = build_cuda_library("dispatch_nv", plans)   # as `ckgen compile bench/dispatch_nv.ck --arch sm_90` does
+        return "dispatch_nv (all members)", time.perf_counter() - t0, lib.library.stat().st_size
+
     with ThreadPoolExecutor(args.j) as ex:
+        fam = ex.submit(family)
         for name, dt, size in ex.map(one, jobs):
             print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
+        name, dt, size = fam.result()
+        print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
     return 0
 
 

@@ -2,9 +2,12 @@
 
     ckgen check FILE... [--arch A[,B]]
     ckgen emit FILE [--arch A[,B]] [--kernel NAME] [--stage spec|ir|hip|host|header]
-    ckgen compile FILE... [--arch A[,B...]] -o DIR [-j N]
+    ckgen compile FILE... [--arch A[,B...]] -o DIR [-j N] [--dispatch] [--tuning DB]
     ckgen report FILE [--arch A[,B]] [--json] [-j N]
     ckgen run FILE --kernel NAME [--target emu|sm_90|hip] [--arch A] [--size NAME=V,...] [-m M -n N -k K] [--seed S]
+    ckgen tune FILE --family F [--target emu|sm_90|hip] [--arch A] (--shapes MxNxK,... | --shapes-file P) --db DB
+               [--reps N] [--inner N] [--warmup N] [--devices N] [--seed S]
+    ckgen explain FILE --family F --shape MxNxK[,...] [--arch A] [--tuning DB] [--no-workspace] [--json]
     ckgen examples [NAME...] [--copy DIR] [--force]
     ckgen cmake-dir
 
@@ -73,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--arch", help=arch_help)
     b.add_argument("-o", "--output", required=True, type=Path, help="output directory (created when missing)")
     b.add_argument("-j", "--jobs", type=_jobs_arg, default=0, help="parallel compiles (default 0: the CPU count)")
+    b.add_argument("--dispatch", action="store_true",
+                   help="also build each family's dispatcher: one entry point that picks a kernel by shape")
+    b.add_argument("--tuning", help="a tuning database (ckgen tune) for the dispatchers (implies --dispatch)")
 
     r = sub.add_parser("report", parents=[common], help="compile and show what the code objects contain")
     r.add_argument("file")
@@ -90,6 +96,30 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("-n", type=int, help="shorthand for --size n=N")
     u.add_argument("-k", type=int, help="shorthand for --size k=K")
     u.add_argument("--seed", type=int, default=0, help="seed of the random inputs (a non-negative integer)")
+
+    t = sub.add_parser("tune", parents=[common], help="time a family's kernels on a device for a list of shapes; write a tuning database")
+    t.add_argument("file")
+    t.add_argument("--family", required=True, help="the family to tune")
+    t.add_argument("--target", default="emu", help="emu (CPU emulation), hip, or an NVIDIA arch such as sm_90")
+    t.add_argument("--arch", help="the arch to plan for (default: the family's first of the target's vendor)")
+    t.add_argument("--shapes", help="comma-separated shapes, e.g. 1x4096x4096,16x4096x4096 (the op's sizes, in order)")
+    t.add_argument("--shapes-file", help="a file of shapes, one per line ('#' comments)")
+    t.add_argument("--db", required=True, help="the tuning database (JSON lines; created, or extended and resumed)")
+    t.add_argument("--reps", type=int, default=None, help="timed samples per kernel and shape (default 20; emu 3)")
+    t.add_argument("--inner", type=int, default=None, help="back-to-back calls per sample (default 10; emu 1)")
+    t.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 5; emu 1)")
+    t.add_argument("--devices", type=int, help="worker processes (default: every visible GPU; emu: 1)")
+    t.add_argument("--seed", type=int, default=0)
+
+    xp = sub.add_parser("explain", parents=[common], help="say which kernel a family's dispatcher runs at a shape, and why")
+    xp.add_argument("file")
+    xp.add_argument("--family", required=True)
+    xp.add_argument("--shape", required=True, help="one or more comma-separated shapes, e.g. 16x4096x4096")
+    xp.add_argument("--arch", help="the arch (default: the family's first)")
+    xp.add_argument("--tuning", help="the tuning database (default: none: the cost model alone)")
+    xp.add_argument("--no-workspace", action="store_true", help="choose as a C caller passing workspace = NULL")
+    xp.add_argument("--json", action="store_true")
+
 
     x = sub.add_parser("examples", parents=[common], help="list the example specs shipped with ckgen, or copy them")
     x.add_argument("names", nargs="*", help="examples to show or copy (default: all)")
@@ -112,11 +142,18 @@ def _arches(a) -> tuple[str, ...]:
     return driver.parse_arches(a.arch)
 
 
+def _notes(notes: list[str]) -> None:
+    for line in notes:
+        sys.stderr.write(f"note: {line}\n")
+
+
 def _cmd_check(a) -> int:
     from ckgen import driver
 
     arches = _arches(a)
-    plans = driver.plan(driver.load(a.files, arches), arches)
+    notes: list[str] = []
+    plans = driver.plan(driver.load(a.files, arches), arches, notes)
+    _notes(notes)
     for stem, ps in plans.items():
         kernels = sorted({p.name for p in ps})
         print(f"{stem}: {len(kernels)} kernel(s), {len(ps)} plan(s) for {', '.join(sorted({p.arch for p in ps}))}: ok")
@@ -133,9 +170,14 @@ def _cmd_emit(a) -> int:
 def _cmd_compile(a) -> int:
     from ckgen import driver
 
-    libs = driver.compile_files(a.files, _arches(a), a.output, _jobs(a.jobs))
+    notes: list[str] = []
+    libs = driver.compile_files(a.files, _arches(a), a.output, _jobs(a.jobs), notes, dispatch=a.dispatch,
+                                tuning=a.tuning)
+    _notes(notes)
     for lib in libs:
         print(f"wrote {lib.library} ({len({p.name for p in lib.plans})} kernel(s)), {lib.header}")
+        for t in lib.dispatchers:
+            print(f"  dispatcher ckgen_{t.name}: {len(t.members)} kernel(s), {len(t.tuned)} tuned shape(s) on {t.arch}")
     print(f"wrote {a.output / 'manifest.json'}")
     return EXIT_OK
 
@@ -145,7 +187,9 @@ def _cmd_report(a) -> int:
 
     from ckgen import driver
 
-    reports, format_table = driver.report(a.file, _arches(a), _jobs(a.jobs))
+    notes: list[str] = []
+    reports, format_table = driver.report(a.file, _arches(a), _jobs(a.jobs), notes)
+    _notes(notes)
     if a.json:
         print(json.dumps({"file": str(a.file), "kernels": [r.to_json() for r in reports]}, indent=2, sort_keys=True))
     else:
@@ -180,6 +224,82 @@ def _cmd_examples(a) -> int:
     return EXIT_OK
 
 
+def _cmd_tune(a) -> int:
+    from ckgen.runtime.api import resolve_target
+    from ckgen.tune import runner, shapes
+
+    backend, arch = resolve_target(a.target, a.arch)
+    if (a.shapes is None) == (a.shapes_file is None):
+        raise CkgenError("give the shapes with --shapes or --shapes-file (one of them)")
+    table = _explain_table(a.file, a.family, backend, arch, None)
+    sizes = table.size_names
+    defaults = {x.name: int(x.default) for x in table.plans[0].abi.sizes if x.default is not None}
+    todo = (shapes.parse_list(a.shapes, sizes, defaults) if a.shapes is not None
+            else shapes.read_file(a.shapes_file, sizes, defaults))
+    emu = backend == "emu"
+    reps = a.reps if a.reps is not None else (3 if emu else 20)
+    inner = a.inner if a.inner is not None else (1 if emu else 10)
+    warmup = a.warmup if a.warmup is not None else (1 if emu else 5)
+    for name, v in (("--reps", reps), ("--inner", inner)):
+        if v < 1:
+            raise CkgenError(f"{name} {v}: expected at least 1")
+    if warmup < 0 or (a.devices is not None and a.devices < 1):
+        raise CkgenError("--warmup must be >= 0 and --devices >= 1")
+    s = runner.run(a.file, a.family, backend, table.arch, todo, a.db, reps, inner, warmup, a.seed, a.devices)
+    print(f"ckgen tune: {s.shapes} shape(s) measured ({s.records} records), {s.skipped} already recorded; wrote {a.db}")
+    return EXIT_OK
+
+
+def _explain_table(file: str, family: str, backend: str, arch: str | None, tuning: str | None):
+    from ckgen.dispatch import db
+    from ckgen.dispatch.table import tables
+    from ckgen.frontend import load_file
+    from ckgen.runtime.api import get_backend
+    from ckgen.runtime.dispatch import family_plans
+
+    vendor = "nvidia" if backend == "cuda" else "amd"
+    if backend in ("emu", "hip", "cuda"):
+        vendor = get_backend(backend).vendor if backend != "cuda" else "nvidia"
+    plans = family_plans(load_file(file), family, vendor, arch)
+    found = tables(plans, db.read(tuning) if tuning else [], family)
+    if len(found) != 1:
+        raise CkgenError(f"family '{family}' has kernels of {len(found)} signatures",
+                         hint="tune and explain one signature at a time")
+    return found[0]
+
+
+def _cmd_explain(a) -> int:
+    import json
+
+    from ckgen.dispatch.table import choose, parse_shape
+    from ckgen.targets import get_target
+
+    vendor_backend = "cuda" if a.arch and get_target(a.arch).vendor == "nvidia" else "emu"
+    table = _explain_table(a.file, a.family, vendor_backend, a.arch, a.tuning)
+    defaults = {x.name: int(x.default) for x in table.plans[0].abi.sizes if x.default is not None}
+    out = []
+    for text in [t for t in a.shape.split(",") if t.strip()]:
+        sizes = parse_shape(text, table.size_names, defaults)
+        c = choose(table, sizes, not a.no_workspace)
+        out.append((sizes, c))
+    if a.json:
+        print(json.dumps([{"shape": dict(zip(table.size_names, s, strict=True)), "kernel": c.kernel, "how": c.how,
+                           "reason": c.reason, "estimates_us": {m.name: (None if e is None else e * 1e6)
+                                                               for m, e in zip(table.members, c.estimates, strict=True)}}
+                          for s, c in out], indent=2))
+        return EXIT_OK
+    print(f"dispatcher ckgen_{table.name} on {table.arch}: {len(table.members)} kernel(s), "
+          f"{len(table.tuned)} tuned shape(s)")
+    for sizes, c in out:
+        print(f"{'x'.join(map(str, sizes))}: {c.kernel}")
+        print(f"  why: {c.reason}")
+        label = {"tuned": "measured", "nearest": "scaled estimate", "model": "model estimate"}[c.how]
+        for m, e in sorted(zip(table.members, c.estimates, strict=True), key=lambda x: (x[1] is None, x[1] or 0)):
+            shown = "-" if e is None else f"{e * 1e6:10.2f} us"
+            print(f"    {'*' if m.name == c.kernel else ' '} {m.name:48s} {shown:>14s}  ({label})")
+    return EXIT_OK
+
+
 def _cmd_cmake_dir(a) -> int:
     from ckgen.resources import CMAKE_DIR
 
@@ -188,7 +308,8 @@ def _cmd_cmake_dir(a) -> int:
 
 
 COMMANDS = {"check": _cmd_check, "emit": _cmd_emit, "compile": _cmd_compile, "report": _cmd_report,
-            "run": _cmd_run, "examples": _cmd_examples, "cmake-dir": _cmd_cmake_dir}
+            "run": _cmd_run, "tune": _cmd_tune, "explain": _cmd_explain, "examples": _cmd_examples,
+            "cmake-dir": _cmd_cmake_dir}
 
 
 def _reporter(a):

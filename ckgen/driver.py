@@ -22,6 +22,7 @@ from ckgen.frontend import load_file
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.lower import plan_all
+from ckgen.lower.pipeline import Pruned, pruned_notes
 
 
 def parse_arches(text: str | None) -> tuple[str, ...]:
@@ -88,13 +89,18 @@ def _raise(errors: list[CkgenError]) -> None:
         raise errors[0] if len(errors) == 1 else ErrorList(errors)
 
 
-def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = ()) -> dict[str, list[KernelPlan]]:
-    """Plans per stem; ``arches`` (from --arch) overrides each kernel's own targets."""
+def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = (),
+         notes: list[str] | None = None) -> dict[str, list[KernelPlan]]:
+    """Plans per stem; ``arches`` (from --arch) overrides each kernel's own targets. Family members illegal for
+    an arch are pruned; ``notes`` (when given) receives one line per family that lost members."""
     out: dict[str, list[KernelPlan]] = {}
     errors: list[CkgenError] = []
     for stem, ss in specs.items():
         try:
-            out[stem] = plan_all(ss, arches or None)
+            pruned: list[Pruned] = []
+            out[stem] = plan_all(ss, arches or None, pruned)
+            if notes is not None:
+                notes.extend(pruned_notes(pruned, ss))
         except ErrorList as exc:
             errors.extend(exc.errors)
         except CkgenError as exc:
@@ -137,23 +143,48 @@ class Library:
     header: Path
     plans: tuple[KernelPlan, ...]
     resources: dict  # (kernel, arch) -> resource dict from the code object's metadata
+    dispatchers: tuple = ()  # ckgen.dispatch.table.Table of each dispatcher in the library
 
 
-def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int) -> list[Library]:
-    """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``."""
+def _dispatcher_json(t) -> dict:
+    """The manifest's entry of one dispatcher."""
+    from ckgen.dispatch.codegen import dispatcher_abi
+
+    abi = dispatcher_abi(t)
+    return {"name": t.name, "symbol": f"ckgen_{t.name}", "family": t.family, "op": t.op, "arch": t.arch,
+            "signature": abi.prototype(f"ckgen_{t.name}"), "abi": abi.to_json(),
+            "workspace_symbol": f"ckgen_{t.name}_workspace_bytes", "choice_symbol": f"ckgen_{t.name}_choice",
+            "members": [m.name for m in t.members], "tuned_shapes": len(t.tuned), "sizes": list(t.size_names)}
+
+
+def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Path, jobs: int,
+                  notes: list[str] | None = None, dispatch: bool = False,
+                  tuning: str | Path | None = None) -> list[Library]:
+    """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``. With ``dispatch``
+    (or a ``tuning`` database), every family also gets its dispatchers (docs/dispatch.md) in its library."""
+    from ckgen.dispatch import db as tuning_db
+    from ckgen.dispatch.build import dispatch_sources
+    from ckgen.dispatch.codegen import header_view
+    from ckgen.dispatch.table import tables as dispatch_tables
+
     out_dir = output_dir(out_dir)  # before anything is built: a bad -o fails at once
-    plans = plan(load(paths, arches), arches)
+    plans = plan(load(paths, arches), arches, notes)
+    records = tuning_db.read(tuning) if tuning else []
+    dispatch = dispatch or tuning is not None
     libs = []
     for stem, ps in plans.items():
         header = out_dir / f"{stem}.h"
         groups = {plat: [p for p in ps if p.target.platform == plat] for plat in ("amd", "cuda")}
         groups = {plat: g for plat, g in groups.items() if g}
+        views: dict[str, dict] = {}
         for plat, group in groups.items():
             # AMD and NVIDIA code cannot share one library: with both, the NVIDIA one is lib<stem>_cuda.so.
             lib_stem = stem if plat == "amd" or len(groups) == 1 else f"{stem}_cuda"
-            library, resources = _BUILDERS[plat](lib_stem, group, out_dir, jobs)
-            libs.append(Library(stem, library, header, tuple(group), resources))
-        atomic_write(header, render_header(stem, ps))
+            tables = dispatch_tables(group, records) if dispatch else []
+            library, resources = _BUILDERS[plat](lib_stem, group, out_dir, jobs, dispatch_sources(lib_stem, tables))
+            libs.append(Library(stem, library, header, tuple(group), resources, tuple(tables)))
+            views.update({t.name: header_view(t) for t in tables})
+        atomic_write(header, render_header(stem, ps, list(views.values())))
     manifest = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "ckgen_version": __version__,
@@ -161,42 +192,47 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
                        "arches": sorted({p.arch for p in lib.plans})} for lib in libs],
         "kernels": [dict(k, library=lib.library.name, header=lib.header.name)
                     for lib in libs for k in manifest_kernels(list(lib.plans), lib.resources)],
+        "dispatchers": [dict(_dispatcher_json(t), library=lib.library.name, header=lib.header.name)
+                        for lib in libs for t in lib.dispatchers],
     }
     atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return libs
 
 
-def build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int):
-    """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.toolchain's LibraryResult."""
+def build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int, extra_sources: dict | None = None):
+    """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.toolchain's LibraryResult.
+    ``extra_sources``: more host translation units (dispatchers)."""
     from ckgen.toolchain import KernelSource, build_amd_library  # build is the heaviest stage: import lazily
 
     kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
     return build_amd_library(stem, kernels, render_launchers(stem, plans, "amd"), sorted({p.arch for p in plans}),
-                             out_dir, jobs)
+                             out_dir, jobs, extra_sources=extra_sources)
 
 
-def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
-    result = build_amd(stem, plans, out_dir, jobs)
+def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int,
+               extra_sources: dict | None = None) -> tuple[Path, dict]:
+    result = build_amd(stem, plans, out_dir, jobs, extra_sources)
     return result.library, result.resources
 
 
-def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int) -> tuple[Path, dict]:
+def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int,
+                extra_sources: dict | None = None) -> tuple[Path, dict]:
     from ckgen.toolchain import nvidia
 
-    lib = nvidia.build_cuda_library(stem, plans, out_dir)
+    lib = nvidia.build_cuda_library(stem, plans, out_dir, host_sources=extra_sources or None)
     return lib.library, nvidia.resources(nvidia.analyze(lib, plans))
 
 
 _BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
 
 
-def report(path: str | Path, arches: tuple[str, ...], jobs: int):
+def report(path: str | Path, arches: tuple[str, ...], jobs: int, notes: list[str] | None = None):
     """``ckgen report``: compile (cached) and return ``(reports, format_table)`` for one vendor's arches.
     Each report has ``to_json()``; ``format_table(reports)`` is that vendor's table."""
     from ckgen.toolchain import nvidia
     from ckgen.toolchain import report as amd_report
 
-    plans = plan(load([path], arches), arches)
+    plans = plan(load([path], arches), arches, notes)
     platforms = sorted({p.target.platform for ps in plans.values() for p in ps})
     if len(platforms) > 1:
         what = f"--arch {','.join(arches)}" if arches else "the spec's targets"

@@ -44,7 +44,7 @@ def test_compile_writes_library_header_manifest(compiled):
         assert "int ckgen_status_string" not in header and "const char* ckgen_status_string(int status);" in header
     manifest = json.loads((compiled / "manifest.json").read_text())
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    assert len(kernels) == 9
+    assert len(kernels) == 13
     k = kernels["gemm_f16_nt"]
     assert k["source"] == "examples/gemm_f16.ck" and k["arches"] == ["gfx942", "gfx90a"]
     assert k["signature"].startswith("int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const void* bias")
@@ -54,6 +54,9 @@ def test_compile_writes_library_header_manifest(compiled):
         assert res["vgpr_spills"] == 0 and res["sgpr_spills"] == 0 and res["scratch_bytes"] == 0
         assert res["lds_bytes"] == k["plans"][arch]["body"]["lds"]["total_bytes"]
     assert kernels["bf16_sweep_tile64x64x64_waves1x4"]["family"] == "bf16_sweep"
+    ws = kernels["splitk_bf16"]["workspace"]  # a split-K kernel: its workspace, sized by a C function
+    assert ws["symbol"] == "ckgen_splitk_bf16_workspace_bytes" and ws["args"] == ["M", "N", "K"]
+    assert "splits" in ws["formula"]["gfx942"] and kernels["gemm_f16_nt"]["workspace"] is None
 
 
 def test_no_spills_and_mfma_in_the_main_loop_for_every_example(compiled):

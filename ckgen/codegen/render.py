@@ -20,6 +20,7 @@ import jinja2
 
 from ckgen import __version__
 from ckgen.codegen.escape import c_string, comment
+from ckgen.ir import expr as E
 from ckgen.ir import plan as ir_plan
 from ckgen.ir.abi import INT32_MAX, ArgKind
 from ckgen.ir.plan import KernelPlan, split_axes
@@ -35,7 +36,7 @@ HOST_INCLUDES = {
 #: platforms whose host library compiles the kernels in the same translation unit.
 INLINE_KERNELS = ("emu", "cuda")
 #: the manifest's layout version (bump on an incompatible change)
-MANIFEST_SCHEMA_VERSION = 2
+MANIFEST_SCHEMA_VERSION = 3
 
 
 @lru_cache(maxsize=1)
@@ -68,7 +69,9 @@ def _bound(names: tuple[str, ...]) -> str:
     return "0" if not names else f"ckgen_at_least_1({' * '.join(names)})"
 
 
-def _grid(g) -> str:
+def _grid(plan: KernelPlan, g) -> str:
+    if g.expr is not None:
+        return host_expr(plan, g.expr)
     if g.size is None:
         return "1"
     return g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
@@ -87,6 +90,28 @@ def _split_args(plan: KernelPlan, size: str) -> list[str]:
         else:
             out.append(a.name)
     return out
+def host_expr(plan: KernelPlan, e: E.Expr) -> str:
+    """An expression of the sizes and launch values as C in a host entry (values are ``<name>_v``)."""
+    values = {n for n, _ in plan.launch.values}
+    return E.render_c(e, lambda n: f"{n}_v" if n in values else n)
+
+
+def workspace_prototype(plan: KernelPlan) -> str | None:
+    """``size_t ckgen_<kernel>_workspace_bytes(int64_t M, ...)``: the workspace a call needs (None without one)."""
+    if plan.abi.workspace is None:
+        return None
+    params = ", ".join(f"int64_t {a.name}" for a in plan.abi.sizes) or "void"
+    return f"size_t ckgen_{plan.name}_workspace_bytes({params})"
+
+
+def workspace_formula(plan: KernelPlan) -> str | None:
+    """The workspace bytes as a readable formula, with the launch values it uses (header, manifest)."""
+    ws = plan.launch.workspace
+    if ws is None:
+        return None
+    used = E.names(ws)
+    where = [f"{n} = {E.text(e)}" for n, e in plan.launch.values if n in used]
+    return E.text(ws) + (f", where {'; '.join(where)}" if where else "")
 
 
 def launcher_view(plan: KernelPlan) -> dict:
@@ -95,12 +120,18 @@ def launcher_view(plan: KernelPlan) -> dict:
     splits = [{"axis": "xyz"[axis], "size": g.size, "per": g.per, "limit": limits[axis],
                "args": _split_args(plan, g.size)} for axis, g in split_axes(launch)
               if limits[axis] * g.per < INT32_MAX]  # sizes are at most INT32_MAX: no other dim can be too large
+    ws = abi.workspace
     return {
         "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
         "sizes": [a.name for a in abi.sizes],
         "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
         "stride_checks": [(a.name, _bound(a.at_least)) for a in abi.of(ArgKind.STRIDE)],
-        "empty_if": list(abi.empty_if), "grid": [_grid(g) for g in launch.grid],
+        "empty_if": list(abi.empty_if), "grid": [_grid(plan, g) for g in launch.grid],
+        "host_values": [(n, host_expr(plan, e)) for n, e in launch.values],
+        "workspace_arg": ws.name if ws is not None else None,
+        "workspace_bytes": host_expr(plan, launch.workspace) if ws is not None and launch.workspace is not None
+        else "(int64_t)0",
+        "workspace_prototype": workspace_prototype(plan),
         "locals": [(a.device_ctype, a.name) for a in abi.args],
         "device_args": [f"{a.name}_" for a in abi.args], "threads": launch.threads,
         "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch, "splits": splits, "limits": list(limits),
@@ -114,9 +145,10 @@ def render_launchers(stem: str, plans: list[KernelPlan], platform: str,
     includes = list(HOST_INCLUDES[platform])
     if platform in INLINE_KERNELS:
         includes += list(kernel_files or [])
+    kernels = [launcher_view(p) for p in unique_plans(plans)]
     return _env().get_template("launchers.cpp.j2").render(
-        version=__version__, stem=stem, platform=platform, includes=includes,
-        kernels=[launcher_view(p) for p in unique_plans(plans)])
+        version=__version__, stem=stem, platform=platform, includes=includes, kernels=kernels,
+        uses_exprs=any(k["host_values"] or k["workspace_prototype"] for k in kernels))
 
 
 def unique_plans(plans: list[KernelPlan]) -> list[KernelPlan]:
@@ -136,15 +168,31 @@ def c_identifier(text: str) -> str:
     return out if out and not out[0].isdigit() else "_" + out
 
 
-def render_header(stem: str, plans: list[KernelPlan]) -> str:
+def render_header(stem: str, plans: list[KernelPlan], dispatchers: list[dict] | None = None) -> str:
+    """The C header: every kernel's prototype (and workspace-size function), then the dispatchers' entries
+    (``dispatchers``: the header views of :mod:`ckgen.dispatch.codegen`)."""
     kernels = unique_plans(plans)
     return _env().get_template("header.h.j2").render(
         version=__version__, stem=stem, guard=c_identifier(stem),
         sources=sorted({p.spec.source_name for p in kernels}), arches=sorted({p.arch for p in plans}),
         kernels=[{"name": p.name, "op": p.op, "summary": summary(p), "doc": p.abi.doc,
                   "arg_docs": [f"{a.name}: {a.doc}" for a in p.abi.args if a.doc],
-                  "prototype": p.abi.prototype(f"ckgen_{p.name}")} for p in kernels],
+                  "prototype": p.abi.prototype(f"ckgen_{p.name}"),
+                  "workspace_prototype": workspace_prototype(p),
+                  "workspace_formula": workspace_formula(p)}
+                 for p in kernels],
+        dispatchers=list(dispatchers or ()),
+        uses_size_t=bool(dispatchers) or any(p.abi.workspace is not None for p in kernels),
         status_h=(INCLUDE_DIR / "ckgen" / "status.h").read_text().strip())
+
+
+def _workspace_json(p: KernelPlan, mine: list[KernelPlan]) -> dict | None:
+    """The manifest's ``workspace``: the C function that sizes it and its formula per arch (None: none)."""
+    if p.abi.workspace is None:
+        return None
+    return {"argument": p.abi.workspace.name, "symbol": f"ckgen_{p.name}_workspace_bytes",
+            "args": [a.name for a in p.abi.sizes], "zero_filled": True,
+            "formula": {q.arch: workspace_formula(q) for q in mine if q.launch.workspace is not None}}
 
 
 def manifest_kernels(plans: list[KernelPlan], resources: dict[tuple[str, str], dict] | None = None) -> list[dict]:
@@ -157,7 +205,7 @@ def manifest_kernels(plans: list[KernelPlan], resources: dict[tuple[str, str], d
             "name": p.name, "op": p.op, "symbol": f"ckgen_{p.name}", "source": p.spec.source,
             "line": span.line if span else None, "family": p.spec.family,
             "signature": p.abi.prototype(f"ckgen_{p.name}"), "summary": summary(p),
-            "abi": p.abi.to_json(), "workspace_bytes": p.abi.workspace_bytes,
+            "abi": p.abi.to_json(), "workspace": _workspace_json(p, mine),
             "parameters": p.spec.to_json(), "arches": [q.arch for q in mine],
             "plans": {q.arch: q.to_json() for q in mine},
             "resources": {q.arch: (resources or {}).get((q.name, q.arch)) for q in mine},

@@ -22,6 +22,13 @@ tensor     ``const void*``/``void*`` ``const T*``/``T*`` device memory of ``dtyp
 size       ``int64_t``             ``int``              a runtime extent, ``0 <= v <= INT32_MAX``
 stride     ``int64_t``             ``long long``        elements between consecutive items of one dim
 scalar     ``float``               ``float``            a runtime value
+workspace  ``void*``               ``void*``            device scratch memory the op's schedule needs; its
+                                                        size is the plan's ``launch.workspace`` bytes
+                                                        (an expression of the sizes, exported to C as
+                                                        ``size_t ckgen_<kernel>_workspace_bytes(sizes)``);
+                                                        zero-filled before its first use, and every call
+                                                        leaves it zero-filled (so one buffer serves every
+                                                        call, one call at a time); NULL when that size is 0
 ========== ======================= ==================== =================================================
 
 Every entry ends with ``void* stream`` (not listed) and returns a ckgen status code.
@@ -42,6 +49,7 @@ class ArgKind(Enum):
     SIZE = "size"
     STRIDE = "stride"
     SCALAR = "scalar"
+    WORKSPACE = "workspace"
 
 
 @dataclass(frozen=True)
@@ -92,14 +100,16 @@ class Arg:
         """The C type of the host entry's parameter."""
         if self.kind == ArgKind.TENSOR:
             return "void*" if self.writes else "const void*"
-        return {ArgKind.SIZE: "int64_t", ArgKind.STRIDE: "int64_t", ArgKind.SCALAR: "float"}[self.kind]
+        return {ArgKind.SIZE: "int64_t", ArgKind.STRIDE: "int64_t", ArgKind.SCALAR: "float",
+                ArgKind.WORKSPACE: "void*"}[self.kind]
 
     @property
     def device_ctype(self) -> str:
         """The C++ type of the device entry's parameter (and of the launcher's local copy)."""
         if self.kind == ArgKind.TENSOR:
             return f"{self.dtype.cpp}*" if self.writes else f"const {self.dtype.cpp}*"
-        return {ArgKind.SIZE: "int", ArgKind.STRIDE: "long long", ArgKind.SCALAR: "float"}[self.kind]
+        return {ArgKind.SIZE: "int", ArgKind.STRIDE: "long long", ArgKind.SCALAR: "float",
+                ArgKind.WORKSPACE: "void*"}[self.kind]
 
     def to_json(self) -> dict:
         d: dict = {"name": self.name, "kind": self.kind.value, "ctype": self.host_ctype}
@@ -118,12 +128,11 @@ class Arg:
 @dataclass(frozen=True)
 class Abi:
     """A kernel's arguments in order (then ``void* stream``). ``empty_if``: sizes any of which being 0 makes
-    the call a no-op that returns success before touching memory. ``workspace_bytes``: scratch the caller
-    provides (0: none)."""
+    the call a no-op that returns success before touching memory. At most one argument is a workspace (its
+    bytes are the plan's ``launch.workspace``)."""
 
     args: tuple[Arg, ...]
     empty_if: tuple[str, ...] = ()
-    workspace_bytes: int = 0
     doc: str = ""
     _by_name: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
@@ -147,6 +156,8 @@ class Abi:
                 raise ValueError(f"stride {a.name}: at_least must name sizes")
         if not set(self.empty_if) <= sizes:
             raise ValueError("empty_if must name sizes")
+        if len(self.of(ArgKind.WORKSPACE)) > 1:
+            raise ValueError("an ABI has at most one workspace argument")
 
     def __getitem__(self, name: str) -> Arg:
         return self._by_name[name]
@@ -161,6 +172,16 @@ class Abi:
     @property
     def sizes(self) -> tuple[Arg, ...]:
         return self.of(ArgKind.SIZE)
+
+    @property
+    def workspace(self) -> Arg | None:
+        """The workspace argument, if the kernel takes one."""
+        ws = self.of(ArgKind.WORKSPACE)
+        return ws[0] if ws else None
+
+    def without_workspace(self) -> Abi:
+        """The same ABI with no workspace argument (what kernels that can replace each other share)."""
+        return Abi(tuple(a for a in self.args if a.kind != ArgKind.WORKSPACE), self.empty_if, self.doc)
 
     def prototype(self, symbol: str) -> str:
         """The C prototype of the host entry ``symbol``."""

@@ -5,7 +5,8 @@ A :class:`KernelPlan` is what an op's passes produce for one (KernelSpec, Target
 
 - ``body``: the op's own frozen plan (tiles, instructions, layouts ...), read by its templates;
 - ``abi``: the C ABI (:mod:`ckgen.ir.abi`), the same on every target;
-- ``launch``: threads per workgroup, the grid as a function of the runtime sizes, dynamic LDS;
+- ``launch``: threads per workgroup, the grid as a function of the runtime sizes, dynamic LDS, values the host
+  entry computes from the sizes before launching, and the workspace bytes (:mod:`ckgen.ir.expr` expressions);
 - ``entries``: the device kernels the generated source defines (the main one first).
 
 A grid larger than the hardware launches (:data:`GRID_LIMITS`: 65535 workgroups along y and z) still runs: the
@@ -18,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi
 from ckgen.ir.spec import KernelSpec
 from ckgen.targets.model import Target
@@ -31,7 +33,8 @@ GRID_LIMITS: tuple[int, int, int] = (GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX)
 
 @dataclass(frozen=True)
 class GridDim:
-    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup). ``split``: the op
+    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup), or, when ``expr`` is
+    given, that expression (:mod:`ckgen.ir.expr`) of the sizes and the launch's values. ``split``: the op
     computes the workgroups along ``size`` independently, so a grid over the launch limit may run as consecutive
     sub-problems (each a slice of ``size``, every tensor with that dim offset to its slice); False: such a call
     fails with CKGEN_ERROR_INVALID_VALUE."""
@@ -39,40 +42,84 @@ class GridDim:
     size: str | None = None
     per: int = 1
     split: bool = True
+    expr: E.Expr | None = None
 
     def __post_init__(self) -> None:
         if self.per < 1:
             raise ValueError("GridDim.per must be >= 1")
+        if self.expr is not None and self.size is not None:
+            raise ValueError("GridDim: a size or an expression, not both")
 
-    def count(self, sizes: dict[str, int]) -> int:
-        return 1 if self.size is None else -(-sizes[self.size] // self.per)
+    @property
+    def expression(self) -> E.Expr:
+        if self.expr is not None:
+            return self.expr
+        return 1 if self.size is None else E.cdiv(self.size, self.per)
+
+    def count(self, env: dict[str, int]) -> int:
+        return E.evaluate(self.expression, env)
 
     def to_json(self) -> dict:
-        return {"size": self.size, "per": self.per, "split": self.split}
+        d = {"size": self.size, "per": self.per, "split": self.split}
+        if self.expr is not None:
+            d["expr"] = E.to_json(self.expr)
+        return d
 
 
 @dataclass(frozen=True)
 class Launch:
     """How the host entry launches the main entry: ``threads`` per 1-D workgroup, ``grid`` (x, y, z),
     ``lds_bytes`` of dynamic LDS (0: the kernel declares its LDS statically), and ``prelaunch``: an op
-    template rendered in the host entry before the launch (e.g. a faster body tried first), or None."""
+    template rendered in the host entry before the launch (e.g. a faster body tried first), or None.
+
+    ``values``: named int64 values the host entry computes, in order, from the sizes (and earlier values)
+    before it launches (e.g. a split count); grid dims, the workspace and the prelaunch template may use them
+    (in C as ``<name>_v``). ``workspace``: the bytes of the ABI's workspace argument as an expression of the
+    sizes and values (None: the kernel takes no workspace); exported to C callers as
+    ``size_t ckgen_<kernel>_workspace_bytes(<size arguments>)``."""
 
     threads: int
     grid: tuple[GridDim, GridDim, GridDim]
     lds_bytes: int = 0
     prelaunch: str | None = None
+    values: tuple[tuple[str, E.Expr], ...] = ()
+    workspace: E.Expr | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.threads <= 1024 or len(self.grid) != 3 or self.lds_bytes < 0:
             raise ValueError("Launch: 1..1024 threads, three grid dims, lds_bytes >= 0")
+        seen: set[str] = set()
+        for name, _ in self.values:
+            if not name.isidentifier() or name in seen:
+                raise ValueError(f"Launch: value name {name!r} must be a new identifier")
+            seen.add(name)
+
+    def environment(self, sizes: dict[str, int]) -> dict[str, int]:
+        """The sizes plus every value, computed in order."""
+        env = dict(sizes)
+        for name, e in self.values:
+            env[name] = E.evaluate(e, env)
+        return env
 
     def grid_counts(self, sizes: dict[str, int]) -> tuple[int, int, int]:
-        x, y, z = (g.count(sizes) for g in self.grid)
+        env = self.environment(sizes)
+        x, y, z = (g.count(env) for g in self.grid)
         return x, y, z
 
+    def workspace_bytes(self, sizes: dict[str, int]) -> int:
+        """Bytes of workspace a call at ``sizes`` needs (0 without a workspace)."""
+        if self.workspace is None:
+            return 0
+        return max(0, E.evaluate(self.workspace, self.environment(sizes)))
+
     def to_json(self) -> dict:
-        return {"threads": self.threads, "grid": [g.to_json() for g in self.grid], "lds_bytes": self.lds_bytes,
-                "prelaunch": self.prelaunch}
+        d = {"threads": self.threads, "grid": [g.to_json() for g in self.grid], "lds_bytes": self.lds_bytes,
+             "prelaunch": self.prelaunch}
+        if self.values:
+            d["values"] = [[n, E.to_json(e)] for n, e in self.values]
+        if self.workspace is not None:
+            d["workspace"] = {"bytes": E.to_json(self.workspace), "formula": E.text(self.workspace)}
+        return d
 
 
 @dataclass(frozen=True)
@@ -125,7 +172,7 @@ class KernelPlan:
 
 def split_axes(launch: Launch) -> list[tuple[int, GridDim]]:
     """(axis, dim) of the grid dimensions that may run as sub-problems (see :class:`GridDim`)."""
-    return [(axis, g) for axis, g in enumerate(launch.grid) if g.size is not None and g.split]
+    return [(axis, g) for axis, g in enumerate(launch.grid) if g.size is not None and g.split and g.expr is None]
 
 
 def split_launch(abi: Abi, launch: Launch, values: dict, limits: tuple[int, int, int] | None = None) -> list[dict]:

@@ -14,6 +14,8 @@ codegen           ``kernel_template`` (``<op>/kernel.hip.j2``, which extends ``k
                   (the Cfg it renders), ``summary``
 toolchain         nothing op-specific: entries, LDS and threads come from the plan
 runtime           the plan's ABI; ``reference`` (float64), ``random_inputs``, ``tolerance`` for ``ckgen run``
+dispatch          ``signature`` (which kernels may replace each other), ``model_traits`` + ``estimate`` (a cost
+                  model in Python) and ``model_template`` (the same model in C): docs/dispatch.md
 ================  ==========================================================================================
 """
 
@@ -109,6 +111,28 @@ class Op(ABC):
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         """Relative norm error allowed for ``output``: the loosest of the kernel's tensor dtypes."""
         return max(TOLERANCE.get(a.dtype, 1e-2) for a in plan.abi.tensors if not a.unused)
+
+    # ------------------------------------------------------------------ dispatch
+    #: the op's cost model in C (``<op>/model.cpp.j2``; "" for none): renders ``static double {{ fn }}(const
+    #: double* t, const int64_t* s, int nsizes)``, the twin of :meth:`estimate`
+    model_template: str = ""
+
+    def signature(self, spec: KernelSpec) -> dict:
+        """What kernels that may replace each other share (a dispatcher serves one signature): by default the ABI
+        without its workspace. Ops whose compile-time parameters change the result (scalars, epilogues) say so."""
+        return {"abi": self.abi(spec).without_workspace().to_json()}
+
+    def model_traits(self, plan: KernelPlan) -> tuple[float, ...]:
+        """Per-kernel numbers the cost model reads (none by default)."""
+        return ()
+
+    def estimate(self, traits: tuple[float, ...], sizes: tuple[int, ...]) -> float:
+        """Seconds a call at ``sizes`` (the ABI's size arguments in order) should take (default: 1, no model)."""
+        return 1.0
+
+    def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float | None:
+        """Arithmetic of one call at ``sizes`` (reports TFLOP/s; None: not meaningful for the op)."""
+        return None
 
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray | None]:
         """Arrays for every tensor of the ABI at ``sizes``: random values (never all zero) for what the kernel

@@ -31,7 +31,12 @@ Backends (the interface the emu, hip and cuda runtimes implement)
     - ``new_output(shape, np_dtype, order, like) -> object``: an output array, its dims laid out in memory
       in ``order`` (outermost first), poisoned where the backend can;
     - ``launch(handle, call: Call) -> None``: run the kernel with ``call.values`` (one per ABI argument);
-      raise RuntimeFailure (EmulationFault for emulator faults) on error.
+      raise RuntimeFailure (EmulationFault for emulator faults) on error;
+    - ``new_workspace(nbytes, like) -> object``: a zero-filled scratch buffer of ``nbytes`` bytes for a kernel's
+      workspace argument (default: a host numpy array of uint8).
+
+``Kernel.__call__(..., workspace=buf)`` passes a workspace (at least ``kernel.workspace_bytes(M=.., ...)``
+bytes, zero-filled before its first use); without one, a call that needs it allocates a new one.
 """
 
 from __future__ import annotations
@@ -78,11 +83,14 @@ class Backend(ABC):
     @abstractmethod
     def launch(self, handle: Any, call: Call) -> None: ...
 
+    def new_workspace(self, nbytes: int, like: Any) -> Any:
+        return np.zeros(max(int(nbytes), 1), np.uint8)
+
 
 def host_argtypes(abi: Abi) -> list:
     """ctypes argument types of a host entry ``ckgen_<kernel>`` (then ``void* stream``)."""
     kinds = {ArgKind.TENSOR: ctypes.c_void_p, ArgKind.SIZE: ctypes.c_int64, ArgKind.STRIDE: ctypes.c_int64,
-             ArgKind.SCALAR: ctypes.c_float}
+             ArgKind.SCALAR: ctypes.c_float, ArgKind.WORKSPACE: ctypes.c_void_p}
     return [kinds[a.kind] for a in abi.args] + [ctypes.c_void_p]
 
 
@@ -163,10 +171,22 @@ def plan_for(source: str | Path, kernel: str | None, vendor: str, arch: str | No
     return plan_kernel(spec, target)
 
 
-def jit(source: str | Path, kernel: str | None = None, target: str = "emu", arch: str | None = None) -> Kernel:
-    """Build one kernel for ``target`` and return it as a callable (see the module docstring)."""
+def jit(source: str | Path, kernel: str | None = None, target: str = "emu", arch: str | None = None,
+        tuning: str | Path | None = None):
+    """Build one kernel for ``target`` and return it as a callable (see the module docstring). When ``kernel``
+    names a family rather than a kernel, return its dispatching callable
+    (:class:`ckgen.runtime.dispatch.DispatchKernel`), which picks a member by shape from the ``tuning`` database
+    (optional) and builds members as they are first chosen."""
     name, arch = resolve_target(target, arch)
     backend = get_backend(name)
+    if kernel is not None:
+        from ckgen.targets import default_target
+
+        specs = _load_specs(source, (arch or default_target(backend.vendor),))
+        if not any(s.name == kernel for s in specs):
+            from ckgen.runtime.dispatch import jit_family
+
+            return jit_family(specs, kernel, backend, arch, str(tuning) if tuning else None)
     plan = plan_for(source, kernel, backend.vendor, arch)
     return Kernel(plan, backend)
 
@@ -186,7 +206,17 @@ class Kernel:
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r})"
 
-    def bind(self, *tensors: Any, stream: Any = None, **named: Any) -> Call:
+    def workspace_bytes(self, **sizes: int) -> int:
+        """Bytes of workspace a call at these sizes (by ABI name; defaults apply) needs; 0 without one."""
+        vals = {a.name: sizes.get(a.name, a.default) for a in self.abi.sizes}
+        missing = [k for k, v in vals.items() if v is None]
+        if missing:
+            raise RuntimeFailure(f"kernel '{self.name}': workspace_bytes needs {', '.join(missing)}")
+        if any(vals.get(s, 1) == 0 for s in self.abi.empty_if):
+            return 0
+        return self.plan.launch.workspace_bytes(vals)
+
+    def bind(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Call:
         """The checked :class:`Call` of these arguments (what ``__call__`` launches)."""
         names = [a.name for a in self.abi.tensors]
         if len(tensors) > len(names):
@@ -207,11 +237,12 @@ class Kernel:
             else:
                 raise RuntimeFailure(f"kernel '{self.name}' has no argument {key!r}",
                                      hint="arguments: " + ", ".join(a.name for a in self.abi.args
-                                                                    if a.kind != ArgKind.STRIDE))
-        return bind(self.plan, self.backend, arrays, sizes, scalars, stream)
+                                                                    if a.kind not in (ArgKind.STRIDE,
+                                                                                      ArgKind.WORKSPACE)))
+        return bind(self.plan, self.backend, arrays, sizes, scalars, stream, workspace)
 
-    def __call__(self, *tensors: Any, stream: Any = None, **named: Any) -> Any:
-        call = self.bind(*tensors, stream=stream, **named)
+    def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        call = self.bind(*tensors, stream=stream, workspace=workspace, **named)
         self.backend.launch(self.handle, call)
         outs = call.outputs()
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -15,7 +15,10 @@ and returns a :class:`Call` holding the value of every ABI argument in order:
 - no output may share an element's memory with another tensor of the call, nor with itself (a stride-0 view):
   aliasing gives wrong results. The test is exact for strided arrays in one address space (numpy's
   ``shares_memory`` on views describing each array, never reading it): two views that only interleave, like the
-  two halves of one matrix's columns, are fine; when the exact test is too hard, overlapping ranges are refused.
+  two halves of one matrix's columns, are fine; when the exact test is too hard, overlapping ranges are refused;
+- a workspace argument (:data:`~ckgen.ir.abi.ArgKind.WORKSPACE`) gets the caller's buffer when it holds at least
+  the plan's ``launch.workspace_bytes(sizes)`` bytes (zero-filled, as the ABI requires), else a new
+  zero-filled one from the backend (``new_workspace``); None when the call needs none.
 
 Every problem is a :class:`~ckgen.errors.RuntimeFailure` naming the kernel and the argument.
 """
@@ -60,6 +63,13 @@ class Call:
     def outputs(self) -> list[Any]:
         return [v for a, v in self.tensors() if a.writes]
 
+    def workspace(self) -> tuple[Arg, Any] | None:
+        """The workspace argument and its buffer (None when the kernel takes none)."""
+        for a, v in zip(self.plan.abi.args, self.values, strict=True):
+            if a.kind == ArgKind.WORKSPACE:
+                return a, v
+        return None
+
 
 def _fail(plan: KernelPlan, msg: str, hint: str | None = None) -> RuntimeFailure:
     return RuntimeFailure(f"kernel '{plan.name}': {msg}", hint=hint)
@@ -87,7 +97,7 @@ def _dims_of(plan: KernelPlan, a: Arg, info: ArrayInfo) -> list[tuple[int, int] 
 
 
 def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str, int] | None = None,
-         scalars: dict[str, float] | None = None, stream: Any = None) -> Call:
+         scalars: dict[str, float] | None = None, stream: Any = None, workspace: Any = None) -> Call:
     """Check ``arrays`` (ABI tensor name -> object or None) against ``plan.abi``; see the module docstring."""
     abi = plan.abi
     known = {a.name for a in abi.tensors}
@@ -200,6 +210,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
     for s in abi.of(ArgKind.STRIDE):
         stride_values.setdefault(s.name, _bound(s, size_values))
     _check_aliasing(plan, infos)
+    ws_obj = _workspace(plan, backend, size_values, workspace, like)
 
     values: list[Any] = []
     for a in abi.args:
@@ -209,12 +220,33 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
             values.append(size_values[a.name])
         elif a.kind == ArgKind.STRIDE:
             values.append(stride_values[a.name])
+        elif a.kind == ArgKind.WORKSPACE:
+            values.append(ws_obj)
         else:
             val = (scalars or {}).get(a.name, a.default)
             if val is None:
                 raise _fail(plan, f"pass the scalar {a.name}")
             values.append(float(val))
     return Call(plan, tuple(values), size_values, stream)
+
+
+def _workspace(plan: KernelPlan, backend: Any, sizes: dict[str, int], given: Any, like: Any) -> Any:
+    """The workspace buffer of the call: the caller's (checked for size) or a new zero-filled one."""
+    arg = plan.abi.workspace
+    if arg is None:
+        if given is not None:
+            raise _fail(plan, "this kernel takes no workspace")
+        return None
+    empty = any(sizes.get(s, 1) == 0 for s in plan.abi.empty_if)
+    need = 0 if empty else plan.launch.workspace_bytes(sizes)
+    if given is not None:
+        info = backend.array_info(given, arg.name)
+        have = int(np.prod(info.shape)) * np.dtype(info.dtype).itemsize if info.shape else 0
+        if have < need:
+            raise _fail(plan, f"{arg.name} holds {have} bytes; these sizes need {need}",
+                        hint="size it with the kernel's workspace_bytes(sizes), zero-filled")
+        return given
+    return backend.new_workspace(need, like) if need > 0 else None
 
 
 def _size(d: str | int, sizes: dict[str, int]) -> int:

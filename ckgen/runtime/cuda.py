@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import RuntimeFailure
+from ckgen.ir.abi import ArgKind
 from ckgen.runtime.api import (
     ArrayInfo,
     Backend,
@@ -146,6 +147,16 @@ class CudaBackend(Backend):
             return out.transpose(inverse)
         return new_host_output(shape, np_dtype, order)
 
+    def new_workspace(self, nbytes: int, like: Any) -> Any:
+        """Zero-filled scratch on the operands' device (a numpy array for host operands)."""
+        if _is_torch(like):
+            return _torch().zeros(max(int(nbytes), 1), dtype=_torch().uint8, device=like.device)
+        if hasattr(like, "__cuda_array_interface__"):
+            import cupy
+
+            return cupy.zeros(max(int(nbytes), 1), dtype=cupy.uint8)
+        return np.zeros(max(int(nbytes), 1), np.uint8)
+
     # ------------------------------------------------------------------ launch
     def _stream(self, stream: Any, kinds: set[str]) -> int:
         if stream is not None:
@@ -170,7 +181,8 @@ class CudaBackend(Backend):
         return 0
 
     def launch(self, handle: CudaKernel, call: Call) -> None:
-        tensors = [(a.name, v) for a, v in call.tensors() if v is not None]
+        ws = call.workspace()
+        tensors = [(a.name, v) for a, v in [*call.tensors(), *([ws] if ws else [])] if v is not None]
         kinds = {k: "host" if isinstance(v, np.ndarray) else "torch" if _is_torch(v) else "cai" for k, v in tensors}
         host = [k for k, v in kinds.items() if v == "host"]
         if host and len(host) != len(kinds):
@@ -193,7 +205,8 @@ class CudaBackend(Backend):
         self._check(handle, status)
 
     def _call(self, handle: CudaKernel, call: Call, ptr: dict, stream: int) -> int:
-        args = [ptr.get(a.name) if a.is_tensor else v for a, v in zip(call.plan.abi.args, call.values, strict=True)]
+        args = [ptr.get(a.name) if a.is_tensor or a.kind == ArgKind.WORKSPACE else v
+                for a, v in zip(call.plan.abi.args, call.values, strict=True)]
         return handle.entry(*args, stream or None)
 
     def _check(self, handle: CudaKernel, status: int) -> None:
@@ -207,7 +220,8 @@ class CudaBackend(Backend):
             raise RuntimeFailure("numpy operands on the cuda target need torch (to copy them to the GPU)")
         dev = {}
         ptr = {}
-        for a, v in call.tensors():
+        ws = call.workspace()
+        for a, v in [*call.tensors(), *([ws] if ws else [])]:
             if v is None:
                 continue
             lo, hi = byte_bounds(v)
@@ -219,6 +233,6 @@ class CudaBackend(Backend):
         status = self._call(handle, call, ptr, stream)
         self._check(handle, status)
         for a, d, lo, hi in dev.values():
-            if a.writes:
+            if a.is_tensor and a.writes:
                 back = d.cpu().numpy()  # synchronizes with the stream
                 ctypes.memmove(lo, back.ctypes.data, hi - lo)

@@ -32,6 +32,7 @@ import numpy as np
 from ckgen.config import Settings, settings
 from ckgen.errors import EmulationFault, ToolchainError
 from ckgen.files import atomic_output
+from ckgen.ir.abi import ArgKind
 from ckgen.progress import Steps
 from ckgen.resources import include_flags
 from ckgen.targets.model import Target
@@ -261,10 +262,12 @@ class EmuBackend(Backend):
 
     def launch(self, handle: EmuKernel, call: Call) -> None:
         lib = handle.library
-        args = [_ptr(v) if a.is_tensor else v for a, v in zip(call.plan.abi.args, call.values, strict=True)]
+        args = [_ptr(v) if a.is_tensor or a.kind == ArgKind.WORKSPACE else v
+                for a, v in zip(call.plan.abi.args, call.values, strict=True)]
+        ws = call.workspace()
         with handle.lock:
             lib.clear_buffers()
-            for a, arr in call.tensors():
+            for a, arr in [*call.tensors(), *([ws] if ws else [])]:
                 if arr is not None and arr.size:
                     lib.register(arr, a.name)
             status = handle.entry(*args, None)

@@ -365,7 +365,8 @@ class HipModule:
 
 
 # ------------------------------------------------------------------------------------------ plan kernels
-_DEVICE_CTYPES = {"tensor": ctypes.c_void_p, "size": ctypes.c_int, "stride": ctypes.c_longlong, "scalar": ctypes.c_float}
+_DEVICE_CTYPES = {"tensor": ctypes.c_void_p, "size": ctypes.c_int, "stride": ctypes.c_longlong, "scalar": ctypes.c_float,
+                  "workspace": ctypes.c_void_p}
 
 
 class HipKernel:
@@ -501,14 +502,16 @@ class HipBackend(_backend_base()):
         staged: dict[str, tuple[Any, Any, int, bool]] = {}
         values = []
         for a, obj in zip(call.plan.abi.args, call.values, strict=True):
-            if not a.is_tensor:
+            if not a.is_tensor and a.kind.value != "workspace":
                 values.append(obj)
+            elif obj is None:
+                values.append(0)
             elif isinstance(obj, np.ndarray):  # same bytes on the device, so the same strides in elements
                 n = _span_bytes(obj)
                 mem = _malloc(n)
                 _hip_call("hipMemcpy", hip.hipMemcpy(int(mem), obj.ctypes.data, n,
                                                      hip.hipMemcpyKind.hipMemcpyHostToDevice))
-                staged[a.name] = (obj, mem, n, a.writes)
+                staged[a.name] = (obj, mem, n, a.writes or a.kind.value == "workspace")
                 values.append(int(mem))
             else:
                 values.append(device_pointer(obj, a.name).ptr)

@@ -212,6 +212,7 @@ GFX908 = Target(
     vgpr_granule=4,             # [llvm] wave64 without GFX90AInsts
     max_waves_per_simd=10,      # [llvm] getMaxWavesPerEU = 10 on gfx9 before gfx90a
     cus=120,                    # [specs] MI100
+    clock_mhz=1502, mem_gbps=1228,  # [specs] peak engine clock, HBM2 (cost models only)
     min_clang=19,               # oldest clang ckgen verifies with (LLVM has had gfx908 since 10)
     instructions=GFX908_MFMA,
     features=frozenset(),
@@ -226,6 +227,7 @@ GFX90A = Target(
     vgpr_granule=8,             # [llvm] getVGPRAllocGranule = 8 with GFX90AInsts
     max_waves_per_simd=8,       # [llvm] getMaxWavesPerEU = 8 with GFX90AInsts
     cus=110,                    # [specs] MI250X: 220 CUs = 2 GCDs x 110
+    clock_mhz=1700, mem_gbps=1638,  # [specs] per GCD: half of 3.2768 TB/s (cost models only)
     min_clang=19,
     instructions=GFX90A_MFMA,
     features=frozenset({FEATURE_MFMA_CD_IN_VGPRS, FEATURE_BF16_1K, FEATURE_F64_MFMA, FEATURE_PACKED_FP32}),
@@ -237,6 +239,7 @@ GFX942 = Target(
     unified_vgpr_file=True, vgprs_per_simd_lane=512, vgpr_granule=8,   # [llvm], [specs]
     max_waves_per_simd=8,       # [llvm]
     cus=304,                    # [specs] MI300X: 8 XCDs x 38
+    clock_mhz=2100, mem_gbps=5300,  # [specs] (cost models only)
     min_clang=19,
     instructions=GFX942_MFMA,
     features=frozenset({FEATURE_MFMA_CD_IN_VGPRS, FEATURE_BF16_1K, FEATURE_F64_MFMA, FEATURE_PACKED_FP32,
@@ -250,6 +253,7 @@ GFX950 = Target(
     unified_vgpr_file=True, vgprs_per_simd_lane=512, vgpr_granule=8,   # [llvm], [specs] 512 KiB per CU
     max_waves_per_simd=8,       # [llvm]
     cus=256,                    # [specs] MI355X: 8 XCDs x 32
+    clock_mhz=2400, mem_gbps=8000,  # [specs] (cost models only)
     lds_granule_bytes=1280,     # [llvm] AMDGPUUsage: COMPUTE_PGM_RSRC2.LDS_SIZE granule of 320 dwords on gfx950
     min_clang=22,               # the clang here that targets gfx950 (clang-19 does not)
     instructions=GFX950_MFMA,

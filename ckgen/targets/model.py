@@ -100,6 +100,9 @@ class Target:
     platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans); ops pick their device body by it
     #: disassembly mnemonic prefixes of the matrix instructions (what ``ckgen report`` counts)
     matrix_mnemonics: tuple[str, ...] = ()
+    #: the flagship part's peak engine clock and memory bandwidth (cost models of dispatchers; 0: unknown)
+    clock_mhz: int = 0
+    mem_gbps: int = 0
 
     def __post_init__(self) -> None:
         if self.vendor not in ("amd", "nvidia"):

@@ -16,7 +16,9 @@ Where the numbers come from:
   both have 64 K 32-bit registers per SM, at most 255 per thread, 64 resident warps per SM, 4 SM
   sub-partitions (warp schedulers); shared memory per SM 164 KB (8.0) / 228 KB (9.0), per block at
   most 163 KB / 227 KB after opting in (``cudaFuncAttributeMaxDynamicSharedMemorySize``).
-* [spec]  SM counts: H100 / H200 SXM 132, A100 SXM 108 (read as 132 on the lent H200 by PyTorch).
+* [spec]  SM counts: H100 / H200 SXM 132, A100 SXM 108 (read as 132 on the lent H200 by PyTorch); boost clocks
+  and memory bandwidth of the H200 SXM (1980 MHz, 4.8 TB/s) and A100 SXM 80 GB (1410 MHz, 2.04 TB/s), for
+  dispatchers' cost models only.
 * [meas]  ``cycles``: issue interval of one instruction per SM sub-partition, from the register-only
   ``mma.sync`` bf16 loop in bench/nv_kernels.cu (646 TFLOP/s on the H200 -> ~6.6 clocks per
   m16n8k16; rounded to 8; i8 m16n8k32 issues at the same rate, tf32 m16n8k8 at the same rate with half
@@ -70,6 +72,7 @@ SM_90 = Target(
     lds_bytes=227 * 1024,          # per block, opt-in [guide]
     lds_bytes_per_cu=228 * 1024,   # per SM [guide]
     cus=132,                       # [spec]
+    clock_mhz=1980, mem_gbps=4800, # [spec] H200 SXM boost clock, HBM3e bandwidth
     features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC, FEATURE_WGMMA, FEATURE_TMA}),
 )
 
@@ -78,6 +81,7 @@ SM_80 = Target(
     lds_bytes=163 * 1024,
     lds_bytes_per_cu=164 * 1024,
     cus=108,
+    clock_mhz=1410, mem_gbps=2039, # [spec] A100 SXM 80 GB
     features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC}),
 )
 

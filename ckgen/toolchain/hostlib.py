@@ -106,8 +106,11 @@ def render_embed(code_objects: Sequence[tuple[str, str]]) -> str:
 
 
 def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path], cxx: str,
-                       cache: cache_mod.Cache, extra_flags: Sequence[str] = ()) -> Path:
-    """The cached ``lib<stem>.so`` embedding ``code_objects`` (arch -> path), compiled with ``cxx``."""
+                       cache: cache_mod.Cache, extra_flags: Sequence[str] = (),
+                       extra_sources: dict[str, str] | None = None) -> Path:
+    """The cached ``lib<stem>.so`` embedding ``code_objects`` (arch -> path), compiled with ``cxx``;
+    ``extra_sources`` (name -> C++ text) are more host translation units (e.g. generated dispatchers)."""
+    extra_sources = dict(extra_sources or {})
     lib_name = f"lib{stem}.so"
     extra_flags = (*extra_flags, f"-Wl,-soname,{lib_name}")  # consumers record the name, not our path
     archs = sorted(code_objects)
@@ -117,6 +120,8 @@ def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path
         "cxx": cxx, "cxx_version": _compiler_version(cxx), "flags": [*HOST_FLAGS, *extra_flags, *HOST_LIBS],
         "include": content_hashes()["include"], "templates": content_hashes()["templates"],
     }
+    if extra_sources:
+        parts["extra_sources"] = extra_sources
 
     built: list[bool] = []
     t0 = time.perf_counter()
@@ -130,9 +135,11 @@ def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path
             files.append((a, f"{a}.hsaco"))
         (work / "embed.s").write_text(render_embed(files))
         (work / "host.cpp").write_text(host_source)
+        for name, text in extra_sources.items():
+            (work / name).write_text(text)
         COUNTERS.bump("host_compiles")
         built.append(True)
-        log = run_tool([cxx, *HOST_FLAGS, *extra_flags, "-I", str(INCLUDE_DIR), "host.cpp", "embed.s",
+        log = run_tool([cxx, *HOST_FLAGS, *extra_flags, "-I", str(INCLUDE_DIR), "host.cpp", *extra_sources, "embed.s",
                         "-o", lib_name, *HOST_LIBS], f"compiling the host library {lib_name}", cwd=work, warn=True)
         (work / lib_name).replace(out / lib_name)
         (out / "build.log").write_text(log)
@@ -146,7 +153,7 @@ def build_host_library(stem: str, host_source: str, code_objects: dict[str, Path
 def build_amd_library(stem: str, kernels: Sequence[KernelSource], host_source: str,
                       archs: Sequence[Target | str],
                       out_dir: Path, jobs: int | None = None, *, cache: cache_mod.Cache | None = None,
-                      host_flags: Sequence[str] = ()) -> LibraryResult:
+                      host_flags: Sequence[str] = (), extra_sources: dict[str, str] | None = None) -> LibraryResult:
     """Build ``out_dir/lib<stem>.so``: every kernel for every arch (parallel, cached), one code object
     per arch, embedded in a host library built from ``host_source``. Raises BuildError/ToolchainError."""
     if not _STEM_RE.match(stem):
@@ -162,7 +169,7 @@ def build_amd_library(stem: str, kernels: Sequence[KernelSource], host_source: s
     jobs = jobs or settings().jobs
     device = build_device_code(kernels, archs, jobs, cache)
     cxx = host_compiler([device.toolchains[n] for n in names])
-    lib = build_host_library(stem, host_source, device.code_objects, cxx, cache, host_flags)
+    lib = build_host_library(stem, host_source, device.code_objects, cxx, cache, host_flags, extra_sources)
     reports = {(r.name, t.name): r for t in archs
                for r in analyze_code_object(device.code_objects[t.name], t, device.toolchains[t.name])}
     out = Path(out_dir) / f"lib{stem}.so"

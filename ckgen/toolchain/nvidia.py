@@ -8,11 +8,13 @@ Contract:
   device text codegen renders for every platform) and ``launchers.cu``, which includes them, so kernels
   and ``extern "C"`` entry points share one translation unit (the cuda platform's CKGEN_LAUNCH reads
   each kernel's ``Cfg::kLdsBytes``).
-- :func:`build_cuda_library(stem, plans, out_dir)` -> :class:`CudaLibrary`: compiles for every arch of
-  ``plans`` (``-gencode`` SASS + PTX per arch), cached in the build cache (key: sources, nvcc version,
-  flags, arches, header hashes), and copies ``lib<stem>.so`` into ``out_dir`` atomically when given.
-  The cache entry also holds ``ptxas.log`` (``-Xptxas -v``), ``<stem>_<arch>.ptx`` and, when
-  ``cuobjdump`` is found, ``<stem>.sass``.
+- :func:`build_cuda_library(stem, plans, out_dir, host_sources=None)` -> :class:`CudaLibrary`: compiles for
+  every arch of ``plans`` (``-gencode`` SASS + PTX per arch) into ``<stem>.o`` and links ``lib<stem>.so``,
+  cached in the build cache (key: sources, nvcc version, flags, arches, header hashes), and copies the library
+  into ``out_dir`` atomically when given. The cache entry also holds ``ptxas.log`` (``-Xptxas -v``),
+  ``<stem>_<arch>.ptx`` and, when ``cuobjdump`` is found, ``<stem>.sass``. ``host_sources`` (name -> C++ text,
+  host code only: e.g. generated dispatchers) are compiled on their own and linked with that object into the
+  published library (a second cache entry), so that changing them never recompiles the kernels.
 - :func:`analyze(lib, plans)` -> one :class:`NvKernelReport` per (kernel entry, arch), the ``<kernel>_tma``
   entry of a plan with the Hopper body included: the tensor-core
   instructions in the PTX (``mma.sync`` / ``wgmma``) and in the SASS (``HMMA`` / ``IMMA`` / ``HGMMA``,
@@ -41,8 +43,10 @@ from ckgen.toolchain.tools import run_tool, tool_version
 #: flags of every NVIDIA library build (besides -gencode per arch). --prec-div=false: float division
 #: (the epilogue's tanh / sigmoid) is div.full.f32 (<= 2 ulp) instead of IEEE division, whose slow-path
 #: call per element serialized the epilogue (measured: a matrix product with a bias + GELU epilogue 23% slower than without).
-NVCC_FLAGS: tuple[str, ...] = ("-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+NVCC_FLAGS: tuple[str, ...] = ("-std=c++17", "-O3", "-Xcompiler", "-fPIC,-fvisibility=hidden",
                                "-Xptxas", "-v", "--expt-relaxed-constexpr", "--prec-div=false")
+#: host-only sources linked into a library (dispatchers): plain C++ through nvcc's host compiler
+HOST_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-Xcompiler", "-fPIC,-fvisibility=hidden")
 #: tensor-core instruction prefixes: PTX and SASS
 PTX_TENSOR = ("mma.sync", "wgmma.mma_async")
 SASS_TENSOR = ("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA")
@@ -144,7 +148,7 @@ class CudaLibrary:
 
 
 def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc | None = None,
-                       extra_flags: tuple[str, ...] = ()) -> CudaLibrary:
+                       extra_flags: tuple[str, ...] = (), host_sources: dict[str, str] | None = None) -> CudaLibrary:
     from ckgen.toolchain.cache import get_or_build
 
     nvcc = nvcc or find_nvcc()
@@ -163,7 +167,10 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
         for name, text in files.items():
             (d / name).write_text(text)
         inc = [*include_flags(), "-I."]
-        log = run_tool([nvcc.path, *flags, *inc, "launchers.cu", "-o", lib_name], f"nvcc build of {lib_name}", cwd=d)
+        log = run_tool([nvcc.path, *flags, *inc, "-c", "launchers.cu", "-o", f"{stem}.o"], f"nvcc build of {lib_name}",
+                       cwd=d)
+        _reproducible(d / f"{stem}.o")
+        run_tool([nvcc.path, "-shared", f"{stem}.o", "-o", lib_name], f"nvcc link of {lib_name}", cwd=d)
         _reproducible(d / lib_name)
         (d / "ptxas.log").write_text(log)
         warnings = [ln for ln in log.splitlines() if "warning" in ln.lower()]
@@ -184,12 +191,37 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
     entry = get_or_build(key_parts, build)
     Steps(1).finish(lib_name, ",".join(t.name for t in targets), not built, time.perf_counter() - t0)
     library = entry / lib_name
+    if host_sources:
+        library = _link_host_sources(nvcc, entry, stem, host_sources)
     if out_dir is not None:
         from ckgen.files import atomic_copy
 
         atomic_copy(library, Path(out_dir) / lib_name)
         library = Path(out_dir) / lib_name
     return CudaLibrary(stem, library, entry, tuple(t.name for t in targets))
+
+
+def _link_host_sources(nvcc: Nvcc, entry: Path, stem: str, host_sources: dict[str, str]) -> Path:
+    """``lib<stem>.so`` of the kernels' object (from ``entry``) and ``host_sources``, cached on its own."""
+    from ckgen.toolchain.cache import file_sha256, get_or_build
+
+    obj = entry / f"{stem}.o"
+    lib_name = f"lib{stem}.so"
+    parts = {"kind": "cuda-link", "stem": stem, "object": file_sha256(obj), "host_sources": host_sources,
+             "nvcc": nvcc.version, "flags": list(HOST_FLAGS), "include": content_hashes()["include"]}
+
+    def link(d: Path) -> None:
+        objs = [str(obj)]
+        for name, text in host_sources.items():
+            (d / name).write_text(text)
+            out = d / (Path(name).stem + ".o")
+            run_tool([nvcc.path, *HOST_FLAGS, *include_flags(), "-c", str(d / name), "-o", str(out)], f"compiling {name}")
+            _reproducible(out)
+            objs.append(str(out))
+        run_tool([nvcc.path, "-shared", *objs, "-o", str(d / lib_name)], f"nvcc link of {lib_name}")
+        _reproducible(d / lib_name)
+
+    return get_or_build(parts, link) / lib_name
 
 
 # ---------------------------------------------------------------------------------------------- report

@@ -15,6 +15,8 @@
 #define CKGEN_GLOBAL extern "C" __attribute__((global))
 #define CKGEN_DEVICE __attribute__((device)) inline __attribute__((always_inline))
 #define CKGEN_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+// The same, for kernels that want every register one workgroup per CU allows.
+#define CKGEN_LAUNCH_BOUNDS_ONE(n) CKGEN_LAUNCH_BOUNDS(n)
 #define CKGEN_SHARED __attribute__((shared))
 
 // T* name: a workgroup-shared array of count T, 16-byte aligned (static LDS; function scope is static).
@@ -157,6 +159,15 @@ CKGEN_DEVICE void trap(const char* why) {
   (void)why;
   __builtin_trap();
 }
+
+// Device-scope (agent) atomics on global memory and a device-scope fence (cross-workgroup hand-offs).
+CKGEN_DEVICE int atomic_add(int* p, int v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+CKGEN_DEVICE void atomic_add(float* p, float v) {
+  (void)__hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+CKGEN_DEVICE void fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 
 }  // namespace ckgen
 

@@ -20,6 +20,9 @@
 #define CKGEN_GLOBAL extern "C" __global__
 #define CKGEN_DEVICE __device__ __forceinline__
 #define CKGEN_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+// At least one block of n threads per SM: ptxas may then use every register a thread can have (without
+// the minimum it may cap registers for occupancy, and spill).
+#define CKGEN_LAUNCH_BOUNDS_ONE(n) __launch_bounds__(n, 1)
 
 // T* name: a block-shared array of count T, 16-byte aligned (static shared memory).
 #define CKGEN_LDS(T, name, count)                       \
@@ -115,6 +118,11 @@ CKGEN_DEVICE float reduce_swap(float v) {
 }
 CKGEN_DEVICE int readlane(int v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 CKGEN_DEVICE float readlane(float v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
+
+// Device-scope atomics on global memory and a device-scope fence (cross-block hand-offs).
+CKGEN_DEVICE int atomic_add(int* p, int v) { return atomicAdd(p, v); }
+CKGEN_DEVICE void atomic_add(float* p, float v) { (void)atomicAdd(p, v); }
+CKGEN_DEVICE void fence_device() { __threadfence(); }
 // One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
 // dominated by the exp + reciprocal of the portable formula (ckgen/blocks/epilogue.h), which this replaces here.
 #define CKGEN_HAS_TANH_F32 1

@@ -28,9 +28,13 @@
 #define CKGEN_GLOBAL extern "C"
 #define CKGEN_DEVICE inline
 #define CKGEN_LAUNCH_BOUNDS(n)
+#define CKGEN_LAUNCH_BOUNDS_ONE(n)
 
-// T* name: the workgroup's n-th CKGEN_LDS allocation (every thread gets the same one, in call order).
-#define CKGEN_LDS(T, name, count) T* name = ::ckgen::emu::lds_alloc<T>(static_cast<size_t>(count), #name)
+// T* name: the workgroup's allocation of this declaration (one per expansion and template instantiation, as
+// AMD's static LDS; every thread and every call of the enclosing function gets the same one).
+#define CKGEN_LDS(T, name, count)                 \
+  static const char name##_ckgen_site = 0;        \
+  T* name = ::ckgen::emu::lds_alloc<T>(static_cast<size_t>(count), #name, &name##_ckgen_site)
 
 // A value promised to be the same in every lane of the wave: a collective that checks the promise.
 #define CKGEN_UNIFORM(x) ::ckgen::emu::uniform((x), #x)
@@ -103,6 +107,26 @@ inline T* per_lane(T* p) { return p; }
 
 // A violated device-side precondition: an emulation fault with `why` (AMD: s_trap, CUDA: __trap()).
 inline void trap(const char* why) { emu::fault("device trap: %s", why); }
+
+// Device-scope atomics on global memory (workgroups run on several OS threads: real atomics) and a fence.
+inline int atomic_add(int* p, int v) {
+  emu::check_global(p, sizeof(int), alignof(int), true);
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline void atomic_add(float* p, float v) {
+  emu::check_global(p, sizeof(float), alignof(float), true);
+  uint32_t* u = reinterpret_cast<uint32_t*>(p);
+  uint32_t old = __atomic_load_n(u, __ATOMIC_SEQ_CST);
+  for (;;) {
+    float f;
+    memcpy(&f, &old, 4);
+    f += v;
+    uint32_t nv;
+    memcpy(&nv, &f, 4);
+    if (__atomic_compare_exchange_n(u, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return;
+  }
+}
+inline void fence_device() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 }  // namespace ckgen
 

@@ -15,6 +15,7 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import Layout
 from ckgen.ops.base import Op
 from ckgen.ops.gemm import abi as _abi
+from ckgen.ops.gemm import model as _model
 from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
@@ -34,6 +35,7 @@ class GemmOp(Op):
     doc = "C = epilogue(alpha * A.B + beta * C) on matrix cores, optionally strided-batched"
     keys = _spec.KEYS
     kernel_template = "gemm/kernel.hip.j2"
+    model_template = "gemm/model.cpp.j2"
 
     def build_params(self, values, ctx):
         return _spec.build_params(values, ctx)
@@ -51,7 +53,7 @@ class GemmOp(Op):
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
                 f"epilogue {ep}; tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
-                f"instr {plan.body.instr.shape_text}")
+                f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
@@ -74,20 +76,47 @@ class GemmOp(Op):
                      ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
         if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
             ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
+        if b.schedule is not None:  # split-K / stream-K (gemm_work.h)
+            ints += [("kSchedule", {"splitk": 1, "streamk": 2}[b.schedule.kind])]
         constants += [("int", name, str(v)) for name, v in ints]
         constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
                       ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
+        if b.schedule is not None:
+            constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
         notes = [f"instruction {i.mnemonic}; LDS {lds.total_bytes} bytes in {lds.buffers} buffer(s); "
                  f"{plan.threads} threads."]
+        if b.schedule is not None:
+            notes.append(f"schedule {c.schedule.text} ({b.schedule.kind}, workspace per launch.workspace).")
         return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
-                "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes}
+                "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
+                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY",
+                # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
+                # default cap spilled the split-K fix-up's state)
+                "one_block_bounds": b.schedule is not None}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         return _ref.tolerance(plan, super().tolerance(plan, output))
+
+    def signature(self, spec: KernelSpec) -> dict:
+        """The problem: dtypes, layouts, scalars, epilogue, batching (not the tiling or the schedule)."""
+        return {"op": self.name, "gemm": spec.params.gemm.to_json()}
+
+    def model_traits(self, plan: KernelPlan) -> tuple[float, ...]:
+        return _model.traits(plan)
+
+    def estimate(self, traits: tuple[float, ...], sizes: tuple[int, ...]) -> float:
+        return _model.estimate(traits, sizes)
+
+    def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float:
+        return 2.0 * sizes["M"] * sizes["N"] * sizes["K"] * sizes.get("batch", 1)
+
+    def reference_torch(self, plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> dict:
+        """:meth:`reference` on torch device tensors (float64 on the GPU: large shapes in milliseconds)."""
+        return _ref.reference_torch(plan, arrays, sizes)
 
 
 OP = GemmOp()

@@ -2,13 +2,14 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias], stream
+    A, B, C, bias, M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
 between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
 (length M for ``bias(row)``, N for ``bias(col)``), and C is read only when beta != 0. The bracketed
 arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X at ``X + b * stride_x``;
-a batch stride of 0 broadcasts A, B or bias (not C).
+a batch stride of 0 broadcasts A, B or bias (not C). ``workspace`` exists when the kernel's schedule needs one
+(split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
+from ckgen.ops.gemm.spec import resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
 
@@ -68,15 +70,25 @@ def abi(spec: KernelSpec) -> Abi:
                  Arg("stride_b", ST, doc="elements between B matrices (0: one B for all)"),
                  Arg("stride_c", ST, doc="elements between C matrices"),
                  Arg("stride_bias", ST, doc="elements between bias vectors (0: one for all)")]
+    if resolve_schedule(spec.params.config).uses_workspace:
+        args.append(Arg("workspace", ArgKind.WORKSPACE,
+                        doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
+                            "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
     return Abi(tuple(args), empty_if=empty,
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 
-def launch(spec: KernelSpec, threads: int, tma: bool) -> Launch:
+def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
     """One workgroup per C tile: x walks N tiles, y walks M tiles, z the batch. With the Hopper body the host
-    entry first tries it (ops/gemm/tma_launch.cpp.j2)."""
+    entry first tries it (ops/gemm/tma_launch.cpp.j2). A split-K / stream-K kernel's grid, values and workspace
+    come from its :class:`~ckgen.ops.gemm.body.SchedulePlan` (``schedule``)."""
     cfg = spec.params.config
+    if schedule is not None and schedule.kind != "tile":
+        from ckgen.ops.gemm.schedule import scheduled_launch
+
+        return scheduled_launch(cfg.tile, threads, schedule,
+                                prelaunch="gemm/tma_sched_launch.cpp.j2" if tma else None)
     z = GridDim("batch") if spec.params.gemm.batched else GridDim()
     return Launch(threads=threads, grid=(GridDim("N", cfg.tile[1]), GridDim("M", cfg.tile[0]), z),
                   prelaunch="gemm/tma_launch.cpp.j2" if tma else None)

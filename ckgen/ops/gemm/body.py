@@ -72,6 +72,29 @@ class TmaBodyPlan:
 
 
 @dataclass(frozen=True)
+class SchedulePlan:
+    """A split-K or stream-K schedule (device/gemm_work.h): ``splits`` fixed by the kernel (0: chosen per call,
+    aiming at ``target_ctas`` workgroups), ``atomic`` partial sums, ``workers`` (stream-K: the most workgroups of
+    the persistent grid, ``target_ctas``), and the workspace slots: ``slot_bytes`` each, row-major or not."""
+
+    kind: str                # splitk | streamk
+    splits: int
+    atomic: bool
+    workers: int
+    target_ctas: int
+    slot_bytes: int
+    slot_row_major: bool
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("splitk", "streamk") or self.workers < 1 or self.slot_bytes <= 0:
+            raise ValueError("SchedulePlan: splitk or streamk, workers >= 1, slots of positive size")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "splits": self.splits, "atomic": self.atomic, "workers": self.workers,
+                "target_ctas": self.target_ctas, "slot_bytes": self.slot_bytes, "slot_row_major": self.slot_row_major}
+
+
+@dataclass(frozen=True)
 class Body:
     """A device body of the GEMM on one platform: its header (in ``device/``), its entry template, the deepest
     LDS pipeline it supports."""
@@ -97,6 +120,8 @@ class GemmPlan:
     epilogue_types: tuple[str, ...]   # C++ type names of ckgen::epi ops, in order
     #: sm_90: the kernel also gets ``<name>_tma``, the Hopper body, which its host entry prefers
     tma: TmaBodyPlan | None = None
+    #: split-K / stream-K (None: one workgroup per C tile)
+    schedule: SchedulePlan | None = None
 
     def to_json(self) -> dict:
         i = self.instr
@@ -108,4 +133,5 @@ class GemmPlan:
             "registers_estimate": self.registers.to_json(), "bias_dtype": self.bias_dtype.value,
             "integer_epilogue": self.integer_epilogue, "epilogue_types": list(self.epilogue_types),
             "tma": None if self.tma is None else self.tma.to_json(),
+            **({"schedule": self.schedule.to_json()} if self.schedule is not None else {}),
         }

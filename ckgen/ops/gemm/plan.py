@@ -15,7 +15,8 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.gemm.abi import abi, launch
-from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, TmaBodyPlan
+from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, SchedulePlan, TmaBodyPlan
+from ckgen.ops.gemm.schedule import plan_schedule
 from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
@@ -34,6 +35,8 @@ BODIES = {
     "amd": Body("gemm_mfma.h", "ckgen::gemm_mfma", max_lds_buffers=2),
     "cuda": Body("gemm_mma_sm90.h", "ckgen::nv::gemm_mma", max_lds_buffers=6),
 }
+#: split-K / stream-K kernels enter through the schedule driver, which calls the platform's body per piece of work
+SCHEDULED_ENTRY = ("gemm_schedule.h", "ckgen::gemm_sched::scheduled")
 
 
 @dataclass
@@ -48,6 +51,7 @@ class GemmDraft(Draft):
     integer_epilogue: bool = False
     epilogue_types: tuple[str, ...] = ()
     tma: TmaBodyPlan | None = None
+    schedule: SchedulePlan | None = None
 
     @property
     def g(self) -> GemmSpec:
@@ -270,6 +274,7 @@ PASSES = (
     estimate_registers,   # register budget
     plan_epilogue,        # epilogue op types, bias dtype, integer path
     plan_tma_body,        # sm_90: does the Hopper TMA + wgmma body take this kernel too
+    plan_schedule,        # split-K / stream-K: legality, workers, workspace slots
 )
 
 
@@ -280,14 +285,16 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     d = run_passes(PASSES, GemmDraft(spec, target))
     cfg, i, lanes = d.cfg, d.instr, target.wave_size
     wave_tile = (cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1])
+    entry = d.body if d.schedule is None else Body(*SCHEDULED_ENTRY, max_lds_buffers=d.body.max_lds_buffers)
     body = GemmPlan(
-        body=d.body, instr=i, wave_tile=wave_tile, repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n),
+        body=entry, instr=i, wave_tile=wave_tile, repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n),
         items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)), vec=d.vec, lds=d.lds,
         prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
-        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma)
+        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma, schedule=d.schedule)
     threads = cfg.waves[0] * cfg.waves[1] * lanes
     entries = [Entry(spec.name, threads, d.lds.total_bytes)]
     if d.tma is not None:
         entries.append(Entry(f"{spec.name}_tma", d.tma.threads, d.tma.smem_bytes, variant_of=spec.name))
     return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec),
-                      launch=launch(spec, threads, tma=d.tma is not None), entries=tuple(entries))
+                      launch=launch(spec, threads, tma=d.tma is not None, schedule=d.schedule),
+                      entries=tuple(entries))

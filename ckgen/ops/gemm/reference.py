@@ -58,3 +58,35 @@ def tolerance(plan: KernelPlan, base: float) -> float:
     if not g.c.dtype.is_float and not plan.body.integer_epilogue:
         return max(base, 1e-3)
     return base
+
+
+def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> dict:
+    """:func:`reference` for torch tensors (bf16 as ``torch.bfloat16``), computed in float64 on their device."""
+    import torch
+
+    g = plan.spec.params.gemm
+    batched = g.batched
+
+    def batch3(x, rank: int):
+        v = x.double()
+        return v[None] if batched and v.dim() == rank - 1 else v
+
+    r = g.alpha * torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
+    if g.beta != 0:
+        r = r + g.beta * arrays["C"].double()
+    for op in g.epilogue:
+        if op.kind == "bias":
+            bias = batch3(arrays["bias"], 2)
+            r = r + (bias[..., :, None] if op.axis == "row" else bias[..., None, :])
+        elif op.kind == "relu":
+            r = torch.clamp(r, min=0.0)
+        elif op.kind == "gelu":
+            r = 0.5 * r * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (r + 0.044715 * r ** 3)))
+        else:
+            r = r / (1.0 + torch.exp(-r))
+    if not g.c.dtype.is_float:
+        info = np.iinfo(np.dtype(g.c.dtype.numpy))
+        r = torch.clamp(torch.round(r), info.min, info.max)
+    if batched:
+        r = r.expand(sizes["batch"], sizes["M"], sizes["N"])
+    return {"C": r}

@@ -23,6 +23,11 @@ DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32
                DType.FP8: DType.F32, DType.BF8: DType.F32, DType.F64: DType.F64}
 #: largest scalar magnitude accepted for alpha/beta (the f32 compute type's finite range)
 SCALAR_MAX = 3.4028234663852886e38
+#: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
+SCHEDULES = ("tile", "splitk", "streamk", "auto")
+SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
+#: split counts a kernel may fix (splitk(S))
+MIN_SPLITS, MAX_SPLITS = 2, 64
 
 KEYS = (
     Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8", required=True),
@@ -42,7 +47,83 @@ KEYS = (
     Key("epilogue", f"a chain of {', '.join(EPILOGUE_WORDS)}", default_text="none"),
     Key("batched", "true or false: a batch dimension with batch strides for A, B, C and bias (0 broadcasts)",
         default_text="false"),
+    Key("schedule", f"{SCHEDULE_WORDS}; S in {MIN_SPLITS}..{MAX_SPLITS}", default_text="tile"),
 )
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How workgroups share the work. ``tile``: one per C tile. ``splitk``: each C tile's K range split over
+    ``splits`` workgroups (0: a count chosen per call from the shape), partial sums reduced through the workspace
+    in a fixed order, or with atomics when ``atomic`` (then the order is not fixed). ``streamk``: a persistent grid
+    of workers sharing all tiles' K iterations evenly. ``auto``: the planner chooses (:func:`resolve_schedule`)."""
+
+    kind: str = "tile"
+    splits: int = 0
+    atomic: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEDULES:
+            raise ValueError(f"schedule {self.kind}")
+        if self.kind != "splitk" and (self.splits or self.atomic):
+            raise ValueError("only splitk takes a split count or atomic")
+        if self.splits and not MIN_SPLITS <= self.splits <= MAX_SPLITS:
+            raise ValueError(f"splits {self.splits}")
+
+    @property
+    def text(self) -> str:
+        if self.kind != "splitk" or not (self.splits or self.atomic):
+            return self.kind
+        args = ([str(self.splits)] if self.splits else []) + (["atomic"] if self.atomic else [])
+        return f"splitk({', '.join(args)})"
+
+    @property
+    def uses_workspace(self) -> bool:
+        return self.kind in ("splitk", "streamk")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "splits": self.splits, "atomic": self.atomic}
+
+
+#: ``schedule = auto`` picks split-K (a count per call) for tiles of at most this many rows: alone they leave
+#: most of a GPU idle on the small-M (decode) shapes they are for
+SMALL_M_TILE = 64
+
+
+def resolve_schedule(cfg: TileConfig) -> Schedule:
+    """The schedule a kernel runs: its own, or for ``auto`` split-K (count per call) when the tile has at most
+    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise. Target-independent (the ABI follows it)."""
+    s = cfg.schedule
+    if s.kind != "auto":
+        return s
+    return Schedule("splitk") if cfg.tile[0] <= SMALL_M_TILE else Schedule("tile")
+
+
+def _schedule(v: Value) -> Schedule:
+    """``schedule = tile | streamk | auto | splitk | splitk(S) | splitk(S, atomic) | splitk(atomic)``."""
+    legal = f"legal: {SCHEDULE_WORDS} (S an integer in {MIN_SPLITS}..{MAX_SPLITS})"
+    if v.kind != "call":
+        raise V.err(f"schedule = {v.text}: expected a schedule", v.span, legal)
+    name, args = v.data
+    if name not in ("tile", "splitk", "streamk", "auto"):
+        raise V.err(f"schedule = {v.text}: unknown schedule '{name}'", v.span,
+                    f"{V.did_you_mean(name, ('tile', 'splitk', 'streamk', 'auto'))}{legal}")
+    if name != "splitk":
+        if args:
+            raise V.err(f"schedule = {v.text}: {name} takes no arguments", v.span, legal)
+        return Schedule(name)
+    splits, atomic = 0, False
+    for i, a in enumerate(args):
+        if a == "atomic" and i == len(args) - 1:
+            atomic = True
+        elif i == 0 and a.lstrip("+").isdigit():
+            splits = int(a)
+            if not MIN_SPLITS <= splits <= MAX_SPLITS:
+                raise V.err(f"schedule = {v.text}: split count {splits} is out of range", v.span,
+                            f"legal: S in {MIN_SPLITS}..{MAX_SPLITS}, or splitk with no count (chosen per call)")
+        else:
+            raise V.err(f"schedule = {v.text}: splitk takes a split count and/or 'atomic'", v.span, legal)
+    return Schedule("splitk", splits, atomic)
 
 
 @dataclass(frozen=True)
@@ -115,6 +196,7 @@ class TileConfig:
     vec_a: int | None = None
     vec_b: int | None = None
     vec_c: int | None = None
+    schedule: Schedule = Schedule()
 
     def __post_init__(self) -> None:
         if len(self.tile) != 3 or len(self.waves) != 2:
@@ -123,9 +205,12 @@ class TileConfig:
             raise ValueError("instr is MxNxK")
 
     def to_json(self) -> dict:
-        return {"tile": list(self.tile), "waves": list(self.waves),
-                "instr": list(self.instr) if self.instr else None, "lds_buffers": self.lds_buffers,
-                "prefetch": self.prefetch, "vec_a": self.vec_a, "vec_b": self.vec_b, "vec_c": self.vec_c}
+        d = {"tile": list(self.tile), "waves": list(self.waves),
+             "instr": list(self.instr) if self.instr else None, "lds_buffers": self.lds_buffers,
+             "prefetch": self.prefetch, "vec_a": self.vec_a, "vec_b": self.vec_b, "vec_c": self.vec_c}
+        if self.schedule != Schedule():  # (kernels with the default keep their canonical JSON and cache keys)
+            d["schedule"] = self.schedule.to_json()
+        return d
 
 
 @dataclass(frozen=True)
@@ -191,5 +276,6 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         vec_a=V.integer(v["vec_a"], "vec_a", 1, 64) if "vec_a" in v else None,
         vec_b=V.integer(v["vec_b"], "vec_b", 1, 64) if "vec_b" in v else None,
         vec_c=V.integer(v["vec_c"], "vec_c", 1, 64) if "vec_c" in v else None,
+        schedule=_schedule(v["schedule"]) if "schedule" in v else Schedule(),
     )
     return GemmParams(gemm, cfg)

@@ -120,6 +120,7 @@ struct LdsAlloc {
   size_t off;
   size_t bytes;
   const char* name;
+  const void* site;  // the CKGEN_LDS expansion that made it (nullptr: matched by call order)
 };
 
 // Happens-before state of one LDS byte (FastTrack-style: last write; reads since the last barrier).
@@ -386,11 +387,22 @@ inline void check_global(const void* p, size_t n, size_t align, bool write) {
 }
 
 // ------------------------------------------------------------------ LDS
+// site: the declaration's identity (CKGEN_LDS passes one per expansion and template instantiation, as AMD's
+// static __shared__ arrays are): every call from one site in one workgroup returns the same allocation, so
+// a body called several times (a persistent loop) reuses its LDS. Without a site, the k-th call of each
+// thread gets the k-th allocation.
 template <class T>
-inline T* lds_alloc(size_t count, const char* name) {
+inline T* lds_alloc(size_t count, const char* name, const void* site = nullptr) {
   Worker& w = worker();
-  const int k = w.cur->lds_calls++;
   const size_t bytes = count * sizeof(T);
+  if (site != nullptr) {
+    for (const LdsAlloc& a : w.allocs)
+      if (a.site == site) {
+        if (a.bytes != bytes) fault("CKGEN_LDS '%s': %zu bytes here, %zu bytes before", name, bytes, a.bytes);
+        return reinterpret_cast<T*>(w.arena + a.off);
+      }
+  }
+  const int k = site != nullptr ? static_cast<int>(w.allocs.size()) : w.cur->lds_calls++;
   if (k < static_cast<int>(w.allocs.size())) {
     const LdsAlloc& a = w.allocs[k];
     if (a.bytes != bytes)
@@ -406,7 +418,7 @@ inline T* lds_alloc(size_t count, const char* name) {
   if (w.lds_used > w.L->lds_limit || start + bytes + kRedZone > w.arena_cap)
     fault("CKGEN_LDS '%s' of %zu bytes: the workgroup's LDS would be %zu bytes, over the limit of %zu bytes", name,
           bytes, w.lds_used, w.L->lds_limit);
-  w.allocs.push_back(LdsAlloc{start, bytes, name});
+  w.allocs.push_back(LdsAlloc{start, bytes, name, site});
   return reinterpret_cast<T*>(w.arena + start);
 }
 

@@ -81,10 +81,12 @@ constexpr bool check_cfg() {
 
 }  // namespace gemm_detail
 
+// The kTileM x kTileN tile of C whose first row and column are m0, n0 (gemm_mfma below: the workgroup's;
+// the split-K / stream-K schedules of gemm_schedule.h call it once per piece of work).
 template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
-                            long long ldc) {
+CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                                 const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                                 long long ldc, int m0, int n0) {
   static_assert(gemm_detail::check_cfg<Cfg>(), "Cfg");
   using D = gemm_detail::Derived<Cfg>;
   using TA = typename Cfg::TA;
@@ -107,8 +109,6 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
   const int wave = wave_id();
   const int wave_m = wave / Cfg::kWavesN;
   const int wave_n = wave % Cfg::kWavesN;
-  const int m0 = block_id(1) * Cfg::kTileM;
-  const int n0 = block_id(0) * Cfg::kTileN;
 
   // Tile origins in global memory (64-bit offsets).
   const TA* a_tile = Cfg::kARowMajor ? A + static_cast<long long>(m0) * lda : A + m0;
@@ -239,6 +239,13 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
       }
     }
   }
+}
+
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                            long long ldc) {
+  gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, block_id(0) * Cfg::kTileN);
 }
 
 // The strided-batched form (a Cfg planned with batched = true; grid z = batch): workgroup z computes matrix

@@ -99,32 +99,36 @@ struct Sm90Gemm {
 
   static CKGEN_DEVICE void run(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                                long long lda, long long ldb, long long ldc) {
+    // ---- grouped tile rasterization
+    const int tiles_n = grid_dim(0);
+    const int tiles_m = grid_dim(1);
+    int tm, tn;
+    grouped_tile(block_id(1) * tiles_n + block_id(0), tiles_m, tiles_n, kGroupM, tm, tn);
+    run_tile(A, B, C, bias, M, N, K, lda, ldb, ldc, tm * Cfg::kTileM, tn * Cfg::kTileN);
+  }
+
+  // The tile of C whose first row and column are m0, n0 (the split-K / stream-K schedules of gemm_schedule.h
+  // call it once per piece of work).
+  static CKGEN_DEVICE void run_tile(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                                    long long lda, long long ldb, long long ldc, int m0, int n0) {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
     if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
-      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
     } else {
-      body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc);
+      body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
     }
   }
 
   template <bool kVec>
   static CKGEN_DEVICE void body(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
-                                long long lda, long long ldb, long long ldc) {
+                                long long lda, long long ldb, long long ldc, int m0, int n0) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wm = warp / Cfg::kWavesN;
     const int wn = warp % Cfg::kWavesN;
-
-    // ---- grouped tile rasterization
-    const int tiles_n = grid_dim(0);
-    const int tiles_m = grid_dim(1);
-    int tm, tn;
-    grouped_tile(block_id(1) * tiles_n + block_id(0), tiles_m, tiles_n, kGroupM, tm, tn);
-    const int m0 = tm * Cfg::kTileM;
-    const int n0 = tn * Cfg::kTileN;
 
     const uint32_t s0 = smem_addr(ckgen_smem);
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;

@@ -24,6 +24,12 @@
 // so that one's epilogue overlaps the other's main loop, measured 8-14% slower on the H200: it moves 40 KiB
 // per 64 x 256 x 64 step instead of 48 KiB per 128 x 256 x 64; docs/performance.md.)
 //
+// Schedules (gemm_work.h): a Cfg with kSchedule = kSplitK or kStreamK walks pieces of work instead of whole
+// tiles: units (tile, split) b, b + gridDim.x, ... of tiles * splits, or stream-K worker b of gridDim.x. The
+// producer loads each piece's K range; the consumers store a whole tile to C as above, and a part of one into
+// its workspace slot, then finish the tile (gemm_sched::finish_tile, the consumer warpgroups synchronizing on
+// named barrier 1) when they are the last to contribute.
+//
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: 256 rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
 // an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
@@ -33,6 +39,7 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include "gemm_mma_sm90.h"
+#include "gemm_work.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
 namespace ckgen {
@@ -70,6 +77,41 @@ struct TmaGemm {
                                                : kBarOffset + 2 * kStages * 8;
   static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
   static constexpr int kNotApplicable = -1;
+  static constexpr int kKind = gemm_sched::ScheduleOf<Cfg>::value;
+  static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
+  using Partial = gemm_sched::PartialCfg<Cfg, typename gemm_sched::Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
+
+  // The block's pieces of work, in order: whole tiles b, b + grid, ... (kTile); units (tile, split) likewise
+  // (kSplitK, `splits` per tile); or the segments of stream-K worker b of grid (kStreamK).
+  struct Work {
+    int tiles, kt, splits, u, stride, j;
+    gemm_sched::StreamK sk;
+    CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
+        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0)), stride(grid_dim(0)), j(0),
+          sk(block_id(0), grid_dim(0), tiles_, kt_) {}
+    CKGEN_DEVICE bool next(gemm_sched::Seg& g) {
+      if constexpr (kKind == gemm_sched::kStreamK) {
+        return sk.seg(j++, g);
+      } else {
+        if (u >= tiles * splits) return false;
+        if constexpr (kKind == gemm_sched::kSplitK) {
+          g = gemm_sched::splitk_seg(u / splits, u % splits, splits, kt, kAtomic);
+        } else {
+          g.tile = u;
+          g.kt0 = 0;
+          g.kt1 = kt;
+          g.count = 1;
+        }
+        u += stride;
+        return true;
+      }
+    }
+  };
+
+  // The consumer warpgroups' barrier (named barrier 1; the producer does not take part).
+  struct ConsumerSync {
+    static CKGEN_DEVICE void sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers) : "memory"); }
+  };
 
   static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "the TMA body takes 16-bit A and B (f16, bf16)");
   static_assert(Cfg::kTileM == 128 && Cfg::kTileN == 256 && Cfg::kTileK == 64,
@@ -94,7 +136,7 @@ struct TmaGemm {
 
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, const TensorMap& tc, TC* C,
                                const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
-                               long long stride_bias, int flags) {
+                               long long stride_bias, int flags, void* workspace = nullptr, int splits = 1) {
 #if defined(CKGEN_NV_WGMMA)
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const uint32_t s0 = (smem_addr(ckgen_smem) + 1023u) & ~1023u;
@@ -119,12 +161,14 @@ struct TmaGemm {
       if (tid != 128 * kConsumers) return;
       int s = 0;
       uint32_t phase = 0;
-      for (int t = block_id(0); t < tiles; t += grid_dim(0)) {
+      Work work(tiles, nk, splits);
+      gemm_sched::Seg g;
+      while (work.next(g)) {
         int b, m0, n0;
-        tile_origin(t, tiles_m, tiles_n, b, m0, n0);
+        tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
         const int ba = (flags & kBroadcastA) ? 0 : b;
         const int bb = (flags & kBroadcastB) ? 0 : b;
-        for (int kt = 0; kt < nk; ++kt) {
+        for (int kt = g.kt0; kt < g.kt1; ++kt) {
           mbar_wait(empty0 + 8 * s, phase ^ 1);
           const uint32_t full = full0 + 8 * s;
           mbar_expect_tx(full, kStageBytes);
@@ -151,7 +195,8 @@ struct TmaGemm {
       }
     } else {
       setmaxnreg_inc<232>();
-      consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk);
+      consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk,
+              workspace, splits);
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -161,7 +206,8 @@ struct TmaGemm {
 #if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
                                    const TBias* bias, int M, int N, int K, long long ldc, long long stride_c,
-                                   long long stride_bias, int tiles_m, int tiles_n, int tiles, int nk) {
+                                   long long stride_bias, int tiles_m, int tiles_n, int tiles, int nk, void* workspace,
+                                   int splits) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
@@ -169,16 +215,18 @@ struct TmaGemm {
     const int wg = warp >> 2;
     int s = 0;
     uint32_t phase = 0;
-    for (int t = block_id(0); t < tiles; t += grid_dim(0)) {
+    Work work(tiles, nk, splits);
+    gemm_sched::Seg g;
+    while (work.next(g)) {
       int b, m0, n0;
-      tile_origin(t, tiles_m, tiles_n, b, m0, n0);
+      tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
       TC* const Cb = C + b * stride_c;
       const TBias* const biasb = bias ? bias + b * stride_bias : bias;
       float d[128];
 #pragma unroll
       for (int i = 0; i < 128; ++i) d[i] = 0.0f;
       int prev = 0;
-      for (int kt = 0; kt < nk; ++kt) {
+      for (int kt = g.kt0; kt < g.kt1; ++kt) {
         mbar_wait(full0 + 8 * s, phase);
         const uint32_t sa = s0 + s * kStageBytes + wg * kBox;  // this warpgroup's 64 rows of A (both layouts)
         const uint32_t sb = s0 + s * kStageBytes + kABytes;
@@ -191,7 +239,7 @@ struct TmaGemm {
         }
         wgmma_commit();
         wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
-        if (kt > 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+        if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
         prev = s;
         if (++s == kStages) {
           s = 0;
@@ -199,12 +247,18 @@ struct TmaGemm {
         }
       }
       wgmma_wait<0>();
-      if (nk > 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+      if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
       COp acc[1][32];
 #pragma unroll
       for (int j = 0; j < 32; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
+      if constexpr (kKind != gemm_sched::kTile) {
+        if (g.count > 1) {  // a part of the tile: into its slot, then finish the tile if this block is the last
+          finish_part(g, acc, workspace, tiles, Cb, biasb, M, N, ldc, m0, n0, tid, wg, warp, lane);
+          continue;
+        }
+      }
       const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
       unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
       if constexpr (kTmaStoreC) {
@@ -255,6 +309,20 @@ struct TmaGemm {
       for (int box = 0; box < 4; ++box) tma_store_3d(&tc, st + box * 2048, n0 + 64 * box, m0 + row0, b);
       bulk_commit();
     }
+  }
+
+  static CKGEN_DEVICE void finish_part(const gemm_sched::Seg& g, const COp (&acc)[1][32], void* workspace, int tiles,
+                                       TC* C, const TBias* bias, int M, int N, long long ldc, int m0, int n0, int tid,
+                                       int wg, int warp, int lane) {
+    __shared__ int ticket[4];
+    const gemm_sched::Workspace<float> ws(workspace, tiles);
+    const int mr = M - m0 < Cfg::kTileM ? M - m0 : Cfg::kTileM;
+    const int nr = N - n0 < Cfg::kTileN ? N - n0 : Cfg::kTileN;
+    auto* slot = reinterpret_cast<typename Partial::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
+    Sm90Gemm<Partial>::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot, nullptr, mr, nr,
+                                                Cfg::kTileN, lane >> 2, lane & 3);
+    gemm_sched::finish_tile<Cfg, true, ConsumerSync>(g, ws, C, bias, ldc, m0, n0, mr, nr, tid, 128 * kConsumers, ticket);
+    ConsumerSync::sync();  // the ticket is read by every consumer before the next piece's finish writes it
   }
 #endif
 
@@ -308,6 +376,38 @@ struct TmaGemm {
                              flags);
   }
 
+  // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
+  // blocks (stream-K); the workspace as gemm_work.h lays it out.
+  template <class Kernel>
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+                          long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
+                          void* stream) {
+    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
+    int dev = 0, major = 0, minor = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) {
+      (void)cudaGetLastError();
+      return kNotApplicable;
+    }
+    if (major != 9 || minor != 0) return kNotApplicable;
+    CUtensorMap ta, tb;
+    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 1, 0, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 1, 0, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 1, 0, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 1, 0, 64, 64);
+    if (!ok_a || !ok_b) return kNotApplicable;
+    CUtensorMap tcm = ta;  // unused unless kTmaStoreC
+    if constexpr (kTmaStoreC) {
+      if (!aligned16(C, ldc, 2) || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16)) return kNotApplicable;
+    }
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
+    long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
+    if (blocks > sms) blocks = sms;
+    if (blocks < 1 || tiles * splits > 0x7fffffffLL) return kNotApplicable;
+    static int configured = 0;
+    return cuda_host::launch(kernel, &configured, static_cast<unsigned>(blocks), 1u, 1u, kThreads, kSmemBytes, stream,
+                             ta, tb, tcm, C, bias, M, N, K, 1, ldc, 0LL, 0LL, 0, workspace, splits < 1 ? 1 : splits);
+  }
+
   // A 3-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld` elements
   // apart, `items` of those `bstride` elements apart (one item: the stride is never used), boxes of
   // box_inner x box_outer x 1 with the 128-byte swizzle.
@@ -340,6 +440,17 @@ struct TmaGemm {
 
 }  // namespace nv
 }  // namespace ckgen
+
+// The `<name>_tma` entry of a scheduled Cfg (split-K, stream-K): the same with the workspace and the split count.
+#define CKGEN_TMA_GEMM_SCHED_ENTRY(name, Cfg)                                                                  \
+  extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
+      const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags,       \
+      void* workspace, int splits) {                                                                           \
+    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags,     \
+                                   workspace, splits);                                                         \
+  }
 
 // The `<name>_tma` device entry of a Cfg planned with the Hopper body (the kernel template emits one
 // CKGEN_TMA_GEMM_ENTRY(name, Cfg) line; the tensor maps travel as __grid_constant__ parameters).

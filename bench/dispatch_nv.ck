@@ -1,0 +1,27 @@
+// The dispatch family of bench/dispatch.py (issue 13): bf16 nn.Linear layers on sm_90. A (activations) is
+// row-major M x K; B is the layer's weight W [N, K] row-major, i.e. B = W^T column-major (K-contiguous); C is
+// row-major. One family written as three blocks; `ckgen tune` times every member on the shape list and
+// `ckgen compile --tuning` builds one entry point, ckgen_lin, that picks the member by shape.
+target sm_90
+
+// The Hopper body (TMA + wgmma, persistent): large M; split-K and stream-K when the tiles do not fill the GPU.
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile = 128x256x64  waves = 2x4  lds_buffers = 4
+  schedule in [tile, splitk, splitk(atomic), streamk]
+}
+
+// mma.sync tiles (medium shapes, and every shape whose operands the Hopper body cannot take).
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x128x32, 64x128x64]  waves = 2x2  lds_buffers = 4
+  schedule in [tile, splitk]
+}
+
+// Small-M tiles for decode shapes (M <= 64): 16 rows, B streamed through 6 cp.async stages of 16 KiB by
+// 4 warps, the K range split over enough blocks to keep every SM reading B.
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [16x128x64]  waves = 1x4  lds_buffers = 6
+  schedule in [splitk, splitk(atomic)]
+}

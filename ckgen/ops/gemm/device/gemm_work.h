@@ -1,0 +1,331 @@
+// gemm_work.h (ckgen/ops/gemm/device): the pieces of work of the split-K and stream-K schedules, their
+// workspace, and the fix-up that finishes a tile several workgroups contributed to. Shared by the portable
+// bodies' scheduled entry (gemm_schedule.h) and the Hopper body (gemm_sm90_tma.h).
+//
+// Cfg members read besides the GEMM contract (docs/design.md): kSchedule (kTile, kSplitK, kStreamK) and
+// kAtomicSplitK (split-K partial sums added with atomics: one slot per tile, summation order not fixed).
+//
+// Work. The C tiles are numbered t = tm * tiles_n + tn; a tile has kt = max(1, ceil(K / kTileK)) K tiles.
+//   split-K:  S splits per tile (S = grid z on the portable bodies, an argument of the Hopper body); split s
+//             of tile t computes K tiles [s * kt / S, (s + 1) * kt / S).
+//   stream-K: P workers (the persistent grid) share the T = tiles * kt K-tile iterations evenly (worker w
+//             takes T / P of them, one more when w < T % P), cut at tile boundaries into segments.
+// Each Seg is one tile's K range for one workgroup; `count` workgroups contribute to its tile.
+//
+// Workspace (bytes; the planner's launch.workspace says the same): [counters: tiles ints, padded to 256 bytes]
+// [slots: kTileM * kTileN accumulators each]. Slots: split-K tiles * S (deterministic; slot t * S + s) or
+// tiles (atomic; slot t); stream-K 2 per worker (slot 2w: the worker's first segment, 2w + 1: its last).
+// Contract: the workspace is zero on entry, and every launch leaves it zero: the workgroup that finishes a
+// tile resets its counter and zeroes the slots it read.
+//
+// Finishing a tile (finish_tile): every contributor stores its partial accumulators into its slot (the body's
+// own epilogue code, run with PartialCfg: raw accumulators, no alpha / beta / bias / activation), fences and
+// takes a ticket on the tile's counter; the last one to arrive fences again, sums the slots in k order (a
+// fixed order: the result does not depend on which workgroup came last; atomic split-K has one slot and
+// adds in arrival order instead), applies the real epilogue, stores C and zeroes what it read. No workgroup
+// ever waits for another, so the schedules need no co-residency (and run on the emulator).
+#pragma once
+
+#include "ckgen/blocks/epilogue.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace gemm_sched {
+
+enum : int { kTile = 0, kSplitK = 1, kStreamK = 2 };
+
+template <bool kCond, class T, class F>
+struct Select {
+  using type = T;
+};
+template <class T, class F>
+struct Select<false, T, F> {
+  using type = F;
+};
+
+// ---------------------------------------------------------------- optional Cfg members
+template <class C, class = void>
+struct ScheduleOf {
+  static constexpr int value = kTile;
+  static constexpr bool atomic = false;
+};
+template <class C>
+struct ScheduleOf<C, decltype(void(C::kSchedule))> {
+  static constexpr int value = C::kSchedule;
+  static constexpr bool atomic = C::kAtomicSplitK;
+};
+
+// ---------------------------------------------------------------- atomic partial sums
+// The element type of an atomic split-K slot: storing one adds it (the bodies' epilogue code stores through
+// gstore, which these overloads, found by argument-dependent lookup, turn into atomic adds).
+struct AddF32 {
+  float v;
+};
+CKGEN_DEVICE void gstore(AddF32* p, AddF32 x) { atomic_add(&p->v, x.v); }
+template <int N>
+CKGEN_DEVICE void gstore(vec<AddF32, N>* p, vec<AddF32, N> x) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) atomic_add(&p->v[i].v, x.v[i].v);
+}
+using ::ckgen::gstore;  // (the overloads above would hide the platform's inside this namespace)
+
+}  // namespace gemm_sched
+
+template <>
+struct FromFloat<gemm_sched::AddF32> {
+  static CKGEN_HD gemm_sched::AddF32 cvt(float f) { return gemm_sched::AddF32{f}; }
+};
+
+namespace gemm_sched {
+
+// A Cfg whose epilogue writes the raw accumulators (of type TOut) to a slot: kTileM x kTileN, row-major
+// (ld kTileN) when kRow, else column-major (ld kTileM).
+template <class Cfg, class TOut, bool kRow>
+struct PartialCfg : Cfg {
+  using TC = TOut;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kCRowMajor = kRow;
+  static constexpr bool kIntegerEpilogue = true;  // integer accumulators stay exact
+  static constexpr int kVecC = 4;
+  using Epilogue = epi::Chain<>;
+};
+
+// ---------------------------------------------------------------- pieces of work
+// A value the compiler may not hoist out of a loop (AMD: kept in a VGPR at this point). The stream-K loop
+// recomputes its segment from opaque inputs, so that no scalar state lives across the body it calls (which
+// otherwise pushes the kernel past the SGPR budget).
+template <class T>
+CKGEN_DEVICE T opaque(T x) {
+#if defined(CKGEN_PLATFORM_AMD)
+  asm volatile("" : "+v"(x));
+#endif
+  return x;
+}
+
+struct Seg {
+  int tile;        // t = tm * tiles_n + tn
+  int kt0, kt1;    // K tiles [kt0, kt1) of the tile
+  int count;       // workgroups contributing to the tile (1: this segment is the whole tile)
+  int slot;        // this segment's slot
+  int slot0;       // the slot of the tile's first contributor (k order) ...
+  int slot_base;   // ... and of contributor i > 0: slot_base + i * slot_step
+  int slot_step;
+  int reads;       // slots the finishing workgroup sums (count; 1 for atomic split-K)
+
+  CKGEN_DEVICE int slot_of(int i) const { return i == 0 ? slot0 : slot_base + i * slot_step; }
+};
+
+struct Problem {
+  int tiles_m, tiles_n, tiles, kt;
+  CKGEN_DEVICE Problem(int M, int N, int K, int tm, int tn, int tk) {
+    tiles_m = (M + tm - 1) / tm;
+    tiles_n = (N + tn - 1) / tn;
+    tiles = tiles_m * tiles_n;
+    kt = K > 0 ? (K + tk - 1) / tk : 1;
+  }
+};
+
+// An even partition of n items over p parts (n >= p >= 1), in 32-bit arithmetic: part i gets q + 1 items
+// when i < r, else q (q = n / p, r = n % p).
+struct Even {
+  int q, r;
+  CKGEN_DEVICE Even(int n, int p) : q(n / p), r(n % p) {}
+  CKGEN_DEVICE int start(int i) const { return i * q + (i < r ? i : r); }
+  // The part holding item k.
+  CKGEN_DEVICE int owner(int k) const {
+    const int big = r * (q + 1);
+    return k < big ? k / (q + 1) : r + (k - big) / q;
+  }
+};
+
+// Split s of S of tile t (S <= kt: no split is empty).
+CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
+  const Even ev(kt, S);
+  Seg g;
+  g.tile = t;
+  g.kt0 = ev.start(s);
+  g.kt1 = ev.start(s + 1);
+  g.count = S;
+  g.slot = atomic ? t : t * S + s;
+  g.slot0 = g.slot_base = atomic ? t : t * S;
+  g.slot_step = atomic ? 0 : 1;
+  g.reads = atomic ? 1 : S;
+  return g;
+}
+
+// The segments of stream-K worker w of P (P <= tiles * kt): seg(j) is its j-th (false past the last). The
+// iterations are chunks of c K tiles, c the smallest power of two that keeps tiles * ceil(kt / c) below 2^30
+// (c = 1 on any practical shape), so that everything is 32-bit arithmetic; nothing is carried from one
+// segment to the next (the persistent loop keeps few registers live).
+struct StreamK {
+  int tiles, kt, P, w;
+
+  CKGEN_DEVICE StreamK(int w_, int P_, int tiles_, int kt_) : tiles(tiles_), kt(kt_), P(P_), w(w_) {}
+
+  // Every field of the segment is wave-uniform; on AMD they are recomputed from opaque values and made
+  // scalar again (CKGEN_UNIFORM) per call.
+  CKGEN_DEVICE bool seg(int j, Seg& g) const {
+    const bool ok = seg_raw(opaque(j), opaque(tiles), opaque(kt), opaque(P), opaque(w), g);
+    g.tile = CKGEN_UNIFORM(g.tile);
+    g.kt0 = CKGEN_UNIFORM(g.kt0);
+    g.kt1 = CKGEN_UNIFORM(g.kt1);
+    g.count = CKGEN_UNIFORM(g.count);
+    g.slot = CKGEN_UNIFORM(g.slot);
+    g.slot0 = CKGEN_UNIFORM(g.slot0);
+    g.slot_base = CKGEN_UNIFORM(g.slot_base);
+    g.slot_step = 2;
+    g.reads = g.count;
+    return CKGEN_UNIFORM(ok ? 1 : 0) != 0;
+  }
+
+  static CKGEN_DEVICE bool seg_raw(int j, int tiles, int kt, int P, int w, Seg& g) {
+    int c = 1;
+    while (static_cast<long long>(tiles) * ((kt + c - 1) / c) >= (1LL << 30)) c *= 2;
+    const int kc = (kt + c - 1) / c;
+    const Even ev(tiles * kc, P);
+    const int first = ev.start(w);
+    const int end = ev.start(w + 1);
+    const int t = first / kc + j;
+    const int b = t * kc;
+    if (first >= end || b >= end) return false;
+    const int e = b + kc;
+    const int pos = first > b ? first : b;
+    const int stop = end < e ? end : e;
+    g.tile = t;
+    g.kt0 = (pos - b) * c;
+    g.kt1 = (stop - b) * c < kt ? (stop - b) * c : kt;
+    const int lo = ev.owner(b);
+    g.count = ev.owner(e - 1) - lo + 1;
+    g.slot = 2 * w + (first >= b ? 0 : 1);
+    g.slot0 = 2 * lo + (ev.start(lo) >= b ? 0 : 1);
+    g.slot_base = 2 * lo;
+    g.slot_step = 2;
+    g.reads = g.count;
+    return true;
+  }
+};
+
+// ---------------------------------------------------------------- workspace
+template <class TAcc>
+struct Workspace {
+  int* counters;
+  TAcc* slots;
+  static_assert(sizeof(TAcc) == 4, "split-K / stream-K slots hold 32-bit accumulators");
+
+  CKGEN_DEVICE Workspace(void* ws, int tiles)
+      : counters(static_cast<int*>(ws)),
+        slots(reinterpret_cast<TAcc*>(static_cast<unsigned char*>(ws) + ((tiles * 4LL + 255) / 256) * 256)) {}
+};
+
+// A slot value written by another workgroup (after the acquiring fence; CUDA: not from the L1 cache).
+template <class T>
+CKGEN_DEVICE T load_slot(const T* p) {
+#if defined(CKGEN_PLATFORM_CUDA)
+  if constexpr (sizeof(T) == 16) {
+    return bit_cast<T>(__ldcg(reinterpret_cast<const float4*>(p)));
+  } else {
+    static_assert(sizeof(T) == 4, "slot values are 4 or 16 bytes");
+    return bit_cast<T>(__ldcg(reinterpret_cast<const float*>(p)));
+  }
+#else
+  return gload(p);
+#endif
+}
+
+// The barrier of a group that is the whole workgroup.
+struct BlockSync {
+  static CKGEN_DEVICE void sync() { barrier(); }
+};
+
+// ---------------------------------------------------------------- finishing a tile
+// Called by every thread of the group that computed segment g (tid in 0..nthreads-1) after it stored its
+// partial into its slot. Sync::sync() is the group's barrier; ticket is a group-shared int. The last
+// contributor sums the slots (kTileM x kTileN, row-major when kSlotRow), applies Cfg's epilogue, writes the
+// tile of C at (m0, n0) (mr x nr elements in range) and zeroes the slots and the counter.
+template <class Cfg, bool kSlotRow, class Sync>
+CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, typename Cfg::TC* C,
+                              const typename Cfg::TBias* bias, long long ldc, int m0, int n0, int mr, int nr, int tid,
+                              int nthreads, int* ticket) {
+  using TAcc = typename Cfg::TAcc;
+  using TC = typename Cfg::TC;
+  constexpr int kTM = Cfg::kTileM;
+  constexpr int kTN = Cfg::kTileN;
+  constexpr int kSlot = kTM * kTN;
+  constexpr int kLine = kSlotRow ? kTN : kTM;  // slot elements along its contiguous dimension
+  static_assert(kLine % 4 == 0, "slot lines hold a multiple of 4 accumulators");
+  fence_device();  // release this thread's partial stores at device scope
+  Sync::sync();
+  if (g.count > 1) {
+    if (tid == 0) lds_store(ticket, atomic_add(ws.counters + g.tile, 1));
+    Sync::sync();
+    const int arrived = lds_load(ticket);
+    if (arrived != g.count - 1) return;  // another workgroup finishes this tile
+    if (tid == 0) gstore(ws.counters + g.tile, 0);
+    fence_device();  // acquire the other contributors' partials
+  }
+  // C's contiguous dimension is the slot's: 4 results go as one vector store when aligned and in range.
+  constexpr bool kSameDir = Cfg::kCRowMajor == kSlotRow;
+  const bool c_aligned = kSameDir && (reinterpret_cast<unsigned long long>(C) % (4 * sizeof(TC))) == 0 && ldc % 4 == 0;
+  for (int q = tid; q < kSlot / 4; q += nthreads) {
+    const int e0 = q * 4;
+    const int line = e0 / kLine;  // row (kSlotRow) or column
+    const int pos = e0 % kLine;
+    const int r0 = kSlotRow ? line : pos;
+    const int c0 = kSlotRow ? pos : line;
+    if (r0 >= mr || c0 >= nr) continue;
+    const int lim = kSlotRow ? nr - c0 : mr - r0;  // elements of the 4 in range
+    TAcc sum[4];
+    if (lim >= 4) {
+      const vec<TAcc, 4> v0 = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(0)) * kSlot + e0));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum[j] = v0.v[j];
+      for (int i = 1; i < g.reads; ++i) {
+        const vec<TAcc, 4> v = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0));
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum[j] += v.v[j];
+      }
+      vec<TAcc, 4> z;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) z.v[j] = TAcc(0);
+      for (int i = 0; i < g.reads; ++i)
+        gstore(reinterpret_cast<vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0), z);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        sum[j] = TAcc(0);
+        if (j >= lim) continue;
+        for (int i = 0; i < g.reads; ++i) {
+          TAcc* p = ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0 + j;
+          sum[j] += load_slot(p);
+          gstore(p, TAcc(0));
+        }
+      }
+    }
+    const int row = m0 + r0;
+    const int col = n0 + c0;
+    auto off_of = [&](int j) -> long long {
+      const int rr = kSlotRow ? row : row + j;
+      const int cc = kSlotRow ? col + j : col;
+      return Cfg::kCRowMajor ? static_cast<long long>(rr) * ldc + cc : static_cast<long long>(cc) * ldc + rr;
+    };
+    if (kSameDir && c_aligned && lim >= 4) {
+      vec<TC, 4> out;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        out.v[j] = epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C, off_of(j), bias);
+      gstore(reinterpret_cast<vec<TC, 4>*>(C + off_of(0)), out);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (j < lim)
+          gstore(C + off_of(j), epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C,
+                                                  off_of(j), bias));
+    }
+  }
+}
+
+}  // namespace gemm_sched
+}  // namespace ckgen

@@ -1,0 +1,89 @@
+"""The GEMM's cost model for dispatchers (docs/dispatch.md): the time a planned kernel should take at M x N x K.
+
+:func:`traits` reduces a plan to numbers (:data:`TRAITS` names them, in order); :func:`estimate` is the model, in
+seconds, and ``model.cpp.j2`` is the same model in C for the generated dispatcher (a test compares the two).
+The model is a wave-quantization and roofline estimate, meant to rank kernels and to scale measured times to
+nearby shapes, not to predict absolute times:
+
+- work units: C tiles (x splits for split-K; the workers' even shares of all K iterations for stream-K), run in
+  waves of ``slots`` concurrent workgroups (the target's CUs x the workgroups one CU holds); a partial wave costs
+  a full one;
+- compute time: waves x one unit's FLOPs at the body's share of the target's tensor throughput (the throughput of
+  the instruction table at the part's clock, times :data:`EFFICIENCY` of the body);
+- memory time: A, B read, C written, plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
+- the kernel takes the larger of the two, plus a fixed launch cost (and a fix-up cost for split / stream-K).
+"""
+
+from __future__ import annotations
+
+from ckgen.ir.plan import KernelPlan
+
+TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "workers", "slots", "flops_per_s",
+          "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits")
+KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
+#: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md)
+EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60}
+#: the Hopper body's wgmma issues twice the work of mma.sync per SM and clock
+WGMMA_SPEEDUP = 2.0
+BANDWIDTH_EFFICIENCY = 0.85
+LAUNCH_S = 2.5e-6
+FIXUP_S = 1.0e-6
+DEFAULT_CLOCK_MHZ, DEFAULT_MEM_GBPS = 1500, 2000
+
+
+def traits(plan: KernelPlan) -> tuple[float, ...]:
+    """The numbers :func:`estimate` reads, in :data:`TRAITS` order."""
+    from ckgen.ops.gemm.schedule import CTAS_PER_CU, MIN_KTILES_PER_SPLIT
+    from ckgen.ops.gemm.spec import MAX_SPLITS
+
+    t, b, g = plan.target, plan.body, plan.spec.params.gemm
+    cfg = plan.spec.params.config
+    i = b.instr
+    clock = (t.clock_mhz or DEFAULT_CLOCK_MHZ) * 1e6
+    per_cu_clk = t.simds_per_cu * 2.0 * i.m * i.n * i.k * i.blocks / i.cycles
+    body = "tma" if b.tma is not None else ("mma_sync" if t.platform == "cuda" else "mfma")
+    flops = per_cu_clk * t.cus * clock * EFFICIENCY[body] * (WGMMA_SPEEDUP if body == "tma" else 1.0)
+    per_cu = 1 if b.tma is not None else max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
+    sp = b.schedule
+    kind = KINDS[sp.kind] if sp is not None else 0
+    return (float(cfg.tile[0]), float(cfg.tile[1]), float(cfg.tile[2]), float(kind),
+            float(sp.splits if sp else 0), float(sp.target_ctas if sp else 0), float(sp.workers if sp else 0),
+            float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
+            float(g.a.dtype.bytes), float(g.b.dtype.bytes), float(g.c.dtype.bytes),
+            LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS))
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
+    """Seconds one call at sizes ``s`` = (M, N, K[, batch]) should take (the model of the module docstring).
+    Keep in step with ``model.cpp.j2``: the same operations in the same order."""
+    tm, tn, tk, kind = int(t[0]), int(t[1]), int(t[2]), int(t[3])
+    m, n, k = s[0], s[1], s[2]
+    batch = s[3] if len(s) > 3 else 1
+    if m == 0 or n == 0 or batch == 0:
+        return t[13]
+    tiles = _cdiv(m, tm) * _cdiv(n, tn) * batch
+    kt = max(1, _cdiv(k, tk))
+    if kind == 1:
+        if int(t[4]) > 0:
+            splits = min(int(t[4]), kt)
+        else:
+            splits = max(1, min(int(t[5]) // max(1, tiles), kt // int(t[14]), int(t[15])))
+        units, per_unit = tiles * splits, _cdiv(kt, splits)
+    elif kind == 2:
+        units = min(int(t[6]), tiles * kt)
+        per_unit = _cdiv(tiles * kt, units)
+    else:
+        units, per_unit = tiles, kt
+    slots = int(t[7])
+    waves = _cdiv(units, slots)
+    unit_flops = 2.0 * tm * tn * tk * per_unit
+    compute = waves * unit_flops / (t[8] / slots)
+    traffic = (float(m) * k * t[10] + float(n) * k * t[11] * min(_cdiv(m, tm), 2) + float(m) * n * t[12]) * batch
+    if units > tiles:
+        traffic += 8.0 * tm * tn * (units - tiles)
+    memory = traffic / t[9]
+    return max(compute, memory) + t[13]

@@ -1,0 +1,103 @@
+"""The Python callable of a family: ``ckgen.jit(source, kernel="<family>", target=..., tuning="db.jsonl")``.
+
+A :class:`DispatchKernel` plans every member of the family for the arch (members illegal there are left out, as
+``ckgen compile`` prunes them), builds the dispatch table (:mod:`ckgen.dispatch.table`) from the tuning database
+(optional: without one the cost model decides), and on each call binds the arguments once, chooses the member
+for their sizes (:func:`~ckgen.dispatch.table.choose`, the same choice as the generated C dispatcher), builds that
+member on first use (cached) and runs it, with a workspace allocated when the member needs one and none is given.
+``explain(M, N, K)`` returns the :class:`~ckgen.dispatch.table.Choice` without running anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ckgen.dispatch import db
+from ckgen.dispatch.table import Choice, Table, choose, tables
+from ckgen.errors import CkgenError
+from ckgen.ir.abi import ArgKind
+
+
+def family_plans(specs, family: str, vendor: str, arch: str | None):
+    """The legal plans of the members of ``family`` for ``arch`` (default: the first member's first arch of
+    ``vendor``); CkgenError when there is no such family or no member is legal."""
+    from ckgen.lower.pipeline import Pruned, plan_all
+    from ckgen.targets import default_target, get_target
+
+    members = [s for s in specs if s.family == family]
+    if not members:
+        fams = sorted({s.family for s in specs if s.family})
+        raise CkgenError(f"no kernel named '{family}' (and no family)",
+                         hint="kernels: " + ", ".join(s.name for s in specs) + "; families: " + (", ".join(fams) or "none"))
+    if arch is None:
+        own = [a for a in members[0].arches if get_target(a).vendor == vendor]
+        arch = own[0] if own else default_target(vendor)
+    if get_target(arch).vendor != vendor:
+        raise CkgenError(f"arch '{arch}' is a {get_target(arch).vendor} target; this backend runs {vendor} targets")
+    pruned: list[Pruned] = []
+    return plan_all(members, (arch,), pruned)
+
+
+class DispatchKernel:
+    """A family behind one callable (see the module docstring)."""
+
+    def __init__(self, table: Table, backend: Any):
+        self.table = table
+        self.backend = backend
+        self.name = table.name
+        self.arch = table.arch
+        self.op = table.op
+        self._plans = {p.name: p for p in table.plans}
+        self._kernels: dict[str, Any] = {}
+        first = table.plans[0]
+        self._binder = dataclasses.replace(first, abi=first.abi.without_workspace())
+        self.abi = self._binder.abi
+
+    def __repr__(self) -> str:
+        return (f"DispatchKernel({self.name!r}, {len(self.table.members)} kernels, {len(self.table.tuned)} tuned shapes, "
+                f"arch={self.arch!r}, target={self.backend.name!r})")
+
+    def kernel(self, name: str):
+        """The member ``name``, built on first use."""
+        from ckgen.runtime.api import Kernel
+
+        if name not in self._kernels:
+            self._kernels[name] = Kernel(self._plans[name], self.backend)
+        return self._kernels[name]
+
+    def explain(self, *sizes: int, has_workspace: bool = True) -> Choice:
+        """Which member runs at these sizes (the ABI's sizes in order; defaults fill the rest), and why."""
+        full = list(sizes)
+        for a in self.abi.sizes[len(full):]:
+            if a.default is None:
+                raise CkgenError(f"explain: give {', '.join(a.name for a in self.abi.sizes)}")
+            full.append(int(a.default))
+        return choose(self.table, tuple(full), has_workspace)
+
+    def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        from ckgen.runtime.api import Kernel
+
+        probe = Kernel.__new__(Kernel)  # bind through the members' common ABI, without building anything
+        probe.plan, probe.backend, probe.name, probe.abi = self._binder, self.backend, self.name, self.abi
+        call = Kernel.bind(probe, *tensors, stream=stream, **named)
+        sizes = tuple(call.sizes[a.name] for a in self.abi.sizes)
+        member = self.kernel(choose(self.table, sizes, True).kernel)
+        args = {a.name: v for a, v in zip(self.abi.args, call.values, strict=True) if a.kind == ArgKind.TENSOR}
+        sizes_named = {k: v for k, v in named.items() if k in call.sizes}
+        return member(stream=stream, workspace=workspace if member.abi.workspace is not None else None,
+                      **args, **sizes_named)
+
+
+def jit_family(specs, family: str, backend: Any, arch: str | None, tuning: str | None) -> DispatchKernel:
+    """The :class:`DispatchKernel` of ``family`` (or of one of its signature groups, ``<family>_sig<i>``)."""
+    base = family
+    if not any(s.family == family for s in specs) and "_sig" in family:
+        base = family.rsplit("_sig", 1)[0]
+    plans = family_plans(specs, base, backend.vendor, arch)
+    found = tables(plans, db.read(tuning) if tuning else [], base)
+    chosen = [t for t in found if t.name == family] or (found if len(found) == 1 else [])
+    if not chosen:
+        raise CkgenError(f"family '{base}' has kernels of {len(found)} signatures; pick one",
+                         hint="dispatchers: " + ", ".join(t.name for t in found))
+    return DispatchKernel(chosen[0], backend)

@@ -1,0 +1,307 @@
+"""One tuning worker: on one device, for each shape it is given, every member of the family is built (cached),
+run once on random inputs with its outputs poisoned, checked against the op's float64 reference (relative norm
+error within the op's tolerance), and only then timed: ``warmup`` calls, then ``reps`` samples of ``inner``
+back-to-back calls through the kernel's C entry (GPU: between CUDA events; emu: wall clock), the median per call.
+A member whose first sample is over :data:`EARLY_STOP` times the shape's best so far is recorded from that
+sample alone (it cannot win). Results are database records (:mod:`ckgen.dispatch.db`).
+
+Inputs: numpy arrays on the emulator and HIP (the op's ``random_inputs``), device tensors made with torch on CUDA
+(uniform in [-1, 1), laid out as the ABI says), so that large shapes need no host copies; the reference is the
+op's ``reference_torch`` on the device when it has one, else its numpy ``reference`` on host copies.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ckgen import __version__
+from ckgen.dispatch import db
+from ckgen.ir.abi import ArgKind
+from ckgen.ops import get_op
+from ckgen.ops.base import relative_error
+
+EARLY_STOP = 3.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every worker of one ``ckgen tune`` run needs (picklable)."""
+
+    source: str           # a .ck path
+    family: str
+    backend: str          # emu | hip | cuda
+    arch: str
+    reps: int
+    inner: int
+    warmup: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Task:
+    shape: tuple[int, ...]
+    members: tuple[str, ...]
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+class Worker:
+    """The state of one worker process: its device, backend, plans and built kernels."""
+
+    def __init__(self, job: Job, device: int):
+        from ckgen.frontend import load_file
+        from ckgen.runtime.api import get_backend
+        from ckgen.runtime.dispatch import family_plans
+
+        self.job = job
+        self.device = device
+        self.backend = get_backend(job.backend)
+        if job.backend == "cuda":
+            import torch
+
+            torch.cuda.set_device(device)
+            self.device_name = torch.cuda.get_device_name(device)
+        else:
+            self.device_name = f"{job.backend} ({job.arch})" if job.backend == "emu" else f"hip device {device}"
+        self.plans = {p.name: p for p in family_plans(load_file(job.source), job.family, self.backend.vendor, job.arch)}
+        self.kernels: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ inputs and checks
+    def _inputs(self, plan, sizes: dict[str, int], seed: int) -> dict[str, Any]:
+        op = get_op(plan.op)
+        if self.job.backend != "cuda":
+            return op.random_inputs(plan, sizes, np.random.default_rng(seed))
+        return torch_inputs(plan, sizes, seed)
+
+    def _reference(self, plan, arrays: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any]:
+        op = get_op(plan.op)
+        if self.job.backend == "cuda" and hasattr(op, "reference_torch"):
+            return op.reference_torch(plan, arrays, sizes)
+        host = {k: (to_host(v) if v is not None else None) for k, v in arrays.items()}
+        return op.reference(plan, host, sizes)
+
+    def _error(self, plan, a, out: Any, ref: Any) -> float:
+        from ckgen.runtime.arrays import to_float64
+
+        if self.job.backend == "cuda" and not isinstance(out, np.ndarray):
+            import torch
+
+            o = out.double()
+            if not bool(torch.isfinite(o).all()):
+                return math.inf
+            den = float(torch.linalg.norm(ref.flatten()))
+            num = float(torch.linalg.norm((o - ref).flatten()))
+            return num / den if den > 0 else num
+        return relative_error(to_float64(to_host(out), a.dtype), np.asarray(ref))
+
+    # ------------------------------------------------------------------ one shape
+    def run(self, task: Task, progress=None) -> list[dict]:
+        """Records of every member of ``task`` at its shape (the float64 reference computed once)."""
+        first = self.plans[task.members[0]]
+        names = [a.name for a in first.abi.sizes]
+        sizes = dict(zip(names, task.shape, strict=True))
+        seed = self.job.seed + sum(task.shape)
+        arrays = self._inputs(first, sizes, seed)
+        before = {k: clone(v) for k, v in arrays.items()}
+        refs = None
+        best: float | None = None
+        out: list[dict] = []
+        for name in task.members:
+            plan = self.plans[name]
+            rec = self._record(plan, sizes)
+            try:
+                if refs is None:
+                    refs = self._reference(plan, before, sizes)
+                self._measure(plan, sizes, arrays, before, refs, rec, best)
+            except Exception as exc:  # noqa: BLE001 - a member that cannot build or run is recorded, not fatal
+                rec.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+                if not isinstance(exc, RuntimeError) and not hasattr(exc, "render"):
+                    rec["error"] += "\n" + traceback.format_exc(limit=3)[-1500:]
+            if rec["status"] == "ok" and (best is None or rec["time_us"] < best):
+                best = rec["time_us"]
+            out.append(rec)
+            if progress is not None:
+                progress(rec)
+        return out
+
+    def _record(self, plan, sizes: dict[str, int]) -> dict:
+        from ckgen.codegen.render import summary
+
+        op = get_op(plan.op)
+        sig = op.signature(plan.spec)
+        return {"ckgen": __version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "device": self.device_name,
+                "device_index": self.device, "arch": plan.arch, "target": self.job.backend, "op": plan.op,
+                "family": plan.spec.family, "kernel": plan.name, "summary": summary(plan), "signature": sig,
+                "signature_key": db.signature_key(sig), "kernel_key": db.kernel_key(plan.spec), "shape": dict(sizes),
+                "status": "failed", "time_us": None, "tflops": None, "rel_err": None,
+                "tolerance": None, "reps": 0, "inner": self.job.inner, "early_stop": False, "error": None}
+
+    def _measure(self, plan, sizes, arrays, before, refs, rec: dict, best: float | None) -> None:
+        from ckgen.runtime.api import Kernel
+
+        if plan.name not in self.kernels:
+            self.kernels[plan.name] = Kernel(plan, self.backend)
+        k = self.kernels[plan.name]
+        op = get_op(plan.op)
+        for a in plan.abi.tensors:  # outputs poisoned again (the previous member wrote them)
+            if a.role == "out" and arrays.get(a.name) is not None:
+                poison_any(arrays[a.name])
+            elif a.role == "inout" and arrays.get(a.name) is not None:
+                copy_into(arrays[a.name], before[a.name])
+        ws = None
+        if plan.abi.workspace is not None:
+            nbytes = max(1, k.workspace_bytes(**sizes))
+            ws = self.backend.new_workspace(nbytes, next((v for v in arrays.values() if v is not None), None))
+        call = k.bind(**{n: v for n, v in arrays.items() if n in {a.name for a in plan.abi.tensors}}, workspace=ws,
+                      **{n: v for n, v in sizes.items() if n not in _determined(plan)})
+        launch = fast_launcher(k, call)
+        launch()
+        sync(self.job.backend)
+        errs, tol = [], 0.0
+        for a in plan.abi.tensors:
+            if not a.writes or a.unused:
+                continue
+            errs.append(self._error(plan, a, arrays[a.name], refs[a.name]))
+            tol = max(tol, op.tolerance(plan, a.name))
+        err = max(errs) if errs else 0.0
+        rec.update(rel_err=_finite(err), tolerance=tol)
+        if not err <= tol:
+            rec.update(status="numerics", error=f"relative error {err:.3e} over the tolerance {tol:.1e}")
+            return
+        seconds, reps, early = self._time(launch, best)
+        flops = op.flops(plan, sizes)
+        rec.update(status="ok", time_us=seconds * 1e6, reps=reps, early_stop=early,
+                   tflops=_finite(flops / seconds / 1e12) if flops and seconds > 0 else None)
+
+    def _time(self, launch, best_us: float | None) -> tuple[float, int, bool]:
+        j = self.job
+        for _ in range(j.warmup):
+            launch()
+        sync(j.backend)
+        samples: list[float] = []
+        for r in range(max(1, j.reps)):
+            samples.append(sample(j.backend, launch, j.inner))
+            if r == 0 and best_us is not None and samples[0] * 1e6 > EARLY_STOP * best_us:
+                return samples[0], 1, True
+        return statistics.median(samples), len(samples), False
+
+
+def _determined(plan) -> set[str]:
+    """Sizes that some tensor's shape determines (the others are passed by name)."""
+    return {d for a in plan.abi.tensors if not a.unused for d in a.dims if isinstance(d, str)}
+
+
+# ---------------------------------------------------------------------------------------------- backends
+def sync(backend: str) -> None:
+    if backend == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def sample(backend: str, launch, inner: int) -> float:
+    """Seconds per call of ``inner`` back-to-back calls."""
+    if backend == "cuda":
+        import torch
+
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(inner):
+            launch()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) * 1e-3 / inner
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        launch()
+    return (time.perf_counter() - t0) / inner
+
+
+def fast_launcher(kernel, call):
+    """A no-argument function that runs ``call`` again (CUDA: straight into the C entry with the same pointers)."""
+    if kernel.backend.name == "cuda":
+        import torch
+
+        entry = kernel.handle.entry
+        args = [kernel.backend.array_info(v, a.name).ptr if v is not None and (a.is_tensor or a.kind == ArgKind.WORKSPACE)
+                else (None if a.is_tensor or a.kind == ArgKind.WORKSPACE else v)
+                for a, v in zip(call.plan.abi.args, call.values, strict=True)]
+
+        def launch() -> None:
+            st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
+            if st != 0:
+                raise RuntimeError(f"{kernel.name}: status {st}: {kernel.handle.status_text(st)}")
+        return launch
+    return lambda: kernel.backend.launch(kernel.handle, call)
+
+
+_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8", "i32": "int32"}
+
+
+def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -> dict[str, Any]:
+    """Device tensors for every ABI tensor at ``sizes``: uniform in [-1, 1) (small nonzero integers for integer
+    dtypes) for what the kernel reads, 0xFF bytes for what it only writes; laid out as the ABI's strides say."""
+    import torch
+
+    from ckgen.runtime.arrays import memory_order
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    out: dict[str, Any] = {}
+    for a in plan.abi.tensors:
+        if a.unused:
+            out[a.name] = None
+            continue
+        shape = [d if isinstance(d, int) else sizes[d] for d in a.dims]
+        order = memory_order(a)
+        dt = getattr(torch, _TORCH_DTYPES[a.dtype.value])
+        mem = [shape[i] for i in order]
+        if a.role == "out":
+            t = torch.empty(mem, dtype=dt, device=device)
+            t.view(torch.uint8).fill_(0xFF)
+        elif a.dtype.is_float:
+            t = (torch.rand(mem, generator=gen, device=device, dtype=torch.float32) * 2 - 1).to(dt)
+        else:
+            t = torch.randint(1, 8, mem, generator=gen, device=device, dtype=torch.int32).to(dt)
+        out[a.name] = t.permute([order.index(i) for i in range(len(order))])
+    return out
+
+
+def to_host(x: Any) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x
+    import torch
+
+    if x.dtype == torch.bfloat16:  # ckgen passes bf16 as uint16 bit patterns
+        return x.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+    return x.cpu().numpy()
+
+
+def clone(x: Any) -> Any:
+    if x is None:
+        return None
+    return x.copy() if isinstance(x, np.ndarray) else x.clone()
+
+
+def poison_any(x: Any) -> None:
+    if isinstance(x, np.ndarray):
+        from ckgen.runtime.arrays import poison
+
+        poison(x)
+    else:
+        x.fill_(float("nan") if x.is_floating_point() else -1)
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    if isinstance(dst, np.ndarray):
+        dst[...] = src
+    else:
+        dst.copy_(src)

@@ -1,0 +1,220 @@
+"""Dispatchers (issue 13): the choice (tuned / nearest / model, workspace-less callers), the generated C choosing
+exactly as Python does, the generated C entry running the chosen kernel correctly on the emulator (rung 2 of the
+C dispatcher), the Python callable of a family, ``ckgen explain`` and the tuning database's errors."""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import random
+import shutil
+
+import numpy as np
+import pytest
+
+from ckgen import __version__
+from ckgen.cli import main
+from ckgen.dispatch import db
+from ckgen.dispatch.build import build_emu_library
+from ckgen.dispatch.table import Table, Tuned, choose, parse_shape, tables
+from ckgen.errors import CkgenError
+from ckgen.frontend import load_text
+from ckgen.lower import plan_all
+from ckgen.ops import get_op
+from ckgen.runtime import emu
+from ckgen.runtime.arrays import from_bf16, to_bf16
+
+needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+
+SRC = """
+target gfx942
+family fam {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [16x32x32, 64x32x32]  waves = 1x2
+  schedule in [tile, splitk]
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return plan_all(load_text(SRC, "fam.ck"))
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory):
+    """One path for the module: the path is in the generated sources, so the kernels build once."""
+    p = tmp_path_factory.mktemp("fam") / "fam.ck"
+    p.write_text(SRC)
+    return p
+
+
+def _record(p, shape, us, status="ok"):
+    return db.Record({"ckgen": __version__, "device": "test", "arch": p.arch, "target": "emu", "op": p.op,
+                      "family": p.spec.family, "kernel": p.name, "kernel_key": db.kernel_key(p.spec),
+                      "signature_key": db.signature_key(get_op(p.op).signature(p.spec)), "signature": {},
+                      "shape": dict(zip(("M", "N", "K"), shape, strict=True)), "status": status, "time_us": us})
+
+
+def _fake_db(plans, seed=0):
+    rng = random.Random(seed)
+    recs = []
+    for shape in [(1, 256, 512), (16, 256, 512), (64, 128, 128), (300, 300, 64)]:
+        for p in plans:
+            if rng.random() < 0.8:
+                recs.append(_record(p, shape, rng.uniform(1, 100)))
+    return recs
+
+
+def test_choice_tuned_nearest_model(plans):
+    by = {p.name: p for p in plans}
+    recs = [_record(by["fam_tile16x32x32_scheduletile"], (16, 256, 512), 50.0),
+            _record(by["fam_tile16x32x32_schedulesplitk"], (16, 256, 512), 10.0),
+            _record(by["fam_tile64x32x32_scheduletile"], (16, 256, 512), 5.0, status="numerics")]
+    (t,) = tables(plans, recs)
+    c = choose(t, (16, 256, 512))
+    assert (c.kernel, c.how) == ("fam_tile16x32x32_schedulesplitk", "tuned") and "measured fastest" in c.reason
+    c = choose(t, (16, 256, 512), has_workspace=False)     # a C caller without a workspace: no split-K
+    assert c.kernel == "fam_tile16x32x32_scheduletile"
+    c = choose(t, (17, 250, 500))
+    assert c.how == "nearest" and "nearest tuned shape 16x256x512" in c.reason
+    assert c.estimates[[m.name for m in t.members].index("fam_tile64x32x32_scheduletile")] is None  # failed numerics
+    (t0,) = tables(plans, [])
+    c = choose(t0, (1, 4096, 4096))
+    assert c.how == "model" and all(e is not None for e in c.estimates)
+    assert choose(t0, (1, 4096, 4096), has_workspace=False).kernel.endswith("scheduletile")
+
+
+def test_stale_records_are_ignored(plans):
+    p = plans[0]
+    rec = _record(p, (16, 256, 512), 1.0)
+    rec.data["kernel_key"] = "0" * 64  # the kernel's parameters changed since it was tuned
+    (t,) = tables(plans, [rec])
+    assert t.tuned == ()
+
+
+@needs_clang
+def test_generated_c_chooses_like_python_and_runs(plans):
+    (t,) = tables(plans, _fake_db(plans))
+    (t0,) = tables(plans, [])  # the cost model alone: a second dispatcher in the same library
+    t0 = dataclasses.replace(t0, name="fam0")
+    lib = ctypes.CDLL(str(build_emu_library("famd", [t, t0])), mode=ctypes.RTLD_LOCAL)
+    fchoice = lib.ckgen_fam_choice
+    fchoice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    fchoice.restype = ctypes.c_int
+    rng = random.Random(3)
+    for _ in range(1500):
+        s = tuple(rng.choice([rng.randint(0, 40), rng.randint(1, 5000)]) for _ in range(3))
+        for ws in (0, 1):
+            assert fchoice(*s, ws) == choose(t, s, bool(ws)).index, (s, ws)
+    lib.ckgen_fam0_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    for _ in range(500):
+        s = tuple(rng.randint(1, 20000) for _ in range(3))
+        assert lib.ckgen_fam0_choice(*s, 1) == choose(t0, s).index, s
+    # the entry: the chosen kernel's numerics, with and without a workspace
+    name = lib.ckgen_fam_kernel_name
+    name.restype = ctypes.c_char_p
+    wsb = lib.ckgen_fam_workspace_bytes
+    wsb.argtypes = [ctypes.c_int64] * 3
+    wsb.restype = ctypes.c_size_t
+    entry = lib.ckgen_fam
+    entry.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 6 + [ctypes.c_void_p] * 2
+    lib.ckgen_emu_register_buffer.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    for (M, N, K) in [(16, 256, 512), (37, 70, 200), (1, 33, 1000)]:
+        for with_ws in (True, False):
+            a = to_bf16(np.random.default_rng(M).uniform(-1, 1, (M, K)))
+            b = np.asfortranarray(to_bf16(np.random.default_rng(N).uniform(-1, 1, (K, N))))
+            c = np.full((M, N), 0xFFFF, np.uint16)
+            n = wsb(M, N, K)
+            ws = np.zeros(max(n, 1), np.uint8)
+            lib.ckgen_emu_clear_buffers()
+            for arr, nm in ((a, b"A"), (b, b"B"), (c, b"C"), (ws, b"ws")):
+                lib.ckgen_emu_register_buffer(arr.ctypes.data, arr.nbytes, nm)
+            st = entry(a.ctypes.data, b.ctypes.data, c.ctypes.data, None, M, N, K, K, K, N,
+                       ws.ctypes.data if with_ws else None, None)
+            assert st == 0
+            idx = fchoice(M, N, K, int(with_ws))
+            assert with_ws or not t.members[idx].needs_workspace
+            ref = from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64)
+            err = np.linalg.norm(from_bf16(c) - ref) / np.linalg.norm(ref)
+            assert err < 1e-2, (M, N, K, name(idx), err)
+            assert not ws.any()
+
+
+@needs_clang
+def test_jit_of_a_family_dispatches(tmp_path, plans, src):
+    import ckgen
+
+    path = src
+    dbp = tmp_path / "t.jsonl"
+    db.write(dbp, _fake_db(plans, seed=1))
+    d = ckgen.jit(str(path), kernel="fam", target="emu", tuning=str(dbp))
+    assert len(d.table.tuned) == 4
+    for M, N, K in [(16, 256, 512), (5, 40, 70)]:
+        a = to_bf16(np.random.default_rng(1).uniform(-1, 1, (M, K)))
+        b = np.asfortranarray(to_bf16(np.random.default_rng(2).uniform(-1, 1, (K, N))))
+        c = d(a, b)
+        ref = from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64)
+        assert np.linalg.norm(from_bf16(c) - ref) / np.linalg.norm(ref) < 1e-2
+        assert d.explain(M, N, K).kernel in d._kernels  # the chosen member was built, and only on demand
+    with pytest.raises(CkgenError, match="no kernel named 'nope' \\(and no family\\)"):
+        ckgen.jit(str(path), kernel="nope", target="emu")
+
+
+def test_explain_command(tmp_path, capsys, plans, src):
+    path = src
+    dbp = tmp_path / "t.jsonl"
+    db.write(dbp, _fake_db(plans))
+    assert main(["explain", str(path), "--family", "fam", "--shape", "16x256x512,20x300x500", "--tuning", str(dbp)]) == 0
+    out = capsys.readouterr().out
+    assert "16x256x512: fam_" in out and "was tuned" in out and "nearest tuned shape" in out
+    assert main(["explain", str(path), "--family", "fam", "--shape", "12x9"]) == 2
+    assert "expected MxNxK" in capsys.readouterr().err
+
+
+def test_parse_shape_and_database_errors(tmp_path):
+    assert parse_shape("1x2x3", ("M", "N", "K")) == (1, 2, 3)
+    assert parse_shape("4x5x6", ("M", "N", "K", "batch"), {"batch": 1}) == (4, 5, 6, 1)
+    for bad in ("1x2", "1x2x3x4", "ax2x3", "-1x2x3"):
+        with pytest.raises(CkgenError):
+            parse_shape(bad, ("M", "N", "K"))
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"arch": "gfx942"}\n')
+    with pytest.raises(CkgenError, match="bad.jsonl:1: a tuning record lacks"):
+        db.read(p)
+    p.write_text("not json\n")
+    with pytest.raises(CkgenError, match="bad.jsonl:1: not a JSON object"):
+        db.read(p)
+    assert db.read(tmp_path / "missing.jsonl") == []
+
+
+def test_table_without_members_is_an_error(plans):
+    with pytest.raises(CkgenError, match="no family named 'x'"):
+        tables(plans, [], "x")
+    t = Table("t", "f", "gemm", "gfx942", {}, ("M", "N", "K"), (), (Tuned((1, 1, 1), ()),))
+    assert t.to_json()["tuned"][0]["sizes"] == [1, 1, 1]
+
+
+def test_compile_with_tuning_builds_the_dispatcher_into_the_amd_library(tmp_path, capsys, plans, src):
+    """ckgen compile --tuning (gfx942): the dispatcher is in the library (its choice runs without a GPU), the
+    header declares it, the manifest lists it."""
+    import json
+
+    if shutil.which("clang++-19") is None:
+        pytest.skip("clang++-19 is not installed")
+    dbp = tmp_path / "t.jsonl"
+    db.write(dbp, _fake_db(plans, seed=2))
+    out = tmp_path / "out"
+    assert main(["compile", str(src), "--arch", "gfx942", "-o", str(out), "--tuning", str(dbp), "-j", "2"]) == 0
+    assert "dispatcher ckgen_fam: 4 kernel(s), 4 tuned shape(s) on gfx942" in capsys.readouterr().out
+    header = (out / "fam.h").read_text()
+    assert "int ckgen_fam(const void* A, const void* B, void* C, const void* bias, int64_t M" in header
+    assert "size_t ckgen_fam_workspace_bytes(int64_t M, int64_t N, int64_t K);" in header
+    manifest = json.loads((out / "manifest.json").read_text())
+    (d,) = manifest["dispatchers"]
+    assert d["symbol"] == "ckgen_fam" and d["tuned_shapes"] == 4 and len(d["members"]) == 4
+    assert manifest["schema_version"] == 3
+    lib = ctypes.CDLL(str(out / "libfam.so"))
+    lib.ckgen_fam_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    (t,) = tables(plans, db.read(dbp))
+    assert all(lib.ckgen_fam_choice(*s, 1) == choose(t, s).index for s in [(16, 256, 512), (3, 3, 3), (999, 77, 5)])

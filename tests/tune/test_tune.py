@@ -1,0 +1,128 @@
+"""``ckgen tune`` on the emulator (its mechanics: the same code runs on a GPU with --target sm_90): every member
+checked against float64 before it is timed, one worker process per device, the database written atomically per
+shape and resumed after an interruption, shape lists inline or from a file, clear errors."""
+
+from __future__ import annotations
+
+import io
+import shutil
+
+import pytest
+
+from ckgen.cli import main
+from ckgen.dispatch import db
+from ckgen.errors import CkgenError
+from ckgen.runtime import emu
+from ckgen.tune import runner, shapes
+from ckgen.tune.measure import Job, Task, Worker
+
+pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+
+SRC = """
+target gfx942
+family tf {
+  A = f16 row  B = f16 col  C = f16 row
+  tile in [16x32x32]  waves = 1x2
+  schedule in [tile, splitk]
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    """One path for the module: the path is in the generated sources, so the kernels build once."""
+    p = tmp_path_factory.mktemp("tune") / "tf.ck"
+    p.write_text(SRC)
+    return p
+
+
+def test_tune_two_workers_then_resume(family, tmp_path):
+    dbp = tmp_path / "db.jsonl"
+    out = io.StringIO()
+    s = runner.run(family, "tf", "emu", "gfx942", [(16, 64, 128), (5, 40, 300), (33, 17, 64)], dbp, reps=2,
+                   inner=1, warmup=0, seed=0, devices=2, out=out)
+    assert s.shapes == 3 and s.records == 6 and s.skipped == 0
+    recs = db.read(dbp)
+    assert len(recs) == 6 and all(r.data["status"] == "ok" and r.data["time_us"] > 0 for r in recs)
+    assert {r.data["device_index"] for r in recs} <= {0, 1}
+    r = recs[0].data
+    assert r["device"] == "emu (gfx942)" and r["ckgen"] and r["rel_err"] <= r["tolerance"]
+    assert "f16 row x f16 col -> f16 row" in r["summary"] and r["signature"]["gemm"]["a"]["dtype"] == "f16"
+    text = out.getvalue()
+    assert "[3/3]" in text and "rel. err" in text
+    # an interrupted run: one shape's records lost; the next run measures that shape only
+    db.write(dbp, [x for x in recs if x.data["shape"] != {"M": 5, "N": 40, "K": 300}])
+    out = io.StringIO()
+    s = runner.run(family, "tf", "emu", "gfx942", [(16, 64, 128), (5, 40, 300), (33, 17, 64)], dbp, reps=1,
+                   inner=1, warmup=0, seed=0, devices=1, out=out)
+    assert (s.shapes, s.skipped, len(db.read(dbp))) == (1, 2, 6)
+
+
+def test_numerics_are_checked_before_timing(family, monkeypatch):
+    from ckgen.ops.gemm import GemmOp
+
+    monkeypatch.setattr(GemmOp, "tolerance", lambda self, plan, out: -1.0)  # nothing can pass
+    w = Worker(Job(str(family), "tf", "emu", "gfx942", reps=1, inner=1, warmup=0, seed=0), 0)
+    recs = w.run(Task((9, 40, 70), tuple(w.plans)))
+    assert [r["status"] for r in recs] == ["numerics", "numerics"]
+    assert all(r["time_us"] is None and r["reps"] == 0 and "over the tolerance" in r["error"] for r in recs)
+
+
+def test_cli_tune_with_a_shape_file(family, tmp_path, capsys):
+    sf = tmp_path / "shapes.txt"
+    sf.write_text("# decode\n1x64x128   # M = 1\n\n16x64x128\n")
+    dbp = tmp_path / "cli.jsonl"
+    assert main(["tune", str(family), "--family", "tf", "--shapes-file", str(sf), "--db", str(dbp), "--reps", "1"]) == 0
+    assert "2 shape(s) measured" in capsys.readouterr().out and len(db.read(dbp)) == 4
+    assert main(["tune", str(family), "--family", "tf", "--shapes", "16x64x128", "--db", str(dbp)]) == 0
+    assert "1 already recorded" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,match", [
+    (["--shapes", "1x2"], "expected MxNxK"),
+    (["--shapes", ""], "no shapes given"),
+    ([], "--shapes or --shapes-file"),
+    (["--shapes", "1x2x3", "--reps", "0"], "--reps 0"),
+    (["--shapes", "1x2x3", "--target", "sm_99"], "neither a backend nor a known arch"),
+])
+def test_cli_tune_errors(family, tmp_path, capsys, args, match):
+    rc = main(["tune", str(family), "--family", "tf", "--db", str(tmp_path / "x.jsonl"), *args])
+    assert rc == 2 and match in capsys.readouterr().err
+
+
+def test_shape_file_errors(tmp_path):
+    p = tmp_path / "s.txt"
+    p.write_text("1x2x3\n4x5\n")
+    with pytest.raises(CkgenError, match="s.txt:2: shape '4x5'"):
+        shapes.read_file(p, ("M", "N", "K"), {})
+    assert shapes.parse_list("1x2x3, 1x2x3,4x5x6", ("M", "N", "K"), {}) == [(1, 2, 3), (4, 5, 6)]
+
+
+@pytest.mark.parametrize("body", [
+    "A = bf16 row B = bf16 col C = bf16 row beta = 0.5 epilogue = bias(col) -> gelu",
+    "A = f16 col B = f16 row C = f32 col epilogue = bias(row) -> silu",
+    "A = i8 row B = i8 col C = i8 row",
+])
+def test_gpu_inputs_and_reference_agree_with_numpy(body):
+    """What tune uses on a GPU (device tensors laid out by the ABI, the float64 reference on the device), run on
+    the CPU here: the same values as the numpy reference of the same inputs."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from ckgen.frontend import load_text
+    from ckgen.lower import plan_kernel
+    from ckgen.ops import get_op
+    from ckgen.tune.measure import to_host, torch_inputs
+
+    (spec,) = load_text(f"kernel k {{ {body} tile = 64x64x32 waves = 2x2 }}", "k.ck", ("gfx942",))
+    plan = plan_kernel(spec, "gfx942")
+    sizes = {"M": 33, "N": 20, "K": 47}
+    arrays = torch_inputs(plan, sizes, seed=1, device="cpu")
+    assert arrays["A"].shape == (33, 47) and arrays["B"].shape == (47, 20)
+    assert (arrays["A"].stride(1) == 1) == (plan.spec.params.gemm.a.layout.value == "row")
+    op = get_op("gemm")
+    got = op.reference_torch(plan, arrays, sizes)["C"].numpy()
+    host = {k: (to_host(v) if v is not None else None) for k, v in arrays.items()}
+    want = op.reference(plan, host, sizes)["C"]
+    assert got.dtype == np.float64 and np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert isinstance(torch.zeros(1), torch.Tensor)
