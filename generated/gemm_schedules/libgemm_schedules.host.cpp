@@ -8,6 +8,13 @@
 
 static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
 static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
+// a tensor argument moved by `elems` elements of `bytes` bytes (NULL stays NULL): a sub-problem's operand
+static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<const void*>(static_cast<const char*>(p) + elems * bytes) : p;
+}
+static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
+  return p ? static_cast<void*>(static_cast<char*>(p) + elems * bytes) : p;
+}
 static inline int64_t ckgen_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t ckgen_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -41,7 +48,16 @@ CKGEN_API int ckgen_splitk_bf16(const void* A, const void* B, void* C, const voi
   const int64_t workers_v = (int64_t)0;
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)splits_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = (int64_t)splits_v;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_splitk_bf16(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, workspace, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
@@ -85,7 +101,7 @@ CKGEN_API int ckgen_streamk_bf16(const void* A, const void* B, void* C, const vo
   const int64_t workers_v = ckgen_min64((int64_t)304, ((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32))));
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((int64_t)2 * (int64_t)workers_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = (int64_t)workers_v, grid_y_ = 1, grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
@@ -129,7 +145,16 @@ CKGEN_API int ckgen_linear_bf16_tile16x64x64(const void* A, const void* B, void*
   const int64_t workers_v = (int64_t)0;
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)splits_v) * (int64_t)4096)) > 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 16), grid_z_ = (int64_t)splits_v;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 16;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_linear_bf16_tile16x64x64(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, workspace, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
@@ -158,7 +183,16 @@ CKGEN_API int ckgen_linear_bf16_tile128x128x32(const void* A, const void* B, voi
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
-  if (grid_x_ > INT32_MAX || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
+    const int64_t step_ = 65535LL * 128;
+    for (int64_t off_ = 0; off_ < M; off_ += step_) {
+      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
+      const int status_ = ckgen_linear_bf16_tile128x128x32(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
   const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
   ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);

@@ -73,7 +73,7 @@ def test_a_huge_family_is_refused_before_expansion():
     assert time.perf_counter() - t0 < 2.0
     msg = ei.value.render()
     assert "expands to 16,777,216 kernels, over the limit of 10,000" in msg
-    assert "16 tile x 16 waves x 16 vec_a" in msg and "huge.ck:1:8" in msg
+    assert "tile: 16, waves: 16, vec_a: 16" in msg and "huge.ck:1:8" in msg
 
 
 def test_the_limit_itself_is_legal():
