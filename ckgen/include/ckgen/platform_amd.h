@@ -126,7 +126,16 @@ CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
 // 2^x and log2(x): the bare v_exp_f32 / v_log_f32 (about 1 ulp; denormal results flush to 0; exp2(-inf) = 0).
+// Older compilers (hiprtc of ROCm 5.2) lack these builtins; their generic exp2 / log2 lower to the same ops.
+#if __has_builtin(__builtin_amdgcn_exp2f)
 CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }
+#else
+CKGEN_DEVICE float exp2_f32(float x) { return __builtin_exp2f(x); }
+#endif
+#if __has_builtin(__builtin_amdgcn_logf)
 CKGEN_DEVICE float log2_f32(float x) { return __builtin_amdgcn_logf(x); }
+#else
+CKGEN_DEVICE float log2_f32(float x) { return __builtin_log2f(x); }
+#endif
 
 }  // namespace ckgen
