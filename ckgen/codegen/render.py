@@ -67,6 +67,11 @@ def _bound(names: tuple[str, ...]) -> str:
     return "0" if not names else f"ckgen_at_least_1({' * '.join(names)})"
 
 
+def _literal(a, x: float) -> str:
+    """A C literal of a scalar bound: an integer for i32 scalars, a float (``1e-30f``) otherwise."""
+    return str(int(x)) if a.is_int_scalar else f"{float(x)!r}f"
+
+
 def _grid(g) -> str:
     if g.size is None:
         return "1"
@@ -80,7 +85,10 @@ def launcher_view(plan: KernelPlan) -> dict:
         "sizes": [a.name for a in abi.sizes],
         "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
         "stride_checks": [(a.name, _bound(a.at_least)) for a in abi.of(ArgKind.STRIDE)],
-        "empty_if": list(abi.empty_if), "grid": [_grid(g) for g in launch.grid],
+        "scalar_bounds": [(a.name, _literal(a, a.bounds[0]), _literal(a, a.bounds[1]))
+                          for a in abi.of(ArgKind.SCALAR) if a.bounds is not None],
+        "empty_if": list(abi.empty_if), "divides": [list(p) for p in abi.divides],
+        "grid": [_grid(g) for g in launch.grid],
         "locals": [(a.device_ctype, a.name) for a in abi.args],
         "device_args": [f"{a.name}_" for a in abi.args], "threads": launch.threads,
         "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch,

@@ -31,7 +31,9 @@ Backends (the interface the emu, hip and cuda runtimes implement)
     - ``new_output(shape, np_dtype, order, like) -> object``: an output array, its dims laid out in memory
       in ``order`` (outermost first), poisoned where the backend can;
     - ``launch(handle, call: Call) -> None``: run the kernel with ``call.values`` (one per ABI argument);
-      raise RuntimeFailure (EmulationFault for emulator faults) on error.
+      raise RuntimeFailure (EmulationFault for emulator faults) on error;
+    - ``to_host(obj) -> numpy array``: a host copy of a (small) array the binding must read, e.g. an offsets
+      tensor (default: ``np.asarray``; device backends copy, which synchronizes).
 """
 
 from __future__ import annotations
@@ -78,12 +80,15 @@ class Backend(ABC):
     @abstractmethod
     def launch(self, handle: Any, call: Call) -> None: ...
 
+    def to_host(self, obj: Any) -> np.ndarray:
+        return np.asarray(obj)
+
 
 def host_argtypes(abi: Abi) -> list:
     """ctypes argument types of a host entry ``ckgen_<kernel>`` (then ``void* stream``)."""
     kinds = {ArgKind.TENSOR: ctypes.c_void_p, ArgKind.SIZE: ctypes.c_int64, ArgKind.STRIDE: ctypes.c_int64,
              ArgKind.SCALAR: ctypes.c_float}
-    return [kinds[a.kind] for a in abi.args] + [ctypes.c_void_p]
+    return [ctypes.c_int32 if a.is_int_scalar else kinds[a.kind] for a in abi.args] + [ctypes.c_void_p]
 
 
 def new_host_output(shape: tuple[int, ...], np_dtype: np.dtype, order: list[int]) -> np.ndarray:

@@ -486,7 +486,8 @@ class HipKernel:
         caller has checked; the grid is the plan's, at ``sizes``."""
         if any(sizes[s] == 0 for s in self.plan.abi.empty_if):
             return
-        args = [_DEVICE_CTYPES[a.kind.value](v) for a, v in zip(self.plan.abi.args, values, strict=True)]
+        args = [(ctypes.c_int if a.is_int_scalar else _DEVICE_CTYPES[a.kind.value])(v)
+                for a, v in zip(self.plan.abi.args, values, strict=True)]
         self.module.launch(self.name, self.plan.launch.grid_counts(sizes), self.plan.threads, args, stream=stream,
                            lds_bytes=self.plan.launch.lds_bytes)
 
@@ -578,6 +579,15 @@ class HipBackend(_backend_base()):
 
             return ArrayInfo(obj.shape, obj.dtype.str, tuple(s // obj.itemsize for s in obj.strides), 0)
         return _array_info(obj, what)
+
+    def to_host(self, obj: Any) -> Any:
+        """numpy arrays as they are; device arrays are not read back here (pass the sizes they would give)."""
+        import numpy as np
+
+        if isinstance(obj, np.ndarray):
+            return obj
+        raise HipArgumentError("the hip target does not read device arrays back to derive sizes",
+                               hint="pass the size explicitly (NAME=value) or a numpy array")
 
     def new_output(self, shape: tuple[int, ...], np_dtype: Any, order: list[int], like: Any) -> Any:
         import numpy as np

@@ -107,6 +107,20 @@ struct Mask {
     return n1 > sk || (right && n1 - 1 - static_cast<long long>(r0) - off > wr) ||
            (left && n0 - static_cast<long long>(r1 - 1) - off < -wl);
   }
+  // Keys [row_lo(i), row_hi(i)) are those row i sees, clamped to [0, sk] (empty when hi <= lo): visible(i, j)
+  // == (row_lo(i) <= j && j < row_hi(i)) for every j >= 0. 32-bit bounds per row replace the 64-bit test per
+  // element; rows of one workgroup see the tile [n0, n1) whole iff n0 >= row_lo(r1 - 1) && n1 <= row_hi(r0)
+  // (the same as !partial(r0, r1, n0, n1): both bounds grow with the row).
+  CKGEN_DEVICE int row_lo(int i) const {
+    if (!left) return 0;
+    const long long l = i + off - wl;
+    return static_cast<int>(l < 0 ? 0 : (l > sk ? sk : l));
+  }
+  CKGEN_DEVICE int row_hi(int i) const {
+    if (!right) return sk;
+    const long long h = i + off + wr + 1;
+    return static_cast<int>(h < 0 ? 0 : (h > sk ? sk : h));
+  }
 };
 
 template <int kMask>

@@ -124,6 +124,7 @@ struct Fwd {
     const int t_first = lo / kBN;
     const int nt = hi > lo ? (hi - 1) / kBN - t_first + 1 : 0;
     const int t_last = t_first + nt - 1;
+    const int tile_lo = mask.row_lo(r1 - 1), tile_hi = mask.row_hi(m0);  // every row sees [tile_lo, tile_hi)
     const float sl2 = p.scale * attn::kLog2e;
     const int wrow = warp * kRW;  // the warp's first row in the tile
 
@@ -236,19 +237,23 @@ struct Fwd {
           }
         }
 
-        // ---- mask: only tiles with a hidden (query, key) pair
+        // ---- mask: only tiles with a hidden (query, key) pair; per row the keys [lo, hi) it sees
         const int n0 = t * kBN;
-        if (mask.partial(m0, r1, n0, n0 + kBN)) {
+        if (n0 < tile_lo || n0 + kBN > tile_hi) {
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-            for (int nb = 0; nb < kNB; ++nb)
+            for (int h = 0; h < 2; ++h) {
+              const int row = m0 + wrow + mb * 16 + g + 8 * h;
+              const int lo = mask.row_lo(row) - n0 - 2 * t4, hi = mask.row_hi(row) - n0 - 2 * t4;
 #pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int row = m0 + wrow + mb * 16 + g + 8 * (e >> 1);
-                const int col = n0 + nb * 8 + 2 * t4 + (e & 1);
-                if (!mask.visible(row, col)) s[mb][nb].r[e] = attn::kNegInf;
-              }
+              for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                  const int col = nb * 8 + e;
+                  if (col < lo || col >= hi) s[mb][nb].r[2 * h + e] = attn::kNegInf;
+                }
+            }
         }
 
         // ---- online softmax; P as A fragments
