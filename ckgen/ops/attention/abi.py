@@ -60,7 +60,7 @@ def abi(spec: KernelSpec) -> Abi:
     for side in ("q", "k"):
         args.append(Arg(f"cu_seqlens_{side}", T, dtype=DType.I32, dims=("batch+1",), strides=(1,), unused=not varlen,
                         offsets_of=f"total_{side}" if varlen else None,
-                        doc=f"int32 [batch + 1]: sequence b has tokens cu[b]..cu[b+1]-1" if varlen
+                        doc="int32 [batch + 1]: sequence b has tokens cu[b]..cu[b+1]-1" if varlen
                         else "unused: pass NULL (varlen = false)"))
     longest = " (varlen: the longest sequence; derived from cu_seqlens_{} when not given)"
     args += [
