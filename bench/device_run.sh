@@ -9,6 +9,9 @@
 #   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm)
+#   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
+#             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
+#   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
@@ -43,6 +46,17 @@ for STAGE in "$@"; do
     bmm)
       timeout 200 python3 bench/bmm.py --json "$OUT/bmm.json" > "$OUT/bmm.txt" 2>&1
       echo "bmm rc $?"; tail -6 "$OUT/bmm.txt" ;;
+    attention)
+      timeout 200 $PYTEST tests/runtime/test_nvidia_attention.py > "$OUT/pytest_attention.txt" 2>&1
+      echo "pytest attention rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_attention.txt" | tail -8
+      python3 -m ckgen run bench/attention_nv.ck --kernel bf16_d128_causal_m128w4n64s2q --target sm_90 \
+        --size batch=2,heads=8,heads_kv=2,seqlen_q=333,seqlen_k=1000 2>&1 | tee -a "$OUT/ckgen_run.txt"
+      timeout 330 python3 bench/attention.py --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+      echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -11 "$OUT/attention.txt" ;;
+    attention-memcheck)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_attention.py -k "odd or varlen or q1k1 or k0" > "$OUT/memcheck_attention.txt" 2>&1
+      echo "memcheck attention rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention.txt" | tail -3 ;;
     *) echo "unknown stage $STAGE" ;;
   esac
 done

@@ -1,8 +1,9 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
-the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck and of tests/runtime/test_nvidia_cuda.py (its SPEC text).
+the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck and of the GPU tests
+tests/runtime/test_nvidia_cuda.py and tests/runtime/test_nvidia_attention.py (their SPEC texts).
 
-  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2]
+  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
 
 from __future__ import annotations
@@ -23,18 +24,22 @@ def main() -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--only", help="only kernels whose name matches this regex")
     args = ap.parse_args()
-    test_src = (ROOT / "tests/runtime/test_nvidia_cuda.py").read_text()
-    spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
     jobs = []
     from ckgen.frontend import load_file, load_text
 
-    for s in load_text(spec_text):
-        jobs.append((spec_text, s.name))
+    for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_attention.py"):
+        test_src = (ROOT / test).read_text()
+        spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
+        for s in load_text(spec_text):
+            jobs.append((spec_text, s.name))
     os.chdir(ROOT)
-    for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck"):  # relative, as the benchmarks pass them (the path is
-        for s in load_file(bench):                         # part of the generated sources)
+    for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck"):  # relative, as the benchmarks
+        for s in load_file(bench):                                               # pass them (part of the sources)
             jobs.append((bench, s.name))
+    if args.only:
+        jobs = [j for j in jobs if re.search(args.only, j[1])]
 
     def one(job):
         src, name = job
