@@ -46,6 +46,7 @@ class AttentionOp(Op):
         a, b = plan.spec.params.attn, plan.body
         mask = a.mask + (f" [{a.window[0]}, {a.window[1]}]" if a.mask == "window" else "")
         q = ", Q in registers" if b.q_in_regs else ", Q in shared memory"
+        q += ", one barrier per K/V tile" if b.kv_barriers == 1 else ""
         return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}; tile "
                 f"{b.block_m}x{b.block_n}, waves {b.waves}, lds_buffers {b.lds_buffers}{q}, instr {b.instr.shape_text}")
 
@@ -65,7 +66,7 @@ class AttentionOp(Op):
                      ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
         else:
             ints += [("kWarps", b.waves), ("kWaveSize", t.wave_size), ("kThreads", plan.threads),
-                     ("kStages", b.lds_buffers), ("kLdsBytes", b.lds_bytes)]
+                     ("kStages", b.lds_buffers), ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))

@@ -21,6 +21,7 @@ class Body:
     q_in_regs: tuple[bool, ...]       # legal Q placements
     rows_per_wave: tuple[int, ...]    # legal queries per wave, as multiples of the instruction's query extent
     waves_per_eu: bool                # whether the body takes an occupancy hint (kWavesPerEu)
+    kv_barriers: tuple[int, ...]      # legal barriers per K/V tile
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class AttentionPlan:
     lds_buffers: int                  # K/V tiles in flight (AMD LDS buffers; NVIDIA cp.async stages)
     q_in_regs: bool
     waves_per_eu: int                 # AMD occupancy hint (1: none)
+    kv_barriers: int                  # NVIDIA: barriers per K/V tile (2: K and V separate cp.async groups)
     vec: int                          # elements per global vector access of K / V (AMD)
     lds_k_stride: int                 # AMD: elements between key rows of the LDS K tile (0 on NVIDIA: swizzled)
     lds_v_stride: int                 # AMD: elements between d rows of the LDS V^T tile
@@ -69,7 +71,8 @@ class AttentionPlan:
         return {"header": self.body.header, "impl": self.body.impl,
                 "instruction": {"mnemonic": i.mnemonic, "builtin": i.builtin, "shape": list(i.shape)},
                 "tile": [self.block_m, self.block_n], "waves": self.waves, "lds_buffers": self.lds_buffers,
-                "q_in_regs": self.q_in_regs, "waves_per_eu": self.waves_per_eu, "vec": self.vec,
+                "q_in_regs": self.q_in_regs, "waves_per_eu": self.waves_per_eu,
+                "kv_barriers": self.kv_barriers, "vec": self.vec,
                 "lds_k_stride": self.lds_k_stride, "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
                 "mma_per_tile": self.mma_per_tile, "registers_estimate": self.registers.to_json(),
                 "planned": list(self.planned)}

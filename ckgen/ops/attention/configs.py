@@ -32,6 +32,7 @@ class KnownGood:
     q_in_regs: bool
     instr_m: int
     waves_per_eu: int = 1
+    kv_barriers: int = 2
 
 
 #: (platform, head_dim) -> configuration

@@ -26,9 +26,9 @@ VECTOR_BYTES = 16             # AMD: widest global access per lane
 #: the device body per target platform
 BODIES = {
     "amd": Body("attention_fwd_amd.h", "ckgen::attention_fwd_amd", lds_buffers=(1, 2), q_in_regs=(True,),
-                rows_per_wave=(1, 2, 4), waves_per_eu=True),
+                rows_per_wave=(1, 2, 4), waves_per_eu=True, kv_barriers=()),
     "cuda": Body("attention_fwd_nv.h", "ckgen::attention_fwd_nv", lds_buffers=(1, 2, 3, 4), q_in_regs=(True, False),
-                 rows_per_wave=(1, 2), waves_per_eu=False),
+                 rows_per_wave=(1, 2), waves_per_eu=False, kv_barriers=(2, 1)),
 }
 
 
@@ -43,6 +43,7 @@ class AttentionDraft(Draft):
     lds_buffers: int = 0
     q_in_regs: bool = True
     waves_per_eu: int = 1
+    kv_barriers: int = 0
     vec: int = 1
     lds_k_stride: int = 0
     lds_v_stride: int = 0
@@ -201,6 +202,18 @@ def plan_pipeline(d: AttentionDraft) -> None:
                      "unsupported K/V pipeline depth for this target's body")
     else:
         d.lds_buffers = cfg.lds_buffers
+    if cfg.kv_barriers is None:
+        d.planned.append("kv_barriers")
+        d.kv_barriers = kg.kv_barriers if body.kv_barriers else 0
+    elif cfg.kv_barriers not in body.kv_barriers:
+        raise d.fail("kv_barriers", cfg.kv_barriers, " or ".join(map(str, body.kv_barriers)) or "(leave it out)",
+                     "this target's body has its own K/V synchronization" if not body.kv_barriers else
+                     "unsupported barriers per K/V tile")
+    else:
+        d.kv_barriers = cfg.kv_barriers
+    if d.kv_barriers == 1 and d.lds_buffers < 2:
+        raise d.refuse("lds_buffers", d.lds_buffers, ">= 2 with kv_barriers = 1",
+                       "one barrier per K/V tile needs a second stage to copy into")
 
 
 def _lds_layout(d: AttentionDraft, buffers: int) -> int:
@@ -234,7 +247,8 @@ def plan_lds(d: AttentionDraft) -> None:
 def estimate_registers(d: AttentionDraft) -> None:
     """Long-lived 32-bit registers per lane. AMD: O^T and S^T accumulators, P^T, Q^T and read-ahead operands, the
     next tile's global loads, 32 of state, against 512 / waves_per_eu. NVIDIA: O, S, P, Q (when in registers)
-    and the ldmatrix offsets against 255 (calibrated with ptxas: FlashAttention-2's d128 shape, 248, fits)."""
+    and the three ldmatrix lane offsets against 255 (calibrated with ptxas -v: the estimates of the configurations
+    that compile without spills are at most 227, d64 128x128 with Q in shared memory, 259, spills a little)."""
     (bm, bn), hd, i, t = d.tile, d.a.head_dim, d.instr, d.target
     rows = bm // d.waves
     if d.amd:
@@ -250,7 +264,7 @@ def estimate_registers(d: AttentionDraft) -> None:
         mb = rows // 16
         acc = mb * (hd // 8) * 4
         scores = mb * (bn // 8) * 4 + mb * (bn // 16) * 4
-        frags = (mb * (hd // 16) * 4 if d.q_in_regs else 0) + 3 * hd // 16
+        frags = (mb * (hd // 16) * 4 if d.q_in_regs else 0) + 3
         est = RegisterEstimate(acc, scores, frags, 0, t.vgprs)
         d.mma_per_tile = 2 * mb * (bn // 8) * (hd // 16)
     if est.total > est.budget:
@@ -270,7 +284,7 @@ PASSES = (
     plan_waves,           # waves: written, or the table's (or the first that splits the tile)
     check_workgroup,      # waves x wave size within the workgroup limit
     check_tile,           # queries per wave, keys per tile and head dim in whole instructions
-    plan_pipeline,        # Q placement, occupancy hint, K/V pipeline depth
+    plan_pipeline,        # Q placement, occupancy hint, K/V pipeline depth and barriers
     plan_lds,             # LDS layout and bytes against the target (a planned depth shrinks to fit)
     estimate_registers,   # register budget
 )
@@ -282,7 +296,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
         raise TypeError("the attention planner takes attention specs")
     d = run_passes(PASSES, AttentionDraft(spec, target))
     body = AttentionPlan(body=d.body, instr=d.instr, block_m=d.tile[0], block_n=d.tile[1], waves=d.waves,
-                         lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu, vec=d.vec,
+                         lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
+                         kv_barriers=d.kv_barriers, vec=d.vec,
                          lds_k_stride=d.lds_k_stride, lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes,
                          mma_per_tile=d.mma_per_tile, registers=d.registers, planned=tuple(d.planned))
     threads = d.waves * target.wave_size

@@ -38,6 +38,8 @@ KEYS = (
         default_text="planned per target"),
     Key("waves_per_eu", "AMD: at least this many waves per SIMD (1..8; 2 caps a wave at 256 registers)",
         default_text="planned per target"),
+    Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 (K and V copied as separate groups) or 1 (one group, "
+        "lds_buffers >= 2)", default_text="planned per target"),
 )
 
 
@@ -75,6 +77,7 @@ class AttentionConfig:
     q_in_regs: bool | None = None
     instr: tuple[int, int, int] | None = None
     waves_per_eu: int | None = None
+    kv_barriers: int | None = None
 
     def __post_init__(self) -> None:
         if self.tile is not None and len(self.tile) != 2:
@@ -85,7 +88,7 @@ class AttentionConfig:
     def to_json(self) -> dict:
         return {"tile": list(self.tile) if self.tile else None, "waves": self.waves, "lds_buffers": self.lds_buffers,
                 "q_in_regs": self.q_in_regs, "instr": list(self.instr) if self.instr else None,
-                "waves_per_eu": self.waves_per_eu}
+                "waves_per_eu": self.waves_per_eu, "kv_barriers": self.kv_barriers}
 
 
 @dataclass(frozen=True)
@@ -131,5 +134,6 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> AttentionParams:
         q_in_regs=V.boolean(v["q_in_regs"], "q_in_regs") if "q_in_regs" in v else None,
         instr=instr,
         waves_per_eu=V.integer(v["waves_per_eu"], "waves_per_eu", 1, 8) if "waves_per_eu" in v else None,
+        kv_barriers=V.integer(v["kv_barriers"], "kv_barriers", 1, 2) if "kv_barriers" in v else None,
     )
     return AttentionParams(attn, cfg)

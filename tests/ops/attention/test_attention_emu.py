@@ -45,6 +45,10 @@ kernel n_bf16_d64_causal_n128 { op = attention  dtype = bf16  head_dim = 64  mas
 kernel n_bf16_d256_causal { op = attention  dtype = bf16  head_dim = 256  mask = causal  arch = sm_90 }
 kernel n_f16_d128_s3_varlen_causal { op = attention  dtype = f16  head_dim = 128  mask = causal  varlen = true
   tile = 64x64  waves = 4  lds_buffers = 3  q_in_regs = true  arch = sm_90 }
+kernel n_bf16_d128_causal_1b { op = attention  dtype = bf16  head_dim = 128  mask = causal  kv_barriers = 1
+  arch = sm_90 }
+kernel n_f16_d64_window_varlen_1b_s3 { op = attention  dtype = f16  head_dim = 64  mask = window  varlen = true
+  kv_barriers = 1  lds_buffers = 3  arch = sm_90 }
 """
 
 S = Scenario
@@ -80,6 +84,12 @@ SCENARIOS: dict[str, list[Scenario]] = {
     "n_bf16_d256_causal": [S((129,), (200,)), S((70,), (17,), layout="bhsd", heads=1, heads_kv=1)],
     "n_f16_d128_s3_varlen_causal": [
         S((17, 0, 129, 1), (129, 5, 17, 1), heads=4, heads_kv=2), S((300, 64), (64, 300), layout="bshd_pad")],
+    "n_bf16_d128_causal_1b": [
+        S((129,), (300,), heads=4, heads_kv=2), S((300,), (129,), layout="bhsd"), S((17,), (17,), layout="bshd_odd"),
+        S((1,), (1000,)), S((5,), (0,))],
+    "n_f16_d64_window_varlen_1b_s3": [
+        S((17, 0, 129, 1), (129, 5, 17, 1), heads=4, heads_kv=2, window=(20, 3)),
+        S((300, 64), (64, 300), window=(-1, 7), layout="bshd_odd")],
 }
 PARAMS = [(name, sc) for name, scs in SCENARIOS.items() for sc in scs]
 GROUPS = {"gfx942": "a_", "gfx950": "a950_", "sm_90": "n_"}
@@ -94,6 +104,12 @@ PLANTED = {
                    "barrier();                              // ... for every thread; every warp is done with K[j]", ""),
     "nv_wait": ("n_bf16_d128_causal", "attention_fwd_nv.h",
                 "nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed", "nv::cp_async_wait<2 * kStages - 1>();"),
+    "nv_joint_barrier": ("n_bf16_d128_causal_1b", "attention_fwd_nv.h",
+                         "barrier();                          // ... for every thread; every warp is done with tile j-1",
+                         ""),
+    "nv_joint_wait": ("n_bf16_d128_causal_1b", "attention_fwd_nv.h",
+                      "nv::cp_async_wait<kStages - 2>();  // K[j] and V[j]",
+                      "nv::cp_async_wait<kStages - 1>();  // K[j] and V[j]"),
 }
 
 

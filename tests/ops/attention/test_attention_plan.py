@@ -70,6 +70,8 @@ def test_written_values_are_kept_and_waves_follow_the_tile():
     assert (b.block_m, b.block_n, b.waves, b.q_in_regs) == (64, 128, 4, True) and "tile" not in b.planned
     b = kern("dtype = f16  head_dim = 128  tile = 64x32", "gfx942").body
     assert b.waves * b.instr.n <= 64 and 64 % (b.waves * b.instr.n) == 0
+    assert kern("dtype = f16  head_dim = 128", "sm_90").body.kv_barriers == 2
+    assert kern("dtype = f16  head_dim = 128  kv_barriers = 1", "sm_90").body.kv_barriers == 1
 
 
 # ------------------------------------------------------------------------------------------ refusals
@@ -88,6 +90,8 @@ def test_written_values_are_kept_and_waves_follow_the_tile():
     ("sm_90", "tile = 128x128  q_in_regs = false", "tile", "at most 255 registers"),
     ("gfx942", "tile = 128x256  lds_buffers = 2", "tile", "<= 65536 bytes"),
     ("gfx942", "tile = 512x32", "tile", "M and N in 16..256"),
+    ("gfx942", "kv_barriers = 1", "kv_barriers", "(leave it out)"),
+    ("sm_90", "kv_barriers = 1  lds_buffers = 1", "lds_buffers", ">= 2 with kv_barriers = 1"),
 ])
 def test_refusals_name_param_value_and_legal(arch, body, param, legal):
     e = refusal(f"dtype = bf16  head_dim = 128  {body}", arch)
