@@ -184,7 +184,8 @@ def plan_pipeline(d: AttentionDraft) -> None:
     else:
         d.q_in_regs = cfg.q_in_regs
     if cfg.waves_per_eu is None:
-        d.planned.append("waves_per_eu")
+        if body.waves_per_eu:
+            d.planned.append("waves_per_eu")
         d.waves_per_eu = kg.waves_per_eu if body.waves_per_eu else 1
     elif cfg.waves_per_eu != 1 and not body.waves_per_eu:
         raise d.fail("waves_per_eu", cfg.waves_per_eu, "1 (or leave it out)",
@@ -203,7 +204,8 @@ def plan_pipeline(d: AttentionDraft) -> None:
     else:
         d.lds_buffers = cfg.lds_buffers
     if cfg.kv_barriers is None:
-        d.planned.append("kv_barriers")
+        if body.kv_barriers:
+            d.planned.append("kv_barriers")
         d.kv_barriers = kg.kv_barriers if body.kv_barriers else 0
     elif cfg.kv_barriers not in body.kv_barriers:
         raise d.fail("kv_barriers", cfg.kv_barriers, " or ".join(map(str, body.kv_barriers)) or "(leave it out)",

@@ -29,11 +29,9 @@ kernel r1_bf16_d128_varlen_window { op = attention  dtype = bf16  head_dim = 128
 """
 NV = """
 kernel r1n_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask = causal  arch = [sm_90, sm_80] }
-kernel r1n_bf16_d64 { op = attention  dtype = bf16  head_dim = 64  arch = [sm_90] }
+kernel r1n_bf16_d64_1b { op = attention  dtype = bf16  head_dim = 64  kv_barriers = 1  arch = [sm_90] }
 kernel r1n_f16_d256_window_varlen { op = attention  dtype = f16  head_dim = 256  mask = window  varlen = true
   arch = [sm_90] }
-kernel r1n_f16_d128_s3_w8 { op = attention  dtype = f16  head_dim = 128  tile = 128x64  waves = 8
-  lds_buffers = 3  q_in_regs = true  arch = [sm_90] }
 """
 AMD_ARCHES = {"gfx90a": "clang++-19", "gfx942": "clang++-19", "gfx950": "clang++-22"}
 

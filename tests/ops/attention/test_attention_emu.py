@@ -100,16 +100,11 @@ DEVICE = Path(__file__).resolve().parents[3] / "ckgen" / "ops" / "attention" / "
 PLANTED = {
     "amd_barrier": ("a_f16_d128_none", "attention_fwd_amd.h",
                     "barrier();  // buffer cur^1 is complete; every wave is done reading buffer cur", ""),
-    "nv_barrier": ("n_bf16_d128_w8", "attention_fwd_nv.h",
-                   "barrier();                              // ... for every thread; every warp is done with K[j]", ""),
     "nv_wait": ("n_bf16_d128_causal", "attention_fwd_nv.h",
                 "nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed", "nv::cp_async_wait<2 * kStages - 1>();"),
     "nv_joint_barrier": ("n_bf16_d128_causal_1b", "attention_fwd_nv.h",
                          "barrier();                          // ... for every thread; every warp is done with tile j-1",
                          ""),
-    "nv_joint_wait": ("n_bf16_d128_causal_1b", "attention_fwd_nv.h",
-                      "nv::cp_async_wait<kStages - 2>();  // K[j] and V[j]",
-                      "nv::cp_async_wait<kStages - 1>();  // K[j] and V[j]"),
 }
 
 
