@@ -46,3 +46,9 @@ kernel bf16_d64_none_m64w4n128s2r_1b { op = attention  dtype = bf16  head_dim = 
   tile = 64x128  waves = 4  lds_buffers = 2  q_in_regs = true  kv_barriers = 1 }
 kernel bf16_d64_causal_m64w4n128s2r_1b { op = attention  dtype = bf16  head_dim = 64  mask = causal
   tile = 64x128  waves = 4  lds_buffers = 2  q_in_regs = true  kv_barriers = 1 }
+
+// d64 with three cp.async stages (64 KiB of shared memory: still two blocks per SM at 242 registers)
+kernel bf16_d64_none_m128w4n64s3r { op = attention  dtype = bf16  head_dim = 64  mask = none
+  tile = 128x64  waves = 4  lds_buffers = 3  q_in_regs = true }
+kernel bf16_d64_causal_m128w4n64s3r { op = attention  dtype = bf16  head_dim = 64  mask = causal
+  tile = 128x64  waves = 4  lds_buffers = 3  q_in_regs = true }
