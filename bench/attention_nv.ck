@@ -52,3 +52,13 @@ kernel bf16_d64_none_m128w4n64s3r { op = attention  dtype = bf16  head_dim = 64 
   tile = 128x64  waves = 4  lds_buffers = 3  q_in_regs = true }
 kernel bf16_d64_causal_m128w4n64s3r { op = attention  dtype = bf16  head_dim = 64  mask = causal
   tile = 128x64  waves = 4  lds_buffers = 3  q_in_regs = true }
+
+// d64 with FlashAttention-2's d64 shape: 128 queries x 128 keys, 4 warps, Q in shared memory (255 registers)
+kernel bf16_d64_none_m128w4n128s2q { op = attention  dtype = bf16  head_dim = 64  mask = none
+  tile = 128x128  waves = 4  lds_buffers = 2  q_in_regs = false }
+kernel bf16_d64_causal_m128w4n128s2q { op = attention  dtype = bf16  head_dim = 64  mask = causal
+  tile = 128x128  waves = 4  lds_buffers = 2  q_in_regs = false }
+kernel bf16_d64_none_m128w4n128s2q_1b { op = attention  dtype = bf16  head_dim = 64  mask = none
+  tile = 128x128  waves = 4  lds_buffers = 2  q_in_regs = false  kv_barriers = 1 }
+kernel bf16_d64_causal_m128w4n128s2q_1b { op = attention  dtype = bf16  head_dim = 64  mask = causal
+  tile = 128x128  waves = 4  lds_buffers = 2  q_in_regs = false  kv_barriers = 1 }

@@ -248,9 +248,10 @@ def plan_lds(d: AttentionDraft) -> None:
 
 def estimate_registers(d: AttentionDraft) -> None:
     """Long-lived 32-bit registers per lane. AMD: O^T and S^T accumulators, P^T, Q^T and read-ahead operands, the
-    next tile's global loads, 32 of state, against 512 / waves_per_eu. NVIDIA: O, S, P, Q (when in registers)
-    and the three ldmatrix lane offsets against 255 (calibrated with ptxas -v: the estimates of the configurations
-    that compile without spills are at most 227, d64 128x128 with Q in shared memory, 259, spills a little)."""
+    next tile's global loads, 32 of state, against 512 / waves_per_eu. NVIDIA: O, S, half of P (packed from S as S
+    dies), Q (when in registers) and the three ldmatrix lane offsets against 255, calibrated with ptxas -v (sm_90):
+    every configuration estimated at most 227 compiles without spills (d64 128x128 with Q in shared memory: 227,
+    255 registers), those estimated 259 and more spill (the same with Q in registers: 259)."""
     (bm, bn), hd, i, t = d.tile, d.a.head_dim, d.instr, d.target
     rows = bm // d.waves
     if d.amd:
@@ -265,7 +266,7 @@ def estimate_registers(d: AttentionDraft) -> None:
     else:
         mb = rows // 16
         acc = mb * (hd // 8) * 4
-        scores = mb * (bn // 8) * 4 + mb * (bn // 16) * 4
+        scores = mb * (bn // 8) * 4 + mb * (bn // 16) * 2  # S, and P where it outlives S (half: packed from it)
         frags = (mb * (hd // 16) * 4 if d.q_in_regs else 0) + 3
         est = RegisterEstimate(acc, scores, frags, 0, t.vgprs)
         d.mma_per_tile = 2 * mb * (bn // 8) * (hd // 16)

@@ -29,7 +29,8 @@ kernel r1_bf16_d128_varlen_window { op = attention  dtype = bf16  head_dim = 128
 """
 NV = """
 kernel r1n_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask = causal  arch = [sm_90, sm_80] }
-kernel r1n_bf16_d64_1b { op = attention  dtype = bf16  head_dim = 64  kv_barriers = 1  arch = [sm_90] }
+kernel r1n_bf16_d64_128x128_1b { op = attention  dtype = bf16  head_dim = 64  tile = 128x128  q_in_regs = false
+  kv_barriers = 1  arch = [sm_90] }
 kernel r1n_f16_d256_window_varlen { op = attention  dtype = f16  head_dim = 256  mask = window  varlen = true
   arch = [sm_90] }
 """

@@ -163,13 +163,44 @@ struct Fwd {
       const typename TileQ::template Loader<kVec, true> lq(qg, p.q_ss, 0, 0, tid);
       const typename TileKV::template Loader<kVec, true> lk(kg, p.k_ss, 0, 0, tid);
       const typename TileKV::template Loader<kVec, true> lv(vg, p.v_ss, 0, 0, tid);
+      // The 16-byte path of the K and V copies with little state (two pointers, one shared-memory offset, one
+      // line): every line is whole (the head dim), only keys past sk are zero-filled; a thread copies lines
+      // kv_r0 + it * kKvStep of chunk tid % kCPR, all with one swizzle. Other shapes: the generic Loader.
+      constexpr bool kLean = kVec && TileKV::kRegular && TileKV::kSameSwz && TileKV::kExact;
+      constexpr int kKvStep = TileKV::kRowStep;
+      const int kv_r0 = tid / TileKV::kCPR;
+      const uint32_t kv_soff = static_cast<uint32_t>(TileKV::offset(kv_r0, tid % TileKV::kCPR));
+      const T* k_src = kg + static_cast<long long>(kv_r0) * p.k_ss + (tid % TileKV::kCPR) * TileKV::kVE;
+      const T* v_src = vg + static_cast<long long>(kv_r0) * p.v_ss + (tid % TileKV::kCPR) * TileKV::kVE;
+      auto copy_lean = [&](uint32_t stage, const T* src0, long long ld, int n0) {
+        const T* src = src0 + static_cast<long long>(n0) * ld;
+#pragma unroll
+        for (int it = 0; it < TileKV::kIters; ++it) {
+          const int nb = n0 + kv_r0 + it * kKvStep < sk ? 16 : 0;
+          nv::cp_async16_zfill(stage + kv_soff + it * kKvStep * kRowBytes,
+                               nb > 0 ? static_cast<const void*>(src + static_cast<long long>(it * kKvStep) * ld)
+                                      : static_cast<const void*>(kg), nb);
+        }
+      };
       // Iteration j visits tile t_last - j; its K and V sit in stage j % kStages.
       auto load_k = [&](int j) {
-        if (j < nt) lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
+        if (j < nt) {
+          if constexpr (kLean) {
+            copy_lean(k_stage(j % kStages), k_src, p.k_ss, (t_last - j) * kBN);
+          } else {
+            lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
+          }
+        }
         if constexpr (!kJoint) nv::cp_async_commit();
       };
       auto load_v = [&](int j) {
-        if (j < nt) lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
+        if (j < nt) {
+          if constexpr (kLean) {
+            copy_lean(v_stage(j % kStages), v_src, p.v_ss, (t_last - j) * kBN);
+          } else {
+            lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
+          }
+        }
         nv::cp_async_commit();
       };
       lq.load(sq_addr, qg, m0, sq, kD, tid);
@@ -203,7 +234,7 @@ struct Fwd {
 
       u32x4_t qf[Cfg::kQInRegs ? kMB : 1][Cfg::kQInRegs ? kKS : 1];
       if constexpr (Cfg::kQInRegs) {
-        nv::cp_async_wait<kJoint ? kStages - 1 : 2 * kStages - 1>();  // the Q group
+        nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
         barrier();
 #pragma unroll
         for (int mb = 0; mb < kMB; ++mb)
