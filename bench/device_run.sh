@@ -13,6 +13,9 @@
 #             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
 #             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on bench/shapes/qwen2-7b.txt (never tuned)
 #   sched     issue 13's GPU tests only (tests/runtime/test_nvidia_schedules.py), then memcheck over them
+#   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
+#             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
+#   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
@@ -64,6 +67,17 @@ for STAGE in "$@"; do
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
         tests/runtime/test_nvidia_schedules.py -k "pad0 or missing" > "$OUT/memcheck_sched.txt" 2>&1
       echo "memcheck sched rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_sched.txt" | tail -3 ;;
+    attention)
+      timeout 200 $PYTEST tests/runtime/test_nvidia_attention.py > "$OUT/pytest_attention.txt" 2>&1
+      echo "pytest attention rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_attention.txt" | tail -8
+      python3 -m ckgen run bench/attention_nv.ck --kernel bf16_d128_causal_m128w4n64s2q --target sm_90 \
+        --size batch=2,heads=8,heads_kv=2,seqlen_q=333,seqlen_k=1000 2>&1 | tee -a "$OUT/ckgen_run.txt"
+      timeout 330 python3 bench/attention.py --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+      echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -11 "$OUT/attention.txt" ;;
+    attention-memcheck)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_attention.py -k "odd or q1k1 or k0 or 4seq or 3seq" > "$OUT/memcheck_attention.txt" 2>&1
+      echo "memcheck attention rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention.txt" | tail -3 ;;
     *) echo "unknown stage $STAGE" ;;
   esac
 done

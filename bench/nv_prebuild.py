@@ -1,12 +1,11 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
-the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck and of tests/runtime/test_nvidia_cuda.py and
-test_nvidia_schedules.py (their SPEC text), and
-for the dispatch stage the members of bench/dispatch_nv.ck one by one (what ckgen tune loads) and together
-(the object ckgen compile --tuning links its generated dispatcher with: only that small host file is compiled
-on the device).
+the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck and of the GPU tests
+tests/runtime/test_nvidia_{cuda,schedules,attention}.py (their SPEC texts), and for the dispatch stage the members of
+bench/dispatch_nv.ck together (the object ckgen compile --tuning links its generated dispatcher with: only that small
+host file is compiled on the device).
 
-  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only dispatch]
+  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
 
 from __future__ import annotations
@@ -27,25 +26,27 @@ def main() -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
-    ap.add_argument("--only", choices=("dispatch",), help="only issue 13's kernels (dispatch family, schedule tests)")
+    ap.add_argument("--only", help="only kernels whose name or source file matches this regex")
     args = ap.parse_args()
     jobs = []
     from ckgen.frontend import load_file, load_text
 
-    for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py"):
+    for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py",
+                 "tests/runtime/test_nvidia_attention.py"):
         test_src = (ROOT / test).read_text()
         spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
-        if args.only is None or "schedules" in test:
-            for s in load_text(spec_text):
-                jobs.append((spec_text, s.name))
+        for s in load_text(spec_text):
+            jobs.append((spec_text, s.name, test))
     os.chdir(ROOT)
-    benches = ("bench/dispatch_nv.ck",) if args.only else ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/dispatch_nv.ck")
-    for bench in benches:  # relative, as the benchmarks pass them (the path is part of the generated sources)
-        for s in load_file(bench):
-            jobs.append((bench, s.name))
+    for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck"):
+        for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
+            jobs.append((bench, s.name, bench))
+    if args.only:
+        jobs = [j for j in jobs if re.search(args.only, j[1]) or re.search(args.only, j[2])]
+    with_family = not args.only or re.search(args.only, "bench/dispatch_nv.ck")
 
     def one(job):
-        src, name = job
+        src, name, _ = job
         t0 = time.perf_counter()
         plan = plan_for(src, name, "nvidia", "sm_90")
         lib = build_cuda_library(plan.name, [plan])
@@ -60,11 +61,12 @@ def main() -> int:
         return "dispatch_nv (all members)", time.perf_counter() - t0, lib.library.stat().st_size
 
     with ThreadPoolExecutor(args.j) as ex:
-        fam = ex.submit(family)
+        fam = ex.submit(family) if with_family else None
         for name, dt, size in ex.map(one, jobs):
             print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
-        name, dt, size = fam.result()
-        print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
+        if fam is not None:
+            name, dt, size = fam.result()
+            print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
     return 0
 
 

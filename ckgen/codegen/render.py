@@ -69,6 +69,11 @@ def _bound(names: tuple[str, ...]) -> str:
     return "0" if not names else f"ckgen_at_least_1({' * '.join(names)})"
 
 
+def _literal(a, x: float) -> str:
+    """A C literal of a scalar bound: an integer for i32 scalars, a float (``1e-30f``) otherwise."""
+    return str(int(x)) if a.is_int_scalar else f"{float(x)!r}f"
+
+
 def _grid(plan: KernelPlan, g) -> str:
     if g.expr is not None:
         return host_expr(plan, g.expr)
@@ -126,7 +131,10 @@ def launcher_view(plan: KernelPlan) -> dict:
         "sizes": [a.name for a in abi.sizes],
         "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
         "stride_checks": [(a.name, _bound(a.at_least)) for a in abi.of(ArgKind.STRIDE)],
-        "empty_if": list(abi.empty_if), "grid": [_grid(plan, g) for g in launch.grid],
+        "scalar_bounds": [(a.name, _literal(a, a.bounds[0]), _literal(a, a.bounds[1]))
+                          for a in abi.of(ArgKind.SCALAR) if a.bounds is not None],
+        "empty_if": list(abi.empty_if), "divides": [list(p) for p in abi.divides],
+        "grid": [_grid(plan, g) for g in launch.grid],
         "host_values": [(n, host_expr(plan, e)) for n, e in launch.values],
         "workspace_arg": ws.name if ws is not None else None,
         "workspace_bytes": host_expr(plan, launch.workspace) if ws is not None and launch.workspace is not None

@@ -21,7 +21,8 @@ tensor     ``const void*``/``void*`` ``const T*``/``T*`` device memory of ``dtyp
                                                         stride argument (or the literal 1) of each dim
 size       ``int64_t``             ``int``              a runtime extent, ``0 <= v <= INT32_MAX``
 stride     ``int64_t``             ``long long``        elements between consecutive items of one dim
-scalar     ``float``               ``float``            a runtime value
+scalar     ``float``               ``float``            a runtime value (``dtype`` None or f32)
+scalar     ``int32_t``             ``int``              a runtime integer (``dtype`` i32; may be negative)
 workspace  ``void*``               ``void*``            device scratch memory the op's schedule needs; its
                                                         size is the plan's ``launch.workspace`` bytes
                                                         (an expression of the sizes, exported to C as
@@ -32,6 +33,21 @@ workspace  ``void*``               ``void*``            device scratch memory th
 ========== ======================= ==================== =================================================
 
 Every entry ends with ``void* stream`` (not listed) and returns a ckgen status code.
+
+Beyond one size per dim:
+
+- a dim may be a size plus a constant, ``"batch+1"`` (:func:`split_dim`): an offsets array of ``batch + 1``
+  entries;
+- ``Abi.extents`` names dims that are not arguments: extents the binding reads from the arrays (every array
+  naming one must agree) and uses to allocate outputs, but does not pass (e.g. the total token count of
+  packed variable-length sequences);
+- an ``offsets_of`` tensor (1-D, integer) holds cumulative lengths into that extent: non-decreasing, from 0,
+  its last entry at most the extent (the binding checks what it reads; the host entry cannot);
+- a ``from_offsets`` size that no dim determines is, when the caller leaves it out, the largest step between
+  consecutive entries of that offsets tensor (the longest sequence), read by the binding (a synchronization
+  for device arrays);
+- ``Abi.divides``: pairs (a, b) of sizes with a >= 1 and b a multiple of a, checked by the host entry (unless
+  ``empty_if`` makes the call a no-op) and by the binding.
 """
 
 from __future__ import annotations
@@ -54,12 +70,16 @@ class ArgKind(Enum):
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument. Tensors: ``dtype``, ``role`` (in | out | inout), ``dims`` (size names or fixed ints),
-    ``strides`` (a stride argument's name or the int 1 for the contiguous dim, one per dim), ``broadcast``
-    (dims that an array may leave out: their stride is then 0), ``unused`` (always NULL for this kernel, kept
-    so that every kernel of the op has one signature), ``optional`` (may be NULL). Strides: ``at_least`` names
-    sizes whose product (at least 1) bounds the stride from below; empty means ``>= 0``. Sizes and scalars may
-    have a ``default`` (what the Python callable and ``ckgen run`` use when nothing else determines them)."""
+    """One argument. Tensors: ``dtype``, ``role`` (in | out | inout), ``dims`` (size names, ``size+k``, extent
+    names of the Abi, or fixed ints), ``strides`` (a stride argument's name or the int 1 for the contiguous dim,
+    one per dim), ``broadcast`` (dims that an array may leave out: their stride is then 0), ``unused`` (always
+    NULL for this kernel, kept so that every kernel of the op has one signature), ``optional`` (may be NULL),
+    ``offsets_of`` (an offsets array into that dim name; see the module docstring). Strides: ``at_least``
+    names sizes whose product (at least 1) bounds the stride from below; empty means ``>= 0``. Sizes and
+    scalars may have a ``default`` (what the Python callable and ``ckgen run`` use when nothing else determines
+    them; an op may compute it from the kernel, e.g. a scale of 1/sqrt(head dim)); sizes may name the offsets
+    tensor they follow from (``from_offsets``). Scalars: ``dtype`` None (f32) or i32, and ``bounds`` (lo, hi):
+    the legal values, inclusive (NaN is outside), checked by the host entry and the binding."""
 
     name: str
     kind: ArgKind
@@ -73,6 +93,9 @@ class Arg:
     optional: bool = False
     at_least: tuple[str, ...] = ()
     default: int | float | None = None
+    offsets_of: str | None = None
+    from_offsets: str | None = None
+    bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -84,8 +107,22 @@ class Arg:
                 raise ValueError(f"tensor {self.name}: one stride per dim")
             if not set(self.broadcast) <= set(self.dims):
                 raise ValueError(f"tensor {self.name}: broadcast dims must be dims")
-        elif self.dims or self.strides or self.broadcast:
-            raise ValueError(f"{self.kind.value} {self.name}: only tensors have dims and strides")
+            if self.offsets_of is not None and (len(self.dims) != 1 or self.dtype.is_float or self.role != "in"):
+                raise ValueError(f"tensor {self.name}: an offsets array is a 1-D integer input")
+        elif self.dims or self.strides or self.broadcast or self.offsets_of:
+            raise ValueError(f"{self.kind.value} {self.name}: only tensors have dims, strides and offsets")
+        if self.kind == ArgKind.SCALAR and self.dtype not in (None, DType.F32, DType.I32):
+            raise ValueError(f"scalar {self.name}: dtype f32 or i32")
+        if self.kind not in (ArgKind.TENSOR, ArgKind.SCALAR) and self.dtype is not None:
+            raise ValueError(f"{self.kind.value} {self.name}: only tensors and scalars have a dtype")
+        if self.from_offsets is not None and self.kind != ArgKind.SIZE:
+            raise ValueError(f"{self.kind.value} {self.name}: only sizes follow from offsets")
+        if self.bounds is not None and (self.kind != ArgKind.SCALAR or not self.bounds[0] <= self.bounds[1]):
+            raise ValueError(f"{self.kind.value} {self.name}: only scalars have bounds (lo <= hi)")
+
+    @property
+    def is_int_scalar(self) -> bool:
+        return self.kind == ArgKind.SCALAR and self.dtype == DType.I32
 
     @property
     def is_tensor(self) -> bool:
@@ -100,6 +137,8 @@ class Arg:
         """The C type of the host entry's parameter."""
         if self.kind == ArgKind.TENSOR:
             return "void*" if self.writes else "const void*"
+        if self.is_int_scalar:
+            return "int32_t"
         return {ArgKind.SIZE: "int64_t", ArgKind.STRIDE: "int64_t", ArgKind.SCALAR: "float",
                 ArgKind.WORKSPACE: "void*"}[self.kind]
 
@@ -108,6 +147,8 @@ class Arg:
         """The C++ type of the device entry's parameter (and of the launcher's local copy)."""
         if self.kind == ArgKind.TENSOR:
             return f"{self.dtype.cpp}*" if self.writes else f"const {self.dtype.cpp}*"
+        if self.is_int_scalar:
+            return "int"
         return {ArgKind.SIZE: "int", ArgKind.STRIDE: "long long", ArgKind.SCALAR: "float",
                 ArgKind.WORKSPACE: "void*"}[self.kind]
 
@@ -118,6 +159,14 @@ class Arg:
         if self.kind == ArgKind.TENSOR:
             d.update(dtype=self.dtype.value, role=self.role, dims=list(self.dims), strides=list(self.strides),
                      broadcast=list(self.broadcast), unused=self.unused, optional=self.optional)
+            if self.offsets_of:
+                d["offsets_of"] = self.offsets_of
+        if self.is_int_scalar:
+            d["dtype"] = self.dtype.value
+        if self.from_offsets:
+            d["from_offsets"] = self.from_offsets
+        if self.bounds is not None:
+            d["bounds"] = list(self.bounds)
         if self.kind == ArgKind.STRIDE:
             d["at_least"] = list(self.at_least)
         if self.default is not None:
@@ -125,15 +174,28 @@ class Arg:
         return d
 
 
+def split_dim(d: str | int) -> tuple[str | None, int]:
+    """A dim's name and constant: ``"batch+1"`` -> ("batch", 1), ``"M"`` -> ("M", 0), ``64`` -> (None, 64)."""
+    if isinstance(d, int):
+        return None, d
+    name, plus, k = d.partition("+")
+    if plus and not (k.isdigit() and name.isidentifier()):
+        raise ValueError(f"dim {d!r}: expected NAME or NAME+INT")
+    return name, int(k) if plus else 0
+
+
 @dataclass(frozen=True)
 class Abi:
     """A kernel's arguments in order (then ``void* stream``). ``empty_if``: sizes any of which being 0 makes
     the call a no-op that returns success before touching memory. At most one argument is a workspace (its
-    bytes are the plan's ``launch.workspace``)."""
+    bytes are the plan's ``launch.workspace``). ``extents``: dim names that are not arguments; ``divides``:
+    (a, b) size pairs with b % a == 0 and a >= 1 (module docstring)."""
 
     args: tuple[Arg, ...]
     empty_if: tuple[str, ...] = ()
     doc: str = ""
+    extents: tuple[str, ...] = ()
+    divides: tuple[tuple[str, str], ...] = ()
     _by_name: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -143,10 +205,19 @@ class Abi:
         object.__setattr__(self, "_by_name", {a.name: a for a in self.args})
         sizes = {a.name for a in self.args if a.kind == ArgKind.SIZE}
         strides = {a.name for a in self.args if a.kind == ArgKind.STRIDE}
+        tensors = {a.name for a in self.args if a.kind == ArgKind.TENSOR}
+        if set(self.extents) & set(names) or any(not e.isidentifier() for e in self.extents):
+            raise ValueError(f"extents {self.extents} must be identifiers other than argument names")
         for a in self.args:
             for d in a.dims:
-                if isinstance(d, str) and d not in sizes:
-                    raise ValueError(f"tensor {a.name}: dim {d} is not a size argument")
+                name, _ = split_dim(d)
+                if name is not None and name not in sizes and name not in self.extents:
+                    raise ValueError(f"tensor {a.name}: dim {d} is not a size argument or an extent")
+            if a.offsets_of is not None and a.offsets_of not in sizes | set(self.extents):
+                raise ValueError(f"tensor {a.name}: offsets_of must name a size or an extent")
+            if a.from_offsets is not None and (a.from_offsets not in tensors
+                                               or self._by_name[a.from_offsets].offsets_of is None):
+                raise ValueError(f"size {a.name}: from_offsets must name an offsets tensor")
             for s in a.strides:
                 if isinstance(s, str) and s not in strides:
                     raise ValueError(f"tensor {a.name}: stride {s} is not a stride argument")
@@ -158,6 +229,8 @@ class Abi:
             raise ValueError("empty_if must name sizes")
         if len(self.of(ArgKind.WORKSPACE)) > 1:
             raise ValueError("an ABI has at most one workspace argument")
+        if any(len(p) != 2 or not set(p) <= sizes for p in self.divides):
+            raise ValueError("divides must be pairs of sizes")
 
     def __getitem__(self, name: str) -> Arg:
         return self._by_name[name]

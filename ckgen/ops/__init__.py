@@ -15,6 +15,7 @@ from ckgen.errors import SpecError
 #: op name -> the module whose ``OP`` describes it (imported on first use)
 REGISTRY: dict[str, str] = {
     "gemm": "ckgen.ops.gemm",
+    "attention": "ckgen.ops.attention",
 }
 
 #: the op of a kernel that does not say ``op = ...`` (the DSL's first op)

@@ -37,6 +37,8 @@ Backends (the interface the emu, hip and cuda runtimes implement)
 
 ``Kernel.__call__(..., workspace=buf)`` passes a workspace (at least ``kernel.workspace_bytes(M=.., ...)``
 bytes, zero-filled before its first use); without one, a call that needs it allocates a new one.
+    - ``to_host(obj) -> numpy array``: a host copy of a (small) array the binding must read, e.g. an offsets
+      tensor (default: ``np.asarray``; device backends copy, which synchronizes).
 """
 
 from __future__ import annotations
@@ -85,13 +87,15 @@ class Backend(ABC):
 
     def new_workspace(self, nbytes: int, like: Any) -> Any:
         return np.zeros(max(int(nbytes), 1), np.uint8)
+    def to_host(self, obj: Any) -> np.ndarray:
+        return np.asarray(obj)
 
 
 def host_argtypes(abi: Abi) -> list:
     """ctypes argument types of a host entry ``ckgen_<kernel>`` (then ``void* stream``)."""
     kinds = {ArgKind.TENSOR: ctypes.c_void_p, ArgKind.SIZE: ctypes.c_int64, ArgKind.STRIDE: ctypes.c_int64,
              ArgKind.SCALAR: ctypes.c_float, ArgKind.WORKSPACE: ctypes.c_void_p}
-    return [kinds[a.kind] for a in abi.args] + [ctypes.c_void_p]
+    return [ctypes.c_int32 if a.is_int_scalar else kinds[a.kind] for a in abi.args] + [ctypes.c_void_p]
 
 
 def new_host_output(shape: tuple[int, ...], np_dtype: np.dtype, order: list[int]) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ckgen.ir.abi import Arg
+from ckgen.ir.abi import Arg, split_dim
 from ckgen.ir.types import DType
 
 
@@ -71,7 +71,12 @@ def memory_order(a: Arg) -> list[int]:
 
 
 def shape_of(a: Arg, sizes: dict[str, int]) -> tuple[int, ...]:
-    return tuple(d if isinstance(d, int) else sizes[d] for d in a.dims)
+    """The shape of tensor ``a`` at ``sizes`` (sizes and extents by name)."""
+    out = []
+    for d in a.dims:
+        name, k = split_dim(d)
+        out.append(k if name is None else sizes[name] + k)
+    return tuple(out)
 
 
 def allocate(a: Arg, sizes: dict[str, int]) -> np.ndarray:

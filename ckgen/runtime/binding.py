@@ -5,8 +5,11 @@ and returns a :class:`Call` holding the value of every ABI argument in order:
 
 - dtype: the argument's (bf16 travels as uint16 bit patterns, see :func:`ckgen.runtime.arrays.to_bf16`);
 - rank and shape: one extent per ``dims`` entry; a ``broadcast`` dim may be left out (leading) or have extent
-  1, and then gets stride 0; every size is the common extent of the dims that name it (sizes no array
-  determines come from the caller's ``sizes`` or the argument's default);
+  1, and then gets stride 0; every size (and every extent of ``Abi.extents``) is the common extent of the dims
+  that name it (a ``size+k`` dim: its extent minus k); sizes no array determines come from the caller's
+  ``sizes``, from an offsets tensor (``from_offsets``: its largest step, read through ``backend.to_host``) or
+  the argument's default; offsets tensors that are read are checked (non-decreasing integers from 0, the last
+  at most their extent); ``Abi.divides`` pairs are checked;
 - strides: the dim whose ABI stride is the literal 1 must have unit stride (the kernel's layout), the others
   give their stride arguments (an extent of 0 or 1 makes the stride irrelevant: its smallest legal value is
   passed), at least the bound the ABI states; no negative strides;
@@ -18,7 +21,9 @@ and returns a :class:`Call` holding the value of every ABI argument in order:
   two halves of one matrix's columns, are fine; when the exact test is too hard, overlapping ranges are refused;
 - a workspace argument (:data:`~ckgen.ir.abi.ArgKind.WORKSPACE`) gets the caller's buffer when it holds at least
   the plan's ``launch.workspace_bytes(sizes)`` bytes (zero-filled, as the ABI requires), else a new
-  zero-filled one from the backend (``new_workspace``); None when the call needs none.
+  zero-filled one from the backend (``new_workspace``); None when the call needs none;
+- the grid the sizes give fits the launch limits (x < 2^31, y and z <= 65535), unless its dims split;
+- scalars: floats, or integers in the int32 range for ``i32`` scalars.
 
 Every problem is a :class:`~ckgen.errors.RuntimeFailure` naming the kernel and the argument.
 """
@@ -31,10 +36,10 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import RuntimeFailure
-from ckgen.ir.abi import INT32_MAX, Arg, ArgKind
-from ckgen.ir.plan import KernelPlan
+from ckgen.ir.abi import INT32_MAX, Arg, ArgKind, split_dim
+from ckgen.ir.plan import GRID_X_MAX, GRID_YZ_MAX, KernelPlan
 from ckgen.ir.types import DType
-from ckgen.runtime.arrays import memory_order, numpy_dtype
+from ckgen.runtime.arrays import memory_order, numpy_dtype, shape_of
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
             raise _fail(plan, f"{a.name} has dtype {np.dtype(info.dtype)}, the kernel takes {a.dtype.value} ({want}){extra_hint}")
         infos[a.name] = info
 
-    # ---- sizes: every dim that names a size must agree across the arrays
+    # ---- sizes and extents: every dim that names one must agree across the arrays
     found: dict[str, tuple[int, str, tuple[int, ...]]] = {}
     per_tensor: dict[str, list[tuple[int, int] | None]] = {}
     for name, info in infos.items():
@@ -137,22 +142,39 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         for d, ext in zip(a.dims, dims, strict=True):
             if ext is None or (d in a.broadcast and ext[0] == 1):
                 continue
-            if isinstance(d, int):
-                if ext[0] != d:
+            dname, k = split_dim(d)
+            if dname is None:
+                if ext[0] != k:
                     raise _fail(plan, f"{name} has shape {info.shape}; its dims are {a.dims}")
                 continue
-            if d in found and found[d][0] != ext[0]:
-                other = found[d]
+            v = ext[0] - k
+            if v < 0:
+                raise _fail(plan, f"{name} has shape {info.shape}: its dim {d} needs at least {k} entries")
+            if dname in found and found[dname][0] != v:
+                other = found[dname]
                 raise _fail(plan, f"{name} has shape {info.shape} but {other[1]} has shape {other[2]}: "
-                                  f"their {d} differ ({ext[0]} vs {other[0]})")
-            found.setdefault(d, (ext[0], name, info.shape))
+                                  f"their {dname} differ ({v} vs {other[0]})")
+            found.setdefault(dname, (v, name, info.shape))
     size_values: dict[str, int] = {}
     given = dict(sizes or {})
+    unknown = sorted(set(given) - {s.name for s in abi.sizes})
+    if unknown:
+        raise _fail(plan, f"unknown size(s) {', '.join(unknown)}", hint=f"sizes: {', '.join(s.name for s in abi.sizes)}")
+    for e in abi.extents:
+        size_values[e] = found[e][0] if e in found else 0
+    offsets: dict[str, np.ndarray] = {}
     for s in abi.sizes:
         if s.name in found:
             v = found[s.name][0]
             if s.name in given and given[s.name] != v:
                 raise _fail(plan, f"size {s.name} = {given[s.name]} disagrees with the arrays ({v})")
+        elif s.from_offsets is not None and infos.get(s.from_offsets) is not None and (
+                s.name not in given or isinstance(arrays[s.from_offsets], np.ndarray)):
+            steps = _offsets(plan, backend, abi[s.from_offsets], arrays[s.from_offsets], size_values, offsets)
+            longest = int(np.diff(steps).max(initial=0))
+            v = given.get(s.name, longest)
+            if isinstance(v, int) and v < longest:
+                raise _fail(plan, f"size {s.name} = {v} is below the longest run of {s.from_offsets} ({longest})")
         elif s.name in given:
             v = given[s.name]
         elif s.default is not None:
@@ -162,9 +184,19 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= INT32_MAX:
             raise _fail(plan, f"size {s.name} = {v!r}: expected an integer in 0..{INT32_MAX}")
         size_values[s.name] = v
-    unknown = sorted(set(given) - {s.name for s in abi.sizes})
-    if unknown:
-        raise _fail(plan, f"unknown size(s) {', '.join(unknown)}", hint=f"sizes: {', '.join(s.name for s in abi.sizes)}")
+    for t in abi.tensors:  # offsets arrays the binding has not read yet: read them when they are on the host
+        if t.offsets_of and t.name in infos and t.name not in offsets and isinstance(arrays[t.name], np.ndarray):
+            _offsets(plan, backend, t, arrays[t.name], size_values, offsets)
+    empty_call = any(size_values[n] == 0 for n in abi.empty_if)
+    for a_, b_ in abi.divides:
+        if not empty_call and (size_values[a_] < 1 or size_values[b_] % size_values[a_]):
+            raise _fail(plan, f"{b_} = {size_values[b_]} must be a multiple of {a_} = {size_values[a_]} (at least 1)")
+    if not empty_call:
+        for axis, (g, count, limit) in enumerate(zip(plan.launch.grid, plan.launch.grid_counts(size_values),
+                                                     (GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX), strict=True)):
+            if count > limit:
+                raise _fail(plan, f"size {g.size} = {size_values[g.size]} needs {count} workgroups along grid "
+                                  f"{'xyz'[axis]}, over the launch limit {limit}")
 
     # ---- outputs the caller left out
     objects = dict(arrays)
@@ -172,7 +204,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
     for a in abi.tensors:
         if a.unused or a.name in infos or a.role != "out":
             continue
-        shape = tuple(d if isinstance(d, int) else size_values[d] for d in a.dims)
+        shape = shape_of(a, size_values)
         obj = backend.new_output(shape, numpy_dtype(a.dtype), memory_order(a), like)
         objects[a.name] = obj
         infos[a.name] = backend.array_info(obj, a.name)
@@ -209,6 +241,9 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
             stride_values[s] = stride
     for s in abi.of(ArgKind.STRIDE):
         stride_values.setdefault(s.name, _bound(s, size_values))
+    for name, info in infos.items():
+        if abi[name].writes:
+            _check_self_overlap(plan, name, info)
     _check_aliasing(plan, infos)
     ws_obj = _workspace(plan, backend, size_values, workspace, like)
 
@@ -223,11 +258,54 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         elif a.kind == ArgKind.WORKSPACE:
             values.append(ws_obj)
         else:
-            val = (scalars or {}).get(a.name, a.default)
-            if val is None:
-                raise _fail(plan, f"pass the scalar {a.name}")
-            values.append(float(val))
-    return Call(plan, tuple(values), size_values, stream)
+            values.append(_scalar(plan, a, (scalars or {}).get(a.name, a.default)))
+    return Call(plan, tuple(values), {k: v for k, v in size_values.items() if k not in abi.extents}, stream)
+
+
+def _scalar(plan: KernelPlan, a: Arg, val: Any) -> float | int:
+    if val is None:
+        raise _fail(plan, f"pass the scalar {a.name}")
+    if a.is_int_scalar:
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or not -2**31 <= int(val) <= INT32_MAX:
+            raise _fail(plan, f"scalar {a.name} = {val!r}: expected an integer in {-2**31}..{INT32_MAX}")
+        out: float | int = int(val)
+    else:
+        try:
+            out = float(np.float32(val))
+        except (TypeError, ValueError, OverflowError):
+            raise _fail(plan, f"scalar {a.name} = {val!r}: expected a number") from None
+    if a.bounds is not None and not a.bounds[0] <= out <= a.bounds[1]:
+        raise _fail(plan, f"scalar {a.name} = {val!r}: out of range", hint=f"legal: {a.bounds[0]:g}..{a.bounds[1]:g}")
+    return out
+
+
+def _offsets(plan: KernelPlan, backend: Any, a: Arg, obj: Any, sizes: dict[str, int],
+             seen: dict[str, np.ndarray]) -> np.ndarray:
+    """The entries of offsets tensor ``a`` (read to the host once), checked: non-decreasing, from 0, the last at
+    most the extent ``a.offsets_of``."""
+    if a.name not in seen:
+        read = getattr(backend, "to_host", None)
+        host = np.asarray(read(obj) if read is not None else obj).reshape(-1).astype(np.int64)
+        bound = sizes.get(a.offsets_of)
+        if host.size and (host[0] != 0 or np.any(np.diff(host) < 0) or (bound is not None and host[-1] > bound)):
+            raise _fail(plan, f"{a.name} must be non-decreasing offsets from 0 to at most {a.offsets_of} = {bound}, "
+                              f"got {host[:8].tolist()}{' ...' if host.size > 8 else ''}")
+        seen[a.name] = host
+    return seen[a.name]
+
+
+def _check_self_overlap(plan: KernelPlan, name: str, info: ArrayInfo) -> None:
+    """An output's elements must lie at distinct addresses: sorted by stride, each dim's stride clears the span
+    of the dims inside it (sufficient; a written broadcast dim or a zero stride fails)."""
+    dims = sorted((st, n) for n, st in zip(info.shape, info.strides, strict=True) if n > 1)
+    if any(n == 0 for n in info.shape):
+        return
+    span = 1
+    for st, n in dims:
+        if st < span:
+            raise _fail(plan, f"output {name} (shape {info.shape}, strides {info.strides}) has elements that share "
+                              "memory: every element needs its own address", hint=f"pass a dense array for {name}")
+        span = st * (n - 1) + span
 
 
 def _workspace(plan: KernelPlan, backend: Any, sizes: dict[str, int], given: Any, like: Any) -> Any:

@@ -129,6 +129,21 @@ class CudaBackend(Backend):
         raise RuntimeFailure(f"{what}: the cuda target takes torch CUDA tensors, objects with "
                              f"__cuda_array_interface__ (CuPy), DLPack objects or numpy arrays, got {type(obj).__name__}")
 
+    def to_host(self, obj: Any) -> np.ndarray:
+        """A host copy of ``obj`` (numpy, torch, CuPy / CUDA-array-interface objects); synchronizes."""
+        if isinstance(obj, np.ndarray):
+            return obj
+        if _is_torch(obj):
+            return obj.detach().cpu().numpy()
+        if hasattr(obj, "__cuda_array_interface__"):
+            import cupy
+
+            return cupy.asnumpy(obj)
+        torch = _torch()
+        if torch is not None and hasattr(obj, "__dlpack__"):
+            return torch.from_dlpack(obj).cpu().numpy()
+        raise RuntimeFailure(f"cannot read a {type(obj).__name__} on the host")
+
     def new_output(self, shape, np_dtype, order, like) -> Any:
         inverse = [order.index(i) for i in range(len(order))]
         mem_shape = [shape[i] for i in order]

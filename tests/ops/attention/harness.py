@@ -1,311 +1,219 @@
-"""Shared pieces of the attention tests: the hand-written cases (one Cfg + kernel entry each), their
-emulator builds, problem set-up (layouts, varlen packing, poisoned outputs) and the float64 reference.
+"""Shared pieces of the attention tests: kernels built through the op (DSL -> plan -> generated source) into one
+emulator library per group (one compile for many kernels), problems in every layout the ABI binds, and the check
+against the float64 reference.
 
-A case file (``cases/*.hip`` for the AMD body, ``cases/*.cu`` for the NVIDIA body) names its arches
-(``// arch: gfx942 gfx90a`` or ``// arch: sm_90``) and defines ``struct <name>_cfg`` plus the kernel
-``<name>`` with ``CKGEN_ATTENTION_FWD_ENTRY``. Its ``k...`` constants and ``using T`` are parsed here.
+* :func:`emu_group` builds plans of one platform into one emulator library (cached by source and flags) and
+  returns a :class:`ckgen.runtime.api.Kernel` per plan: AMD plans as their arch (wave64, that arch's MFMAs),
+  NVIDIA plans (sm_90) as warps of 32 with mma.sync / ldmatrix / cp.async emulated (``ckgen/emu/nv.h``): the
+  generated kernel and its emu host entry, called through the op's Python binding like any JIT kernel.
+* :class:`Scenario` / :func:`make_problem`: lengths per sequence, heads, layout (BSHD, BHSD, rows padded by 8
+  or by 3 elements: not 16-byte aligned, the per-element paths), window, scale; outputs poisoned (0xFF).
+* :func:`check`: O's relative norm error (per dtype), rows that see no key (O exactly 0, LSE -inf), LSE's absolute
+  error, padding and rows outside the sequences still poisoned.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import re
-import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ckgen.resources import include_flags
-from ckgen.runtime.emu import compile_flags
-from ckgen.targets import get_target
+from ckgen.codegen import render_kernel, render_launchers
+from ckgen.ir.types import DType
+from ckgen.ops.attention.reference import attend
+from ckgen.resources import content_hashes, include_flags
+from ckgen.runtime.api import Kernel
+from ckgen.runtime.arrays import from_bf16, to_bf16
+from ckgen.runtime.emu import (
+    BASE_FLAGS,
+    EmuBackend,
+    EmuKernel,
+    compile_flags,
+    compiler_version,
+    host_compiler,
+    load_library,
+)
+from ckgen.toolchain.cache import get_or_build
 
-HERE = Path(__file__).resolve().parent
-CASES = HERE / "cases"
-DRIVER = HERE / "emu" / "driver.h"
-MASKS = {"ckgen::attn::kMaskNone": "none", "ckgen::attn::kMaskCausal": "causal", "ckgen::attn::kMaskWindow": "window"}
 #: relative norm error of O per element type (P rounded to T, O rounded to T, f32 accumulation)
-TOL = {"f16": 4e-3, "bf16": 2.5e-2}
+TOL = {DType.F16: 4e-3, DType.BF16: 2.5e-2}
 LSE_TOL = 2e-3  # absolute, natural log
 PAD = {"bshd_pad": 8, "bshd_odd": 3}  # elements of padding after each token's heads
+#: NVIDIA bodies on the emulator: warps of 32, sm_90's shared memory (docs/emulation.md)
+NV_EMU_DEFINES = ("-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_WAVE_SIZE=32", "-DCKGEN_EMU_LDS_BYTES=232448")
 
 
-@dataclass(frozen=True)
-class Case:
-    name: str
-    path: Path
-    arches: tuple[str, ...]
-    consts: dict = field(hash=False)
+class _Shared(EmuBackend):
+    """The emu backend over libraries built here (several kernels per library)."""
 
-    def const(self, key: str) -> int:
-        return int(self.consts[key])
+    def __init__(self, libs: dict[str, object]):
+        self.libs = libs
 
-    @property
-    def dtype(self) -> str:
-        return "bf16" if self.consts["T"] == "ckgen::bf16" else "f16"
-
-    @property
-    def mask(self) -> str:
-        return MASKS[self.consts["kMask"]]
-
-    def flag(self, key: str) -> bool:
-        return self.consts[key] == "true"
-
-    @property
-    def nv(self) -> bool:
-        return self.path.suffix == ".cu"
+    def build(self, plan) -> EmuKernel:
+        return EmuKernel(plan, self.libs[plan.name])
 
 
-def parse_case(path: Path) -> Case:
-    text = path.read_text()
-    arches = tuple(re.search(r"^// arch:(.*)$", text, re.M).group(1).split())
-    consts: dict[str, str] = {}
-    for decl in re.findall(r"static constexpr (?:int|bool) ([^;]*);", text):
-        for name, val in re.findall(r"(k\w+) = ([^,]+)", decl):
-            consts[name] = val.strip()
-    consts.update(re.findall(r"using (T) = ([\w:]+);", text))
-    return Case(path.stem, path, arches, consts)
-
-
-AMD_CASES = [parse_case(p) for p in sorted(CASES.glob("*.hip"))]
-NV_CASES = [parse_case(p) for p in sorted(CASES.glob("*.cu"))]
-
-
-# ------------------------------------------------------------------------------------------ emulator
-# -O1: these libraries are built on every run (quicker to compile; the runs are short)
-NV_EMU_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-Wno-psabi",
-                "-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_WAVE_SIZE=32", "-DCKGEN_EMU_LDS_BYTES=232448")
-
-
-def emu_group(case: Case) -> str:
-    """Cases that share emulator flags build into one library: the NVIDIA ones, the AMD ones per arch."""
-    return "nv" if case.nv else case.arches[0]
-
-
-def emu_build(cases: list[Case], out: Path, includes: tuple[Path, ...] = (), tag: str = "") -> Path:
-    """One emulator library running ``cases`` (all of one emu_group): AMD cases as their first arch (wave64,
-    that arch's MFMAs), NVIDIA cases as warp32 with the emulated mma.sync / ldmatrix / cp.async
-    (ckgen/emu/nv.h). Exports run_<case name> (emu/driver.h). ``includes`` are searched before ckgen's
-    headers (a planted fault: a modified copy of a body)."""
-    group = {emu_group(c) for c in cases}
-    assert len(group) == 1, f"cases of different emulator groups: {group}"
-    first = cases[0]
-    clang = shutil.which("clang++-22") if "gfx950" in first.arches else None
-    clang = clang or shutil.which("clang++-19") or shutil.which("clang++")
-    name = f"{group.pop()}{tag}"
-    src = out / f"{name}.cpp"
-    src.write_text("".join(f'#include "{c.path}"\n' for c in cases) + f'#include "{DRIVER}"\n'
-                   + "".join(f"ATTN_EMU_RUNNER({c.name})\n" for c in cases))
-    so = out / f"{name}.emu.so"
-    inc = [f"-I{p}" for p in includes]
-    if first.nv:
-        flags = [*NV_EMU_FLAGS, *inc, *include_flags()]
+def emu_group(plans: list, tag: str, includes: tuple[Path, ...] = ()) -> dict[str, Kernel]:
+    """One emulator library (-O1) for ``plans`` (all AMD of one arch, or all NVIDIA) -> Kernel per name.
+    ``includes`` are searched before ckgen's headers (a planted fault: a modified copy of a body)."""
+    platforms = {p.target.platform for p in plans}
+    arches = {p.arch for p in plans}
+    assert len(platforms) == 1 and (platforms == {"cuda"} or len(arches) == 1), (platforms, arches)
+    cxx = host_compiler()
+    if platforms == {"cuda"}:
+        flags = [*BASE_FLAGS, "-O1", *[f"-I{p}" for p in includes], *include_flags(), *NV_EMU_DEFINES]
     else:
-        flags = compile_flags(get_target(first.arches[0]), extra=("-O1",), includes=includes)
-    cmd = [clang, "-x", "c++", *flags, str(src), "-o", str(so)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(" ".join(cmd) + "\n" + r.stderr)
-    return so
+        flags = compile_flags(plans[0].target, extra=("-O1",), includes=includes)
+        if "gfx950" in arches:  # the host clang must know gfx950's builtins' operand types
+            cxx = host_compiler_22() or cxx
+    files = {f"{p.name}.hip": render_kernel(p) for p in plans}
+    launchers = render_launchers(tag, plans, "emu", kernel_files=list(files))
+    key = {"kind": "attention-test-emu", "files": files, "launchers": launchers, "flags": flags,
+           "compiler": compiler_version(cxx), "include": content_hashes()["include"],
+           "planted": [p.read_text() for inc in includes for p in sorted(inc.glob("*.h"))]}
+
+    def build(d: Path) -> None:
+        for name, text in files.items():
+            (d / name).write_text(text)
+        (d / "launchers.cpp").write_text(launchers)
+        cmd = [cxx, "-x", "c++", *flags, str(d / "launchers.cpp"), "-o", str(d / f"lib{tag}.so")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(" ".join(cmd) + "\n" + r.stderr[-6000:])
+
+    lib = load_library(get_or_build(key, build) / f"lib{tag}.so")
+    backend = _Shared({p.name: lib for p in plans})
+    return {p.name: Kernel(p, backend) for p in plans}
+
+
+def host_compiler_22() -> str | None:
+    import shutil
+
+    return shutil.which("clang++-22")
 
 
 # ------------------------------------------------------------------------------------------ problems
-def bf16_to_f64(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-
-
-def f64_to_bf16(x: np.ndarray) -> np.ndarray:
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def to_f64(a: np.ndarray, dtype: str) -> np.ndarray:
-    return bf16_to_f64(a) if dtype == "bf16" else a.astype(np.float64)
-
-
-def from_f64(x: np.ndarray, dtype: str) -> np.ndarray:
-    return f64_to_bf16(x) if dtype == "bf16" else x.astype(np.float16)
-
-
 @dataclass(frozen=True)
 class Scenario:
-    """One problem. seqlens_q/k: one length per batch entry (varlen: packed; otherwise all equal).
-    layout: bshd, bhsd, bshd_pad (sequence stride padded by 8 elements; the padding must stay poisoned) or
-    bshd_odd (padded by 3: rows not 16-byte aligned, the per-element paths)."""
+    """One problem. lens_q/k: one length per sequence (dense kernels: one sequence per batch entry, all of the
+    same length... or the maximum, see make_problem); layout: bshd, bhsd, bshd_pad, bshd_odd."""
 
-    seqlens_q: tuple[int, ...]
-    seqlens_k: tuple[int, ...]
-    heads_q: int = 2
+    lens_q: tuple[int, ...]
+    lens_k: tuple[int, ...]
+    heads: int = 2
     heads_kv: int = 2
     layout: str = "bshd"
-    window: tuple[int, int] = (-1, -1)
-    scale_mul: float = 1.0  # scale = scale_mul / sqrt(d)
+    window: tuple[int, int] | None = None  # runtime window (None: the kernel's default)
+    scale_mul: float = 1.0                 # scale = scale_mul / sqrt(d)
     seed: int = 0
-    lse: bool = True
 
     @property
     def id(self) -> str:
-        sq = "-".join(map(str, self.seqlens_q))
-        sk = "-".join(map(str, self.seqlens_k))
-        w = f"-w{self.window[0]}_{self.window[1]}" if self.window != (-1, -1) else ""
-        return f"q{sq}_k{sk}_h{self.heads_q}x{self.heads_kv}_{self.layout}{w}"
+        w = f"-w{self.window[0]}_{self.window[1]}" if self.window else ""
+        return (f"q{'-'.join(map(str, self.lens_q))}_k{'-'.join(map(str, self.lens_k))}_h{self.heads}x{self.heads_kv}"
+                f"_{self.layout}{w}")
+
+
+def _element(x: np.ndarray, dt: DType) -> np.ndarray:
+    return to_bf16(x) if dt == DType.BF16 else x.astype(np.float16)
+
+
+def _f64(x: np.ndarray, dt: DType) -> np.ndarray:
+    return from_bf16(x).astype(np.float64) if dt == DType.BF16 else np.asarray(x, np.float64)
 
 
 class Tensor:
-    """A [batch, seq, heads, d] tensor (varlen: [total, heads, d]) in one flat buffer with strides."""
+    """A [batch, seq, heads, d] view (varlen: [total, heads, d]) of one flat poisoned-or-random buffer."""
 
-    def __init__(self, dtype: str, d: int, heads: int, lens: tuple[int, ...], varlen: bool, layout: str):
-        self.dtype, self.d, self.heads, self.lens, self.varlen = dtype, d, heads, lens, varlen
-        np_t = np.uint16 if dtype == "bf16" else np.float16
+    def __init__(self, dt: DType, d: int, heads: int, lens: tuple[int, ...], varlen: bool, layout: str,
+                 rng: np.random.Generator | None):
+        np_t = np.uint16 if dt == DType.BF16 else np.float16
+        pad = PAD.get(layout, 0)
         if varlen:
             total = sum(lens)
-            self.starts = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-            self.ss, self.hs, self.bs = heads * d + PAD.get(layout, 0), d, 0
-            n = max(total * self.ss, 1)
+            self.store = np.empty((max(total, 1), heads * d + pad), np_t)
+            self.view = _strided(self.store, (total, heads, d), (heads * d + pad, d, 1))
+        elif layout == "bhsd":
+            s = max(lens, default=0)
+            self.store = np.empty((len(lens), heads, max(s, 1), d), np_t)
+            self.view = self.store[:, :, :s].transpose(0, 2, 1, 3)
         else:
-            s = max(lens) if lens else 0
-            b = len(lens)
-            self.starts = None
-            if layout == "bhsd":
-                self.bs, self.hs, self.ss = heads * s * d, s * d, d
-            else:
-                self.ss, self.hs = heads * d + PAD.get(layout, 0), d
-                self.bs = s * self.ss
-            n = max(b * self.bs, 1)
-        self.buf = np.zeros(n, dtype=np_t)
-
-    def index(self, b: int, i: np.ndarray, h: int) -> np.ndarray:
-        """Flat indices of rows i of (b, h) -> [len(i), d]."""
-        base = (int(self.starts[b]) * self.ss) if self.varlen else b * self.bs
-        return base + i[:, None] * self.ss + h * self.hs + np.arange(self.d)[None, :]
-
-    def used_mask(self) -> np.ndarray:
-        m = np.zeros(self.buf.shape, dtype=bool)
-        for b, n in enumerate(self.lens):
-            for h in range(self.heads):
-                m[self.index(b, np.arange(n), h)] = True
-        return m
+            s = max(lens, default=0)
+            self.store = np.empty((len(lens), max(s, 1), heads * d + pad), np_t)
+            row = heads * d + pad
+            self.view = _strided(self.store, (len(lens), s, heads, d), (max(s, 1) * row, row, d, 1))
+        if rng is None:
+            self.store.view(np.uint8).fill(0xFF)
+        else:
+            self.store[...] = _element(rng.standard_normal(self.store.shape), dt)
 
 
-def make_problem(case: Case, sc: Scenario):
-    """Inputs (random, in the element type), poisoned outputs, and the float64 reference."""
-    d = case.const("kHeadDim")
-    dt = case.dtype
-    varlen = case.flag("kVarlen")
-    rng = np.random.default_rng(sc.seed * 7919 + sum(sc.seqlens_q) * 31 + sum(sc.seqlens_k))
-    q = Tensor(dt, d, sc.heads_q, sc.seqlens_q, varlen, sc.layout)
-    k = Tensor(dt, d, sc.heads_kv, sc.seqlens_k, varlen, sc.layout)
-    v = Tensor(dt, d, sc.heads_kv, sc.seqlens_k, varlen, sc.layout)
-    for t in (q, k, v):
-        t.buf[:] = from_f64(rng.standard_normal(t.buf.shape), dt)
-    o = Tensor(dt, d, sc.heads_q, sc.seqlens_q, varlen, sc.layout)
-    o.buf.view(np.uint8)[:] = 0xFF
-    batch = len(sc.seqlens_q)
-    sq_max = max(sc.seqlens_q) if sc.seqlens_q else 0
+def _strided(base: np.ndarray, shape, strides_el) -> np.ndarray:
+    isz = base.itemsize
+    return np.lib.stride_tricks.as_strided(base, shape=shape, strides=[s * isz for s in strides_el])
+
+
+def make_problem(kernel: Kernel, sc: Scenario) -> dict:
+    """Arrays for one call of ``kernel`` (dense kernels: every sequence max(lens) long), and the reference."""
+    a = kernel.plan.spec.params.attn
+    dt, d, varlen = a.dtype, a.head_dim, a.varlen
+    rng = np.random.default_rng(sc.seed * 7919 + sum(sc.lens_q) * 31 + sum(sc.lens_k) + d)
+    lq, lk = sc.lens_q, sc.lens_k
+    if not varlen:
+        lq, lk = (max(lq, default=0),) * len(lq), (max(lk, default=0),) * len(lk)
+    q = Tensor(dt, d, sc.heads, lq, varlen, sc.layout, rng)
+    k = Tensor(dt, d, sc.heads_kv, lk, varlen, sc.layout, rng)
+    v = Tensor(dt, d, sc.heads_kv, lk, varlen, sc.layout, rng)
+    o = Tensor(dt, d, sc.heads, lq, varlen, sc.layout, None)
+    b = len(lq)
     if varlen:
-        lse = np.empty(max(sc.heads_q * sum(sc.seqlens_q), 1), np.float32)
-        lse_bs, lse_hs = 0, sum(sc.seqlens_q)
+        lse = np.empty((sc.heads, sum(lq)), np.float32)
     else:
-        lse = np.empty(max(batch * sc.heads_q * sq_max, 1), np.float32)
-        lse_bs, lse_hs = sc.heads_q * sq_max, sq_max
-    lse.view(np.uint8)[:] = 0xFF
+        lse = np.empty((b, sc.heads, lq[0] if lq else 0), np.float32)
+    lse.view(np.uint8).fill(0xFF)
     scale = sc.scale_mul / math.sqrt(d)
-
-    ref_o = np.zeros(o.buf.shape, np.float64)
+    window = sc.window if sc.window is not None else a.window
+    cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    ref_o = np.full(o.view.shape, np.nan)
     ref_lse = np.full(lse.shape, np.nan)
-    group = sc.heads_q // sc.heads_kv
-    wl, wr = sc.window
-    for b in range(batch):
-        sqb, skb = sc.seqlens_q[b], sc.seqlens_k[b]
-        i = np.arange(sqb)[:, None]
-        j = np.arange(skb)[None, :]
-        off = skb - sqb
-        vis = np.ones((sqb, skb), dtype=bool)
-        if case.mask == "causal":
-            vis &= j <= i + off
-        elif case.mask == "window":
-            if wl >= 0:
-                vis &= j >= i + off - wl
-            if wr >= 0:
-                vis &= j <= i + off + wr
-        for h in range(sc.heads_q):
-            hk = h // group
-            qi = q.index(b, np.arange(sqb), h)
-            qh = to_f64(q.buf[qi], dt)
-            kh = to_f64(k.buf[k.index(b, np.arange(skb), hk)], dt)
-            vh = to_f64(v.buf[v.index(b, np.arange(skb), hk)], dt)
-            s = np.where(vis, scale * (qh @ kh.T), -np.inf)
-            mx = s.max(axis=1, initial=-np.inf)
-            mxs = np.where(np.isfinite(mx), mx, 0.0)
-            p = np.exp(s - mxs[:, None])
-            den = p.sum(axis=1)
-            with np.errstate(divide="ignore"):
-                row_lse = np.where(den > 0, mxs + np.log(np.where(den > 0, den, 1.0)), -np.inf)
-            ref_o[qi] = np.where(den[:, None] > 0, (p @ vh) / np.where(den > 0, den, 1.0)[:, None], 0.0)
-            lrow = (h * lse_hs + int(q.starts[b]) + np.arange(sqb)) if varlen else (b * lse_bs + h * lse_hs +
-                                                                                    np.arange(sqb))
-            ref_lse[lrow] = row_lse
-    cu_q = np.concatenate([[0], np.cumsum(sc.seqlens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(sc.seqlens_k)]).astype(np.int32)
-    strides = np.array([q.bs, q.ss, q.hs, k.bs, k.ss, k.hs, v.bs, v.ss, v.hs, o.bs, o.ss, o.hs, lse_bs, lse_hs],
-                       dtype=np.int64)
-    return dict(q=q, k=k, v=v, o=o, lse=lse, cu_q=cu_q, cu_k=cu_k, strides=strides, scale=scale, batch=batch,
-                sq_max=sq_max, sk_max=max(sc.seqlens_k) if sc.seqlens_k else 0, ref_o=ref_o, ref_lse=ref_lse)
-
-
-def run_emu(lib: ctypes.CDLL, case: Case, sc: Scenario, pb: dict) -> tuple[int, str]:
-    """Run the case on the emulator with every array registered at its exact extent."""
-    varlen = case.flag("kVarlen")
-    lib.ckgen_emu_clear_buffers()
-    lib.ckgen_emu_last_fault.restype = ctypes.c_char_p
-    arrays = [("Q", pb["q"].buf), ("K", pb["k"].buf), ("V", pb["v"].buf), ("O", pb["o"].buf)]
-    if sc.lse:
-        arrays.append(("LSE", pb["lse"]))
+    qf, kf, vf = (_f64(t.view, dt) for t in (q, k, v))
+    for i in range(b):
+        if varlen:
+            rq, rk = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+            ref_o[rq], ref_lse[:, rq] = attend(qf[rq], kf[rk], vf[rk], a.mask, scale, window)
+        else:
+            ref_o[i], ref_lse[i] = attend(qf[i], kf[i], vf[i], a.mask, scale, window)
+    args = dict(Q=q.view, K=k.view, V=v.view, O=o.view, LSE=lse, scale=scale)
+    if sc.window is not None:
+        args.update(window_left=sc.window[0], window_right=sc.window[1])
     if varlen:
-        arrays += [("cu_seqlens_q", pb["cu_q"]), ("cu_seqlens_k", pb["cu_k"])]
-    for name, a in arrays:
-        lib.ckgen_emu_register_buffer(ctypes.c_void_p(a.ctypes.data), ctypes.c_size_t(a.nbytes), name.encode())
-
-    def ptr(a):
-        return ctypes.c_void_p(a.ctypes.data)
-
-    null = ctypes.c_void_p(0)
-    run = getattr(lib, f"run_{case.name}")
-    rc = run(ptr(pb["q"].buf), ptr(pb["k"].buf), ptr(pb["v"].buf), ptr(pb["o"].buf),
-             ptr(pb["lse"]) if sc.lse else null, ptr(pb["cu_q"]) if varlen else null,
-             ptr(pb["cu_k"]) if varlen else null, pb["batch"], sc.heads_q, sc.heads_kv, pb["sq_max"],
-             pb["sk_max"], ptr(pb["strides"]), ctypes.c_float(pb["scale"]), sc.window[0], sc.window[1])
-    fault = lib.ckgen_emu_last_fault().decode()
-    lib.ckgen_emu_clear_buffers()
-    return rc, fault
+        args.update(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    return dict(args=args, o=o, lse=lse, dtype=dt, ref_o=ref_o, ref_lse=ref_lse)
 
 
-def check(case: Case, sc: Scenario, pb: dict) -> str:
+def check(pb: dict) -> str:
     """Compare with the reference; returns a one-line summary, raises AssertionError on a mismatch."""
-    o = pb["o"]
-    used = o.used_mask()
-    raw = o.buf.view(np.uint16)
-    assert np.all(raw[~used] == 0xFFFF), f"{np.count_nonzero(raw[~used] != 0xFFFF)} O elements outside the rows written"
-    got = to_f64(o.buf[used], case.dtype)
-    ref = pb["ref_o"][used]
+    dt, o = pb["dtype"], pb["o"]
+    got_all = o.view
+    raw = o.store.view(np.uint16)
+    written = np.zeros(o.store.shape, dtype=bool)
+    idx = np.lib.stride_tricks.as_strided(np.arange(o.store.size).reshape(o.store.shape), shape=got_all.shape,
+                                          strides=[s // o.store.itemsize * 8 for s in got_all.strides])
+    written.reshape(-1)[idx.reshape(-1)] = True
+    assert np.all(raw[~written] == 0xFFFF), f"{np.count_nonzero(raw[~written] != 0xFFFF)} O elements written outside O"
+    got, ref = _f64(got_all, dt), pb["ref_o"]
     assert np.all(np.isfinite(got)), f"{np.count_nonzero(~np.isfinite(got))} of {got.size} O elements NaN/unwritten"
     nref = np.linalg.norm(ref)
     err = np.linalg.norm(got - ref) / nref if nref > 0 else float(np.abs(got).max(initial=0.0))
-    empty_rows = int(np.count_nonzero(np.isneginf(pb["ref_lse"])))
-    assert err <= TOL[case.dtype], f"O relative error {err:.3e} > {TOL[case.dtype]}"
-    zero_ref = ref == 0.0
-    assert np.all(got[zero_ref] == 0.0), "rows without keys must be exactly 0"
-    lse_err = 0.0
-    if sc.lse:
-        want = pb["ref_lse"]
-        rows = ~np.isnan(want)
-        g = pb["lse"][rows].astype(np.float64)
-        w = want[rows]
-        assert np.array_equal(np.isneginf(g), np.isneginf(w)), "LSE -inf rows differ"
-        fin = np.isfinite(w)
-        lse_err = float(np.abs(g[fin] - w[fin]).max(initial=0.0))
-        assert lse_err <= LSE_TOL, f"LSE max abs error {lse_err:.3e} > {LSE_TOL}"
-        assert np.all(pb["lse"].view(np.uint32)[~rows] == 0xFFFFFFFF), "LSE written outside its rows"
-    return f"O err {err:.2e}, LSE err {lse_err:.2e}, {empty_rows} empty rows"
+    assert err <= TOL[dt], f"O relative error {err:.3e} > {TOL[dt]}"
+    assert np.all(got[ref == 0.0] == 0.0), "rows without keys must be exactly 0"
+    want, lse = pb["ref_lse"], pb["lse"].astype(np.float64)
+    assert np.array_equal(np.isneginf(lse), np.isneginf(want)), "LSE -inf rows differ"
+    fin = np.isfinite(want)
+    lse_err = float(np.abs(lse[fin] - want[fin]).max(initial=0.0))
+    assert lse_err <= LSE_TOL, f"LSE max abs error {lse_err:.3e} > {LSE_TOL}"
+    return f"O err {err:.2e}, LSE err {lse_err:.2e}, {int(np.count_nonzero(np.isneginf(want)))} empty rows"

@@ -107,6 +107,20 @@ struct Mask {
     return n1 > sk || (right && n1 - 1 - static_cast<long long>(r0) - off > wr) ||
            (left && n0 - static_cast<long long>(r1 - 1) - off < -wl);
   }
+  // Keys [row_lo(i), row_hi(i)) are those row i sees, clamped to [0, sk] (empty when hi <= lo): visible(i, j)
+  // == (row_lo(i) <= j && j < row_hi(i)) for every j >= 0. 32-bit bounds per row replace the 64-bit test per
+  // element; rows of one workgroup see the tile [n0, n1) whole iff n0 >= row_lo(r1 - 1) && n1 <= row_hi(r0)
+  // (the same as !partial(r0, r1, n0, n1): both bounds grow with the row).
+  CKGEN_DEVICE int row_lo(int i) const {
+    if (!left) return 0;
+    const long long l = i + off - wl;
+    return static_cast<int>(l < 0 ? 0 : (l > sk ? sk : l));
+  }
+  CKGEN_DEVICE int row_hi(int i) const {
+    if (!right) return sk;
+    const long long h = i + off + wr + 1;
+    return static_cast<int>(h < 0 ? 0 : (h > sk ? sk : h));
+  }
 };
 
 template <int kMask>
@@ -162,17 +176,9 @@ CKGEN_DEVICE bool make_problem(const Params<T>& p, int b, int h, int m0, Problem
 }
 
 // ---------------------------------------------------------------- cross-lane exchange
-// xor_shuffle(v, mask, lane): the value v of lane (lane ^ mask) of the same wave / warp. The one place
-// the bodies exchange registers between lanes (row max and row sum); to be switched to the shared
-// reduction block (ckgen/blocks/reduce.h, ckgen::shfl_xor) when it lands.
-CKGEN_DEVICE float xor_shuffle(float v, int mask, int lane) {
-#if defined(__CUDACC__)
-  (void)lane;
-  return __shfl_xor_sync(0xffffffffu, v, mask);
-#else
-  return bit_cast<float>(__builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, bit_cast<int>(v)));
-#endif
-}
+// xor_shuffle(v, mask, lane): the value v of lane (lane ^ mask) of the same wave / warp, through the platform's
+// cross-lane layer (ckgen::shfl_xor: ds_bpermute / DPP / ds_swizzle on AMD, shuffles on CUDA, emulated on emu).
+CKGEN_DEVICE float xor_shuffle(float v, int mask, int /*lane*/) { return ::ckgen::shfl_xor(v, mask); }
 
 // Lanes of one wave / warp agree again (their shared-memory accesses before are ordered before those after).
 CKGEN_DEVICE void wave_sync() {

@@ -136,6 +136,7 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   mask.key_range(m0, r1, lo, hi);
   const int t_first = lo / Cfg::kBlockN;
   const int nt = hi > lo ? (hi - 1) / Cfg::kBlockN - t_first + 1 : 0;  // K/V tiles to visit
+  const int tile_lo = mask.row_lo(r1 - 1), tile_hi = mask.row_hi(m0);   // every row sees [tile_lo, tile_hi)
   const int qw0 = m0 + wave * S::kQW;                                   // this wave's first query
   const int lane_q = lane % kN;                                         // the query column of this lane
   const float sl2 = p.scale * attn::kLog2e;
@@ -220,16 +221,21 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
       attn::sched_fence();
     }
 
-    // mask (only tiles with a hidden (query, key) pair)
+    // mask (only tiles with a hidden (query, key) pair): the keys [lo, hi) of the lane's query
     const int n0 = t * Cfg::kBlockN;
-    if (mask.partial(m0, r1, n0, n0 + Cfg::kBlockN)) {
+    if (n0 < tile_lo || n0 + Cfg::kBlockN > tile_hi) {
 #pragma unroll
-      for (int kb = 0; kb < kKB; ++kb)
+      for (int qb = 0; qb < kQB; ++qb) {
+        const int q = qw0 + qb * kN + lane_q;
+        const int lo = mask.row_lo(q) - n0, hi = mask.row_hi(q) - n0;
 #pragma unroll
-        for (int qb = 0; qb < kQB; ++qb)
+        for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
-          for (int r = 0; r < kCI; ++r)
-            if (!mask.visible(qw0 + qb * kN + lane_q, n0 + kb * kM + L::c_row(r, lane))) s[kb][qb][r] = attn::kNegInf;
+          for (int r = 0; r < kCI; ++r) {
+            const int key = kb * kM + L::c_row(r, lane);
+            if (key < lo || key >= hi) s[kb][qb][r] = attn::kNegInf;
+          }
+      }
     }
 
     // online softmax; P^T as B operands

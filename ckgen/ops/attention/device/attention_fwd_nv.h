@@ -19,6 +19,7 @@
 //   kStages                 K/V tiles in flight (>= 1): stage ring of kStages K and kStages V tiles
 //   kQInRegs                Q fragments held in registers for the whole block (else re-read from shared
 //                           memory with ldmatrix for every K tile: fewer registers, more smem reads)
+//   kKvBarriers             2 or 1 (with kStages >= 2): barriers per K/V tile (see Pipeline)
 //   kLdsBytes               >= smem_bytes<Cfg>() = 2 * kBlockM * kHeadDim + 2 * kStages * 2 * kBlockN * kHeadDim
 //   kMask, kVarlen, kGqa    as attention_common.h
 //
@@ -30,10 +31,12 @@
 //   T pairs ARE the A fragments of P (no shared-memory round trip)
 //   V tile j --cp.async--> smem stage --ldmatrix.trans--> B fragments: O += P.V (f32 registers)
 //   O / l --> T --> smem (the Q tile's rows of the warp) --> 16-byte coalesced global stores.
-// Pipeline (per K/V tile j, walked from the last tile down so that masked tiles come first):
+// Pipeline (per K/V tile j, walked from the last tile down so that masked tiles come first), kKvBarriers 2:
 //   wait for K[j]; barrier; issue V[j+S-1]; S = QK^T; softmax; wait for V[j]; barrier; issue K[j+S]; O += PV
 // K and V of a tile are separate cp.async groups, so S = QK^T starts while V[j] is still in flight;
-// both barriers also free the stage the next copies overwrite. Rows and keys past the sequence are
+// both barriers also free the stage the next copies overwrite. kKvBarriers 1 (kStages >= 2):
+//   wait for K[j] and V[j]; barrier; issue K[j+S-1] and V[j+S-1]; S = QK^T; softmax; O += PV
+// one barrier per tile (it also frees the stages of tile j-1 that the copies overwrite). Rows and keys past the sequence are
 // zero-filled by cp.async (no global access leaves Q, K, V, O, LSE).
 #pragma once
 
@@ -85,6 +88,9 @@ struct Fwd {
   static constexpr int kKS = kD / 16;       // k16 steps of S = Q.K^T
   static constexpr int kKK = kBN / 16;      // k16 steps of O += P.V
   static constexpr int kStages = Cfg::kStages;
+  // kKvBarriers 2: K and V of a tile are separate cp.async groups with a barrier each (S = Q.K^T starts while V is
+  // in flight); 1 (kStages >= 2): one group and one barrier per tile, the next copies issued right after it.
+  static constexpr bool kJoint = Cfg::kKvBarriers == 1;
   using TileQ = nv::SmemTile<T, kBM, kD, kThreads>;
   using TileKV = nv::SmemTile<T, kBN, kD, kThreads>;
   static constexpr int kRowBytes = TileQ::kRowBytes;  // kD * 2, the same for every tile
@@ -100,6 +106,8 @@ struct Fwd {
   static_assert(kBN % 16 == 0, "kBlockN must be a multiple of 16");
   static_assert(kD % 16 == 0 && TileQ::kCPR >= 8, "kHeadDim must be 64, 128 or 256");
   static_assert(kStages >= 1, "kStages must be >= 1");
+  static_assert(Cfg::kKvBarriers == 2 || (Cfg::kKvBarriers == 1 && kStages >= 2),
+                "kKvBarriers must be 2, or 1 with kStages >= 2");
   static_assert(Cfg::kLdsBytes >= kSmemBytes,
                 "kLdsBytes < 2 * kBlockM * kHeadDim + 2 * kStages * 2 * kBlockN * kHeadDim (smem_bytes<Cfg>())");
   static_assert(Cfg::kMask == attn::kMaskNone || Cfg::kMask == attn::kMaskCausal || Cfg::kMask == attn::kMaskWindow,
@@ -124,6 +132,7 @@ struct Fwd {
     const int t_first = lo / kBN;
     const int nt = hi > lo ? (hi - 1) / kBN - t_first + 1 : 0;
     const int t_last = t_first + nt - 1;
+    const int tile_lo = mask.row_lo(r1 - 1), tile_hi = mask.row_hi(m0);  // every row sees [tile_lo, tile_hi)
     const float sl2 = p.scale * attn::kLog2e;
     const int wrow = warp * kRW;  // the warp's first row in the tile
 
@@ -154,53 +163,99 @@ struct Fwd {
       const typename TileQ::template Loader<kVec, true> lq(qg, p.q_ss, 0, 0, tid);
       const typename TileKV::template Loader<kVec, true> lk(kg, p.k_ss, 0, 0, tid);
       const typename TileKV::template Loader<kVec, true> lv(vg, p.v_ss, 0, 0, tid);
+      // The 16-byte path of the K and V copies with little state (two pointers, one shared-memory offset, one
+      // line): every line is whole (the head dim), only keys past sk are zero-filled; a thread copies lines
+      // kv_r0 + it * kKvStep of chunk tid % kCPR, all with one swizzle. Other shapes: the generic Loader.
+      constexpr bool kLean = kVec && TileKV::kRegular && TileKV::kSameSwz && TileKV::kExact;
+      constexpr int kKvStep = TileKV::kRowStep;
+      const int kv_r0 = tid / TileKV::kCPR;
+      const uint32_t kv_soff = static_cast<uint32_t>(TileKV::offset(kv_r0, tid % TileKV::kCPR));
+      const T* k_src = kg + static_cast<long long>(kv_r0) * p.k_ss + (tid % TileKV::kCPR) * TileKV::kVE;
+      const T* v_src = vg + static_cast<long long>(kv_r0) * p.v_ss + (tid % TileKV::kCPR) * TileKV::kVE;
+      auto copy_lean = [&](uint32_t stage, const T* src0, long long ld, int n0) {
+        const T* src = src0 + static_cast<long long>(n0) * ld;
+#pragma unroll
+        for (int it = 0; it < TileKV::kIters; ++it) {
+          const int nb = n0 + kv_r0 + it * kKvStep < sk ? 16 : 0;
+          nv::cp_async16_zfill(stage + kv_soff + it * kKvStep * kRowBytes,
+                               nb > 0 ? static_cast<const void*>(src + static_cast<long long>(it * kKvStep) * ld)
+                                      : static_cast<const void*>(kg), nb);
+        }
+      };
       // Iteration j visits tile t_last - j; its K and V sit in stage j % kStages.
       auto load_k = [&](int j) {
-        if (j < nt) lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
-        nv::cp_async_commit();
+        if (j < nt) {
+          if constexpr (kLean) {
+            copy_lean(k_stage(j % kStages), k_src, p.k_ss, (t_last - j) * kBN);
+          } else {
+            lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
+          }
+        }
+        if constexpr (!kJoint) nv::cp_async_commit();
       };
       auto load_v = [&](int j) {
-        if (j < nt) lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
+        if (j < nt) {
+          if constexpr (kLean) {
+            copy_lean(v_stage(j % kStages), v_src, p.v_ss, (t_last - j) * kBN);
+          } else {
+            lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
+          }
+        }
         nv::cp_async_commit();
       };
-      // Prologue: groups Q, K0, (V0, K1), ..., (V[S-2], K[S-1]).
       lq.load(sq_addr, qg, m0, sq, kD, tid);
       nv::cp_async_commit();
-      load_k(0);
+      if constexpr (kJoint) {
+        // Prologue: groups Q, (K0, V0), ..., (K[S-2], V[S-2]).
 #pragma unroll
-      for (int st = 1; st < kStages; ++st) {
-        load_v(st - 1);
-        load_k(st);
+        for (int st = 0; st + 1 < kStages; ++st) {
+          load_k(st);
+          load_v(st);
+        }
+      } else {
+        // Prologue: groups Q, K0, (V0, K1), ..., (V[S-2], K[S-1]).
+        load_k(0);
+#pragma unroll
+        for (int st = 1; st < kStages; ++st) {
+          load_v(st - 1);
+          load_k(st);
+        }
       }
 
-      // ldmatrix row addresses (bytes inside a tile). The swizzle depends on the line only through
-      // line % 8, which the 16-line steps (warp rows, m16 blocks, key steps) leave alone.
-      uint32_t q_off[kKS], k_off[kKS], v_off[kDB / 2];
-#pragma unroll
-      for (int ks = 0; ks < kKS; ++ks) {
-        q_off[ks] = TileQ::offset(wrow + (lane & 15), ks * 2 + (lane >> 4));
-        k_off[ks] = TileKV::offset(r8 + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1));
-      }
-#pragma unroll
-      for (int dd = 0; dd < kDB / 2; ++dd) v_off[dd] = TileKV::offset((q8 & 1) * 8 + r8, dd * 2 + (q8 >> 1));
+      // ldmatrix row addresses (bytes inside a tile) of the first k16 step: this lane's line and chunk c in
+      // {0, 1}. Step s reads chunk 2s + c, stored at chunk (2s + c) ^ (line & 7) = (c ^ (line & 7)) ^ 2s (the swizzle
+      // touches the low 3 bits only, 2s has bit 0 clear): offset(line, 2s + c) = offset(line, c) ^ (s << 5), as
+      // line * kRowBytes has no bit below kRowBytes > (2s + c) * 16. One register per operand instead of one per
+      // step. The 16-line steps (warp rows, m16 blocks, key steps) leave line & 7 alone.
+      const uint32_t q_lane = TileQ::offset(wrow + (lane & 15), lane >> 4);
+      const uint32_t k_lane = TileKV::offset(r8 + ((lane >> 4) << 3), (lane >> 3) & 1);
+      const uint32_t v_lane = TileKV::offset((q8 & 1) * 8 + r8, q8 >> 1);
+      auto step = [](uint32_t off, int s) -> uint32_t { return off ^ static_cast<uint32_t>(s << 5); };
 
       u32x4_t qf[Cfg::kQInRegs ? kMB : 1][Cfg::kQInRegs ? kKS : 1];
       if constexpr (Cfg::kQInRegs) {
-        nv::cp_async_wait<2 * kStages - 1>();  // the Q group
+        nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
         barrier();
 #pragma unroll
         for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-          for (int ks = 0; ks < kKS; ++ks) nv::ldmatrix_x4(qf[mb][ks].r, sq_addr + q_off[ks] + mb * 16 * kRowBytes);
+          for (int ks = 0; ks < kKS; ++ks) nv::ldmatrix_x4(qf[mb][ks].r, sq_addr + step(q_lane, ks) + mb * 16 * kRowBytes);
       }
 
 #pragma unroll 1
       for (int j = 0; j < nt; ++j) {
         const int t = t_last - j;
         const int st = j % kStages;
+        if constexpr (kJoint) {
+          nv::cp_async_wait<kStages - 2>();  // K[j] and V[j] (and everything before them) landed
+          barrier();                          // ... for every thread; every warp is done with tile j-1
+          load_k(j + kStages - 1);            // into the stages of tile j-1
+          load_v(j + kStages - 1);
+        } else {
         nv::cp_async_wait<2 * kStages - 2>();  // K[j] (and everything before it) landed
         barrier();                              // ... for every thread; every warp is done with PV[j-1]
         load_v(j + kStages - 1);                // into the V stage of tile j-1
+        }
 
         // ---- S = Q . K^T
         f32x4_t s[kMB][kNB];
@@ -219,13 +274,13 @@ struct Fwd {
             if constexpr (Cfg::kQInRegs) {
               qa[mb] = qf[mb][ks];
             } else {
-              nv::ldmatrix_x4(qa[mb].r, sq_addr + q_off[ks] + mb * 16 * kRowBytes);
+              nv::ldmatrix_x4(qa[mb].r, sq_addr + step(q_lane, ks) + mb * 16 * kRowBytes);
             }
           }
 #pragma unroll
           for (int jj = 0; jj < kNB / 2; ++jj) {
             uint32_t r[4];
-            nv::ldmatrix_x4(r, ks_base + k_off[ks] + jj * 16 * kRowBytes);
+            nv::ldmatrix_x4(r, ks_base + step(k_lane, ks) + jj * 16 * kRowBytes);
             const u32x2_t b0{{r[0], r[1]}};
             const u32x2_t b1{{r[2], r[3]}};
 #pragma unroll
@@ -236,19 +291,23 @@ struct Fwd {
           }
         }
 
-        // ---- mask: only tiles with a hidden (query, key) pair
+        // ---- mask: only tiles with a hidden (query, key) pair; per row the keys [lo, hi) it sees
         const int n0 = t * kBN;
-        if (mask.partial(m0, r1, n0, n0 + kBN)) {
+        if (n0 < tile_lo || n0 + kBN > tile_hi) {
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb)
 #pragma unroll
-            for (int nb = 0; nb < kNB; ++nb)
+            for (int h = 0; h < 2; ++h) {
+              const int row = m0 + wrow + mb * 16 + g + 8 * h;
+              const int lo = mask.row_lo(row) - n0 - 2 * t4, hi = mask.row_hi(row) - n0 - 2 * t4;
 #pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int row = m0 + wrow + mb * 16 + g + 8 * (e >> 1);
-                const int col = n0 + nb * 8 + 2 * t4 + (e & 1);
-                if (!mask.visible(row, col)) s[mb][nb].r[e] = attn::kNegInf;
-              }
+              for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                  const int col = nb * 8 + e;
+                  if (col < lo || col >= hi) s[mb][nb].r[2 * h + e] = attn::kNegInf;
+                }
+            }
         }
 
         // ---- online softmax; P as A fragments
@@ -293,9 +352,11 @@ struct Fwd {
           }
         }
 
+        if constexpr (!kJoint) {
         nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
         barrier();                              // ... for every thread; every warp is done with K[j]
         load_k(j + kStages);                    // into K[j]'s stage
+        }
 
         // ---- O += P . V
         const uint32_t vs_base = v_stage(st);
@@ -304,7 +365,7 @@ struct Fwd {
 #pragma unroll
           for (int dd = 0; dd < kDB / 2; ++dd) {
             uint32_t r[4];
-            nv::ldmatrix_x4_trans(r, vs_base + v_off[dd] + kk * 16 * kRowBytes);
+            nv::ldmatrix_x4_trans(r, vs_base + step(v_lane, dd) + kk * 16 * kRowBytes);
             const u32x2_t b0{{r[0], r[1]}};
             const u32x2_t b1{{r[2], r[3]}};
 #pragma unroll

@@ -1,0 +1,90 @@
+"""The attention op: ``O = softmax(scale * Q.K^T + mask) . V`` with the per-row log-sum-exp (forward).
+
+Its parts: ``spec.py`` (DSL keys, params), ``configs.py`` (known-good configurations per target), ``plan.py``
+(the pass list), ``body.py`` (the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64, random
+problems), ``kernel.hip.j2`` (template), ``torch_op.py`` (the ``torch.library`` custom op), ``device/`` (the
+bodies: attention_fwd_amd.h on AMD and the emulator, attention_fwd_nv.h on NVIDIA).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ops.attention import abi as _abi
+from ckgen.ops.attention import plan as _plan
+from ckgen.ops.attention import reference as _ref
+from ckgen.ops.attention import spec as _spec
+from ckgen.ops.base import Op
+from ckgen.targets.model import Target
+
+MASK_CONSTANTS = {"none": "ckgen::attn::kMaskNone", "causal": "ckgen::attn::kMaskCausal",
+                  "window": "ckgen::attn::kMaskWindow"}
+
+
+def _bool(x: bool) -> str:
+    return "true" if x else "false"
+
+
+class AttentionOp(Op):
+    name = "attention"
+    doc = "fused attention forward: O = softmax(scale * Q.K^T + mask) . V and the row log-sum-exp"
+    keys = _spec.KEYS
+    kernel_template = "attention/kernel.hip.j2"
+
+    def build_params(self, values, ctx):
+        return _spec.build_params(values, ctx)
+
+    def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
+        return _plan.plan(spec, target)
+
+    def abi(self, spec: KernelSpec):
+        return _abi.abi(spec)
+
+    def summary(self, plan: KernelPlan) -> str:
+        a, b = plan.spec.params.attn, plan.body
+        mask = a.mask + (f" [{a.window[0]}, {a.window[1]}]" if a.mask == "window" else "")
+        q = ", Q in registers" if b.q_in_regs else ", Q in shared memory"
+        q += ", one barrier per K/V tile" if b.kv_barriers == 1 else ""
+        return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}; tile "
+                f"{b.block_m}x{b.block_n}, waves {b.waves}, lds_buffers {b.lds_buffers}{q}, instr {b.instr.shape_text}")
+
+    def kernel_view(self, plan: KernelPlan) -> dict:
+        """The Cfg of the platform's body (the member lists in device/attention_fwd_amd.h and _nv.h)."""
+        a, b, t = plan.spec.params.attn, plan.body, plan.target
+        i, amd = b.instr, t.platform == "amd"
+        types = [("T", a.dtype.cpp)]
+        ints = [("kHeadDim", a.head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n)]
+        if amd:
+            types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
+            lanes = t.wave_size
+            ints += [("kWaves", b.waves), ("kWaveSize", lanes), ("kThreads", plan.threads), ("kInstrM", i.m),
+                     ("kInstrN", i.n), ("kInstrK", i.k), ("kAItems", i.a_items(lanes)), ("kBItems", i.b_items(lanes)),
+                     ("kCItems", i.c_items(lanes)), ("kLdsBuffers", b.lds_buffers), ("kVec", b.vec),
+                     ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride),
+                     ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
+        else:
+            ints += [("kWarps", b.waves), ("kWaveSize", t.wave_size), ("kThreads", plan.threads),
+                     ("kStages", b.lds_buffers), ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
+        constants = [("int", n, str(v)) for n, v in ints]
+        if not amd:
+            constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
+        constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", _bool(a.varlen)),
+                      ("bool", "kGqa", "true")]
+        notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
+                 f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
+        return {"types": types, "constants": constants, "header": b.body.header, "impl": b.body.impl,
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes}
+
+    def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
+        return _ref.reference(plan, arrays, sizes)
+
+    def tolerance(self, plan: KernelPlan, output: str) -> float:
+        return _ref.tolerance(plan, output)
+
+    def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
+        return _ref.random_inputs(plan, sizes, rng)
+
+
+OP = AttentionOp()

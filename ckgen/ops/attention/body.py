@@ -1,0 +1,78 @@
+"""The attention op's plan for one target (:class:`AttentionPlan`, the ``body`` of its KernelPlan).
+
+Every field is a decision of the passes in :mod:`ckgen.ops.attention.plan`; the kernel template renders them
+into the ``Cfg`` struct the device bodies read (``device/attention_fwd_amd.h``, ``device/attention_fwd_nv.h``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ckgen.targets.model import MatrixInstr
+
+
+@dataclass(frozen=True)
+class Body:
+    """A device body: its header (in ``device/``), its entry template, its pipeline depths and what it needs."""
+
+    header: str
+    impl: str
+    lds_buffers: tuple[int, ...]      # legal K/V pipeline depths
+    q_in_regs: tuple[bool, ...]       # legal Q placements
+    rows_per_wave: tuple[int, ...]    # legal queries per wave, as multiples of the instruction's query extent
+    waves_per_eu: bool                # whether the body takes an occupancy hint (kWavesPerEu)
+    kv_barriers: tuple[int, ...]      # legal barriers per K/V tile
+
+
+@dataclass(frozen=True)
+class RegisterEstimate:
+    """32-bit registers per lane (thread), estimated before compiling (``ckgen report`` shows the real ones)."""
+
+    accumulators: int   # O (f32)
+    scores: int         # S / P of one K/V tile
+    fragments: int      # resident Q fragments and other operands
+    overhead: int       # addresses, row statistics, loop state
+    budget: int         # what the target (and waves_per_eu) allows
+
+    @property
+    def total(self) -> int:
+        return self.accumulators + self.scores + self.fragments + self.overhead
+
+    def to_json(self) -> dict:
+        return {"accumulators": self.accumulators, "scores": self.scores, "fragments": self.fragments,
+                "overhead": self.overhead, "total": self.total, "budget": self.budget}
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    body: Body
+    instr: MatrixInstr
+    block_m: int                      # queries per workgroup
+    block_n: int                      # keys per K/V tile
+    waves: int                        # waves (warps) per workgroup, all along the queries
+    lds_buffers: int                  # K/V tiles in flight (AMD LDS buffers; NVIDIA cp.async stages)
+    q_in_regs: bool
+    waves_per_eu: int                 # AMD occupancy hint (1: none)
+    kv_barriers: int                  # NVIDIA: barriers per K/V tile (2: K and V separate cp.async groups)
+    vec: int                          # elements per global vector access of K / V (AMD)
+    lds_k_stride: int                 # AMD: elements between key rows of the LDS K tile (0 on NVIDIA: swizzled)
+    lds_v_stride: int                 # AMD: elements between d rows of the LDS V^T tile
+    lds_bytes: int                    # LDS / shared memory of one workgroup
+    mma_per_tile: int                 # matrix instructions one wave issues per K/V tile (S and O products)
+    registers: RegisterEstimate
+    planned: tuple[str, ...] = field(default=())  # the parameters the table chose (not written in the DSL)
+
+    @property
+    def rows_per_wave(self) -> int:
+        return self.block_m // self.waves
+
+    def to_json(self) -> dict:
+        i = self.instr
+        return {"header": self.body.header, "impl": self.body.impl,
+                "instruction": {"mnemonic": i.mnemonic, "builtin": i.builtin, "shape": list(i.shape)},
+                "tile": [self.block_m, self.block_n], "waves": self.waves, "lds_buffers": self.lds_buffers,
+                "q_in_regs": self.q_in_regs, "waves_per_eu": self.waves_per_eu,
+                "kv_barriers": self.kv_barriers, "vec": self.vec,
+                "lds_k_stride": self.lds_k_stride, "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
+                "mma_per_tile": self.mma_per_tile, "registers_estimate": self.registers.to_json(),
+                "planned": list(self.planned)}

@@ -1,0 +1,309 @@
+"""The attention op's planning passes: (KernelSpec, Target) -> KernelPlan.
+
+``PASSES`` is the whole pipeline, in order. Each pass reads the working :class:`AttentionDraft`, decides or
+checks one concern, and refuses with ``d.fail(param, value, legal, reason)``. Parameters the kernel leaves out
+come from the known-good table (``configs.py``) and are checked like written ones; a refusal of a planned value
+says so. Arch knowledge comes only from the :class:`Target` (platform, instruction table, LDS, registers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ckgen.ir.plan import Entry, KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
+from ckgen.lower.draft import Draft, run_passes
+from ckgen.ops.attention.abi import abi, launch
+from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate
+from ckgen.ops.attention.configs import known_good
+from ckgen.ops.attention.spec import AttentionConfig, AttentionParams, AttentionSpec
+from ckgen.targets.model import MatrixInstr, Target
+
+MAX_THREADS = 1024
+TILE_RANGE = (16, 256)        # queries per workgroup and keys per tile
+VECTOR_BYTES = 16             # AMD: widest global access per lane
+#: the device body per target platform
+BODIES = {
+    "amd": Body("attention_fwd_amd.h", "ckgen::attention_fwd_amd", lds_buffers=(1, 2), q_in_regs=(True,),
+                rows_per_wave=(1, 2, 4), waves_per_eu=True, kv_barriers=()),
+    "cuda": Body("attention_fwd_nv.h", "ckgen::attention_fwd_nv", lds_buffers=(1, 2, 3, 4), q_in_regs=(True, False),
+                 rows_per_wave=(1, 2), waves_per_eu=False, kv_barriers=(2, 1)),
+}
+
+
+@dataclass
+class AttentionDraft(Draft):
+    """Mutable working state of one attention lowering; :func:`plan` freezes it."""
+
+    planned: list[str] = field(default_factory=list)
+    instr: MatrixInstr | None = None
+    tile: tuple[int, int] = (0, 0)
+    waves: int = 0
+    lds_buffers: int = 0
+    q_in_regs: bool = True
+    waves_per_eu: int = 1
+    kv_barriers: int = 0
+    vec: int = 1
+    lds_k_stride: int = 0
+    lds_v_stride: int = 0
+    lds_bytes: int = 0
+    mma_per_tile: int = 0
+    registers: RegisterEstimate | None = None
+
+    @property
+    def a(self) -> AttentionSpec:
+        return self.spec.params.attn
+
+    @property
+    def cfg(self) -> AttentionConfig:
+        return self.spec.params.config
+
+    @property
+    def body(self) -> Body:
+        return BODIES[self.target.platform]
+
+    @property
+    def amd(self) -> bool:
+        return self.target.platform == "amd"
+
+    def show(self, param: str, value: object) -> str:
+        """``value`` as a refusal prints it: ``(planned)`` when the table chose it."""
+        return f"{value} (planned)" if param in self.planned else str(value)
+
+    def refuse(self, param: str, value: object, legal: str, reason: str):
+        return self.fail(param, self.show(param, value), legal, reason)
+
+
+def _q_unit(d: AttentionDraft) -> int:
+    """Queries one instruction covers: the MFMA's N on AMD (queries are columns of S^T), 16 rows on NVIDIA."""
+    return d.instr.n if d.amd else d.instr.m
+
+
+def _shapes(instrs) -> str:
+    return ", ".join(dict.fromkeys(i.shape_text for i in instrs)) or "none"
+
+
+def _body_instructions(d: AttentionDraft) -> list[MatrixInstr]:
+    """The target's single-block dtype -> f32 instructions the body can use, best first."""
+    t, dt = d.target, d.a.dtype
+    out = []
+    for i in t.instructions_for(dt, dt, DType.F32):
+        if d.amd:
+            ok = i.kind == "mfma" and i.m == i.n and i.m in (16, 32) and i.a_items(t.wave_size) % 4 == 0 \
+                and i.a_items(t.wave_size) == i.b_items(t.wave_size)
+        else:
+            ok = i.kind == "mma_sync" and i.shape == (16, 8, 16)
+        if ok:
+            out.append(i)
+    return out
+
+
+def check_dtype(d: AttentionDraft) -> None:
+    if not _body_instructions(d):
+        have = sorted({i.a_dtype.value for i in d.target.instructions})
+        raise d.fail("dtype", d.a.dtype.value, ", ".join(x for x in ("f16", "bf16") if x in have) or "none",
+                     f"{d.target.name} has no matrix instruction the attention body can use for this dtype")
+
+
+def _fits(d: AttentionDraft, i: MatrixInstr, tile: tuple[int, int]) -> bool:
+    bm, bn = tile
+    hd = d.a.head_dim
+    return bm % (i.n if d.amd else i.m) == 0 and bn % i.m == 0 and bn % i.k == 0 and hd % i.m == 0 and hd % i.k == 0
+
+
+def plan_instruction(d: AttentionDraft) -> None:
+    """The written instruction, or the best one of the table's query extent that fits the tile."""
+    cands, cfg = _body_instructions(d), d.cfg
+    kg = known_good(d.target.platform, d.a.head_dim)
+    d.tile = cfg.tile if cfg.tile is not None else kg.tile
+    if cfg.tile is None:
+        d.planned.append("tile")
+    if cfg.instr is not None:
+        found = [i for i in cands if i.shape == cfg.instr]
+        if not found:
+            raise d.fail("instr", "x".join(map(str, cfg.instr)), _shapes(cands),
+                         f"not a single-block {d.a.dtype.value} -> f32 instruction of the target that the "
+                         "attention body takes (AMD: square 16x16 / 32x32 with >= 4 elements per lane)")
+        d.instr = found[0]
+        return
+    d.planned.append("instr")
+    order = [i for i in cands if i.m == kg.instr_m] + [i for i in cands if i.m != kg.instr_m]
+    d.instr = next((i for i in order if _fits(d, i, d.tile)), order[0])
+
+
+def plan_waves(d: AttentionDraft) -> None:
+    cfg, kg, unit = d.cfg, known_good(d.target.platform, d.a.head_dim), _q_unit(d)
+    if cfg.waves is not None:
+        d.waves = cfg.waves
+        return
+    d.planned.append("waves")
+    bm = d.tile[0]
+    for w in (kg.waves, 8, 4, 2, 1):
+        if bm % (w * unit) == 0 and bm // (w * unit) in d.body.rows_per_wave:
+            d.waves = w
+            return
+    d.waves = kg.waves
+
+
+def check_workgroup(d: AttentionDraft) -> None:
+    lanes = d.target.wave_size
+    if d.waves * lanes > MAX_THREADS:
+        raise d.refuse("waves", d.waves, f"1..{MAX_THREADS // lanes}",
+                       f"{d.waves * lanes} threads exceed the {MAX_THREADS}-thread workgroup limit")
+
+
+def check_tile(d: AttentionDraft) -> None:
+    (bm, bn), i, w, hd = d.tile, d.instr, d.waves, d.a.head_dim
+    tile, unit = f"{bm}x{bn}", _q_unit(d)
+    lo, hi = TILE_RANGE
+    if not (lo <= bm <= hi and lo <= bn <= hi):
+        raise d.refuse("tile", tile, f"M and N in {lo}..{hi}", "tile out of range")
+    blocks = tuple(b * unit for b in d.body.rows_per_wave)
+    if bm % (w * unit) or bm // (w * unit) not in d.body.rows_per_wave:
+        raise d.refuse("tile", tile, f"tile M = waves x ({' or '.join(map(str, blocks))}) queries per wave "
+                                     f"(waves = {d.show('waves', w)}, instruction {i.shape_text})",
+                       f"{bm} queries do not split into {w} waves of whole {unit}-query instruction blocks")
+    if bn % i.m or bn % i.k or (not d.amd and bn % 16):
+        step = max(i.m, i.k, 16 if not d.amd else 1)
+        raise d.refuse("tile", tile, f"tile N a multiple of {step} (instruction {i.shape_text})",
+                       "the keys of a tile do not split into whole instructions")
+    if hd % i.m or hd % i.k:
+        raise d.refuse("instr", i.shape_text, "an instruction whose M and K divide the head dim",
+                       f"head_dim {hd} does not split into whole instructions")
+
+
+def plan_pipeline(d: AttentionDraft) -> None:
+    cfg, kg, body = d.cfg, known_good(d.target.platform, d.a.head_dim), d.body
+    if cfg.q_in_regs is None:
+        d.planned.append("q_in_regs")
+        d.q_in_regs = kg.q_in_regs if kg.q_in_regs in body.q_in_regs else body.q_in_regs[0]
+    elif cfg.q_in_regs not in body.q_in_regs:
+        raise d.fail("q_in_regs", str(cfg.q_in_regs).lower(), " or ".join(str(x).lower() for x in body.q_in_regs),
+                     "this target's body keeps Q where it says")
+    else:
+        d.q_in_regs = cfg.q_in_regs
+    if cfg.waves_per_eu is None:
+        if body.waves_per_eu:
+            d.planned.append("waves_per_eu")
+        d.waves_per_eu = kg.waves_per_eu if body.waves_per_eu else 1
+    elif cfg.waves_per_eu != 1 and not body.waves_per_eu:
+        raise d.fail("waves_per_eu", cfg.waves_per_eu, "1 (or leave it out)",
+                     "only the AMD body takes an occupancy hint")
+    elif cfg.waves_per_eu > d.target.max_waves_per_simd:
+        raise d.fail("waves_per_eu", cfg.waves_per_eu, f"1..{d.target.max_waves_per_simd}",
+                     "more waves per SIMD than the target runs")
+    else:
+        d.waves_per_eu = cfg.waves_per_eu
+    if cfg.lds_buffers is None:
+        d.planned.append("lds_buffers")
+        d.lds_buffers = kg.lds_buffers if kg.lds_buffers in body.lds_buffers else body.lds_buffers[-1]
+    elif cfg.lds_buffers not in body.lds_buffers:
+        raise d.fail("lds_buffers", cfg.lds_buffers, ", ".join(map(str, body.lds_buffers)),
+                     "unsupported K/V pipeline depth for this target's body")
+    else:
+        d.lds_buffers = cfg.lds_buffers
+    if cfg.kv_barriers is None:
+        if body.kv_barriers:
+            d.planned.append("kv_barriers")
+        d.kv_barriers = kg.kv_barriers if body.kv_barriers else 0
+    elif cfg.kv_barriers not in body.kv_barriers:
+        raise d.fail("kv_barriers", cfg.kv_barriers, " or ".join(map(str, body.kv_barriers)) or "(leave it out)",
+                     "this target's body has its own K/V synchronization" if not body.kv_barriers else
+                     "unsupported barriers per K/V tile")
+    else:
+        d.kv_barriers = cfg.kv_barriers
+    if d.kv_barriers == 1 and d.lds_buffers < 2:
+        raise d.refuse("lds_buffers", d.lds_buffers, ">= 2 with kv_barriers = 1",
+                       "one barrier per K/V tile needs a second stage to copy into")
+
+
+def _lds_layout(d: AttentionDraft, buffers: int) -> int:
+    """LDS bytes at ``buffers`` K/V buffers (sets the AMD strides and vector width)."""
+    (bm, bn), hd, eb = d.tile, d.a.head_dim, d.a.dtype.bytes
+    if not d.amd:  # swizzled tiles: Q, then stages of K and V
+        return eb * (bm * hd + buffers * 2 * bn * hd)
+    items = d.instr.a_items(d.target.wave_size)
+    d.vec = VECTOR_BYTES // eb
+    d.lds_k_stride = hd + max(d.target.lds_pad_bytes // eb, d.vec)
+    d.lds_v_stride = bn + max(4, items)
+    return buffers * (bn * d.lds_k_stride + hd * d.lds_v_stride) * eb
+
+
+def plan_lds(d: AttentionDraft) -> None:
+    t = d.target
+    need = _lds_layout(d, d.lds_buffers)
+    while need > t.lds_bytes and "lds_buffers" in d.planned and d.lds_buffers > d.body.lds_buffers[0]:
+        d.lds_buffers -= 1
+        need = _lds_layout(d, d.lds_buffers)
+    if need > t.lds_bytes:
+        one = _lds_layout(d, d.body.lds_buffers[0])
+        hint = f"<= {t.lds_bytes} bytes" + (f"; lds_buffers = {d.body.lds_buffers[0]} needs {one}"
+                                             if d.lds_buffers != d.body.lds_buffers[0] else "")
+        raise d.refuse("tile", f"{d.tile[0]}x{d.tile[1]}", hint,
+                       f"needs {need} bytes of LDS (lds_buffers = {d.show('lds_buffers', d.lds_buffers)}, "
+                       f"head_dim {d.a.head_dim}), over the {t.lds_bytes}-byte limit")
+    d.lds_bytes = need
+
+
+def estimate_registers(d: AttentionDraft) -> None:
+    """Long-lived 32-bit registers per lane. AMD: O^T and S^T accumulators, P^T, Q^T and read-ahead operands, the
+    next tile's global loads, 32 of state, against 512 / waves_per_eu. NVIDIA: O, S, half of P (packed from S as S
+    dies), Q (when in registers) and the three ldmatrix lane offsets against 255, calibrated with ptxas -v (sm_90):
+    every configuration estimated at most 227 compiles without spills (d64 128x128 with Q in shared memory: 227,
+    255 registers), those estimated 259 and more spill (the same with Q in registers: 259)."""
+    (bm, bn), hd, i, t = d.tile, d.a.head_dim, d.instr, d.target
+    rows = bm // d.waves
+    if d.amd:
+        lanes = t.wave_size
+        qb, ci, ai = rows // i.n, i.c_items(lanes), i.a_items(lanes)
+        acc = (hd // i.m) * qb * ci
+        scores = (bn // i.m) * qb * ci + qb * (bn // i.k) * ai // 2
+        frags = qb * (hd // i.k) * ai // 2 + 2 * (bn // i.m) * ai // 2 + ai + 2 * bn * hd // (d.waves * lanes) // 2
+        budget = min(t.vgprs + t.agprs, t.vgprs_per_simd_lane // d.waves_per_eu)
+        est = RegisterEstimate(acc, scores, frags, 32, budget)
+        d.mma_per_tile = (bn // i.m) * qb * (hd // i.k) + (hd // i.m) * qb * (bn // i.k)
+    else:
+        mb = rows // 16
+        acc = mb * (hd // 8) * 4
+        scores = mb * (bn // 8) * 4 + mb * (bn // 16) * 2  # S, and P where it outlives S (half: packed from it)
+        frags = (mb * (hd // 16) * 4 if d.q_in_regs else 0) + 3
+        est = RegisterEstimate(acc, scores, frags, 0, t.vgprs)
+        d.mma_per_tile = 2 * mb * (bn // 8) * (hd // 16)
+    if est.total > est.budget:
+        param = "q_in_regs" if not d.amd and d.q_in_regs and est.total - mb * (hd // 16) * 4 <= est.budget else "tile"
+        value = str(d.q_in_regs).lower() if param == "q_in_regs" else f"{bm}x{bn}"
+        legal = ("false (Q re-read from shared memory)" if param == "q_in_regs" else
+                 f"a tile with fewer queries per wave or keys per tile: at most {est.budget} registers per lane")
+        raise d.refuse(param, value, legal,
+                       f"needs about {est.total} registers per lane ({est.accumulators} for O, {est.scores} for the "
+                       f"scores, {est.fragments} for operands) with {d.show('waves', d.waves)} waves")
+    d.registers = est
+
+
+PASSES = (
+    check_dtype,          # the target has matrix instructions the body takes for the dtype
+    plan_instruction,     # tile and instruction: written, or from the table (the best of its shape that fits)
+    plan_waves,           # waves: written, or the table's (or the first that splits the tile)
+    check_workgroup,      # waves x wave size within the workgroup limit
+    check_tile,           # queries per wave, keys per tile and head dim in whole instructions
+    plan_pipeline,        # Q placement, occupancy hint, K/V pipeline depth and barriers
+    plan_lds,             # LDS layout and bytes against the target (a planned depth shrinks to fit)
+    estimate_registers,   # register budget
+)
+
+
+def plan(spec: KernelSpec, target: Target) -> KernelPlan:
+    """Run :data:`PASSES` for ``target`` and freeze the result."""
+    if not isinstance(spec.params, AttentionParams):  # pragma: no cover - the registry routes by op
+        raise TypeError("the attention planner takes attention specs")
+    d = run_passes(PASSES, AttentionDraft(spec, target))
+    body = AttentionPlan(body=d.body, instr=d.instr, block_m=d.tile[0], block_n=d.tile[1], waves=d.waves,
+                         lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
+                         kv_barriers=d.kv_barriers, vec=d.vec,
+                         lds_k_stride=d.lds_k_stride, lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes,
+                         mma_per_tile=d.mma_per_tile, registers=d.registers, planned=tuple(d.planned))
+    threads = d.waves * target.wave_size
+    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec),
+                      launch=launch(spec, threads, d.tile[0], 0),
+                      entries=(Entry(spec.name, threads, d.lds_bytes),))
