@@ -134,6 +134,11 @@ class Op(ABC):
         """Arithmetic of one call at ``sizes`` (reports TFLOP/s; None: not meaningful for the op)."""
         return None
 
+    def extent_bounds(self, plan: KernelPlan, sizes: dict[str, int]) -> dict[str, int]:
+        """Upper bounds of the ABI's extents (dims that are not arguments, e.g. a varlen batch's total tokens) at
+        ``sizes``: what ``ckgen run`` budgets host memory with before drawing inputs (default: none)."""
+        return {}
+
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray | None]:
         """Arrays for every tensor of the ABI at ``sizes``: random values (never all zero) for what the kernel
         reads, poison (0xFF bytes) for what it only writes, None for unused tensors."""

@@ -78,10 +78,11 @@ _PER_ELEMENT_EXTRA = 16
 def host_bytes(plan, sizes: dict[str, int]) -> int:
     """Host memory a ``ckgen run`` of ``plan`` at ``sizes`` needs: each tensor, its copy and its float64 values."""
     total = 0
+    bounded = {**get_op(plan.op).extent_bounds(plan, sizes), **sizes}
     for a in plan.abi.tensors:
         if not a.unused:
             elems = 1
-            for n in shape_of(a, sizes):
+            for n in shape_of(a, bounded):
                 elems *= n
             total += elems * (2 * numpy_dtype(a.dtype).itemsize + _PER_ELEMENT_EXTRA)
     return total

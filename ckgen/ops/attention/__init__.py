@@ -83,6 +83,12 @@ class AttentionOp(Op):
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         return _ref.tolerance(plan, output)
 
+    def extent_bounds(self, plan: KernelPlan, sizes: dict[str, int]) -> dict[str, int]:
+        """A varlen batch has at most batch x seqlen tokens on each side."""
+        if not plan.spec.params.attn.varlen:
+            return {}
+        return {"total_q": sizes["batch"] * sizes["seqlen_q"], "total_k": sizes["batch"] * sizes["seqlen_k"]}
+
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
         return _ref.random_inputs(plan, sizes, rng)
 
