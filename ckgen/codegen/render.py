@@ -64,14 +64,19 @@ def cfg_view(plan: KernelPlan) -> dict:
             ("kRepN", plan.repeats[1]), ("kAItems", plan.items[0]), ("kBItems", plan.items[1]),
             ("kCItems", plan.items[2]), ("kLdsBuffers", lds.buffers), ("kPrefetch", plan.prefetch),
             ("kVecA", plan.vec[0]), ("kVecB", plan.vec[1]), ("kVecC", plan.vec[2]),
-            ("kLdsAStride", lds.a_stride), ("kLdsBStride", lds.b_stride), ("kLdsABytes", lds.a_bytes),
-            ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
+            ("kLdsAGranule", lds.a.granule), ("kLdsASwizzleBits", lds.a.low_bits), ("kLdsAMnLanes", lds.a.mn_lanes),
+            ("kLdsAMnPiece", lds.a.mn_piece),
+            ("kLdsBGranule", lds.b.granule), ("kLdsBSwizzleBits", lds.b.low_bits), ("kLdsBMnLanes", lds.b.mn_lanes),
+            ("kLdsBMnPiece", lds.b.mn_piece),
+            ("kLdsABytes", lds.a_bytes), ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
     constants = [("bool", "kARowMajor", _bool(g.a.layout == Layout.ROW)),
                  ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
                  ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
     if plan.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
         ints += [("kTmaStages", plan.tma.stages), ("kTmaSmemBytes", plan.tma.smem_bytes)]
     constants += [("int", name, str(v)) for name, v in ints]
+    constants += [("unsigned long long", "kLdsASwizzle", f"{lds.a.packed_table:#x}ull"),
+                  ("unsigned long long", "kLdsBSwizzle", f"{lds.b.packed_table:#x}ull")]
     constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
                   ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(plan.integer_epilogue))]
     return {"types": types, "constants": constants, "epilogue": list(plan.epilogue_types),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ckgen.ir.lds import LdsOperandLayout
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
 from ckgen.targets.model import MatrixInstr, Target
@@ -15,17 +16,24 @@ from ckgen.targets.model import MatrixInstr, Target
 
 @dataclass(frozen=True)
 class LdsPlan:
-    """LDS staging: tiles are stored K-contiguous, each row padded to ``*_stride`` elements."""
+    """LDS staging: one unpadded, XOR-swizzled tile per operand and buffer (ckgen/ir/lds.py has the
+    address map), ``buffers`` copies of both. Bytes are exactly buffers x (rows_a + rows_b) x tile K x element."""
 
-    a_stride: int
-    b_stride: int
-    a_bytes: int       # one buffer of A
-    b_bytes: int       # one buffer of B
+    a: LdsOperandLayout
+    b: LdsOperandLayout
     buffers: int
 
     def __post_init__(self) -> None:
-        if self.buffers < 1 or min(self.a_stride, self.b_stride, self.a_bytes, self.b_bytes) <= 0:
-            raise ValueError("LdsPlan: sizes must be positive")
+        if self.buffers < 1:
+            raise ValueError("LdsPlan: buffers must be >= 1")
+
+    @property
+    def a_bytes(self) -> int:       # one buffer of A
+        return self.a.bytes
+
+    @property
+    def b_bytes(self) -> int:       # one buffer of B
+        return self.b.bytes
 
     @property
     def total_bytes(self) -> int:
@@ -104,7 +112,7 @@ class KernelPlan:
                             "shape": list(self.instr.shape)},
             "threads": self.threads, "wave_tile": list(self.wave_tile), "repeats": list(self.repeats),
             "items": list(self.items), "vec": list(self.vec),
-            "lds": {"a_stride": self.lds.a_stride, "b_stride": self.lds.b_stride, "a_bytes": self.lds.a_bytes,
+            "lds": {"a": self.lds.a.to_json(), "b": self.lds.b.to_json(), "a_bytes": self.lds.a_bytes,
                     "b_bytes": self.lds.b_bytes, "buffers": self.lds.buffers, "total_bytes": self.lds.total_bytes},
             "prefetch": self.prefetch,
             "registers_estimate": {"accumulators": self.registers.accumulators,

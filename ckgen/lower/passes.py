@@ -13,6 +13,7 @@ from ckgen.errors import ValidationError
 from ckgen.ir.plan import LdsPlan, RegisterEstimate, TmaBodyPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
+from ckgen.lower.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
@@ -146,8 +147,12 @@ def choose_vectors(d: Draft) -> None:
     (tm, tn, tk) = cfg.tile
     threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
     # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
-    extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk),
-               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk),
+    # unit: elements along K one thread moves per vector (MN-contiguous operands of swizzled LDS tiles are
+    # transposed in registers into LDS writes of at least 4 bytes along K: ckgen/lower/lds_layout.py).
+    unit_a = mn_unit_elements(d.target, g.a.dtype.bytes, g.a.layout == Layout.ROW)
+    unit_b = mn_unit_elements(d.target, g.b.dtype.bytes, g.b.layout == Layout.COL)
+    extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk // unit_a),
+               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk // unit_b),
                "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
     chosen = []
     for param, (dtype, extent, elems) in extents.items():
@@ -167,13 +172,11 @@ def choose_vectors(d: Draft) -> None:
 
 
 def plan_lds(d: Draft) -> None:
-    g, cfg, t = d.spec.gemm, d.spec.config, d.target
-    (tm, tn, tk) = cfg.tile
-    pad_a = t.lds_pad_bytes // g.a.dtype.bytes
-    pad_b = t.lds_pad_bytes // g.b.dtype.bytes
-    sa, sb = tk + pad_a, tk + pad_b
-    lds = LdsPlan(a_stride=sa, b_stride=sb, a_bytes=tm * sa * g.a.dtype.bytes, b_bytes=tn * sb * g.b.dtype.bytes,
-                  buffers=cfg.lds_buffers)
+    """Unpadded, XOR-swizzled LDS tiles (ckgen/lower/lds_layout.py chooses them per dtype, tile, instruction
+    and layout from the target's bank figures) and their bytes against the target's LDS."""
+    cfg, t = d.spec.config, d.target
+    a, b = plan_gemm_lds(t, d.spec, d.instr, d.vec)
+    lds = LdsPlan(a=a, b=b, buffers=cfg.lds_buffers)
     if lds.total_bytes > t.lds_bytes:
         per_buf = lds.a_bytes + lds.b_bytes
         hint = f"<= {t.lds_bytes} bytes; this tile needs {per_buf} per buffer"

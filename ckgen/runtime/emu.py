@@ -9,7 +9,8 @@ Contract (docs/emulation.md):
   shared library (``-DCKGEN_PLATFORM_EMU``); output is written to a temp file and published with
   ``os.replace``.
 - :class:`EmuLibrary` loads such a library with ctypes and wraps the emulator's C API
-  (buffer registration, last fault, worker threads).
+  (buffer registration, last fault, worker threads, LDS bank statistics of the last launch:
+  :meth:`EmuLibrary.lds_sites`, one :class:`LdsSiteStats` per lds_load/lds_store call site).
 - :class:`EmuBackend` is the ``emu`` backend of :mod:`ckgen.runtime.api`: it renders the plan's
   kernel and emu launcher (ckgen.codegen), builds them through the build cache (key: both sources,
   compiler version, flags, header hashes), loads the library once, registers every numpy operand at
@@ -26,6 +27,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +87,8 @@ def emu_defines(target: Target) -> list[str]:
     from ckgen.targets import amd
 
     flags = ["-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_ARCH_RESTRICT",
-             f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}"]
+             f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}",
+             f"-DCKGEN_EMU_LDS_BANKS={target.lds_banks}", f"-DCKGEN_EMU_LDS_BANK_BYTES={target.lds_bank_bytes}"]
     flags += [f"-DCKGEN_EMU_HAS_{b[len(BUILTIN_PREFIX):]}" for b in target_builtins(target)]
     if amd.FEATURE_FP8_OCP in target.features:
         flags.append("-DCKGEN_EMU_FP8_OCP")
@@ -123,6 +126,23 @@ def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iter
     return out
 
 
+@dataclass(frozen=True)
+class LdsSiteStats:
+    """LDS bank statistics of one lds_load / lds_store call site over the last launch (ckgen/emu/lds_banks.h)."""
+
+    file: str
+    line: int
+    write: bool
+    instructions: int     # wave-level LDS instructions
+    extra_cycles: int     # extra cycles from bank conflicts, summed
+    max_ways: int         # worst phase: distinct dwords one bank had to serve
+    accesses: int         # lane accesses
+
+    @property
+    def where(self) -> str:
+        return f"{Path(self.file).name}:{self.line}"
+
+
 class EmuLibrary:
     """A loaded emu shared library and the emulator's C API inside it."""
 
@@ -140,6 +160,12 @@ class EmuLibrary:
         lib.ckgen_emu_fault_count.restype = ctypes.c_int
         lib.ckgen_emu_set_threads.argtypes = [ctypes.c_int]
         lib.ckgen_emu_set_threads.restype = None
+        lib.ckgen_emu_lds_site_count.argtypes = []
+        lib.ckgen_emu_lds_site_count.restype = ctypes.c_int
+        lib.ckgen_emu_lds_site.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)] + [
+            ctypes.POINTER(ctypes.c_int)] * 2 + [ctypes.POINTER(ctypes.c_longlong)] * 2 + [
+            ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_longlong)]
+        lib.ckgen_emu_lds_site.restype = ctypes.c_int
 
     def register(self, array: np.ndarray, name: str) -> None:
         """Register the bytes ``array`` spans (a view: only its own extent) as a buffer named ``name``."""
@@ -157,6 +183,19 @@ class EmuLibrary:
 
     def set_threads(self, n: int) -> None:
         self.lib.ckgen_emu_set_threads(int(n))
+
+    def lds_sites(self) -> list[LdsSiteStats]:
+        """Bank statistics of the last launch, per LDS call site that ran (sites are never forgotten; sites
+        the launch did not reach report 0 instructions and are left out)."""
+        out = []
+        for i in range(self.lib.ckgen_emu_lds_site_count()):
+            f, line, wr, mw = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+            ins, extra, acc = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_longlong()
+            if self.lib.ckgen_emu_lds_site(i, ctypes.byref(f), ctypes.byref(line), ctypes.byref(wr), ctypes.byref(ins),
+                                           ctypes.byref(extra), ctypes.byref(mw), ctypes.byref(acc)) == 0 and ins.value:
+                out.append(LdsSiteStats((f.value or b"").decode(), line.value, bool(wr.value), ins.value, extra.value,
+                                        mw.value, acc.value))
+        return out
 
     def check_status(self, status: int, what: str) -> None:
         """Raise EmulationFault (status 6) or RuntimeFailure for a non-zero status."""
@@ -260,3 +299,19 @@ class EmuBackend(Backend):
             status = handle.entry(ptr(call.A), ptr(call.B), ptr(call.C), ptr(call.bias), call.M, call.N, call.K,
                                   call.lda, call.ldb, call.ldc, None)
             lib.check_status(status, f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})")
+
+
+def lds_bank_summary(sites: list[LdsSiteStats]) -> str:
+    """One line for ``ckgen run``: extra cycles from LDS bank conflicts over the wave instructions, reads and
+    writes apart, and the worst site when there are conflicts."""
+    def part(kind: str, chosen: list[LdsSiteStats]) -> str:
+        return (f"{kind} {sum(s.extra_cycles for s in chosen)} extra cycles over "
+                f"{sum(s.instructions for s in chosen)} instructions")
+
+    reads, writes = [s for s in sites if not s.write], [s for s in sites if s.write]
+    total = sum(s.extra_cycles for s in sites)
+    line = f"LDS bank conflicts ({total} extra cycles): {part('ds_read', reads)}; {part('ds_write', writes)}"
+    if total:
+        worst = max(sites, key=lambda s: s.extra_cycles)
+        line += f"; worst {worst.where} ({'write' if worst.write else 'read'}, up to {worst.max_ways}-way)"
+    return line

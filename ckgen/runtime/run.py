@@ -3,7 +3,7 @@
 :func:`run_command` builds the kernel for the target (``emu``, ``hip``, ``sm_90`` ...) through
 :func:`ckgen.runtime.api.jit`, draws random inputs (never zeros; C poisoned unless beta != 0), runs it,
 and prints the relative error ``||C - ref|| / ||ref||`` against a float64 reference of
-``act(alpha * A.B + beta * C + bias)``. Exit status: 0 within the tolerance of the kernel's dtypes,
+``act(alpha * A.B + beta * C + bias)``; on ``emu`` also the LDS bank conflicts the emulator counted. Exit status: 0 within the tolerance of the kernel's dtypes,
 1 over it (or unwritten/NaN outputs), 2 on bad input (a CkgenError, printed with ``render()``).
 
 The reference and tolerances are shared with the numerics tests (:func:`reference`, :func:`tolerance`,
@@ -132,4 +132,8 @@ def run_command(path: str, kernel: str | None, target: str, arch: str | None, m:
     ok = err <= tol
     print(f"{gemm.name} on {gemm.backend.name} ({gemm.arch}): M={m} N={n} K={k}, {dt:.3f} s, "
           f"relative error vs float64 {err:.3e} (tolerance {tol:.1e}): {'ok' if ok else 'FAILED'}")
+    if gemm.backend.name == "emu":  # the emulator counts LDS bank conflicts (docs/emulation.md)
+        from ckgen.runtime.emu import lds_bank_summary
+
+        print(lds_bank_summary(gemm.handle.library.lds_sites()))
     return 0 if ok else 1

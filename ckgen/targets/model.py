@@ -93,7 +93,12 @@ class Target:
     max_lds_buffers: int = 2                 # deepest LDS pipeline the kernel body supports
     sgprs_per_simd: int = 0                  # SGPR file per SIMD (0: only the per-wave cap limits occupancy)
     lds_granule_bytes: int = 512             # LDS allocation granule per workgroup (occupancy)
-    lds_pad_bytes: int = 16                  # padding added to each K-contiguous LDS row (bank conflicts)
+    lds_banks: int = 32                      # LDS banks a wave-level LDS instruction is spread over
+    lds_bank_bytes: int = 4                  # bytes one bank serves per cycle
+    lds_swizzle: bool = True                 # the GEMM body takes XOR-swizzled LDS tiles (ckgen/ir/lds.py)
+    sgpr_granule: int = 16                   # SGPR allocation granule per wave (occupancy)
+    sgpr_extra_max: int = 0                  # most special SGPRs (VCC, FLAT_SCRATCH, XNACK_MASK) counted on top of ``sgprs``
+    max_workgroups_per_cu: int = 16          # multi-wave workgroups one CU holds at once (barrier resources)
     platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans)
 
     def __post_init__(self) -> None:

@@ -37,7 +37,7 @@ from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
 from ckgen.toolchain.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code, run_tool
 from ckgen.toolchain.llvm import Toolchain
-from ckgen.toolchain.report import KernelReport, analyze_code_object
+from ckgen.toolchain.report import KernelReport, analyze_code_object, with_clang_occupancy
 
 HOST_FLAGS: tuple[str, ...] = ("-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden",
                                 "-fvisibility-inlines-hidden", "-Wl,-Bsymbolic", "-Wl,--no-undefined")
@@ -177,6 +177,7 @@ def build_amd_library(stem: str, kernels: Sequence[KernelSource], host_source: s
     lib = build_host_library(stem, host_source, device.code_objects, cxx, cache, host_flags)
     reports = {(r.name, t.name): r for t in archs
                for r in analyze_code_object(device.code_objects[t.name], t, device.toolchains[t.name])}
+    reports = {key: with_clang_occupancy(r, device.logs.get(key)) for key, r in reports.items()}
     out = Path(out_dir) / f"lib{stem}.so"
     publish(lib, out)
     return LibraryResult(library=out, kernels=tuple(dict.fromkeys(k.name for k in kernels)),
