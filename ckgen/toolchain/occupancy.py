@@ -31,6 +31,12 @@ from ckgen.targets.model import Target
 
 LIMIT_ORDER = ("max_waves", "vgpr", "agpr", "sgpr", "lds")
 
+#: LLVM's SGPR occupancy steps for gfx8/9 (AMDGPUBaseInfo.cpp getOccupancyWithNumSGPRs, VOLCANIC_ISLANDS and
+#: later before GFX10): at most 80 SGPRs -> 10 waves, 88 -> 9, 100 -> 8, more -> 7. Used only by the
+#: ``model="llvm"`` variant that reproduces clang's remark.
+LLVM_GFX9_SGPR_STEPS: tuple[tuple[int, int], ...] = ((80, 10), (88, 9), (100, 8))
+LLVM_GFX9_SGPR_FLOOR = 7
+
 
 def _roundup(x: int, g: int) -> int:
     return -(-x // g) * g
@@ -43,8 +49,12 @@ def _vgpr_waves(regs: int, granule: int, total: int, cap: int) -> int:
 
 
 def occupancy_limits(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgprs: int, lds_bytes: int,
-                     workgroup_size: int) -> dict[str, int]:
-    """Waves per SIMD each resource allows (see the module docstring)."""
+                     workgroup_size: int, model: str = "hardware") -> dict[str, int]:
+    """Waves per SIMD each resource allows (see the module docstring). ``model="llvm"`` drops the two hardware
+    details LLVM leaves out (SGPR blocks: LLVM's step table instead; the LDS granule), which reproduces clang's
+    ``Occupancy [waves/SIMD]`` remark; ``"hardware"`` (the default) is what ``ckgen report`` shows."""
+    if model not in ("hardware", "llvm"):
+        raise ValueError(f"occupancy model {model!r}: hardware or llvm")
     cap = target.max_waves_per_simd
     g = max(1, target.vgpr_granule)
     limits: dict[str, int] = {"max_waves": cap}
@@ -58,13 +68,17 @@ def occupancy_limits(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgp
     if target.sgprs_per_simd:
         if sgprs > target.sgprs + target.sgpr_extra_max:
             limits["sgpr"] = 0
+        elif sgprs and model == "llvm":
+            steps = [w for most, w in LLVM_GFX9_SGPR_STEPS if sgprs <= most]
+            limits["sgpr"] = min(steps[0] if steps else LLVM_GFX9_SGPR_FLOOR, cap)
         elif sgprs:
             limits["sgpr"] = min(target.sgprs_per_simd // _roundup(sgprs, max(1, target.sgpr_granule)), cap)
     waves_per_group = -(-max(1, workgroup_size) // target.wave_size)
     if lds_bytes > target.lds_bytes:
         limits["lds"] = 0
     elif lds_bytes > 0:
-        groups = target.lds_bytes_per_cu // _roundup(lds_bytes, max(1, target.lds_granule_bytes))
+        granule = 1 if model == "llvm" else max(1, target.lds_granule_bytes)
+        groups = target.lds_bytes_per_cu // _roundup(lds_bytes, granule)
         most = target.max_workgroups_per_cu if waves_per_group > 1 else cap * target.simds_per_cu
         groups = min(groups, most)
         limits["lds"] = min(-(-(groups * waves_per_group) // target.simds_per_cu), cap)
@@ -72,9 +86,9 @@ def occupancy_limits(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgp
 
 
 def occupancy(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgprs: int, lds_bytes: int,
-              workgroup_size: int) -> tuple[int, str]:
-    """Waves per SIMD and the binding limit (see the module docstring)."""
-    limits = occupancy_limits(target, vgprs, agprs, vgpr_file, sgprs, lds_bytes, workgroup_size)
+              workgroup_size: int, model: str = "hardware") -> tuple[int, str]:
+    """Waves per SIMD and the binding limit (see the module docstring and :func:`occupancy_limits`)."""
+    limits = occupancy_limits(target, vgprs, agprs, vgpr_file, sgprs, lds_bytes, workgroup_size, model)
     limiter = min(limits, key=lambda k: (limits[k], LIMIT_ORDER.index(k)))
     return limits[limiter], limiter
 
