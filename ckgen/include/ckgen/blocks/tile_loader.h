@@ -24,6 +24,31 @@
 namespace ckgen {
 namespace blk {
 
+template <bool kCond, class A, class B>
+struct Select {
+  using type = A;
+};
+template <class A, class B>
+struct Select<false, A, B> {
+  using type = B;
+};
+
+// An empty asm the compiler cannot see through (AMD): values derived from x are computed after it.
+CKGEN_DEVICE void opaque(int& x) {
+#if defined(__AMDGCN__)
+  __asm__ volatile("" : "+v"(x));
+#else
+  (void)x;
+#endif
+}
+
+// A scheduling fence on AMD (nothing elsewhere): code after it is not moved above it.
+CKGEN_DEVICE void edge_fence() {
+#if defined(__AMDGCN__)
+  __builtin_amdgcn_sched_barrier(0);
+#endif
+}
+
 template <class T, int kRows, int kTK, int kV, bool kKContig, int kThreads, class Lds, int kMnLanes = 1,
           int kMnPiece = 1>
 struct TileLoader {
@@ -34,6 +59,16 @@ struct TileLoader {
   static constexpr int kPer = (kUnits + kThreads - 1) / kThreads;
   static constexpr bool kExact = kUnits % kThreads == 0;
   using V = vec<T, kV>;
+  // Registers hold raw dwords whenever a vector is a whole number of them: element arrays of 8/16-bit
+  // types get split into one register per element by the compiler (seen for i8: 4x the VGPRs).
+  static constexpr int kBytes = kV * static_cast<int>(sizeof(T));
+  static constexpr int kPieceBytes = kPiece * static_cast<int>(sizeof(T));
+  static constexpr bool kRaw = kBytes % 4 == 0 && kPieceBytes % 4 == 0;
+  using Reg = typename Select<kRaw, vec<unsigned, kRaw ? kBytes / 4 : 1>, V>::type;
+  using Piece = typename Select<kRaw, vec<unsigned, kRaw ? kPieceBytes / 4 : 1>, vec<T, kPiece>>::type;
+  struct Pieces {
+    Piece p[kV / kPiece];
+  };
 
   static_assert(kV >= 1 && kG >= 1, "vector width and granule must be >= 1");
   static_assert(!kKContig || kTK % kV == 0, "kTileK must be a multiple of the K-contiguous vector width");
@@ -43,7 +78,7 @@ struct TileLoader {
   static_assert(kKContig || (kG % kMnPiece == 0 && kTK % kMnPiece == 0),
                 "kLdsAMnPiece (kLdsBMnPiece) must divide the LDS granule and kTileK");
 
-  V regs[kPer][kLoads];
+  Reg regs[kPer][kLoads];
 
   // Line coordinate (r, k) inside the tile of unit t.
   static CKGEN_DEVICE void coords(int t, int& r, int& k) {
@@ -76,7 +111,8 @@ struct TileLoader {
           int r, k;
           coords(t, r, k);
 #pragma unroll
-          for (int w = 0; w < kLoads; ++w) regs[p][w] = gload(reinterpret_cast<const V*>(base + offset(r, k + w, ld)));
+          for (int w = 0; w < kLoads; ++w)
+            regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(base + offset(r, k + w, ld))));
         }
       }
     } else {
@@ -84,7 +120,13 @@ struct TileLoader {
     }
   }
 
+  // Edge tiles: every element either loads (inside the matrix) or is zero. The loads are unconditional from
+  // a safe address (the tile origin, inside the matrix whenever a tile is loaded at all) and selected, so
+  // the edge path has no per-element branches; the bounds enter through opaque() so the compiler does not
+  // hoist one 64-bit lane mask per element out of the K loop (SGPR spills on small-K tiles, i8 MN tiles).
   CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
+    opaque(rows_left);
+    opaque(k_left);
 #pragma unroll
     for (int p = 0; p < kPer; ++p) {
       const int t = tid + p * kThreads;
@@ -97,13 +139,19 @@ struct TileLoader {
           const T* src = base + offset(r, kw, ld);
           const bool full = kKContig ? (r < rows_left && kw + kV <= k_left) : (kw < k_left && r + kV <= rows_left);
           if (aligned && full) {
-            regs[p][w] = gload(reinterpret_cast<const V*>(src));
+            regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(src)));
           } else {
+            V e;
 #pragma unroll
             for (int v = 0; v < kV; ++v) {
               const bool in = kKContig ? (r < rows_left && kw + v < k_left) : (kw < k_left && r + v < rows_left);
-              regs[p][w].v[v] = in ? gload(src + v) : zero<T>();
+              const T x = gload(in ? src + v : base);
+              e.v[v] = in ? x : zero<T>();
             }
+            regs[p][w] = bit_cast<Reg>(e);
+            // Keep the scheduler from hoisting every element load of every vector above the packing (one
+            // register per element in flight): edge tiles are rare, register pressure is not.
+            edge_fence();
           }
         }
       }
@@ -118,19 +166,20 @@ struct TileLoader {
         int r, k;
         coords(t, r, k);
         if constexpr (kKContig) {
+          // the vector as kV / kPiece pieces: a register-level reinterpretation, no element moves
+          const Pieces pieces = bit_cast<Pieces>(regs[p][0]);
 #pragma unroll
-          for (int j = 0; j < kV / kPiece; ++j) {
-            vec<T, kPiece> piece;
-#pragma unroll
-            for (int e = 0; e < kPiece; ++e) piece.v[e] = regs[p][0].v[j * kPiece + e];
-            lds_store(reinterpret_cast<vec<T, kPiece>*>(lds + Lds::offset(r, k + j * kPiece)), piece);
-          }
+          for (int j = 0; j < kV / kPiece; ++j)
+            lds_store(reinterpret_cast<Piece*>(lds + Lds::offset(r, k + j * kPiece)), pieces.p[j]);
         } else {
+          V col[kLoads];  // element view for the transpose (real data movement)
+#pragma unroll
+          for (int w = 0; w < kLoads; ++w) col[w] = bit_cast<V>(regs[p][w]);
 #pragma unroll
           for (int v = 0; v < kV; ++v) {
             vec<T, kMnPiece> piece;
 #pragma unroll
-            for (int w = 0; w < kMnPiece; ++w) piece.v[w] = regs[p][w].v[v];
+            for (int w = 0; w < kMnPiece; ++w) piece.v[w] = col[w].v[v];
             lds_store(reinterpret_cast<vec<T, kMnPiece>*>(lds + Lds::offset(r + v, k)), piece);
           }
         }

@@ -66,15 +66,6 @@ struct Derived {
                                 (Cfg::kWavesN == 1 || LdsB::pow2(Cfg::kWaveTileN));
 };
 
-// An empty asm the compiler cannot see through: values derived from x are recomputed after it.
-CKGEN_DEVICE void opaque(int& x) {
-#if defined(__AMDGCN__)
-  __asm__ volatile("" : "+v"(x));
-#else
-  (void)x;
-#endif
-}
-
 template <class Cfg>
 constexpr bool check_cfg() {
   static_assert(Cfg::kWaveSize == 64, "kWaveSize: the MFMA kernel is written for wave64");
@@ -178,8 +169,8 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
     const TB* sb = lds_b + buf * D::kLdsBElems;
     int a_base = a_off0;
     int b_base = b_off0;
-    gemm_detail::opaque(a_base);
-    gemm_detail::opaque(b_base);
+    blk::opaque(a_base);
+    blk::opaque(b_base);
 #pragma unroll
     for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
       AOp a[Cfg::kRepM];
