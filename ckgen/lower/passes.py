@@ -14,6 +14,7 @@ from ckgen.ir.plan import LdsPlan, RegisterEstimate, TmaBodyPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.lds_layout import mn_unit_elements, plan_gemm_lds
+from ckgen.lower.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
@@ -188,7 +189,25 @@ def plan_lds(d: Draft) -> None:
 
 
 def estimate_registers(d: Draft) -> None:
+    """Registers per lane before compiling. Targets with the MFMA body take the calibrated estimate of
+    ckgen/lower/registers.py against registers.budget(target) and are refused, naming the tile and what
+    would fit, when the compiler would spill; other bodies keep the simple sum."""
     g, cfg, t, i = d.spec.gemm, d.spec.config, d.target, d.instr
+    tile = "x".join(map(str, cfg.tile))
+    if t.lds_swizzle:
+        feats = register_features(d.spec, t, i, d.vec, d.lds)
+        total = estimate(feats)
+        acc, frags, stage = feats["acc"], feats["frag"], feats["stage"]
+        est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=stage, overhead=total - acc - frags - stage)
+        b = budget(t)
+        over = acc > b.accumulators or total > b.total or (not b.unified and total - acc > b.arch)
+        if over:
+            raise d.fail("tile", tile, smaller_tiles_hint(d.spec, t, i, b),
+                         f"needs about {total} registers per lane ({acc} accumulators, {frags} fragments, {stage} "
+                         f"staging; calibrated estimate), over {t.name}'s budget of {b.total} per lane with at most "
+                         f"{b.accumulators} accumulators{'' if b.unified else f' and {b.arch} other VGPRs'}: it would spill")
+        d.registers = est
+        return
     threads = cfg.waves[0] * cfg.waves[1] * t.wave_size
     rep_m, rep_n = cfg.tile[0] // cfg.waves[0] // i.m, cfg.tile[1] // cfg.waves[1] // i.n
     acc = rep_m * rep_n * i.c_regs
@@ -196,11 +215,11 @@ def estimate_registers(d: Draft) -> None:
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
     pre = -(-tile_bytes // (threads * 4)) if cfg.prefetch else 0
     est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=pre, overhead=24)
-    budget = t.vgprs + t.agprs if not t.unified_vgpr_file else t.vgprs_per_simd_lane
+    budget_total = t.vgprs + t.agprs if not t.unified_vgpr_file else t.vgprs_per_simd_lane
     acc_budget = t.agprs or t.vgprs
-    if acc > acc_budget or est.total > budget:
-        raise d.fail("tile", "x".join(map(str, cfg.tile)),
-                     f"a smaller tile or more waves: at most {acc_budget} accumulator and {budget} total registers per lane",
+    if acc > acc_budget or est.total > budget_total:
+        raise d.fail("tile", tile,
+                     f"a smaller tile or more waves: at most {acc_budget} accumulator and {budget_total} total registers per lane",
                      f"needs about {est.total} registers per lane ({acc} accumulators, {frags} fragments, {pre} prefetch)")
     d.registers = est
 

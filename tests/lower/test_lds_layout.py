@@ -71,11 +71,21 @@ def test_layout_is_a_bijection_onto_exact_bytes():
 
 
 def test_ck_256x256x32_fits_in_64_kib():
-    """CK's CShuffleV2 256x256x32 f16/bf16 tuples (2x2 waves of 4x4 32x32 XDL ops, double-buffered)."""
+    """CK's CShuffleV2 256x256x32 f16/bf16 tuples (2x2 waves of 4x4 32x32 XDL ops, double-buffered): their LDS
+    is exactly 64 KiB (their 256 accumulators per lane are refused by the register check: test_registers.py);
+    on 2x4 waves the same tile plans whole."""
+    from ckgen.lower.passes import Draft, check_dtypes, check_tile, check_workgroup, choose_vectors, plan_lds
+    from ckgen.lower.passes import select_instruction
+
     for dt in ("f16", "bf16"):
-        plan = plan_kernel(spec(f"A = {dt} row B = {dt} col C = {dt} row tile = 256x256x32 waves = 2x2 "
+        s = spec(f"A = {dt} row B = {dt} col C = {dt} row tile = 256x256x32 waves = 2x2 instr = 32x32x8 lds_buffers = 2")
+        d = Draft(s, get_target("gfx942"))
+        for step in (check_workgroup, check_dtypes, select_instruction, check_tile, choose_vectors, plan_lds):
+            step(d)
+        assert d.lds.total_bytes == 65536 == get_target("gfx942").lds_bytes
+        plan = plan_kernel(spec(f"A = {dt} row B = {dt} col C = {dt} row tile = 256x256x32 waves = 2x4 "
                                 "instr = 32x32x8 lds_buffers = 2"), "gfx942")
-        assert plan.lds.total_bytes == 65536 == get_target("gfx942").lds_bytes
+        assert plan.lds.total_bytes == 65536
 
 
 def test_the_xor_table_lands_in_the_cfg():
@@ -95,7 +105,7 @@ SWEEP = [
     ("gfx942", "bf16", "32x32x8", "128x256x32", "2x2"), ("gfx942", "f32", "16x16x4", "64x64x16", "2x2"),
     ("gfx942", "f32", "32x32x2", "128x64x16", "2x2"), ("gfx942", "i8", "32x32x16", "128x128x64", "2x2"),
     ("gfx942", "i8", "16x16x32", "64x128x128", "2x2"), ("gfx90a", "i8", "32x32x8", "128x128x64", "2x2"),
-    ("gfx908", "bf16", "32x32x4", "64x64x32", "1x2"), ("gfx950", "f16", "32x32x16", "256x256x64", "2x2"),
+    ("gfx908", "bf16", "32x32x4", "64x64x32", "1x2"), ("gfx950", "f16", "32x32x16", "256x256x64", "2x4"),
     ("gfx950", "f16", "16x16x32", "128x128x64", "2x2"), ("gfx950", "bf16", "32x32x8", "128x128x32", "2x2"),
     ("gfx950", "i8", "16x16x64", "128x128x128", "2x2"), ("gfx950", "f32", "16x16x4", "64x64x32", "2x2"),
 ]

@@ -120,10 +120,9 @@ struct TileLoader {
     }
   }
 
-  // Edge tiles: every element either loads (inside the matrix) or is zero. The loads are unconditional from
-  // a safe address (the tile origin, inside the matrix whenever a tile is loaded at all) and selected, so
-  // the edge path has no per-element branches; the bounds enter through opaque() so the compiler does not
-  // hoist one 64-bit lane mask per element out of the K loop (SGPR spills on small-K tiles, i8 MN tiles).
+  // Edge tiles: every element either loads (inside the matrix) or is zero. The bounds enter through opaque()
+  // so the compiler does not hoist one 64-bit lane mask per element out of the K loop (SGPR spills on
+  // small-K tiles and i8 tiles).
   CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
     opaque(rows_left);
     opaque(k_left);
@@ -145,8 +144,7 @@ struct TileLoader {
 #pragma unroll
             for (int v = 0; v < kV; ++v) {
               const bool in = kKContig ? (r < rows_left && kw + v < k_left) : (kw < k_left && r + v < rows_left);
-              const T x = gload(in ? src + v : base);
-              e.v[v] = in ? x : zero<T>();
+              e.v[v] = in ? gload(src + v) : zero<T>();
             }
             regs[p][w] = bit_cast<Reg>(e);
             // Keep the scheduler from hoisting every element load of every vector above the packing (one
