@@ -78,8 +78,10 @@ def _spec_body(spec) -> str:
     return " ".join(parts)
 
 
-def compile_rows(items, jobs: int) -> list[dict]:
+def compile_rows(items, jobs: int) -> tuple[list[dict], dict[str, str]]:
+    """Rows (DSL, arch, compiler figures or the refusal) and the clang version per arch."""
     rows: list[dict] = []
+    toolchains: dict[str, str] = {}
     by_arch: dict[str, list] = {}
     for name, arch, body in items:
         try:
@@ -100,9 +102,9 @@ def compile_rows(items, jobs: int) -> list[dict]:
             rows.append({"name": name, "arch": arch, "body": body,
                          "compiler": {"vgprs": r.vgprs, "agprs": r.agprs, "vgpr_file": r.vgpr_file, "sgprs": r.sgprs,
                                       "vgpr_spills": r.vgpr_spills, "sgpr_spills": r.sgpr_spills,
-                                      "scratch_bytes": r.scratch_bytes, "waves_per_simd": r.waves_per_simd},
-                         "toolchain": result.toolchains[arch].version})
-    return rows
+                                      "scratch_bytes": r.scratch_bytes, "waves_per_simd": r.waves_per_simd}})
+        toolchains[arch] = result.toolchains[arch].version
+    return rows, toolchains
 
 
 def usable(row: dict) -> bool:
@@ -164,9 +166,11 @@ def main(argv: list[str] | None = None) -> int:
                 arches.append(t.name)
             except ToolchainError:
                 print(f"skipping {t.name}: no toolchain", file=sys.stderr)
-        rows = compile_rows(sweep(arches), args.jobs)
-        DATA.write_text(json.dumps({"note": "compiler figures of the calibration sweep (tools/calibrate_registers.py)",
-                                    "rows": rows}, indent=None, sort_keys=True).replace('}, {"', '},\n {"') + "\n")
+        rows, toolchains = compile_rows(sweep(arches), args.jobs)
+        head = json.dumps({"note": "compiler figures of the calibration sweep (tools/calibrate_registers.py)",
+                           "toolchains": toolchains}, sort_keys=True)[:-1]
+        body = ",\n ".join(json.dumps(r, sort_keys=True) for r in rows)
+        DATA.write_text(head + ', "rows": [\n ' + body + "\n]}\n")   # one kernel per line
     coeffs, worst = fit(rows)
     print(f"COEFFS = {coeffs!r}")
     print(f"largest relative error over {sum(usable(r) for r in rows)} non-spilling kernels: {worst:.1%}")

@@ -12,9 +12,9 @@ Contract:
 - :func:`estimate` is ``round(sum(COEFFS[f] * features[f]))``: arch VGPRs + AGPRs as ``ckgen report``
   counts them. ``COEFFS`` were fitted by ``tools/calibrate_registers.py`` (minimizing the largest relative
   error) on ``tests/data/register_calibration.json``: the shipped examples on every AMD arch and a sample
-  of composable_kernel's XDL instance tuples, each compiled (clang-22; clang-19 agrees within a few
-  registers). ``tests/lower/test_registers.py`` holds every non-spilling row of that file and a few fresh
-  compiles to 20%.
+  of composable_kernel's XDL instance tuples, each compiled by the clang ckgen finds first (clang-22 here;
+  the file records the version per arch). ``tests/lower/test_registers.py`` holds every non-spilling row of
+  that file and a few fresh compiles to 20% (the fit's largest error is 17.4%).
 - :func:`budget` is what the target can hold: the VGPR file of a lane (unified on gfx90a+: arch VGPRs and
   AGPRs together) and an accumulator limit: accumulators must leave room in the AGPR file (every
   configuration whose accumulators fill all 256 AGPRs spills with clang-22), and on separate files
