@@ -60,9 +60,9 @@ MUST = ({"tile": [256, 256, 32], "dtype": "f16"}, {"tile": [256, 256, 32], "dtyp
         {"tile": [16, 16, 128]}, {"tile": [128, 144, 64]}, {"tile": [128, 256, 64], "dtype": "i8"})
 
 
-def sample(tuples: list[dict], per_group: int = 2) -> list[dict]:
-    """A deterministic spread: for every (dtype, layouts, XDL size) the largest and the smallest tile (by
-    elements per thread), plus every tuple matching :data:`MUST`."""
+def sample(tuples: list[dict], per_group: int = 1) -> list[dict]:
+    """A deterministic spread: for every (dtype, layouts, XDL size) the tile with the most elements per thread
+    (the most register pressure; ``per_group = 2`` adds the smallest), plus every tuple matching :data:`MUST`."""
     groups: dict[tuple, list[dict]] = {}
     for t in tuples:
         groups.setdefault((t["dtype"], t["a_layout"], t["b_layout"], tuple(t["xdl"])), []).append(t)

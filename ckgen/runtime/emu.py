@@ -267,6 +267,51 @@ def build_emu_kernel(plan) -> Path:
     return get_or_build(key_parts, build) / lib_name
 
 
+def build_emu_library(plans, stem: str) -> Path:
+    """One cached emu library holding every kernel of ``plans`` (one arch, distinct names): one host compile
+    instead of one per kernel (the emulator headers dominate the compile time)."""
+    from ckgen.codegen import render_kernel, render_launchers
+    from ckgen.resources import content_hashes
+    from ckgen.toolchain.cache import get_or_build
+
+    targets = {p.target for p in plans}
+    if len(targets) != 1 or len({p.name for p in plans}) != len(plans):
+        raise BuildError("build_emu_library: plans of one arch with distinct kernel names")
+    (target,) = targets
+    files = {f"{p.name}.hip": render_kernel(p) for p in plans}
+    launchers = render_launchers(stem, list(plans), "emu", kernel_files=list(files))
+    cxx = host_compiler()
+    flags = compile_flags(target)
+    key_parts = {"kind": "emu-library", "arch": target.name, "kernels": files, "launcher": launchers,
+                 "compiler": compiler_version(cxx), "flags": flags, "include": content_hashes()["include"]}
+
+    def build(d: Path) -> None:
+        for name, text in files.items():
+            (d / name).write_text(text)
+        (d / "launchers.cpp").write_text(launchers)
+        build_shared([d / "launchers.cpp"], d / f"lib{stem}.so", target, cxx=cxx)
+
+    return get_or_build(key_parts, build) / f"lib{stem}.so"
+
+
+def emu_kernels(plans, stem: str = "emu_kernels") -> dict:
+    """name -> :class:`~ckgen.runtime.api.GemmKernel` for every plan, all in one emu library (see
+    :func:`build_emu_library`)."""
+    from ckgen.runtime.api import GemmKernel
+
+    library = load_library(build_emu_library(plans, stem))
+    lock = threading.Lock()  # one library: one buffer registry and one fault record, so one launch at a time
+
+    class _Prebuilt(EmuBackend):
+        def build(self, plan) -> EmuKernel:
+            kernel = EmuKernel(plan, library)
+            kernel.lock = lock
+            return kernel
+
+    backend = _Prebuilt()
+    return {p.name: GemmKernel(p, backend) for p in plans}
+
+
 class EmuBackend(Backend):
     """The CPU emulator (numpy arrays in and out)."""
 

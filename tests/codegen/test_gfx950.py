@@ -16,7 +16,6 @@ from ckgen.errors import ToolchainError
 from ckgen.frontend import load_text
 from ckgen.lower.pipeline import plan_kernel
 from ckgen.runtime import emu, run
-from ckgen.runtime.api import GemmKernel, get_backend
 from ckgen.targets import get_target
 
 # name -> (body, the mnemonic the planner must choose without an instr line)
@@ -71,11 +70,17 @@ def test_the_code_object_holds_them(reports, name):
     assert r.vgpr_spills == r.sgpr_spills == r.scratch_bytes == 0
 
 
-@pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+@pytest.fixture(scope="module")
+def emulated():
+    if not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES):
+        pytest.skip("no host clang++")
+    return emu.emu_kernels([_plan(n) for n in sorted(KERNELS)], "g950")
+
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_the_emulator_computes_them(name):
-    plan = _plan(name)
-    kernel = GemmKernel(plan, get_backend("emu"))
+def test_the_emulator_computes_them(emulated, name):
+    kernel = emulated[name]
+    plan = kernel.plan
     for m, n, k in ((1, 1, 1), (67, 45, 91), (2 * plan.spec.config.tile[0], plan.spec.config.tile[1], 96)):
         ops = run.random_operands(plan, m, n, k, np.random.default_rng(m + n + k))
         c0 = ops["C"].copy() if plan.spec.gemm.beta != 0 else None

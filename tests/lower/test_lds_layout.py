@@ -74,8 +74,15 @@ def test_ck_256x256x32_fits_in_64_kib():
     """CK's CShuffleV2 256x256x32 f16/bf16 tuples (2x2 waves of 4x4 32x32 XDL ops, double-buffered): their LDS
     is exactly 64 KiB (their 256 accumulators per lane are refused by the register check: test_registers.py);
     on 2x4 waves the same tile plans whole."""
-    from ckgen.lower.passes import Draft, check_dtypes, check_tile, check_workgroup, choose_vectors, plan_lds
-    from ckgen.lower.passes import select_instruction
+    from ckgen.lower.passes import (
+        Draft,
+        check_dtypes,
+        check_tile,
+        check_workgroup,
+        choose_vectors,
+        plan_lds,
+        select_instruction,
+    )
 
     for dt in ("f16", "bf16"):
         s = spec(f"A = {dt} row B = {dt} col C = {dt} row tile = 256x256x32 waves = 2x2 instr = 32x32x8 lds_buffers = 2")

@@ -4,7 +4,6 @@ unswizzled tiles, which conflict."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
 import shutil
 import subprocess
@@ -47,10 +46,13 @@ def _launch(kernel: GemmKernel, tiles_m: int, tiles_n: int, tiles_k: int, seed: 
 
 @pytest.fixture(scope="module")
 def example_kernels():
-    backend = get_backend("emu")
+    """Every example kernel on its first target, grouped per arch into one emu library each."""
     plans = _example_plans()
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda p: GemmKernel(p, backend), plans))
+    out = []
+    for arch in sorted({p.arch for p in plans}):
+        mine = [p for p in plans if p.arch == arch]
+        out += list(emu.emu_kernels(mine, f"examples_{arch}").values())
+    return out
 
 
 def test_examples_cover_every_file(example_kernels):

@@ -75,7 +75,7 @@ def sample_reports():
 
 def test_accepted_sample_compiles_without_spills(sample_reports):
     accepted, reports = sample_reports
-    assert len(accepted) >= 25
+    assert len(accepted) >= 18
     assert {p.spec.gemm.a.dtype.value for p in accepted} == {"f16", "bf16", "f32", "i8"}
     assert {p.instr.m for p in accepted} == {16, 32}
     bad = []
