@@ -221,6 +221,8 @@ _CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, simds_per_cu=4,
              sgpr_granule=16,           # [occ] SGPRs are allocated in blocks of 16 on gfx9
              sgpr_extra_max=6,          # [occ] VCC / XNACK_MASK / FLAT_SCRATCH on top of the 102
              max_workgroups_per_cu=16,  # [occ] barrier-limited workgroups per CU
+             # [occ] LLVM getOccupancyWithNumSGPRs for gfx8/9: <= 80 SGPRs -> 10 waves, 88 -> 9, 100 -> 8, else 7
+             llvm_sgpr_steps=((80, 10), (88, 9), (100, 8)), llvm_sgpr_floor=7,
              lds_bank_bytes=4)          # [lds]
 
 GFX908 = Target(

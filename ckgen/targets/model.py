@@ -99,6 +99,10 @@ class Target:
     sgpr_granule: int = 16                   # SGPR allocation granule per wave (occupancy)
     sgpr_extra_max: int = 0                  # most special SGPRs (VCC, FLAT_SCRATCH, XNACK_MASK) counted on top of ``sgprs``
     max_workgroups_per_cu: int = 16          # multi-wave workgroups one CU holds at once (barrier resources)
+    #: LLVM's own SGPR occupancy steps ((most SGPRs, waves), ...) and the waves beyond the last step: only the
+    #: clang-compatible occupancy model uses them (ckgen/toolchain/occupancy.py, model="llvm")
+    llvm_sgpr_steps: tuple[tuple[int, int], ...] = ()
+    llvm_sgpr_floor: int = 0
     platform: str = "amd"                    # platform header family: amd | cuda (emu reuses amd plans)
 
     def __post_init__(self) -> None:

@@ -31,12 +31,6 @@ from ckgen.targets.model import Target
 
 LIMIT_ORDER = ("max_waves", "vgpr", "agpr", "sgpr", "lds")
 
-#: LLVM's SGPR occupancy steps for gfx8/9 (AMDGPUBaseInfo.cpp getOccupancyWithNumSGPRs, VOLCANIC_ISLANDS and
-#: later before GFX10): at most 80 SGPRs -> 10 waves, 88 -> 9, 100 -> 8, more -> 7. Used only by the
-#: ``model="llvm"`` variant that reproduces clang's remark.
-LLVM_GFX9_SGPR_STEPS: tuple[tuple[int, int], ...] = ((80, 10), (88, 9), (100, 8))
-LLVM_GFX9_SGPR_FLOOR = 7
-
 
 def _roundup(x: int, g: int) -> int:
     return -(-x // g) * g
@@ -68,9 +62,9 @@ def occupancy_limits(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgp
     if target.sgprs_per_simd:
         if sgprs > target.sgprs + target.sgpr_extra_max:
             limits["sgpr"] = 0
-        elif sgprs and model == "llvm":
-            steps = [w for most, w in LLVM_GFX9_SGPR_STEPS if sgprs <= most]
-            limits["sgpr"] = min(steps[0] if steps else LLVM_GFX9_SGPR_FLOOR, cap)
+        elif sgprs and model == "llvm" and target.llvm_sgpr_steps:
+            steps = [w for most, w in target.llvm_sgpr_steps if sgprs <= most]   # LLVM's step table
+            limits["sgpr"] = min(steps[0] if steps else target.llvm_sgpr_floor, cap)
         elif sgprs:
             limits["sgpr"] = min(target.sgprs_per_simd // _roundup(sgprs, max(1, target.sgpr_granule)), cap)
     waves_per_group = -(-max(1, workgroup_size) // target.wave_size)
