@@ -9,7 +9,8 @@ Contract (docs/emulation.md):
   shared library (``-DCKGEN_PLATFORM_EMU``); output is written to a temp file and published with
   ``os.replace``.
 - :class:`EmuLibrary` loads such a library with ctypes and wraps the emulator's C API
-  (buffer registration, last fault, worker threads).
+  (buffer registration, last fault, worker threads, LDS bank statistics of the last launch:
+  :meth:`EmuLibrary.lds_sites`, one :class:`LdsSiteStats` per lds_load/lds_store call site).
 - :class:`EmuBackend` is the ``emu`` backend of :mod:`ckgen.runtime.api`: it renders the plan's
   kernel and emu launcher (ckgen.codegen), builds them through the build cache (key: both sources,
   compiler version, flags, header hashes), loads the library once, registers every numpy operand at
@@ -25,12 +26,13 @@ import shutil
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ckgen.config import Settings, settings
-from ckgen.errors import EmulationFault, ToolchainError
+from ckgen.errors import BuildError, EmulationFault, ToolchainError
 from ckgen.files import atomic_output
 from ckgen.ir.abi import ArgKind
 from ckgen.progress import Steps
@@ -90,7 +92,8 @@ def emu_defines(target: Target) -> list[str]:
     from ckgen.targets import amd
 
     flags = ["-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_ARCH_RESTRICT",
-             f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}"]
+             f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}",
+             f"-DCKGEN_EMU_LDS_BANKS={target.lds_banks}", f"-DCKGEN_EMU_LDS_BANK_BYTES={target.lds_bank_bytes}"]
     flags += [f"-DCKGEN_EMU_HAS_{b[len(BUILTIN_PREFIX):]}" for b in target_builtins(target)]
     if amd.FEATURE_FP8_OCP in target.features:
         flags.append("-DCKGEN_EMU_FP8_OCP")
@@ -118,6 +121,23 @@ def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iter
     return out
 
 
+@dataclass(frozen=True)
+class LdsSiteStats:
+    """LDS bank statistics of one lds_load / lds_store call site over the last launch (ckgen/emu/lds_banks.h)."""
+
+    file: str
+    line: int
+    write: bool
+    instructions: int     # wave-level LDS instructions
+    extra_cycles: int     # extra cycles from bank conflicts, summed
+    max_ways: int         # worst phase: distinct dwords one bank had to serve
+    accesses: int         # lane accesses
+
+    @property
+    def where(self) -> str:
+        return f"{Path(self.file).name}:{self.line}"
+
+
 class EmuLibrary:
     """A loaded emu shared library and the emulator's C API inside it."""
 
@@ -135,6 +155,12 @@ class EmuLibrary:
         lib.ckgen_emu_fault_count.restype = ctypes.c_int
         lib.ckgen_emu_set_threads.argtypes = [ctypes.c_int]
         lib.ckgen_emu_set_threads.restype = None
+        lib.ckgen_emu_lds_site_count.argtypes = []
+        lib.ckgen_emu_lds_site_count.restype = ctypes.c_int
+        lib.ckgen_emu_lds_site.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)] + [
+            ctypes.POINTER(ctypes.c_int)] * 2 + [ctypes.POINTER(ctypes.c_longlong)] * 2 + [
+            ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_longlong)]
+        lib.ckgen_emu_lds_site.restype = ctypes.c_int
 
     def register(self, array: np.ndarray, name: str) -> None:
         """Register the bytes ``array`` spans (a view: only its own extent) as a buffer named ``name``."""
@@ -152,6 +178,19 @@ class EmuLibrary:
 
     def set_threads(self, n: int) -> None:
         self.lib.ckgen_emu_set_threads(int(n))
+
+    def lds_sites(self) -> list[LdsSiteStats]:
+        """Bank statistics of the last launch, per LDS call site that ran (sites are never forgotten; sites
+        the launch did not reach report 0 instructions and are left out)."""
+        out = []
+        for i in range(self.lib.ckgen_emu_lds_site_count()):
+            f, line, wr, mw = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+            ins, extra, acc = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_longlong()
+            if self.lib.ckgen_emu_lds_site(i, ctypes.byref(f), ctypes.byref(line), ctypes.byref(wr), ctypes.byref(ins),
+                                           ctypes.byref(extra), ctypes.byref(mw), ctypes.byref(acc)) == 0 and ins.value:
+                out.append(LdsSiteStats((f.value or b"").decode(), line.value, bool(wr.value), ins.value, extra.value,
+                                        mw.value, acc.value))
+        return out
 
     def check_status(self, status: int, what: str) -> None:
         """Raise EmulationFault (status 6) or RuntimeFailure for a non-zero status."""
@@ -241,6 +280,51 @@ def _ptr(obj) -> int | None:
     return obj.__array_interface__["data"][0] if obj is not None else None
 
 
+def build_emu_library(plans, stem: str) -> Path:
+    """One cached emu library holding every kernel of ``plans`` (one arch, distinct names): one host compile
+    instead of one per kernel (the emulator headers dominate the compile time)."""
+    from ckgen.codegen import render_kernel, render_launchers
+    from ckgen.resources import content_hashes
+    from ckgen.toolchain.cache import get_or_build
+
+    targets = {p.target for p in plans}
+    if len(targets) != 1 or len({p.name for p in plans}) != len(plans):
+        raise BuildError("build_emu_library: plans of one arch with distinct kernel names")
+    (target,) = targets
+    files = {f"{p.name}.hip": render_kernel(p) for p in plans}
+    launchers = render_launchers(stem, list(plans), "emu", kernel_files=list(files))
+    cxx = host_compiler()
+    flags = compile_flags(target)
+    key_parts = {"kind": "emu-library", "arch": target.name, "kernels": files, "launcher": launchers,
+                 "compiler": compiler_version(cxx), "flags": flags, "include": content_hashes()["include"]}
+
+    def build(d: Path) -> None:
+        for name, text in files.items():
+            (d / name).write_text(text)
+        (d / "launchers.cpp").write_text(launchers)
+        build_shared([d / "launchers.cpp"], d / f"lib{stem}.so", target, cxx=cxx)
+
+    return get_or_build(key_parts, build) / f"lib{stem}.so"
+
+
+def emu_kernels(plans, stem: str = "emu_kernels") -> dict:
+    """name -> :class:`~ckgen.runtime.api.Kernel` for every plan, all in one emu library (see
+    :func:`build_emu_library`)."""
+    from ckgen.runtime.api import Kernel
+
+    library = load_library(build_emu_library(plans, stem))
+    lock = threading.Lock()  # one library: one buffer registry and one fault record, so one launch at a time
+
+    class _Prebuilt(EmuBackend):
+        def build(self, plan) -> EmuKernel:
+            kernel = EmuKernel(plan, library)
+            kernel.lock = lock
+            return kernel
+
+    backend = _Prebuilt()
+    return {p.name: Kernel(p, backend) for p in plans}
+
+
 class EmuBackend(Backend):
     """The CPU emulator (numpy arrays in and out)."""
 
@@ -272,3 +356,19 @@ class EmuBackend(Backend):
                     lib.register(arr, a.name)
             status = handle.entry(*args, None)
             lib.check_status(status, f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})")
+
+
+def lds_bank_summary(sites: list[LdsSiteStats]) -> str:
+    """One line for ``ckgen run``: extra cycles from LDS bank conflicts over the wave instructions, reads and
+    writes apart, and the worst site when there are conflicts."""
+    def part(kind: str, chosen: list[LdsSiteStats]) -> str:
+        return (f"{kind} {sum(s.extra_cycles for s in chosen)} extra cycles over "
+                f"{sum(s.instructions for s in chosen)} instructions")
+
+    reads, writes = [s for s in sites if not s.write], [s for s in sites if s.write]
+    total = sum(s.extra_cycles for s in sites)
+    line = f"LDS bank conflicts ({total} extra cycles): {part('ds_read', reads)}; {part('ds_write', writes)}"
+    if total:
+        worst = max(sites, key=lambda s: s.extra_cycles)
+        line += f"; worst {worst.where} ({'write' if worst.write else 'read'}, up to {worst.max_ways}-way)"
+    return line

@@ -4,7 +4,8 @@
 :func:`ckgen.runtime.api.jit` does, takes the runtime sizes by name (``--size m=200,n=130,k=70``: the ABI's size
 arguments, case-insensitive; ``-m/-n/-k`` are shorthands for sizes named M, N, K), draws random inputs
 (never zeros; outputs poisoned unless the kernel reads them), runs it, and prints per output the relative
-error ``||out - ref|| / ||ref||`` against the op's float64 reference. Exit status: 0 within every output's
+error ``||out - ref|| / ||ref||`` against the op's float64 reference; on ``emu`` also the LDS bank conflicts
+the emulator counted (docs/emulation.md). Exit status: 0 within every output's
 tolerance, 1 over it (or unwritten / NaN outputs), 2 on bad input (a CkgenError, printed with ``render()``).
 
 Before anything is allocated, the sizes are checked against the ABI's range and the host memory the run needs
@@ -121,35 +122,41 @@ def run_command(path: str, kernel: str | None, target: str, arch: str | None, si
         return exc.exit_code
 
 
+def check_call(kern: Kernel, values: dict[str, int], rng: np.random.Generator) -> tuple[list[tuple[str, float, float]], float]:
+    """Run ``kern`` once on the op's random inputs at sizes ``values`` (outputs poisoned); return
+    ``[(output, relative error vs the float64 reference, tolerance)]`` per written output and the seconds the
+    call took (an unwritten or non-finite output has error inf)."""
+    op = get_op(kern.plan.op)
+    arrays = op.random_inputs(kern.plan, values, rng)
+    before = {k: (v.copy() if v is not None else None) for k, v in arrays.items()}
+    t0 = time.perf_counter()
+    kern(**arrays)
+    dt = time.perf_counter() - t0
+    refs = op.reference(kern.plan, before, values)
+    return [(a.name, relative_error(to_float64(arrays[a.name], a.dtype), refs[a.name]), op.tolerance(kern.plan, a.name))
+            for a in kern.plan.abi.tensors if a.writes and not a.unused], dt
+
+
 def _run(path: str, kernel: str | None, target: str, arch: str | None, sizes: dict[str, int],
          seed: int | None) -> int:
     seed = check_seed(seed)
     backend_name, arch = resolve_target(target, arch)
     backend = get_backend(backend_name)
     plan = plan_for(path, kernel, backend.vendor, arch)
-    op = get_op(plan.op)
     values = resolve_sizes(plan, sizes)
     check_memory(plan, values, available_memory())  # before the build and before any allocation
     kern = Kernel(plan, backend)
     try:
-        rng = np.random.default_rng(seed)
-        arrays = op.random_inputs(plan, values, rng)
-        before = {k: (v.copy() if v is not None else None) for k, v in arrays.items()}
-        t0 = time.perf_counter()
-        kern(**arrays)
-        dt = time.perf_counter() - t0
-        refs = op.reference(plan, before, values)
+        results, dt = check_call(kern, values, np.random.default_rng(seed))
     except MemoryError:
         raise CkgenError(f"out of host memory for sizes {values}", hint="pass smaller sizes") from None
-    ok = True
     shown = " ".join(f"{k}={v}" for k, v in values.items())
-    for a in plan.abi.tensors:
-        if not a.writes or a.unused:
-            continue
-        err = relative_error(to_float64(arrays[a.name], a.dtype), refs[a.name])
-        tol = op.tolerance(plan, a.name)
-        good = err <= tol
-        ok &= good
-        print(f"{kern.name} on {kern.backend.name} ({kern.arch}): {shown}, {dt:.3f} s, {a.name}: relative error vs "
-              f"float64 {err:.3e} (tolerance {tol:.1e}): {'ok' if good else 'FAILED'}")
+    for name, err, tol in results:
+        print(f"{kern.name} on {kern.backend.name} ({kern.arch}): {shown}, {dt:.3f} s, {name}: relative error vs "
+              f"float64 {err:.3e} (tolerance {tol:.1e}): {'ok' if err <= tol else 'FAILED'}")
+    if kern.backend.name == "emu":
+        from ckgen.runtime.emu import lds_bank_summary
+
+        print(lds_bank_summary(kern.handle.library.lds_sites()))
+    ok = all(err <= tol for _, err, tol in results)
     return 0 if ok else 1

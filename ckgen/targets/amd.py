@@ -23,6 +23,21 @@ Where the numbers come from (checked 2026, see also the comments on each target)
 * [clang]  tests/targets/test_amd_compile.py: clang++-19 (gfx908/90a/942) and clang++-22 (gfx950)
   accept each builtin with exactly these operand types and emit exactly these mnemonics; xf32 is
   rejected on gfx950.
+* [occ]    Occupancy (waves per SIMD), the rules ``ckgen report`` applies (ckgen/toolchain/occupancy.py):
+  LLVM AMDGPUBaseInfo.cpp: getTotalNumSGPRs = 800 per SIMD on gfx8/9; getAddressableNumSGPRs = 102;
+  getSGPRAllocGranule = 16 on gfx8/9 (reviews.llvm.org/D84194: "16 for GFX9" SGPR blocks); getNumExtraSGPRs:
+  VCC 2, XNACK_MASK 4 (xnack on or "any", the default), FLAT_SCRATCH 6 (also always with architected flat
+  scratch, gfx940+), the largest applicable, counted on top of the addressable 102 (AMDGPUUsage:
+  GRANULATED_WAVEFRONT_SGPR_COUNT "includes the special SGPRs for VCC, Flat Scratch and XNACK mask";
+  the metadata's ``.sgpr_count`` includes them, so a wave may need up to 108); getMaxWorkGroupsPerCU = 16
+  for multi-wave workgroups (barriers); getVGPRAllocGranule, getTotalNumVGPRs and getMaxWavesPerEU as
+  under [llvm]; AMDGPUUsage COMPUTE_PGM_RSRC2.LDS_SIZE: LDS is allocated in 128-dword (512 B) blocks.
+* [lds]    LDS banks: 32 banks of 4 bytes on gfx9 (ROCm blog "Avoiding LDS Bank Conflicts on AMD GPUs Using
+  CK-Tile Framework", 2025: "LDS is divided into 32 memory banks, each ... a 4-byte access per LDS clock
+  cycle"); 64 banks on gfx950 (composable_kernel include/ck_tile/core/arch/arch.hpp get_n_lds_banks:
+  64 for gfx950, 32 for gfx9; CK's conceptual doc "Understanding AMD GPU LDS and Bank Conflicts": 32 or
+  64 banks of 4 bytes by architecture, a wave's access split into phases by instruction width, e.g.
+  ds_write_b128 in 8 phases of 8 lanes on 32 banks). Bank model: the matrix-core op planners (lds_layout.py).
 """
 
 from __future__ import annotations
@@ -200,8 +215,16 @@ GFX950_MFMA: tuple[MatrixInstr, ...] = (
 #: Instructions that exist but that the planner must not choose implicitly, per arch.
 XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_MFMA}
 
-_CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, sgprs=102, simds_per_cu=4,
-             sgprs_per_simd=800, matrix_mnemonics=("v_mfma", "v_smfmac"))  # [llvm] 800 SGPRs per SIMD on gfx9
+_CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, simds_per_cu=4,
+             sgprs=102,                 # [occ] addressable SGPRs per wave
+             sgprs_per_simd=800,        # [occ] 800 SGPRs per SIMD on gfx9
+             sgpr_granule=16,           # [occ] SGPRs are allocated in blocks of 16 on gfx9
+             sgpr_extra_max=6,          # [occ] VCC / XNACK_MASK / FLAT_SCRATCH on top of the 102
+             max_workgroups_per_cu=16,  # [occ] barrier-limited workgroups per CU
+             # [occ] LLVM getOccupancyWithNumSGPRs for gfx8/9: <= 80 SGPRs -> 10 waves, 88 -> 9, 100 -> 8, else 7
+             llvm_sgpr_steps=((80, 10), (88, 9), (100, 8)), llvm_sgpr_floor=7,
+             lds_bank_bytes=4,          # [lds]
+             matrix_mnemonics=("v_mfma", "v_smfmac"))
 
 GFX908 = Target(
     name="gfx908", family="CDNA1", part="MI100", **_CDNA,
@@ -209,8 +232,9 @@ GFX908 = Target(
     lds_bytes_per_cu=65536,     # [specs] LDS 64 KiB
     unified_vgpr_file=False,    # [specs] 256 VGPR + 256 AccVGPR, separate files
     vgprs_per_simd_lane=256,    # [llvm] getTotalNumVGPRs = 256 (and 256 AGPRs beside them)
-    vgpr_granule=4,             # [llvm] wave64 without GFX90AInsts
+    vgpr_granule=4,             # [llvm] wave64 without GFX90AInsts (VGPR and AGPR files alike)
     max_waves_per_simd=10,      # [llvm] getMaxWavesPerEU = 10 on gfx9 before gfx90a
+    lds_banks=32,               # [lds]
     cus=120,                    # [specs] MI100
     clock_mhz=1502, mem_gbps=1228,  # [specs] peak engine clock, HBM2 (cost models only)
     min_clang=19,               # oldest clang ckgen verifies with (LLVM has had gfx908 since 10)
@@ -226,6 +250,7 @@ GFX90A = Target(
     vgprs_per_simd_lane=512,    # [llvm] getTotalNumVGPRs = 512 with GFX90AInsts
     vgpr_granule=8,             # [llvm] getVGPRAllocGranule = 8 with GFX90AInsts
     max_waves_per_simd=8,       # [llvm] getMaxWavesPerEU = 8 with GFX90AInsts
+    lds_banks=32,               # [lds]
     cus=110,                    # [specs] MI250X: 220 CUs = 2 GCDs x 110
     clock_mhz=1700, mem_gbps=1638,  # [specs] per GCD: half of 3.2768 TB/s (cost models only)
     min_clang=19,
@@ -238,6 +263,7 @@ GFX942 = Target(
     lds_bytes=65536, lds_bytes_per_cu=65536,   # [llvm], [specs]
     unified_vgpr_file=True, vgprs_per_simd_lane=512, vgpr_granule=8,   # [llvm], [specs]
     max_waves_per_simd=8,       # [llvm]
+    lds_banks=32,               # [lds]
     cus=304,                    # [specs] MI300X: 8 XCDs x 38
     clock_mhz=2100, mem_gbps=5300,  # [specs] (cost models only)
     min_clang=19,
@@ -252,6 +278,7 @@ GFX950 = Target(
     lds_bytes_per_cu=163840,    # [specs] LDS 160 KiB
     unified_vgpr_file=True, vgprs_per_simd_lane=512, vgpr_granule=8,   # [llvm], [specs] 512 KiB per CU
     max_waves_per_simd=8,       # [llvm]
+    lds_banks=64,               # [lds] CDNA4 doubled the LDS banks (and the LDS: 160 KiB)
     cus=256,                    # [specs] MI355X: 8 XCDs x 32
     clock_mhz=2400, mem_gbps=8000,  # [specs] (cost models only)
     lds_granule_bytes=1280,     # [llvm] AMDGPUUsage: COMPUTE_PGM_RSRC2.LDS_SIZE granule of 320 dwords on gfx950

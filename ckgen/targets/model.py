@@ -103,6 +103,16 @@ class Target:
     #: the flagship part's peak engine clock and memory bandwidth (cost models of dispatchers; 0: unknown)
     clock_mhz: int = 0
     mem_gbps: int = 0
+    lds_banks: int = 32                      # LDS banks a wave-level LDS instruction is spread over
+    lds_bank_bytes: int = 4                  # bytes one bank serves per cycle
+    lds_swizzle: bool = True                 # the matrix-core body takes XOR-swizzled LDS tiles (the op plans the swizzle)
+    sgpr_granule: int = 16                   # SGPR allocation granule per wave (occupancy)
+    sgpr_extra_max: int = 0                  # most special SGPRs (VCC, FLAT_SCRATCH, XNACK_MASK) counted on top of ``sgprs``
+    max_workgroups_per_cu: int = 16          # multi-wave workgroups one CU holds at once (barrier resources)
+    #: LLVM's own SGPR occupancy steps ((most SGPRs, waves), ...) and the waves beyond the last step: only the
+    #: clang-compatible occupancy model uses them (ckgen/toolchain/occupancy.py, model="llvm")
+    llvm_sgpr_steps: tuple[tuple[int, int], ...] = ()
+    llvm_sgpr_floor: int = 0
 
     def __post_init__(self) -> None:
         if self.vendor not in ("amd", "nvidia"):

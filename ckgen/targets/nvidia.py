@@ -28,7 +28,7 @@ Where the numbers come from:
 (255), ``agprs`` = 0 (no separate accumulator file), ``vgprs_per_simd_lane`` = register file per lane
 of one sub-partition (65536 / 4 / 32 = 512), ``vgpr_granule`` = 8 (a warp allocates 256 registers at a
 time), ``simds_per_cu`` = 4 sub-partitions, ``max_waves_per_simd`` = 16 warps (64 per SM),
-``sgprs`` = 0 (no scalar file), ``lds_pad_bytes`` = 0 (tiles are XOR-swizzled, not padded).
+``sgprs`` = 0 (no scalar file), ``lds_swizzle`` = False (the NVIDIA bodies swizzle shared memory themselves).
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ MMA_SYNC = (
 
 _COMMON = dict(vendor="nvidia", wave_size=32, vgprs=255, agprs=0, unified_vgpr_file=False,
                vgprs_per_simd_lane=512, vgpr_granule=8, sgprs=0, simds_per_cu=4, max_waves_per_simd=16,
-               min_clang=0, instructions=MMA_SYNC, lds_granule_bytes=128, lds_pad_bytes=0, platform="cuda",
-               matrix_mnemonics=("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA"))
+               min_clang=0, instructions=MMA_SYNC, lds_granule_bytes=128, lds_pad_bytes=0, lds_swizzle=False,
+               platform="cuda", matrix_mnemonics=("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA"))
 
 SM_90 = Target(
     name="sm_90", family="Hopper", part="H100 / H200 SXM", **_COMMON,

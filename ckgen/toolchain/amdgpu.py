@@ -9,7 +9,8 @@ Pipeline (each step cached in :mod:`ckgen.toolchain.cache`, keyed by its exact i
                -Xclang -emit-obj -cuid=<hash of the source> -I<each of resources.DEVICE_INCLUDE_DIRS>
                -c kernel.hip -o kernel.o        (in the entry's directory)
 
-   ``-fgpu-rdc`` keeps the kernel relocatable; ``-Xclang -emit-obj`` makes the device pass emit a
+   ``-fgpu-rdc`` keeps the kernel relocatable; the kernel-resource-usage remarks (clang's own register,
+   LDS and occupancy figures) go to the entry's ``compile.log`` (:attr:`DeviceResult.logs`); ``-Xclang -emit-obj`` makes the device pass emit a
    machine-code ELF object instead of bitcode, so there is no LTO at link time and an unchanged
    kernel is never recompiled. (Should a clang still emit bitcode, it is lowered to an object by a
    second ``clang --target=amdgcn-amd-amdhsa -mcpu=<arch>`` run.) ``--no-gpu-bundle-output`` gives a
@@ -54,6 +55,7 @@ DEVICE_FLAGS: tuple[str, ...] = (
     "-x", "hip", "--offload-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib",
     "-O3", "-std=c++17", "-fgpu-rdc", f"-mcode-object-version={CODE_OBJECT_VERSION}",
     "-Xclang", "-emit-obj",
+    "-Rpass-analysis=kernel-resource-usage",   # clang's resource figures (occupancy ...) land in compile.log
 )
 SCHEMA = 2  # bump when the layout or the bytes of cache entries below change (2: -cuid from the source)
 OBJECT_FILE = "kernel.o"
@@ -202,6 +204,7 @@ class DeviceResult:
     toolchains: dict[str, Toolchain]
     compiled: tuple[tuple[str, str], ...]   # (kernel, arch) compiled now
     reused: tuple[tuple[str, str], ...]     # (kernel, arch) taken from the cache
+    logs: dict[tuple[str, str], Path] = field(default_factory=dict)  # (kernel, arch) -> its compile.log
 
 
 def build_device_code(kernels: Sequence[KernelSource], targets: Sequence[Target], jobs: int,
@@ -241,4 +244,5 @@ def build_device_code(kernels: Sequence[KernelSource], targets: Sequence[Target]
             names_of[t.name], [objs[(n, t.name)] for n in names_of[t.name]], t, tcs[t.name], cache), targets))
     compiled = tuple((k.name, t.name) for (k, t), r in zip(tasks, results, strict=True) if r[1])
     reused = tuple((k.name, t.name) for (k, t), r in zip(tasks, results, strict=True) if not r[1])
-    return DeviceResult({t.name: co for t, co in zip(targets, cos, strict=True)}, tcs, compiled, reused)
+    logs = {(k.name, t.name): r[0].parent / "compile.log" for (k, t), r in zip(tasks, results, strict=True)}
+    return DeviceResult({t.name: co for t, co in zip(targets, cos, strict=True)}, tcs, compiled, reused, logs)

@@ -36,7 +36,7 @@ from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
 from ckgen.toolchain.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code
 from ckgen.toolchain.llvm import Toolchain
-from ckgen.toolchain.report import KernelReport, analyze_code_object
+from ckgen.toolchain.report import KernelReport, analyze_code_object, with_clang_occupancy
 from ckgen.toolchain.tools import first_line, run_tool
 
 HOST_FLAGS: tuple[str, ...] = ("-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden",
@@ -172,6 +172,7 @@ def build_amd_library(stem: str, kernels: Sequence[KernelSource], host_source: s
     lib = build_host_library(stem, host_source, device.code_objects, cxx, cache, host_flags, extra_sources)
     reports = {(r.name, t.name): r for t in archs
                for r in analyze_code_object(device.code_objects[t.name], t, device.toolchains[t.name])}
+    reports = {key: with_clang_occupancy(r, device.logs.get(key)) for key, r in reports.items()}
     out = Path(out_dir) / f"lib{stem}.so"
     atomic_copy(lib, out)
     return LibraryResult(library=out, kernels=tuple(dict.fromkeys(k.name for k in kernels)),

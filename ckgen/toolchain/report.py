@@ -14,21 +14,17 @@ kernel listed in the code object's metadata note, from two tools of the toolchai
   its target to itself; the main loop is the one holding the most MFMA instructions (ties: the
   shortest). Only the kernel's own symbol is read: MFMAs in non-inlined callees are not counted.
 
-Occupancy (waves per SIMD) uses only Target fields, no arch names:
-
-- VGPRs: unified file: ``vgprs_per_simd_lane // roundup(roundup(arch_vgprs, 4) + agprs, vgpr_granule)``
-  (``.vgpr_count`` when the code names fewer registers than the metadata counts); separate files:
-  the VGPR file and the AGPR file (``agprs`` entries) limit separately, each with the granule;
-- SGPRs: a wave needing more than ``target.sgprs`` cannot run (0); when the Target has
-  ``sgprs_per_simd``, ``sgprs_per_simd // sgpr_count`` more;
-- LDS: ``lds_bytes_per_cu // lds_bytes`` workgroups per CU, each of ``ceil(workgroup / wave_size)``
-  waves spread over ``simds_per_cu`` SIMDs (rounded up);
-- ``max_waves_per_simd``. The result is the minimum; ``occupancy_limiter`` names the binding limit
-  (on a tie: max_waves, then vgpr, agpr, sgpr, lds).
+Occupancy (waves per SIMD) follows the hardware's allocation rules (:mod:`ckgen.toolchain.occupancy`:
+VGPR/AGPR files and granules, SGPRs with VCC/FLAT_SCRATCH/XNACK_MASK and their granule, LDS per CU and
+its granule, barrier-limited workgroups per CU, waves per SIMD); ``occupancy_limiter`` names the binding
+limit. ``sgpr_extra`` is the metadata's SGPR count minus the SGPRs the code names (the special SGPRs).
+``clang_occupancy`` is clang's own figure (``-Rpass-analysis=kernel-resource-usage``) when the compile
+log of the kernel is known (the library build attaches it), else None.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -39,10 +35,12 @@ from ckgen.errors import BuildError
 from ckgen.targets.model import Target
 from ckgen.toolchain.llvm import Toolchain
 from ckgen.toolchain.metadata import kernels_of, read_metadata_text
+from ckgen.toolchain.occupancy import occupancy, parse_resource_remarks
 
 _FUNC_RE = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
 _INSN_RE = re.compile(r"^\s+([a-z_][a-z0-9_.]*)\b(.*?)\s*//\s*([0-9A-Fa-f]+):[^<]*(?:<([^>+]+)(?:\+0x([0-9a-fA-F]+))?>)?\s*$")
 _VREG_RE = re.compile(r"(?<![\w.])v(?:\[(\d+):(\d+)\]|(\d+)\b)")
+_SREG_RE = re.compile(r"(?<![\w.])s(?:\[(\d+):(\d+)\]|(\d+)\b)")
 
 
 @dataclass(frozen=True)
@@ -75,6 +73,8 @@ class KernelReport:
     workgroup_size: int                 # .max_flat_workgroup_size (the launch bound)
     waves_per_simd: int
     occupancy_limiter: str              # vgpr | agpr | sgpr | lds | max_waves
+    sgpr_extra: int = 0                 # .sgpr_count - SGPRs the code names: VCC, FLAT_SCRATCH, XNACK_MASK
+    clang_occupancy: int | None = None  # clang's "Occupancy [waves/SIMD]" remark, when known
 
     def __post_init__(self) -> None:
         if self.mfma_in_main_loop > self.mfma_total or min(self.vgprs, self.agprs, self.sgprs) < 0:
@@ -129,48 +129,22 @@ def main_loop(insns: list[Insn], prefixes: tuple[str, ...]) -> tuple[tuple[int, 
     return span, (best[0] if best else 0)
 
 
-def arch_vgprs_named(insns: list[Insn]) -> int:
-    """Highest arch VGPR index named by any operand, plus one (0 when none)."""
+def _named(insns: list[Insn], regex: re.Pattern) -> int:
     top = -1
     for i in insns:
-        for m in _VREG_RE.finditer(i.operands):
+        for m in regex.finditer(i.operands):
             top = max(top, int(m.group(2) or m.group(3)))
     return top + 1
 
 
-# ------------------------------------------------------------------------------------ occupancy
-def _roundup(x: int, g: int) -> int:
-    return -(-x // g) * g
+def arch_vgprs_named(insns: list[Insn]) -> int:
+    """Highest arch VGPR index named by any operand, plus one (0 when none)."""
+    return _named(insns, _VREG_RE)
 
 
-def occupancy(target: Target, vgprs: int, agprs: int, vgpr_file: int, sgprs: int, lds_bytes: int,
-              workgroup_size: int) -> tuple[int, str]:
-    """Waves per SIMD and the binding limit (see the module docstring)."""
-    g = max(1, target.vgpr_granule)
-    limits: dict[str, int] = {"max_waves": target.max_waves_per_simd}
-    if target.unified_vgpr_file:
-        used = _roundup(vgprs, 4) + agprs if agprs else vgprs
-        used = max(used, vgpr_file)
-        limits["vgpr"] = target.vgprs_per_simd_lane // max(g, _roundup(used, g))
-    else:
-        limits["vgpr"] = target.vgprs_per_simd_lane // max(g, _roundup(max(vgprs, vgpr_file if not agprs else 0), g))
-        if agprs:
-            limits["agpr"] = (target.agprs // _roundup(agprs, g)) if target.agprs else 0
-    if sgprs > target.sgprs:
-        limits["sgpr"] = 0
-    else:
-        if target.sgprs_per_simd and sgprs:
-            limits["sgpr"] = target.sgprs_per_simd // sgprs
-    if lds_bytes > target.lds_bytes:
-        limits["lds"] = 0
-    elif lds_bytes > 0:
-        granule = max(1, target.lds_granule_bytes)
-        groups = target.lds_bytes_per_cu // (-(-lds_bytes // granule) * granule)
-        waves_per_group = -(-max(1, workgroup_size) // target.wave_size)
-        limits["lds"] = -(-(groups * waves_per_group) // target.simds_per_cu)
-    order = ["max_waves", "vgpr", "agpr", "sgpr", "lds"]  # ties: the hardware cap first
-    limiter = min(limits, key=lambda k: (limits[k], order.index(k)))
-    return limits[limiter], limiter
+def sgprs_named(insns: list[Insn]) -> int:
+    """Highest SGPR index named by any operand (s0.., not vcc/exec/flat_scratch), plus one."""
+    return _named(insns, _SREG_RE)
 
 
 # ------------------------------------------------------------------------------------ reports
@@ -208,13 +182,28 @@ def analyze_code_object(path: Path, target: Target, tc: Toolchain) -> list[Kerne
             sgprs=sgprs, lds_bytes=lds, scratch_bytes=_int(meta, ".private_segment_fixed_size"),
             vgpr_spills=_int(meta, ".vgpr_spill_count"), sgpr_spills=_int(meta, ".sgpr_spill_count"),
             wavefront_size=_int(meta, ".wavefront_size", target.wave_size), workgroup_size=wg,
-            waves_per_simd=waves, occupancy_limiter=limiter))
+            waves_per_simd=waves, occupancy_limiter=limiter, sgpr_extra=max(0, sgprs - sgprs_named(insns))))
     return reports
+
+
+def with_clang_occupancy(report: KernelReport, log: Path | None) -> KernelReport:
+    """``report`` with ``clang_occupancy`` from the kernel's compile log (unchanged when there is none)."""
+    if log is None or not log.is_file():
+        return report
+    occ = parse_resource_remarks(log.read_text(errors="replace")).get(report.name, {}).get("occupancy")
+    return report if occ is None else dataclasses.replace(report, clang_occupancy=occ)
 
 
 # ------------------------------------------------------------------------------------ ckgen report
 _COLUMNS = ("kernel", "arch", "mfma (main loop / total)", "VGPR", "AGPR", "SGPR", "LDS B", "scratch B",
             "spills v/s", "waves/SIMD")
+
+
+def _waves_cell(r: KernelReport) -> str:
+    cell = f"{r.waves_per_simd} ({r.occupancy_limiter})"
+    if r.clang_occupancy is not None and r.clang_occupancy != r.waves_per_simd:
+        cell += f" [clang {r.clang_occupancy}]"
+    return cell
 
 
 def format_table(reports: list[KernelReport]) -> str:
@@ -223,8 +212,8 @@ def format_table(reports: list[KernelReport]) -> str:
     for r in reports:
         mfma = ", ".join(f"{m} x{n}" for m, n in r.mfma) or "none"
         rows.append((r.name, r.arch, f"{mfma} ({r.mfma_in_main_loop}/{r.mfma_total})", str(r.vgprs), str(r.agprs),
-                     str(r.sgprs), str(r.lds_bytes), str(r.scratch_bytes), f"{r.vgpr_spills}/{r.sgpr_spills}",
-                     f"{r.waves_per_simd} ({r.occupancy_limiter})"))
+                     f"{r.sgprs}" + (f" ({r.sgpr_extra} sp)" if r.sgpr_extra else ""), str(r.lds_bytes), str(r.scratch_bytes), f"{r.vgpr_spills}/{r.sgpr_spills}",
+                     _waves_cell(r)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Sequence
 from functools import lru_cache
@@ -17,10 +18,23 @@ from pathlib import Path
 from ckgen.errors import BuildError
 from ckgen.progress import current
 
+#: the first line of one clang diagnostic (``file:line:col: kind: text``); lines up to the next one belong to it
+_DIAGNOSTIC = re.compile(r"^\S[^\n]*?:\d+:\d+: (warning|error|remark|note|fatal error): ", re.MULTILINE)
+
+
+def without_remarks(log: str) -> str:
+    """``log`` less the compiler's ``remark:`` diagnostics (with their source excerpts): what is left is worth a
+    warning (ckgen asks for resource remarks itself: ckgen/toolchain/occupancy.py reads them)."""
+    starts = [m.start() for m in _DIAGNOSTIC.finditer(log)]
+    if not starts:
+        return log
+    parts = [log[:starts[0]]] + [log[a:b] for a, b in zip(starts, [*starts[1:], len(log)], strict=True)]
+    return "".join(p for p in parts if not (_DIAGNOSTIC.match(p) and _DIAGNOSTIC.match(p).group(1) == "remark"))
+
 
 def run_tool(cmd: Sequence[str], what: str, cwd: Path | None = None, *, warn: bool = False) -> str:
-    """Run ``cmd``; BuildError with its output when it fails. Returns its stderr (a compiler's warnings), which
-    is also reported as a warning when ``warn`` and not empty."""
+    """Run ``cmd``; BuildError with its output when it fails. Returns its stderr (a compiler's warnings and
+    remarks); when ``warn``, what is left of it without remarks is also reported as a warning."""
     cmd = [str(c) for c in cmd]
     current().command(cmd, cwd)
     try:
@@ -30,8 +44,9 @@ def run_tool(cmd: Sequence[str], what: str, cwd: Path | None = None, *, warn: bo
     if proc.returncode != 0:
         log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
         raise BuildError(f"{what} failed (exit {proc.returncode})", log=log[-20000:])
-    if warn and proc.stderr.strip():
-        current().warning(f"{what}:\n{proc.stderr.rstrip()}")
+    shown = without_remarks(proc.stderr).strip() if warn else ""
+    if shown:
+        current().warning(f"{what}:\n{shown}")
     return proc.stderr
 
 

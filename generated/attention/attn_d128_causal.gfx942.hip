@@ -24,7 +24,7 @@ struct attn_d128_causal_cfg {
   static constexpr int kCItems = 16;
   static constexpr int kLdsBuffers = 2;
   static constexpr int kVec = 8;
-  static constexpr int kWavesPerEu = 2;
+  static constexpr int kWavesPerEu = 1;
   static constexpr int kLdsKStride = 136;
   static constexpr int kLdsVStride = 36;
   static constexpr int kLdsBytes = 35840;

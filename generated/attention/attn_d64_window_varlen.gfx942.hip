@@ -24,7 +24,7 @@ struct attn_d64_window_varlen_cfg {
   static constexpr int kCItems = 16;
   static constexpr int kLdsBuffers = 2;
   static constexpr int kVec = 8;
-  static constexpr int kWavesPerEu = 2;
+  static constexpr int kWavesPerEu = 1;
   static constexpr int kLdsKStride = 72;
   static constexpr int kLdsVStride = 68;
   static constexpr int kLdsBytes = 35840;

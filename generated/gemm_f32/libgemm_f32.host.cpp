@@ -5,13 +5,13 @@
 #include "ckgen/host_runtime.h"
 #include <stdint.h>
 
-static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
-static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
+[[maybe_unused]] static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
+[[maybe_unused]] static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
 // a tensor argument moved by `elems` elements of `bytes` bytes (NULL stays NULL): a sub-problem's operand
-static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
+[[maybe_unused]] static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
   return p ? static_cast<const void*>(static_cast<const char*>(p) + elems * bytes) : p;
 }
-static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
+[[maybe_unused]] static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
   return p ? static_cast<void*>(static_cast<char*>(p) + elems * bytes) : p;
 }
 

@@ -70,7 +70,7 @@ size_t ckgen_splitk_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K);
  *   workspace: scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, zero-filled before first use (calls leave it zero-filled)
  */
 int ckgen_streamk_bf16(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* workspace, void* stream);
-/* The workspace streamk_bf16 needs at these sizes, in bytes: (ceil(ceil(M / 128) * ceil(N / 128) * 4 / 256) * 256 + 2 * workers * 65536), where workers = min(304, ceil(M / 128) * ceil(N / 128) * max(1, ceil(K / 32))).
+/* The workspace streamk_bf16 needs at these sizes, in bytes: (ceil(ceil(M / 128) * ceil(N / 128) * 4 / 256) * 256 + 2 * workers * 65536), where workers = min(608, ceil(M / 128) * ceil(N / 128) * max(1, ceil(K / 32))).
  * Pass a device buffer of at least that size, zero-filled before its first use; every call leaves it
  * zero-filled, so one buffer serves every call (one call at a time). NULL is accepted when the size is 0. */
 size_t ckgen_streamk_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K);

@@ -6,17 +6,17 @@
 #include <stdint.h>
 #include <stddef.h>
 
-static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
-static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
+[[maybe_unused]] static inline int64_t ckgen_at_least_1(int64_t x) { return x > 1 ? x : 1; }
+[[maybe_unused]] static inline int64_t ckgen_ceil_div(int64_t x, int64_t d) { return (x + d - 1) / d; }
 // a tensor argument moved by `elems` elements of `bytes` bytes (NULL stays NULL): a sub-problem's operand
-static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
+[[maybe_unused]] static inline const void* ckgen_advance(const void* p, int64_t elems, int64_t bytes) {
   return p ? static_cast<const void*>(static_cast<const char*>(p) + elems * bytes) : p;
 }
-static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
+[[maybe_unused]] static inline void* ckgen_advance(void* p, int64_t elems, int64_t bytes) {
   return p ? static_cast<void*>(static_cast<char*>(p) + elems * bytes) : p;
 }
-static inline int64_t ckgen_min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t ckgen_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+[[maybe_unused]] static inline int64_t ckgen_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+[[maybe_unused]] static inline int64_t ckgen_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 
 // splitk_bf16: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col) -> gelu; tile 128x128x32, waves 2x2, instr 32x32x8, schedule splitk(4)
@@ -26,8 +26,8 @@ CKGEN_API size_t ckgen_splitk_bf16_workspace_bytes(int64_t M, int64_t N, int64_t
   if (N < 0 || N > INT32_MAX) return 0;
   if (K < 0 || K > INT32_MAX) return 0;
   if (M == 0 || N == 0) return 0;
-  const int64_t splits_v = ckgen_min64((int64_t)4, ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)));
-  const int64_t workers_v = (int64_t)0;
+  [[maybe_unused]] const int64_t splits_v = ckgen_min64((int64_t)4, ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)));
+  [[maybe_unused]] const int64_t workers_v = (int64_t)0;
   const int64_t bytes_ = ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)splits_v) * (int64_t)65536));
   return bytes_ > 0 ? (size_t)bytes_ : 0;
 }
@@ -44,8 +44,8 @@ CKGEN_API int ckgen_splitk_bf16(const void* A, const void* B, void* C, const voi
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t splits_v = ckgen_min64((int64_t)4, ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)));
-  const int64_t workers_v = (int64_t)0;
+  [[maybe_unused]] const int64_t splits_v = ckgen_min64((int64_t)4, ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)));
+  [[maybe_unused]] const int64_t workers_v = (int64_t)0;
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)splits_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = (int64_t)splits_v;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
@@ -80,8 +80,8 @@ CKGEN_API size_t ckgen_streamk_bf16_workspace_bytes(int64_t M, int64_t N, int64_
   if (N < 0 || N > INT32_MAX) return 0;
   if (K < 0 || K > INT32_MAX) return 0;
   if (M == 0 || N == 0) return 0;
-  const int64_t splits_v = (int64_t)1;
-  const int64_t workers_v = ckgen_min64((int64_t)304, ((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32))));
+  [[maybe_unused]] const int64_t splits_v = (int64_t)1;
+  [[maybe_unused]] const int64_t workers_v = ckgen_min64((int64_t)608, ((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32))));
   const int64_t bytes_ = ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((int64_t)2 * (int64_t)workers_v) * (int64_t)65536));
   return bytes_ > 0 ? (size_t)bytes_ : 0;
 }
@@ -97,8 +97,8 @@ CKGEN_API int ckgen_streamk_bf16(const void* A, const void* B, void* C, const vo
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t splits_v = (int64_t)1;
-  const int64_t workers_v = ckgen_min64((int64_t)304, ((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32))));
+  [[maybe_unused]] const int64_t splits_v = (int64_t)1;
+  [[maybe_unused]] const int64_t workers_v = ckgen_min64((int64_t)608, ((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32))));
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((int64_t)2 * (int64_t)workers_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = (int64_t)workers_v, grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
@@ -124,8 +124,8 @@ CKGEN_API size_t ckgen_linear_bf16_tile16x64x64_workspace_bytes(int64_t M, int64
   if (N < 0 || N > INT32_MAX) return 0;
   if (K < 0 || K > INT32_MAX) return 0;
   if (M == 0 || N == 0) return 0;
-  const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)608 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)64)) / (int64_t)4)), (int64_t)64));
-  const int64_t workers_v = (int64_t)0;
+  [[maybe_unused]] const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)608 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)64)) / (int64_t)4)), (int64_t)64));
+  [[maybe_unused]] const int64_t workers_v = (int64_t)0;
   const int64_t bytes_ = ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)splits_v) * (int64_t)4096));
   return bytes_ > 0 ? (size_t)bytes_ : 0;
 }
@@ -141,8 +141,8 @@ CKGEN_API int ckgen_linear_bf16_tile16x64x64(const void* A, const void* B, void*
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;
-  const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)608 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)64)) / (int64_t)4)), (int64_t)64));
-  const int64_t workers_v = (int64_t)0;
+  [[maybe_unused]] const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)608 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)64)) / (int64_t)4)), (int64_t)64));
+  [[maybe_unused]] const int64_t workers_v = (int64_t)0;
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)splits_v) * (int64_t)4096)) > 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 16), grid_z_ = (int64_t)splits_v;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M

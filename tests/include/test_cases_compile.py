@@ -8,7 +8,7 @@ targets table by the builtin the case's ``mma`` calls. Checked per (case, arch):
 * the expected v_mfma_* is in the disassembly, and sits inside a loop (between a backward branch and
   its target), at least one K step's worth (kTileK/kInstrK * kRepM * kRepN);
 * .vgpr_spill_count / .sgpr_spill_count == 0 and .private_segment_fixed_size == 0 (no scratch);
-* .group_segment_fixed_size == kLdsBuffers * (kTileM*kLdsAStride*sizeof(TA) + kTileN*kLdsBStride*sizeof(TB)).
+* .group_segment_fixed_size == kLdsBuffers * (kTileM + kTileN) * kTileK * sizeof(T): unpadded, swizzled tiles.
 """
 
 from __future__ import annotations
@@ -159,9 +159,8 @@ def test_case_code_object(built, case: Case, arch: str) -> None:
     md = metadata(b.notes)
     assert md["vgpr_spill_count"] == "0" and md["sgpr_spill_count"] == "0", md
     assert md["private_segment_fixed_size"] == "0", md
-    lds = case.const("kLdsBuffers") * (
-        case.const("kTileM") * case.const("kLdsAStride") * ELEM_BYTES[case.consts["TA"]]
-        + case.const("kTileN") * case.const("kLdsBStride") * ELEM_BYTES[case.consts["TB"]])
+    lds = case.const("kLdsBuffers") * case.const("kTileK") * (
+        case.const("kTileM") * ELEM_BYTES[case.consts["TA"]] + case.const("kTileN") * ELEM_BYTES[case.consts["TB"]])
     assert int(md["group_segment_fixed_size"]) == lds
     assert int(md["max_flat_workgroup_size"]) == case.const("kThreads")
     assert int(md["wavefront_size"]) == 64

@@ -19,7 +19,7 @@ def test_numbers(arch, smem, sms):
     t = get_target(arch)
     assert t.vendor == "nvidia" and t.wave_size == 32 and t.platform == "cuda"
     assert t.lds_bytes == smem and t.lds_bytes_per_cu == smem + 1024 and t.cus == sms
-    assert t.vgprs == 255 and t.agprs == 0 and t.lds_pad_bytes == 0
+    assert t.vgprs == 255 and t.agprs == 0 and t.lds_pad_bytes == 0 and not t.lds_swizzle
     assert t.matrix_mnemonics[:2] == ("HMMA", "IMMA")
 
 

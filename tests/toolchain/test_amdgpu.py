@@ -185,3 +185,16 @@ def test_gfx908_and_gfx950_code_objects(toolchain_or_skip, case_cache, tmp_path)
         check_code_object(r.code_objects[arch], ["case_mfma_f16"], r.toolchains[arch], arch)
         rep = r.reports[("case_mfma_f16", arch)]
         assert rep.mfma_total == rep.mfma_in_main_loop == 1 and rep.lds_bytes == 2048
+
+
+def test_compiler_remarks_are_not_warnings():
+    """The resource remarks ckgen asks clang for stay out of warnings; a real warning beside them does not."""
+    from ckgen.toolchain.tools import without_remarks
+
+    log = ("kernel.hip:65:1: remark: Function Name: k [-Rpass-analysis=kernel-resource-usage]\n"
+           "   65 | void k() {\n      | ^\n"
+           "kernel.hip:65:1: remark:     VGPRs: 12 [-Rpass-analysis=kernel-resource-usage]\n"
+           "kernel.hip:3:5: warning: unused variable 'x' [-Wunused-variable]\n    3 | int x;\n1 warning generated.\n")
+    assert without_remarks(log) == ("kernel.hip:3:5: warning: unused variable 'x' [-Wunused-variable]\n"
+                                    "    3 | int x;\n1 warning generated.\n")
+    assert without_remarks(log.split("kernel.hip:3:5")[0]) == ""

@@ -91,7 +91,9 @@ def test_occupancy_separate_files_and_other_limits():
     assert occupancy(T908, 128, 0, 128, 40, 0, 256) == (T908.vgprs_per_simd_lane // 128, "vgpr")
     # gfx908: AGPRs live in their own file; 200 AGPRs limit on their own
     assert occupancy(T908, 32, 200, 200, 40, 0, 256)[1] == "agpr"
-    assert occupancy(T90A, 32, 0, 32, T90A.sgprs + 1, 0, 256) == (0, "sgpr")
+    # .sgpr_count includes VCC / FLAT_SCRATCH / XNACK_MASK: up to 102 + 6 run; blocks of 16 out of 800
+    assert occupancy(T90A, 32, 0, 32, 106, 0, 256) == (7, "sgpr")
+    assert occupancy(T90A, 32, 0, 32, T90A.sgprs + T90A.sgpr_extra_max + 1, 0, 256) == (0, "sgpr")
     # LDS: 40 KiB per workgroup -> 1 group of 4 waves per CU -> 1 wave per SIMD
     assert occupancy(T90A, 32, 0, 32, 40, 40960, 256) == (1, "lds")
     assert occupancy(T90A, 32, 0, 32, 40, 8192, 256) == (8, "max_waves")   # 8 groups x 4 waves / 4 SIMDs

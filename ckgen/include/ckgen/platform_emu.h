@@ -80,16 +80,17 @@ inline void gstore(T* p, T v) {
   emu::check_global(p, sizeof(T), emu::access_align<T>(), true);
   memcpy(static_cast<void*>(p), &v, sizeof(T));
 }
+// LDS accesses carry their call site (bank-conflict statistics group lanes by it: ckgen/emu/lds_banks.h).
 template <class T>
-inline T lds_load(const T* p) {
-  emu::check_lds(p, sizeof(T), emu::access_align<T>(), false);
+inline T lds_load(const T* p, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu::check_lds(p, sizeof(T), emu::access_align<T>(), false, emu::lds_site(file, line, false));
   T v;
   memcpy(static_cast<void*>(&v), p, sizeof(T));
   return v;
 }
 template <class T>
-inline void lds_store(T* p, T v) {
-  emu::check_lds(p, sizeof(T), emu::access_align<T>(), true);
+inline void lds_store(T* p, T v, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu::check_lds(p, sizeof(T), emu::access_align<T>(), true, emu::lds_site(file, line, true));
   memcpy(static_cast<void*>(p), &v, sizeof(T));
 }
 

@@ -12,8 +12,10 @@ Where they come from:
 * AMD (``amd``; gfx90a, gfx942, gfx950): the configurations of the hand-written cases that compile without
   spills for every arch (tests/ops/attention): 4 waves, 128 queries, 32x32 instructions (the widest K of the
   target: 32x32x8 on CDNA2/3, 32x32x16 on CDNA4), keys per tile 64 (d64) or 32 (d128), at least 2 waves per
-  SIMD (256 registers: no AGPR copies around the rescale of O); d256 64 queries with 16x16 instructions. Two LDS
-  buffers where they fit (all but d256 in 64 KiB), else one.
+  SIMD (256 registers: no AGPR copies around the rescale of O) where the LDS lets 2 run (gfx950's 160 KiB; on
+  64 KiB two buffers leave room for one, and the planner drops the hint to 1 rather than ask for what cannot
+  run); d256 64 queries with 16x16 instructions. Two LDS buffers where they fit (all but d256 in 64 KiB), else
+  one.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate
 from ckgen.ops.attention.configs import known_good
 from ckgen.ops.attention.spec import AttentionConfig, AttentionParams, AttentionSpec
 from ckgen.targets.model import MatrixInstr, Target
+from ckgen.toolchain.occupancy import occupancy_limits
 
 MAX_THREADS = 1024
 TILE_RANGE = (16, 256)        # queries per workgroup and keys per tile
@@ -84,9 +85,10 @@ def _shapes(instrs) -> str:
     return ", ".join(dict.fromkeys(i.shape_text for i in instrs)) or "none"
 
 
-def _body_instructions(d: AttentionDraft) -> list[MatrixInstr]:
-    """The target's single-block dtype -> f32 instructions the body can use, best first."""
-    t, dt = d.target, d.a.dtype
+def _body_instructions(d: AttentionDraft, dt: DType | None = None) -> list[MatrixInstr]:
+    """The target's single-block dtype -> f32 instructions the body can use, best first (``dt``: the kernel's
+    dtype unless given)."""
+    t, dt = d.target, dt or d.a.dtype
     out = []
     for i in t.instructions_for(dt, dt, DType.F32):
         if d.amd:
@@ -101,8 +103,8 @@ def _body_instructions(d: AttentionDraft) -> list[MatrixInstr]:
 
 def check_dtype(d: AttentionDraft) -> None:
     if not _body_instructions(d):
-        have = sorted({i.a_dtype.value for i in d.target.instructions})
-        raise d.fail("dtype", d.a.dtype.value, ", ".join(x for x in ("f16", "bf16") if x in have) or "none",
+        usable = [dt.value for dt in (DType.F16, DType.BF16) if _body_instructions(d, dt)]
+        raise d.fail("dtype", d.a.dtype.value, ", ".join(usable) or "none (no target of this vendor family)",
                      f"{d.target.name} has no matrix instruction the attention body can use for this dtype")
 
 
@@ -244,6 +246,13 @@ def plan_lds(d: AttentionDraft) -> None:
                        f"needs {need} bytes of LDS (lds_buffers = {d.show('lds_buffers', d.lds_buffers)}, "
                        f"head_dim {d.a.head_dim}), over the {t.lds_bytes}-byte limit")
     d.lds_bytes = need
+    if d.amd and d.waves_per_eu > 1:  # the hint cannot ask for more waves than the LDS lets run
+        fit = occupancy_limits(t, 0, 0, 0, 0, need, d.waves * t.wave_size)["lds"]
+        if d.waves_per_eu > fit and "waves_per_eu" in d.planned:
+            d.waves_per_eu = max(fit, 1)
+        elif d.waves_per_eu > fit:
+            raise d.fail("waves_per_eu", d.waves_per_eu, f"1..{max(fit, 1)}",
+                         f"{need} bytes of LDS per workgroup leave room for {fit} wave(s) per SIMD")
 
 
 def estimate_registers(d: AttentionDraft) -> None:
@@ -288,7 +297,8 @@ PASSES = (
     check_workgroup,      # waves x wave size within the workgroup limit
     check_tile,           # queries per wave, keys per tile and head dim in whole instructions
     plan_pipeline,        # Q placement, occupancy hint, K/V pipeline depth and barriers
-    plan_lds,             # LDS layout and bytes against the target (a planned depth shrinks to fit)
+    plan_lds,             # LDS layout and bytes against the target (a planned depth shrinks to fit), and the
+                          # occupancy hint within what that LDS lets run
     estimate_registers,   # register budget
 )
 

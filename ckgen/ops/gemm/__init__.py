@@ -69,8 +69,11 @@ class GemmOp(Op):
                 ("kRepN", b.repeats[1]), ("kAItems", b.items[0]), ("kBItems", b.items[1]),
                 ("kCItems", b.items[2]), ("kLdsBuffers", lds.buffers), ("kPrefetch", b.prefetch),
                 ("kVecA", b.vec[0]), ("kVecB", b.vec[1]), ("kVecC", b.vec[2]),
-                ("kLdsAStride", lds.a_stride), ("kLdsBStride", lds.b_stride), ("kLdsABytes", lds.a_bytes),
-                ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
+                ("kLdsAGranule", lds.a.granule), ("kLdsASwizzleBits", lds.a.low_bits),
+                ("kLdsAMnLanes", lds.a.mn_lanes), ("kLdsAMnPiece", lds.a.mn_piece),
+                ("kLdsBGranule", lds.b.granule), ("kLdsBSwizzleBits", lds.b.low_bits),
+                ("kLdsBMnLanes", lds.b.mn_lanes), ("kLdsBMnPiece", lds.b.mn_piece),
+                ("kLdsABytes", lds.a_bytes), ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
         constants = [("bool", "kARowMajor", _bool(g.a.layout == Layout.ROW)),
                      ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
                      ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
@@ -79,6 +82,8 @@ class GemmOp(Op):
         if b.schedule is not None:  # split-K / stream-K (gemm_work.h)
             ints += [("kSchedule", {"splitk": 1, "streamk": 2}[b.schedule.kind])]
         constants += [("int", name, str(v)) for name, v in ints]
+        constants += [("unsigned long long", "kLdsASwizzle", f"{lds.a.packed_table:#x}ull"),
+                      ("unsigned long long", "kLdsBSwizzle", f"{lds.b.packed_table:#x}ull")]
         constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
                       ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
         if b.schedule is not None:

@@ -9,30 +9,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckgen.ir.types import DType
+from ckgen.ops.gemm.lds import LdsOperandLayout
 from ckgen.targets.model import MatrixInstr
 
 
 @dataclass(frozen=True)
 class LdsPlan:
-    """LDS staging: tiles are stored K-contiguous, each row padded to ``*_stride`` elements."""
+    """LDS staging: one unpadded tile per operand and buffer (XOR-swizzled where the target's body takes it;
+    ckgen/ops/gemm/lds.py has the address map), ``buffers`` copies of both. Bytes are exactly
+    buffers x (rows_a + rows_b) x tile K x element."""
 
-    a_stride: int
-    b_stride: int
-    a_bytes: int       # one buffer of A
-    b_bytes: int       # one buffer of B
+    a: LdsOperandLayout
+    b: LdsOperandLayout
     buffers: int
 
     def __post_init__(self) -> None:
-        if self.buffers < 1 or min(self.a_stride, self.b_stride, self.a_bytes, self.b_bytes) <= 0:
-            raise ValueError("LdsPlan: sizes must be positive")
+        if self.buffers < 1:
+            raise ValueError("LdsPlan: buffers must be >= 1")
+
+    @property
+    def a_bytes(self) -> int:       # one buffer of A
+        return self.a.bytes
+
+    @property
+    def b_bytes(self) -> int:       # one buffer of B
+        return self.b.bytes
 
     @property
     def total_bytes(self) -> int:
         return (self.a_bytes + self.b_bytes) * self.buffers
 
     def to_json(self) -> dict:
-        return {"a_stride": self.a_stride, "b_stride": self.b_stride, "a_bytes": self.a_bytes,
-                "b_bytes": self.b_bytes, "buffers": self.buffers, "total_bytes": self.total_bytes}
+        return {"a": self.a.to_json(), "b": self.b.to_json(), "a_bytes": self.a_bytes, "b_bytes": self.b_bytes,
+                "buffers": self.buffers, "total_bytes": self.total_bytes}
 
 
 @dataclass(frozen=True)

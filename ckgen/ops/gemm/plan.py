@@ -16,6 +16,8 @@ from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.gemm.abi import abi, launch
 from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, SchedulePlan, TmaBodyPlan
+from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
+from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
 from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
 from ckgen.targets.model import MatrixInstr, Target
@@ -165,8 +167,12 @@ def choose_vectors(d: GemmDraft) -> None:
     (tm, tn, tk) = cfg.tile
     threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
     # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
-    extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk),
-               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk),
+    # unit: elements along K one thread moves per vector (MN-contiguous operands of swizzled LDS tiles are
+    # transposed in registers into LDS writes of at least 4 bytes along K: ckgen/ops/gemm/lds_layout.py).
+    unit_a = mn_unit_elements(d.target, g.a.dtype.bytes, g.a.layout == Layout.ROW)
+    unit_b = mn_unit_elements(d.target, g.b.dtype.bytes, g.b.layout == Layout.COL)
+    extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk // unit_a),
+               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk // unit_b),
                "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
     chosen = []
     for param, (dtype, extent, elems) in extents.items():
@@ -186,13 +192,11 @@ def choose_vectors(d: GemmDraft) -> None:
 
 
 def plan_lds(d: GemmDraft) -> None:
-    g, cfg, t = d.g, d.cfg, d.target
-    (tm, tn, tk) = cfg.tile
-    pad_a = t.lds_pad_bytes // g.a.dtype.bytes
-    pad_b = t.lds_pad_bytes // g.b.dtype.bytes
-    sa, sb = tk + pad_a, tk + pad_b
-    lds = LdsPlan(a_stride=sa, b_stride=sb, a_bytes=tm * sa * g.a.dtype.bytes, b_bytes=tn * sb * g.b.dtype.bytes,
-                  buffers=cfg.lds_buffers)
+    """Unpadded, XOR-swizzled LDS tiles (ckgen/ops/gemm/lds_layout.py chooses them per dtype, tile, instruction
+    and layout from the target's bank figures) and their bytes against the target's LDS."""
+    cfg, t = d.cfg, d.target
+    a, b = plan_gemm_lds(t, d.spec.params, d.instr, d.vec)
+    lds = LdsPlan(a=a, b=b, buffers=cfg.lds_buffers)
     if lds.total_bytes > t.lds_bytes:
         per_buf = lds.a_bytes + lds.b_bytes
         hint = f"<= {t.lds_bytes} bytes; this tile needs {per_buf} per buffer"
@@ -204,7 +208,25 @@ def plan_lds(d: GemmDraft) -> None:
 
 
 def estimate_registers(d: GemmDraft) -> None:
+    """Registers per lane before compiling. Targets with the MFMA body take the calibrated estimate of
+    ckgen/ops/gemm/registers.py against registers.budget(target) and are refused, naming the tile and what
+    would fit, when the compiler would spill; other bodies keep the simple sum."""
     g, cfg, t, i = d.g, d.cfg, d.target, d.instr
+    tile = "x".join(map(str, cfg.tile))
+    if t.lds_swizzle:
+        feats = register_features(d.spec.params, t, i, d.vec, d.lds)
+        total = estimate(feats)
+        acc, frags, stage = feats["acc"], feats["frag"], feats["stage"]
+        est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=stage, overhead=total - acc - frags - stage)
+        b = budget(t)
+        over = acc > b.accumulators or total > b.total or (not b.unified and total - acc > b.arch)
+        if over:
+            raise d.fail("tile", tile, smaller_tiles_hint(d.spec.params, t, i, b),
+                         f"needs about {total} registers per lane ({acc} accumulators, {frags} fragments, {stage} "
+                         f"staging; calibrated estimate), over {t.name}'s budget of {b.total} per lane with at most "
+                         f"{b.accumulators} accumulators{'' if b.unified else f' and {b.arch} other VGPRs'}: it would spill")
+        d.registers = est
+        return
     threads = cfg.waves[0] * cfg.waves[1] * t.wave_size
     rep_m, rep_n = cfg.tile[0] // cfg.waves[0] // i.m, cfg.tile[1] // cfg.waves[1] // i.n
     acc = rep_m * rep_n * i.c_regs
@@ -212,11 +234,11 @@ def estimate_registers(d: GemmDraft) -> None:
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
     pre = -(-tile_bytes // (threads * 4)) if cfg.prefetch else 0
     est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=pre, overhead=24)
-    budget = t.vgprs + t.agprs if not t.unified_vgpr_file else t.vgprs_per_simd_lane
+    budget_total = t.vgprs + t.agprs if not t.unified_vgpr_file else t.vgprs_per_simd_lane
     acc_budget = t.agprs or t.vgprs
-    if acc > acc_budget or est.total > budget:
-        raise d.fail("tile", "x".join(map(str, cfg.tile)),
-                     f"a smaller tile or more waves: at most {acc_budget} accumulator and {budget} total registers per lane",
+    if acc > acc_budget or est.total > budget_total:
+        raise d.fail("tile", tile,
+                     f"a smaller tile or more waves: at most {acc_budget} accumulator and {budget_total} total registers per lane",
                      f"needs about {est.total} registers per lane ({acc} accumulators, {frags} fragments, {pre} prefetch)")
     d.registers = est
 

@@ -1,6 +1,6 @@
 // bf16, B col-major, bias per row + SiLU + ReLU, bf16 out; 64x128x32, 1x2 waves, 32x32x8 bf16_1k.
 // arch: gfx942 gfx90a
-// expect: global_load_dwordx4 ds_write_b128 v_exp_f32_e32
+// expect: global_load_dwordx4 ds_read_b64 v_exp_f32_e32
 #include "gemm_mfma.h"
 
 struct bf16_biasrow_silu_cfg {
@@ -20,8 +20,11 @@ struct bf16_biasrow_silu_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 1;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 1;
-  static constexpr int kLdsAStride = 40, kLdsBStride = 40;
-  static constexpr int kLdsABytes = 64 * 40 * sizeof(TA), kLdsBBytes = 128 * 40 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 4, kLdsASwizzleBits = 4, kLdsAMnLanes = 1, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 4, kLdsBSwizzleBits = 4, kLdsBMnLanes = 1, kLdsBMnPiece = 1;
+  static constexpr unsigned long long kLdsASwizzle = 0x4081ull, kLdsBSwizzle = 0x4081ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 1.0f, kBeta = 0.0f;
   static constexpr bool kHasBias = true;

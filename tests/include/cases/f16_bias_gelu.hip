@@ -20,8 +20,11 @@ struct f16_bias_gelu_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 1;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 1;
-  static constexpr int kLdsAStride = 40, kLdsBStride = 40;
-  static constexpr int kLdsABytes = 128 * 40 * sizeof(TA), kLdsBBytes = 128 * 40 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 4, kLdsASwizzleBits = 4, kLdsAMnLanes = 1, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 4, kLdsBSwizzleBits = 4, kLdsBMnLanes = 16, kLdsBMnPiece = 2;
+  static constexpr unsigned long long kLdsASwizzle = 0x4081ull, kLdsBSwizzle = 0x81204081ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 0.5f, kBeta = 0.25f;
   static constexpr bool kHasBias = true;

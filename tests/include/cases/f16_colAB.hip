@@ -20,8 +20,11 @@ struct f16_colAB_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 1;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 4;
-  static constexpr int kLdsAStride = 40, kLdsBStride = 40;
-  static constexpr int kLdsABytes = 64 * 40 * sizeof(TA), kLdsBBytes = 64 * 40 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 4, kLdsASwizzleBits = 4, kLdsAMnLanes = 8, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 4, kLdsBSwizzleBits = 4, kLdsBMnLanes = 1, kLdsBMnPiece = 1;
+  static constexpr unsigned long long kLdsASwizzle = 0x1204081ull, kLdsBSwizzle = 0x4081ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 1.0f, kBeta = 0.0f;
   static constexpr bool kHasBias = false;

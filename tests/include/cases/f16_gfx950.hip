@@ -1,6 +1,6 @@
 // f16 in, f32 acc, f16 out on gfx950 (clang++-22); 128x128x64, 2x2 waves, 16x16x32 f16.
 // arch: gfx950
-// expect: global_load_dwordx4 ds_write_b128
+// expect: global_load_dwordx4 ds_read_b128
 #include "gemm_mfma.h"
 
 struct f16_gfx950_cfg {
@@ -20,8 +20,11 @@ struct f16_gfx950_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 1;
   static constexpr int kVecA = 8, kVecB = 8, kVecC = 1;
-  static constexpr int kLdsAStride = 72, kLdsBStride = 72;
-  static constexpr int kLdsABytes = 128 * 72 * sizeof(TA), kLdsBBytes = 128 * 72 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 8, kLdsASwizzleBits = 4, kLdsAMnLanes = 1, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 8, kLdsBSwizzleBits = 4, kLdsBMnLanes = 16, kLdsBMnPiece = 4;
+  static constexpr unsigned long long kLdsASwizzle = 0x4081ull, kLdsBSwizzle = 0x81204081ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 1.0f, kBeta = 0.0f;
   static constexpr bool kHasBias = false;

@@ -1,6 +1,6 @@
 // f32 in/out; 64x64x16, 2x2 waves, 32x32x2 f32, double-buffered, no prefetch, beta=1.
 // arch: gfx942 gfx90a gfx908
-// expect: global_load_dwordx4 ds_write_b128
+// expect: global_load_dwordx4 ds_read_b32
 #include "gemm_mfma.h"
 
 struct f32_32x32x2_cfg {
@@ -20,8 +20,11 @@ struct f32_32x32x2_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 0;
   static constexpr int kVecA = 4, kVecB = 4, kVecC = 1;
-  static constexpr int kLdsAStride = 20, kLdsBStride = 20;
-  static constexpr int kLdsABytes = 64 * 20 * sizeof(TA), kLdsBBytes = 64 * 20 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 1, kLdsASwizzleBits = 5, kLdsAMnLanes = 1, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 1, kLdsBSwizzleBits = 5, kLdsBMnLanes = 16, kLdsBMnPiece = 1;
+  static constexpr unsigned long long kLdsASwizzle = 0x204081ull, kLdsBSwizzle = 0x10204081ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 1.0f, kBeta = 1.0f;
   static constexpr bool kHasBias = false;

@@ -1,6 +1,6 @@
 // i8 in, i32 acc, i8 out with saturation; 64x64x32, 2x2 waves, 32x32x8 i8 (gfx90a).
 // arch: gfx90a gfx908
-// expect: global_load_dwordx4 ds_write_b128
+// expect: global_load_dwordx4 ds_read_b32
 #include "gemm_mfma.h"
 
 struct i8_gfx90a_cfg {
@@ -20,8 +20,11 @@ struct i8_gfx90a_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 1;
   static constexpr int kVecA = 16, kVecB = 16, kVecC = 1;
-  static constexpr int kLdsAStride = 48, kLdsBStride = 48;
-  static constexpr int kLdsABytes = 64 * 48 * sizeof(TA), kLdsBBytes = 64 * 48 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 4, kLdsASwizzleBits = 5, kLdsAMnLanes = 1, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 4, kLdsBSwizzleBits = 5, kLdsBMnLanes = 4, kLdsBMnPiece = 4;
+  static constexpr unsigned long long kLdsASwizzle = 0x4081ull, kLdsBSwizzle = 0x49a741ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 1.0f, kBeta = 0.0f;
   static constexpr bool kHasBias = false;

@@ -1,6 +1,6 @@
 // i8 in, i32 acc, i32 out (exact); 64x64x64, 2x2 waves, 32x32x16 i8 (gfx942), beta=2.
 // arch: gfx942
-// expect: global_load_dwordx4 ds_write_b128
+// expect: global_load_dwordx4 ds_read_b64
 #include "gemm_mfma.h"
 
 struct i8_gfx942_cfg {
@@ -20,8 +20,11 @@ struct i8_gfx942_cfg {
   static constexpr int kLdsBuffers = 2;
   static constexpr int kPrefetch = 1;
   static constexpr int kVecA = 16, kVecB = 16, kVecC = 1;
-  static constexpr int kLdsAStride = 80, kLdsBStride = 80;
-  static constexpr int kLdsABytes = 64 * 80 * sizeof(TA), kLdsBBytes = 64 * 80 * sizeof(TB);
+  // LDS layout (ckgen/blocks/lds_layout.h), as ckgen/ops/gemm/lds_layout.py plans it for this tile
+  static constexpr int kLdsAGranule = 8, kLdsASwizzleBits = 4, kLdsAMnLanes = 1, kLdsAMnPiece = 1;
+  static constexpr int kLdsBGranule = 8, kLdsBSwizzleBits = 4, kLdsBMnLanes = 4, kLdsBMnPiece = 1;
+  static constexpr unsigned long long kLdsASwizzle = 0x4081ull, kLdsBSwizzle = 0x1204081ull;
+  static constexpr int kLdsABytes = kTileM * kTileK * sizeof(TA), kLdsBBytes = kTileN * kTileK * sizeof(TB);
   static constexpr int kLdsBytes = 2 * (kLdsABytes + kLdsBBytes);
   static constexpr float kAlpha = 1.0f, kBeta = 2.0f;
   static constexpr bool kHasBias = false;

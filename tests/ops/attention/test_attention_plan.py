@@ -65,6 +65,21 @@ def test_planned_defaults(arch, hd, tile, waves, bufs, qr, instr):
     assert b.lds_bytes <= kern(f"dtype = bf16  head_dim = {hd}", arch).target.lds_bytes
 
 
+def test_a_dtype_refusal_lists_only_the_dtypes_the_body_takes():
+    """gfx908 has bf16 MFMA, but only the 2-element ones the body cannot use: legal is f16 alone."""
+    e = refusal("dtype = bf16  head_dim = 128", "gfx908")
+    assert e.param == "dtype" and "legal: f16\n" in e.render() + "\n", e.render()
+
+
+@pytest.mark.parametrize("arch,hd,hint", [("gfx942", 128, 1), ("gfx90a", 64, 1), ("gfx950", 128, 2),
+                                          ("gfx942", 128, 2)])
+def test_occupancy_hint_stays_within_what_the_lds_lets_run(arch, hd, hint):
+    """The planned hint asks for 2 waves per SIMD only where the LDS holds 2 workgroups (else clang warns that
+    it cannot meet it); one LDS buffer (17920 bytes at d128) leaves room for 3 on gfx942."""
+    bufs = "  lds_buffers = 1" if hint == 2 and arch == "gfx942" else ""
+    assert kern(f"dtype = bf16  head_dim = {hd}{bufs}", arch).body.waves_per_eu == hint
+
+
 def test_written_values_are_kept_and_waves_follow_the_tile():
     b = kern("dtype = f16  head_dim = 64  tile = 64x128", "sm_90").body
     assert (b.block_m, b.block_n, b.waves, b.q_in_regs) == (64, 128, 4, True) and "tile" not in b.planned
@@ -91,6 +106,7 @@ def test_written_values_are_kept_and_waves_follow_the_tile():
     ("gfx942", "tile = 128x256  lds_buffers = 2", "tile", "<= 65536 bytes"),
     ("gfx942", "tile = 512x32", "tile", "M and N in 16..256"),
     ("gfx942", "kv_barriers = 1", "kv_barriers", "(leave it out)"),
+    ("gfx942", "waves_per_eu = 2", "waves_per_eu", "1..1"),      # 35840 bytes of LDS: one workgroup per CU
     ("sm_90", "kv_barriers = 1  lds_buffers = 1", "lds_buffers", ">= 2 with kv_barriers = 1"),
 ])
 def test_refusals_name_param_value_and_legal(arch, body, param, legal):

@@ -1,8 +1,20 @@
 // ckgen/blocks/tile_loader.h: global -> registers -> LDS copies of a 2-D operand tile (AMD and emu bodies).
 //
-// TileLoader<T, kRows, kTK, kV, kStride, kKContig, kThreads> moves one kRows x kTK tile (K contiguous in
-// LDS, kStride elements between rows) with vectors of kV elements along the matrix's contiguous dimension:
+// TileLoader<T, kRows, kTK, kV, kKContig, kThreads, Lds, kMnLanes, kMnPiece> moves one kRows x kTK tile into an LDS
+// tile laid out by Lds (K contiguous: Lds::offset(r, k) is the element offset of (r, k); Lds::kGranule
+// elements along K are contiguous), with vectors of kV elements along the matrix's contiguous dimension.
 // load() issues the global reads into registers (zero fill outside the matrix), store() writes them to LDS.
+//
+// Work units, thread t = tid + p * kThreads taking unit t:
+//   K-contiguous (row-major A, column-major B): a unit is one vector of kV elements along K at
+//     (r, k) = (t / (kTK / kV), (t % (kTK / kV)) * kV); it is stored as pieces of min(kV, kGranule)
+//     elements, each one LDS vector write (granules are contiguous in LDS, their neighbours need not be).
+//   MN-contiguous (column-major A, row-major B): a unit is a block of kV rows x kMnPiece k's (kMnPiece
+//     divides the granule): kMnPiece vector loads (kV elements along M/N each, at k, k+1, ...) transposed in
+//     registers into kV pieces of kMnPiece elements along K, one LDS vector write each. Units are numbered
+//     with kMnLanes consecutive threads along M/N, then along K: i_lo = t % kMnLanes,
+//     kp = (t / kMnLanes) % (kTK / kMnPiece), i_hi = t / (kMnLanes * (kTK / kMnPiece));
+//     rows r = (i_hi * kMnLanes + i_lo) * kV, k = kp * kMnPiece.
 // is_aligned(p, ld, v): whether vectors of v elements are aligned at p and at every line start.
 #pragma once
 
@@ -12,34 +24,79 @@
 namespace ckgen {
 namespace blk {
 
-// One operand tile of kRows (M for A, N for B) x kTK elements, K contiguous in LDS with kStride.
-// kKContig: the global matrix is contiguous along K (row-major A, col-major B); element (r, k) sits
-// at base[r * ld + k]; otherwise at base[k * ld + r]. Vectors of kV run along the contiguous dimension.
-template <class T, int kRows, int kTK, int kV, int kStride, bool kKContig, int kThreads>
+template <bool kCond, class A, class B>
+struct Select {
+  using type = A;
+};
+template <class A, class B>
+struct Select<false, A, B> {
+  using type = B;
+};
+
+// An empty asm the compiler cannot see through (AMD): values derived from x are computed after it.
+CKGEN_DEVICE void opaque(int& x) {
+#if defined(__AMDGCN__)
+  __asm__ volatile("" : "+v"(x));
+#else
+  (void)x;
+#endif
+}
+
+// A scheduling fence on AMD (nothing elsewhere): code after it is not moved above it.
+CKGEN_DEVICE void edge_fence() {
+#if defined(__AMDGCN__)
+  __builtin_amdgcn_sched_barrier(0);
+#endif
+}
+
+template <class T, int kRows, int kTK, int kV, bool kKContig, int kThreads, class Lds, int kMnLanes = 1,
+          int kMnPiece = 1>
 struct TileLoader {
-  static constexpr int kVecsPerLine = kKContig ? kTK / kV : kRows / kV;
-  static constexpr int kVecs = kRows * kTK / kV;
-  static constexpr int kPer = (kVecs + kThreads - 1) / kThreads;
-  static constexpr bool kExact = kVecs % kThreads == 0;
+  static constexpr int kG = Lds::kGranule;
+  static constexpr int kPiece = kV < kG ? kV : kG;             // K-contiguous: elements per LDS write
+  static constexpr int kLoads = kKContig ? 1 : kMnPiece;       // global vector loads per unit
+  static constexpr int kUnits = kKContig ? kRows * kTK / kV : (kRows / kV) * (kTK / kMnPiece);
+  static constexpr int kPer = (kUnits + kThreads - 1) / kThreads;
+  static constexpr bool kExact = kUnits % kThreads == 0;
   using V = vec<T, kV>;
+  // Registers hold raw dwords whenever a vector is a whole number of them: element arrays of 8/16-bit
+  // types get split into one register per element by the compiler (seen for i8: 4x the VGPRs).
+  static constexpr int kBytes = kV * static_cast<int>(sizeof(T));
+  static constexpr int kPieceBytes = kPiece * static_cast<int>(sizeof(T));
+  static constexpr bool kRaw = kBytes % 4 == 0 && kPieceBytes % 4 == 0;
+  using Reg = typename Select<kRaw, vec<unsigned, kRaw ? kBytes / 4 : 1>, V>::type;
+  using Piece = typename Select<kRaw, vec<unsigned, kRaw ? kPieceBytes / 4 : 1>, vec<T, kPiece>>::type;
+  struct Pieces {
+    Piece p[kV / kPiece];
+  };
 
-  static_assert(kV >= 1, "vector width must be >= 1");
+  static_assert(kV >= 1 && kG >= 1, "vector width and granule must be >= 1");
   static_assert(!kKContig || kTK % kV == 0, "kTileK must be a multiple of the K-contiguous vector width");
-  static_assert(kKContig || kRows % kV == 0, "the tile's M (N) extent must be a multiple of the vector width");
-  static_assert(!kKContig || kStride % kV == 0,
-                "LDS stride (kLdsAStride / kLdsBStride) must be a multiple of kVecA / kVecB for K-contiguous operands");
+  static_assert(!kKContig || kV % kPiece == 0, "the K-contiguous vector width must be a multiple of the granule");
+  static_assert(kKContig || kRows % (kV * kMnLanes) == 0,
+                "the tile's M (N) extent must be a multiple of the vector width x kLdsAMnLanes (kLdsBMnLanes)");
+  static_assert(kKContig || (kG % kMnPiece == 0 && kTK % kMnPiece == 0),
+                "kLdsAMnPiece (kLdsBMnPiece) must divide the LDS granule and kTileK");
 
-  V regs[kPer];
+  Reg regs[kPer][kLoads];
 
-  // Line coordinate (r, k) inside the tile of the p-th vector of thread tid.
+  // Line coordinate (r, k) inside the tile of unit t.
   static CKGEN_DEVICE void coords(int t, int& r, int& k) {
     if constexpr (kKContig) {
-      r = t / kVecsPerLine;
-      k = (t % kVecsPerLine) * kV;
+      r = t / (kTK / kV);
+      k = (t % (kTK / kV)) * kV;
     } else {
-      k = t / kVecsPerLine;
-      r = (t % kVecsPerLine) * kV;
+      constexpr int kPs = kTK / kMnPiece;
+      const int i_lo = t % kMnLanes;
+      const int kp = (t / kMnLanes) % kPs;
+      const int i_hi = t / (kMnLanes * kPs);
+      r = (i_hi * kMnLanes + i_lo) * kV;
+      k = kp * kMnPiece;
     }
+  }
+
+  static CKGEN_DEVICE long long offset(int r, int k, long long ld) {
+    return kKContig ? static_cast<long long>(r) * ld + k : static_cast<long long>(k) * ld + r;
   }
 
   // base points at the tile origin (r0, k0) of the matrix; rows_left = rows - r0, k_left = K - k0.
@@ -50,10 +107,12 @@ struct TileLoader {
 #pragma unroll
       for (int p = 0; p < kPer; ++p) {
         const int t = tid + p * kThreads;
-        if (kExact || t < kVecs) {
+        if (kExact || t < kUnits) {
           int r, k;
           coords(t, r, k);
-          regs[p] = gload(reinterpret_cast<const V*>(base + offset(r, k, ld)));
+#pragma unroll
+          for (int w = 0; w < kLoads; ++w)
+            regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(base + offset(r, k + w, ld))));
         }
       }
     } else {
@@ -61,26 +120,36 @@ struct TileLoader {
     }
   }
 
-  static CKGEN_DEVICE long long offset(int r, int k, long long ld) {
-    return kKContig ? static_cast<long long>(r) * ld + k : static_cast<long long>(k) * ld + r;
-  }
-
+  // Edge tiles: every element either loads (inside the matrix) or is zero. The bounds enter through opaque()
+  // so the compiler does not hoist one 64-bit lane mask per element out of the K loop (SGPR spills on
+  // small-K tiles and i8 tiles).
   CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
+    opaque(rows_left);
+    opaque(k_left);
 #pragma unroll
     for (int p = 0; p < kPer; ++p) {
       const int t = tid + p * kThreads;
-      if (kExact || t < kVecs) {
+      if (kExact || t < kUnits) {
         int r, k;
         coords(t, r, k);
-        const T* src = base + offset(r, k, ld);
-        const bool full = kKContig ? (r < rows_left && k + kV <= k_left) : (k < k_left && r + kV <= rows_left);
-        if (aligned && full) {
-          regs[p] = gload(reinterpret_cast<const V*>(src));
-        } else {
 #pragma unroll
-          for (int v = 0; v < kV; ++v) {
-            const bool in = kKContig ? (r < rows_left && k + v < k_left) : (k < k_left && r + v < rows_left);
-            regs[p].v[v] = in ? gload(src + v) : zero<T>();
+        for (int w = 0; w < kLoads; ++w) {
+          const int kw = k + w;
+          const T* src = base + offset(r, kw, ld);
+          const bool full = kKContig ? (r < rows_left && kw + kV <= k_left) : (kw < k_left && r + kV <= rows_left);
+          if (aligned && full) {
+            regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(src)));
+          } else {
+            V e;
+#pragma unroll
+            for (int v = 0; v < kV; ++v) {
+              const bool in = kKContig ? (r < rows_left && kw + v < k_left) : (kw < k_left && r + v < rows_left);
+              e.v[v] = in ? gload(src + v) : zero<T>();
+            }
+            regs[p][w] = bit_cast<Reg>(e);
+            // Keep the scheduler from hoisting every element load of every vector above the packing (one
+            // register per element in flight): edge tiles are rare, register pressure is not.
+            edge_fence();
           }
         }
       }
@@ -91,14 +160,26 @@ struct TileLoader {
 #pragma unroll
     for (int p = 0; p < kPer; ++p) {
       const int t = tid + p * kThreads;
-      if (kExact || t < kVecs) {
+      if (kExact || t < kUnits) {
         int r, k;
         coords(t, r, k);
         if constexpr (kKContig) {
-          lds_store(reinterpret_cast<V*>(lds + r * kStride + k), regs[p]);
-        } else {
+          // the vector as kV / kPiece pieces: a register-level reinterpretation, no element moves
+          const Pieces pieces = bit_cast<Pieces>(regs[p][0]);
 #pragma unroll
-          for (int v = 0; v < kV; ++v) lds_store(lds + (r + v) * kStride + k, regs[p].v[v]);
+          for (int j = 0; j < kV / kPiece; ++j)
+            lds_store(reinterpret_cast<Piece*>(lds + Lds::offset(r, k + j * kPiece)), pieces.p[j]);
+        } else {
+          V col[kLoads];  // element view for the transpose (real data movement)
+#pragma unroll
+          for (int w = 0; w < kLoads; ++w) col[w] = bit_cast<V>(regs[p][w]);
+#pragma unroll
+          for (int v = 0; v < kV; ++v) {
+            vec<T, kMnPiece> piece;
+#pragma unroll
+            for (int w = 0; w < kMnPiece; ++w) piece.v[w] = col[w].v[v];
+            lds_store(reinterpret_cast<vec<T, kMnPiece>*>(lds + Lds::offset(r + v, k)), piece);
+          }
         }
       }
     }

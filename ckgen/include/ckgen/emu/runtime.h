@@ -17,6 +17,7 @@
 //     are ordered only by barrier(); lanes of one wave also by wave-level operations;
 //   * deadlock: threads waiting at different barriers, a barrier some threads never reach (one exited),
 //     lanes of a wave at different wave operations, a wave operation missing an exited lane.
+// LDS bank conflicts are counted per call site of lds_load/lds_store (ckgen/emu/lds_banks.h).
 // The first fault stops the launch; ckgen_emu_last_fault() returns its message.
 #pragma once
 
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "ckgen/emu/fiber.h"
+#include "ckgen/emu/lds_banks.h"
 #include "ckgen/status.h"
 
 #ifndef CKGEN_EMU_WAVE_SIZE
@@ -169,6 +171,7 @@ struct Worker {
   int bar_line = 0;
   uint32_t epoch = 0;
   bool faulted = false;
+  LdsBankState banks;
 };
 
 inline thread_local Worker* tl_worker = nullptr;
@@ -251,6 +254,7 @@ inline void barrier(const char* file, int line) {
   if (++w.bar_arrived == static_cast<int>(w.threads.size())) {
     w.bar_arrived = 0;
     ++w.epoch;
+    w.banks.flush();
     for (auto& wv : w.waves) ++wv->coll;
     for (auto& t : w.threads)
       if (t.st == TState::Barrier) t.st = TState::Ready;
@@ -446,7 +450,18 @@ inline std::string lds_where(const Worker& w, size_t off) {
   __builtin_unreachable();
 }
 
-inline void check_lds(const void* p, size_t n, size_t align, bool write) {
+// The bank-statistics id of an lds_load/lds_store call site (a per-OS-thread cache in front of the registry).
+inline int lds_site(const char* file, int line, bool write) {
+  thread_local std::unordered_map<uint64_t, int> cache;
+  const uint64_t key = (reinterpret_cast<uintptr_t>(file) << 21) ^ (static_cast<uint64_t>(line) << 1) ^ (write ? 1u : 0u);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const int id = g_lds_banks.find_or_add(file, line, write);
+  cache.emplace(key, id);
+  return id;
+}
+
+inline void check_lds(const void* p, size_t n, size_t align, bool write, int site = -1) {
   Worker& w = worker();
   const char* what = write ? "LDS store" : "LDS load";
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -479,6 +494,11 @@ inline void check_lds(const void* p, size_t n, size_t align, bool write) {
   if (align > 1 && a % align != 0)
     fault("%s of %zu bytes at LDS offset %zu ('%s' + %zu) is misaligned: needs %zu-byte alignment", what, n, off,
           in->name, off - in->off, align);
+
+  if (site >= 0) {
+    const Wave& wv = *w.waves[w.cur->tid / kWaveSize];
+    w.banks.record(w.cur->tid, site, static_cast<uint32_t>(off), static_cast<int>(n), wv.lanes - wv.exited);
+  }
 
   // Happens-before check, byte by byte.
   const uint32_t t = static_cast<uint32_t>(w.cur->tid);
@@ -620,6 +640,7 @@ inline int run_workgroup(Worker& w, Dim3 bid) {
     wv->exited = 0;
     wv->coll = 0;
   }
+  w.banks.reset(static_cast<int>(w.threads.size()));
   for (auto& t : w.threads) {
     context_init(t.ctx, t.stack, &fiber_entry);
     t.st = TState::Ready;
@@ -637,6 +658,7 @@ inline int run_workgroup(Worker& w, Dim3 bid) {
     }
     if (!ran) break;
   }
+  w.banks.merge();
   for (auto& t : w.threads)
     if (t.st != TState::Done) {
       record_fault(deadlock_report(w));
@@ -691,6 +713,7 @@ inline int launch_impl(LaunchInfo& L) {
     g_fault.count = 0;
     g_fault.any.store(false);
   }
+  g_lds_banks.reset();
   if (L.threads < 1 || L.threads > kMaxThreads) {
     record_fault("ckgen emu: kernel '" + std::string(L.kernel) + "': block of " + std::to_string(L.threads) +
                  " threads (legal: 1.." + std::to_string(kMaxThreads) + ")");
@@ -778,6 +801,30 @@ CKGEN_EMU_API int ckgen_emu_fault_count(void) {
 CKGEN_EMU_API void ckgen_emu_set_threads(int n) { ckgen::emu::g_os_threads.store(n < 0 ? 0 : n); }
 
 CKGEN_EMU_API int ckgen_emu_wave_size(void) { return CKGEN_EMU_WAVE_SIZE; }
+
+// LDS bank statistics of the last launch, per lds_load/lds_store call site (ckgen/emu/lds_banks.h).
+CKGEN_EMU_API int ckgen_emu_lds_site_count(void) {
+  std::lock_guard<std::mutex> g(ckgen::emu::g_lds_banks.mu);
+  return static_cast<int>(ckgen::emu::g_lds_banks.sites.size());
+}
+
+// Site i: its file and line, 1 for writes, and over the last launch the wave instructions evaluated, their
+// extra cycles, the worst phase's ways (distinct dwords on one bank) and the lane accesses. 0, or -1 when
+// there is no such site.
+CKGEN_EMU_API int ckgen_emu_lds_site(int i, const char** file, int* line, int* is_write, long long* instructions,
+                                     long long* extra_cycles, int* max_ways, long long* accesses) {
+  auto& r = ckgen::emu::g_lds_banks;
+  std::lock_guard<std::mutex> g(r.mu);
+  if (i < 0 || i >= static_cast<int>(r.sites.size())) return -1;
+  *file = r.sites[i].file;
+  *line = r.sites[i].line;
+  *is_write = r.sites[i].write ? 1 : 0;
+  *instructions = r.stats[i].instructions;
+  *extra_cycles = r.stats[i].extra_cycles;
+  *max_ways = r.stats[i].max_ways;
+  *accesses = r.stats[i].accesses;
+  return 0;
+}
 
 // clang lowers __bf16 vector copies through float on x86 without AVX512-BF16 and calls compiler-rt's
 // __truncsfbf2, which libgcc lacks. Round to nearest even (NaN stays a quiet NaN), as compiler-rt does.

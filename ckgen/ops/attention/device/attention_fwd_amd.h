@@ -45,6 +45,7 @@
 #pragma once
 
 #include "attention_common.h"
+#include "ckgen/blocks/lds_layout.h"
 #include "ckgen/blocks/mfma.h"
 #include "ckgen/blocks/tile_loader.h"
 
@@ -67,9 +68,11 @@ struct Shape {
   static constexpr int kKElems = Cfg::kBlockN * Cfg::kLdsKStride;   // one K buffer
   static constexpr int kVElems = Cfg::kHeadDim * Cfg::kLdsVStride;  // one V^T buffer
   // K tile: kBlockN key rows of kHeadDim (d contiguous in memory and in LDS).
-  using LoadK = blk::TileLoader<T, Cfg::kBlockN, Cfg::kHeadDim, Cfg::kVec, Cfg::kLdsKStride, true, Cfg::kThreads>;
+  using LoadK = blk::TileLoader<T, Cfg::kBlockN, Cfg::kHeadDim, Cfg::kVec, true, Cfg::kThreads,
+                                blk::PaddedTile<Cfg::kLdsKStride, Cfg::kVec>>;
   // V tile as the kHeadDim x kBlockN operand V^T: d contiguous in memory, keys contiguous in LDS.
-  using LoadV = blk::TileLoader<T, Cfg::kHeadDim, Cfg::kBlockN, Cfg::kVec, Cfg::kLdsVStride, false, Cfg::kThreads>;
+  using LoadV = blk::TileLoader<T, Cfg::kHeadDim, Cfg::kBlockN, Cfg::kVec, false, Cfg::kThreads,
+                                blk::PaddedTile<Cfg::kLdsVStride, 1>>;
 };
 
 template <class Cfg>

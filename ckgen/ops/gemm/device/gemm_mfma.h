@@ -10,10 +10,14 @@
 // Data path per K step of kTileK:
 //   global --(vectors of kVecA/kVecB along each matrix's contiguous dimension, else per element)-->
 //   registers (held across the compute of the previous step when kPrefetch == 1)
-//   --> LDS, both tiles K-contiguous: A tile row m at lds_a + m * kLdsAStride, B tile row n at
-//       lds_b + n * kLdsBStride (kLdsBuffers copies; with 2 the next step is written while the current
-//       one is read, one barrier per step)
-//   --> per-lane MFMA fragments --> Cfg::mma --> accumulators (COperand registers).
+//   --> LDS, both tiles K-contiguous, unpadded and XOR-swizzled (ckgen/blocks/lds_layout.h): element (m, k)
+//       of A at lds_a + LdsA::offset(m, k), (n, k) of B at lds_b + LdsB::offset(n, k), exactly
+//       kTileM * kTileK (kTileN * kTileK) elements per buffer; kLdsBuffers copies (with 2 the next step is
+//       written while the current one is read, one barrier per step). The planner chose each tile's granule
+//       (kLdsAGranule, kLdsBGranule), XOR bits (kLdsASwizzleBits, ...) and table (kLdsASwizzle, ...) so that
+//       the fragment reads below and the global->LDS writes are free of bank conflicts on the target.
+//   --> per-lane MFMA fragments (one LDS vector read of kAItems / kBItems elements, inside one granule)
+//       --> Cfg::mma --> accumulators (COperand registers).
 //
 // Lane layout of one single-block wave64 instruction m x n x k (ckgen::MfmaLayout in types.h, checked
 // for every single-block dense entry of shared/reference/mfma_layouts.json by tests/include/test_layouts.py):
@@ -28,6 +32,7 @@
 #pragma once
 
 #include "ckgen/blocks/epilogue.h"
+#include "ckgen/blocks/lds_layout.h"
 #include "ckgen/blocks/mfma.h"
 #include "ckgen/blocks/tile_loader.h"
 #include "ckgen/platform.h"
@@ -43,10 +48,22 @@ struct Derived {
   using TC = typename Cfg::TC;
   static constexpr int kCGroup = sizeof(typename Cfg::TAcc) == 8 ? 1 : 4;
   using Layout = MfmaLayout<Cfg::kInstrM, Cfg::kInstrN, Cfg::kInstrK, kCGroup>;
-  using LoadA = blk::TileLoader<TA, Cfg::kTileM, Cfg::kTileK, Cfg::kVecA, Cfg::kLdsAStride, Cfg::kARowMajor, Cfg::kThreads>;
-  using LoadB = blk::TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, Cfg::kLdsBStride, !Cfg::kBRowMajor, Cfg::kThreads>;
-  static constexpr int kLdsAElems = Cfg::kTileM * Cfg::kLdsAStride;  // one buffer
-  static constexpr int kLdsBElems = Cfg::kTileN * Cfg::kLdsBStride;
+  using LdsA = blk::SwizzledTile<Cfg::kTileM, Cfg::kTileK, Cfg::kLdsAGranule, Cfg::kLdsASwizzleBits, Cfg::kLdsASwizzle>;
+  using LdsB = blk::SwizzledTile<Cfg::kTileN, Cfg::kTileK, Cfg::kLdsBGranule, Cfg::kLdsBSwizzleBits, Cfg::kLdsBSwizzle>;
+  using LoadA = blk::TileLoader<TA, Cfg::kTileM, Cfg::kTileK, Cfg::kVecA, Cfg::kARowMajor, Cfg::kThreads, LdsA,
+                                Cfg::kLdsAMnLanes, Cfg::kLdsAMnPiece>;
+  using LoadB = blk::TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, !Cfg::kBRowMajor, Cfg::kThreads, LdsB,
+                                Cfg::kLdsBMnLanes, Cfg::kLdsBMnPiece>;
+  static constexpr int kLdsAElems = LdsA::kElems;  // one buffer
+  static constexpr int kLdsBElems = LdsB::kElems;
+  // Fragment displacements (i * kInstrM rows, kk * kInstrK k's) are bit-disjoint from every lane's own
+  // granule index: power-of-two instruction steps, rows and wave tiles (SwizzledTile::xor_step).
+  static constexpr bool kAXor = LdsA::pow2(Cfg::kInstrM) && LdsA::pow2(Cfg::kInstrK / Cfg::kLdsAGranule) &&
+                                Cfg::kInstrK % Cfg::kLdsAGranule == 0 && LdsA::pow2(LdsA::kRowGranules) &&
+                                (Cfg::kWavesM == 1 || LdsA::pow2(Cfg::kWaveTileM));
+  static constexpr bool kBXor = LdsB::pow2(Cfg::kInstrN) && LdsB::pow2(Cfg::kInstrK / Cfg::kLdsBGranule) &&
+                                Cfg::kInstrK % Cfg::kLdsBGranule == 0 && LdsB::pow2(LdsB::kRowGranules) &&
+                                (Cfg::kWavesN == 1 || LdsB::pow2(Cfg::kWaveTileN));
 };
 
 template <class Cfg>
@@ -64,17 +81,14 @@ constexpr bool check_cfg() {
   static_assert(sizeof(typename Cfg::AOperand) == Cfg::kAItems * sizeof(typename Cfg::TA), "AOperand size != kAItems elements of TA");
   static_assert(sizeof(typename Cfg::BOperand) == Cfg::kBItems * sizeof(typename Cfg::TB), "BOperand size != kBItems elements of TB");
   static_assert(sizeof(typename Cfg::COperand) == Cfg::kCItems * sizeof(typename Cfg::TAcc), "COperand size != kCItems of TAcc");
-  static_assert(Cfg::kLdsAStride >= Cfg::kTileK && Cfg::kLdsBStride >= Cfg::kTileK, "kLdsAStride/kLdsBStride < kTileK");
-  static_assert(Cfg::kLdsAStride % Cfg::kAItems == 0, "kLdsAStride must be a multiple of kAItems (aligned fragment reads)");
-  static_assert(Cfg::kLdsBStride % Cfg::kBItems == 0, "kLdsBStride must be a multiple of kBItems (aligned fragment reads)");
+  static_assert(Cfg::kLdsAGranule % Cfg::kAItems == 0, "kLdsAGranule must be a multiple of kAItems (a fragment is one read)");
+  static_assert(Cfg::kLdsBGranule % Cfg::kBItems == 0, "kLdsBGranule must be a multiple of kBItems (a fragment is one read)");
   static_assert(Cfg::kLdsBuffers == 1 || Cfg::kLdsBuffers == 2, "kLdsBuffers must be 1 or 2");
   static_assert(Cfg::kPrefetch == 0 || Cfg::kPrefetch == 1, "kPrefetch must be 0 or 1");
-  static_assert(Cfg::kLdsABytes >= Derived<Cfg>::kLdsAElems * (int)sizeof(typename Cfg::TA), "kLdsABytes < kTileM*kLdsAStride*sizeof(TA)");
-  static_assert(Cfg::kLdsBBytes >= Derived<Cfg>::kLdsBElems * (int)sizeof(typename Cfg::TB), "kLdsBBytes < kTileN*kLdsBStride*sizeof(TB)");
-  static_assert(Cfg::kLdsBytes >= Cfg::kLdsBuffers * (Cfg::kLdsABytes + Cfg::kLdsBBytes) ||
-                    Cfg::kLdsBytes >= Cfg::kLdsBuffers * (Derived<Cfg>::kLdsAElems * (int)sizeof(typename Cfg::TA) +
-                                                          Derived<Cfg>::kLdsBElems * (int)sizeof(typename Cfg::TB)),
-                "kLdsBytes smaller than the LDS the kernel declares");
+  static_assert(Cfg::kLdsABytes == Cfg::kTileM * Cfg::kTileK * (int)sizeof(typename Cfg::TA), "kLdsABytes != kTileM*kTileK*sizeof(TA)");
+  static_assert(Cfg::kLdsBBytes == Cfg::kTileN * Cfg::kTileK * (int)sizeof(typename Cfg::TB), "kLdsBBytes != kTileN*kTileK*sizeof(TB)");
+  static_assert(Cfg::kLdsBytes == Cfg::kLdsBuffers * (Cfg::kLdsABytes + Cfg::kLdsBBytes),
+                "kLdsBytes != kLdsBuffers * (kLdsABytes + kLdsBBytes): the LDS the kernel declares");
   static_assert(Cfg::kVecC >= 1, "kVecC must be >= 1");
   return true;
 }
@@ -138,25 +152,41 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 #pragma unroll
     for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = COp{};
 
-  // This lane's fragment origins inside one LDS buffer.
-  const int a_frag = (wave_m * Cfg::kWaveTileM + L::a_row(lane)) * Cfg::kLdsAStride + L::a_k0(lane);
-  const int b_frag = (wave_n * Cfg::kWaveTileN + L::b_col(lane)) * Cfg::kLdsBStride + L::b_k0(lane);
+  // This lane's fragment rows (cols) and first k inside one LDS buffer, and its element offset there.
+  // A fragment (i, kk) sits at offset(row + i * kInstrM, kk * kInstrK + k0); when every displacement is a
+  // power-of-two step disjoint from the lane's own bits (D::kAXor / kBXor) that is the lane's offset XOR a
+  // compile-time constant (SwizzledTile::xor_step). The offsets pass an empty asm at each K step so the
+  // compiler recomputes the XORs (one VALU op per read) rather than holding one register per fragment.
+  const int a_row = wave_m * Cfg::kWaveTileM + L::a_row(lane);
+  const int b_col = wave_n * Cfg::kWaveTileN + L::b_col(lane);
+  const int a_k0 = L::a_k0(lane);
+  const int b_k0 = L::b_k0(lane);
+  const int a_off0 = D::LdsA::offset(a_row, a_k0);
+  const int b_off0 = D::LdsB::offset(b_col, b_k0);
 
   auto compute = [&](int buf) {
-    const TA* sa = lds_a + buf * D::kLdsAElems + a_frag;
-    const TB* sb = lds_b + buf * D::kLdsBElems + b_frag;
+    const TA* sa = lds_a + buf * D::kLdsAElems;
+    const TB* sb = lds_b + buf * D::kLdsBElems;
+    int a_base = a_off0;
+    int b_base = b_off0;
+    blk::opaque(a_base);
+    blk::opaque(b_base);
 #pragma unroll
     for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
       AOp a[Cfg::kRepM];
       BOp b[Cfg::kRepN];
 #pragma unroll
-      for (int i = 0; i < Cfg::kRepM; ++i)
-        a[i] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<TA, kAI>*>(
-            sa + i * Cfg::kInstrM * Cfg::kLdsAStride + kk * Cfg::kInstrK)));
+      for (int i = 0; i < Cfg::kRepM; ++i) {
+        const int off = D::kAXor ? a_base ^ D::LdsA::xor_step(i * Cfg::kInstrM, kk * Cfg::kInstrK)
+                                 : D::LdsA::offset(a_row + i * Cfg::kInstrM, kk * Cfg::kInstrK + a_k0);
+        a[i] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<TA, kAI>*>(sa + off)));
+      }
 #pragma unroll
-      for (int j = 0; j < Cfg::kRepN; ++j)
-        b[j] = bit_cast<BOp>(lds_load(reinterpret_cast<const vec<TB, kBI>*>(
-            sb + j * Cfg::kInstrN * Cfg::kLdsBStride + kk * Cfg::kInstrK)));
+      for (int j = 0; j < Cfg::kRepN; ++j) {
+        const int off = D::kBXor ? b_base ^ D::LdsB::xor_step(j * Cfg::kInstrN, kk * Cfg::kInstrK)
+                                 : D::LdsB::offset(b_col + j * Cfg::kInstrN, kk * Cfg::kInstrK + b_k0);
+        b[j] = bit_cast<BOp>(lds_load(reinterpret_cast<const vec<TB, kBI>*>(sb + off)));
+      }
 #pragma unroll
       for (int i = 0; i < Cfg::kRepM; ++i)
 #pragma unroll
