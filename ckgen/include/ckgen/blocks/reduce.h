@@ -61,6 +61,17 @@ struct One {
   float v[1];
   static CKGEN_DEVICE One combine(const One& a, const One& b) { return One{{Op::combine(a.v[0], b.v[0])}}; }
 };
+
+// One butterfly exchange: reduce_swap<kHalf> (platform API). The emulator models DPP and ds_swizzle for wave64
+// only, so its warp-32 builds (the NVIDIA bodies' model) exchange through ds_bpermute (shfl_xor) instead.
+template <int kHalf>
+CKGEN_DEVICE float swap(float v) {
+#if defined(CKGEN_PLATFORM_EMU) && CKGEN_EMU_WAVE_SIZE != 64
+  return shfl_xor(v, kHalf);
+#else
+  return reduce_swap<kHalf>(v);
+#endif
+}
 }  // namespace detail
 
 template <int kWidth, class Op, int kHalf = 1>
@@ -69,7 +80,7 @@ CKGEN_DEVICE float group_allreduce(float v) {
   if constexpr (kHalf >= kWidth) {
     return v;
   } else {
-    v = Op::combine(v, reduce_swap<kHalf>(v));
+    v = Op::combine(v, detail::swap<kHalf>(v));
     return group_allreduce<kWidth, Op, kHalf * 2>(v);
   }
 }
@@ -82,7 +93,7 @@ CKGEN_DEVICE S group_allreduce_state(S s) {
   } else {
     S o;
 #pragma unroll
-    for (int i = 0; i < S::kN; ++i) o.v[i] = reduce_swap<kHalf>(s.v[i]);
+    for (int i = 0; i < S::kN; ++i) o.v[i] = detail::swap<kHalf>(s.v[i]);
     return group_allreduce_state<kWidth, S, kHalf * 2>(S::combine(s, o));
   }
 }
