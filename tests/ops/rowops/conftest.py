@@ -29,6 +29,8 @@ def _start(tmp_path_factory) -> dict[str, Future]:
             _futures[arch] = _pool.submit(H.build_amd, arch, out)
         for i, names in enumerate(groups):
             _futures[f"emu_pred{i}"] = _pool.submit(H.build_emu, names, out / f"rowops_emu_pred{i}.so", "predicated")
+        for i, names in enumerate(groups):
+            _futures[f"emu_w32{i}"] = _pool.submit(H.build_emu, names, out / f"rowops_emu_w32{i}.so", "warp32")
     return _futures
 
 
@@ -63,3 +65,9 @@ def emu_cases(tmp_path_factory) -> H.EmuCases:
 def emu_cases_predicated(tmp_path_factory) -> H.EmuCases:
     """The same with CKGEN_ROWOPS_PREDICATED_TAIL=1, the tail path of the CUDA build."""
     return _emu(tmp_path_factory, "emu_pred")
+
+
+@pytest.fixture(scope="session")
+def emu_cases_warp32(tmp_path_factory) -> H.EmuCases:
+    """The CUDA model: warps of 32, predicated tails, cp.async (the staged ring of kStages > 0 runs)."""
+    return _emu(tmp_path_factory, "emu_w32")

@@ -5,10 +5,12 @@
 //   int run_NAME(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
 //                stride_s, scale, eps, grid)   launches NAME over `grid` workgroups (grid <= 0: the grid rule,
 //                                              rowops::grid_blocks<Cfg>(rows)); returns a ckgen status code
-//   void info_NAME(long long out[16])          the Cfg as compiled here: op, has_weight, has_bias, residual,
+//   void info_NAME(long long out[18])          the Cfg as compiled here: op, has_weight, has_bias, residual,
 //                                              quant_i8, looped, tile_cols, threads, rows_per_block,
 //                                              row_threads, lds_bytes, vec, then dtype codes of TIn, TRes, TW,
-//                                              TOut (0 f32, 1 f16, 2 bf16, 3 int8)
+//                                              TOut (0 f32, 1 f16, 2 bf16, 3 int8), then the Cfg's kStages (0
+//                                              when absent) and the stages this build runs (rowops::stages<C>():
+//                                              0 without cp.async, i.e. on the wave64 emulator)
 #pragma once
 
 #include "ckgen/platform.h"
@@ -36,11 +38,12 @@ struct Code< ::int8_t> {
 
 template <class C>
 void info(long long* o) {
-  const long long v[16] = {C::kOp, C::kHasWeight, C::kHasBias, C::kResidual, C::kQuantI8, C::kLooped, C::kTileCols,
+  const long long v[18] = {C::kOp, C::kHasWeight, C::kHasBias, C::kResidual, C::kQuantI8, C::kLooped, C::kTileCols,
                            C::kThreads, C::kRowsPerBlock, C::kRowThreads, C::kLdsBytes, C::kVec,
                            Code<typename C::TIn>::value, Code<typename C::TRes>::value, Code<typename C::TW>::value,
-                           Code<typename C::TOut>::value};
-  for (int i = 0; i < 16; ++i) o[i] = v[i];
+                           Code<typename C::TOut>::value, ckgen::rowops::detail::StagesOf<C>::value,
+                           ckgen::rowops::stages<C>()};
+  for (int i = 0; i < 18; ++i) o[i] = v[i];
 }
 }  // namespace rowops_test
 

@@ -105,8 +105,14 @@ def kernel_metadata(notes: str) -> dict[str, dict[str, str]]:
     return out
 
 
-#: emulator builds: the AMD tail path (clamped element accesses) and the CUDA one (predicated)
-TAILS: dict[str, tuple[str, ...]] = {"clamped": (), "predicated": ("-DCKGEN_ROWOPS_PREDICATED_TAIL=1",)}
+#: emulator builds: the AMD tail path (clamped element accesses), the CUDA one (predicated), and the CUDA model
+#: (warps of 32, predicated tails, sm_90's 227 KiB of shared memory, cp.async: ckgen/emu/nv.h), which runs the
+#: staged (kStages > 0) cp.async ring of the NVIDIA build
+TAILS: dict[str, tuple[str, ...]] = {
+    "clamped": (),
+    "predicated": ("-DCKGEN_ROWOPS_PREDICATED_TAIL=1",),
+    "warp32": ("-DCKGEN_ROWOPS_PREDICATED_TAIL=1", "-DCKGEN_EMU_WAVE_SIZE=32", "-DCKGEN_EMU_LDS_BYTES=232448"),
+}
 
 
 def build_emu(names: tuple[str, ...], so: Path, tail: str = "clamped") -> Path:
@@ -169,6 +175,8 @@ class Info:
     tres: str
     tw: str
     tout: str
+    stages: int          # the Cfg's kStages (0 when absent)
+    stages_run: int      # the stages this build runs (rowops::stages<C>(): 0 without cp.async)
 
 
 class EmuCases:
@@ -178,10 +186,11 @@ class EmuCases:
         self.libs = libs
         self.info: dict[str, Info] = {}
         for name, lib in libs.items():
-            v = (ctypes.c_longlong * 16)()
+            v = (ctypes.c_longlong * 18)()
             getattr(lib, f"info_{name}")(v)
             self.info[name] = Info(name, OPS[v[0]], bool(v[1]), bool(v[2]), bool(v[3]), bool(v[4]), bool(v[5]),
-                                   *[int(v[i]) for i in range(6, 12)], *[DTYPES[v[i]] for i in range(12, 16)])
+                                   *[int(v[i]) for i in range(6, 12)], *[DTYPES[v[i]] for i in range(12, 16)],
+                                   int(v[16]), int(v[17]))
             fn = getattr(lib, f"run_{name}")
             fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_void_p, ctypes.c_int, ctypes.c_int] + \
                 [ctypes.c_longlong] * 4 + [ctypes.c_float, ctypes.c_float, ctypes.c_longlong]

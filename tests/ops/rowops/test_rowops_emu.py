@@ -34,6 +34,9 @@ def shapes_for(name: str, info: H.Info) -> list[tuple[int, int, str, int]]:
             s.append((1, 262147, "odd", 0))
     else:
         s += [(3, t, "pad", 0), (2 * rb + 1, t - 1, "odd", 2), (2, min(t, 4097), "mixed", 0)]
+        # aligned rows (the staged ring's cp.async path) over more row groups than workgroups: the ring wraps,
+        # a partial last vector (zero-filled copy), vectors wholly past the row (not copied), rows past the end
+        s += [(5 * rb + 2, t - 3, "pad", 2), (4 * rb + 1, min(t, 40), "pad", 3), (3 * rb, t, "tight", 1)]
     return s
 
 
@@ -155,12 +158,16 @@ def check(info: H.Info, out: dict, v, w, b, scale: float, eps: float, inplace: b
 PARAMS = [(n, i) for n in H.CASE_NAMES for i in range(8)]
 
 
-@pytest.mark.parametrize("tail", ["clamped", "predicated"])
+FIXTURES = {"clamped": "emu_cases", "predicated": "emu_cases_predicated", "warp32": "emu_cases_warp32"}
+
+
+@pytest.mark.parametrize("tail", list(FIXTURES))
 @pytest.mark.parametrize("name", H.CASE_NAMES)
 def test_case_on_emulator(request, name: str, tail: str) -> None:
     """Every shape of the case (see shapes_for), each against the float64 reference; with the AMD tail path
-    (clamped element accesses: the gfx9 code) and the CUDA one (predicated)."""
-    emu_cases = request.getfixturevalue("emu_cases" if tail == "clamped" else "emu_cases_predicated")
+    (clamped element accesses: the gfx9 code), the CUDA one (predicated), and the CUDA model (warps of 32, and
+    the cp.async staged ring of kStages > 0 cases)."""
+    emu_cases = request.getfixturevalue(FIXTURES[tail])
     info = emu_cases.info[name]
     for i, (rows, cols, mode, grid) in enumerate(shapes_for(name, info)):
         scale = (0.7, -1.3, 2.0)[i % 3]
@@ -215,3 +222,18 @@ def test_case_set_covers_the_brief(emu_cases) -> None:
     wave = 64
     assert any(i.row_threads < wave for i in infos) and any(i.row_threads == wave for i in infos)
     assert any(i.row_threads > wave and i.lds_bytes > 0 for i in infos)
+
+
+def test_staged_cases_run_the_ring_on_the_cuda_model(emu_cases, emu_cases_warp32) -> None:
+    """kStages > 0 cases take the cp.async ring where the platform has cp.async (the warp-32 emulator, like
+    nvcc) and direct loads on the wave64 (AMD) build; the case set covers the ring's variants."""
+    staged = [n for n, i in emu_cases_warp32.info.items() if i.stages > 0]
+    assert len(staged) >= 3
+    for n in staged:
+        assert emu_cases_warp32.info[n].stages_run == emu_cases_warp32.info[n].stages, n
+        assert emu_cases.info[n].stages_run == 0, n
+    infos = [emu_cases_warp32.info[n] for n in staged]
+    assert any(i.residual and i.tres != i.tin for i in infos), "a residual of another width (two chunks per vector)"
+    assert any(i.stages == 1 for i in infos) and any(i.stages > 2 for i in infos)
+    assert any(i.row_threads > 32 for i in infos) and any(i.row_threads < 32 for i in infos)
+    assert any(i.quant for i in infos)

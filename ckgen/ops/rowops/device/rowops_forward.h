@@ -572,6 +572,22 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       }
     };
 
+    // The aligned full tile: every access of the tile's vectors (y, weight, bias) is one vector instruction,
+    // with no branch per vector, so that the weight and bias loads of all vectors are in flight together.
+    auto fast_tile = [&]() -> bool {
+      return k.full && y_ok && (!Cfg::kHasWeight || w_ok) && (!Cfg::kHasBias || b_ok);
+    };
+    FW wt[kR], bt[kR];  // the tile's weight and bias vectors (fast path)
+    auto load_wb = [&](int tile) {
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if constexpr (Cfg::kHasWeight) wt[j] = detail::load_vector<TW, kVec>(wr + col0(tile, j));
+        if constexpr (Cfg::kHasBias) bt[j] = detail::load_vector<TW, kVec>(br + col0(tile, j));
+      }
+    };
+    (void)wt; (void)bt; (void)load_wb;
+    bool fast = false;
+
     // ---------------------------------------------------------------- pass 1: statistics
     RowScalars rs;
     if constexpr (kSingle) {
@@ -579,6 +595,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       if constexpr (kSoft) {
         const float tm = k.full ? tile_tmax(detail::Bool<false>{}) : tile_tmax(detail::Bool<true>{});
         refill();
+        fast = fast_tile();
         const float m = allmax(tm);
         const float dl = k.full ? tile_expsum(detail::Bool<false>{}, m) : tile_expsum(detail::Bool<true>{}, m);
         const float d = allsum(dl);
@@ -587,6 +604,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       } else if constexpr (Cfg::kOp == kLayerNorm) {
         const float sl = k.full ? tile_sum(detail::Bool<false>{}) : tile_sum(detail::Bool<true>{});
         refill();
+        fast = fast_tile();
         const float mean = allsum(sl) * inv_cols;
         const float ml = k.full ? tile_m2(detail::Bool<false>{}, mean) : tile_m2(detail::Bool<true>{}, mean);
         const float m2 = allsum(ml);
@@ -607,6 +625,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         };
         const float sl = k.full ? tile_ss(detail::Bool<false>{}) : tile_ss(detail::Bool<true>{});
         refill();
+        fast = fast_tile();
         const float ss = allsum(sl);
         rs = RowScalars{0.0f, rsqrt_f32(ss * inv_cols + eps)};
       }
@@ -679,12 +698,19 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         amax = 0.0f;
         for (int tile = ntiles - 1; tile >= 0; --tile) {
           if (tile != ntiles - 1) load_again(tile);
-          auto tile_amax = [&](auto kM) {
+          if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
+          if (fast) load_wb(tile);
+          auto tile_amax = [&](auto kM, auto kFast) {
 #pragma unroll
             for (int j = 0; j < kR; ++j) {
               if (!live(kM, j)) continue;
               FW w, b;
-              weights(tile, j, w, b);
+              if constexpr (decltype(kFast)::value) {
+                w = wt[j];
+                b = bt[j];
+              } else {
+                weights(tile, j, w, b);
+              }
 #pragma unroll
               for (int e = 0; e < kVec; ++e) {
                 const float a = detail::abs_f32(y_of(j, e, w, b));
@@ -692,8 +718,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
               }
             }
           };
-          if (k.full) tile_amax(detail::Bool<false>{});
-          else tile_amax(detail::Bool<true>{});
+          if (fast) tile_amax(detail::Bool<false>{}, detail::Bool<true>{});
+          else if (k.full) tile_amax(detail::Bool<false>{}, detail::Bool<false>{});
+          else tile_amax(detail::Bool<true>{}, detail::Bool<false>{});
         }
         amax = allmax(amax);
       } else {
@@ -709,12 +736,22 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     for (int i = 0; i < ntiles; ++i) {
       const int tile = forward ? i : ntiles - 1 - i;
       if (i != 0) load_again(tile);
-      auto tile_y = [&](auto kM) {
+      // (the amax pass ended with this tile: fast and wt / bt are its own)
+      if (i != 0 || !kAmaxPass) {
+        if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
+        if (fast) load_wb(tile);
+      }
+      auto tile_y = [&](auto kM, auto kFast) {
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
           if (!live(kM, j)) continue;
           FW w, b;
-          weights(tile, j, w, b);
+          if constexpr (decltype(kFast)::value) {
+            w = wt[j];
+            b = bt[j];
+          } else {
+            weights(tile, j, w, b);
+          }
           float o[kVec];
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
@@ -722,12 +759,14 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
             o[e] = Cfg::kQuantI8 ? yv * qmul : yv;
           }
           const FO f = detail::pack<TOut, kVec>(o);
-          if constexpr (decltype(kM)::value) detail::store<TOut, kVec>(yr + col0(tile, j), k.nv[j], y_ok, f);
+          if constexpr (decltype(kFast)::value) detail::store_vector<TOut, kVec>(yr + col0(tile, j), f);
+          else if constexpr (decltype(kM)::value) detail::store<TOut, kVec>(yr + col0(tile, j), k.nv[j], y_ok, f);
           else detail::store<TOut, kVec>(yr + col0(tile, j), kVec, y_ok, f);
         }
       };
-      if (k.full) tile_y(detail::Bool<false>{});
-      else tile_y(detail::Bool<true>{});
+      if (fast) tile_y(detail::Bool<false>{}, detail::Bool<true>{});
+      else if (k.full) tile_y(detail::Bool<false>{}, detail::Bool<false>{});
+      else tile_y(detail::Bool<true>{}, detail::Bool<false>{});
     }
   };
 

@@ -184,20 +184,25 @@ CKGEN_DEVICE Frag<T, kVec> load(const T* p, int n, bool ok) {
 }
 
 template <class T, int kVec>
-CKGEN_DEVICE void store(T* p, int n, bool ok, const Frag<T, kVec>& f) {
+CKGEN_DEVICE void store_vector(T* p, const Frag<T, kVec>& f) {
   using F = Frag<T, kVec>;
+  if constexpr (F::kBytes % 4 == 0) {
+    vec<uint32_t, F::kWords> v;
+#pragma unroll
+    for (int i = 0; i < F::kWords; ++i) v.v[i] = f.w[i];
+    gstore(reinterpret_cast<vec<uint32_t, F::kWords>*>(p), v);
+  } else {
+    vec<T, kVec> v;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v.v[e] = from_bits<T>(elem_bits(f, e));
+    gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
+  }
+}
+
+template <class T, int kVec>
+CKGEN_DEVICE void store(T* p, int n, bool ok, const Frag<T, kVec>& f) {
   if (n >= kVec && ok) {
-    if constexpr (F::kBytes % 4 == 0) {
-      vec<uint32_t, F::kWords> v;
-#pragma unroll
-      for (int i = 0; i < F::kWords; ++i) v.v[i] = f.w[i];
-      gstore(reinterpret_cast<vec<uint32_t, F::kWords>*>(p), v);
-    } else {
-      vec<T, kVec> v;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) v.v[e] = from_bits<T>(elem_bits(f, e));
-      gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
-    }
+    store_vector<T, kVec>(p, f);
   } else if (n > 0) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
