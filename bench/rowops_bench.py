@@ -3,9 +3,11 @@
 --check  every configuration (performance and coverage) on edge shapes against a float64 torch reference:
          1 row; 1, 7, 33, tile - 1, tile (and for looped ones 3 tiles + 5, 65537) columns; tight, padded aligned
          and odd (misaligned) row strides; outputs poisoned (NaN; int8: -128, never written by the symmetric
-         quantization); padding must keep its poison; s must equal x + residual rounded.
+         quantization); padding must keep its poison; s must equal x + residual rounded. Staged configurations
+         (cp.async ring, persistent grid) also get 3 row groups per resident workgroup + 1 (the ring wraps).
 --bench  the issue's shapes (bf16: 65536x1024, 32768x4096, 16384x8192, 4096x32768) for softmax, layer norm
-         (weight + bias), rms norm (weight) and residual + rms norm: every configuration that takes the shape,
+         (weight + bias), rms norm (weight) and residual + rms norm: every configuration that takes the shape
+         (looped, or a single tile of cols .. 4 cols),
          the best one against the device copy bandwidth (torch copy_ of the same rows: read + write) and against
          torch eager and torch.compile of the same computation (f32 math, bf16 in and out).
 Bytes moved per element (bf16): 4 for softmax / norms (x read once, y written once; weight and bias are one
@@ -48,7 +50,14 @@ class Config:
         self.fn.restype = ctypes.c_int
         info = getattr(lib, name + "_info")
         info.restype = ctypes.c_longlong
-        self.tile, self.looped, self.threads, self.rows_per_block = (int(info(i)) for i in range(4))
+        self.info = info
+        self.tile, self.looped, self.threads, self.rows_per_block, self.stages, self.stage_bytes = \
+            (int(info(i)) for i in range(6))
+
+    @property
+    def resident(self) -> int:
+        """Workgroups of the persistent grid (staged configs; 0 before the first launch)."""
+        return int(self.info(6))
 
     @property
     def quant(self) -> bool:
@@ -56,6 +65,10 @@ class Config:
 
     def takes(self, cols: int) -> bool:
         return self.looped or cols <= self.tile
+
+    def fits(self, cols: int) -> bool:
+        """A benchmark candidate for rows of cols: looped, or a single tile of at most 4x the row."""
+        return self.looped or cols <= self.tile <= 4 * cols
 
     def __call__(self, x, r, w, b, y, s, ys, rows, cols, sx, sr, sy, ss, scale=SCALE, eps=EPS):
         p = lambda t: ctypes.c_void_p(t.data_ptr() if t is not None else 0)  # noqa: E731
@@ -78,9 +91,9 @@ def load_configs(lib_path: str) -> list[Config]:
                               "bf16", "bf16"))
     for m in re.finditer(r"^NVR_KERNEL\((.*)\)\s*$", text, re.M):
         a = [s.strip() for s in m.group(1).split(",")]
-        name, tin, tout, op, w, b, r = a[:7]
-        tres = CPP[a[11]] if len(a) > 11 else CPP[tin]
-        tw = CPP[a[12]] if len(a) > 12 else CPP[tin]
+        name, tin, tout, op, w, b, r = a[:7]   # then row_threads, rows_per_block, reg_vecs, looped[, stages[, TRes, TW]]
+        tres = CPP[a[12]] if len(a) > 12 else CPP[tin]
+        tw = CPP[a[13]] if len(a) > 13 else CPP[tin]
         out.append(Config(lib, name, CPP[tin], CPP[tout], ops[op.split("::")[-1]], w == "true", b == "true",
                           r == "true", tres, tw))
     return out
@@ -181,6 +194,13 @@ def check(configs: list[Config], quick: bool) -> dict:
         if quick:
             shapes = shapes[:4]
         errs = [f"{r}x{c} {m}: {e}" for r, c, m in shapes if (e := check_one(cfg, r, c, m, gen))]
+        if cfg.stages and not quick:
+            # the persistent grid wraps the ring: more row groups than resident workgroups (3 per workgroup
+            # and one more), aligned rows with a partial last vector
+            rows = 3 * max(cfg.resident, 1) * cfg.rows_per_block + 1
+            cols = t - 3 if t > 8 else t
+            if e := check_one(cfg, rows, cols, "pad", gen):
+                errs.append(f"{rows}x{cols} pad (ring): {e}")
         results[cfg.name] = errs
         failures += bool(errs)
         print(f"{cfg.name:44s} {'ok' if not errs else 'FAIL: ' + '; '.join(errs)}", flush=True)
@@ -238,7 +258,7 @@ def bench(configs: list[Config], compile_torch: bool) -> list[dict]:
         print(f"\n{rows}x{cols} bf16: device copy {copy_ms:.4f} ms = {copy_gbs:.0f} GB/s (read + write)", flush=True)
         for op in PERF_OPS:
             nbytes = x.numel() * 2 * (4 if op == "addrmsnorm" else 2)
-            cands = [c for c in configs if c.name.startswith(op + "_t") and c.takes(cols)]
+            cands = [c for c in configs if c.name.startswith(op + "_t") and c.fits(cols)]
             times = {}
             for c in cands:
                 args = (x, r if c.residual else None, w if c.weight else None, b if c.bias else None, y,
@@ -265,8 +285,11 @@ def bench(configs: list[Config], compile_torch: bool) -> list[dict]:
             cmp = f", torch.compile {comp:.4f} ms ({comp / t:.2f}x)" if comp else ""
             print(f"  {op:11s} {t:.4f} ms {gbs:6.0f} GB/s = {100 * gbs / copy_gbs:5.1f}% of copy  [{best}]  "
                   f"eager {eager:.4f} ms ({eager / t:.2f}x){cmp}", flush=True)
+            by_name = {c.name: c for c in cands}
             for name, ms in sorted(times.items(), key=lambda kv: kv[1]):
-                print(f"      {name:36s} {ms:.4f} ms  {100 * nbytes / ms / 1e6 / copy_gbs:5.1f}%")
+                c = by_name[name]
+                grid = f"grid {c.resident}" if c.stages else ""
+                print(f"      {name:36s} {ms:.4f} ms  {100 * nbytes / ms / 1e6 / copy_gbs:5.1f}%  {grid}")
     return rows_out
 
 
