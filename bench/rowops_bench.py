@@ -181,6 +181,14 @@ def check_one(cfg: Config, rows: int, cols: int, mode: str, gen) -> str | None:
     return None if err <= TOL[cfg.tout] else f"relative error {err:.2e} > {TOL[cfg.tout]}"
 
 
+def check_safe(cfg: Config, rows: int, cols: int, mode: str, gen) -> str | None:
+    """check_one, with a launch error (status) reported as this shape's failure."""
+    try:
+        return check_one(cfg, rows, cols, mode, gen)
+    except RuntimeError as exc:
+        return str(exc)
+
+
 def check(configs: list[Config], quick: bool) -> dict:
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
@@ -193,13 +201,13 @@ def check(configs: list[Config], quick: bool) -> dict:
             shapes += [(2, 3 * t + 5, "odd"), (1, 65537, "tight")]
         if quick:
             shapes = shapes[:4]
-        errs = [f"{r}x{c} {m}: {e}" for r, c, m in shapes if (e := check_one(cfg, r, c, m, gen))]
+        errs = [f"{r}x{c} {m}: {e}" for r, c, m in shapes if (e := check_safe(cfg, r, c, m, gen))]
         if cfg.stages and not quick:
             # the persistent grid wraps the ring: more row groups than resident workgroups (3 per workgroup
             # and one more), aligned rows with a partial last vector
             rows = 3 * max(cfg.resident, 1) * cfg.rows_per_block + 1
             cols = t - 3 if t > 8 else t
-            if e := check_one(cfg, rows, cols, "pad", gen):
+            if e := check_safe(cfg, rows, cols, "pad", gen):
                 errs.append(f"{rows}x{cols} pad (ring): {e}")
         results[cfg.name] = errs
         failures += bool(errs)

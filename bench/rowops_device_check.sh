@@ -1,7 +1,9 @@
 #!/bin/bash
-# bench/rowops_device_check.sh [check|bench|all]: the row ops' GPU run (from the repository root, on the
+# bench/rowops_device_check.sh [build|check|bench|all]: the row ops' GPU run (from the repository root, on the
 # NVIDIA machine). Uses bench/_build/librowops.so (built here by `bench/rowops_device_check.sh build` with
-# nvcc, then carried); rebuilds it when nvcc is present and the library is missing or older than its sources.
+# nvcc, then carried with bench/_build/librowops.src.sha256, the hash of the sources it was built from); rebuilds
+# it only when nvcc is present and the library is missing or its recorded sources hash differs from the
+# checkout's (a copied tree's file times say nothing; a library carried without its hash file is used as is).
 #   check: device facts, every configuration on edge shapes vs float64 (bench/rowops_bench.py --check), then
 #          compute-sanitizer memcheck of the quick check (out-of-bounds accesses)
 #   bench: the issue's shapes vs device copy, torch eager and torch.compile (bench/rowops_bench.py --bench)
@@ -23,16 +25,23 @@ build() {
   echo "nvcc rc $rc; spills:"; grep -B2 "spill" bench/_build/librowops.ptxas.txt | grep -E "Compiling|[1-9][0-9]* bytes spill" | grep -B1 -E "[1-9][0-9]* bytes spill" || echo "  none"
   return $rc
 }
+srchash() { cat $SRCS | sha256sum | cut -c1-16; }
+HASHFILE=bench/_build/librowops.src.sha256
 stale=0
-if [ ! -f $LIB ]; then stale=1; else for f in $SRCS; do [ "$f" -nt $LIB ] && stale=1; done; fi
-if [ "$STAGE" = build ] || { [ $stale = 1 ] && command -v nvcc >/dev/null; }; then build || exit 1; fi
+if [ ! -f $LIB ]; then stale=1
+elif [ -f $HASHFILE ] && [ "$(cat $HASHFILE)" != "$(srchash)" ]; then stale=1; echo "sources changed since $LIB was built"; fi
+if [ "$STAGE" = build ] || { [ $stale = 1 ] && command -v nvcc >/dev/null; }; then
+  build || exit 1
+  srchash > $HASHFILE
+fi
 [ "$STAGE" = build ] && exit 0
 [ -f $LIB ] || { echo "no $LIB and no nvcc"; exit 1; }
+echo "library $LIB, sources $(cat $HASHFILE 2>/dev/null || echo '(no hash file)'), checkout $(srchash)"
 cp bench/_build/librowops.ptxas.txt "$OUT/ptxas.txt" 2>/dev/null
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv,noheader | tee "$OUT/smi.txt"
 if [ "$STAGE" = check ] || [ "$STAGE" = all ]; then
-  python3 bench/rowops_bench.py --lib $LIB --check --json "$OUT/check.json" > "$OUT/check.txt" 2>&1
+  timeout 300 python3 bench/rowops_bench.py --lib $LIB --check --json "$OUT/check.json" > "$OUT/check.txt" 2>&1
   echo "check rc $?"; tail -3 "$OUT/check.txt"; grep FAIL "$OUT/check.txt" | head -20
   timeout 300 compute-sanitizer --tool memcheck --leak-check no python3 bench/rowops_bench.py --lib $LIB --check --quick \
     > "$OUT/memcheck.txt" 2>&1
