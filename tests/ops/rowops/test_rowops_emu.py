@@ -76,8 +76,10 @@ class Tensor:
 
 
 def run_case(cases: H.EmuCases, name: str, rows: int, cols: int, mode: str, grid: int, seed: int,
-             scale: float = 0.7, eps: float = 1e-5, inplace: bool = False, zero_rows: bool = False):
-    """Run one case; returns (status, fault, tensors dict, the float64 v, w, b)."""
+             scale: float = 0.7, eps: float = 1e-5, inplace: bool = False, zero_rows: bool = False,
+             offset: float = 0.0, spread: float = 1.0):
+    """Run one case; returns (status, fault, tensors dict, the float64 v, w, b). x = offset + spread * the random
+    values (as stored in x's dtype)."""
     info = cases.info[name]
     lib = cases.lib(name)
     rng = np.random.default_rng(seed)
@@ -85,6 +87,8 @@ def run_case(cases: H.EmuCases, name: str, rows: int, cols: int, mode: str, grid
     if inplace:
         st = dict.fromkeys(st, st["x"])
     x = Tensor(rows, cols, st["x"], info.tin, rng)
+    if offset or spread != 1.0:
+        x.buf[:] = H.from_f32((offset + spread * H.to_f64(x.buf, info.tin)).astype(np.float32), info.tin)
     r = Tensor(rows, cols, st["r"], info.tres, rng) if info.residual else None
     if zero_rows and r is not None:          # s = x + r = 0 exactly
         r.view()[:] = H.from_f32(-H.to_f64(x.view(), info.tin).astype(np.float32), info.tres)
@@ -187,6 +191,31 @@ def test_in_place(emu_cases, name: str) -> None:
     rc, fault, out, v, w, b = run_case(emu_cases, name, 3, cols, "pad", 0, seed=11, inplace=True)
     assert rc == 0, fault
     check(info, out, v, w, b, 0.7, 1e-5, inplace=True)
+
+
+LAYERNORM_CASES = [n for n in H.CASE_NAMES if n.startswith("layernorm")]
+
+
+@pytest.mark.parametrize("tail", ["clamped", "warp32"])
+@pytest.mark.parametrize("name", LAYERNORM_CASES)
+def test_layernorm_rows_with_a_large_offset(request, name: str, tail: str) -> None:
+    """Rows of 1000 + small values: the single pass's exact two-pass variance and the looped per-tile moments
+    merged by Chan's rule keep the variance (mean(x^2) - mean^2 in f32 would lose it: ~0.06 absolute error
+    against a variance of ~0.4 for f16 rows)."""
+    cases = request.getfixturevalue(FIXTURES[tail])
+    info = cases.info[name]
+    spread = 8.0 if info.tin == "bf16" else 1.0     # bf16 steps are 4 at 1000
+    for i, (rows, cols, mode) in enumerate([(3, min(info.tile_cols, 3001), "pad"), (2, info.tile_cols - 3, "odd"),
+                                             (2 * info.rows_per_block + 1, 77, "tight")]):
+        if info.looped:
+            cols = (cols, 2 * info.tile_cols + 19, 4097)[i]
+        rc, fault, out, v, w, b = run_case(cases, name, rows, cols, mode, 0, seed=i + 101, offset=1000.0,
+                                           spread=spread)
+        assert rc == 0, fault
+        try:
+            check(info, out, v, w, b, 0.7, 1e-5)
+        except AssertionError as e:
+            raise AssertionError(f"{name} {rows}x{cols} ({mode}): {e}") from None
 
 
 def test_all_zero_row_quantizes_to_zero_with_scale_one(emu_cases) -> None:

@@ -386,7 +386,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     const TW* br = nullptr;
     if constexpr (Cfg::kHasWeight) wr = per_lane(weight + tcol);
     if constexpr (Cfg::kHasBias) br = per_lane(bias + tcol);
-    (void)xr; (void)rr;
+    (void)xr; (void)rr; (void)sr; (void)wr; (void)br;
 
     FS buf[kR];  // the tile in registers (TIn, or s as TRes)
     Counts k{};
