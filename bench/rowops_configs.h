@@ -6,8 +6,9 @@
 // looped, s<n>: the cp.async ring of n stages (rowops_forward.h "staged tiles"; persistent grid).
 // bench/rowops_bench.py times every config whose tile fits the shape (tile >= cols and at most 4x cols, or looped)
 // and keeps the best. Per shape: the first probe's best direct config (the reference), the same tile staged
-// (2 and 3-4 stages: does keeping more loads in flight than registers hold close the gap?), and one other
-// thread / register split.
+// (2 and 3-4 stages: does keeping more loads in flight than registers hold close the gap?), other thread /
+// register splits, and one vector per thread over a whole workgroup (what torch.compile's persistent reductions
+// launch: many light workgroups, a barrier reduction).
 using nvr::bf16;
 using nvr::f16;
 namespace ro = ckgen::rowops;
@@ -19,8 +20,13 @@ namespace ro = ckgen::rowops;
   NVR_KERNEL(NAME##_t32x4r4s4, bf16, bf16, OP, W, B, R, 32, 4, 4, false, 4)                               \
   NVR_KERNEL(NAME##_t16x8r8s2, bf16, bf16, OP, W, B, R, 16, 8, 8, false, 2)                               \
   NVR_KERNEL(NAME##_t128x1r2, bf16, bf16, OP, W, B, R, 128, 2, 1, false)                                  \
+  NVR_KERNEL(NAME##_t128x1r1, bf16, bf16, OP, W, B, R, 128, 1, 1, false)                                  \
+  NVR_KERNEL(NAME##_t64x2r2, bf16, bf16, OP, W, B, R, 64, 2, 2, false)                                    \
+  NVR_KERNEL(NAME##_t16x8r8, bf16, bf16, OP, W, B, R, 16, 8, 8, false)                                    \
   /* 4096 */                                                                                              \
   NVR_KERNEL(NAME##_t128x4r1, bf16, bf16, OP, W, B, R, 128, 1, 4, false)                                  \
+  NVR_KERNEL(NAME##_t512x1r1, bf16, bf16, OP, W, B, R, 512, 1, 1, false)                                  \
+  NVR_KERNEL(NAME##_t256x2r1, bf16, bf16, OP, W, B, R, 256, 1, 2, false)                                  \
   NVR_KERNEL(NAME##_t128x4r1s2, bf16, bf16, OP, W, B, R, 128, 1, 4, false, 2)                             \
   NVR_KERNEL(NAME##_t128x4r1s3, bf16, bf16, OP, W, B, R, 128, 1, 4, false, 3)                             \
   NVR_KERNEL(NAME##_t64x8r2s2, bf16, bf16, OP, W, B, R, 64, 2, 8, false, 2)                               \
@@ -29,6 +35,8 @@ namespace ro = ckgen::rowops;
   NVR_KERNEL(NAME##_t256x4r1s2, bf16, bf16, OP, W, B, R, 256, 1, 4, false, 2)                             \
   NVR_KERNEL(NAME##_t256x4r1s3, bf16, bf16, OP, W, B, R, 256, 1, 4, false, 3)                             \
   NVR_KERNEL(NAME##_t128x8r1s2, bf16, bf16, OP, W, B, R, 128, 1, 8, false, 2)                             \
+  NVR_KERNEL(NAME##_t512x2r1, bf16, bf16, OP, W, B, R, 512, 1, 2, false)                                  \
+  NVR_KERNEL(NAME##_t1024x1r1, bf16, bf16, OP, W, B, R, 1024, 1, 1, false)                                \
   /* 32768 (and the looped reference for any width) */                                                    \
   NVR_KERNEL(NAME##_t1024x4r1, bf16, bf16, OP, W, B, R, 1024, 1, 4, false)                                \
   NVR_KERNEL(NAME##_t256x4r1_l, bf16, bf16, OP, W, B, R, 256, 1, 4, true)
