@@ -3,7 +3,8 @@
 # NVIDIA machine). Uses bench/_build/librowops.so (built here by `bench/rowops_device_check.sh build` with
 # nvcc, then carried with bench/_build/librowops.src.sha256, the hash of the sources it was built from); rebuilds
 # it only when nvcc is present and the library is missing or its recorded sources hash differs from the
-# checkout's (a copied tree's file times say nothing; a library carried without its hash file is used as is).
+# checkout's (a copied tree's file times say nothing; a library carried without its hash file is used as is;
+# ROWOPS_NO_REBUILD=1 uses the carried library in any case).
 #   check: device facts, every configuration on edge shapes vs float64 (bench/rowops_bench.py --check), then
 #          compute-sanitizer memcheck of the quick check of the staged and coverage configurations
 #   bench: the shapes vs device copy, torch eager and torch.compile (bench/rowops_bench.py --bench)
@@ -30,6 +31,7 @@ HASHFILE=bench/_build/librowops.src.sha256
 stale=0
 if [ ! -f $LIB ]; then stale=1
 elif [ -f $HASHFILE ] && [ "$(cat $HASHFILE)" != "$(srchash)" ]; then stale=1; echo "sources changed since $LIB was built"; fi
+[ "${ROWOPS_NO_REBUILD:-0}" = 1 ] && [ -f $LIB ] && stale=0   # use the carried library whatever the hash says
 if [ "$STAGE" = build ] || { [ $stale = 1 ] && command -v nvcc >/dev/null; }; then
   build || exit 1
   srchash > $HASHFILE
