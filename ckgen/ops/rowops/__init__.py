@@ -81,7 +81,11 @@ class RowOp(Op):
         constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
-        return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": notes}
+        # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers
+        # and spills); ask for one where the estimate needs more than half the register file
+        one = b.registers_estimate * b.threads * 2 > _plan.PLAN_REGISTERS[b.wave_size][1]
+        return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": notes,
+                "one_block_bounds": one}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays)

@@ -53,7 +53,7 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: (gfx90a: a looped residual + int8 RMS norm of 128 threads x 4 vectors spills 3). Estimate: base + per vector
 #: (the first 4, then the rest) + residual + int8 + layer norm + looped + looped over several waves, fitted to
 #: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
-SGPR_MODEL = (30, 12, 6, 12, 8, 16, 4, 12)
+SGPR_MODEL = (30, 12, 8, 12, 8, 16, 4, 12)
 SGPR_PLAN_LIMIT = 108
 
 #: single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs); the first line that
