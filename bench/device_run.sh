@@ -16,6 +16,10 @@
 #   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
 #             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
 #   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
+#   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
+#             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
+#             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
+#   rowops-memcheck  compute-sanitizer memcheck over the row ops' edge shapes, in place, numpy and errors
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
@@ -47,6 +51,19 @@ for STAGE in "$@"; do
     gemm-full)
       timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
       echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;
+    rowops)
+      timeout 200 $PYTEST tests/runtime/test_nvidia_rowops.py > "$OUT/pytest_rowops.txt" 2>&1
+      echo "pytest -m gpu (rowops) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_rowops.txt" | tail -8
+      python3 -m ckgen run examples/rowops.ck --kernel add_rmsnorm_bf16_i8 --target sm_90 --size rows=3,cols=40001 \
+        2>&1 | tee "$OUT/ckgen_run_rowops.txt"
+      python3 -m ckgen run examples/rowops.ck --kernel layernorm_bf16 --target sm_90 --size rows=999,cols=4097 2>&1 \
+        | tee -a "$OUT/ckgen_run_rowops.txt"
+      timeout 420 python3 bench/rowops.py --json "$OUT/rowops.json" ${ROWOPS_BENCH_ARGS:-} > "$OUT/rowops.txt" 2>&1
+      echo "rowops bench rc $?"; tail -20 "$OUT/rowops.txt" ;;
+    rowops-memcheck)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_rowops.py -k "edge_shapes or in_place or numpy" > "$OUT/memcheck_rowops.txt" 2>&1
+      echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_rowops.txt" | tail -3 ;;
     bmm)
       timeout 200 python3 bench/bmm.py --json "$OUT/bmm.json" > "$OUT/bmm.txt" 2>&1
       echo "bmm rc $?"; tail -6 "$OUT/bmm.txt" ;;

@@ -1,9 +1,11 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
-the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck and of the GPU tests
-tests/runtime/test_nvidia_{cuda,schedules,attention}.py (their SPEC texts), and for the dispatch stage the members of
-bench/dispatch_nv.ck together (the object ckgen compile --tuning links its generated dispatcher with: only that small
-host file is compiled on the device).
+the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck (one library per
+kernel, as their benchmarks JIT them), of the GPU tests tests/runtime/test_nvidia_{cuda,schedules,attention,rowops}.py
+(their SPEC texts) and the two examples/rowops.ck kernels ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
+whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
+dispatcher with: only that small host file is compiled on the device) and bench/rowops_nv.ck (as bench/rowops.py
+loads it).
 
   CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
@@ -26,46 +28,38 @@ def main() -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
-    ap.add_argument("--only", help="only kernels whose name or source file matches this regex")
+    ap.add_argument("--only", help="only jobs whose kernel name or source file matches this regex")
     args = ap.parse_args()
-    jobs = []
+    # (source, kernel name or None for the whole file as one library, label); the long whole-file builds first
+    jobs: list = [(lib, None, lib) for lib in ("bench/dispatch_nv.ck", "bench/rowops_nv.ck")]
+    from ckgen import driver
     from ckgen.frontend import load_file, load_text
 
     for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py",
-                 "tests/runtime/test_nvidia_attention.py"):
-        test_src = (ROOT / test).read_text()
-        spec_text = re.search(r'^SPEC = """(.*?)"""', test_src, flags=re.S | re.M).group(1)
-        for s in load_text(spec_text):
-            jobs.append((spec_text, s.name, test))
+                 "tests/runtime/test_nvidia_attention.py", "tests/runtime/test_nvidia_rowops.py"):
+        spec_text = re.search(r'^SPEC = """(.*?)"""', (ROOT / test).read_text(), flags=re.S | re.M).group(1)
+        jobs += [(spec_text, s.name, test) for s in load_text(spec_text)]
     os.chdir(ROOT)
     for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck"):
         for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
             jobs.append((bench, s.name, bench))
+    jobs += [("examples/rowops.ck", k, "examples/rowops.ck") for k in ("layernorm_bf16", "add_rmsnorm_bf16_i8")]
     if args.only:
-        jobs = [j for j in jobs if re.search(args.only, j[1]) or re.search(args.only, j[2])]
-    with_family = not args.only or re.search(args.only, "bench/dispatch_nv.ck")
+        jobs = [j for j in jobs if re.search(args.only, j[1] or "") or re.search(args.only, j[2])]
 
     def one(job):
         src, name, _ = job
         t0 = time.perf_counter()
+        if name is None:  # the whole file as one library (`ckgen compile FILE --arch sm_90`, rowops.library)
+            plans = driver.plan(driver.load([src], ("sm_90",)), ("sm_90",))[Path(src).stem]
+            lib = build_cuda_library(Path(src).stem, plans)
+            return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib.library.stat().st_size
         plan = plan_for(src, name, "nvidia", "sm_90")
         lib = build_cuda_library(plan.name, [plan])
         return name, time.perf_counter() - t0, lib.library.stat().st_size
 
-    def family() -> tuple[str, float, int]:
-        from ckgen import driver
-
-        t0 = time.perf_counter()
-        plans = driver.plan(driver.load(["bench/dispatch_nv.ck"], ("sm_90",)), ("sm_90",))["dispatch_nv"]
-        lib = build_cuda_library("dispatch_nv", plans)   # as `ckgen compile bench/dispatch_nv.ck --arch sm_90` does
-        return "dispatch_nv (all members)", time.perf_counter() - t0, lib.library.stat().st_size
-
     with ThreadPoolExecutor(args.j) as ex:
-        fam = ex.submit(family) if with_family else None
         for name, dt, size in ex.map(one, jobs):
-            print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
-        if fam is not None:
-            name, dt, size = fam.result()
             print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
     return 0
 

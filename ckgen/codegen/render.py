@@ -57,7 +57,7 @@ def summary(plan: KernelPlan) -> str:
 def render_kernel(plan: KernelPlan) -> str:
     """Device source of one kernel for its plan's target."""
     op = get_op(plan.op)
-    view = op.kernel_view(plan)
+    view = {"one_block_bounds": False, **op.kernel_view(plan)}
     params = [f"{a.device_ctype} {a.name}" for a in plan.abi.args]
     return _env().get_template(op.kernel_template).render(
         version=__version__, source=plan.spec.source_name, name=plan.name, op=plan.op, arch=plan.arch,
@@ -79,7 +79,16 @@ def _grid(plan: KernelPlan, g) -> str:
         return host_expr(plan, g.expr)
     if g.size is None:
         return "1"
-    return g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
+    n = g.size if g.per == 1 else f"ckgen_ceil_div({g.size}, {g.per})"
+    return n if g.cap is None else f"({n} < {g.cap} ? {n} : {g.cap})"
+
+
+def _checked_strides(abi) -> list:
+    """Stride arguments the host entry checks: those of a tensor the kernel uses (a stride only unused tensors
+    name is ignored by the kernel, so any value is accepted)."""
+    used = {s for a in abi.tensors if not a.unused for s in a.strides if isinstance(s, str)}
+    named = {s for a in abi.tensors for s in a.strides if isinstance(s, str)}
+    return [a for a in abi.of(ArgKind.STRIDE) if a.name in used or a.name not in named]
 
 
 def _split_args(plan: KernelPlan, size: str) -> list[str]:
@@ -95,6 +104,8 @@ def _split_args(plan: KernelPlan, size: str) -> list[str]:
         else:
             out.append(a.name)
     return out
+
+
 def host_expr(plan: KernelPlan, e: E.Expr) -> str:
     """An expression of the sizes and launch values as C in a host entry (values are ``<name>_v``)."""
     values = {n for n, _ in plan.launch.values}
@@ -128,9 +139,9 @@ def launcher_view(plan: KernelPlan) -> dict:
     ws = abi.workspace
     return {
         "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
-        "sizes": [a.name for a in abi.sizes],
+        "sizes": [(a.name, a.at_most if a.at_most is not None else "INT32_MAX") for a in abi.sizes],
         "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
-        "stride_checks": [(a.name, _bound(a.at_least)) for a in abi.of(ArgKind.STRIDE)],
+        "stride_checks": [(a.name, _bound(a.at_least)) for a in _checked_strides(abi)],
         "scalar_bounds": [(a.name, _literal(a, a.bounds[0]), _literal(a, a.bounds[1]))
                           for a in abi.of(ArgKind.SCALAR) if a.bounds is not None],
         "empty_if": list(abi.empty_if), "divides": [list(p) for p in abi.divides],

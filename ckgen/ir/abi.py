@@ -19,7 +19,7 @@ kind       host (``int64_t`` ...)  device               meaning
 tensor     ``const void*``/``void*`` ``const T*``/``T*`` device memory of ``dtype``; ``dims`` name its
                                                         logical shape (outermost first), ``strides`` the
                                                         stride argument (or the literal 1) of each dim
-size       ``int64_t``             ``int``              a runtime extent, ``0 <= v <= INT32_MAX``
+size       ``int64_t``             ``int``              a runtime extent, ``0 <= v <= INT32_MAX`` (or ``at_most``)
 stride     ``int64_t``             ``long long``        elements between consecutive items of one dim
 scalar     ``float``               ``float``            a runtime value (``dtype`` None or f32)
 scalar     ``int32_t``             ``int``              a runtime integer (``dtype`` i32; may be negative)
@@ -74,12 +74,16 @@ class Arg:
     names of the Abi, or fixed ints), ``strides`` (a stride argument's name or the int 1 for the contiguous dim,
     one per dim), ``broadcast`` (dims that an array may leave out: their stride is then 0), ``unused`` (always
     NULL for this kernel, kept so that every kernel of the op has one signature), ``optional`` (may be NULL),
-    ``offsets_of`` (an offsets array into that dim name; see the module docstring). Strides: ``at_least``
-    names sizes whose product (at least 1) bounds the stride from below; empty means ``>= 0``. Sizes and
-    scalars may have a ``default`` (what the Python callable and ``ckgen run`` use when nothing else determines
-    them; an op may compute it from the kernel, e.g. a scale of 1/sqrt(head dim)); sizes may name the offsets
-    tensor they follow from (``from_offsets``). Scalars: ``dtype`` None (f32) or i32, and ``bounds`` (lo, hi):
-    the legal values, inclusive (NaN is outside), checked by the host entry and the binding."""
+    ``offsets_of`` (an offsets array into that dim name; see the module docstring). Written tensors may name in
+    ``aliases`` the tensors they may share memory with, as the very same view (same address, shape and strides:
+    in place, e.g. ``y`` over ``x``); any other overlap is refused by the binding. Strides: ``at_least`` names
+    sizes whose product (at least 1) bounds the stride from below; empty means ``>= 0``. Sizes and scalars may
+    have a ``default`` (what the Python callable and ``ckgen run`` use when nothing else determines them; an op
+    may compute it from the kernel, e.g. a scale of 1/sqrt(head dim)); sizes may name the offsets tensor they
+    follow from (``from_offsets``) and an upper bound ``at_most`` (the host entry returns
+    ``CKGEN_ERROR_INVALID_VALUE`` above it, the binding and ``ckgen run`` refuse it by name; e.g. a kernel
+    compiled for rows of at most N columns). Scalars: ``dtype`` None (f32) or i32, and ``bounds`` (lo, hi): the
+    legal values, inclusive (NaN is outside), checked by the host entry and the binding."""
 
     name: str
     kind: ArgKind
@@ -96,6 +100,8 @@ class Arg:
     offsets_of: str | None = None
     from_offsets: str | None = None
     bounds: tuple[float, float] | None = None
+    at_most: int | None = None
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -109,8 +115,10 @@ class Arg:
                 raise ValueError(f"tensor {self.name}: broadcast dims must be dims")
             if self.offsets_of is not None and (len(self.dims) != 1 or self.dtype.is_float or self.role != "in"):
                 raise ValueError(f"tensor {self.name}: an offsets array is a 1-D integer input")
-        elif self.dims or self.strides or self.broadcast or self.offsets_of:
-            raise ValueError(f"{self.kind.value} {self.name}: only tensors have dims, strides and offsets")
+            if self.aliases and not self.writes:
+                raise ValueError(f"tensor {self.name}: only written tensors declare aliases")
+        elif self.dims or self.strides or self.broadcast or self.offsets_of or self.aliases:
+            raise ValueError(f"{self.kind.value} {self.name}: only tensors have dims, strides, offsets and aliases")
         if self.kind == ArgKind.SCALAR and self.dtype not in (None, DType.F32, DType.I32):
             raise ValueError(f"scalar {self.name}: dtype f32 or i32")
         if self.kind not in (ArgKind.TENSOR, ArgKind.SCALAR) and self.dtype is not None:
@@ -119,6 +127,8 @@ class Arg:
             raise ValueError(f"{self.kind.value} {self.name}: only sizes follow from offsets")
         if self.bounds is not None and (self.kind != ArgKind.SCALAR or not self.bounds[0] <= self.bounds[1]):
             raise ValueError(f"{self.kind.value} {self.name}: only scalars have bounds (lo <= hi)")
+        if self.at_most is not None and (self.kind != ArgKind.SIZE or not 0 <= self.at_most <= INT32_MAX):
+            raise ValueError(f"{self.kind.value} {self.name}: only sizes have an upper bound, in 0..INT32_MAX")
 
     @property
     def is_int_scalar(self) -> bool:
@@ -161,6 +171,8 @@ class Arg:
                      broadcast=list(self.broadcast), unused=self.unused, optional=self.optional)
             if self.offsets_of:
                 d["offsets_of"] = self.offsets_of
+            if self.aliases:
+                d["aliases"] = list(self.aliases)
         if self.is_int_scalar:
             d["dtype"] = self.dtype.value
         if self.from_offsets:
@@ -169,6 +181,8 @@ class Arg:
             d["bounds"] = list(self.bounds)
         if self.kind == ArgKind.STRIDE:
             d["at_least"] = list(self.at_least)
+        if self.at_most is not None:
+            d["at_most"] = self.at_most
         if self.default is not None:
             d["default"] = self.default
         return d
@@ -225,6 +239,10 @@ class Abi:
                     raise ValueError(f"tensor {a.name}: a literal stride must be 1")
             if not set(a.at_least) <= sizes:
                 raise ValueError(f"stride {a.name}: at_least must name sizes")
+            for other in a.aliases:
+                o = self._by_name.get(other)
+                if o is None or not o.is_tensor or o.name == a.name or o.dtype != a.dtype or o.dims != a.dims:
+                    raise ValueError(f"tensor {a.name}: aliases names a tensor of the same dtype and dims")
         if not set(self.empty_if) <= sizes:
             raise ValueError("empty_if must name sizes")
         if len(self.of(ArgKind.WORKSPACE)) > 1:

@@ -33,28 +33,34 @@ GRID_LIMITS: tuple[int, int, int] = (GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX)
 
 @dataclass(frozen=True)
 class GridDim:
-    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup), or, when ``expr`` is
-    given, that expression (:mod:`ckgen.ir.expr`) of the sizes and the launch's values. ``split``: the op
-    computes the workgroups along ``size`` independently, so a grid over the launch limit may run as consecutive
-    sub-problems (each a slice of ``size``, every tensor with that dim offset to its slice); False: such a call
-    fails with CKGEN_ERROR_INVALID_VALUE."""
+    """One grid dimension: ``ceil(size / per)`` workgroups (``size`` None: one workgroup), at most ``cap`` when
+    given: ``min(ceil(size / per), cap)``, for bodies whose workgroups loop over the items past the grid (a
+    grid-stride loop) and so take any grid >= 1; or, when ``expr`` is given, that expression
+    (:mod:`ckgen.ir.expr`) of the sizes and the launch's values. ``split``: the op computes the workgroups along
+    ``size`` independently, so a grid over the launch limit may run as consecutive sub-problems (each a slice of
+    ``size``, every tensor with that dim offset to its slice); False: such a call fails with
+    CKGEN_ERROR_INVALID_VALUE."""
 
     size: str | None = None
     per: int = 1
     split: bool = True
     expr: E.Expr | None = None
+    cap: int | None = None
 
     def __post_init__(self) -> None:
         if self.per < 1:
             raise ValueError("GridDim.per must be >= 1")
         if self.expr is not None and self.size is not None:
             raise ValueError("GridDim: a size or an expression, not both")
+        if self.cap is not None and (self.size is None or self.cap < 1):
+            raise ValueError("GridDim.cap needs a size and must be >= 1")
 
     @property
     def expression(self) -> E.Expr:
         if self.expr is not None:
             return self.expr
-        return 1 if self.size is None else E.cdiv(self.size, self.per)
+        n = 1 if self.size is None else E.cdiv(self.size, self.per)
+        return n if self.cap is None else E.emin(n, self.cap)
 
     def count(self, env: dict[str, int]) -> int:
         return E.evaluate(self.expression, env)
@@ -63,6 +69,8 @@ class GridDim:
         d = {"size": self.size, "per": self.per, "split": self.split}
         if self.expr is not None:
             d["expr"] = E.to_json(self.expr)
+        if self.cap is not None:
+            d["cap"] = self.cap
         return d
 
 
@@ -172,7 +180,8 @@ class KernelPlan:
 
 def split_axes(launch: Launch) -> list[tuple[int, GridDim]]:
     """(axis, dim) of the grid dimensions that may run as sub-problems (see :class:`GridDim`)."""
-    return [(axis, g) for axis, g in enumerate(launch.grid) if g.size is not None and g.split and g.expr is None]
+    return [(axis, g) for axis, g in enumerate(launch.grid) if g.size is not None and g.split and g.expr is None
+            and (g.cap is None or g.cap > GRID_LIMITS[axis])]
 
 
 def split_launch(abi: Abi, launch: Launch, values: dict, limits: tuple[int, int, int] | None = None) -> list[dict]:

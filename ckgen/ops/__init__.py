@@ -1,6 +1,6 @@
 """The op registry: one line per op. Every stage reaches an op only through :func:`get_op`.
 
-An op is a package ``ckgen/ops/<op>/`` holding its DSL keys, plan passes, ABI, float64 reference, kernel
+An op is a package ``ckgen/ops/<op>/`` (or a module of one package serving several ops) holding its DSL keys, plan passes, ABI, float64 reference, kernel
 template and device bodies (``device/``); ``OP`` in its ``__init__`` is its :class:`~ckgen.ops.base.Op`.
 See docs/adding-an-op.md.
 """
@@ -16,6 +16,9 @@ from ckgen.errors import SpecError
 REGISTRY: dict[str, str] = {
     "gemm": "ckgen.ops.gemm",
     "attention": "ckgen.ops.attention",
+    "softmax": "ckgen.ops.rowops.softmax",
+    "layernorm": "ckgen.ops.rowops.layernorm",
+    "rmsnorm": "ckgen.ops.rowops.rmsnorm",
 }
 
 #: the op of a kernel that does not say ``op = ...`` (the DSL's first op)

@@ -96,7 +96,9 @@ class Op(ABC):
     # ------------------------------------------------------------------ codegen
     @abstractmethod
     def kernel_view(self, plan: KernelPlan) -> dict:
-        """What the op's kernel template renders besides the generic fields (docs/adding-an-op.md)."""
+        """What the op's kernel template renders besides the generic fields (docs/adding-an-op.md); the generic
+        template reads ``one_block_bounds`` (default False): True gives the entry CKGEN_LAUNCH_BOUNDS_ONE, the
+        whole register file for one workgroup (on CUDA ``__launch_bounds__(threads, 1)``)."""
 
     @abstractmethod
     def summary(self, plan: KernelPlan) -> str:

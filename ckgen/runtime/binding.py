@@ -15,10 +15,13 @@ and returns a :class:`Call` holding the value of every ABI argument in order:
   passed), at least the bound the ABI states; no negative strides;
 - outputs the caller left out are allocated by the backend (poisoned on the host), unless the kernel reads
   them (role ``inout``);
+- sizes: in 0..INT32_MAX, and at most a size's ``at_most`` bound;
 - no output may share an element's memory with another tensor of the call, nor with itself (a stride-0 view):
-  aliasing gives wrong results. The test is exact for strided arrays in one address space (numpy's
-  ``shares_memory`` on views describing each array, never reading it): two views that only interleave, like the
-  two halves of one matrix's columns, are fine; when the exact test is too hard, overlapping ranges are refused;
+  aliasing gives wrong results, except with a tensor the output declares in ``aliases``, and then only as the
+  very same view (address, shape, element strides: in place). The test is exact for strided arrays in one
+  address space (numpy's ``shares_memory`` on views describing each array, never reading it): two views that
+  only interleave, like the two halves of one matrix's columns, are fine; when the exact test is too hard,
+  overlapping ranges are refused;
 - a workspace argument (:data:`~ckgen.ir.abi.ArgKind.WORKSPACE`) gets the caller's buffer when it holds at least
   the plan's ``launch.workspace_bytes(sizes)`` bytes (zero-filled, as the ABI requires), else a new
   zero-filled one from the backend (``new_workspace``); None when the call needs none;
@@ -66,7 +69,8 @@ class Call:
         return [(a, v) for a, v in zip(self.plan.abi.args, self.values, strict=True) if a.kind == ArgKind.TENSOR]
 
     def outputs(self) -> list[Any]:
-        return [v for a, v in self.tensors() if a.writes]
+        """The written tensors the kernel uses, in ABI order (what the Python callable returns)."""
+        return [v for a, v in self.tensors() if a.writes and not a.unused]
 
     def workspace(self) -> tuple[Arg, Any] | None:
         """The workspace argument and its buffer (None when the kernel takes none)."""
@@ -183,6 +187,8 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
             raise _fail(plan, f"no array determines size {s.name}: pass {s.name}=<value>")
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= INT32_MAX:
             raise _fail(plan, f"size {s.name} = {v!r}: expected an integer in 0..{INT32_MAX}")
+        if s.at_most is not None and v > s.at_most:
+            raise _fail(plan, f"size {s.name} = {v}: this kernel takes {s.name} <= {s.at_most}", hint=s.doc or None)
         size_values[s.name] = v
     for t in abi.tensors:  # offsets arrays the binding has not read yet: read them when they are on the host
         if t.offsets_of and t.name in infos and t.name not in offsets and isinstance(arrays[t.name], np.ndarray):
@@ -373,6 +379,12 @@ def _self_overlapping(info: ArrayInfo) -> bool:
     return False
 
 
+def _same_view(a: ArrayInfo, b: ArrayInfo) -> bool:
+    """Whether two arrays are one view of memory: address, shape, element strides and dtype."""
+    dims = lambda i: [(n, st) for n, st in zip(i.shape, i.strides, strict=True) if n != 1]  # noqa: E731
+    return a.ptr == b.ptr and a.shape == b.shape and np.dtype(a.dtype) == np.dtype(b.dtype) and dims(a) == dims(b)
+
+
 def _check_aliasing(plan: KernelPlan, infos: dict[str, ArrayInfo]) -> None:
     for a in plan.abi.tensors:
         info = infos.get(a.name)
@@ -385,6 +397,14 @@ def _check_aliasing(plan: KernelPlan, infos: dict[str, ArrayInfo]) -> None:
         if not a.writes or a.name not in live:
             continue
         for other, info in live.items():
-            if other != a.name and _share_memory(live[a.name], info):
-                raise _fail(plan, f"output {a.name} overlaps {other} in memory: the kernel would read what it writes",
-                            hint=f"pass a separate array for {a.name}")
+            if other == a.name or not _share_memory(live[a.name], info):
+                continue
+            if other in a.aliases:
+                if _same_view(live[a.name], info):
+                    continue  # in place, as the ABI allows
+                raise _fail(plan, f"output {a.name} overlaps {other} without being the same view (address, shape, "
+                                  "strides): the kernel may write over it in place only as the very same array",
+                            hint=f"pass {other} itself as {a.name}, or a separate array")
+            allowed = f" (it may be {', '.join(a.aliases)} itself)" if a.aliases else ""
+            raise _fail(plan, f"output {a.name} overlaps {other} in memory: the kernel would read what it writes",
+                        hint=f"pass a separate array for {a.name}{allowed}")

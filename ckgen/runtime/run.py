@@ -66,8 +66,9 @@ def resolve_sizes(plan, given: dict[str, int]) -> dict[str, int]:
             v = int(a.default)
         else:
             raise CkgenError(f"kernel '{plan.name}' needs size {low}", hint=f"pass --size with {names}")
-        if not 0 <= v <= INT32_MAX:
-            raise CkgenError(f"size {low} = {v}: out of range", hint=f"legal: 0..{INT32_MAX}")
+        hi = INT32_MAX if a.at_most is None else a.at_most
+        if not 0 <= v <= hi:
+            raise CkgenError(f"size {low} = {v}: out of range", hint=f"legal: 0..{hi}" + (f" ({a.doc})" if a.doc else ""))
         out[a.name] = v
     return out
 

@@ -33,6 +33,14 @@ def test_parse_keeps_positions():
     assert mod.targets[0].names[0][0] == "gfx942"
 
 
+def test_layout_is_a_whole_word():
+    """``x = bf16`` followed by a key that starts with row/col is two statements, not ``bf16 row`` + ``s_...``."""
+    mod = parse("kernel k { x = bf16\n rows_per_workgroup = 2 y = f16 columns = 3 A = f16 col B = f16 row }", "t.ck")
+    got = [(s.key, s.values[0].text) for s in mod.blocks[0].stmts]
+    assert got == [("x", "bf16"), ("rows_per_workgroup", "2"), ("y", "f16"), ("columns", "3"), ("A", "f16 col"),
+                   ("B", "f16 row")]
+
+
 @pytest.mark.parametrize("text,line,col,words", [
     ("kernel k { A = f16 row ", 1, 23, "end of file"),  # just after the last token
     ("kernel k {\n  A @ f16\n}", 2, 5, "unexpected character '@'"),

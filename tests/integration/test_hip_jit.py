@@ -158,7 +158,8 @@ def test_generated_kernels_compile_with_hiprtc_for_gfx90a(spec, tmp_path):
         from ckgen.codegen import render_kernel
         co = H.compile_code_object(render_kernel(plan), plan.name, "gfx90a", compiler="hiprtc", use_cache=False)
         found = set(mfma_mnemonics(co.data, tmp_path))
-        assert found == {plan.body.instr.mnemonic}, (plan.name, found)
+        instr = getattr(plan.body, "instr", None)  # ops without matrix instructions (row ops) have none
+        assert found == ({instr.mnemonic} if instr else set()), (plan.name, found)
 
 
 class FakeTensor:

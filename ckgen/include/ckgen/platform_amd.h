@@ -128,7 +128,7 @@ CKGEN_DEVICE void lds_store(T* p, T v) { amd_detail::store(p, v); }
 
 CKGEN_DEVICE float exp_f32(float x) { return __builtin_expf(x); }
 CKGEN_DEVICE float log_f32(float x) { return __builtin_logf(x); }       // v_log_f32 (scaled by ln 2)
-// Older compilers (hiprtc of ROCm 5.2) lack the amdgcn builtins; their generic exp2 / log2 lower to the same ops.
+// Older compilers (hiprtc of ROCm 5.2) lack the two amdgcn builtins; their generic exp2 / log2 lower to the same ops.
 #if __has_builtin(__builtin_amdgcn_exp2f)
 CKGEN_DEVICE float exp2_f32(float x) { return __builtin_amdgcn_exp2f(x); }  // one v_exp_f32 (2^x, 1 ulp)
 #else

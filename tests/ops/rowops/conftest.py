@@ -1,9 +1,10 @@
-"""Session-wide builds of the rowops cases, started together on first use so that the AMD, emulator and nvcc
-compilers overlap (tests/ops/rowops/harness.py)."""
+"""Session-wide builds of the row ops' test kernels (tests/ops/rowops/harness.py), all started on first use so
+that the AMD, emulator and nvcc compilers overlap: the gfx90a / gfx942 / gfx950 library (rung 1), one emulator
+library per gfx942 kernel through ``ckgen.jit`` (rung 2), the sm_90 plans on the emulator as warp32 (one
+library), and the sm_90 nvcc build. Every build goes through ckgen's build cache."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -20,46 +21,32 @@ def _start(tmp_path_factory) -> dict[str, Future]:
     if not _futures:
         out = tmp_path_factory.mktemp("rowops_build")
         _pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
-        half = len(H.CASE_NAMES) // 2
-        groups = (H.CASE_NAMES[:half], H.CASE_NAMES[half:])
-        for i, names in enumerate(groups):
-            _futures[f"emu{i}"] = _pool.submit(H.build_emu, names, out / f"rowops_emu{i}.so")
+        for name in H.NAMES:
+            _futures[f"emu:{name}"] = _pool.submit(H.jit_emu, name)
+        _futures["emu_nv"] = _pool.submit(H.build_nv_on_emu, H.NV_ON_EMU)
+        _futures["amd"] = _pool.submit(H.build_amd, out)
         _futures["nvcc"] = _pool.submit(H.build_nvcc, out)
-        for arch in H.AMD_ARCHES:
-            _futures[arch] = _pool.submit(H.build_amd, arch, out)
-        for i, names in enumerate(groups):
-            _futures[f"emu_pred{i}"] = _pool.submit(H.build_emu, names, out / f"rowops_emu_pred{i}.so", "predicated")
     return _futures
 
 
 @pytest.fixture(scope="session")
-def amd_builds(tmp_path_factory) -> dict[str, H.AmdBuild]:
-    f = _start(tmp_path_factory)
-    return {arch: f[arch].result() for arch in H.AMD_ARCHES}
+def amd_build(tmp_path_factory):
+    return _start(tmp_path_factory)["amd"].result()
 
 
 @pytest.fixture(scope="session")
-def nv_build(tmp_path_factory) -> tuple[bool, str]:
+def nv_build(tmp_path_factory):
     return _start(tmp_path_factory)["nvcc"].result()
 
 
-def _emu(tmp_path_factory, prefix: str) -> H.EmuCases:
+@pytest.fixture(scope="session")
+def emu_kernels(tmp_path_factory):
+    """name -> the gfx942 plan's Kernel on the emulator (ckgen.jit)."""
     f = _start(tmp_path_factory)
-    half = len(H.CASE_NAMES) // 2
-    libs = {}
-    for i, names in enumerate((H.CASE_NAMES[:half], H.CASE_NAMES[half:])):
-        lib = ctypes.CDLL(str(f[f"{prefix}{i}"].result()))
-        libs.update({n: lib for n in names})
-    return H.EmuCases(libs)
+    return {name: f[f"emu:{name}"].result() for name in H.NAMES}
 
 
 @pytest.fixture(scope="session")
-def emu_cases(tmp_path_factory) -> H.EmuCases:
-    """The cases on the emulator with the AMD tail path (the gfx9 code object's)."""
-    return _emu(tmp_path_factory, "emu")
-
-
-@pytest.fixture(scope="session")
-def emu_cases_predicated(tmp_path_factory) -> H.EmuCases:
-    """The same with CKGEN_ROWOPS_PREDICATED_TAIL=1, the tail path of the CUDA build."""
-    return _emu(tmp_path_factory, "emu_pred")
+def nv_emu_kernels(tmp_path_factory):
+    """name -> the sm_90 plan's Kernel on the emulator (warp32, the CUDA tail path)."""
+    return _start(tmp_path_factory)["emu_nv"].result()

@@ -1,239 +1,254 @@
-"""Shared helpers of the rowops device tests: the hand-written cases (tests/ops/rowops/cases/*.hip, one Cfg +
-kernel entry each), their builds (AMD code objects, the emulator library, nvcc), and the float64 reference.
+"""The row ops' test kernels (DSL, through the op) and what the tests share: planning them, running one call on
+strided, poisoned arrays and checking it against the op's float64 reference.
 
-Builds are done once per pytest session (conftest.py fixtures) and cover every case in as few compiler runs as
-possible: one translation unit per AMD arch (all cases), one emulator library per half of the cases (two
-compiler processes for two cores), one nvcc run.
+``SOURCE`` holds one kernel per variant the issue names, covering between them every op (softmax, log-softmax,
+layer norm, RMS norm), every input dtype, int8 outputs, residuals (same and other dtype), weight / bias on and
+off, single-pass and looped rows, rows of one thread, of part of a wave, of a wave and of several waves (LDS),
+planned and given parameters. Rung 1 compiles them for gfx90a / gfx942 / gfx950 (and sm_90); rung 2 runs their
+gfx942 plans on the emulator through ``ckgen.jit`` and their sm_90 plans (warp32, the CUDA tail path) on the
+emulator too.
 """
 
 from __future__ import annotations
 
-import ctypes
-import re
-import shutil
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from ckgen.resources import include_flags
+from ckgen.frontend import load_text
+from ckgen.ir.types import DType
+from ckgen.lower import plan_kernel
+from ckgen.ops import get_op
+from ckgen.ops.base import relative_error
+from ckgen.ops.rowops.reference import reference
+from ckgen.runtime.arrays import numpy_dtype, random_values, to_float64
 
-HERE = Path(__file__).resolve().parent
-CASES_DIR = HERE / "cases"
-CASE_NAMES: tuple[str, ...] = tuple(sorted(p.stem for p in CASES_DIR.glob("*.hip")))
-#: AMD arches of rung 1 and the clang major that builds each
+__all__ = ["random_values", "to_float64"]
+
+SOURCE = """
+target gfx942
+kernel sm_bf16       { op = softmax x = bf16 scale = 0.7 max_cols = 4096 }
+kernel sm_f32_looped { op = softmax x = f32 }
+kernel sm_f16_i8_sub { op = softmax x = f16 y = i8 threads_per_row = 16 looped = true }
+kernel lsm_f16_res   { op = softmax log = true x = f16 residual = true scale = -1.3 }
+kernel lsm_bf16_i8   { op = softmax log = true x = bf16 y = i8 max_cols = 2048 }
+kernel sm_bf16_wide  { op = softmax x = bf16 max_cols = 32768 }
+kernel sm_f16_tiny   { op = softmax x = f16 max_cols = 33 }
+kernel ln_bf16_wb    { op = layernorm x = bf16 max_cols = 8192 }
+kernel ln_f16_plain  { op = layernorm x = f16 weight = none bias = none threads_per_row = 8
+                       rows_per_workgroup = 32 looped = true eps = 1e-3 }
+kernel ln_f32_i8     { op = layernorm x = f32 y = i8 bias = none }
+kernel ln_res_f16    { op = layernorm x = f16 residual = f32 threads_per_row = 128 looped = true }
+kernel rms_bf16_w    { op = rmsnorm x = bf16 max_cols = 1024 }
+kernel rms_res_bf16  { op = rmsnorm x = bf16 residual = true }
+kernel rms_res_i8    { op = rmsnorm x = bf16 residual = bf16 y = i8 threads_per_row = 128 reg_vecs = 2 looped = true }
+kernel rms_f32_long  { op = rmsnorm x = f32 weight = none max_cols = 262144 }
+kernel rms_f16_one   { op = rmsnorm x = f16 y = f32 max_cols = 7 }
+"""
+SPECS = {s.name: s for s in load_text(SOURCE, "rowops_tests.ck")}
+NAMES: tuple[str, ...] = tuple(SPECS)
+#: rung-1 AMD arches and the oldest clang major that builds each (ckgen's toolchain picks the newest installed)
 AMD_ARCHES: dict[str, int] = {"gfx942": 19, "gfx90a": 19, "gfx950": 22}
-#: the flags ckgen/toolchain/amdgpu.py compiles device code with
-AMD_FLAGS = ("-x", "hip", "--offload-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib", "-O3",
-             "-std=c++17", "-fgpu-rdc", "-mcode-object-version=4", "-Xclang", "-emit-obj")
-#: ckgen/targets/nvidia.py's SASS gencode for sm_90 and ckgen/toolchain/nvidia.py's flags (compile only)
-NVCC_FLAGS = ("-std=c++17", "-O3", "-x", "cu", "-Xptxas", "-v", "--expt-relaxed-constexpr", "--prec-div=false",
-              "-gencode=arch=compute_90a,code=sm_90a")
-
-OPS = ("softmax", "logsoftmax", "layernorm", "rmsnorm")
-DTYPES = ("f32", "f16", "bf16", "i8")          # info codes 0..3
-NP_STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i8": np.int8}
-#: relative norm error allowed for y per output dtype (its rounding dominates; f32: f32 arithmetic)
-TOL = {"f32": 2e-5, "f16": 2e-3, "bf16": 1e-2}
+#: the kernels the sm_90 plans of which also run on the emulator (warp32, predicated tails)
+NV_ON_EMU = ("sm_bf16", "sm_f16_i8_sub", "lsm_f16_res", "ln_bf16_wb", "ln_res_f16", "rms_bf16_w", "rms_res_i8",
+             "sm_bf16_wide")
+#: looped kernels that also get one row of more than 262144 columns
+LONG_ROWS = {"rms_f32_long": 262144, "sm_f32_looped": 262147}
 
 
-def tool(name: str, major: int) -> str | None:
-    return shutil.which(f"{name}-{major}")
+def plan(name: str, arch: str = "gfx942"):
+    return plan_kernel(SPECS[name], arch)
 
 
-def case_path(name: str) -> Path:
-    return CASES_DIR / f"{name}.hip"
+# ------------------------------------------------------------------------------------------ arrays
+STRIDE_MODES = ("tight", "pad", "odd", "mixed")
 
 
-def includes() -> list[str]:
-    return [*include_flags(), f"-I{HERE}"]
+def strides(mode: str, cols: int) -> dict[str, int]:
+    """Row strides per tensor: tight (= cols), padded and 16-byte aligned, odd (cols + 3: misaligned vectors),
+    and mixed (different per tensor)."""
+    up = (cols + 15) // 16 * 16
+    if mode == "tight":
+        return dict.fromkeys(("x", "residual", "y", "s_out"), cols)
+    if mode == "pad":
+        return dict.fromkeys(("x", "residual", "y", "s_out"), up + 16)
+    if mode == "odd":
+        return dict.fromkeys(("x", "residual", "y", "s_out"), cols + 3)
+    return {"x": cols + 3, "residual": cols, "y": up + 16, "s_out": cols + 5}
 
 
-def run(cmd: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True)
+def matrix(rows: int, cols: int, stride: int, dt: DType, rng=None, poison: int | None = None) -> np.ndarray:
+    """A rows x cols view with row stride ``stride`` into its own buffer of exactly (rows - 1) * stride + cols
+    elements past the first (the padding between rows poisoned, or random)."""
+    n = max(rows * stride, 1)
+    buf = np.empty(n, numpy_dtype(dt))
+    if poison is not None:
+        buf.view(np.uint8)[:] = poison
+    else:
+        buf[:] = random_values(rng, (n,), dt)
+    return buf[: rows * stride].reshape(rows, stride)[:, :cols] if rows else buf[:0].reshape(0, cols)
+
+
+def poison_byte(dt: DType) -> int:
+    """0xFF (NaN) for floats; 0x80 (-128, which the symmetric quantization never writes) for int8."""
+    return 0x80 if dt == DType.I8 else 0xFF
+
+
+@dataclass
+class Call:
+    plan: object
+    inputs: dict
+    outputs: dict
+    scalars: dict
+    before: dict           # copies of every output's buffer before the call
+
+
+def make_call(p, rows: int, cols: int, mode: str, seed: int, scalars: dict | None = None) -> Call:
+    """Random inputs and poisoned outputs (every tensor the kernel uses) at (rows, cols) with ``mode`` strides."""
+    r = p.spec.params.row
+    rng = np.random.default_rng(seed)
+    st = strides(mode, cols)
+    ins = {"x": matrix(rows, cols, st["x"], r.x, rng)}
+    if r.residual is not None:
+        ins["residual"] = matrix(rows, cols, st["residual"], r.residual, rng)
+    if r.weight is not None:
+        ins["weight"] = random_values(rng, (cols,), r.w_dtype)
+    if r.bias is not None:
+        ins["bias"] = random_values(rng, (cols,), r.w_dtype)
+    outs = {"y": matrix(rows, cols, st["y"], r.y, poison=poison_byte(r.y))}
+    if r.residual is not None:
+        outs["s_out"] = matrix(rows, cols, st["s_out"], r.residual, poison=0xFF)
+    if r.quantized:
+        outs["y_scale"] = np.full(rows, np.nan, np.float32)
+    return Call(p, ins, outs, dict(scalars or {}), {k: _base(v).copy() for k, v in outs.items()})
+
+
+def _base(a: np.ndarray) -> np.ndarray:
+    return a.base if a.base is not None else a
+
+
+def _padding(view: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """The bytes of ``buf`` (the 1-D buffer under the 2-D ``view``) that lie outside the view's elements."""
+    rows, cols = view.shape
+    stride = view.strides[0] // view.itemsize
+    keep = np.ones(buf.shape, bool)
+    keep[(np.arange(rows)[:, None] * stride + np.arange(cols)[None, :]).reshape(-1)] = False
+    return buf[keep].view(np.uint8)
+
+
+def check_call(c: Call, what: str = "") -> None:
+    """Every output against the float64 reference (relative norm error within the op's tolerance; int8 also
+    element by element within one rounding step; s_out exactly), and every row's padding untouched."""
+    p, r = c.plan, c.plan.spec.params.row
+    op = get_op(p.op)
+    ref = reference(p, {**c.inputs, **c.outputs}, c.scalars)
+    for name, arr in c.outputs.items():
+        if arr.ndim == 2:
+            assert np.array_equal(_padding(arr, _base(arr)), _padding(arr, c.before[name])), \
+                f"{what}: {name}: a row's padding was written"
+        got = to_float64(arr, p.abi[name].dtype)
+        err = relative_error(got, ref[name])
+        tol = op.tolerance(p, name)
+        assert err <= tol, f"{what}: {name}: relative error {err:.3e} > {tol:.1e}"
+    if r.quantized:
+        q = c.outputs["y"].astype(np.float64)
+        assert not np.any(q == -128), f"{what}: {np.count_nonzero(q == -128)} int8 outputs unwritten (poison)"
+        dev = np.abs(q - ref["y"]).max(initial=0.0)
+        assert dev <= 0.52, f"{what}: int8 y off by {dev:.3f} steps from the exact quantization (one rounding: 0.5)"
 
 
 # ------------------------------------------------------------------------------------------ builds
-def all_cases_source(names=CASE_NAMES, emu: bool = False) -> str:
-    """One translation unit holding the cases (with emulator launchers when emu)."""
-    lines = ['#include "emu_launch.h"'] if emu else []
-    for n in names:
-        lines.append(f'#include "{case_path(n)}"')
-        if emu:
-            lines.append(f"ROWOPS_EMU_CASE({n})")
-    return "\n".join(lines) + "\n"
+def jit_emu(name: str):
+    """The gfx942 plan of kernel ``name`` on the emulator, through ckgen.jit (cached build)."""
+    import ckgen
+
+    return ckgen.jit(SOURCE, kernel=name, target="emu", arch="gfx942")
 
 
-@dataclass(frozen=True)
-class AmdBuild:
-    ok: bool
-    log: str
-    disasm: str = ""
-    notes: str = ""
+def build_amd(out):
+    """The rung-1 library of every kernel for gfx90a, gfx942 and gfx950 (ckgen's own toolchain and flags):
+    (LibraryResult, plans by (name, arch)), or (None, why) when a compiler is missing."""
+    import shutil
+
+    from ckgen import driver
+
+    if not any(shutil.which(f"clang++-{m}") for m in range(max(AMD_ARCHES.values()), 30)):
+        return None, f"no clang++ >= {max(AMD_ARCHES.values())} installed (tools/install.sh installs clang-22)"
+    plans = [plan(n, a) for a in AMD_ARCHES for n in NAMES]
+    return driver.build_amd("rowops_tests", plans, out, 2), {(p.name, p.arch): p for p in plans}
 
 
-def build_amd(arch: str, out: Path) -> AmdBuild:
-    major = AMD_ARCHES[arch]
-    clang, objdump, readelf = tool("clang++", major), tool("llvm-objdump", major), tool("llvm-readelf", major)
-    if not (clang and objdump and readelf):
-        return AmdBuild(False, f"clang++-{major} / llvm-objdump-{major} / llvm-readelf-{major} not installed")
-    src = out / f"rowops_{arch}.hip"
-    src.write_text(all_cases_source())
-    obj = out / f"rowops_{arch}.o"
-    r = run([clang, *AMD_FLAGS, f"--offload-arch={arch}", *includes(), "-c", str(src), "-o", str(obj)])
-    if r.returncode != 0:
-        return AmdBuild(False, r.stderr)
-    dis = run([objdump, "-d", str(obj)]).stdout
-    notes = run([readelf, "--notes", str(obj)]).stdout
-    return AmdBuild(True, r.stderr, dis, notes)
+def build_nvcc(out):
+    """The sm_90 library of every kernel (nvcc through ckgen's toolchain) and its per-kernel reports, or
+    (None, why) without nvcc."""
+    from ckgen.errors import ToolchainError
+    from ckgen.toolchain import nvidia
+
+    plans = [plan(n, "sm_90") for n in NAMES]
+    try:
+        lib = nvidia.build_cuda_library("rowops_tests_nv", plans, out)
+    except ToolchainError as exc:
+        return None, str(exc)
+    return lib, {r.name: r for r in nvidia.analyze(lib, plans)}
 
 
-def kernel_disasm(disasm: str, name: str) -> str:
-    """The disassembly of one kernel symbol."""
-    m = re.search(rf"^[0-9a-f]+ <{re.escape(name)}>:\n(.*?)(?=^[0-9a-f]+ <|\Z)", disasm, re.M | re.S)
-    return m.group(1) if m else ""
+def build_nv_on_emu(names) -> dict:
+    """The sm_90 plans of ``names`` (warp32 configurations) on the emulator: one library built with a 32-lane
+    wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
+    import dataclasses
+
+    from ckgen.codegen import render_kernel, render_launchers
+    from ckgen.resources import content_hashes
+    from ckgen.runtime import emu
+    from ckgen.runtime.api import Kernel
+    from ckgen.targets import get_target
+    from ckgen.toolchain.cache import get_or_build
+
+    plans = [plan(n, "sm_90") for n in names]
+    target = dataclasses.replace(get_target("gfx942"), wave_size=32)
+    files = {f"{p.name}.hip": render_kernel(p) for p in plans}
+    files["launchers.cpp"] = render_launchers("rowops_nv_emu", plans, "emu", kernel_files=list(files))
+    extra = ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1"]
+    cxx = emu.host_compiler()
+    key = {"kind": "test-emu-library", "files": files, "compiler": emu.compiler_version(cxx),
+           "flags": emu.compile_flags(target, extra), "include": content_hashes()["include"]}
+
+    def build(d):
+        for fname, text in files.items():
+            (d / fname).write_text(text)
+        emu.build_shared([d / "launchers.cpp"], d / "librowops_nv_emu.so", target, extra, cxx=cxx)
+
+    lib = emu.load_library(get_or_build(key, build) / "librowops_nv_emu.so")
+
+    class Prebuilt(emu.EmuBackend):
+        def build(self, p):
+            return emu.EmuKernel(p, lib)
+
+    backend = Prebuilt()
+    return {p.name: Kernel(p, backend) for p in plans}
 
 
-def kernel_metadata(notes: str) -> dict[str, dict[str, str]]:
-    """kernel name -> its scalar metadata fields (.vgpr_count, .group_segment_fixed_size, ...)."""
-    out: dict[str, dict[str, str]] = {}
-    for block in re.split(r"^\s+- \.", notes, flags=re.M)[1:]:
-        fields = dict(re.findall(r"^\s*\.?(\w+):\s+(\S+)\s*$", "." + block, re.M))
-        if "name" in fields and "vgpr_count" in fields:
-            out[fields["name"]] = fields
-    return out
+def run(kernel, c: Call) -> None:
+    """Call ``kernel`` with the call's arrays (by name) and scalars."""
+    out = kernel(**c.inputs, **c.outputs, **c.scalars)
+    outs = out if isinstance(out, tuple) else (out,)
+    assert all(any(o is v for v in c.outputs.values()) for o in outs), "the kernel returned other arrays"
 
 
-#: emulator builds: the AMD tail path (clamped element accesses) and the CUDA one (predicated)
-TAILS: dict[str, tuple[str, ...]] = {"clamped": (), "predicated": ("-DCKGEN_ROWOPS_PREDICATED_TAIL=1",)}
-
-
-def build_emu(names: tuple[str, ...], so: Path, tail: str = "clamped") -> Path:
-    clang = shutil.which("clang++-19") or shutil.which("clang++")
-    src = so.with_suffix(".cpp")
-    src.write_text(all_cases_source(names, emu=True))
-    r = run([clang, "-x", "c++", "-std=c++17", "-O1", "-Wno-psabi", "-DCKGEN_PLATFORM_EMU", *TAILS[tail], "-shared",
-             "-fPIC", "-pthread", *includes(), str(src), "-o", str(so)])
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr)
-    return so
-
-
-def find_nvcc() -> str | None:
-    return shutil.which("nvcc") or (p if Path(p := "/usr/local/cuda/bin/nvcc").is_file() else None)
-
-
-def build_nvcc(out: Path) -> tuple[bool, str]:
-    """(ok, ptxas log) of the CUDA build of every case for sm_90a."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        return False, "nvcc not installed"
-    src = out / "rowops_nv.cu"
-    src.write_text(all_cases_source())
-    r = run([nvcc, *NVCC_FLAGS, *includes(), "-c", str(src), "-o", str(out / "rowops_nv.o")])
-    return r.returncode == 0, r.stderr
-
-
-def ptxas_resources(log: str) -> dict[str, dict[str, int]]:
-    """kernel -> registers, spill_stores, spill_loads, stack from `-Xptxas -v`."""
-    out: dict[str, dict[str, int]] = {}
-    cur = None
-    for line in log.splitlines():
-        if m := re.search(r"Compiling entry function '(\w+)'", line):
-            cur = out.setdefault(m.group(1), {})
-        elif cur is not None and (m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)):
-            cur.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
-        elif cur is not None and (m := re.search(r"Used (\d+) registers", line)):
-            cur["registers"] = int(m.group(1))
-    return out
-
-
-# ------------------------------------------------------------------------------------------ emulator cases
-@dataclass(frozen=True)
-class Info:
-    name: str
-    op: str
-    weight: bool
-    bias: bool
-    residual: bool
-    quant: bool
-    looped: bool
-    tile_cols: int
-    threads: int
-    rows_per_block: int
-    row_threads: int
-    lds_bytes: int
-    vec: int
-    tin: str
-    tres: str
-    tw: str
-    tout: str
-
-
-class EmuCases:
-    """The loaded emulator libraries and each case's entry points."""
-
-    def __init__(self, libs: dict[str, ctypes.CDLL]):
-        self.libs = libs
-        self.info: dict[str, Info] = {}
-        for name, lib in libs.items():
-            v = (ctypes.c_longlong * 16)()
-            getattr(lib, f"info_{name}")(v)
-            self.info[name] = Info(name, OPS[v[0]], bool(v[1]), bool(v[2]), bool(v[3]), bool(v[4]), bool(v[5]),
-                                   *[int(v[i]) for i in range(6, 12)], *[DTYPES[v[i]] for i in range(12, 16)])
-            fn = getattr(lib, f"run_{name}")
-            fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_void_p, ctypes.c_int, ctypes.c_int] + \
-                [ctypes.c_longlong] * 4 + [ctypes.c_float, ctypes.c_float, ctypes.c_longlong]
-            fn.restype = ctypes.c_int
-            lib.ckgen_emu_register_buffer.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-            lib.ckgen_emu_last_fault.restype = ctypes.c_char_p
-
-    def lib(self, name: str) -> ctypes.CDLL:
-        return self.libs[name]
-
-
-# ------------------------------------------------------------------------------------------ numerics
-def bf16_to_f64(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-
-
-def f32_to_bf16(x: np.ndarray) -> np.ndarray:
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def to_f64(a: np.ndarray, dt: str) -> np.ndarray:
-    return bf16_to_f64(a) if dt == "bf16" else a.astype(np.float64)
-
-
-def from_f32(x: np.ndarray, dt: str) -> np.ndarray:
-    """Round f32 values to dt's storage as the device does (round to nearest even)."""
-    x = np.asarray(x, dtype=np.float32)
-    return f32_to_bf16(x) if dt == "bf16" else x.astype(NP_STORAGE[dt])
-
-
-def random_values(rng, dt: str, shape) -> np.ndarray:
-    """Values in +-[0.25, 2) (never zero), stored as dt."""
-    x = rng.uniform(0.25, 2.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
-    return from_f32(x.astype(np.float32), dt)
-
-
-def reference(info: Info, v: np.ndarray, w, b, scale: float, eps: float) -> np.ndarray:
-    """float64 y of the op on v (rows x cols, float64), before the cast."""
-    if info.op in ("softmax", "logsoftmax"):
-        t = scale * v
-        m = t.max(axis=1, keepdims=True)
-        e = np.exp(t - m)
-        d = e.sum(axis=1, keepdims=True)
-        return e / d if info.op == "softmax" else t - m - np.log(d)
-    if info.op == "layernorm":
-        mean = v.mean(axis=1, keepdims=True)
-        y = (v - mean) / np.sqrt(((v - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+def shapes(p) -> list[tuple[int, int, str]]:
+    """(rows, cols, stride mode) the emulator runs for plan ``p``: 1 row; 1, 7, 33 columns; 4097 and 65537 (looped)
+    or max_cols, max_cols - 1 and min(max_cols, 4097) (single pass); more rows than a workgroup holds; every
+    stride mode."""
+    b = p.body
+    rpw = b.rows_per_workgroup
+    out = [(1, 1, "tight"), (1, 7, "odd"), (2 * rpw + 1, 33, "mixed")]
+    if b.looped and b.max_cols is None:
+        out += [(3, 4097, "pad"), (2, 65537, "tight"), (rpw + 1, 2 * b.tile_cols + 5, "odd")]
+    elif b.looped:
+        out += [(3, min(4097, b.max_cols), "pad"), (rpw + 1, min(2 * b.tile_cols + 5, b.max_cols), "odd")]
     else:
-        y = v / np.sqrt((v * v).mean(axis=1, keepdims=True) + eps)
-    if w is not None:
-        y = y * w[None, :]
-    if b is not None:
-        y = y + b[None, :]
-    return y
+        m = b.max_cols
+        out += [(3, m, "pad"), (rpw + 1, max(m - 1, 1), "odd"), (2, min(m, 4097), "mixed")]
+    if p.name in LONG_ROWS:
+        out.append((1, LONG_ROWS[p.name], "odd"))
+    return [s for s in dict.fromkeys(out) if b.max_cols is None or s[1] <= b.max_cols]

@@ -1,217 +1,205 @@
-"""Ladder rung 2 for the row ops: every hand-written case (tests/ops/rowops/cases) runs on the CPU emulator
-(the same source as the gfx9 build, DPP / ds_swizzle / readlane emulated) against a float64 numpy reference.
+"""Ladder rung 2 for the row ops: the DSL kernels of tests/ops/rowops/harness.py, planned for gfx942 and called
+through ``ckgen.jit(..., target="emu")`` (the same source as the gfx9 code object, DPP / ds_swizzle / readlane
+emulated), against the op's float64 reference (``ckgen.ops.rowops.reference``).
 
-Inputs are random and never zero; y, s and the int8 scales are poisoned before each run (0xFF bytes: NaN for
-floats; int8 outputs get 0x80 = -128, a value the symmetric quantization never writes), and every tensor is
-registered with the emulator at its exact extent, so an unwritten element, a write into a row's padding or any
-access outside a tensor fails. Shapes: 1 row; 1, 7, 33, 4097, 65537 (and 262147) columns; the largest single
-tile; strides equal to cols, padded and aligned, odd (misaligned vectors: the per-element path), and different
-per tensor; a grid smaller than the row groups (grid-stride loop); in-place y = x and s = residual. Every case runs twice: with the tail path of the gfx9 build (clamped element
-accesses) and with the CUDA build's (CKGEN_ROWOPS_PREDICATED_TAIL=1).
+Inputs are random; outputs poisoned (NaN; int8 0x80 = -128, which the symmetric quantization never writes);
+every tensor is a strided view into its own buffer, registered with the emulator at its exact extent, so an
+unwritten element, a write into a row's padding or any access outside a tensor fails. Shapes (harness.shapes):
+1 row; 1, 7, 33, 4097, 65537 and 262144+ columns (looped kernels), max_cols and its neighbours (single pass);
+strides equal to cols, padded, odd (misaligned vectors: the per-element path) and different per tensor; more
+rows than a workgroup. The sm_90 plans (warp32 rows, the CUDA build's predicated tails) run on the emulator too.
+Also: runtime scalars, in place (y = x, s_out = residual or x), an all-zero int8 row, the grid-stride loop,
+``cols`` above ``max_cols`` (binding, host entry, ``ckgen run``), refused overlaps, empty calls.
 """
 
 from __future__ import annotations
 
-import ctypes
+import dataclasses
 
 import numpy as np
 import pytest
 
+from ckgen.errors import CkgenError, RuntimeFailure
+from ckgen.ir.plan import GridDim, Launch
+from ckgen.ir.types import DType
+from ckgen.runtime.api import Kernel, get_backend
+from ckgen.runtime.arrays import to_bf16, to_float64
+from ckgen.runtime.run import resolve_sizes, run_command
 from tests.ops.rowops import harness as H
 
-#: looped cases that also get one row of 262147 columns
-LONG_ROW_CASES = ("rmsnorm_res_bf16", "softmax_f32_looped")
+
+@pytest.mark.parametrize("name", H.NAMES)
+def test_numerics_on_the_emulator(emu_kernels, name: str) -> None:
+    k = emu_kernels[name]
+    for i, (rows, cols, mode) in enumerate(H.shapes(k.plan)):
+        c = H.make_call(k.plan, rows, cols, mode, seed=i * 7919 + cols)
+        H.run(k, c)
+        H.check_call(c, f"{name} {rows}x{cols} ({mode})")
 
 
-def shapes_for(name: str, info: H.Info) -> list[tuple[int, int, str, int]]:
-    """(rows, cols, stride mode, grid: 0 = the grid rule) for one case."""
-    t = info.tile_cols
-    rb = info.rows_per_block
-    s = [(1, 1, "tight", 0), (1, 7, "odd", 0), (2 * rb + 1, 33, "mixed", 1)]
-    if info.looped:
-        s += [(3, 4097, "pad", 0), (2, 4097, "mixed", 0), (2, 65537, "tight", 0), (rb + 1, 2 * t + 5, "odd", 0)]
-        if name in LONG_ROW_CASES:
-            s.append((1, 262147, "odd", 0))
-    else:
-        s += [(3, t, "pad", 0), (2 * rb + 1, t - 1, "odd", 2), (2, min(t, 4097), "mixed", 0)]
-    return s
+@pytest.mark.parametrize("name", H.NV_ON_EMU)
+def test_nvidia_plans_on_the_emulator(nv_emu_kernels, name: str) -> None:
+    """The sm_90 plan (warp32: the NVIDIA table's rows, workgroups and tiles; predicated tails) on the emulator."""
+    k = nv_emu_kernels[name]
+    assert k.plan.body.wave_size == 32
+    for i, (rows, cols, mode) in enumerate(H.shapes(k.plan)):
+        if cols > 70000:
+            continue
+        c = H.make_call(k.plan, rows, cols, mode, seed=i + cols)
+        H.run(k, c)
+        H.check_call(c, f"{name} (sm_90 plan) {rows}x{cols} ({mode})")
 
 
-def strides(mode: str, cols: int) -> dict[str, int]:
-    up = (cols + 15) // 16 * 16
-    if mode == "tight":
-        return dict.fromkeys(("x", "r", "y", "s"), cols)
-    if mode == "pad":
-        return dict.fromkeys(("x", "r", "y", "s"), up + 16)
-    if mode == "odd":
-        return dict.fromkeys(("x", "r", "y", "s"), cols + 3)
-    return {"x": cols + 3, "r": cols, "y": up + 16, "s": cols + 5}   # mixed
+@pytest.mark.parametrize("name,scalars", [("sm_bf16", {"scale": -2.5}), ("lsm_f16_res", {"scale": 0.25}),
+                                          ("ln_bf16_wb", {"eps": 0.5}), ("rms_res_bf16", {"eps": 3.0})])
+def test_runtime_scalars(emu_kernels, name: str, scalars: dict) -> None:
+    """scale and eps are runtime arguments: other values than the DSL's defaults change y accordingly."""
+    k = emu_kernels[name]
+    c = H.make_call(k.plan, 5, 1000, "odd", seed=3, scalars=scalars)
+    H.run(k, c)
+    H.check_call(c, f"{name} with {scalars}")
 
 
-class Tensor:
-    """A rows x cols row-major view with a row stride, in its own buffer (poisoned or random)."""
-
-    def __init__(self, rows: int, cols: int, stride: int, dt: str, rng=None, poison: int | None = None):
-        self.rows, self.cols, self.stride, self.dt = rows, cols, stride, dt
-        self.buf = np.empty(max(rows * stride, 1), dtype=H.NP_STORAGE[dt])
-        if poison is not None:
-            self.buf.view(np.uint8)[:] = poison
-        else:
-            self.buf[:] = H.random_values(rng, dt, self.buf.shape)
-        self.extent = ((rows - 1) * stride + cols) * self.buf.itemsize
-
-    def view(self) -> np.ndarray:
-        return self.buf[: self.rows * self.stride].reshape(self.rows, self.stride)[:, : self.cols]
-
-    def pad_mask(self) -> np.ndarray:
-        m = np.ones(self.buf.shape, dtype=bool)
-        m[: self.rows * self.stride].reshape(self.rows, self.stride)[:, : self.cols] = False
-        return m
-
-    def ptr(self) -> ctypes.c_void_p:
-        return ctypes.c_void_p(self.buf.ctypes.data)
+@pytest.mark.parametrize("name,over", [("sm_bf16", {"y": "x"}), ("ln_bf16_wb", {"y": "x"}),
+                                       ("rms_res_bf16", {"y": "x", "s_out": "residual"}),
+                                       ("rms_res_bf16", {"s_out": "x"}), ("lsm_f16_res", {"y": "x", "s_out": "residual"})])
+def test_in_place(emu_kernels, name: str, over: dict) -> None:
+    """Outputs written over the inputs the ABI lets them alias (the same view); looped kernels over several
+    tiles (the body re-reads s_out, or x, after writing)."""
+    k = emu_kernels[name]
+    b = k.plan.body
+    cols = b.max_cols if not b.looped else 3 * b.tile_cols + 17
+    c = H.make_call(k.plan, 3, cols, "pad", seed=11)
+    before = {n: a.copy() for n, a in c.inputs.items()}
+    for out, inp in over.items():
+        c.outputs[out] = c.inputs[inp]
+    H.run(k, c)
+    ref_call = H.Call(k.plan, before, c.outputs, {}, {n: H._base(a).copy() for n, a in c.outputs.items()})
+    for out, inp in over.items():
+        assert c.outputs[out] is c.inputs[inp]
+    H.check_call(ref_call, f"{name} in place {over}")
 
 
-def run_case(cases: H.EmuCases, name: str, rows: int, cols: int, mode: str, grid: int, seed: int,
-             scale: float = 0.7, eps: float = 1e-5, inplace: bool = False, zero_rows: bool = False):
-    """Run one case; returns (status, fault, tensors dict, the float64 v, w, b)."""
-    info = cases.info[name]
-    lib = cases.lib(name)
-    rng = np.random.default_rng(seed)
-    st = strides(mode, cols)
-    if inplace:
-        st = dict.fromkeys(st, st["x"])
-    x = Tensor(rows, cols, st["x"], info.tin, rng)
-    r = Tensor(rows, cols, st["r"], info.tres, rng) if info.residual else None
-    if zero_rows and r is not None:          # s = x + r = 0 exactly
-        r.view()[:] = H.from_f32(-H.to_f64(x.view(), info.tin).astype(np.float32), info.tres)
-    w = H.random_values(rng, info.tw, (cols,)) if info.weight else None
-    b = H.random_values(rng, info.tw, (cols,)) if info.bias else None
-    x_in = x.view().copy()
-    r_in = r.view().copy() if r is not None else None
-    poison = 0x80 if info.tout == "i8" else 0xFF
-    y = x if inplace else Tensor(rows, cols, st["y"], info.tout, poison=poison)
-    s = (r if inplace else Tensor(rows, cols, st["s"], info.tres, poison=0xFF)) if info.residual else None
-    ys = np.full(rows, np.nan, dtype=np.float32) if info.quant else None
-    pad_before = {k: t.buf.copy() for k, t in (("y", y), ("s", s)) if t is not None}
-
-    lib.ckgen_emu_clear_buffers()
-    reg = lambda a, n, label: lib.ckgen_emu_register_buffer(ctypes.c_void_p(a.ctypes.data), n, label)  # noqa: E731
-    reg(x.buf, x.extent, b"x")
-    if not inplace:
-        reg(y.buf, y.extent, b"y")
-    if r is not None:
-        reg(r.buf, r.extent, b"residual")
-        if not inplace:
-            reg(s.buf, s.extent, b"s_out")
-    for arr, label in ((w, b"weight"), (b, b"bias"), (ys, b"y_scale")):
-        if arr is not None:
-            reg(arr, arr.nbytes, label)
-    p = lambda a: ctypes.c_void_p(a.ctypes.data) if a is not None else ctypes.c_void_p(0)  # noqa: E731
-    rc = getattr(lib, f"run_{name}")(x.ptr(), r.ptr() if r else None, p(w), p(b), y.ptr(), s.ptr() if s else None,
-                                       p(ys), rows, cols, st["x"], st["r"], st["y"], st["s"], scale, eps, grid)
-    fault = lib.ckgen_emu_last_fault().decode()
-    lib.ckgen_emu_clear_buffers()
-    if r_in is not None:
-        v_store = H.from_f32((H.to_f64(x_in, info.tin) + H.to_f64(r_in, info.tres)).astype(np.float32), info.tres)
-        v = H.to_f64(v_store, info.tres)
-    else:
-        v_store, v = None, H.to_f64(x_in, info.tin)
-    return rc, fault, dict(y=y, s=s, ys=ys, v_store=v_store, pad_before=pad_before), v, \
-        (H.to_f64(w, info.tw) if w is not None else None), (H.to_f64(b, info.tw) if b is not None else None)
+@pytest.mark.parametrize("name", [n for n in H.NAMES if H.SPECS[n].op == "layernorm"])
+def test_layernorm_rows_with_a_large_offset(emu_kernels, name: str) -> None:
+    """Rows of 1000 + small values: the single pass's exact two-pass variance and the looped kernels' per-tile
+    moments merged by Chan's rule keep the variance (mean(x^2) - mean^2 in f32 would lose it: about 0.06
+    absolute error against a variance of about 0.4 for f16 rows)."""
+    k = emu_kernels[name]
+    b, r = k.plan.body, k.plan.spec.params.row
+    spread = 8.0 if r.x == DType.BF16 else 1.0     # bf16 steps are 4 at 1000
+    cols = b.max_cols if not b.looped else 2 * b.tile_cols + 19
+    for seed, (rows, n, mode) in enumerate([(3, cols, "pad"), (2, max(cols - 3, 1), "odd"), (5, 77, "tight")]):
+        c = H.make_call(k.plan, rows, n, mode, seed=101 + seed)
+        x = c.inputs["x"]
+        shifted = 1000.0 + spread * to_float64(x, r.x)
+        x[...] = to_bf16(shifted) if r.x == DType.BF16 else shifted.astype(x.dtype)
+        H.run(k, c)
+        H.check_call(c, f"{name} {rows}x{n} ({mode}) around 1000")
 
 
-def check(info: H.Info, out: dict, v, w, b, scale: float, eps: float, inplace: bool = False) -> None:
-    y, s = out["y"], out["s"]
-    if not inplace:
-        for k, t in (("y", y), ("s", s)):
-            if t is not None:
-                m = t.pad_mask()
-                assert np.array_equal(t.buf[m].view(np.uint8), out["pad_before"][k][m].view(np.uint8)), \
-                    f"{k}: a row's padding was written"
-    if s is not None:
-        assert np.array_equal(s.view().view(np.uint8), out["v_store"].view(np.uint8)), \
-            f"s != x + residual: {np.count_nonzero(s.view() != out['v_store'])} of {s.view().size} differ"
-    ref = H.reference(info, v, w, b, scale, eps)
-    if info.quant:
-        q = y.view().astype(np.float64)
-        ys = out["ys"].astype(np.float64)
-        assert np.all(np.isfinite(ys)), "y_scale not written"
-        assert not np.any(q == -128), f"{np.count_nonzero(q == -128)} int8 outputs unwritten (poison) or -128"
-        amax = np.abs(ref).max(axis=1)
-        want = np.where(amax > 0, amax / 127, 1.0)
-        assert np.allclose(ys, want, rtol=1e-4, atol=0), f"y_scale {ys[:4]} != amax/127 {want[:4]}"
-        exact = np.where(amax[:, None] > 0, ref / ys[:, None], 0.0)
-        dev = np.abs(q - exact).max()
-        assert dev <= 0.52, f"int8 output off by {dev:.3f} levels from the exact quantization"
-        return
-    got = H.to_f64(y.view(), info.tout)
-    assert np.all(np.isfinite(got)), f"{np.count_nonzero(~np.isfinite(got))} unwritten/NaN outputs"
-    nref = np.linalg.norm(ref)
-    err = np.linalg.norm(got - ref) / nref if nref > 0 else np.abs(got).max()   # e.g. layer norm of 1 column: 0
-    assert err <= H.TOL[info.tout], f"relative error {err:.3e} > {H.TOL[info.tout]}"
+def test_all_zero_int8_row_has_scale_one_and_zeros(emu_kernels) -> None:
+    """s = x + residual = 0 exactly: rms norm y = 0, amax = 0: y_scale = 1 and every q = 0."""
+    k = emu_kernels["rms_res_i8"]
+    c = H.make_call(k.plan, 3, 999, "odd", seed=5)
+    c.inputs["residual"][1] = c.inputs["x"][1] ^ np.uint16(0x8000)  # bf16 bits: -x
+    H.run(k, c)
+    assert c.outputs["y_scale"][1] == 1.0
+    assert not np.any(c.outputs["y"][1])
+    H.check_call(c, "rms_res_i8 with a zero row")
 
 
-PARAMS = [(n, i) for n in H.CASE_NAMES for i in range(8)]
+@pytest.mark.parametrize("name", ["sm_f32_looped", "ln_bf16_wb", "rms_f16_one"])
+def test_grid_stride_loop(emu_kernels, name: str) -> None:
+    """A grid smaller than the row groups (the launch's cap, here 3 workgroups): workgroups loop over the rest."""
+    p = emu_kernels[name].plan
+    capped = dataclasses.replace(p, launch=Launch(threads=p.launch.threads, grid=(
+        GridDim("rows", p.body.rows_per_workgroup, cap=3), GridDim(), GridDim())))
+    k = Kernel(capped, get_backend("emu"))
+    rows = 7 * p.body.rows_per_workgroup + 1
+    c = H.make_call(capped, rows, min(p.body.max_cols or 300, 300), "odd", seed=13)
+    H.run(k, c)
+    H.check_call(c, f"{name} on 3 workgroups")
 
 
-@pytest.mark.parametrize("tail", ["clamped", "predicated"])
-@pytest.mark.parametrize("name", H.CASE_NAMES)
-def test_case_on_emulator(request, name: str, tail: str) -> None:
-    """Every shape of the case (see shapes_for), each against the float64 reference; with the AMD tail path
-    (clamped element accesses: the gfx9 code) and the CUDA one (predicated)."""
-    emu_cases = request.getfixturevalue("emu_cases" if tail == "clamped" else "emu_cases_predicated")
-    info = emu_cases.info[name]
-    for i, (rows, cols, mode, grid) in enumerate(shapes_for(name, info)):
-        scale = (0.7, -1.3, 2.0)[i % 3]
-        rc, fault, out, v, w, b = run_case(emu_cases, name, rows, cols, mode, grid, seed=i * 7919 + cols, scale=scale)
-        assert rc == 0, f"{rows}x{cols} ({mode}, grid {grid}): emulator status {rc}: {fault}"
-        try:
-            check(info, out, v, w, b, scale, 1e-5)
-        except AssertionError as e:
-            raise AssertionError(f"{name} {rows}x{cols} ({mode}, grid {grid}, scale {scale}): {e}") from None
+def test_cols_above_max_cols_are_refused(emu_kernels) -> None:
+    k = emu_kernels["sm_bf16"]
+    c = H.make_call(k.plan, 2, 4097, "tight", seed=1)
+    with pytest.raises(RuntimeFailure, match=r"size cols = 4097: this kernel takes cols <= 4096") as e:
+        H.run(k, c)
+    assert "max_cols" in (e.value.hint or "")
+    # the host entry itself (a C caller): CKGEN_ERROR_INVALID_VALUE, nothing written
+    x, y = c.inputs["x"], c.outputs["y"]
+    args = [x.ctypes.data, None, y.ctypes.data, None, None, 2, 4097, 4097, 4097, 4097, 4097, 1.0, None]
+    lib = k.handle.library
+    lib.clear_buffers()
+    lib.register(x, "x")
+    lib.register(y, "y")
+    assert k.handle.entry(*args) == 1
+    assert np.array_equal(H._base(y).view(np.uint8), c.before["y"].view(np.uint8))
+    args[6] = 4096
+    assert k.handle.entry(*args) == 0, lib.last_fault()
+    lib.clear_buffers()
+    with pytest.raises(CkgenError, match="size cols = 5000: out of range"):
+        resolve_sizes(k.plan, {"rows": 2, "cols": 5000})
 
 
-@pytest.mark.parametrize("name", ["softmax_bf16", "layernorm_f16_looped", "rmsnorm_res_bf16"])
-def test_in_place(emu_cases, name: str) -> None:
-    """y written over x (same dtype and stride), s over residual; multi-tile rows for the looped cases."""
-    info = emu_cases.info[name]
-    cols = min(info.tile_cols, 4097) if not info.looped else 3 * info.tile_cols + 17
-    rc, fault, out, v, w, b = run_case(emu_cases, name, 3, cols, "pad", 0, seed=11, inplace=True)
-    assert rc == 0, fault
-    check(info, out, v, w, b, 0.7, 1e-5, inplace=True)
+def test_overlaps_other_than_declared_in_place_are_refused(emu_kernels) -> None:
+    k = emu_kernels["rms_res_bf16"]
+    c = H.make_call(k.plan, 4, 64, "tight", seed=2)
+    x = c.inputs["x"]
+    buf = H.random_values(np.random.default_rng(0), (300,), k.plan.spec.params.row.x)
+    with pytest.raises(RuntimeFailure, match="output y overlaps x without being the same view"):
+        k(x=buf[:256].reshape(4, 64), residual=c.inputs["residual"], weight=c.inputs["weight"],
+          y=buf[1:257].reshape(4, 64))
+    with pytest.raises(RuntimeFailure, match="output y overlaps residual in memory") as e:
+        k(x=x, residual=c.inputs["residual"], weight=c.inputs["weight"], y=c.inputs["residual"])
+    assert "it may be x itself" in e.value.hint
+    with pytest.raises(RuntimeFailure, match="output y overlaps s_out"):
+        k(x=x, residual=c.inputs["residual"], weight=c.inputs["weight"], y=x, s_out=x)
+    ln = emu_kernels["ln_res_f16"]  # f16 x, f32 residual: s_out may be the residual only
+    c = H.make_call(ln.plan, 2, 64, "tight", seed=2)
+    with pytest.raises(RuntimeFailure, match="s_out has dtype float16"):
+        ln(**c.inputs, s_out=c.inputs["x"])
 
 
-def test_all_zero_row_quantizes_to_zero_with_scale_one(emu_cases) -> None:
-    """s = x + residual = 0 exactly: rms norm y = 0, so amax = 0: y_scale = 1 and every q = 0."""
-    rc, fault, out, *_ = run_case(emu_cases, "rmsnorm_res_bf16_i8", 2, 999, "odd", 0, seed=5, zero_rows=True)
-    assert rc == 0, fault
-    assert np.array_equal(out["ys"], np.ones(2, np.float32))
-    assert not np.any(out["y"].view())
+def test_unused_tensors_and_empty_calls(emu_kernels) -> None:
+    k = emu_kernels["ln_f16_plain"]
+    c = H.make_call(k.plan, 2, 10, "tight", seed=4)
+    with pytest.raises(RuntimeFailure, match="weight is not used by this kernel"):
+        k(**c.inputs, weight=np.ones(10, np.float16))
+    for rows, cols in ((0, 10), (3, 0)):
+        c = H.make_call(k.plan, rows, cols, "tight", seed=4)
+        H.run(k, c)
+        assert np.array_equal(H._base(c.outputs["y"]).view(np.uint8), c.before["y"].view(np.uint8))
 
 
-@pytest.mark.parametrize("name", ["softmax_bf16", "layernorm_bf16_wb", "softmax_f16_i8"])
-def test_single_pass_rejects_rows_longer_than_a_tile(emu_cases, name: str) -> None:
-    """kLooped == false is compiled for one tile: cols > kTileCols traps (an emulation fault), touching nothing."""
-    info = emu_cases.info[name]
-    assert not info.looped
-    rc, fault, out, *_ = run_case(emu_cases, name, 2, info.tile_cols + 1, "tight", 0, seed=3)
-    assert rc == 6, f"status {rc}"
-    assert "device trap: rowops: cols > Cfg::kTileCols" in fault, fault
+@pytest.mark.parametrize("name,size", [("lsm_f16_res", "rows=3,cols=4097"), ("ln_f32_i8", "rows=2,cols=65537"),
+                                       ("rms_bf16_w", "rows=9,cols=1024")])
+def test_ckgen_run(emu_kernels, tmp_path, capsys, name: str, size: str) -> None:
+    """``ckgen run FILE --kernel K --target emu --size rows=..,cols=..``: random inputs, the op's reference."""
+    del emu_kernels  # built (cached) already
+    src = tmp_path / "rowops_tests.ck"
+    src.write_text(H.SOURCE)
+    sizes = dict(kv.split("=") for kv in size.split(","))
+    assert run_command(str(src), name, "emu", "gfx942", {k: int(v) for k, v in sizes.items()}, seed=1) == 0
+    out = capsys.readouterr().out
+    assert out.count(": ok") == len(H.plan(name).abi.tensors) - sum(
+        a.unused or not a.writes for a in H.plan(name).abi.tensors)
 
 
-def test_case_set_covers_the_brief(emu_cases) -> None:
-    infos = list(emu_cases.info.values())
-    assert {i.op for i in infos} == set(H.OPS)
-    assert {i.tin for i in infos} >= {"bf16", "f16", "f32"}
-    assert any(i.tout != i.tin for i in infos)
-    for op in ("layernorm", "rmsnorm"):
-        assert any(i.op == op and i.residual for i in infos), f"{op} with a residual"
-        assert any(i.op == op and i.quant for i in infos), f"{op} to int8"
-        assert any(i.op == op and i.weight for i in infos) and any(i.op == op and not i.weight for i in infos)
-    assert any(i.op == "layernorm" and i.bias for i in infos)
-    assert any(i.quant and i.op == "softmax" for i in infos) and any(i.quant and i.op == "logsoftmax" for i in infos)
-    assert {i.looped for i in infos} == {True, False}
-    wave = 64
-    assert any(i.row_threads < wave for i in infos) and any(i.row_threads == wave for i in infos)
-    assert any(i.row_threads > wave and i.lds_bytes > 0 for i in infos)
+def test_tolerances_catch_a_wrong_result(emu_kernels) -> None:
+    """The checks can fail: an output off by one bf16 step in one row, or one int8 step, or s_out by one ulp."""
+    k = emu_kernels["rms_res_i8"]
+    c = H.make_call(k.plan, 4, 300, "tight", seed=9)
+    H.run(k, c)
+    y = c.outputs["y"]
+    y[0, 0] = np.int8(np.clip(int(y[0, 0]) + (1 if y[0, 0] < 0 else -1), -127, 127))
+    y[0, 1] = np.int8(np.clip(int(y[0, 1]) + (1 if y[0, 1] < 0 else -1), -127, 127))
+    with pytest.raises(AssertionError, match="int8 y off by"):
+        H.check_call(c, "planted")
+    c = H.make_call(k.plan, 4, 300, "tight", seed=9)
+    H.run(k, c)
+    c.outputs["s_out"][2, 5] ^= np.uint16(1)
+    with pytest.raises(AssertionError, match="s_out: relative error"):
+        H.check_call(c, "planted")

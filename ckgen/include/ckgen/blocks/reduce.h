@@ -21,7 +21,9 @@
 //         kMaxN the largest state size reduced through it.
 //       kGroupWaves is a power of two (at most the wave size).
 //       Per call: the wave all-reduce, lane 0 of each wave writes its value to half `phase` of the scratch,
-//         ONE barrier(), then lane l reads the value of wave (l mod kGroupWaves) of its group and the lanes
+//         ONE barrier(), then for groups of up to kDirectWaves (8) waves every lane reads all the group's values
+//         and combines them in wave order (the same sequence in every lane: the same result everywhere); for
+//         larger groups lane l reads the value of wave (l mod kGroupWaves) of its group and the lanes
 //         all-reduce those with group_allreduce_state<kGroupWaves> (same inputs in the same lane positions in
 //         every wave of the group: the same result everywhere). `phase` flips, so the next call writes the
 //         other half: a write of call k+2 comes after call k+1's barrier, which every thread passes only after
@@ -61,6 +63,17 @@ struct One {
   float v[1];
   static CKGEN_DEVICE One combine(const One& a, const One& b) { return One{{Op::combine(a.v[0], b.v[0])}}; }
 };
+
+// One butterfly exchange: reduce_swap<kHalf> (platform API). The emulator models DPP and ds_swizzle for wave64
+// only, so its warp-32 builds (the NVIDIA bodies' model) exchange through ds_bpermute (shfl_xor) instead.
+template <int kHalf>
+CKGEN_DEVICE float swap(float v) {
+#if defined(CKGEN_PLATFORM_EMU) && CKGEN_EMU_WAVE_SIZE != 64
+  return shfl_xor(v, kHalf);
+#else
+  return reduce_swap<kHalf>(v);
+#endif
+}
 }  // namespace detail
 
 template <int kWidth, class Op, int kHalf = 1>
@@ -69,7 +82,7 @@ CKGEN_DEVICE float group_allreduce(float v) {
   if constexpr (kHalf >= kWidth) {
     return v;
   } else {
-    v = Op::combine(v, reduce_swap<kHalf>(v));
+    v = Op::combine(v, detail::swap<kHalf>(v));
     return group_allreduce<kWidth, Op, kHalf * 2>(v);
   }
 }
@@ -82,7 +95,7 @@ CKGEN_DEVICE S group_allreduce_state(S s) {
   } else {
     S o;
 #pragma unroll
-    for (int i = 0; i < S::kN; ++i) o.v[i] = reduce_swap<kHalf>(s.v[i]);
+    for (int i = 0; i < S::kN; ++i) o.v[i] = detail::swap<kHalf>(s.v[i]);
     return group_allreduce_state<kWidth, S, kHalf * 2>(S::combine(s, o));
   }
 }
@@ -105,6 +118,7 @@ struct MultiWave {
                 "MultiWave: kGroupWaves must be a power of two, at most the wave size");
   static_assert(kMaxN >= 1, "MultiWave: kMaxN >= 1");
   static constexpr int kLdsFloats = 2 * kWaves * kMaxN;
+  static constexpr int kDirectWaves = 8;  // groups up to this many waves combine the partials read from LDS directly
   static constexpr int kLdsBytes = kLdsFloats * static_cast<int>(sizeof(float));
 
   float* lds;     // kLdsFloats floats of LDS
@@ -123,15 +137,33 @@ struct MultiWave {
       for (int i = 0; i < S::kN; ++i) lds_store(half + wave * kMaxN + i, s.v[i]);
     }
     barrier();
-    // Lane l reads the partial of wave (l mod kGroupWaves) of its group, and the lanes reduce them with a second
-    // butterfly: kN LDS reads and log2(kGroupWaves) exchange steps per lane, instead of kGroupWaves * kN reads
-    // that the compiler would hoist into as many registers.
-    const int src = (wave / kGroupWaves) * kGroupWaves + lane_id() % kGroupWaves;
-    S r;
-#pragma unroll
-    for (int i = 0; i < S::kN; ++i) r.v[i] = lds_load(half + src * kMaxN + i);
     phase ^= 1;
-    return group_allreduce_state<kGroupWaves>(r);
+    const int first = (wave / kGroupWaves) * kGroupWaves;
+    if constexpr (kGroupWaves <= kDirectWaves) {
+      // Small groups: every lane reads the group's kGroupWaves partials (the same addresses in every lane:
+      // broadcast reads, issued together) and combines them in wave order, the same sequence in every lane:
+      // kGroupWaves * kN reads and no second exchange chain (each butterfly step is a shuffle's latency).
+      S r;
+#pragma unroll
+      for (int i = 0; i < S::kN; ++i) r.v[i] = lds_load(half + first * kMaxN + i);
+#pragma unroll
+      for (int w = 1; w < kGroupWaves; ++w) {
+        S o;
+#pragma unroll
+        for (int i = 0; i < S::kN; ++i) o.v[i] = lds_load(half + (first + w) * kMaxN + i);
+        r = S::combine(r, o);
+      }
+      return r;
+    } else {
+      // Lane l reads the partial of wave (l mod kGroupWaves) of its group, and the lanes reduce them with a
+      // second butterfly: kN LDS reads and log2(kGroupWaves) exchange steps per lane, instead of
+      // kGroupWaves * kN reads that the compiler would hoist into as many registers.
+      const int src = first + lane_id() % kGroupWaves;
+      S r;
+#pragma unroll
+      for (int i = 0; i < S::kN; ++i) r.v[i] = lds_load(half + src * kMaxN + i);
+      return group_allreduce_state<kGroupWaves>(r);
+    }
   }
 
   template <class Op>

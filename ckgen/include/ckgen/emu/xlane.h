@@ -22,6 +22,9 @@
 //   readlane(v, lane): v of `lane` in every lane; `lane` must be the same in every lane (it is an SGPR) and
 //     an existing lane of the wave, else a fault.
 // The controls are immediates on the real chip: lanes that pass different controls are a fault.
+// A 32-lane wave (CKGEN_EMU_WAVE_SIZE=32: warp-sized bodies on the emulator) has rows 0 and 1 and one half:
+// the row-local controls and ds_swizzle behave as above (as DPP16 and ds_swizzle of wave32 hardware);
+// row_bcast:15 / row_bcast:31 cross rows of a wave64 and are a fault there.
 #pragma once
 
 #include <stdio.h>
@@ -124,7 +127,8 @@ inline uint32_t dpp_move(const char* op, bool has_old, uint32_t old, uint32_t sr
     fault("%s: dpp_ctrl 0x%x (%s) is not emulated; the emulator implements quad_perm (0x00-0xFF), row_shl, "
           "row_shr, row_ror (0x101-0x12F, shift 1-15), row_mirror (0x140), row_half_mirror (0x141), "
           "row_bcast:15 (0x142) and row_bcast:31 (0x143)", op, ctrl, dpp_ctrl_name(ctrl).c_str());
-  if (kWaveSize != 64) fault("%s: DPP rows and banks are emulated for wave64 only", op);
+  if (kWaveSize != 64 && (ctrl == 0x142 || ctrl == 0x143))
+    fault("%s: row_bcast (dpp_ctrl 0x%x) is emulated for wave64 only", op, ctrl);
   return r;
 }
 
@@ -149,7 +153,7 @@ inline uint32_t swizzle(uint32_t src, int offset) {
     fault("ds_swizzle: the offset is an immediate, but lane %d passed a different one than this lane (0x%x)",
           bad_lane, offset);
   if (offset < 0 || offset > 0xffff) fault("ds_swizzle: offset 0x%x is not a 16-bit immediate", offset);
-  if (kWaveSize != 64) fault("ds_swizzle: emulated for wave64 only");
+  if (kWaveSize != 64 && kWaveSize != 32) fault("ds_swizzle: emulated for wave64 and wave32 only");
   return r;
 }
 

@@ -13,6 +13,12 @@
 //   Grid: 1-D, rowops::grid_blocks<Cfg>(rows) workgroups = min(ceil(rows / kRowsPerBlock), kMaxGridBlocks);
 //   any grid >= 1 is correct (workgroups loop over row groups with a grid stride). rows <= 0 or cols <= 0:
 //   launch nothing (the body returns at once for cols <= 0).
+//   Staged configurations (kStages > 0, below) want a persistent grid: rowops::grid_blocks<Cfg>(rows, resident)
+//   = min(row groups, resident), resident = the workgroups the device holds at once (CUDA: SM count x
+//   cudaOccupancyMaxActiveBlocksPerMultiprocessor with rowops::stage_bytes<Cfg>() of dynamic shared memory),
+//   and on CUDA the launch must give rowops::stage_bytes<Cfg>() bytes of DYNAMIC shared memory (raising
+//   cudaFuncAttributeMaxDynamicSharedMemorySize above 48 KiB). A launch with less dynamic shared memory
+//   (e.g. 0) is still correct: the body then loads from global memory directly (it reads %dynamic_smem_size).
 //
 //   Matrices are row-major with a row stride (elements, >= cols) per tensor: x, residual, y, s_out. weight and
 //   bias are vectors of cols elements. Pointers that may be null: residual and s_out (both non-null exactly
@@ -27,6 +33,11 @@
 //     evaluated in base 2: one exp2_f32 per element and pass, v_exp_f32 / ex2.approx),
 //     layer norm y = (v - mean) * rstd [* weight] [+ bias], rms norm y = v * rstd [* weight] [+ bias],
 //     rstd = 1/sqrt(var + eps), var = mean((v - mean)^2) (population) or mean(v^2).
+//   Single pass (kLooped == false; the row is in registers): softmax takes m by one all-reduce (max) and d by
+//   a second (sum of 2^(t - m)); layer norm the mean by one all-reduce and sum (v - mean)^2 by a second (the
+//   exact two-pass variance: any offset). Looped: per tile, softmax's running (m, d) (online softmax) and
+//   layer norm's exact (n, mean, M2) of the tile merged into the running moments (Chan et al.); one all-reduce
+//   of the state at the end.
 //   y is cast to TOut (round to nearest even). kQuantI8 (TOut = int8_t): amax = max |y| over the row
 //   (softmax: 1/d, exactly the largest y), y_scale[row] = amax / 127 and q = rne(y * (127 / amax)) saturated
 //   to [-127, 127] (the product by the row's reciprocal may differ from y / scale by one ulp before rounding).
@@ -36,14 +47,16 @@
 //   A row is owned by kRowThreads threads (kRowsPerBlock rows per workgroup). It is cut into tiles of
 //   kTileCols = kRegVecs * kVec * kRowThreads columns; in a tile, thread t of the row holds kRegVecs vectors of
 //   kVec elements, vector j at column j * kVec * kRowThreads + t * kVec (consecutive threads read
-//   consecutive 16 bytes: coalesced). Vector accesses are used when the tensor's base and row stride keep
-//   every vector aligned (checked per tensor at run time), per-element accesses otherwise and for the
-//   vectors that straddle the end of the row (detail::load / store: clamped indices on AMD, predicated under
-//   CUDA); nothing outside [0, cols) of a row is touched. Full tiles of aligned tensors take one straight run
-//   of vector loads (all in flight at once); only partial tiles pay for masks.
-//     pass 1 (forward over tiles): load the tile (x, residual; write s), update the thread's statistics;
-//     all-reduce the statistics over the row's threads (rowops_math.h states; ckgen/blocks/reduce.h:
-//       group_allreduce_state within a wave, MultiWave through LDS when kWavesPerRow > 1);
+//   consecutive 16 bytes: coalesced), packed in 32-bit registers (rowops_frag.h). Vector accesses are used
+//   when the tensor's base and row stride keep every vector aligned (checked per tensor at run time),
+//   per-element accesses otherwise and for the vectors that straddle the end of the row (rowops_frag.h: load /
+//   store, clamped indices on AMD, predicated under CUDA); nothing outside [0, cols) of a row is touched.
+//   Full tiles of aligned tensors take one straight run of vector loads (all in flight at once); only partial
+//   tiles pay for masks, and their vectors that lie wholly past the end of the row (for every thread of the
+//   row: a row-uniform branch) are skipped (a tile much wider than the row costs little more than a fitting one).
+//     pass 1 (forward over tiles): load the tile (x, residual; write s), the thread's statistics;
+//     all-reduce them over the row's threads (ckgen/blocks/reduce.h: group_allreduce within a wave,
+//       MultiWave through LDS when kWavesPerRow > 1);
 //     [kQuantI8 and not softmax: pass 2, backward over tiles: amax of y, all-reduce Max]
 //     pass 3 (opposite direction to the previous pass): y = op(v), store.
 //   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
@@ -52,6 +65,17 @@
 //   cols; rows longer than one tile read v twice (three times with the int8 amax pass), minus one tile.
 //   Global bytes per element (single pass): sizeof(TIn) + sizeof(TOut), plus 2 * sizeof(TRes) with
 //   kResidual; weight and bias are one row for all rows (L2 / L1). bf16: 4 (8 with the residual).
+//
+//   Staged tiles (kStages > 0; single pass only; CUDA sm_80+ and the emulator's warp-32 model, ignored on AMD):
+//   each thread streams its own vectors of x (and the residual) for the row groups it will process next into
+//   a private ring of kStages tiles in shared memory with cp.async (16 bytes per copy, partial vectors
+//   zero-filled, vectors wholly past the row not copied), kStages groups ahead: while a group is reduced and
+//   written, the next kStages groups' loads are in flight, which registers alone cannot hold (a tile of
+//   64 KiB per workgroup of 1024 threads fills the register budget of one SM). A thread reads back only what it
+//   copied (cp.async.wait_group), so the ring needs no barrier. The stage just read is refilled as soon as its
+//   values are used (kStages = 1 still overlaps the next group's load with this group's reductions and stores).
+//   Used when x (and the residual) are 16-byte aligned (vec_ok) and the launch has stage_bytes<Cfg>() of
+//   dynamic shared memory; otherwise the direct path runs.
 //
 // ---------------------------------------------------------------- Cfg (compile-time constants)
 //   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
@@ -65,20 +89,17 @@
 //   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
 //   kLooped                          false: cols <= kTileCols (single pass); true: any cols
 //   kLdsBytes                        MultiWave scratch when kWavesPerRow > 1 (rowops::lds_bytes<Cfg>()), else 0
+//   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
+//                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
+//                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
+//                                    (sizeof(TIn) [+ sizeof(TRes)]) on platforms with cp.async, else 0.
 #pragma once
 
 #include "ckgen/blocks/reduce.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
+#include "rowops_frag.h"
 #include "rowops_math.h"
-
-#ifndef CKGEN_ROWOPS_PREDICATED_TAIL
-#if defined(CKGEN_PLATFORM_CUDA)
-#define CKGEN_ROWOPS_PREDICATED_TAIL 1
-#else
-#define CKGEN_ROWOPS_PREDICATED_TAIL 0
-#endif
-#endif
 
 namespace ckgen {
 namespace rowops {
@@ -89,6 +110,44 @@ template <class Cfg>
 CKGEN_HD constexpr long long grid_blocks(long long rows) {
   const long long g = rows > 0 ? (rows + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock : 0;
   return g < kMaxGridBlocks ? g : kMaxGridBlocks;
+}
+
+// Persistent grid: at most `resident` workgroups (those the device runs at once), each looping over row groups.
+template <class Cfg>
+CKGEN_HD constexpr long long grid_blocks(long long rows, long long resident) {
+  const long long g = grid_blocks<Cfg>(rows);
+  return resident >= 1 && g > resident ? resident : g;
+}
+
+namespace detail {
+template <class C, class = void>
+struct StagesOf {
+  static constexpr int value = 0;
+};
+template <class C>
+struct StagesOf<C, decltype((void)C::kStages, void())> {
+  static constexpr int value = C::kStages;
+};
+}  // namespace detail
+
+// The ring depth the body uses: Cfg::kStages where the platform has cp.async, else 0.
+template <class Cfg>
+constexpr int stages() {
+  return CKGEN_ROWOPS_ASYNC ? detail::StagesOf<Cfg>::value : 0;
+}
+
+// 16-byte chunks one thread copies per stage: its kRegVecs vectors of x, and of the residual.
+template <class Cfg>
+constexpr int stage_chunks() {
+  constexpr int x = Cfg::kVec * static_cast<int>(sizeof(typename Cfg::TIn)) / 16;
+  constexpr int r = Cfg::kResidual ? Cfg::kVec * static_cast<int>(sizeof(typename Cfg::TRes)) / 16 : 0;
+  return Cfg::kRegVecs * (x + r);
+}
+
+// Dynamic shared memory of the staged ring (bytes; 0 when not staged or no cp.async).
+template <class Cfg>
+constexpr int stage_bytes() {
+  return stages<Cfg>() > 0 ? stages<Cfg>() * stage_chunks<Cfg>() * Cfg::kThreads * 16 : 0;
 }
 
 template <class Cfg>
@@ -120,6 +179,12 @@ constexpr bool check_cfg() {
   static_assert(Cfg::kRegVecs >= 1, "kRegVecs >= 1");
   static_assert(Cfg::kTileCols == Cfg::kRegVecs * Cfg::kVec * Cfg::kRowThreads, "kTileCols != kRegVecs*kVec*kRowThreads");
   static_assert(Cfg::kLdsBytes == lds_bytes<Cfg>(), "kLdsBytes != rowops::lds_bytes<Cfg>() (cross-wave scratch)");
+  constexpr int kSt = detail::StagesOf<Cfg>::value;
+  static_assert(kSt >= 0 && kSt <= 16, "kStages: 0 .. 16");
+  static_assert(kSt == 0 || !Cfg::kLooped, "kStages > 0 needs a single-pass configuration (kLooped == false)");
+  static_assert(kSt == 0 || ((Cfg::kVec * sizeof(typename Cfg::TIn)) % 16 == 0 &&
+                             (!Cfg::kResidual || (Cfg::kVec * sizeof(typename Cfg::TRes)) % 16 == 0)),
+                "kStages > 0 needs vectors of whole 16-byte chunks (kVec * sizeof(TIn), kVec * sizeof(TRes))");
   return true;
 }
 
@@ -141,83 +206,6 @@ struct Pick<false, A, B> {
 
 CKGEN_DEVICE float abs_f32(float v) { return v < 0.0f ? -v : v; }
 
-// Whether every kVec-element vector of every row of (base, stride) is aligned for one vector access.
-template <class T, int kVec>
-CKGEN_DEVICE bool vec_ok(const T* base, long long stride) {
-  constexpr long long a = alignof(vec<T, kVec>);
-  return reinterpret_cast<unsigned long long>(base) % a == 0 && (stride * static_cast<long long>(sizeof(T))) % a == 0;
-}
-
-// n valid elements (n <= 0 .. kVec) at p: one vector access when n == kVec and ok, else per element. The
-// per-element path has no branch and no select per element (on AMD each costs an exec mask or a lane mask in
-// SGPRs): element e reads element min(e, n - 1), always inside the row, so that the elements past n REPEAT
-// element n - 1 (the "duplicate" invariant store() relies on); n <= 0 reads nothing and gives zeros.
-//
-// CKGEN_ROWOPS_PREDICATED_TAIL (default: on under CUDA, off elsewhere; the emulator tests both): predicated
-// element accesses instead (element e at p + e, an immediate offset from one address; elements past n are 0,
-// no duplicate invariant needed): predication is free on NVIDIA, where the clamped indices cost a 64-bit
-// address per element in registers.
-template <class T, int kVec>
-CKGEN_DEVICE vec<T, kVec> load(const T* p, int n, bool ok) {
-  if (n >= kVec && ok) return gload(reinterpret_cast<const vec<T, kVec>*>(p));
-  vec<T, kVec> r;
-#if CKGEN_ROWOPS_PREDICATED_TAIL
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) r.v[e] = e < n ? gload(p + e) : zero<T>();
-#else
-  if (n > 0) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) r.v[e] = gload(p + (e < n - 1 ? e : n - 1));
-  } else {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) r.v[e] = zero<T>();
-  }
-#endif
-  return r;
-}
-
-// The kR vectors of one thread in a tile: straight vector loads when the whole tile lies inside the row
-// (full) and the tensor is aligned (ok), so that all of them are in flight at once; else vector by vector.
-template <class T, int kVec, int kR, int kStep>
-CKGEN_DEVICE void load_tile(const T* p, const int (&nv)[kR], bool full, bool ok, vec<T, kVec> (&out)[kR]) {
-  if (full && ok) {
-#pragma unroll
-    for (int j = 0; j < kR; ++j) out[j] = gload(reinterpret_cast<const vec<T, kVec>*>(p + j * kStep));
-  } else {
-#pragma unroll
-    for (int j = 0; j < kR; ++j) out[j] = load<T, kVec>(p + j * kStep, nv[j], ok);
-  }
-}
-
-// Store the first n elements of v. Per element (not aligned, or a partial vector): element e goes to
-// min(e, n - 1). With the duplicate invariant (every input of v's elements past n repeats element n - 1, so
-// they were computed from the same values), that stores element n - 1's own value again: harmless, and free
-// of per-element branches and selects.
-template <class T, int kVec>
-CKGEN_DEVICE void store(T* p, int n, bool ok, const vec<T, kVec>& v) {
-  if (n >= kVec && ok) {
-    gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
-  } else if (n > 0) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-#if CKGEN_ROWOPS_PREDICATED_TAIL
-      if (e < n) gstore(p + e, v.v[e]);  // predicated (see load())
-#else
-      gstore(p + (e < n - 1 ? e : n - 1), v.v[e]);
-#endif
-    }
-  }
-}
-
-// 1.0f when element e of a vector with n valid elements is valid, else 0.0f: integer min/max and a convert,
-// so that masking needs no lane mask (SGPRs on AMD).
-CKGEN_DEVICE float weight(int n, int e) {
-  int k = n - e;
-  k = k < 0 ? 0 : k;
-  k = k > 1 ? 1 : k;
-  return static_cast<float>(k);
-}
-
 }  // namespace detail
 
 template <class Cfg>
@@ -225,7 +213,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                       const typename Cfg::TW* weight, const typename Cfg::TW* bias,
                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
                                       int cols, long long stride_x, long long stride_res, long long stride_y,
-                                      long long stride_s, float scale, float eps, float* lds) {
+                                      long long stride_s, float scale, float eps, float* lds,
+                                      unsigned char* stage_mem, bool stage_ok) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   using TIn = typename Cfg::TIn;
   using TRes = typename Cfg::TRes;
@@ -234,18 +223,26 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   using TS = typename detail::Pick<Cfg::kResidual, TRes, TIn>::type;  // v as held: s (TRes) or x (TIn)
   using State = typename StateOf<Cfg::kOp>::type;
   constexpr int kVec = Cfg::kVec;
+  using FS = detail::Frag<TS, kVec>;
+  using FX = detail::Frag<TIn, kVec>;
+  using FR = detail::Frag<TRes, kVec>;
+  using FW = detail::Frag<TW, kVec>;
+  using FO = detail::Frag<TOut, kVec>;
   constexpr int kR = Cfg::kRegVecs;
   constexpr int kStep = kVec * Cfg::kRowThreads;  // columns between a thread's vectors
   constexpr int kTile = Cfg::kTileCols;
+  constexpr bool kSoft = Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax;
+  constexpr bool kSingle = !Cfg::kLooped;
   constexpr bool kAmaxPass = Cfg::kQuantI8 && Cfg::kOp != kSoftmax;
+  constexpr int kStages = stages<Cfg>();
   (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
-  (void)lds; (void)eps;
+  (void)lds; (void)eps; (void)stage_mem; (void)stage_ok;
 
   if (cols <= 0) return;
-  if constexpr (!Cfg::kLooped) {
+  if constexpr (kSingle) {
     if (cols > kTile) trap("rowops: cols > Cfg::kTileCols for a single-pass (kLooped == false) configuration");
   }
-  const int ntiles = Cfg::kLooped ? (cols - 1) / kTile + 1 : 1;
+  const int ntiles = kSingle ? 1 : (cols - 1) / kTile + 1;
 
   const int tid = thread_id();
   const int rt = tid % Cfg::kRowThreads;  // thread within the row
@@ -269,10 +266,108 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce<red::Max>(v);
     else return red::group_allreduce<Cfg::kRowThreads, red::Max>(v);
   };
+  auto allsum = [&](float v) -> float {
+    if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce<red::Sum>(v);
+    else return red::group_allreduce<Cfg::kRowThreads, red::Sum>(v);
+  };
 
   const long long ngroups = (static_cast<long long>(rows) + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock;
   const int gstride = grid_dim(0);
-  for (long long g = block_id(0); g < ngroups; g += gstride) {
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+
+  // Column counts of a row: valid elements of each of this thread's vectors in a tile.
+  struct Counts {
+    int nv[kR];  // valid elements of vector j (0 .. kVec)
+    int rem;     // columns of the row from the tile's start (<= 0: none); uniform over the row's threads
+    bool full;   // every vector of the tile lies inside the row
+  };
+  auto counts = [&](int ncols, int tile) -> Counts {
+    Counts k;
+    k.rem = ncols - tile * kTile;  // no overflow: tile * kTile < cols
+    k.full = k.rem >= kTile;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      const int n = k.rem - (j * kStep + rt * kVec);
+      k.nv[j] = n < 0 ? 0 : (n > kVec ? kVec : n);
+    }
+    return k;
+  };
+  auto col0 = [&](int tile, int j) -> long long {  // relative to the thread's first column
+    return static_cast<long long>(tile) * kTile + j * kStep;
+  };
+
+  // ---------------------------------------------------------------- staged ring (kStages > 0)
+  // Chunk q of this thread in stage s: ((s * kQ + q) * kThreads + tid) * 16 bytes into stage_mem; x's
+  // vectors first (chunks j * kXC + c), then the residual's.
+  constexpr int kXC = FX::kBytes / 16;
+  constexpr int kRC = Cfg::kResidual ? FR::kBytes / 16 : 0;
+  constexpr int kQ = kR * (kXC + kRC);
+  auto chunk = [&](int s, int q) -> unsigned char* {
+    return stage_mem + (static_cast<long long>(s * kQ + q) * Cfg::kThreads + tid) * 16;
+  };
+  // Issue the copies of row group g into stage s (this thread's vectors; nothing for rows past the end).
+  auto issue = [&](int s, long long g) {
+    if constexpr (kStages > 0) {
+      const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
+      const Counts k = counts(row < rows ? cols : 0, 0);
+      const long long tcol = static_cast<long long>(rt) * kVec;
+      const TIn* xr = x + (row * stride_x + tcol);
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if (k.nv[j] > 0) {
+          const int nb = k.nv[j] * static_cast<int>(sizeof(TIn));
+#pragma unroll
+          for (int cc = 0; cc < kXC; ++cc) {
+            const int b = nb - 16 * cc;
+            detail::cp16(detail::smem_u32(chunk(s, j * kXC + cc)), xr + j * kStep + (b > 0 ? 16 * cc / static_cast<int>(sizeof(TIn)) : 0),
+                         b < 0 ? 0 : (b > 16 ? 16 : b));
+          }
+          if constexpr (Cfg::kResidual) {
+            const TRes* rr = residual + (row * stride_res + tcol);
+            const int nr = k.nv[j] * static_cast<int>(sizeof(TRes));
+#pragma unroll
+            for (int cc = 0; cc < kRC; ++cc) {
+              const int b = nr - 16 * cc;
+              detail::cp16(detail::smem_u32(chunk(s, kR * kXC + j * kRC + cc)),
+                           rr + j * kStep + (b > 0 ? 16 * cc / static_cast<int>(sizeof(TRes)) : 0),
+                           b < 0 ? 0 : (b > 16 ? 16 : b));
+            }
+          }
+        }
+      }
+    }
+    (void)s; (void)g;
+  };
+  // Read this thread's vector j of stage s (n > 0: copied, zero-filled past the row; n == 0: zeros).
+  auto read_stage_x = [&](int s, int j, int n) -> FX {
+    FX f;
+#pragma unroll
+    for (int cc = 0; cc < kXC; ++cc) {
+      vec<uint32_t, 4> v{};
+      if (n > 0) v = lds_load(reinterpret_cast<const vec<uint32_t, 4>*>(chunk(s, j * kXC + cc)));
+#pragma unroll
+      for (int i = 0; i < 4; ++i) f.w[4 * cc + i] = v.v[i];
+    }
+    return f;
+  };
+  auto read_stage_r = [&](int s, int j, int n) -> FR {
+    FR f;
+#pragma unroll
+    for (int cc = 0; cc < (kRC > 0 ? kRC : 1); ++cc) {
+      vec<uint32_t, 4> v{};
+      if (kRC > 0 && n > 0) v = lds_load(reinterpret_cast<const vec<uint32_t, 4>*>(chunk(s, kR * kXC + j * kRC + cc)));
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (4 * cc + i < FR::kWords) f.w[4 * cc + i] = v.v[i];
+    }
+    return f;
+  };
+
+  // ---------------------------------------------------------------- one row group
+  // kStaged: tile 0 comes from stage `stage` (refilled with group g + kStages * gstride once read).
+  auto run_group = [&](long long g, auto kStaged, int stage) {
+    constexpr bool kSt = decltype(kStaged)::value;
+    (void)stage;
     const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
     const int ncols = row < rows ? cols : 0;  // a thread past the last row accesses nothing, joins the reductions
     // This thread's first column of each tensor, kept per lane (ckgen::per_lane: on AMD a VGPR pair), so that
@@ -291,138 +386,308 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     const TW* br = nullptr;
     if constexpr (Cfg::kHasWeight) wr = per_lane(weight + tcol);
     if constexpr (Cfg::kHasBias) br = per_lane(bias + tcol);
+    (void)xr; (void)rr; (void)sr; (void)wr; (void)br;
 
-    vec<TS, kVec> buf[kR];   // the tile in registers (TIn, or s as TRes)
-    int nv[kR];              // valid elements of each vector
-    bool full = false;       // every vector of the tile lies inside the row
-    auto set_counts = [&](int tile) {
-      const int rem = ncols - tile * kTile;  // no overflow: tile * kTile < cols
-      full = rem >= kTile;
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        const int n = rem - (j * kStep + rt * kVec);
-        nv[j] = n < 0 ? 0 : (n > kVec ? kVec : n);
-      }
+    FS buf[kR];  // the tile in registers (TIn, or s as TRes)
+    Counts k{};
+
+    // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
+    auto live = [&](auto kM, int j) -> bool {
+      if constexpr (decltype(kM)::value) return j * kStep < k.rem;
+      else return true;
     };
-    auto col0 = [&](int tile, int j) -> long long {  // relative to the thread's first column
-      return static_cast<long long>(tile) * kTile + j * kStep;
+    auto valid = [&](auto kM, int j, int e) -> bool {
+      if constexpr (decltype(kM)::value) return e < k.nv[j];
+      else return true;
     };
+
     // Pass 1 load: x (+ residual -> s, stored), into buf.
     auto load_first = [&](int tile) {
-      set_counts(tile);
+      k = counts(ncols, tile);
       if constexpr (Cfg::kResidual) {
-        vec<TIn, kVec> xv[kR];
-        vec<TRes, kVec> rv[kR];
-        detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, xv);
-        detail::load_tile<TRes, kVec, kR, kStep>(rr + col0(tile, 0), nv, full, r_ok, rv);
+        FX xv[kR];
+        FR rv[kR];
+        if constexpr (kSt) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) {
+            xv[j] = read_stage_x(stage, j, k.nv[j]);
+            rv[j] = read_stage_r(stage, j, k.nv[j]);
+          }
+        } else if (k.full && x_ok && r_ok) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) xv[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
+#pragma unroll
+          for (int j = 0; j < kR; ++j) rv[j] = detail::load_vector<TRes, kVec>(rr + col0(tile, j));
+        } else {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) {
+            if (j * kStep < k.rem) {
+              xv[j] = detail::load<TIn, kVec>(xr + col0(tile, j), k.nv[j], x_ok);
+              rv[j] = detail::load<TRes, kVec>(rr + col0(tile, j), k.nv[j], r_ok);
+            } else {
+#pragma unroll
+              for (int i = 0; i < FX::kWords; ++i) xv[j].w[i] = 0u;
+#pragma unroll
+              for (int i = 0; i < FR::kWords; ++i) rv[j].w[i] = 0u;
+            }
+          }
+        }
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
+          float sv[kVec];
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) buf[j].v[e] = from_float<TRes>(to_float(xv[j].v[e]) + to_float(rv[j].v[e]));
-          detail::store<TRes, kVec>(sr + col0(tile, j), nv[j], s_ok, buf[j]);
+          for (int e = 0; e < kVec; ++e) sv[e] = detail::elem(xv[j], e) + detail::elem(rv[j], e);
+          buf[j] = detail::pack<TRes, kVec>(sv);
         }
+#pragma unroll
+        for (int j = 0; j < kR; ++j)
+          if (k.full || j * kStep < k.rem) detail::store<TRes, kVec>(sr + col0(tile, j), k.nv[j], s_ok, buf[j]);
       } else {
-        detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, buf);
+        if constexpr (kSt) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) buf[j] = read_stage_x(stage, j, k.nv[j]);
+        } else if (k.full && x_ok) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
+        } else {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) {
+            if (j * kStep < k.rem) {
+              buf[j] = detail::load<TIn, kVec>(xr + col0(tile, j), k.nv[j], x_ok);
+            } else {
+#pragma unroll
+              for (int i = 0; i < FS::kWords; ++i) buf[j].w[i] = 0u;
+            }
+          }
+        }
       }
     };
-    // Later passes: v again, from s_out (kResidual: this thread wrote it in pass 1) or x.
+    // Later passes (looped): v again, from s_out (kResidual: this thread wrote it in pass 1) or x.
     auto load_again = [&](int tile) {
-      set_counts(tile);
-      if constexpr (Cfg::kResidual) detail::load_tile<TRes, kVec, kR, kStep>(sr + col0(tile, 0), nv, full, s_ok, buf);
-      else detail::load_tile<TIn, kVec, kR, kStep>(xr + col0(tile, 0), nv, full, x_ok, buf);
+      k = counts(ncols, tile);
+      const TS* src;
+      bool ok;
+      if constexpr (Cfg::kResidual) {
+        src = sr;
+        ok = s_ok;
+      } else {
+        src = xr;
+        ok = x_ok;
+      }
+      if (k.full && ok) {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TS, kVec>(src + col0(tile, j));
+      } else {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) {
+          if (j * kStep < k.rem) {
+            buf[j] = detail::load<TS, kVec>(src + col0(tile, j), k.nv[j], ok);
+          } else {
+#pragma unroll
+            for (int i = 0; i < FS::kWords; ++i) buf[j].w[i] = 0u;
+          }
+        }
+      }
     };
-    // Masking of the columns past the end, only in tiles that are not full (kM: the tile is partial): weight
-    // 1.0f / 0.0f per element (detail::weight; no lane masks), softmax's t pushed to -FLT_MAX.
-    auto wt = [&](auto kM, int j, int e) -> float {
-      if constexpr (decltype(kM)::value) return detail::weight(nv[j], e);
-      else return 1.0f;
+    // The stage just read is free once its values are used: refill it with the group kStages ahead.
+    auto refill = [&]() {
+      if constexpr (kSt) {
+        const long long gn = g + static_cast<long long>(kStages) * gstride;
+        if (gn < ngroups) issue(stage, gn);
+        detail::cp_commit();
+      }
     };
+
+    // The largest of v * sign over the tile's valid elements (kLowest when none); sign = -1 when c < 0, so
+    // that max t = max(v * c) = |c| * that.
+    auto tile_max = [&](auto kM, auto kNeg) -> float {
+      float mx = kLowest;
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if (!live(kM, j)) continue;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          float v = detail::elem(buf[j], e);
+          if constexpr (decltype(kNeg)::value) v = -v;
+          if constexpr (decltype(kM)::value) v = valid(kM, j, e) ? v : kLowest;
+          mx = max_f32(mx, v);
+        }
+      }
+      return mx;
+    };
+    const float abs_c = c < 0.0f ? -c : c;
+    auto tile_tmax = [&](auto kM) -> float {
+      const float mx = c < 0.0f ? tile_max(kM, detail::Bool<true>{}) : tile_max(kM, detail::Bool<false>{});
+      return mx * abs_c;
+    };
+    // sum over the valid elements of 2^(v * c - m)
+    auto tile_expsum = [&](auto kM, float m) -> float {
+      float d = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if (!live(kM, j)) continue;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float p = exp2_f32(detail::elem(buf[j], e) * c - m);
+          d += valid(kM, j, e) ? p : 0.0f;
+        }
+      }
+      return d;
+    };
+    auto tile_sum = [&](auto kM) -> float {
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if (!live(kM, j)) continue;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float v = detail::elem(buf[j], e);
+          s += valid(kM, j, e) ? v : 0.0f;
+        }
+      }
+      return s;
+    };
+    // sum over the valid elements of (v - mean)^2
+    auto tile_m2 = [&](auto kM, float mean) -> float {
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if (!live(kM, j)) continue;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float d = detail::elem(buf[j], e) - mean;
+          s += (valid(kM, j, e) ? d : 0.0f) * d;
+        }
+      }
+      return s;
+    };
+    auto tile_count = [&](auto kM) -> float {
+      if constexpr (decltype(kM)::value) {
+        int n = 0;
+#pragma unroll
+        for (int j = 0; j < kR; ++j) n += k.nv[j];
+        return static_cast<float>(n);
+      } else {
+        return static_cast<float>(kR * kVec);
+      }
+    };
+
+    // The aligned full tile: every access of the tile's vectors (y, weight, bias) is one vector instruction,
+    // with no branch per vector, so that the weight and bias loads of all vectors are in flight together.
+    auto fast_tile = [&]() -> bool {
+      return k.full && y_ok && (!Cfg::kHasWeight || w_ok) && (!Cfg::kHasBias || b_ok);
+    };
+    FW wt[kR], bt[kR];  // the tile's weight and bias vectors (fast path)
+    auto load_wb = [&](int tile) {
+#pragma unroll
+      for (int j = 0; j < kR; ++j) {
+        if constexpr (Cfg::kHasWeight) wt[j] = detail::load_vector<TW, kVec>(wr + col0(tile, j));
+        if constexpr (Cfg::kHasBias) bt[j] = detail::load_vector<TW, kVec>(br + col0(tile, j));
+      }
+    };
+    (void)wt; (void)bt; (void)load_wb;
+    bool fast = false;
 
     // ---------------------------------------------------------------- pass 1: statistics
-    State st = State::init();
-    auto tile_stats = [&](auto kM) {
-      if constexpr (Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax) {
-        // max t = c * (max v or min v, by the sign of c): the values are converted again for the exponentials
-        // rather than kept as floats (registers). Partial tiles push masked t to -FLT_MAX (2^(t - m) = 0).
-        float vmax = -__builtin_huge_valf(), vmin = __builtin_huge_valf();
-#pragma unroll
-        for (int j = 0; j < kR; ++j)
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            float v = to_float(buf[j].v[e]);
-            if constexpr (decltype(kM)::value) {  // a masked element must not widen [vmin, vmax]: use a valid one
-              const float w = wt(kM, j, e);
-              v = w * v + (1.0f - w) * to_float(buf[0].v[0]);
-            }
-            vmax = max_f32(vmax, v);
-            vmin = -max_f32(-vmin, -v);
-          }
-        float tm = max_f32(vmax * c, vmin * c);
-        if constexpr (decltype(kM)::value) tm = nv[0] > 0 ? tm : kLowest;  // no valid element in this tile
-        const float m = max_f32(st.v[0], tm);
-        float d = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kR; ++j)
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            float tt = to_float(buf[j].v[e]) * c;
-            if constexpr (decltype(kM)::value) tt -= (1.0f - wt(kM, j, e)) * 3.40282347e38f;
-            d += exp2_f32(tt - m);  // 2^(-FLT_MAX - m) = 0
-          }
-        st.v[1] = st.v[1] * exp2_f32(st.v[0] - m) + d;
-        st.v[0] = m;
+    RowScalars rs;
+    if constexpr (kSingle) {
+      load_first(0);
+      if constexpr (kSoft) {
+        const float tm = k.full ? tile_tmax(detail::Bool<false>{}) : tile_tmax(detail::Bool<true>{});
+        refill();
+        fast = fast_tile();
+        const float m = allmax(tm);
+        const float dl = k.full ? tile_expsum(detail::Bool<false>{}, m) : tile_expsum(detail::Bool<true>{}, m);
+        const float d = allsum(dl);
+        SoftmaxState st{{m, d}};
+        rs = finish<Cfg::kOp>(st, cols, eps);
       } else if constexpr (Cfg::kOp == kLayerNorm) {
-#pragma unroll
-        for (int j = 0; j < kR; ++j) {
-          float n, inv;  // valid elements of the vector, 1/n (0 when none)
-          if constexpr (decltype(kM)::value) {
-            n = static_cast<float>(nv[j] < 0 ? 0 : (nv[j] > kVec ? kVec : nv[j]));
-            inv = n > 0.0f ? rcp_f32(n) : 0.0f;
-          } else {
-            n = static_cast<float>(kVec);
-            inv = 1.0f / kVec;
-          }
-          float sum = 0.0f;
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) sum += wt(kM, j, e) * to_float(buf[j].v[e]);
-          const float mean = sum * inv;
-          float m2 = 0.0f;
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            const float d = to_float(buf[j].v[e]) - mean;
-            m2 += wt(kM, j, e) * (d * d);
-          }
-          st = MomentState::combine(st, MomentState{{n, mean, m2}});
-        }
+        const float sl = k.full ? tile_sum(detail::Bool<false>{}) : tile_sum(detail::Bool<true>{});
+        refill();
+        fast = fast_tile();
+        const float mean = allsum(sl) * inv_cols;
+        const float ml = k.full ? tile_m2(detail::Bool<false>{}, mean) : tile_m2(detail::Bool<true>{}, mean);
+        const float m2 = allsum(ml);
+        rs = RowScalars{mean, rsqrt_f32(m2 * inv_cols + eps)};
       } else {
-        float ss = 0.0f;
+        auto tile_ss = [&](auto kM) -> float {
+          float s = 0.0f;
 #pragma unroll
-        for (int j = 0; j < kR; ++j)
+          for (int j = 0; j < kR; ++j) {
+            if (!live(kM, j)) continue;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            const float v = to_float(buf[j].v[e]);
-            ss += wt(kM, j, e) * (v * v);
+            for (int e = 0; e < kVec; ++e) {
+              const float v = detail::elem(buf[j], e);
+              s += (valid(kM, j, e) ? v : 0.0f) * v;
+            }
           }
-        st.v[0] += ss;
+          return s;
+        };
+        const float sl = k.full ? tile_ss(detail::Bool<false>{}) : tile_ss(detail::Bool<true>{});
+        refill();
+        fast = fast_tile();
+        const float ss = allsum(sl);
+        rs = RowScalars{0.0f, rsqrt_f32(ss * inv_cols + eps)};
       }
-    };
-    for (int tile = 0; tile < ntiles; ++tile) {
-      load_first(tile);
-      if (full) tile_stats(detail::Bool<false>{});
-      else tile_stats(detail::Bool<true>{});
+    } else {
+      State st = State::init();
+      auto tile_stats = [&](auto kM) {
+        if constexpr (kSoft) {
+          const float m = max_f32(st.v[0], tile_tmax(kM));
+          const float d = tile_expsum(kM, m);
+          st.v[1] = st.v[1] * exp2_f32(st.v[0] - m) + d;
+          st.v[0] = m;
+        } else if constexpr (Cfg::kOp == kLayerNorm) {
+          // the tile's exact two-pass moments, merged into the running ones (Chan et al.)
+          const float n = tile_count(kM);
+          const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
+          const float mean = tile_sum(kM) * inv;
+          st = MomentState::combine(st, MomentState{{n, mean, tile_m2(kM, mean)}});
+        } else {
+          float ss = 0.0f;
+#pragma unroll
+          for (int j = 0; j < kR; ++j) {
+            if (!live(kM, j)) continue;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+              const float v = detail::elem(buf[j], e);
+              ss += (valid(kM, j, e) ? v : 0.0f) * v;
+            }
+          }
+          st.v[0] += ss;
+        }
+      };
+      for (int tile = 0; tile < ntiles; ++tile) {
+        load_first(tile);
+        if (k.full) tile_stats(detail::Bool<false>{});
+        else tile_stats(detail::Bool<true>{});
+      }
+      st = allreduce(st);
+      rs = finish<Cfg::kOp>(st, cols, eps);
     }
-    st = allreduce(st);
-    const RowScalars rs = finish<Cfg::kOp>(st, cols, eps);
 
-    auto weights = [&](int tile, int j, vec<TW, kVec>& w, vec<TW, kVec>& b) {
-      if constexpr (Cfg::kHasWeight) w = detail::load<TW, kVec>(wr + col0(tile, j), nv[j], w_ok);
-      if constexpr (Cfg::kHasBias) b = detail::load<TW, kVec>(br + col0(tile, j), nv[j], b_ok);
+    auto weights = [&](int tile, int j, FW& w, FW& b) {
+      if constexpr (Cfg::kHasWeight) w = k.full && w_ok ? detail::load_vector<TW, kVec>(wr + col0(tile, j))
+                                                         : detail::load<TW, kVec>(wr + col0(tile, j), k.nv[j], w_ok);
+      if constexpr (Cfg::kHasBias) b = k.full && b_ok ? detail::load_vector<TW, kVec>(br + col0(tile, j))
+                                                       : detail::load<TW, kVec>(br + col0(tile, j), k.nv[j], b_ok);
+      (void)w; (void)b;
     };
-    auto y_of = [&](int j, int e, const vec<TW, kVec>& w, const vec<TW, kVec>& b) -> float {
-      float wf = 1.0f, bf = 0.0f;
-      if constexpr (Cfg::kHasWeight) wf = to_float(w.v[e]);
-      if constexpr (Cfg::kHasBias) bf = to_float(b.v[e]);
-      return apply<Cfg::kOp, Cfg::kHasWeight, Cfg::kHasBias>(to_float(buf[j].v[e]), rs, c, wf, bf);
+    // y of element e of vector j (before the cast / quantization)
+    auto y_of = [&](int j, int e, const FW& w, const FW& b) -> float {
+      const float v = detail::elem(buf[j], e);
+      float yv;
+      if constexpr (Cfg::kOp == kSoftmax) {
+        yv = exp2_f32(v * c - rs.a) * rs.b;
+      } else if constexpr (Cfg::kOp == kLogSoftmax) {
+        yv = (v * c - rs.a) * kLn2;
+      } else {
+        yv = (Cfg::kOp == kLayerNorm ? v - rs.a : v) * rs.b;
+        if constexpr (Cfg::kHasWeight) yv *= detail::elem(w, e);
+        if constexpr (Cfg::kHasBias) yv += detail::elem(b, e);
+      }
+      (void)w; (void)b;
+      return yv;
     };
 
     // ---------------------------------------------------------------- pass 2 (int8 only): amax of y
@@ -433,17 +698,29 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         amax = 0.0f;
         for (int tile = ntiles - 1; tile >= 0; --tile) {
           if (tile != ntiles - 1) load_again(tile);
-          auto tile_amax = [&](auto kM) {
+          if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
+          if (fast) load_wb(tile);
+          auto tile_amax = [&](auto kM, auto kFast) {
 #pragma unroll
             for (int j = 0; j < kR; ++j) {
-              vec<TW, kVec> w, b;
-              weights(tile, j, w, b);
+              if (!live(kM, j)) continue;
+              FW w, b;
+              if constexpr (decltype(kFast)::value) {
+                w = wt[j];
+                b = bt[j];
+              } else {
+                weights(tile, j, w, b);
+              }
 #pragma unroll
-              for (int e = 0; e < kVec; ++e) amax = max_f32(amax, detail::abs_f32(y_of(j, e, w, b)) * wt(kM, j, e));
+              for (int e = 0; e < kVec; ++e) {
+                const float a = detail::abs_f32(y_of(j, e, w, b));
+                amax = max_f32(amax, valid(kM, j, e) ? a : 0.0f);
+              }
             }
           };
-          if (full) tile_amax(detail::Bool<false>{});
-          else tile_amax(detail::Bool<true>{});
+          if (fast) tile_amax(detail::Bool<false>{}, detail::Bool<true>{});
+          else if (k.full) tile_amax(detail::Bool<false>{}, detail::Bool<false>{});
+          else tile_amax(detail::Bool<true>{}, detail::Bool<false>{});
         }
         amax = allmax(amax);
       } else {
@@ -459,21 +736,63 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     for (int i = 0; i < ntiles; ++i) {
       const int tile = forward ? i : ntiles - 1 - i;
       if (i != 0) load_again(tile);
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        vec<TW, kVec> w, b;
-        weights(tile, j, w, b);
-        vec<TOut, kVec> o;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float yv = y_of(j, e, w, b);
-          if constexpr (Cfg::kQuantI8) o.v[e] = from_float<TOut>(yv * qmul);
-          else o.v[e] = from_float<TOut>(yv);
-        }
-        detail::store<TOut, kVec>(yr + col0(tile, j), nv[j], y_ok, o);
+      // (the amax pass ended with this tile: fast and wt / bt are its own)
+      if (i != 0 || !kAmaxPass) {
+        if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
+        if (fast) load_wb(tile);
       }
+      auto tile_y = [&](auto kM, auto kFast) {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) {
+          if (!live(kM, j)) continue;
+          FW w, b;
+          if constexpr (decltype(kFast)::value) {
+            w = wt[j];
+            b = bt[j];
+          } else {
+            weights(tile, j, w, b);
+          }
+          float o[kVec];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const float yv = y_of(j, e, w, b);
+            o[e] = Cfg::kQuantI8 ? yv * qmul : yv;
+          }
+          const FO f = detail::pack<TOut, kVec>(o);
+          if constexpr (decltype(kFast)::value) detail::store_vector<TOut, kVec>(yr + col0(tile, j), f);
+          else if constexpr (decltype(kM)::value) detail::store<TOut, kVec>(yr + col0(tile, j), k.nv[j], y_ok, f);
+          else detail::store<TOut, kVec>(yr + col0(tile, j), kVec, y_ok, f);
+        }
+      };
+      if (fast) tile_y(detail::Bool<false>{}, detail::Bool<true>{});
+      else if (k.full) tile_y(detail::Bool<false>{}, detail::Bool<false>{});
+      else tile_y(detail::Bool<true>{}, detail::Bool<false>{});
+    }
+  };
+
+  // ---------------------------------------------------------------- the row groups of this workgroup
+  bool staged = false;
+  if constexpr (kStages > 0) staged = stage_ok && x_ok && (!Cfg::kResidual || r_ok);
+  if constexpr (kStages > 0) {
+    if (staged) {
+      long long g = block_id(0);
+#pragma unroll 1
+      for (int s = 0; s < kStages; ++s) {  // prologue: the first kStages groups in flight
+        const long long gs = g + static_cast<long long>(s) * gstride;
+        if (gs < ngroups) issue(s, gs);
+        detail::cp_commit();
+      }
+      int stage = 0;
+      for (; g < ngroups; g += gstride) {
+        detail::cp_wait<kStages - 1>();  // this group's copies (the oldest pending group) have landed
+        run_group(g, detail::Bool<true>{}, stage);
+        stage = stage + 1 == kStages ? 0 : stage + 1;
+      }
+      detail::cp_wait<0>();  // nothing left in flight (only empty groups remain)
+      return;
     }
   }
+  for (long long g = block_id(0); g < ngroups; g += gstride) run_group(g, detail::Bool<false>{}, 0);
 }
 
 template <class Cfg>
@@ -487,8 +806,22 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
     CKGEN_LDS(float, rowops_scratch, lds_bytes<Cfg>() / static_cast<int>(sizeof(float)));
     lds = rowops_scratch;
   }
+  unsigned char* stage_mem = nullptr;
+  bool stage_ok = false;
+  if constexpr (stage_bytes<Cfg>() > 0) {
+#if defined(CKGEN_PLATFORM_CUDA)
+    extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
+    stage_mem = rowops_dyn_smem;
+    stage_ok = detail::dynamic_smem_bytes() >= static_cast<unsigned>(stage_bytes<Cfg>());
+#else
+    using Chunk = vec<uint32_t, 4>;
+    CKGEN_LDS(Chunk, rowops_stages, stage_bytes<Cfg>() / 16);
+    stage_mem = reinterpret_cast<unsigned char*>(rowops_stages);
+    stage_ok = true;
+#endif
+  }
   rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                           stride_s, scale, eps, lds);
+                           stride_s, scale, eps, lds, stage_mem, stage_ok);
 }
 
 }  // namespace rowops

@@ -1,0 +1,54 @@
+// Row-op kernels for bench/rowops.py (sm_90, bf16): the candidates per op and shape. Single-pass kernels
+// (max_cols: the row read once, held in registers) for the 1024, 4096 and 8192-column shapes, looped ones (any
+// cols; rows longer than a tile are re-read once per extra tile, mostly from L2) for 32768 columns, where no
+// single pass fits the 64 registers of a 1024-thread block. Names: <op>_c<max_cols>_t<threads_per_row>x<reg_vecs>
+// r<rows_per_workgroup>, or <op>_l_t.. for looped kernels (none spills: `ckgen report bench/rowops_nv.ck --arch sm_90`;
+// softmax_l_t512x2r1 is left out: ptxas caps it at 64 registers and spills). bench/nv_prebuild.py builds them.
+target sm_90
+
+// ---- softmax
+kernel softmax_c1024_t32x4r8        { op = softmax x = bf16 scale = 0.7  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
+kernel softmax_c1024_t64x2r4        { op = softmax x = bf16 scale = 0.7  threads_per_row = 64  reg_vecs = 2  rows_per_workgroup = 4  max_cols = 1024  looped = false }
+kernel softmax_c4096_t128x4r2       { op = softmax x = bf16 scale = 0.7  threads_per_row = 128  reg_vecs = 4  rows_per_workgroup = 2  max_cols = 4096  looped = false }
+kernel softmax_c4096_t256x2r1       { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 4096  looped = false }
+kernel softmax_c8192_t256x4r1       { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel softmax_c8192_t512x2r1       { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel softmax_l_t256x4r1           { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel softmax_l_t512x4r1           { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel softmax_l_t1024x1r1          { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+
+// ---- layernorm
+kernel layernorm_c1024_t32x4r8      { op = layernorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
+kernel layernorm_c1024_t64x2r4      { op = layernorm x = bf16  threads_per_row = 64  reg_vecs = 2  rows_per_workgroup = 4  max_cols = 1024  looped = false }
+kernel layernorm_c4096_t128x4r2     { op = layernorm x = bf16  threads_per_row = 128  reg_vecs = 4  rows_per_workgroup = 2  max_cols = 4096  looped = false }
+kernel layernorm_c4096_t256x2r1     { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 4096  looped = false }
+kernel layernorm_c8192_t256x4r1     { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel layernorm_c8192_t512x2r1     { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel layernorm_l_t256x4r1         { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel layernorm_l_t512x4r1         { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel layernorm_l_t512x2r1         { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
+kernel layernorm_l_t1024x1r1        { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+
+// ---- rmsnorm
+kernel rmsnorm_c1024_t32x4r8        { op = rmsnorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
+kernel rmsnorm_c1024_t64x2r4        { op = rmsnorm x = bf16  threads_per_row = 64  reg_vecs = 2  rows_per_workgroup = 4  max_cols = 1024  looped = false }
+kernel rmsnorm_c4096_t128x4r2       { op = rmsnorm x = bf16  threads_per_row = 128  reg_vecs = 4  rows_per_workgroup = 2  max_cols = 4096  looped = false }
+kernel rmsnorm_c4096_t256x2r1       { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 4096  looped = false }
+kernel rmsnorm_c8192_t256x4r1       { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel rmsnorm_c8192_t512x2r1       { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel rmsnorm_l_t256x4r1           { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel rmsnorm_l_t512x4r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel rmsnorm_l_t512x2r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
+kernel rmsnorm_l_t1024x1r1          { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+
+// ---- addrmsnorm
+kernel addrmsnorm_c1024_t32x4r8     { op = rmsnorm x = bf16 residual = true  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
+kernel addrmsnorm_c1024_t64x2r4     { op = rmsnorm x = bf16 residual = true  threads_per_row = 64  reg_vecs = 2  rows_per_workgroup = 4  max_cols = 1024  looped = false }
+kernel addrmsnorm_c4096_t128x4r2    { op = rmsnorm x = bf16 residual = true  threads_per_row = 128  reg_vecs = 4  rows_per_workgroup = 2  max_cols = 4096  looped = false }
+kernel addrmsnorm_c4096_t256x2r1    { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 4096  looped = false }
+kernel addrmsnorm_c8192_t256x4r1    { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel addrmsnorm_c8192_t512x2r1    { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel addrmsnorm_l_t256x4r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel addrmsnorm_l_t512x4r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
+kernel addrmsnorm_l_t512x2r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
+kernel addrmsnorm_l_t1024x1r1       { op = rmsnorm x = bf16 residual = true  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }

@@ -1,0 +1,94 @@
+"""The row ops: ``softmax`` (and log-softmax), ``layernorm`` and ``rmsnorm`` over the last dimension of a
+``rows x cols`` matrix, each with an optional fused residual add (``s = x + residual``, written beside ``y``) and an
+optional int8 output with a per-row scale. One package serves the three registry names: each has a module
+(``softmax.py``, ``layernorm.py``, ``rmsnorm.py``) whose ``OP`` is a :class:`RowOp` of that name.
+
+Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list and the tables per wave size), ``body.py``
+(the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` (the template),
+``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_entry.h``, one entry per op).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ops.base import Op
+from ckgen.ops.rowops import abi as _abi
+from ckgen.ops.rowops import plan as _plan
+from ckgen.ops.rowops import reference as _ref
+from ckgen.ops.rowops import spec as _spec
+from ckgen.targets.model import Target
+
+#: the body's kOp constant per kind (rowops_math.h)
+KOP = {"softmax": "ckgen::rowops::kSoftmax", "log_softmax": "ckgen::rowops::kLogSoftmax",
+       "layernorm": "ckgen::rowops::kLayerNorm", "rmsnorm": "ckgen::rowops::kRmsNorm"}
+DOCS = {_spec.SOFTMAX: "y = softmax(scale * v) or log-softmax over the last dimension (v = x or x + residual)",
+        _spec.LAYERNORM: "y = layer norm of each row (v = x or x + residual) [* weight] [+ bias]",
+        _spec.RMSNORM: "y = RMS norm of each row (v = x or x + residual) [* weight]"}
+
+
+def _bool(x: bool) -> str:
+    return "true" if x else "false"
+
+
+class RowOp(Op):
+    """One of the row ops (``name`` in softmax, layernorm, rmsnorm); see the package docstring."""
+
+    kernel_template = "rowops/kernel.hip.j2"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.doc = DOCS[name]
+        self.keys = _spec.KEYS[name]
+
+    def build_params(self, values, ctx):
+        return _spec.build_params(self.name, values, ctx)
+
+    def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
+        return _plan.plan(spec, target)
+
+    def abi(self, spec: KernelSpec):
+        return _abi.abi(spec)
+
+    def summary(self, plan: KernelPlan) -> str:
+        r, b = plan.spec.params.row, plan.body
+        parts = [f"{r.kind.replace('_', '-')} {r.x.value} -> {r.y.value}"]
+        if r.residual:
+            parts.append(f"residual {r.residual.value} (s_out)")
+        if r.weight or r.bias:
+            parts.append("weight" * bool(r.weight) + " + " * bool(r.weight and r.bias) + "bias" * bool(r.bias)
+                         + f" {r.w_dtype.value}")
+        if r.quantized:
+            parts.append("per-row scale")
+        cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
+        passes = "looped" if b.looped else "single pass"
+        return (", ".join(parts) + f"; {b.threads_per_row} threads x {b.reg_vecs} vectors of {b.vec} per row "
+                f"(tile {b.tile_cols}), {b.rows_per_workgroup} row(s) per workgroup, {passes}, {cols}")
+
+    def kernel_view(self, plan: KernelPlan) -> dict:
+        """The body's Cfg (device/rowops_forward.h) as (alias, C++ type) and (C++ type, member, literal) lists."""
+        r, b = plan.spec.params.row, plan.body
+        types = [("TIn", r.x.cpp), ("TRes", r.res_dtype.cpp), ("TW", r.w_dtype.cpp), ("TOut", r.y.cpp)]
+        constants = [("int", "kOp", KOP[r.kind]), ("bool", "kHasWeight", _bool(r.weight is not None)),
+                     ("bool", "kHasBias", _bool(r.bias is not None)),
+                     ("bool", "kResidual", _bool(r.residual is not None)), ("bool", "kQuantI8", _bool(r.quantized))]
+        ints = [("kVec", b.vec), ("kWaveSize", b.wave_size), ("kRowThreads", b.threads_per_row),
+                ("kWavesPerRow", b.waves_per_row), ("kRowsPerBlock", b.rows_per_workgroup), ("kThreads", b.threads),
+                ("kRegVecs", b.reg_vecs), ("kTileCols", b.tile_cols)]
+        constants += [("int", name, str(v)) for name, v in ints]
+        constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
+        notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
+                 f"{b.registers_estimate} registers per thread (estimate)."]
+        # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers
+        # and spills); ask for one where the estimate needs more than half the register file
+        one = b.registers_estimate * b.threads * 2 > _plan.PLAN_REGISTERS[b.wave_size][1]
+        return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": notes,
+                "one_block_bounds": one}
+
+    def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
+        return _ref.reference(plan, arrays)
+
+    def tolerance(self, plan: KernelPlan, output: str) -> float:
+        return _ref.tolerance(plan, output)

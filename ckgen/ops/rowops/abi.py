@@ -1,0 +1,74 @@
+"""The row ops' C ABI and launch, as data (see :mod:`ckgen.ir.abi`).
+
+One signature per op, the same for every kernel of it (tensors a kernel does not use are ``unused``: NULL)::
+
+    softmax:   x, residual,               y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale
+    layernorm: x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, eps
+    rmsnorm:   x, residual, weight,       y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, eps
+
+x, residual, y and s_out are ``rows x cols`` row-major with a row stride each (elements, >= cols); weight and bias
+are ``cols`` elements; y_scale is ``rows`` floats (int8 y only). The strides of unused tensors are not checked.
+``scale`` and ``eps`` are runtime scalars whose defaults (the Python callable, ``ckgen run``) are the DSL's.
+A kernel with ``max_cols`` (every single-pass kernel, ``looped = false``) takes ``cols <= max_cols``: its host
+entry returns ``CKGEN_ERROR_INVALID_VALUE`` above (the binding says so by name). In place: y may be x itself (same dtype), s_out may be x or residual itself.
+
+Launch: 1-D workgroups of ``threads``; ``min(ceil(rows / rows_per_workgroup), 2^20)`` of them (the body's
+workgroups loop over the row groups past the grid); nothing when rows or cols is 0.
+"""
+
+from __future__ import annotations
+
+from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.plan import GridDim, Launch
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
+from ckgen.ops.rowops.spec import LAYERNORM, RMSNORM, SOFTMAX
+
+T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
+#: the largest grid the host entry launches (the body's rowops::kMaxGridBlocks; any grid >= 1 is correct)
+GRID_CAP = 2**20
+
+
+def _matrix(name: str, dtype: DType, stride: str, role: str, doc: str, unused: bool = False,
+            aliases: tuple[str, ...] = ()) -> Arg:
+    return Arg(name, T, doc=doc if not unused else f"unused: pass NULL ({doc})", dtype=dtype, role=role,
+               dims=("rows", "cols"), strides=(stride, 1), unused=unused, aliases=() if unused else aliases)
+
+
+def abi(spec: KernelSpec) -> Abi:
+    r, cfg = spec.params.row, spec.params.config
+    res = r.residual is not None
+    args = [_matrix("x", r.x, "stride_x", "in", "rows x cols input"),
+            _matrix("residual", r.res_dtype, "stride_res", "in", "rows x cols, added to x", unused=not res)]
+    if r.op in (LAYERNORM, RMSNORM):
+        args.append(Arg("weight", T, doc="cols elements" if r.weight else "unused: pass NULL (no weight)",
+                        dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.weight is None))
+    if r.op == LAYERNORM:
+        args.append(Arg("bias", T, doc="cols elements" if r.bias else "unused: pass NULL (no bias)",
+                        dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.bias is None))
+    y_doc = "rows x cols output" + (", int8 q with y ~ q * y_scale[row]" if r.quantized else "")
+    args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else ()),
+             _matrix("s_out", r.res_dtype, "stride_s", "out", "rows x cols, s = x + residual (the op's input)",
+                     unused=not res, aliases=("x", "residual") if r.res_dtype == r.x else ("residual",)),
+             Arg("y_scale", T, doc="rows floats: amax / 127 of each row of y (1 for an all-zero row)"
+                 if r.quantized else "unused: pass NULL (y is not int8)", dtype=DType.F32, role="out",
+                 dims=("rows",), strides=(1,), unused=not r.quantized)]
+    bound = cfg.max_cols  # the kernel's declared bound (a single-pass tile holds it; a looped kernel honours it too)
+    cols_doc = "columns (the reduced dimension)" + (f"; at most {bound} (max_cols)" if bound is not None else "")
+    args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc=cols_doc, at_most=bound)]
+    for name, what in (("stride_x", "x"), ("stride_res", "residual"), ("stride_y", "y"), ("stride_s", "s_out")):
+        args.append(Arg(name, ST, doc=f"elements between rows of {what} (>= max(1, cols))", at_least=("cols",)))
+    if r.op == SOFTMAX:
+        args.append(Arg("scale", SC, doc=f"y = {'log_' if r.log else ''}softmax(scale * v) (default {r.scale:g})",
+                        default=r.scale))
+    else:
+        args.append(Arg("eps", SC, doc=f"added to the variance (default {r.eps:g})", default=r.eps))
+    what = {SOFTMAX: "log-softmax" if r.log else "softmax", LAYERNORM: "layer norm", RMSNORM: "RMS norm"}[r.op]
+    doc = f"y = {what} of each row of {'s = x + residual' if res else 'x'}" + (
+        ", quantized to int8 with a per-row scale" if r.quantized else "")
+    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc)
+
+
+def launch(threads: int, rows_per_workgroup: int) -> Launch:
+    """x walks row groups of ``rows_per_workgroup`` rows, at most :data:`GRID_CAP` workgroups."""
+    return Launch(threads=threads, grid=(GridDim("rows", rows_per_workgroup, cap=GRID_CAP), GridDim(), GridDim()))

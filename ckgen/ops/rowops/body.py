@@ -1,0 +1,39 @@
+"""The row ops' plan for one target (:class:`RowPlan`, the ``body`` of their KernelPlan).
+
+Every field is a decision of the passes in :mod:`ckgen.ops.rowops.plan`; the kernel template renders them into
+the body's ``Cfg`` (``device/rowops_forward.h`` states the contract) and decides nothing itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    header: str                 # the device header (device/rowops_entry.h)
+    impl: str                   # the device entry the kernel calls (one per op)
+    kind: str                   # softmax | log_softmax | layernorm | rmsnorm
+    vec: int                    # elements per vector access
+    threads_per_row: int        # a power of two
+    waves_per_row: int          # threads_per_row / wave size, 1 when a row takes part of a wave
+    rows_per_workgroup: int
+    threads: int                # threads_per_row * rows_per_workgroup, whole waves
+    reg_vecs: int               # vectors per thread and tile
+    tile_cols: int              # threads_per_row * reg_vecs * vec
+    looped: bool                # false: cols <= tile_cols (max_cols), the row read once
+    max_cols: int | None        # the host entry's bound on cols (None: any)
+    lds_bytes: int              # the cross-wave reduction's scratch (static LDS)
+    registers_estimate: int     # 32-bit registers per thread, estimated
+    wave_size: int
+
+    def __post_init__(self) -> None:
+        if self.tile_cols != self.threads_per_row * self.reg_vecs * self.vec:
+            raise ValueError("RowPlan: tile_cols != threads_per_row * reg_vecs * vec")
+        if self.threads != self.threads_per_row * self.rows_per_workgroup or self.threads % self.wave_size:
+            raise ValueError("RowPlan: threads must be threads_per_row * rows_per_workgroup, whole waves")
+        if not self.looped and (self.max_cols is None or self.max_cols > self.tile_cols):
+            raise ValueError("RowPlan: a single-pass kernel's tile holds max_cols")
+
+    def to_json(self) -> dict:
+        return asdict(self)

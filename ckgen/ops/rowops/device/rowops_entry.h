@@ -1,0 +1,47 @@
+// rowops_entry.h (ckgen/ops/rowops/device): the device entries of the generated row-op kernels, one per op of
+// the registry (softmax, layernorm, rmsnorm), each taking exactly its op's ABI (ckgen/ops/rowops/abi.py) and
+// calling rowops_forward<Cfg> (rowops_forward.h: the contract) with null pointers and zero for what the op
+// has no argument for:
+//   softmax_entry<Cfg>(x, residual, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale)
+//   layernorm_entry<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, <strides>, eps)
+//   rmsnorm_entry<Cfg>(x, residual, weight, y, s_out, y_scale, rows, cols, <strides>, eps)
+// The generated kernel (ckgen/ops/rowops/kernel.hip.j2) is a 1-D workgroup of Cfg::kThreads threads over
+// rowops::grid_blocks<Cfg>(rows) workgroups (at most; any grid >= 1 is correct).
+#pragma once
+
+#include "rowops_forward.h"
+
+namespace ckgen {
+namespace rowops {
+
+template <class Cfg>
+CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual, typename Cfg::TOut* y,
+                                typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
+                                long long stride_res, long long stride_y, long long stride_s, float scale) {
+  static_assert(Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax, "softmax_entry: kOp");
+  rowops_forward<Cfg>(x, residual, nullptr, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
+                      stride_s, scale, 0.0f);
+}
+
+template <class Cfg>
+CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                  const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
+                                  typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
+                                  long long stride_res, long long stride_y, long long stride_s, float eps) {
+  static_assert(Cfg::kOp == kLayerNorm, "layernorm_entry: kOp");
+  rowops_forward<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
+                      stride_s, 1.0f, eps);
+}
+
+template <class Cfg>
+CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
+                                float* y_scale, int rows, int cols, long long stride_x, long long stride_res,
+                                long long stride_y, long long stride_s, float eps) {
+  static_assert(Cfg::kOp == kRmsNorm && !Cfg::kHasBias, "rmsnorm_entry: kOp");
+  rowops_forward<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
+                      stride_s, 1.0f, eps);
+}
+
+}  // namespace rowops
+}  // namespace ckgen

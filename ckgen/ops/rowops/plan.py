@@ -1,0 +1,323 @@
+"""The row ops' planning passes: (KernelSpec, Target) -> KernelPlan.
+
+``PASSES`` is the pipeline, in order; each pass checks one concern or fills one part of the :class:`RowDraft`
+and refuses with ``d.fail(param, value, legal, reason)``. What the kernel does not say is planned from tables
+per wave size (:data:`SINGLE_PASS`, :data:`LOOPED`) and a register estimate that depends only on the kernel's
+dtypes and workgroup, so that every target of one wave size (every AMD arch; every NVIDIA arch) gets the same
+rows, workgroup and grid (one host library serves several arches with one launcher).
+
+A row is held by ``threads_per_row`` threads (a power of two: part of a wave, a wave, or several waves that
+reduce through LDS), in tiles of ``reg_vecs`` vectors of ``vec`` elements per thread: ``tile = threads_per_row *
+reg_vecs * vec`` columns. A single-pass kernel (``looped = false``) holds the whole row in one tile: it is planned
+for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckgen.ir.plan import Entry, KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
+from ckgen.lower.draft import Draft, run_passes
+from ckgen.ops.rowops.abi import abi, launch
+from ckgen.ops.rowops.body import RowPlan
+from ckgen.ops.rowops.spec import LAYERNORM, RMSNORM, SOFTMAX, RowConfig, RowOpSpec, RowParams
+from ckgen.targets.model import Target
+
+#: dtypes the body generates: inputs (x, residual, weight, bias) and outputs (y)
+INPUT_DTYPES = (DType.F16, DType.BF16, DType.F32)
+OUTPUT_DTYPES = (DType.F16, DType.BF16, DType.F32, DType.I8)
+VECTOR_BYTES = 16            # widest vector access of x
+MAX_THREADS = 1024           # workgroup limit (both vendors)
+MAX_REG_VECS = 16            # what reg_vecs may say
+PLAN_REG_VECS = 8            # the most the planner gives a single-pass row before it loops
+WORKGROUP_THREADS = 256      # the planner's workgroup size when rows are short
+STATE_FLOATS = {SOFTMAX: 2, LAYERNORM: 3, RMSNORM: 1}   # per-row statistics (rowops_math.h StateOf::kN)
+#: the register estimate per wave size: (base, cost per element held by op, + a residual or looped rows, + both,
+#: + int8 y), fitted (mostly from above) to what nvcc 13 (sm_90a) and clang 19 (gfx942) allocate for bf16 / f32
+#: kernels of 8 to 64 elements per thread: e.g. sm_90 softmax 80 registers at 32 elements, 154 at 64, looped 124
+#: at 32, residual + looped RMS norm 108 at 32; gfx942 layer norm 184 VGPRs at 32 (``ckgen report``;
+#: tests/ops/rowops/test_rowops_compile.py checks every test kernel for spills).
+REG_MODEL: dict[int, tuple[float, dict[str, float], float, float, float]] = {
+    32: (24.0, {SOFTMAX: 2.1, LAYERNORM: 1.8, RMSNORM: 1.3}, 1.0, 0.35, 0.2),
+    64: (48.0, {SOFTMAX: 2.3, LAYERNORM: 4.5, RMSNORM: 2.9}, 1.2, 0.3, 0.2),
+}
+#: per wave size: rows of at least this many waves cost this many registers more (gfx942: a softmax row of 16
+#: waves with 16 elements per thread spills at 128 VGPRs, one of 8 waves with 32 elements takes 104)
+REG_WIDE_ROW: dict[int, tuple[int, int]] = {32: (64, 0), 64: (16, 48)}
+#: per wave size: (most registers per thread, registers per CU / SM) the planner stays within
+PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072)}
+#: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
+#: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
+#: (gfx90a: a looped residual + int8 RMS norm of 128 threads x 4 vectors spills 3). Estimate: base + per vector
+#: (the first 4, then the rest) + residual + int8 + layer norm + looped + looped over several waves, fitted to
+#: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
+SGPR_MODEL = (30, 12, 8, 12, 8, 16, 4, 12)
+SGPR_PLAN_LIMIT = 108
+
+#: single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs); the first line that
+#: holds the row wins, then reg_vecs shrinks to the fewest that hold it. A vector is 16 bytes of x (8 bf16).
+#: Rows shorter than a wave share waves; long rows take several waves (LDS reduction). NVIDIA warp32: the
+#: shapes of bench/rowops.py's sm_90 candidates (a warp per row up to 1024 bf16 columns, 4 vectors per thread;
+#: 16384 columns at most: 1024 threads have 64 registers each, too few for 4 vectors); AMD wave64: the same
+#: per-thread work, up to 1024 threads. A line whose estimate exceeds the planning budget doubles its threads
+#: (halving reg_vecs) until it fits, else the row is looped.
+SINGLE_PASS: dict[int, tuple[tuple[int, int, int], ...]] = {
+    32: ((4, 1, 4), (8, 2, 4), (16, 4, 4), (32, 8, 4), (64, 16, 4), (128, 32, 4), (256, 64, 4), (512, 128, 4),
+         (1024, 256, 4), (2048, 512, 4)),
+    64: ((4, 1, 4), (8, 2, 4), (16, 4, 4), (32, 8, 4), (64, 16, 4), (128, 32, 4), (256, 64, 4), (512, 128, 4),
+         (1024, 256, 4), (2048, 512, 4), (4096, 512, 8)),
+}
+#: looped rows, per wave size: (threads_per_row, reg_vecs) with no bound on cols (one wave per row, tiles of
+#: 4 vectors per thread), and for rows longer than one single-pass tile (max_cols given)
+LOOPED: dict[int, tuple[int, int]] = {32: (32, 4), 64: (64, 4)}
+LOOPED_LONG: dict[int, tuple[int, int]] = {32: (512, 4), 64: (512, 4)}
+
+#: the device entry per op (ckgen/ops/rowops/device/rowops_entry.h) and the body's kOp constant
+ENTRIES = {SOFTMAX: "ckgen::rowops::softmax_entry", LAYERNORM: "ckgen::rowops::layernorm_entry",
+           RMSNORM: "ckgen::rowops::rmsnorm_entry"}
+HEADER = "rowops_entry.h"
+
+
+def _pow2ceil(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def estimate_registers(row: RowOpSpec, vec: int, reg_vecs: int, looped: bool, wave_size: int,
+                       threads_per_row: int = 1) -> int:
+    """32-bit registers per thread, estimated from :data:`REG_MODEL`: a base plus a cost per element a thread holds
+    in a tile (``reg_vecs * vec``), by op, residual or looped rows, and int8 output; plus :data:`REG_WIDE_ROW`."""
+    base, per_op, one, both, quant = REG_MODEL[wave_size]
+    res = row.residual is not None
+    k = per_op[row.op] + one * (res or looped) + both * (res and looped) + quant * row.quantized
+    waves, extra = REG_WIDE_ROW[wave_size]
+    return int(base + k * reg_vecs * vec + 0.5) + (extra if threads_per_row >= waves * wave_size else 0)
+
+
+def register_budget(target: Target, threads: int) -> int:
+    """Registers a thread may use with ``threads`` per workgroup: the per-thread limit, and the register file of
+    one CU / SM shared by one workgroup."""
+    waves = _ceil(threads, target.wave_size)
+    per_cu = target.vgprs_per_simd_lane * target.simds_per_cu * target.wave_size
+    return min(target.vgprs, per_cu // (waves * target.wave_size))
+
+
+def planning_budget(wave_size: int, threads: int) -> int:
+    """The register budget the planner picks within, the same for every target of one wave size: NVIDIA's 64 K
+    registers per SM (at most 255 per thread), AMD's 512-entry VGPR files of gfx90a and later (at most 256 per
+    thread). gfx908's smaller file may refuse a planned kernel by name (check_registers)."""
+    most, file = PLAN_REGISTERS[wave_size]
+    return min(most, file // threads)
+
+
+@dataclass
+class RowDraft(Draft):
+    vec: int = 0
+    threads_per_row: int = 0
+    rows_per_workgroup: int = 0
+    reg_vecs: int = 0
+    looped: bool = True
+    lds_bytes: int = 0
+    registers: int = 0
+
+    @property
+    def row(self) -> RowOpSpec:
+        return self.spec.params.row
+
+    @property
+    def cfg(self) -> RowConfig:
+        return self.spec.params.config
+
+    @property
+    def tile_cols(self) -> int:
+        return self.threads_per_row * self.reg_vecs * self.vec
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_row * self.rows_per_workgroup
+
+
+def _legal_dtypes(dts) -> str:
+    return ", ".join(d.value for d in dts)
+
+
+def check_dtypes(d: RowDraft) -> None:
+    r = d.row
+    if r.x not in INPUT_DTYPES:
+        raise d.fail("x", r.x.value, _legal_dtypes(INPUT_DTYPES), "the row ops read f16, bf16 or f32")
+    if r.y not in OUTPUT_DTYPES:
+        raise d.fail("y", r.y.value, _legal_dtypes(OUTPUT_DTYPES), "not an output dtype of the row ops")
+    for param, dt in (("residual", r.residual), ("weight", r.weight), ("bias", r.bias)):
+        if dt is not None and dt not in INPUT_DTYPES:
+            raise d.fail(param, dt.value, "none, true, " + _legal_dtypes(INPUT_DTYPES), "not a dtype the row ops read")
+
+
+def choose_vector(d: RowDraft) -> None:
+    widest = VECTOR_BYTES // d.row.x.bytes
+    v = d.cfg.vec
+    if v is None:
+        d.vec = widest
+        return
+    if v & (v - 1) or v > widest:
+        legal = ", ".join(str(1 << i) for i in range(widest.bit_length()))
+        raise d.fail("vec", v, f"{legal} (a power of two, at most {VECTOR_BYTES} bytes of {d.row.x.value})",
+                     "illegal vector width")
+    d.vec = v
+
+
+def sgpr_estimate(row: RowOpSpec, reg_vecs: int, looped: bool, multi_wave: bool) -> int:
+    """Scalar registers of a wave64 kernel, estimated from :data:`SGPR_MODEL`."""
+    base, first, rest, res, quant, ln, loop, loop_waves = SGPR_MODEL
+    return (base + first * min(reg_vecs, 4) + rest * max(reg_vecs - 4, 0) + res * (row.residual is not None)
+            + quant * row.quantized + ln * (row.op == LAYERNORM) + loop * looped + loop_waves * (looped and multi_wave))
+
+
+def _fits(d: RowDraft, t: int, r: int, looped: bool) -> bool:
+    w = d.target.wave_size
+    threads = max(t, WORKGROUP_THREADS)
+    if w == 64 and sgpr_estimate(d.row, r, looped, t > w) > SGPR_PLAN_LIMIT:
+        return False
+    return estimate_registers(d.row, d.vec, r, looped, w, t) <= planning_budget(w, threads)
+
+
+def _single_pass(d: RowDraft, n: int) -> tuple[int, int] | None:
+    """(threads_per_row, reg_vecs) holding a row of ``n`` vectors in one tile, or None."""
+    t, r = d.cfg.threads_per_row, d.cfg.reg_vecs
+    if t is not None and r is not None:
+        return (t, r) if t * r >= n else None
+    if t is not None:
+        r = _ceil(n, t)
+        return (t, r) if r <= PLAN_REG_VECS else None
+    if r is not None:
+        t = _pow2ceil(_ceil(n, r))
+        return (t, r) if t <= MAX_THREADS else None
+    return _from_table(d, n)
+
+
+def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
+    """The first :data:`SINGLE_PASS` line holding ``n`` vectors, its threads doubled (reg_vecs halved) until the
+    register estimate fits the planning budget; None when none does."""
+    for limit, t, r in SINGLE_PASS[d.target.wave_size]:
+        if n > limit:
+            continue
+        while t <= MAX_THREADS:
+            r = max(1, min(r, _ceil(n, t)))
+            if _fits(d, t, r, False):
+                return t, r
+            t, r = t * 2, max(1, r // 2)
+        return None
+    return None
+
+
+def choose_rows(d: RowDraft) -> None:
+    """threads_per_row, reg_vecs and looped: single pass when max_cols is known and one tile holds it (unless
+    looped = true), else looped with tiles from LOOPED / LOOPED_LONG; then rows_per_workgroup."""
+    cfg, w = d.cfg, d.target.wave_size
+    n = _ceil(cfg.max_cols, d.vec) if cfg.max_cols is not None else None
+    if cfg.looped is False and n is None:
+        raise d.fail("looped", "false", "true, or false with max_cols = <the longest row>",
+                     "a single-pass kernel holds one row in one tile: it needs max_cols")
+    single = _single_pass(d, n) if n is not None and cfg.looped is not True else None
+    if single is not None:
+        (d.threads_per_row, d.reg_vecs), d.looped = single, False
+    elif cfg.looped is False:  # no planned tile holds max_cols: say how far a single pass goes
+        if cfg.threads_per_row is None and cfg.reg_vecs is None:
+            largest = max((lim * d.vec for lim, _, _ in SINGLE_PASS[w] if _from_table(d, lim)), default=0)
+            raise d.fail("max_cols", cfg.max_cols, f"max_cols <= {largest} for a single pass (or looped = true, or "
+                         "give threads_per_row and reg_vecs)", "no planned single-pass tile holds the row within the "
+                         "register budget")
+        d.threads_per_row = cfg.threads_per_row or min(MAX_THREADS, _pow2ceil(_ceil(n, cfg.reg_vecs or 1)))
+        d.reg_vecs = cfg.reg_vecs or _ceil(n, d.threads_per_row)
+        d.looped = False
+    else:
+        t, r = (LOOPED_LONG if n is not None else LOOPED)[w]
+        if n is not None:
+            t = min(t, _pow2ceil(_ceil(n, r)))
+        t = cfg.threads_per_row or t
+        r = cfg.reg_vecs or r
+        while cfg.reg_vecs is None and r > 1 and not _fits(d, t, r, True):
+            r //= 2
+        d.threads_per_row, d.reg_vecs, d.looped = t, r, True
+    t = d.threads_per_row
+    d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
+
+
+def check_workgroup(d: RowDraft) -> None:
+    t, rpw, w = d.threads_per_row, d.rows_per_workgroup, d.target.wave_size
+    if t & (t - 1) or not 1 <= t <= MAX_THREADS:
+        raise d.fail("threads_per_row", t, f"a power of two, 1..{MAX_THREADS}",
+                     "rows are reduced by butterflies over a power of two of threads")
+    if t * rpw > MAX_THREADS:
+        raise d.fail("rows_per_workgroup", rpw, f"1..{MAX_THREADS // t} (threads_per_row = {t})",
+                     f"{t * rpw} threads exceed the {MAX_THREADS}-thread workgroup limit")
+    if (t * rpw) % w:
+        step = w // t
+        raise d.fail("rows_per_workgroup", rpw, f"a multiple of {step} (wave size {w} / threads_per_row {t})",
+                     f"the workgroup ({t * rpw} threads) must be a whole number of {w}-thread waves")
+    if not 1 <= d.reg_vecs <= MAX_REG_VECS:
+        raise d.fail("reg_vecs", d.reg_vecs, f"1..{MAX_REG_VECS}", "vectors per thread and tile")
+
+
+def check_one_tile(d: RowDraft) -> None:
+    """A single-pass kernel's tile must hold max_cols (its host entry refuses longer rows; the body traps)."""
+    if d.looped:
+        return
+    mc = d.cfg.max_cols
+    if d.tile_cols < mc:
+        how = f"threads_per_row x reg_vecs x vec = {d.threads_per_row} x {d.reg_vecs} x {d.vec} = {d.tile_cols}"
+        raise d.fail("max_cols", mc, f"max_cols <= {d.tile_cols}, a larger tile, or looped = true",
+                     f"one tile holds {how} columns: a single pass cannot hold the row")
+
+
+def plan_lds(d: RowDraft) -> None:
+    w = d.target.wave_size
+    if d.threads_per_row > w:
+        d.lds_bytes = 2 * (d.threads // w) * STATE_FLOATS[d.row.op] * 4  # reduce.h MultiWave scratch
+    if d.lds_bytes > d.target.lds_bytes:  # pragma: no cover - at most 2 * 16 * 3 * 4 bytes
+        raise d.fail("threads_per_row", d.threads_per_row, f"LDS <= {d.target.lds_bytes} bytes", "LDS")
+
+
+def check_registers(d: RowDraft) -> None:
+    w = d.target.wave_size
+    t = d.threads_per_row
+    est = estimate_registers(d.row, d.vec, d.reg_vecs, d.looped, w, t)
+    budget = register_budget(d.target, d.threads)
+    if est > budget:
+        fits = [r for r in range(1, MAX_REG_VECS + 1)
+                if estimate_registers(d.row, d.vec, r, d.looped, w, t) <= budget]
+        legal = (f"reg_vecs <= {fits[-1]} with {d.threads} threads per workgroup on {d.target.name}" if fits
+                 else f"fewer threads per workgroup (no reg_vecs fits {d.threads} on {d.target.name})")
+        raise d.fail("reg_vecs", d.reg_vecs, legal,
+                     f"needs about {est} registers per thread, over the {budget} a thread has in a "
+                     f"{d.threads}-thread workgroup on {d.target.name}")
+    d.registers = est
+
+
+PASSES = (
+    check_dtypes,      # x, y, residual, weight, bias: dtypes the body generates
+    choose_vector,     # vec: a power of two, at most 16 bytes of x
+    choose_rows,       # threads_per_row, reg_vecs, looped, rows_per_workgroup (tables per wave size)
+    check_workgroup,   # a power of two of threads per row, whole waves, at most 1024 threads
+    check_one_tile,    # a single pass holds max_cols
+    plan_lds,          # the cross-wave reduction's LDS
+    check_registers,   # the tile in registers against the target's budget
+)
+
+
+def plan(spec: KernelSpec, target: Target) -> KernelPlan:
+    if not isinstance(spec.params, RowParams):  # pragma: no cover - the registry routes by op
+        raise TypeError("the row-op planner takes row-op specs")
+    d = run_passes(PASSES, RowDraft(spec, target))
+    w = target.wave_size
+    body = RowPlan(header=HEADER, impl=ENTRIES[d.row.op], kind=d.row.kind, vec=d.vec,
+                   threads_per_row=d.threads_per_row, waves_per_row=max(1, d.threads_per_row // w),
+                   rows_per_workgroup=d.rows_per_workgroup, threads=d.threads, reg_vecs=d.reg_vecs,
+                   tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
+                   registers_estimate=d.registers, wave_size=w)
+    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=launch(d.threads, d.rows_per_workgroup),
+                      entries=(Entry(spec.name, d.threads, 0),))  # LDS is static

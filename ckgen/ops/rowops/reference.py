@@ -1,0 +1,89 @@
+"""The row ops' float64 reference and tolerances.
+
+:func:`reference` computes every output of a kernel from its inputs as the device contract states
+(``device/rowops_forward.h``): ``s = x + residual`` rounded to the residual's dtype (f32 sum, then one rounding),
+the op on ``v = s`` (or ``x``) in float64, and for int8 ``y`` the per-row scale ``amax / 127`` (1 for an all-zero
+row) and ``y`` in quantization steps, ``y_f64 * 127 / amax`` *before* rounding: the kernel's ``q`` differs from it
+by at most half a step (one rounding), which :data:`TOLERANCES` allows for in the relative norm error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckgen.ir.plan import KernelPlan
+from ckgen.ir.types import DType
+from ckgen.runtime.arrays import to_bf16, to_float64
+
+#: relative norm error allowed per output dtype against float64 (f32 arithmetic, then one rounding of y):
+#: i8 is y in quantization steps, one rounding (rms 0.29 steps) against row values whose rms is at least about
+#: 1/6 of the row's largest (127 steps): 0.29 / 21 ~ 1.4e-2, allowed 2.5e-2.
+TOLERANCES = {DType.F32: 2e-5, DType.F16: 2e-3, DType.BF16: 1e-2, DType.I8: 2.5e-2}
+#: y_scale: amax / 127 in f32 against float64
+SCALE_TOLERANCE = 1e-4
+
+
+def round_to(v: np.ndarray, dt: DType) -> np.ndarray:
+    """float64 values rounded to f32, then to ``dt`` (round to nearest even), as float64 again."""
+    f = np.asarray(v, np.float64).astype(np.float32)
+    if dt == DType.BF16:
+        return to_float64(to_bf16(f), dt)
+    return f.astype(np.dtype(dt.numpy)).astype(np.float64)
+
+
+def op_values(kind: str, v: np.ndarray, weight, bias, scale: float, eps: float) -> np.ndarray:
+    """float64 y of ``kind`` (softmax, log_softmax, layernorm, rmsnorm) on rows of ``v``."""
+    if v.shape[-1] == 0:
+        return v.copy()
+    if kind in ("softmax", "log_softmax"):
+        t = scale * v
+        m = t.max(axis=-1, keepdims=True)
+        e = np.exp(t - m)
+        d = e.sum(axis=-1, keepdims=True)
+        return e / d if kind == "softmax" else t - m - np.log(d)
+    if kind == "layernorm":
+        mean = v.mean(axis=-1, keepdims=True)
+        y = (v - mean) / np.sqrt(((v - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    else:
+        y = v / np.sqrt((v * v).mean(axis=-1, keepdims=True) + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str, float] | None = None
+              ) -> dict[str, np.ndarray]:
+    """float64 ``y`` (int8: in quantization steps, unrounded), ``s_out`` and ``y_scale`` of the kernel's used
+    outputs. ``scalars``: scale / eps (default: the ABI's defaults, the DSL's values)."""
+    r = plan.spec.params.row
+    sc = {a.name: a.default for a in plan.abi.args if a.kind.value == "scalar"} | dict(scalars or {})
+    x = to_float64(arrays["x"], r.x)
+    out: dict[str, np.ndarray] = {}
+    if r.residual is not None:
+        v = round_to(x + to_float64(arrays["residual"], r.residual), r.residual)
+        out["s_out"] = v
+    else:
+        v = x
+    w = to_float64(arrays["weight"], r.w_dtype) if r.weight is not None else None
+    b = to_float64(arrays["bias"], r.w_dtype) if r.bias is not None else None
+    y = op_values(r.kind, v, w, b, float(sc.get("scale", 1.0)), float(sc.get("eps", 0.0)))
+    if r.quantized:
+        amax = np.abs(y).max(axis=-1) if y.shape[-1] else np.zeros(y.shape[:-1])
+        out["y_scale"] = np.where(amax > 0, amax / 127.0, 1.0)
+        out["y"] = np.where(amax[..., None] > 0, y * (127.0 / np.where(amax > 0, amax, 1.0))[..., None], 0.0)
+    else:
+        out["y"] = y
+    return out
+
+
+def tolerance(plan: KernelPlan, output: str) -> float:
+    """s_out: exact (one rounding of an exact f32 sum, as the reference); y_scale: :data:`SCALE_TOLERANCE`; y: by
+    its dtype (:data:`TOLERANCES`)."""
+    r = plan.spec.params.row
+    if output == "s_out":
+        return 0.0
+    if output == "y_scale":
+        return SCALE_TOLERANCE
+    return TOLERANCES[r.y]

@@ -1,0 +1,202 @@
+"""The row ops' kernel description and DSL keys (softmax, layernorm, rmsnorm: one description for the three).
+
+A row op reads a ``rows x cols`` matrix ``x`` (row-major, a row stride per tensor) and writes ``y`` of the same
+shape, one row at a time, reducing over the last dimension:
+
+- ``softmax``: ``y = softmax(scale * v)``, or with ``log = true`` ``log_softmax(scale * v)``;
+- ``layernorm``: ``y = (v - mean) / sqrt(var + eps) [* weight] [+ bias]`` (population variance);
+- ``rmsnorm``: ``y = v / sqrt(mean(v^2) + eps) [* weight]``;
+
+where ``v = x``, or with a residual ``v = s = x + residual`` rounded to the residual's dtype and written to
+``s_out``. ``y = i8`` quantizes each row symmetrically with a per-row f32 scale written to ``y_scale``.
+
+:func:`build_params` turns the parsed values of one kernel into frozen :class:`RowParams` (defaults resolved
+where they do not depend on the target: dtypes of y, residual, weight and bias follow x's). Legality against the
+target (dtypes the body generates, vector widths, workgroup, registers, one tile per row) is the planning passes'
+job (``plan.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckgen.frontend import values as V
+from ckgen.frontend.parser import Value
+from ckgen.ir.types import DType
+from ckgen.ops.base import BuildContext, Key
+
+#: the three registry names this package serves, and their kOp in the device body
+SOFTMAX, LAYERNORM, RMSNORM = "softmax", "layernorm", "rmsnorm"
+OPS = (SOFTMAX, LAYERNORM, RMSNORM)
+#: largest ``max_cols`` the DSL accepts (a size argument's range)
+MAX_COLS = 2**31 - 1
+#: largest finite f32 (scale and eps must be finite f32 numbers)
+F32_MAX = 3.4028234663852886e38
+DTYPE_WORDS = ("f16", "bf16", "f32")
+
+_COMMON_HEAD = (
+    Key("x", "f16 | bf16 | f32: the input's dtype", required=True),
+    Key("y", "f16 | bf16 | f32 | i8 (int8, with a per-row f32 scale written to y_scale)", default_text="x's dtype"),
+    Key("residual", "none | true (x's dtype) | f16 | bf16 | f32: s = x + residual, rounded to this dtype, is "
+                    "written to s_out and the op is applied to it", default_text="none"),
+)
+_COMMON_TAIL = (
+    Key("vec", "1 | 2 | 4 | 8 | 16 elements per vector access, at most 16 bytes of x", default_text="16 bytes of x"),
+    Key("threads_per_row", "a power of two, 1..1024: part of a wave, one wave or several waves per row",
+        default_text="planned (a table per wave size)"),
+    Key("rows_per_workgroup", "1..1024 / threads_per_row, the workgroup a whole number of waves",
+        default_text="planned (256 threads)"),
+    Key("reg_vecs", "1..16 vectors per thread and tile (registers)", default_text="planned"),
+    Key("max_cols", "1..2147483647 or any: the longest row this kernel takes (the host entry refuses longer)",
+        default_text="any"),
+    Key("looped", "true | false: false holds the row in registers, read once (cols <= one tile); true loops over "
+                  "tiles (any cols; rows longer than a tile are read twice)",
+        default_text="false when max_cols fits one tile, else true"),
+)
+
+KEYS = {
+    SOFTMAX: (*_COMMON_HEAD,
+              Key("scale", "a finite number: y = softmax(scale * v); the default of the runtime scalar scale",
+                  default_text="1.0"),
+              Key("log", "true | false: log-softmax", default_text="false"),
+              *_COMMON_TAIL),
+    LAYERNORM: (*_COMMON_HEAD,
+                Key("weight", "none | true (x's dtype) | f16 | bf16 | f32", default_text="true"),
+                Key("bias", "none | true (weight's dtype) | f16 | bf16 | f32 (weight's dtype)",
+                    default_text="as weight (both, as torch's LayerNorm, or neither)"),
+                Key("eps", "a finite number >= 0; the default of the runtime scalar eps", default_text="1e-5"),
+                *_COMMON_TAIL),
+    RMSNORM: (*_COMMON_HEAD,
+              Key("weight", "none | true (x's dtype) | f16 | bf16 | f32", default_text="true"),
+              Key("eps", "a finite number >= 0; the default of the runtime scalar eps", default_text="1e-5"),
+              *_COMMON_TAIL),
+}
+
+
+@dataclass(frozen=True)
+class RowOpSpec:
+    """What one row-op kernel computes. ``residual``, ``weight``, ``bias``: dtypes, None when absent (weight and
+    bias share one dtype). ``scale`` (softmax) and ``eps`` (norms): the defaults of the runtime scalars."""
+
+    op: str
+    x: DType
+    y: DType
+    residual: DType | None = None
+    weight: DType | None = None
+    bias: DType | None = None
+    log: bool = False
+    scale: float = 1.0
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"row op {self.op}")
+        if self.op != LAYERNORM and self.bias is not None:
+            raise ValueError("only layernorm has a bias")
+        if self.op == SOFTMAX and self.weight is not None:
+            raise ValueError("softmax has no weight")
+        if self.op != SOFTMAX and self.log:
+            raise ValueError("log is a softmax option")
+        if self.weight is not None and self.bias is not None and self.weight != self.bias:
+            raise ValueError("weight and bias share one dtype")
+
+    @property
+    def quantized(self) -> bool:
+        return self.y == DType.I8
+
+    @property
+    def w_dtype(self) -> DType:
+        """The element type of weight and bias (x's when the kernel has neither)."""
+        return self.weight or self.bias or self.x
+
+    @property
+    def res_dtype(self) -> DType:
+        """The element type of residual and s_out (x's when the kernel has no residual)."""
+        return self.residual or self.x
+
+    @property
+    def kind(self) -> str:
+        """softmax, log_softmax, layernorm or rmsnorm."""
+        return "log_softmax" if self.log else self.op
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "x": self.x.value, "y": self.y.value,
+                "residual": self.residual.value if self.residual else None,
+                "weight": self.weight.value if self.weight else None, "bias": self.bias.value if self.bias else None,
+                "log": self.log, "scale": self.scale, "eps": self.eps}
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    """How the rows are cut: None means planned per target (``plan.py``)."""
+
+    vec: int | None = None
+    threads_per_row: int | None = None
+    rows_per_workgroup: int | None = None
+    reg_vecs: int | None = None
+    max_cols: int | None = None
+    looped: bool | None = None
+
+    def to_json(self) -> dict:
+        return {"vec": self.vec, "threads_per_row": self.threads_per_row,
+                "rows_per_workgroup": self.rows_per_workgroup, "reg_vecs": self.reg_vecs,
+                "max_cols": self.max_cols, "looped": self.looped}
+
+
+@dataclass(frozen=True)
+class RowParams:
+    row: RowOpSpec
+    config: RowConfig
+
+    def to_json(self) -> dict:
+        return {"row": self.row.to_json(), "config": self.config.to_json()}
+
+
+def _optional_dtype(v: Value, param: str, default: DType) -> DType | None:
+    """``none`` / ``false`` -> None, ``true`` -> default, else a dtype."""
+    if v.kind == "call" and not v.data[1] and v.data[0] in ("none", "false", "true"):
+        return default if v.data[0] == "true" else None
+    if v.kind == "call" and not v.data[1]:
+        try:
+            return DType.parse(v.data[0])
+        except ValueError:
+            pass
+    words = ("none", "true", *DTYPE_WORDS)
+    raise V.err(f"{param} = {v.text}: expected none, true or a dtype", v.span,
+                f"{V.did_you_mean(v.text, words)}legal: {', '.join(words)}")
+
+
+def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
+    """The params of one ``op`` kernel from its parsed values (keys of ``KEYS[op]``)."""
+    del ctx
+    x = V.dtype(v["x"], "x")
+    y = V.dtype(v["y"], "y") if "y" in v else x
+    residual = _optional_dtype(v["residual"], "residual", x) if "residual" in v else None
+    weight = bias = None
+    if op != SOFTMAX:
+        weight = _optional_dtype(v["weight"], "weight", x) if "weight" in v else x
+    if op == LAYERNORM:
+        bias = _optional_dtype(v["bias"], "bias", weight or x) if "bias" in v else weight
+        if weight is not None and bias is not None and bias != weight:
+            raise V.err(f"bias = {bias.value}: weight and bias share one dtype (weight is {weight.value})",
+                        v["bias"].span, f"legal: {weight.value}, true or none")
+    eps = V.number(v["eps"], "eps", 0.0, F32_MAX) if "eps" in v else 1e-5
+    scale = V.number(v["scale"], "scale", -F32_MAX, F32_MAX) if "scale" in v else 1.0
+    log = V.boolean(v["log"], "log") if "log" in v else False
+    row = RowOpSpec(op, x, y, residual, weight, bias, log=log, scale=scale, eps=eps)
+
+    max_cols = None
+    if "max_cols" in v:
+        mv = v["max_cols"]
+        if not (mv.kind == "call" and mv.data == ("any", ())):
+            max_cols = V.integer(mv, "max_cols", 1, MAX_COLS)
+    cfg = RowConfig(
+        vec=V.integer(v["vec"], "vec", 1, 16) if "vec" in v else None,
+        threads_per_row=V.integer(v["threads_per_row"], "threads_per_row", 1, 1024) if "threads_per_row" in v else None,
+        rows_per_workgroup=V.integer(v["rows_per_workgroup"], "rows_per_workgroup", 1, 1024)
+        if "rows_per_workgroup" in v else None,
+        reg_vecs=V.integer(v["reg_vecs"], "reg_vecs", 1, 16) if "reg_vecs" in v else None,
+        max_cols=max_cols,
+        looped=V.boolean(v["looped"], "looped") if "looped" in v else None,
+    )
+    return RowParams(row, cfg)

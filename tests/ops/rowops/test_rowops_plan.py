@@ -1,0 +1,219 @@
+"""The row ops' DSL, planner and ABI: defaults planned per wave size, every refusal naming the parameter, its value
+and what is legal, the ABI as data (unused tensors, in-place aliases, the cols bound), the launch, and the host
+entry's checks as generated."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ckgen.codegen import render_header, render_kernel, render_launchers
+from ckgen.codegen.render import launcher_view, manifest_kernels
+from ckgen.errors import CkgenError, SpecError, ValidationError
+from ckgen.frontend import load_text
+from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.plan import GridDim
+from ckgen.ir.types import DType
+from ckgen.lower import plan_kernel
+from ckgen.ops import get_op
+from ckgen.ops.rowops.plan import REG_MODEL, SINGLE_PASS, estimate_registers
+
+AMD, NV = ("gfx908", "gfx90a", "gfx942", "gfx950"), ("sm_80", "sm_90")
+
+
+def plan1(body: str, arch: str = "gfx942", op: str = "softmax"):
+    (spec,) = load_text(f"kernel k {{ op = {op} {body} }}", "t.ck", (arch,))
+    return plan_kernel(spec, arch)
+
+
+def refused(body: str, arch: str = "gfx942", op: str = "softmax") -> CkgenError:
+    with pytest.raises(CkgenError) as e:
+        plan1(body, arch, op)
+    return e.value
+
+
+# ------------------------------------------------------------------------------------------ planned defaults
+@pytest.mark.parametrize("arch,max_cols,want", [
+    ("sm_90", 1024, (32, 4, 8, False)), ("sm_90", 4096, (128, 4, 2, False)), ("sm_90", 8192, (256, 4, 1, False)),
+    ("sm_90", 16384, (512, 4, 1, False)), ("sm_90", 32768, (512, 4, 1, True)),
+    ("gfx942", 1024, (32, 4, 8, False)), ("gfx942", 4096, (128, 4, 2, False)), ("gfx942", 16384, (512, 4, 1, False)),
+    ("gfx942", 32768, (512, 4, 1, True)),   # 8 vectors per thread spill SGPRs, 1024 threads too many VGPRs
+    ("gfx942", 65536, (512, 4, 1, True)), ("gfx942", 7, (1, 1, 256, False)), ("sm_90", 100, (4, 4, 64, False)),
+])
+def test_planned_softmax_bf16(arch: str, max_cols: int, want: tuple) -> None:
+    b = plan1(f"x = bf16 max_cols = {max_cols}", arch).body
+    assert (b.threads_per_row, b.reg_vecs, b.rows_per_workgroup, b.looped) == want
+    assert b.looped or b.tile_cols >= max_cols
+    assert b.threads % b.wave_size == 0 and b.vec == 8
+
+
+def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
+    for arch, w in (("gfx942", 64), ("sm_90", 32)):
+        p = plan1("x = f16", arch, "layernorm")
+        b = p.body
+        assert b.looped and b.max_cols is None and b.threads_per_row == w and b.reg_vecs == 4
+        assert p.abi["cols"].at_most is None
+    # a layer norm row of 32768 bf16 is too many registers for one pass on either vendor: looped
+    assert plan1("x = bf16 max_cols = 32768", "gfx942", "layernorm").body.looped
+    assert plan1("x = bf16 max_cols = 32768", "sm_90", "layernorm").body.looped
+
+
+def test_one_plan_per_wave_size() -> None:
+    """Every AMD arch (and every NVIDIA arch) gets the same rows, workgroup and grid: one library's launcher."""
+    src = "x = bf16 residual = f32 y = i8 max_cols = 6000"
+    for group in (AMD[1:], NV):
+        plans = [plan1(src, a, "rmsnorm") for a in group]
+        assert len({(p.body.threads_per_row, p.body.reg_vecs, p.body.rows_per_workgroup, p.launch) for p in plans}) == 1
+
+
+def test_given_parameters_are_kept() -> None:
+    b = plan1("x = f32 vec = 2 threads_per_row = 8 rows_per_workgroup = 16 reg_vecs = 3 looped = true").body
+    assert (b.vec, b.threads_per_row, b.rows_per_workgroup, b.reg_vecs, b.looped, b.tile_cols) == (2, 8, 16, 3, True, 48)
+    b = plan1("x = bf16 threads_per_row = 64 max_cols = 1500").body   # reg_vecs planned to hold max_cols
+    assert (b.reg_vecs, b.looped, b.tile_cols) == (3, False, 1536)
+
+
+def test_tables_and_register_model_are_consistent() -> None:
+    for w, lines in SINGLE_PASS.items():
+        assert [v for v, _, _ in lines] == sorted(v for v, _, _ in lines)
+        assert all(t * r >= v for v, t, r in lines), "a line holds its rows"
+        assert w in REG_MODEL
+
+
+# ------------------------------------------------------------------------------------------ refusals
+@pytest.mark.parametrize("op,body,param,legal", [
+    ("softmax", "x = i8", "x", "f16, bf16, f32"),
+    ("softmax", "x = f16 y = i32", "y", "f16, bf16, f32, i8"),
+    ("layernorm", "x = f16 residual = i8", "residual", "f16, bf16, f32"),
+    ("softmax", "x = bf16 vec = 16", "vec", "1, 2, 4, 8"),
+    ("softmax", "x = f32 vec = 3", "vec", "1, 2, 4 "),
+    ("softmax", "x = bf16 threads_per_row = 48", "threads_per_row", "a power of two"),
+    ("rmsnorm", "x = bf16 threads_per_row = 16 rows_per_workgroup = 3", "rows_per_workgroup", "a multiple of 4"),
+    ("rmsnorm", "x = bf16 threads_per_row = 512 rows_per_workgroup = 4", "rows_per_workgroup", "1..2"),
+    ("softmax", "x = bf16 looped = false", "looped", "max_cols"),
+    ("softmax", "x = bf16 looped = false max_cols = 100000", "max_cols", "max_cols <= 16384 for a single pass"),
+    ("softmax", "x = bf16 threads_per_row = 64 reg_vecs = 2 max_cols = 2000 looped = false", "max_cols",
+     "max_cols <= 1024"),
+    ("layernorm", "x = bf16 residual = f32 threads_per_row = 256 reg_vecs = 16 looped = true", "reg_vecs",
+     "reg_vecs <= 4 with 256 threads"),
+    ("layernorm", "x = bf16 threads_per_row = 1024 reg_vecs = 4", "reg_vecs", "fewer threads per workgroup"),
+])
+def test_refusals_name_parameter_value_and_legal(op: str, body: str, param: str, legal: str) -> None:
+    e = refused(body, "gfx942", op)
+    assert isinstance(e, ValidationError) and e.param == param, e.render()
+    assert f"{param} = " in e.message and legal in (e.hint or ""), e.render()
+    assert e.span is not None and "t.ck" in e.render()
+
+
+@pytest.mark.parametrize("op,body,match", [
+    ("rmsnorm", "x = bf16 bias = true", "unknown parameter 'bias' for op rmsnorm"),
+    ("layernorm", "x = bf16 scale = 2.0", "unknown parameter 'scale' for op layernorm"),
+    ("softmax", "x = bf16 weight = true", "unknown parameter 'weight' for op softmax"),
+    ("layernorm", "x = bf16 weight = bf16 bias = f32", "weight and bias share one dtype"),
+    ("layernorm", "x = bf16 eps = -1", "eps = -1: out of range"),
+    ("softmax", "x = bf16 max_cols = 0", "max_cols = 0: expected an integer"),
+    ("softmax", "x = bf16 residual = yes", "residual = yes: expected none, true or a dtype"),
+    ("softmax", "x = bf16 log = 1", "log = 1: expected one of true, false"),
+    ("softmax", "y = bf16", "missing x"),
+])
+def test_dsl_errors(op: str, body: str, match: str) -> None:
+    with pytest.raises(SpecError, match=match):
+        load_text(f"kernel k {{ op = {op} {body} }}", "t.ck", ("gfx942",))
+
+
+def test_gfx908_refuses_by_name_what_its_smaller_register_file_cannot_hold() -> None:
+    plan1("x = bf16 max_cols = 32768", "gfx942")
+    e = refused("x = bf16 max_cols = 32768", "gfx908")
+    assert isinstance(e, ValidationError) and e.param == "reg_vecs" and "gfx908" in e.message
+
+
+# ------------------------------------------------------------------------------------------ ABI and launch
+def test_abi_per_op() -> None:
+    names = {op: [a.name for a in plan1("x = bf16", "gfx942", op).abi.args] for op in ("softmax", "layernorm", "rmsnorm")}
+    mats = ["rows", "cols", "stride_x", "stride_res", "stride_y", "stride_s"]
+    assert names["softmax"] == ["x", "residual", "y", "s_out", "y_scale", *mats, "scale"]
+    assert names["layernorm"] == ["x", "residual", "weight", "bias", "y", "s_out", "y_scale", *mats, "eps"]
+    assert names["rmsnorm"] == ["x", "residual", "weight", "y", "s_out", "y_scale", *mats, "eps"]
+
+
+def test_abi_unused_aliases_bounds_and_defaults() -> None:
+    abi = plan1("x = f16 residual = f32 weight = none y = i8 eps = 1e-3 max_cols = 5000", op="layernorm").abi
+    assert plan1("x = f16", op="layernorm").abi["bias"].unused is False   # default: weight and bias
+    assert [a.name for a in abi.tensors if a.unused] == ["weight", "bias"]
+    assert abi["y"].aliases == () and abi["y"].dtype == DType.I8       # int8 y cannot be x
+    assert abi["s_out"].aliases == ("residual",)                         # f32 s_out over the f32 residual only
+    assert abi["y_scale"].dims == ("rows",) and not abi["y_scale"].unused
+    assert abi["cols"].at_most == 5000 and abi["eps"].default == 1e-3
+    abi = plan1("x = bf16 residual = true", op="rmsnorm").abi
+    assert abi["y"].aliases == ("x",) and abi["s_out"].aliases == ("x", "residual")
+    assert abi["y_scale"].unused and abi["cols"].at_most is None
+    sm = plan1("x = f32 scale = -0.5 log = true").abi
+    assert sm["scale"].default == -0.5 and "log_softmax" in sm["scale"].doc
+    j = sm.to_json()
+    assert {d["name"] for d in j if d.get("aliases")} == {"y"}
+
+
+def test_abi_declarations_are_checked() -> None:
+    t = ArgKind.TENSOR
+    x = Arg("x", t, dtype=DType.F16, dims=("n",), strides=(1,))
+    with pytest.raises(ValueError, match="only written tensors declare aliases"):
+        Arg("z", t, dtype=DType.F16, dims=("n",), strides=(1,), aliases=("x",))
+    with pytest.raises(ValueError, match="same dtype and dims"):
+        Abi((x, Arg("y", t, dtype=DType.F32, role="out", dims=("n",), strides=(1,), aliases=("x",)),
+             Arg("n", ArgKind.SIZE)))
+    with pytest.raises(ValueError, match="only sizes have an upper bound"):
+        Arg("s", ArgKind.STRIDE, at_most=4)
+    with pytest.raises(ValueError, match="GridDim.cap"):
+        GridDim(None, 1, cap=4)
+
+
+def test_grid_cap_and_launch() -> None:
+    p = plan1("x = bf16 max_cols = 1024", "sm_90")
+    g = p.launch.grid[0]
+    assert (g.size, g.per, g.cap) == ("rows", 8, 2**20)
+    assert p.launch.grid_counts({"rows": 17, "cols": 5}) == (3, 1, 1)
+    assert p.launch.grid_counts({"rows": 2**31 - 1, "cols": 5}) == (2**20, 1, 1)
+    assert g.to_json() == {"size": "rows", "per": 8, "split": True, "cap": 2**20}
+    v = launcher_view(p)
+    assert v["grid"][0] == "(ckgen_ceil_div(rows, 8) < 1048576 ? ckgen_ceil_div(rows, 8) : 1048576)"
+    assert ("cols", 1024) in v["sizes"] and ("rows", "INT32_MAX") in v["sizes"]
+    # the strides of unused tensors (residual, s_out) are not checked: a C caller may pass 0
+    assert [s for s, _ in v["stride_checks"]] == ["stride_x", "stride_y"]
+
+
+def test_generated_sources() -> None:
+    p = plan1("x = bf16 residual = f32 y = i8 max_cols = 3000", "gfx942", "rmsnorm")
+    k = render_kernel(p)
+    assert "ckgen::rowops::rmsnorm_entry<ckgen_gen::k_cfg>(x, residual, weight, y, s_out, y_scale" in k
+    for member in ("using TRes = float;", "using TOut = int8_t;", "kOp = ckgen::rowops::kRmsNorm",
+                   "kQuantI8 = true", "kLooped = false", f"kTileCols = {p.body.tile_cols}",
+                   f"kLdsBytes = {p.body.lds_bytes}"):
+        assert member in k
+    host = render_launchers("t", [p], "amd")
+    assert "if (cols < 0 || cols > 3000) return CKGEN_ERROR_INVALID_VALUE;" in host
+    assert "if (rows == 0 || cols == 0) return CKGEN_SUCCESS;" in host
+    hdr = render_header("t", [p])
+    assert "int ckgen_k(const void* x, const void* residual, const void* weight, void* y, void* s_out, " \
+           "void* y_scale, int64_t rows, int64_t cols" in hdr and "at most 3000 (max_cols)" in hdr
+    m = manifest_kernels([p])[0]
+    assert m["op"] == "rmsnorm" and json.dumps(m)
+    cols = next(a for a in m["abi"] if a["name"] == "cols")
+    assert cols["at_most"] == 3000
+    assert m["plans"]["gfx942"]["body"]["tile_cols"] == p.body.tile_cols
+
+
+def test_registry_serves_three_ops_from_one_package() -> None:
+    ops = [get_op(n) for n in ("softmax", "layernorm", "rmsnorm")]
+    assert {type(o).__module__ for o in ops} == {"ckgen.ops.rowops"}
+    assert [o.kernel_template for o in ops] == ["rowops/kernel.hip.j2"] * 3
+    assert "log" in [k.name for k in ops[0].keys] and "bias" in [k.name for k in ops[1].keys]
+    assert "bias" not in [k.name for k in ops[2].keys]
+
+
+def test_register_estimate_grows_with_the_tile() -> None:
+    (spec,) = load_text("kernel k { op = layernorm x = bf16 residual = true }", "t.ck", ("gfx942",))
+    r = spec.params.row
+    for w in (32, 64):
+        est = [estimate_registers(r, 8, n, False, w) for n in (1, 2, 4, 8)]
+        assert est == sorted(est) and est[0] < est[-1]
