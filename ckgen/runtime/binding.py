@@ -40,7 +40,7 @@ import numpy as np
 
 from ckgen.errors import RuntimeFailure
 from ckgen.ir.abi import INT32_MAX, Arg, ArgKind, split_dim
-from ckgen.ir.plan import GRID_X_MAX, GRID_YZ_MAX, KernelPlan
+from ckgen.ir.plan import GRID_X_MAX, GRID_YZ_MAX, KernelPlan, split_axes
 from ckgen.ir.types import DType
 from ckgen.runtime.arrays import memory_order, numpy_dtype, shape_of
 
@@ -198,9 +198,10 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if not empty_call and (size_values[a_] < 1 or size_values[b_] % size_values[a_]):
             raise _fail(plan, f"{b_} = {size_values[b_]} must be a multiple of {a_} = {size_values[a_]} (at least 1)")
     if not empty_call:
+        split = {axis for axis, _ in split_axes(plan.launch)}   # those run as sub-problems (split_launch)
         for axis, (g, count, limit) in enumerate(zip(plan.launch.grid, plan.launch.grid_counts(size_values),
                                                      (GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX), strict=True)):
-            if count > limit:
+            if count > limit and axis not in split:
                 raise _fail(plan, f"size {g.size} = {size_values[g.size]} needs {count} workgroups along grid "
                                   f"{'xyz'[axis]}, over the launch limit {limit}")
 

@@ -23,11 +23,6 @@ CKGEN_API int ckgen_attn_d128_causal(const void* Q, const void* K, const void* V
   if (heads_kv < 0 || heads_kv > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (seqlen_q < 0 || seqlen_q > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (seqlen_k < 0 || seqlen_k > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!K) return CKGEN_ERROR_INVALID_VALUE;
-  if (!V) return CKGEN_ERROR_INVALID_VALUE;
-  if (!O) return CKGEN_ERROR_INVALID_VALUE;
-  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
   if (!(scale >= 1.1754943508222875e-38f && scale <= 3.4028234663852886e+38f)) return CKGEN_ERROR_INVALID_VALUE;
   if (q_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (q_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
@@ -43,7 +38,12 @@ CKGEN_API int ckgen_attn_d128_causal(const void* Q, const void* K, const void* V
   if (o_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
-  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;
+  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
+  if (!K) return CKGEN_ERROR_INVALID_VALUE;
+  if (!V) return CKGEN_ERROR_INVALID_VALUE;
+  if (!O) return CKGEN_ERROR_INVALID_VALUE;
+  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along heads
@@ -105,11 +105,6 @@ CKGEN_API int ckgen_attn_d64_causal(const void* Q, const void* K, const void* V,
   if (heads_kv < 0 || heads_kv > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (seqlen_q < 0 || seqlen_q > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (seqlen_k < 0 || seqlen_k > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!K) return CKGEN_ERROR_INVALID_VALUE;
-  if (!V) return CKGEN_ERROR_INVALID_VALUE;
-  if (!O) return CKGEN_ERROR_INVALID_VALUE;
-  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
   if (!(scale >= 1.1754943508222875e-38f && scale <= 3.4028234663852886e+38f)) return CKGEN_ERROR_INVALID_VALUE;
   if (q_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (q_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
@@ -125,7 +120,12 @@ CKGEN_API int ckgen_attn_d64_causal(const void* Q, const void* K, const void* V,
   if (o_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
-  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;
+  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
+  if (!K) return CKGEN_ERROR_INVALID_VALUE;
+  if (!V) return CKGEN_ERROR_INVALID_VALUE;
+  if (!O) return CKGEN_ERROR_INVALID_VALUE;
+  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along heads
@@ -187,13 +187,6 @@ CKGEN_API int ckgen_attn_d64_window_varlen(const void* Q, const void* K, const v
   if (heads_kv < 0 || heads_kv > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (seqlen_q < 0 || seqlen_q > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (seqlen_k < 0 || seqlen_k > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!K) return CKGEN_ERROR_INVALID_VALUE;
-  if (!V) return CKGEN_ERROR_INVALID_VALUE;
-  if (!O) return CKGEN_ERROR_INVALID_VALUE;
-  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
-  if (!cu_seqlens_q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!cu_seqlens_k) return CKGEN_ERROR_INVALID_VALUE;
   if (!(scale >= 1.1754943508222875e-38f && scale <= 3.4028234663852886e+38f)) return CKGEN_ERROR_INVALID_VALUE;
   if (q_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (q_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
@@ -209,7 +202,14 @@ CKGEN_API int ckgen_attn_d64_window_varlen(const void* Q, const void* K, const v
   if (o_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
-  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;
+  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
+  if (!K) return CKGEN_ERROR_INVALID_VALUE;
+  if (!V) return CKGEN_ERROR_INVALID_VALUE;
+  if (!O) return CKGEN_ERROR_INVALID_VALUE;
+  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
+  if (!cu_seqlens_q) return CKGEN_ERROR_INVALID_VALUE;
+  if (!cu_seqlens_k) return CKGEN_ERROR_INVALID_VALUE;
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along heads

@@ -21,13 +21,13 @@ CKGEN_API int ckgen_sgemm_nn(const void* A, const void* B, void* C, const void* 
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
   if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldb < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
-  if (M == 0 || N == 0) return CKGEN_SUCCESS;
+  if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!A) return CKGEN_ERROR_INVALID_VALUE;
+  if (!B) return CKGEN_ERROR_INVALID_VALUE;
+  if (!C) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
     const int64_t step_ = 65535LL * 64;

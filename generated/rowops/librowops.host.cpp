@@ -20,11 +20,11 @@
 CKGEN_API int ckgen_softmax_bf16(const void* x, const void* residual, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float scale, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > 4096) return CKGEN_ERROR_INVALID_VALUE;
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;
+  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!x) return CKGEN_ERROR_INVALID_VALUE;
+  if (!y) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 2) < 1048576 ? ckgen_ceil_div(rows, 2) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
@@ -47,11 +47,11 @@ CKGEN_API int ckgen_softmax_bf16(const void* x, const void* residual, void* y, v
 CKGEN_API int ckgen_log_softmax_f32(const void* x, const void* residual, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float scale, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;
+  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!x) return CKGEN_ERROR_INVALID_VALUE;
+  if (!y) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 4) < 1048576 ? ckgen_ceil_div(rows, 4) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const float* x_ = static_cast<const float*>(x);
@@ -74,13 +74,13 @@ CKGEN_API int ckgen_log_softmax_f32(const void* x, const void* residual, void* y
 CKGEN_API int ckgen_layernorm_bf16(const void* x, const void* residual, const void* weight, const void* bias, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
   if (!x) return CKGEN_ERROR_INVALID_VALUE;
   if (!weight) return CKGEN_ERROR_INVALID_VALUE;
   if (!bias) return CKGEN_ERROR_INVALID_VALUE;
   if (!y) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 4) < 1048576 ? ckgen_ceil_div(rows, 4) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
@@ -105,16 +105,16 @@ CKGEN_API int ckgen_layernorm_bf16(const void* x, const void* residual, const vo
 CKGEN_API int ckgen_add_rmsnorm_bf16(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > 8192) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_res < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
   if (!x) return CKGEN_ERROR_INVALID_VALUE;
   if (!residual) return CKGEN_ERROR_INVALID_VALUE;
   if (!weight) return CKGEN_ERROR_INVALID_VALUE;
   if (!y) return CKGEN_ERROR_INVALID_VALUE;
   if (!s_out) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_res < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = (rows < 1048576 ? rows : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
@@ -138,17 +138,17 @@ CKGEN_API int ckgen_add_rmsnorm_bf16(const void* x, const void* residual, const 
 CKGEN_API int ckgen_add_rmsnorm_bf16_i8(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_res < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
   if (!x) return CKGEN_ERROR_INVALID_VALUE;
   if (!residual) return CKGEN_ERROR_INVALID_VALUE;
   if (!weight) return CKGEN_ERROR_INVALID_VALUE;
   if (!y) return CKGEN_ERROR_INVALID_VALUE;
   if (!s_out) return CKGEN_ERROR_INVALID_VALUE;
   if (!y_scale) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_res < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 2) < 1048576 ? ckgen_ceil_div(rows, 2) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);

@@ -36,6 +36,19 @@ def test_split_rule_moves_each_tensor_by_its_stride():
 
 
 @pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+def test_the_binding_lets_a_split_axis_exceed_the_real_limit():
+    """With the real limits: M of 65535 tiles + 7 rows binds (it runs as 2 launches), as it must on a GPU; the
+    arrays are never touched (np.empty, C passed in), so only their address space is taken."""
+    rows = api.jit(SRC, kernel="rows", target="emu")
+    M, N, K = 65535 * 32 + 7, 40, 9
+    A, B, C = np.empty((K, M), np.float32).T, np.empty((K, N), np.float32), np.empty((M, N), np.float32)
+    call = rows.bind(A, B, C, np.empty(M, np.float32))
+    assert call.sizes["M"] == M
+    values = {a.name: 0 if a.is_tensor else v for a, v in zip(rows.plan.abi.args, call.values, strict=True)}
+    assert [s["M"] for s in split_launch(rows.plan.abi, rows.plan.launch, values)] == [65535 * 32, 7]
+
+
+@pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 def test_over_the_limit_grids_compute_the_right_numbers_on_the_emulator(monkeypatch):
     monkeypatch.setattr(ir_plan, "GRID_LIMITS", (2**31 - 1, 2, 2))
     rng = np.random.default_rng(1)

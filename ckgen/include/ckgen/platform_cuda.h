@@ -160,15 +160,19 @@ inline int status_of(cudaError_t e) {
 }
 
 // Launch `kernel` on `stream` (a cudaStream_t passed as void*; NULL is the legacy default stream).
-// `smem_bytes` > 48 KiB raises the kernel's dynamic shared-memory limit first (once per kernel and
-// size; `*configured` remembers it, one flag per call site).
+// When its static shared memory plus `smem_bytes` of dynamic shared memory exceed the default 48 KiB, the
+// kernel's dynamic shared-memory limit is raised first (once per kernel and size; `*configured` remembers
+// it, one flag per call site): a 48 KiB pipeline beside a 4-byte static ticket needs it too.
 template <class... KArgs, class... Args>
 inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
                   unsigned threads, int smem_bytes, void* stream, Args... args) {
   if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
-  if (smem_bytes > 48 * 1024 && *configured != smem_bytes) {
-    cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (smem_bytes > 0 && *configured != smem_bytes) {
+    const void* f = reinterpret_cast<const void*>(kernel);
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, f);
+    if (e == cudaSuccess && fa.sharedSizeBytes + static_cast<size_t>(smem_bytes) > 48 * 1024)
+      e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return status_of(e);

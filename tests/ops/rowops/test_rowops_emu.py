@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from ckgen.errors import CkgenError, RuntimeFailure
+from ckgen.ir.abi import ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.types import DType
 from ckgen.runtime.api import Kernel, get_backend
@@ -172,6 +173,15 @@ def test_unused_tensors_and_empty_calls(emu_kernels) -> None:
         c = H.make_call(k.plan, rows, cols, "tight", seed=4)
         H.run(k, c)
         assert np.array_equal(H._base(c.outputs["y"]).view(np.uint8), c.before["y"].view(np.uint8))
+    # the host entry (the launcher the CUDA build shares): an empty call may pass NULL tensors, as empty torch
+    # CUDA tensors do (data_ptr() == 0); a non-empty one may not
+    def entry(rows: int) -> int:
+        sizes = {"rows": rows, "cols": 64}
+        args = [None if a.is_tensor else sizes.get(a.name, 64) if a.kind != ArgKind.SCALAR else 1.0
+                for a in k.plan.abi.args]
+        return k.handle.entry(*args, None)
+
+    assert entry(0) == 0 and entry(2) == 1
 
 
 @pytest.mark.parametrize("name,size", [("lsm_f16_res", "rows=3,cols=4097"), ("ln_f32_i8", "rows=2,cols=65537"),

@@ -46,6 +46,16 @@ template <class C>
 struct StagesOf<C, decltype(void(C::kStages))> {
   static constexpr int value = C::kStages;
 };
+// kAddStores: C's element type stores by adding (atomic split-K slots, gemm_work.h): every store goes through
+// gstore, so the shared-memory staged epilogue (plain 16-byte stores) is off
+template <class C, class = void>
+struct AddStoresOf {
+  static constexpr bool value = false;
+};
+template <class C>
+struct AddStoresOf<C, decltype(void(C::kAddStores))> {
+  static constexpr bool value = C::kAddStores;
+};
 template <class C, class = void>
 struct GroupMOf {
   static constexpr int value = 8;
@@ -321,7 +331,8 @@ struct Sm90Gemm {
   template <int kSub>
   static constexpr int kStagingBytesOf = 16 * kStagingPitch<kSub>;
   static constexpr int kStagingBytes = kStagingBytesOf<Cfg::kRepN>;
-  static constexpr bool kStagedEpilogue = Cfg::kCRowMajor && (Cfg::kRepN * 8 * sizeof(TC)) % 16 == 0 &&
+  static constexpr bool kStagedEpilogue = Cfg::kCRowMajor && !AddStoresOf<Cfg>::value &&
+                                          (Cfg::kRepN * 8 * sizeof(TC)) % 16 == 0 &&
                                           kWarps * kStagingBytes <= kSmemBytes;
 
   template <int RM, int RN, int kSub>
@@ -329,6 +340,7 @@ struct Sm90Gemm {
                                           const TBias* bias, int M, int N, long long ldc, int lane,
                                           unsigned char* stage) {
     static_assert(RN % kSub == 0 && (kSub * 8 * sizeof(TC)) % 16 == 0, "staging: whole 16-byte chunks per row");
+    static_assert(!AddStoresOf<Cfg>::value, "staging stores plainly: adding slots store through gstore");
     constexpr int kPitch = kStagingPitch<kSub>;
     constexpr int kVec = 16 / static_cast<int>(sizeof(TC));
     constexpr int kChunks = kSub * 8 / kVec;  // 16-byte chunks per staged row

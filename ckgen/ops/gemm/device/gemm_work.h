@@ -69,6 +69,14 @@ CKGEN_DEVICE void gstore(vec<AddF32, N>* p, vec<AddF32, N> x) {
   for (int i = 0; i < N; ++i) atomic_add(&p->v[i].v, x.v[i].v);
 }
 using ::ckgen::gstore;  // (the overloads above would hide the platform's inside this namespace)
+template <class T>
+struct IsAddF32 {
+  static constexpr bool value = false;
+};
+template <>
+struct IsAddF32<AddF32> {
+  static constexpr bool value = true;
+};
 
 }  // namespace gemm_sched
 
@@ -84,6 +92,7 @@ namespace gemm_sched {
 template <class Cfg, class TOut, bool kRow>
 struct PartialCfg : Cfg {
   using TC = TOut;
+  static constexpr bool kAddStores = IsAddF32<TOut>::value;  // atomic slots: every store through gstore
   static constexpr float kAlpha = 1.0f;
   static constexpr float kBeta = 0.0f;
   static constexpr bool kHasBias = false;
