@@ -46,15 +46,6 @@ CKGEN_API int ckgen_attn_d128_causal(const void* Q, const void* K, const void* V
   if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
-  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along heads
-    const int64_t step_ = 65535LL * 1;
-    for (int64_t off_ = 0; off_ < heads; off_ += step_) {
-      const int64_t part_ = heads - off_ < step_ ? heads - off_ : step_;
-      const int status_ = ckgen_attn_d128_causal(ckgen_advance(Q, off_ * q_head_stride, 2), K, V, ckgen_advance(O, off_ * o_head_stride, 2), ckgen_advance(LSE, off_ * lse_head_stride, 4), cu_seqlens_q, cu_seqlens_k, batch, part_, heads_kv, seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride, lse_head_stride, scale, window_left, window_right, stream);
-      if (status_ != CKGEN_SUCCESS) return status_;
-    }
-    return CKGEN_SUCCESS;
-  }
   if (grid_z_ > 65535) {  // over the launch limit: consecutive sub-problems along batch
     const int64_t step_ = 65535LL * 1;
     for (int64_t off_ = 0; off_ < batch; off_ += step_) {
@@ -128,15 +119,6 @@ CKGEN_API int ckgen_attn_d64_causal(const void* Q, const void* K, const void* V,
   if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
-  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along heads
-    const int64_t step_ = 65535LL * 1;
-    for (int64_t off_ = 0; off_ < heads; off_ += step_) {
-      const int64_t part_ = heads - off_ < step_ ? heads - off_ : step_;
-      const int status_ = ckgen_attn_d64_causal(ckgen_advance(Q, off_ * q_head_stride, 2), K, V, ckgen_advance(O, off_ * o_head_stride, 2), ckgen_advance(LSE, off_ * lse_head_stride, 4), cu_seqlens_q, cu_seqlens_k, batch, part_, heads_kv, seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride, lse_head_stride, scale, window_left, window_right, stream);
-      if (status_ != CKGEN_SUCCESS) return status_;
-    }
-    return CKGEN_SUCCESS;
-  }
   if (grid_z_ > 65535) {  // over the launch limit: consecutive sub-problems along batch
     const int64_t step_ = 65535LL * 1;
     for (int64_t off_ = 0; off_ < batch; off_ += step_) {
@@ -212,24 +194,6 @@ CKGEN_API int ckgen_attn_d64_window_varlen(const void* Q, const void* K, const v
   if (!cu_seqlens_k) return CKGEN_ERROR_INVALID_VALUE;
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
-  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along heads
-    const int64_t step_ = 65535LL * 1;
-    for (int64_t off_ = 0; off_ < heads; off_ += step_) {
-      const int64_t part_ = heads - off_ < step_ ? heads - off_ : step_;
-      const int status_ = ckgen_attn_d64_window_varlen(ckgen_advance(Q, off_ * q_head_stride, 2), K, V, ckgen_advance(O, off_ * o_head_stride, 2), ckgen_advance(LSE, off_ * lse_head_stride, 4), cu_seqlens_q, cu_seqlens_k, batch, part_, heads_kv, seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride, lse_head_stride, scale, window_left, window_right, stream);
-      if (status_ != CKGEN_SUCCESS) return status_;
-    }
-    return CKGEN_SUCCESS;
-  }
-  if (grid_z_ > 65535) {  // over the launch limit: consecutive sub-problems along batch
-    const int64_t step_ = 65535LL * 1;
-    for (int64_t off_ = 0; off_ < batch; off_ += step_) {
-      const int64_t part_ = batch - off_ < step_ ? batch - off_ : step_;
-      const int status_ = ckgen_attn_d64_window_varlen(Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, part_, heads, heads_kv, seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride, lse_head_stride, scale, window_left, window_right, stream);
-      if (status_ != CKGEN_SUCCESS) return status_;
-    }
-    return CKGEN_SUCCESS;
-  }
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::f16* Q_ = static_cast<const ckgen::f16*>(Q);
   const ckgen::f16* K_ = static_cast<const ckgen::f16*>(K);

@@ -12,7 +12,7 @@ from ckgen.codegen.render import render_header, render_launchers
 from ckgen.errors import CkgenError, RuntimeFailure, SpecError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.lower import plan_kernel
-from ckgen.runtime.binding import ArrayInfo, bind
+from ckgen.runtime.binding import bind
 
 
 def kern(body: str, arch: str = "gfx942"):
@@ -212,12 +212,21 @@ def test_binding_refusals(mutate, msg):
 
 
 def test_grid_limits_are_refused_by_name():
+    """Heads over 65535 (y) are refused: K and V follow heads_kv, so a slice of the heads cannot run alone; a dense
+    batch over 65535 (z) runs as sub-problems (every tensor has a batch stride); a varlen one is refused (its
+    offsets arrays are batch + 1 long and are not sliced)."""
     p = kern("dtype = f16  head_dim = 64", "sm_90")
-    info = ArrayInfo((70000, 1, 1, 64), "<f2", (64, 64, 64, 1), 0)
-    assert info.shape[0] > 65535
-    q = np.lib.stride_tricks.as_strided(np.zeros(64, np.float16), shape=(70000, 1, 1, 64), strides=(0, 0, 0, 2))
-    with pytest.raises(RuntimeFailure, match="size batch = 70000 needs 70000 workgroups along grid z"):
+    x = np.zeros(64, np.float16)
+    q = np.lib.stride_tricks.as_strided(x, shape=(1, 1, 70000, 64), strides=(0, 0, 0, 2))
+    with pytest.raises(RuntimeFailure, match="size heads = 70000 needs 70000 workgroups along grid y"):
         bind(p, Host(), {"Q": q, "K": q, "V": q})
+    q = np.lib.stride_tricks.as_strided(x, shape=(70000, 1, 1, 64), strides=(0, 0, 0, 2))
+    assert bind(p, Host(), {"Q": q, "K": q, "V": q}).sizes["batch"] == 70000   # O and LSE allocated (9 MB)
+    v = kern("dtype = f16  head_dim = 64  varlen = true", "sm_90")
+    cu = np.arange(70001, dtype=np.int32)
+    q = np.lib.stride_tricks.as_strided(x, shape=(70000, 1, 64), strides=(0, 0, 2))
+    with pytest.raises(RuntimeFailure, match="size batch = 70000 needs 70000 workgroups along grid z"):
+        bind(v, Host(), {"Q": q, "K": q, "V": q, "cu_seqlens_q": cu, "cu_seqlens_k": cu})
 
 
 def test_varlen_sizes_come_from_the_offsets():
