@@ -143,6 +143,34 @@ CKGEN_HD T zero() {
   return z;
 }
 
+// Type traits without std headers (device code): Select<c, A, B>::type is A when c, else B; IsSame<A, B>.
+template <bool kCond, class A, class B>
+struct Select {
+  using type = A;
+};
+template <class A, class B>
+struct Select<false, A, B> {
+  using type = B;
+};
+template <class A, class B>
+struct IsSame {
+  static constexpr bool value = false;
+};
+template <class A>
+struct IsSame<A, A> {
+  static constexpr bool value = true;
+};
+
+// A value the compiler cannot see through (AMD: pinned in a VGPR at this point, so that what is derived from it
+// is computed after it and not hoisted as scalar state; elsewhere the identity).
+template <class T>
+CKGEN_HD T opaque(T x) {
+#if defined(__AMDGCN__)
+  __asm__ volatile("" : "+v"(x));
+#endif
+  return x;
+}
+
 // Bit-cast between equally sized trivially copyable types (no std headers on device).
 template <class To, class From>
 CKGEN_HD To bit_cast(const From& f) {

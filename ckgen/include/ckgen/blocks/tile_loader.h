@@ -24,24 +24,6 @@
 namespace ckgen {
 namespace blk {
 
-template <bool kCond, class A, class B>
-struct Select {
-  using type = A;
-};
-template <class A, class B>
-struct Select<false, A, B> {
-  using type = B;
-};
-
-// An empty asm the compiler cannot see through (AMD): values derived from x are computed after it.
-CKGEN_DEVICE void opaque(int& x) {
-#if defined(__AMDGCN__)
-  __asm__ volatile("" : "+v"(x));
-#else
-  (void)x;
-#endif
-}
-
 // A scheduling fence on AMD (nothing elsewhere): code after it is not moved above it.
 CKGEN_DEVICE void edge_fence() {
 #if defined(__AMDGCN__)
@@ -124,8 +106,8 @@ struct TileLoader {
   // so the compiler does not hoist one 64-bit lane mask per element out of the K loop (SGPR spills on
   // small-K tiles and i8 tiles).
   CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
-    opaque(rows_left);
-    opaque(k_left);
+    rows_left = opaque(rows_left);
+    k_left = opaque(k_left);
 #pragma unroll
     for (int p = 0; p < kPer; ++p) {
       const int t = tid + p * kThreads;

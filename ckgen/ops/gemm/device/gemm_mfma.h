@@ -167,10 +167,8 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   auto compute = [&](int buf) {
     const TA* sa = lds_a + buf * D::kLdsAElems;
     const TB* sb = lds_b + buf * D::kLdsBElems;
-    int a_base = a_off0;
-    int b_base = b_off0;
-    blk::opaque(a_base);
-    blk::opaque(b_base);
+    const int a_base = opaque(a_off0);
+    const int b_base = opaque(b_off0);
 #pragma unroll
     for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
       AOp a[Cfg::kRepM];

@@ -79,7 +79,7 @@ struct TmaGemm {
   static constexpr int kNotApplicable = -1;
   static constexpr int kKind = gemm_sched::ScheduleOf<Cfg>::value;
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
-  using Partial = gemm_sched::PartialCfg<Cfg, typename gemm_sched::Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
+  using Partial = gemm_sched::PartialCfg<Cfg, typename Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
 
   // The block's pieces of work, in order: whole tiles b, b + grid, ... (kTile); units (tile, split) likewise
   // (kSplitK, `splits` per tile); or the segments of stream-K worker b of grid (kStreamK).

@@ -35,15 +35,6 @@ namespace gemm_sched {
 
 enum : int { kTile = 0, kSplitK = 1, kStreamK = 2 };
 
-template <bool kCond, class T, class F>
-struct Select {
-  using type = T;
-};
-template <class T, class F>
-struct Select<false, T, F> {
-  using type = F;
-};
-
 // ---------------------------------------------------------------- optional Cfg members
 template <class C, class = void>
 struct ScheduleOf {
@@ -69,14 +60,7 @@ CKGEN_DEVICE void gstore(vec<AddF32, N>* p, vec<AddF32, N> x) {
   for (int i = 0; i < N; ++i) atomic_add(&p->v[i].v, x.v[i].v);
 }
 using ::ckgen::gstore;  // (the overloads above would hide the platform's inside this namespace)
-template <class T>
-struct IsAddF32 {
-  static constexpr bool value = false;
-};
-template <>
-struct IsAddF32<AddF32> {
-  static constexpr bool value = true;
-};
+
 
 }  // namespace gemm_sched
 
@@ -92,7 +76,7 @@ namespace gemm_sched {
 template <class Cfg, class TOut, bool kRow>
 struct PartialCfg : Cfg {
   using TC = TOut;
-  static constexpr bool kAddStores = IsAddF32<TOut>::value;  // atomic slots: every store through gstore
+  static constexpr bool kAddStores = IsSame<TOut, AddF32>::value;  // atomic slots: every store through gstore
   static constexpr float kAlpha = 1.0f;
   static constexpr float kBeta = 0.0f;
   static constexpr bool kHasBias = false;
@@ -103,16 +87,8 @@ struct PartialCfg : Cfg {
 };
 
 // ---------------------------------------------------------------- pieces of work
-// A value the compiler may not hoist out of a loop (AMD: kept in a VGPR at this point). The stream-K loop
-// recomputes its segment from opaque inputs, so that no scalar state lives across the body it calls (which
-// otherwise pushes the kernel past the SGPR budget).
-template <class T>
-CKGEN_DEVICE T opaque(T x) {
-#if defined(CKGEN_PLATFORM_AMD)
-  asm volatile("" : "+v"(x));
-#endif
-  return x;
-}
+// The stream-K loop recomputes its segment from opaque() inputs (ckgen/types.h), so that no scalar state lives
+// across the body it calls (which otherwise pushes the kernel past the SGPR budget).
 
 struct Seg {
   int tile;        // t = tm * tiles_n + tn

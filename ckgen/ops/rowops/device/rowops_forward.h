@@ -195,15 +195,6 @@ struct Bool {
   static constexpr bool value = B;
 };
 
-template <bool kFirst, class A, class B>
-struct Pick {
-  using type = A;
-};
-template <class A, class B>
-struct Pick<false, A, B> {
-  using type = B;
-};
-
 CKGEN_DEVICE float abs_f32(float v) { return v < 0.0f ? -v : v; }
 
 }  // namespace detail
@@ -220,7 +211,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   using TRes = typename Cfg::TRes;
   using TW = typename Cfg::TW;
   using TOut = typename Cfg::TOut;
-  using TS = typename detail::Pick<Cfg::kResidual, TRes, TIn>::type;  // v as held: s (TRes) or x (TIn)
+  using TS = typename Select<Cfg::kResidual, TRes, TIn>::type;  // v as held: s (TRes) or x (TIn)
   using State = typename StateOf<Cfg::kOp>::type;
   constexpr int kVec = Cfg::kVec;
   using FS = detail::Frag<TS, kVec>;
@@ -673,6 +664,12 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                                        : detail::load<TW, kVec>(br + col0(tile, j), k.nv[j], b_ok);
       (void)w; (void)b;
     };
+    // f(kM, kFast) for the current tile's kind: fast (full, weights in registers), full, or masked (partial)
+    auto by_kind = [&](auto&& f) {
+      if (fast) f(detail::Bool<false>{}, detail::Bool<true>{});
+      else if (k.full) f(detail::Bool<false>{}, detail::Bool<false>{});
+      else f(detail::Bool<true>{}, detail::Bool<false>{});
+    };
     // y of element e of vector j (before the cast / quantization)
     auto y_of = [&](int j, int e, const FW& w, const FW& b) -> float {
       const float v = detail::elem(buf[j], e);
@@ -718,9 +715,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
               }
             }
           };
-          if (fast) tile_amax(detail::Bool<false>{}, detail::Bool<true>{});
-          else if (k.full) tile_amax(detail::Bool<false>{}, detail::Bool<false>{});
-          else tile_amax(detail::Bool<true>{}, detail::Bool<false>{});
+          by_kind(tile_amax);
         }
         amax = allmax(amax);
       } else {
@@ -764,9 +759,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           else detail::store<TOut, kVec>(yr + col0(tile, j), kVec, y_ok, f);
         }
       };
-      if (fast) tile_y(detail::Bool<false>{}, detail::Bool<true>{});
-      else if (k.full) tile_y(detail::Bool<false>{}, detail::Bool<false>{});
-      else tile_y(detail::Bool<true>{}, detail::Bool<false>{});
+      by_kind(tile_y);
     }
   };
 
