@@ -16,10 +16,10 @@ Contract:
   the file records the version per arch). ``tests/lower/test_registers.py`` holds every non-spilling row of
   that file and a few fresh compiles to 20% (the fit's largest error is 17.4%).
 - :func:`budget` is what the target can hold: the VGPR file of a lane (unified on gfx90a+: arch VGPRs and
-  AGPRs together) and an accumulator limit, the AGPR file (256 per lane). Accumulators that fill it are
+  AGPRs together) and an accumulator limit, the AGPR file (256 per lane). More than 128 accumulators are
   pinned there by the body (``pin_agpr`` of ckgen/blocks/mfma.h): left to the compiler, its VGPR-form MFMAs
-  spilled every such configuration (CK's 256x256x32 tuples on 2x2 waves: 48 VGPRs with clang-22, 402 with
-  clang-19); pinned, they compile without spills with both.
+  spilled such configurations (CK's 256x256x32 tuples on 2x2 waves: 48 VGPRs with clang-22, 402 with
+  clang-19; 320x192x32 with 240 accumulators: up to 289); pinned, they compile without spills with both.
 """
 
 from __future__ import annotations

@@ -54,9 +54,10 @@ struct Derived {
                                 Cfg::kLdsAMnLanes, Cfg::kLdsAMnPiece>;
   using LoadB = blk::TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, !Cfg::kBRowMajor, Cfg::kThreads, LdsB,
                                 Cfg::kLdsBMnLanes, Cfg::kLdsBMnPiece>;
-  // Accumulator registers per lane; when they fill the AGPR file, they are pinned there (pin_agpr, ckgen/blocks/mfma.h).
+  // Accumulator registers per lane; more than half the 256 arch VGPRs are pinned in AGPRs (pin_agpr,
+  // ckgen/blocks/mfma.h): with the body's other registers (about 90 to 150) they would not fit beside them.
   static constexpr int kAccRegs = Cfg::kRepM * Cfg::kRepN * static_cast<int>(sizeof(typename Cfg::COperand) / 4);
-  static constexpr bool kPinAcc = kAccRegs >= 256;
+  static constexpr bool kPinAcc = kAccRegs > 128;
   static constexpr int kLdsAElems = LdsA::kElems;  // one buffer
   static constexpr int kLdsBElems = LdsB::kElems;
   // Fragment displacements (i * kInstrM rows, kk * kInstrK k's) are bit-disjoint from every lane's own
