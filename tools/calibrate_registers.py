@@ -9,7 +9,10 @@ tests/data/register_calibration.json, then fits ``COEFFS`` of ckgen/ops/gemm/reg
 rows by minimizing the largest relative error of arch VGPRs + AGPRs (a linear program; needs scipy) and
 prints them with the resulting error. Paste the printed dict into registers.py (``--write`` does it).
 
-    python tools/calibrate_registers.py [--fit-only] [--write] [-j 2]
+    python tools/calibrate_registers.py [--fit-only | --only TEXT] [--write] [-j 2]
+
+``--only TEXT`` compiles only the sweep's kernels whose name contains TEXT and replaces their rows in the
+committed file, keeping the others (for a change that leaves every other kernel's device code as it was).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ckgen.targets import amd_targets  # noqa: E402
 from tests.ck_sample import ck_instances, dsl, sample  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "register_calibration.json"
-REGISTERS_PY = ROOT / "ckgen" / "lower" / "registers.py"
+REGISTERS_PY = ROOT / "ckgen" / "ops" / "gemm" / "registers.py"
 
 
 def kernel_body(text: str) -> str:
@@ -151,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit-only", action="store_true", help="refit the committed data, compile nothing")
     ap.add_argument("--write", action="store_true", help="write the fitted COEFFS into ckgen/ops/gemm/registers.py")
+    ap.add_argument("--only", metavar="TEXT", help="recompile only the kernels whose name contains TEXT")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     if args.fit_only:
@@ -165,7 +169,15 @@ def main(argv: list[str] | None = None) -> int:
                 arches.append(t.name)
             except ToolchainError:
                 print(f"skipping {t.name}: no toolchain", file=sys.stderr)
-        rows, toolchains = compile_rows(sweep(arches), args.jobs)
+        items = sweep(arches)
+        if args.only:
+            items = [it for it in items if args.only in it[0]]
+        rows, toolchains = compile_rows(items, args.jobs)
+        if args.only:
+            old = json.loads(DATA.read_text())
+            fresh = {(r["name"], r["arch"]): r for r in rows}
+            rows = [fresh.pop((r["name"], r["arch"]), r) for r in old["rows"]] + list(fresh.values())
+            toolchains = {**old["toolchains"], **toolchains}
         head = json.dumps({"note": "compiler figures of the calibration sweep (tools/calibrate_registers.py)",
                            "toolchains": toolchains}, sort_keys=True)[:-1]
         body = ",\n ".join(json.dumps(r, sort_keys=True) for r in rows)

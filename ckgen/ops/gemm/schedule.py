@@ -23,6 +23,8 @@ from ckgen.ops.gemm.spec import MAX_SPLITS, resolve_schedule
 CTAS_PER_CU = 2
 MIN_KTILES_PER_SPLIT = 4
 COUNTER_ALIGN = 256
+#: LDS the scheduled entry declares beside the body's tiles (``ticket``, four ints, in device/gemm_schedule.h)
+TICKET_BYTES = 16
 #: the device body's slot layout per platform (the MFMA epilogue stores runs of rows, mma.sync row pairs)
 SLOT_ROW_MAJOR = {"amd": False, "cuda": True}
 
@@ -42,6 +44,11 @@ def plan_schedule(d) -> None:
     if sched.atomic and not g.acc.is_float:
         raise d.fail("schedule", sched.text, "splitk or splitk(S) (integer sums are exact in any order)",
                      "atomic split-K adds float accumulators")
+    if d.tma is None and d.lds.total_bytes + TICKET_BYTES > t.lds_bytes:  # e.g. 256x256x32 16-bit, 2 buffers
+        raise d.fail("schedule", sched.text, f"a smaller tile (at most {t.lds_bytes - TICKET_BYTES} bytes of LDS; this one takes "
+                     f"{d.lds.total_bytes}) or lds_buffers = 1",
+                     f"needs {d.lds.total_bytes + TICKET_BYTES} bytes of LDS with the schedule's {TICKET_BYTES}-byte "
+                     f"ticket, over the {t.lds_bytes}-byte limit")
     per_cu = max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, d.lds.total_bytes)))
     if d.tma is not None:  # the Hopper body: one persistent block per SM
         per_cu = 1

@@ -53,6 +53,11 @@ CONFIGS: dict[str, tuple[str, str]] = {
                         "lds_buffers = 2"),
     "i8_cr_alpha_beta": ("gfx90a", "A = i8 col\nB = i8 row\nC = i32 col\nalpha = 3.0\nbeta = 2.0\n"
                                    "tile = 64x64x32\nwaves = 2x2\ninstr = 16x16x16"),
+    # CK's CShuffleV2 256x256x32 tuples: 256 accumulators per lane (pinned in the AGPR file on the chip), 64 KiB of LDS
+    "f16_rc_ck256": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\nacc = f32\ntile = 256x256x32\nwaves = 2x2\n"
+                               "instr = 32x32x8"),
+    "bf16_rr_ck256": ("gfx90a", "A = bf16 row\nB = bf16 row\nC = bf16 row\nacc = f32\ntile = 256x256x32\nwaves = 2x2\n"
+                                "instr = 32x32x8"),
     # strided-batched (issue 10): every operand has a batch dimension and a batch stride
     "f16_batched_bias": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\ntile = 64x64x32\nwaves = 2x2\n"
                                    "batched = true\nepilogue = bias(col) -> relu"),
@@ -165,7 +170,7 @@ def test_padded_leading_dimensions(kernels, name):
     check_shape(kernels[name], 70, 45, 37, seed=1, pad=5)
 
 
-@pytest.mark.parametrize("name", ["f16_rc_bias_gelu", "i8_rc"])
+@pytest.mark.parametrize("name", ["f16_rc_bias_gelu", "i8_rc", "f16_rc_ck256"])
 def test_one_large_dimension(kernels, name):
     check_shape(kernels[name], 1100, 9, 40, seed=2)
 

@@ -72,8 +72,8 @@ def test_layout_is_a_bijection_onto_exact_bytes():
 
 def test_ck_256x256x32_fits_in_64_kib():
     """CK's CShuffleV2 256x256x32 f16/bf16 tuples (2x2 waves of 4x4 32x32 XDL ops, double-buffered): their LDS
-    is exactly 64 KiB (their 256 accumulators per lane are refused by the register check: test_registers.py);
-    on 2x4 waves the same tile plans whole."""
+    is exactly 64 KiB, and they plan whole (their 256 accumulators per lane fill the AGPR file: the rung-1 test in
+    test_registers.py compiles them without spills), as does the same tile on 2x4 waves."""
     from ckgen.ops.gemm.plan import PASSES, GemmDraft, estimate_registers
 
     for dt in ("f16", "bf16"):
@@ -82,6 +82,7 @@ def test_ck_256x256x32_fits_in_64_kib():
         for step in PASSES[:PASSES.index(estimate_registers)]:
             step(d)
         assert d.lds.total_bytes == 65536 == get_target("gfx942").lds_bytes
+        assert plan_kernel(s, "gfx942").body.registers.accumulators == 256
         plan = plan_kernel(spec(f"A = {dt} row B = {dt} col C = {dt} row tile = 256x256x32 waves = 2x4 "
                                 "instr = 32x32x8 lds_buffers = 2"), "gfx942")
         assert plan.body.lds.total_bytes == 65536

@@ -151,6 +151,9 @@ def test_bad_schedule_values_name_what_is_legal(value, match):
      "not implemented for batched"),
     ("A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 2x2 schedule = splitk(atomic)",
      "atomic split-K adds float"),
+    # 64 KiB of double-buffered tiles leave no room for the scheduled entry's 16-byte ticket (clang refused 65552)
+    ("A = f16 row B = f16 col C = f16 row tile = 256x256x32 waves = 2x2 instr = 32x32x8 schedule = streamk",
+     "needs 65552 bytes of LDS"),
 ])
 def test_planner_refusals(body, match):
     with pytest.raises(ValidationError, match=match) as ei:

@@ -28,7 +28,7 @@ F16 = "A = f16 row B = f16 col C = f16 row"
     ("gfx942", F16 + " tile = 256x256x64 waves = 2x2", "tile", "256x256x64", "<= 65536 bytes"),
     # registers over budget
     ("gfx942", "A = f32 row B = f32 row C = f32 row tile = 256x256x4 waves = 1x1 lds_buffers = 1", "tile",
-     "256x256x4", "at most 255 accumulator"),
+     "256x256x4", "at most 256 accumulator"),
     # a dtype or instruction the arch lacks
     ("gfx908", "A = bf16 row B = bf16 col C = f32 row tile = 64x64x32 waves = 1x1 instr = 32x32x8", "instr",
      "32x32x8", "32x32x4, 16x16x8"),

@@ -32,4 +32,20 @@ struct MfmaLayout {
   static constexpr CKGEN_HD int c_col(int, int lane) { return lane % kN; }
 };
 
+// Keeps x in accumulation registers (AGPRs) at this point on AMD (elsewhere nothing): an empty asm whose
+// operand must live in AGPRs. LLVM selects the VGPR form of the MFMA builtins unless the function uses AGPRs
+// itself; when the accumulators and the rest of the body do not fit in the 256 arch VGPRs of a lane, its
+// later rewrite to the AGPR form leaves copies and spills behind (gfx942, 2x2 waves of 32x32 instructions:
+// 256x256 tiles, 256 accumulators, spilled 48 VGPRs with clang-22 and 402 with clang-19; 320x192 tiles, 240
+// accumulators, 48 to 289 with clang-22). Pinning the accumulators before and after the K loop makes every
+// MFMA of the loop take the AGPR form and the epilogue read them (v_accvgpr_read) as it stores them.
+template <class T>
+CKGEN_HD void pin_agpr(T& x) {
+#if defined(__AMDGCN__)
+  __asm__ volatile("" : "+a"(x));
+#else
+  (void)x;
+#endif
+}
+
 }  // namespace ckgen

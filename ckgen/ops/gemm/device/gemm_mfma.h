@@ -54,6 +54,10 @@ struct Derived {
                                 Cfg::kLdsAMnLanes, Cfg::kLdsAMnPiece>;
   using LoadB = blk::TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, !Cfg::kBRowMajor, Cfg::kThreads, LdsB,
                                 Cfg::kLdsBMnLanes, Cfg::kLdsBMnPiece>;
+  // Accumulator registers per lane; more than half the 256 arch VGPRs are pinned in AGPRs (pin_agpr,
+  // ckgen/blocks/mfma.h): with the body's other registers (about 90 to 150) they would not fit beside them.
+  static constexpr int kAccRegs = Cfg::kRepM * Cfg::kRepN * static_cast<int>(sizeof(typename Cfg::COperand) / 4);
+  static constexpr bool kPinAcc = kAccRegs > 128;
   static constexpr int kLdsAElems = LdsA::kElems;  // one buffer
   static constexpr int kLdsBElems = LdsB::kElems;
   // Fragment displacements (i * kInstrM rows, kk * kInstrK k's) are bit-disjoint from every lane's own
@@ -150,7 +154,10 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 #pragma unroll
   for (int i = 0; i < Cfg::kRepM; ++i)
 #pragma unroll
-    for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = COp{};
+    for (int j = 0; j < Cfg::kRepN; ++j) {
+      acc[i][j] = COp{};
+      if constexpr (D::kPinAcc) pin_agpr(acc[i][j]);
+    }
 
   // This lane's fragment rows (cols) and first k inside one LDS buffer, and its element offset there.
   // A fragment (i, kk) sits at offset(row + i * kInstrM, kk * kInstrK + k0); when every displacement is a
@@ -223,6 +230,12 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   }
 
   // ---------------------------------------------------------------- epilogue
+  if constexpr (D::kPinAcc) {
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j) pin_agpr(acc[i][j]);
+  }
   auto finish = [&](auto accv, int row, int col, long long off) -> TC {
     return epi::finish<Cfg>(accv, row, col, C, off, bias);
   };
