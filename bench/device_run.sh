@@ -2,7 +2,9 @@
 # bench/device_run.sh STAGE...: what one call on the lent GPU machine does (run from the repository root there).
 #
 # Carry: .nvcache (the build cache filled here by `CKGEN_CACHE_DIR=.nvcache python3 bench/nv_prebuild.py`, so that
-# nothing is compiled there when the nvcc versions match) and .whl (lark's wheel: the device image lacks it).
+# nothing is compiled there when the nvcc versions match; packed whole by bench/carry_bundle.sh: an entry missing
+# a file, e.g. its PTX, fails the cache's verification and is rebuilt there) and .whl (lark's wheel: the device
+# image lacks it). The last line says how many libraries were built on the device anyway (0 expected).
 # Every stage writes its full log under $OUT and prints a short summary; stages run in the order given:
 #   info      device facts (nvidia-smi, nvcc)
 #   gpu       every GPU test (pytest -m gpu), then `ckgen run` on both GEMM bodies
@@ -26,6 +28,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
 PYTEST="python3 -m pytest -q -p no:cacheprovider -m gpu"
+MARK=$(mktemp); trap 'echo "=== libraries built on the device: $(find .nvcache -name ckgen-manifest.json -newer "$MARK" 2>/dev/null | wc -l)"' EXIT
 for STAGE in "$@"; do
   echo "=== $STAGE $(date +%H:%M:%S)"
   case "$STAGE" in

@@ -137,10 +137,13 @@ def launcher_view(plan: KernelPlan) -> dict:
                "args": _split_args(plan, g.size)} for axis, g in split_axes(launch)
               if limits[axis] * g.per < INT32_MAX]  # sizes are at most INT32_MAX: no other dim can be too large
     ws = abi.workspace
+    size_names = {a.name for a in abi.sizes}
     return {
         "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
         "sizes": [(a.name, a.at_most if a.at_most is not None else "INT32_MAX") for a in abi.sizes],
-        "required": [a.name for a in abi.tensors if not a.unused and not a.optional],
+        # (tensor, its dims that are sizes): a required tensor may be NULL when one of those is 0 (no element)
+        "required": [(a.name, [d for d in a.dims if d in size_names]) for a in abi.tensors
+                     if not a.unused and not a.optional],
         "stride_checks": [(a.name, _bound(a.at_least)) for a in _checked_strides(abi)],
         "scalar_bounds": [(a.name, _literal(a, a.bounds[0]), _literal(a, a.bounds[1]))
                           for a in abi.of(ArgKind.SCALAR) if a.bounds is not None],

@@ -39,11 +39,11 @@ CKGEN_API int ckgen_attn_d128_causal(const void* Q, const void* K, const void* V
   if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!K) return CKGEN_ERROR_INVALID_VALUE;
-  if (!V) return CKGEN_ERROR_INVALID_VALUE;
-  if (!O) return CKGEN_ERROR_INVALID_VALUE;
-  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
+  if (!Q && batch != 0 && seqlen_q != 0 && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!K && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!V && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!O && batch != 0 && seqlen_q != 0 && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!LSE && batch != 0 && heads != 0 && seqlen_q != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
   if (grid_z_ > 65535) {  // over the launch limit: consecutive sub-problems along batch
@@ -112,11 +112,11 @@ CKGEN_API int ckgen_attn_d64_causal(const void* Q, const void* K, const void* V,
   if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!K) return CKGEN_ERROR_INVALID_VALUE;
-  if (!V) return CKGEN_ERROR_INVALID_VALUE;
-  if (!O) return CKGEN_ERROR_INVALID_VALUE;
-  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
+  if (!Q && batch != 0 && seqlen_q != 0 && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!K && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!V && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!O && batch != 0 && seqlen_q != 0 && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!LSE && batch != 0 && heads != 0 && seqlen_q != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
   if (grid_z_ > 65535) {  // over the launch limit: consecutive sub-problems along batch
@@ -185,13 +185,13 @@ CKGEN_API int ckgen_attn_d64_window_varlen(const void* Q, const void* K, const v
   if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!Q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!K) return CKGEN_ERROR_INVALID_VALUE;
-  if (!V) return CKGEN_ERROR_INVALID_VALUE;
-  if (!O) return CKGEN_ERROR_INVALID_VALUE;
-  if (!LSE) return CKGEN_ERROR_INVALID_VALUE;
-  if (!cu_seqlens_q) return CKGEN_ERROR_INVALID_VALUE;
-  if (!cu_seqlens_k) return CKGEN_ERROR_INVALID_VALUE;
+  if (!Q && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!K && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!V && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!O && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!LSE && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!cu_seqlens_q) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!cu_seqlens_k) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
   const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;

@@ -25,9 +25,9 @@ CKGEN_API int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const voi
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
     const int64_t step_ = 65535LL * 128;
@@ -62,10 +62,10 @@ CKGEN_API int ckgen_mlp_f16_bias_gelu(const void* A, const void* B, void* C, con
   if (ldb < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!bias && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
     const int64_t step_ = 65535LL * 128;

@@ -40,10 +40,10 @@ CKGEN_API int ckgen_splitk_bf16(const void* A, const void* B, void* C, const voi
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!bias && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   [[maybe_unused]] const int64_t splits_v = ckgen_min64((int64_t)4, ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32)));
   [[maybe_unused]] const int64_t workers_v = (int64_t)0;
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)splits_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
@@ -94,9 +94,9 @@ CKGEN_API int ckgen_streamk_bf16(const void* A, const void* B, void* C, const vo
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   [[maybe_unused]] const int64_t splits_v = (int64_t)1;
   [[maybe_unused]] const int64_t workers_v = ckgen_min64((int64_t)608, ((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)32))));
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)128) * ckgen_ceil_div((int64_t)N, (int64_t)128)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((int64_t)2 * (int64_t)workers_v) * (int64_t)65536)) > 0) return CKGEN_ERROR_INVALID_VALUE;
@@ -138,9 +138,9 @@ CKGEN_API int ckgen_linear_bf16_tile16x64x64(const void* A, const void* B, void*
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   [[maybe_unused]] const int64_t splits_v = ckgen_max64((int64_t)1, ckgen_min64(ckgen_min64(((int64_t)608 / ckgen_max64((int64_t)1, (ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)))), (ckgen_max64((int64_t)1, ckgen_ceil_div((int64_t)K, (int64_t)64)) / (int64_t)4)), (int64_t)64));
   [[maybe_unused]] const int64_t workers_v = (int64_t)0;
   if (!workspace && ((ckgen_ceil_div(((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)4), (int64_t)256) * (int64_t)256) + (((ckgen_ceil_div((int64_t)M, (int64_t)16) * ckgen_ceil_div((int64_t)N, (int64_t)64)) * (int64_t)splits_v) * (int64_t)4096)) > 0) return CKGEN_ERROR_INVALID_VALUE;
@@ -179,9 +179,9 @@ CKGEN_API int ckgen_linear_bf16_tile128x128x32(const void* A, const void* B, voi
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A) return CKGEN_ERROR_INVALID_VALUE;
-  if (!B) return CKGEN_ERROR_INVALID_VALUE;
-  if (!C) return CKGEN_ERROR_INVALID_VALUE;
+  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = ckgen_ceil_div(N, 128), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
     const int64_t step_ = 65535LL * 128;

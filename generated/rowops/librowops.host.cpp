@@ -23,8 +23,8 @@ CKGEN_API int ckgen_softmax_bf16(const void* x, const void* residual, void* y, v
   if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
+  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 2) < 1048576 ? ckgen_ceil_div(rows, 2) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
@@ -50,8 +50,8 @@ CKGEN_API int ckgen_log_softmax_f32(const void* x, const void* residual, void* y
   if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
+  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 4) < 1048576 ? ckgen_ceil_div(rows, 4) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const float* x_ = static_cast<const float*>(x);
@@ -77,10 +77,10 @@ CKGEN_API int ckgen_layernorm_bf16(const void* x, const void* residual, const vo
   if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!weight) return CKGEN_ERROR_INVALID_VALUE;
-  if (!bias) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
+  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!weight && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!bias && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 4) < 1048576 ? ckgen_ceil_div(rows, 4) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
@@ -110,11 +110,11 @@ CKGEN_API int ckgen_add_rmsnorm_bf16(const void* x, const void* residual, const 
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!residual) return CKGEN_ERROR_INVALID_VALUE;
-  if (!weight) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
-  if (!s_out) return CKGEN_ERROR_INVALID_VALUE;
+  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!residual && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!weight && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!s_out && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = (rows < 1048576 ? rows : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
@@ -143,12 +143,12 @@ CKGEN_API int ckgen_add_rmsnorm_bf16_i8(const void* x, const void* residual, con
   if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
   if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!x) return CKGEN_ERROR_INVALID_VALUE;
-  if (!residual) return CKGEN_ERROR_INVALID_VALUE;
-  if (!weight) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y) return CKGEN_ERROR_INVALID_VALUE;
-  if (!s_out) return CKGEN_ERROR_INVALID_VALUE;
-  if (!y_scale) return CKGEN_ERROR_INVALID_VALUE;
+  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!residual && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!weight && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!s_out && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y_scale && rows != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = (ckgen_ceil_div(rows, 2) < 1048576 ? ckgen_ceil_div(rows, 2) : 1048576), grid_y_ = 1, grid_z_ = 1;
   if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
   const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);

@@ -147,12 +147,14 @@ def test_dense_vs_float64_and_sdpa(name, b, sq, sk, h, hkv, layout, window):
         assert _absmax(lse[i][fin] - rl[fin]) <= LSE_TOL
     if layout == "odd":
         assert torch.isnan(o_store[..., h * d:].float()).all(), "padding written"
-    if sk and sq:  # SDPA (its own backend choice) on the same inputs
+    if sk and sq:  # SDPA (its own backend choice) on the same values, contiguous: on the padded views ("odd": rows
+        # not 16-byte aligned) SDPA itself was off by 0.62-0.86 relative error on the H200 (torch 2.11), while this
+        # output matched the float64 reference above
         g = h // hkv
         mask = visible(a.mask, sq, sk, win)
         ref = torch.nn.functional.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(g, 1), v.transpose(1, 2).repeat_interleave(g, 1),
-            attn_mask=mask, scale=scale).transpose(1, 2)
+            q.transpose(1, 2).contiguous(), k.transpose(1, 2).repeat_interleave(g, 1).contiguous(),
+            v.transpose(1, 2).repeat_interleave(g, 1).contiguous(), attn_mask=mask, scale=scale).transpose(1, 2)
         rows = mask.any(-1)  # SDPA gives NaN for rows without keys
         assert rel(o[:, rows].float(), ref[:, rows].double()) <= TOL[a.dtype.value]
 

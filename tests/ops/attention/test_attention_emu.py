@@ -185,3 +185,25 @@ def test_planted_fault_is_caught(kernels, key: str) -> None:
     pb = make_problem(k, S((129,), (300,)))
     with pytest.raises(EmulationFault, match="LDS race"):
         k(**pb["args"])
+
+
+def test_no_keys_take_null_k_and_v(kernels) -> None:
+    """seqlen_k = 0: K and V hold no element, so the host entry takes NULL for them (an empty torch CUDA tensor's
+    data_ptr() is 0; the H200 run refused it before); every row sees no key (O 0, LSE -inf). NULL Q is refused."""
+    k = kernels["n_bf16_d128_causal"]
+    pb = make_problem(k, S((5,), (0,)))
+    call = k.bind(**pb["args"])
+
+    def entry(null: set[str]) -> int:
+        args = [None if a.name in null else v.ctypes.data if a.is_tensor and v is not None else v
+                for a, v in zip(k.plan.abi.args, call.values, strict=True)]
+        with k.handle.lock:
+            k.handle.library.clear_buffers()
+            for a, arr in call.tensors():
+                if arr is not None and arr.size and a.name not in null:
+                    k.handle.library.register(arr, a.name)
+            return k.handle.entry(*args, None)
+
+    assert entry({"K", "V"}) == 0
+    check(pb)
+    assert entry({"Q"}) == 1
