@@ -11,7 +11,20 @@ family lin {
   schedule in [tile, splitk, splitk(atomic), streamk]
 }
 
-// mma.sync tiles (medium shapes, and every shape whose operands the Hopper body cannot take).
+// Narrower Hopper tiles (two consumer warpgroups of m64n128; one of m64n256): more tiles for M = 64-512.
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, splitk, streamk]
+}
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [64x256x64]  waves = 1x4  lds_buffers = 4  prefetch = 0
+  schedule in [tile, splitk]
+}
+
+// 64x128x64 with 4 warps: the Hopper body with one consumer warpgroup of m64n128 (8 stages); 128x128x32 keeps
+// the mma.sync body (every shape whose operands the Hopper body cannot take).
 family lin {
   A = bf16 row  B = bf16 col  C = bf16 row
   tile in [128x128x32, 64x128x64]  waves = 2x2  lds_buffers = 4

@@ -41,6 +41,14 @@ kernel gpu_f16_bmm_hopper { A = f16 row  B = f16 col  C = f16 row  tile = 128x25
   batched = true }
 kernel gpu_bf16_bmm_hopper_mn { A = bf16 col  B = bf16 row  C = f32 row  tile = 128x256x64  waves = 2x4
   lds_buffers = 4  batched = true  beta = 1.0 }
+kernel gpu_bf16_rc_hopper64x128 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 64x128x64  waves = 2x2
+  lds_buffers = 4 }
+kernel gpu_f16_cr_hopper128x128 { A = f16 col  B = f16 row  C = f32 row  tile = 128x128x64  waves = 2x4
+  lds_buffers = 4  epilogue = bias(row) -> relu -> cast(f32) }
+kernel gpu_bf16_rr_hopper64x256_gelu { A = bf16 row  B = bf16 row  C = bf16 col  tile = 64x256x64  waves = 1x4
+  lds_buffers = 3  prefetch = 0  epilogue = bias(col) -> gelu -> cast(bf16) }
+kernel gpu_bf16_bmm_hopper128x128 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x128x64  waves = 2x4
+  lds_buffers = 4  batched = true }
 """
 
 SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300), (256, 512, 640)]
@@ -87,7 +95,10 @@ def rel(out, ref):
 
 
 #: the kernels with the Hopper TMA + wgmma body (all four A/B layouts between them)
-TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper", "gpu_f16_cc_hopper_beta"]
+TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper", "gpu_f16_cc_hopper_beta",
+             # the smaller Hopper tiles: wgmma m64n128 (TMA-stored C; f32 C through the staged stores, MN-major A
+             # and B) and one consumer warpgroup of m64n256 (column-major C)
+             "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu"]
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
          "gpu_i8_rr_i8out", "gpu_f32_rr", *TMA_NAMES]
 #: shapes whose leading dimensions are 16-byte multiples (M, N, K multiples of 8), which the TMA body takes: M, N and
@@ -242,7 +253,7 @@ def test_errors_are_clear():
 
 
 # ------------------------------------------------------------------------------ strided-batched GEMM
-BMM_NAMES = ["gpu_bf16_bmm", "gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn"]
+BMM_NAMES = ["gpu_bf16_bmm", "gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128"]
 
 
 def batched(batch, rows, cols, row_major, dt, gen):
@@ -285,7 +296,7 @@ def test_batched_against_torch(name, batch, M, N, K, broadcast):
     assert err == err and err <= TOL[dt_out], (name, batch, M, N, K, broadcast, err)
 
 
-@pytest.mark.parametrize("name", ["gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn"])
+@pytest.mark.parametrize("name", ["gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128"])
 def test_batched_hopper_body_runs_when_aligned(name):
     g = kernel(name)
     assert g.plan.body.tma is not None

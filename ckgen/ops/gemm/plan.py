@@ -250,39 +250,41 @@ def plan_epilogue(d: GemmDraft) -> None:
     d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
 
 
-#: the Hopper body (ckgen/include/gemm_sm90_tma.h): its dtypes, its one tile (two consumer warpgroups of
-#: wgmma m64n256k16 over 64-deep K tiles) and warps (4 per consumer warpgroup; it adds a producer warpgroup).
+#: the Hopper body (device/gemm_sm90_tma.h): its dtypes, its tiles (one consumer warpgroup of 4 warps per 64 rows,
+#: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup)
 TMA_BODY_DTYPES = (DType.F16, DType.BF16)
-TMA_BODY_TILE = (128, 256, 64)
-TMA_BODY_WARPS = 8
+TMA_BODY_TILES = ((128, 256, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64))
+TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
 
 
 def plan_tma_body(d: GemmDraft) -> None:
-    """On targets with wgmma and TMA, kernels of the Hopper body's shape (and ``lds_buffers >= 2``) also get
-    that body, with as many pipeline stages as fit in shared memory beside its epilogue staging; the portable
-    body stays the fallback for operands it cannot take (chosen at run time by the host entry)."""
+    """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
+    ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
+    epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by
+    the host entry)."""
     g, cfg, t = d.g, d.cfg, d.target
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
-    if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile != TMA_BODY_TILE
-            or cfg.waves[0] * cfg.waves[1] != TMA_BODY_WARPS or cfg.lds_buffers < 2):
+    warps = cfg.waves[0] * cfg.waves[1]
+    if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES
+            or warps != TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 or cfg.lds_buffers < 2):
         return
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
-    # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from four 16 x 64 boxes
-    # (8 KiB, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (gemm_sm90_tma.h, kEpiWarpBytes)
+    # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
+    # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
     tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW
-    per_warp = 4 * 2048 if tma_store else 16 * (128 + 16)
+    per_warp = cfg.tile[1] // 64 * 2048 if tma_store else 16 * (128 + 16)
 
     def smem(stages: int) -> int:
         bars_end = stages * (tile_bytes + 16)
         epi_offset = -(-bars_end // 1024) * 1024 if tma_store else bars_end
-        return 1024 + epi_offset + TMA_BODY_WARPS * per_warp
+        return 1024 + epi_offset + warps * per_warp
 
     stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
     if stages:
-        d.tma = TmaBodyPlan(threads=TMA_BODY_WARPS * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
+        d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
 
 
 PASSES = (

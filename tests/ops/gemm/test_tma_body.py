@@ -42,12 +42,36 @@ def test_16bit_row_major_c_stores_by_tma_with_three_stages():
     ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),
     ("sm_90", "A = f32 row B = f32 col C = f32 row tile = 128x256x32 waves = 2x4 lds_buffers = 2"),  # dtype
     ("sm_90", "A = i8 row B = i8 col C = i32 row acc = i32 tile = 128x256x64 waves = 2x4 lds_buffers = 3"),
-    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x2 lds_buffers = 4"),  # tile
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x2 lds_buffers = 4"),  # warps
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x192x64 waves = 2x4 lds_buffers = 4"),  # tile
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x32 waves = 2x4 lds_buffers = 4"),  # tile K
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 4x4 lds_buffers = 4"),  # warps
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),  # stages
 ])
 def test_other_kernels_keep_the_portable_body_only(arch, body):
     assert plan(body, arch).body.tma is None
+
+
+@pytest.mark.parametrize("tile,waves,c", [("128x128x64", "2x4", "bf16"), ("128x128x64", "4x2", "f32"),
+                                          ("64x256x64", "1x4", "bf16"), ("64x128x64", "2x2", "bf16"),
+                                          ("64x128x64", "1x4", "f16")])
+def test_narrower_tiles_get_the_body_with_the_deepest_pipeline_that_fits(tile, waves, c):
+    """One consumer warpgroup (4 warps) per 64 rows, wgmma m64n128 or m64n256: the stages are as many as fit
+    beside the epilogue staging (N / 64 boxes of 2 KiB per consumer warp for 16-bit row-major C)."""
+    m, n, k = map(int, tile.split("x"))
+    p = plan(f"A = bf16 row B = bf16 col C = {c} row tile = {tile} waves = {waves} lds_buffers = 4 prefetch = 0")
+    warps = 4 * m // 64
+    assert p.body.tma is not None and p.body.tma.threads == warps * 32 + 128
+    tma_store = c != "f32"
+
+    def smem(stages):
+        bars_end = stages * ((m + n) * k * 2 + 16)
+        return 1024 + (-(-bars_end // 1024) * 1024 if tma_store else bars_end) + warps * (
+            n // 64 * 2048 if tma_store else 16 * 144)
+
+    lds = get_target("sm_90").lds_bytes
+    assert p.body.tma.smem_bytes == smem(p.body.tma.stages) <= lds
+    assert p.body.tma.stages == 8 or smem(p.body.tma.stages + 1) > lds
 
 
 @settings(max_examples=25, deadline=None)

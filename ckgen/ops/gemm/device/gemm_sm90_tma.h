@@ -1,8 +1,9 @@
 // gemm_sm90_tma.h (ckgen/ops/gemm/device): the Hopper GEMM body (sm_90a): TMA loads, warp specialization, wgmma, persistent grid.
 //
-// Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/lower/passes.py, plan_tma_body): f16 / bf16 A and B
-// in any layout, tile 128 x 256 x 64 with 8 warps (two consumer warpgroups of 64 rows each), Cfg::kTmaStages
-// stages of Cfg::kTmaSmemBytes in all.
+// Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/ops/gemm/plan.py, plan_tma_body): f16 / bf16 A and B
+// in any layout, tiles of 64 or 128 rows x 128 or 256 columns x 64 K, with 4 warps per 64 rows (one consumer
+// warpgroup per 64 rows, each issuing wgmma m64nNk16 with N = the tile's columns), Cfg::kTmaStages stages of
+// Cfg::kTmaSmemBytes in all.
 // The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
 // entry calls TmaGemm<Cfg>::launch first, which launches it when the device is sm_90 and both operands are
 // TMA-addressable (16-byte aligned base and leading dimension, K > 0), and otherwise returns kNotApplicable
@@ -14,7 +15,7 @@
 //     the TMA copies of the A and B tiles into it (128-byte swizzle; out-of-range rows and columns arrive
 //     as zeros, which covers the M, N and K tails), completing on the stage's "full" mbarrier.
 //   warpgroups 0 .. kConsumers-1: the consumers (setmaxnreg 232). Warpgroup w computes rows 64w .. 64w+63
-//     of the tile: per K tile it waits for "full", issues 4 wgmma m64n256k16 (k16 steps) reading both
+//     of the tile: per K tile it waits for "full", issues 4 wgmma m64nNk16 (k16 steps) reading both
 //     operands from the stage, commits them as one group and waits until only that group is pending; the
 //     previous stage is then free, and each warp arrives on its "empty" mbarrier. After the last K tile:
 //     the epilogue (Sm90Gemm::store_c, shared with the mma.sync body), straight from the accumulators,
@@ -30,7 +31,7 @@
 // its workspace slot, then finish the tile (gemm_sched::finish_tile, the consumer warpgroups synchronizing on
 // named barrier 1) when they are the last to contribute.
 //
-// Shared memory: kStages stages of [A: kTileM rows x 128 B | B: 256 rows x 128 B], each 1024-byte aligned,
+// Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
 // an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
 // transpose bit (nv_wgmma.h has both descriptor forms).
@@ -65,14 +66,16 @@ struct TmaGemm {
   static constexpr int kABytes = Cfg::kTileM * kRow;
   static constexpr int kBBytes = Cfg::kTileN * kRow;
   static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kFrags = Cfg::kTileN / 8;   // a warp's 8-column accumulator fragments (4 floats each)
+  static constexpr int kCBoxes = Cfg::kTileN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
   static constexpr int kBarOffset = kStages * kStageBytes;
-  // The epilogue's staging space, one region per consumer warp (its 16 rows x 256 columns of C):
-  //  - 16-bit row-major C (kTmaStoreC): 4 boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
+  // The epilogue's staging space, one region per consumer warp (its 16 rows x kTileN columns of C):
+  //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
   //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
   static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor;
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
-  static constexpr int kEpiWarpBytes = kTmaStoreC ? 4 * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
+  static constexpr int kEpiWarpBytes = kTmaStoreC ? kCBoxes * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
   static constexpr int kEpiOffset = kTmaStoreC ? (kBarOffset + 2 * kStages * 8 + 1023) / 1024 * 1024
                                                : kBarOffset + 2 * kStages * 8;
   static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
@@ -114,8 +117,9 @@ struct TmaGemm {
   };
 
   static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "the TMA body takes 16-bit A and B (f16, bf16)");
-  static_assert(Cfg::kTileM == 128 && Cfg::kTileN == 256 && Cfg::kTileK == 64,
-                "the TMA body's tile is 128 x 256 x 64 (two consumer warpgroups of m64n256k16)");
+  static_assert((Cfg::kTileM == 64 || Cfg::kTileM == 128) && (Cfg::kTileN == 128 || Cfg::kTileN == 256) &&
+                    Cfg::kTileK == 64,
+                "the TMA body's tiles are 64 or 128 x 128 or 256 x 64 (consumer warpgroups of m64nNk16)");
   static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
@@ -222,9 +226,9 @@ struct TmaGemm {
       tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
       TC* const Cb = C + b * stride_c;
       const TBias* const biasb = bias ? bias + b * stride_bias : bias;
-      float d[128];
+      float d[4 * kFrags];
 #pragma unroll
-      for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+      for (int i = 0; i < 4 * kFrags; ++i) d[i] = 0.0f;
       int prev = 0;
       for (int kt = g.kt0; kt < g.kt1; ++kt) {
         mbar_wait(full0 + 8 * s, phase);
@@ -235,7 +239,7 @@ struct TmaGemm {
         for (int k = 0; k < Cfg::kTileK / 16; ++k) {
           const uint64_t da = kAK ? sw128_desc(sa + 32 * k, kLboUnused) : sw128_desc(sa + 2048 * k, kBox);
           const uint64_t db = kBK ? sw128_desc(sb + 32 * k, kLboUnused) : sw128_desc(sb + 2048 * k, kBox);
-          wgmma_m64n256k16<TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
+          wgmma_m64k16<Cfg::kTileN, TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
         }
         wgmma_commit();
         wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
@@ -248,9 +252,9 @@ struct TmaGemm {
       }
       wgmma_wait<0>();
       if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
-      COp acc[1][32];
+      COp acc[1][kFrags];
 #pragma unroll
-      for (int j = 0; j < 32; ++j)
+      for (int j = 0; j < kFrags; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
       if constexpr (kKind != gemm_sched::kTile) {
@@ -264,10 +268,10 @@ struct TmaGemm {
       if constexpr (kTmaStoreC) {
         store_c_tma(acc, wg * 64 + (warp & 3) * 16, m0, n0, b, Cb, biasb, M, N, ldc, lane, st, sp, tc);
       } else if constexpr (Cfg::kCRowMajor) {
-        Epi::template store_c_staged<1, 32, kEpiSub>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc,
+        Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc,
                                                      lane, sp);
       } else {
-        Epi::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2,
+        Epi::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2,
                                      lane & 3);
       }
     }
@@ -276,18 +280,18 @@ struct TmaGemm {
     }
   }
 
-  // The warp's 16 rows (row0 .. row0+15 of the tile) x 256 columns: finish() in registers, into the warp's four
-  // swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7): conflict-free), then four TMA stores
+  // The warp's 16 rows (row0 .. row0+15 of the tile) x kTileN columns: finish() in registers, into the warp's
+  // kCBoxes swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7): conflict-free), then TMA stores
   // (rows and columns past M and N are not written). The stores run on while the warp starts its next tile; the
   // staging is reused only after they have read it (bulk_wait_read).
-  static CKGEN_DEVICE void store_c_tma(const COp (&acc)[1][32], int row0, int m0, int n0, int b, TC* C,
+  static CKGEN_DEVICE void store_c_tma(const COp (&acc)[1][kFrags], int row0, int m0, int n0, int b, TC* C,
                                        const TBias* bias, int M, int N, long long ldc, int lane, uint32_t st,
                                        unsigned char* sp, const TensorMap& tc) {
     const int g = lane >> 2, t = lane & 3;
     if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < kFrags; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
@@ -306,12 +310,12 @@ struct TmaGemm {
     __syncwarp();
     if (lane == 0) {
 #pragma unroll
-      for (int box = 0; box < 4; ++box) tma_store_3d(&tc, st + box * 2048, n0 + 64 * box, m0 + row0, b);
+      for (int box = 0; box < kCBoxes; ++box) tma_store_3d(&tc, st + box * 2048, n0 + 64 * box, m0 + row0, b);
       bulk_commit();
     }
   }
 
-  static CKGEN_DEVICE void finish_part(const gemm_sched::Seg& g, const COp (&acc)[1][32], void* workspace, int tiles,
+  static CKGEN_DEVICE void finish_part(const gemm_sched::Seg& g, const COp (&acc)[1][kFrags], void* workspace, int tiles,
                                        TC* C, const TBias* bias, int M, int N, long long ldc, int m0, int n0, int tid,
                                        int wg, int warp, int lane) {
     __shared__ int ticket[4];
@@ -319,7 +323,7 @@ struct TmaGemm {
     const int mr = M - m0 < Cfg::kTileM ? M - m0 : Cfg::kTileM;
     const int nr = N - n0 < Cfg::kTileN ? N - n0 : Cfg::kTileN;
     auto* slot = reinterpret_cast<typename Partial::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
-    Sm90Gemm<Partial>::template store_c<1, 32>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot, nullptr, mr, nr,
+    Sm90Gemm<Partial>::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot, nullptr, mr, nr,
                                                 Cfg::kTileN, lane >> 2, lane & 3);
     gemm_sched::finish_tile<Cfg, true, ConsumerSync>(g, ws, C, bias, ldc, m0, n0, mr, nr, tid, 128 * kConsumers, ticket);
     ConsumerSync::sync();  // the ticket is read by every consumer before the next piece's finish writes it
