@@ -162,7 +162,8 @@ def test_tma_body_runs_when_aligned(name):
     dt = gm.a.dtype.value
     a = operand(264, 136, gm.a.layout.value == "row", dt)
     b = operand(136, 520, gm.b.layout.value == "row", dt)
-    bias = torch.randn(520, device="cuda").to(TORCH[gm.c.dtype.value]) if gm.bias_axis else None
+    n_bias = 264 if gm.bias_axis == "row" else 520
+    bias = torch.randn(n_bias, device="cuda").to(TORCH[gm.c.dtype.value]) if gm.bias_axis else None
     c = torch.zeros(264, 520, device="cuda", dtype=TORCH[gm.c.dtype.value])
     c = c if gm.c.layout.value == "row" else c.t().contiguous().t()
     assert f"{name}_tma" in launched(lambda: g(a, b, c, bias))

@@ -30,7 +30,7 @@ kernel gpu_sched_sk4_f32_beta { A = f32 col  B = f32 row  C = f32 row  tile = 64
   beta = 1.0  schedule = splitk(4) }
 kernel gpu_sched_sk_hopper64 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 64x128x64  waves = 2x2  lds_buffers = 4
   schedule = splitk }
-kernel gpu_sched_ska_hopper128x128 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x128x64  waves = 2x4
+kernel gpu_sched_sk_atomic_hopper128x128 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x128x64  waves = 2x4
   lds_buffers = 4  schedule = splitk(atomic) }
 kernel gpu_sched_stk_hopper64x256 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 64x256x64  waves = 1x4
   lds_buffers = 4  prefetch = 0  schedule = streamk }
@@ -38,7 +38,7 @@ kernel gpu_sched_stk_i8 { A = i8 row  B = i8 col  C = i32 row  acc = i32  tile =
   lds_buffers = 3  schedule = streamk }
 """
 NAMES = ["gpu_sched_sk_hopper", "gpu_sched_stk_hopper_gelu", "gpu_sched_decode_atomic", "gpu_sched_decode",
-         "gpu_sched_sk4_f32_beta", "gpu_sched_stk_i8", "gpu_sched_sk_hopper64", "gpu_sched_ska_hopper128x128",
+         "gpu_sched_sk4_f32_beta", "gpu_sched_stk_i8", "gpu_sched_sk_hopper64", "gpu_sched_sk_atomic_hopper128x128",
          "gpu_sched_stk_hopper64x256"]
 DETERMINISTIC = [n for n in NAMES if "atomic" not in n]
 SHAPES = [(1, 1, 1), (17, 33, 7), (1, 4096, 4096), (16, 1000, 3000), (64, 1024, 8192), (129, 264, 520),

@@ -126,3 +126,13 @@ def test_gpu_inputs_and_reference_agree_with_numpy(body):
     want = op.reference(plan, host, sizes)["C"]
     assert got.dtype == np.float64 and np.allclose(got, want, rtol=1e-12, atol=1e-12)
     assert isinstance(torch.zeros(1), torch.Tensor)
+
+
+def test_cuda_timing_cycles_through_copies_of_the_inputs_past_the_l2():
+    from ckgen.tune.measure import MAX_COPIES, ROTATE_BYTES, rotation_copies
+
+    assert rotation_copies(4096 * 4096 * 2 + 4096 * 2) == 6      # M = 1 x a 4096 x 4096 bf16 weight (32 MiB)
+    assert rotation_copies(int(ROTATE_BYTES) + 1) == 1           # large shapes: the inputs alone pass the L2
+    assert rotation_copies(0) == rotation_copies(1) == MAX_COPIES
+    assert all(rotation_copies(b) * b >= ROTATE_BYTES or rotation_copies(b) == MAX_COPIES
+               for b in (10**6, 3 * 10**7, 10**8))
