@@ -64,6 +64,8 @@ class RowOp(Op):
             parts.append("per-row scale")
         cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
         passes = "looped" if b.looped else "single pass"
+        if b.cache_tiles:
+            passes += f", row in shared memory ({b.cache_tiles} tiles, {b.lds_bytes} bytes of LDS)"
         return (", ".join(parts) + f"; {b.threads_per_row} threads x {b.reg_vecs} vectors of {b.vec} per row "
                 f"(tile {b.tile_cols}), {b.rows_per_workgroup} row(s) per workgroup, {passes}, {cols}")
 
@@ -79,6 +81,8 @@ class RowOp(Op):
                 ("kRegVecs", b.reg_vecs), ("kTileCols", b.tile_cols)]
         constants += [("int", name, str(v)) for name, v in ints]
         constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
+        if b.cache_tiles:
+            constants.append(("int", "kCacheTiles", str(b.cache_tiles)))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers

@@ -100,6 +100,7 @@
 #include "ckgen/types.h"
 #include "rowops_frag.h"
 #include "rowops_math.h"
+#include "rowops_rowcache.h"
 
 namespace ckgen {
 namespace rowops {
@@ -153,10 +154,16 @@ constexpr int stage_bytes() {
 template <class Cfg>
 using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, StateOf<Cfg::kOp>::type::kN>;
 
-// LDS the body declares (bytes): the cross-wave scratch when a row spans waves.
+// The cross-wave scratch (bytes) when a row spans waves, else 0 (a multiple of 16: an even number of waves).
+template <class Cfg>
+constexpr int scratch_bytes() {
+  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
+}
+
+// LDS the body uses (bytes): the scratch and the row cache (rowops_rowcache.h).
 template <class Cfg>
 constexpr int lds_bytes() {
-  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
+  return scratch_bytes<Cfg>() + cache_bytes<Cfg>();
 }
 
 template <class Cfg>
@@ -185,6 +192,10 @@ constexpr bool check_cfg() {
   static_assert(kSt == 0 || ((Cfg::kVec * sizeof(typename Cfg::TIn)) % 16 == 0 &&
                              (!Cfg::kResidual || (Cfg::kVec * sizeof(typename Cfg::TRes)) % 16 == 0)),
                 "kStages > 0 needs vectors of whole 16-byte chunks (kVec * sizeof(TIn), kVec * sizeof(TRes))");
+  constexpr int kCt = cache_tiles<Cfg>();
+  static_assert(kCt >= 0, "kCacheTiles >= 0");
+  static_assert(kCt == 0 || (Cfg::kLooped && kSt == 0), "kCacheTiles > 0 needs kLooped and no kStages");
+  static_assert(scratch_bytes<Cfg>() % 16 == 0, "the scratch keeps the row cache 16-byte aligned");
   return true;
 }
 
@@ -205,7 +216,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
                                       int cols, long long stride_x, long long stride_res, long long stride_y,
                                       long long stride_s, float scale, float eps, float* lds,
-                                      unsigned char* stage_mem, bool stage_ok) {
+                                      unsigned char* stage_mem, bool stage_ok, uint32_t* cache) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   using TIn = typename Cfg::TIn;
   using TRes = typename Cfg::TRes;
@@ -227,11 +238,20 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   constexpr bool kAmaxPass = Cfg::kQuantI8 && Cfg::kOp != kSoftmax;
   constexpr int kStages = stages<Cfg>();
   (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
-  (void)lds; (void)eps; (void)stage_mem; (void)stage_ok;
+  (void)lds; (void)eps; (void)stage_mem; (void)stage_ok; (void)cache;
+  constexpr int kCacheTiles = cache_tiles<Cfg>();
+  constexpr bool kCached = kCacheTiles > 0;
+  // the row cache's cp.async prologue: x's vectors are whole 16-byte chunks and fit v's slots
+  constexpr bool kCacheAsync = kCached && CKGEN_ROWOPS_ASYNC && (kVec * sizeof(TIn)) % 16 == 0 &&
+                               sizeof(TS) >= sizeof(TIn);
+  constexpr int kSlotWords = cache_words<Cfg>();
 
   if (cols <= 0) return;
   if constexpr (kSingle) {
     if (cols > kTile) trap("rowops: cols > Cfg::kTileCols for a single-pass (kLooped == false) configuration");
+  }
+  if constexpr (kCached) {
+    if (cols > kCacheTiles * kTile) trap("rowops: cols > Cfg::kCacheTiles * Cfg::kTileCols (the row cache)");
   }
   const int ntiles = kSingle ? 1 : (cols - 1) / kTile + 1;
 
@@ -382,6 +402,51 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     FS buf[kR];  // the tile in registers (TIn, or s as TRes)
     Counts k{};
 
+    // ---- the row cache (kCacheTiles > 0, rowops_rowcache.h): this thread's slot of vector j of a tile
+    auto slot = [&](int tile, int j) -> uint32_t* {
+      return cache + (static_cast<long long>(tile * kR + j) * Cfg::kThreads + tid) * kSlotWords;
+    };
+    // cp.async prologue: every vector of x of this row into its slot (16-byte aligned x only), then wait.
+    bool x_cached = false;  // pass 1 reads x from the cache
+    if constexpr (kCacheAsync) {
+      x_cached = x_ok;
+      if (x_ok) {
+        constexpr int kXC = FX::kBytes / 16;
+        for (int tile = 0; tile < ntiles; ++tile) {
+          const Counts kc = counts(ncols, tile);
+#pragma unroll
+          for (int j = 0; j < kR; ++j) {
+            const int nb = kc.nv[j] * static_cast<int>(sizeof(TIn));
+#pragma unroll
+            for (int cc = 0; cc < kXC; ++cc) {
+              const int b = nb - 16 * cc;  // <= 0: zero-filled, nothing read (the pointer is the row's own)
+              const TIn* src = b > 0 ? xr + col0(tile, j) + 16 * cc / static_cast<int>(sizeof(TIn)) : xr;
+              detail::cp16(detail::smem_u32(slot(tile, j) + 4 * cc), src, b < 0 ? 0 : (b > 16 ? 16 : b));
+            }
+          }
+        }
+        detail::cp_commit();
+        detail::cp_wait<0>();
+      }
+    }
+    (void)slot; (void)x_cached;
+    auto read_x_cached = [&](int tile, int j) -> FX {
+      FX f;
+      detail::cache_load<FX::kWords>(slot(tile, j), f.w);
+      return f;
+    };
+    // v of the tile (buf) into the cache, unless it is already there (x copied by the prologue, no residual)
+    auto cache_tile = [&](int tile) {
+      if constexpr (kCached) {
+        if (Cfg::kResidual || !x_cached) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) detail::cache_store<kSlotWords>(slot(tile, j), buf[j].w);
+        }
+      }
+      (void)tile;
+    };
+    (void)read_x_cached; (void)cache_tile;
+
     // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
     auto live = [&](auto kM, int j) -> bool {
       if constexpr (decltype(kM)::value) return j * kStep < k.rem;
@@ -403,6 +468,23 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           for (int j = 0; j < kR; ++j) {
             xv[j] = read_stage_x(stage, j, k.nv[j]);
             rv[j] = read_stage_r(stage, j, k.nv[j]);
+          }
+        } else if (x_cached) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) xv[j] = read_x_cached(tile, j);
+          if (k.full && r_ok) {
+#pragma unroll
+            for (int j = 0; j < kR; ++j) rv[j] = detail::load_vector<TRes, kVec>(rr + col0(tile, j));
+          } else {
+#pragma unroll
+            for (int j = 0; j < kR; ++j) {
+              if (j * kStep < k.rem) {
+                rv[j] = detail::load<TRes, kVec>(rr + col0(tile, j), k.nv[j], r_ok);
+              } else {
+#pragma unroll
+                for (int i = 0; i < FR::kWords; ++i) rv[j].w[i] = 0u;
+              }
+            }
           }
         } else if (k.full && x_ok && r_ok) {
 #pragma unroll
@@ -437,6 +519,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         if constexpr (kSt) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = read_stage_x(stage, j, k.nv[j]);
+        } else if (x_cached) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) buf[j] = read_x_cached(tile, j);
         } else if (k.full && x_ok) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
@@ -452,10 +537,17 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           }
         }
       }
+      cache_tile(tile);
     };
-    // Later passes (looped): v again, from s_out (kResidual: this thread wrote it in pass 1) or x.
+    // Later passes (looped): v again, from the row cache, or from s_out (kResidual: this thread wrote it in
+    // pass 1) or x.
     auto load_again = [&](int tile) {
       k = counts(ncols, tile);
+      if constexpr (kCached) {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) detail::cache_load<kSlotWords>(slot(tile, j), buf[j].w);
+        return;
+      }
       const TS* src;
       bool ok;
       if constexpr (Cfg::kResidual) {
@@ -795,8 +887,13 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
                                  long long stride_res, long long stride_y, long long stride_s, float scale,
                                  float eps) {
   float* lds = nullptr;
-  if constexpr (lds_bytes<Cfg>() > 0) {
-    CKGEN_LDS(float, rowops_scratch, lds_bytes<Cfg>() / static_cast<int>(sizeof(float)));
+#if defined(CKGEN_PLATFORM_CUDA)
+  constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0 && cache_bytes<Cfg>() == 0;
+#else
+  constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0;
+#endif
+  if constexpr (kStaticScratch) {
+    CKGEN_LDS(float, rowops_scratch, scratch_bytes<Cfg>() / static_cast<int>(sizeof(float)));
     lds = rowops_scratch;
   }
   unsigned char* stage_mem = nullptr;
@@ -813,8 +910,23 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
     stage_ok = true;
 #endif
   }
+  uint32_t* cache = nullptr;
+  if constexpr (cache_bytes<Cfg>() > 0) {
+#if defined(CKGEN_PLATFORM_CUDA)
+    // scratch and cache from dynamic shared memory (over 48 KiB: static shared memory cannot hold it)
+    extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
+    if (detail::dynamic_smem_bytes() < static_cast<unsigned>(lds_bytes<Cfg>()))
+      trap("rowops: the launch gives less dynamic shared memory than Cfg::kLdsBytes (the row cache)");
+    lds = scratch_bytes<Cfg>() > 0 ? reinterpret_cast<float*>(rowops_dyn_smem) : nullptr;
+    cache = reinterpret_cast<uint32_t*>(rowops_dyn_smem + scratch_bytes<Cfg>());
+#else
+    using Chunk = vec<uint32_t, 4>;
+    CKGEN_LDS(Chunk, rowops_row_cache, cache_bytes<Cfg>() / 16);
+    cache = reinterpret_cast<uint32_t*>(rowops_row_cache);
+#endif
+  }
   rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                           stride_s, scale, eps, lds, stage_mem, stage_ok);
+                           stride_s, scale, eps, lds, stage_mem, stage_ok, cache);
 }
 
 }  // namespace rowops
