@@ -16,6 +16,11 @@ kernel softmax_c8192_t512x2r1       { op = softmax x = bf16 scale = 0.7  threads
 kernel softmax_l_t256x4r1           { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel softmax_l_t512x4r1           { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel softmax_l_t1024x1r1          { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel softmax_s32768_t256x4r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t256x2r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t512x2r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t512x1r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t1024x1r1    { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- layernorm
 kernel layernorm_c1024_t32x4r8      { op = layernorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -28,6 +33,11 @@ kernel layernorm_l_t256x4r1         { op = layernorm x = bf16  threads_per_row =
 kernel layernorm_l_t512x4r1         { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel layernorm_l_t512x2r1         { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
 kernel layernorm_l_t1024x1r1        { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel layernorm_s32768_t256x4r1   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t256x2r1   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t512x2r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t512x1r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t1024x1r1  { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- rmsnorm
 kernel rmsnorm_c1024_t32x4r8        { op = rmsnorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -40,6 +50,11 @@ kernel rmsnorm_l_t256x4r1           { op = rmsnorm x = bf16  threads_per_row = 2
 kernel rmsnorm_l_t512x4r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_l_t512x2r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_l_t1024x1r1          { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel rmsnorm_s32768_t256x4r1     { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t256x2r1     { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t512x2r1     { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t512x1r1     { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t1024x1r1    { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- addrmsnorm
 kernel addrmsnorm_c1024_t32x4r8     { op = rmsnorm x = bf16 residual = true  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -52,3 +67,8 @@ kernel addrmsnorm_l_t256x4r1        { op = rmsnorm x = bf16 residual = true  thr
 kernel addrmsnorm_l_t512x4r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel addrmsnorm_l_t512x2r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
 kernel addrmsnorm_l_t1024x1r1       { op = rmsnorm x = bf16 residual = true  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel addrmsnorm_s32768_t256x4r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t256x2r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t512x2r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t512x1r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t1024x1r1 { op = rmsnorm x = bf16 residual = true  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }

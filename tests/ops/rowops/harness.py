@@ -3,7 +3,8 @@ strided, poisoned arrays and checking it against the op's float64 reference.
 
 ``SOURCE`` holds one kernel per variant the issue names, covering between them every op (softmax, log-softmax,
 layer norm, RMS norm), every input dtype, int8 outputs, residuals (same and other dtype), weight / bias on and
-off, single-pass and looped rows, rows of one thread, of part of a wave, of a wave and of several waves (LDS),
+off, single-pass and looped rows, looped rows kept in shared memory (row_in = shared: a residual of another dtype,
+int8, rows sharing a wave, vectors of 4 bytes, a whole 64 KiB row on AMD), rows of one thread, of part of a wave, of a wave and of several waves (LDS),
 planned and given parameters. Rung 1 compiles them for gfx90a / gfx942 / gfx950 (and sm_90); rung 2 runs their
 gfx942 plans on the emulator through ``ckgen.jit`` and their sm_90 plans (warp32, the CUDA tail path) on the
 emulator too.
@@ -51,6 +52,7 @@ kernel ln_bf16_lds   { op = layernorm x = bf16 residual = true max_cols = 12288 
 kernel rms_f32_lds   { op = rmsnorm x = f32 y = i8 max_cols = 3001 row_in = shared threads_per_row = 32
                        rows_per_workgroup = 2 }
 kernel rms_bf16_lds2 { op = rmsnorm x = bf16 vec = 2 weight = none max_cols = 1000 row_in = shared }
+kernel sm_bf16_lds64 { op = softmax x = bf16 max_cols = 32768 row_in = shared threads_per_row = 64 reg_vecs = 1 }
 """
 SPECS = {s.name: s for s in load_text(SOURCE, "rowops_tests.ck")}
 NAMES: tuple[str, ...] = tuple(SPECS)
