@@ -9,7 +9,9 @@ rows, workgroup and grid (one host library serves several arches with one launch
 A row is held by ``threads_per_row`` threads (a power of two: part of a wave, a wave, or several waves that
 reduce through LDS), in tiles of ``reg_vecs`` vectors of ``vec`` elements per thread: ``tile = threads_per_row *
 reg_vecs * vec`` columns. A single-pass kernel (``looped = false``) holds the whole row in one tile: it is planned
-for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``.
+for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``; with ``row_in =
+shared`` (the row cache) it keeps its tiles in shared memory, sized for ``max_cols``, so that the row is read once:
+planned by default where no register single pass holds ``max_cols`` and the cache fits :data:`PLAN_ROW_LDS`.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@
 //     [kQuantI8 and not softmax: pass 2, backward over tiles: amax of y, all-reduce Max]
 //     pass 3 (opposite direction to the previous pass): y = op(v), store.
 //   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
-//   global memory (s_out when kResidual, else x). kLooped == false: the body is compiled for one tile
+//   global memory (s_out when kResidual, else x), or with kCacheTiles > 0 from the row cache in shared memory
+//   (rowops_rowcache.h: pass 1 writes every tile there; on CUDA x arrives there by cp.async before pass 1). kLooped == false: the body is compiled for one tile
 //   (cols <= kTileCols, checked: a trap), so the row is read once and y written once. kLooped == true: any
 //   cols; rows longer than one tile read v twice (three times with the int8 amax pass), minus one tile.
 //   Global bytes per element (single pass): sizeof(TIn) + sizeof(TOut), plus 2 * sizeof(TRes) with
@@ -88,7 +89,11 @@
 //   kRowsPerBlock, kThreads          kThreads = kRowsPerBlock * kRowThreads, a multiple of kWaveSize
 //   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
 //   kLooped                          false: cols <= kTileCols (single pass); true: any cols
-//   kLdsBytes                        MultiWave scratch when kWavesPerRow > 1 (rowops::lds_bytes<Cfg>()), else 0
+//   kLdsBytes                        rowops::lds_bytes<Cfg>(): the MultiWave scratch when kWavesPerRow > 1, plus
+//                                    the row cache (kCacheTiles); CUDA: the dynamic shared memory the launch
+//                                    must give when kCacheTiles > 0
+//   kCacheTiles (optional, default 0) the row cache (rowops_rowcache.h): looped tiles kept in shared memory,
+//                                    the row read from global memory once; cols <= kCacheTiles * kTileCols
 //   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
