@@ -411,7 +411,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     auto slot = [&](int tile, int j) -> uint32_t* {
       return cache + (static_cast<long long>(tile * kR + j) * Cfg::kThreads + tid) * kSlotWords;
     };
-    // cp.async prologue: every vector of x of this row into its slot (16-byte aligned x only), then wait.
+    // cp.async prologue: every vector of x of this row into its slot (16-byte aligned x only), one group per
+    // tile (or one group for all, above kCacheWaitTiles tiles); pass 1 waits for each tile's group (wait_tile).
+    constexpr bool kGroupPerTile = kCacheTiles <= kCacheWaitTiles;
     bool x_cached = false;  // pass 1 reads x from the cache
     if constexpr (kCacheAsync) {
       x_cached = x_ok;
@@ -429,13 +431,21 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
               detail::cp16(detail::smem_u32(slot(tile, j) + 4 * cc), src, b < 0 ? 0 : (b > 16 ? 16 : b));
             }
           }
+          if (kGroupPerTile) detail::cp_commit();
         }
-        detail::cp_commit();
-        detail::cp_wait<0>();
+        if (!kGroupPerTile) {
+          detail::cp_commit();
+          detail::cp_wait<0>();
+        }
       }
     }
-    (void)slot; (void)x_cached;
-    auto read_x_cached = [&](int tile, int j) -> FX {
+    // x of tile `tile` has landed in the cache (pass 1 goes forward: ntiles - 1 - tile later groups may pend)
+    auto wait_tile = [&](int tile) {
+      if constexpr (kCacheAsync && kGroupPerTile) detail::cp_wait_upto<kCacheTiles - 1>(ntiles - 1 - tile);
+      (void)tile;
+    };
+    (void)slot; (void)x_cached; (void)wait_tile;
+    auto read_x_cached = [&](int tile, int j) -> FX {  // after wait_tile(tile)
       FX f;
       detail::cache_load<FX::kWords>(slot(tile, j), f.w);
       return f;
@@ -475,6 +485,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
             rv[j] = read_stage_r(stage, j, k.nv[j]);
           }
         } else if (x_cached) {
+          wait_tile(tile);
 #pragma unroll
           for (int j = 0; j < kR; ++j) xv[j] = read_x_cached(tile, j);
           if (k.full && r_ok) {
@@ -525,6 +536,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = read_stage_x(stage, j, k.nv[j]);
         } else if (x_cached) {
+          wait_tile(tile);
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = read_x_cached(tile, j);
         } else if (k.full && x_ok) {

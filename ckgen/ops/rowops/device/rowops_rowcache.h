@@ -12,7 +12,8 @@
 //   Pass 1 (forward over tiles) writes each tile's v into the cache as it goes; the later passes read it back
 //   from there instead of from global memory. Where the platform has cp.async (CUDA sm_80+, the emulator's
 //   warp-32 model) and x is 16-byte aligned, every vector of x of the row is copied into its slot up front, all
-//   in flight at once (vectors past the row zero-filled), and pass 1 reads x from the cache as well.
+//   in flight at once (vectors past the row zero-filled), and pass 1 reads x from the cache as well, each tile as
+//   soon as its own copies have landed (one cp.async group per tile, kCacheTiles <= kCacheWaitTiles).
 //
 //   Memory: CUDA takes the MultiWave scratch and the cache from DYNAMIC shared memory (scratch first, then the
 //   cache; lds_bytes<Cfg>() in all, the generated launcher passes Cfg::kLdsBytes and raises the limit above 48
@@ -21,6 +22,7 @@
 
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
+#include "rowops_frag.h"
 
 namespace ckgen {
 namespace rowops {
@@ -67,7 +69,27 @@ CKGEN_DEVICE void cache_load(const uint32_t* p, uint32_t* w) {
   }
 }
 
+// cp.async.wait_group n for a run-time n in 0 .. kMax (the instruction takes a constant): waits until at most n of
+// this thread's copy groups are pending. n > kMax waits for kMax.
+template <int kMax>
+CKGEN_DEVICE void cp_wait_upto(int n) {
+  if constexpr (kMax > 0) {
+    if (n >= kMax) {
+      cp_wait<kMax>();
+      return;
+    }
+    cp_wait_upto<kMax - 1>(n);
+  } else {
+    (void)n;
+    cp_wait<0>();
+  }
+}
+
 }  // namespace detail
+
+//   kCacheWaitTiles: the cp.async prologue commits one group per tile and pass 1 waits for each tile's group
+//   only (tile t starts while later tiles are in flight) up to this many tiles; longer caches land in one group.
+constexpr int kCacheWaitTiles = 16;
 
 template <class Cfg>
 constexpr int cache_tiles() {
