@@ -244,12 +244,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   constexpr int kStages = stages<Cfg>();
   (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
   (void)lds; (void)eps; (void)stage_mem; (void)stage_ok; (void)cache;
-  constexpr int kCacheTiles = cache_tiles<Cfg>();
+  using Cache = RowCache<Cfg>;
+  constexpr int kCacheTiles = Cache::kTiles;
   constexpr bool kCached = kCacheTiles > 0;
-  // the row cache's cp.async prologue: x's vectors are whole 16-byte chunks and fit v's slots
-  constexpr bool kCacheAsync = kCached && CKGEN_ROWOPS_ASYNC && (kVec * sizeof(TIn)) % 16 == 0 &&
-                               sizeof(TS) >= sizeof(TIn);
-  constexpr int kSlotWords = cache_words<Cfg>();
 
   if (cols <= 0) return;
   if constexpr (kSingle) {
@@ -407,60 +404,24 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     FS buf[kR];  // the tile in registers (TIn, or s as TRes)
     Counts k{};
 
-    // ---- the row cache (kCacheTiles > 0, rowops_rowcache.h): this thread's slot of vector j of a tile
-    auto slot = [&](int tile, int j) -> uint32_t* {
-      return cache + (static_cast<long long>(tile * kR + j) * Cfg::kThreads + tid) * kSlotWords;
-    };
-    // cp.async prologue: every vector of x of this row into its slot (16-byte aligned x only), one group per
-    // tile (or one group for all, above kCacheWaitTiles tiles); pass 1 waits for each tile's group (wait_tile).
-    constexpr bool kGroupPerTile = kCacheTiles <= kCacheWaitTiles;
-    bool x_cached = false;  // pass 1 reads x from the cache
-    if constexpr (kCacheAsync) {
+    // ---- the row cache (kCacheTiles > 0, rowops_rowcache.h); with cp.async, x of the whole row first
+    const Cache cache_(cache, tid);
+    bool x_cached = false;  // pass 1 reads x from the cache (after cache_.wait_tile)
+    if constexpr (Cache::kAsync) {
       x_cached = x_ok;
-      if (x_ok) {
-        constexpr int kXC = FX::kBytes / 16;
-        for (int tile = 0; tile < ntiles; ++tile) {
-          const Counts kc = counts(ncols, tile);
-#pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            const int nb = kc.nv[j] * static_cast<int>(sizeof(TIn));
-#pragma unroll
-            for (int cc = 0; cc < kXC; ++cc) {
-              const int b = nb - 16 * cc;  // <= 0: zero-filled, nothing read (the pointer is the row's own)
-              const TIn* src = b > 0 ? xr + col0(tile, j) + 16 * cc / static_cast<int>(sizeof(TIn)) : xr;
-              detail::cp16(detail::smem_u32(slot(tile, j) + 4 * cc), src, b < 0 ? 0 : (b > 16 ? 16 : b));
-            }
-          }
-          if (kGroupPerTile) detail::cp_commit();
-        }
-        if (!kGroupPerTile) {
-          detail::cp_commit();
-          detail::cp_wait<0>();
-        }
-      }
+      if (x_ok) cache_.issue_x(xr, ncols - rt * kVec, ntiles);
     }
-    // x of tile `tile` has landed in the cache (pass 1 goes forward: ntiles - 1 - tile later groups may pend)
-    auto wait_tile = [&](int tile) {
-      if constexpr (kCacheAsync && kGroupPerTile) detail::cp_wait_upto<kCacheTiles - 1>(ntiles - 1 - tile);
-      (void)tile;
-    };
-    (void)slot; (void)x_cached; (void)wait_tile;
-    auto read_x_cached = [&](int tile, int j) -> FX {  // after wait_tile(tile)
-      FX f;
-      detail::cache_load<FX::kWords>(slot(tile, j), f.w);
-      return f;
-    };
-    // v of the tile (buf) into the cache, unless it is already there (x copied by the prologue, no residual)
+    (void)cache_; (void)x_cached;
+    // v of the tile (buf) into the cache, unless it is there already (x copied in, no residual)
     auto cache_tile = [&](int tile) {
       if constexpr (kCached) {
         if (Cfg::kResidual || !x_cached) {
 #pragma unroll
-          for (int j = 0; j < kR; ++j) detail::cache_store<kSlotWords>(slot(tile, j), buf[j].w);
+          for (int j = 0; j < kR; ++j) cache_.store(tile, j, buf[j].w);
         }
       }
       (void)tile;
     };
-    (void)read_x_cached; (void)cache_tile;
 
     // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
     auto live = [&](auto kM, int j) -> bool {
@@ -485,9 +446,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
             rv[j] = read_stage_r(stage, j, k.nv[j]);
           }
         } else if (x_cached) {
-          wait_tile(tile);
+          cache_.wait_tile(ntiles, tile);
 #pragma unroll
-          for (int j = 0; j < kR; ++j) xv[j] = read_x_cached(tile, j);
+          for (int j = 0; j < kR; ++j) cache_.load(tile, j, xv[j].w);
           if (k.full && r_ok) {
 #pragma unroll
             for (int j = 0; j < kR; ++j) rv[j] = detail::load_vector<TRes, kVec>(rr + col0(tile, j));
@@ -536,9 +497,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = read_stage_x(stage, j, k.nv[j]);
         } else if (x_cached) {
-          wait_tile(tile);
+          cache_.wait_tile(ntiles, tile);
 #pragma unroll
-          for (int j = 0; j < kR; ++j) buf[j] = read_x_cached(tile, j);
+          for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
         } else if (k.full && x_ok) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
@@ -562,7 +523,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       k = counts(ncols, tile);
       if constexpr (kCached) {
 #pragma unroll
-        for (int j = 0; j < kR; ++j) detail::cache_load<kSlotWords>(slot(tile, j), buf[j].w);
+        for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
         return;
       }
       const TS* src;
@@ -928,20 +889,7 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
 #endif
   }
   uint32_t* cache = nullptr;
-  if constexpr (cache_bytes<Cfg>() > 0) {
-#if defined(CKGEN_PLATFORM_CUDA)
-    // scratch and cache from dynamic shared memory (over 48 KiB: static shared memory cannot hold it)
-    extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
-    if (detail::dynamic_smem_bytes() < static_cast<unsigned>(lds_bytes<Cfg>()))
-      trap("rowops: the launch gives less dynamic shared memory than Cfg::kLdsBytes (the row cache)");
-    lds = scratch_bytes<Cfg>() > 0 ? reinterpret_cast<float*>(rowops_dyn_smem) : nullptr;
-    cache = reinterpret_cast<uint32_t*>(rowops_dyn_smem + scratch_bytes<Cfg>());
-#else
-    using Chunk = vec<uint32_t, 4>;
-    CKGEN_LDS(Chunk, rowops_row_cache, cache_bytes<Cfg>() / 16);
-    cache = reinterpret_cast<uint32_t*>(rowops_row_cache);
-#endif
-  }
+  if constexpr (cache_bytes<Cfg>() > 0) cache = cache_memory<scratch_bytes<Cfg>(), cache_bytes<Cfg>()>(lds);
   rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
                            stride_s, scale, eps, lds, stage_mem, stage_ok, cache);
 }

@@ -107,5 +107,93 @@ constexpr int cache_bytes() {
   return cache_tiles<Cfg>() * Cfg::kRegVecs * Cfg::kThreads * cache_words<Cfg>() * 4;
 }
 
+// One thread's view of the row cache: its slots, the cp.async prologue of x and the per-tile waits.
+template <class Cfg>
+struct RowCache {
+  using TIn = typename Cfg::TIn;
+  using TS = typename Select<Cfg::kResidual, typename Cfg::TRes, TIn>::type;
+  static constexpr int kTiles = cache_tiles<Cfg>();
+  static constexpr int kR = Cfg::kRegVecs;
+  static constexpr int kVec = Cfg::kVec;
+  static constexpr int kStep = kVec * Cfg::kRowThreads;  // columns between a thread's vectors
+  static constexpr int kWords = cache_words<Cfg>();
+  // the cp.async prologue: x's vectors are whole 16-byte chunks and fit v's slots
+  static constexpr bool kAsync = kTiles > 0 && CKGEN_ROWOPS_ASYNC && (kVec * sizeof(TIn)) % 16 == 0 &&
+                                 sizeof(TS) >= sizeof(TIn);
+  static constexpr bool kGroupPerTile = kTiles <= kCacheWaitTiles;
+
+  uint32_t* mine;  // the cache + this thread's offset (tid * kWords words)
+
+  CKGEN_DEVICE RowCache(uint32_t* cache, int tid)
+      : mine(kTiles > 0 ? cache + static_cast<long long>(tid) * kWords : nullptr) {}
+
+  CKGEN_DEVICE uint32_t* slot(int tile, int j) const {
+    return mine + static_cast<long long>(tile * kR + j) * Cfg::kThreads * kWords;
+  }
+  template <int kW>
+  CKGEN_DEVICE void load(int tile, int j, uint32_t (&w)[kW]) const {
+    detail::cache_load<kW>(slot(tile, j), w);
+  }
+  template <int kW>
+  CKGEN_DEVICE void store(int tile, int j, const uint32_t (&w)[kW]) const {
+    detail::cache_store<kW>(slot(tile, j), w);
+  }
+
+  // cp.async of x's vectors of `ntiles` tiles into their slots: xr is this thread's first column of the row (16-byte
+  // aligned), `left` the row's columns from it (cols - rt * kVec; <= 0 for a thread past the last row). Partial
+  // vectors and vectors past the row are zero-filled (nothing read past the row). One group per tile
+  // (kGroupPerTile, waited by wait_tile) or one group for all, landed here.
+  CKGEN_DEVICE void issue_x(const TIn* xr, int left, int ntiles) const {
+    if constexpr (kAsync) {
+      constexpr int kEB = static_cast<int>(sizeof(TIn));
+      constexpr int kXC = kVec * kEB / 16;  // 16-byte chunks per vector
+      for (int tile = 0; tile < ntiles; ++tile) {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) {
+          const int col = tile * Cfg::kTileCols + j * kStep;
+          const int n = left - col;
+          const int nb = (n < 0 ? 0 : (n > kVec ? kVec : n)) * kEB;
+#pragma unroll
+          for (int cc = 0; cc < kXC; ++cc) {
+            const int b = nb - 16 * cc;  // <= 0: zero-filled, nothing read (the pointer is the row's own)
+            const TIn* src = b > 0 ? xr + col + 16 * cc / kEB : xr;
+            detail::cp16(detail::smem_u32(slot(tile, j) + 4 * cc), src, b < 0 ? 0 : (b > 16 ? 16 : b));
+          }
+        }
+        if (kGroupPerTile) detail::cp_commit();
+      }
+      if (!kGroupPerTile) {
+        detail::cp_commit();
+        detail::cp_wait<0>();
+      }
+    }
+    (void)xr; (void)left; (void)ntiles;
+  }
+  // x of `tile` has landed (pass 1 goes forward: the groups of the ntiles - 1 - tile later tiles may pend).
+  CKGEN_DEVICE void wait_tile(int ntiles, int tile) const {
+    if constexpr (kAsync && kGroupPerTile) detail::cp_wait_upto<kTiles - 1>(ntiles - 1 - tile);
+    (void)ntiles; (void)tile;
+  }
+};
+
+// The workgroup's row cache (kCacheBytes > 0). CUDA: dynamic shared memory, the cross-wave scratch (kScratch
+// bytes, set into `scratch`) first, then the cache; traps when the launch gave less than kScratch + kCacheBytes.
+// Elsewhere: a static allocation (the scratch is the caller's).
+template <int kScratch, int kCacheBytes>
+CKGEN_DEVICE uint32_t* cache_memory(float*& scratch) {
+#if defined(CKGEN_PLATFORM_CUDA)
+  extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
+  if (detail::dynamic_smem_bytes() < static_cast<unsigned>(kScratch + kCacheBytes))
+    trap("rowops: the launch gives less dynamic shared memory than Cfg::kLdsBytes (the row cache)");
+  scratch = kScratch > 0 ? reinterpret_cast<float*>(rowops_dyn_smem) : nullptr;
+  return reinterpret_cast<uint32_t*>(rowops_dyn_smem + kScratch);
+#else
+  (void)scratch;
+  using Chunk = vec<uint32_t, 4>;
+  CKGEN_LDS(Chunk, rowops_row_cache, kCacheBytes / 16);
+  return reinterpret_cast<uint32_t*>(rowops_row_cache);
+#endif
+}
+
 }  // namespace rowops
 }  // namespace ckgen
