@@ -63,13 +63,21 @@ def test_runtime_scalars(emu_kernels, name: str, scalars: dict) -> None:
 
 @pytest.mark.parametrize("name,over", [("sm_bf16", {"y": "x"}), ("ln_bf16_wb", {"y": "x"}),
                                        ("rms_res_bf16", {"y": "x", "s_out": "residual"}),
-                                       ("rms_res_bf16", {"s_out": "x"}), ("lsm_f16_res", {"y": "x", "s_out": "residual"})])
-def test_in_place(emu_kernels, name: str, over: dict) -> None:
+                                       ("rms_res_bf16", {"s_out": "x"}), ("lsm_f16_res", {"y": "x", "s_out": "residual"}),
+                                       ("sm_bf16_lds", {"y": "x"}), ("ln_bf16_lds", {"y": "x", "s_out": "residual"}),
+                                       ("ln_bf16_lds", {"s_out": "x"})])
+def test_in_place(emu_kernels, nv_emu_kernels, name: str, over: dict) -> None:
     """Outputs written over the inputs the ABI lets them alias (the same view); looped kernels over several
-    tiles (the body re-reads s_out, or x, after writing)."""
-    k = emu_kernels[name]
+    tiles (the body re-reads s_out, or x, after writing); kernels with the row cache also as their sm_90 plans
+    (x copied into shared memory by cp.async while s is written over it)."""
+    ks = [emu_kernels[name]] + ([nv_emu_kernels[name]] if emu_kernels[name].plan.body.cache_tiles else [])
+    for k in ks:
+        _in_place(k, name, over)
+
+
+def _in_place(k, name: str, over: dict) -> None:
     b = k.plan.body
-    cols = b.max_cols if not b.looped else 3 * b.tile_cols + 17
+    cols = b.max_cols if not b.looped else min(3 * b.tile_cols + 17, b.max_cols or 3 * b.tile_cols + 17)
     c = H.make_call(k.plan, 3, cols, "pad", seed=11)
     before = {n: a.copy() for n, a in c.inputs.items()}
     for out, inp in over.items():
