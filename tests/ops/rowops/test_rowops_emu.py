@@ -221,3 +221,16 @@ def test_tolerances_catch_a_wrong_result(emu_kernels) -> None:
     c.outputs["s_out"][2, 5] ^= np.uint16(1)
     with pytest.raises(AssertionError, match="s_out: relative error"):
         H.check_call(c, "planted")
+
+
+@pytest.mark.parametrize("name", [n for n in H.NAMES if H.plan(n).body.cache_tiles])
+def test_row_cache_has_no_lds_bank_conflicts(emu_kernels, name: str) -> None:
+    """The row cache's slots (16-byte chunks, chunk-major over the threads; 4-byte pieces for vectors of 2 bf16)
+    and the cross-wave scratch: every LDS access of a call over the longest rows without bank conflicts."""
+    k = emu_kernels[name]
+    c = H.make_call(k.plan, 3, k.plan.body.max_cols, "tight", seed=21)
+    H.run(k, c)
+    H.check_call(c, f"{name} (banks)")
+    sites = k.handle.library.lds_sites()
+    assert any(s.write for s in sites) and any(not s.write for s in sites)
+    assert all(s.extra_cycles == 0 and s.max_ways == 1 for s in sites), (name, sites)

@@ -6,8 +6,10 @@
 //   cache_words<Cfg>()   32-bit words of one thread's vector of v (v as held: TRes with kResidual, else TIn)
 //   cache_bytes<Cfg>()   kCacheTiles * kRegVecs * kThreads * cache_words * 4: the cache of the workgroup's rows
 //
-//   Layout: vector j of tile t of thread tid lives at words ((t * kRegVecs + j) * kThreads + tid) * kWords, so
-//   consecutive threads touch consecutive slots (16-byte slots for 16-byte vectors: no bank conflicts). A thread
+//   Layout: a slot of 16-byte chunks (kWords a multiple of 4) is spread chunk-major: chunk q of vector j of tile t
+//   of thread tid at words (((t * kRegVecs + j) * kQ + q) * kThreads + tid) * 4 (kQ = kWords / 4); a smaller slot
+//   lies whole at words ((t * kRegVecs + j) * kThreads + tid) * kWords. Consecutive threads touch consecutive
+//   pieces: 16-byte accesses without bank conflicts. A thread
 //   reads back only the slots it wrote itself (program order: no barrier), row group after row group.
 //   Pass 1 (forward over tiles) writes each tile's v into the cache as it goes; the later passes read it back
 //   from there instead of from global memory. Where the platform has cp.async (CUDA sm_80+, the emulator's
@@ -36,38 +38,6 @@ template <class C>
 struct CacheTilesOf<C, decltype((void)C::kCacheTiles, void())> {
   static constexpr int value = C::kCacheTiles;
 };
-
-// kWords words at p (p 4-byte aligned; 16-byte accesses where kWords allows and the slot is 16-byte aligned).
-template <int kWords>
-CKGEN_DEVICE void cache_store(uint32_t* p, const uint32_t* w) {
-  if constexpr (kWords % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < kWords; i += 4) {
-      vec<uint32_t, 4> v;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v.v[k] = w[i + k];
-      lds_store(reinterpret_cast<vec<uint32_t, 4>*>(p + i), v);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) lds_store(p + i, w[i]);
-  }
-}
-
-template <int kWords>
-CKGEN_DEVICE void cache_load(const uint32_t* p, uint32_t* w) {
-  if constexpr (kWords % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < kWords; i += 4) {
-      const vec<uint32_t, 4> v = lds_load(reinterpret_cast<const vec<uint32_t, 4>*>(p + i));
-#pragma unroll
-      for (int k = 0; k < 4; ++k) w[i + k] = v.v[k];
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) w[i] = lds_load(p + i);
-  }
-}
 
 // cp.async.wait_group n for a run-time n in 0 .. kMax (the instruction takes a constant): waits until at most n of
 // this thread's copy groups are pending. n > kMax waits for kMax.
@@ -122,21 +92,50 @@ struct RowCache {
                                  sizeof(TS) >= sizeof(TIn);
   static constexpr bool kGroupPerTile = kTiles <= kCacheWaitTiles;
 
-  uint32_t* mine;  // the cache + this thread's offset (tid * kWords words)
+  // A slot is kQ 16-byte chunks (kWords a multiple of 4), chunk-major over the threads, or one piece of kWords
+  // < 4 words: either way consecutive threads touch consecutive 16 (or 4 * kWords) bytes.
+  static constexpr bool kChunked = kWords % 4 == 0;
+  static constexpr int kQ = kChunked ? kWords / 4 : 1;
+  static constexpr int kPiece = kChunked ? 4 : kWords;  // words of one piece
+
+  uint32_t* mine;  // the cache + this thread's offset (tid * kPiece words)
 
   CKGEN_DEVICE RowCache(uint32_t* cache, int tid)
-      : mine(kTiles > 0 ? cache + static_cast<long long>(tid) * kWords : nullptr) {}
+      : mine(kTiles > 0 ? cache + static_cast<long long>(tid) * kPiece : nullptr) {}
 
-  CKGEN_DEVICE uint32_t* slot(int tile, int j) const {
-    return mine + static_cast<long long>(tile * kR + j) * Cfg::kThreads * kWords;
+  // chunk q of this thread's vector j of tile `tile`
+  CKGEN_DEVICE uint32_t* chunk(int tile, int j, int q) const {
+    return mine + static_cast<long long>((tile * kR + j) * kQ + q) * Cfg::kThreads * kPiece;
   }
+  // the first kW words of the slot (kW <= kWords: x's words before a residual of a wider dtype replaces them)
   template <int kW>
   CKGEN_DEVICE void load(int tile, int j, uint32_t (&w)[kW]) const {
-    detail::cache_load<kW>(slot(tile, j), w);
+    if constexpr (kChunked) {
+#pragma unroll
+      for (int q = 0; q < (kW + 3) / 4; ++q) {
+        const vec<uint32_t, 4> v = lds_load(reinterpret_cast<const vec<uint32_t, 4>*>(chunk(tile, j, q)));
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (4 * q + k < kW) w[4 * q + k] = v.v[k];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kW; ++i) w[i] = lds_load(chunk(tile, j, 0) + i);
+    }
   }
-  template <int kW>
-  CKGEN_DEVICE void store(int tile, int j, const uint32_t (&w)[kW]) const {
-    detail::cache_store<kW>(slot(tile, j), w);
+  CKGEN_DEVICE void store(int tile, int j, const uint32_t (&w)[kWords]) const {
+    if constexpr (kChunked) {
+#pragma unroll
+      for (int q = 0; q < kQ; ++q) {
+        vec<uint32_t, 4> v;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v.v[k] = w[4 * q + k];
+        lds_store(reinterpret_cast<vec<uint32_t, 4>*>(chunk(tile, j, q)), v);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) lds_store(chunk(tile, j, 0) + i, w[i]);
+    }
   }
 
   // cp.async of x's vectors of `ntiles` tiles into their slots: xr is this thread's first column of the row (16-byte
@@ -157,7 +156,7 @@ struct RowCache {
           for (int cc = 0; cc < kXC; ++cc) {
             const int b = nb - 16 * cc;  // <= 0: zero-filled, nothing read (the pointer is the row's own)
             const TIn* src = b > 0 ? xr + col + 16 * cc / kEB : xr;
-            detail::cp16(detail::smem_u32(slot(tile, j) + 4 * cc), src, b < 0 ? 0 : (b > 16 ? 16 : b));
+            detail::cp16(detail::smem_u32(chunk(tile, j, cc)), src, b < 0 ? 0 : (b > 16 ? 16 : b));
           }
         }
         if (kGroupPerTile) detail::cp_commit();
