@@ -1,9 +1,12 @@
 // Row-op kernels for bench/rowops.py (sm_90, bf16): the candidates per op and shape. Single-pass kernels
 // (max_cols: the row read once, held in registers) for the 1024, 4096 and 8192-column shapes, looped ones (any
 // cols; rows longer than a tile are re-read once per extra tile, mostly from L2) for 32768 columns, where no
-// single pass fits the 64 registers of a 1024-thread block. Names: <op>_c<max_cols>_t<threads_per_row>x<reg_vecs>
-// r<rows_per_workgroup>, or <op>_l_t.. for looped kernels (none spills: `ckgen report bench/rowops_nv.ck --arch sm_90`;
-// softmax_l_t512x2r1 is left out: ptxas caps it at 64 registers and spills). bench/nv_prebuild.py builds them.
+// single pass fits the 64 registers of a 1024-thread block, and looped ones with the row kept in shared memory
+// (row_in = shared, max_cols = 32768: 64 KiB of dynamic shared memory per row, the row read once; 2-3 workgroups
+// per SM). Names: <op>_c<max_cols>_t<threads_per_row>x<reg_vecs>r<rows_per_workgroup>, <op>_l_t.. for looped
+// kernels, <op>_s<max_cols>_t.. for looped kernels with the row in shared memory (none spills: `ckgen report
+// bench/rowops_nv.ck --arch sm_90`; softmax_l_t512x2r1 is left out: ptxas caps it at 64 registers and spills).
+// bench/nv_prebuild.py builds them.
 target sm_90
 
 // ---- softmax
@@ -16,6 +19,11 @@ kernel softmax_c8192_t512x2r1       { op = softmax x = bf16 scale = 0.7  threads
 kernel softmax_l_t256x4r1           { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel softmax_l_t512x4r1           { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel softmax_l_t1024x1r1          { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel softmax_s32768_t256x4r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t256x2r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t512x2r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t512x1r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_s32768_t1024x1r1    { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- layernorm
 kernel layernorm_c1024_t32x4r8      { op = layernorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -28,6 +36,11 @@ kernel layernorm_l_t256x4r1         { op = layernorm x = bf16  threads_per_row =
 kernel layernorm_l_t512x4r1         { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel layernorm_l_t512x2r1         { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
 kernel layernorm_l_t1024x1r1        { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel layernorm_s32768_t256x4r1   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t256x2r1   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t512x2r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t512x1r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t1024x1r1  { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- rmsnorm
 kernel rmsnorm_c1024_t32x4r8        { op = rmsnorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -40,6 +53,11 @@ kernel rmsnorm_l_t256x4r1           { op = rmsnorm x = bf16  threads_per_row = 2
 kernel rmsnorm_l_t512x4r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_l_t512x2r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_l_t1024x1r1          { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel rmsnorm_s32768_t256x4r1     { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t256x2r1     { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t512x2r1     { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t512x1r1     { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_s32768_t1024x1r1    { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- addrmsnorm
 kernel addrmsnorm_c1024_t32x4r8     { op = rmsnorm x = bf16 residual = true  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -52,3 +70,8 @@ kernel addrmsnorm_l_t256x4r1        { op = rmsnorm x = bf16 residual = true  thr
 kernel addrmsnorm_l_t512x4r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel addrmsnorm_l_t512x2r1        { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }
 kernel addrmsnorm_l_t1024x1r1       { op = rmsnorm x = bf16 residual = true  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
+kernel addrmsnorm_s32768_t256x4r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t256x2r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t512x2r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t512x1r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel addrmsnorm_s32768_t1024x1r1 { op = rmsnorm x = bf16 residual = true  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }

@@ -36,3 +36,10 @@ kernel add_rmsnorm_bf16_i8 {    // the same, y quantized to int8 with y_scale[ro
   y = i8
   threads_per_row = 128
 }
+
+kernel layernorm_bf16_long {    // rows of up to 24576 columns kept in LDS between the passes: read from memory once
+  op = layernorm
+  x = bf16
+  max_cols = 24576
+  row_in = shared
+}

@@ -44,7 +44,7 @@ def test_compile_writes_library_header_manifest(compiled):
         assert "int ckgen_status_string" not in header and "const char* ckgen_status_string(int status);" in header
     manifest = json.loads((compiled / "manifest.json").read_text())
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    assert len(kernels) == 18 + 5  # 15 GEMMs (4 scheduled; 2 in gemm_2waves.ck), 3 attention, 5 row ops
+    assert len(kernels) == 18 + 6  # 15 GEMMs (4 scheduled; 2 in gemm_2waves.ck), 3 attention, 6 row ops
     k = kernels["gemm_f16_nt"]
     assert k["source"] == "examples/gemm_f16.ck" and k["arches"] == ["gfx942", "gfx90a"]
     assert k["signature"].startswith("int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const void* bias")

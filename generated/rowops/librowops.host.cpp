@@ -167,3 +167,34 @@ CKGEN_API int ckgen_add_rmsnorm_bf16_i8(const void* x, const void* residual, con
   return CKGEN_LAUNCH(add_rmsnorm_bf16_i8, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, weight_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
 }
+
+// layernorm_bf16_long: layernorm bf16 -> bf16, weight + bias bf16; 512 threads x 1 vectors of 8 per row (tile 4096), 1 row(s) per workgroup, looped, row in shared memory (6 tiles, 49344 bytes of LDS), cols <= 24576
+CKGEN_API int ckgen_layernorm_bf16_long(const void* x, const void* residual, const void* weight, const void* bias, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
+  if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (cols < 0 || cols > 24576) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!weight && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!bias && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  const int64_t grid_x_ = (rows < 1048576 ? rows : 1048576), grid_y_ = 1, grid_z_ = 1;
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
+  const ckgen::bf16* residual_ = static_cast<const ckgen::bf16*>(residual);
+  const ckgen::bf16* weight_ = static_cast<const ckgen::bf16*>(weight);
+  const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
+  ckgen::bf16* y_ = static_cast<ckgen::bf16*>(y);
+  ckgen::bf16* s_out_ = static_cast<ckgen::bf16*>(s_out);
+  float* y_scale_ = static_cast<float*>(y_scale);
+  int rows_ = static_cast<int>(rows);
+  int cols_ = static_cast<int>(cols);
+  long long stride_x_ = static_cast<long long>(stride_x);
+  long long stride_res_ = static_cast<long long>(stride_res);
+  long long stride_y_ = static_cast<long long>(stride_y);
+  long long stride_s_ = static_cast<long long>(stride_s);
+  float eps_ = static_cast<float>(eps);
+  return CKGEN_LAUNCH(layernorm_bf16_long, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 512u, 0u, stream, x_, residual_, weight_, bias_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
+}

@@ -1,8 +1,8 @@
 """Generated row-op kernels on a real NVIDIA GPU (marked ``gpu``: ladder rung 3, runs on the lent H200).
 
 The kernels of SPEC (softmax, log-softmax, layer norm, RMS norm; residual, int8, single-pass and looped, rows of
-part of a warp up to 16 warps) run through ``ckgen.jit(..., target="sm_90")`` on edge shapes (1 row; 1, 7, 33,
-4097, 65537 columns; max_cols) with strided rows (tight, padded, odd: misaligned vectors), against the op's
+part of a warp up to 16 warps; looped rows kept in shared memory, row_in = shared, up to 64 KiB of bf16 per row)
+run through ``ckgen.jit(..., target="sm_90")`` on edge shapes (1 row; 1, 7, 33, 4097, 65537 columns; max_cols) with strided rows (tight, padded, odd: misaligned vectors), against the op's
 float64 reference (``ckgen.ops.rowops.reference``) and against torch; with torch tensors (outputs poisoned, or
 allocated by the backend), numpy arrays, a DLPack-only object and a side stream; in place; and the errors
 (cols above max_cols, overlaps). ``bench/nv_prebuild.py`` builds these kernels ahead of a run;
@@ -30,9 +30,16 @@ kernel gpu_layernorm_f16_res { op = layernorm x = f16 residual = f32 bias = none
 kernel gpu_rmsnorm_bf16      { op = rmsnorm x = bf16 max_cols = 1024 }
 kernel gpu_addrms_bf16       { op = rmsnorm x = bf16 residual = true }
 kernel gpu_addrms_bf16_i8    { op = rmsnorm x = bf16 residual = true y = i8 threads_per_row = 512 looped = true }
+kernel gpu_softmax_bf16_lds  { op = softmax x = bf16 scale = 0.7 max_cols = 32768 }
+kernel gpu_layernorm_res_lds { op = layernorm x = bf16 residual = true max_cols = 32768 row_in = shared
+                               threads_per_row = 256 reg_vecs = 2 }
+kernel gpu_addrms_f16_i8_lds { op = rmsnorm x = f16 residual = f32 y = i8 max_cols = 20000 row_in = shared }
+kernel gpu_logsoftmax_lds    { op = softmax log = true x = bf16 max_cols = 3001 row_in = shared threads_per_row = 32
+                               rows_per_workgroup = 4 }
 """
 NAMES = ["gpu_softmax_bf16", "gpu_logsoftmax_f16", "gpu_softmax_f32_i8", "gpu_layernorm_bf16",
-         "gpu_layernorm_f16_res", "gpu_rmsnorm_bf16", "gpu_addrms_bf16", "gpu_addrms_bf16_i8"]
+         "gpu_layernorm_f16_res", "gpu_rmsnorm_bf16", "gpu_addrms_bf16", "gpu_addrms_bf16_i8",
+         "gpu_softmax_bf16_lds", "gpu_layernorm_res_lds", "gpu_addrms_f16_i8_lds", "gpu_logsoftmax_lds"]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i8": torch.int8}
 TOL = {"bf16": 1e-2, "f16": 2e-3, "f32": 2e-5, "i8": 2.5e-2}
 _kernels: dict = {}
@@ -110,8 +117,9 @@ def edge_shapes(k):
     b = k.plan.body
     cols = [1, 7, 33, 4097, 65537] if b.max_cols is None else sorted({1, 7, 33, b.max_cols - 1, b.max_cols})
     return [(1, c, m) for c, m in zip(cols, ("tight", "odd", "pad", "odd", "tight"), strict=False)] + \
-        [(2 * b.rows_per_workgroup + 3, min(cols[-1], 4097), "odd"), (b.rows_per_workgroup + 1, 2 * b.tile_cols + 5
-                                                                     if b.looped else b.tile_cols, "pad")]
+        [(2 * b.rows_per_workgroup + 3, min(cols[-1], 4097), "odd"),
+         (b.rows_per_workgroup + 1, min(2 * b.tile_cols + 5, b.max_cols or 2 * b.tile_cols + 5)
+          if b.looped else b.tile_cols, "pad")]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -152,7 +160,8 @@ def _torch_ref(k, ins, scale=None, eps=None):
 
 
 @pytest.mark.parametrize("name", ["gpu_softmax_bf16", "gpu_logsoftmax_f16", "gpu_layernorm_bf16",
-                                  "gpu_layernorm_f16_res", "gpu_rmsnorm_bf16", "gpu_addrms_bf16"])
+                                  "gpu_layernorm_f16_res", "gpu_rmsnorm_bf16", "gpu_addrms_bf16",
+                                  "gpu_softmax_bf16_lds", "gpu_layernorm_res_lds", "gpu_logsoftmax_lds"])
 def test_vs_torch_with_allocated_outputs(name):
     """Outputs allocated by the backend (torch tensors, on the operands' device), compared with torch."""
     k = kernel(name)
@@ -243,3 +252,20 @@ def test_many_rows_and_empty():
     assert torch.allclose(y.float(), ref, atol=2e-2, rtol=1e-2)
     e = k(torch.empty(0, 64, device="cuda", dtype=torch.bfloat16), weight=w)
     assert e.shape == (0, 64)
+
+
+@pytest.mark.parametrize("name", ["gpu_softmax_bf16_lds", "gpu_layernorm_res_lds"])
+def test_row_cache_long_rows_vs_torch(name):
+    """row_in = shared at issue 11's row length: 1000 rows of 32768 columns (64 KiB of bf16 per row in dynamic
+    shared memory, over the default 48 KiB: the launcher raises the limit), several workgroups per SM."""
+    k = kernel(name)
+    b = k.plan.body
+    assert b.cache_tiles and b.lds_bytes > 48 * 1024
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(5)
+    ins, _, _ = operands(k, 1000, 32768, "tight", gen)
+    out = k(**ins)
+    y = (out if isinstance(out, tuple) else (out,))[0]
+    ref = _torch_ref(k, ins)
+    err = (torch.linalg.norm((y.float() - ref).flatten()) / torch.linalg.norm(ref.flatten())).item()
+    assert err <= TOL["bf16"], err

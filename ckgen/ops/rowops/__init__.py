@@ -5,7 +5,8 @@ optional int8 output with a per-row scale. One package serves the three registry
 
 Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list and the tables per wave size), ``body.py``
 (the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` (the template),
-``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_entry.h``, one entry per op).
+``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_rowcache.h``, the row kept in shared
+memory for ``row_in = shared``; ``rowops_entry.h``, one entry per op).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class RowOp(Op):
             parts.append("per-row scale")
         cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
         passes = "looped" if b.looped else "single pass"
+        if b.cache_tiles:
+            passes += f", row in shared memory ({b.cache_tiles} tiles, {b.lds_bytes} bytes of LDS)"
         return (", ".join(parts) + f"; {b.threads_per_row} threads x {b.reg_vecs} vectors of {b.vec} per row "
                 f"(tile {b.tile_cols}), {b.rows_per_workgroup} row(s) per workgroup, {passes}, {cols}")
 
@@ -79,6 +82,8 @@ class RowOp(Op):
                 ("kRegVecs", b.reg_vecs), ("kTileCols", b.tile_cols)]
         constants += [("int", name, str(v)) for name, v in ints]
         constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
+        if b.cache_tiles:
+            constants.append(("int", "kCacheTiles", str(b.cache_tiles)))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers

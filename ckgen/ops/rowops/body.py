@@ -23,9 +23,10 @@ class RowPlan:
     tile_cols: int              # threads_per_row * reg_vecs * vec
     looped: bool                # false: cols <= tile_cols (max_cols), the row read once
     max_cols: int | None        # the host entry's bound on cols (None: any)
-    lds_bytes: int              # the cross-wave reduction's scratch (static LDS)
+    lds_bytes: int              # the cross-wave reduction's scratch and the row cache (LDS)
     registers_estimate: int     # 32-bit registers per thread, estimated
     wave_size: int
+    cache_tiles: int = 0        # row_in = shared: tiles of a row kept in shared memory (0: none)
 
     def __post_init__(self) -> None:
         if self.tile_cols != self.threads_per_row * self.reg_vecs * self.vec:
@@ -34,6 +35,9 @@ class RowPlan:
             raise ValueError("RowPlan: threads must be threads_per_row * rows_per_workgroup, whole waves")
         if not self.looped and (self.max_cols is None or self.max_cols > self.tile_cols):
             raise ValueError("RowPlan: a single-pass kernel's tile holds max_cols")
+        if self.cache_tiles and (not self.looped or self.max_cols is None
+                                 or self.max_cols > self.cache_tiles * self.tile_cols):
+            raise ValueError("RowPlan: the row cache is looped and holds max_cols")
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -9,7 +9,9 @@ rows, workgroup and grid (one host library serves several arches with one launch
 A row is held by ``threads_per_row`` threads (a power of two: part of a wave, a wave, or several waves that
 reduce through LDS), in tiles of ``reg_vecs`` vectors of ``vec`` elements per thread: ``tile = threads_per_row *
 reg_vecs * vec`` columns. A single-pass kernel (``looped = false``) holds the whole row in one tile: it is planned
-for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``.
+for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``; with ``row_in =
+shared`` (the row cache) it keeps its tiles in shared memory, sized for ``max_cols``, so that the row is read once:
+planned by default where no register single pass holds ``max_cols`` and the cache fits :data:`PLAN_ROW_LDS`.
 """
 
 from __future__ import annotations
@@ -73,6 +75,12 @@ SINGLE_PASS: dict[int, tuple[tuple[int, int, int], ...]] = {
 #: 4 vectors per thread), and for rows longer than one single-pass tile (max_cols given)
 LOOPED: dict[int, tuple[int, int]] = {32: (32, 4), 64: (64, 4)}
 LOOPED_LONG: dict[int, tuple[int, int]] = {32: (512, 4), 64: (512, 4)}
+#: row_in = shared (the row cache, device/rowops_rowcache.h): the planner picks it by default, per wave size, when
+#: the workgroup's cache takes at most this many bytes (the same choice on every target of one wave size: sm_80 and
+#: sm_90 hold at least two such workgroups per SM; gfx90a / gfx942 two per CU). Its tiles are LOOPED_LONG's with
+#: reg_vecs halved until two workgroups fit the register file (the rest of the latency is the other workgroup's).
+PLAN_ROW_LDS: dict[int, int] = {32: 96 * 1024, 64: 32 * 1024}
+CACHE_GROUPS = 2
 
 #: the device entry per op (ckgen/ops/rowops/device/rowops_entry.h) and the body's kOp constant
 ENTRIES = {SOFTMAX: "ckgen::rowops::softmax_entry", LAYERNORM: "ckgen::rowops::layernorm_entry",
@@ -122,6 +130,7 @@ class RowDraft(Draft):
     rows_per_workgroup: int = 0
     reg_vecs: int = 0
     looped: bool = True
+    cache_tiles: int = 0     # row_in = shared: tiles of a row in the row cache (0: registers)
     lds_bytes: int = 0
     registers: int = 0
 
@@ -177,9 +186,11 @@ def sgpr_estimate(row: RowOpSpec, reg_vecs: int, looped: bool, multi_wave: bool)
             + quant * row.quantized + ln * (row.op == LAYERNORM) + loop * looped + loop_waves * (looped and multi_wave))
 
 
-def _fits(d: RowDraft, t: int, r: int, looped: bool) -> bool:
+def _fits(d: RowDraft, t: int, r: int, looped: bool, groups: int = 1) -> bool:
+    """The register estimate (and wave64's SGPR estimate) of ``t`` threads x ``r`` vectors per row fits the
+    planning budget of ``groups`` workgroups per CU / SM."""
     w = d.target.wave_size
-    threads = max(t, WORKGROUP_THREADS)
+    threads = max(t, WORKGROUP_THREADS) * groups
     if w == 64 and sgpr_estimate(d.row, r, looped, t > w) > SGPR_PLAN_LIMIT:
         return False
     return estimate_registers(d.row, d.vec, r, looped, w, t) <= planning_budget(w, threads)
@@ -219,10 +230,18 @@ def choose_rows(d: RowDraft) -> None:
     looped = true), else looped with tiles from LOOPED / LOOPED_LONG; then rows_per_workgroup."""
     cfg, w = d.cfg, d.target.wave_size
     n = _ceil(cfg.max_cols, d.vec) if cfg.max_cols is not None else None
+    if cfg.row_in == "shared":
+        _choose_cached(d, n)
+        return
     if cfg.looped is False and n is None:
         raise d.fail("looped", "false", "true, or false with max_cols = <the longest row>",
                      "a single-pass kernel holds one row in one tile: it needs max_cols")
     single = _single_pass(d, n) if n is not None and cfg.looped is not True else None
+    if single is None and n is not None and cfg.looped is None and cfg.row_in is None:
+        _choose_cached(d, n)
+        if _cache_bytes(d) <= PLAN_ROW_LDS[w]:
+            return
+        d.cache_tiles = 0
     if single is not None:
         (d.threads_per_row, d.reg_vecs), d.looped = single, False
     elif cfg.looped is False:  # no planned tile holds max_cols: say how far a single pass goes
@@ -245,6 +264,40 @@ def choose_rows(d: RowDraft) -> None:
         d.threads_per_row, d.reg_vecs, d.looped = t, r, True
     t = d.threads_per_row
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
+
+
+def _choose_cached(d: RowDraft, n: int | None) -> None:
+    """row_in = shared: looped tiles (threads_per_row and reg_vecs as given, else LOOPED_LONG's, reg_vecs halved
+    until CACHE_GROUPS workgroups fit the planning budget) and as many of them as max_cols takes."""
+    cfg, w = d.cfg, d.target.wave_size
+    if n is None:
+        raise d.fail("row_in", "shared", "registers, or shared with max_cols = <the longest row>",
+                     "the row cache is sized for the longest row: it needs max_cols")
+    if cfg.looped is False:
+        raise d.fail("looped", "false", "true (or leave it out) with row_in = shared",
+                     "the row cache walks the row in tiles (looped); looped = false holds it in registers")
+    t, r = LOOPED_LONG[w]
+    t = cfg.threads_per_row or min(t, max(w, _pow2ceil(_ceil(n, r))))
+    r = cfg.reg_vecs or r
+    while cfg.reg_vecs is None and r > 1 and not _fits(d, t, r, True, CACHE_GROUPS):
+        r //= 2
+    d.threads_per_row, d.reg_vecs, d.looped = t, r, True
+    d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, _ceil(w, t))
+    d.cache_tiles = _ceil(cfg.max_cols, d.tile_cols)
+
+
+def _slot_bytes(d: RowDraft) -> int:
+    """Bytes of one thread's vector of v in the row cache (v: the residual's dtype with a residual, else x's)."""
+    return _ceil(d.vec * d.row.res_dtype.bytes, 4) * 4
+
+
+def _cache_bytes(d: RowDraft) -> int:
+    return d.cache_tiles * d.reg_vecs * d.threads * _slot_bytes(d)
+
+
+def _scratch_bytes(d: RowDraft) -> int:
+    w = d.target.wave_size
+    return 2 * (d.threads // w) * STATE_FLOATS[d.row.op] * 4 if d.threads_per_row > w else 0  # reduce.h MultiWave
 
 
 def check_workgroup(d: RowDraft) -> None:
@@ -275,11 +328,20 @@ def check_one_tile(d: RowDraft) -> None:
 
 
 def plan_lds(d: RowDraft) -> None:
-    w = d.target.wave_size
-    if d.threads_per_row > w:
-        d.lds_bytes = 2 * (d.threads // w) * STATE_FLOATS[d.row.op] * 4  # reduce.h MultiWave scratch
-    if d.lds_bytes > d.target.lds_bytes:  # pragma: no cover - at most 2 * 16 * 3 * 4 bytes
-        raise d.fail("threads_per_row", d.threads_per_row, f"LDS <= {d.target.lds_bytes} bytes", "LDS")
+    """The cross-wave reduction's scratch, plus the row cache (row_in = shared) within the target's shared
+    memory per workgroup (refused with the longest max_cols that fits)."""
+    scratch, t = _scratch_bytes(d), d.target
+    d.lds_bytes = scratch + _cache_bytes(d)
+    if d.lds_bytes <= t.lds_bytes:
+        return
+    per_tile = d.reg_vecs * d.threads * _slot_bytes(d)
+    longest = (t.lds_bytes - scratch) // per_tile * d.tile_cols
+    legal = (f"max_cols <= {longest} with row_in = shared on {t.name} ({d.rows_per_workgroup} row(s) of "
+             f"{d.row.res_dtype.value} per workgroup, tiles of {d.tile_cols} columns), or row_in = registers"
+             if longest else f"row_in = registers (no tile of {d.tile_cols} columns fits on {t.name})")
+    raise d.fail("max_cols", d.cfg.max_cols, legal,
+                 f"the row cache needs {d.lds_bytes} bytes of shared memory (LDS), over the {t.lds_bytes} bytes "
+                 f"a workgroup has on {t.name}")
 
 
 def check_registers(d: RowDraft) -> None:
@@ -304,7 +366,7 @@ PASSES = (
     choose_rows,       # threads_per_row, reg_vecs, looped, rows_per_workgroup (tables per wave size)
     check_workgroup,   # a power of two of threads per row, whole waves, at most 1024 threads
     check_one_tile,    # a single pass holds max_cols
-    plan_lds,          # the cross-wave reduction's LDS
+    plan_lds,          # the cross-wave reduction's LDS and the row cache
     check_registers,   # the tile in registers against the target's budget
 )
 
@@ -318,6 +380,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                    threads_per_row=d.threads_per_row, waves_per_row=max(1, d.threads_per_row // w),
                    rows_per_workgroup=d.rows_per_workgroup, threads=d.threads, reg_vecs=d.reg_vecs,
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
-                   registers_estimate=d.registers, wave_size=w)
+                   registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles)
+    # LDS is static, except the row cache's on CUDA (the launch passes Cfg::kLdsBytes of dynamic shared memory)
+    dynamic = d.lds_bytes if d.cache_tiles else 0
     return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=launch(d.threads, d.rows_per_workgroup),
-                      entries=(Entry(spec.name, d.threads, 0),))  # LDS is static
+                      entries=(Entry(spec.name, d.threads, dynamic),))

@@ -52,7 +52,15 @@ _COMMON_TAIL = (
     Key("looped", "true | false: false holds the row in registers, read once (cols <= one tile); true loops over "
                   "tiles (any cols; rows longer than a tile are read twice)",
         default_text="false when max_cols fits one tile, else true"),
+    Key("row_in", "registers | shared: where a row longer than one tile waits between the passes. registers: "
+                  "looped rows are read again from global memory; shared: every tile is kept in shared memory "
+                  "(LDS) as it is read, the row read from global memory once (looped tiles; needs max_cols; the "
+                  "workgroup's rows must fit the target's shared memory per workgroup)",
+        default_text="shared when no single pass holds max_cols in registers and the rows fit the planning "
+                     "limit (NVIDIA 96 KiB, AMD 32 KiB per workgroup), else registers"),
 )
+#: the values of row_in
+ROW_IN = ("registers", "shared")
 
 KEYS = {
     SOFTMAX: (*_COMMON_HEAD,
@@ -136,11 +144,12 @@ class RowConfig:
     reg_vecs: int | None = None
     max_cols: int | None = None
     looped: bool | None = None
+    row_in: str | None = None   # registers | shared (ROW_IN)
 
     def to_json(self) -> dict:
         return {"vec": self.vec, "threads_per_row": self.threads_per_row,
                 "rows_per_workgroup": self.rows_per_workgroup, "reg_vecs": self.reg_vecs,
-                "max_cols": self.max_cols, "looped": self.looped}
+                "max_cols": self.max_cols, "looped": self.looped, "row_in": self.row_in}
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,13 @@ def _optional_dtype(v: Value, param: str, default: DType) -> DType | None:
     words = ("none", "true", *DTYPE_WORDS)
     raise V.err(f"{param} = {v.text}: expected none, true or a dtype", v.span,
                 f"{V.did_you_mean(v.text, words)}legal: {', '.join(words)}")
+
+
+def _row_in(v: Value) -> str:
+    if v.kind == "call" and not v.data[1] and v.data[0] in ROW_IN:
+        return v.data[0]
+    raise V.err(f"row_in = {v.text}: expected registers or shared", v.span,
+                f"{V.did_you_mean(v.text, ROW_IN)}legal: {', '.join(ROW_IN)}")
 
 
 def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
@@ -198,5 +214,6 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
         reg_vecs=V.integer(v["reg_vecs"], "reg_vecs", 1, 16) if "reg_vecs" in v else None,
         max_cols=max_cols,
         looped=V.boolean(v["looped"], "looped") if "looped" in v else None,
+        row_in=_row_in(v["row_in"]) if "row_in" in v else None,
     )
     return RowParams(row, cfg)

@@ -3,7 +3,8 @@ strided, poisoned arrays and checking it against the op's float64 reference.
 
 ``SOURCE`` holds one kernel per variant the issue names, covering between them every op (softmax, log-softmax,
 layer norm, RMS norm), every input dtype, int8 outputs, residuals (same and other dtype), weight / bias on and
-off, single-pass and looped rows, rows of one thread, of part of a wave, of a wave and of several waves (LDS),
+off, single-pass and looped rows, looped rows kept in shared memory (row_in = shared: a residual of another dtype,
+int8, rows sharing a wave, vectors of 4 bytes, a whole 64 KiB row on AMD), rows of one thread, of part of a wave, of a wave and of several waves (LDS),
 planned and given parameters. Rung 1 compiles them for gfx90a / gfx942 / gfx950 (and sm_90); rung 2 runs their
 gfx942 plans on the emulator through ``ckgen.jit`` and their sm_90 plans (warp32, the CUDA tail path) on the
 emulator too.
@@ -44,6 +45,14 @@ kernel rms_res_bf16  { op = rmsnorm x = bf16 residual = true }
 kernel rms_res_i8    { op = rmsnorm x = bf16 residual = bf16 y = i8 threads_per_row = 128 reg_vecs = 2 looped = true }
 kernel rms_f32_long  { op = rmsnorm x = f32 weight = none max_cols = 262144 }
 kernel rms_f16_one   { op = rmsnorm x = f16 y = f32 max_cols = 7 }
+kernel sm_bf16_lds   { op = softmax x = bf16 scale = 0.7 max_cols = 20000 row_in = shared threads_per_row = 128
+                       reg_vecs = 2 }
+kernel lsm_f16_lds   { op = softmax log = true x = f16 residual = f32 max_cols = 5000 row_in = shared }
+kernel ln_bf16_lds   { op = layernorm x = bf16 residual = true max_cols = 12288 row_in = shared }
+kernel rms_f32_lds   { op = rmsnorm x = f32 y = i8 max_cols = 3001 row_in = shared threads_per_row = 32
+                       rows_per_workgroup = 2 }
+kernel rms_bf16_lds2 { op = rmsnorm x = bf16 vec = 2 weight = none max_cols = 1000 row_in = shared }
+kernel sm_bf16_lds64 { op = softmax x = bf16 max_cols = 32768 row_in = shared threads_per_row = 64 reg_vecs = 1 }
 """
 SPECS = {s.name: s for s in load_text(SOURCE, "rowops_tests.ck")}
 NAMES: tuple[str, ...] = tuple(SPECS)
@@ -51,7 +60,7 @@ NAMES: tuple[str, ...] = tuple(SPECS)
 AMD_ARCHES: dict[str, int] = {"gfx942": 19, "gfx90a": 19, "gfx950": 22}
 #: the kernels the sm_90 plans of which also run on the emulator (warp32, predicated tails)
 NV_ON_EMU = ("sm_bf16", "sm_f16_i8_sub", "lsm_f16_res", "ln_bf16_wb", "ln_res_f16", "rms_bf16_w", "rms_res_i8",
-             "sm_bf16_wide")
+             "sm_bf16_wide", "sm_bf16_lds", "lsm_f16_lds", "ln_bf16_lds", "rms_f32_lds", "rms_bf16_lds2")
 #: looped kernels that also get one row of more than 262144 columns
 LONG_ROWS = {"rms_f32_long": 262144, "sm_f32_looped": 262147}
 
@@ -205,7 +214,8 @@ def build_nv_on_emu(names) -> dict:
     from ckgen.toolchain.cache import get_or_build
 
     plans = [plan(n, "sm_90") for n in names]
-    target = dataclasses.replace(get_target("gfx942"), wave_size=32)
+    # a 32-lane wave with sm_90's shared memory per workgroup (the row cache of a 64 KiB row and its scratch)
+    target = dataclasses.replace(get_target("gfx942"), wave_size=32, lds_bytes=get_target("sm_90").lds_bytes)
     files = {f"{p.name}.hip": render_kernel(p) for p in plans}
     files["launchers.cpp"] = render_launchers("rowops_nv_emu", plans, "emu", kernel_files=list(files))
     extra = ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1"]
@@ -246,6 +256,8 @@ def shapes(p) -> list[tuple[int, int, str]]:
         out += [(3, 4097, "pad"), (2, 65537, "tight"), (rpw + 1, 2 * b.tile_cols + 5, "odd")]
     elif b.looped:
         out += [(3, min(4097, b.max_cols), "pad"), (rpw + 1, min(2 * b.tile_cols + 5, b.max_cols), "odd")]
+        if b.cache_tiles:  # the row cache: its longest rows, aligned and not
+            out += [(rpw + 1, b.max_cols, "tight"), (2, b.max_cols, "odd"), (1, max(b.max_cols - 1, 1), "pad")]
     else:
         m = b.max_cols
         out += [(3, m, "pad"), (rpw + 1, max(m - 1, 1), "odd"), (2, min(m, 4097), "mixed")]

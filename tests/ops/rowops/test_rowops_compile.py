@@ -7,8 +7,9 @@ Per (kernel, AMD arch), from the code object's disassembly and metadata (``ckgen
 * the cross-lane operations of the planned row reduction (threads_per_row T lanes): DPP ``quad_perm`` from
   T = 2, ``row_half_mirror`` from 8, ``row_mirror`` from 16, ``ds_swizzle_b32`` from 32, ``v_readlane_b32`` from
   64, and rows over several waves exchange through LDS (ds_write / ds_read, s_barrier); a row of one thread
-  has none;
-* 16-byte vector loads of x (``global_load_dwordx4``) and vector stores of y of ``vec`` elements;
+  has none; the row cache (row_in = shared) keeps 16-byte slots in LDS (ds_write_b128 / ds_read_b128) and a row
+  within a wave has no barrier;
+* 16-byte vector loads of x (16-byte vectors) (``global_load_dwordx4``) and vector stores of y of ``vec`` elements;
 * no scratch (no scratch_/buffer_ accesses, .private_segment_fixed_size 0), no VGPR or SGPR spills;
 * LDS == the plan's, workgroup == the plan's threads, wave64.
 nvcc: every kernel builds for sm_90a with no spill stores or loads, no stack frame, within its register budget.
@@ -68,10 +69,15 @@ def test_code_object(disasm, name: str, arch: str) -> None:
     if b.waves_per_row > 1:
         assert "s_barrier" in ops and any(o.startswith("ds_write") for o in ops) and any(
             o.startswith("ds_read") for o in ops), "rows over several waves reduce through LDS"
+    elif b.cache_tiles:
+        assert "s_barrier" not in ops, "a row within a wave needs no barrier (each thread reads its own cache slots)"
     else:
         assert not any(o.startswith(("ds_write", "ds_read")) for o in ops), "a row within a wave needs no LDS"
     r = p.spec.params.row
-    assert "global_load_dwordx4" in ops, "16-byte vector loads of x"
+    if b.cache_tiles and (b.vec * r.res_dtype.bytes) % 16 == 0:
+        assert {"ds_write_b128", "ds_read_b128"} <= ops, "the row cache in 16-byte slots"
+    if b.vec * r.x.bytes == 16:
+        assert "global_load_dwordx4" in ops, "16-byte vector loads of x"
     assert STORE[b.vec * r.y.bytes] in ops, f"vector stores of {b.vec} x {r.y.value}"
     assert not any(o.startswith(("scratch_", "buffer_store", "buffer_load")) for o in ops), "scratch access"
     assert rep.vgpr_spills == 0 and rep.sgpr_spills == 0 and rep.scratch_bytes == 0, rep

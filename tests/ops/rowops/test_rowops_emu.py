@@ -63,13 +63,21 @@ def test_runtime_scalars(emu_kernels, name: str, scalars: dict) -> None:
 
 @pytest.mark.parametrize("name,over", [("sm_bf16", {"y": "x"}), ("ln_bf16_wb", {"y": "x"}),
                                        ("rms_res_bf16", {"y": "x", "s_out": "residual"}),
-                                       ("rms_res_bf16", {"s_out": "x"}), ("lsm_f16_res", {"y": "x", "s_out": "residual"})])
-def test_in_place(emu_kernels, name: str, over: dict) -> None:
+                                       ("rms_res_bf16", {"s_out": "x"}), ("lsm_f16_res", {"y": "x", "s_out": "residual"}),
+                                       ("sm_bf16_lds", {"y": "x"}), ("ln_bf16_lds", {"y": "x", "s_out": "residual"}),
+                                       ("ln_bf16_lds", {"s_out": "x"})])
+def test_in_place(emu_kernels, nv_emu_kernels, name: str, over: dict) -> None:
     """Outputs written over the inputs the ABI lets them alias (the same view); looped kernels over several
-    tiles (the body re-reads s_out, or x, after writing)."""
-    k = emu_kernels[name]
+    tiles (the body re-reads s_out, or x, after writing); kernels with the row cache also as their sm_90 plans
+    (x copied into shared memory by cp.async while s is written over it)."""
+    ks = [emu_kernels[name]] + ([nv_emu_kernels[name]] if emu_kernels[name].plan.body.cache_tiles else [])
+    for k in ks:
+        _in_place(k, name, over)
+
+
+def _in_place(k, name: str, over: dict) -> None:
     b = k.plan.body
-    cols = b.max_cols if not b.looped else 3 * b.tile_cols + 17
+    cols = b.max_cols if not b.looped else min(3 * b.tile_cols + 17, b.max_cols or 3 * b.tile_cols + 17)
     c = H.make_call(k.plan, 3, cols, "pad", seed=11)
     before = {n: a.copy() for n, a in c.inputs.items()}
     for out, inp in over.items():
@@ -213,3 +221,16 @@ def test_tolerances_catch_a_wrong_result(emu_kernels) -> None:
     c.outputs["s_out"][2, 5] ^= np.uint16(1)
     with pytest.raises(AssertionError, match="s_out: relative error"):
         H.check_call(c, "planted")
+
+
+@pytest.mark.parametrize("name", [n for n in H.NAMES if H.plan(n).body.cache_tiles])
+def test_row_cache_has_no_lds_bank_conflicts(emu_kernels, name: str) -> None:
+    """The row cache's slots (16-byte chunks, chunk-major over the threads; 4-byte pieces for vectors of 2 bf16)
+    and the cross-wave scratch: every LDS access of a call over the longest rows without bank conflicts."""
+    k = emu_kernels[name]
+    c = H.make_call(k.plan, 3, k.plan.body.max_cols, "tight", seed=21)
+    H.run(k, c)
+    H.check_call(c, f"{name} (banks)")
+    sites = k.handle.library.lds_sites()
+    assert any(s.write for s in sites) and any(not s.write for s in sites)
+    assert all(s.extra_cycles == 0 and s.max_ways == 1 for s in sites), (name, sites)

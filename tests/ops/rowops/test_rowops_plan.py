@@ -36,7 +36,8 @@ def refused(body: str, arch: str = "gfx942", op: str = "softmax") -> CkgenError:
 # ------------------------------------------------------------------------------------------ planned defaults
 @pytest.mark.parametrize("arch,max_cols,want", [
     ("sm_90", 1024, (32, 4, 8, False)), ("sm_90", 4096, (128, 4, 2, False)), ("sm_90", 8192, (256, 4, 1, False)),
-    ("sm_90", 16384, (512, 4, 1, False)), ("sm_90", 32768, (512, 4, 1, True)),
+    ("sm_90", 16384, (512, 4, 1, False)),
+    ("sm_90", 32768, (512, 1, 1, True)),    # row_in = shared: 8 tiles of 4096 in 64 KiB of shared memory
     ("gfx942", 1024, (32, 4, 8, False)), ("gfx942", 4096, (128, 4, 2, False)), ("gfx942", 16384, (512, 4, 1, False)),
     ("gfx942", 32768, (512, 4, 1, True)),   # 8 vectors per thread spill SGPRs, 1024 threads too many VGPRs
     ("gfx942", 65536, (512, 4, 1, True)), ("gfx942", 7, (1, 1, 256, False)), ("sm_90", 100, (4, 4, 64, False)),
@@ -217,3 +218,66 @@ def test_register_estimate_grows_with_the_tile() -> None:
     for w in (32, 64):
         est = [estimate_registers(r, 8, n, False, w) for n in (1, 2, 4, 8)]
         assert est == sorted(est) and est[0] < est[-1]
+
+
+# ------------------------------------------------------------------------------------------ row_in = shared
+@pytest.mark.parametrize("op", ["softmax", "layernorm", "rmsnorm"])
+def test_row_cache_is_planned_where_no_register_single_pass_fits(op: str) -> None:
+    """sm_90 / sm_80 bf16 rows of 32768: the row cache (64 KiB + the scratch, dynamic shared memory on CUDA),
+    the same plan on both arches; gfx942 (32 KiB planning limit) and f32 rows (128 KiB) stay looped in registers."""
+    plans = [plan1("x = bf16 max_cols = 32768", a, op) for a in NV]
+    assert len({(p.body, p.launch) for p in plans}) == 1
+    p = plans[1]
+    b = p.body
+    assert b.looped and b.cache_tiles * b.tile_cols >= 32768 > (b.cache_tiles - 1) * b.tile_cols
+    scratch = 2 * (b.threads // 32) * {"softmax": 2, "layernorm": 3, "rmsnorm": 1}[op] * 4
+    assert b.lds_bytes == 65536 + scratch and p.entries[0].lds_bytes == b.lds_bytes
+    view = get_op(op).kernel_view(p)
+    assert ("int", "kCacheTiles", str(b.cache_tiles)) in view["constants"]
+    assert "kCacheTiles = " in render_kernel(p) and "row in shared memory" in get_op(op).summary(p)
+    for body, arch in (("x = bf16 max_cols = 32768", "gfx942"), ("x = f32 max_cols = 32768", "sm_90"),
+                       ("x = bf16 max_cols = 32768 looped = true", "sm_90"),
+                       ("x = bf16 max_cols = 32768 row_in = registers", "sm_90"), ("x = bf16", "sm_90")):
+        q = plan1(body, arch, op)
+        assert q.body.looped and q.body.cache_tiles == 0 and q.entries[0].lds_bytes == 0, (body, arch)
+        assert "kCacheTiles" not in render_kernel(q)
+    # rows a register single pass holds keep it
+    assert plan1("x = bf16 max_cols = 8192", "sm_90", op).body.cache_tiles == 0
+
+
+def test_row_cache_given_parameters_and_sizes() -> None:
+    b = plan1("x = f16 residual = f32 max_cols = 5000 row_in = shared threads_per_row = 128 reg_vecs = 2",
+              "gfx942").body
+    assert (b.threads_per_row, b.reg_vecs, b.tile_cols, b.cache_tiles) == (128, 2, 2048, 3)
+    assert b.lds_bytes == 3 * 2 * 128 * 32 + 2 * 2 * 2 * 4   # f32 slots of 8 elements, MultiWave scratch of 2 waves
+    b = plan1("x = bf16 vec = 2 max_cols = 1000 row_in = shared", "sm_90", "rmsnorm").body
+    assert b.lds_bytes % 16 == 0 and b.cache_tiles == 1
+    b = plan1("x = f32 max_cols = 100 row_in = shared threads_per_row = 16 rows_per_workgroup = 4", "gfx942").body
+    assert (b.threads, b.cache_tiles, b.lds_bytes) == (64, 1, 64 * 4 * 16)   # rows share a wave: no scratch
+
+
+@pytest.mark.parametrize("arch,body,param,legal", [
+    ("gfx942", "x = bf16 row_in = shared", "row_in", "shared with max_cols"),
+    ("gfx942", "x = bf16 max_cols = 4096 row_in = shared looped = false", "looped", "true (or leave it out)"),
+    ("gfx942", "x = bf16 max_cols = 32768 row_in = shared", "max_cols", "max_cols <= 24576 with row_in = shared"),
+    ("gfx90a", "x = bf16 max_cols = 32769 row_in = shared threads_per_row = 64 reg_vecs = 1", "max_cols",
+     "max_cols <= 32768"),
+    ("sm_90", "x = f32 max_cols = 65536 row_in = shared", "max_cols", "max_cols <= 57344 with row_in = shared"),
+    ("sm_80", "x = f32 max_cols = 65536 row_in = shared", "max_cols", "max_cols <= 40960"),
+])
+def test_row_cache_refusals_name_the_limit(arch: str, body: str, param: str, legal: str) -> None:
+    e = refused(body, arch)
+    assert isinstance(e, ValidationError) and f"{param} = " in str(e) and legal in str(e), str(e)
+
+
+def test_row_cache_of_a_whole_64_kib_row_on_amd() -> None:
+    """A one-wave row has no scratch: the cache may take all 64 KiB of gfx90a / gfx942's LDS (32768 bf16)."""
+    for arch in ("gfx90a", "gfx942"):
+        b = plan1("x = bf16 max_cols = 32768 row_in = shared threads_per_row = 64 reg_vecs = 1", arch).body
+        assert (b.lds_bytes, b.cache_tiles, b.tile_cols) == (65536, 64, 512)
+
+
+def test_row_in_dsl_values() -> None:
+    with pytest.raises(SpecError, match="row_in = shard: expected registers or shared"):
+        plan1("x = bf16 max_cols = 64 row_in = shard")
+    assert plan1("x = bf16 max_cols = 64 row_in = registers").body.cache_tiles == 0

@@ -60,7 +60,8 @@
 //     [kQuantI8 and not softmax: pass 2, backward over tiles: amax of y, all-reduce Max]
 //     pass 3 (opposite direction to the previous pass): y = op(v), store.
 //   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
-//   global memory (s_out when kResidual, else x). kLooped == false: the body is compiled for one tile
+//   global memory (s_out when kResidual, else x), or with kCacheTiles > 0 from the row cache in shared memory
+//   (rowops_rowcache.h: pass 1 writes every tile there; on CUDA x arrives there by cp.async before pass 1). kLooped == false: the body is compiled for one tile
 //   (cols <= kTileCols, checked: a trap), so the row is read once and y written once. kLooped == true: any
 //   cols; rows longer than one tile read v twice (three times with the int8 amax pass), minus one tile.
 //   Global bytes per element (single pass): sizeof(TIn) + sizeof(TOut), plus 2 * sizeof(TRes) with
@@ -88,7 +89,11 @@
 //   kRowsPerBlock, kThreads          kThreads = kRowsPerBlock * kRowThreads, a multiple of kWaveSize
 //   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
 //   kLooped                          false: cols <= kTileCols (single pass); true: any cols
-//   kLdsBytes                        MultiWave scratch when kWavesPerRow > 1 (rowops::lds_bytes<Cfg>()), else 0
+//   kLdsBytes                        rowops::lds_bytes<Cfg>(): the MultiWave scratch when kWavesPerRow > 1, plus
+//                                    the row cache (kCacheTiles); CUDA: the dynamic shared memory the launch
+//                                    must give when kCacheTiles > 0
+//   kCacheTiles (optional, default 0) the row cache (rowops_rowcache.h): looped tiles kept in shared memory,
+//                                    the row read from global memory once; cols <= kCacheTiles * kTileCols
 //   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
@@ -100,6 +105,7 @@
 #include "ckgen/types.h"
 #include "rowops_frag.h"
 #include "rowops_math.h"
+#include "rowops_rowcache.h"
 
 namespace ckgen {
 namespace rowops {
@@ -153,10 +159,16 @@ constexpr int stage_bytes() {
 template <class Cfg>
 using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, StateOf<Cfg::kOp>::type::kN>;
 
-// LDS the body declares (bytes): the cross-wave scratch when a row spans waves.
+// The cross-wave scratch (bytes) when a row spans waves, else 0 (a multiple of 16: an even number of waves).
+template <class Cfg>
+constexpr int scratch_bytes() {
+  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
+}
+
+// LDS the body uses (bytes): the scratch and the row cache (rowops_rowcache.h).
 template <class Cfg>
 constexpr int lds_bytes() {
-  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
+  return scratch_bytes<Cfg>() + cache_bytes<Cfg>();
 }
 
 template <class Cfg>
@@ -185,6 +197,10 @@ constexpr bool check_cfg() {
   static_assert(kSt == 0 || ((Cfg::kVec * sizeof(typename Cfg::TIn)) % 16 == 0 &&
                              (!Cfg::kResidual || (Cfg::kVec * sizeof(typename Cfg::TRes)) % 16 == 0)),
                 "kStages > 0 needs vectors of whole 16-byte chunks (kVec * sizeof(TIn), kVec * sizeof(TRes))");
+  constexpr int kCt = cache_tiles<Cfg>();
+  static_assert(kCt >= 0, "kCacheTiles >= 0");
+  static_assert(kCt == 0 || (Cfg::kLooped && kSt == 0), "kCacheTiles > 0 needs kLooped and no kStages");
+  static_assert(scratch_bytes<Cfg>() % 16 == 0, "the scratch keeps the row cache 16-byte aligned");
   return true;
 }
 
@@ -205,7 +221,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
                                       int cols, long long stride_x, long long stride_res, long long stride_y,
                                       long long stride_s, float scale, float eps, float* lds,
-                                      unsigned char* stage_mem, bool stage_ok) {
+                                      unsigned char* stage_mem, bool stage_ok, uint32_t* cache) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   using TIn = typename Cfg::TIn;
   using TRes = typename Cfg::TRes;
@@ -227,11 +243,17 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   constexpr bool kAmaxPass = Cfg::kQuantI8 && Cfg::kOp != kSoftmax;
   constexpr int kStages = stages<Cfg>();
   (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
-  (void)lds; (void)eps; (void)stage_mem; (void)stage_ok;
+  (void)lds; (void)eps; (void)stage_mem; (void)stage_ok; (void)cache;
+  using Cache = RowCache<Cfg>;
+  constexpr int kCacheTiles = Cache::kTiles;
+  constexpr bool kCached = kCacheTiles > 0;
 
   if (cols <= 0) return;
   if constexpr (kSingle) {
     if (cols > kTile) trap("rowops: cols > Cfg::kTileCols for a single-pass (kLooped == false) configuration");
+  }
+  if constexpr (kCached) {
+    if (cols > kCacheTiles * kTile) trap("rowops: cols > Cfg::kCacheTiles * Cfg::kTileCols (the row cache)");
   }
   const int ntiles = kSingle ? 1 : (cols - 1) / kTile + 1;
 
@@ -382,6 +404,25 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     FS buf[kR];  // the tile in registers (TIn, or s as TRes)
     Counts k{};
 
+    // ---- the row cache (kCacheTiles > 0, rowops_rowcache.h); with cp.async, x of the whole row first
+    const Cache cache_(cache, tid);
+    bool x_cached = false;  // pass 1 reads x from the cache (after cache_.wait_tile)
+    if constexpr (Cache::kAsync) {
+      x_cached = x_ok;
+      if (x_ok) cache_.issue_x(xr, ncols - rt * kVec, ntiles);
+    }
+    (void)cache_; (void)x_cached;
+    // v of the tile (buf) into the cache, unless it is there already (x copied in, no residual)
+    auto cache_tile = [&](int tile) {
+      if constexpr (kCached) {
+        if (Cfg::kResidual || !x_cached) {
+#pragma unroll
+          for (int j = 0; j < kR; ++j) cache_.store(tile, j, buf[j].w);
+        }
+      }
+      (void)tile;
+    };
+
     // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
     auto live = [&](auto kM, int j) -> bool {
       if constexpr (decltype(kM)::value) return j * kStep < k.rem;
@@ -403,6 +444,24 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           for (int j = 0; j < kR; ++j) {
             xv[j] = read_stage_x(stage, j, k.nv[j]);
             rv[j] = read_stage_r(stage, j, k.nv[j]);
+          }
+        } else if (x_cached) {
+          cache_.wait_tile(ntiles, tile);
+#pragma unroll
+          for (int j = 0; j < kR; ++j) cache_.load(tile, j, xv[j].w);
+          if (k.full && r_ok) {
+#pragma unroll
+            for (int j = 0; j < kR; ++j) rv[j] = detail::load_vector<TRes, kVec>(rr + col0(tile, j));
+          } else {
+#pragma unroll
+            for (int j = 0; j < kR; ++j) {
+              if (j * kStep < k.rem) {
+                rv[j] = detail::load<TRes, kVec>(rr + col0(tile, j), k.nv[j], r_ok);
+              } else {
+#pragma unroll
+                for (int i = 0; i < FR::kWords; ++i) rv[j].w[i] = 0u;
+              }
+            }
           }
         } else if (k.full && x_ok && r_ok) {
 #pragma unroll
@@ -437,6 +496,10 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         if constexpr (kSt) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = read_stage_x(stage, j, k.nv[j]);
+        } else if (x_cached) {
+          cache_.wait_tile(ntiles, tile);
+#pragma unroll
+          for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
         } else if (k.full && x_ok) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
@@ -452,10 +515,17 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           }
         }
       }
+      cache_tile(tile);
     };
-    // Later passes (looped): v again, from s_out (kResidual: this thread wrote it in pass 1) or x.
+    // Later passes (looped): v again, from the row cache, or from s_out (kResidual: this thread wrote it in
+    // pass 1) or x.
     auto load_again = [&](int tile) {
       k = counts(ncols, tile);
+      if constexpr (kCached) {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
+        return;
+      }
       const TS* src;
       bool ok;
       if constexpr (Cfg::kResidual) {
@@ -795,8 +865,13 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
                                  long long stride_res, long long stride_y, long long stride_s, float scale,
                                  float eps) {
   float* lds = nullptr;
-  if constexpr (lds_bytes<Cfg>() > 0) {
-    CKGEN_LDS(float, rowops_scratch, lds_bytes<Cfg>() / static_cast<int>(sizeof(float)));
+#if defined(CKGEN_PLATFORM_CUDA)
+  constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0 && cache_bytes<Cfg>() == 0;
+#else
+  constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0;
+#endif
+  if constexpr (kStaticScratch) {
+    CKGEN_LDS(float, rowops_scratch, scratch_bytes<Cfg>() / static_cast<int>(sizeof(float)));
     lds = rowops_scratch;
   }
   unsigned char* stage_mem = nullptr;
@@ -813,8 +888,10 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
     stage_ok = true;
 #endif
   }
+  uint32_t* cache = nullptr;
+  if constexpr (cache_bytes<Cfg>() > 0) cache = cache_memory<scratch_bytes<Cfg>(), cache_bytes<Cfg>()>(lds);
   rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                           stride_s, scale, eps, lds, stage_mem, stage_ok);
+                           stride_s, scale, eps, lds, stage_mem, stage_ok, cache);
 }
 
 }  // namespace rowops
