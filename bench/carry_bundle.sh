@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/carry_bundle.sh: pack what a device call carries, .carry/bundle.tgz = the prebuilt build cache (.nvcache,
 # every file of every entry: the cache verifies an entry's files against its manifest, so a trimmed entry would be
-# rebuilt on the device) and bench/_build; refuses a bundle over the carry limit (64 MiB with .whl).
+# rebuilt on the device) and bench/_build; refuses a bundle that, with the tracked files and .whl, passes the
+# device's 64 MiB limit (2026-12-03: 63 MB of cache with every bench kernel; the GEMM bench kernels left out: 54 MB).
 #   CKGEN_CACHE_DIR=.nvcache python3 bench/nv_prebuild.py -j 2 && bash bench/carry_bundle.sh
 # then run with carry [".carry", ".whl"]: tar xzf .carry/bundle.tgz && OUT=... bash bench/device_run.sh STAGE...
 set -eu
@@ -10,8 +11,11 @@ mkdir -p .carry
 rm -f .carry/bundle.tgz
 tar -czf .carry/bundle.tgz .nvcache bench/_build
 size=$(stat -c %s .carry/bundle.tgz)
-echo "bench/carry_bundle.sh: .carry/bundle.tgz $((size / 1048576)) MiB"
-if [ "$size" -gt $((62 * 1048576)) ]; then
-  echo "bench/carry_bundle.sh: over 62 MiB: prebuild fewer kernels (nv_prebuild.py --only REGEX)" >&2
+tree=$(git ls-files -z | xargs -0 cat | wc -c)
+wheels=$(cat .whl/* 2>/dev/null | wc -c)
+total=$((size + tree + wheels))
+echo "bench/carry_bundle.sh: .carry/bundle.tgz $((size / 1048576)) MiB; with the tracked files and .whl $((total / 1048576)) MiB"
+if [ "$total" -gt $((63 * 1048576)) ]; then
+  echo "bench/carry_bundle.sh: over 63 MiB in all: leave out the cache entries of kernels the stages do not run" >&2
   exit 1
 fi
