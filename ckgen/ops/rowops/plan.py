@@ -80,6 +80,12 @@ LOOPED_LONG: dict[int, tuple[int, int]] = {32: (512, 4), 64: (512, 4)}
 #: sm_90 hold at least two such workgroups per SM; gfx90a / gfx942 two per CU). Its tiles are LOOPED_LONG's with
 #: reg_vecs halved until two workgroups fit the register file (the rest of the latency is the other workgroup's).
 PLAN_ROW_LDS: dict[int, int] = {32: 96 * 1024, 64: 32 * 1024}
+#: per wave size, whether the cached tile is sized with the looped register model (True) or the single-pass one:
+#: a cached tile is read back from shared memory, not held across passes, and on sm_90 ptxas gives 512 threads x 2
+#: vectors 56 (softmax, layer norm), 40 (RMS norm), 64 (add + RMS norm) registers where the looped model says 74 /
+#: 69 / 61 / 66, so two workgroups of 512 x 2 fit: the fastest tile measured at 4096 x 32768 for all four ops
+#: (bench/runs/2026-12-03_rowcache_dispatch_attention.txt). wave64 keeps the looped model (not calibrated there).
+CACHE_LOOPED_MODEL: dict[int, bool] = {32: False, 64: True}
 CACHE_GROUPS = 2
 
 #: the device entry per op (ckgen/ops/rowops/device/rowops_entry.h) and the body's kOp constant
@@ -279,7 +285,7 @@ def _choose_cached(d: RowDraft, n: int | None) -> None:
     t, r = LOOPED_LONG[w]
     t = cfg.threads_per_row or min(t, max(w, _pow2ceil(_ceil(n, r))))
     r = cfg.reg_vecs or r
-    while cfg.reg_vecs is None and r > 1 and not _fits(d, t, r, True, CACHE_GROUPS):
+    while cfg.reg_vecs is None and r > 1 and not _fits(d, t, r, CACHE_LOOPED_MODEL[w], CACHE_GROUPS):
         r //= 2
     d.threads_per_row, d.reg_vecs, d.looped = t, r, True
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, _ceil(w, t))

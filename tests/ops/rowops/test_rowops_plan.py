@@ -37,7 +37,7 @@ def refused(body: str, arch: str = "gfx942", op: str = "softmax") -> CkgenError:
 @pytest.mark.parametrize("arch,max_cols,want", [
     ("sm_90", 1024, (32, 4, 8, False)), ("sm_90", 4096, (128, 4, 2, False)), ("sm_90", 8192, (256, 4, 1, False)),
     ("sm_90", 16384, (512, 4, 1, False)),
-    ("sm_90", 32768, (512, 1, 1, True)),    # row_in = shared: 8 tiles of 4096 in 64 KiB of shared memory
+    ("sm_90", 32768, (512, 2, 1, True)),    # row_in = shared: 4 tiles of 8192 in 64 KiB of shared memory
     ("gfx942", 1024, (32, 4, 8, False)), ("gfx942", 4096, (128, 4, 2, False)), ("gfx942", 16384, (512, 4, 1, False)),
     ("gfx942", 32768, (512, 4, 1, True)),   # 8 vectors per thread spill SGPRs, 1024 threads too many VGPRs
     ("gfx942", 65536, (512, 4, 1, True)), ("gfx942", 7, (1, 1, 256, False)), ("sm_90", 100, (4, 4, 64, False)),

@@ -61,8 +61,9 @@
 //     pass 3 (opposite direction to the previous pass): y = op(v), store.
 //   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
 //   global memory (s_out when kResidual, else x), or with kCacheTiles > 0 from the row cache in shared memory
-//   (rowops_rowcache.h: pass 1 writes every tile there; on CUDA x arrives there by cp.async before pass 1). kLooped == false: the body is compiled for one tile
-//   (cols <= kTileCols, checked: a trap), so the row is read once and y written once. kLooped == true: any
+//   (rowops_rowcache.h: pass 1 writes every tile there; on CUDA x arrives there by cp.async before pass 1).
+//   kLooped == false: the body is compiled for one tile (cols <= kTileCols, checked: a trap), so the row is read
+//   once and y written once. kLooped == true: any
 //   cols; rows longer than one tile read v twice (three times with the int8 amax pass), minus one tile.
 //   Global bytes per element (single pass): sizeof(TIn) + sizeof(TOut), plus 2 * sizeof(TRes) with
 //   kResidual; weight and bias are one row for all rows (L2 / L1). bf16: 4 (8 with the residual).
