@@ -157,3 +157,25 @@ def test_kernels_without_a_target_take_the_backend_default(tmp_path):
     src.write_text("kernel nt { A = f32 row B = f32 row C = f32 row tile = 32x32x8 waves = 1x1 }\n")
     assert jit(src, target="emu").plan.arch == "gfx942"
     assert jit(src, target="emu", arch="gfx90a").plan.arch == "gfx90a"
+
+
+def test_a_launch_returns_its_fiber_stacks_beyond_a_small_pool():
+    """After a launch a library keeps at most 64 fiber stacks (two memory mappings each: the guard page splits it);
+    the rest go back to the system. Keeping every stack of every launch in every loaded library passed Linux's
+    65530 mappings per process in the test suite (mmap then failed, and Python threads could not start)."""
+    src = "target gfx942\nkernel stack_pool { A = f16 row B = f16 col C = f32 row tile = 64x64x16 waves = 2x2 }\n"
+    k = api.jit(src, kernel="stack_pool", target="emu")
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (64, 16)).astype(np.float16)
+    b = np.asfortranarray(rng.uniform(-1, 1, (16, 64)).astype(np.float16))
+
+    def mappings() -> int:
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+
+    k(a[:0], b)                # an empty call: the library is loaded, nothing is launched
+    before = mappings()
+    for _ in range(3):
+        c = k(a, b)            # one workgroup of 256 threads: 256 fiber stacks in flight
+    assert np.allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
+    assert mappings() - before <= 2 * 64 + 32

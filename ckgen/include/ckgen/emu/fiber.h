@@ -25,6 +25,12 @@ namespace emu {
 
 constexpr size_t kFiberStackBytes = 128 * 1024;  // per emulated thread; kernels use a few KiB
 constexpr size_t kGuardBytes = 4096;
+// Stacks a library keeps for its next launch; the rest go back to the system. Each kept stack is two memory
+// mappings (the guard page splits it) for as long as the library stays loaded, and a test process loads hundreds
+// of emulator libraries: keeping every stack of every launch (a 256-thread workgroup on each OS thread) passed
+// Linux's 65530 mappings per process in the test suite, after which mmap failed ("could not allocate fiber stacks")
+// and new threads could not start.
+constexpr size_t kStackPoolKeep = 64;
 
 struct StackPool {
   std::mutex mu;
@@ -49,8 +55,14 @@ inline void* stack_alloc() {
 }
 
 inline void stack_free(void* s) {
-  std::lock_guard<std::mutex> g(g_stack_pool.mu);
-  g_stack_pool.free.push_back(s);
+  {
+    std::lock_guard<std::mutex> g(g_stack_pool.mu);
+    if (g_stack_pool.free.size() < kStackPoolKeep) {
+      g_stack_pool.free.push_back(s);
+      return;
+    }
+  }
+  munmap(static_cast<char*>(s) - kGuardBytes, kFiberStackBytes + kGuardBytes);
 }
 
 #if defined(__x86_64__)
