@@ -47,15 +47,6 @@
 namespace ckgen {
 namespace attn_nv {
 
-template <class A, class B>
-struct IsSame {
-  static constexpr bool value = false;
-};
-template <class A>
-struct IsSame<A, A> {
-  static constexpr bool value = true;
-};
-
 // Two floats -> one register of two T (lo in the low half), round to nearest even.
 template <class T>
 CKGEN_DEVICE uint32_t pack2(float lo, float hi) {

@@ -424,6 +424,11 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       (void)tile;
     };
 
+    // The tile's kR vectors of a row (src: this thread's first column of it) from global memory (detail::load_tile).
+    auto load_vecs = [&](auto& out, const auto* src, bool ok, int tile) {
+      detail::load_tile<kStep>(out, src + col0(tile, 0), k.nv, k.rem, k.full, ok);
+    };
+
     // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
     auto live = [&](auto kM, int j) -> bool {
       if constexpr (decltype(kM)::value) return j * kStep < k.rem;
@@ -450,38 +455,10 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           cache_.wait_tile(ntiles, tile);
 #pragma unroll
           for (int j = 0; j < kR; ++j) cache_.load(tile, j, xv[j].w);
-          if (k.full && r_ok) {
-#pragma unroll
-            for (int j = 0; j < kR; ++j) rv[j] = detail::load_vector<TRes, kVec>(rr + col0(tile, j));
-          } else {
-#pragma unroll
-            for (int j = 0; j < kR; ++j) {
-              if (j * kStep < k.rem) {
-                rv[j] = detail::load<TRes, kVec>(rr + col0(tile, j), k.nv[j], r_ok);
-              } else {
-#pragma unroll
-                for (int i = 0; i < FR::kWords; ++i) rv[j].w[i] = 0u;
-              }
-            }
-          }
-        } else if (k.full && x_ok && r_ok) {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) xv[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
-#pragma unroll
-          for (int j = 0; j < kR; ++j) rv[j] = detail::load_vector<TRes, kVec>(rr + col0(tile, j));
+          load_vecs(rv, rr, r_ok, tile);
         } else {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            if (j * kStep < k.rem) {
-              xv[j] = detail::load<TIn, kVec>(xr + col0(tile, j), k.nv[j], x_ok);
-              rv[j] = detail::load<TRes, kVec>(rr + col0(tile, j), k.nv[j], r_ok);
-            } else {
-#pragma unroll
-              for (int i = 0; i < FX::kWords; ++i) xv[j].w[i] = 0u;
-#pragma unroll
-              for (int i = 0; i < FR::kWords; ++i) rv[j].w[i] = 0u;
-            }
-          }
+          load_vecs(xv, xr, x_ok, tile);
+          load_vecs(rv, rr, r_ok, tile);
         }
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
@@ -501,19 +478,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           cache_.wait_tile(ntiles, tile);
 #pragma unroll
           for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
-        } else if (k.full && x_ok) {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TIn, kVec>(xr + col0(tile, j));
         } else {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            if (j * kStep < k.rem) {
-              buf[j] = detail::load<TIn, kVec>(xr + col0(tile, j), k.nv[j], x_ok);
-            } else {
-#pragma unroll
-              for (int i = 0; i < FS::kWords; ++i) buf[j].w[i] = 0u;
-            }
-          }
+          load_vecs(buf, xr, x_ok, tile);
         }
       }
       cache_tile(tile);
@@ -536,20 +502,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         src = xr;
         ok = x_ok;
       }
-      if (k.full && ok) {
-#pragma unroll
-        for (int j = 0; j < kR; ++j) buf[j] = detail::load_vector<TS, kVec>(src + col0(tile, j));
-      } else {
-#pragma unroll
-        for (int j = 0; j < kR; ++j) {
-          if (j * kStep < k.rem) {
-            buf[j] = detail::load<TS, kVec>(src + col0(tile, j), k.nv[j], ok);
-          } else {
-#pragma unroll
-            for (int i = 0; i < FS::kWords; ++i) buf[j].w[i] = 0u;
-          }
-        }
-      }
+      load_vecs(buf, src, ok, tile);
     };
     // The stage just read is free once its values are used: refill it with the group kStages ahead.
     auto refill = [&]() {

@@ -183,6 +183,27 @@ CKGEN_DEVICE Frag<T, kVec> load(const T* p, int n, bool ok) {
   return from_elem_bits<T, kVec>(b);
 }
 
+// kR vectors kStep elements apart from p (a thread's first column of a row tile) into out: one access per vector
+// when every vector lies inside the row (full) and the row is aligned (ok); otherwise vector j takes its nv[j]
+// elements (load), and vectors wholly past the row (j * kStep >= rem) are zero.
+template <int kStep, class T, int kVec, int kR>
+CKGEN_DEVICE void load_tile(Frag<T, kVec> (&out)[kR], const T* p, const int (&nv)[kR], int rem, bool full, bool ok) {
+  if (full && ok) {
+#pragma unroll
+    for (int j = 0; j < kR; ++j) out[j] = load_vector<T, kVec>(p + j * kStep);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (j * kStep < rem) {
+        out[j] = load<T, kVec>(p + j * kStep, nv[j], ok);
+      } else {
+#pragma unroll
+        for (int i = 0; i < Frag<T, kVec>::kWords; ++i) out[j].w[i] = 0u;
+      }
+    }
+  }
+}
+
 template <class T, int kVec>
 CKGEN_DEVICE void store_vector(T* p, const Frag<T, kVec>& f) {
   using F = Frag<T, kVec>;
