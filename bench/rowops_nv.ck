@@ -41,6 +41,10 @@ kernel layernorm_s32768_t256x2r1   { op = layernorm x = bf16  threads_per_row = 
 kernel layernorm_s32768_t512x2r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel layernorm_s32768_t512x1r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel layernorm_s32768_t1024x1r1  { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t256x4r2   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 2  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t256x2r3   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 3  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t256x2r2   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 2  max_cols = 32768  row_in = shared }
+kernel layernorm_s32768_t512x4r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 
 // ---- rmsnorm
 kernel rmsnorm_c1024_t32x4r8        { op = rmsnorm x = bf16  threads_per_row = 32  reg_vecs = 4  rows_per_workgroup = 8  max_cols = 1024  looped = false }
@@ -49,6 +53,10 @@ kernel rmsnorm_c4096_t128x4r2       { op = rmsnorm x = bf16  threads_per_row = 1
 kernel rmsnorm_c4096_t256x2r1       { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 4096  looped = false }
 kernel rmsnorm_c8192_t256x4r1       { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 8192  looped = false }
 kernel rmsnorm_c8192_t512x2r1       { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel rmsnorm_c8192_t1024x1r1      { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel rmsnorm_c8192_t128x8r1       { op = rmsnorm x = bf16  threads_per_row = 128  reg_vecs = 8  rows_per_workgroup = 1  max_cols = 8192  looped = false }
+kernel rmsnorm_c8192_t256x4r2       { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 2  max_cols = 8192  looped = false }
+kernel rmsnorm_c8192_t512x2r2       { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 2  max_cols = 8192  looped = false }
 kernel rmsnorm_l_t256x4r1           { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_l_t512x4r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 4  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_l_t512x2r1           { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  looped = true }

@@ -8,6 +8,7 @@
 //   from_float<T>   float -> T: f16/bf16 round to nearest even; int8_t/int32_t round to nearest even
 //                   and saturate, NaN -> 0.
 //   saturate_int<T>(long long) exact integer -> int8_t/int32_t with saturation (integer epilogues).
+//   pack2<T>(lo, hi) two floats -> one word of two f16/bf16 (cvt.rn.*x2 on NVIDIA devices).
 //   ext_vector_type typedefs (clang only: host clang++ for emu, amdgcn device); not under nvcc.
 //   ckgen::vec<T, N> an aligned array used for vector global / LDS accesses.
 //
@@ -160,6 +161,11 @@ template <class A>
 struct IsSame<A, A> {
   static constexpr bool value = true;
 };
+// A compile-time bool as a type (to hand a generic lambda a constant: f(BoolConst<true>{})).
+template <bool B>
+struct BoolConst {
+  static constexpr bool value = B;
+};
 
 // A value the compiler cannot see through (AMD: pinned in a VGPR at this point, so that what is derived from it
 // is computed after it and not hoisted as scalar state; elsewhere the identity).
@@ -178,6 +184,25 @@ CKGEN_HD To bit_cast(const From& f) {
   To t;
   __builtin_memcpy(&t, &f, sizeof(To));
   return t;
+}
+
+// Two floats -> one 32-bit word of two 16-bit T (f16 or bf16), lo in bits 0..15, each rounded to nearest even as
+// from_float rounds (a NaN stays a NaN). NVIDIA devices: one cvt.rn.{bf16,f16}x2.f32; elsewhere two from_float.
+template <class T>
+CKGEN_HD uint32_t pack2(float lo, float hi) {
+  static_assert(sizeof(T) == 2, "pack2: a 16-bit element type (f16, bf16)");
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  if constexpr (IsSame<T, bf16>::value) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));  // the first source -> the upper half
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+#else
+  return static_cast<uint32_t>(bit_cast<uint16_t>(from_float<T>(lo))) |
+         (static_cast<uint32_t>(bit_cast<uint16_t>(from_float<T>(hi))) << 16);
+#endif
 }
 
 // ---------------------------------------------------------------- vectors

@@ -2,7 +2,9 @@
 //
 // Each op:  template <class Cfg> static CKGEN_DEVICE float apply(float v, int row, int col,
 //                                                             const typename Cfg::TBias* bias);
-// row/col are global C coordinates, always in bounds (row < M, col < N) when called.
+// and `static constexpr bool kReads`: whether apply reads memory (a bias). row/col are global C coordinates, in
+// bounds (row < M, col < N) whenever the chain reads memory; a chain that reads none may also be evaluated past
+// M / N on values the caller then discards (an epilogue whose store clips, e.g. TMA).
 // Chain<Ops...> applies Ops left to right; Chain<> is the identity.
 #pragma once
 
@@ -13,6 +15,7 @@ namespace epi {
 
 // bias[row]: one value per row of C (length M).
 struct BiasRow {
+  static constexpr bool kReads = true;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float v, int row, int /*col*/, const typename Cfg::TBias* bias) {
     return v + to_float(gload(bias + row));
@@ -21,6 +24,7 @@ struct BiasRow {
 
 // bias[col]: one value per column of C (length N).
 struct BiasCol {
+  static constexpr bool kReads = true;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float v, int /*row*/, int col, const typename Cfg::TBias* bias) {
     return v + to_float(gload(bias + col));
@@ -28,6 +32,7 @@ struct BiasCol {
 };
 
 struct Relu {
+  static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
     return v > 0.0f ? v : 0.0f;
@@ -47,6 +52,7 @@ CKGEN_DEVICE float tanh_f32(float y) {
 
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 struct Gelu {
+  static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
     const float k0 = 0.7978845608028654f;  // sqrt(2/pi)
@@ -57,6 +63,7 @@ struct Gelu {
 
 // SiLU: x * sigmoid(x) = x / (1 + exp(-x)); exp overflow to inf gives -0 for very negative x.
 struct Silu {
+  static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
     return x / (1.0f + exp_f32(-x));
@@ -69,6 +76,7 @@ struct Chain;
 template <>
 struct Chain<> {
   static constexpr bool kEmpty = true;
+  static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
     return v;
@@ -78,6 +86,7 @@ struct Chain<> {
 template <class Op, class... Rest>
 struct Chain<Op, Rest...> {
   static constexpr bool kEmpty = false;
+  static constexpr bool kReads = Op::kReads || Chain<Rest...>::kReads;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float v, int row, int col, const typename Cfg::TBias* bias) {
     return Chain<Rest...>::template apply<Cfg>(Op::template apply<Cfg>(v, row, col, bias), row, col, bias);
@@ -97,15 +106,29 @@ struct IsInt< ::int32_t> {
   static constexpr bool value = true;
 };
 
-// The value one accumulator writes to C (shared by every GEMM body): alpha*acc, plus beta*C[off] when
-// kBeta != 0 (C is read only then), the chain, then the cast to TC. An integer GEMM with
-// kIntegerEpilogue, an empty chain and integral alpha/beta stays exact (64-bit, then saturated).
+// Whether the epilogue of Cfg reads memory: beta * C, or a bias. When it does not, value() may run past M / N.
+template <class Cfg>
+constexpr bool reads_memory() {
+  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads;
+}
+
+// The value one accumulator gives C before the cast: alpha*acc, plus beta*C[off] when kBeta != 0 (C is read only
+// then), then the chain.
+template <class Cfg, class AccT>
+CKGEN_DEVICE float value(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
+                         const typename Cfg::TBias* bias) {
+  float v = Cfg::kAlpha * static_cast<float>(acc);
+  if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
+  return Cfg::Epilogue::template apply<Cfg>(v, row, col, bias);
+}
+
+// The value one accumulator writes to C (shared by every GEMM body): value(), then the cast to TC. An integer
+// GEMM with kIntegerEpilogue, an empty chain and integral alpha/beta stays exact (64-bit, then saturated).
 template <class Cfg, class AccT>
 CKGEN_DEVICE typename Cfg::TC finish(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
                                      const typename Cfg::TBias* bias) {
   using TC = typename Cfg::TC;
-  using Epi = typename Cfg::Epilogue;
-  constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Epi::kEmpty &&
+  constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Cfg::Epilogue::kEmpty &&
                              Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&
                              Cfg::kBeta == static_cast<float>(static_cast<long long>(Cfg::kBeta));
   if constexpr (kIntExact) {
@@ -113,10 +136,7 @@ CKGEN_DEVICE typename Cfg::TC finish(AccT acc, int row, int col, const typename 
     if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
     return saturate_int<TC>(v);
   } else {
-    float v = Cfg::kAlpha * static_cast<float>(acc);
-    if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
-    v = Epi::template apply<Cfg>(v, row, col, bias);
-    return from_float<TC>(v);
+    return from_float<TC>(value<Cfg>(acc, row, col, C, off, bias));
   }
 }
 

@@ -47,23 +47,6 @@
 namespace ckgen {
 namespace attn_nv {
 
-// Two floats -> one register of two T (lo in the low half), round to nearest even.
-template <class T>
-CKGEN_DEVICE uint32_t pack2(float lo, float hi) {
-#if defined(__CUDACC__)
-  uint32_t r;
-  if constexpr (IsSame<T, bf16>::value) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-#else
-  return static_cast<uint32_t>(bit_cast<uint16_t>(from_float<T>(lo))) |
-         (static_cast<uint32_t>(bit_cast<uint16_t>(from_float<T>(hi))) << 16);
-#endif
-}
-
 template <class Cfg>
 struct Fwd {
   using T = typename Cfg::T;

@@ -335,6 +335,33 @@ struct Sm90Gemm {
                                           (Cfg::kRepN * 8 * sizeof(TC)) % 16 == 0 &&
                                           kWarps * kStagingBytes <= kSmemBytes;
 
+  // The outputs at (row, col) and (row, col + 1) of accumulators a0, a1, as staged: finish() on each; with
+  // kChecked, an output past M / N is zero and reads nothing. Unchecked calls past M / N are allowed only when
+  // the epilogue reads no memory (epi::reads_memory), and the caller must drop those outputs. 16-bit TC: value()
+  // and one pack2 for the pair (no per-element bounds branches, one cvt instead of a software rounding each).
+  template <bool kChecked, class AccT>
+  static CKGEN_DEVICE vec<TC, 2> pair(AccT a0, AccT a1, int row, int col, const TC* C, long long off,
+                                      const TBias* bias, int M, int N) {
+    const bool in0 = !kChecked || (row < M && col < N);
+    const bool in1 = !kChecked || (row < M && col + 1 < N);
+    if constexpr (sizeof(TC) == 2) {
+      const float v0 = in0 ? epi::value<Cfg>(a0, row, col, C, off, bias) : 0.0f;
+      const float v1 = in1 ? epi::value<Cfg>(a1, row, col + 1, C, off + 1, bias) : 0.0f;
+      return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+    } else {
+      vec<TC, 2> out;
+      out.v[0] = in0 ? epi::finish<Cfg>(a0, row, col, C, off, bias) : zero<TC>();
+      out.v[1] = in1 ? epi::finish<Cfg>(a1, row, col + 1, C, off + 1, bias) : zero<TC>();
+      return out;
+    }
+  }
+
+  // Whether a region of C from (row0, col0), rows x cols, needs no bounds checks in pair(): it lies inside C, or
+  // the epilogue reads no memory (outputs past M / N are then computed and dropped by the store).
+  static CKGEN_DEVICE bool unchecked(int row0, int col0, int rows, int cols, int M, int N) {
+    return !epi::reads_memory<Cfg>() || (row0 + rows <= M && col0 + cols <= N);
+  }
+
   template <int RM, int RN, int kSub>
   static CKGEN_DEVICE void store_c_staged(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
                                           const TBias* bias, int M, int N, long long ldc, int lane,
@@ -346,24 +373,27 @@ struct Sm90Gemm {
     constexpr int kChunks = kSub * 8 / kVec;  // 16-byte chunks per staged row
     const int g = lane >> 2, t = lane & 3;
     const bool vec_ok = aligned16(C, ldc, static_cast<int>(sizeof(TC)));
+    const bool fast = unchecked(m0 + wrow, n0 + wcol, 16 * RM, 8 * RN, M, N);  // (the drain below checks anyway)
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
 #pragma unroll
       for (int j0 = 0; j0 < RN; j0 += kSub) {
+        auto stage_pairs = [&](auto checked) {
 #pragma unroll
-        for (int jj = 0; jj < kSub; ++jj) {
+          for (int jj = 0; jj < kSub; ++jj) {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = m0 + wrow + i * 16 + g + h * 8;
-            const int col = n0 + wcol + (j0 + jj) * 8 + 2 * t;
-            const long long off = static_cast<long long>(row) * ldc + col;
-            vec<TC, 2> out;
-            out.v[0] = row < M && col < N ? epi::finish<Cfg>(acc[i][j0 + jj].r[2 * h], row, col, C, off, bias) : zero<TC>();
-            out.v[1] = row < M && col + 1 < N ? epi::finish<Cfg>(acc[i][j0 + jj].r[2 * h + 1], row, col + 1, C, off + 1, bias)
-                                              : zero<TC>();
-            *reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC)) = out;
+            for (int h = 0; h < 2; ++h) {
+              const int row = m0 + wrow + i * 16 + g + h * 8;
+              const int col = n0 + wcol + (j0 + jj) * 8 + 2 * t;
+              const long long off = static_cast<long long>(row) * ldc + col;
+              *reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC)) =
+                  pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1], row, col, C,
+                                                 off, bias, M, N);
+            }
           }
-        }
+        };
+        if (fast) stage_pairs(BoolConst<false>{});
+        else stage_pairs(BoolConst<true>{});
         __syncwarp();
 #pragma unroll
         for (int c = lane; c < 16 * kChunks; c += 32) {

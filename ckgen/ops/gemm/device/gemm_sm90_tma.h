@@ -290,22 +290,25 @@ struct TmaGemm {
     const int g = lane >> 2, t = lane & 3;
     if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
+    // Outputs past M / N are computed (and dropped by the TMA store) unless the epilogue reads memory there.
+    auto stage_pairs = [&](auto checked) {
 #pragma unroll
-    for (int j = 0; j < kFrags; ++j) {
+      for (int j = 0; j < kFrags; ++j) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        const int row = m0 + row0 + r;
-        const int col = n0 + 8 * j + 2 * t;
-        const long long off = static_cast<long long>(row) * ldc + col;
-        vec<TC, 2> out;
-        out.v[0] = row < M && col < N ? epi::finish<Cfg>(acc[0][j].r[2 * h], row, col, C, off, bias) : zero<TC>();
-        out.v[1] = row < M && col + 1 < N ? epi::finish<Cfg>(acc[0][j].r[2 * h + 1], row, col + 1, C, off + 1, bias)
-                                          : zero<TC>();
-        const int chunk = (j & 7) ^ (r & 7);
-        *reinterpret_cast<vec<TC, 2>*>(sp + (j >> 3) * 2048 + r * 128 + chunk * 16 + 4 * t) = out;
+        for (int h = 0; h < 2; ++h) {
+          const int r = g + 8 * h;
+          const int row = m0 + row0 + r;
+          const int col = n0 + 8 * j + 2 * t;
+          const long long off = static_cast<long long>(row) * ldc + col;
+          const int chunk = (j & 7) ^ (r & 7);
+          *reinterpret_cast<vec<TC, 2>*>(sp + (j >> 3) * 2048 + r * 128 + chunk * 16 + 4 * t) =
+              Epi::template pair<decltype(checked)::value>(acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], row, col, C,
+                                                           off, bias, M, N);
+        }
       }
-    }
+    };
+    if (Epi::unchecked(m0 + row0, n0, 16, Cfg::kTileN, M, N)) stage_pairs(BoolConst<false>{});
+    else stage_pairs(BoolConst<true>{});
     fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {

@@ -106,24 +106,6 @@ CKGEN_DEVICE Frag<T, kVec> from_elem_bits(const uint32_t (&b)[kVec]) {
   return f;
 }
 
-// Two f32 -> one word of two 16-bit T (RNE): lo in bits 0..15.
-template <class T>
-CKGEN_DEVICE uint32_t pack2(float lo, float hi) {
-#if defined(CKGEN_PLATFORM_CUDA)
-  if constexpr (__is_same(T, bf16)) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));  // a -> upper half, b -> lower
-    return r;
-  } else {
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-  }
-#else
-  return bits_of(from_float<T>(lo)) | (bits_of(from_float<T>(hi)) << 16);
-#endif
-}
-
 template <class T, int kVec>
 CKGEN_DEVICE Frag<T, kVec> pack(const float (&y)[kVec]) {
   if constexpr (sizeof(T) == 2 && kVec % 2 == 0) {
