@@ -52,7 +52,7 @@ class AttentionOp(Op):
         q += ", one barrier per K/V tile" if b.kv_barriers == 1 else ""
         w = b.wgmma
         hopper = (f"; Hopper body {w.block_m}x{w.block_n}, {w.stages} stages (fallback: "
-                  if w is not None else "")
+                  if w is not None else "; ")
         return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}{hopper}tile "
                 f"{b.block_m}x{b.block_n}, waves {b.waves}, lds_buffers {b.lds_buffers}{q}, instr {b.instr.shape_text}"
                 + (")" if w is not None else ""))
