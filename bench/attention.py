@@ -87,14 +87,17 @@ def reference(q, k, v, mask, scale):
 
 
 def check_kernel(kern) -> tuple[bool, str]:
-    """Numerics on b2, 8 query heads over 2 KV heads, sq 300 vs sk 517 (and 517 vs 300), padded rows."""
+    """Numerics on b2, 8 query heads over 2 KV heads, sq 300 vs sk 517 (and 517 vs 300), padded rows (3 elements:
+    not 16-byte aligned, the mma.sync body) and, for a kernel with the Hopper body, rows padded by 8 (aligned: the
+    Hopper body; padding still untouched)."""
     a = kern.plan.spec.params.attn
     d = a.head_dim
     gen = torch.Generator(device="cuda").manual_seed(1)
     worst, why = 0.0, []
-    for sq, sk in ((300, 517), (517, 300)):
-        def t(s, h, fill=None):
-            store = torch.empty(2, s, h * d + 3, device="cuda", dtype=torch.bfloat16)
+    pads = (3, 8) if kern.plan.body.wgmma is not None else (3,)
+    for sq, sk, pad in ((sq, sk, pad) for sq, sk in ((300, 517), (517, 300)) for pad in pads):
+        def t(s, h, fill=None, pad=pad):
+            store = torch.empty(2, s, h * d + pad, device="cuda", dtype=torch.bfloat16)
             if fill is None:
                 store.copy_(torch.randn(store.shape, generator=gen, device="cuda"))
             else:
@@ -111,11 +114,11 @@ def check_kernel(kern) -> tuple[bool, str]:
         err = float((o.double() - ro).norm() / ro.norm())
         worst = max(worst, err)
         if not err <= TOL["bf16"]:
-            why.append(f"sq {sq} sk {sk}: O relative error {err:.2e}")
+            why.append(f"sq {sq} sk {sk} pad {pad}: O relative error {err:.2e}")
         fin = torch.isfinite(rl)
         if not torch.equal(torch.isneginf(lse), torch.isneginf(rl)) or \
                 _absmax(lse[fin] - rl[fin]) > LSE_TOL:
-            why.append(f"sq {sq} sk {sk}: LSE differs")
+            why.append(f"sq {sq} sk {sk} pad {pad}: LSE differs")
         if not torch.isnan(o_store[..., 8 * d:].float()).all():
             why.append("padding written")
     return not why, f"max O err {worst:.1e}" + ("" if not why else ": " + "; ".join(why))

@@ -18,6 +18,9 @@
 #   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
 #             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
 #   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
+#   attention-hopper  the attention GPU tests, `ckgen run` of the Hopper body (TMA + wgmma), then bench/attention.py on
+#             the Hopper kernels and the planned mma.sync ones only (ATTN_BENCH_KERNELS, a regex, overrides)
+#   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
 #             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
 #             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
@@ -98,6 +101,19 @@ for STAGE in "$@"; do
         --size batch=2,heads=8,heads_kv=2,seqlen_q=333,seqlen_k=1000 2>&1 | tee -a "$OUT/ckgen_run.txt"
       timeout 330 python3 bench/attention.py --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
       echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -11 "$OUT/attention.txt" ;;
+    attention-hopper)
+      timeout 240 $PYTEST tests/runtime/test_nvidia_attention.py > "$OUT/pytest_attention.txt" 2>&1
+      echo "pytest attention rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_attention.txt" | tail -8
+      python3 -m ckgen run bench/attention_nv.ck --kernel bf16_d128_causal_wg128x128s2 --target sm_90 \
+        --size batch=2,heads=8,heads_kv=2,seqlen_q=333,seqlen_k=1000 2>&1 | tee -a "$OUT/ckgen_run.txt"
+      timeout 300 python3 bench/attention.py --kernels "${ATTN_BENCH_KERNELS:-_wg|_m128w4n64s2[qr]\$}" \
+        --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+      echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -11 "$OUT/attention.txt" ;;
+    attention-hopper-memcheck)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_attention.py -k "hopper_body_runs or w128x64 or f16_d64- or f16_d128_window" \
+        > "$OUT/memcheck_attention_hopper.txt" 2>&1
+      echo "memcheck attention hopper rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention_hopper.txt" | tail -3 ;;
     attention-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "odd or q1k1 or k0 or 4seq or 3seq" > "$OUT/memcheck_attention.txt" 2>&1

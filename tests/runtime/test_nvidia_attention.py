@@ -3,6 +3,10 @@ kernels called through the JIT with torch CUDA tensors, against a float64 refere
 inputs: BSHD and BHSD (and rows not 16-byte aligned), GQA / MQA, causal with seqlen_q != seqlen_k (bottom-right),
 sliding windows, variable-length batches, d64 / d128 / d256, odd lengths; outputs poisoned (the backend's NaN
 fill) and padding untouched; the ``ckgen::attention`` custom op under torch.compile (inductor).
+The dense f16 / bf16 d64 / d128 kernels are planned with the Hopper body (TMA + wgmma, attention_fwd_sm90.h) as
+well, which the host entry runs when the operands are 16-byte aligned (BSHD, BHSD) and keys exist; rows padded by 3
+elements ("odd"), seqlen_k = 0 and the ``body = mma_sync`` / varlen / d256 kernels run the mma.sync body
+(test_the_hopper_body_runs_where_it_applies checks which kernel was launched, with the torch profiler).
 ``bench/nv_prebuild.py`` builds these kernels (SPEC) into the carried cache ahead of a run.
 """
 
@@ -29,7 +33,14 @@ kernel gpu_attn_f16_d128_varlen_causal { op = attention  dtype = f16  head_dim =
 kernel gpu_attn_bf16_d64_varlen_window { op = attention  dtype = bf16  head_dim = 64  mask = window  varlen = true
   tile = 64x128 }
 kernel gpu_attn_bf16_d128_w8_s3 { op = attention  dtype = bf16  head_dim = 128  tile = 128x64  waves = 8
-  lds_buffers = 3  q_in_regs = true }
+  lds_buffers = 3  q_in_regs = true  body = mma_sync }
+kernel gpu_attn_f16_d128_window { op = attention  dtype = f16  head_dim = 128  mask = window  window = [64, 16] }
+kernel gpu_attn_f16_d64 { op = attention  dtype = f16  head_dim = 64  wgmma_tile = 128x128 }
+kernel gpu_attn_bf16_d64_causal_w128x64s3 { op = attention  dtype = bf16  head_dim = 64  mask = causal
+  wgmma_tile = 128x64  wgmma_stages = 3 }
+kernel gpu_attn_bf16_d128_causal_w128x64s4 { op = attention  dtype = bf16  head_dim = 128  mask = causal
+  wgmma_tile = 128x64  wgmma_stages = 4 }
+kernel gpu_attn_bf16_d128_mma_sync { op = attention  dtype = bf16  head_dim = 128  body = mma_sync }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -116,6 +127,23 @@ DENSE = [  # (kernel, batch, sq, sk, heads, heads_kv, layout, window)
     ("gpu_attn_bf16_d256_causal", 1, 70, 17, 2, 1, "bhsd", None),
     ("gpu_attn_bf16_d128_w8_s3", 2, 1000, 1000, 4, 4, "bshd", None),
     ("gpu_attn_bf16_d128_w8_s3", 1, 77, 1300, 4, 2, "odd", None),
+    # the Hopper body's tiles, masks and dtypes (aligned layouts; "odd" falls back)
+    ("gpu_attn_f16_d128_window", 2, 1000, 1000, 4, 2, "bshd", None),
+    ("gpu_attn_f16_d128_window", 1, 129, 1000, 2, 1, "bhsd", (200, -1)),
+    ("gpu_attn_f16_d128_window", 1, 1000, 17, 2, 2, "bshd", (3, 3)),
+    ("gpu_attn_f16_d64", 3, 17, 129, 8, 2, "bshd", None),
+    ("gpu_attn_f16_d64", 1, 1000, 1, 2, 2, "bhsd", None),
+    ("gpu_attn_bf16_d64_causal_w128x64s3", 2, 1000, 1000, 4, 1, "bhsd", None),
+    ("gpu_attn_bf16_d64_causal_w128x64s3", 1, 129, 17, 4, 4, "bshd", None),
+    ("gpu_attn_bf16_d64_causal_w128x64s3", 1, 17, 129, 2, 2, "odd", None),
+    ("gpu_attn_bf16_d128_causal_w128x64s4", 2, 1000, 1000, 4, 2, "bshd", None),
+    ("gpu_attn_bf16_d128_causal_w128x64s4", 1, 1, 1000, 2, 2, "bhsd", None),
+    ("gpu_attn_bf16_d128_causal_w128x64s4", 1, 333, 129, 2, 1, "bshd", None),
+    ("gpu_attn_bf16_d128", 2, 1000, 1000, 4, 4, "bhsd", None),
+    ("gpu_attn_bf16_d128", 1, 129, 17, 8, 1, "bshd", None),
+    ("gpu_attn_bf16_d128_causal", 2, 1024, 1024, 4, 2, "bshd", None),
+    ("gpu_attn_f16_d64_causal", 1, 1000, 1000, 4, 4, "bshd", None),
+    ("gpu_attn_bf16_d64_window", 1, 1000, 1000, 2, 2, "bhsd", (100, 0)),
 ]
 
 
@@ -194,6 +222,42 @@ def test_varlen_vs_float64(name, lq, lk, h, hkv, window):
     o2, _ = kern(q, k, v, None, None, cq, ck, **named)
     torch.cuda.synchronize()
     assert torch.equal(o2, o)
+
+
+def launched(fn) -> set[str]:
+    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+@pytest.mark.parametrize("name,layout,sk,tma", [
+    ("gpu_attn_bf16_d128_causal", "bshd", 300, True),
+    ("gpu_attn_bf16_d128_causal", "bhsd", 300, True),
+    ("gpu_attn_f16_d64", "bshd", 300, True),
+    ("gpu_attn_bf16_d128_causal", "odd", 300, False),    # rows not 16-byte aligned: the mma.sync body
+    ("gpu_attn_bf16_d128", "bshd", 0, False),             # no keys: the mma.sync body (O = 0, LSE = -inf)
+    ("gpu_attn_bf16_d128_mma_sync", "bshd", 300, False),  # not planned
+])
+def test_the_hopper_body_runs_where_it_applies(name, layout, sk, tma):
+    kern = kernel(name)
+    a = kern.plan.spec.params.attn
+    dt, d = TORCH[a.dtype.value], a.head_dim
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    _, q = tensor(2, 200, 4, d, dt, layout, gen)
+    _, k = tensor(2, sk, 2, d, dt, layout, gen)
+    _, v = tensor(2, sk, 2, d, dt, layout, gen)
+    _, o = tensor(2, 200, 4, d, dt, layout, gen, fill=float("nan"))
+    lse = torch.full((2, 4, 200), float("nan"), device="cuda")
+    names = launched(lambda: kern(q, k, v, o, lse))
+    assert (f"{name}_tma" in names) == tma and (name in names) != tma, names
+    for i in range(2):
+        ro, rl = reference(q[i], k[i], v[i], a.mask, 1 / math.sqrt(d), a.window)
+        assert rel(o[i], ro) <= TOL[a.dtype.value]
+        assert torch.equal(torch.isneginf(lse[i]), torch.isneginf(rl))
 
 
 def test_custom_op_under_torch_compile():

@@ -2,8 +2,9 @@
 
 Its parts: ``spec.py`` (DSL keys, params), ``configs.py`` (known-good configurations per target), ``plan.py``
 (the pass list), ``body.py`` (the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64, random
-problems), ``kernel.hip.j2`` (template), ``torch_op.py`` (the ``torch.library`` custom op), ``device/`` (the
-bodies: attention_fwd_amd.h on AMD and the emulator, attention_fwd_nv.h on NVIDIA).
+problems), ``kernel.hip.j2`` + ``tma_launch.cpp.j2`` (templates), ``torch_op.py`` (the ``torch.library`` custom op),
+``device/`` (the bodies: attention_fwd_amd.h on AMD and the emulator, attention_fwd_nv.h on NVIDIA, and on sm_90
+attention_fwd_sm90.h, the Hopper body the host entry tries first).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ckgen.ops.attention import spec as _spec
 from ckgen.ops.base import Op
 from ckgen.targets.model import Target
 
+#: the Hopper body's header (device/), which also brings the portable NVIDIA body
+WGMMA_HEADER = "attention_fwd_sm90.h"
 MASK_CONSTANTS = {"none": "ckgen::attn::kMaskNone", "causal": "ckgen::attn::kMaskCausal",
                   "window": "ckgen::attn::kMaskWindow"}
 
@@ -47,8 +50,12 @@ class AttentionOp(Op):
         mask = a.mask + (f" [{a.window[0]}, {a.window[1]}]" if a.mask == "window" else "")
         q = ", Q in registers" if b.q_in_regs else ", Q in shared memory"
         q += ", one barrier per K/V tile" if b.kv_barriers == 1 else ""
-        return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}; tile "
-                f"{b.block_m}x{b.block_n}, waves {b.waves}, lds_buffers {b.lds_buffers}{q}, instr {b.instr.shape_text}")
+        w = b.wgmma
+        hopper = (f"; Hopper body {w.block_m}x{w.block_n}, {w.stages} stages (fallback: "
+                  if w is not None else "; ")
+        return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}{hopper}tile "
+                f"{b.block_m}x{b.block_n}, waves {b.waves}, lds_buffers {b.lds_buffers}{q}, instr {b.instr.shape_text}"
+                + (")" if w is not None else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg of the platform's body (the member lists in device/attention_fwd_amd.h and _nv.h)."""
@@ -67,6 +74,9 @@ class AttentionOp(Op):
         else:
             ints += [("kWarps", b.waves), ("kWaveSize", t.wave_size), ("kThreads", plan.threads),
                      ("kStages", b.lds_buffers), ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
+            if b.wgmma is not None:  # the Hopper body's own tiling (attention_fwd_sm90.h checks the bytes)
+                ints += [("kSm90BlockM", b.wgmma.block_m), ("kSm90BlockN", b.wgmma.block_n),
+                         ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
@@ -74,8 +84,15 @@ class AttentionOp(Op):
                       ("bool", "kGqa", "true")]
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
                  f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
-        return {"types": types, "constants": constants, "header": b.body.header, "impl": b.body.impl,
-                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes}
+        if b.wgmma is not None:
+            w = b.wgmma
+            notes.append(f"Hopper body (<name>_tma): {w.block_m}x{w.block_n}, {w.stages} K/V stages, {w.threads} "
+                         f"threads, {w.smem_bytes} bytes of shared memory.")
+        # the Hopper body's header includes the portable one (attention_fwd_nv.h)
+        header = WGMMA_HEADER if b.wgmma is not None else b.body.header
+        return {"types": types, "constants": constants, "header": header, "impl": b.body.impl,
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes,
+                "tma_entry": b.wgmma is not None}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

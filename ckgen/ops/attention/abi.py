@@ -89,13 +89,15 @@ def abi(spec: KernelSpec) -> Abi:
                doc=f"O = softmax(scale * Q.K^T + {a.mask} mask) . V and LSE, per (batch, head)")
 
 
-def launch(spec: KernelSpec, threads: int, block_m: int, lds_bytes: int) -> Launch:
+def launch(spec: KernelSpec, threads: int, block_m: int, lds_bytes: int, tma: bool = False) -> Launch:
     """One workgroup per (query tile, head, batch): x walks ceil(seqlen_q / block_m) query tiles (the bodies
     start with the last, longest one), y the heads, z the batch. ``lds_bytes``: dynamic shared memory (NVIDIA
     bodies; 0 where the body declares its LDS statically). Over the launch limit (65535 along y or z), the batch
     runs as sub-problems when every tensor is indexed by it (dense); heads never do (K and V are indexed by
     heads_kv, which a slice of the heads does not move) and neither does a varlen batch (its offsets arrays are
-    batch + 1 long): such calls are refused by name."""
+    batch + 1 long): such calls are refused by name. With the Hopper body (``tma``) the host entry first tries
+    it (ops/attention/tma_launch.cpp.j2), which launches its own grid by the same rule."""
     varlen = bool(spec.params.attn.varlen)
     return Launch(threads=threads, grid=(GridDim("seqlen_q", block_m), GridDim("heads", split=False),
-                                         GridDim("batch", split=not varlen)), lds_bytes=lds_bytes)
+                                         GridDim("batch", split=not varlen)), lds_bytes=lds_bytes,
+                  prelaunch="attention/tma_launch.cpp.j2" if tma else None)

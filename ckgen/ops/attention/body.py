@@ -1,7 +1,8 @@
 """The attention op's plan for one target (:class:`AttentionPlan`, the ``body`` of its KernelPlan).
 
 Every field is a decision of the passes in :mod:`ckgen.ops.attention.plan`; the kernel template renders them
-into the ``Cfg`` struct the device bodies read (``device/attention_fwd_amd.h``, ``device/attention_fwd_nv.h``).
+into the ``Cfg`` struct the device bodies read (``device/attention_fwd_amd.h``, ``device/attention_fwd_nv.h``,
+``device/attention_fwd_sm90.h``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,27 @@ class RegisterEstimate:
 
 
 @dataclass(frozen=True)
+class WgmmaBodyPlan:
+    """The Hopper body of a kernel (TMA + wgmma, warp-specialized: ``device/attention_fwd_sm90.h``), its second
+    entry ``<name>_tma``: the host entry launches it when the device is sm_90 and Q, K, V, O are 16-byte aligned
+    (bases and strides); else the portable body runs, with the same results."""
+
+    block_m: int        # queries per block: 64 per consumer warpgroup
+    block_n: int        # keys per K/V tile
+    stages: int         # K/V tiles in flight (a K and a V stage each)
+    threads: int        # 128 per consumer warpgroup + 128 for the producer warpgroup
+    smem_bytes: int     # Q tile + stages x (K + V tiles) + mbarriers + 1024 alignment slack
+
+    def __post_init__(self) -> None:
+        if self.block_m % 64 or self.threads != 128 * (self.block_m // 64 + 1) or self.stages < 2:
+            raise ValueError("WgmmaBodyPlan: 64-row consumer warpgroups plus a producer, stages >= 2")
+
+    def to_json(self) -> dict:
+        return {"tile": [self.block_m, self.block_n], "stages": self.stages, "threads": self.threads,
+                "smem_bytes": self.smem_bytes}
+
+
+@dataclass(frozen=True)
 class AttentionPlan:
     body: Body
     instr: MatrixInstr
@@ -61,6 +83,7 @@ class AttentionPlan:
     mma_per_tile: int                 # matrix instructions one wave issues per K/V tile (S and O products)
     registers: RegisterEstimate
     planned: tuple[str, ...] = field(default=())  # the parameters the table chose (not written in the DSL)
+    wgmma: WgmmaBodyPlan | None = None  # sm_90: the Hopper body the host entry tries first
 
     @property
     def rows_per_wave(self) -> int:
@@ -75,4 +98,4 @@ class AttentionPlan:
                 "kv_barriers": self.kv_barriers, "vec": self.vec,
                 "lds_k_stride": self.lds_k_stride, "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
                 "mma_per_tile": self.mma_per_tile, "registers_estimate": self.registers.to_json(),
-                "planned": list(self.planned)}
+                "planned": list(self.planned), "wgmma": self.wgmma.to_json() if self.wgmma else None}

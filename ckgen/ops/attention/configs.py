@@ -50,3 +50,19 @@ TABLE: dict[tuple[str, int], KnownGood] = {
 
 def known_good(platform: str, head_dim: int) -> KnownGood:
     return TABLE[(platform, head_dim)]
+
+
+@dataclass(frozen=True)
+class WgmmaKnownGood:
+    """The Hopper body's tile (queries x keys: 64 queries per consumer warpgroup) and K/V stages per head dim."""
+
+    tile: tuple[int, int]
+    stages: int
+
+
+#: head_dim -> the Hopper body's configuration (FlashAttention-3's forward shapes on the H100: d128 128 x 128 with
+#: 2 consumer warpgroups, d64 192 x 128 with 3), to be replaced by the H200 measurements of bench/attention.py
+WGMMA_TABLE: dict[int, WgmmaKnownGood] = {
+    64: WgmmaKnownGood((192, 128), 2),
+    128: WgmmaKnownGood((128, 128), 2),
+}

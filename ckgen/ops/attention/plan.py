@@ -15,10 +15,11 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.attention.abi import abi, launch
-from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate
-from ckgen.ops.attention.configs import known_good
+from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate, WgmmaBodyPlan
+from ckgen.ops.attention.configs import WGMMA_TABLE, known_good
 from ckgen.ops.attention.spec import AttentionConfig, AttentionParams, AttentionSpec
 from ckgen.targets.model import MatrixInstr, Target
+from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 from ckgen.toolchain.occupancy import occupancy_limits
 
 MAX_THREADS = 1024
@@ -51,6 +52,7 @@ class AttentionDraft(Draft):
     lds_bytes: int = 0
     mma_per_tile: int = 0
     registers: RegisterEstimate | None = None
+    wgmma: WgmmaBodyPlan | None = None
 
     @property
     def a(self) -> AttentionSpec:
@@ -290,6 +292,67 @@ def estimate_registers(d: AttentionDraft) -> None:
     d.registers = est
 
 
+#: the Hopper body (device/attention_fwd_sm90.h): its head dims, its tiles (64 queries per consumer warpgroup, 2 or
+#: 3 of them; keys per tile = the N of the S wgmma, the K of the O wgmma), its K/V stages
+WGMMA_HEAD_DIMS = (64, 128)
+WGMMA_QUERIES = (128, 192)
+WGMMA_KEYS = (64, 128)
+WGMMA_STAGES = (2, 3, 4)
+
+
+def _wgmma_smem(hd: int, bm: int, bn: int, stages: int) -> int:
+    """Q tile + stages x (K + V tiles) (16-bit) + 1 + 4 x stages mbarriers + 1024 bytes of alignment slack."""
+    return 1024 + 2 * hd * (bm + 2 * stages * bn) + 8 * (1 + 4 * stages)
+
+
+def plan_wgmma_body(d: AttentionDraft) -> None:
+    """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64 or 128 also get the Hopper body
+    (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
+    with ``wgmma_tile`` and ``wgmma_stages`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
+    count shrinks to fit the shared memory). The portable body stays the run-time fallback."""
+    cfg, a, t = d.cfg, d.a, d.target
+    written = [(n, v) for n, v in (("wgmma_tile", cfg.wgmma_tile), ("wgmma_stages", cfg.wgmma_stages)) if v is not None]
+    if cfg.body == "mma_sync":
+        if written:
+            raise d.fail(written[0][0], _text(written[0][1]), "(leave it out with body = mma_sync)",
+                         "the Hopper body's parameters need body = auto or wgmma")
+        return
+    why = ("the target has no wgmma / TMA (sm_90)" if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features else
+           f"head_dim {a.head_dim} (the Hopper body takes {' or '.join(map(str, WGMMA_HEAD_DIMS))})"
+           if a.head_dim not in WGMMA_HEAD_DIMS else
+           "varlen kernels (the C ABI has no total token count to bound the tensor maps with)" if a.varlen else None)
+    if why is not None:
+        if cfg.body == "wgmma" or written:
+            param, value = ("body", "wgmma") if cfg.body == "wgmma" else (written[0][0], _text(written[0][1]))
+            raise d.fail(param, value, "body = auto or mma_sync (and no wgmma_* parameters)",
+                         f"the Hopper body does not take {why}")
+        return
+    kg = WGMMA_TABLE[a.head_dim]
+    tile = cfg.wgmma_tile if cfg.wgmma_tile is not None else kg.tile
+    if tile[0] not in WGMMA_QUERIES or tile[1] not in WGMMA_KEYS:
+        raise d.fail("wgmma_tile", _text(tile),
+                     f"M in {', '.join(map(str, WGMMA_QUERIES))} (64 queries per consumer warpgroup) x N in "
+                     f"{', '.join(map(str, WGMMA_KEYS))}", "not a tile of the Hopper body")
+    if cfg.wgmma_stages is not None and cfg.wgmma_stages not in WGMMA_STAGES:
+        raise d.fail("wgmma_stages", cfg.wgmma_stages, ", ".join(map(str, WGMMA_STAGES)),
+                     "unsupported K/V pipeline depth of the Hopper body")
+    stages = cfg.wgmma_stages if cfg.wgmma_stages is not None else kg.stages
+    if cfg.wgmma_stages is None:
+        while stages > WGMMA_STAGES[0] and _wgmma_smem(a.head_dim, *tile, stages) > t.lds_bytes:
+            stages -= 1
+    need = _wgmma_smem(a.head_dim, *tile, stages)
+    if need > t.lds_bytes:
+        raise d.fail("wgmma_tile" if cfg.wgmma_stages is None else "wgmma_stages",
+                     _text(tile) if cfg.wgmma_stages is None else stages, f"<= {t.lds_bytes} bytes of shared memory",
+                     f"the Hopper body needs {need} bytes (tile {_text(tile)}, {stages} stages, head_dim {a.head_dim})")
+    d.wgmma = WgmmaBodyPlan(block_m=tile[0], block_n=tile[1], stages=stages, threads=128 * (tile[0] // 64 + 1),
+                            smem_bytes=need)
+
+
+def _text(v) -> str:
+    return "x".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+
 PASSES = (
     check_dtype,          # the target has matrix instructions the body takes for the dtype
     plan_instruction,     # tile and instruction: written, or from the table (the best of its shape that fits)
@@ -300,6 +363,7 @@ PASSES = (
     plan_lds,             # LDS layout and bytes against the target (a planned depth shrinks to fit), and the
                           # occupancy hint within what that LDS lets run
     estimate_registers,   # register budget
+    plan_wgmma_body,      # sm_90: does the Hopper TMA + wgmma body take this kernel too (tile, stages, shared memory)
 )
 
 
@@ -312,8 +376,12 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                          lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
                          kv_barriers=d.kv_barriers, vec=d.vec,
                          lds_k_stride=d.lds_k_stride, lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes,
-                         mma_per_tile=d.mma_per_tile, registers=d.registers, planned=tuple(d.planned))
+                         mma_per_tile=d.mma_per_tile, registers=d.registers, planned=tuple(d.planned),
+                         wgmma=d.wgmma)
     threads = d.waves * target.wave_size
+    entries = [Entry(spec.name, threads, d.lds_bytes)]
+    if d.wgmma is not None:
+        entries.append(Entry(f"{spec.name}_tma", d.wgmma.threads, d.wgmma.smem_bytes, variant_of=spec.name))
     return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec),
-                      launch=launch(spec, threads, d.tile[0], 0),
-                      entries=(Entry(spec.name, threads, d.lds_bytes),))
+                      launch=launch(spec, threads, d.tile[0], 0, tma=d.wgmma is not None),
+                      entries=tuple(entries))

@@ -18,6 +18,9 @@ from ckgen.ops.base import BuildContext, Key
 DTYPES = (DType.F16, DType.BF16)
 HEAD_DIMS = (64, 128, 256)
 MASKS = ("none", "causal", "window")
+#: the device bodies a kernel may ask for: auto (the Hopper body where the target and kernel allow it, with the
+#: portable one as its run-time fallback), wgmma (the same, refused where it cannot be planned), mma_sync (none)
+BODY_CHOICES = ("auto", "wgmma", "mma_sync")
 #: largest window extent written in the DSL (the runtime scalars take any int32)
 WINDOW_MAX = 2**31 - 1
 
@@ -40,6 +43,12 @@ KEYS = (
         default_text="planned per target"),
     Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 (K and V copied as separate groups) or 1 (one group, "
         "lds_buffers >= 2)", default_text="planned per target"),
+    Key("body", "auto, wgmma or mma_sync: whether the kernel also gets the Hopper body (TMA + wgmma, sm_90; dense "
+        "f16/bf16, head_dim 64 or 128), tried first at run time", default_text="auto"),
+    Key("wgmma_tile", "MxN of the Hopper body: 128 or 192 queries (2 or 3 consumer warpgroups) x 64 or 128 keys",
+        default_text="planned per head dim"),
+    Key("wgmma_stages", "K/V tiles in flight in the Hopper body (2..4, within shared memory)",
+        default_text="planned"),
 )
 
 
@@ -78,17 +87,25 @@ class AttentionConfig:
     instr: tuple[int, int, int] | None = None
     waves_per_eu: int | None = None
     kv_barriers: int | None = None
+    body: str = "auto"
+    wgmma_tile: tuple[int, int] | None = None
+    wgmma_stages: int | None = None
 
     def __post_init__(self) -> None:
         if self.tile is not None and len(self.tile) != 2:
             raise ValueError("tile is MxN")
+        if self.wgmma_tile is not None and len(self.wgmma_tile) != 2:
+            raise ValueError("wgmma_tile is MxN")
+        if self.body not in BODY_CHOICES:
+            raise ValueError(f"body is one of {', '.join(BODY_CHOICES)}")
         if self.instr is not None and len(self.instr) != 3:
             raise ValueError("instr is MxNxK")
 
     def to_json(self) -> dict:
         return {"tile": list(self.tile) if self.tile else None, "waves": self.waves, "lds_buffers": self.lds_buffers,
                 "q_in_regs": self.q_in_regs, "instr": list(self.instr) if self.instr else None,
-                "waves_per_eu": self.waves_per_eu, "kv_barriers": self.kv_barriers}
+                "waves_per_eu": self.waves_per_eu, "kv_barriers": self.kv_barriers, "body": self.body,
+                "wgmma_tile": list(self.wgmma_tile) if self.wgmma_tile else None, "wgmma_stages": self.wgmma_stages}
 
 
 @dataclass(frozen=True)
@@ -135,5 +152,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> AttentionParams:
         instr=instr,
         waves_per_eu=V.integer(v["waves_per_eu"], "waves_per_eu", 1, 8) if "waves_per_eu" in v else None,
         kv_barriers=V.integer(v["kv_barriers"], "kv_barriers", 1, 2) if "kv_barriers" in v else None,
+        body=V.word(v["body"], "body", BODY_CHOICES) if "body" in v else "auto",
+        wgmma_tile=V.dims(v["wgmma_tile"], "wgmma_tile", 2) if "wgmma_tile" in v else None,
+        wgmma_stages=V.integer(v["wgmma_stages"], "wgmma_stages", 1, 8) if "wgmma_stages" in v else None,
     )
     return AttentionParams(attn, cfg)

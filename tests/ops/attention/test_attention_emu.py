@@ -1,8 +1,8 @@
 """Rung 2 for the attention op: kernels written in the DSL, planned by the op, generated, built for the CPU
 emulator and called through the op's Python binding (numpy), against a float64 reference.
 
-AMD kernels run as their arch (gfx942; gfx950 in its own library); NVIDIA kernels (sm_90 plans: the mma.sync body
-with cp.async stages) run as warps of 32 (ckgen/emu/nv.h), the cp.async copies landing only at the wait that
+AMD kernels run as their arch (gfx942; gfx950 in its own library); NVIDIA kernels (sm_90 plans of the mma.sync body
+with cp.async stages, ``body = mma_sync``: the Hopper body's TMA and wgmma have no emulation) run as warps of 32 (ckgen/emu/nv.h), the cp.async copies landing only at the wait that
 completes them. Inputs are random; O and LSE are poisoned before each run and every element outside the rows
 written (padding, other heads) must keep the poison. Each array is registered with the emulator at its exact
 extent: any access outside Q, K, V, O, LSE or the offsets is a fault, and so is an LDS race. Lengths 1, 17, 129
@@ -36,19 +36,19 @@ kernel a950_bf16_d128_varlen_window { op = attention  dtype = bf16  head_dim = 1
 kernel a950_f16_d128_16x16x32 { op = attention  dtype = f16  head_dim = 128  instr = 16x16x32  tile = 128x64
   arch = gfx950 }
 kernel n_bf16_d128_w8 { op = attention  dtype = bf16  head_dim = 128  tile = 128x64  waves = 8  q_in_regs = true
-  arch = sm_90 }
-kernel n_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask = causal  arch = sm_90 }
+  body = mma_sync  arch = sm_90 }
+kernel n_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask = causal  body = mma_sync  arch = sm_90 }
 kernel n_f16_d64_window_varlen { op = attention  dtype = f16  head_dim = 64  mask = window  varlen = true
-  arch = sm_90 }
+  body = mma_sync  arch = sm_90 }
 kernel n_bf16_d64_causal_n128 { op = attention  dtype = bf16  head_dim = 64  mask = causal  tile = 64x128
-  arch = sm_90 }
-kernel n_bf16_d256_causal { op = attention  dtype = bf16  head_dim = 256  mask = causal  arch = sm_90 }
+  body = mma_sync  arch = sm_90 }
+kernel n_bf16_d256_causal { op = attention  dtype = bf16  head_dim = 256  mask = causal  body = mma_sync  arch = sm_90 }
 kernel n_f16_d128_s3_varlen_causal { op = attention  dtype = f16  head_dim = 128  mask = causal  varlen = true
-  tile = 64x64  waves = 4  lds_buffers = 3  q_in_regs = true  arch = sm_90 }
+  tile = 64x64  waves = 4  lds_buffers = 3  q_in_regs = true  body = mma_sync  arch = sm_90 }
 kernel n_bf16_d128_causal_1b { op = attention  dtype = bf16  head_dim = 128  mask = causal  kv_barriers = 1
-  arch = sm_90 }
+  body = mma_sync  arch = sm_90 }
 kernel n_f16_d64_window_varlen_1b_s3 { op = attention  dtype = f16  head_dim = 64  mask = window  varlen = true
-  kv_barriers = 1  lds_buffers = 3  arch = sm_90 }
+  kv_barriers = 1  lds_buffers = 3  body = mma_sync  arch = sm_90 }
 """
 
 S = Scenario

@@ -16,11 +16,15 @@
 //   wgmma_m64n256k16<T, kTransA, kTransB>(d, da, db)   D(64x256 f32) += A(64x16) . B(16x256), T = f16 or
 //                            bf16, both operands from shared memory. D layout per warp w of the warpgroup:
 //                            register 4j + 2h + e holds row 16w + lane/4 + 8h, column 8j + 2(lane%4) + e.
-//   wgmma_m64n128k16 (the same, N = 128), wgmma_m64k16<N, ...> (either, by N)
+//   wgmma_m64n128k16, wgmma_m64n64k16 (the same, N = 128 / 64), wgmma_m64k16<N, ...> (any of them, by N)
+//   wgmma_m64n128k16_rs / _m64n64k16_rs, wgmma_rs_m64k16<N, T, kTransB>(d, a[4], db): A from registers (the
+//                            packed-T fragment of mma.sync m16n8k16's A per warp), B from shared memory
+//   wgmma_fence_operand(r)   keeps the compiler from moving r while an async wgmma uses it
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
 //   tma_load_3d(dst, map, c0, c1, c2, bar)   the same for a 3-D tensor map
+//   tma_load_4d / tma_store_4d   the same for 4-D tensor maps
 //   tma_store_3d(map, src, c0, c1, c2)   one box from shared memory to global memory (a bulk group; out-of-range
 //                            elements are not written); bulk_commit / bulk_wait_read<N> (the source shared
 //                            memory of all but N groups is free) / bulk_wait<N> (their writes are done);
@@ -88,16 +92,81 @@ CKGEN_DEVICE void wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db) {
   }
 }
 
-// D(64 x kN f32) += A(64x16) . B(16 x kN) for the wgmma widths the bodies use (kN = 128 or 256).
-template <int kN, class T, int kTransA, int kTransB>
-CKGEN_DEVICE void wgmma_m64k16(float (&d)[kN / 2], uint64_t da, uint64_t db) {
-  static_assert(kN == 128 || kN == 256, "wgmma_m64k16: N is 128 or 256");
-  if constexpr (kN == 256) {
-    wgmma_m64n256k16<T, kTransA, kTransB>(d, da, db);
+// The same with N = 64: D(64x64 f32) += A(64x16) . B(16x64), 8 fragments.
+template <class T, int kTransA, int kTransB>
+CKGEN_DEVICE void wgmma_m64n64k16(float (&d)[32], uint64_t da, uint64_t db) {
+  if constexpr (IsSame<T, bf16>::value) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %36, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, %34, %35;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "n"(kTransA), "n"(kTransB), "n"(1));
   } else {
-    wgmma_m64n128k16<T, kTransA, kTransB>(d, da, db);
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %36, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, %34, %35;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "n"(kTransA), "n"(kTransB), "n"(1));
   }
 }
+
+// A from registers ("rs"): D(64 x N f32) += A(64x16) . B(16 x N), B from shared memory (db), A the warpgroup's
+// register fragment: a[0..3] of a thread hold, packed two T per register (lower column in the low half),
+// row lane/4 of its warp's 16 rows cols 2(lane%4)+{0,1} | row +8, same cols | row lane/4, cols 8+2(lane%4)+{0,1} |
+// row +8, cols 8+... (PTX ISA, wgmma register fragment A, m64nNk16: the layout of mma.sync m16n8k16's A).
+// An f32 accumulator fragment of the same rows (registers 4j+2h+e, columns 8j+2(lane%4)+e) packed pairwise is
+// such an A: k16 step kk takes the pairs of fragments 2kk and 2kk+1.
+template <class T, int kTransB>
+CKGEN_DEVICE void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (IsSame<T, bf16>::value) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, %69;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "n"(1));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, %69;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "n"(1));
+  }
+}
+
+// The same with N = 64.
+template <class T, int kTransB>
+CKGEN_DEVICE void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (IsSame<T, bf16>::value) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "n"(1));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "n"(1));
+  }
+}
+
+// D(64 x kN f32) += A(64x16) . B(16 x kN) for the wgmma widths the bodies use (kN = 64, 128 or 256).
+template <int kN, class T, int kTransA, int kTransB>
+CKGEN_DEVICE void wgmma_m64k16(float (&d)[kN / 2], uint64_t da, uint64_t db) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma_m64k16: N is 64, 128 or 256");
+  if constexpr (kN == 256) {
+    wgmma_m64n256k16<T, kTransA, kTransB>(d, da, db);
+  } else if constexpr (kN == 128) {
+    wgmma_m64n128k16<T, kTransA, kTransB>(d, da, db);
+  } else {
+    wgmma_m64n64k16<T, kTransA, kTransB>(d, da, db);
+  }
+}
+
+// D(64 x kN f32) += A(64x16, registers) . B(16 x kN, shared memory) (kN = 64 or 128).
+template <int kN, class T, int kTransB>
+CKGEN_DEVICE void wgmma_rs_m64k16(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t db) {
+  static_assert(kN == 64 || kN == 128, "wgmma_rs_m64k16: N is 64 or 128");
+  if constexpr (kN == 128) {
+    wgmma_m64n128k16_rs<T, kTransB>(d, a, db);
+  } else {
+    wgmma_m64n64k16_rs<T, kTransB>(d, a, db);
+  }
+}
+
+// Pins registers the compiler must not move while a wgmma that reads or writes them is in flight (between the
+// issue and wgmma_wait): an empty asm that claims to read and write them.
+CKGEN_DEVICE void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+CKGEN_DEVICE void wgmma_fence_operand(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
 
 // ---------------------------------------------------------------- mbarriers (shared::cta addresses)
 CKGEN_DEVICE void mbar_init(uint32_t bar, uint32_t count) {
@@ -139,6 +208,20 @@ CKGEN_DEVICE void tma_load_3d(uint32_t dst, const TensorMap* map, int c0, int c1
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
+}
+
+// The same for a 4-D tensor map (c0 innermost).
+CKGEN_DEVICE void tma_load_4d(uint32_t dst, const TensorMap* map, int c0, int c1, int c2, int c3, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
+CKGEN_DEVICE void tma_store_4d(const TensorMap* map, uint32_t src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
 }
 
 CKGEN_DEVICE void tma_store_3d(const TensorMap* map, uint32_t src, int c0, int c1, int c2) {

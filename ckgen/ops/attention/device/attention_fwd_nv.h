@@ -47,6 +47,88 @@
 namespace ckgen {
 namespace attn_nv {
 
+// ---------------------------------------------------------------- one m16 row block in the accumulator layout
+// The pieces of the online softmax shared with the Hopper body (attention_fwd_sm90.h), whose wgmma accumulators
+// have the same per-warp layout: fragment nb (an f32x4_t) of a lane holds, at r[2h + e], row g + 8h (g = lane / 4)
+// of the warp's 16 rows and column 8 nb + 2 t4 + e (t4 = lane % 4) of the tile.
+
+// Hidden (query, key) pairs -> -inf: `row` is the sequence row of the lane's rows g (h = 0; g + 8 is h = 1),
+// n0 the first key of the tile.
+template <int kNB>
+CKGEN_DEVICE void mask_rows(f32x4_t (&s)[kNB], const attn::Mask& mask, int row, int n0, int t4) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int lo = mask.row_lo(row + 8 * h) - n0 - 2 * t4, hi = mask.row_hi(row + 8 * h) - n0 - 2 * t4;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = nb * 8 + e;
+        if (col < lo || col >= hi) s[nb].r[2 * h + e] = attn::kNegInf;
+      }
+  }
+}
+
+// One online-softmax step over the tile's logits s (unscaled; -inf where hidden): the row maxima (over the
+// quad: xor_shuffle 1, 2) update m_run, s becomes p = exp2((s - m) * scale * log2 e), this lane's share of the
+// row sums is added to l_run, and alpha[h] is the factor O's rows must be multiplied with (rescale_rows).
+template <int kNB>
+CKGEN_DEVICE void softmax_rows(f32x4_t (&s)[kNB], float (&m_run)[2], float (&l_run)[2], float sl2, float (&alpha)[2],
+                               int lane) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = attn::kNegInf;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) mx = attn::fmax_f32(mx, attn::fmax_f32(s[nb].r[2 * h], s[nb].r[2 * h + 1]));
+    mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 1, lane));
+    mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 2, lane));
+    const float m_new = attn::fmax_f32(m_run[h], mx);
+    const float m_use = m_new == attn::kNegInf ? 0.0f : m_new;  // no key so far: p = 0
+    alpha[h] = exp2_f32((m_run[h] - m_use) * sl2);
+    const float mbias = m_use * sl2;
+    m_run[h] = m_new;
+    float sum = 0.0f;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float pv = exp2_f32(s[nb].r[2 * h + e] * sl2 - mbias);
+        s[nb].r[2 * h + e] = pv;
+        sum += pv;
+      }
+    l_run[h] = l_run[h] * alpha[h] + sum;  // this lane's share of the row sum
+  }
+}
+
+template <int kDB>
+CKGEN_DEVICE void rescale_rows(f32x4_t (&o)[kDB], const float (&alpha)[2]) {
+#pragma unroll
+  for (int db = 0; db < kDB; ++db)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[db].r[e] *= alpha[e >> 1];
+}
+
+// P (fragments 2kk, 2kk + 1 of s) rounded to T: the A operand of k16 step kk of O += P.V (mma.sync m16n8k16 and
+// wgmma's register A have this layout).
+template <class T, int kKK>
+CKGEN_DEVICE void pack_p(const f32x4_t (&s)[2 * kKK], u32x4_t (&pa)[kKK]) {
+#pragma unroll
+  for (int kk = 0; kk < kKK; ++kk) {
+    pa[kk].r[0] = pack2<T>(s[2 * kk].r[0], s[2 * kk].r[1]);
+    pa[kk].r[1] = pack2<T>(s[2 * kk].r[2], s[2 * kk].r[3]);
+    pa[kk].r[2] = pack2<T>(s[2 * kk + 1].r[0], s[2 * kk + 1].r[1]);
+    pa[kk].r[3] = pack2<T>(s[2 * kk + 1].r[2], s[2 * kk + 1].r[3]);
+  }
+}
+
+// The epilogue's row result from the running statistics of the lane's row (the sum over the quad): returns
+// 1 / l (0 for a row that saw no key) and sets lse (attn::finish_row).
+CKGEN_DEVICE float finish_quad_row(float m, float l, float scale, float& lse, int lane) {
+  l += attn::xor_shuffle(l, 1, lane);
+  l += attn::xor_shuffle(l, 2, lane);
+  return attn::finish_row(m, l, scale, lse);
+}
+
 template <class Cfg>
 struct Fwd {
   using T = typename Cfg::T;
@@ -269,61 +351,17 @@ struct Fwd {
         const int n0 = t * kBN;
         if (n0 < tile_lo || n0 + kBN > tile_hi) {
 #pragma unroll
-          for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int row = m0 + wrow + mb * 16 + g + 8 * h;
-              const int lo = mask.row_lo(row) - n0 - 2 * t4, hi = mask.row_hi(row) - n0 - 2 * t4;
-#pragma unroll
-              for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                  const int col = nb * 8 + e;
-                  if (col < lo || col >= hi) s[mb][nb].r[2 * h + e] = attn::kNegInf;
-                }
-            }
+          for (int mb = 0; mb < kMB; ++mb) mask_rows<kNB>(s[mb], mask, m0 + wrow + mb * 16 + g, n0, t4);
         }
 
         // ---- online softmax; P as A fragments
         u32x4_t pa[kMB][kKK];
 #pragma unroll
         for (int mb = 0; mb < kMB; ++mb) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float mx = attn::kNegInf;
-#pragma unroll
-            for (int nb = 0; nb < kNB; ++nb)
-              mx = attn::fmax_f32(mx, attn::fmax_f32(s[mb][nb].r[2 * h], s[mb][nb].r[2 * h + 1]));
-            mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 1, lane));
-            mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 2, lane));
-            const float m_new = attn::fmax_f32(m_run[mb][h], mx);
-            const float m_use = m_new == attn::kNegInf ? 0.0f : m_new;  // no key so far: p = 0
-            const float alpha = exp2_f32((m_run[mb][h] - m_use) * sl2);
-            const float mbias = m_use * sl2;
-            m_run[mb][h] = m_new;
-            float sum = 0.0f;
-#pragma unroll
-            for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const float pv = exp2_f32(s[mb][nb].r[2 * h + e] * sl2 - mbias);
-                s[mb][nb].r[2 * h + e] = pv;
-                sum += pv;
-              }
-            l_run[mb][h] = l_run[mb][h] * alpha + sum;  // this lane's share of the row sum
-#pragma unroll
-            for (int db = 0; db < kDB; ++db) {
-              o[mb][db].r[2 * h] *= alpha;
-              o[mb][db].r[2 * h + 1] *= alpha;
-            }
-          }
-#pragma unroll
-          for (int kk = 0; kk < kKK; ++kk) {
-            pa[mb][kk].r[0] = pack2<T>(s[mb][2 * kk].r[0], s[mb][2 * kk].r[1]);
-            pa[mb][kk].r[1] = pack2<T>(s[mb][2 * kk].r[2], s[mb][2 * kk].r[3]);
-            pa[mb][kk].r[2] = pack2<T>(s[mb][2 * kk + 1].r[0], s[mb][2 * kk + 1].r[1]);
-            pa[mb][kk].r[3] = pack2<T>(s[mb][2 * kk + 1].r[2], s[mb][2 * kk + 1].r[3]);
-          }
+          float alpha[2];
+          softmax_rows<kNB>(s[mb], m_run[mb], l_run[mb], sl2, alpha, lane);
+          rescale_rows<kDB>(o[mb], alpha);
+          pack_p<T, kKK>(s[mb], pa[mb]);
         }
 
         if constexpr (!kJoint) {
@@ -360,11 +398,8 @@ struct Fwd {
     for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float l = l_run[mb][h];
-        l += attn::xor_shuffle(l, 1, lane);
-        l += attn::xor_shuffle(l, 2, lane);
         float lse;
-        const float inv = attn::finish_row(m_run[mb][h], l, p.scale, lse);
+        const float inv = finish_quad_row(m_run[mb][h], l_run[mb][h], p.scale, lse, lane);
         const int rl = wrow + mb * 16 + g + 8 * h;  // row in the tile
         if (p.lse != nullptr && t4 == 0 && m0 + rl < sq) gstore(p.lse + pr.lse + m0 + rl, lse);
 #pragma unroll
