@@ -16,7 +16,7 @@
 //                                    of every block whose bit is set in `mask`, at the same shared::cta offset
 //                                    `dst` in each, completing `box bytes` of transactions on the mbarrier at
 //                                    offset `bar` of each of those blocks (out-of-range elements arrive as
-//                                    zeros and count as bytes, a box wholly out of range included).
+//                                    zeros and count as bytes, as with tma_load_3d).
 // Contract for multicast into a block: its mbarriers were initialized and made visible to the cluster
 // (mbar_init_fence, then cluster_sync) before any block of the cluster issues a copy or arrives remotely, and it
 // does not exit while another block may still write into its shared memory or arrive on its barriers (a

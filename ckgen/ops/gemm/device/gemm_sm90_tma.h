@@ -38,8 +38,9 @@
 // its own A tile and one half of B, multicast into both blocks' stage (same offsets), and every "full" mbarrier
 // expects the whole stage's bytes (own A + both halves of B). A stage is refilled only when the consumers of both
 // blocks have released it: each consumer warp arrives on its own block's "empty" barrier and on the partner's
-// (count 2 x 4 x kConsumers). When tiles_m is odd, the partner of the last pair computes an all-out-of-range tile
-// (TMA zero-fills its A; it stores nothing) rather than leaving the multicast. Barriers are initialized and made
+// (count 2 x 4 x kConsumers). When tiles_m is odd, the partner of the last pair still takes part in the B multicast
+// and the barriers of a tile past the last M tile (its producer loads no A and expects B's bytes only; its
+// consumers' products are not stored). Barriers are initialized and made
 // visible cluster-wide (fence + cluster barrier) before any copy, and a final cluster barrier keeps every block
 // alive while its partner may still write into its shared memory or arrive on its barriers.
 //
@@ -190,7 +191,8 @@ struct TmaGemm {
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
     if (warp / 4 == kConsumers) {
       setmaxnreg_dec<40>();
-      if (tid == 128 * kConsumers) produce(s0, full0, empty0, ta, tb, tiles_m, tiles_n, units, nk, splits, flags, rank);
+      if (tid == 128 * kConsumers)
+        produce(s0, full0, empty0, ta, tb, M, tiles_m, tiles_n, units, nk, splits, flags, rank);
     } else {
       setmaxnreg_inc<232>();
       consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, units, nk,
@@ -207,7 +209,7 @@ struct TmaGemm {
   // consumers of both blocks with clusters), then loads A (own tile) and B (whole, or this block's half
   // multicast to both blocks) into it, completing on its "full" mbarrier.
   static CKGEN_DEVICE void produce(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& ta,
-                                   const TensorMap& tb, int tiles_m, int tiles_n, int units, int nk, int splits,
+                                   const TensorMap& tb, int M, int tiles_m, int tiles_n, int units, int nk, int splits,
                                    int flags, int rank) {
     int s = 0;
     uint32_t phase = 0;
@@ -225,15 +227,19 @@ struct TmaGemm {
           mbar_wait(empty0 + 8 * s, phase ^ 1);
         }
         const uint32_t full = full0 + 8 * s;
-        mbar_expect_tx(full, kStageBytes);
         const uint32_t sa = s0 + s * kStageBytes;
         const uint32_t sb = sa + kABytes;
         const int k0 = kt * Cfg::kTileK;
-        if constexpr (kAK) {
-          tma_load_3d(sa, &ta, k0, m0, ba, full);
-        } else {
+        if (kCluster == 1 || m0 < M) {
+          mbar_expect_tx(full, kStageBytes);
+          if constexpr (kAK) {
+            tma_load_3d(sa, &ta, k0, m0, ba, full);
+          } else {
 #pragma unroll
-          for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
+            for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
+          }
+        } else {  // the partner tile past the last M tile: no A (the consumers' products of stale A are not stored)
+          mbar_expect_tx(full, kBBytes);
         }
         if constexpr (kCluster == 2 && kBK) {  // rows rank * N/2 .. of the tile (the map's box is N/2 rows)
           tma_load_3d_mcast(sb + rank * (kBBytes / 2), &tb, k0, n0 + rank * (Cfg::kTileN / 2), bb, full, 3);
