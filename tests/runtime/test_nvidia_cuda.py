@@ -55,7 +55,7 @@ kernel gpu_bf16_bmm_cluster_mn { A = bf16 col  B = bf16 row  C = f32 row  tile =
   lds_buffers = 4  batched = true  beta = 1.0  cluster = 2 }
 kernel gpu_bf16_bmm_cluster128x128 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x128x64  waves = 2x4
   lds_buffers = 4  batched = true  cluster = 2 }
-kernel gpu_bf16_cluster64x256_gelu { A = bf16 row  B = bf16 col  C = bf16 col  tile = 64x256x64  waves = 1x4
+kernel gpu_bf16_cluster64x256_gelu { A = bf16 col  B = bf16 col  C = bf16 col  tile = 64x256x64  waves = 1x4
   lds_buffers = 3  prefetch = 0  epilogue = bias(col) -> gelu -> cast(bf16)  cluster = 2 }
 """
 
@@ -107,7 +107,7 @@ TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper",
              # the smaller Hopper tiles: wgmma m64n128 (TMA-stored C; f32 C through the staged stores, MN-major A
              # and B) and one consumer warpgroup of m64n256 (column-major C)
              "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu",
-             # clusters of 2 with B multicast (one consumer warpgroup, K-major B in half boxes, column-major C)
+             # clusters of 2 with B multicast (one consumer warpgroup, MN-major A, K-major B in half boxes, column-major C)
              "gpu_bf16_cluster64x256_gelu"]
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
          "gpu_i8_rr_i8out", "gpu_f32_rr", *TMA_NAMES]
