@@ -41,8 +41,9 @@
 // (count 2 x 4 x kConsumers). When tiles_m is odd, the partner of the last pair still takes part in the B multicast
 // and the barriers of a tile past the last M tile (its producer loads no A and expects B's bytes only; its
 // consumers' products are not stored). Barriers are initialized and made
-// visible cluster-wide (fence + cluster barrier) before any copy, and a final cluster barrier keeps every block
-// alive while its partner may still write into its shared memory or arrive on its barriers.
+// visible cluster-wide (fence + cluster barrier) before any copy. Before exiting, each producer waits until both
+// blocks' consumers have released every stage (so the partner's remote arrives on this block's barriers have
+// landed), and a final cluster barrier keeps every block alive while its partner may still use its shared memory.
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
@@ -255,6 +256,18 @@ struct TmaGemm {
 #pragma unroll
           for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_3d(sb + j * kBox, &tb, n0 + 64 * j, k0, bb, full);
         }
+        if (++s == kStages) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    // Tail (clusters): wait as if to fill every stage once more, i.e. until both blocks' consumers have released
+    // every fill: the partner's last remote arrives on this block's barriers have landed before this block exits.
+    if constexpr (kCluster == 2) {
+#pragma unroll 1
+      for (int i = 0; i < kStages; ++i) {
+        mbar_wait_cluster(empty0 + 8 * s, phase ^ 1);
         if (++s == kStages) {
           s = 0;
           phase ^= 1;
