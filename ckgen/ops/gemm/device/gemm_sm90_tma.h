@@ -40,10 +40,10 @@
 // blocks have released it: each consumer warp arrives on its own block's "empty" barrier and on the partner's
 // (count 2 x 4 x kConsumers). When tiles_m is odd, the partner of the last pair still takes part in the B multicast
 // and the barriers of a tile past the last M tile (its producer loads no A and expects B's bytes only; its
-// consumers' products are not stored). Barriers are initialized and made
-// visible cluster-wide (fence + cluster barrier) before any copy. Before exiting, each producer waits until both
-// blocks' consumers have released every stage (so the partner's remote arrives on this block's barriers have
-// landed), and a final cluster barrier keeps every block alive while its partner may still use its shared memory.
+// consumers' products are not stored). Barriers are initialized and made visible cluster-wide (fence + cluster
+// barrier) before any copy. Before exiting, each producer waits until both blocks' consumers have released every
+// stage (so the partner's remote arrives on this block's barriers have landed), and a final cluster barrier keeps
+// every block alive while its partner may still use its shared memory.
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
