@@ -79,3 +79,96 @@ def test_narrower_tiles_get_the_body_with_the_deepest_pipeline_that_fits(tile, w
 def test_body_fits_the_target(waves, stages, b_layout):
     p = plan(f"A = f16 row B = f16 {b_layout} C = f16 row tile = 128x256x64 waves = {waves} lds_buffers = {stages}")
     assert p.body.tma is not None and p.body.tma.smem_bytes <= get_target("sm_90").lds_bytes
+
+
+# ------------------------------------------------------------------ clusters of 2 with TMA multicast (cluster = 2)
+BMM = "A = bf16 row B = bf16 row C = bf16 row batched = true"
+
+
+@pytest.mark.parametrize("tile,waves", [("128x256x64", "2x4"), ("128x128x64", "2x4"), ("64x256x64", "1x4"),
+                                        ("64x128x64", "2x2")])
+def test_cluster_takes_no_more_shared_memory(tile, waves):
+    """Clusters share B tiles through multicast into the same stage layout: the same stages and bytes as without."""
+    one = plan(f"{BMM} tile = {tile} waves = {waves} lds_buffers = 4 prefetch = 0")
+    two = plan(f"{BMM} tile = {tile} waves = {waves} lds_buffers = 4 prefetch = 0 cluster = 2")
+    assert one.body.tma.cluster == 1 and two.body.tma.cluster == 2
+    assert (two.body.tma.stages, two.body.tma.smem_bytes, two.body.tma.threads) == (
+        one.body.tma.stages, one.body.tma.smem_bytes, one.body.tma.threads)
+    assert two.to_json()["body"]["tma"]["cluster"] == 2 and "cluster" not in one.to_json()["body"]["tma"]
+    # the default keeps its canonical JSON (cache keys of existing kernels unchanged)
+    assert "cluster" not in one.spec.params.config.to_json()
+    assert two.spec.params.config.to_json()["cluster"] == 2
+
+
+def test_cluster_kernel_source_uses_the_cluster_entry():
+    from ckgen.ops.gemm import OP
+
+    view = OP.kernel_view(plan(f"{BMM} tile = 128x256x64 waves = 2x4 lds_buffers = 4 cluster = 2"))
+    assert view["tma_macro"] == "CKGEN_TMA_GEMM_CLUSTER_ENTRY"
+    assert ("int", "kTmaCluster", "2") in view["constants"]
+    plain = OP.kernel_view(plan(f"{BMM} tile = 128x256x64 waves = 2x4 lds_buffers = 4"))
+    assert plain["tma_macro"] == "CKGEN_TMA_GEMM_ENTRY" and ("int", "kTmaCluster", "1") in plain["constants"]
+
+
+@pytest.mark.parametrize("arch,body,why", [
+    ("sm_80", f"{BMM} tile = 128x256x64 waves = 2x4 lds_buffers = 3", "no TMA"),
+    ("gfx942", f"{BMM} tile = 128x256x64 waves = 2x4 lds_buffers = 1", "no TMA"),
+    ("sm_90", f"{BMM} tile = 128x128x32 waves = 2x2 lds_buffers = 4", "does not get the Hopper body"),
+    ("sm_90", f"{BMM} tile = 128x256x64 waves = 2x4 lds_buffers = 1", "does not get the Hopper body"),
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4 "
+              "schedule = splitk", "plain tile schedule only"),
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4 "
+              "schedule = streamk", "plain tile schedule only"),
+])
+def test_cluster_is_refused_where_the_hopper_body_does_not_run_it(arch, body, why):
+    from ckgen.errors import ValidationError
+
+    with pytest.raises(ValidationError, match=why) as ei:
+        plan(f"{body} cluster = 2", arch)
+    e = ei.value
+    assert e.param == "cluster" and str(e.value) == "2" and e.legal.startswith("1")
+
+
+@pytest.mark.parametrize("value", ["3", "0", "1.5", "two"])
+def test_cluster_values_outside_1_and_2_are_refused(value):
+    from ckgen.errors import SpecError
+
+    with pytest.raises(SpecError, match="cluster"):
+        plan(f"{BMM} tile = 128x256x64 waves = 2x4 lds_buffers = 4 cluster = {value}")
+
+
+NV_CLUSTER_CK = """
+target sm_90
+kernel nvc_rr { A = bf16 row B = bf16 row C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+                batched = true cluster = 2 }
+kernel nvc_rc_f32 { A = f16 row B = f16 col C = f32 row tile = 64x128x64 waves = 2x2 lds_buffers = 4
+                    cluster = 2 epilogue = bias(col) -> cast(f32) }
+kernel nvc_cr_col { A = bf16 col B = bf16 row C = bf16 col tile = 128x128x64 waves = 2x4 lds_buffers = 4
+                    batched = true cluster = 2 }
+"""
+
+
+def test_cluster_kernels_compile_with_multicast_and_no_spills():
+    """nvcc (sm_90a): the cluster entries (K- and MN-major A and B, TMA-stored and staged C) are cluster kernels of 2
+    blocks, issue multicast TMA loads, remote arrives and cluster barriers, and do not spill."""
+    import re
+
+    from ckgen.errors import CkgenError
+    from ckgen.runtime.api import plan_for
+    from ckgen.toolchain.nvidia import build_cuda_library, find_nvcc
+
+    try:
+        find_nvcc()
+    except CkgenError as exc:
+        pytest.skip(str(exc))
+    plans = [plan_for(NV_CLUSTER_CK, n, "nvidia", "sm_90") for n in ("nvc_rr", "nvc_rc_f32", "nvc_cr_col")]
+    lib = build_cuda_library("nvc", plans)
+    ptx = (lib.entry / "nvc_sm_90.ptx").read_text()
+    log = (lib.entry / "ptxas.log").read_text()
+    for p in plans:
+        entry = ptx.split(f".entry {p.name}_tma(", 1)[1].split(".entry ", 1)[0]
+        assert ".reqnctapercluster 2, 1, 1" in entry
+        assert "multicast::cluster" in entry and "mapa.shared::cluster" in entry
+        assert entry.count("barrier.cluster.wait") >= 2   # after the barriers' init, before exit
+        props = log.split(f"Function properties for {p.name}_tma", 1)[1]
+        assert re.search(r"0 bytes spill stores, 0 bytes spill loads", props.split("Compiling", 1)[0])
