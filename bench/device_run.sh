@@ -26,11 +26,11 @@
 #             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
 #             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
 #   rowops-memcheck  compute-sanitizer memcheck over the row ops' edge shapes, in place, numpy and errors
-set -u
 #   probe     bench/probe.py under ncu (hardware counters, --clock-control none): the kernels torch.bmm runs, then
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
 #             at 64x1024x1024x128) and torch.bmm there, and of PROBE_ROWOPS (default: layer norm and RMS norm,
 #             4096x32768, the 512x2 row-cache kernels)
+set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
@@ -125,7 +125,7 @@ for STAGE in "$@"; do
       for shape in 64x1024x1024x128 8x4096x4096x1024 512x128x128x128; do python3 bench/probe.py bmm $shape torch; done \
         2>&1 | tee "$OUT/probe.txt"
       NCU="ncu --clock-control none --launch-count 1 --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active"
-      for spec in ${PROBE_BMM:-64x1024x1024x128:bmm_bf16_t128_256_64_w24_s4:_tma 64x1024x1024x128:torch:gemm|xmma|cutlass|sm90}; do
+      for spec in ${PROBE_BMM:-64x1024x1024x128:bmm_bf16_t128_256_64_w24_s4:_tma 64x1024x1024x128:torch:nvjet|gemm|xmma|cutlass|sm90}; do
         IFS=: read -r shape kern rx <<< "$spec"
         echo "## ncu bmm $shape $kern" >> "$OUT/probe.txt"
         timeout 120 $NCU -k "regex:$rx" python3 bench/probe.py bmm "$shape" "$kern" >> "$OUT/probe.txt" 2>&1
