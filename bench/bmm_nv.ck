@@ -23,15 +23,3 @@ kernel bmm_bf16_t64_128_64_w22_s4 {
   A = bf16 row  B = bf16 row  C = bf16 row
   tile = 64x128x64  waves = 2x2  lds_buffers = 4  batched = true
 }
-
-// Clusters of 2 (cluster = 2): two M-adjacent tiles share their B tile, each block loading half of it by TMA
-// multicast into both (a third less L2 -> SM traffic per 128x256 tile, a quarter per 128x128).
-kernel bmm_bf16_t128_256_64_w24_s4_c2 {
-  A = bf16 row  B = bf16 row  C = bf16 row
-  tile = 128x256x64  waves = 2x4  lds_buffers = 4  batched = true  cluster = 2
-}
-
-kernel bmm_bf16_t128_128_64_w24_s4_c2 {
-  A = bf16 row  B = bf16 row  C = bf16 row
-  tile = 128x128x64  waves = 2x4  lds_buffers = 4  batched = true  cluster = 2
-}

@@ -49,14 +49,6 @@ kernel gpu_bf16_rr_hopper64x256_gelu { A = bf16 row  B = bf16 row  C = bf16 col 
   lds_buffers = 3  prefetch = 0  epilogue = bias(col) -> gelu -> cast(bf16) }
 kernel gpu_bf16_bmm_hopper128x128 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x128x64  waves = 2x4
   lds_buffers = 4  batched = true }
-kernel gpu_f16_bmm_cluster { A = f16 row  B = f16 col  C = f16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4
-  batched = true  cluster = 2 }
-kernel gpu_bf16_bmm_cluster_mn { A = bf16 col  B = bf16 row  C = f32 row  tile = 128x256x64  waves = 2x4
-  lds_buffers = 4  batched = true  beta = 1.0  cluster = 2 }
-kernel gpu_bf16_bmm_cluster128x128 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x128x64  waves = 2x4
-  lds_buffers = 4  batched = true  cluster = 2 }
-kernel gpu_bf16_cluster64x256_gelu { A = bf16 col  B = bf16 col  C = bf16 col  tile = 64x256x64  waves = 1x4
-  lds_buffers = 3  prefetch = 0  epilogue = bias(col) -> gelu -> cast(bf16)  cluster = 2 }
 """
 
 SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300), (256, 512, 640)]
@@ -106,9 +98,7 @@ def rel(out, ref):
 TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper", "gpu_f16_cc_hopper_beta",
              # the smaller Hopper tiles: wgmma m64n128 (TMA-stored C; f32 C through the staged stores, MN-major A
              # and B) and one consumer warpgroup of m64n256 (column-major C)
-             "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu",
-             # clusters of 2 with B multicast (one consumer warpgroup, MN-major A, K-major B in half boxes, column-major C)
-             "gpu_bf16_cluster64x256_gelu"]
+             "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu"]
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
          "gpu_i8_rr_i8out", "gpu_f32_rr", *TMA_NAMES]
 #: shapes whose leading dimensions are 16-byte multiples (M, N, K multiples of 8), which the TMA body takes: M, N and
@@ -264,11 +254,7 @@ def test_errors_are_clear():
 
 
 # ------------------------------------------------------------------------------ strided-batched GEMM
-#: clusters of 2 with B multicast (cluster = 2), each the same tile and operands as the plain Hopper kernel it maps to
-CLUSTER_PAIRS = {"gpu_f16_bmm_cluster": "gpu_f16_bmm_hopper", "gpu_bf16_bmm_cluster_mn": "gpu_bf16_bmm_hopper_mn",
-                 "gpu_bf16_bmm_cluster128x128": "gpu_bf16_bmm_hopper128x128"}
-BMM_NAMES = ["gpu_bf16_bmm", "gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128",
-             *CLUSTER_PAIRS]
+BMM_NAMES = ["gpu_bf16_bmm", "gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128"]
 
 
 def batched(batch, rows, cols, row_major, dt, gen):
@@ -311,8 +297,7 @@ def test_batched_against_torch(name, batch, M, N, K, broadcast):
     assert err == err and err <= TOL[dt_out], (name, batch, M, N, K, broadcast, err)
 
 
-@pytest.mark.parametrize("name", ["gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128",
-                                  *CLUSTER_PAIRS])
+@pytest.mark.parametrize("name", ["gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128"])
 def test_batched_hopper_body_runs_when_aligned(name):
     g = kernel(name)
     assert g.plan.body.tma is not None
@@ -322,65 +307,3 @@ def test_batched_hopper_body_runs_when_aligned(name):
     b = batched(3, 136, 520, gm.b.layout.value == "row", gm.b.dtype.value, gen)
     c = torch.zeros(3, 264, 520, device="cuda", dtype=TORCH[gm.c.dtype.value])
     assert f"{name}_tma" in launched(lambda: g(a, b, c))
-
-
-def bmm_operands(g, batch, M, N, K, broadcast, seed):
-    gm = g.plan.spec.params.gemm
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(seed)
-    a = batched(batch, M, K, gm.a.layout.value == "row", gm.a.dtype.value, gen)
-    b = batched(batch, K, N, gm.b.layout.value == "row", gm.b.dtype.value, gen)
-    c0 = (torch.randn(batch, M, N, device="cuda", generator=gen) * 0.5).to(TORCH[gm.c.dtype.value]) if gm.beta else None
-    return (a[0] if broadcast == "A" else a), (b[0] if broadcast == "B" else b), c0
-
-
-#: (batch, M, N, K, broadcast): odd and even M tile counts (the last pair's partner past M: 8, 264, 1032 rows of
-#: 128-row tiles), more tile pairs than co-resident clusters (the persistent loop), K below one K tile, K tails
-CLUSTER_SHAPES = [(1, 8, 264, 8, ""), (3, 1032, 1040, 136, ""), (17, 264, 520, 72, ""), (2, 2056, 520, 1000, ""),
-                  (5, 392, 264, 200, "A"), (5, 392, 264, 200, "B"), (1, 136, 8, 64, "")]
-
-
-@pytest.mark.parametrize("name", list(CLUSTER_PAIRS))
-@pytest.mark.parametrize("batch,M,N,K,broadcast", CLUSTER_SHAPES)
-def test_cluster_matches_float64_and_its_plain_kernel_bitwise(name, batch, M, N, K, broadcast):
-    """A cluster kernel against the float64 reference (C poisoned first), and bit for bit against the plain Hopper
-    kernel of the same tile (the same products in the same order: multicast changes where B comes from only)."""
-    g, plain = kernel(name), kernel(CLUSTER_PAIRS[name])
-    gm = g.plan.spec.params.gemm
-    a, b, c0 = bmm_operands(g, batch, M, N, K, broadcast, batch * 7919 + M)
-    if c0 is None:
-        out = torch.full((batch, M, N), float("nan"), device="cuda").to(TORCH[gm.c.dtype.value])
-        out_plain = out.clone()
-    else:
-        out, out_plain = c0.clone(), c0.clone()
-    g(a, b, out)
-    plain(a, b, out_plain)
-    torch.cuda.synchronize()
-    ref = gm.alpha * torch.matmul(a.double(), b.double())
-    if c0 is not None:
-        ref = ref + gm.beta * c0.double()
-    err = rel(out, ref.expand(batch, M, N))
-    assert err == err and err <= TOL[gm.c.dtype.value], (name, batch, M, N, K, broadcast, err)
-    assert torch.equal(out.view(torch.int16 if out.element_size() == 2 else torch.int32),
-                       out_plain.view(torch.int16 if out.element_size() == 2 else torch.int32)), (name, batch, M, N, K)
-
-
-def test_cluster_kernel_launches_in_clusters_of_two(tmp_path):
-    """The cluster entry runs (not the portable body) and its persistent grid is pairs of blocks, at most one per SM
-    (the kernel's launch record in the profiler's trace)."""
-    import json
-
-    from torch.profiler import ProfilerActivity, profile
-
-    g = kernel("gpu_bf16_bmm_cluster128x128")
-    a, b, _ = bmm_operands(g, 3, 1032, 1040, 136, "", 1)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        g(a, b)
-        torch.cuda.synchronize()
-    prof.export_chrome_trace(str(tmp_path / "trace.json"))
-    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
-    grids = [e["args"]["grid"] for e in events if e.get("name") == "gpu_bf16_bmm_cluster128x128_tma"
-             and e.get("cat") == "kernel"]
-    assert grids, sorted({e.get("name") for e in events if e.get("cat") == "kernel"})
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert all(gr[0] % 2 == 0 and 2 <= gr[0] <= sms and gr[1:] == [1, 1] for gr in grids), grids

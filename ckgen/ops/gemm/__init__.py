@@ -21,11 +21,6 @@ from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
 from ckgen.targets.model import Target
 
-#: the Hopper body's entry macro (device/gemm_sm90_tma.h) by (scheduled, clusters of 2); the planner refuses
-#: clusters with a schedule
-TMA_MACROS = {(False, False): "CKGEN_TMA_GEMM_ENTRY", (True, False): "CKGEN_TMA_GEMM_SCHED_ENTRY",
-              (False, True): "CKGEN_TMA_GEMM_CLUSTER_ENTRY"}
-
 
 def _bool(x: bool) -> str:
     return "true" if x else "false"
@@ -58,8 +53,7 @@ class GemmOp(Op):
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
                 f"epilogue {ep}; tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
-                f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else "")
-                + (f", cluster {c.cluster}" if c.cluster != 1 else ""))
+                f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
@@ -84,7 +78,7 @@ class GemmOp(Op):
                      ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
                      ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
         if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
-            ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes), ("kTmaCluster", b.tma.cluster)]
+            ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
         if b.schedule is not None:  # split-K / stream-K (gemm_work.h)
             ints += [("kSchedule", {"splitk": 1, "streamk": 2}[b.schedule.kind])]
         constants += [("int", name, str(v)) for name, v in ints]
@@ -101,7 +95,7 @@ class GemmOp(Op):
         return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
-                "tma_macro": TMA_MACROS[(b.schedule is not None, b.tma is not None and b.tma.cluster == 2)],
+                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY",
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
                 # default cap spilled the split-K fix-up's state)
                 "one_block_bounds": b.schedule is not None}

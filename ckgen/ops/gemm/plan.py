@@ -19,7 +19,7 @@ from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, Sched
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
@@ -258,32 +258,18 @@ TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
 
 
-def _no_cluster(d: GemmDraft, why: str) -> None:
-    """Refuse ``cluster`` > 1 for a kernel without the Hopper body (only that body runs in clusters)."""
-    if d.cfg.cluster != 1:
-        raise d.fail("cluster", d.cfg.cluster, "1 (cluster = 2 needs the Hopper body: a target with TMA and wgmma, "
-                     "f16/bf16 A and B, tile 128x256x64, 128x128x64, 64x256x64 or 64x128x64 with 4 warps per 64 rows, "
-                     "lds_buffers >= 2, schedule tile)", why)
-
-
 def plan_tma_body(d: GemmDraft) -> None:
     """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
     ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
     epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by
-    the host entry). ``cluster = 2`` (the plain tile schedule only) runs it in clusters of two blocks sharing B
-    tiles; it takes no more shared memory."""
+    the host entry)."""
     g, cfg, t = d.g, d.cfg, d.target
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
-        _no_cluster(d, f"{t.name} has no TMA / wgmma (no Hopper body)")
         return
     warps = cfg.waves[0] * cfg.waves[1]
     if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES
             or warps != TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 or cfg.lds_buffers < 2):
-        _no_cluster(d, "this kernel does not get the Hopper body (dtype, tile, waves or lds_buffers)")
         return
-    if cfg.cluster != 1 and resolve_schedule(cfg).kind != "tile":
-        raise d.fail("cluster", cfg.cluster, "1 with split-K / stream-K schedules",
-                     f"clusters run the plain tile schedule only (this kernel has schedule {resolve_schedule(cfg).text})")
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
     # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
@@ -298,10 +284,7 @@ def plan_tma_body(d: GemmDraft) -> None:
 
     stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
     if stages:
-        d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages),
-                            cluster=cfg.cluster)
-    else:
-        _no_cluster(d, "the Hopper body's stages do not fit in shared memory")
+        d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
 
 
 PASSES = (

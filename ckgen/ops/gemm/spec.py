@@ -28,8 +28,6 @@ SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
-#: thread-block cluster sizes of the Hopper body (``cluster``): 1 (none) or 2 (M-adjacent tile pairs sharing B)
-CLUSTER_SIZES = (1, 2)
 
 KEYS = (
     Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8", required=True),
@@ -50,8 +48,6 @@ KEYS = (
     Key("batched", "true or false: a batch dimension with batch strides for A, B, C and bias (0 broadcasts)",
         default_text="false"),
     Key("schedule", f"{SCHEDULE_WORDS}; S in {MIN_SPLITS}..{MAX_SPLITS}", default_text="tile"),
-    Key("cluster", "1 or 2: sm_90's Hopper body in clusters of 2 blocks (M-adjacent tiles sharing B by TMA multicast; "
-        "schedule tile)", default_text="1"),
 )
 
 
@@ -201,13 +197,10 @@ class TileConfig:
     vec_b: int | None = None
     vec_c: int | None = None
     schedule: Schedule = Schedule()
-    cluster: int = 1
 
     def __post_init__(self) -> None:
         if len(self.tile) != 3 or len(self.waves) != 2:
             raise ValueError("tile is MxNxK, waves is MxN")
-        if self.cluster not in CLUSTER_SIZES:
-            raise ValueError(f"cluster {self.cluster}")
         if self.instr is not None and len(self.instr) != 3:
             raise ValueError("instr is MxNxK")
 
@@ -217,8 +210,6 @@ class TileConfig:
              "prefetch": self.prefetch, "vec_a": self.vec_a, "vec_b": self.vec_b, "vec_c": self.vec_c}
         if self.schedule != Schedule():  # (kernels with the default keep their canonical JSON and cache keys)
             d["schedule"] = self.schedule.to_json()
-        if self.cluster != 1:
-            d["cluster"] = self.cluster
         return d
 
 
@@ -286,6 +277,5 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         vec_b=V.integer(v["vec_b"], "vec_b", 1, 64) if "vec_b" in v else None,
         vec_c=V.integer(v["vec_c"], "vec_c", 1, 64) if "vec_c" in v else None,
         schedule=_schedule(v["schedule"]) if "schedule" in v else Schedule(),
-        cluster=V.integer(v["cluster"], "cluster", min(CLUSTER_SIZES), max(CLUSTER_SIZES)) if "cluster" in v else 1,
     )
     return GemmParams(gemm, cfg)

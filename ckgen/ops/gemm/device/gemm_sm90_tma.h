@@ -31,20 +31,6 @@
 // its workspace slot, then finish the tile (gemm_sched::finish_tile, the consumer warpgroups synchronizing on
 // named barrier 1) when they are the last to contribute.
 //
-// Clusters (Cfg::kTmaCluster = 2, the plain tile schedule only; ckgen/blocks/nv_cluster.h has the primitives):
-// the kernel runs in clusters of two blocks (`__cluster_dims__(2, 1, 1)`, grid = 2 x min(pairs, co-resident
-// clusters)). Both blocks of a cluster walk the same pairs of M-adjacent tiles (batch, M tile pair, N tile) in
-// the same order, block rank r taking M tile 2 * pair + r; the two tiles share their B tile, so each producer loads
-// its own A tile and one half of B, multicast into both blocks' stage (same offsets), and every "full" mbarrier
-// expects the whole stage's bytes (own A + both halves of B). A stage is refilled only when the consumers of both
-// blocks have released it: each consumer warp arrives on its own block's "empty" barrier and on the partner's
-// (count 2 x 4 x kConsumers). When tiles_m is odd, the partner of the last pair still takes part in the B multicast
-// and the barriers of a tile past the last M tile (its producer loads no A and expects B's bytes only; its
-// consumers' products are not stored). Barriers are initialized and made visible cluster-wide (fence + cluster
-// barrier) before any copy. Before exiting, each producer waits until both blocks' consumers have released every
-// stage (so the partner's remote arrives on this block's barriers have landed), and a final cluster barrier keeps
-// every block alive while its partner may still use its shared memory.
-//
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
 // an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
@@ -55,7 +41,6 @@
 
 #include "gemm_mma_sm90.h"
 #include "gemm_work.h"
-#include "ckgen/blocks/nv_cluster.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
 namespace ckgen {
@@ -73,7 +58,6 @@ struct TmaGemm {
   static constexpr int kConsumers = Cfg::kTileM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kStages = Cfg::kTmaStages;
-  static constexpr int kCluster = Cfg::kTmaCluster;  // 1, or 2: M-adjacent tile pairs sharing B (multicast)
   static constexpr int kGroupM = GroupMOf<Cfg>::value;
   static constexpr bool kAK = Cfg::kARowMajor;   // A K-contiguous
   static constexpr bool kBK = !Cfg::kBRowMajor;  // B K-contiguous
@@ -100,14 +84,13 @@ struct TmaGemm {
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
   using Partial = gemm_sched::PartialCfg<Cfg, typename Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
 
-  // The block's pieces of work, in order: whole tiles b, b + grid, ... (kTile; with clusters, tile pairs c, c +
-  // clusters, ... of cluster c = b / 2); units (tile, split) likewise (kSplitK, `splits` per tile); or the
-  // segments of stream-K worker b of grid (kStreamK).
+  // The block's pieces of work, in order: whole tiles b, b + grid, ... (kTile); units (tile, split) likewise
+  // (kSplitK, `splits` per tile); or the segments of stream-K worker b of grid (kStreamK).
   struct Work {
     int tiles, kt, splits, u, stride, j;
     gemm_sched::StreamK sk;
     CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
-        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0) / kCluster), stride(grid_dim(0) / kCluster), j(0),
+        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0)), stride(grid_dim(0)), j(0),
           sk(block_id(0), grid_dim(0), tiles_, kt_) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g) {
       if constexpr (kKind == gemm_sched::kStreamK) {
@@ -139,23 +122,16 @@ struct TmaGemm {
                 "the TMA body's tiles are 64 or 128 x 128 or 256 x 64 (consumer warpgroups of m64nNk16)");
   static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
-  static_assert(kCluster == 1 || (kCluster == 2 && kKind == gemm_sched::kTile),
-                "kTmaCluster is 1, or 2 with the plain tile schedule");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
 
-  // Unit t of the order (batch item by batch item, each in the grouped order) -> the batch item, first row and
-  // first column of this block's tile. Units are tiles, or with clusters pairs of M-adjacent tiles (the grouped
-  // order over M tile pairs x N tiles), of which block `rank` of the cluster takes M tile 2 * pair + rank: past
-  // the last M tile (m0 >= M) for rank 1 of the last pair when tiles_m is odd.
-  static constexpr int kGroupUnits = kCluster == 1 || kGroupM < 2 ? kGroupM : kGroupM / 2;
-  static CKGEN_DEVICE int units_m(int tiles_m) { return (tiles_m + kCluster - 1) / kCluster; }
-  static CKGEN_DEVICE void tile_origin(int t, int tiles_m, int tiles_n, int rank, int& b, int& m0, int& n0) {
-    const int rows = units_m(tiles_m);
-    const int per = rows * tiles_n;
+  // Tile t of the order (batch item by batch item, each in the grouped order) -> its batch item, first row
+  // and first column.
+  static CKGEN_DEVICE void tile_origin(int t, int tiles_m, int tiles_n, int& b, int& m0, int& n0) {
+    const int per = tiles_m * tiles_n;
     b = t / per;
     int tm, tn;
-    grouped_tile(t - b * per, rows, tiles_n, kGroupUnits, tm, tn);
-    m0 = (kCluster * tm + rank) * Cfg::kTileM;
+    grouped_tile(t - b * per, tiles_m, tiles_n, kGroupM, tm, tn);
+    m0 = tm * Cfg::kTileM;
     n0 = tn * Cfg::kTileN;
   }
 
@@ -172,123 +148,70 @@ struct TmaGemm {
     const uint32_t empty0 = full0 + 8 * kStages;
     const int tid = thread_id();
     const int warp = tid >> 5;
-    const int rank = kCluster == 2 ? static_cast<int>(cluster_rank()) : 0;
     if (tid == 0) {
       for (int s = 0; s < kStages; ++s) {
-        mbar_init(full0 + 8 * s, 1);                            // the producer's arrive + the TMA bytes
-        mbar_init(empty0 + 8 * s, 4 * kConsumers * kCluster);   // one arrive per consumer warp (of both blocks)
+        mbar_init(full0 + 8 * s, 1);                   // the producer's arrive + the TMA bytes
+        mbar_init(empty0 + 8 * s, 4 * kConsumers);     // one arrive per consumer warp
       }
       mbar_init_fence();
     }
-    if constexpr (kCluster == 2) {
-      cluster_sync();  // the partner's barriers are initialized before any multicast or remote arrive
-    } else {
-      barrier();
-    }
+    barrier();
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
     const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
     const int tiles = tiles_m * tiles_n * batch;
-    const int units = units_m(tiles_m) * tiles_n * batch;
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
     if (warp / 4 == kConsumers) {
       setmaxnreg_dec<40>();
-      if (tid == 128 * kConsumers)
-        produce(s0, full0, empty0, ta, tb, M, tiles_m, tiles_n, units, nk, splits, flags, rank);
-    } else {
-      setmaxnreg_inc<232>();
-      consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, units, nk,
-              workspace, splits, rank);
-    }
-    if constexpr (kCluster == 2) cluster_sync();  // no block exits while its partner may still use its smem
-#else
-    __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
-#endif
-  }
-
-#if defined(CKGEN_NV_WGMMA)
-  // The producer (one thread): per piece of work and K tile, waits until the stage is empty (released by the
-  // consumers of both blocks with clusters), then loads A (own tile) and B (whole, or this block's half
-  // multicast to both blocks) into it, completing on its "full" mbarrier.
-  static CKGEN_DEVICE void produce(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& ta,
-                                   const TensorMap& tb, int M, int tiles_m, int tiles_n, int units, int nk, int splits,
-                                   int flags, int rank) {
-    int s = 0;
-    uint32_t phase = 0;
-    Work work(units, nk, splits);
-    gemm_sched::Seg g;
-    while (work.next(g)) {
-      int b, m0, n0;
-      tile_origin(g.tile, tiles_m, tiles_n, rank, b, m0, n0);
-      const int ba = (flags & kBroadcastA) ? 0 : b;
-      const int bb = (flags & kBroadcastB) ? 0 : b;
-      for (int kt = g.kt0; kt < g.kt1; ++kt) {
-        if constexpr (kCluster == 2) {
-          mbar_wait_cluster(empty0 + 8 * s, phase ^ 1);
-        } else {
+      if (tid != 128 * kConsumers) return;
+      int s = 0;
+      uint32_t phase = 0;
+      Work work(tiles, nk, splits);
+      gemm_sched::Seg g;
+      while (work.next(g)) {
+        int b, m0, n0;
+        tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
+        const int ba = (flags & kBroadcastA) ? 0 : b;
+        const int bb = (flags & kBroadcastB) ? 0 : b;
+        for (int kt = g.kt0; kt < g.kt1; ++kt) {
           mbar_wait(empty0 + 8 * s, phase ^ 1);
-        }
-        const uint32_t full = full0 + 8 * s;
-        const uint32_t sa = s0 + s * kStageBytes;
-        const uint32_t sb = sa + kABytes;
-        const int k0 = kt * Cfg::kTileK;
-        if (kCluster == 1 || m0 < M) {
+          const uint32_t full = full0 + 8 * s;
           mbar_expect_tx(full, kStageBytes);
+          const uint32_t sa = s0 + s * kStageBytes;
+          const uint32_t sb = sa + kABytes;
+          const int k0 = kt * Cfg::kTileK;
           if constexpr (kAK) {
             tma_load_3d(sa, &ta, k0, m0, ba, full);
           } else {
 #pragma unroll
             for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
           }
-        } else {  // the partner tile past the last M tile: no A (the consumers' products of stale A are not stored)
-          mbar_expect_tx(full, kBBytes);
-        }
-        if constexpr (kCluster == 2 && kBK) {  // rows rank * N/2 .. of the tile (the map's box is N/2 rows)
-          tma_load_3d_mcast(sb + rank * (kBBytes / 2), &tb, k0, n0 + rank * (Cfg::kTileN / 2), bb, full, 3);
-        } else if constexpr (kCluster == 2) {  // boxes rank * N/128 .. of the N/64 64 x 64 boxes
+          if constexpr (kBK) {
+            tma_load_3d(sb, &tb, k0, n0, bb, full);
+          } else {
 #pragma unroll
-          for (int j = 0; j < Cfg::kTileN / 128; ++j) {
-            const int box = rank * (Cfg::kTileN / 128) + j;
-            tma_load_3d_mcast(sb + box * kBox, &tb, n0 + 64 * box, k0, bb, full, 3);
+            for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_3d(sb + j * kBox, &tb, n0 + 64 * j, k0, bb, full);
           }
-        } else if constexpr (kBK) {
-          tma_load_3d(sb, &tb, k0, n0, bb, full);
-        } else {
-#pragma unroll
-          for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_3d(sb + j * kBox, &tb, n0 + 64 * j, k0, bb, full);
-        }
-        if (++s == kStages) {
-          s = 0;
-          phase ^= 1;
+          if (++s == kStages) {
+            s = 0;
+            phase ^= 1;
+          }
         }
       }
+    } else {
+      setmaxnreg_inc<232>();
+      consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk,
+              workspace, splits);
     }
-    // Tail (clusters): wait as if to fill every stage once more, i.e. until both blocks' consumers have released
-    // every fill: the partner's last remote arrives on this block's barriers have landed before this block exits.
-    if constexpr (kCluster == 2) {
-#pragma unroll 1
-      for (int i = 0; i < kStages; ++i) {
-        mbar_wait_cluster(empty0 + 8 * s, phase ^ 1);
-        if (++s == kStages) {
-          s = 0;
-          phase ^= 1;
-        }
-      }
-    }
+#else
+    __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
+#endif
   }
 
-  // A consumer warp releases stage barrier `bar`: lane 0 arrives on this block's, lane 1 (clusters) on the
-  // partner's (its producer multicasts into this block's stage too).
-  static CKGEN_DEVICE void release(uint32_t bar, int lane, int rank) {
-    if (lane == 0) mbar_arrive(bar);
-    if constexpr (kCluster == 2) {
-      if (lane == 1) mbar_arrive_remote(bar, static_cast<uint32_t>(rank ^ 1));
-    }
-  }
-
+#if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
                                    const TBias* bias, int M, int N, int K, long long ldc, long long stride_c,
-                                   long long stride_bias, int tiles_m, int tiles_n, int tiles, int units, int nk,
-                                   void* workspace, int splits, int rank) {
+                                   long long stride_bias, int tiles_m, int tiles_n, int tiles, int nk, void* workspace,
+                                   int splits) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
@@ -296,11 +219,11 @@ struct TmaGemm {
     const int wg = warp >> 2;
     int s = 0;
     uint32_t phase = 0;
-    Work work(units, nk, splits);
+    Work work(tiles, nk, splits);
     gemm_sched::Seg g;
     while (work.next(g)) {
       int b, m0, n0;
-      tile_origin(g.tile, tiles_m, tiles_n, rank, b, m0, n0);
+      tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
       TC* const Cb = C + b * stride_c;
       const TBias* const biasb = bias ? bias + b * stride_bias : bias;
       float d[4 * kFrags];
@@ -320,7 +243,7 @@ struct TmaGemm {
         }
         wgmma_commit();
         wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
-        if (kt > g.kt0) release(empty0 + 8 * prev, lane, rank);
+        if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
         prev = s;
         if (++s == kStages) {
           s = 0;
@@ -328,10 +251,7 @@ struct TmaGemm {
         }
       }
       wgmma_wait<0>();
-      if (g.kt1 > g.kt0) release(empty0 + 8 * prev, lane, rank);
-      if constexpr (kCluster == 2) {
-        if (m0 >= M) continue;  // the partner tile past the last M tile: nothing to store
-      }
+      if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
       COp acc[1][kFrags];
 #pragma unroll
       for (int j = 0; j < kFrags; ++j)
@@ -443,8 +363,7 @@ struct TmaGemm {
     // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    // (with clusters each block loads half of a K-major B tile: boxes of N/2 rows)
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN / kCluster)
+    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
                           : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
@@ -454,22 +373,14 @@ struct TmaGemm {
         return kNotApplicable;
     }
     if (!ok_a || !ok_b) return kNotApplicable;
-    const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
-    const long long tiles = tiles_m * ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
+                            ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
     if (tiles > 0x7fffffffLL) return kNotApplicable;
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
-    // persistent grid: one block per SM, at most one per tile; with clusters, pairs of blocks, at most one pair per
-    // tile pair and as many as can be resident at once (a GPC holds whole clusters only)
-    long long grid = tiles < sms ? tiles : sms;
-    if constexpr (kCluster == 2) {
-      static int resident = 0;  // co-resident clusters, queried once
-      if (resident == 0) resident = max_active_clusters(kernel, kThreads, kSmemBytes, 2, sms / 2);
-      const long long pairs = (tiles_m + 1) / 2 * ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
-      grid = 2 * (pairs < resident ? pairs : resident);
-    }
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
-    return cuda_host::launch(kernel, &configured, static_cast<unsigned>(grid), 1u, 1u, kThreads, kSmemBytes, stream, ta,
-                             tb, tcm, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);
+    return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
+                             kSmemBytes, stream, ta, tb, tcm, C, bias, M, N, K, batch, ldc, stride_c, stride_bias,
+                             flags);
   }
 
   // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
@@ -548,18 +459,6 @@ struct TmaGemm {
                                    workspace, splits);                                                         \
   }
 
-// The `<name>_tma` entry of a Cfg with kTmaCluster = 2: the same, launched in clusters of two blocks.
-#define CKGEN_TMA_GEMM_CLUSTER_ENTRY(name, Cfg)                                                                \
-  extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) \
-      name##_tma(const __grid_constant__ ::ckgen::nv::TensorMap ta,                                            \
-                 const __grid_constant__ ::ckgen::nv::TensorMap tb,                                            \
-                 const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C,                       \
-                 const typename Cfg::TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c, \
-                 long long stride_bias, int flags) {                                                           \
-    static_assert(::ckgen::nv::TmaGemm<Cfg>::kCluster == 2, "the cluster entry is for kTmaCluster = 2");       \
-    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
-  }
-
 // The `<name>_tma` device entry of a Cfg planned with the Hopper body (the kernel template emits one
 // CKGEN_TMA_GEMM_ENTRY(name, Cfg) line; the tensor maps travel as __grid_constant__ parameters).
 #define CKGEN_TMA_GEMM_ENTRY(name, Cfg)                                                                        \
@@ -567,6 +466,5 @@ struct TmaGemm {
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
       const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {     \
-    static_assert(::ckgen::nv::TmaGemm<Cfg>::kCluster == 1, "kTmaCluster = 2 takes CKGEN_TMA_GEMM_CLUSTER_ENTRY"); \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
   }
