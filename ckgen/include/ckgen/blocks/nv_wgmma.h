@@ -30,9 +30,12 @@
 //                            memory of all but N groups is free) / bulk_wait<N> (their writes are done);
 //                            fence_proxy_async_shared() orders a thread's shared-memory writes before a TMA read
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
+// Host side (any pass): sm90_device(&sms) whether the current device runs the sm_90a code (its SM count into sms);
+// tensor_map_encoder() the driver's cuTensorMapEncodeTiled (null when the driver has none).
 #pragma once
 
-#include <cuda.h>  // CUtensorMap
+#include <cuda.h>           // CUtensorMap
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include "ckgen/platform_cuda.h"
 #include "ckgen/types.h"
@@ -41,6 +44,35 @@ namespace ckgen {
 namespace nv {
 
 using TensorMap = CUtensorMap;
+
+// Whether the current device is sm_90 (the Hopper bodies' code runs there), with its SM count in *sms when given.
+// False, with the runtime's error cleared, when the device cannot be queried (the portable path reports it).
+inline bool sm90_device(int* sms = nullptr) {
+  int dev = 0, major = 0, minor = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
+      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev)) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (sms != nullptr) *sms = n;
+  return major == 9 && minor == 0;
+}
+
+// The driver's tensor-map encoder, looked up once; null when the driver has none.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
 
 }  // namespace nv
 }  // namespace ckgen

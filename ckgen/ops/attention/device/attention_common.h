@@ -123,6 +123,27 @@ struct Mask {
   }
 };
 
+// The K/V tiles of kBlockN keys that the query rows [m0, r1) visit (Mask::key_range), walked from tile t_last down
+// (nt of them; nt == 0: none), and the keys [full_lo, full_hi) every one of those rows sees: a tile
+// [n0, n0 + kBlockN) inside them needs no per-element mask (needs_mask).
+template <int kBlockN>
+struct TileWalk {
+  int nt, t_last, full_lo, full_hi;
+
+  CKGEN_DEVICE TileWalk(const Mask& mask, int m0, int r1) {
+    int lo, hi;
+    mask.key_range(m0, r1, lo, hi);
+    const int t_first = lo / kBlockN;
+    nt = hi > lo ? (hi - 1) / kBlockN - t_first + 1 : 0;
+    t_last = t_first + nt - 1;
+    full_lo = mask.row_lo(r1 - 1);
+    full_hi = mask.row_hi(m0);
+  }
+  // the first key of the j-th tile of the walk
+  CKGEN_DEVICE int n0(int j) const { return (t_last - j) * kBlockN; }
+  CKGEN_DEVICE bool needs_mask(int n0) const { return n0 < full_lo || n0 + kBlockN > full_hi; }
+};
+
 template <int kMask>
 CKGEN_DEVICE Mask make_mask(int sq, int sk, int window_left, int window_right) {
   Mask m;

@@ -135,11 +135,8 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   const int sq = pr.sq, sk = pr.sk;
   const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
   const int r1 = m0 + Cfg::kBlockM < sq ? m0 + Cfg::kBlockM : sq;
-  int lo, hi;
-  mask.key_range(m0, r1, lo, hi);
-  const int t_first = lo / Cfg::kBlockN;
-  const int nt = hi > lo ? (hi - 1) / Cfg::kBlockN - t_first + 1 : 0;  // K/V tiles to visit
-  const int tile_lo = mask.row_lo(r1 - 1), tile_hi = mask.row_hi(m0);   // every row sees [tile_lo, tile_hi)
+  const attn::TileWalk<Cfg::kBlockN> walk(mask, m0, r1);
+  const int nt = walk.nt;  // K/V tiles to visit
   const int qw0 = m0 + wave * S::kQW;                                   // this wave's first query
   const int lane_q = lane % kN;                                         // the query column of this lane
   const float sl2 = p.scale * attn::kLog2e;
@@ -226,7 +223,7 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
 
     // mask (only tiles with a hidden (query, key) pair): the keys [lo, hi) of the lane's query
     const int n0 = t * Cfg::kBlockN;
-    if (n0 < tile_lo || n0 + Cfg::kBlockN > tile_hi) {
+    if (walk.needs_mask(n0)) {
 #pragma unroll
       for (int qb = 0; qb < kQB; ++qb) {
         const int q = qw0 + qb * kN + lane_q;
@@ -310,7 +307,7 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   };
 
   if (nt > 0) {
-    const int t_last = t_first + nt - 1;
+    const int t_last = walk.t_last;
     if constexpr (Cfg::kLdsBuffers == 2) {
       gload_tiles(t_last);
       store_tiles(0);

@@ -183,12 +183,8 @@ struct Fwd {
     const int sq = pr.sq, sk = pr.sk;
     const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
     const int r1 = m0 + kBM < sq ? m0 + kBM : sq;
-    int lo, hi;
-    mask.key_range(m0, r1, lo, hi);
-    const int t_first = lo / kBN;
-    const int nt = hi > lo ? (hi - 1) / kBN - t_first + 1 : 0;
-    const int t_last = t_first + nt - 1;
-    const int tile_lo = mask.row_lo(r1 - 1), tile_hi = mask.row_hi(m0);  // every row sees [tile_lo, tile_hi)
+    const attn::TileWalk<kBN> walk(mask, m0, r1);
+    const int nt = walk.nt, t_last = walk.t_last;
     const float sl2 = p.scale * attn::kLog2e;
     const int wrow = warp * kRW;  // the warp's first row in the tile
 
@@ -349,7 +345,7 @@ struct Fwd {
 
         // ---- mask: only tiles with a hidden (query, key) pair; per row the keys [lo, hi) it sees
         const int n0 = t * kBN;
-        if (n0 < tile_lo || n0 + kBN > tile_hi) {
+        if (walk.needs_mask(n0)) {
 #pragma unroll
           for (int mb = 0; mb < kMB; ++mb) mask_rows<kNB>(s[mb], mask, m0 + wrow + mb * 16 + g, n0, t4);
         }

@@ -33,8 +33,6 @@
 // further: LBO).
 #pragma once
 
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
-
 #include "attention_fwd_nv.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
@@ -110,11 +108,7 @@ struct Fwd {
     const int sq = p.seqlen_q, sk = p.seqlen_k;
     const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
     const int r1 = m0 + kBM < sq ? m0 + kBM : sq;
-    int lo, hi;
-    mask.key_range(m0, r1, lo, hi);
-    const int t_first = lo / kBN;
-    const int nt = hi > lo ? (hi - 1) / kBN - t_first + 1 : 0;
-    const int t_last = t_first + nt - 1;
+    const attn::TileWalk<kBN> walk(mask, m0, r1);
     if (warp / 4 == kCons) {
       nv::setmaxnreg_dec<kProducerRegs>();
       if (tid == 128 * kCons) {
@@ -122,10 +116,10 @@ struct Fwd {
         nv::mbar_expect_tx(q_full, kQBytes);
 #pragma unroll
         for (int x = 0; x < kDBoxes; ++x) nv::tma_load_4d(s0 + x * kBM * 128, &tq, 64 * x, m0, h, b, q_full);
-        for (int j = 0; j < nt; ++j) {
+        for (int j = 0; j < walk.nt; ++j) {
           const int st = j % kS;
           const uint32_t ph = (j / kS) & 1;
-          const int n0 = (t_last - j) * kBN;
+          const int n0 = walk.n0(j);
           nv::mbar_wait(k_empty + 8 * st, ph ^ 1);
           nv::mbar_expect_tx(k_full + 8 * st, kKVBytes);
 #pragma unroll
@@ -140,7 +134,7 @@ struct Fwd {
       }
     } else {
       nv::setmaxnreg_inc<kConsumerRegs>();
-      consume(to, p, s0, q_full, k_full, k_empty, v_full, v_empty, mask, m0, h, b, nt, t_last, r1);
+      consume(to, p, s0, q_full, k_full, k_empty, v_full, v_empty, mask, walk, m0, h, b);
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -150,7 +144,8 @@ struct Fwd {
 #if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(const TensorMap& to, const attn::Params<T>& p, uint32_t s0, uint32_t q_full,
                                    uint32_t k_full, uint32_t k_empty, uint32_t v_full, uint32_t v_empty,
-                                   const attn::Mask& mask, int m0, int h, int b, int nt, int t_last, int r1) {
+                                   const attn::Mask& mask, const attn::TileWalk<kBN>& walk, int m0, int h,
+                                   int b) {
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -158,7 +153,6 @@ struct Fwd {
     const int wl = warp & 3;                          // warp in it: 16 rows each
     const int g = lane >> 2, t4 = lane & 3;
     const int row = m0 + wg * 64 + wl * 16 + g;       // sequence row of the lane's h = 0 values (h = 1: + 8)
-    const int tile_lo = mask.row_lo(r1 - 1), tile_hi = mask.row_hi(m0);  // every row sees [tile_lo, tile_hi)
     const float sl2 = p.scale * attn::kLog2e;
     const uint32_t q_base = s0 + wg * 64 * 128;
     float o[kD / 2];
@@ -193,8 +187,8 @@ struct Fwd {
     };
     // mask (tiles with a hidden pair only) and the online softmax of S_j; alpha rescales O
     auto softmax = [&](int j, float (&alpha)[2]) {
-      const int n0 = (t_last - j) * kBN;
-      if (n0 < tile_lo || n0 + kBN > tile_hi) attn_nv::mask_rows<kNB>(s4, mask, row, n0, t4);
+      const int n0 = walk.n0(j);
+      if (walk.needs_mask(n0)) attn_nv::mask_rows<kNB>(s4, mask, row, n0, t4);
       attn_nv::softmax_rows<kNB>(s4, m_run, l_run, sl2, alpha, lane);
     };
     auto release = [&](uint32_t bar, int j) {
@@ -203,6 +197,7 @@ struct Fwd {
     auto phase = [](int j) -> uint32_t { return (j / kS) & 1; };
 
     nv::mbar_wait(q_full, 0);  // also before the epilogue reuses the Q tile when there is no key
+    const int nt = walk.nt;
     if (nt > 0) {
       float alpha[2];
       nv::mbar_wait(k_full, 0);
@@ -272,13 +267,7 @@ struct Fwd {
                     long long v_ss, long long v_hs, long long o_bs, long long o_ss, long long o_hs, long long lse_bs,
                     long long lse_hs, float scale, int window_left, int window_right, void* stream) {
     if (seqlen_k <= 0 || seqlen_q <= 0) return kNotApplicable;
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) {
-      (void)cudaGetLastError();
-      return kNotApplicable;  // the portable path reports the error
-    }
-    if (major != 9 || minor != 0) return kNotApplicable;
+    if (!nv::sm90_device()) return kNotApplicable;  // (the portable path reports a failed query)
     CUtensorMap tq, tk, tv, tom;
     if (!encode(&tq, Q, seqlen_q, heads_q, batch, q_ss, q_hs, q_bs, kBM) ||
         !encode(&tk, K, seqlen_k, heads_kv, batch, k_ss, k_hs, k_bs, kBN) ||
@@ -299,16 +288,7 @@ struct Fwd {
   // base or a stride (of a dimension longer than 1) is not 16-byte aligned, or the driver refuses.
   static bool encode(CUtensorMap* map, const void* base, long long seq, long long heads, long long items,
                      long long ss, long long hs, long long bs, unsigned rows) {
-    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-      void* f = nullptr;
-      cudaDriverEntryPointQueryResult q;
-      if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
-              cudaSuccess || q != cudaDriverEntryPointSuccess) {
-        (void)cudaGetLastError();
-        f = nullptr;
-      }
-      return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    }();
+    const PFN_cuTensorMapEncodeTiled_v12000 fn = nv::tensor_map_encoder();
     if (fn == nullptr || reinterpret_cast<uintptr_t>(base) % 16) return false;
     const long long extent[3] = {seq, heads, items};
     long long stride[3] = {ss * 2, hs * 2, bs * 2};

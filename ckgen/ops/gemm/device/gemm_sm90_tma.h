@@ -37,8 +37,6 @@
 // transpose bit (nv_wgmma.h has both descriptor forms).
 #pragma once
 
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
-
 #include "gemm_mma_sm90.h"
 #include "gemm_work.h"
 #include "ckgen/blocks/nv_wgmma.h"
@@ -350,14 +348,8 @@ struct TmaGemm {
                     long long stride_c, long long stride_bias, void* stream) {
     if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
       return kNotApplicable;
-    int dev = 0, major = 0, minor = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) {
-      (void)cudaGetLastError();
-      return kNotApplicable;  // the portable path reports the error
-    }
-    if (major != 9 || minor != 0) return kNotApplicable;
+    int sms = 0;
+    if (!sm90_device(&sms)) return kNotApplicable;  // (the portable path reports a failed query)
     CUtensorMap ta, tb;
     const int nba = stride_a == 0 ? 1 : batch, nbb = stride_b == 0 ? 1 : batch;
     // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
@@ -390,14 +382,8 @@ struct TmaGemm {
                           long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
                           void* stream) {
     if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
-    int dev = 0, major = 0, minor = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) {
-      (void)cudaGetLastError();
-      return kNotApplicable;
-    }
-    if (major != 9 || minor != 0) return kNotApplicable;
+    int sms = 0;
+    if (!sm90_device(&sms)) return kNotApplicable;
     CUtensorMap ta, tb;
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 1, 0, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 1, 0, 64, 64);
     const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 1, 0, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 1, 0, 64, 64);
@@ -420,16 +406,7 @@ struct TmaGemm {
   // box_inner x box_outer x 1 with the 128-byte swizzle.
   static bool encode(CUtensorMap* map, const void* base, long long inner, long long outer, long long ld,
                      long long items, long long bstride, unsigned box_inner, unsigned box_outer) {
-    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-      void* p = nullptr;
-      cudaDriverEntryPointQueryResult q;
-      if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) !=
-              cudaSuccess || q != cudaDriverEntryPointSuccess) {
-        (void)cudaGetLastError();
-        p = nullptr;
-      }
-      return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-    }();
+    const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
     if (fn == nullptr) return false;
     const long long line_bytes = ld * 2;
     const long long item_bytes = items > 1 ? bstride * 2 : ((line_bytes * outer + 15) / 16) * 16;
