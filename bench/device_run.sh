@@ -30,6 +30,8 @@
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
 #             at 64x1024x1024x128) and torch.bmm there, and of PROBE_ROWOPS (default: layer norm and RMS norm,
 #             4096x32768, the 512x2 row-cache kernels)
+#   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
+#             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
@@ -134,6 +136,10 @@ for STAGE in "$@"; do
         timeout 120 $NCU -k "regex:$kern" python3 bench/probe.py rowops "$shape" "$kern" >> "$OUT/probe.txt" 2>&1
       done
       echo "probe done"; grep -E "^##|torch.bmm|gpu__time|throughput|hit_rate|bytes" "$OUT/probe.txt" | head -80 ;;
+    carveout)
+      nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
+        -I ckgen/include -I ckgen/ops/rowops/device bench/carveout_probe.cu -o /tmp/carveout_probe \
+        && /tmp/carveout_probe 2>&1 | tee "$OUT/carveout.txt" ;;
     *) echo "unknown stage $STAGE" ;;
   esac
 done

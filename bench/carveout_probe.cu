@@ -1,0 +1,138 @@
+// bench/carveout_probe.cu: how the L1 / shared-memory split changes the row-cache row ops at 4096 x 32768 bf16
+// (device only; an experiment, not a benchmark of record: bench/rowops.py is).
+//
+//   nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
+//        -I ckgen/include -I ckgen/ops/rowops/device \
+//        bench/carveout_probe.cu -o carveout_probe && ./carveout_probe
+//
+// The kernels are the row cache's 512 x 2 layer norm / RMS norm / softmax of bench/rowops_nv.ck (the same Cfg as
+// `ckgen emit bench/rowops_nv.ck --stage hip --arch sm_90` prints). Each runs with cudaFuncAttributePreferred-
+// SharedMemoryCarveout unset and then set to several percentages; the table gives the resident workgroups per SM
+// and the time (median of 30) against a device-to-device copy of x, as bench/rowops.py counts it.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ckgen/platform.h"
+#include "rowops_entry.h"
+
+namespace probe {
+template <int Op, bool kW, bool kB, int kLds>
+struct Cfg {
+  static constexpr int kOp = Op;
+  using TIn = ckgen::bf16;
+  using TRes = ckgen::bf16;
+  using TW = ckgen::bf16;
+  using TOut = ckgen::bf16;
+  static constexpr bool kHasWeight = kW;
+  static constexpr bool kHasBias = kB;
+  static constexpr bool kResidual = false;
+  static constexpr bool kQuantI8 = false;
+  static constexpr int kVec = 8;
+  static constexpr int kWaveSize = 32;
+  static constexpr int kRowThreads = 512;
+  static constexpr int kWavesPerRow = 16;
+  static constexpr int kRowsPerBlock = 1;
+  static constexpr int kThreads = 512;
+  static constexpr int kRegVecs = 2;
+  static constexpr int kTileCols = 8192;
+  static constexpr bool kLooped = true;
+  static constexpr int kLdsBytes = kLds;  // rowops::lds_bytes<Cfg>(): the cross-wave scratch + the row cache
+  static constexpr int kCacheTiles = 4;
+};
+using LN = Cfg<ckgen::rowops::kLayerNorm, true, true, 65920>;
+using RMS = Cfg<ckgen::rowops::kRmsNorm, true, false, 65664>;
+using SM = Cfg<ckgen::rowops::kSoftmax, false, false, 65792>;
+}  // namespace probe
+
+using bf = ckgen::bf16;
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void ln(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  ckgen::rowops::layernorm_entry<probe::LN>(x, nullptr, w, b, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0,
+                                            1e-5f);
+}
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void rms(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  (void)b;
+  ckgen::rowops::rmsnorm_entry<probe::RMS>(x, nullptr, w, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0, 1e-5f);
+}
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void sm(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  (void)w; (void)b;
+  ckgen::rowops::softmax_entry<probe::SM>(x, nullptr, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0, 0.7f);
+}
+
+#define CK(e)                                                                   \
+  do {                                                                          \
+    cudaError_t err_ = (e);                                                     \
+    if (err_ != cudaSuccess) {                                                  \
+      std::printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
+      return 1;                                                                 \
+    }                                                                           \
+  } while (0)
+
+template <class F>
+static float median_ms(F f) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int i = 0; i < 33; ++i) {
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    if (i >= 3) t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main() {
+  const int rows = 4096, cols = 32768;
+  const size_t n = static_cast<size_t>(rows) * cols;
+  std::vector<uint16_t> h(n), hw(cols), hb(cols);
+  uint32_t s = 12345u;
+  auto rnd = [&]() {
+    s = s * 1664525u + 1013904223u;
+    const float f = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);
+  };
+  for (auto& v : h) v = rnd();
+  for (auto& v : hw) v = rnd();
+  for (auto& v : hb) v = rnd();
+  bf *x, *y, *w, *b;
+  CK(cudaMalloc(&x, n * 2));
+  CK(cudaMalloc(&y, n * 2));
+  CK(cudaMalloc(&w, cols * 2));
+  CK(cudaMalloc(&b, cols * 2));
+  CK(cudaMemcpy(x, h.data(), n * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(w, hw.data(), cols * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b, hb.data(), cols * 2, cudaMemcpyHostToDevice));
+  const float copy = median_ms([&] { cudaMemcpyAsync(y, x, n * 2, cudaMemcpyDeviceToDevice); });
+  std::printf("4096x32768 bf16: copy %.4f ms\n", copy);
+  struct K {
+    const char* name;
+    void (*f)(const bf*, const bf*, const bf*, bf*, int, int);
+    int smem;
+  } ks[] = {{"layernorm", ln, probe::LN::kLdsBytes}, {"rmsnorm", rms, probe::RMS::kLdsBytes},
+            {"softmax", sm, probe::SM::kLdsBytes}};
+  const int carve[] = {-1, 100, 86, 72, 58, 44};
+  for (const K& k : ks) {
+    CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem));
+    for (int c : carve) {
+      CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributePreferredSharedMemoryCarveout, c));
+      int per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.f, 512, k.smem));
+      const float ms = median_ms([&] { k.f<<<rows, 512, k.smem>>>(x, w, b, y, rows, cols); });
+      CK(cudaGetLastError());
+      std::printf("  %-10s carveout %4d%%: %d workgroups/SM (occupancy API), %.4f ms = %5.1f%% of copy\n", k.name, c,
+                  per_sm, ms, 100.0f * copy / ms);
+    }
+  }
+  return 0;
+}
