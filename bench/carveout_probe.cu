@@ -5,7 +5,8 @@
 //        -I ckgen/include -I ckgen/ops/rowops/device \
 //        bench/carveout_probe.cu -o carveout_probe && ./carveout_probe
 //
-// The kernels are the row cache's 512 x 2 layer norm / RMS norm / softmax of bench/rowops_nv.ck (the same Cfg as
+// The kernels are the row cache's 512 x 2 layer norm (also without bias, and without weight and bias) / RMS norm /
+// softmax of bench/rowops_nv.ck (the same Cfg as
 // `ckgen emit bench/rowops_nv.ck --stage hip --arch sm_90` prints). Each runs with cudaFuncAttributePreferred-
 // SharedMemoryCarveout unset and then set to several percentages; the table gives the resident workgroups per SM
 // and the time (median of 30) against a device-to-device copy of x, as bench/rowops.py counts it.
@@ -44,6 +45,8 @@ struct Cfg {
   static constexpr int kCacheTiles = 4;
 };
 using LN = Cfg<ckgen::rowops::kLayerNorm, true, true, 65920>;
+using LNW = Cfg<ckgen::rowops::kLayerNorm, true, false, 65920>;
+using LN0 = Cfg<ckgen::rowops::kLayerNorm, false, false, 65920>;
 using RMS = Cfg<ckgen::rowops::kRmsNorm, true, false, 65664>;
 using SM = Cfg<ckgen::rowops::kSoftmax, false, false, 65792>;
 }  // namespace probe
@@ -52,6 +55,16 @@ using bf = ckgen::bf16;
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void ln(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
   ckgen::rowops::layernorm_entry<probe::LN>(x, nullptr, w, b, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0,
                                             1e-5f);
+}
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void lnw(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  (void)b;
+  ckgen::rowops::layernorm_entry<probe::LNW>(x, nullptr, w, nullptr, y, nullptr, nullptr, rows, cols, cols, 0, cols,
+                                             0, 1e-5f);
+}
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void ln0(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  (void)w; (void)b;
+  ckgen::rowops::layernorm_entry<probe::LN0>(x, nullptr, nullptr, nullptr, y, nullptr, nullptr, rows, cols, cols, 0,
+                                             cols, 0, 1e-5f);
 }
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void rms(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
   (void)b;
@@ -119,9 +132,10 @@ int main() {
     const char* name;
     void (*f)(const bf*, const bf*, const bf*, bf*, int, int);
     int smem;
-  } ks[] = {{"layernorm", ln, probe::LN::kLdsBytes}, {"rmsnorm", rms, probe::RMS::kLdsBytes},
+  } ks[] = {{"layernorm", ln, probe::LN::kLdsBytes}, {"ln-w-only", lnw, probe::LNW::kLdsBytes},
+            {"ln-no-w-b", ln0, probe::LN0::kLdsBytes}, {"rmsnorm", rms, probe::RMS::kLdsBytes},
             {"softmax", sm, probe::SM::kLdsBytes}};
-  const int carve[] = {-1, 100, 86, 72, 58, 44};
+  const int carve[] = {-1, 58};
   for (const K& k : ks) {
     CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem));
     for (int c : carve) {

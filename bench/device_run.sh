@@ -20,8 +20,9 @@
 #   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
 #   attention-hopper  the attention GPU tests, `ckgen run` of the Hopper body (TMA + wgmma), then bench/attention.py on
 #             the Hopper kernels and the planned mma.sync ones only (ATTN_BENCH_KERNELS, a regex, overrides)
-#   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes; not the
-#             test that reads which entry ran from the profiler: CUPTI does not start under compute-sanitizer)
+#   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
+#   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
+#   does not start under compute-sanitizer)
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
 #             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
 #             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
@@ -56,7 +57,7 @@ for STAGE in "$@"; do
         --size m=264,n=520,k=136,batch=3 2>&1 | tee -a "$OUT/ckgen_run.txt" ;;
     memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
-        tests/runtime -k "pad0 or numpy or errors or batched" > "$OUT/memcheck.txt" 2>&1
+        tests/runtime -k "(pad0 or numpy or errors or batched) and not runs_wh" > "$OUT/memcheck.txt" 2>&1
       echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.txt" | tail -3 ;;
     gemm)
       timeout 300 python3 bench/gemm.py --quick --json "$OUT/gemm_quick.json" > "$OUT/gemm_quick.txt" 2>&1
@@ -114,12 +115,12 @@ for STAGE in "$@"; do
       echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -11 "$OUT/attention.txt" ;;
     attention-hopper-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
-        tests/runtime/test_nvidia_attention.py -k "w128x64 or f16_d64- or f16_d128_window" \
+        tests/runtime/test_nvidia_attention.py -k "(w128x64 or f16_d64- or f16_d128_window) and not runs_wh" \
         > "$OUT/memcheck_attention_hopper.txt" 2>&1
       echo "memcheck attention hopper rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention_hopper.txt" | tail -3 ;;
     attention-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
-        tests/runtime/test_nvidia_attention.py -k "odd or q1k1 or k0 or 4seq or 3seq" > "$OUT/memcheck_attention.txt" 2>&1
+        tests/runtime/test_nvidia_attention.py -k "(odd or q1k1 or k0 or 4seq or 3seq) and not runs_wh" > "$OUT/memcheck_attention.txt" 2>&1
       echo "memcheck attention rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention.txt" | tail -3 ;;
     probe)
       for shape in 64x1024x1024x128 8x4096x4096x1024 512x128x128x128; do python3 bench/probe.py bmm $shape torch; done \

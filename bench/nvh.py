@@ -83,3 +83,29 @@ def time_ms(fn, warmup: int = 5, reps: int = 20, inner: int = 10) -> float:
         times.append(s.elapsed_time(e) / inner)
     times.sort()
     return times[len(times) // 2]
+
+
+def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float:
+    """Median over ``reps`` replays of a CUDA graph of ``inner`` back-to-back calls of fn, per call: device time
+    without the host's launch path (METHOD.md: for short kernels, time graph replays). fn must launch on torch's
+    current stream (the capture stream while capturing) and must have run once outside capture (first-call setup)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(inner):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        g.replay()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / inner)
+    times.sort()
+    return times[len(times) // 2]

@@ -46,17 +46,30 @@ namespace nv {
 using TensorMap = CUtensorMap;
 
 // Whether the current device is sm_90 (the Hopper bodies' code runs there), with its SM count in *sms when given.
-// False, with the runtime's error cleared, when the device cannot be queried (the portable path reports it).
+// False, with the runtime's error cleared, when the device cannot be queried (the portable path reports it). The
+// answer for the last device asked is kept per host thread (a launch costs one cudaGetDevice, not four queries).
 inline bool sm90_device(int* sms = nullptr) {
-  int dev = 0, major = 0, minor = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
-      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev)) {
+  thread_local int last_dev = -1, last_sms = 0;
+  thread_local bool last_ok = false;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
-  if (sms != nullptr) *sms = n;
-  return major == 9 && minor == 0;
+  if (dev != last_dev) {
+    int major = 0, minor = 0, n = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev)) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    last_dev = dev;
+    last_sms = n;
+    last_ok = major == 9 && minor == 0;
+  }
+  if (sms != nullptr) *sms = last_sms;
+  return last_ok;
 }
 
 // The driver's tensor-map encoder, looked up once; null when the driver has none.
