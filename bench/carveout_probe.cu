@@ -21,8 +21,10 @@
 #include "rowops_entry.h"
 
 namespace probe {
-template <int Op, bool kW, bool kB, int kLds>
-struct Cfg {
+// The Cfg `ckgen emit bench/rowops_nv.ck --stage hip --arch sm_90` prints for <op>_s32768_t<T>x<R>r<W>: T threads per
+// row, R vectors of 8 per thread, W rows per workgroup, the row cache holding 32768 columns.
+template <int Op, bool kW, bool kB, int T, int R, int W>
+struct Base {
   static constexpr int kOp = Op;
   using TIn = ckgen::bf16;
   using TRes = ckgen::bf16;
@@ -34,21 +36,26 @@ struct Cfg {
   static constexpr bool kQuantI8 = false;
   static constexpr int kVec = 8;
   static constexpr int kWaveSize = 32;
-  static constexpr int kRowThreads = 512;
-  static constexpr int kWavesPerRow = 16;
-  static constexpr int kRowsPerBlock = 1;
-  static constexpr int kThreads = 512;
-  static constexpr int kRegVecs = 2;
-  static constexpr int kTileCols = 8192;
+  static constexpr int kRowThreads = T;
+  static constexpr int kWavesPerRow = T / 32;
+  static constexpr int kRowsPerBlock = W;
+  static constexpr int kThreads = T * W;
+  static constexpr int kRegVecs = R;
+  static constexpr int kTileCols = T * R * 8;
   static constexpr bool kLooped = true;
-  static constexpr int kLdsBytes = kLds;  // rowops::lds_bytes<Cfg>(): the cross-wave scratch + the row cache
-  static constexpr int kCacheTiles = 4;
+  static constexpr int kCacheTiles = 32768 / (T * R * 8);
 };
-using LN = Cfg<ckgen::rowops::kLayerNorm, true, true, 65920>;
-using LNW = Cfg<ckgen::rowops::kLayerNorm, true, false, 65920>;
-using LN0 = Cfg<ckgen::rowops::kLayerNorm, false, false, 65920>;
-using RMS = Cfg<ckgen::rowops::kRmsNorm, true, false, 65664>;
-using SM = Cfg<ckgen::rowops::kSoftmax, false, false, 65792>;
+template <int Op, bool kW, bool kB, int T, int R, int W>
+struct Cfg : Base<Op, kW, kB, T, R, W> {
+  static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<Base<Op, kW, kB, T, R, W>>();
+};
+using LN = Cfg<ckgen::rowops::kLayerNorm, true, true, 512, 2, 1>;
+using LNW = Cfg<ckgen::rowops::kLayerNorm, true, false, 512, 2, 1>;
+using LN0 = Cfg<ckgen::rowops::kLayerNorm, false, false, 512, 2, 1>;
+using LN2 = Cfg<ckgen::rowops::kLayerNorm, true, true, 512, 2, 2>;
+using RMS = Cfg<ckgen::rowops::kRmsNorm, true, false, 512, 2, 1>;
+using RMS2 = Cfg<ckgen::rowops::kRmsNorm, true, false, 512, 2, 2>;
+using SM = Cfg<ckgen::rowops::kSoftmax, false, false, 512, 2, 1>;
 }  // namespace probe
 
 using bf = ckgen::bf16;
@@ -65,6 +72,14 @@ CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void ln0(const bf* x, const bf* w, con
   (void)w; (void)b;
   ckgen::rowops::layernorm_entry<probe::LN0>(x, nullptr, nullptr, nullptr, y, nullptr, nullptr, rows, cols, cols, 0,
                                              cols, 0, 1e-5f);
+}
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(1024) void ln2(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  ckgen::rowops::layernorm_entry<probe::LN2>(x, nullptr, w, b, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0,
+                                             1e-5f);
+}
+CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(1024) void rms2(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
+  (void)b;
+  ckgen::rowops::rmsnorm_entry<probe::RMS2>(x, nullptr, w, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0, 1e-5f);
 }
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void rms(const bf* x, const bf* w, const bf* b, bf* y, int rows, int cols) {
   (void)b;
@@ -131,18 +146,19 @@ int main() {
   struct K {
     const char* name;
     void (*f)(const bf*, const bf*, const bf*, bf*, int, int);
-    int smem;
-  } ks[] = {{"layernorm", ln, probe::LN::kLdsBytes}, {"ln-w-only", lnw, probe::LNW::kLdsBytes},
-            {"ln-no-w-b", ln0, probe::LN0::kLdsBytes}, {"rmsnorm", rms, probe::RMS::kLdsBytes},
-            {"softmax", sm, probe::SM::kLdsBytes}};
-  const int carve[] = {-1, 58};
+    int smem, threads, rows_per_block;
+  } ks[] = {{"layernorm", ln, probe::LN::kLdsBytes, 512, 1}, {"ln-w-only", lnw, probe::LNW::kLdsBytes, 512, 1},
+            {"ln-no-w-b", ln0, probe::LN0::kLdsBytes, 512, 1}, {"ln-2rows", ln2, probe::LN2::kLdsBytes, 1024, 2},
+            {"rmsnorm", rms, probe::RMS::kLdsBytes, 512, 1}, {"rms-2rows", rms2, probe::RMS2::kLdsBytes, 1024, 2},
+            {"softmax", sm, probe::SM::kLdsBytes, 512, 1}};
+  const int carve[] = {-1};
   for (const K& k : ks) {
     CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem));
     for (int c : carve) {
       CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributePreferredSharedMemoryCarveout, c));
       int per_sm = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.f, 512, k.smem));
-      const float ms = median_ms([&] { k.f<<<rows, 512, k.smem>>>(x, w, b, y, rows, cols); });
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.f, k.threads, k.smem));
+      const float ms = median_ms([&] { k.f<<<(rows + k.rows_per_block - 1) / k.rows_per_block, k.threads, k.smem>>>(x, w, b, y, rows, cols); });
       CK(cudaGetLastError());
       std::printf("  %-10s carveout %4d%%: %d workgroups/SM (occupancy API), %.4f ms = %5.1f%% of copy\n", k.name, c,
                   per_sm, ms, 100.0f * copy / ms);
