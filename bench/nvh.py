@@ -65,24 +65,32 @@ def rel_err(out, ref) -> float:
     return num / den
 
 
+def _median_ms(run, reps: int, per: int) -> float:
+    """Median over ``reps`` samples of run()'s time between two CUDA events, divided by ``per``."""
+    times = []
+    for _ in range(reps):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        run()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / per)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def time_ms(fn, warmup: int = 5, reps: int = 20, inner: int = 10) -> float:
     """Median over ``reps`` samples of the time per call; each sample times ``inner`` back-to-back calls
     between two CUDA events (host-side call overhead overlaps the GPU work, as in real use)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        s.record()
+
+    def calls():
         for _ in range(inner):
             fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / inner)
-    times.sort()
-    return times[len(times) // 2]
+    return _median_ms(calls, reps, inner)
 
 
 def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float:
@@ -98,14 +106,4 @@ def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float
             fn()
     g.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / inner)
-    times.sort()
-    return times[len(times) // 2]
+    return _median_ms(g.replay, reps, inner)
