@@ -2,7 +2,9 @@
 
 bf16: from_float must equal round-to-nearest-even of the float32 bit pattern (computed here with
 numpy integer arithmetic), keep NaN a NaN and inf an inf; to_float must be exact. int8/int32:
-round to nearest even, saturate, NaN -> 0. f16: matches numpy's float32 -> float16 cast.
+round to nearest even, saturate, NaN -> 0. f16: matches numpy's float32 -> float16 cast. pack2<T>(lo, hi): the
+two from_float results in one word, lo in bits 0..15 (the host path; NVIDIA devices use cvt.rn.*x2, which the GPU
+tests check through every 16-bit GEMM, row-op and attention output).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ int main() {
     ckgen::bf16 b = ckgen::from_float<ckgen::bf16>(f);
     float back = ckgen::to_float(b); uint32_t ub; memcpy(&ub, &back, 4);
     ckgen::f16 h = ckgen::from_float<ckgen::f16>(f); uint16_t uh; memcpy(&uh, &h, 2);
-    printf("%04x %08x %04x %d %d\n", b.bits, ub, uh, (int)ckgen::from_float< ::int8_t>(f),
-           (int)ckgen::from_float< ::int32_t>(f));
+    printf("%04x %08x %04x %d %d %08x %08x\n", b.bits, ub, uh, (int)ckgen::from_float< ::int8_t>(f),
+           (int)ckgen::from_float< ::int32_t>(f), ckgen::pack2<ckgen::bf16>(f, 1.5f),
+           ckgen::pack2<ckgen::f16>(-2.0f, f));
   }
   printf("sat %d %d %d %d\n", (int)ckgen::saturate_int< ::int8_t>(300), (int)ckgen::saturate_int< ::int8_t>(-300),
          (int)ckgen::saturate_int< ::int32_t>(1LL << 40), (int)ckgen::saturate_int< ::int32_t>(-(1LL << 40)));
@@ -81,8 +84,10 @@ def test_conversions(converter) -> None:
         r = np.rint(f.astype(np.float64))
         i8_ref = np.where(nan, 0, np.clip(np.nan_to_num(r), -128, 127)).astype(np.int64)
         i32_ref = np.where(nan, 0, np.clip(np.nan_to_num(r, posinf=2**31, neginf=-2**31), -2**31, 2**31 - 1))
-    for n, (b, back, h, i8, i32) in enumerate(rows):
+    for n, (b, back, h, i8, i32, pb, ph) in enumerate(rows):
         bb = int(b, 16)
+        assert int(pb, 16) == (0x3FC0 << 16 | bb), f"pack2<bf16>({f[n]!r}, 1.5) = {pb}"  # bf16(1.5) = 0x3fc0
+        assert int(ph, 16) == (int(h, 16) << 16 | 0xC000), f"pack2<f16>(-2, {f[n]!r}) = {ph}"  # f16(-2) = 0xc000
         if nan[n]:
             assert (bb & 0x7F80) == 0x7F80 and (bb & 0x7F) != 0, f"NaN lost: {bits[n]:08x} -> {bb:04x}"
             assert (bb >> 15) == (int(bits[n]) >> 31)
@@ -110,6 +115,7 @@ __global__ void k(float* o, const ckgen::bf16* b, const ckgen::f16* h) {
   o[3] = (float)ckgen::from_float< ::int8_t>(o[4]) + (float)ckgen::saturate_int< ::int32_t>(7LL);
   ckgen::vec<ckgen::f16, 8> v = *reinterpret_cast<const ckgen::vec<ckgen::f16, 8>*>(h);
   o[5] = ckgen::to_float(v.v[3]);
+  reinterpret_cast<uint32_t*>(o)[6] = ckgen::pack2<ckgen::bf16>(o[7], o[8]) ^ ckgen::pack2<ckgen::f16>(o[9], o[10]);
 }
 """)
     r = subprocess.run([str(nvcc), "-arch=sm_90", *include_flags(), "-c", str(src), "-o", str(tmp_path / "t.o")],
