@@ -167,6 +167,18 @@ struct BoolConst {
   static constexpr bool value = B;
 };
 
+// An optional member of a body's Cfg: CKGEN_CFG_OPTIONAL(Trait, kMember, Type, fallback) declares Trait<C>, whose
+// value is C::kMember when the Cfg C declares it, else `fallback` (an expression that may name C).
+#define CKGEN_CFG_OPTIONAL(Trait, member, Type, fallback)                  \
+  template <class C, class = void>                                         \
+  struct Trait {                                                           \
+    static constexpr Type value = fallback;                                \
+  };                                                                       \
+  template <class C>                                                       \
+  struct Trait<C, decltype(void(C::member))> {                             \
+    static constexpr Type value = C::member;                               \
+  }
+
 // A value the compiler cannot see through (AMD: pinned in a VGPR at this point, so that what is derived from it
 // is computed after it and not hoisted as scalar state; elsewhere the identity).
 template <class T>

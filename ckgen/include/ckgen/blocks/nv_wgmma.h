@@ -19,7 +19,6 @@
 //   wgmma_m64n128k16, wgmma_m64n64k16 (the same, N = 128 / 64), wgmma_m64k16<N, ...> (any of them, by N)
 //   wgmma_m64n128k16_rs / _m64n64k16_rs, wgmma_rs_m64k16<N, T, kTransB>(d, a[4], db): A from registers (the
 //                            packed-T fragment of mma.sync m16n8k16's A per warp), B from shared memory
-//   wgmma_fence_operand(r)   keeps the compiler from moving r while an async wgmma uses it
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
@@ -31,7 +30,7 @@
 //                            fence_proxy_async_shared() orders a thread's shared-memory writes before a TMA read
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
 // Host side (any pass): sm90_device(&sms) whether the current device runs the sm_90a code (its SM count into sms);
-// tensor_map_encoder() the driver's cuTensorMapEncodeTiled (null when the driver has none).
+// encode_sw128_u16(map, base, rank, dims, strides, box) a tensor map in the form the Hopper bodies load and store.
 #pragma once
 
 #include <cuda.h>           // CUtensorMap
@@ -85,6 +84,19 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
   }();
   return fn;
+}
+
+// A tensor map over 16-bit elements as the Hopper bodies use them: 128-byte swizzle, 256-byte L2 promotion, elements
+// out of range read as zeros (and not written). `rank` dimensions, dims[0] contiguous; strides[0 .. rank-2]: the
+// byte strides of dims 1 ..; box[rank]: the box in elements. False when the driver has no encoder or refuses it.
+inline bool encode_sw128_u16(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims,
+                             const cuuint64_t* strides, const cuuint32_t* box) {
+  const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
+  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  return fn != nullptr &&
+         fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides,
+            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 }  // namespace nv
@@ -207,11 +219,6 @@ CKGEN_DEVICE void wgmma_rs_m64k16(float (&d)[kN / 2], const uint32_t (&a)[4], ui
     wgmma_m64n64k16_rs<T, kTransB>(d, a, db);
   }
 }
-
-// Pins registers the compiler must not move while a wgmma that reads or writes them is in flight (between the
-// issue and wgmma_wait): an empty asm that claims to read and write them.
-CKGEN_DEVICE void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-CKGEN_DEVICE void wgmma_fence_operand(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
 
 // ---------------------------------------------------------------- mbarriers (shared::cta addresses)
 CKGEN_DEVICE void mbar_init(uint32_t bar, uint32_t count) {

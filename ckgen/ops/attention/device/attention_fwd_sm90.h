@@ -288,8 +288,7 @@ struct Fwd {
   // base or a stride (of a dimension longer than 1) is not 16-byte aligned, or the driver refuses.
   static bool encode(CUtensorMap* map, const void* base, long long seq, long long heads, long long items,
                      long long ss, long long hs, long long bs, unsigned rows) {
-    const PFN_cuTensorMapEncodeTiled_v12000 fn = nv::tensor_map_encoder();
-    if (fn == nullptr || reinterpret_cast<uintptr_t>(base) % 16) return false;
+    if (reinterpret_cast<uintptr_t>(base) % 16) return false;
     const long long extent[3] = {seq, heads, items};
     long long stride[3] = {ss * 2, hs * 2, bs * 2};
     long long packed = kD * 2;  // a dimension of extent 1 gets the packed stride (its own is never used)
@@ -303,10 +302,7 @@ struct Fwd {
     const cuuint64_t strides[3] = {static_cast<cuuint64_t>(stride[0]), static_cast<cuuint64_t>(stride[1]),
                                    static_cast<cuuint64_t>(stride[2])};
     const cuuint32_t box[4] = {64, rows, 1, 1};
-    const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(base), dims, strides, box, elem_strides,
-              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return nv::encode_sw128_u16(map, base, 4, dims, strides, box);
   }
 };
 

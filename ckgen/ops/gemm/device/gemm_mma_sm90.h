@@ -38,32 +38,11 @@ namespace ckgen {
 namespace nv {
 
 // ---------------------------------------------------------------- optional Cfg members
-template <class C, class = void>
-struct StagesOf {
-  static constexpr int value = C::kLdsBuffers < 2 ? 2 : C::kLdsBuffers;
-};
-template <class C>
-struct StagesOf<C, decltype(void(C::kStages))> {
-  static constexpr int value = C::kStages;
-};
+CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, C::kLdsBuffers < 2 ? 2 : C::kLdsBuffers);
 // kAddStores: C's element type stores by adding (atomic split-K slots, gemm_work.h): every store goes through
 // gstore, so the shared-memory staged epilogue (plain 16-byte stores) is off
-template <class C, class = void>
-struct AddStoresOf {
-  static constexpr bool value = false;
-};
-template <class C>
-struct AddStoresOf<C, decltype(void(C::kAddStores))> {
-  static constexpr bool value = C::kAddStores;
-};
-template <class C, class = void>
-struct GroupMOf {
-  static constexpr int value = 8;
-};
-template <class C>
-struct GroupMOf<C, decltype(void(C::kGroupM))> {
-  static constexpr int value = C::kGroupM;
-};
+CKGEN_CFG_OPTIONAL(AddStoresOf, kAddStores, bool, false);
+CKGEN_CFG_OPTIONAL(GroupMOf, kGroupM, int, 8);
 
 template <class Cfg>
 struct Sm90Gemm {

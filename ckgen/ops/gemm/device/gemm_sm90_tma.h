@@ -406,8 +406,6 @@ struct TmaGemm {
   // box_inner x box_outer x 1 with the 128-byte swizzle.
   static bool encode(CUtensorMap* map, const void* base, long long inner, long long outer, long long ld,
                      long long items, long long bstride, unsigned box_inner, unsigned box_outer) {
-    const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
-    if (fn == nullptr) return false;
     const long long line_bytes = ld * 2;
     const long long item_bytes = items > 1 ? bstride * 2 : ((line_bytes * outer + 15) / 16) * 16;
     if (line_bytes >= (1LL << 40) || item_bytes >= (1LL << 40)) return false;
@@ -415,10 +413,7 @@ struct TmaGemm {
                                 static_cast<cuuint64_t>(items)};
     const cuuint64_t strides[2] = {static_cast<cuuint64_t>(line_bytes), static_cast<cuuint64_t>(item_bytes)};
     const cuuint32_t box[3] = {box_inner, box_outer, 1};
-    const cuuint32_t elem_strides[3] = {1, 1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
-              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return encode_sw128_u16(map, base, 3, dims, strides, box);
   }
 };
 

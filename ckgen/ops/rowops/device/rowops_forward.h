@@ -127,14 +127,7 @@ CKGEN_HD constexpr long long grid_blocks(long long rows, long long resident) {
 }
 
 namespace detail {
-template <class C, class = void>
-struct StagesOf {
-  static constexpr int value = 0;
-};
-template <class C>
-struct StagesOf<C, decltype((void)C::kStages, void())> {
-  static constexpr int value = C::kStages;
-};
+CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
 }  // namespace detail
 
 // The ring depth the body uses: Cfg::kStages where the platform has cp.async, else 0.
@@ -206,11 +199,6 @@ constexpr bool check_cfg() {
 }
 
 namespace detail {
-
-template <bool B>
-struct Bool {
-  static constexpr bool value = B;
-};
 
 CKGEN_DEVICE float abs_f32(float v) { return v < 0.0f ? -v : v; }
 
@@ -532,7 +520,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     };
     const float abs_c = c < 0.0f ? -c : c;
     auto tile_tmax = [&](auto kM) -> float {
-      const float mx = c < 0.0f ? tile_max(kM, detail::Bool<true>{}) : tile_max(kM, detail::Bool<false>{});
+      const float mx = c < 0.0f ? tile_max(kM, BoolConst<true>{}) : tile_max(kM, BoolConst<false>{});
       return mx * abs_c;
     };
     // sum over the valid elements of 2^(v * c - m)
@@ -608,20 +596,20 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     if constexpr (kSingle) {
       load_first(0);
       if constexpr (kSoft) {
-        const float tm = k.full ? tile_tmax(detail::Bool<false>{}) : tile_tmax(detail::Bool<true>{});
+        const float tm = k.full ? tile_tmax(BoolConst<false>{}) : tile_tmax(BoolConst<true>{});
         refill();
         fast = fast_tile();
         const float m = allmax(tm);
-        const float dl = k.full ? tile_expsum(detail::Bool<false>{}, m) : tile_expsum(detail::Bool<true>{}, m);
+        const float dl = k.full ? tile_expsum(BoolConst<false>{}, m) : tile_expsum(BoolConst<true>{}, m);
         const float d = allsum(dl);
         SoftmaxState st{{m, d}};
         rs = finish<Cfg::kOp>(st, cols, eps);
       } else if constexpr (Cfg::kOp == kLayerNorm) {
-        const float sl = k.full ? tile_sum(detail::Bool<false>{}) : tile_sum(detail::Bool<true>{});
+        const float sl = k.full ? tile_sum(BoolConst<false>{}) : tile_sum(BoolConst<true>{});
         refill();
         fast = fast_tile();
         const float mean = allsum(sl) * inv_cols;
-        const float ml = k.full ? tile_m2(detail::Bool<false>{}, mean) : tile_m2(detail::Bool<true>{}, mean);
+        const float ml = k.full ? tile_m2(BoolConst<false>{}, mean) : tile_m2(BoolConst<true>{}, mean);
         const float m2 = allsum(ml);
         rs = RowScalars{mean, rsqrt_f32(m2 * inv_cols + eps)};
       } else {
@@ -638,7 +626,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           }
           return s;
         };
-        const float sl = k.full ? tile_ss(detail::Bool<false>{}) : tile_ss(detail::Bool<true>{});
+        const float sl = k.full ? tile_ss(BoolConst<false>{}) : tile_ss(BoolConst<true>{});
         refill();
         fast = fast_tile();
         const float ss = allsum(sl);
@@ -674,8 +662,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       };
       for (int tile = 0; tile < ntiles; ++tile) {
         load_first(tile);
-        if (k.full) tile_stats(detail::Bool<false>{});
-        else tile_stats(detail::Bool<true>{});
+        if (k.full) tile_stats(BoolConst<false>{});
+        else tile_stats(BoolConst<true>{});
       }
       st = allreduce(st);
       rs = finish<Cfg::kOp>(st, cols, eps);
@@ -690,9 +678,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     };
     // f(kM, kFast) for the current tile's kind: fast (full, weights in registers), full, or masked (partial)
     auto by_kind = [&](auto&& f) {
-      if (fast) f(detail::Bool<false>{}, detail::Bool<true>{});
-      else if (k.full) f(detail::Bool<false>{}, detail::Bool<false>{});
-      else f(detail::Bool<true>{}, detail::Bool<false>{});
+      if (fast) f(BoolConst<false>{}, BoolConst<true>{});
+      else if (k.full) f(BoolConst<false>{}, BoolConst<false>{});
+      else f(BoolConst<true>{}, BoolConst<false>{});
     };
     // y of element e of vector j (before the cast / quantization)
     auto y_of = [&](int j, int e, const FW& w, const FW& b) -> float {
@@ -802,14 +790,14 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       int stage = 0;
       for (; g < ngroups; g += gstride) {
         detail::cp_wait<kStages - 1>();  // this group's copies (the oldest pending group) have landed
-        run_group(g, detail::Bool<true>{}, stage);
+        run_group(g, BoolConst<true>{}, stage);
         stage = stage + 1 == kStages ? 0 : stage + 1;
       }
       detail::cp_wait<0>();  // nothing left in flight (only empty groups remain)
       return;
     }
   }
-  for (long long g = block_id(0); g < ngroups; g += gstride) run_group(g, detail::Bool<false>{}, 0);
+  for (long long g = block_id(0); g < ngroups; g += gstride) run_group(g, BoolConst<false>{}, 0);
 }
 
 template <class Cfg>

@@ -30,14 +30,7 @@ namespace ckgen {
 namespace rowops {
 namespace detail {
 
-template <class C, class = void>
-struct CacheTilesOf {
-  static constexpr int value = 0;
-};
-template <class C>
-struct CacheTilesOf<C, decltype((void)C::kCacheTiles, void())> {
-  static constexpr int value = C::kCacheTiles;
-};
+CKGEN_CFG_OPTIONAL(CacheTilesOf, kCacheTiles, int, 0);
 
 // cp.async.wait_group n for a run-time n in 0 .. kMax (the instruction takes a constant): waits until at most n of
 // this thread's copy groups are pending. n > kMax waits for kMax.
