@@ -10,7 +10,8 @@
 #   gpu       every GPU test (pytest -m gpu), then `ckgen run` on both GEMM bodies
 #   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
-#   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm)
+#   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
+#             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
 #             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
 #             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on bench/shapes/qwen2-7b.txt (never tuned)
@@ -79,8 +80,21 @@ for STAGE in "$@"; do
         tests/runtime/test_nvidia_rowops.py -k "edge_shapes or in_place or numpy" > "$OUT/memcheck_rowops.txt" 2>&1
       echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_rowops.txt" | tail -3 ;;
     bmm)
-      timeout 200 python3 bench/bmm.py --json "$OUT/bmm.json" > "$OUT/bmm.txt" 2>&1
-      echo "bmm rc $?"; tail -6 "$OUT/bmm.txt" ;;
+      # SM clock and power sampled every 200 ms while it runs (read only: the card's settings are left alone)
+      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 200 \
+        > "$OUT/bmm_clocks.csv" 2>&1 & smi=$!
+      timeout 240 python3 bench/bmm.py --json "$OUT/bmm.json" > "$OUT/bmm.txt" 2>&1
+      echo "bmm rc $?"; kill $smi 2>/dev/null; tail -8 "$OUT/bmm.txt"; grep "spread\|over the rounds" "$OUT/bmm.txt"
+      python3 - "$OUT/bmm_clocks.csv" <<'PY'
+import statistics, sys
+rows = [r.split(", ") for r in open(sys.argv[1]) if r.count(", ") >= 3]
+clk = [float(r[1].split()[0]) for r in rows if r[1].split()[0].replace(".", "").isdigit()]
+pw = [float(r[2].split()[0]) for r in rows if r[2].split()[0].replace(".", "").isdigit()]
+if clk and pw:
+    print(f"SM clock MHz min/median/max {min(clk):.0f}/{statistics.median(clk):.0f}/{max(clk):.0f}, "
+          f"power W median/max {statistics.median(pw):.0f}/{max(pw):.0f} over {len(clk)} samples")
+PY
+;;
     dispatch)
       timeout 480 python3 -m ckgen tune bench/dispatch_nv.ck --family lin --target sm_90 \
         --shapes-file bench/shapes/mistral-7b.txt --db "$OUT/tune.jsonl" --reps 10 --inner 10 --warmup 3 \
