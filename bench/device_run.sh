@@ -34,6 +34,8 @@
 #             4096x32768, the 512x2 row-cache kernels)
 #   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
 #             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
+#   persistent bench/rowops_persistent_probe.cu (built there): layer norm at 4096x32768, the row cache against single-pass
+#             1024 x 4 kernels on a persistent grid with the staged ring, weights in registers or shared memory
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
@@ -155,6 +157,13 @@ PY
       nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
         -I ckgen/include -I ckgen/ops/rowops/device bench/carveout_probe.cu -o /tmp/carveout_probe \
         && /tmp/carveout_probe 2>&1 | tee "$OUT/carveout.txt" ;;
+    persistent)
+      nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
+        -I ckgen/include -I ckgen/ops/rowops/device bench/rowops_persistent_probe.cu -o /tmp/persistent_probe \
+        && /tmp/persistent_probe 2>&1 | tee "$OUT/persistent.txt" \
+        && ncu --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_bytes.sum \
+             /tmp/persistent_probe once > "$OUT/persistent_ncu.txt" 2>&1; echo "ncu rc $?"
+      grep -E "^  k_|duration|dram__|lts__|l1tex__" "$OUT/persistent_ncu.txt" | sed -E 's/ +/ /g' | head -60 ;;
     *) echo "unknown stage $STAGE" ;;
   esac
 done

@@ -95,6 +95,9 @@
 //                                    must give when kCacheTiles > 0
 //   kCacheTiles (optional, default 0) the row cache (rowops_rowcache.h): looped tiles kept in shared memory,
 //                                    the row read from global memory once; cols <= kCacheTiles * kTileCols
+//   kWeightL1, kBiasL1 (optional)    the L1 policy of the weight / bias vector loads (rowops_frag.h, L1Policy;
+//                                    CUDA only): default kL1Default, and kL1Bypass for bias in a row-cache kernel
+//                                    with weight and bias (the L1 beside the cache then keeps the weight)
 //   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
@@ -128,6 +131,12 @@ CKGEN_HD constexpr long long grid_blocks(long long rows, long long resident) {
 
 namespace detail {
 CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
+// The row cache leaves the L1 too small for both weight and bias of a long row (with 2 workgroups of 64 KiB of
+// cache per SM, about 100 KiB for 128 KiB of bf16 weight and bias at 32768 columns: each evicts the other, and
+// every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
+CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
+CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
+                   (CacheTilesOf<C>::value > 0 && C::kHasWeight && C::kHasBias ? kL1Bypass : kL1Default));
 }  // namespace detail
 
 // The ring depth the body uses: Cfg::kStages where the platform has cp.async, else 0.
@@ -233,6 +242,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   constexpr int kStages = stages<Cfg>();
   (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
   (void)lds; (void)eps; (void)stage_mem; (void)stage_ok; (void)cache;
+  constexpr int kWL1 = detail::WeightL1Of<Cfg>::value;  // the L1 policies of the weight and bias vector loads
+  constexpr int kBL1 = detail::BiasL1Of<Cfg>::value;
   using Cache = RowCache<Cfg>;
   constexpr int kCacheTiles = Cache::kTiles;
   constexpr bool kCached = kCacheTiles > 0;
@@ -584,8 +595,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     auto load_wb = [&](int tile) {
 #pragma unroll
       for (int j = 0; j < kR; ++j) {
-        if constexpr (Cfg::kHasWeight) wt[j] = detail::load_vector<TW, kVec>(wr + col0(tile, j));
-        if constexpr (Cfg::kHasBias) bt[j] = detail::load_vector<TW, kVec>(br + col0(tile, j));
+        if constexpr (Cfg::kHasWeight) wt[j] = detail::load_vector_l1<TW, kVec, kWL1>(wr + col0(tile, j));
+        if constexpr (Cfg::kHasBias) bt[j] = detail::load_vector_l1<TW, kVec, kBL1>(br + col0(tile, j));
       }
     };
     (void)wt; (void)bt; (void)load_wb;
@@ -670,9 +681,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     }
 
     auto weights = [&](int tile, int j, FW& w, FW& b) {
-      if constexpr (Cfg::kHasWeight) w = k.full && w_ok ? detail::load_vector<TW, kVec>(wr + col0(tile, j))
+      if constexpr (Cfg::kHasWeight) w = k.full && w_ok ? detail::load_vector_l1<TW, kVec, kWL1>(wr + col0(tile, j))
                                                          : detail::load<TW, kVec>(wr + col0(tile, j), k.nv[j], w_ok);
-      if constexpr (Cfg::kHasBias) b = k.full && b_ok ? detail::load_vector<TW, kVec>(br + col0(tile, j))
+      if constexpr (Cfg::kHasBias) b = k.full && b_ok ? detail::load_vector_l1<TW, kVec, kBL1>(br + col0(tile, j))
                                                        : detail::load<TW, kVec>(br + col0(tile, j), k.nv[j], b_ok);
       (void)w; (void)b;
     };

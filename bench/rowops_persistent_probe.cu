@@ -1,0 +1,188 @@
+// bench/rowops_persistent_probe.cu: layer norm at 4096 x 32768 bf16 (weight and bias): the row-cache kernel (512 x 2)
+// and single-pass 1024 x 4 kernels on a persistent grid (SMs x resident workgroups) with the staged ring (kStages =
+// 1), each with L1 policies for the weight and bias loads (kWeightL1 / kBiasL1, rowops_frag.h): can the L1 keep
+// one of them across rows so that it stops costing L2 bandwidth? Device only; an experiment, not a benchmark of
+// record (bench/rowops.py is).
+//
+//   nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
+//        -I ckgen/include -I ckgen/ops/rowops/device bench/rowops_persistent_probe.cu -o probe && ./probe [once]
+//
+// Each kernel's y is checked against the first's (max |dy|; an ulp of bf16 near 4 is 0.03). Then 5 rounds, each
+// timing a device-to-device copy of x and every kernel (medians of 30 launches); each gets its median round.
+// `once`: one launch of each kernel and no timing (for ncu).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ckgen/platform.h"
+#include "rowops_entry.h"
+
+namespace probe {
+using ckgen::bf16;
+template <int T, int R, bool kLoop>
+struct Base {
+  static constexpr int kOp = ckgen::rowops::kLayerNorm;
+  using TIn = bf16;
+  using TRes = bf16;
+  using TW = bf16;
+  using TOut = bf16;
+  static constexpr bool kHasWeight = true, kHasBias = true, kResidual = false, kQuantI8 = false;
+  static constexpr int kVec = 8, kWaveSize = 32, kRowThreads = T, kWavesPerRow = T / 32, kRowsPerBlock = 1;
+  static constexpr int kThreads = T, kRegVecs = R, kTileCols = T * R * 8;
+  static constexpr bool kLooped = kLoop;
+};
+struct CacheBase : Base<512, 2, true> {
+  static constexpr int kCacheTiles = 4;
+};
+// kWeightL1 / kBiasL1: the L1 policy of the weight / bias loads (rowops_frag.h: 0 default, 1 bypass (L2 only),
+// 2 evict_last, 3 no_allocate)
+template <int W, int B>
+struct Cache : CacheBase {
+  static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<CacheBase>();
+  static constexpr int kWeightL1 = W, kBiasL1 = B;
+};
+template <int S, int W, int B>
+struct Single : Base<1024, 4, false> {
+  static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<Base<1024, 4, false>>();
+  static constexpr int kStages = S;
+  static constexpr int kWeightL1 = W, kBiasL1 = B;
+};
+using C00 = Cache<0, 0>;
+using C01 = Cache<0, 1>;
+using C21 = Cache<2, 1>;
+using C22 = Cache<2, 2>;
+using S100 = Single<1, 0, 0>;
+using S122 = Single<1, 2, 2>;
+}  // namespace probe
+
+using bf = ckgen::bf16;
+#define LN_KERNEL(name, threads, C)                                                                               \
+  CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(threads) void name(const bf* x, const bf* w, const bf* b, bf* y, int rows,  \
+                                                          int cols) {                                             \
+    ckgen::rowops::layernorm_entry<C>(x, nullptr, w, b, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0, 1e-5f); \
+  }
+LN_KERNEL(k_c00, 512, probe::C00)
+LN_KERNEL(k_c01, 512, probe::C01)
+LN_KERNEL(k_c21, 512, probe::C21)
+LN_KERNEL(k_c22, 512, probe::C22)
+LN_KERNEL(k_s100, 1024, probe::S100)
+LN_KERNEL(k_s122, 1024, probe::S122)
+
+#define CK(e)                                                                   \
+  do {                                                                          \
+    cudaError_t err_ = (e);                                                     \
+    if (err_ != cudaSuccess) {                                                  \
+      std::printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
+      return 1;                                                                 \
+    }                                                                           \
+  } while (0)
+
+template <class F>
+static float median_ms(F f) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int i = 0; i < 33; ++i) {
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    if (i >= 3) t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+static float to_f(uint16_t v) {
+  const uint32_t u = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+int main(int argc, char** argv) {
+  const int rows = 4096, cols = 32768;
+  const size_t n = static_cast<size_t>(rows) * cols;
+  std::vector<uint16_t> h(n), hw(cols), hb(cols), ref(n), out(n);
+  uint32_t s = 12345u;
+  auto rnd = [&]() {
+    s = s * 1664525u + 1013904223u;
+    const float f = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);
+  };
+  for (auto& v : h) v = rnd();
+  for (auto& v : hw) v = rnd();
+  for (auto& v : hb) v = rnd();
+  bf *x, *y, *w, *b;
+  CK(cudaMalloc(&x, n * 2));
+  CK(cudaMalloc(&y, n * 2));
+  CK(cudaMalloc(&w, cols * 2));
+  CK(cudaMalloc(&b, cols * 2));
+  CK(cudaMemcpy(x, h.data(), n * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(w, hw.data(), cols * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b, hb.data(), cols * 2, cudaMemcpyHostToDevice));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::printf("4096x32768 bf16 layer norm (weight, bias), %d SMs\n", sms);
+  struct K {
+    const char* name;
+    void (*f)(const bf*, const bf*, const bf*, bf*, int, int);
+    int smem, threads;
+    bool persistent;
+  } ks[] = {
+      {"row cache 512x2, both via L1 (before)", k_c00, probe::C00::kLdsBytes, 512, false},
+      {"row cache, bias L2 only (the default)", k_c01, probe::C01::kLdsBytes, 512, false},
+      {"row cache, w evict_last b L2 only", k_c21, probe::C21::kLdsBytes, 512, false},
+      {"row cache, w b evict_last", k_c22, probe::C22::kLdsBytes, 512, false},
+      {"single 1024x4 stages 1", k_s100, ckgen::rowops::stage_bytes<probe::S100>(), 1024, true},
+      {"stages 1, w b evict_last", k_s122, ckgen::rowops::stage_bytes<probe::S122>(), 1024, true},
+  };
+  const int nk = static_cast<int>(sizeof(ks) / sizeof(ks[0]));
+  std::vector<int> grid(nk);
+  for (int i = 0; i < nk; ++i) {  // set up and check each kernel against the first
+    const K& k = ks[i];
+    CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem));
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.f, k.threads, k.smem));
+    grid[i] = k.persistent ? std::min(rows, sms * std::max(per_sm, 1)) : rows;
+    CK(cudaMemset(y, 0xff, n * 2));  // poison (NaN)
+    k.f<<<grid[i], k.threads, k.smem>>>(x, w, b, y, rows, cols);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(i == 0 ? ref.data() : out.data(), y, n * 2, cudaMemcpyDeviceToHost));
+    float dmax = 0.0f;
+    for (size_t e = 0; i > 0 && e < n; ++e) {
+      const float d = std::fabs(to_f(out[e]) - to_f(ref[e]));
+      dmax = d == d ? std::max(dmax, d) : INFINITY;
+    }
+    std::printf("  %-36s smem %6d: %d/SM grid %5d  max |dy| %.3g\n", k.name, k.smem, per_sm, grid[i], dmax);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "once") == 0) return 0;  // (under ncu: one launch of each)
+  // rounds: the copy and every kernel in turn, ROUNDS times; per kernel the median and the best round
+  const int kRounds = 5;
+  std::vector<std::vector<float>> t(nk + 1);
+  for (int r = 0; r < kRounds; ++r) {
+    t[nk].push_back(median_ms([&] { cudaMemcpyAsync(y, x, n * 2, cudaMemcpyDeviceToDevice); }));
+    for (int i = 0; i < nk; ++i)
+      t[i].push_back(median_ms([&] { ks[i].f<<<grid[i], ks[i].threads, ks[i].smem>>>(x, w, b, y, rows, cols); }));
+  }
+  auto med = [](std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+  const float copy_ms = med(t[nk]);
+  std::printf("copy: median of %d rounds %.4f ms (%.4f .. %.4f)\n", kRounds, copy_ms,
+              *std::min_element(t[nk].begin(), t[nk].end()), *std::max_element(t[nk].begin(), t[nk].end()));
+  for (int i = 0; i < nk; ++i) {
+    const float m = med(t[i]);
+    std::printf("  %-36s %.4f ms = %5.1f%% of copy (rounds %.4f .. %.4f)\n", ks[i].name, m, 100.0f * copy_ms / m,
+                *std::min_element(t[i].begin(), t[i].end()), *std::max_element(t[i].begin(), t[i].end()));
+  }
+  return 0;
+}
