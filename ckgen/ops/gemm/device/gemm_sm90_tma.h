@@ -20,6 +20,12 @@
 //     previous stage is then free, and each warp arrives on its "empty" mbarrier. After the last K tile:
 //     the epilogue (Sm90Gemm::store_c, shared with the mma.sync body), straight from the accumulators,
 //     while the producer already fills the stages with the block's next tile.
+//     Epilogue overlap (kOverlapEpilogue: whole tiles, 16-bit row-major C stored by TMA): the epilogue's
+//     outputs are first finished and packed into registers (COut, half the accumulators' registers), then the
+//     next tile's first K tile of wgmmas is issued into the zeroed accumulators, and only then are the outputs
+//     staged in shared memory and TMA-stored, so the tensor cores work through the staging stores. That K
+//     tile takes the next stage of the ring like any other (one "full" wait, one "empty" arrive per warp after
+//     a wgmma_wait has completed its group, in the next tile's K loop); only its place in the code moves.
 // Tiles are visited in the grouped order of the mma.sync body (kGroupM M tiles per N tile), block b taking
 // tiles b, b + gridDim.x, ... (A ping-pong schedule, the two consumer warpgroups taking 64 x 256 units in turn
 // so that one's epilogue overlaps the other's main loop, measured 8-14% slower on the H200: it moves 40 KiB
@@ -79,6 +85,8 @@ struct TmaGemm {
   static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
   static constexpr int kNotApplicable = -1;
   static constexpr int kKind = gemm_sched::ScheduleOf<Cfg>::value;
+  // The next tile's first wgmmas go out before this tile's staging stores (header comment).
+  static constexpr bool kOverlapEpilogue = kKind == gemm_sched::kTile && kTmaStoreC;
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
   using Partial = gemm_sched::PartialCfg<Cfg, typename Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
 
@@ -106,6 +114,11 @@ struct TmaGemm {
         u += stride;
         return true;
       }
+    }
+    // Whether there is a next piece, and which (what next() returns next), without taking it.
+    CKGEN_DEVICE bool peek(gemm_sched::Seg& g) const {
+      Work ahead = *this;
+      return ahead.next(g);
     }
   };
 
@@ -215,8 +228,12 @@ struct TmaGemm {
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wg = warp >> 2;
-    int s = 0;
-    uint32_t phase = 0;
+    int s = 0;           // the stage of the next K tile to issue (the producer's order) ...
+    uint32_t phase = 0;  // ... and the parity of its "full" phase
+    int prev = 0;        // the stage of the latest issued K tile, released once its group is complete
+    int issued = 0;      // K tiles of the coming tile already issued (by the overlapped epilogue): 0 or 1
+    float d[4 * kFrags];
+    zero(d);
     Work work(tiles, nk, splits);
     gemm_sched::Seg g;
     while (work.next(g)) {
@@ -224,29 +241,12 @@ struct TmaGemm {
       tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
       TC* const Cb = C + b * stride_c;
       const TBias* const biasb = bias ? bias + b * stride_bias : bias;
-      float d[4 * kFrags];
-#pragma unroll
-      for (int i = 0; i < 4 * kFrags; ++i) d[i] = 0.0f;
-      int prev = 0;
-      for (int kt = g.kt0; kt < g.kt1; ++kt) {
-        mbar_wait(full0 + 8 * s, phase);
-        const uint32_t sa = s0 + s * kStageBytes + wg * kBox;  // this warpgroup's 64 rows of A (both layouts)
-        const uint32_t sb = s0 + s * kStageBytes + kABytes;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < Cfg::kTileK / 16; ++k) {
-          const uint64_t da = kAK ? sw128_desc(sa + 32 * k, kLboUnused) : sw128_desc(sa + 2048 * k, kBox);
-          const uint64_t db = kBK ? sw128_desc(sb + 32 * k, kLboUnused) : sw128_desc(sb + 2048 * k, kBox);
-          wgmma_m64k16<Cfg::kTileN, TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
-        }
-        wgmma_commit();
+      if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
+      for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
+        const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
         wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
         if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
-        prev = s;
-        if (++s == kStages) {
-          s = 0;
-          phase ^= 1;
-        }
+        prev = cur;
       }
       wgmma_wait<0>();
       if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
@@ -263,14 +263,29 @@ struct TmaGemm {
       }
       const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
       unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
+      const int row0 = wg * 64 + (warp & 3) * 16;
       if constexpr (kTmaStoreC) {
-        store_c_tma(acc, wg * 64 + (warp & 3) * 16, m0, n0, b, Cb, biasb, M, N, ldc, lane, st, sp, tc);
+        COut out;
+        finish_c(acc, row0, m0, n0, Cb, biasb, M, N, ldc, lane, out);  // the last reads of the accumulators
+        if constexpr (kOverlapEpilogue) {
+          gemm_sched::Seg next;
+          if (!work.peek(next)) {  // the block's last tile
+            store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
+            break;
+          }
+          // The next tile's first K tile (there is one: the launch refuses K <= 0) goes to the tensor cores
+          // before the staging stores; the K loop above releases its stage (as `prev`) after the wgmma_wait
+          // that completes its group. (No path without these wgmmas joins this one before that loop: a join
+          // of accumulators in flight with ones that are not makes ptxas wait for the wgmmas right there.)
+          zero(d);
+          prev = issue_k_tile(d, s0, full0, wg, s, phase);
+          issued = 1;
+        }
+        store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
       } else if constexpr (Cfg::kCRowMajor) {
-        Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc,
-                                                     lane, sp);
+        Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, row0, 0, m0, n0, Cb, biasb, M, N, ldc, lane, sp);
       } else {
-        Epi::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2,
-                                     lane & 3);
+        Epi::template store_c<1, kFrags>(acc, row0, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2, lane & 3);
       }
     }
     if constexpr (kTmaStoreC) {
@@ -278,35 +293,82 @@ struct TmaGemm {
     }
   }
 
-  // The warp's 16 rows (row0 .. row0+15 of the tile) x kTileN columns: finish() in registers, into the warp's
-  // kCBoxes swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7): conflict-free), then TMA stores
-  // (rows and columns past M and N are not written). The stores run on while the warp starts its next tile; the
-  // staging is reused only after they have read it (bulk_wait_read).
-  static CKGEN_DEVICE void store_c_tma(const COp (&acc)[1][kFrags], int row0, int m0, int n0, int b, TC* C,
-                                       const TBias* bias, int M, int N, long long ldc, int lane, uint32_t st,
-                                       unsigned char* sp, const TensorMap& tc) {
+  static CKGEN_DEVICE void zero(float (&d)[4 * kFrags]) {
+#pragma unroll
+    for (int i = 0; i < 4 * kFrags; ++i) d[i] = 0.0f;
+  }
+
+  // Waits until stage s is full, then issues its K tile's wgmmas (this warpgroup's 64 rows) into d as one
+  // committed group, not waited for; returns s, and moves (s, phase) on to the next stage of the ring.
+  static CKGEN_DEVICE int issue_k_tile(float (&d)[4 * kFrags], uint32_t s0, uint32_t full0, int wg, int& s,
+                                       uint32_t& phase) {
+    const int cur = s;
+    mbar_wait(full0 + 8 * cur, phase);
+    const uint32_t sa = s0 + cur * kStageBytes + wg * kBox;  // this warpgroup's 64 rows of A (both layouts)
+    const uint32_t sb = s0 + cur * kStageBytes + kABytes;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < Cfg::kTileK / 16; ++k) {
+      const uint64_t da = kAK ? sw128_desc(sa + 32 * k, kLboUnused) : sw128_desc(sa + 2048 * k, kBox);
+      const uint64_t db = kBK ? sw128_desc(sb + 32 * k, kLboUnused) : sw128_desc(sb + 2048 * k, kBox);
+      wgmma_m64k16<Cfg::kTileN, TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
+    }
+    wgmma_commit();
+    if (++s == kStages) {
+      s = 0;
+      phase ^= 1;
+    }
+    return cur;
+  }
+
+  // The TMA-store epilogue's outputs of the warp's 16 rows (row0 .. row0+15 of the tile) x kTileN columns, in
+  // registers: v[j][h] holds columns 8j + 2t, +1 of row g + 8h (g = lane / 4, t = lane % 4), finished and
+  // converted (Epi::pair). Kept apart from the accumulators so that the next tile may be issued into those
+  // before the outputs are staged (kOverlapEpilogue).
+  struct COut {
+    vec<TC, 2> v[kFrags][2];
+  };
+
+  // acc (the warp's fragments of the tile) -> out. Outputs past M / N are computed (and dropped by the TMA
+  // store) unless the epilogue reads memory there.
+  static CKGEN_DEVICE void finish_c(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
+                                    const TBias* bias, int M, int N, long long ldc, int lane, COut& out) {
     const int g = lane >> 2, t = lane & 3;
-    if (lane == 0) bulk_wait_read<0>();
-    __syncwarp();
-    // Outputs past M / N are computed (and dropped by the TMA store) unless the epilogue reads memory there.
-    auto stage_pairs = [&](auto checked) {
+    auto pairs = [&](auto checked) {
 #pragma unroll
       for (int j = 0; j < kFrags; ++j) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int r = g + 8 * h;
-          const int row = m0 + row0 + r;
+          const int row = m0 + row0 + g + 8 * h;
           const int col = n0 + 8 * j + 2 * t;
           const long long off = static_cast<long long>(row) * ldc + col;
-          const int chunk = (j & 7) ^ (r & 7);
-          *reinterpret_cast<vec<TC, 2>*>(sp + (j >> 3) * 2048 + r * 128 + chunk * 16 + 4 * t) =
-              Epi::template pair<decltype(checked)::value>(acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], row, col, C,
-                                                           off, bias, M, N);
+          out.v[j][h] = Epi::template pair<decltype(checked)::value>(acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1],
+                                                                     row, col, C, off, bias, M, N);
         }
       }
     };
-    if (Epi::unchecked(m0 + row0, n0, 16, Cfg::kTileN, M, N)) stage_pairs(BoolConst<false>{});
-    else stage_pairs(BoolConst<true>{});
+    if (Epi::unchecked(m0 + row0, n0, 16, Cfg::kTileN, M, N)) pairs(BoolConst<false>{});
+    else pairs(BoolConst<true>{});
+  }
+
+  // out (finish_c's) -> the warp's kCBoxes swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7):
+  // conflict-free) -> TMA stores of rows m0 + row0 .. +15 of batch item b (rows and columns past M and N are not
+  // written). The stores run on while the warp goes on with its next tile; the staging is reused only after
+  // they have read it (bulk_wait_read).
+  static CKGEN_DEVICE void store_c_tma(const COut& out, int row0, int m0, int n0, int b, int lane, uint32_t st,
+                                       unsigned char* sp, const TensorMap& tc) {
+    const int g = lane >> 2, t = lane & 3;
+    if (lane == 0) bulk_wait_read<0>();
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < kFrags; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        const int chunk = (j & 7) ^ (r & 7);
+        *reinterpret_cast<vec<TC, 2>*>(sp + (j >> 3) * 2048 + r * 128 + chunk * 16 + 4 * t) = out.v[j][h];
+      }
+    }
     fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {
