@@ -17,6 +17,8 @@ nvcc: every kernel builds for sm_90a with no spill stores or loads, no stack fra
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ckgen.ops.rowops.plan import register_budget
@@ -95,3 +97,21 @@ def test_nvcc_build_has_no_spills(nv_build) -> None:
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (name, r)
         assert r.registers <= register_budget(p.target, p.body.threads), (name, r.registers)
         assert r.threads == p.body.threads
+
+
+def _ptx_entry(lib, name: str) -> str:
+    ptx = (lib.entry / f"{lib.stem}_sm_90.ptx").read_text()
+    body = re.split(r"^\s*\.(?:visible\s+)?\.?entry\s+", ptx, flags=re.M)
+    return next(b for b in body if b.startswith(name + "("))
+
+
+def test_row_cache_reads_bias_through_the_l2(nv_build) -> None:
+    """A row-cache kernel with weight and bias reads bias with ld.global.cg (the L1 beside the cache keeps the
+    weight: rowops_forward.h, kBiasL1); a single-pass kernel reads both through the L1 (plain ld.global)."""
+    lib, reports = nv_build
+    if lib is None:
+        pytest.skip(reports)
+    cached, single = _ptx_entry(lib, "ln_bf16_lds"), _ptx_entry(lib, "ln_bf16_wb")
+    assert H.plan("ln_bf16_lds", "sm_90").body.cache_tiles > 0 and H.plan("ln_bf16_wb", "sm_90").body.cache_tiles == 0
+    assert "ld.global.cg.v4.u32" in cached
+    assert "ld.global.cg" not in single and "ld.global.v4.u32" in single
