@@ -5,8 +5,9 @@ optional int8 output with a per-row scale. One package serves the three registry
 
 Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list and the tables per wave size), ``body.py``
 (the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` (the template),
-``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_rowcache.h``, the row kept in shared
-memory for ``row_in = shared``; ``rowops_entry.h``, one entry per op).
+``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_config.h``, its Cfg, checks and derived
+sizes; ``rowops_rowcache.h``, the row kept in shared memory for ``row_in = shared``; ``rowops_stages.h``, the staged
+ring; ``rowops_entry.h``, one entry per op).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 // softmax, log-softmax, layer norm, RMS norm, each with an optional fused residual add and an optional int8
 // output with a per-row scale. One body for AMD (wave64), the emulator and NVIDIA (warp of 32).
 //
+// The Cfg this body takes, its checks and the sizes derived from it (grid, LDS, staged ring): rowops_config.h.
+//
 // ---------------------------------------------------------------- entry
 //   template <class Cfg>
 //   CKGEN_DEVICE void rowops_forward(const TIn* x, const TRes* residual, const TW* weight, const TW* bias,
@@ -69,39 +71,8 @@
 //   kResidual; weight and bias are one row for all rows (L2 / L1). bf16: 4 (8 with the residual).
 //
 //   Staged tiles (kStages > 0; single pass only; CUDA sm_80+ and the emulator's warp-32 model, ignored on AMD):
-//   each thread streams its own vectors of x (and the residual) for the row groups it will process next into
-//   a private ring of kStages tiles in shared memory with cp.async (16 bytes per copy, partial vectors
-//   zero-filled, vectors wholly past the row not copied), kStages groups ahead: while a group is reduced and
-//   written, the next kStages groups' loads are in flight, which registers alone cannot hold (a tile of
-//   64 KiB per workgroup of 1024 threads fills the register budget of one SM). A thread reads back only what it
-//   copied (cp.async.wait_group), so the ring needs no barrier. The stage just read is refilled as soon as its
-//   values are used (kStages = 1 still overlaps the next group's load with this group's reductions and stores).
-//   Used when x (and the residual) are 16-byte aligned (vec_ok) and the launch has stage_bytes<Cfg>() of
-//   dynamic shared memory; otherwise the direct path runs.
+//   a private cp.async ring of each thread's next row groups in shared memory (rowops_stages.h, StageRing).
 //
-// ---------------------------------------------------------------- Cfg (compile-time constants)
-//   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
-//   kOp                              rowops::kSoftmax | kLogSoftmax | kLayerNorm | kRmsNorm
-//   kHasWeight, kHasBias             norms only; kResidual (any op), kQuantI8
-//   kVec                             elements per vector access (16 bytes of TIn for full speed)
-//   kWaveSize                        the platform's (64 AMD, 32 NVIDIA)
-//   kRowThreads                      threads per row: a power of two (part of a wave, a wave, or waves)
-//   kWavesPerRow                     kRowThreads / kWaveSize, or 1 when a row takes part of one wave
-//   kRowsPerBlock, kThreads          kThreads = kRowsPerBlock * kRowThreads, a multiple of kWaveSize
-//   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
-//   kLooped                          false: cols <= kTileCols (single pass); true: any cols
-//   kLdsBytes                        rowops::lds_bytes<Cfg>(): the MultiWave scratch when kWavesPerRow > 1, plus
-//                                    the row cache (kCacheTiles); CUDA: the dynamic shared memory the launch
-//                                    must give when kCacheTiles > 0
-//   kCacheTiles (optional, default 0) the row cache (rowops_rowcache.h): looped tiles kept in shared memory,
-//                                    the row read from global memory once; cols <= kCacheTiles * kTileCols
-//   kWeightL1, kBiasL1 (optional)    the L1 policy of the weight / bias vector loads (rowops_frag.h, L1Policy;
-//                                    CUDA only): default kL1Default, and kL1Bypass for bias in a row-cache kernel
-//                                    with weight and bias (the L1 beside the cache then keeps the weight)
-//   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
-//                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
-//                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
-//                                    (sizeof(TIn) [+ sizeof(TRes)]) on platforms with cp.async, else 0.
 #pragma once
 
 #include "ckgen/blocks/reduce.h"
@@ -109,103 +80,12 @@
 #include "ckgen/types.h"
 #include "rowops_frag.h"
 #include "rowops_math.h"
+#include "rowops_config.h"
 #include "rowops_rowcache.h"
+#include "rowops_stages.h"
 
 namespace ckgen {
 namespace rowops {
-
-constexpr long long kMaxGridBlocks = 1LL << 20;  // blocks x 1024 threads stays below 2^32 work-items (AMD)
-
-template <class Cfg>
-CKGEN_HD constexpr long long grid_blocks(long long rows) {
-  const long long g = rows > 0 ? (rows + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock : 0;
-  return g < kMaxGridBlocks ? g : kMaxGridBlocks;
-}
-
-// Persistent grid: at most `resident` workgroups (those the device runs at once), each looping over row groups.
-template <class Cfg>
-CKGEN_HD constexpr long long grid_blocks(long long rows, long long resident) {
-  const long long g = grid_blocks<Cfg>(rows);
-  return resident >= 1 && g > resident ? resident : g;
-}
-
-namespace detail {
-CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
-// The row cache leaves the L1 too small for both weight and bias of a long row (with 2 workgroups of 64 KiB of
-// cache per SM, about 100 KiB for 128 KiB of bf16 weight and bias at 32768 columns: each evicts the other, and
-// every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
-CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
-CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
-                   (CacheTilesOf<C>::value > 0 && C::kHasWeight && C::kHasBias ? kL1Bypass : kL1Default));
-}  // namespace detail
-
-// The ring depth the body uses: Cfg::kStages where the platform has cp.async, else 0.
-template <class Cfg>
-constexpr int stages() {
-  return CKGEN_ROWOPS_ASYNC ? detail::StagesOf<Cfg>::value : 0;
-}
-
-// 16-byte chunks one thread copies per stage: its kRegVecs vectors of x, and of the residual.
-template <class Cfg>
-constexpr int stage_chunks() {
-  constexpr int x = Cfg::kVec * static_cast<int>(sizeof(typename Cfg::TIn)) / 16;
-  constexpr int r = Cfg::kResidual ? Cfg::kVec * static_cast<int>(sizeof(typename Cfg::TRes)) / 16 : 0;
-  return Cfg::kRegVecs * (x + r);
-}
-
-// Dynamic shared memory of the staged ring (bytes; 0 when not staged or no cp.async).
-template <class Cfg>
-constexpr int stage_bytes() {
-  return stages<Cfg>() > 0 ? stages<Cfg>() * stage_chunks<Cfg>() * Cfg::kThreads * 16 : 0;
-}
-
-template <class Cfg>
-using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, StateOf<Cfg::kOp>::type::kN>;
-
-// The cross-wave scratch (bytes) when a row spans waves, else 0 (a multiple of 16: an even number of waves).
-template <class Cfg>
-constexpr int scratch_bytes() {
-  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
-}
-
-// LDS the body uses (bytes): the scratch and the row cache (rowops_rowcache.h).
-template <class Cfg>
-constexpr int lds_bytes() {
-  return scratch_bytes<Cfg>() + cache_bytes<Cfg>();
-}
-
-template <class Cfg>
-constexpr bool check_cfg() {
-  constexpr int W = Cfg::kWaveSize;
-  static_assert(W == kPlatformWaveSize, "kWaveSize must be the platform's wave size (64 AMD, 32 NVIDIA)");
-  static_assert(Cfg::kOp >= kSoftmax && Cfg::kOp <= kRmsNorm, "kOp: rowops::kSoftmax/kLogSoftmax/kLayerNorm/kRmsNorm");
-  static_assert(Cfg::kOp >= kLayerNorm || (!Cfg::kHasWeight && !Cfg::kHasBias),
-                "kHasWeight/kHasBias: softmax and log-softmax have no weight or bias");
-  static_assert(!Cfg::kQuantI8 || __is_same(typename Cfg::TOut, ::int8_t), "kQuantI8 needs TOut = ::int8_t");
-  static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
-  static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
-  static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
-  static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
-  static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),
-                "kWavesPerRow != kRowThreads / kWaveSize (1 when a row takes part of a wave)");
-  static_assert(Cfg::kRowsPerBlock >= 1 && Cfg::kThreads == Cfg::kRowsPerBlock * Cfg::kRowThreads,
-                "kThreads != kRowsPerBlock * kRowThreads");
-  static_assert(Cfg::kThreads % W == 0 && Cfg::kThreads <= 1024, "kThreads: full waves, at most 1024");
-  static_assert(Cfg::kRegVecs >= 1, "kRegVecs >= 1");
-  static_assert(Cfg::kTileCols == Cfg::kRegVecs * Cfg::kVec * Cfg::kRowThreads, "kTileCols != kRegVecs*kVec*kRowThreads");
-  static_assert(Cfg::kLdsBytes == lds_bytes<Cfg>(), "kLdsBytes != rowops::lds_bytes<Cfg>() (cross-wave scratch)");
-  constexpr int kSt = detail::StagesOf<Cfg>::value;
-  static_assert(kSt >= 0 && kSt <= 16, "kStages: 0 .. 16");
-  static_assert(kSt == 0 || !Cfg::kLooped, "kStages > 0 needs a single-pass configuration (kLooped == false)");
-  static_assert(kSt == 0 || ((Cfg::kVec * sizeof(typename Cfg::TIn)) % 16 == 0 &&
-                             (!Cfg::kResidual || (Cfg::kVec * sizeof(typename Cfg::TRes)) % 16 == 0)),
-                "kStages > 0 needs vectors of whole 16-byte chunks (kVec * sizeof(TIn), kVec * sizeof(TRes))");
-  constexpr int kCt = cache_tiles<Cfg>();
-  static_assert(kCt >= 0, "kCacheTiles >= 0");
-  static_assert(kCt == 0 || (Cfg::kLooped && kSt == 0), "kCacheTiles > 0 needs kLooped and no kStages");
-  static_assert(scratch_bytes<Cfg>() % 16 == 0, "the scratch keeps the row cache 16-byte aligned");
-  return true;
-}
 
 namespace detail {
 
@@ -310,70 +190,18 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   };
 
   // ---------------------------------------------------------------- staged ring (kStages > 0)
-  // Chunk q of this thread in stage s: ((s * kQ + q) * kThreads + tid) * 16 bytes into stage_mem; x's
-  // vectors first (chunks j * kXC + c), then the residual's.
-  constexpr int kXC = FX::kBytes / 16;
-  constexpr int kRC = Cfg::kResidual ? FR::kBytes / 16 : 0;
-  constexpr int kQ = kR * (kXC + kRC);
-  auto chunk = [&](int s, int q) -> unsigned char* {
-    return stage_mem + (static_cast<long long>(s * kQ + q) * Cfg::kThreads + tid) * 16;
-  };
+  const StageRing<Cfg> ring(stage_mem, tid);
   // Issue the copies of row group g into stage s (this thread's vectors; nothing for rows past the end).
   auto issue = [&](int s, long long g) {
     if constexpr (kStages > 0) {
       const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
       const Counts k = counts(row < rows ? cols : 0, 0);
       const long long tcol = static_cast<long long>(rt) * kVec;
-      const TIn* xr = x + (row * stride_x + tcol);
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        if (k.nv[j] > 0) {
-          const int nb = k.nv[j] * static_cast<int>(sizeof(TIn));
-#pragma unroll
-          for (int cc = 0; cc < kXC; ++cc) {
-            const int b = nb - 16 * cc;
-            detail::cp16(detail::smem_u32(chunk(s, j * kXC + cc)), xr + j * kStep + (b > 0 ? 16 * cc / static_cast<int>(sizeof(TIn)) : 0),
-                         b < 0 ? 0 : (b > 16 ? 16 : b));
-          }
-          if constexpr (Cfg::kResidual) {
-            const TRes* rr = residual + (row * stride_res + tcol);
-            const int nr = k.nv[j] * static_cast<int>(sizeof(TRes));
-#pragma unroll
-            for (int cc = 0; cc < kRC; ++cc) {
-              const int b = nr - 16 * cc;
-              detail::cp16(detail::smem_u32(chunk(s, kR * kXC + j * kRC + cc)),
-                           rr + j * kStep + (b > 0 ? 16 * cc / static_cast<int>(sizeof(TRes)) : 0),
-                           b < 0 ? 0 : (b > 16 ? 16 : b));
-            }
-          }
-        }
-      }
+      const TRes* rr = nullptr;
+      if constexpr (Cfg::kResidual) rr = residual + (row * stride_res + tcol);
+      ring.issue(s, x + (row * stride_x + tcol), rr, k.nv);
     }
     (void)s; (void)g;
-  };
-  // Read this thread's vector j of stage s (n > 0: copied, zero-filled past the row; n == 0: zeros).
-  auto read_stage_x = [&](int s, int j, int n) -> FX {
-    FX f;
-#pragma unroll
-    for (int cc = 0; cc < kXC; ++cc) {
-      vec<uint32_t, 4> v{};
-      if (n > 0) v = lds_load(reinterpret_cast<const vec<uint32_t, 4>*>(chunk(s, j * kXC + cc)));
-#pragma unroll
-      for (int i = 0; i < 4; ++i) f.w[4 * cc + i] = v.v[i];
-    }
-    return f;
-  };
-  auto read_stage_r = [&](int s, int j, int n) -> FR {
-    FR f;
-#pragma unroll
-    for (int cc = 0; cc < (kRC > 0 ? kRC : 1); ++cc) {
-      vec<uint32_t, 4> v{};
-      if (kRC > 0 && n > 0) v = lds_load(reinterpret_cast<const vec<uint32_t, 4>*>(chunk(s, kR * kXC + j * kRC + cc)));
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (4 * cc + i < FR::kWords) f.w[4 * cc + i] = v.v[i];
-    }
-    return f;
   };
 
   // ---------------------------------------------------------------- one row group
@@ -447,8 +275,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         if constexpr (kSt) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) {
-            xv[j] = read_stage_x(stage, j, k.nv[j]);
-            rv[j] = read_stage_r(stage, j, k.nv[j]);
+            xv[j] = ring.read_x(stage, j, k.nv[j]);
+            rv[j] = ring.read_r(stage, j, k.nv[j]);
           }
         } else if (x_cached) {
           cache_.wait_tile(ntiles, tile);
@@ -472,7 +300,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       } else {
         if constexpr (kSt) {
 #pragma unroll
-          for (int j = 0; j < kR; ++j) buf[j] = read_stage_x(stage, j, k.nv[j]);
+          for (int j = 0; j < kR; ++j) buf[j] = ring.read_x(stage, j, k.nv[j]);
         } else if (x_cached) {
           cache_.wait_tile(ntiles, tile);
 #pragma unroll

@@ -1,0 +1,134 @@
+// rowops_config.h (ckgen/ops/rowops/device): the Cfg of the row-op body (rowops_forward.h), its compile-time checks
+// (check_cfg) and what the launch derives from it: the grid (grid_blocks), the LDS (lds_bytes: the cross-wave
+// scratch and the row cache) and the staged ring's dynamic shared memory (stage_bytes).
+//
+// ---------------------------------------------------------------- Cfg (compile-time constants)
+//   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
+//   kOp                              rowops::kSoftmax | kLogSoftmax | kLayerNorm | kRmsNorm
+//   kHasWeight, kHasBias             norms only; kResidual (any op), kQuantI8
+//   kVec                             elements per vector access (16 bytes of TIn for full speed)
+//   kWaveSize                        the platform's (64 AMD, 32 NVIDIA)
+//   kRowThreads                      threads per row: a power of two (part of a wave, a wave, or waves)
+//   kWavesPerRow                     kRowThreads / kWaveSize, or 1 when a row takes part of one wave
+//   kRowsPerBlock, kThreads          kThreads = kRowsPerBlock * kRowThreads, a multiple of kWaveSize
+//   kRegVecs, kTileCols              vectors per thread per tile; kTileCols = kRegVecs * kVec * kRowThreads
+//   kLooped                          false: cols <= kTileCols (single pass); true: any cols
+//   kLdsBytes                        rowops::lds_bytes<Cfg>(): the MultiWave scratch when kWavesPerRow > 1, plus
+//                                    the row cache (kCacheTiles); CUDA: the dynamic shared memory the launch
+//                                    must give when kCacheTiles > 0
+//   kCacheTiles (optional, default 0) the row cache (rowops_rowcache.h): looped tiles kept in shared memory,
+//                                    the row read from global memory once; cols <= kCacheTiles * kTileCols
+//   kWeightL1, kBiasL1 (optional)    the L1 policy of the weight / bias vector loads (rowops_frag.h, L1Policy;
+//                                    CUDA only): default kL1Default, and kL1Bypass for bias in a row-cache kernel
+//                                    with weight and bias (the L1 beside the cache then keeps the weight)
+//   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
+//                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
+//                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
+//                                    (sizeof(TIn) [+ sizeof(TRes)]) on platforms with cp.async, else 0.
+#pragma once
+
+#include "ckgen/blocks/reduce.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+#include "rowops_frag.h"
+#include "rowops_math.h"
+#include "rowops_rowcache.h"
+
+namespace ckgen {
+namespace rowops {
+
+constexpr long long kMaxGridBlocks = 1LL << 20;  // blocks x 1024 threads stays below 2^32 work-items (AMD)
+
+template <class Cfg>
+CKGEN_HD constexpr long long grid_blocks(long long rows) {
+  const long long g = rows > 0 ? (rows + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock : 0;
+  return g < kMaxGridBlocks ? g : kMaxGridBlocks;
+}
+
+// Persistent grid: at most `resident` workgroups (those the device runs at once), each looping over row groups.
+template <class Cfg>
+CKGEN_HD constexpr long long grid_blocks(long long rows, long long resident) {
+  const long long g = grid_blocks<Cfg>(rows);
+  return resident >= 1 && g > resident ? resident : g;
+}
+
+namespace detail {
+CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
+// The row cache leaves the L1 too small for both weight and bias of a long row (with 2 workgroups of 64 KiB of
+// cache per SM, about 100 KiB for 128 KiB of bf16 weight and bias at 32768 columns: each evicts the other, and
+// every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
+CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
+CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
+                   (CacheTilesOf<C>::value > 0 && C::kHasWeight && C::kHasBias ? kL1Bypass : kL1Default));
+}  // namespace detail
+
+// The ring depth the body uses: Cfg::kStages where the platform has cp.async, else 0.
+template <class Cfg>
+constexpr int stages() {
+  return CKGEN_ROWOPS_ASYNC ? detail::StagesOf<Cfg>::value : 0;
+}
+
+// 16-byte chunks one thread copies per stage: its kRegVecs vectors of x, and of the residual.
+template <class Cfg>
+constexpr int stage_chunks() {
+  constexpr int x = Cfg::kVec * static_cast<int>(sizeof(typename Cfg::TIn)) / 16;
+  constexpr int r = Cfg::kResidual ? Cfg::kVec * static_cast<int>(sizeof(typename Cfg::TRes)) / 16 : 0;
+  return Cfg::kRegVecs * (x + r);
+}
+
+// Dynamic shared memory of the staged ring (bytes; 0 when not staged or no cp.async).
+template <class Cfg>
+constexpr int stage_bytes() {
+  return stages<Cfg>() > 0 ? stages<Cfg>() * stage_chunks<Cfg>() * Cfg::kThreads * 16 : 0;
+}
+
+template <class Cfg>
+using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, StateOf<Cfg::kOp>::type::kN>;
+
+// The cross-wave scratch (bytes) when a row spans waves, else 0 (a multiple of 16: an even number of waves).
+template <class Cfg>
+constexpr int scratch_bytes() {
+  return Cfg::kWavesPerRow > 1 ? Reducer<Cfg>::kLdsBytes : 0;
+}
+
+// LDS the body uses (bytes): the scratch and the row cache (rowops_rowcache.h).
+template <class Cfg>
+constexpr int lds_bytes() {
+  return scratch_bytes<Cfg>() + cache_bytes<Cfg>();
+}
+
+template <class Cfg>
+constexpr bool check_cfg() {
+  constexpr int W = Cfg::kWaveSize;
+  static_assert(W == kPlatformWaveSize, "kWaveSize must be the platform's wave size (64 AMD, 32 NVIDIA)");
+  static_assert(Cfg::kOp >= kSoftmax && Cfg::kOp <= kRmsNorm, "kOp: rowops::kSoftmax/kLogSoftmax/kLayerNorm/kRmsNorm");
+  static_assert(Cfg::kOp >= kLayerNorm || (!Cfg::kHasWeight && !Cfg::kHasBias),
+                "kHasWeight/kHasBias: softmax and log-softmax have no weight or bias");
+  static_assert(!Cfg::kQuantI8 || __is_same(typename Cfg::TOut, ::int8_t), "kQuantI8 needs TOut = ::int8_t");
+  static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
+  static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
+  static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
+  static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
+  static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),
+                "kWavesPerRow != kRowThreads / kWaveSize (1 when a row takes part of a wave)");
+  static_assert(Cfg::kRowsPerBlock >= 1 && Cfg::kThreads == Cfg::kRowsPerBlock * Cfg::kRowThreads,
+                "kThreads != kRowsPerBlock * kRowThreads");
+  static_assert(Cfg::kThreads % W == 0 && Cfg::kThreads <= 1024, "kThreads: full waves, at most 1024");
+  static_assert(Cfg::kRegVecs >= 1, "kRegVecs >= 1");
+  static_assert(Cfg::kTileCols == Cfg::kRegVecs * Cfg::kVec * Cfg::kRowThreads, "kTileCols != kRegVecs*kVec*kRowThreads");
+  static_assert(Cfg::kLdsBytes == lds_bytes<Cfg>(), "kLdsBytes != rowops::lds_bytes<Cfg>() (cross-wave scratch)");
+  constexpr int kSt = detail::StagesOf<Cfg>::value;
+  static_assert(kSt >= 0 && kSt <= 16, "kStages: 0 .. 16");
+  static_assert(kSt == 0 || !Cfg::kLooped, "kStages > 0 needs a single-pass configuration (kLooped == false)");
+  static_assert(kSt == 0 || ((Cfg::kVec * sizeof(typename Cfg::TIn)) % 16 == 0 &&
+                             (!Cfg::kResidual || (Cfg::kVec * sizeof(typename Cfg::TRes)) % 16 == 0)),
+                "kStages > 0 needs vectors of whole 16-byte chunks (kVec * sizeof(TIn), kVec * sizeof(TRes))");
+  constexpr int kCt = cache_tiles<Cfg>();
+  static_assert(kCt >= 0, "kCacheTiles >= 0");
+  static_assert(kCt == 0 || (Cfg::kLooped && kSt == 0), "kCacheTiles > 0 needs kLooped and no kStages");
+  static_assert(scratch_bytes<Cfg>() % 16 == 0, "the scratch keeps the row cache 16-byte aligned");
+  return true;
+}
+
+}  // namespace rowops
+}  // namespace ckgen
