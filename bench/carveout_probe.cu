@@ -10,14 +10,10 @@
 // `ckgen emit bench/rowops_nv.ck --stage hip --arch sm_90` prints). Each runs with cudaFuncAttributePreferred-
 // SharedMemoryCarveout unset and then set to several percentages; the table gives the resident workgroups per SM
 // and the time (median of 30) against a device-to-device copy of x, as bench/rowops.py counts it.
-#include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <vector>
 
 #include "ckgen/platform.h"
+#include "rowops_probe.h"
 #include "rowops_entry.h"
 
 namespace probe {
@@ -90,58 +86,14 @@ CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(512) void sm(const bf* x, const bf* w, cons
   ckgen::rowops::softmax_entry<probe::SM>(x, nullptr, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0, 0.7f);
 }
 
-#define CK(e)                                                                   \
-  do {                                                                          \
-    cudaError_t err_ = (e);                                                     \
-    if (err_ != cudaSuccess) {                                                  \
-      std::printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      return 1;                                                                 \
-    }                                                                           \
-  } while (0)
-
-template <class F>
-static float median_ms(F f) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> t;
-  for (int i = 0; i < 33; ++i) {
-    cudaEventRecord(a);
-    f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    if (i >= 3) t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main() {
-  const int rows = 4096, cols = 32768;
+  const int rows = probe::kRows, cols = probe::kCols;
   const size_t n = static_cast<size_t>(rows) * cols;
-  std::vector<uint16_t> h(n), hw(cols), hb(cols);
-  uint32_t s = 12345u;
-  auto rnd = [&]() {
-    s = s * 1664525u + 1013904223u;
-    const float f = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<uint16_t>(u >> 16);
-  };
-  for (auto& v : h) v = rnd();
-  for (auto& v : hw) v = rnd();
-  for (auto& v : hb) v = rnd();
+  std::vector<uint16_t> h;
   bf *x, *y, *w, *b;
-  CK(cudaMalloc(&x, n * 2));
+  if (probe::make_inputs(h, &x, &w, &b) != 0) return 1;
   CK(cudaMalloc(&y, n * 2));
-  CK(cudaMalloc(&w, cols * 2));
-  CK(cudaMalloc(&b, cols * 2));
-  CK(cudaMemcpy(x, h.data(), n * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(w, hw.data(), cols * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(b, hb.data(), cols * 2, cudaMemcpyHostToDevice));
-  const float copy = median_ms([&] { cudaMemcpyAsync(y, x, n * 2, cudaMemcpyDeviceToDevice); });
+  const float copy = probe::median_ms([&] { cudaMemcpyAsync(y, x, n * 2, cudaMemcpyDeviceToDevice); });
   std::printf("4096x32768 bf16: copy %.4f ms\n", copy);
   struct K {
     const char* name;
@@ -158,7 +110,7 @@ int main() {
       CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.f), cudaFuncAttributePreferredSharedMemoryCarveout, c));
       int per_sm = 0;
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.f, k.threads, k.smem));
-      const float ms = median_ms([&] { k.f<<<(rows + k.rows_per_block - 1) / k.rows_per_block, k.threads, k.smem>>>(x, w, b, y, rows, cols); });
+      const float ms = probe::median_ms([&] { k.f<<<(rows + k.rows_per_block - 1) / k.rows_per_block, k.threads, k.smem>>>(x, w, b, y, rows, cols); });
       CK(cudaGetLastError());
       std::printf("  %-10s carveout %4d%%: %d workgroups/SM (occupancy API), %.4f ms = %5.1f%% of copy\n", k.name, c,
                   per_sm, ms, 100.0f * copy / ms);

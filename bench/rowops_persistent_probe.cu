@@ -10,15 +10,11 @@
 // Each kernel's y is checked against the first's (max |dy|; an ulp of bf16 near 4 is 0.03). Then 5 rounds, each
 // timing a device-to-device copy of x and every kernel (medians of 30 launches); each gets its median round.
 // `once`: one launch of each kernel and no timing (for ncu).
-#include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <vector>
 
 #include "ckgen/platform.h"
+#include "rowops_probe.h"
 #include "rowops_entry.h"
 
 namespace probe {
@@ -72,64 +68,13 @@ LN_KERNEL(k_c22, 512, probe::C22)
 LN_KERNEL(k_s100, 1024, probe::S100)
 LN_KERNEL(k_s122, 1024, probe::S122)
 
-#define CK(e)                                                                   \
-  do {                                                                          \
-    cudaError_t err_ = (e);                                                     \
-    if (err_ != cudaSuccess) {                                                  \
-      std::printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      return 1;                                                                 \
-    }                                                                           \
-  } while (0)
-
-template <class F>
-static float median_ms(F f) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> t;
-  for (int i = 0; i < 33; ++i) {
-    cudaEventRecord(a);
-    f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    if (i >= 3) t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-static float to_f(uint16_t v) {
-  const uint32_t u = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 int main(int argc, char** argv) {
-  const int rows = 4096, cols = 32768;
+  const int rows = probe::kRows, cols = probe::kCols;
   const size_t n = static_cast<size_t>(rows) * cols;
-  std::vector<uint16_t> h(n), hw(cols), hb(cols), ref(n), out(n);
-  uint32_t s = 12345u;
-  auto rnd = [&]() {
-    s = s * 1664525u + 1013904223u;
-    const float f = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<uint16_t>(u >> 16);
-  };
-  for (auto& v : h) v = rnd();
-  for (auto& v : hw) v = rnd();
-  for (auto& v : hb) v = rnd();
+  std::vector<uint16_t> h, ref(n), out(n);
   bf *x, *y, *w, *b;
-  CK(cudaMalloc(&x, n * 2));
+  if (probe::make_inputs(h, &x, &w, &b) != 0) return 1;
   CK(cudaMalloc(&y, n * 2));
-  CK(cudaMalloc(&w, cols * 2));
-  CK(cudaMalloc(&b, cols * 2));
-  CK(cudaMemcpy(x, h.data(), n * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(w, hw.data(), cols * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(b, hb.data(), cols * 2, cudaMemcpyHostToDevice));
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::printf("4096x32768 bf16 layer norm (weight, bias), %d SMs\n", sms);
@@ -164,7 +109,7 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(i == 0 ? ref.data() : out.data(), y, n * 2, cudaMemcpyDeviceToHost));
     float dmax = 0.0f;
     for (size_t e = 0; i > 0 && e < n; ++e) {
-      const float d = std::fabs(to_f(out[e]) - to_f(ref[e]));
+      const float d = std::fabs(probe::bf16_to_float(out[e]) - probe::bf16_to_float(ref[e]));
       dmax = d == d ? std::max(dmax, d) : INFINITY;
     }
     std::printf("  %-36s smem %6d: %d/SM grid %5d  max |dy| %.3g\n", k.name, k.smem, per_sm, grid[i], dmax);
@@ -174,9 +119,9 @@ int main(int argc, char** argv) {
   const int kRounds = 5;
   std::vector<std::vector<float>> t(nk + 1);
   for (int r = 0; r < kRounds; ++r) {
-    t[nk].push_back(median_ms([&] { cudaMemcpyAsync(y, x, n * 2, cudaMemcpyDeviceToDevice); }));
+    t[nk].push_back(probe::median_ms([&] { cudaMemcpyAsync(y, x, n * 2, cudaMemcpyDeviceToDevice); }));
     for (int i = 0; i < nk; ++i)
-      t[i].push_back(median_ms([&] { ks[i].f<<<grid[i], ks[i].threads, ks[i].smem>>>(x, w, ks[i].bias_is_weight ? w : b, y, rows, cols); }));
+      t[i].push_back(probe::median_ms([&] { ks[i].f<<<grid[i], ks[i].threads, ks[i].smem>>>(x, w, ks[i].bias_is_weight ? w : b, y, rows, cols); }));
   }
   auto med = [](std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
   const float copy_ms = med(t[nk]);
