@@ -21,7 +21,7 @@
 //   kWeightL1, kBiasL1 (optional)    the L1 policy of the weight / bias vector loads (rowops_frag.h, L1Policy;
 //                                    CUDA only): default kL1Default, and kL1Bypass for bias in a row-cache kernel
 //                                    with weight and bias (the L1 beside the cache then keeps the weight)
-//   kStages (optional, default 0)    staged tiles (above): ring depth, 0 = direct loads; needs !kLooped and
+//   kStages (optional, default 0)    staged tiles (rowops_stages.h): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
 //                                    (sizeof(TIn) [+ sizeof(TRes)]) on platforms with cp.async, else 0.
@@ -55,7 +55,7 @@ CKGEN_HD constexpr long long grid_blocks(long long rows, long long resident) {
 namespace detail {
 CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
 // The row cache leaves the L1 too small for both weight and bias of a long row (with 2 workgroups of 64 KiB of
-// cache per SM, about 100 KiB for 128 KiB of bf16 weight and bias at 32768 columns: each evicts the other, and
+// cache per SM, at most ~124 KiB for 128 KiB of bf16 weight and bias at 32768 columns: each evicts the other, and
 // every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
 CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
 CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
