@@ -256,15 +256,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       detail::load_tile<kStep>(out, src + col0(tile, 0), k.nv, k.rem, k.full, ok);
     };
 
-    // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
-    auto live = [&](auto kM, int j) -> bool {
-      if constexpr (decltype(kM)::value) return j * kStep < k.rem;
-      else return true;
-    };
-    auto valid = [&](auto kM, int j, int e) -> bool {
-      if constexpr (decltype(kM)::value) return e < k.nv[j];
-      else return true;
-    };
+    const TileStats<kR, kVec, kStep, FS, Counts> ts{buf, k};  // the statistics of the tile in buf (rowops_math.h)
 
     // Pass 1 load: x (+ residual -> s, stored), into buf.
     auto load_first = [&](int tile) {
@@ -340,78 +332,11 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       }
     };
 
-    // The largest of v * sign over the tile's valid elements (kLowest when none); sign = -1 when c < 0, so
-    // that max t = max(v * c) = |c| * that.
-    auto tile_max = [&](auto kM, auto kNeg) -> float {
-      float mx = kLowest;
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        if (!live(kM, j)) continue;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          float v = detail::elem(buf[j], e);
-          if constexpr (decltype(kNeg)::value) v = -v;
-          if constexpr (decltype(kM)::value) v = valid(kM, j, e) ? v : kLowest;
-          mx = max_f32(mx, v);
-        }
-      }
-      return mx;
-    };
+    // max t = max(v * c) over the tile's valid elements = |c| * max(v * sign(c))
     const float abs_c = c < 0.0f ? -c : c;
     auto tile_tmax = [&](auto kM) -> float {
-      const float mx = c < 0.0f ? tile_max(kM, BoolConst<true>{}) : tile_max(kM, BoolConst<false>{});
+      const float mx = c < 0.0f ? ts.max(kM, BoolConst<true>{}) : ts.max(kM, BoolConst<false>{});
       return mx * abs_c;
-    };
-    // sum over the valid elements of 2^(v * c - m)
-    auto tile_expsum = [&](auto kM, float m) -> float {
-      float d = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        if (!live(kM, j)) continue;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float p = exp2_f32(detail::elem(buf[j], e) * c - m);
-          d += valid(kM, j, e) ? p : 0.0f;
-        }
-      }
-      return d;
-    };
-    auto tile_sum = [&](auto kM) -> float {
-      float s = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        if (!live(kM, j)) continue;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float v = detail::elem(buf[j], e);
-          s += valid(kM, j, e) ? v : 0.0f;
-        }
-      }
-      return s;
-    };
-    // sum over the valid elements of (v - mean)^2
-    auto tile_m2 = [&](auto kM, float mean) -> float {
-      float s = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        if (!live(kM, j)) continue;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float d = detail::elem(buf[j], e) - mean;
-          s += (valid(kM, j, e) ? d : 0.0f) * d;
-        }
-      }
-      return s;
-    };
-    auto tile_count = [&](auto kM) -> float {
-      if constexpr (decltype(kM)::value) {
-        int n = 0;
-#pragma unroll
-        for (int j = 0; j < kR; ++j) n += k.nv[j];
-        return static_cast<float>(n);
-      } else {
-        return static_cast<float>(kR * kVec);
-      }
     };
 
     // The aligned full tile: every access of the tile's vectors (y, weight, bias) is one vector instruction,
@@ -439,33 +364,20 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         refill();
         fast = fast_tile();
         const float m = allmax(tm);
-        const float dl = k.full ? tile_expsum(BoolConst<false>{}, m) : tile_expsum(BoolConst<true>{}, m);
+        const float dl = k.full ? ts.expsum(BoolConst<false>{}, c, m) : ts.expsum(BoolConst<true>{}, c, m);
         const float d = allsum(dl);
         SoftmaxState st{{m, d}};
         rs = finish<Cfg::kOp>(st, cols, eps);
       } else if constexpr (Cfg::kOp == kLayerNorm) {
-        const float sl = k.full ? tile_sum(BoolConst<false>{}) : tile_sum(BoolConst<true>{});
+        const float sl = k.full ? ts.sum(BoolConst<false>{}) : ts.sum(BoolConst<true>{});
         refill();
         fast = fast_tile();
         const float mean = allsum(sl) * inv_cols;
-        const float ml = k.full ? tile_m2(BoolConst<false>{}, mean) : tile_m2(BoolConst<true>{}, mean);
+        const float ml = k.full ? ts.m2(BoolConst<false>{}, mean) : ts.m2(BoolConst<true>{}, mean);
         const float m2 = allsum(ml);
         rs = RowScalars{mean, rsqrt_f32(m2 * inv_cols + eps)};
       } else {
-        auto tile_ss = [&](auto kM) -> float {
-          float s = 0.0f;
-#pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            if (!live(kM, j)) continue;
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) {
-              const float v = detail::elem(buf[j], e);
-              s += (valid(kM, j, e) ? v : 0.0f) * v;
-            }
-          }
-          return s;
-        };
-        const float sl = k.full ? tile_ss(BoolConst<false>{}) : tile_ss(BoolConst<true>{});
+        const float sl = k.full ? ts.sumsq(BoolConst<false>{}) : ts.sumsq(BoolConst<true>{});
         refill();
         fast = fast_tile();
         const float ss = allsum(sl);
@@ -476,27 +388,17 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       auto tile_stats = [&](auto kM) {
         if constexpr (kSoft) {
           const float m = max_f32(st.v[0], tile_tmax(kM));
-          const float d = tile_expsum(kM, m);
+          const float d = ts.expsum(kM, c, m);
           st.v[1] = st.v[1] * exp2_f32(st.v[0] - m) + d;
           st.v[0] = m;
         } else if constexpr (Cfg::kOp == kLayerNorm) {
           // the tile's exact two-pass moments, merged into the running ones (Chan et al.)
-          const float n = tile_count(kM);
+          const float n = ts.count(kM);
           const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
-          const float mean = tile_sum(kM) * inv;
-          st = MomentState::combine(st, MomentState{{n, mean, tile_m2(kM, mean)}});
+          const float mean = ts.sum(kM) * inv;
+          st = MomentState::combine(st, MomentState{{n, mean, ts.m2(kM, mean)}});
         } else {
-          float ss = 0.0f;
-#pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            if (!live(kM, j)) continue;
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) {
-              const float v = detail::elem(buf[j], e);
-              ss += (valid(kM, j, e) ? v : 0.0f) * v;
-            }
-          }
-          st.v[0] += ss;
+          st.v[0] += ts.sumsq(kM);
         }
       };
       for (int tile = 0; tile < ntiles; ++tile) {
@@ -551,7 +453,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           auto tile_amax = [&](auto kM, auto kFast) {
 #pragma unroll
             for (int j = 0; j < kR; ++j) {
-              if (!live(kM, j)) continue;
+              if (!ts.live(kM, j)) continue;
               FW w, b;
               if constexpr (decltype(kFast)::value) {
                 w = wt[j];
@@ -562,7 +464,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 #pragma unroll
               for (int e = 0; e < kVec; ++e) {
                 const float a = detail::abs_f32(y_of(j, e, w, b));
-                amax = max_f32(amax, valid(kM, j, e) ? a : 0.0f);
+                amax = max_f32(amax, ts.valid(kM, j, e) ? a : 0.0f);
               }
             }
           };
@@ -590,7 +492,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       auto tile_y = [&](auto kM, auto kFast) {
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
-          if (!live(kM, j)) continue;
+          if (!ts.live(kM, j)) continue;
           FW w, b;
           if constexpr (decltype(kFast)::value) {
             w = wt[j];

@@ -15,10 +15,12 @@
 // whatever the data's offset, unlike sum / sum of squares; per vector rather than per tile so that only kVec
 // converted values are live at a time). The merge rules (combine) are commutative, so a butterfly all-reduce
 // gives bitwise identical results in every lane.
+// TileStats: one thread's sums and maxima over its vectors of a tile (full, or masked to the row's columns).
 #pragma once
 
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
+#include "rowops_frag.h"
 
 namespace ckgen {
 namespace rowops {
@@ -116,6 +118,116 @@ CKGEN_DEVICE float apply(float v, const RowScalars& r, float c, float w, float b
   }
   return y;
 }
+
+// One thread's statistics over its kR vectors (buf) of a tile of a row, k the tile's column counts (nv[j]: valid
+// elements of vector j; rem: the row's columns from the tile's start). Each takes a BoolConst kM: false for a full
+// tile (every element counts), true for a partial one (only the valid elements; vectors wholly past the row, the
+// same for every thread of the row, are skipped).
+template <int kR, int kVec, int kStep, class FS, class K>
+struct TileStats {
+  const FS (&buf)[kR];
+  const K& k;
+
+  // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
+  template <class M>
+  CKGEN_DEVICE bool live(M, int j) const {
+    if constexpr (M::value) return j * kStep < k.rem;
+    else return true;
+  }
+  template <class M>
+  CKGEN_DEVICE bool valid(M, int j, int e) const {
+    if constexpr (M::value) return e < k.nv[j];
+    else return true;
+  }
+  // the largest of v (kNeg: of -v) over the valid elements; kLowest when none
+  template <class M, class Neg>
+  CKGEN_DEVICE float max(M m, Neg) const {
+    float mx = kLowest;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (!live(m, j)) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        float v = detail::elem(buf[j], e);
+        if constexpr (Neg::value) v = -v;
+        if constexpr (M::value) v = valid(m, j, e) ? v : kLowest;
+        mx = max_f32(mx, v);
+      }
+    }
+    return mx;
+  }
+  // sum of 2^(v * c - mx) over the valid elements
+  template <class M>
+  CKGEN_DEVICE float expsum(M m, float c, float mx) const {
+    float d = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (!live(m, j)) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float p = exp2_f32(detail::elem(buf[j], e) * c - mx);
+        d += valid(m, j, e) ? p : 0.0f;
+      }
+    }
+    return d;
+  }
+  template <class M>
+  CKGEN_DEVICE float sum(M m) const {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (!live(m, j)) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float v = detail::elem(buf[j], e);
+        s += valid(m, j, e) ? v : 0.0f;
+      }
+    }
+    return s;
+  }
+  // sum of (v - mean)^2 over the valid elements
+  template <class M>
+  CKGEN_DEVICE float m2(M m, float mean) const {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (!live(m, j)) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float d = detail::elem(buf[j], e) - mean;
+        s += (valid(m, j, e) ? d : 0.0f) * d;
+      }
+    }
+    return s;
+  }
+  // sum of v^2 over the valid elements
+  template <class M>
+  CKGEN_DEVICE float sumsq(M m) const {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (!live(m, j)) continue;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float v = detail::elem(buf[j], e);
+        s += (valid(m, j, e) ? v : 0.0f) * v;
+      }
+    }
+    return s;
+  }
+  // the number of valid elements
+  template <class M>
+  CKGEN_DEVICE float count(M) const {
+    if constexpr (M::value) {
+      int n = 0;
+#pragma unroll
+      for (int j = 0; j < kR; ++j) n += k.nv[j];
+      return static_cast<float>(n);
+    } else {
+      return static_cast<float>(kR * kVec);
+    }
+  }
+};
 
 }  // namespace rowops
 }  // namespace ckgen
