@@ -35,7 +35,7 @@ struct CacheBase : Base<512, 2, true> {
   static constexpr int kCacheTiles = 4;
 };
 // kWeightL1 / kBiasL1: the L1 policy of the weight / bias loads (rowops_frag.h: 0 default, 1 bypass (L2 only),
-// 2 evict_last, 3 no_allocate)
+// 2 evict_last)
 template <int W, int B>
 struct Cache : CacheBase {
   static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<CacheBase>();

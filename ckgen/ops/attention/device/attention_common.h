@@ -222,6 +222,18 @@ CKGEN_DEVICE void sched_fence() {
 
 CKGEN_DEVICE float fmax_f32(float a, float b) { return a > b ? a : b; }
 
+// One online-softmax step of a row: m_run (the running max of the unscaled logits; -inf: no key yet) takes the
+// tile's max mx. Returns alpha, the factor that rescales the row's running sum and output, and sets mbias, the new
+// max in the exp2 domain (p = exp2(s * sl2 - mbias)); a row still without keys gets mbias 0, so its p are 0.
+CKGEN_DEVICE float online_max(float& m_run, float mx, float sl2, float& mbias) {
+  const float m_new = fmax_f32(m_run, mx);
+  const float m_use = m_new == kNegInf ? 0.0f : m_new;
+  const float alpha = exp2_f32((m_run - m_use) * sl2);
+  mbias = m_use * sl2;
+  m_run = m_new;
+  return alpha;
+}
+
 // Row statistics -> the row's results. m: running max of the unscaled logits (-inf: no key seen),
 // l: sum of exp2((s - m) * scale * log2 e). Returns 1 / l (0 for an empty row) and sets lse.
 CKGEN_DEVICE float finish_row(float m, float l, float scale, float& lse) {

@@ -249,11 +249,8 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
         for (int r = 0; r < kCI; ++r) mx = attn::fmax_f32(mx, s[kb][qb][r]);
 #pragma unroll
       for (int x = kN; x < 64; x <<= 1) mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, x, lane));
-      const float m_new = attn::fmax_f32(m_run[qb], mx);
-      const float m_use = m_new == attn::kNegInf ? 0.0f : m_new;  // a row without keys so far: p = 0
-      const float alpha = exp2_f32((m_run[qb] - m_use) * sl2);
-      const float mb = m_use * sl2;
-      m_run[qb] = m_new;
+      float mb;
+      const float alpha = attn::online_max(m_run[qb], mx, sl2, mb);
       float sum = 0.0f;
 #pragma unroll
       for (int kb = 0; kb < kKB; ++kb)

@@ -82,11 +82,8 @@ CKGEN_DEVICE void softmax_rows(f32x4_t (&s)[kNB], float (&m_run)[2], float (&l_r
     for (int nb = 0; nb < kNB; ++nb) mx = attn::fmax_f32(mx, attn::fmax_f32(s[nb].r[2 * h], s[nb].r[2 * h + 1]));
     mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 1, lane));
     mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 2, lane));
-    const float m_new = attn::fmax_f32(m_run[h], mx);
-    const float m_use = m_new == attn::kNegInf ? 0.0f : m_new;  // no key so far: p = 0
-    alpha[h] = exp2_f32((m_run[h] - m_use) * sl2);
-    const float mbias = m_use * sl2;
-    m_run[h] = m_new;
+    float mbias;
+    alpha[h] = attn::online_max(m_run[h], mx, sl2, mbias);
     float sum = 0.0f;
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb)

@@ -147,22 +147,20 @@ CKGEN_DEVICE Frag<T, kVec> load_vector(const T* p) {
 }
 
 // load_vector with an L1 policy (CUDA, 16-byte vectors; elsewhere load_vector): kL1Default, kL1Bypass (ld.global.cg:
-// the L2 only), kL1EvictLast (kept in the L1 before other lines), kL1NoAllocate (read through, not kept).
-enum L1Policy { kL1Default = 0, kL1Bypass = 1, kL1EvictLast = 2, kL1NoAllocate = 3 };
+// the L2 only), kL1EvictLast (kept in the L1 before other lines; bench/rowops_persistent_probe.cu's experiments).
+enum L1Policy { kL1Default = 0, kL1Bypass = 1, kL1EvictLast = 2 };
 template <class T, int kVec, int kPolicy>
 CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
   using F = Frag<T, kVec>;
+  static_assert(kPolicy >= kL1Default && kPolicy <= kL1EvictLast, "load_vector_l1: an L1Policy");
 #if defined(CKGEN_PLATFORM_CUDA)
   if constexpr (F::kBytes == 16 && kPolicy != kL1Default) {
     F f;
     if constexpr (kPolicy == kL1Bypass)
       asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
-    else if constexpr (kPolicy == kL1EvictLast)
-      asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
     else
-      asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
     return f;
   }

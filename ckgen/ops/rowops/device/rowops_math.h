@@ -139,81 +139,47 @@ struct TileStats {
     if constexpr (M::value) return e < k.nv[j];
     else return true;
   }
-  // the largest of v (kNeg: of -v) over the valid elements; kLowest when none
-  template <class M, class Neg>
-  CKGEN_DEVICE float max(M m, Neg) const {
-    float mx = kLowest;
+  // acc = f(acc, v, valid) over the elements v of the live vectors, in order (valid: a constant true for a full
+  // tile); the fold every statistic below is
+  template <class M, class F>
+  CKGEN_DEVICE float fold(M m, float acc, F f) const {
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
       if (!live(m, j)) continue;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        float v = detail::elem(buf[j], e);
-        if constexpr (Neg::value) v = -v;
-        if constexpr (M::value) v = valid(m, j, e) ? v : kLowest;
-        mx = max_f32(mx, v);
-      }
+      for (int e = 0; e < kVec; ++e) acc = f(acc, detail::elem(buf[j], e), valid(m, j, e));
     }
-    return mx;
+    return acc;
+  }
+  // the largest of v (Neg: of -v) over the valid elements; kLowest when none
+  template <class M, class Neg>
+  CKGEN_DEVICE float max(M m, Neg) const {
+    return fold(m, kLowest, [](float mx, float v, bool ok) { return max_f32(mx, ok ? (Neg::value ? -v : v) : kLowest); });
   }
   // sum of 2^(v * c - mx) over the valid elements
   template <class M>
   CKGEN_DEVICE float expsum(M m, float c, float mx) const {
-    float d = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kR; ++j) {
-      if (!live(m, j)) continue;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const float p = exp2_f32(detail::elem(buf[j], e) * c - mx);
-        d += valid(m, j, e) ? p : 0.0f;
-      }
-    }
-    return d;
+    return fold(m, 0.0f, [=](float d, float v, bool ok) {
+      const float p = exp2_f32(v * c - mx);
+      return d + (ok ? p : 0.0f);
+    });
   }
   template <class M>
   CKGEN_DEVICE float sum(M m) const {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kR; ++j) {
-      if (!live(m, j)) continue;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const float v = detail::elem(buf[j], e);
-        s += valid(m, j, e) ? v : 0.0f;
-      }
-    }
-    return s;
+    return fold(m, 0.0f, [](float s, float v, bool ok) { return s + (ok ? v : 0.0f); });
   }
   // sum of (v - mean)^2 over the valid elements
   template <class M>
   CKGEN_DEVICE float m2(M m, float mean) const {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kR; ++j) {
-      if (!live(m, j)) continue;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const float d = detail::elem(buf[j], e) - mean;
-        s += (valid(m, j, e) ? d : 0.0f) * d;
-      }
-    }
-    return s;
+    return fold(m, 0.0f, [=](float s, float v, bool ok) {
+      const float d = v - mean;
+      return s + (ok ? d : 0.0f) * d;
+    });
   }
   // sum of v^2 over the valid elements
   template <class M>
   CKGEN_DEVICE float sumsq(M m) const {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kR; ++j) {
-      if (!live(m, j)) continue;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const float v = detail::elem(buf[j], e);
-        s += (valid(m, j, e) ? v : 0.0f) * v;
-      }
-    }
-    return s;
+    return fold(m, 0.0f, [](float s, float v, bool ok) { return s + (ok ? v : 0.0f) * v; });
   }
   // the number of valid elements
   template <class M>
