@@ -217,3 +217,23 @@ def check(pb: dict) -> str:
     lse_err = float(np.abs(lse[fin] - want[fin]).max(initial=0.0))
     assert lse_err <= LSE_TOL, f"LSE max abs error {lse_err:.3e} > {LSE_TOL}"
     return f"O err {err:.2e}, LSE err {lse_err:.2e}, {int(np.count_nonzero(np.isneginf(want)))} empty rows"
+
+
+def build_nv(text: str, filename: str, stem: str):
+    """The plans of the DSL ``text`` (named ``filename`` in errors) for every arch it names, built into one CUDA
+    library by ckgen's nvcc toolchain (rung 1 on NVIDIA): (library, plans, per-entry reports). Skips the calling
+    test when there is no nvcc."""
+    import pytest
+
+    from ckgen.errors import ToolchainError
+    from ckgen.frontend import load_text
+    from ckgen.lower import plan_kernel
+    from ckgen.toolchain import nvidia
+
+    try:
+        nvidia.find_nvcc()
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    plans = [plan_kernel(s, a) for s in load_text(text, filename) for a in s.arches]
+    lib = nvidia.build_cuda_library(stem, plans)
+    return lib, plans, nvidia.analyze(lib, plans)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ckgen import driver
+from tests.ops.attention import harness as H
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "attention.ck"
@@ -91,18 +92,7 @@ def ops_in_loops(ptx: str, prefix: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def nv_lib(tmp_path_factory):
-    from ckgen.errors import ToolchainError
-    from ckgen.frontend import load_text
-    from ckgen.lower import plan_kernel
-    from ckgen.toolchain import nvidia
-
-    try:
-        nvidia.find_nvcc()
-    except ToolchainError as e:
-        pytest.skip(str(e))
-    plans = [plan_kernel(s, a) for s in load_text(NV, "attention_nv.ck") for a in s.arches]
-    lib = nvidia.build_cuda_library("attention_rung1", plans)
-    return lib, plans, nvidia.analyze(lib, plans)
+    return H.build_nv(NV, "attention_nv.ck", "attention_rung1")
 
 
 def test_nvidia_builds_match_the_plan(nv_lib):

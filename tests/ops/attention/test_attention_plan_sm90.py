@@ -10,6 +10,7 @@ import pytest
 
 from ckgen.codegen import render_kernel
 from ckgen.codegen.render import render_launchers
+from tests.ops.attention import harness as H
 from tests.ops.attention.test_attention_plan import kern, refusal
 
 
@@ -89,18 +90,8 @@ kernel s90_bf16_d64_128x128s3 { op = attention  dtype = bf16  head_dim = 64  wgm
 
 
 def test_hopper_entries_build_for_sm90a_without_spills():
-    from ckgen.errors import ToolchainError
-    from ckgen.frontend import load_text
-    from ckgen.lower import plan_kernel
-    from ckgen.toolchain import nvidia
-
-    try:
-        nvidia.find_nvcc()
-    except ToolchainError as e:
-        pytest.skip(str(e))
-    plans = [plan_kernel(s, a) for s in load_text(NV, "attention_sm90.ck") for a in s.arches]
-    lib = nvidia.build_cuda_library("attention_sm90_rung1", plans)
-    reports = {(r.name, r.arch): r for r in nvidia.analyze(lib, plans)}
+    lib, plans, analysis = H.build_nv(NV, "attention_sm90.ck", "attention_sm90_rung1")
+    reports = {(r.name, r.arch): r for r in analysis}
     for p in plans:
         for e in p.entries:
             r = reports[(e.name, p.arch)]
