@@ -21,6 +21,7 @@ kernel softmax_l_t512x4r1           { op = softmax x = bf16 scale = 0.7  threads
 kernel softmax_l_t1024x1r1          { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
 kernel softmax_s32768_t256x4r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel softmax_s32768_t256x2r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel softmax_c32768_t512x8r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 8  rows_per_workgroup = 1  max_cols = 32768  looped = false }
 kernel softmax_s32768_t512x2r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel softmax_s32768_t512x1r1     { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel softmax_s32768_t1024x1r1    { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
@@ -38,6 +39,7 @@ kernel layernorm_l_t512x2r1         { op = layernorm x = bf16  threads_per_row =
 kernel layernorm_l_t1024x1r1        { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
 kernel layernorm_s32768_t256x4r1   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel layernorm_s32768_t256x2r1   { op = layernorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel layernorm_c32768_t512x8r1   { op = layernorm x = bf16 threads_per_row = 512  reg_vecs = 8  rows_per_workgroup = 1  max_cols = 32768  looped = false }
 kernel layernorm_s32768_t512x2r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel layernorm_s32768_t512x1r1   { op = layernorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel layernorm_s32768_t1024x1r1  { op = layernorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
@@ -63,6 +65,7 @@ kernel rmsnorm_l_t512x2r1           { op = rmsnorm x = bf16  threads_per_row = 5
 kernel rmsnorm_l_t1024x1r1          { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  looped = true }
 kernel rmsnorm_s32768_t256x4r1     { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 4  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel rmsnorm_s32768_t256x2r1     { op = rmsnorm x = bf16  threads_per_row = 256  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+kernel rmsnorm_c32768_t512x8r1     { op = rmsnorm x = bf16 threads_per_row = 512  reg_vecs = 8  rows_per_workgroup = 1  max_cols = 32768  looped = false }
 kernel rmsnorm_s32768_t512x2r1     { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel rmsnorm_s32768_t512x1r1     { op = rmsnorm x = bf16  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel rmsnorm_s32768_t1024x1r1    { op = rmsnorm x = bf16  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }

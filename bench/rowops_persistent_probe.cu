@@ -41,32 +41,36 @@ struct Cache : CacheBase {
   static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<CacheBase>();
   static constexpr int kWeightL1 = W, kBiasL1 = B;
 };
-template <int S, int W, int B>
-struct Single : Base<1024, 4, false> {
-  static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<Base<1024, 4, false>>();
-  static constexpr int kStages = S;
+template <int S, int W, int B, int T = 1024, int R = 4, int WB = R>
+struct Single : Base<T, R, false> {
+  static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<Base<T, R, false>>();
+  static constexpr int kStages = S, kWeightBatch = WB;
   static constexpr int kWeightL1 = W, kBiasL1 = B;
 };
 using C00 = Cache<0, 0>;
 using C01 = Cache<0, 1>;
-using C21 = Cache<2, 1>;
-using C22 = Cache<2, 2>;
 using S100 = Single<1, 0, 0>;
-using S122 = Single<1, 2, 2>;
+// the row in registers, no shared memory but the scratch: the whole L1 beside the workgroups
+using R512 = Single<0, 0, 0, 512, 8, 2>;
+using R512w1 = Single<0, 0, 0, 512, 8, 1>;
+using R512w4 = Single<0, 0, 0, 512, 8, 4>;
+using R1024 = Single<0, 0, 0, 1024, 4>;
 }  // namespace probe
 
 using bf = ckgen::bf16;
-#define LN_KERNEL(name, threads, C)                                                                               \
-  CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_ONE(threads) void name(const bf* x, const bf* w, const bf* b, bf* y, int rows,  \
+#define LN_KERNEL_N(name, threads, per_sm, C)                                                                     \
+  CKGEN_GLOBAL __launch_bounds__(threads, per_sm) void name(const bf* x, const bf* w, const bf* b, bf* y, int rows,  \
                                                           int cols) {                                             \
     ckgen::rowops::layernorm_entry<C>(x, nullptr, w, b, y, nullptr, nullptr, rows, cols, cols, 0, cols, 0, 1e-5f); \
   }
+#define LN_KERNEL(name, threads, C) LN_KERNEL_N(name, threads, 1, C)
 LN_KERNEL(k_c00, 512, probe::C00)
 LN_KERNEL(k_c01, 512, probe::C01)
-LN_KERNEL(k_c21, 512, probe::C21)
-LN_KERNEL(k_c22, 512, probe::C22)
 LN_KERNEL(k_s100, 1024, probe::S100)
-LN_KERNEL(k_s122, 1024, probe::S122)
+LN_KERNEL_N(k_r512, 512, 2, probe::R512)
+LN_KERNEL_N(k_r512w1, 512, 2, probe::R512w1)
+LN_KERNEL_N(k_r512w4, 512, 2, probe::R512w4)
+LN_KERNEL(k_r1024, 1024, probe::R1024)
 
 int main(int argc, char** argv) {
   const int rows = probe::kRows, cols = probe::kCols;
@@ -87,12 +91,13 @@ int main(int argc, char** argv) {
   } ks[] = {
       {"row cache 512x2, both via L1 (before)", k_c00, probe::C00::kLdsBytes, 512, false},
       {"row cache, bias L2 only (the default)", k_c01, probe::C01::kLdsBytes, 512, false},
-      {"row cache, w evict_last b L2 only", k_c21, probe::C21::kLdsBytes, 512, false},
       {"row cache, both via L1, bias = weight", k_c00, probe::C00::kLdsBytes, 512, false, true},
-      {"row cache, bias L2 only, bias = weight", k_c01, probe::C01::kLdsBytes, 512, false, true},
-      {"row cache, w b evict_last", k_c22, probe::C22::kLdsBytes, 512, false},
       {"single 1024x4 stages 1", k_s100, ckgen::rowops::stage_bytes<probe::S100>(), 1024, true},
-      {"stages 1, w b evict_last", k_s122, ckgen::rowops::stage_bytes<probe::S122>(), 1024, true},
+      {"registers 512x8, 2/SM, w b 2 at once", k_r512, 0, 512, false},
+      {"registers 512x8, 2/SM, w b 1 at once", k_r512w1, 0, 512, false},
+      {"registers 512x8, 2/SM, w b 4 at once", k_r512w4, 0, 512, false},
+      {"registers 1024x4, 1/SM", k_r1024, 0, 1024, false},
+      {"registers 512x8, persistent", k_r512, 0, 512, true},
   };
   const int nk = static_cast<int>(sizeof(ks) / sizeof(ks[0]));
   std::vector<int> grid(nk);

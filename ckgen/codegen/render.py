@@ -57,7 +57,7 @@ def summary(plan: KernelPlan) -> str:
 def render_kernel(plan: KernelPlan) -> str:
     """Device source of one kernel for its plan's target."""
     op = get_op(plan.op)
-    view = {"one_block_bounds": False, **op.kernel_view(plan)}
+    view = {"workgroups_per_cu": 0, **op.kernel_view(plan)}
     params = [f"{a.device_ctype} {a.name}" for a in plan.abi.args]
     return _env().get_template(op.kernel_template).render(
         version=__version__, source=plan.spec.source_name, name=plan.name, op=plan.op, arch=plan.arch,

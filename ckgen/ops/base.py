@@ -97,8 +97,9 @@ class Op(ABC):
     @abstractmethod
     def kernel_view(self, plan: KernelPlan) -> dict:
         """What the op's kernel template renders besides the generic fields (docs/adding-an-op.md); the generic
-        template reads ``one_block_bounds`` (default False): True gives the entry CKGEN_LAUNCH_BOUNDS_ONE, the
-        whole register file for one workgroup (on CUDA ``__launch_bounds__(threads, 1)``)."""
+        template reads ``workgroups_per_cu`` (default 0): m > 0 gives the entry CKGEN_LAUNCH_BOUNDS_MIN(threads, m),
+        registers for m workgroups per CU / SM (on CUDA ``__launch_bounds__(threads, m)``; 1: the whole register
+        file for one workgroup; AMD: the flat workgroup size only, platform_amd.h)."""
 
     @abstractmethod
     def summary(self, plan: KernelPlan) -> str:

@@ -15,7 +15,10 @@
 #define CKGEN_GLOBAL extern "C" __attribute__((global))
 #define CKGEN_DEVICE __attribute__((device)) inline __attribute__((always_inline))
 #define CKGEN_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
-// The same, for kernels that want every register one workgroup per CU allows.
+// The same, with m workgroups per CU asked for (CUDA: the register cap for m blocks per SM). AMD takes its
+// registers from the flat workgroup size alone: m is not passed on (the planners plan no register-bounded kernel
+// for wave64 targets).
+#define CKGEN_LAUNCH_BOUNDS_MIN(n, m) CKGEN_LAUNCH_BOUNDS(n)
 #define CKGEN_LAUNCH_BOUNDS_ONE(n) CKGEN_LAUNCH_BOUNDS(n)
 #define CKGEN_SHARED __attribute__((shared))
 

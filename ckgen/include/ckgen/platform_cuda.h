@@ -20,9 +20,10 @@
 #define CKGEN_GLOBAL extern "C" __global__
 #define CKGEN_DEVICE __device__ __forceinline__
 #define CKGEN_LAUNCH_BOUNDS(n) __launch_bounds__(n)
-// At least one block of n threads per SM: ptxas may then use every register a thread can have (without
-// the minimum it may cap registers for occupancy, and spill).
-#define CKGEN_LAUNCH_BOUNDS_ONE(n) __launch_bounds__(n, 1)
+// At least m blocks of n threads per SM: ptxas keeps a thread within 64 K / (n * m) registers. m = 1: it may
+// use every register a thread can have (without a minimum it may cap registers for occupancy, and spill).
+#define CKGEN_LAUNCH_BOUNDS_MIN(n, m) __launch_bounds__(n, m)
+#define CKGEN_LAUNCH_BOUNDS_ONE(n) CKGEN_LAUNCH_BOUNDS_MIN(n, 1)
 
 // T* name: a block-shared array of count T, 16-byte aligned (static shared memory).
 #define CKGEN_LDS(T, name, count)                       \

@@ -28,6 +28,7 @@
 #define CKGEN_GLOBAL extern "C"
 #define CKGEN_DEVICE inline
 #define CKGEN_LAUNCH_BOUNDS(n)
+#define CKGEN_LAUNCH_BOUNDS_MIN(n, m)
 #define CKGEN_LAUNCH_BOUNDS_ONE(n)
 
 // T* name: the workgroup's allocation of this declaration (one per expansion and template instantiation, as

@@ -98,7 +98,7 @@ class GemmOp(Op):
                 "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY",
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
                 # default cap spilled the split-K fix-up's state)
-                "one_block_bounds": b.schedule is not None}
+                "workgroups_per_cu": 1 if b.schedule is not None else 0}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

@@ -68,6 +68,8 @@ class RowOp(Op):
         passes = "looped" if b.looped else "single pass"
         if b.cache_tiles:
             passes += f", row in shared memory ({b.cache_tiles} tiles, {b.lds_bytes} bytes of LDS)"
+        if b.workgroups_per_cu:
+            passes += f", registers for {b.workgroups_per_cu} workgroups per CU / SM"
         return (", ".join(parts) + f"; {b.threads_per_row} threads x {b.reg_vecs} vectors of {b.vec} per row "
                 f"(tile {b.tile_cols}), {b.rows_per_workgroup} row(s) per workgroup, {passes}, {cols}")
 
@@ -85,13 +87,16 @@ class RowOp(Op):
         constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
         if b.cache_tiles:
             constants.append(("int", "kCacheTiles", str(b.cache_tiles)))
+        if b.weight_vecs and b.weight_vecs != b.reg_vecs:
+            constants.append(("int", "kWeightBatch", str(b.weight_vecs)))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers
-        # and spills); ask for one where the estimate needs more than half the register file
+        # and spills); ask for one where the estimate needs more than half the register file, unless the plan
+        # bounds the registers for more (a register-bounded single pass)
         one = b.registers_estimate * b.threads * 2 > _plan.PLAN_REGISTERS[b.wave_size][1]
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": notes,
-                "one_block_bounds": one}
+                "workgroups_per_cu": b.workgroups_per_cu or int(one)}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays)

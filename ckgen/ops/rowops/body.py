@@ -27,6 +27,8 @@ class RowPlan:
     registers_estimate: int     # 32-bit registers per thread, estimated
     wave_size: int
     cache_tiles: int = 0        # row_in = shared: tiles of a row kept in shared memory (0: none)
+    workgroups_per_cu: int = 0  # > 0: the kernel's registers bounded for that many workgroups per CU / SM
+    weight_vecs: int = 0        # weight and bias vectors loaded at once (0: the whole tile, before it)
 
     def __post_init__(self) -> None:
         if self.tile_cols != self.threads_per_row * self.reg_vecs * self.vec:
@@ -38,6 +40,10 @@ class RowPlan:
         if self.cache_tiles and (not self.looped or self.max_cols is None
                                  or self.max_cols > self.cache_tiles * self.tile_cols):
             raise ValueError("RowPlan: the row cache is looped and holds max_cols")
+        if self.weight_vecs and (self.weight_vecs > self.reg_vecs or self.reg_vecs % self.weight_vecs):
+            raise ValueError("RowPlan: weight_vecs divides reg_vecs")
+        if self.workgroups_per_cu < 0:
+            raise ValueError("RowPlan: workgroups_per_cu >= 0")
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -71,6 +71,18 @@ SINGLE_PASS: dict[int, tuple[tuple[int, int, int], ...]] = {
     64: ((4, 1, 4), (8, 2, 4), (16, 4, 4), (32, 8, 4), (64, 16, 4), (128, 32, 4), (256, 64, 4), (512, 128, 4),
          (1024, 256, 4), (2048, 512, 4), (4096, 512, 8)),
 }
+#: register-bounded single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs, workgroups
+#: per CU / SM, weight_vecs). A single pass of such a tile, of an op with no residual and no int8 output, is compiled
+#: for that many workgroups per SM (CKGEN_LAUNCH_BOUNDS_MIN: CUDA's __launch_bounds__(threads, m), 64 registers at
+#: 512 x 2; unbounded, ptxas gives it 79-127 and one workgroup per SM) and reads weight and bias weight_vecs
+#: vectors at a time instead of a whole tile's before it (the body's kWeightBatch). With no shared memory beside
+#: it, the L1 keeps weight and bias across rows. A residual (s beside x) or int8 output (the amax pass) spills
+#: hundreds of bytes at 64 registers: those keep the row cache.
+BOUNDED_SINGLE_PASS: dict[int, tuple[tuple[int, int, int, int, int], ...]] = {32: ((4096, 512, 8, 2, 2),), 64: ()}
+#: the ops the planner gives a BOUNDED_SINGLE_PASS row by default, where no SINGLE_PASS line holds it. H200, 4096 x
+#: 32768 bf16 (bench/runs/2026-12-03_register_rows.txt, % of a device copy): layer norm 92.5 against the row
+#: cache's 88.4, RMS norm 95.7 against 94.7; softmax 95.2 against 96.7 keeps the row cache.
+BOUNDED_DEFAULT_OPS = (LAYERNORM, RMSNORM)
 #: looped rows, per wave size: (threads_per_row, reg_vecs) with no bound on cols (one wave per row, tiles of
 #: 4 vectors per thread), and for rows longer than one single-pass tile (max_cols given)
 LOOPED: dict[int, tuple[int, int]] = {32: (32, 4), 64: (64, 4)}
@@ -139,6 +151,8 @@ class RowDraft(Draft):
     cache_tiles: int = 0     # row_in = shared: tiles of a row in the row cache (0: registers)
     lds_bytes: int = 0
     registers: int = 0
+    workgroups_per_cu: int = 0   # > 0: registers bounded for that many workgroups per CU / SM (BOUNDED_SINGLE_PASS)
+    weight_vecs: int = 0         # weight and bias vectors loaded at once (0: a whole tile)
 
     @property
     def row(self) -> RowOpSpec:
@@ -231,6 +245,19 @@ def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
     return None
 
 
+def _bounded_line(d: RowDraft, n: int) -> tuple[int, int, int, int, int] | None:
+    """The BOUNDED_SINGLE_PASS line for a row of ``n`` vectors (threads_per_row and reg_vecs as the kernel gives
+    them, if it does), or None: none holds it, or the op has a residual or int8 output."""
+    if d.row.residual is not None or d.row.quantized:
+        return None
+    cfg = d.cfg
+    for line in BOUNDED_SINGLE_PASS[d.target.wave_size]:
+        limit, t, r = line[:3]
+        if n <= limit and cfg.threads_per_row in (None, t) and cfg.reg_vecs in (None, r):
+            return line
+    return None
+
+
 def choose_rows(d: RowDraft) -> None:
     """threads_per_row, reg_vecs and looped: single pass when max_cols is known and one tile holds it (unless
     looped = true), else looped with tiles from LOOPED / LOOPED_LONG; then rows_per_workgroup."""
@@ -243,6 +270,9 @@ def choose_rows(d: RowDraft) -> None:
         raise d.fail("looped", "false", "true, or false with max_cols = <the longest row>",
                      "a single-pass kernel holds one row in one tile: it needs max_cols")
     single = _single_pass(d, n) if n is not None and cfg.looped is not True else None
+    if single is None and n is not None and cfg.looped is not True and cfg.row_in is None:
+        line = _bounded_line(d, n) if d.row.op in BOUNDED_DEFAULT_OPS else None
+        single = line[1:3] if line else None
     if single is None and n is not None and cfg.looped is None and cfg.row_in is None:
         _choose_cached(d, n)
         if _cache_bytes(d) <= PLAN_ROW_LDS[w]:
@@ -252,7 +282,9 @@ def choose_rows(d: RowDraft) -> None:
         (d.threads_per_row, d.reg_vecs), d.looped = single, False
     elif cfg.looped is False:  # no planned tile holds max_cols: say how far a single pass goes
         if cfg.threads_per_row is None and cfg.reg_vecs is None:
-            largest = max((lim * d.vec for lim, _, _ in SINGLE_PASS[w] if _from_table(d, lim)), default=0)
+            largest = max([lim * d.vec for lim, _, _ in SINGLE_PASS[w] if _from_table(d, lim)]
+                          + [line[0] * d.vec for line in BOUNDED_SINGLE_PASS[w] if _bounded_line(d, line[0])],
+                          default=0)
             raise d.fail("max_cols", cfg.max_cols, f"max_cols <= {largest} for a single pass (or looped = true, or "
                          "give threads_per_row and reg_vecs)", "no planned single-pass tile holds the row within the "
                          "register budget")
@@ -350,11 +382,23 @@ def plan_lds(d: RowDraft) -> None:
                  f"a workgroup has on {t.name}")
 
 
+def bound_registers(d: RowDraft) -> None:
+    """A single pass of a BOUNDED_SINGLE_PASS line's tile (its threads, one row per workgroup) is compiled for the
+    line's workgroups per CU / SM, weight and bias read in batches."""
+    if d.looped or d.cache_tiles:
+        return
+    line = _bounded_line(d, _ceil(d.cfg.max_cols, d.vec))
+    if line is not None and line[1:3] == (d.threads_per_row, d.reg_vecs) and d.threads == line[1]:
+        d.workgroups_per_cu, d.weight_vecs = line[3], line[4]
+
+
 def check_registers(d: RowDraft) -> None:
     w = d.target.wave_size
     t = d.threads_per_row
     est = estimate_registers(d.row, d.vec, d.reg_vecs, d.looped, w, t)
     budget = register_budget(d.target, d.threads)
+    if d.workgroups_per_cu:  # the compiler holds the kernel to the bounded budget (bound_registers)
+        est = min(est, register_budget(d.target, d.threads * d.workgroups_per_cu))
     if est > budget:
         fits = [r for r in range(1, MAX_REG_VECS + 1)
                 if estimate_registers(d.row, d.vec, r, d.looped, w, t) <= budget]
@@ -373,6 +417,7 @@ PASSES = (
     check_workgroup,   # a power of two of threads per row, whole waves, at most 1024 threads
     check_one_tile,    # a single pass holds max_cols
     plan_lds,          # the cross-wave reduction's LDS and the row cache
+    bound_registers,   # a single pass over one workgroup's budget: registers for two (BOUNDED_SINGLE_PASS)
     check_registers,   # the tile in registers against the target's budget
 )
 
@@ -386,7 +431,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                    threads_per_row=d.threads_per_row, waves_per_row=max(1, d.threads_per_row // w),
                    rows_per_workgroup=d.rows_per_workgroup, threads=d.threads, reg_vecs=d.reg_vecs,
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
-                   registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles)
+                   registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles,
+                   workgroups_per_cu=d.workgroups_per_cu, weight_vecs=d.weight_vecs)
     # LDS is static, except the row cache's on CUDA (the launch passes Cfg::kLdsBytes of dynamic shared memory)
     dynamic = d.lds_bytes if d.cache_tiles else 0
     return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=launch(d.threads, d.rows_per_workgroup),

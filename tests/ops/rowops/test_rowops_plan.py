@@ -17,7 +17,7 @@ from ckgen.ir.plan import GridDim
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.ops import get_op
-from ckgen.ops.rowops.plan import REG_MODEL, SINGLE_PASS, estimate_registers
+from ckgen.ops.rowops.plan import BOUNDED_SINGLE_PASS, REG_MODEL, SINGLE_PASS, estimate_registers
 
 AMD, NV = ("gfx908", "gfx90a", "gfx942", "gfx950"), ("sm_80", "sm_90")
 
@@ -55,9 +55,43 @@ def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
         b = p.body
         assert b.looped and b.max_cols is None and b.threads_per_row == w and b.reg_vecs == 4
         assert p.abi["cols"].at_most is None
-    # a layer norm row of 32768 bf16 is too many registers for one pass on either vendor: looped
+    # a layer norm row of 32768 bf16 is too many registers for one pass of one workgroup: looped on AMD; on
+    # NVIDIA a single pass bounded for two workgroups per SM (below)
     assert plan1("x = bf16 max_cols = 32768", "gfx942", "layernorm").body.looped
-    assert plan1("x = bf16 max_cols = 32768", "sm_90", "layernorm").body.looped
+    assert not plan1("x = bf16 max_cols = 32768", "sm_90", "layernorm").body.looped
+
+
+@pytest.mark.parametrize("op,body,bounded", [
+    ("layernorm", "x = bf16 max_cols = 32768", True), ("rmsnorm", "x = bf16 max_cols = 20000", True),
+    ("softmax", "x = bf16 max_cols = 32768", False),      # keeps the row cache (measured faster)
+    ("softmax", "x = bf16 max_cols = 32768 threads_per_row = 512 reg_vecs = 8 looped = false", True),
+    ("layernorm", "x = bf16 residual = true max_cols = 32768", False), ("rmsnorm", "x = bf16 y = i8 max_cols = 32768", False),
+    ("layernorm", "x = bf16 max_cols = 16384", False),     # one workgroup's SINGLE_PASS line holds it
+    ("layernorm", "x = bf16 max_cols = 32768 row_in = shared", False),
+])
+def test_register_bounded_single_pass(op: str, body: str, bounded: bool) -> None:
+    """BOUNDED_SINGLE_PASS on sm_90: 512 threads x 8 vectors, compiled for 2 workgroups per SM, weight and bias
+    read 2 vectors at a time; not for residual or int8 kernels, nor on AMD (no line for wave64)."""
+    p = plan1(body, "sm_90", op)
+    b = p.body
+    src = render_kernel(p)
+    if bounded:
+        assert (b.threads_per_row, b.reg_vecs, b.looped, b.workgroups_per_cu, b.weight_vecs) == (512, 8, False, 2, 2)
+        assert "CKGEN_LAUNCH_BOUNDS_MIN(512, 2)" in src and "kWeightBatch = 2;" in src
+        assert b.registers_estimate == 64 and "registers for 2 workgroups per CU / SM" in get_op(op).summary(p)
+    else:
+        assert b.workgroups_per_cu == 0 and b.weight_vecs == 0 and "kWeightBatch" not in src
+        assert "CKGEN_LAUNCH_BOUNDS_MIN(512, 2)" not in src
+    if "row_in" not in body:  # (gfx942's LDS holds no 64 KiB row cache beside the scratch)
+        amd = plan1(body.replace("threads_per_row = 512 reg_vecs = 8 looped = false", ""), "gfx942", op).body
+        assert amd.workgroups_per_cu == 0 and amd.weight_vecs == 0
+
+
+def test_bounded_lines_are_consistent() -> None:
+    for w, lines in BOUNDED_SINGLE_PASS.items():
+        for v, t, r, groups, wv in lines:
+            assert t * r >= v and groups >= 2 and 1 <= wv <= r and r % wv == 0
+            assert not any(v <= lim and t * r <= tt * rr for lim, tt, rr in SINGLE_PASS[w]), "a line beyond the table"
 
 
 def test_one_plan_per_wave_size() -> None:
@@ -224,8 +258,10 @@ def test_register_estimate_grows_with_the_tile() -> None:
 @pytest.mark.parametrize("op", ["softmax", "layernorm", "rmsnorm"])
 def test_row_cache_is_planned_where_no_register_single_pass_fits(op: str) -> None:
     """sm_90 / sm_80 bf16 rows of 32768: the row cache (64 KiB + the scratch, dynamic shared memory on CUDA),
-    the same plan on both arches; gfx942 (32 KiB planning limit) and f32 rows (128 KiB) stay looped in registers."""
-    plans = [plan1("x = bf16 max_cols = 32768", a, op) for a in NV]
+    the same plan on both arches (softmax by default, the norms with row_in = shared: their default is the
+    register-bounded single pass); gfx942 (32 KiB planning limit) and f32 rows (128 KiB) stay looped in registers."""
+    given = "" if op == "softmax" else " row_in = shared"
+    plans = [plan1("x = bf16 max_cols = 32768" + given, a, op) for a in NV]
     assert len({(p.body, p.launch) for p in plans}) == 1
     p = plans[1]
     b = p.body

@@ -58,6 +58,7 @@ CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
 // cache per SM, at most ~124 KiB for 128 KiB of bf16 weight and bias at 32768 columns: each evicts the other, and
 // every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
 CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
+CKGEN_CFG_OPTIONAL(WeightBatchOf, kWeightBatch, int, C::kRegVecs);
 CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
                    (CacheTilesOf<C>::value > 0 && C::kHasWeight && C::kHasBias ? kL1Bypass : kL1Default));
 }  // namespace detail

@@ -124,6 +124,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   (void)lds; (void)eps; (void)stage_mem; (void)stage_ok; (void)cache;
   constexpr int kWL1 = detail::WeightL1Of<Cfg>::value;  // the L1 policies of the weight and bias vector loads
   constexpr int kBL1 = detail::BiasL1Of<Cfg>::value;
+  constexpr int kWB = detail::WeightBatchOf<Cfg>::value;  // weight and bias vectors in flight at once (fast path)
+  static_assert(kWB >= 1 && kWB <= kR && kR % kWB == 0, "kWeightBatch: 1 .. kRegVecs, a divisor of it");
   using Cache = RowCache<Cfg>;
   constexpr int kCacheTiles = Cache::kTiles;
   constexpr bool kCached = kCacheTiles > 0;
@@ -344,15 +346,25 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
     auto fast_tile = [&]() -> bool {
       return k.full && y_ok && (!Cfg::kHasWeight || w_ok) && (!Cfg::kHasBias || b_ok);
     };
-    FW wt[kR], bt[kR];  // the tile's weight and bias vectors (fast path)
-    auto load_wb = [&](int tile) {
+    // The fast path's weight and bias vectors: all kR of a tile loaded before it (in flight together), or with
+    // Cfg::kWeightBatch < kRegVecs in batches of kWB as the tile's vectors are used (fewer registers).
+    FW wt[kR], bt[kR];
+    auto load_wb = [&](int tile, int j0, int n) {  // vectors j0 .. j0 + n - 1
 #pragma unroll
-      for (int j = 0; j < kR; ++j) {
+      for (int j = j0; j < j0 + n; ++j) {
         if constexpr (Cfg::kHasWeight) wt[j] = detail::load_vector_l1<TW, kVec, kWL1>(wr + col0(tile, j));
         if constexpr (Cfg::kHasBias) bt[j] = detail::load_vector_l1<TW, kVec, kBL1>(br + col0(tile, j));
       }
     };
-    (void)wt; (void)bt; (void)load_wb;
+    auto fast_wb = [&](int tile, int j, FW& w, FW& b) {  // vector j of the tile (fast path)
+      if constexpr (kWB < kR) {
+        if (j % kWB == 0) load_wb(tile, j, kWB);
+      }
+      if constexpr (Cfg::kHasWeight) w = wt[j];
+      if constexpr (Cfg::kHasBias) b = bt[j];
+      (void)w; (void)b;
+    };
+    (void)wt; (void)bt; (void)load_wb; (void)fast_wb;
     bool fast = false;
 
     // ---------------------------------------------------------------- pass 1: statistics
@@ -449,18 +461,14 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         for (int tile = ntiles - 1; tile >= 0; --tile) {
           if (tile != ntiles - 1) load_again(tile);
           if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
-          if (fast) load_wb(tile);
+          if (fast && kWB == kR) load_wb(tile, 0, kR);
           auto tile_amax = [&](auto kM, auto kFast) {
 #pragma unroll
             for (int j = 0; j < kR; ++j) {
               if (!ts.live(kM, j)) continue;
               FW w, b;
-              if constexpr (decltype(kFast)::value) {
-                w = wt[j];
-                b = bt[j];
-              } else {
-                weights(tile, j, w, b);
-              }
+              if constexpr (decltype(kFast)::value) fast_wb(tile, j, w, b);
+              else weights(tile, j, w, b);
 #pragma unroll
               for (int e = 0; e < kVec; ++e) {
                 const float a = detail::abs_f32(y_of(j, e, w, b));
@@ -487,19 +495,15 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       // (the amax pass ended with this tile: fast and wt / bt are its own)
       if (i != 0 || !kAmaxPass) {
         if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
-        if (fast) load_wb(tile);
+        if (fast && kWB == kR) load_wb(tile, 0, kR);
       }
       auto tile_y = [&](auto kM, auto kFast) {
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
           if (!ts.live(kM, j)) continue;
           FW w, b;
-          if constexpr (decltype(kFast)::value) {
-            w = wt[j];
-            b = bt[j];
-          } else {
-            weights(tile, j, w, b);
-          }
+          if constexpr (decltype(kFast)::value) fast_wb(tile, j, w, b);
+          else weights(tile, j, w, b);
           float o[kVec];
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
