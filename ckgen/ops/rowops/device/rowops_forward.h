@@ -170,22 +170,11 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
   const int gstride = grid_dim(0);
   const float inv_cols = 1.0f / static_cast<float>(cols);
 
-  // Column counts of a row: valid elements of each of this thread's vectors in a tile.
-  struct Counts {
-    int nv[kR];  // valid elements of vector j (0 .. kVec)
-    int rem;     // columns of the row from the tile's start (<= 0: none); uniform over the row's threads
-    bool full;   // every vector of the tile lies inside the row
-  };
+  // Where the row ends in this thread's vectors of a tile (rowops_frag.h).
+  using Counts = detail::TileCounts<kVec, kStep>;
   auto counts = [&](int ncols, int tile) -> Counts {
-    Counts k;
-    k.rem = ncols - tile * kTile;  // no overflow: tile * kTile < cols
-    k.full = k.rem >= kTile;
-#pragma unroll
-    for (int j = 0; j < kR; ++j) {
-      const int n = k.rem - (j * kStep + rt * kVec);
-      k.nv[j] = n < 0 ? 0 : (n > kVec ? kVec : n);
-    }
-    return k;
+    const int rem = ncols - tile * kTile;  // no overflow: tile * kTile < cols
+    return Counts{rem - rt * kVec, rem, rem >= kTile};
   };
   auto col0 = [&](int tile, int j) -> long long {  // relative to the thread's first column
     return static_cast<long long>(tile) * kTile + j * kStep;
@@ -201,7 +190,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
       const long long tcol = static_cast<long long>(rt) * kVec;
       const TRes* rr = nullptr;
       if constexpr (Cfg::kResidual) rr = residual + (row * stride_res + tcol);
-      ring.issue(s, x + (row * stride_x + tcol), rr, k.nv);
+      ring.issue(s, x + (row * stride_x + tcol), rr, k);
     }
     (void)s; (void)g;
   };
@@ -255,7 +244,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 
     // The tile's kR vectors of a row (src: this thread's first column of it) from global memory (detail::load_tile).
     auto load_vecs = [&](auto& out, const auto* src, bool ok, int tile) {
-      detail::load_tile<kStep>(out, src + col0(tile, 0), k.nv, k.rem, k.full, ok);
+      detail::load_tile<kStep>(out, src + col0(tile, 0), k, ok);
     };
 
     const TileStats<kR, kVec, kStep, FS, Counts> ts{buf, k};  // the statistics of the tile in buf (rowops_math.h)
@@ -269,8 +258,8 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         if constexpr (kSt) {
 #pragma unroll
           for (int j = 0; j < kR; ++j) {
-            xv[j] = ring.read_x(stage, j, k.nv[j]);
-            rv[j] = ring.read_r(stage, j, k.nv[j]);
+            xv[j] = ring.read_x(stage, j, k.nv(j));
+            rv[j] = ring.read_r(stage, j, k.nv(j));
           }
         } else if (x_cached) {
           cache_.wait_tile(ntiles, tile);
@@ -290,11 +279,11 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
         }
 #pragma unroll
         for (int j = 0; j < kR; ++j)
-          if (k.full || j * kStep < k.rem) detail::store<TRes, kVec>(sr + col0(tile, j), k.nv[j], s_ok, buf[j]);
+          if (k.full || j * kStep < k.rem) detail::store<TRes, kVec>(sr + col0(tile, j), k.nv(j), s_ok, buf[j]);
       } else {
         if constexpr (kSt) {
 #pragma unroll
-          for (int j = 0; j < kR; ++j) buf[j] = ring.read_x(stage, j, k.nv[j]);
+          for (int j = 0; j < kR; ++j) buf[j] = ring.read_x(stage, j, k.nv(j));
         } else if (x_cached) {
           cache_.wait_tile(ntiles, tile);
 #pragma unroll
@@ -424,9 +413,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 
     auto weights = [&](int tile, int j, FW& w, FW& b) {
       if constexpr (Cfg::kHasWeight) w = k.full && w_ok ? detail::load_vector_l1<TW, kVec, kWL1>(wr + col0(tile, j))
-                                                         : detail::load<TW, kVec>(wr + col0(tile, j), k.nv[j], w_ok);
+                                                         : detail::load<TW, kVec>(wr + col0(tile, j), k.nv(j), w_ok);
       if constexpr (Cfg::kHasBias) b = k.full && b_ok ? detail::load_vector_l1<TW, kVec, kBL1>(br + col0(tile, j))
-                                                       : detail::load<TW, kVec>(br + col0(tile, j), k.nv[j], b_ok);
+                                                       : detail::load<TW, kVec>(br + col0(tile, j), k.nv(j), b_ok);
       (void)w; (void)b;
     };
     // f(kM, kFast) for the current tile's kind: fast (full, weights in registers), full, or masked (partial)
@@ -512,7 +501,7 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
           }
           const FO f = detail::pack<TOut, kVec>(o);
           if constexpr (decltype(kFast)::value) detail::store_vector<TOut, kVec>(yr + col0(tile, j), f);
-          else if constexpr (decltype(kM)::value) detail::store<TOut, kVec>(yr + col0(tile, j), k.nv[j], y_ok, f);
+          else if constexpr (decltype(kM)::value) detail::store<TOut, kVec>(yr + col0(tile, j), k.nv(j), y_ok, f);
           else detail::store<TOut, kVec>(yr + col0(tile, j), kVec, y_ok, f);
         }
       };

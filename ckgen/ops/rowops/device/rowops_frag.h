@@ -187,19 +187,33 @@ CKGEN_DEVICE Frag<T, kVec> load(const T* p, int n, bool ok) {
   return from_elem_bits<T, kVec>(b);
 }
 
+// Where a row ends in one thread's vectors of a tile (vector j: kStep columns after vector j - 1). nv(j) is computed
+// where it is used rather than kept per vector (kR registers for the masked paths of a tile).
+template <int kVec, int kStep>
+struct TileCounts {
+  int first;  // columns of the row from the thread's first vector of the tile (<= 0: none)
+  int rem;    // columns of the row from the tile's start (<= 0: none); uniform over the row's threads
+  bool full;  // every vector of the tile lies inside the row (for every thread of the row)
+  // the valid elements of vector j (0 .. kVec)
+  CKGEN_DEVICE int nv(int j) const {
+    const int n = first - j * kStep;
+    return n < 0 ? 0 : (n > kVec ? kVec : n);
+  }
+};
+
 // kR vectors kStep elements apart from p (a thread's first column of a row tile) into out: one access per vector
-// when every vector lies inside the row (full) and the row is aligned (ok); otherwise vector j takes its nv[j]
-// elements (load), and vectors wholly past the row (j * kStep >= rem) are zero.
+// when every vector lies inside the row (k.full) and the row is aligned (ok); otherwise vector j takes its
+// k.nv(j) elements (load), and vectors wholly past the row (j * kStep >= k.rem) are zero.
 template <int kStep, class T, int kVec, int kR>
-CKGEN_DEVICE void load_tile(Frag<T, kVec> (&out)[kR], const T* p, const int (&nv)[kR], int rem, bool full, bool ok) {
-  if (full && ok) {
+CKGEN_DEVICE void load_tile(Frag<T, kVec> (&out)[kR], const T* p, const TileCounts<kVec, kStep>& k, bool ok) {
+  if (k.full && ok) {
 #pragma unroll
     for (int j = 0; j < kR; ++j) out[j] = load_vector<T, kVec>(p + j * kStep);
   } else {
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
-      if (j * kStep < rem) {
-        out[j] = load<T, kVec>(p + j * kStep, nv[j], ok);
+      if (j * kStep < k.rem) {
+        out[j] = load<T, kVec>(p + j * kStep, k.nv(j), ok);
       } else {
 #pragma unroll
         for (int i = 0; i < Frag<T, kVec>::kWords; ++i) out[j].w[i] = 0u;

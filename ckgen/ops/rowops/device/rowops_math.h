@@ -119,7 +119,7 @@ CKGEN_DEVICE float apply(float v, const RowScalars& r, float c, float w, float b
   return y;
 }
 
-// One thread's statistics over its kR vectors (buf) of a tile of a row, k the tile's column counts (nv[j]: valid
+// One thread's statistics over its kR vectors (buf) of a tile of a row, k the tile's column counts (nv(j): valid
 // elements of vector j; rem: the row's columns from the tile's start). Each takes a BoolConst kM: false for a full
 // tile (every element counts), true for a partial one (only the valid elements; vectors wholly past the row, the
 // same for every thread of the row, are skipped).
@@ -136,7 +136,7 @@ struct TileStats {
   }
   template <class M>
   CKGEN_DEVICE bool valid(M, int j, int e) const {
-    if constexpr (M::value) return e < k.nv[j];
+    if constexpr (M::value) return e < k.nv(j);
     else return true;
   }
   // acc = f(acc, v, valid) over the elements v of the live vectors, in order (valid: a constant true for a full
@@ -187,7 +187,7 @@ struct TileStats {
     if constexpr (M::value) {
       int n = 0;
 #pragma unroll
-      for (int j = 0; j < kR; ++j) n += k.nv[j];
+      for (int j = 0; j < kR; ++j) n += k.nv(j);
       return static_cast<float>(n);
     } else {
       return static_cast<float>(kR * kVec);

@@ -46,12 +46,14 @@ struct StageRing {
   }
 
   // cp.async of this thread's vectors of one row into stage s: xr (rr) its first column of x (of the residual;
-  // ignored without one), nv[j] the valid elements of vector j (0: not copied; a partial vector is zero-filled).
-  CKGEN_DEVICE void issue(int s, const TIn* xr, const TRes* rr, const int (&nv)[kR]) const {
+  // ignored without one), k.nv(j) the valid elements of vector j (0: not copied; a partial vector is zero-filled).
+  template <class K>
+  CKGEN_DEVICE void issue(int s, const TIn* xr, const TRes* rr, const K& k) const {
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
-      if (nv[j] > 0) {
-        const int nb = nv[j] * static_cast<int>(sizeof(TIn));
+      const int nv = k.nv(j);
+      if (nv > 0) {
+        const int nb = nv * static_cast<int>(sizeof(TIn));
 #pragma unroll
         for (int cc = 0; cc < kXC; ++cc) {
           const int b = nb - 16 * cc;
@@ -60,7 +62,7 @@ struct StageRing {
                        b < 0 ? 0 : (b > 16 ? 16 : b));
         }
         if constexpr (Cfg::kResidual) {
-          const int nr = nv[j] * static_cast<int>(sizeof(TRes));
+          const int nr = nv * static_cast<int>(sizeof(TRes));
 #pragma unroll
           for (int cc = 0; cc < kRC; ++cc) {
             const int b = nr - 16 * cc;
