@@ -1,7 +1,8 @@
 // Row-op kernels for bench/rowops.py (sm_90, bf16): the candidates per op and shape. Single-pass kernels
-// (max_cols: the row read once, held in registers) for the 1024, 4096 and 8192-column shapes, looped ones (any
-// cols; rows longer than a tile are re-read once per extra tile, mostly from L2) for 32768 columns, where no
-// single pass fits the 64 registers of a 1024-thread block, and looped ones with the row kept in shared memory
+// (max_cols: the row read once, held in registers) for the 1024, 4096 and 8192-column shapes and, for 32768
+// columns, 512 x 8 ones with registers bounded for two workgroups per SM (c32768: the planner's
+// BOUNDED_SINGLE_PASS), looped ones (any cols; rows longer than a tile are re-read once per extra tile, mostly
+// from L2) for 32768 columns, and looped ones with the row kept in shared memory
 // (row_in = shared, max_cols = 32768: 64 KiB of dynamic shared memory per row, the row read once; 2-3 workgroups
 // per SM). Names: <op>_c<max_cols>_t<threads_per_row>x<reg_vecs>r<rows_per_workgroup>, <op>_l_t.. for looped
 // kernels, <op>_s<max_cols>_t.. for looped kernels with the row in shared memory (none spills: `ckgen report

@@ -1,8 +1,9 @@
 // bench/rowops_persistent_probe.cu: layer norm at 4096 x 32768 bf16 (weight and bias): the row-cache kernel (512 x 2)
-// and single-pass 1024 x 4 kernels on a persistent grid (SMs x resident workgroups) with the staged ring (kStages =
-// 1), each with L1 policies for the weight and bias loads (kWeightL1 / kBiasL1, rowops_frag.h): can the L1 keep
-// one of them across rows so that it stops costing L2 bandwidth? Device only; an experiment, not a benchmark of
-// record (bench/rowops.py is).
+// with L1 policies for the weight and bias loads (kWeightL1 / kBiasL1, rowops_frag.h), a single-pass 1024 x 4
+// kernel on a persistent grid (SMs x resident workgroups) with the staged ring (kStages = 1), and single passes
+// with the row in registers and no shared memory beside them (512 x 8 at two workgroups per SM, weight and bias
+// read kWeightBatch vectors at a time; 1024 x 4 at one): which keeps weight and bias in the L1 across rows?
+// Device only; an experiment, not a benchmark of record (bench/rowops.py is).
 //
 //   nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
 //        -I ckgen/include -I ckgen/ops/rowops/device bench/rowops_persistent_probe.cu -o probe && ./probe [once]

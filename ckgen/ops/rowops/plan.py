@@ -99,6 +99,11 @@ PLAN_ROW_LDS: dict[int, int] = {32: 96 * 1024, 64: 32 * 1024}
 #: (bench/runs/2026-12-03_rowcache_dispatch_attention.txt). wave64 keeps the looped model (not calibrated there).
 CACHE_LOOPED_MODEL: dict[int, bool] = {32: False, 64: True}
 CACHE_GROUPS = 2
+#: per wave size, whether a row-cache kernel is compiled for CACHE_GROUPS workgroups per CU / SM
+#: (CKGEN_LAUNCH_BOUNDS_MIN). NVIDIA: without the bound ptxas may take more than the 64 registers two 512-thread
+#: workgroups have (sm_90a, nvcc 13: add + RMS norm, 512 x 2, 66 registers, one workgroup per SM); AMD takes no
+#: such bound (platform_amd.h).
+CACHE_BOUNDED: dict[int, bool] = {32: True, 64: False}
 
 #: the device entry per op (ckgen/ops/rowops/device/rowops_entry.h) and the body's kOp constant
 ENTRIES = {SOFTMAX: "ckgen::rowops::softmax_entry", LAYERNORM: "ckgen::rowops::layernorm_entry",
@@ -384,8 +389,14 @@ def plan_lds(d: RowDraft) -> None:
 
 def bound_registers(d: RowDraft) -> None:
     """A single pass of a BOUNDED_SINGLE_PASS line's tile (its threads, one row per workgroup) is compiled for the
-    line's workgroups per CU / SM, weight and bias read in batches."""
-    if d.looped or d.cache_tiles:
+    line's workgroups per CU / SM, weight and bias read in batches; a row-cache kernel whose estimate fits
+    CACHE_GROUPS workgroups, for CACHE_GROUPS where CACHE_BOUNDED says so."""
+    w = d.target.wave_size
+    if d.cache_tiles:
+        if CACHE_BOUNDED[w] and _fits(d, d.threads_per_row, d.reg_vecs, CACHE_LOOPED_MODEL[w], CACHE_GROUPS):
+            d.workgroups_per_cu = CACHE_GROUPS
+        return
+    if d.looped:
         return
     line = _bounded_line(d, _ceil(d.cfg.max_cols, d.vec))
     if line is not None and line[1:3] == (d.threads_per_row, d.reg_vecs) and d.threads == line[1]:
@@ -417,7 +428,7 @@ PASSES = (
     check_workgroup,   # a power of two of threads per row, whole waves, at most 1024 threads
     check_one_tile,    # a single pass holds max_cols
     plan_lds,          # the cross-wave reduction's LDS and the row cache
-    bound_registers,   # a single pass over one workgroup's budget: registers for two (BOUNDED_SINGLE_PASS)
+    bound_registers,   # registers for two workgroups per SM: BOUNDED_SINGLE_PASS tiles, row caches (CACHE_BOUNDED)
     check_registers,   # the tile in registers against the target's budget
 )
 

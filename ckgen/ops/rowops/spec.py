@@ -56,8 +56,9 @@ _COMMON_TAIL = (
                   "looped rows are read again from global memory; shared: every tile is kept in shared memory "
                   "(LDS) as it is read, the row read from global memory once (looped tiles; needs max_cols; the "
                   "workgroup's rows must fit the target's shared memory per workgroup)",
-        default_text="shared when no single pass holds max_cols in registers and the rows fit the planning "
-                     "limit (NVIDIA 96 KiB, AMD 32 KiB per workgroup), else registers"),
+        default_text="shared when no single pass holds max_cols in registers (for the norms on NVIDIA: nor a "
+                     "register-bounded one) and the rows fit the planning limit (NVIDIA 96 KiB, AMD 32 KiB per "
+                     "workgroup), else registers"),
 )
 #: the values of row_in
 ROW_IN = ("registers", "shared")
