@@ -21,6 +21,10 @@
 //   kWeightL1, kBiasL1 (optional)    the L1 policy of the weight / bias vector loads (rowops_frag.h, L1Policy;
 //                                    CUDA only): default kL1Default, and kL1Bypass for bias in a row-cache kernel
 //                                    with weight and bias (the L1 beside the cache then keeps the weight)
+//   kWeightBatch (optional, default kRegVecs) weight and bias vectors of a full aligned tile loaded at once: all
+//                                    kRegVecs before the tile's outputs, or in batches of kWeightBatch (a divisor of
+//                                    kRegVecs) as they are computed: fewer registers (the planner's register-bounded
+//                                    single pass, BOUNDED_SINGLE_PASS in plan.py)
 //   kStages (optional, default 0)    staged tiles (rowops_stages.h): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
