@@ -35,10 +35,16 @@
 #   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
 #             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
 #   persistent bench/rowops_persistent_probe.cu (built there): layer norm at 4096x32768, the row cache against single-pass
-#             1024 x 4 kernels on a persistent grid with the staged ring, weights in registers or shared memory
+#             kernels (1024 x 4 on a persistent grid with the staged ring; the row in registers, 512 x 8 at two
+#             workgroups per SM), then one launch of each under ncu
 set -u
 OUT=${OUT:-/tmp/devout}
 mkdir -p "$OUT"
+# build_probe SRC BIN: build a row-op probe (bench/*_probe.cu) for sm_90a against the row-op headers
+build_probe() {
+  nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
+    -I ckgen/include -I ckgen/ops/rowops/device "$1" -o "$2"
+}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
 PYTEST="python3 -m pytest -q -p no:cacheprovider -m gpu"
@@ -154,13 +160,9 @@ PY
       done
       echo "probe done"; grep -E "^##|torch.bmm|gpu__time|throughput|hit_rate|bytes" "$OUT/probe.txt" | head -80 ;;
     carveout)
-      nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
-        -I ckgen/include -I ckgen/ops/rowops/device bench/carveout_probe.cu -o /tmp/carveout_probe \
-        && /tmp/carveout_probe 2>&1 | tee "$OUT/carveout.txt" ;;
+      build_probe bench/carveout_probe.cu /tmp/carveout_probe && /tmp/carveout_probe 2>&1 | tee "$OUT/carveout.txt" ;;
     persistent)
-      nvcc -std=c++17 -O3 --expt-relaxed-constexpr --prec-div=false -gencode=arch=compute_90a,code=sm_90a \
-        -I ckgen/include -I ckgen/ops/rowops/device bench/rowops_persistent_probe.cu -o /tmp/persistent_probe \
-        && /tmp/persistent_probe 2>&1 | tee "$OUT/persistent.txt" \
+      build_probe bench/rowops_persistent_probe.cu /tmp/persistent_probe && /tmp/persistent_probe 2>&1 | tee "$OUT/persistent.txt" \
         && ncu --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_bytes.sum \
              /tmp/persistent_probe once > "$OUT/persistent_ncu.txt" 2>&1; echo "ncu rc $?"
       grep -E "^  k_|duration|dram__|lts__|l1tex__" "$OUT/persistent_ncu.txt" | sed -E 's/ +/ /g' | head -60 ;;
