@@ -31,6 +31,37 @@ struct attn_d128_causal_cfg {
   static constexpr int kMask = ckgen::attn::kMaskCausal;
   static constexpr bool kVarlen = false;
   static constexpr bool kGqa = true;
+  struct Args {  // the kernel's arguments, in the entry's order (attention_common.h)
+    const ckgen::bf16* Q;
+    const ckgen::bf16* K;
+    const ckgen::bf16* V;
+    ckgen::bf16* O;
+    float* LSE;
+    const int32_t* cu_seqlens_q;
+    const int32_t* cu_seqlens_k;
+    int batch;
+    int heads;
+    int heads_kv;
+    int seqlen_q;
+    int seqlen_k;
+    long long q_batch_stride;
+    long long q_seq_stride;
+    long long q_head_stride;
+    long long k_batch_stride;
+    long long k_seq_stride;
+    long long k_head_stride;
+    long long v_batch_stride;
+    long long v_seq_stride;
+    long long v_head_stride;
+    long long o_batch_stride;
+    long long o_seq_stride;
+    long long o_head_stride;
+    long long lse_batch_stride;
+    long long lse_head_stride;
+    float scale;
+    int window_left;
+    int window_right;
+  };
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0); }
 };
 }  // namespace ckgen_gen

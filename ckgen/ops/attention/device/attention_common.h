@@ -1,19 +1,19 @@
 // attention_common.h (ckgen/ops/attention/device): what the fused attention forward bodies share:
-// the parameter block, the per-(batch, head) problem, the mask rule, the key range and tile
+// the argument struct, the per-(batch, head) problem, the mask rule, the key range and tile
 // classification, the cross-lane shuffle of the row statistics, and the result of a row that sees
 // no key. The bodies are attention_fwd_amd.h (MFMA, wave64; also the emulator) and attention_fwd_nv.h
 // (mma.sync, warp32). Their common ABI:
 //
-//   template <class Cfg> CKGEN_DEVICE void attention_fwd_<amd|nv>(
-//       const T* Q, const T* K, const T* V, T* O, float* LSE,
-//       const int* cu_seqlens_q, const int* cu_seqlens_k,
-//       int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
-//       long long q_batch_stride, long long q_seq_stride, long long q_head_stride,
-//       long long k_batch_stride, long long k_seq_stride, long long k_head_stride,
-//       long long v_batch_stride, long long v_seq_stride, long long v_head_stride,
-//       long long o_batch_stride, long long o_seq_stride, long long o_head_stride,
-//       long long lse_batch_stride, long long lse_head_stride,
-//       float scale, int window_left, int window_right);
+//   template <class Cfg, class... A> CKGEN_DEVICE void attention_fwd_<amd|nv>(A... args);
+//
+// called by the generated device entry with the kernel's arguments in the order of the op's ABI
+// (ckgen/ops/attention/abi.py), which also declares them as the members of Cfg::Args (attn::Args<Cfg>; the
+// kernel source renders both from that one list, ckgen/ops/attention/kernel.hip.j2):
+//
+//   const T* Q, K, V; T* O; float* LSE; const int* cu_seqlens_q, cu_seqlens_k;
+//   int batch, heads, heads_kv, seqlen_q, seqlen_k;
+//   long long {q,k,v,o}_{batch,seq,head}_stride, lse_batch_stride, lse_head_stride;
+//   float scale; int window_left, window_right;
 //
 // T = Cfg::T (ckgen::f16 or ckgen::bf16). Strides are in elements; the head dimension (Cfg::kHeadDim
 // elements) is contiguous. Element (b, s, h, d) of Q is Q[b * q_batch_stride + s * q_seq_stride +
@@ -24,8 +24,8 @@
 //   O = softmax(scale * Q.K^T + mask) . V,  LSE = log(sum_j exp(scale * q.k_j)) over the visible keys
 //
 // * scale must be finite and > 0 (the running maximum is kept on the unscaled logits).
-// * GQA / MQA (Cfg::kGqa): query head h reads KV head h / (heads_q / heads_kv); heads_q must be a
-//   multiple of heads_kv. Without kGqa, heads_kv must equal heads_q.
+// * GQA / MQA (Cfg::kGqa): query head h reads KV head h / (heads / heads_kv); heads must be a
+//   multiple of heads_kv. Without kGqa, heads_kv must equal heads.
 // * Varlen (Cfg::kVarlen): cu_seqlens_q and cu_seqlens_k (int32, batch + 1 entries, non-decreasing,
 //   starting at 0) give sequence b the tokens [cu[b], cu[b+1]) of the packed tensors
 //   [total_tokens, heads, d]; seqlen_q must then be >= every query length (it sizes the grid; rows
@@ -47,7 +47,7 @@
 //   exp2 with scale * log2(e) folded in (one FMA + one exp2 per logit); P is rounded to T before
 //   P.V; O is rounded to T once at the end.
 //
-// Grid (both bodies): x = ceil(seqlen_q / Cfg::kBlockM) query tiles, y = heads_q, z = batch
+// Grid (both bodies): x = ceil(seqlen_q / Cfg::kBlockM) query tiles, y = heads, z = batch
 // (y, z <= 65535 on NVIDIA); 1-D blocks of Cfg::kThreads threads. Block x computes query tile
 // (grid_x - 1 - x): the last (longest under a causal mask) tiles start first. Blocks whose tile lies
 // beyond the sequence (varlen) exit at once.
@@ -65,20 +65,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_inff();
 
-template <class T>
-struct Params {
-  const T* q;
-  const T* k;
-  const T* v;
-  T* o;
-  float* lse;
-  const int* cu_q;
-  const int* cu_k;
-  int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
-  long long q_bs, q_ss, q_hs, k_bs, k_ss, k_hs, v_bs, v_ss, v_hs, o_bs, o_ss, o_hs, lse_bs, lse_hs;
-  float scale;
-  int window_left, window_right;
-};
+// The kernel's arguments (members named as above): a struct the generated Cfg declares from the ABI.
+template <class Cfg>
+using Args = typename Cfg::Args;
 
 // The visibility rule of one (batch, head) problem, normalized: key j is visible from query i iff
 // j < sk and (!right || j <= i + off + wr) and (!left || j >= i + off - wl). 64-bit sums: window
@@ -164,35 +153,35 @@ struct Problem {
 };
 
 // The problem of (b, h); false when the sequence has no query row at or after m0 (nothing to do).
-template <bool kVarlen, bool kGqa, class T>
-CKGEN_DEVICE bool make_problem(const Params<T>& p, int b, int h, int m0, Problem& pr) {
-  const int hk = kGqa ? h / (p.heads_q / p.heads_kv) : h;
+template <bool kVarlen, bool kGqa, class P>
+CKGEN_DEVICE bool make_problem(const P& p, int b, int h, int m0, Problem& pr) {
+  const int hk = kGqa ? h / (p.heads / p.heads_kv) : h;
   long long tq, tk;
   if constexpr (kVarlen) {
-    const int q0 = gload(p.cu_q + b), k0 = gload(p.cu_k + b);
-    pr.sq = gload(p.cu_q + b + 1) - q0;
-    pr.sk = gload(p.cu_k + b + 1) - k0;
+    const int q0 = gload(p.cu_seqlens_q + b), k0 = gload(p.cu_seqlens_k + b);
+    pr.sq = gload(p.cu_seqlens_q + b + 1) - q0;
+    pr.sk = gload(p.cu_seqlens_k + b + 1) - k0;
     tq = q0;
     tk = k0;
-    pr.q = tq * p.q_ss;
-    pr.k = tk * p.k_ss;
-    pr.v = tk * p.v_ss;
-    pr.o = tq * p.o_ss;
+    pr.q = tq * p.q_seq_stride;
+    pr.k = tk * p.k_seq_stride;
+    pr.v = tk * p.v_seq_stride;
+    pr.o = tq * p.o_seq_stride;
     pr.lse = tq;
   } else {
     pr.sq = p.seqlen_q;
     pr.sk = p.seqlen_k;
-    pr.q = b * p.q_bs;
-    pr.k = b * p.k_bs;
-    pr.v = b * p.v_bs;
-    pr.o = b * p.o_bs;
-    pr.lse = b * p.lse_bs;
+    pr.q = b * p.q_batch_stride;
+    pr.k = b * p.k_batch_stride;
+    pr.v = b * p.v_batch_stride;
+    pr.o = b * p.o_batch_stride;
+    pr.lse = b * p.lse_batch_stride;
   }
-  pr.q += h * p.q_hs;
-  pr.k += hk * p.k_hs;
-  pr.v += hk * p.v_hs;
-  pr.o += h * p.o_hs;
-  pr.lse += h * p.lse_hs;
+  pr.q += h * p.q_head_stride;
+  pr.k += hk * p.k_head_stride;
+  pr.v += hk * p.v_head_stride;
+  pr.o += h * p.o_head_stride;
+  pr.lse += h * p.lse_head_stride;
   return m0 < pr.sq;
 }
 
@@ -265,19 +254,3 @@ struct WavesPerEu<C, decltype(void(C::kWavesPerEu))> {
 #else
 #define CKGEN_ATTENTION_ENTRY_ATTRS(CFG)
 #endif
-
-// The kernel entry of a body with the ABI above: an extern "C" kernel NAME running BODY<CFG>
-// (BODY: attention_fwd_amd or attention_fwd_nv), with 1-D blocks of CFG::kThreads threads.
-#define CKGEN_ATTENTION_FWD_ENTRY(NAME, CFG, BODY)                                                              \
-  CKGEN_ATTENTION_ENTRY_ATTRS(CFG) CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(CFG::kThreads) void NAME(                   \
-      const CFG::T* Q, const CFG::T* K, const CFG::T* V, CFG::T* O, float* LSE, const int* cu_seqlens_q,        \
-      const int* cu_seqlens_k, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,                \
-      long long q_batch_stride, long long q_seq_stride, long long q_head_stride, long long k_batch_stride,      \
-      long long k_seq_stride, long long k_head_stride, long long v_batch_stride, long long v_seq_stride,        \
-      long long v_head_stride, long long o_batch_stride, long long o_seq_stride, long long o_head_stride,       \
-      long long lse_batch_stride, long long lse_head_stride, float scale, int window_left, int window_right) {   \
-    ::ckgen::BODY<CFG>(Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, batch, heads_q, heads_kv, seqlen_q, seqlen_k, \
-                       q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride,  \
-                       v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride,  \
-                       lse_batch_stride, lse_head_stride, scale, window_left, window_right);                     \
-  }

@@ -1,7 +1,7 @@
 // attention_fwd_amd.h (ckgen/ops/attention/device): fused attention forward on AMD matrix cores
 // (single-block MFMA, wave64: gfx90a, gfx942, gfx950), also the body the CPU emulator runs.
 //
-//   template <class Cfg> CKGEN_DEVICE void attention_fwd_amd(<the ABI of attention_common.h>);
+//   template <class Cfg, class... A> CKGEN_DEVICE void attention_fwd_amd(A... args);  (the ABI: attention_common.h)
 //
 // Parameters, pointer rules, masks, numerics and the grid: attention_common.h. One workgroup
 // (Cfg::kThreads = kWaves * 64 threads, 1-D) computes kBlockM query rows of one (batch, head);
@@ -27,7 +27,7 @@
 //   kLdsBytes                     >= kLdsBuffers * (kBlockN * kLdsKStride + kHeadDim * kLdsVStride) * sizeof(T)
 //                                 (static LDS; the launcher passes 0)
 //   kMask                         attn::kMaskNone / kMaskCausal / kMaskWindow
-//   kVarlen, kGqa                 bool: cu_seqlens packed batches; heads_kv < heads_q allowed
+//   kVarlen, kGqa                 bool: cu_seqlens packed batches; heads_kv < heads allowed
 //
 // Data path. Both products run transposed, so that a query is a column of every MFMA result:
 //   S^T (keys x queries) = K . Q^T   A = K tile rows from LDS (d contiguous), B = Q^T from registers
@@ -109,7 +109,7 @@ constexpr bool check_cfg() {
 }
 
 template <class Cfg>
-CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
+CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   using S = Shape<Cfg>;
   using T = typename Cfg::T;
@@ -144,12 +144,12 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   // ---- Q^T operands, resident in registers: B(k = d, j = query) at lane j + kN * (k / kBI), item k % kBI.
   BOp qf[kQB][kDC];
   {
-    const T* qb_ptr = p.q + pr.q;
-    const bool al = blk::is_aligned(qb_ptr, p.q_ss, kBI);
+    const T* qb_ptr = p.Q + pr.q;
+    const bool al = blk::is_aligned(qb_ptr, p.q_seq_stride, kBI);
 #pragma unroll
     for (int qb = 0; qb < kQB; ++qb) {
       const int row = qw0 + qb * kN + lane_q;
-      const T* src = qb_ptr + static_cast<long long>(row) * p.q_ss + L::b_k0(lane);
+      const T* src = qb_ptr + static_cast<long long>(row) * p.q_seq_stride + L::b_k0(lane);
       if (row < sq && al) {
 #pragma unroll
         for (int dc = 0; dc < kDC; ++dc) qf[qb][dc] = bit_cast<BOp>(gload(reinterpret_cast<const vec<T, kBI>*>(src + dc * kK)));
@@ -178,14 +178,14 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   // ---- K/V tiles: global -> registers -> LDS
   typename S::LoadK lk;
   typename S::LoadV lv;
-  const T* kg = p.k + pr.k;
-  const T* vg = p.v + pr.v;
-  const bool k_al = blk::is_aligned(kg, p.k_ss, Cfg::kVec);
-  const bool v_al = blk::is_aligned(vg, p.v_ss, Cfg::kVec);
+  const T* kg = p.K + pr.k;
+  const T* vg = p.V + pr.v;
+  const bool k_al = blk::is_aligned(kg, p.k_seq_stride, Cfg::kVec);
+  const bool v_al = blk::is_aligned(vg, p.v_seq_stride, Cfg::kVec);
   auto gload_tiles = [&](int t) {
     const int n0 = t * Cfg::kBlockN;
-    lk.load(kg + static_cast<long long>(n0) * p.k_ss, p.k_ss, sk - n0, Cfg::kHeadDim, k_al, tid);
-    lv.load(vg + static_cast<long long>(n0) * p.v_ss, p.v_ss, Cfg::kHeadDim, sk - n0, v_al, tid);
+    lk.load(kg + static_cast<long long>(n0) * p.k_seq_stride, p.k_seq_stride, sk - n0, Cfg::kHeadDim, k_al, tid);
+    lv.load(vg + static_cast<long long>(n0) * p.v_seq_stride, p.v_seq_stride, Cfg::kHeadDim, sk - n0, v_al, tid);
   };
   auto store_tiles = [&](int buf) {
     lk.store(lds_k + buf * S::kKElems, tid);
@@ -330,8 +330,8 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   }
 
   // ---- epilogue: O = O^T / l, LSE
-  T* og = p.o + pr.o;
-  const bool o_al = blk::is_aligned(og, p.o_ss, 4);
+  T* og = p.O + pr.o;
+  const bool o_al = blk::is_aligned(og, p.o_seq_stride, 4);
 #pragma unroll
   for (int qb = 0; qb < kQB; ++qb) {
     float l = l_run[qb];
@@ -341,8 +341,8 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
     const float inv = attn::finish_row(m_run[qb], l, p.scale, lse);
     const int q = qw0 + qb * kN + lane_q;
     if (q < sq) {
-      if (p.lse != nullptr && lane < kN) gstore(p.lse + pr.lse + q, lse);
-      T* orow = og + static_cast<long long>(q) * p.o_ss;
+      if (p.LSE != nullptr && lane < kN) gstore(p.LSE + pr.lse + q, lse);
+      T* orow = og + static_cast<long long>(q) * p.o_seq_stride;
 #pragma unroll
       for (int db = 0; db < kDB; ++db) {
 #pragma unroll
@@ -365,22 +365,11 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
 
 }  // namespace attn_amd
 
-template <class Cfg>
-CKGEN_DEVICE void attention_fwd_amd(const typename Cfg::T* Q, const typename Cfg::T* K, const typename Cfg::T* V,
-                                    typename Cfg::T* O, float* LSE, const int* cu_seqlens_q, const int* cu_seqlens_k,
-                                    int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
-                                    long long q_batch_stride, long long q_seq_stride, long long q_head_stride,
-                                    long long k_batch_stride, long long k_seq_stride, long long k_head_stride,
-                                    long long v_batch_stride, long long v_seq_stride, long long v_head_stride,
-                                    long long o_batch_stride, long long o_seq_stride, long long o_head_stride,
-                                    long long lse_batch_stride, long long lse_head_stride, float scale,
-                                    int window_left, int window_right) {
-  const attn::Params<typename Cfg::T> p{Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, batch, heads_q, heads_kv,
-                                        seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride,
-                                        k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride,
-                                        v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride,
-                                        lse_head_stride, scale, window_left, window_right};
-  attn_amd::fwd<Cfg>(p);
+// The device entry's call: the kernel's arguments in the ABI's order, gathered into Cfg::Args
+// (attention_common.h).
+template <class Cfg, class... A>
+CKGEN_DEVICE void attention_fwd_amd(A... args) {
+  attn_amd::fwd<Cfg>(attn::Args<Cfg>{args...});
 }
 
 }  // namespace ckgen

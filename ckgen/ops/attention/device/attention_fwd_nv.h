@@ -2,7 +2,7 @@
 // (mma.sync m16n8k16, f16/bf16 -> f32; sm_80 and sm_90), FlashAttention-2 style. With
 // CKGEN_PLATFORM_EMU and CKGEN_EMU_WAVE_SIZE=32 it also runs on the CPU emulator (ckgen/emu/nv.h).
 //
-//   template <class Cfg> CKGEN_DEVICE void attention_fwd_nv(<the ABI of attention_common.h>);
+//   template <class Cfg, class... A> CKGEN_DEVICE void attention_fwd_nv(A... args);  (the ABI: attention_common.h)
 //
 // Parameters, pointer rules, masks, numerics and the grid: attention_common.h. The launch passes
 // Cfg::kLdsBytes (>= attn_nv::smem_bytes<Cfg>()) bytes of dynamic shared memory (more than 48 KiB:
@@ -169,7 +169,7 @@ struct Fwd {
   // kVec: every base and line start of Q, K, V, O is 16-byte aligned (cp.async and 16-byte stores);
   // otherwise the same pipeline with per-element loads and stores.
   template <bool kVec>
-  static CKGEN_DEVICE void body(const attn::Params<T>& p, const attn::Problem& pr, int m0, unsigned char* smem) {
+  static CKGEN_DEVICE void body(const attn::Args<Cfg>& p, const attn::Problem& pr, int m0, unsigned char* smem) {
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -185,9 +185,9 @@ struct Fwd {
     const float sl2 = p.scale * attn::kLog2e;
     const int wrow = warp * kRW;  // the warp's first row in the tile
 
-    const T* qg = p.q + pr.q;
-    const T* kg = p.k + pr.k;
-    const T* vg = p.v + pr.v;
+    const T* qg = p.Q + pr.q;
+    const T* kg = p.K + pr.k;
+    const T* vg = p.V + pr.v;
     const uint32_t s0 = nv::smem_addr(smem);
     const uint32_t sq_addr = s0;
     auto k_stage = [&](int st) -> uint32_t { return s0 + kKOff + st * TileKV::kBytes; };
@@ -209,9 +209,9 @@ struct Fwd {
     }
 
     if (nt > 0) {
-      const typename TileQ::template Loader<kVec, true> lq(qg, p.q_ss, 0, 0, tid);
-      const typename TileKV::template Loader<kVec, true> lk(kg, p.k_ss, 0, 0, tid);
-      const typename TileKV::template Loader<kVec, true> lv(vg, p.v_ss, 0, 0, tid);
+      const typename TileQ::template Loader<kVec, true> lq(qg, p.q_seq_stride, 0, 0, tid);
+      const typename TileKV::template Loader<kVec, true> lk(kg, p.k_seq_stride, 0, 0, tid);
+      const typename TileKV::template Loader<kVec, true> lv(vg, p.v_seq_stride, 0, 0, tid);
       // The 16-byte path of the K and V copies with little state (two pointers, one shared-memory offset, one
       // line): every line is whole (the head dim), only keys past sk are zero-filled; a thread copies lines
       // kv_r0 + it * kKvStep of chunk tid % kCPR, all with one swizzle. Other shapes: the generic Loader.
@@ -219,8 +219,8 @@ struct Fwd {
       constexpr int kKvStep = TileKV::kRowStep;
       const int kv_r0 = tid / TileKV::kCPR;
       const uint32_t kv_soff = static_cast<uint32_t>(TileKV::offset(kv_r0, tid % TileKV::kCPR));
-      const T* k_src = kg + static_cast<long long>(kv_r0) * p.k_ss + (tid % TileKV::kCPR) * TileKV::kVE;
-      const T* v_src = vg + static_cast<long long>(kv_r0) * p.v_ss + (tid % TileKV::kCPR) * TileKV::kVE;
+      const T* k_src = kg + static_cast<long long>(kv_r0) * p.k_seq_stride + (tid % TileKV::kCPR) * TileKV::kVE;
+      const T* v_src = vg + static_cast<long long>(kv_r0) * p.v_seq_stride + (tid % TileKV::kCPR) * TileKV::kVE;
       auto copy_lean = [&](uint32_t stage, const T* src0, long long ld, int n0) {
         const T* src = src0 + static_cast<long long>(n0) * ld;
 #pragma unroll
@@ -235,7 +235,7 @@ struct Fwd {
       auto load_k = [&](int j) {
         if (j < nt) {
           if constexpr (kLean) {
-            copy_lean(k_stage(j % kStages), k_src, p.k_ss, (t_last - j) * kBN);
+            copy_lean(k_stage(j % kStages), k_src, p.k_seq_stride, (t_last - j) * kBN);
           } else {
             lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
           }
@@ -245,7 +245,7 @@ struct Fwd {
       auto load_v = [&](int j) {
         if (j < nt) {
           if constexpr (kLean) {
-            copy_lean(v_stage(j % kStages), v_src, p.v_ss, (t_last - j) * kBN);
+            copy_lean(v_stage(j % kStages), v_src, p.v_seq_stride, (t_last - j) * kBN);
           } else {
             lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
           }
@@ -386,7 +386,7 @@ struct Fwd {
 
     // ---- epilogue: O / l -> T -> this warp's rows of the Q tile -> 16-byte global stores; LSE
     attn::wave_sync();  // the warp's last ldmatrix reads of its Q rows come before the writes below
-    T* og = p.o + pr.o;
+    T* og = p.O + pr.o;
 #pragma unroll
     for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
@@ -394,7 +394,7 @@ struct Fwd {
         float lse;
         const float inv = finish_quad_row(m_run[mb][h], l_run[mb][h], p.scale, lse, lane);
         const int rl = wrow + mb * 16 + g + 8 * h;  // row in the tile
-        if (p.lse != nullptr && t4 == 0 && m0 + rl < sq) gstore(p.lse + pr.lse + m0 + rl, lse);
+        if (p.LSE != nullptr && t4 == 0 && m0 + rl < sq) gstore(p.LSE + pr.lse + m0 + rl, lse);
 #pragma unroll
         for (int db = 0; db < kDB; ++db)
           lds_store(reinterpret_cast<uint32_t*>(smem + TileQ::elem_offset(rl, db * 8 + 2 * t4)),
@@ -410,7 +410,7 @@ struct Fwd {
       const int ch = c % TileQ::kCPR;
       if (m0 + rl < sq) {
         const vec<T, 8> v = lds_load(reinterpret_cast<const vec<T, 8>*>(smem + TileQ::offset(rl, ch)));
-        T* dst = og + static_cast<long long>(m0 + rl) * p.o_ss + ch * 8;
+        T* dst = og + static_cast<long long>(m0 + rl) * p.o_seq_stride + ch * 8;
         if constexpr (kVec) {
           gstore(reinterpret_cast<vec<T, 8>*>(dst), v);
         } else {
@@ -423,7 +423,7 @@ struct Fwd {
 };
 
 template <class Cfg>
-CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
+CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
   using F = Fwd<Cfg>;
   using T = typename Cfg::T;
   const int tile = grid_dim(0) - 1 - block_id(0);
@@ -437,8 +437,8 @@ CKGEN_DEVICE void fwd(const attn::Params<typename Cfg::T>& p) {
   CKGEN_LDS(unsigned char, smem, F::kSmemBytes);
 #endif
   constexpr int kEB = static_cast<int>(sizeof(T));
-  if (nv::aligned16(p.q + pr.q, p.q_ss, kEB) && nv::aligned16(p.k + pr.k, p.k_ss, kEB) &&
-      nv::aligned16(p.v + pr.v, p.v_ss, kEB) && nv::aligned16(p.o + pr.o, p.o_ss, kEB)) {
+  if (nv::aligned16(p.Q + pr.q, p.q_seq_stride, kEB) && nv::aligned16(p.K + pr.k, p.k_seq_stride, kEB) &&
+      nv::aligned16(p.V + pr.v, p.v_seq_stride, kEB) && nv::aligned16(p.O + pr.o, p.o_seq_stride, kEB)) {
     F::template body<true>(p, pr, m0, smem);
   } else {
     F::template body<false>(p, pr, m0, smem);
@@ -453,22 +453,11 @@ constexpr int smem_bytes() {
 
 }  // namespace attn_nv
 
-template <class Cfg>
-CKGEN_DEVICE void attention_fwd_nv(const typename Cfg::T* Q, const typename Cfg::T* K, const typename Cfg::T* V,
-                                   typename Cfg::T* O, float* LSE, const int* cu_seqlens_q, const int* cu_seqlens_k,
-                                   int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k,
-                                   long long q_batch_stride, long long q_seq_stride, long long q_head_stride,
-                                   long long k_batch_stride, long long k_seq_stride, long long k_head_stride,
-                                   long long v_batch_stride, long long v_seq_stride, long long v_head_stride,
-                                   long long o_batch_stride, long long o_seq_stride, long long o_head_stride,
-                                   long long lse_batch_stride, long long lse_head_stride, float scale,
-                                   int window_left, int window_right) {
-  const attn::Params<typename Cfg::T> p{Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, batch, heads_q, heads_kv,
-                                        seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride,
-                                        k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride,
-                                        v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride,
-                                        lse_head_stride, scale, window_left, window_right};
-  attn_nv::fwd<Cfg>(p);
+// The device entry's call: the kernel's arguments in the ABI's order, gathered into Cfg::Args
+// (attention_common.h).
+template <class Cfg, class... A>
+CKGEN_DEVICE void attention_fwd_nv(A... args) {
+  attn_nv::fwd<Cfg>(attn::Args<Cfg>{args...});
 }
 
 }  // namespace ckgen

@@ -44,6 +44,7 @@ using nv::TensorMap;
 template <class Cfg>
 struct Fwd {
   using T = typename Cfg::T;
+  using Args = attn::Args<Cfg>;  // the kernel's arguments (attention_common.h)
   static constexpr int kD = Cfg::kHeadDim;
   static constexpr int kBM = Cfg::kSm90BlockM;
   static constexpr int kBN = Cfg::kSm90BlockN;
@@ -83,7 +84,7 @@ struct Fwd {
 #endif
 
   static CKGEN_DEVICE void run(const TensorMap& tq, const TensorMap& tk, const TensorMap& tv, const TensorMap& to,
-                               const attn::Params<T>& p) {
+                               const Args& p) {
 #if defined(CKGEN_NV_WGMMA)
     extern __shared__ __align__(1024) unsigned char ckgen_attn_smem[];
     const uint32_t s0 = (nv::smem_addr(ckgen_attn_smem) + 1023u) & ~1023u;
@@ -112,7 +113,7 @@ struct Fwd {
     if (warp / 4 == kCons) {
       nv::setmaxnreg_dec<kProducerRegs>();
       if (tid == 128 * kCons) {
-        const int hk = Cfg::kGqa ? h / (p.heads_q / p.heads_kv) : h;
+        const int hk = Cfg::kGqa ? h / (p.heads / p.heads_kv) : h;
         nv::mbar_expect_tx(q_full, kQBytes);
 #pragma unroll
         for (int x = 0; x < kDBoxes; ++x) nv::tma_load_4d(s0 + x * kBM * 128, &tq, 64 * x, m0, h, b, q_full);
@@ -142,7 +143,7 @@ struct Fwd {
   }
 
 #if defined(CKGEN_NV_WGMMA)
-  static CKGEN_DEVICE void consume(const TensorMap& to, const attn::Params<T>& p, uint32_t s0, uint32_t q_full,
+  static CKGEN_DEVICE void consume(const TensorMap& to, const Args& p, uint32_t s0, uint32_t q_full,
                                    uint32_t k_full, uint32_t k_empty, uint32_t v_full, uint32_t v_empty,
                                    const attn::Mask& mask, const attn::TileWalk<kBN>& walk, int m0, int h,
                                    int b) {
@@ -234,8 +235,8 @@ struct Fwd {
       float lse;
       inv[hh] = attn_nv::finish_quad_row(m_run[hh], l_run[hh], p.scale, lse, lane);
       const int r = row + 8 * hh;
-      if (p.lse != nullptr && t4 == 0 && r < p.seqlen_q)
-        gstore(p.lse + b * p.lse_bs + h * p.lse_hs + r, lse);
+      if (p.LSE != nullptr && t4 == 0 && r < p.seqlen_q)
+        gstore(p.LSE + b * p.lse_batch_stride + h * p.lse_head_stride + r, lse);
     }
 #pragma unroll
     for (int nb = 0; nb < kDB; ++nb)
@@ -261,25 +262,18 @@ struct Fwd {
   // launched) when the device is not sm_90, the driver has no tensor maps, seqlen_k is 0, or a base or a stride of
   // Q, K, V, O is not 16-byte aligned. The caller (the host entry) checked the sizes, the heads and the grid.
   template <class Kernel>
-  static int launch(Kernel kernel, const T* Q, const T* K, const T* V, T* O, float* LSE, const int* cu_q,
-                    const int* cu_k, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k, long long q_bs,
-                    long long q_ss, long long q_hs, long long k_bs, long long k_ss, long long k_hs, long long v_bs,
-                    long long v_ss, long long v_hs, long long o_bs, long long o_ss, long long o_hs, long long lse_bs,
-                    long long lse_hs, float scale, int window_left, int window_right, void* stream) {
-    if (seqlen_k <= 0 || seqlen_q <= 0) return kNotApplicable;
+  static int launch(Kernel kernel, const Args& p, void* stream) {
+    if (p.seqlen_k <= 0 || p.seqlen_q <= 0) return kNotApplicable;
     if (!nv::sm90_device()) return kNotApplicable;  // (the portable path reports a failed query)
     CUtensorMap tq, tk, tv, tom;
-    if (!encode(&tq, Q, seqlen_q, heads_q, batch, q_ss, q_hs, q_bs, kBM) ||
-        !encode(&tk, K, seqlen_k, heads_kv, batch, k_ss, k_hs, k_bs, kBN) ||
-        !encode(&tv, V, seqlen_k, heads_kv, batch, v_ss, v_hs, v_bs, kBN) ||
-        !encode(&tom, O, seqlen_q, heads_q, batch, o_ss, o_hs, o_bs, 64))
+    if (!encode(&tq, p.Q, p.seqlen_q, p.heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, kBM) ||
+        !encode(&tk, p.K, p.seqlen_k, p.heads_kv, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, kBN) ||
+        !encode(&tv, p.V, p.seqlen_k, p.heads_kv, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, kBN) ||
+        !encode(&tom, p.O, p.seqlen_q, p.heads, p.batch, p.o_seq_stride, p.o_head_stride, p.o_batch_stride, 64))
       return kNotApplicable;
-    const attn::Params<T> p{Q, K, V, O, LSE, cu_q, cu_k, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
-                            q_bs, q_ss, q_hs, k_bs, k_ss, k_hs, v_bs, v_ss, v_hs, o_bs, o_ss, o_hs, lse_bs, lse_hs,
-                            scale, window_left, window_right};
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
-    return cuda_host::launch(kernel, &configured, static_cast<unsigned>((seqlen_q + kBM - 1) / kBM),
-                             static_cast<unsigned>(heads_q), static_cast<unsigned>(batch), kThreads, kSmemBytes,
+    return cuda_host::launch(kernel, &configured, static_cast<unsigned>((p.seqlen_q + kBM - 1) / kBM),
+                             static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch), kThreads, kSmemBytes,
                              stream, tq, tk, tv, tom, p);
   }
 
@@ -315,6 +309,6 @@ struct Fwd {
   extern "C" __global__ void __launch_bounds__(::ckgen::attn_sm90::Fwd<Cfg>::kThreads, 1) name##_tma(           \
       const __grid_constant__ ::ckgen::nv::TensorMap tq, const __grid_constant__ ::ckgen::nv::TensorMap tk,     \
       const __grid_constant__ ::ckgen::nv::TensorMap tv, const __grid_constant__ ::ckgen::nv::TensorMap to,     \
-      const ::ckgen::attn::Params<typename Cfg::T> p) {                                                         \
+      const ::ckgen::attn::Args<Cfg> p) {                                                                       \
     ::ckgen::attn_sm90::Fwd<Cfg>::run(tq, tk, tv, to, p);                                                       \
   }
