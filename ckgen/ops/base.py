@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ckgen.ir.abi import Abi, Arg
+from ckgen.ir.abi import Abi
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
@@ -111,6 +111,12 @@ class Op(ABC):
         """float64 values of every output tensor, from the inputs (``arrays`` by ABI name, as passed to the
         kernel; outputs hold their values from before the call)."""
 
+    def reference_torch(self, plan: KernelPlan, arrays: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any] | None:
+        """:meth:`reference` computed in float64 on the tensors' device (torch tensors in, torch tensors out), so
+        that a tuning run on a GPU need not copy large operands to the host; None (the default) when the op has
+        none, and the caller then copies the operands to the host for :meth:`reference`."""
+        return None
+
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         """Relative norm error allowed for ``output``: the loosest of the kernel's tensor dtypes."""
         return max(TOLERANCE.get(a.dtype, 1e-2) for a in plan.abi.tensors if not a.unused)
@@ -174,7 +180,3 @@ def relative_error(got: np.ndarray, ref: np.ndarray) -> float:
     denom = float(np.linalg.norm(ref))
     diff = float(np.linalg.norm(got - ref))
     return diff / denom if denom > 0 else diff
-
-
-def arg_doc(a: Arg) -> str:
-    return f"{a.name}: {a.doc}" if a.doc else a.name

@@ -47,8 +47,7 @@ NVCC_FLAGS: tuple[str, ...] = ("-std=c++17", "-O3", "-Xcompiler", "-fPIC,-fvisib
                                "-Xptxas", "-v", "--expt-relaxed-constexpr", "--prec-div=false")
 #: host-only sources linked into a library (dispatchers): plain C++ through nvcc's host compiler
 HOST_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-Xcompiler", "-fPIC,-fvisibility=hidden")
-#: tensor-core instruction prefixes: PTX and SASS
-PTX_TENSOR = ("mma.sync", "wgmma.mma_async")
+#: tensor-core instruction prefixes in SASS
 SASS_TENSOR = ("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA")
 
 

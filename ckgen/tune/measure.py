@@ -98,8 +98,10 @@ class Worker:
 
     def _reference(self, plan, arrays: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any]:
         op = get_op(plan.op)
-        if self.job.backend == "cuda" and hasattr(op, "reference_torch"):
-            return op.reference_torch(plan, arrays, sizes)
+        if self.job.backend == "cuda":
+            on_device = op.reference_torch(plan, arrays, sizes)
+            if on_device is not None:
+                return on_device
         host = {k: (to_host(v) if v is not None else None) for k, v in arrays.items()}
         return op.reference(plan, host, sizes)
 

@@ -26,9 +26,6 @@ from ckgen.errors import CkgenError
 from ckgen.ops import get_op
 from ckgen.tune.measure import Job, Task, Worker
 
-#: backends and the device counts they offer
-GPU_BACKENDS = ("cuda", "hip")
-
 
 @dataclass
 class Summary:

@@ -21,8 +21,6 @@ BIAS_AXES = ("row", "col")
 EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "cast(<C dtype>)", "none")
 DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
                DType.FP8: DType.F32, DType.BF8: DType.F32, DType.F64: DType.F64}
-#: largest scalar magnitude accepted for alpha/beta (the f32 compute type's finite range)
-SCALAR_MAX = 3.4028234663852886e38
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
