@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ckgen.errors import CkgenError
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -43,8 +45,6 @@ def _from_env(env: dict[str, str]) -> Settings:
     cache = Path(env.get("CKGEN_CACHE_DIR") or Path(xdg) / "ckgen")
     text = env.get("CKGEN_JOBS", "").strip() or "0"
     if not text.isdigit() or int(text) > 256:
-        from ckgen.errors import CkgenError
-
         raise CkgenError(f"CKGEN_JOBS={text!r}: expected an integer in 0..256 (0: the CPU count)")
     jobs = int(text) or (os.cpu_count() or 1)
     return Settings(

@@ -16,25 +16,31 @@ from pathlib import Path
 from ckgen import __version__
 from ckgen.codegen import manifest_kernels, render_header, render_kernel, render_launchers
 from ckgen.codegen.render import MANIFEST_SCHEMA_VERSION
+from ckgen.dispatch import db as tuning_db
+from ckgen.dispatch.build import dispatch_sources
+from ckgen.dispatch.codegen import dispatcher_abi, header_view
+from ckgen.dispatch.table import tables as dispatch_tables
 from ckgen.errors import CkgenError, ErrorList
 from ckgen.files import atomic_write, output_dir, shown
 from ckgen.frontend import load_file
+from ckgen.frontend.values import did_you_mean
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.lower import plan_all
 from ckgen.lower.pipeline import Pruned, pruned_notes
+from ckgen.targets import TARGETS
+from ckgen.toolchain import KernelSource, build_amd_library, nvidia
+from ckgen.toolchain import report as amd_report
 
 
 def parse_arches(text: str | None) -> tuple[str, ...]:
     """``gfx942,gfx90a`` → ("gfx942", "gfx90a"); None or empty → (). Unknown names are a CkgenError."""
-    from ckgen.targets import TARGETS
 
     if not text:
         return ()
     arches = tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
     unknown = [a for a in arches if a not in TARGETS]
     if unknown:
-        from ckgen.frontend.values import did_you_mean
 
         raise CkgenError(f"--arch {','.join(unknown)}: unknown target",
                          hint=f"{did_you_mean(unknown[0], TARGETS)}targets: {', '.join(sorted(TARGETS))}")
@@ -148,7 +154,6 @@ class Library:
 
 def _dispatcher_json(t) -> dict:
     """The manifest's entry of one dispatcher."""
-    from ckgen.dispatch.codegen import dispatcher_abi
 
     abi = dispatcher_abi(t)
     return {"name": t.name, "symbol": f"ckgen_{t.name}", "family": t.family, "op": t.op, "arch": t.arch,
@@ -162,10 +167,6 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
                   tuning: str | Path | None = None) -> list[Library]:
     """``ckgen compile``: one library + header per file, one manifest for all, in ``out_dir``. With ``dispatch``
     (or a ``tuning`` database), every family also gets its dispatchers (docs/dispatch.md) in its library."""
-    from ckgen.dispatch import db as tuning_db
-    from ckgen.dispatch.build import dispatch_sources
-    from ckgen.dispatch.codegen import header_view
-    from ckgen.dispatch.table import tables as dispatch_tables
 
     out_dir = output_dir(out_dir)  # before anything is built: a bad -o fails at once
     plans = plan(load(paths, arches), arches, notes)
@@ -202,7 +203,6 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
 def build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int, extra_sources: dict | None = None):
     """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.toolchain's LibraryResult.
     ``extra_sources``: more host translation units (dispatchers)."""
-    from ckgen.toolchain import KernelSource, build_amd_library  # build is the heaviest stage: import lazily
 
     kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
     return build_amd_library(stem, kernels, render_launchers(stem, plans, "amd"), sorted({p.arch for p in plans}),
@@ -217,7 +217,6 @@ def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int,
 
 def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int,
                 extra_sources: dict | None = None) -> tuple[Path, dict]:
-    from ckgen.toolchain import nvidia
 
     lib = nvidia.build_cuda_library(stem, plans, out_dir, host_sources=extra_sources or None)
     return lib.library, nvidia.resources(nvidia.analyze(lib, plans))
@@ -229,8 +228,6 @@ _BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
 def report(path: str | Path, arches: tuple[str, ...], jobs: int, notes: list[str] | None = None):
     """``ckgen report``: compile (cached) and return ``(reports, format_table)`` for one vendor's arches.
     Each report has ``to_json()``; ``format_table(reports)`` is that vendor's table."""
-    from ckgen.toolchain import nvidia
-    from ckgen.toolchain import report as amd_report
 
     plans = plan(load([path], arches), arches, notes)
     platforms = sorted({p.target.platform for ps in plans.values() for p in ps})

@@ -16,6 +16,10 @@ Identifiers are never escaped: the frontend refuses kernel names that are not sa
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 
 def _escape(text: str, extra: str) -> str:
     out = []
@@ -46,10 +50,6 @@ def c_string(text: str) -> str:
 def f32_literal(x: float) -> str:
     """``x`` rounded to f32, as the shortest decimal ``float`` literal with exactly that value (``0.1f``,
     ``-1.0f``, ``1e-10f``). ValueError for values f32 cannot hold (inf, nan, beyond its range)."""
-    import math
-
-    import numpy as np
-
     with np.errstate(over="ignore"):
         v = np.float32(x)
     if not math.isfinite(x) or not np.isfinite(v):

@@ -1,8 +1,7 @@
 """The targets table: every architecture ckgen knows, by name.
 
 ``get_target(name)`` is the one lookup later stages use; they never test arch names themselves.
-AMD entries live in ``amd.py``; NVIDIA entries in ``nvidia.py`` (``NVIDIA_TARGETS``), picked up
-here once that module exists.
+AMD entries live in ``amd.py``; NVIDIA entries in ``nvidia.py`` (``NVIDIA_TARGETS``).
 """
 
 from __future__ import annotations
@@ -10,13 +9,7 @@ from __future__ import annotations
 from ckgen.errors import ValidationError
 from ckgen.targets.amd import AMD_TARGETS
 from ckgen.targets.model import MatrixInstr, Target
-
-try:  # the NVIDIA table lands separately (ckgen/targets/nvidia.py); only its absence is tolerated
-    from ckgen.targets.nvidia import NVIDIA_TARGETS
-except ImportError as exc:  # pragma: no cover - depends on which modules have landed
-    if exc.name != "ckgen.targets.nvidia":
-        raise
-    NVIDIA_TARGETS: dict[str, Target] = {}
+from ckgen.targets.nvidia import NVIDIA_TARGETS
 
 TARGETS: dict[str, Target] = {**AMD_TARGETS, **NVIDIA_TARGETS}
 

@@ -32,12 +32,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ckgen.codegen import render_kernel, render_launchers
+from ckgen.codegen.render import unique_plans
 from ckgen.config import Settings, settings
 from ckgen.errors import BuildError, ToolchainError
+from ckgen.files import atomic_copy
 from ckgen.progress import Steps, current
 from ckgen.resources import content_hashes, include_flags
 from ckgen.targets.model import Target
 from ckgen.targets.nvidia import nvcc_arch_flags
+from ckgen.toolchain.cache import file_sha256, get_or_build
 from ckgen.toolchain.tools import run_tool, tool_version
 
 #: flags of every NVIDIA library build (besides -gencode per arch). --prec-div=false: float division
@@ -90,8 +94,6 @@ def find_nvcc(st: Settings | None = None) -> Nvcc:
 
 
 def cuda_sources(stem: str, plans) -> dict[str, str]:
-    from ckgen.codegen import render_kernel, render_launchers
-    from ckgen.codegen.render import unique_plans
 
     files: dict[str, str] = {}
     kernels = unique_plans(list(plans))
@@ -148,7 +150,6 @@ class CudaLibrary:
 
 def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc | None = None,
                        extra_flags: tuple[str, ...] = (), host_sources: dict[str, str] | None = None) -> CudaLibrary:
-    from ckgen.toolchain.cache import get_or_build
 
     nvcc = nvcc or find_nvcc()
     targets = _arches(plans)
@@ -193,7 +194,6 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
     if host_sources:
         library = _link_host_sources(nvcc, entry, stem, host_sources)
     if out_dir is not None:
-        from ckgen.files import atomic_copy
 
         atomic_copy(library, Path(out_dir) / lib_name)
         library = Path(out_dir) / lib_name
@@ -202,7 +202,6 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
 
 def _link_host_sources(nvcc: Nvcc, entry: Path, stem: str, host_sources: dict[str, str]) -> Path:
     """``lib<stem>.so`` of the kernels' object (from ``entry``) and ``host_sources``, cached on its own."""
-    from ckgen.toolchain.cache import file_sha256, get_or_build
 
     obj = entry / f"{stem}.o"
     lib_name = f"lib{stem}.so"

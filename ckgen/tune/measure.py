@@ -27,10 +27,15 @@ from typing import Any
 import numpy as np
 
 from ckgen import __version__
+from ckgen.codegen.render import summary
 from ckgen.dispatch import db
+from ckgen.frontend import load_file
 from ckgen.ir.abi import ArgKind
 from ckgen.ops import get_op
 from ckgen.ops.base import relative_error
+from ckgen.runtime.api import Kernel, get_backend
+from ckgen.runtime.arrays import memory_order, poison, to_float64
+from ckgen.runtime.dispatch import family_plans
 
 EARLY_STOP = 3.0
 #: bytes of read-only inputs the timed calls cycle through on CUDA, in at most :data:`MAX_COPIES` copies
@@ -72,9 +77,6 @@ class Worker:
     """The state of one worker process: its device, backend, plans and built kernels."""
 
     def __init__(self, job: Job, device: int):
-        from ckgen.frontend import load_file
-        from ckgen.runtime.api import get_backend
-        from ckgen.runtime.dispatch import family_plans
 
         self.job = job
         self.device = device
@@ -106,7 +108,6 @@ class Worker:
         return op.reference(plan, host, sizes)
 
     def _error(self, plan, a, out: Any, ref: Any) -> float:
-        from ckgen.runtime.arrays import to_float64
 
         if self.job.backend == "cuda" and not isinstance(out, np.ndarray):
             import torch
@@ -150,7 +151,6 @@ class Worker:
         return out
 
     def _record(self, plan, sizes: dict[str, int]) -> dict:
-        from ckgen.codegen.render import summary
 
         op = get_op(plan.op)
         sig = op.signature(plan.spec)
@@ -162,7 +162,6 @@ class Worker:
                 "tolerance": None, "reps": 0, "inner": self.job.inner, "early_stop": False, "error": None}
 
     def _measure(self, plan, sizes, arrays, before, refs, rec: dict, best: float | None) -> None:
-        from ckgen.runtime.api import Kernel
 
         if plan.name not in self.kernels:
             self.kernels[plan.name] = Kernel(plan, self.backend)
@@ -290,7 +289,6 @@ def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -
     dtypes) for what the kernel reads, 0xFF bytes for what it only writes; laid out as the ABI's strides say."""
     import torch
 
-    from ckgen.runtime.arrays import memory_order
 
     gen = torch.Generator(device=device).manual_seed(seed)
     out: dict[str, Any] = {}
@@ -331,7 +329,6 @@ def clone(x: Any) -> Any:
 
 def poison_any(x: Any) -> None:
     if isinstance(x, np.ndarray):
-        from ckgen.runtime.arrays import poison
 
         poison(x)
     else:

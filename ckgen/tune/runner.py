@@ -23,7 +23,11 @@ from pathlib import Path
 
 from ckgen.dispatch import db
 from ckgen.errors import CkgenError
+from ckgen.frontend import load_file
+from ckgen.lower.pipeline import Pruned, plan_all, pruned_notes
 from ckgen.ops import get_op
+from ckgen.runtime.api import get_backend
+from ckgen.runtime.dispatch import family_plans
 from ckgen.tune.measure import Job, Task, Worker
 
 
@@ -73,10 +77,6 @@ def run(source: str | Path, family: str, backend: str, arch: str | None, shapes:
         db_path: str | Path, reps: int, inner: int, warmup: int, seed: int, devices: int | None,
         out=sys.stdout) -> Summary:
     """The command (see the module docstring)."""
-    from ckgen.frontend import load_file
-    from ckgen.lower.pipeline import Pruned, plan_all, pruned_notes
-    from ckgen.runtime.api import get_backend
-    from ckgen.runtime.dispatch import family_plans
 
     specs = load_file(source)
     vendor = get_backend(backend).vendor

@@ -18,6 +18,7 @@ from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
+from ckgen.ops.gemm.schedule import scheduled_launch
 from ckgen.ops.gemm.spec import resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
@@ -85,7 +86,6 @@ def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
     come from its :class:`~ckgen.ops.gemm.body.SchedulePlan` (``schedule``)."""
     cfg = spec.params.config
     if schedule is not None and schedule.kind != "tile":
-        from ckgen.ops.gemm.schedule import scheduled_launch
 
         return scheduled_launch(cfg.tile, threads, schedule,
                                 prelaunch="gemm/tma_sched_launch.cpp.j2" if tma else None)

@@ -33,6 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ckgen.ir.types import Layout
 from ckgen.ops.gemm.lds import FIELD_BITS, MAX_TABLE, LdsOperandLayout
 
 
@@ -331,7 +332,6 @@ def bank_model(target) -> BankModel:
 
 def gemm_operand_shapes(target, params, instr, vec: tuple[int, int, int]) -> tuple[OperandShape, OperandShape]:
     """The A and B tiles of a GEMM plan as the MFMA body moves them (A: rows along M; B: rows along N)."""
-    from ckgen.ir.types import Layout
 
     g, cfg = params.gemm, params.config
     (tm, tn, tk), (wm, wn), lanes = cfg.tile, cfg.waves, target.wave_size

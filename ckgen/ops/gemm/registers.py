@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ckgen.ir.types import Layout
+
 FEATURES = ("acc", "frag", "stage", "stage_pf", "loads", "transpose", "epi", "one", "acc_separate", "separate")
 
 #: fitted by tools/calibrate_registers.py (see the module docstring); units: registers per feature unit
@@ -48,7 +50,6 @@ def _units_per_thread(rows: int, tk: int, vec: int, k_contig: bool, mn_piece: in
 
 def register_features(params, target, instr, vec: tuple[int, int, int], lds) -> dict[str, int]:
     """Per-lane register counts of the parts of the MFMA body (see the module docstring)."""
-    from ckgen.ir.types import Layout
 
     g, cfg, lanes = params.gemm, params.config, target.wave_size
     (tm, tn, tk), (wm, wn) = cfg.tile, cfg.waves
