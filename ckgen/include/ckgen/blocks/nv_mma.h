@@ -66,49 +66,23 @@ CKGEN_DEVICE uint32_t to_tf32(uint32_t f32_bits) {
   return r;
 }
 
-CKGEN_DEVICE f32x4_t mma_m16n8k16_f32_f16(u32x4_t a, u32x2_t b, f32x4_t c) {
-  f32x4_t d;
-  asm(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%11,%12,%13};\n"
-      : "=f"(d.r[0]), "=f"(d.r[1]), "=f"(d.r[2]), "=f"(d.r[3])
-      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]), "f"(c.r[0]), "f"(c.r[1]),
-        "f"(c.r[2]), "f"(c.r[3]));
-  return d;
-}
+// One mma.sync wrapper: d = a.b + c with 4 A, 2 B and 4 C/D registers (the layout above). PTX: the
+// instruction after "mma.sync.aligned."; DC: the asm constraint of the C/D registers ("f" f32, "r" s32).
+#define CKGEN_NV_MMA_SYNC(NAME, CD, PTX, DC)                                                                   \
+  CKGEN_DEVICE CD NAME(u32x4_t a, u32x2_t b, CD c) {                                                         \
+    CD d;                                                                                                    \
+    asm("mma.sync.aligned." PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"                \
+        : "=" DC(d.r[0]), "=" DC(d.r[1]), "=" DC(d.r[2]), "=" DC(d.r[3])                                     \
+        : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]), DC(c.r[0]), DC(c.r[1]), \
+          DC(c.r[2]), DC(c.r[3]));                                                                           \
+    return d;                                                                                                \
+  }
 
-CKGEN_DEVICE f32x4_t mma_m16n8k16_f32_bf16(u32x4_t a, u32x2_t b, f32x4_t c) {
-  f32x4_t d;
-  asm(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%11,%12,%13};\n"
-      : "=f"(d.r[0]), "=f"(d.r[1]), "=f"(d.r[2]), "=f"(d.r[3])
-      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]), "f"(c.r[0]), "f"(c.r[1]),
-        "f"(c.r[2]), "f"(c.r[3]));
-  return d;
-}
-
-CKGEN_DEVICE i32x4_t mma_m16n8k32_s32_s8(u32x4_t a, u32x2_t b, i32x4_t c) {
-  i32x4_t d;
-  asm(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%11,%12,%13};\n"
-      : "=r"(d.r[0]), "=r"(d.r[1]), "=r"(d.r[2]), "=r"(d.r[3])
-      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]), "r"(c.r[0]), "r"(c.r[1]),
-        "r"(c.r[2]), "r"(c.r[3]));
-  return d;
-}
-
-CKGEN_DEVICE f32x4_t mma_m16n8k8_f32_tf32(u32x4_t a, u32x2_t b, f32x4_t c) {
-  f32x4_t d;
-  asm(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%11,%12,%13};\n"
-      : "=f"(d.r[0]), "=f"(d.r[1]), "=f"(d.r[2]), "=f"(d.r[3])
-      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]), "f"(c.r[0]), "f"(c.r[1]),
-        "f"(c.r[2]), "f"(c.r[3]));
-  return d;
-}
+CKGEN_NV_MMA_SYNC(mma_m16n8k16_f32_f16, f32x4_t, "m16n8k16.row.col.f32.f16.f16.f32", "f")
+CKGEN_NV_MMA_SYNC(mma_m16n8k16_f32_bf16, f32x4_t, "m16n8k16.row.col.f32.bf16.bf16.f32", "f")
+CKGEN_NV_MMA_SYNC(mma_m16n8k32_s32_s8, i32x4_t, "m16n8k32.row.col.s32.s8.s8.s32", "r")
+CKGEN_NV_MMA_SYNC(mma_m16n8k8_f32_tf32, f32x4_t, "m16n8k8.row.col.f32.tf32.tf32.f32", "f")
+#undef CKGEN_NV_MMA_SYNC
 
 }  // namespace nv
 }  // namespace ckgen
