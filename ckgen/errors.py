@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +110,29 @@ def caret_lines(line: str, span: SourceSpan) -> list[str]:
     pad = ("   " if lo else "") + "".join("\t" if ch == "\t" else " " * _width(ch) for ch in line[lo:start])
     marks = "^" * max(1, sum(max(_width(ch), 1) for ch in line[start:end]))
     return ["    " + text, "    " + pad + marks]
+
+
+#: how hints spell an option: "python" (``ckgen.jit(..., target='emu')``, the default) or "cli" (``--target emu``,
+#: while the ``ckgen`` command runs: :func:`cli_options`)
+_OPTION_SYNTAX: ContextVar[str] = ContextVar("ckgen_option_syntax", default="python")
+
+
+def option(name: str, value: str) -> str:
+    """Option ``name`` set to ``value`` as the code that will read the hint writes it: ``target='emu'`` for the
+    Python API, ``--target emu`` inside :func:`cli_options` (the ``ckgen`` command)."""
+    if _OPTION_SYNTAX.get() == "cli":
+        return f"--{name.replace('_', '-')} {value}"
+    return f"{name}={value!r}"
+
+
+@contextmanager
+def cli_options() -> Iterator[None]:
+    """Within this block, :func:`option` spells options as ``ckgen`` command-line flags."""
+    token = _OPTION_SYNTAX.set("cli")
+    try:
+        yield
+    finally:
+        _OPTION_SYNTAX.reset(token)
 
 
 class DslSyntaxError(CkgenError):

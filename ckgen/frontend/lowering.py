@@ -67,7 +67,10 @@ def _collect(block: Block) -> tuple[dict[str, Stmt], list[CkgenError]]:
             errors.append(err(f"'{st.key} in [...]' lists alternatives, which only a family may do", st.span,
                               f"write 'family {block.name} {{ ... }}' or '{st.key} = <value>'"))
         elif st.is_choice and len(st.values) != len({x.text for x in st.values}):
-            errors.append(err(f"'{st.key} in [...]' lists a value twice", st.span))
+            texts = [x.text for x in st.values]
+            again = next(x for i, x in enumerate(st.values) if x.text in texts[:i])
+            errors.append(err(f"'{st.key} in [...]' lists {again.text} twice", again.span,
+                              "list each alternative once"))
         else:
             seen[st.key] = st
     return seen, errors

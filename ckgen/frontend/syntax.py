@@ -8,6 +8,9 @@ and moves the error to the text at fault:
 - a run of value tokens written without spaces between them that is no value (``-2x2``, ``128x128x``,
   ``1.0.0``, ``1e``): "malformed value", spanning the whole run;
 - a word after a complete value that starts no statement (``A = f16 rwo``): that word;
+- an operator or an open bracket that ends a line (``epilogue = bias(col) ->``, ``bias(col``) when the next
+  line cannot continue it: the operator or the last token;
+- a ',' between statements: the ',', saying how statements are separated;
 - otherwise the token the parser stopped at, as before.
 
 The result is a :class:`DslSyntaxError` with a span over the text at fault and a hint saying what is legal there.
@@ -29,6 +32,8 @@ VALUE_TOKENS = frozenset({"NAME", "SIGNED_NUMBER", "DIMS", "LAYOUT"})
 STATEMENT_STARTS = frozenset({"LBRACE", "SEMICOLON"})
 #: tokens that need something after them: when that is missing, the error is at them, not at the next line
 OPERATORS = frozenset({"EQUAL", "IN", "__ANON_0", "COMMA", "LPAR", "LSQB"})
+#: closing brackets: a line that leaves one open is the error, not the next line
+CLOSERS = frozenset({"RPAR", "RSQB"})
 VALUE_FORMS = ("a value is a name, a number, dims like 128x128x32, '<dtype> row|col', a call like bias(col), "
                "a chain like bias(col) -> gelu, or a list [a, b]")
 LAYOUTS = ("row", "col")
@@ -122,9 +127,10 @@ def locate(grammar: str, text: str, path: str, pos: int, expected: set[str], exp
                 break
             run.append(tok)
         return _malformed(path, text, run, _key_of(toks[:len(toks) - len(run) + 1]))
-    if last.type in OPERATORS and after is not None and after.line > last.end_line:
-        # ``epilogue = bias(col) ->`` and a '}' on the next line: the operand after the operator is missing
-        return DslSyntaxError(f"expected {expected_text} after {str(last)!r}", _span(path, text, last, last),
+    if (last.type in OPERATORS or expected & CLOSERS) and after is not None and after.line > last.end_line:
+        # ``epilogue = bias(col) ->`` or ``bias(col`` and a '}' on the next line: what the line needs is missing
+        wanted = "a value" if last.type in ("EQUAL", "IN") else expected_text
+        return DslSyntaxError(f"expected {wanted} after {str(last)!r}", _span(path, text, last, last),
                               f"found {str(after)!r} on line {after.line}")
     depth = sum((t.type in ("LSQB", "LPAR")) - (t.type in ("RSQB", "RPAR")) for t in toks)
     if after is not None and after.type == "COMMA" and "COMMA" not in expected and depth == 0:
