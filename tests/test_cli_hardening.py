@@ -236,6 +236,8 @@ HOSTILE = [
     ("open call", k("epilogue = bias(⟪col⟫"), "expected ')', ',' after 'col'"),
     ("open list", k("arch = [gfx942, ⟪gfx90a⟫"), "after 'gfx90a'"),
     ("no value", k("alpha ⟪=⟫"), "expected a value after '='"),
+    ("no value before a statement", k("alpha ⟪=⟫", "beta = 0"), "'beta' on line 6 starts the next statement"),
+    ("dangling arrow before a statement", k("epilogue = relu ⟪->⟫", "beta = 0"), "expected an operand after '->'"),
     ("no closing brace", HEAD + "  tile = 128x128x32 waves = 2x2⟪⟫", "unexpected end of file"),
     ("no block", "target gfx942\nkernel k⟪⟫", "unexpected end of file"),
     ("no kernel name", "target gfx942\nkernel ⟪{⟫ }\n", "expected a name"),

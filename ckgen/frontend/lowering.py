@@ -105,7 +105,7 @@ def _op_hint(keys: tuple[str, ...], default) -> str | None:
     if best <= len(taken(default)):
         return None
     names = [name for name, v in scores.items() if len(v) == best]
-    spelled = " or ".join(f"`op = {n}`" for n in names)
+    spelled = " or ".join(filter(None, (", ".join(f"`op = {n}`" for n in names[:-1]), f"`op = {names[-1]}`")))
     return f"did you mean {spelled}? ({'they take' if len(names) > 1 else 'it takes'} {', '.join(scores[names[0]])})"
 
 

@@ -127,6 +127,13 @@ def locate(grammar: str, text: str, path: str, pos: int, expected: set[str], exp
                 break
             run.append(tok)
         return _malformed(path, text, run, _key_of(toks[:len(toks) - len(run) + 1]))
+    if after is not None and after.type == "EQUAL" and last.type == "NAME" and len(toks) >= 2 \
+            and toks[-2].type in OPERATORS and toks[-2].end_line < last.line:
+        # ``alpha =`` and ``waves = 2x2`` on the next line: the parser took 'waves' for alpha's value
+        op = toks[-2]
+        wanted = "a value" if op.type in ("EQUAL", "IN") else "an operand"
+        return DslSyntaxError(f"expected {wanted} after {str(op)!r}", _span(path, text, op, op),
+                              f"{str(last)!r} on line {last.line} starts the next statement")
     if (last.type in OPERATORS or expected & CLOSERS) and after is not None and after.line > last.end_line:
         # ``epilogue = bias(col) ->`` or ``bias(col`` and a '}' on the next line: what the line needs is missing
         wanted = "a value" if last.type in ("EQUAL", "IN") else expected_text
