@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from ckgen import __version__
-from ckgen.errors import CkgenError
+from ckgen.errors import CkgenError, cli_options
 
 EXIT_OK, EXIT_NUMERICS, EXIT_USER, EXIT_INTERNAL, EXIT_ENV, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 MAX_JOBS = 256
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     from ckgen.progress import reporting
 
     try:
-        with reporting(_reporter(args)):
+        with cli_options(), reporting(_reporter(args)):
             return COMMANDS[args.command](args)
     except CkgenError as exc:
         sys.stderr.write(exc.render() + "\n")

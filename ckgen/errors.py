@@ -15,7 +15,11 @@ shows a traceback for a CkgenError.
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +112,29 @@ def caret_lines(line: str, span: SourceSpan) -> list[str]:
     return ["    " + text, "    " + pad + marks]
 
 
+#: how hints spell an option: "python" (``ckgen.jit(..., target='emu')``, the default) or "cli" (``--target emu``,
+#: while the ``ckgen`` command runs: :func:`cli_options`)
+_OPTION_SYNTAX: ContextVar[str] = ContextVar("ckgen_option_syntax", default="python")
+
+
+def option(name: str, value: str) -> str:
+    """Option ``name`` set to ``value`` as the code that will read the hint writes it: ``target='emu'`` for the
+    Python API, ``--target emu`` inside :func:`cli_options` (the ``ckgen`` command)."""
+    if _OPTION_SYNTAX.get() == "cli":
+        return f"--{name.replace('_', '-')} {value}"
+    return f"{name}={value!r}"
+
+
+@contextmanager
+def cli_options() -> Iterator[None]:
+    """Within this block, :func:`option` spells options as ``ckgen`` command-line flags."""
+    token = _OPTION_SYNTAX.set("cli")
+    try:
+        yield
+    finally:
+        _OPTION_SYNTAX.reset(token)
+
+
 class DslSyntaxError(CkgenError):
     """The .ck text does not parse."""
 
@@ -130,6 +157,40 @@ class ValidationError(CkgenError):
         self.legal = legal
         self.kernel = kernel
         self.arch = arch
+        self.suggestion: str | None = None
+        self._later: Callable[[], str | None] | None = None
+
+    @property
+    def hint(self) -> str | None:
+        if self._later is not None:  # a suggestion that costs a search: made when the error is shown
+            later, self._later = self._later, None
+            text = later()
+            if text:
+                self.suggest(text)
+        return self._hint
+
+    @hint.setter
+    def hint(self, text: str | None) -> None:
+        self._hint = text
+
+    def suggest(self, text: str, first: bool = False) -> ValidationError:
+        """Add a nearby legal value to the note, after the legal values (``legal: ...; nearest legal tile:
+        ...``) or, with ``first``, before them (``did you mean 'gfx942'? legal: ...``); returns the error."""
+        self.suggestion = text
+        self.hint = f"{text} legal: {self.legal}" if first else f"legal: {self.legal}; {text}"
+        return self
+
+    def suggest_later(self, make: Callable[[], str | None]) -> ValidationError:
+        """Like :meth:`suggest`, with the text made by ``make`` when the hint is first read (an error that is
+        only counted, such as a pruned family member's, never pays for the search); returns the error."""
+        self._later = make
+        return self
+
+
+def did_you_mean(word: str, options) -> str:
+    """``"did you mean 'x'? "`` for the option of ``options`` closest to ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f"did you mean '{close[0]}'? " if close else ""
 
 
 class EnvironmentProblem(CkgenError):

@@ -7,9 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
+
+from ckgen.errors import CkgenError
 
 ROOT = Path(__file__).resolve().parents[1]
 F32 = ROOT / "examples" / "gemm_f32.ck"
@@ -143,6 +146,28 @@ def test_examples_list_and_copy(tmp_path, cache):
     assert chk.returncode == 0
 
 
+def test_cli_messages_use_cli_syntax(cache):
+    """A hint that names an option spells it as a flag on the command line (``--target sm_90``) where the
+    Python API says ``target='sm_90'``."""
+    r = ckgen("run", F32, "--kernel", "sgemm_nn", "--target", "sm_90", "--arch", "gfx942", cache=cache)
+    assert r.returncode == 2 and "pass --target sm_90 alone" in r.stderr, r.stderr
+    from ckgen.runtime.api import jit
+
+    with pytest.raises(CkgenError) as ei:
+        jit(str(F32), kernel="sgemm_nn", target="sm_90", arch="gfx942")
+    assert "pass target='sm_90' alone" in ei.value.render()
+
+
+def test_an_unknown_target_gets_a_did_you_mean_in_the_dsl_and_on_the_command_line(tmp_path, cache):
+    (tmp_path / "t.ck").write_text(SMALL.replace("target gfx942", "target gfx9424"))
+    dsl = ckgen("check", tmp_path / "t.ck", cache=cache)
+    flag = ckgen("check", tmp_path / "t.ck", "--arch", "gfx9422", cache=cache)
+    assert dsl.returncode == 2 and f"{tmp_path / 't.ck'}:1:8: error: arch = gfx9424: unknown target" in dsl.stderr
+    assert "did you mean 'gfx942'?" in dsl.stderr
+    assert flag.returncode == 2 and "--arch gfx9422: unknown target" in flag.stderr
+    assert "did you mean 'gfx942'?" in flag.stderr
+
+
 @pytest.mark.parametrize("args", [["compile", "x.ck", "-o", "o", "-j", "-1"], ["compile", "x.ck", "-o", "o", "-j", "x"],
                                   ["check", "x.ck", "--arch", "gfx943"]])
 def test_usage_errors(cache, args):
@@ -155,7 +180,7 @@ def test_no_gpu_for_a_gpu_target_is_exit_4(cache):
     r = ckgen("run", F32, "--kernel", "sgemm_nn", "--target", "hip", "-m", "8", "-n", "8", "-k", "8", cache=cache)
     if "no AMD GPU" not in r.stderr:
         pytest.skip("this machine has an AMD GPU or no HIP runtime")
-    assert r.returncode == 4 and "use target='emu'" in r.stderr
+    assert r.returncode == 4 and "use --target emu" in r.stderr and "target='emu'" not in r.stderr
 
 
 def test_report_of_a_spec_that_mixes_vendors_says_which_arch_to_pass(tmp_path, cache):
@@ -163,3 +188,137 @@ def test_report_of_a_spec_that_mixes_vendors_says_which_arch_to_pass(tmp_path, c
     r = ckgen("report", "mix.ck", cache=cache, cwd=tmp_path)
     assert r.returncode == 2 and "the spec's targets: report AMD and NVIDIA targets in separate runs" in r.stderr
     assert "e.g. --arch gfx942" in r.stderr
+
+# ---------------------------------------------------------------------------------------- hostile DSL text
+#: hostile spec texts: each marks with ⟪ ⟫ the text its error must point at (a start only, ⟪⟫, at the end of
+#: a file), and names words the error must hold. ``ckgen check`` reports each at that file:line:col, caret
+#: under it, exit status 2, no traceback.
+HEAD = "target gfx942\nkernel k {\n  A = f16 row B = f16 col C = f16 row\n"
+T = "  tile = 128x128x32 waves = 2x2\n"
+
+
+def k(*lines: str, tile: bool = True) -> str:
+    return HEAD + (T if tile else "") + "".join(f"  {x}\n" for x in lines) + "}\n"
+
+
+def rows(*lines: str) -> str:
+    return "target gfx942\nkernel k {\n" + "".join(f"  {x}\n" for x in lines) + "}\n"
+
+
+HOSTILE = [
+    # bad values
+    ("glued dims", k("tile = ⟪128x128x⟫", "waves = 2x2", tile=False), "malformed value"),
+    ("bare exponent", k("alpha = ⟪1e⟫"), "malformed value"),
+    ("two points", k("alpha = ⟪1.0.0⟫"), "malformed value"),
+    ("C suffix", k("alpha = ⟪1.0f⟫"), "malformed value"),
+    ("hex", k("alpha = ⟪0x10⟫"), "expected a number"),
+    ("word for a number", k("alpha = ⟪fast⟫"), "expected a number"),
+    ("nan", k("beta = ⟪nan⟫"), "expected a number"),
+    ("fraction for a count", k("lds_buffers = ⟪2.5⟫"), "expected an integer"),
+    ("layout typo", "target gfx942\nkernel k {\n  A = f16 ⟪rwo⟫ B = f16 col C = f16 row\n" + T + "}\n",
+     "did you mean 'row'"),
+    ("unknown dtype", "target gfx942\nkernel k {\n  A = ⟪f17 row⟫ B = f16 col C = f16 row\n" + T + "}\n",
+     "not a dtype"),
+    ("unknown epilogue", k("epilogue = bias(col) -> ⟪gelu2⟫"), "gelu"),
+    # negative, zero, huge
+    ("negative waves", k("waves = ⟪-2x2⟫", "tile = 128x128x32", tile=False), "every extent must be positive"),
+    ("zero extent", k("tile = ⟪0x128x32⟫", "waves = 2x2", tile=False), "every extent must be positive"),
+    ("negative inner extent", k("tile = ⟪128x-128x32⟫", "waves = 2x2", tile=False), "every extent must be positive"),
+    ("many digits", k("waves = ⟪99999999999x2⟫", "tile = 128x128x32", tile=False), "out of range"),
+    ("huge extent", k("tile = ⟪65537x128x32⟫", "waves = 2x2", tile=False), "at most 65536"),
+    ("negative count", k("lds_buffers = ⟪-1⟫"), "expected an integer"),
+    ("huge float", k("alpha = ⟪1e39⟫"), "out of range"),
+    ("denormal", k("alpha = ⟪1e-40⟫"), "too small for f32"),
+    ("huge integer", k("vec_a = ⟪99999999999999999999⟫"), "expected an integer"),
+    ("1e300 prefetch", k("prefetch = ⟪1e300⟫"), "expected an integer"),
+    # truncated blocks
+    ("dangling arrow", k("epilogue = bias(col) ⟪->⟫"), "expected a name after '->'"),
+    ("open call", k("epilogue = bias(⟪col⟫"), "expected ')', ',' after 'col'"),
+    ("open list", k("arch = [gfx942, ⟪gfx90a⟫"), "after 'gfx90a'"),
+    ("no value", k("alpha ⟪=⟫"), "expected a value after '='"),
+    ("no value before a statement", k("alpha ⟪=⟫", "beta = 0"), "'beta' on line 6 starts the next statement"),
+    ("dangling arrow before a statement", k("epilogue = relu ⟪->⟫", "beta = 0"), "expected an operand after '->'"),
+    ("no closing brace", HEAD + "  tile = 128x128x32 waves = 2x2⟪⟫", "unexpected end of file"),
+    ("no block", "target gfx942\nkernel k⟪⟫", "unexpected end of file"),
+    ("no kernel name", "target gfx942\nkernel ⟪{⟫ }\n", "expected a name"),
+    # unicode
+    ("times sign", k("tile = 128⟪×⟫128×32", tile=False), "letter x"),
+    ("minus sign", k("alpha = ⟪−⟫1"), "a minus sign is '-'"),
+    ("accented key", k("⟪é⟫ = 1"), "unexpected character"),
+    ("fullwidth equals", k("alpha ⟪＝⟫ 1"), "set with '='"),
+    ("arrow character", k("epilogue = bias(col) ⟪→⟫ gelu"), "written with '->'"),
+    ("accented kernel name", "target gfx942\nkernel k⟪é⟫rn { }\n", "unexpected character"),
+    ("zero-width space", k("alpha = 1⟪\u200b⟫"), "unexpected character"),
+    # duplicate keys and kernels
+    ("duplicate key", k("⟪tile⟫ = 64x64x32"), "set twice"),
+    ("duplicate alternative", "target gfx942\nfamily f {\n  A = f16 row B = f16 col C = f16 row waves = 2x2\n"
+     "  tile in [64x64x32, ⟪64x64x32⟫]\n}\n", "lists 64x64x32 twice"),
+    ("duplicate kernel", k() + "kernel ⟪k⟫ {\n  A = f16 row B = f16 col C = f16 row\n" + T + "}\n", "defined twice"),
+    # keys of another op
+    ("row keys without op", rows("⟪x⟫ = bf16", "residual = true", "eps = 1e-5"), "did you mean `op = "),
+    ("a gemm key in a norm", rows("op = rmsnorm", "x = bf16", "⟪tile⟫ = 128x128x32"), "unknown parameter 'tile'"),
+    ("op typo", rows("op = ⟪rmsnrom⟫", "x = bf16"), "did you mean 'rmsnorm'"),
+    ("a family of ops", rows("⟪op⟫ in [softmax, rmsnorm]", "x = bf16").replace("kernel", "family"), "one op"),
+    # wrong separators
+    ("comma between statements", k("alpha = 1⟪,⟫ beta = 0"), "not ','"),
+    ("colon", k("alpha⟪:⟫ 1"), "set with '='"),
+    ("double equals", k("alpha =⟪=⟫ 1"), "unexpected '='"),
+    ("semicolon in a list", k("arch = [gfx942⟪;⟫ gfx90a]"), "unexpected ';'"),
+    ("greater-than", k("epilogue = bias(col) ⟪>⟫ gelu"), "unexpected character '>'"),
+    ("double semicolon", "target gfx942;⟪;⟫\n" + k()[len("target gfx942\n"):], "unexpected ';'"),
+    # bad tile forms
+    ("two extents", k("tile = ⟪128x128⟫", "waves = 2x2", tile=False), "expected NxNxN"),
+    ("one number", k("tile = ⟪128⟫", "waves = 2x2", tile=False), "expected NxNxN"),
+    ("a list", k("tile = ⟪[128, 128, 32]⟫", "waves = 2x2", tile=False), "expected NxNxN"),
+    ("four extents", k("tile = ⟪128x128x32x8⟫", "waves = 2x2", tile=False), "expected NxNxN"),
+    ("spaced dims", k("tile = 128 ⟪x⟫ 128 x 32", "waves = 2x2", tile=False), "after the value of 'tile'"),
+    ("double x", k("tile = ⟪128xx128x32⟫", "waves = 2x2", tile=False), "malformed value"),
+    ("capital X", k("tile = ⟪128X128X32⟫", "waves = 2x2", tile=False), "malformed value"),
+    ("trailing x", k("waves = ⟪2x2x⟫", "tile = 128x128x32", tile=False), "malformed value"),
+    ("instr of two", k("instr = ⟪32x32⟫"), "expected NxNxN"),
+    ("no instruction fits", k("tile = ⟪128x100x32⟫", "waves = 2x2", tile=False), "nearest legal tile on gfx942: 128x96x32"),
+    ("empty alternatives", "target gfx942\nfamily f {\n  A = f16 row B = f16 col C = f16 row waves = 2x2\n"
+     "  tile in [⟪]⟫\n}\n", "unexpected ']'"),
+    # targets
+    ("target typo", "target ⟪gfx9424⟫\n" + k()[len("target gfx942\n"):], "did you mean 'gfx942'"),
+    ("arch typo", k("arch = ⟪gfx9o42⟫"), "did you mean 'gfx942'"),
+]
+
+
+def _placed(marked: str) -> tuple[str, int, int, int]:
+    """The text without its markers and the marked span: line, column (1-based) and width."""
+    start, end = marked.index("⟪"), marked.index("⟫")
+    line = marked[:start].count("\n") + 1
+    col = start - (marked.rfind("\n", 0, start) + 1) + 1
+    return marked.replace("⟪", "").replace("⟫", ""), line, col, end - start - 1
+
+
+@pytest.mark.parametrize("marked,words", [pytest.param(m, w, id=n) for n, m, w in HOSTILE])
+def test_hostile_text_gets_one_located_error(tmp_path, capsys, marked, words):
+    from ckgen.cli import main
+
+    text, line, col, width = _placed(marked)
+    path = tmp_path / "h.ck"
+    path.write_text(text)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    first, *rest = err.splitlines()
+    assert first.startswith(f"{path}:{line}:{col}: error: "), err
+    assert words in err, err
+    caret = rest[1][4:]
+    assert len(caret) - len(caret.lstrip(" \t")) == len(text.splitlines()[line - 1][:col - 1]), err
+    marked_text = text.splitlines()[line - 1][col - 1:col - 1 + width]
+    assert caret.count("^") == max(sum(1 + (unicodedata.east_asian_width(c) in "WF") for c in marked_text), 1), err
+
+
+def test_hostile_texts_in_one_command_give_no_traceback(tmp_path, cache):
+    paths = []
+    for i, (_, marked, _) in enumerate(HOSTILE):
+        paths.append(tmp_path / f"h{i}.ck")
+        paths[-1].write_text(_placed(marked)[0].replace("kernel k ", f"kernel k{i} "))  # names unique over files
+    r = ckgen("check", *paths, cache=cache)
+    assert r.returncode == 2
+    # files that read, parse and lower are planned only once no file has a frontend error: check them again
+    later = [p for p in paths if f"{p}:" not in r.stderr]
+    again = ckgen("check", *later, cache=cache)
+    assert again.returncode == 2 and all(f"{p}:" in again.stderr for p in later)

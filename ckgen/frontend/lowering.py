@@ -67,20 +67,46 @@ def _collect(block: Block) -> tuple[dict[str, Stmt], list[CkgenError]]:
             errors.append(err(f"'{st.key} in [...]' lists alternatives, which only a family may do", st.span,
                               f"write 'family {block.name} {{ ... }}' or '{st.key} = <value>'"))
         elif st.is_choice and len(st.values) != len({x.text for x in st.values}):
-            errors.append(err(f"'{st.key} in [...]' lists a value twice", st.span))
+            texts = [x.text for x in st.values]
+            again = next(x for i, x in enumerate(st.values) if x.text in texts[:i])
+            errors.append(err(f"'{st.key} in [...]' lists {again.text} twice", again.span,
+                              "list each alternative once"))
         else:
             seen[st.key] = st
     return seen, errors
 
 
-def _check_keys(op, stmts: dict[str, Stmt]) -> list[CkgenError]:
+def _check_keys(op, stmts: dict[str, Stmt], block: Block) -> list[CkgenError]:
+    """An error per parameter ``op`` does not take. When the block names no op and another op of the registry
+    takes more of its parameters than the default op does, one error instead, saying so."""
     legal = (*COMMON_KEYS, *op.key_names())
-    errors: list[CkgenError] = []
-    for key, st in stmts.items():
-        if key not in legal:
-            errors.append(err(f"unknown parameter '{key}' for op {op.name}", st.span,
-                              f"{did_you_mean(key, legal)}parameters: {', '.join(legal)}"))
-    return errors
+    unknown = [key for key in stmts if key not in legal]
+    if not unknown:
+        return []
+    if "op" not in stmts:
+        hint = _op_hint(tuple(stmts), op)
+        if hint:
+            keys = ", ".join(f"'{k}'" for k in unknown)
+            return [err(f"{block.kind} '{block.name}' has no 'op = ...', so op defaults to {op.name}, which has no "
+                        f"parameter {keys}", stmts[unknown[0]].span, hint)]
+    return [err(f"unknown parameter '{key}' for op {op.name}", stmts[key].span,
+                f"{did_you_mean(key, legal)}parameters: {', '.join(legal)}") for key in unknown]
+
+
+def _op_hint(keys: tuple[str, ...], default) -> str | None:
+    """"did you mean `op = X`?" naming the ops of the registry that take the most of ``keys`` (more than
+    ``default`` does), or None."""
+    def taken(op) -> list[str]:
+        legal = set(op.key_names())
+        return [k for k in keys if k in legal]
+
+    scores = {name: taken(get_op(name)) for name in op_names()}
+    best = max(len(v) for v in scores.values())
+    if best <= len(taken(default)):
+        return None
+    names = [name for name, v in scores.items() if len(v) == best]
+    spelled = " or ".join(filter(None, (", ".join(f"`op = {n}`" for n in names[:-1]), f"`op = {names[-1]}`")))
+    return f"did you mean {spelled}? ({'they take' if len(names) > 1 else 'it takes'} {', '.join(scores[names[0]])})"
 
 
 #: how a family member's name spells characters of a value that are not identifier characters
@@ -143,7 +169,7 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
         except SpecError as exc:
             errs.append(exc if exc.span else SpecError(exc.message, stmts["op"].values[0].span, exc.hint))
         if not errs:
-            errs = _check_keys(op, stmts)
+            errs = _check_keys(op, stmts, block)
         errors.extend(errs)
         if errs:
             continue

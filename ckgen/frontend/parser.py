@@ -21,6 +21,7 @@ from lark.exceptions import (
 )
 
 from ckgen.errors import CkgenError, DslSyntaxError, SourceSpan, SpecError
+from ckgen.frontend.syntax import locate
 from ckgen.resources import GRAMMAR_DIR
 
 GRAMMAR_FILE = GRAMMAR_DIR / "ckgen.lark"
@@ -32,6 +33,10 @@ _TERMINAL_TEXT = {
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'",
     "__ANON_0": "'->'", "KERNEL": "'kernel'", "FAMILY": "'family'", "TARGET": "'target'", "$END": "end of file",
 }
+#: characters that look like DSL punctuation but are not, and what to write instead
+_LOOKALIKES = {"\u00d7": "dims are joined by the letter x (128x128x32)", ":": "a parameter is set with '='",
+               "\u2192": "a chain is written with '->'", "\u2212": "a minus sign is '-'",
+               "\uff1d": "a parameter is set with '='"}
 #: most digits of one extent of a dims value (``128x128x32``); no extent of any op comes near 10**9
 MAX_DIM_DIGITS = 9
 
@@ -81,8 +86,13 @@ class Module:
 
 
 @lru_cache(maxsize=1)
+def _grammar() -> str:
+    return GRAMMAR_FILE.read_text()
+
+
+@lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(GRAMMAR_FILE.read_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    return Lark(_grammar(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
 def _tok_span(path: str, text: str, tok: Token) -> SourceSpan:
@@ -108,7 +118,7 @@ class _ToNodes(Transformer):
         tok = items[0]
         span = _tok_span(self.path, self.text, tok)
         parts = str(tok).split("x")
-        longest = max(len(p.lstrip("0")) for p in parts)
+        longest = max(len(p.lstrip("+-").lstrip("0")) for p in parts)
         if longest > MAX_DIM_DIGITS:  # int() of 4300+ digits raises; no extent is that large anyway
             raise SpecError(f"an extent with {longest} digits is out of range", span,
                             f"extents have at most {MAX_DIM_DIGITS} digits")
@@ -172,17 +182,26 @@ def _expected(exc: UnexpectedInput) -> str:
 
 
 def parse(text: str, path: str = "<string>") -> Module:
-    """Parse DSL text. Raises :class:`DslSyntaxError` (never a Lark error)."""
+    """Parse DSL text. Raises :class:`DslSyntaxError` (never a Lark error) located at the text at fault
+    (:func:`ckgen.frontend.syntax.locate`), not merely where the parser stopped."""
     try:
         tree = _parser().parse(text)
     except UnexpectedCharacters as exc:
         ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
         span = SourceSpan(path, exc.line, exc.column, exc.line, exc.column + 1, text)
         exp = _expected(exc)
-        raise DslSyntaxError(f"unexpected character {ch!r}", span, f"expected {exp}" if exp else None) from None
+        hint = f"expected {exp}" if exp else None
+        if ch in _LOOKALIKES:
+            hint = f"{_LOOKALIKES[ch]}; {hint}" if hint else _LOOKALIKES[ch]
+        raise DslSyntaxError(f"unexpected character {ch!r}", span, hint) from None
     except UnexpectedToken as exc:
         tok = exc.token
-        if tok.type == "$END":
+        at_end = tok.type == "$END"
+        better = locate(_grammar(), text, path, len(text) if at_end else tok.start_pos, set(exc.expected or ()),
+                        _expected(exc))
+        if better is not None:
+            raise better from None
+        if at_end:
             line, col = _end_position(text)
             span = SourceSpan(path, line, col, line, col + 1, text)
             raise DslSyntaxError("unexpected end of file", span, f"expected {_expected(exc)}") from None

@@ -7,10 +7,9 @@ value or raises :class:`~ckgen.errors.SpecError` pointing at the value, saying w
 from __future__ import annotations
 
 import decimal
-import difflib
 import math
 
-from ckgen.errors import SourceSpan, SpecError
+from ckgen.errors import SourceSpan, SpecError, did_you_mean
 from ckgen.frontend.parser import Value
 from ckgen.ir.spec import TensorSpec
 from ckgen.ir.types import ALL_DTYPES, DType, Layout
@@ -18,11 +17,6 @@ from ckgen.ir.types import ALL_DTYPES, DType, Layout
 
 def err(msg: str, span: SourceSpan | None, hint: str | None = None) -> SpecError:
     return SpecError(msg, span, hint)
-
-
-def did_you_mean(word: str, options) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1)
-    return f"did you mean '{close[0]}'? " if close else ""
 
 
 def word(v: Value, param: str, legal: tuple[str, ...]) -> str:

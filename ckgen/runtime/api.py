@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ckgen.errors import CkgenError, RuntimeFailure
+from ckgen.errors import CkgenError, RuntimeFailure, option
 from ckgen.ir.abi import Abi, ArgKind
 from ckgen.runtime.arrays import from_bf16, numpy_dtype, poison, to_bf16
 from ckgen.runtime.binding import ArrayInfo, Call, bind
@@ -133,7 +133,7 @@ def resolve_target(target: str, arch: str | None) -> tuple[str, str | None]:
         raise CkgenError(f"target '{target}' is neither a backend nor a known arch",
                          hint="targets: " + ", ".join(sorted(BACKENDS)) + ", or an arch such as sm_90") from None
     if arch is not None and arch != t.name:
-        raise CkgenError(f"target '{target}' and arch '{arch}' disagree", hint=f"pass target='{target}' alone")
+        raise CkgenError(f"target '{target}' and arch '{arch}' disagree", hint=f"pass {option('target', target)} alone")
     return ("cuda" if t.vendor == "nvidia" else "hip"), t.name
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ckgen.config import Settings, settings
-from ckgen.errors import BuildError, EmulationFault, ToolchainError
+from ckgen.errors import BuildError, EmulationFault, ToolchainError, option
 from ckgen.files import atomic_output
 from ckgen.ir.abi import ArgKind
 from ckgen.progress import Steps
@@ -88,7 +88,7 @@ def emu_defines(target: Target) -> list[str]:
     """Preprocessor flags that make the emulator behave as ``target``."""
     if target.vendor != "amd":
         raise ToolchainError(f"the emu target emulates AMD CDNA targets; {target.name} is {target.vendor}",
-                             hint="use an AMD arch (see ckgen.targets) with target='emu'")
+                             hint=f"use an AMD arch (see ckgen.targets) with {option('target', 'emu')}")
     from ckgen.targets import amd
 
     flags = ["-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_ARCH_RESTRICT",

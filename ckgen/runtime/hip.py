@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ckgen import resources
-from ckgen.errors import BuildError, ToolchainError
+from ckgen.errors import BuildError, ToolchainError, option
 from ckgen.runtime.hip_bindings import (  # noqa: F401  (re-exported: the errors are part of this module's API)
     _ROCM5_GCN_ARCH_NAME_OFFSET,
     _ROCM5_PROP_SIZE,
@@ -261,7 +261,7 @@ def device_count() -> int:
                                     hint="install ROCm's libamdhip64 (Debian: apt-get install libamdhip64-5)") from None
     if int(n) == 0:
         raise HipNoDevice("hipGetDeviceCount: no AMD GPU is visible to HIP",
-                          hint="run on a machine with an AMD GPU, or use target='emu'")
+                          hint=f"run on a machine with an AMD GPU, or use {option('target', 'emu')}")
     return int(n)
 
 
@@ -323,7 +323,7 @@ def device_pointer(obj: Any, what: str) -> DeviceBuffer:
     raise HipArgumentError(
         f"{what}: expected a device buffer (hip-python hipMalloc result or an object with "
         f"__cuda_array_interface__), got {type(obj).__name__}",
-        hint="numpy arrays live on the host: copy them with hip.hipMemcpy, or use target='emu'")
+        hint=f"numpy arrays live on the host: copy them with hip.hipMemcpy, or use {option('target', 'emu')}")
 
 
 # ------------------------------------------------------------------------------------------ modules
@@ -343,7 +343,7 @@ class HipModule:
                 arch = device_arch()
                 if arch != self.code.arch:
                     err = HipLaunchError(f"the code object is for {self.code.arch}, the device is {arch}",
-                                         hint=f"build for arch='{arch}'")
+                                         hint=f"build for {option('arch', arch)}")
                     err.status = STATUS_UNSUPPORTED_ARCH
                     raise err
                 self._module = _hip_call("hipModuleLoadData",

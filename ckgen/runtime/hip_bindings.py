@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ckgen.errors import RuntimeFailure
+from ckgen.errors import RuntimeFailure, option
 
 # ckgen/include/ckgen/status.h (stable ABI)
 STATUS_INVALID_VALUE = 1
@@ -136,7 +136,7 @@ def _hip_call(what: str, result: Any) -> Any:
         name = getattr(err, "name", str(code))
         if code in (_HIP_ERROR_NO_DEVICE, _HIP_ERROR_INVALID_DEVICE):
             raise HipNoDevice(f"{what}: no AMD GPU is visible to HIP ({name})",
-                              hint="run on a machine with an AMD GPU, or use target='emu'")
+                              hint=f"run on a machine with an AMD GPU, or use {option('target', 'emu')}")
         raise HipLaunchError(f"{what} failed: {name}")
     return rest[0] if len(rest) == 1 else tuple(rest)
 

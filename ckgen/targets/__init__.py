@@ -6,7 +6,7 @@ AMD entries live in ``amd.py``; NVIDIA entries in ``nvidia.py`` (``NVIDIA_TARGET
 
 from __future__ import annotations
 
-from ckgen.errors import ValidationError
+from ckgen.errors import ValidationError, did_you_mean
 from ckgen.targets.amd import AMD_TARGETS
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import NVIDIA_TARGETS
@@ -22,8 +22,9 @@ def get_target(name: str) -> Target:
     try:
         return TARGETS[name]
     except (KeyError, TypeError):
-        raise ValidationError(param="arch", value=name, legal=", ".join(sorted(TARGETS)),
-                              reason="unknown target") from None
+        exc = ValidationError(param="arch", value=name, legal=", ".join(sorted(TARGETS)), reason="unknown target")
+        close = did_you_mean(str(name), TARGETS)
+        raise (exc.suggest(close.strip(), first=True) if close else exc) from None
 
 
 #: the arch a vendor's backend plans for when neither the spec nor the caller names one

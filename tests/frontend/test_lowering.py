@@ -7,6 +7,7 @@ import pytest
 from ckgen.errors import CkgenError, ErrorList, SpecError
 from ckgen.frontend import load_file, load_text
 from ckgen.ir.types import DType, Layout
+from ckgen.ops import DEFAULT_OP, get_op, op_names
 
 BASE = "A = f16 row B = f16 col C = f16 row tile = 128x128x32 waves = 2x2"
 
@@ -142,3 +143,43 @@ def test_a_utf8_bom_is_skipped_and_columns_stay_right(tmp_path):
     with pytest.raises(CkgenError) as ei:
         load_file(p, ("gfx942",))
     assert ei.value.render().startswith(f"{p}:1:12: error: unknown parameter 'tlie'")
+
+
+def _foreign_keys(name: str) -> list[str]:
+    """Keys op ``name`` takes that the default op does not (its own vocabulary)."""
+    default = set(get_op(DEFAULT_OP).key_names())
+    return [k for k in get_op(name).key_names() if k not in default]
+
+
+@pytest.mark.parametrize("name", [n for n in op_names() if n != DEFAULT_OP])
+def test_a_kernel_without_op_whose_keys_another_op_takes_gets_one_error_naming_it(name):
+    """Generic over the registry: a block with only op ``name``'s own keys and no ``op =`` is one error, at its
+    first key, saying op defaults to the default op and naming ``op = name`` among the best matches."""
+    keys = _foreign_keys(name)
+    body = "\n".join(f"  {k} = 1" for k in keys)
+    with pytest.raises(SpecError) as ei:
+        load_text(f"kernel k {{\n{body}\n}}", "t.ck", ("gfx942",))
+    e = ei.value
+    assert not isinstance(e, ErrorList)
+    assert (e.span.line, e.span.col) == (2, 3)
+    assert f"has no 'op = ...', so op defaults to {DEFAULT_OP}" in e.message
+    assert f"`op = {name}`" in e.hint and e.hint.startswith("did you mean ")
+
+
+def test_row_keys_without_op_name_the_norms():
+    """The issue's case: x, residual, eps with no ``op``: one error, the norms suggested, nothing else."""
+    with pytest.raises(SpecError) as ei:
+        load_text("kernel k {\n  x = bf16\n  residual = true\n  eps = 1e-5\n}", "t.ck", ("gfx942",))
+    text = ei.value.render()
+    assert text.count("error:") == 1 and "t.ck:2:3: error:" in text
+    assert "`op = rmsnorm`" in text and "`op = layernorm`" in text and "`op = softmax`" not in text
+
+
+def test_unknown_keys_of_the_default_op_keep_their_own_errors():
+    """A typo among default-op keys is not an op question: the usual per-key error with its did-you-mean."""
+    with pytest.raises(SpecError) as ei:
+        one(BASE + " tlie = 3")
+    assert "unknown parameter 'tlie'" in ei.value.message and "did you mean 'tile'" in ei.value.hint
+    with pytest.raises(ErrorList) as el:  # op given explicitly: every unknown key is reported
+        load_text("kernel k { op = rmsnorm x = bf16 bogus = 1 other = 2 }", "t.ck", ("gfx942",))
+    assert len(el.value.errors) == 2

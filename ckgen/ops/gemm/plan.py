@@ -8,8 +8,12 @@ from the :class:`Target` (numbers, instruction lists, features, platform).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import math
+from dataclasses import dataclass, replace
+from functools import partial
 
+from ckgen.errors import CkgenError, ValidationError
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
@@ -80,27 +84,35 @@ def check_workgroup(d: GemmDraft) -> None:
 
 
 def check_dtypes(d: GemmDraft) -> None:
+    """A and B of one dtype that the target has instructions for and the kernel bodies generate, an accumulator
+    of one of those instructions, and a C dtype for it. Each refusal lists only values that pass every check
+    here for this target (f64 has instructions on some targets but no kernel body: it is never listed)."""
     g, t = d.g, d.target
-    inputs = sorted({i.a_dtype.value for i in t.instructions})
-    if g.a.dtype not in t.input_dtypes():
-        raise d.fail("A", g.a.dtype.value, ", ".join(inputs), "no matrix instruction takes this dtype")
+    made = [x for x in CODEGEN_INPUTS if x in t.input_dtypes()]
+    if g.a.dtype not in made:
+        reason = ("the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
+                  if g.a.dtype in t.input_dtypes() else "no matrix instruction takes this dtype")
+        raise d.fail("A", g.a.dtype.value, ", ".join(x.value for x in made), reason)
     if g.b.dtype != g.a.dtype:
         raise d.fail("B", g.b.dtype.value, g.a.dtype.value, "B must have A's dtype")
-    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == g.a.dtype})
-    if not t.instructions_for(g.a.dtype, g.b.dtype, g.acc):
+    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == g.a.dtype and i.acc_dtype in C_DTYPES})
+    if not t.instructions_for(g.a.dtype, g.b.dtype, g.acc) or g.acc not in C_DTYPES:
         raise d.fail("acc", g.acc.value, ", ".join(accs), f"no single-block {g.a.dtype.value} instruction accumulates in it")
-    if g.a.dtype not in CODEGEN_INPUTS:
-        raise d.fail("A", g.a.dtype.value, ", ".join(x.value for x in CODEGEN_INPUTS),
-                     "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet")
-    legal_c = C_DTYPES.get(g.acc, ())
+    legal_c = C_DTYPES[g.acc]
     if g.c.dtype not in legal_c:
         raise d.fail("C", g.c.dtype.value, ", ".join(x.value for x in legal_c), f"not an output type for {g.acc.value} accumulation")
+
+
+def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr) -> bool:
+    """M/waves_m, N/waves_n and K are multiples of the instruction's M, N and K."""
+    (tm, tn, tk), (wm, wn) = tile, waves
+    return tm % wm == 0 and tn % wn == 0 and (tm // wm) % instr.m == 0 and (tn // wn) % instr.n == 0 \
+        and tk % instr.k == 0
 
 
 def select_instruction(d: GemmDraft) -> None:
     g, cfg, t = d.g, d.cfg, d.target
     cands = t.instructions_for(g.a.dtype, g.b.dtype, g.acc)
-    wm, wn = cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1]
     if cfg.instr is not None:
         instr = t.find_instruction(cfg.instr, g.a.dtype, g.b.dtype, g.acc)
         if instr is None:
@@ -109,8 +121,7 @@ def select_instruction(d: GemmDraft) -> None:
         d.instr = instr
         return
     for instr in cands:
-        if (cfg.tile[0] % cfg.waves[0] == 0 and cfg.tile[1] % cfg.waves[1] == 0
-                and wm % instr.m == 0 and wn % instr.n == 0 and cfg.tile[2] % instr.k == 0):
+        if _instruction_fits(cfg.tile, cfg.waves, instr):
             d.instr = instr
             return
     raise d.fail("tile", "x".join(map(str, cfg.tile)),
@@ -302,11 +313,64 @@ PASSES = (
 )
 
 
+#: extents a suggested tile may have: powers of two and their halfway points (24, 48, 96 ...), 4 to 1024
+TILE_EXTENTS = tuple(sorted({b << s for b in (2, 3) for s in range(1, 10) if 4 <= b << s <= 1024}))
+#: most tiles planned when looking for a legal tile near a refused one
+MAX_TILE_TRIES = 48
+
+
+def nearest_tile(spec: KernelSpec, target: Target) -> tuple[int, int, int] | None:
+    """The legal tile nearest to ``spec``'s (every other parameter kept; every pass of :data:`PASSES` passes
+    for ``target``), or None when none of the :data:`MAX_TILE_TRIES` nearest candidates is legal.
+
+    Candidates are tiles of :data:`TILE_EXTENTS`; nearness is the sum over M, N, K of |log2(candidate /
+    given)|, ties going to the candidate that changes fewer extents, then to the smaller one. Candidates
+    whose A and B tiles alone overflow the LDS, or whose accumulators alone overflow the target's accumulator
+    registers, or that no instruction divides, are not planned (what the passes would refuse first)."""
+    cfg, g = spec.params.config, spec.params.gemm
+    lanes, (wm, wn) = target.wave_size, cfg.waves
+    instrs = target.instructions_for(g.a.dtype, g.b.dtype, g.acc)
+    if cfg.instr is not None:
+        instrs = [i for i in instrs if i.shape == tuple(cfg.instr)]
+    acc_limit = budget(target).accumulators if target.lds_swizzle else (target.agprs or target.vgprs)
+
+    def cost(t: tuple[int, int, int]) -> tuple:
+        return (round(sum(abs(math.log2(c / x)) for c, x in zip(t, cfg.tile, strict=True)), 9),
+                sum(c != x for c, x in zip(t, cfg.tile, strict=True)), math.prod(t))
+
+    def fits(t: tuple[int, int, int]) -> bool:
+        lds = (t[0] * g.a.dtype.bytes + t[1] * g.b.dtype.bytes) * t[2] * cfg.lds_buffers
+        acc = t[0] * t[1] // (wm * wn * lanes) * max(1, g.acc.bytes // 4)
+        return t != cfg.tile and lds <= target.lds_bytes and acc <= acc_limit \
+            and any(_instruction_fits(t, cfg.waves, i) for i in instrs)
+
+    near = [[c for c in TILE_EXTENTS if x / 16 <= c <= x * 16] for x in cfg.tile]
+    for tile in sorted(filter(fits, itertools.product(*near)), key=cost)[:MAX_TILE_TRIES]:
+        trial = replace(spec, params=replace(spec.params, config=replace(cfg, tile=tile)))
+        try:
+            run_passes(PASSES, GemmDraft(trial, target))
+        except CkgenError:
+            continue
+        return tile
+    return None
+
+
+def nearest_tile_text(spec: KernelSpec, target: Target) -> str | None:
+    """``nearest legal tile on <target>: MxNxK``, or None."""
+    near = nearest_tile(spec, target)
+    return f"nearest legal tile on {target.name}: {'x'.join(map(str, near))}" if near else None
+
+
 def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     """Run :data:`PASSES` for ``target`` and freeze the result."""
     if not isinstance(spec.params, GemmParams):  # pragma: no cover - the registry routes by op
         raise TypeError("the GEMM planner takes GEMM specs")
-    d = run_passes(PASSES, GemmDraft(spec, target))
+    try:
+        d = run_passes(PASSES, GemmDraft(spec, target))
+    except ValidationError as exc:
+        if exc.param == "tile":
+            exc.suggest_later(partial(nearest_tile_text, spec, target))
+        raise
     cfg, i, lanes = d.cfg, d.instr, target.wave_size
     wave_tile = (cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1])
     entry = d.body if d.schedule is None else Body(*SCHEDULED_ENTRY, max_lds_buffers=d.body.max_lds_buffers)

@@ -32,7 +32,7 @@ F16 = "A = f16 row B = f16 col C = f16 row"
     # a dtype or instruction the arch lacks
     ("gfx908", "A = bf16 row B = bf16 col C = f32 row tile = 64x64x32 waves = 1x1 instr = 32x32x8", "instr",
      "32x32x8", "32x32x4, 16x16x8"),
-    ("gfx90a", "A = fp8 row B = fp8 col C = f32 row tile = 64x64x64 waves = 1x1", "A", "fp8", "bf16, f16, f32, f64, i8"),
+    ("gfx90a", "A = fp8 row B = fp8 col C = f32 row tile = 64x64x64 waves = 1x1", "A", "fp8", "f16, bf16, f32, i8"),
     ("gfx942", "A = fp8 row B = fp8 col C = f32 row tile = 64x64x64 waves = 1x1", "A", "fp8", "f16, bf16, f32, i8"),
     ("gfx90a", "A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 1x1 instr = 32x32x16", "instr",
      "32x32x16", "32x32x8, 16x16x16"),
