@@ -44,7 +44,9 @@ def test_compile_writes_library_header_manifest(compiled):
         assert "int ckgen_status_string" not in header and "const char* ckgen_status_string(int status);" in header
     manifest = json.loads((compiled / "manifest.json").read_text())
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    assert len(kernels) == 18 + 6  # 15 GEMMs (4 scheduled; 2 in gemm_2waves.ck), 3 attention, 6 row ops
+    assert len(kernels) == 20 + 6  # 17 GEMMs (4 scheduled; 2 in gemm_2waves.ck, 2 batched), 3 attention, 6 row ops
+    bmm = kernels["bmm_bf16"]  # the strided-batched example: the batch and a stride per operand in its ABI
+    assert "int64_t batch" in bmm["signature"] and "int64_t stride_a" in bmm["signature"]
     k = kernels["gemm_f16_nt"]
     assert k["source"] == "examples/gemm_f16.ck" and k["arches"] == ["gfx942", "gfx90a"]
     assert k["signature"].startswith("int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const void* bias")
