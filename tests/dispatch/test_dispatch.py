@@ -238,3 +238,11 @@ def test_model_picks_the_small_m_tile_for_decode_only(arch):
     assert choose(t, (8192, 8192, 8192)).kernel == big
     for m in (1, 16, 64):
         assert choose(t, (m, 4096, 4096)).kernel == small, m
+    # tuned at the decode shape only, the 16-row tile measured 8x faster there: scaled by the model to 4096^3
+    # (the nearest rule), the 128-row tile still wins
+    names = [m.name for m in t.members]
+    times = tuple(12e-6 if n == small else 100e-6 for n in names)
+    tuned = dataclasses.replace(t, tuned=(Tuned((16, 4096, 4096), times),))
+    c = choose(tuned, (4096, 4096, 4096))
+    assert (c.how, c.kernel) == ("nearest", big)
+    assert choose(tuned, (16, 4096, 4096)).kernel == small
