@@ -16,7 +16,7 @@ nearby shapes, not to predict absolute times:
   tile N x B bytes), at the target's banks x bank bytes per CU and clock) and the global loads of the tile's
   A and B panels (tile K x (tile M x A bytes + tile N x B bytes) per K step, through the CU's vector L1 at
   :data:`L1_BYTES_PER_CU_CLK`). Small tiles need more of both per FLOP: a 16x64 tile on 1x4 waves reads 4x the
-  LDS bytes and loads 3.2x the global bytes per FLOP of a 128x128 tile on 2x2 waves, so on large shapes it
+  LDS bytes and loads 5x the global bytes per FLOP of a 128x128 tile on 2x2 waves, so on large shapes it
   loses however well its many small tiles fill the last wave of workgroups;
 - memory time: A, B read, C written, plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
 - the kernel takes the largest of the three, plus a fixed launch cost (and a fix-up cost for split / stream-K).
