@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from ckgen import __version__
@@ -58,21 +59,22 @@ def _parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog="ckgen", description="Code-generation compiler for composable GPU kernels.")
     p.add_argument("--version", action="version", version=f"ckgen {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
+                         help="one of the commands below; `ckgen COMMAND -h` for its flags")
 
     c = sub.add_parser("check", parents=[common], help="parse and validate; exit 0, or 2 with the errors on stderr")
-    c.add_argument("files", nargs="+")
+    c.add_argument("files", nargs="+", help="the .ck files to check")
     c.add_argument("--arch", help=arch_help)
 
     e = sub.add_parser("emit", parents=[common], help="print one stage's output")
-    e.add_argument("file")
+    e.add_argument("file", help="the .ck file")
     e.add_argument("--arch", help=arch_help)
     e.add_argument("--kernel", help="only this kernel (default: all of the file's)")
     e.add_argument("--stage", default="hip", choices=("spec", "ir", "hip", "host", "header"),
                    help="spec (JSON), ir (plans, JSON), hip (device source), host (host entries), header")
 
     b = sub.add_parser("compile", parents=[common], help="build lib<stem>.so, <stem>.h and manifest.json")
-    b.add_argument("files", nargs="+")
+    b.add_argument("files", nargs="+", help="the .ck files; one library per file")
     b.add_argument("--arch", help=arch_help)
     b.add_argument("-o", "--output", required=True, type=Path, help="output directory (created when missing)")
     b.add_argument("-j", "--jobs", type=_jobs_arg, default=0, help="parallel compiles (default 0: the CPU count)")
@@ -81,13 +83,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--tuning", help="a tuning database (ckgen tune) for the dispatchers (implies --dispatch)")
 
     r = sub.add_parser("report", parents=[common], help="compile and show what the code objects contain")
-    r.add_argument("file")
+    r.add_argument("file", help="the .ck file to compile and report on")
     r.add_argument("--arch", help=arch_help + "; one vendor per run")
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
     r.add_argument("-j", "--jobs", type=_jobs_arg, default=0, help="parallel compiles (default 0: the CPU count)")
 
     u = sub.add_parser("run", parents=[common], help="run one kernel on random data and check it against float64")
-    u.add_argument("file")
+    u.add_argument("file", help="the .ck file holding the kernel")
     u.add_argument("--kernel", required=True, help="the kernel to run")
     u.add_argument("--target", default="emu", help="emu (CPU emulation), hip, or a GPU target such as sm_90")
     u.add_argument("--arch", help="the AMD arch the emulator plans for (default: the kernel's first)")
@@ -98,8 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--seed", type=int, default=0, help="seed of the random inputs (a non-negative integer)")
 
     t = sub.add_parser("tune", parents=[common], help="time a family's kernels on a device for a list of shapes; write a tuning database")
-    t.add_argument("file")
-    t.add_argument("--family", required=True, help="the family to tune")
+    t.add_argument("file", help="the .ck file holding the family")
+    t.add_argument("--family", required=True, help="the family (a `family` block of the file) to tune")
     t.add_argument("--target", default="emu", help="emu (CPU emulation), hip, or an NVIDIA arch such as sm_90")
     t.add_argument("--arch", help="the arch to plan for (default: the family's first of the target's vendor)")
     t.add_argument("--shapes", help="comma-separated shapes, e.g. 1x4096x4096,16x4096x4096 (the op's sizes, in order)")
@@ -109,17 +111,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--inner", type=int, default=None, help="back-to-back calls per sample (default 10; emu 1)")
     t.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 5; emu 1)")
     t.add_argument("--devices", type=int, help="worker processes (default: every visible GPU; emu: 1)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
     xp = sub.add_parser("explain", parents=[common], help="say which kernel a family's dispatcher runs at a shape, and why")
-    xp.add_argument("file")
-    xp.add_argument("--family", required=True)
+    xp.add_argument("file", help="the .ck file holding the family")
+    xp.add_argument("--family", required=True, help="the family whose dispatcher to explain")
     xp.add_argument("--shape", required=True, help="one or more comma-separated shapes, e.g. 16x4096x4096")
     xp.add_argument("--arch", help="the arch (default: the family's first)")
     xp.add_argument("--tuning", help="the tuning database (default: none: the cost model alone)")
     xp.add_argument("--no-workspace", action="store_true", help="choose as a C caller passing workspace = NULL")
-    xp.add_argument("--json", action="store_true")
-
+    xp.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     x = sub.add_parser("examples", parents=[common], help="list the example specs shipped with ckgen, or copy them")
     x.add_argument("names", nargs="*", help="examples to show or copy (default: all)")
@@ -215,8 +216,12 @@ def _cmd_examples(a) -> int:
 
     chosen = examples.select(a.names)
     if a.copy is None:
+        width = max(len(ex.path.name) for ex in chosen) + 2
         for ex in chosen:
-            print(f"{ex.path.name:20s} {ex.summary}")
+            lines = textwrap.wrap(ex.summary, max(40, 110 - width)) or [""]
+            print(ex.path.name.ljust(width) + lines[0])
+            for line in lines[1:]:
+                print(" " * width + line)
         print(f"(in {examples.EXAMPLES_DIR}; copy them with: ckgen examples --copy DIR)")
         return EXIT_OK
     for path in examples.copy(chosen, a.copy, force=a.force):

@@ -1,7 +1,7 @@
 """The example specs shipped with ckgen (``examples/*.ck`` in a checkout, ``ckgen/_data/examples`` in a wheel):
 what ``ckgen examples`` lists and copies, so that a plain wheel install can compile one.
 
-    ckgen examples                      # names and one line each
+    ckgen examples                      # names and each one's description (its opening comment)
     ckgen examples --copy my_kernels/   # then: ckgen compile my_kernels/gemm_f16.ck -o out
 """
 
@@ -18,12 +18,24 @@ from ckgen.resources import EXAMPLES_DIR
 @dataclass(frozen=True)
 class Example:
     path: Path
-    summary: str   # the file's first comment line
+    summary: str   # the file's opening comment, whole: its lines joined with single spaces
 
 
 def _summary(text: str) -> str:
-    first = text.lstrip().splitlines()[0] if text.strip() else ""
-    return first.strip().removeprefix("//").removeprefix("/*").removesuffix("*/").strip()
+    """The opening comment of a spec: the ``//`` lines before the first other line, or the first ``/* ... */``
+    block, joined into one paragraph ("" when the file does not open with a comment)."""
+    body = text.lstrip()
+    if body.startswith("/*"):
+        end = body.find("*/")
+        lines = body[2:end if end >= 0 else len(body)].splitlines()
+        lines = [ln.strip().removeprefix("*") for ln in lines]
+    else:
+        lines = []
+        for ln in body.splitlines():
+            if not ln.strip().startswith("//"):
+                break
+            lines.append(ln.strip().removeprefix("//"))
+    return " ".join(w for ln in lines for w in ln.split())
 
 
 def all_examples() -> list[Example]:

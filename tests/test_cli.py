@@ -44,7 +44,9 @@ def test_compile_writes_library_header_manifest(compiled):
         assert "int ckgen_status_string" not in header and "const char* ckgen_status_string(int status);" in header
     manifest = json.loads((compiled / "manifest.json").read_text())
     kernels = {k["name"]: k for k in manifest["kernels"]}
-    assert len(kernels) == 18 + 6  # 15 GEMMs (4 scheduled; 2 in gemm_2waves.ck), 3 attention, 6 row ops
+    assert len(kernels) == 20 + 6  # 17 GEMMs (4 scheduled; 2 in gemm_2waves.ck, 2 batched), 3 attention, 6 row ops
+    bmm = kernels["bmm_bf16"]  # the strided-batched example: the batch and a stride per operand in its ABI
+    assert "int64_t batch" in bmm["signature"] and "int64_t stride_a" in bmm["signature"]
     k = kernels["gemm_f16_nt"]
     assert k["source"] == "examples/gemm_f16.ck" and k["arches"] == ["gfx942", "gfx90a"]
     assert k["signature"].startswith("int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const void* bias")
@@ -177,3 +179,53 @@ def test_compile_amd_and_nvidia_in_one_call(tmp_path, cache):
                                      "waves = 2x2 instr = 32x32x8 }\n")
     bad = ckgen("check", "amd.ck", "--arch", "sm_90", cache=cache, cwd=tmp_path)
     assert bad.returncode == 2 and "instr = 32x32x8" in bad.stderr and "legal: 16x8x16" in bad.stderr
+
+
+def _actions(parser, path=("ckgen",)):
+    """(command path, action) for every action of ``parser`` and of its subcommands, depth first."""
+    import argparse
+
+    for action in parser._actions:
+        yield path, action
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {c.dest: c.help for c in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield (*path, name), argparse.Action([], dest=name, help=helps.get(name))
+                yield from _actions(sub, (*path, name))
+
+
+def test_every_flag_argument_and_command_has_help():
+    from ckgen import cli
+
+    found = list(_actions(cli._parser()))
+    assert len({p for p, _ in found}) >= 10  # the top level and every command
+    missing = [" ".join(p) + " " + ("/".join(a.option_strings) or a.dest) for p, a in found
+               if not (a.help or "").strip()]
+    assert not missing, missing
+
+
+def test_help_names_the_positional_arguments(cache):
+    r = ckgen("compile", "-h", cache=cache)
+    assert r.returncode == 0 and "the .ck files" in r.stdout
+    r = ckgen("explain", "-h", cache=cache)
+    assert "--family FAMILY" in r.stdout and "the family whose dispatcher" in r.stdout
+
+
+def test_examples_prints_whole_descriptions(capsys):
+    from ckgen import cli, examples
+
+    assert cli.main(["examples"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for ex in examples.all_examples():
+        assert ex.summary and ex.summary.endswith(".") and ex.summary in out, ex.path.name
+    # a multi-line opening comment is kept whole
+    summary = {e.path.name: e.summary for e in examples.all_examples()}["gemm_schedules.ck"]
+    assert summary.endswith("picks its kernel by shape (docs/dispatch.md).")
+
+
+def test_example_summary_forms():
+    from ckgen.examples import _summary
+
+    assert _summary("// one\n// two.\ntarget gfx942\n// later\n") == "one two."
+    assert _summary("/* a\n * b. */\nkernel k {}") == "a b."
+    assert _summary("target gfx942\n") == ""

@@ -218,3 +218,31 @@ def test_compile_with_tuning_builds_the_dispatcher_into_the_amd_library(tmp_path
     lib.ckgen_fam_choice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
     (t,) = tables(plans, db.read(dbp))
     assert all(lib.ckgen_fam_choice(*s, 1) == choose(t, s).index for s in [(16, 256, 512), (3, 3, 3), (999, 77, 5)])
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a", "gfx950", "sm_90", "sm_80"])
+def test_model_picks_the_small_m_tile_for_decode_only(arch):
+    """examples/gemm_schedules.ck's linear_bf16 (16x64x64 split-K and 128x128x32 tiles), no tuning: the cost model
+    must give decode shapes to the 16-row tile and 4096^3 to the 128-row one (the 16-row tile's LDS reads and
+    global loads per FLOP are what make it lose there; it won on wave quantization alone before)."""
+    from pathlib import Path
+
+    from ckgen.frontend import load_file
+    from ckgen.runtime.dispatch import family_plans
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "gemm_schedules.ck"
+    vendor = "nvidia" if arch.startswith("sm_") else "amd"
+    (t,) = tables(family_plans(load_file(ex), "linear_bf16", vendor, arch), [], "linear_bf16")
+    big, small = (f"linear_bf16_tile{x}" for x in ("128x128x32", "16x64x64"))
+    assert choose(t, (4096, 4096, 4096)).kernel == big
+    assert choose(t, (8192, 8192, 8192)).kernel == big
+    for m in (1, 16, 64):
+        assert choose(t, (m, 4096, 4096)).kernel == small, m
+    # tuned at the decode shape only, the 16-row tile measured 8x faster there: scaled by the model to 4096^3
+    # (the nearest rule), the 128-row tile still wins
+    names = [m.name for m in t.members]
+    times = tuple(12e-6 if n == small else 100e-6 for n in names)
+    tuned = dataclasses.replace(t, tuned=(Tuned((16, 4096, 4096), times),))
+    c = choose(tuned, (4096, 4096, 4096))
+    assert (c.how, c.kernel) == ("nearest", big)
+    assert choose(tuned, (16, 4096, 4096)).kernel == small

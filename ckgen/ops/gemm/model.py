@@ -10,8 +10,16 @@ nearby shapes, not to predict absolute times:
   a full one;
 - compute time: waves x one unit's FLOPs at the body's share of the target's tensor throughput (the throughput of
   the instruction table at the part's clock, times :data:`EFFICIENCY` of the body);
+- operand-feed time: waves x the time one unit takes to feed its matrix instructions, the slower of two pipes,
+  each at the body's share (:data:`EFFICIENCY`) of its peak: the LDS (shared-memory) reads (per K step of the
+  tile each wave reads its rows of A and its columns of B: tile K x (waves N x tile M x A bytes + waves M x
+  tile N x B bytes), at the target's banks x bank bytes per CU and clock) and the global loads of the tile's
+  A and B panels (tile K x (tile M x A bytes + tile N x B bytes) per K step, through the CU's vector L1 at
+  :data:`L1_BYTES_PER_CU_CLK`). Small tiles need more of both per FLOP: a 16x64 tile on 1x4 waves reads 4x the
+  LDS bytes and loads 5x the global bytes per FLOP of a 128x128 tile on 2x2 waves, so on large shapes it
+  loses however well its many small tiles fill the last wave of workgroups;
 - memory time: A, B read, C written, plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
-- the kernel takes the larger of the two, plus a fixed launch cost (and a fix-up cost for split / stream-K).
+- the kernel takes the largest of the three, plus a fixed launch cost (and a fix-up cost for split / stream-K).
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ from __future__ import annotations
 from ckgen.ir.plan import KernelPlan
 
 TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "workers", "slots", "flops_per_s",
-          "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits")
+          "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits",
+          "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s")
 KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
 #: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md)
 EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60}
@@ -29,6 +38,9 @@ BANDWIDTH_EFFICIENCY = 0.85
 LAUNCH_S = 2.5e-6
 FIXUP_S = 1.0e-6
 DEFAULT_CLOCK_MHZ, DEFAULT_MEM_GBPS = 1500, 2000
+#: bytes of global loads one CU (SM) takes in per clock through its vector L1 (CDNA's 64-byte L1 line per clock;
+#: a rank-level figure for the operand-feed term, not a measured peak)
+L1_BYTES_PER_CU_CLK = 64
 
 
 def traits(plan: KernelPlan) -> tuple[float, ...]:
@@ -46,11 +58,17 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
     per_cu = 1 if b.tma is not None else max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
     sp = b.schedule
     kind = KINDS[sp.kind] if sp is not None else 0
+    wm, wn = cfg.waves
+    lds_kstep = cfg.tile[2] * (wn * cfg.tile[0] * g.a.dtype.bytes + wm * cfg.tile[1] * g.b.dtype.bytes)
+    lds_rate = t.cus * t.lds_banks * t.lds_bank_bytes * clock * EFFICIENCY[body]
+    load_kstep = cfg.tile[2] * (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes)
+    load_rate = t.cus * L1_BYTES_PER_CU_CLK * clock * EFFICIENCY[body]
     return (float(cfg.tile[0]), float(cfg.tile[1]), float(cfg.tile[2]), float(kind),
             float(sp.splits if sp else 0), float(sp.target_ctas if sp else 0), float(sp.workers if sp else 0),
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
             float(g.a.dtype.bytes), float(g.b.dtype.bytes), float(g.c.dtype.bytes),
-            LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS))
+            LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS),
+            float(lds_kstep), lds_rate, float(load_kstep), load_rate)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -82,8 +100,9 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
     waves = _cdiv(units, slots)
     unit_flops = 2.0 * tm * tn * tk * per_unit
     compute = waves * unit_flops / (t[8] / slots)
+    feed = waves * per_unit * max(t[16] / (t[17] / slots), t[18] / (t[19] / slots))
     traffic = (float(m) * k * t[10] + float(n) * k * t[11] * min(_cdiv(m, tm), 2) + float(m) * n * t[12]) * batch
     if units > tiles:
         traffic += 8.0 * tm * tn * (units - tiles)
     memory = traffic / t[9]
-    return max(compute, memory) + t[13]
+    return max(compute, feed, memory) + t[13]
