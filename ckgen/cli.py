@@ -22,12 +22,24 @@ missing or broken compiler, an unusable cache); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from pathlib import Path
 
-from ckgen import __version__
+from ckgen import __version__, driver, examples
+from ckgen.config import settings
+from ckgen.dispatch import db
+from ckgen.dispatch.table import choose, parse_shape, tables
 from ckgen.errors import CkgenError, cli_options
+from ckgen.frontend import load_file
+from ckgen.progress import Reporter, reporting
+from ckgen.resources import CMAKE_DIR
+from ckgen.runtime.api import get_backend, resolve_target
+from ckgen.runtime.dispatch import family_plans
+from ckgen.runtime.run import parse_sizes, run_command
+from ckgen.targets import get_target
+from ckgen.tune import runner, shapes
 
 EXIT_OK, EXIT_NUMERICS, EXIT_USER, EXIT_INTERNAL, EXIT_ENV, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 MAX_JOBS = 256
@@ -132,13 +144,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _jobs(n: int) -> int:
-    from ckgen.config import settings
 
     return n if n > 0 else settings().jobs
 
 
 def _arches(a) -> tuple[str, ...]:
-    from ckgen import driver
 
     return driver.parse_arches(a.arch)
 
@@ -149,7 +159,6 @@ def _notes(notes: list[str]) -> None:
 
 
 def _cmd_check(a) -> int:
-    from ckgen import driver
 
     arches = _arches(a)
     notes: list[str] = []
@@ -162,14 +171,12 @@ def _cmd_check(a) -> int:
 
 
 def _cmd_emit(a) -> int:
-    from ckgen import driver
 
     sys.stdout.write(driver.emit(a.file, _arches(a), a.kernel, a.stage))
     return EXIT_OK
 
 
 def _cmd_compile(a) -> int:
-    from ckgen import driver
 
     notes: list[str] = []
     libs = driver.compile_files(a.files, _arches(a), a.output, _jobs(a.jobs), notes, dispatch=a.dispatch,
@@ -184,9 +191,7 @@ def _cmd_compile(a) -> int:
 
 
 def _cmd_report(a) -> int:
-    import json
 
-    from ckgen import driver
 
     notes: list[str] = []
     reports, format_table = driver.report(a.file, _arches(a), _jobs(a.jobs), notes)
@@ -199,7 +204,6 @@ def _cmd_report(a) -> int:
 
 
 def _cmd_run(a) -> int:
-    from ckgen.runtime.run import parse_sizes, run_command
 
     sizes = parse_sizes(a.size)
     for flag in ("m", "n", "k"):
@@ -212,7 +216,6 @@ def _cmd_run(a) -> int:
 
 
 def _cmd_examples(a) -> int:
-    from ckgen import examples
 
     chosen = examples.select(a.names)
     if a.copy is None:
@@ -230,8 +233,6 @@ def _cmd_examples(a) -> int:
 
 
 def _cmd_tune(a) -> int:
-    from ckgen.runtime.api import resolve_target
-    from ckgen.tune import runner, shapes
 
     backend, arch = resolve_target(a.target, a.arch)
     if (a.shapes is None) == (a.shapes_file is None):
@@ -256,11 +257,6 @@ def _cmd_tune(a) -> int:
 
 
 def _explain_table(file: str, family: str, backend: str, arch: str | None, tuning: str | None):
-    from ckgen.dispatch import db
-    from ckgen.dispatch.table import tables
-    from ckgen.frontend import load_file
-    from ckgen.runtime.api import get_backend
-    from ckgen.runtime.dispatch import family_plans
 
     vendor = "nvidia" if backend == "cuda" else "amd"
     if backend in ("emu", "hip", "cuda"):
@@ -274,10 +270,7 @@ def _explain_table(file: str, family: str, backend: str, arch: str | None, tunin
 
 
 def _cmd_explain(a) -> int:
-    import json
 
-    from ckgen.dispatch.table import choose, parse_shape
-    from ckgen.targets import get_target
 
     vendor_backend = "cuda" if a.arch and get_target(a.arch).vendor == "nvidia" else "emu"
     table = _explain_table(a.file, a.family, vendor_backend, a.arch, a.tuning)
@@ -306,7 +299,6 @@ def _cmd_explain(a) -> int:
 
 
 def _cmd_cmake_dir(a) -> int:
-    from ckgen.resources import CMAKE_DIR
 
     print(CMAKE_DIR)
     return EXIT_OK
@@ -318,7 +310,6 @@ COMMANDS = {"check": _cmd_check, "emit": _cmd_emit, "compile": _cmd_compile, "re
 
 
 def _reporter(a):
-    from ckgen.progress import Reporter
 
     tty = sys.stderr.isatty()
     return Reporter(progress=tty and not a.quiet, verbose=a.verbose)
@@ -326,7 +317,6 @@ def _reporter(a):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from ckgen.progress import reporting
 
     try:
         with cli_options(), reporting(_reporter(args)):

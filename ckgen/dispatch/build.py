@@ -6,8 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ckgen.codegen import render_kernel, render_launchers
+from ckgen.codegen.render import unique_plans
 from ckgen.dispatch.codegen import render
 from ckgen.dispatch.table import Table
+from ckgen.resources import content_hashes
+from ckgen.runtime import emu
+from ckgen.toolchain.cache import get_or_build
 
 
 def dispatch_sources(stem: str, tables: list[Table]) -> dict[str, str]:
@@ -17,11 +22,6 @@ def dispatch_sources(stem: str, tables: list[Table]) -> dict[str, str]:
 
 def build_emu_library(stem: str, tables: list[Table]) -> Path:
     """The cached emu library of the tables' kernels (one arch) and their dispatchers."""
-    from ckgen.codegen import render_kernel, render_launchers
-    from ckgen.codegen.render import unique_plans
-    from ckgen.resources import content_hashes
-    from ckgen.runtime import emu
-    from ckgen.toolchain.cache import get_or_build
 
     plans = unique_plans([p for t in tables for p in t.plans])
     kernels = {f"{p.name}.hip": render_kernel(p) for p in plans}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckgen.errors import CkgenError
+from ckgen.files import atomic_write
 from ckgen.toolchain.cache import canonical_json, key
 
 STATUSES = ("ok", "numerics", "failed")
@@ -95,7 +96,6 @@ def read(path: str | Path) -> list[Record]:
 
 def write(path: str | Path, records: Iterable[Record]) -> None:
     """Write every record, one canonical JSON line each, atomically."""
-    from ckgen.files import atomic_write
 
     text = "".join(canonical_json(r.data) + "\n" for r in records)
     atomic_write(Path(path), text)

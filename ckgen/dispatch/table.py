@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ckgen.codegen.render import summary
 from ckgen.dispatch import db
 from ckgen.errors import CkgenError
 from ckgen.ir.plan import KernelPlan
@@ -190,7 +191,6 @@ def _table(name: str, fam: str, arch: str, sig: dict, sig_key: str, members: lis
         sizes = tuple(int(shape[s]) for s in size_names)
         row = best.setdefault(sizes, [None] * len(members))
         row[i] = r.seconds if row[i] is None else min(row[i], r.seconds)
-    from ckgen.codegen.render import summary
 
     ms = tuple(Member(p.name, tuple(float(x) for x in op.model_traits(p)), p.abi.workspace is not None, summary(p))
                for p in members)

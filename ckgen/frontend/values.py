@@ -9,6 +9,8 @@ from __future__ import annotations
 import decimal
 import math
 
+import numpy as np
+
 from ckgen.errors import SourceSpan, SpecError, did_you_mean
 from ckgen.frontend.parser import Value
 from ckgen.ir.spec import TensorSpec
@@ -94,7 +96,6 @@ def f32(v: Value, param: str) -> float:
     """A number the f32 compute type holds: finite, at most F32_MAX and, unless zero, at least F32_MIN_NORMAL
     in magnitude (a smaller one would be a denormal that GPUs flush to zero). Returns the f32 value itself (the
     value the kernel computes with), as a Python float."""
-    import numpy as np
 
     x = number(v, param, -F32_MAX, F32_MAX)
     exact = _exact(v.text)

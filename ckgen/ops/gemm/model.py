@@ -25,6 +25,8 @@ nearby shapes, not to predict absolute times:
 from __future__ import annotations
 
 from ckgen.ir.plan import KernelPlan
+from ckgen.ops.gemm.schedule import CTAS_PER_CU, MIN_KTILES_PER_SPLIT
+from ckgen.ops.gemm.spec import MAX_SPLITS
 
 TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "workers", "slots", "flops_per_s",
           "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits",
@@ -45,8 +47,6 @@ L1_BYTES_PER_CU_CLK = 64
 
 def traits(plan: KernelPlan) -> tuple[float, ...]:
     """The numbers :func:`estimate` reads, in :data:`TRAITS` order."""
-    from ckgen.ops.gemm.schedule import CTAS_PER_CU, MIN_KTILES_PER_SPLIT
-    from ckgen.ops.gemm.spec import MAX_SPLITS
 
     t, b, g = plan.target, plan.body, plan.spec.params.gemm
     cfg = plan.spec.params.config
