@@ -23,6 +23,8 @@ the maxima to avoid reading the offsets back (a synchronization), as FlashAttent
 """
 
 # No ``from __future__ import annotations``: torch.library reads the op's schema from real annotations.
+import hashlib
+import json
 import threading
 from typing import Any, Optional
 
@@ -37,9 +39,6 @@ _OP: Any = None
 
 def kernel_key(kernel: Any) -> str:
     """The key a kernel is registered under: name, arch, target and a digest of its plan."""
-    import hashlib
-    import json
-
     digest = hashlib.sha256(json.dumps(kernel.plan.to_json(), sort_keys=True).encode()).hexdigest()[:12]
     return f"{kernel.name}@{kernel.arch}@{kernel.backend.name}@{digest}"
 
