@@ -15,7 +15,8 @@ ALL = snippets()
 
 
 def _run(code: str, tmp_path, cwd=ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CKGEN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # keep the caller's
+    env = dict(os.environ, CKGEN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=path)
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
