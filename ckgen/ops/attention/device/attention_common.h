@@ -133,6 +133,19 @@ struct TileWalk {
   CKGEN_DEVICE bool needs_mask(int n0) const { return n0 < full_lo || n0 + kBlockN > full_hi; }
 };
 
+// The query tile [m0, m0 + kBlockM) of the block (rows at or past the sequence's mask.sq are not computed): the
+// K/V tiles its rows visit.
+template <int kBlockM, int kBlockN>
+CKGEN_DEVICE TileWalk<kBlockN> tile_walk(const Mask& mask, int m0) {
+  return TileWalk<kBlockN>(mask, m0, m0 + kBlockM < mask.sq ? m0 + kBlockM : mask.sq);
+}
+
+// The first query row of this block's tile (the grid rule above: block x computes tile grid_x - 1 - x).
+template <int kBlockM>
+CKGEN_DEVICE int tile_row0() {
+  return (grid_dim(0) - 1 - block_id(0)) * kBlockM;
+}
+
 template <int kMask>
 CKGEN_DEVICE Mask make_mask(int sq, int sk, int window_left, int window_right) {
   Mask m;
@@ -210,6 +223,22 @@ CKGEN_DEVICE void sched_fence() {
 }
 
 CKGEN_DEVICE float fmax_f32(float a, float b) { return a > b ? a : b; }
+
+// The max (lanes_max) or sum (lanes_sum) of v over the lanes lane ^ x, x = kFrom, 2 kFrom, .. < kTo (powers of
+// two): a butterfly, every lane of the group ends with the result. The groups are the lanes that hold one query
+// row's values (the quad on NVIDIA: 1, 4; lanes lane % kInstrN on AMD: kInstrN, 64).
+template <int kFrom, int kTo>
+CKGEN_DEVICE float lanes_max(float v, int lane) {
+#pragma unroll
+  for (int x = kFrom; x < kTo; x <<= 1) v = fmax_f32(v, xor_shuffle(v, x, lane));
+  return v;
+}
+template <int kFrom, int kTo>
+CKGEN_DEVICE float lanes_sum(float v, int lane) {
+#pragma unroll
+  for (int x = kFrom; x < kTo; x <<= 1) v += xor_shuffle(v, x, lane);
+  return v;
+}
 
 // One online-softmax step of a row: m_run (the running max of the unscaled logits; -inf: no key yet) takes the
 // tile's max mx. Returns alpha, the factor that rescales the row's running sum and output, and sets mbias, the new

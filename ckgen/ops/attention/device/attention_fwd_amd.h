@@ -108,138 +108,146 @@ constexpr bool check_cfg() {
   return true;
 }
 
+// The body's stages, after CK Tile's block pipelines; fwd (below) runs them top to bottom:
+//   load_q     the wave's Q^T operands, resident in registers
+//   init       O^T = 0 and the row statistics (m: running max of the unscaled logits, -inf; l: this lane's share of
+//              the row sum, 0) of the lane's query in each of the wave's kQB query blocks
+//   mainloop   the K/V tiles (KvTiles: global -> registers -> LDS), one tile_step each:
+//                scores (S^T = K . Q^T), mask_tile, softmax (online; P^T as B operands), pv (O^T += V^T . P^T)
+//   epilogue   O = O^T / l and LSE
 template <class Cfg>
-CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
-  static_assert(check_cfg<Cfg>(), "Cfg");
+struct Fwd {
   using S = Shape<Cfg>;
   using T = typename Cfg::T;
   using L = typename S::L;
+  using Args = attn::Args<Cfg>;
+  using Walk = attn::TileWalk<Cfg::kBlockN>;
   using AOp = typename Cfg::AOperand;
   using BOp = typename Cfg::BOperand;
   using COp = typename Cfg::COperand;
-  constexpr int kM = S::kM, kN = S::kN, kK = S::kK;
-  constexpr int kAI = Cfg::kAItems, kBI = Cfg::kBItems, kCI = Cfg::kCItems;
-  constexpr int kQB = S::kQB, kKB = S::kKB, kDC = S::kDC, kDB = S::kDB, kPC = S::kPC;
+  static constexpr int kM = S::kM, kN = S::kN, kK = S::kK;
+  static constexpr int kAI = Cfg::kAItems, kBI = Cfg::kBItems, kCI = Cfg::kCItems;
+  static constexpr int kQB = S::kQB, kKB = S::kKB, kDC = S::kDC, kDB = S::kDB, kPC = S::kPC;
 
-  const int tile = grid_dim(0) - 1 - block_id(0);
-  const int m0 = tile * Cfg::kBlockM;
-  attn::Problem pr;
-  if (!attn::make_problem<Cfg::kVarlen, Cfg::kGqa>(p, block_id(2), block_id(1), m0, pr)) return;
+  // What the stages of one block read: its problem and mask, the lane's place and the exp2 scale.
+  struct Ctx {
+    attn::Problem pr;
+    attn::Mask mask;
+    int tid, lane;
+    int qw0;     // the wave's first query row
+    int lane_q;  // the query column of this lane in every query block
+    float sl2;   // scale * log2(e)
+  };
 
-  CKGEN_LDS(T, lds_k, Cfg::kLdsBuffers * S::kKElems);
-  CKGEN_LDS(T, lds_v, Cfg::kLdsBuffers * S::kVElems);
-
-  const int tid = thread_id();
-  const int lane = lane_id();
-  const int wave = wave_id();
-  const int sq = pr.sq, sk = pr.sk;
-  const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
-  const int r1 = m0 + Cfg::kBlockM < sq ? m0 + Cfg::kBlockM : sq;
-  const attn::TileWalk<Cfg::kBlockN> walk(mask, m0, r1);
-  const int nt = walk.nt;  // K/V tiles to visit
-  const int qw0 = m0 + wave * S::kQW;                                   // this wave's first query
-  const int lane_q = lane % kN;                                         // the query column of this lane
-  const float sl2 = p.scale * attn::kLog2e;
-
-  // ---- Q^T operands, resident in registers: B(k = d, j = query) at lane j + kN * (k / kBI), item k % kBI.
-  BOp qf[kQB][kDC];
-  {
-    const T* qb_ptr = p.Q + pr.q;
+  // Q^T operands: B(k = d, j = query) at lane j + kN * (k / kBI), item k % kBI; rows past the sequence are zeros.
+  static CKGEN_DEVICE void load_q(const Args& p, const Ctx& c, BOp (&qf)[kQB][kDC]) {
+    const T* qb_ptr = p.Q + c.pr.q;
     const bool al = blk::is_aligned(qb_ptr, p.q_seq_stride, kBI);
 #pragma unroll
     for (int qb = 0; qb < kQB; ++qb) {
-      const int row = qw0 + qb * kN + lane_q;
-      const T* src = qb_ptr + static_cast<long long>(row) * p.q_seq_stride + L::b_k0(lane);
-      if (row < sq && al) {
+      const int row = c.qw0 + qb * kN + c.lane_q;
+      const T* src = qb_ptr + static_cast<long long>(row) * p.q_seq_stride + L::b_k0(c.lane);
+      if (row < c.pr.sq && al) {
 #pragma unroll
-        for (int dc = 0; dc < kDC; ++dc) qf[qb][dc] = bit_cast<BOp>(gload(reinterpret_cast<const vec<T, kBI>*>(src + dc * kK)));
+        for (int dc = 0; dc < kDC; ++dc)
+          qf[qb][dc] = bit_cast<BOp>(gload(reinterpret_cast<const vec<T, kBI>*>(src + dc * kK)));
       } else {
 #pragma unroll
         for (int dc = 0; dc < kDC; ++dc) {
           vec<T, kBI> v;
 #pragma unroll
-          for (int e = 0; e < kBI; ++e) v.v[e] = row < sq ? gload(src + dc * kK + e) : zero<T>();
+          for (int e = 0; e < kBI; ++e) v.v[e] = row < c.pr.sq ? gload(src + dc * kK + e) : zero<T>();
           qf[qb][dc] = bit_cast<BOp>(v);
         }
       }
     }
   }
 
-  COp o[kDB][kQB];
-  float m_run[kQB], l_run[kQB];
+  static CKGEN_DEVICE void init(COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB]) {
 #pragma unroll
-  for (int qb = 0; qb < kQB; ++qb) {
-    m_run[qb] = attn::kNegInf;
-    l_run[qb] = 0.0f;
+    for (int qb = 0; qb < kQB; ++qb) {
+      m[qb] = attn::kNegInf;
+      l[qb] = 0.0f;
 #pragma unroll
-    for (int db = 0; db < kDB; ++db) o[db][qb] = COp{};
+      for (int db = 0; db < kDB; ++db) o[db][qb] = COp{};
+    }
   }
 
-  // ---- K/V tiles: global -> registers -> LDS
-  typename S::LoadK lk;
-  typename S::LoadV lv;
-  const T* kg = p.K + pr.k;
-  const T* vg = p.V + pr.v;
-  const bool k_al = blk::is_aligned(kg, p.k_seq_stride, Cfg::kVec);
-  const bool v_al = blk::is_aligned(vg, p.v_seq_stride, Cfg::kVec);
-  auto gload_tiles = [&](int t) {
-    const int n0 = t * Cfg::kBlockN;
-    lk.load(kg + static_cast<long long>(n0) * p.k_seq_stride, p.k_seq_stride, sk - n0, Cfg::kHeadDim, k_al, tid);
-    lv.load(vg + static_cast<long long>(n0) * p.v_seq_stride, p.v_seq_stride, Cfg::kHeadDim, sk - n0, v_al, tid);
-  };
-  auto store_tiles = [&](int buf) {
-    lk.store(lds_k + buf * S::kKElems, tid);
-    lv.store(lds_v + buf * S::kVElems, tid);
+  // The K and V tiles of the problem: tile t global -> registers (gload; keys past the sequence are zeros), the
+  // registers -> LDS buffer buf (store).
+  struct KvTiles {
+    typename S::LoadK lk;
+    typename S::LoadV lv;
+    const T* kg;
+    const T* vg;
+    long long k_ld, v_ld;
+    int sk;
+    bool k_al, v_al;
+
+    CKGEN_DEVICE KvTiles(const Args& p, const attn::Problem& pr)
+        : kg(p.K + pr.k), vg(p.V + pr.v), k_ld(p.k_seq_stride), v_ld(p.v_seq_stride), sk(pr.sk) {
+      k_al = blk::is_aligned(kg, k_ld, Cfg::kVec);
+      v_al = blk::is_aligned(vg, v_ld, Cfg::kVec);
+    }
+    CKGEN_DEVICE void gload(int t, int tid) {
+      const int n0 = t * Cfg::kBlockN;
+      lk.load(kg + static_cast<long long>(n0) * k_ld, k_ld, sk - n0, Cfg::kHeadDim, k_al, tid);
+      lv.load(vg + static_cast<long long>(n0) * v_ld, v_ld, Cfg::kHeadDim, sk - n0, v_al, tid);
+    }
+    CKGEN_DEVICE void store(T* lds_k, T* lds_v, int buf, int tid) {
+      lk.store(lds_k + buf * S::kKElems, tid);
+      lv.store(lds_v + buf * S::kVElems, tid);
+    }
   };
 
-  const int k_frag = L::a_row(lane) * Cfg::kLdsKStride + L::a_k0(lane);
-  const int v_frag = L::a_row(lane) * Cfg::kLdsVStride;
-
-  auto compute = [&](int buf, int t) {
-    // S^T = K . Q^T, one k step (kInstrK of d) at a time, the next step's K operands read ahead;
-    // the scheduling fence keeps the compiler from hoisting every LDS read of the tile (registers).
-    const T* ks = lds_k + buf * S::kKElems + k_frag;
-    auto load_k = [&](AOp (&a)[kKB], int dc) {
-#pragma unroll
-      for (int kb = 0; kb < kKB; ++kb)
-        a[kb] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<T, kAI>*>(ks + kb * kM * Cfg::kLdsKStride + dc * kK)));
-    };
-    COp s[kKB][kQB];
+  // S^T = K . Q^T over the K tile at ks (this lane's fragment), one k step (kInstrK of d) at a time, the next
+  // step's K operands read ahead; the scheduling fence keeps the compiler from hoisting every LDS read of the
+  // tile (registers).
+  static CKGEN_DEVICE void scores(const T* ks, const BOp (&qf)[kQB][kDC], COp (&s)[kKB][kQB]) {
 #pragma unroll
     for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
       for (int qb = 0; qb < kQB; ++qb) s[kb][qb] = COp{};
     AOp ka[2][kKB];
-    load_k(ka[0], 0);
+    load_k(ks, ka[0], 0);
 #pragma unroll
     for (int dc = 0; dc < kDC; ++dc) {
-      if (dc + 1 < kDC) load_k(ka[(dc + 1) & 1], dc + 1);
+      if (dc + 1 < kDC) load_k(ks, ka[(dc + 1) & 1], dc + 1);
 #pragma unroll
       for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
         for (int qb = 0; qb < kQB; ++qb) s[kb][qb] = Cfg::mma(ka[dc & 1][kb], qf[qb][dc], s[kb][qb]);
       attn::sched_fence();
     }
+  }
+  // The K operands of k step dc (one per key block).
+  static CKGEN_DEVICE void load_k(const T* ks, AOp (&a)[kKB], int dc) {
+#pragma unroll
+    for (int kb = 0; kb < kKB; ++kb)
+      a[kb] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<T, kAI>*>(ks + kb * kM * Cfg::kLdsKStride + dc * kK)));
+  }
 
-    // mask (only tiles with a hidden (query, key) pair): the keys [lo, hi) of the lane's query
-    const int n0 = t * Cfg::kBlockN;
-    if (walk.needs_mask(n0)) {
+  // Hidden (query, key) pairs of the tile of keys [n0, n0 + kBlockN) -> -inf: per query the keys [lo, hi) it sees.
+  static CKGEN_DEVICE void mask_tile(COp (&s)[kKB][kQB], const Ctx& c, int n0) {
 #pragma unroll
-      for (int qb = 0; qb < kQB; ++qb) {
-        const int q = qw0 + qb * kN + lane_q;
-        const int lo = mask.row_lo(q) - n0, hi = mask.row_hi(q) - n0;
+    for (int qb = 0; qb < kQB; ++qb) {
+      const int q = c.qw0 + qb * kN + c.lane_q;
+      const int lo = c.mask.row_lo(q) - n0, hi = c.mask.row_hi(q) - n0;
 #pragma unroll
-        for (int kb = 0; kb < kKB; ++kb)
+      for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
-          for (int r = 0; r < kCI; ++r) {
-            const int key = kb * kM + L::c_row(r, lane);
-            if (key < lo || key >= hi) s[kb][qb][r] = attn::kNegInf;
-          }
-      }
+        for (int r = 0; r < kCI; ++r) {
+          const int key = kb * kM + L::c_row(r, c.lane);
+          if (key < lo || key >= hi) s[kb][qb][r] = attn::kNegInf;
+        }
     }
+  }
 
-    // online softmax; P^T as B operands
-    BOp pf[kQB][kPC];
+  // The online softmax of the tile's logits s (unscaled; -inf where hidden): the lane's query's max over its
+  // lanes updates m, s becomes p, l and O^T (o) are rescaled and l takes p's sum; P^T (p rounded to T) as the B
+  // operands pf.
+  static CKGEN_DEVICE void softmax(COp (&s)[kKB][kQB], COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB],
+                                   const Ctx& c, BOp (&pf)[kQB][kPC]) {
 #pragma unroll
     for (int qb = 0; qb < kQB; ++qb) {
       float mx = attn::kNegInf;
@@ -247,120 +255,179 @@ CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
       for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
         for (int r = 0; r < kCI; ++r) mx = attn::fmax_f32(mx, s[kb][qb][r]);
-#pragma unroll
-      for (int x = kN; x < 64; x <<= 1) mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, x, lane));
+      mx = attn::lanes_max<kN, 64>(mx, c.lane);
       float mb;
-      const float alpha = attn::online_max(m_run[qb], mx, sl2, mb);
+      const float alpha = attn::online_max(m[qb], mx, c.sl2, mb);
       float sum = 0.0f;
 #pragma unroll
       for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
         for (int r = 0; r < kCI; ++r) {
-          const float pv = exp2_f32(s[kb][qb][r] * sl2 - mb);
+          const float pv = exp2_f32(s[kb][qb][r] * c.sl2 - mb);
           s[kb][qb][r] = pv;
           sum += pv;
         }
-      l_run[qb] = l_run[qb] * alpha + sum;  // this lane's share of the row sum
+      l[qb] = l[qb] * alpha + sum;  // this lane's share of the row sum
 #pragma unroll
       for (int db = 0; db < kDB; ++db) o[db][qb] *= alpha;
 #pragma unroll
-      for (int c = 0; c < kPC; ++c) {
+      for (int pc = 0; pc < kPC; ++pc) {
         vec<T, kBI> v;
 #pragma unroll
         for (int e = 0; e < kBI; ++e) {
-          const int R = c * kBI + e;
+          const int R = pc * kBI + e;
           v.v[e] = from_float<T>(s[R / kCI][qb][R % kCI]);
         }
-        pf[qb][c] = bit_cast<BOp>(v);
-      }
-    }
-
-    // O^T += V^T . P^T, one (k step c, d block db) operand at a time, the next one read ahead (V^T
-    // operands are kDB per k step: reading a whole step ahead costs too many registers at large d).
-    // The V^T operand's items follow P^T's key order (runs of 4 keys).
-    const T* vs = lds_v + buf * S::kVElems + v_frag;
-    auto load_v = [&](int i) -> AOp {
-      const int c = i / kDB, db = i % kDB;
-      vec<T, kAI> w;
-#pragma unroll
-      for (int u = 0; u < kAI / 4; ++u) {
-        const int R = c * kAI + 4 * u;
-        const int key = (R / kCI) * kM + L::c_row(R % kCI, lane);
-        const vec<T, 4> run = lds_load(reinterpret_cast<const vec<T, 4>*>(vs + db * kM * Cfg::kLdsVStride + key));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) w.v[4 * u + e] = run.v[e];
-      }
-      return bit_cast<AOp>(w);
-    };
-    AOp va[2];
-    va[0] = load_v(0);
-#pragma unroll
-    for (int i = 0; i < kPC * kDB; ++i) {
-      if (i + 1 < kPC * kDB) va[(i + 1) & 1] = load_v(i + 1);
-#pragma unroll
-      for (int qb = 0; qb < kQB; ++qb) o[i % kDB][qb] = Cfg::mma(va[i & 1], pf[qb][i / kDB], o[i % kDB][qb]);
-      attn::sched_fence();
-    }
-  };
-
-  if (nt > 0) {
-    const int t_last = walk.t_last;
-    if constexpr (Cfg::kLdsBuffers == 2) {
-      gload_tiles(t_last);
-      store_tiles(0);
-      barrier();
-      for (int j = 0; j < nt; ++j) {
-        const int cur = j & 1;
-        const bool more = j + 1 < nt;
-        if (more) gload_tiles(t_last - j - 1);
-        compute(cur, t_last - j);
-        if (more) store_tiles(cur ^ 1);
-        barrier();  // buffer cur^1 is complete; every wave is done reading buffer cur
-      }
-    } else {
-      gload_tiles(t_last);
-      for (int j = 0; j < nt; ++j) {
-        if (j > 0) barrier();  // every wave is done reading the previous tile
-        store_tiles(0);
-        barrier();
-        if (j + 1 < nt) gload_tiles(t_last - j - 1);
-        compute(0, t_last - j);
+        pf[qb][pc] = bit_cast<BOp>(v);
       }
     }
   }
 
-  // ---- epilogue: O = O^T / l, LSE
-  T* og = p.O + pr.o;
-  const bool o_al = blk::is_aligned(og, p.o_seq_stride, 4);
+  // O^T += V^T . P^T over the V^T tile at vs (this lane's fragment), one (k step, d block) operand at a time, the
+  // next one read ahead (V^T operands are kDB per k step: reading a whole step ahead costs too many registers at
+  // large d).
+  static CKGEN_DEVICE void pv(const T* vs, const BOp (&pf)[kQB][kPC], COp (&o)[kDB][kQB], int lane) {
+    AOp va[2];
+    va[0] = load_v(vs, 0, lane);
 #pragma unroll
-  for (int qb = 0; qb < kQB; ++qb) {
-    float l = l_run[qb];
+    for (int i = 0; i < kPC * kDB; ++i) {
+      if (i + 1 < kPC * kDB) va[(i + 1) & 1] = load_v(vs, i + 1, lane);
 #pragma unroll
-    for (int x = kN; x < 64; x <<= 1) l += attn::xor_shuffle(l, x, lane);
-    float lse;
-    const float inv = attn::finish_row(m_run[qb], l, p.scale, lse);
-    const int q = qw0 + qb * kN + lane_q;
-    if (q < sq) {
-      if (p.LSE != nullptr && lane < kN) gstore(p.LSE + pr.lse + q, lse);
-      T* orow = og + static_cast<long long>(q) * p.o_seq_stride;
+      for (int qb = 0; qb < kQB; ++qb) o[i % kDB][qb] = Cfg::mma(va[i & 1], pf[qb][i / kDB], o[i % kDB][qb]);
+      attn::sched_fence();
+    }
+  }
+  // The V^T operand i (k step i / kDB, d block i % kDB): its items follow P^T's key order (runs of 4 keys).
+  static CKGEN_DEVICE AOp load_v(const T* vs, int i, int lane) {
+    const int pc = i / kDB, db = i % kDB;
+    vec<T, kAI> w;
 #pragma unroll
-      for (int db = 0; db < kDB; ++db) {
+    for (int u = 0; u < kAI / 4; ++u) {
+      const int R = pc * kAI + 4 * u;
+      const int key = (R / kCI) * kM + L::c_row(R % kCI, lane);
+      const vec<T, 4> run = lds_load(reinterpret_cast<const vec<T, 4>*>(vs + db * kM * Cfg::kLdsVStride + key));
 #pragma unroll
-        for (int r0 = 0; r0 < kCI; r0 += 4) {  // items r0 .. r0+3: 4 consecutive d of this query
-          const int d = db * kM + L::c_row(r0, lane);
-          vec<T, 4> w;
+      for (int e = 0; e < 4; ++e) w.v[4 * u + e] = run.v[e];
+    }
+    return bit_cast<AOp>(w);
+  }
+
+  // One K/V tile t (keys [t * kBlockN, ..)), read from LDS buffer buf: S^T, its mask (only tiles with a hidden
+  // (query, key) pair), the online softmax, O^T += V^T . P^T. k_frag, v_frag: the lane's first element of the K
+  // and V^T operands in a buffer.
+  static CKGEN_DEVICE void tile_step(const Ctx& c, const Walk& walk, const BOp (&qf)[kQB][kDC], const T* lds_k,
+                                     const T* lds_v, int k_frag, int v_frag, int buf, int t,
+                                     COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB]) {
+    COp s[kKB][kQB];
+    scores(lds_k + buf * S::kKElems + k_frag, qf, s);
+    const int n0 = t * Cfg::kBlockN;
+    if (walk.needs_mask(n0)) mask_tile(s, c, n0);
+    BOp pf[kQB][kPC];
+    softmax(s, o, m, l, c, pf);
+    pv(lds_v + buf * S::kVElems + v_frag, pf, o, c.lane);
+  }
+
+  // The walk's K/V tiles (nt > 0), the last one first, the next tile's global loads in flight during the
+  // current tile's MFMAs. kLdsBuffers 2: tile j + 1 is written to the other buffer while tile j is read (one
+  // barrier per tile); 1: it waits in registers until every wave is done reading tile j.
+  // gload, store and step are lambdas on purpose: a lambda is not always_inline (CKGEN_DEVICE is), so clang
+  // simplifies its body on its own before inlining it, and the MFMA schedule and register allocation this body
+  // was tuned with depend on that (as always_inline functions, measured on gfx942: 3 to 4 more VGPRs).
+  static CKGEN_DEVICE void mainloop(const Ctx& c, const Walk& walk, const BOp (&qf)[kQB][kDC], KvTiles& kv,
+                                    T* lds_k, T* lds_v, COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB]) {
+    const int k_frag = L::a_row(c.lane) * Cfg::kLdsKStride + L::a_k0(c.lane);
+    const int v_frag = L::a_row(c.lane) * Cfg::kLdsVStride;
+    const int nt = walk.nt, t_last = walk.t_last;
+    auto gload = [&](int t) { kv.gload(t, c.tid); };
+    auto store = [&](int buf) { kv.store(lds_k, lds_v, buf, c.tid); };
+    auto step = [&](int buf, int t) { tile_step(c, walk, qf, lds_k, lds_v, k_frag, v_frag, buf, t, o, m, l); };
+    if constexpr (Cfg::kLdsBuffers == 2) {
+      gload(t_last);
+      store(0);
+      barrier();
+      for (int j = 0; j < nt; ++j) {
+        const int cur = j & 1;
+        const bool more = j + 1 < nt;
+        if (more) gload(t_last - j - 1);
+        step(cur, t_last - j);
+        if (more) store(cur ^ 1);
+        barrier();  // buffer cur^1 is complete; every wave is done reading buffer cur
+      }
+    } else {
+      gload(t_last);
+      for (int j = 0; j < nt; ++j) {
+        if (j > 0) barrier();  // every wave is done reading the previous tile
+        store(0);
+        barrier();
+        if (j + 1 < nt) gload(t_last - j - 1);
+        step(0, t_last - j);
+      }
+    }
+  }
+
+  // O = O^T / l (rounded to T; 4 consecutive d per store) and LSE, for the rows inside the sequence.
+  static CKGEN_DEVICE void epilogue(const Args& p, const Ctx& c, const COp (&o)[kDB][kQB], const float (&m)[kQB],
+                                    const float (&l)[kQB]) {
+    T* og = p.O + c.pr.o;
+    const bool o_al = blk::is_aligned(og, p.o_seq_stride, 4);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) w.v[e] = from_float<T>(o[db][qb][r0 + e] * inv);
-          if (o_al) {
-            gstore(reinterpret_cast<vec<T, 4>*>(orow + d), w);
-          } else {
+    for (int qb = 0; qb < kQB; ++qb) {
+      float lse;
+      const float inv = attn::finish_row(m[qb], attn::lanes_sum<kN, 64>(l[qb], c.lane), p.scale, lse);
+      const int q = c.qw0 + qb * kN + c.lane_q;
+      if (q < c.pr.sq) {
+        if (p.LSE != nullptr && c.lane < kN) gstore(p.LSE + c.pr.lse + q, lse);
+        T* orow = og + static_cast<long long>(q) * p.o_seq_stride;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) gstore(orow + d + e, w.v[e]);
+        for (int db = 0; db < kDB; ++db) {
+#pragma unroll
+          for (int r0 = 0; r0 < kCI; r0 += 4) {  // items r0 .. r0+3: 4 consecutive d of this query
+            const int d = db * kM + L::c_row(r0, c.lane);
+            vec<T, 4> w;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) w.v[e] = from_float<T>(o[db][qb][r0 + e] * inv);
+            if (o_al) {
+              gstore(reinterpret_cast<vec<T, 4>*>(orow + d), w);
+            } else {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) gstore(orow + d + e, w.v[e]);
+            }
           }
         }
       }
     }
   }
+};
+
+template <class Cfg>
+CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
+  static_assert(check_cfg<Cfg>(), "Cfg");
+  using F = Fwd<Cfg>;
+  using T = typename Cfg::T;
+  const int m0 = attn::tile_row0<Cfg::kBlockM>();
+  typename F::Ctx c;
+  if (!attn::make_problem<Cfg::kVarlen, Cfg::kGqa>(p, block_id(2), block_id(1), m0, c.pr)) return;
+
+  CKGEN_LDS(T, lds_k, Cfg::kLdsBuffers * F::S::kKElems);
+  CKGEN_LDS(T, lds_v, Cfg::kLdsBuffers * F::S::kVElems);
+
+  c.tid = thread_id();
+  c.lane = lane_id();
+  const int wave = wave_id();
+  c.mask = attn::make_mask<Cfg::kMask>(c.pr.sq, c.pr.sk, p.window_left, p.window_right);
+  const typename F::Walk walk = attn::tile_walk<Cfg::kBlockM, Cfg::kBlockN>(c.mask, m0);
+  c.qw0 = m0 + wave * F::S::kQW;
+  c.lane_q = c.lane % F::kN;
+  c.sl2 = p.scale * attn::kLog2e;
+
+  typename F::BOp qf[F::kQB][F::kDC];
+  F::load_q(p, c, qf);
+  typename F::COp o[F::kDB][F::kQB];  // O^T
+  float m_run[F::kQB], l_run[F::kQB];
+  F::init(o, m_run, l_run);
+  typename F::KvTiles kv(p, c.pr);
+  if (walk.nt > 0) F::mainloop(c, walk, qf, kv, lds_k, lds_v, o, m_run, l_run);
+  F::epilogue(p, c, o, m_run, l_run);
 }
 
 }  // namespace attn_amd

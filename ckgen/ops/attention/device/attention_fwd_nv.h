@@ -80,8 +80,7 @@ CKGEN_DEVICE void softmax_rows(f32x4_t (&s)[kNB], float (&m_run)[2], float (&l_r
     float mx = attn::kNegInf;
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) mx = attn::fmax_f32(mx, attn::fmax_f32(s[nb].r[2 * h], s[nb].r[2 * h + 1]));
-    mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 1, lane));
-    mx = attn::fmax_f32(mx, attn::xor_shuffle(mx, 2, lane));
+    mx = attn::lanes_max<1, 4>(mx, lane);
     float mbias;
     alpha[h] = attn::online_max(m_run[h], mx, sl2, mbias);
     float sum = 0.0f;
@@ -121,14 +120,21 @@ CKGEN_DEVICE void pack_p(const f32x4_t (&s)[2 * kKK], u32x4_t (&pa)[kKK]) {
 // The epilogue's row result from the running statistics of the lane's row (the sum over the quad): returns
 // 1 / l (0 for a row that saw no key) and sets lse (attn::finish_row).
 CKGEN_DEVICE float finish_quad_row(float m, float l, float scale, float& lse, int lane) {
-  l += attn::xor_shuffle(l, 1, lane);
-  l += attn::xor_shuffle(l, 2, lane);
-  return attn::finish_row(m, l, scale, lse);
+  return attn::finish_row(m, attn::lanes_sum<1, 4>(l, lane), scale, lse);
 }
 
+// The body's stages, after CK Tile's block pipelines; body (below) runs them top to bottom:
+//   init        O = 0 and the row statistics (m: running max of the unscaled logits, -inf; l: this lane's share of
+//               the row sum, 0) of the lane's rows g and g + 8 (h) of each of the warp's kMB m16 blocks
+//   mainloop    the Q copy and the K/V copies in flight (KvCopy, prologue), the Q fragments (load_q, kQInRegs),
+//               then one tile_step per K/V tile: the copy ring (waits, barriers, next copies), scores
+//               (S = Q.K^T), mask_rows, softmax (online; P as A fragments), pv (O += P.V)
+//   write_rows  O / l rounded to T into the warp's rows of the Q tile, LSE
+//   store_o     those rows -> 16-byte coalesced global stores
 template <class Cfg>
 struct Fwd {
   using T = typename Cfg::T;
+  using Args = attn::Args<Cfg>;
   static constexpr int kD = Cfg::kHeadDim;
   static constexpr int kBM = Cfg::kBlockM;
   static constexpr int kBN = Cfg::kBlockN;
@@ -150,7 +156,10 @@ struct Fwd {
   static constexpr int kKOff = TileQ::kBytes;
   static constexpr int kVOff = kKOff + kStages * TileKV::kBytes;
   static constexpr int kSmemBytes = kVOff + kStages * TileKV::kBytes;
+  // Q fragments held in registers (kQInRegs: [kMB][kKS]; else a placeholder, re-read per K tile)
+  static constexpr int kQM = Cfg::kQInRegs ? kMB : 1, kQK = Cfg::kQInRegs ? kKS : 1;
   using Mma = nv::MmaOf<T>;
+  using Walk = attn::TileWalk<kBN>;
 
   static_assert(IsSame<T, f16>::value || IsSame<T, bf16>::value, "T must be ckgen::f16 or ckgen::bf16");
   static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
@@ -166,251 +175,295 @@ struct Fwd {
   static_assert(Cfg::kMask == attn::kMaskNone || Cfg::kMask == attn::kMaskCausal || Cfg::kMask == attn::kMaskWindow,
                 "kMask must be attn::kMaskNone, kMaskCausal or kMaskWindow");
 
-  // kVec: every base and line start of Q, K, V, O is 16-byte aligned (cp.async and 16-byte stores);
-  // otherwise the same pipeline with per-element loads and stores.
-  template <bool kVec>
-  static CKGEN_DEVICE void body(const attn::Args<Cfg>& p, const attn::Problem& pr, int m0, unsigned char* smem) {
-    const int tid = thread_id();
-    const int lane = tid & 31;
-    const int warp = tid >> 5;
-    const int g = lane >> 2;   // mma row group
-    const int t4 = lane & 3;   // mma column pair
-    const int r8 = lane & 7;
-    const int q8 = lane >> 3;
-    const int sq = pr.sq, sk = pr.sk;
-    const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
-    const int r1 = m0 + kBM < sq ? m0 + kBM : sq;
-    const attn::TileWalk<kBN> walk(mask, m0, r1);
-    const int nt = walk.nt, t_last = walk.t_last;
-    const float sl2 = p.scale * attn::kLog2e;
-    const int wrow = warp * kRW;  // the warp's first row in the tile
+  // What the stages of one block read: the mask of its problem, its first query row, the lane's place, the exp2
+  // scale and the shared memory.
+  struct Ctx {
+    attn::Mask mask;
+    int m0;          // the tile's first query row
+    int tid, lane;
+    int g, t4;       // the lane's mma row group (lane / 4) and column pair (lane % 4)
+    int wrow;        // the warp's first row in the tile
+    float sl2;       // scale * log2(e)
+    uint32_t s0;     // the shared memory's address: the Q tile, then kStages K and kStages V tiles
+  };
+  static CKGEN_DEVICE uint32_t k_stage(uint32_t s0, int st) { return s0 + kKOff + st * TileKV::kBytes; }
+  static CKGEN_DEVICE uint32_t v_stage(uint32_t s0, int st) { return s0 + kVOff + st * TileKV::kBytes; }
 
-    const T* qg = p.Q + pr.q;
-    const T* kg = p.K + pr.k;
-    const T* vg = p.V + pr.v;
-    const uint32_t s0 = nv::smem_addr(smem);
-    const uint32_t sq_addr = s0;
-    auto k_stage = [&](int st) -> uint32_t { return s0 + kKOff + st * TileKV::kBytes; };
-    auto v_stage = [&](int st) -> uint32_t { return s0 + kVOff + st * TileKV::kBytes; };
-
-    f32x4_t o[kMB][kDB];
-    float m_run[kMB][2], l_run[kMB][2];
+  static CKGEN_DEVICE void init(f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
 #pragma unroll
     for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        m_run[mb][h] = attn::kNegInf;
-        l_run[mb][h] = 0.0f;
+        m[mb][h] = attn::kNegInf;
+        l[mb][h] = 0.0f;
       }
 #pragma unroll
       for (int db = 0; db < kDB; ++db)
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[mb][db].r[e] = 0.0f;
     }
+  }
 
-    if (nt > 0) {
-      const typename TileQ::template Loader<kVec, true> lq(qg, p.q_seq_stride, 0, 0, tid);
-      const typename TileKV::template Loader<kVec, true> lk(kg, p.k_seq_stride, 0, 0, tid);
-      const typename TileKV::template Loader<kVec, true> lv(vg, p.v_seq_stride, 0, 0, tid);
-      // The 16-byte path of the K and V copies with little state (two pointers, one shared-memory offset, one
-      // line): every line is whole (the head dim), only keys past sk are zero-filled; a thread copies lines
-      // kv_r0 + it * kKvStep of chunk tid % kCPR, all with one swizzle. Other shapes: the generic Loader.
-      constexpr bool kLean = kVec && TileKV::kRegular && TileKV::kSameSwz && TileKV::kExact;
-      constexpr int kKvStep = TileKV::kRowStep;
-      const int kv_r0 = tid / TileKV::kCPR;
-      const uint32_t kv_soff = static_cast<uint32_t>(TileKV::offset(kv_r0, tid % TileKV::kCPR));
-      const T* k_src = kg + static_cast<long long>(kv_r0) * p.k_seq_stride + (tid % TileKV::kCPR) * TileKV::kVE;
-      const T* v_src = vg + static_cast<long long>(kv_r0) * p.v_seq_stride + (tid % TileKV::kCPR) * TileKV::kVE;
-      auto copy_lean = [&](uint32_t stage, const T* src0, long long ld, int n0) {
-        const T* src = src0 + static_cast<long long>(n0) * ld;
+  // The cp.async copies of the K and V tiles: iteration j of the walk (tile t_last - j) into stage j % kStages;
+  // past the walk (j >= nt) only the group is committed (an empty one). kKvBarriers 2: K and V are separate
+  // groups (load_k, load_v); kJoint: load_v commits both.
+  template <bool kVec>
+  struct KvCopy {
+    // The 16-byte path with little state (two pointers, one shared-memory offset, one line): every line is whole
+    // (the head dim), only keys past sk are zero-filled; a thread copies lines kv_r0 + it * kKvStep of chunk
+    // tid % kCPR, all with one swizzle. Other shapes: the generic Loader.
+    static constexpr bool kLean = kVec && TileKV::kRegular && TileKV::kSameSwz && TileKV::kExact;
+    static constexpr int kKvStep = TileKV::kRowStep;
+    using Loader = typename TileKV::template Loader<kVec, true>;
+    const T* kg;
+    const T* vg;
+    long long k_ld, v_ld;
+    Loader lk, lv;
+    int kv_r0;
+    uint32_t kv_soff;
+    const T* k_src;
+    const T* v_src;
+    uint32_t s0;
+    int nt, t_last, sk, tid;
+
+    CKGEN_DEVICE KvCopy(const Args& p, const attn::Problem& pr, const Walk& walk, uint32_t s0_, int tid_)
+        : kg(p.K + pr.k), vg(p.V + pr.v), k_ld(p.k_seq_stride), v_ld(p.v_seq_stride),
+          lk(kg, k_ld, 0, 0, tid_), lv(vg, v_ld, 0, 0, tid_), kv_r0(tid_ / TileKV::kCPR),
+          kv_soff(static_cast<uint32_t>(TileKV::offset(kv_r0, tid_ % TileKV::kCPR))),
+          k_src(kg + static_cast<long long>(kv_r0) * k_ld + (tid_ % TileKV::kCPR) * TileKV::kVE),
+          v_src(vg + static_cast<long long>(kv_r0) * v_ld + (tid_ % TileKV::kCPR) * TileKV::kVE),
+          s0(s0_), nt(walk.nt), t_last(walk.t_last), sk(pr.sk), tid(tid_) {}
+
+    CKGEN_DEVICE void copy_lean(uint32_t stage, const T* src0, long long ld, int n0) const {
+      const T* src = src0 + static_cast<long long>(n0) * ld;
 #pragma unroll
-        for (int it = 0; it < TileKV::kIters; ++it) {
-          const int nb = n0 + kv_r0 + it * kKvStep < sk ? 16 : 0;
-          nv::cp_async16_zfill(stage + kv_soff + it * kKvStep * kRowBytes,
-                               nb > 0 ? static_cast<const void*>(src + static_cast<long long>(it * kKvStep) * ld)
-                                      : static_cast<const void*>(kg), nb);
-        }
-      };
-      // Iteration j visits tile t_last - j; its K and V sit in stage j % kStages.
-      auto load_k = [&](int j) {
-        if (j < nt) {
-          if constexpr (kLean) {
-            copy_lean(k_stage(j % kStages), k_src, p.k_seq_stride, (t_last - j) * kBN);
-          } else {
-            lk.load(k_stage(j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
-          }
-        }
-        if constexpr (!kJoint) nv::cp_async_commit();
-      };
-      auto load_v = [&](int j) {
-        if (j < nt) {
-          if constexpr (kLean) {
-            copy_lean(v_stage(j % kStages), v_src, p.v_seq_stride, (t_last - j) * kBN);
-          } else {
-            lv.load(v_stage(j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
-          }
-        }
-        nv::cp_async_commit();
-      };
-      lq.load(sq_addr, qg, m0, sq, kD, tid);
-      nv::cp_async_commit();
-      if constexpr (kJoint) {
-        // Prologue: groups Q, (K0, V0), ..., (K[S-2], V[S-2]).
-#pragma unroll
-        for (int st = 0; st + 1 < kStages; ++st) {
-          load_k(st);
-          load_v(st);
-        }
-      } else {
-        // Prologue: groups Q, K0, (V0, K1), ..., (V[S-2], K[S-1]).
-        load_k(0);
-#pragma unroll
-        for (int st = 1; st < kStages; ++st) {
-          load_v(st - 1);
-          load_k(st);
-        }
+      for (int it = 0; it < TileKV::kIters; ++it) {
+        const int nb = n0 + kv_r0 + it * kKvStep < sk ? 16 : 0;
+        nv::cp_async16_zfill(stage + kv_soff + it * kKvStep * kRowBytes,
+                             nb > 0 ? static_cast<const void*>(src + static_cast<long long>(it * kKvStep) * ld)
+                                    : static_cast<const void*>(kg), nb);
       }
-
-      // ldmatrix row addresses (bytes inside a tile) of the first k16 step: this lane's line and chunk c in
-      // {0, 1}. Step s reads chunk 2s + c, stored at chunk (2s + c) ^ (line & 7) = (c ^ (line & 7)) ^ 2s (the swizzle
-      // touches the low 3 bits only, 2s has bit 0 clear): offset(line, 2s + c) = offset(line, c) ^ (s << 5), as
-      // line * kRowBytes has no bit below kRowBytes > (2s + c) * 16. One register per operand instead of one per
-      // step. The 16-line steps (warp rows, m16 blocks, key steps) leave line & 7 alone.
-      const uint32_t q_lane = TileQ::offset(wrow + (lane & 15), lane >> 4);
-      const uint32_t k_lane = TileKV::offset(r8 + ((lane >> 4) << 3), (lane >> 3) & 1);
-      const uint32_t v_lane = TileKV::offset((q8 & 1) * 8 + r8, q8 >> 1);
-      auto step = [](uint32_t off, int s) -> uint32_t { return off ^ static_cast<uint32_t>(s << 5); };
-
-      u32x4_t qf[Cfg::kQInRegs ? kMB : 1][Cfg::kQInRegs ? kKS : 1];
-      if constexpr (Cfg::kQInRegs) {
-        nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
-        barrier();
-#pragma unroll
-        for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-          for (int ks = 0; ks < kKS; ++ks) nv::ldmatrix_x4(qf[mb][ks].r, sq_addr + step(q_lane, ks) + mb * 16 * kRowBytes);
-      }
-
-#pragma unroll 1
-      for (int j = 0; j < nt; ++j) {
-        const int t = t_last - j;
-        const int st = j % kStages;
-        if constexpr (kJoint) {
-          nv::cp_async_wait<kStages - 2>();  // K[j] and V[j] (and everything before them) landed
-          barrier();                          // ... for every thread; every warp is done with tile j-1
-          load_k(j + kStages - 1);            // into the stages of tile j-1
-          load_v(j + kStages - 1);
+    }
+    CKGEN_DEVICE void load_k(int j) const {
+      if (j < nt) {
+        if constexpr (kLean) {
+          copy_lean(k_stage(s0, j % kStages), k_src, k_ld, (t_last - j) * kBN);
         } else {
-        nv::cp_async_wait<2 * kStages - 2>();  // K[j] (and everything before it) landed
-        barrier();                              // ... for every thread; every warp is done with PV[j-1]
-        load_v(j + kStages - 1);                // into the V stage of tile j-1
+          lk.load(k_stage(s0, j % kStages), kg, (t_last - j) * kBN, sk, kD, tid);
         }
-
-        // ---- S = Q . K^T
-        f32x4_t s[kMB][kNB];
-#pragma unroll
-        for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-          for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[mb][nb].r[e] = 0.0f;
-        const uint32_t ks_base = k_stage(st);
-#pragma unroll
-        for (int ks = 0; ks < kKS; ++ks) {
-          u32x4_t qa[kMB];
-#pragma unroll
-          for (int mb = 0; mb < kMB; ++mb) {
-            if constexpr (Cfg::kQInRegs) {
-              qa[mb] = qf[mb][ks];
-            } else {
-              nv::ldmatrix_x4(qa[mb].r, sq_addr + step(q_lane, ks) + mb * 16 * kRowBytes);
-            }
-          }
-#pragma unroll
-          for (int jj = 0; jj < kNB / 2; ++jj) {
-            uint32_t r[4];
-            nv::ldmatrix_x4(r, ks_base + step(k_lane, ks) + jj * 16 * kRowBytes);
-            const u32x2_t b0{{r[0], r[1]}};
-            const u32x2_t b1{{r[2], r[3]}};
-#pragma unroll
-            for (int mb = 0; mb < kMB; ++mb) {
-              s[mb][2 * jj] = Mma::mma(qa[mb], b0, s[mb][2 * jj]);
-              s[mb][2 * jj + 1] = Mma::mma(qa[mb], b1, s[mb][2 * jj + 1]);
-            }
-          }
+      }
+      if constexpr (!kJoint) nv::cp_async_commit();
+    }
+    CKGEN_DEVICE void load_v(int j) const {
+      if (j < nt) {
+        if constexpr (kLean) {
+          copy_lean(v_stage(s0, j % kStages), v_src, v_ld, (t_last - j) * kBN);
+        } else {
+          lv.load(v_stage(s0, j % kStages), vg, (t_last - j) * kBN, sk, kD, tid);
         }
+      }
+      nv::cp_async_commit();
+    }
+  };
 
-        // ---- mask: only tiles with a hidden (query, key) pair; per row the keys [lo, hi) it sees
-        const int n0 = t * kBN;
-        if (walk.needs_mask(n0)) {
+  // The copies in flight before the first tile. kJoint: groups Q, (K0, V0), ..., (K[S-2], V[S-2]); else
+  // groups Q, K0, (V0, K1), ..., (V[S-2], K[S-1]).
+  template <bool kVec>
+  static CKGEN_DEVICE void prologue(const Args& p, const attn::Problem& pr, const Ctx& c, const KvCopy<kVec>& kv) {
+    const T* qg = p.Q + pr.q;
+    const typename TileQ::template Loader<kVec, true> lq(qg, p.q_seq_stride, 0, 0, c.tid);
+    lq.load(c.s0, qg, c.m0, c.mask.sq, kD, c.tid);
+    nv::cp_async_commit();
+    if constexpr (kJoint) {
 #pragma unroll
-          for (int mb = 0; mb < kMB; ++mb) mask_rows<kNB>(s[mb], mask, m0 + wrow + mb * 16 + g, n0, t4);
-        }
+      for (int st = 0; st + 1 < kStages; ++st) {
+        kv.load_k(st);
+        kv.load_v(st);
+      }
+    } else {
+      kv.load_k(0);
+#pragma unroll
+      for (int st = 1; st < kStages; ++st) {
+        kv.load_v(st - 1);
+        kv.load_k(st);
+      }
+    }
+  }
 
-        // ---- online softmax; P as A fragments
-        u32x4_t pa[kMB][kKK];
+  // ldmatrix row addresses (bytes inside a tile) of the first k16 step: this lane's line and chunk c in {0, 1}.
+  // Step s reads chunk 2s + c, stored at chunk (2s + c) ^ (line & 7) = (c ^ (line & 7)) ^ 2s (the swizzle touches
+  // the low 3 bits only, 2s has bit 0 clear): offset(line, 2s + c) = offset(line, c) ^ (s << 5) (step), as
+  // line * kRowBytes has no bit below kRowBytes > (2s + c) * 16. One register per operand instead of one per step.
+  // The 16-line steps (warp rows, m16 blocks, key steps) leave line & 7 alone.
+  struct Lanes {
+    uint32_t q, k, v;
+    CKGEN_DEVICE Lanes(int lane, int wrow) {
+      const int r8 = lane & 7, q8 = lane >> 3;  // the lane's row of an 8x8 matrix, and which matrix
+      q = TileQ::offset(wrow + (lane & 15), lane >> 4);
+      k = TileKV::offset(r8 + ((lane >> 4) << 3), (lane >> 3) & 1);
+      v = TileKV::offset((q8 & 1) * 8 + r8, q8 >> 1);
+    }
+  };
+  static CKGEN_DEVICE uint32_t step(uint32_t off, int s) { return off ^ static_cast<uint32_t>(s << 5); }
+
+  // The Q fragments of the warp's rows (kQInRegs), once the Q copy landed.
+  static CKGEN_DEVICE void load_q(uint32_t sq_addr, uint32_t q_lane, u32x4_t (&qf)[kQM][kQK]) {
+    nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
+    barrier();
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) nv::ldmatrix_x4(qf[mb][ks].r, sq_addr + step(q_lane, ks) + mb * 16 * kRowBytes);
+  }
+
+  // S = Q . K^T of the K tile at ks_base; the Q fragments from qf (kQInRegs) or the Q tile at sq_addr.
+  static CKGEN_DEVICE void scores(f32x4_t (&s)[kMB][kNB], const u32x4_t (&qf)[kQM][kQK], uint32_t sq_addr,
+                                  const Lanes& ln, uint32_t ks_base) {
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mb][nb].r[e] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < kKS; ++ks) {
+      u32x4_t qa[kMB];
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) {
+        if constexpr (Cfg::kQInRegs) {
+          qa[mb] = qf[mb][ks];
+        } else {
+          nv::ldmatrix_x4(qa[mb].r, sq_addr + step(ln.q, ks) + mb * 16 * kRowBytes);
+        }
+      }
+#pragma unroll
+      for (int jj = 0; jj < kNB / 2; ++jj) {
+        uint32_t r[4];
+        nv::ldmatrix_x4(r, ks_base + step(ln.k, ks) + jj * 16 * kRowBytes);
+        const u32x2_t b0{{r[0], r[1]}};
+        const u32x2_t b1{{r[2], r[3]}};
 #pragma unroll
         for (int mb = 0; mb < kMB; ++mb) {
-          float alpha[2];
-          softmax_rows<kNB>(s[mb], m_run[mb], l_run[mb], sl2, alpha, lane);
-          rescale_rows<kDB>(o[mb], alpha);
-          pack_p<T, kKK>(s[mb], pa[mb]);
-        }
-
-        if constexpr (!kJoint) {
-        nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
-        barrier();                              // ... for every thread; every warp is done with K[j]
-        load_k(j + kStages);                    // into K[j]'s stage
-        }
-
-        // ---- O += P . V
-        const uint32_t vs_base = v_stage(st);
-#pragma unroll
-        for (int kk = 0; kk < kKK; ++kk) {
-#pragma unroll
-          for (int dd = 0; dd < kDB / 2; ++dd) {
-            uint32_t r[4];
-            nv::ldmatrix_x4_trans(r, vs_base + step(v_lane, dd) + kk * 16 * kRowBytes);
-            const u32x2_t b0{{r[0], r[1]}};
-            const u32x2_t b1{{r[2], r[3]}};
-#pragma unroll
-            for (int mb = 0; mb < kMB; ++mb) {
-              o[mb][2 * dd] = Mma::mma(pa[mb][kk], b0, o[mb][2 * dd]);
-              o[mb][2 * dd + 1] = Mma::mma(pa[mb][kk], b1, o[mb][2 * dd + 1]);
-            }
-          }
+          s[mb][2 * jj] = Mma::mma(qa[mb], b0, s[mb][2 * jj]);
+          s[mb][2 * jj + 1] = Mma::mma(qa[mb], b1, s[mb][2 * jj + 1]);
         }
       }
-      nv::cp_async_wait<0>();  // only empty groups are left
     }
+  }
 
-    // ---- epilogue: O / l -> T -> this warp's rows of the Q tile -> 16-byte global stores; LSE
-    attn::wave_sync();  // the warp's last ldmatrix reads of its Q rows come before the writes below
-    T* og = p.O + pr.o;
+  // The online softmax of the tile's logits s of each m16 block: m, l and O rescaled, P as A fragments pa.
+  static CKGEN_DEVICE void softmax(f32x4_t (&s)[kMB][kNB], f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2],
+                                   float (&l)[kMB][2], float sl2, int lane, u32x4_t (&pa)[kMB][kKK]) {
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) {
+      float alpha[2];
+      softmax_rows<kNB>(s[mb], m[mb], l[mb], sl2, alpha, lane);
+      rescale_rows<kDB>(o[mb], alpha);
+      pack_p<T, kKK>(s[mb], pa[mb]);
+    }
+  }
+
+  // O += P . V of the V tile at vs_base.
+  static CKGEN_DEVICE void pv(f32x4_t (&o)[kMB][kDB], const u32x4_t (&pa)[kMB][kKK], uint32_t vs_base,
+                              uint32_t v_lane) {
+#pragma unroll
+    for (int kk = 0; kk < kKK; ++kk) {
+#pragma unroll
+      for (int dd = 0; dd < kDB / 2; ++dd) {
+        uint32_t r[4];
+        nv::ldmatrix_x4_trans(r, vs_base + step(v_lane, dd) + kk * 16 * kRowBytes);
+        const u32x2_t b0{{r[0], r[1]}};
+        const u32x2_t b1{{r[2], r[3]}};
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb) {
+          o[mb][2 * dd] = Mma::mma(pa[mb][kk], b0, o[mb][2 * dd]);
+          o[mb][2 * dd + 1] = Mma::mma(pa[mb][kk], b1, o[mb][2 * dd + 1]);
+        }
+      }
+    }
+  }
+
+  // Iteration j of the walk (tile t_last - j, stage j % kStages), with the copy ring of the file comment.
+  template <bool kVec>
+  static CKGEN_DEVICE void tile_step(const Ctx& c, const Walk& walk, const KvCopy<kVec>& kv, const Lanes& ln,
+                                     const u32x4_t (&qf)[kQM][kQK], int j, f32x4_t (&o)[kMB][kDB],
+                                     float (&m)[kMB][2], float (&l)[kMB][2]) {
+    const int st = j % kStages;
+    if constexpr (kJoint) {
+      nv::cp_async_wait<kStages - 2>();  // K[j] and V[j] (and everything before them) landed
+      barrier();                          // ... for every thread; every warp is done with tile j-1
+      kv.load_k(j + kStages - 1);         // into the stages of tile j-1
+      kv.load_v(j + kStages - 1);
+    } else {
+      nv::cp_async_wait<2 * kStages - 2>();  // K[j] (and everything before it) landed
+      barrier();                              // ... for every thread; every warp is done with PV[j-1]
+      kv.load_v(j + kStages - 1);             // into the V stage of tile j-1
+    }
+    f32x4_t s[kMB][kNB];
+    scores(s, qf, c.s0, ln, k_stage(c.s0, st));
+    // the mask: only tiles with a hidden (query, key) pair; per row the keys [lo, hi) it sees
+    const int n0 = walk.n0(j);
+    if (walk.needs_mask(n0)) {
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb) mask_rows<kNB>(s[mb], c.mask, c.m0 + c.wrow + mb * 16 + c.g, n0, c.t4);
+    }
+    u32x4_t pa[kMB][kKK];
+    softmax(s, o, m, l, c.sl2, c.lane, pa);
+    if constexpr (!kJoint) {
+      nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
+      barrier();                              // ... for every thread; every warp is done with K[j]
+      kv.load_k(j + kStages);                 // into K[j]'s stage
+    }
+    pv(o, pa, v_stage(c.s0, st), ln.v);
+  }
+
+  // The walk's K/V tiles (nt > 0), the last one first.
+  template <bool kVec>
+  static CKGEN_DEVICE void mainloop(const Args& p, const attn::Problem& pr, const Ctx& c, const Walk& walk,
+                                    f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
+    const KvCopy<kVec> kv(p, pr, walk, c.s0, c.tid);
+    prologue<kVec>(p, pr, c, kv);
+    const Lanes ln(c.lane, c.wrow);
+    u32x4_t qf[kQM][kQK];
+    if constexpr (Cfg::kQInRegs) load_q(c.s0, ln.q, qf);
+#pragma unroll 1
+    for (int j = 0; j < walk.nt; ++j) tile_step<kVec>(c, walk, kv, ln, qf, j, o, m, l);
+    nv::cp_async_wait<0>();  // only empty groups are left
+  }
+
+  // O / l -> T -> this warp's rows of the Q tile (smem); LSE straight from the lanes.
+  static CKGEN_DEVICE void write_rows(const Args& p, const attn::Problem& pr, const Ctx& c, unsigned char* smem,
+                                      const f32x4_t (&o)[kMB][kDB], const float (&m)[kMB][2],
+                                      const float (&l)[kMB][2]) {
 #pragma unroll
     for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float lse;
-        const float inv = finish_quad_row(m_run[mb][h], l_run[mb][h], p.scale, lse, lane);
-        const int rl = wrow + mb * 16 + g + 8 * h;  // row in the tile
-        if (p.LSE != nullptr && t4 == 0 && m0 + rl < sq) gstore(p.LSE + pr.lse + m0 + rl, lse);
+        const float inv = finish_quad_row(m[mb][h], l[mb][h], p.scale, lse, c.lane);
+        const int rl = c.wrow + mb * 16 + c.g + 8 * h;  // row in the tile
+        if (p.LSE != nullptr && c.t4 == 0 && c.m0 + rl < c.mask.sq) gstore(p.LSE + pr.lse + c.m0 + rl, lse);
 #pragma unroll
         for (int db = 0; db < kDB; ++db)
-          lds_store(reinterpret_cast<uint32_t*>(smem + TileQ::elem_offset(rl, db * 8 + 2 * t4)),
+          lds_store(reinterpret_cast<uint32_t*>(smem + TileQ::elem_offset(rl, db * 8 + 2 * c.t4)),
                     pack2<T>(o[mb][db].r[2 * h] * inv, o[mb][db].r[2 * h + 1] * inv));
       }
     }
-    attn::wave_sync();
+  }
+
+  // This warp's rows of the Q tile (written by write_rows) -> 16-byte global stores of O (per element: !kVec).
+  template <bool kVec>
+  static CKGEN_DEVICE void store_o(const Args& p, const attn::Problem& pr, const Ctx& c, const unsigned char* smem) {
+    T* og = p.O + pr.o;
     constexpr int kChunks = kRW * TileQ::kCPR;
 #pragma unroll
     for (int c0 = 0; c0 < kChunks; c0 += 32) {
-      const int c = c0 + lane;
-      const int rl = wrow + c / TileQ::kCPR;
-      const int ch = c % TileQ::kCPR;
-      if (m0 + rl < sq) {
+      const int ci = c0 + c.lane;
+      const int rl = c.wrow + ci / TileQ::kCPR;
+      const int ch = ci % TileQ::kCPR;
+      if (c.m0 + rl < c.mask.sq) {
         const vec<T, 8> v = lds_load(reinterpret_cast<const vec<T, 8>*>(smem + TileQ::offset(rl, ch)));
-        T* dst = og + static_cast<long long>(m0 + rl) * p.o_seq_stride + ch * 8;
+        T* dst = og + static_cast<long long>(c.m0 + rl) * p.o_seq_stride + ch * 8;
         if constexpr (kVec) {
           gstore(reinterpret_cast<vec<T, 8>*>(dst), v);
         } else {
@@ -419,6 +472,33 @@ struct Fwd {
         }
       }
     }
+  }
+
+  // kVec: every base and line start of Q, K, V, O is 16-byte aligned (cp.async and 16-byte stores);
+  // otherwise the same pipeline with per-element loads and stores.
+  template <bool kVec>
+  static CKGEN_DEVICE void body(const Args& p, const attn::Problem& pr, int m0, unsigned char* smem) {
+    Ctx c;
+    c.m0 = m0;
+    c.tid = thread_id();
+    c.lane = c.tid & 31;
+    const int warp = c.tid >> 5;
+    c.g = c.lane >> 2;
+    c.t4 = c.lane & 3;
+    c.mask = attn::make_mask<Cfg::kMask>(pr.sq, pr.sk, p.window_left, p.window_right);
+    const Walk walk = attn::tile_walk<kBM, kBN>(c.mask, m0);
+    c.sl2 = p.scale * attn::kLog2e;
+    c.wrow = warp * kRW;
+    c.s0 = nv::smem_addr(smem);
+
+    f32x4_t o[kMB][kDB];
+    float m_run[kMB][2], l_run[kMB][2];
+    init(o, m_run, l_run);
+    if (walk.nt > 0) mainloop<kVec>(p, pr, c, walk, o, m_run, l_run);
+    attn::wave_sync();  // the warp's last ldmatrix reads of its Q rows come before the writes below
+    write_rows(p, pr, c, smem, o, m_run, l_run);
+    attn::wave_sync();
+    store_o<kVec>(p, pr, c, smem);
   }
 };
 
