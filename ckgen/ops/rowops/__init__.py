@@ -5,9 +5,13 @@ optional int8 output with a per-row scale. One package serves the three registry
 
 Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list and the tables per wave size), ``body.py``
 (the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` (the template),
-``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_config.h``, its Cfg, checks and derived
-sizes; ``rowops_rowcache.h``, the row kept in shared memory for ``row_in = shared``; ``rowops_stages.h``, the staged
-ring; ``rowops_entry.h``, one entry per op).
+``device/`` (``rowops_entry.h``, one entry per op; ``rowops_forward.h``, the body for every platform and its
+contract, which picks a pipeline per configuration; ``rowops_config.h``, its Cfg, checks and derived sizes;
+``rowops_problem.h``, the types and flags derived from the Cfg; ``rowops_default_policy.h``, the reductions and
+tile counts; ``rowops_row.h``, what the pipelines share; ``rowops_pipeline_one_pass.h``, ``_looped.h``,
+``_row_cached.h`` (``row_in = shared``) and ``_bounded.h`` (the register-bounded single pass), one per variant;
+``rowops_math.h``, the per-row statistics; ``rowops_frag.h``, the fragments and accesses; ``rowops_rowcache.h``,
+the row kept in shared memory; ``rowops_stages.h``, the staged ring).
 """
 
 from __future__ import annotations
