@@ -195,7 +195,9 @@ struct RowGroup {
   }
 
   // f(kM, kFast) for the current tile's kind: fast (full, weights in registers: wts.prefetch first when
-  // `prefetch`), full, or masked (partial)
+  // `prefetch`), full, or masked (partial). The prefetch stands inside the fast branch on purpose: issued before
+  // the branch (for every tile kind), the kR weight / bias vectors stay live across the full and masked paths too,
+  // and clang 22 spilled there (gfx90a, rung 1); inside it they are live only where they are used.
   template <class Wts, class F>
   CKGEN_ROWOPS_STEP void by_kind(Wts& wts, bool prefetch, int tile, F&& f) {
     if (fast) {
