@@ -13,18 +13,6 @@
 #include "rowops_frag.h"
 #include "rowops_problem.h"
 
-// CKGEN_ROWOPS_STEP: a step of a pipeline (a loader, a statistic, an output pass): inline, but not forced
-// (CKGEN_DEVICE forces it) so that the compiler simplifies each step on its own (unrolls its loops over the
-// tile's vectors) before it inlines it into its caller, as it does with a lambda. Forced inlining of the whole
-// pipeline leaves the tile in memory through the early optimizations (nvcc: more registers; clang: more SGPRs).
-#if defined(CKGEN_PLATFORM_AMD)
-#define CKGEN_ROWOPS_STEP __attribute__((device)) inline
-#elif defined(CKGEN_PLATFORM_CUDA)
-#define CKGEN_ROWOPS_STEP __device__ inline
-#else
-#define CKGEN_ROWOPS_STEP inline
-#endif
-
 namespace ckgen {
 namespace rowops {
 

@@ -1,7 +1,7 @@
 // rowops_pipeline_looped.h (ckgen/ops/rowops/device): the looped pipeline of the row ops (Cfg::kLooped, any cols):
-// pass 1 walks the row's tiles forward and keeps a running state per thread (softmax's (m, d): online softmax;
-// layer norm's exact (n, mean, M2) of each tile merged into the running moments, Chan et al.; RMS norm's sum of
-// v^2), all-reduced once at the end; then RowGroup::output (rowops_row.h). Rows longer than a tile read v again
+// pass 1 walks the row's tiles forward and keeps a running state per thread (the kind's fold, rowops_kinds.h:
+// softmax's (m, d): online softmax; layer norm's exact (n, mean, M2) of each tile merged into the running
+// moments, Chan et al.; RMS norm's sum of v^2), all-reduced once at the end; then RowGroup::output (rowops_row.h). Rows longer than a tile read v again
 // in the later passes, minus the tile that ends a pass: from global memory (GlobalSource) or from the row cache
 // (rowops_pipeline_row_cached.h).
 //
@@ -26,20 +26,7 @@ struct LoopedStats {
   template <class M>
   CKGEN_ROWOPS_STEP static void tile(const RowGroup<P>& g, M m, State& st) {
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
-    if constexpr (P::kSoft) {
-      const float mx = max_f32(st.v[0], tile_tmax(ts, m, g.e.c));
-      const float d = ts.expsum(m, g.e.c, mx);
-      st.v[1] = st.v[1] * exp2_f32(st.v[0] - mx) + d;
-      st.v[0] = mx;
-    } else if constexpr (P::kOp == kLayerNorm) {
-      // the tile's exact two-pass moments, merged into the running ones (Chan et al.)
-      const float n = ts.count(m);
-      const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
-      const float mean = ts.sum(m) * inv;
-      st = MomentState::combine(st, MomentState{{n, mean, ts.m2(m, mean)}});
-    } else {
-      st.v[0] += ts.sumsq(m);
-    }
+    P::Kind::fold(ts, m, g.e.c, st);
   }
 
   template <class Src>
@@ -51,7 +38,7 @@ struct LoopedStats {
       else tile(g, BoolConst<true>{}, st);
     }
     st = red.state(st);
-    return finish<P::kOp>(st, g.a.cols, g.a.eps);
+    return P::Kind::finish(st, g.a.cols, g.a.eps);
   }
 };
 

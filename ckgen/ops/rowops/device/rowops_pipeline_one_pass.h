@@ -1,7 +1,7 @@
 // rowops_pipeline_one_pass.h (ckgen/ops/rowops/device): the one-pass pipeline of the row ops (Cfg::kLooped ==
-// false): the row is one tile in registers, read once (cols <= kTileCols) and y written once. Its statistics take
-// two all-reduces over the row's threads: softmax m (max) then d (sum of 2^(t - m)); layer norm the mean then
-// sum (v - mean)^2 (the exact two-pass variance); RMS norm one (sum v^2). Then RowGroup::output (rowops_row.h).
+// false): the row is one tile in registers, read once (cols <= kTileCols) and y written once. Its statistics are
+// the kind's one_pass (rowops_kinds.h): softmax m (max) then d (sum of 2^(t - m)); layer norm the mean then
+// sum (v - mean)^2 (the exact two-pass variance); RMS norm one all-reduce (sum v^2). Then RowGroup::output (rowops_row.h).
 //
 //   OnePassPipeline<P, Src, Wts>::run   one row group: Src GlobalSource (rowops_row.h) or StagedSource (below);
 //                                       Wts TileWeights, or BatchedWeights (rowops_pipeline_bounded.h)
@@ -27,32 +27,10 @@ struct OnePassStats {
   template <class Src>
   CKGEN_DEVICE static RowScalars run(RowGroup<P>& g, Src& src, RowReduce<P>& red) {
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
-    const auto& e = g.e;
-    const bool full = g.k.full;
-    if constexpr (P::kSoft) {
-      const float tm = full ? tile_tmax(ts, BoolConst<false>{}, e.c) : tile_tmax(ts, BoolConst<true>{}, e.c);
+    return P::Kind::one_pass(ts, g.k.full, g.e, g.a.eps, red, [&] {
       src.refill();
       g.fast = g.fast_tile();
-      const float m = red.max(tm);
-      const float dl = full ? ts.expsum(BoolConst<false>{}, e.c, m) : ts.expsum(BoolConst<true>{}, e.c, m);
-      const float d = red.sum(dl);
-      SoftmaxState st{{m, d}};
-      return finish<P::kOp>(st, g.a.cols, g.a.eps);
-    } else if constexpr (P::kOp == kLayerNorm) {
-      const float sl = full ? ts.sum(BoolConst<false>{}) : ts.sum(BoolConst<true>{});
-      src.refill();
-      g.fast = g.fast_tile();
-      const float mean = red.sum(sl) * e.inv_cols;
-      const float ml = full ? ts.m2(BoolConst<false>{}, mean) : ts.m2(BoolConst<true>{}, mean);
-      const float m2 = red.sum(ml);
-      return RowScalars{mean, rsqrt_f32(m2 * e.inv_cols + g.a.eps)};
-    } else {
-      const float sl = full ? ts.sumsq(BoolConst<false>{}) : ts.sumsq(BoolConst<true>{});
-      src.refill();
-      g.fast = g.fast_tile();
-      const float ss = red.sum(sl);
-      return RowScalars{0.0f, rsqrt_f32(ss * e.inv_cols + g.a.eps)};
-    }
+    });
   }
 };
 

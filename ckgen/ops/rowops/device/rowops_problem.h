@@ -8,6 +8,7 @@
 #include "ckgen/types.h"
 #include "rowops_config.h"
 #include "rowops_frag.h"
+#include "rowops_kinds.h"
 #include "rowops_math.h"
 #include "rowops_rowcache.h"
 #include "rowops_stages.h"
@@ -30,8 +31,8 @@ struct RowProblem {
   static constexpr bool kHasWeight = Cfg::kHasWeight;
   static constexpr bool kHasBias = Cfg::kHasBias;
   static constexpr bool kQuantI8 = Cfg::kQuantI8;
-  static constexpr bool kSoft = kOp == kSoftmax || kOp == kLogSoftmax;
-  static constexpr bool kAmaxPass = kQuantI8 && kOp != kSoftmax;  // int8: a pass for amax of y (softmax: 1/d)
+  using Kind = RowKind<kOp>;  // the kind's math (rowops_kinds.h)
+  static constexpr bool kAmaxPass = kQuantI8 && !Kind::kAmaxInScalars;  // int8: a pass for amax of y (softmax: 1/d)
 
   // the tile: kR vectors of kVec elements per thread, kStep columns apart; kTile columns of a row
   static constexpr int kVec = Cfg::kVec;
@@ -60,7 +61,7 @@ struct RowProblem {
   using FW = detail::Frag<TW, kVec>;
   using FO = detail::Frag<TOut, kVec>;
   using Counts = detail::TileCounts<kVec, kStep>;
-  using State = typename StateOf<kOp>::type;
+  using State = typename Kind::State;
   using Cache = RowCache<Cfg>;
   using Ring = StageRing<Cfg>;
   using Reduce = Reducer<Cfg>;

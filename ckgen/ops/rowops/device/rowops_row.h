@@ -179,17 +179,9 @@ struct RowGroup {
   }
   // y of element i of vector j (before the cast / quantization)
   CKGEN_ROWOPS_STEP float y_of(const RowScalars& rs, int j, int i, const FW& w, const FW& b) const {
-    const float v = detail::elem(buf[j], i);
-    float yv;
-    if constexpr (P::kOp == kSoftmax) {
-      yv = exp2_f32(v * e.c - rs.a) * rs.b;
-    } else if constexpr (P::kOp == kLogSoftmax) {
-      yv = (v * e.c - rs.a) * kLn2;
-    } else {
-      yv = (P::kOp == kLayerNorm ? v - rs.a : v) * rs.b;
-      if constexpr (P::kHasWeight) yv *= detail::elem(w, i);
-      if constexpr (P::kHasBias) yv += detail::elem(b, i);
-    }
+    float yv = P::Kind::y(detail::elem(buf[j], i), rs, e.c);
+    if constexpr (P::kHasWeight) yv *= detail::elem(w, i);
+    if constexpr (P::kHasBias) yv += detail::elem(b, i);
     (void)w; (void)b;
     return yv;
   }
@@ -289,14 +281,6 @@ struct RowGroup {
     }
   }
 };
-
-// max t = max(v * c) over the valid elements of a tile (ts: its TileStats) = |c| * max(v * sign(c))
-template <class Stats, class M>
-CKGEN_ROWOPS_STEP float tile_tmax(const Stats& ts, M m, float c) {
-  const float abs_c = c < 0.0f ? -c : c;
-  const float mx = c < 0.0f ? ts.max(m, BoolConst<true>{}) : ts.max(m, BoolConst<false>{});
-  return mx * abs_c;
-}
 
 template <class P>
 struct GlobalSource {
