@@ -4,6 +4,7 @@ meancenter_kind.h), with no package file edited, run on the emulator against flo
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 from pathlib import Path
@@ -33,13 +34,6 @@ MEANCENTER = kinds.RowKind(
     "::ckgen_test::kMeanCenter", 1, "ckgen::rowops::layernorm_entry", _center, {32: 1.8, 64: 4.5},
     weight=True, bias=True, header=str(HEADER))
 
-
-def test_an_outside_header_is_an_absolute_path() -> None:
-    import dataclasses
-
-    with pytest.raises(ValueError, match="absolute path"):
-        kinds.register(dataclasses.replace(MEANCENTER, header="meancenter_kind.h"))
-    assert "meancenter" not in kinds.KINDS
 
 SOURCE = """
 target gfx942
@@ -87,6 +81,12 @@ def test_a_kind_name_is_added_once() -> None:
         kinds.register(kinds.KINDS["rmsnorm"])
     with pytest.raises(ValueError, match="bias comes with a weight"):
         kinds.RowKind("k", "k", "k", "", "0", 1, "e", _center, {}, bias=True)
+
+
+def test_an_outside_header_is_an_absolute_path() -> None:
+    with pytest.raises(ValueError, match="absolute path"):
+        kinds.register(dataclasses.replace(MEANCENTER, header="meancenter_kind.h"))
+    assert "meancenter" not in kinds.KINDS
 
 
 def test_a_new_kind_from_outside_the_package(meancenter) -> None:

@@ -30,7 +30,7 @@
 //
 // ---------------------------------------------------------------- numerics (f32 throughout)
 //   v = x, or with kResidual: s = x + residual rounded to TRes (written to s_out) and v = s (as stored,
-//   like torch's `h = x + r; norm(h)`). The op (rowops_math.h) is applied to v:
+//   like torch's `h = x + r; norm(h)`). The op (its kind's math: rowops_kinds.h, RowKind<kOp>) is applied to v:
 //     softmax y = exp(scale*v - m) / d, log-softmax y = scale*v - m - log d (m = max scale*v, d = sum exp;
 //     evaluated in base 2: one exp2_f32 per element and pass, v_exp_f32 / ex2.approx),
 //     layer norm y = (v - mean) * rstd [* weight] [+ bias], rms norm y = v * rstd [* weight] [+ bias],
@@ -75,6 +75,7 @@
 //
 // ---------------------------------------------------------------- files (one problem, one pipeline per variant)
 //   rowops_problem.h             RowProblem<Cfg>: the types and flags every part reads
+//   rowops_kinds.h               RowKind<kOp>: each kind's math (state, fold, finish, one-pass statistics, y)
 //   rowops_default_policy.h      RowReduce (all-reduces over a row's threads), RowPolicy (tile counts, columns,
 //                                weight / bias vector loads)
 //   rowops_row.h                 RowArgs, RowEnv, RowGroup (one thread's part of a row group: its pointers, the
