@@ -2,6 +2,7 @@
 // scalars and one thread's statistics over a tile, which the kinds (rowops_kinds.h: RowKind<kOp>, each kind's
 // math) build on. All arithmetic is f32.
 //
+//   the package's kinds (rowops_kinds.h has their math):
 //   op           statistics per row (state reduced across the row's threads)   row scalars      y(v)
 //   kSoftmax     t = v*c, c = scale*log2(e); (m, d): m = max t,               m, inv_d = 1/d   2^(t - m) * inv_d
 //                d = sum 2^(t - m)   (base 2: one v_exp_f32 / ex2.approx per element)
@@ -10,7 +11,7 @@
 //   kRmsNorm     ss = sum v^2                                                 rstd             v * rstd [* w] [+ b]
 //   with rstd = 1 / sqrt(var + eps), var = M2 / cols (population variance, as torch) or ss / cols.
 //
-// Per-thread statistics are built one register tile at a time (rowops_forward.h): softmax keeps a running
+// Per-thread statistics are built one register tile at a time (the kind's fold / one_pass): softmax keeps a running
 // (m, d), rescaling d by 2^(m_old - m_new) once per tile (online softmax); layer norm takes each vector's
 // exact two-pass (n, mean, M2) over its kVec values and merges it into the running state (Chan et al.: stable
 // whatever the data's offset, unlike sum / sum of squares; per vector rather than per tile so that only kVec
