@@ -3,11 +3,17 @@
 optional int8 output with a per-row scale. One package serves the three registry names: each has a module
 (``softmax.py``, ``layernorm.py``, ``rmsnorm.py``) whose ``OP`` is a :class:`RowOp` of that name.
 
-Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list and the tables per wave size), ``body.py``
-(the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` (the template),
-``device/`` (``rowops_forward.h``, the body for every platform; ``rowops_config.h``, its Cfg, checks and derived
-sizes; ``rowops_rowcache.h``, the row kept in shared memory for ``row_in = shared``; ``rowops_stages.h``, the staged
-ring; ``rowops_entry.h``, one entry per op).
+Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
+and reference; adding a kind is one row plus its math), ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list
+and the tables per wave size), ``body.py`` (the plan), ``abi.py`` (the C ABI and launch), ``reference.py``
+(float64), ``kernel.hip.j2`` (the template), ``device/`` (``rowops_entry.h``, one entry per op; ``rowops_forward.h``,
+the body for every platform and its contract, which picks a pipeline per configuration; ``rowops_config.h``, its
+Cfg, checks and derived sizes; ``rowops_problem.h``, the types and flags derived from the Cfg;
+``rowops_default_policy.h``, the reductions and tile counts; ``rowops_row.h``, what the pipelines share;
+``rowops_pipeline_one_pass.h``, ``_looped.h``, ``_row_cached.h`` (``row_in = shared``) and ``_bounded.h`` (the
+register-bounded single pass), one per variant; ``rowops_kinds.h``, each kind's math (``RowKind<kOp>``);
+``rowops_math.h``, the per-row states and tile statistics; ``rowops_frag.h``, the fragments and accesses;
+``rowops_rowcache.h``, the row kept in shared memory; ``rowops_stages.h``, the staged ring).
 """
 
 from __future__ import annotations
@@ -18,17 +24,11 @@ from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ops.base import Op
 from ckgen.ops.rowops import abi as _abi
+from ckgen.ops.rowops import kinds as _kinds
 from ckgen.ops.rowops import plan as _plan
 from ckgen.ops.rowops import reference as _ref
 from ckgen.ops.rowops import spec as _spec
 from ckgen.targets.model import Target
-
-#: the body's kOp constant per kind (rowops_math.h)
-KOP = {"softmax": "ckgen::rowops::kSoftmax", "log_softmax": "ckgen::rowops::kLogSoftmax",
-       "layernorm": "ckgen::rowops::kLayerNorm", "rmsnorm": "ckgen::rowops::kRmsNorm"}
-DOCS = {_spec.SOFTMAX: "y = softmax(scale * v) or log-softmax over the last dimension (v = x or x + residual)",
-        _spec.LAYERNORM: "y = layer norm of each row (v = x or x + residual) [* weight] [+ bias]",
-        _spec.RMSNORM: "y = RMS norm of each row (v = x or x + residual) [* weight]"}
 
 
 def _bool(x: bool) -> str:
@@ -36,14 +36,22 @@ def _bool(x: bool) -> str:
 
 
 class RowOp(Op):
-    """One of the row ops (``name`` in softmax, layernorm, rmsnorm); see the package docstring."""
+    """One of the row ops (``name``: an op of the kind table, kinds.py: softmax, layernorm, rmsnorm or a
+    registered one); see the package docstring. Its doc and keys are read from the table when asked for."""
 
     kernel_template = "rowops/kernel.hip.j2"
 
     def __init__(self, name: str):
+        _kinds.default(name)  # KeyError for an op the table lacks
         self.name = name
-        self.doc = DOCS[name]
-        self.keys = _spec.KEYS[name]
+
+    @property
+    def doc(self) -> str:
+        return _kinds.default(self.name).doc
+
+    @property
+    def keys(self):
+        return _spec.keys(self.name)
 
     def build_params(self, values, ctx):
         return _spec.build_params(self.name, values, ctx)
@@ -77,7 +85,7 @@ class RowOp(Op):
         """The body's Cfg (device/rowops_forward.h) as (alias, C++ type) and (C++ type, member, literal) lists."""
         r, b = plan.spec.params.row, plan.body
         types = [("TIn", r.x.cpp), ("TRes", r.res_dtype.cpp), ("TW", r.w_dtype.cpp), ("TOut", r.y.cpp)]
-        constants = [("int", "kOp", KOP[r.kind]), ("bool", "kHasWeight", _bool(r.weight is not None)),
+        constants = [("int", "kOp", r.row_kind.kop), ("bool", "kHasWeight", _bool(r.weight is not None)),
                      ("bool", "kHasBias", _bool(r.bias is not None)),
                      ("bool", "kResidual", _bool(r.residual is not None)), ("bool", "kQuantI8", _bool(r.quantized))]
         ints = [("kVec", b.vec), ("kWaveSize", b.wave_size), ("kRowThreads", b.threads_per_row),
@@ -91,6 +99,9 @@ class RowOp(Op):
             constants.append(("int", "kWeightBatch", str(b.weight_vecs)))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
+        note = _kinds.header_note(r.row_kind)
+        if note:
+            notes.append(note)
         # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers
         # and spills); ask for one where the estimate needs more than half the register file, unless the plan
         # bounds the registers for more (a register-bounded single pass)

@@ -1,6 +1,7 @@
 """The row ops' C ABI and launch, as data (see :mod:`ckgen.ir.abi`).
 
-One signature per op, the same for every kernel of it (tensors a kernel does not use are ``unused``: NULL)::
+One signature per op (from its default kind's row, kinds.py: weight, bias, the scalar), the same for every kernel
+of it (tensors a kernel does not use are ``unused``: NULL)::
 
     softmax:   x, residual,               y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale
     layernorm: x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, eps
@@ -22,7 +23,6 @@ from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
-from ckgen.ops.rowops.spec import LAYERNORM, RMSNORM, SOFTMAX
 
 T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
 #: the largest grid the host entry launches (the body's rowops::kMaxGridBlocks; any grid >= 1 is correct)
@@ -37,13 +37,14 @@ def _matrix(name: str, dtype: DType, stride: str, role: str, doc: str, unused: b
 
 def abi(spec: KernelSpec) -> Abi:
     r, cfg = spec.params.row, spec.params.config
+    kind = r.row_kind
     res = r.residual is not None
     args = [_matrix("x", r.x, "stride_x", "in", "rows x cols input"),
             _matrix("residual", r.res_dtype, "stride_res", "in", "rows x cols, added to x", unused=not res)]
-    if r.op in (LAYERNORM, RMSNORM):
+    if kind.weight:
         args.append(Arg("weight", T, doc="cols elements" if r.weight else "unused: pass NULL (no weight)",
                         dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.weight is None))
-    if r.op == LAYERNORM:
+    if kind.bias:
         args.append(Arg("bias", T, doc="cols elements" if r.bias else "unused: pass NULL (no bias)",
                         dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.bias is None))
     y_doc = "rows x cols output" + (", int8 q with y ~ q * y_scale[row]" if r.quantized else "")
@@ -58,13 +59,12 @@ def abi(spec: KernelSpec) -> Abi:
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc=cols_doc, at_most=bound)]
     for name, what in (("stride_x", "x"), ("stride_res", "residual"), ("stride_y", "y"), ("stride_s", "s_out")):
         args.append(Arg(name, ST, doc=f"elements between rows of {what} (>= max(1, cols))", at_least=("cols",)))
-    if r.op == SOFTMAX:
+    if kind.scalar == "scale":
         args.append(Arg("scale", SC, doc=f"y = {'log_' if r.log else ''}softmax(scale * v) (default {r.scale:g})",
                         default=r.scale))
     else:
         args.append(Arg("eps", SC, doc=f"added to the variance (default {r.eps:g})", default=r.eps))
-    what = {SOFTMAX: "log-softmax" if r.log else "softmax", LAYERNORM: "layer norm", RMSNORM: "RMS norm"}[r.op]
-    doc = f"y = {what} of each row of {'s = x + residual' if res else 'x'}" + (
+    doc = f"y = {kind.what} of each row of {'s = x + residual' if res else 'x'}" + (
         ", quantized to int8 with a per-row scale" if r.quantized else "")
     return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc)
 

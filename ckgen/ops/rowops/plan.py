@@ -24,7 +24,7 @@ from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.rowops.abi import abi, launch
 from ckgen.ops.rowops.body import RowPlan
-from ckgen.ops.rowops.spec import LAYERNORM, RMSNORM, SOFTMAX, RowConfig, RowOpSpec, RowParams
+from ckgen.ops.rowops.spec import RowConfig, RowOpSpec, RowParams
 from ckgen.targets.model import Target
 
 #: dtypes the body generates: inputs (x, residual, weight, bias) and outputs (y)
@@ -35,15 +35,14 @@ MAX_THREADS = 1024           # workgroup limit (both vendors)
 MAX_REG_VECS = 16            # what reg_vecs may say
 PLAN_REG_VECS = 8            # the most the planner gives a single-pass row before it loops
 WORKGROUP_THREADS = 256      # the planner's workgroup size when rows are short
-STATE_FLOATS = {SOFTMAX: 2, LAYERNORM: 3, RMSNORM: 1}   # per-row statistics (rowops_math.h StateOf::kN)
-#: the register estimate per wave size: (base, cost per element held by op, + a residual or looped rows, + both,
-#: + int8 y), fitted (mostly from above) to what nvcc 13 (sm_90a) and clang 19 (gfx942) allocate for bf16 / f32
+#: the register estimate per wave size: (base, + a residual or looped rows, + both, + int8 y) per element held,
+#: plus the kind's cost per element (kinds.py RowKind.reg_cost), fitted (mostly from above) to what nvcc 13 (sm_90a) and clang 19 (gfx942) allocate for bf16 / f32
 #: kernels of 8 to 64 elements per thread: e.g. sm_90 softmax 80 registers at 32 elements, 154 at 64, looped 124
 #: at 32, residual + looped RMS norm 108 at 32; gfx942 layer norm 184 VGPRs at 32 (``ckgen report``;
 #: tests/ops/rowops/test_rowops_compile.py checks every test kernel for spills).
-REG_MODEL: dict[int, tuple[float, dict[str, float], float, float, float]] = {
-    32: (24.0, {SOFTMAX: 2.1, LAYERNORM: 1.8, RMSNORM: 1.3}, 1.0, 0.35, 0.2),
-    64: (48.0, {SOFTMAX: 2.3, LAYERNORM: 4.5, RMSNORM: 2.9}, 1.2, 0.3, 0.2),
+REG_MODEL: dict[int, tuple[float, float, float, float]] = {
+    32: (24.0, 1.0, 0.35, 0.2),
+    64: (48.0, 1.2, 0.3, 0.2),
 }
 #: per wave size: rows of at least this many waves cost this many registers more (gfx942: a softmax row of 16
 #: waves with 16 elements per thread spills at 128 VGPRs, one of 8 waves with 32 elements takes 104)
@@ -53,9 +52,10 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
 #: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
 #: (gfx90a: a looped residual + int8 RMS norm of 128 threads x 4 vectors spills 3). Estimate: base + per vector
-#: (the first 4, then the rest) + residual + int8 + layer norm + looped + looped over several waves, fitted to
+#: (the first 4, then the rest) + residual + int8 + looped + looped over several waves, plus the kind's
+#: RowKind.sgpr_extra (layer norm 16), fitted to
 #: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
-SGPR_MODEL = (30, 12, 8, 12, 8, 16, 4, 12)
+SGPR_MODEL = (30, 12, 8, 12, 8, 4, 12)
 SGPR_PLAN_LIMIT = 108
 
 #: single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs); the first line that
@@ -79,10 +79,9 @@ SINGLE_PASS: dict[int, tuple[tuple[int, int, int], ...]] = {
 #: it, the L1 keeps weight and bias across rows. A residual (s beside x) or int8 output (the amax pass) spills
 #: hundreds of bytes at 64 registers: those keep the row cache.
 BOUNDED_SINGLE_PASS: dict[int, tuple[tuple[int, int, int, int, int], ...]] = {32: ((4096, 512, 8, 2, 2),), 64: ()}
-#: the ops the planner gives a BOUNDED_SINGLE_PASS row by default, where no SINGLE_PASS line holds it. H200, 4096 x
-#: 32768 bf16 (bench/runs/2026-12-03_register_rows.txt, % of a device copy): layer norm 92.5 against the row
-#: cache's 88.4, RMS norm 95.7 against 94.7; softmax 95.2 against 96.7 keeps the row cache.
-BOUNDED_DEFAULT_OPS = (LAYERNORM, RMSNORM)
+#: The kinds with RowKind.bounded (kinds.py) get a BOUNDED_SINGLE_PASS row by default, where no SINGLE_PASS line
+#: holds it. H200, 4096 x 32768 bf16 (bench/runs/2026-12-03_register_rows.txt, % of a device copy): layer norm 92.5
+#: against the row cache's 88.4, RMS norm 95.7 against 94.7; softmax 95.2 against 96.7 keeps the row cache.
 #: looped rows, per wave size: (threads_per_row, reg_vecs) with no bound on cols (one wave per row, tiles of
 #: 4 vectors per thread), and for rows longer than one single-pass tile (max_cols given)
 LOOPED: dict[int, tuple[int, int]] = {32: (32, 4), 64: (64, 4)}
@@ -105,10 +104,6 @@ CACHE_GROUPS = 2
 #: such bound (platform_amd.h).
 CACHE_BOUNDED: dict[int, bool] = {32: True, 64: False}
 
-#: the device entry per op (ckgen/ops/rowops/device/rowops_entry.h) and the body's kOp constant
-ENTRIES = {SOFTMAX: "ckgen::rowops::softmax_entry", LAYERNORM: "ckgen::rowops::layernorm_entry",
-           RMSNORM: "ckgen::rowops::rmsnorm_entry"}
-HEADER = "rowops_entry.h"
 
 
 def _pow2ceil(n: int) -> int:
@@ -123,9 +118,9 @@ def estimate_registers(row: RowOpSpec, vec: int, reg_vecs: int, looped: bool, wa
                        threads_per_row: int = 1) -> int:
     """32-bit registers per thread, estimated from :data:`REG_MODEL`: a base plus a cost per element a thread holds
     in a tile (``reg_vecs * vec``), by op, residual or looped rows, and int8 output; plus :data:`REG_WIDE_ROW`."""
-    base, per_op, one, both, quant = REG_MODEL[wave_size]
+    base, one, both, quant = REG_MODEL[wave_size]
     res = row.residual is not None
-    k = per_op[row.op] + one * (res or looped) + both * (res and looped) + quant * row.quantized
+    k = row.row_kind.reg_cost[wave_size] + one * (res or looped) + both * (res and looped) + quant * row.quantized
     waves, extra = REG_WIDE_ROW[wave_size]
     return int(base + k * reg_vecs * vec + 0.5) + (extra if threads_per_row >= waves * wave_size else 0)
 
@@ -206,9 +201,9 @@ def choose_vector(d: RowDraft) -> None:
 
 def sgpr_estimate(row: RowOpSpec, reg_vecs: int, looped: bool, multi_wave: bool) -> int:
     """Scalar registers of a wave64 kernel, estimated from :data:`SGPR_MODEL`."""
-    base, first, rest, res, quant, ln, loop, loop_waves = SGPR_MODEL
+    base, first, rest, res, quant, loop, loop_waves = SGPR_MODEL
     return (base + first * min(reg_vecs, 4) + rest * max(reg_vecs - 4, 0) + res * (row.residual is not None)
-            + quant * row.quantized + ln * (row.op == LAYERNORM) + loop * looped + loop_waves * (looped and multi_wave))
+            + quant * row.quantized + row.row_kind.sgpr_extra + loop * looped + loop_waves * (looped and multi_wave))
 
 
 def _fits(d: RowDraft, t: int, r: int, looped: bool, groups: int = 1) -> bool:
@@ -276,7 +271,7 @@ def choose_rows(d: RowDraft) -> None:
                      "a single-pass kernel holds one row in one tile: it needs max_cols")
     single = _single_pass(d, n) if n is not None and cfg.looped is not True else None
     if single is None and n is not None and cfg.looped is not True and cfg.row_in is None:
-        line = _bounded_line(d, n) if d.row.op in BOUNDED_DEFAULT_OPS else None
+        line = _bounded_line(d, n) if d.row.row_kind.bounded else None
         single = line[1:3] if line else None
     if single is None and n is not None and cfg.looped is None and cfg.row_in is None:
         _choose_cached(d, n)
@@ -340,7 +335,7 @@ def _cache_bytes(d: RowDraft) -> int:
 
 def _scratch_bytes(d: RowDraft) -> int:
     w = d.target.wave_size
-    return 2 * (d.threads // w) * STATE_FLOATS[d.row.op] * 4 if d.threads_per_row > w else 0  # reduce.h MultiWave
+    return 2 * (d.threads // w) * d.row.row_kind.state_floats * 4 if d.threads_per_row > w else 0  # reduce.h MultiWave
 
 
 def check_workgroup(d: RowDraft) -> None:
@@ -438,7 +433,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
         raise TypeError("the row-op planner takes row-op specs")
     d = run_passes(PASSES, RowDraft(spec, target))
     w = target.wave_size
-    body = RowPlan(header=HEADER, impl=ENTRIES[d.row.op], kind=d.row.kind, vec=d.vec,
+    kind = d.row.row_kind
+    body = RowPlan(header=kind.header, impl=kind.entry, kind=kind.name, vec=d.vec,
                    threads_per_row=d.threads_per_row, waves_per_row=max(1, d.threads_per_row // w),
                    rows_per_workgroup=d.rows_per_workgroup, threads=d.threads, reg_vecs=d.reg_vecs,
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
+from ckgen.ops.rowops.kinds import KINDS
 from ckgen.runtime.arrays import to_bf16, to_float64
 
 #: relative norm error allowed per output dtype against float64 (f32 arithmetic, then one rounding of y):
@@ -32,20 +33,11 @@ def round_to(v: np.ndarray, dt: DType) -> np.ndarray:
 
 
 def op_values(kind: str, v: np.ndarray, weight, bias, scale: float, eps: float) -> np.ndarray:
-    """float64 y of ``kind`` (softmax, log_softmax, layernorm, rmsnorm) on rows of ``v``."""
+    """float64 y of ``kind`` (a name of the kind table, kinds.py) on rows of ``v``: the kind's reference, then
+    ``* weight`` and ``+ bias`` where given."""
     if v.shape[-1] == 0:
         return v.copy()
-    if kind in ("softmax", "log_softmax"):
-        t = scale * v
-        m = t.max(axis=-1, keepdims=True)
-        e = np.exp(t - m)
-        d = e.sum(axis=-1, keepdims=True)
-        return e / d if kind == "softmax" else t - m - np.log(d)
-    if kind == "layernorm":
-        mean = v.mean(axis=-1, keepdims=True)
-        y = (v - mean) / np.sqrt(((v - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
-    else:
-        y = v / np.sqrt((v * v).mean(axis=-1, keepdims=True) + eps)
+    y = KINDS[kind].reference(v, scale, eps)
     if weight is not None:
         y = y * weight
     if bias is not None:

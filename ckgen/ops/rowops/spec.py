@@ -24,10 +24,8 @@ from ckgen.frontend import values as V
 from ckgen.frontend.parser import Value
 from ckgen.ir.types import DType
 from ckgen.ops.base import BuildContext, Key
+from ckgen.ops.rowops import kinds as K
 
-#: the three registry names this package serves, and their kOp in the device body
-SOFTMAX, LAYERNORM, RMSNORM = "softmax", "layernorm", "rmsnorm"
-OPS = (SOFTMAX, LAYERNORM, RMSNORM)
 #: largest ``max_cols`` the DSL accepts (a size argument's range)
 MAX_COLS = 2**31 - 1
 #: largest finite f32 (scale and eps must be finite f32 numbers)
@@ -63,29 +61,33 @@ _COMMON_TAIL = (
 #: the values of row_in
 ROW_IN = ("registers", "shared")
 
-KEYS = {
-    SOFTMAX: (*_COMMON_HEAD,
-              Key("scale", "a finite number: y = softmax(scale * v); the default of the runtime scalar scale",
-                  default_text="1.0"),
-              Key("log", "true | false: log-softmax", default_text="false"),
-              *_COMMON_TAIL),
-    LAYERNORM: (*_COMMON_HEAD,
-                Key("weight", "none | true (x's dtype) | f16 | bf16 | f32", default_text="true"),
-                Key("bias", "none | true (weight's dtype) | f16 | bf16 | f32 (weight's dtype)",
-                    default_text="as weight (both, as torch's LayerNorm, or neither)"),
-                Key("eps", "a finite number >= 0; the default of the runtime scalar eps", default_text="1e-5"),
-                *_COMMON_TAIL),
-    RMSNORM: (*_COMMON_HEAD,
-              Key("weight", "none | true (x's dtype) | f16 | bf16 | f32", default_text="true"),
-              Key("eps", "a finite number >= 0; the default of the runtime scalar eps", default_text="1e-5"),
-              *_COMMON_TAIL),
-}
+
+
+def keys(op: str) -> tuple[Key, ...]:
+    """The DSL keys of row op ``op``, from its kinds (kinds.py): the common ones, its runtime scalar's default,
+    a boolean key per variant kind, weight and bias where it takes them."""
+    base = K.default(op)
+    own = []
+    if base.scalar == "scale":
+        own.append(Key("scale", "a finite number: y = softmax(scale * v); the default of the runtime scalar scale",
+                       default_text="1.0"))
+    own += [Key(k.variant, f"true | false: {k.what}", default_text="false") for k in K.of_op(op) if k.variant]
+    if base.weight:
+        own.append(Key("weight", "none | true (x's dtype) | f16 | bf16 | f32", default_text="true"))
+    if base.bias:
+        own.append(Key("bias", "none | true (weight's dtype) | f16 | bf16 | f32 (weight's dtype)",
+                       default_text="as weight (both, as torch's LayerNorm, or neither)"))
+    if base.scalar == "eps":
+        own.append(Key("eps", "a finite number >= 0; the default of the runtime scalar eps", default_text="1e-5"))
+    return (*_COMMON_HEAD, *own, *_COMMON_TAIL)
 
 
 @dataclass(frozen=True)
 class RowOpSpec:
-    """What one row-op kernel computes. ``residual``, ``weight``, ``bias``: dtypes, None when absent (weight and
-    bias share one dtype). ``scale`` (softmax) and ``eps`` (norms): the defaults of the runtime scalars."""
+    """What one row-op kernel computes. ``op``: a registry name of the kind table (kinds.py); ``variant``: the
+    variant key set true (None: the op's default kind). ``residual``, ``weight``, ``bias``: dtypes, None when
+    absent (weight and bias share one dtype). ``scale`` (softmax) and ``eps`` (norms): the defaults of the runtime
+    scalars."""
 
     op: str
     x: DType
@@ -93,19 +95,20 @@ class RowOpSpec:
     residual: DType | None = None
     weight: DType | None = None
     bias: DType | None = None
-    log: bool = False
+    variant: str | None = None
     scale: float = 1.0
     eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        if self.op not in OPS:
+        if self.op not in K.ops():
             raise ValueError(f"row op {self.op}")
-        if self.op != LAYERNORM and self.bias is not None:
-            raise ValueError("only layernorm has a bias")
-        if self.op == SOFTMAX and self.weight is not None:
-            raise ValueError("softmax has no weight")
-        if self.op != SOFTMAX and self.log:
-            raise ValueError("log is a softmax option")
+        base = K.default(self.op)
+        if not base.bias and self.bias is not None:
+            raise ValueError(f"{self.op} has no bias")
+        if not base.weight and self.weight is not None:
+            raise ValueError(f"{self.op} has no weight")
+        if self.variant is not None and self.variant not in K.variants(self.op):
+            raise ValueError(f"{self.variant} is not a variant of {self.op}")
         if self.weight is not None and self.bias is not None and self.weight != self.bias:
             raise ValueError("weight and bias share one dtype")
 
@@ -124,9 +127,19 @@ class RowOpSpec:
         return self.residual or self.x
 
     @property
+    def row_kind(self) -> K.RowKind:
+        """The kind's row of the table."""
+        return K.kind_of(self.op, self.variant)
+
+    @property
     def kind(self) -> str:
-        """softmax, log_softmax, layernorm or rmsnorm."""
-        return "log_softmax" if self.log else self.op
+        """The kind's name: softmax, log_softmax, layernorm, rmsnorm (or a registered kind's)."""
+        return self.row_kind.name
+
+    @property
+    def log(self) -> bool:
+        """log-softmax (softmax's variant ``log``)."""
+        return self.variant == "log"
 
     def to_json(self) -> dict:
         return {"op": self.op, "x": self.x.value, "y": self.y.value,
@@ -184,23 +197,30 @@ def _row_in(v: Value) -> str:
 
 
 def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
-    """The params of one ``op`` kernel from its parsed values (keys of ``KEYS[op]``)."""
+    """The params of one ``op`` kernel from its parsed values (keys of ``keys(op)``)."""
     del ctx
+    base = K.default(op)
     x = V.dtype(v["x"], "x")
     y = V.dtype(v["y"], "y") if "y" in v else x
     residual = _optional_dtype(v["residual"], "residual", x) if "residual" in v else None
     weight = bias = None
-    if op != SOFTMAX:
+    if base.weight:
         weight = _optional_dtype(v["weight"], "weight", x) if "weight" in v else x
-    if op == LAYERNORM:
+    if base.bias:
         bias = _optional_dtype(v["bias"], "bias", weight or x) if "bias" in v else weight
         if weight is not None and bias is not None and bias != weight:
             raise V.err(f"bias = {bias.value}: weight and bias share one dtype (weight is {weight.value})",
                         v["bias"].span, f"legal: {weight.value}, true or none")
     eps = V.number(v["eps"], "eps", 0.0, F32_MAX) if "eps" in v else 1e-5
     scale = V.number(v["scale"], "scale", -F32_MAX, F32_MAX) if "scale" in v else 1.0
-    log = V.boolean(v["log"], "log") if "log" in v else False
-    row = RowOpSpec(op, x, y, residual, weight, bias, log=log, scale=scale, eps=eps)
+    variant = None
+    for key in K.variants(op):
+        if key in v and V.boolean(v[key], key):
+            if variant is not None:
+                raise V.err(f"{key} = true: {op} takes one of {', '.join(K.variants(op))}", v[key].span,
+                            f"{variant} is already true")
+            variant = key
+    row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps)
 
     max_cols = None
     if "max_cols" in v:

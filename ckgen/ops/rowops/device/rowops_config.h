@@ -4,7 +4,8 @@
 //
 // ---------------------------------------------------------------- Cfg (compile-time constants)
 //   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
-//   kOp                              rowops::kSoftmax | kLogSoftmax | kLayerNorm | kRmsNorm
+//   kOp                              rowops::kSoftmax | kLogSoftmax | kLayerNorm | kRmsNorm, or another kind's
+//                                    (a RowKind<kOp> specialization: rowops_kinds.h)
 //   kHasWeight, kHasBias             norms only; kResidual (any op), kQuantI8
 //   kVec                             elements per vector access (16 bytes of TIn for full speed)
 //   kWaveSize                        the platform's (64 AMD, 32 NVIDIA)
@@ -35,6 +36,7 @@
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 #include "rowops_frag.h"
+#include "rowops_kinds.h"
 #include "rowops_math.h"
 #include "rowops_rowcache.h"
 
@@ -88,7 +90,7 @@ constexpr int stage_bytes() {
 }
 
 template <class Cfg>
-using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, StateOf<Cfg::kOp>::type::kN>;
+using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, RowKind<Cfg::kOp>::State::kN>;
 
 // The cross-wave scratch (bytes) when a row spans waves, else 0 (a multiple of 16: an even number of waves).
 template <class Cfg>
@@ -106,9 +108,9 @@ template <class Cfg>
 constexpr bool check_cfg() {
   constexpr int W = Cfg::kWaveSize;
   static_assert(W == kPlatformWaveSize, "kWaveSize must be the platform's wave size (64 AMD, 32 NVIDIA)");
-  static_assert(Cfg::kOp >= kSoftmax && Cfg::kOp <= kRmsNorm, "kOp: rowops::kSoftmax/kLogSoftmax/kLayerNorm/kRmsNorm");
-  static_assert(Cfg::kOp >= kLayerNorm || (!Cfg::kHasWeight && !Cfg::kHasBias),
-                "kHasWeight/kHasBias: softmax and log-softmax have no weight or bias");
+  static_assert(RowKind<Cfg::kOp>::State::kN >= 1, "kOp: a kind with a RowKind<kOp> trait (rowops_kinds.h)");
+  static_assert(RowKind<Cfg::kOp>::kWeights || (!Cfg::kHasWeight && !Cfg::kHasBias),
+                "kHasWeight/kHasBias: this kind (softmax, log-softmax) has no weight or bias");
   static_assert(!Cfg::kQuantI8 || __is_same(typename Cfg::TOut, ::int8_t), "kQuantI8 needs TOut = ::int8_t");
   static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
   static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");

@@ -1,7 +1,8 @@
-// rowops_entry.h (ckgen/ops/rowops/device): the device entries of the generated row-op kernels, one per op of
-// the registry (softmax, layernorm, rmsnorm), each taking exactly its op's ABI (ckgen/ops/rowops/abi.py) and
-// calling rowops_forward<Cfg> (rowops_forward.h: the contract) with null pointers and zero for what the op
-// has no argument for:
+// rowops_entry.h (ckgen/ops/rowops/device): the device entries of the generated row-op kernels, one per ABI
+// shape of the registry's row ops (softmax: scale; layernorm: weight, bias, eps; rmsnorm: weight, eps), each taking
+// exactly that ABI (ckgen/ops/rowops/abi.py) and calling rowops_forward<Cfg> (rowops_forward.h: the contract) with
+// null pointers and zero for what the op has no argument for. Any kind (Cfg::kOp, rowops_kinds.h) whose op has
+// that ABI may use an entry (kinds.py RowKind.entry):
 //   softmax_entry<Cfg>(x, residual, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale)
 //   layernorm_entry<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, <strides>, eps)
 //   rmsnorm_entry<Cfg>(x, residual, weight, y, s_out, y_scale, rows, cols, <strides>, eps)
@@ -18,7 +19,7 @@ template <class Cfg>
 CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual, typename Cfg::TOut* y,
                                 typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
                                 long long stride_res, long long stride_y, long long stride_s, float scale) {
-  static_assert(Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax, "softmax_entry: kOp");
+  static_assert(!Cfg::kHasWeight && !Cfg::kHasBias, "softmax_entry: no weight or bias");
   rowops_forward<Cfg>(x, residual, nullptr, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
                       stride_s, scale, 0.0f);
 }
@@ -28,7 +29,6 @@ CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg
                                   const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
                                   typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
                                   long long stride_res, long long stride_y, long long stride_s, float eps) {
-  static_assert(Cfg::kOp == kLayerNorm, "layernorm_entry: kOp");
   rowops_forward<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
                       stride_s, 1.0f, eps);
 }
@@ -38,7 +38,7 @@ CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::
                                 const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
                                 float* y_scale, int rows, int cols, long long stride_x, long long stride_res,
                                 long long stride_y, long long stride_s, float eps) {
-  static_assert(Cfg::kOp == kRmsNorm && !Cfg::kHasBias, "rmsnorm_entry: kOp");
+  static_assert(!Cfg::kHasBias, "rmsnorm_entry: no bias");
   rowops_forward<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
                       stride_s, 1.0f, eps);
 }

@@ -30,7 +30,7 @@
 //
 // ---------------------------------------------------------------- numerics (f32 throughout)
 //   v = x, or with kResidual: s = x + residual rounded to TRes (written to s_out) and v = s (as stored,
-//   like torch's `h = x + r; norm(h)`). The op (rowops_math.h) is applied to v:
+//   like torch's `h = x + r; norm(h)`). The op (its kind's math: rowops_kinds.h, RowKind<kOp>) is applied to v:
 //     softmax y = exp(scale*v - m) / d, log-softmax y = scale*v - m - log d (m = max scale*v, d = sum exp;
 //     evaluated in base 2: one exp2_f32 per element and pass, v_exp_f32 / ex2.approx),
 //     layer norm y = (v - mean) * rstd [* weight] [+ bias], rms norm y = v * rstd [* weight] [+ bias],
@@ -73,25 +73,70 @@
 //   Staged tiles (kStages > 0; single pass only; CUDA sm_80+ and the emulator's warp-32 model, ignored on AMD):
 //   a private cp.async ring of each thread's next row groups in shared memory (rowops_stages.h, StageRing).
 //
+// ---------------------------------------------------------------- files (one problem, one pipeline per variant)
+//   rowops_problem.h             RowProblem<Cfg>: the types and flags every part reads
+//   rowops_kinds.h               RowKind<kOp>: each kind's math (state, fold, finish, one-pass statistics, y)
+//   rowops_default_policy.h      RowReduce (all-reduces over a row's threads), RowPolicy (tile counts, columns,
+//                                weight / bias vector loads)
+//   rowops_row.h                 RowArgs, RowEnv, RowGroup (one thread's part of a row group: its pointers, the
+//                                tile in registers, the loads, the amax and y passes), GlobalSource, TileWeights
+//   rowops_pipeline_one_pass.h   the row in one tile (kLooped == false); StagedSource (kStages > 0)
+//   rowops_pipeline_looped.h     any cols: running statistics over the tiles
+//   rowops_pipeline_row_cached.h the looped pipeline with the row in shared memory (kCacheTiles > 0)
+//   rowops_pipeline_bounded.h    the one-pass pipeline reading weight and bias in batches (kWeightBatch < kRegVecs)
+//   this file                    rowops_forward: shared memory, the arguments, the pipeline per configuration and
+//                                the loop over the workgroup's row groups (with the staged ring's prologue)
+//
 #pragma once
 
-#include "ckgen/blocks/reduce.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
-#include "rowops_frag.h"
-#include "rowops_math.h"
 #include "rowops_config.h"
+#include "rowops_default_policy.h"
+#include "rowops_pipeline_bounded.h"
+#include "rowops_pipeline_looped.h"
+#include "rowops_pipeline_one_pass.h"
+#include "rowops_pipeline_row_cached.h"
+#include "rowops_problem.h"
+#include "rowops_row.h"
 #include "rowops_rowcache.h"
 #include "rowops_stages.h"
 
 namespace ckgen {
 namespace rowops {
 
-namespace detail {
+// The pipeline of a row group of P without the staged ring: one pass (register-bounded with kWeightBatch <
+// kRegVecs), row-cached, or looped.
+template <class P>
+struct PipelineOf {
+  using Weights = typename Select<(P::kWB < P::kR), BatchedWeights<P>, TileWeights<P>>::type;
+  using Looped = typename Select<P::kCached, RowCachedPipeline<P, Weights>,
+                                 LoopedPipeline<P, GlobalSource<P>, Weights>>::type;
+  using OnePass = typename Select<(P::kWB < P::kR), BoundedPipeline<P, GlobalSource<P>>,
+                                  OnePassPipeline<P, GlobalSource<P>, TileWeights<P>>>::type;
+  using type = typename Select<P::kSingle, OnePass, Looped>::type;
+};
 
-CKGEN_DEVICE float abs_f32(float v) { return v < 0.0f ? -v : v; }
-
-}  // namespace detail
+// The row groups of this workgroup through the staged ring (kStages > 0): the first kStages groups in flight,
+// then each group's tile 0 read from its stage, which is refilled with the group kStages ahead.
+template <class P>
+CKGEN_DEVICE void run_staged(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, const typename P::Ring& ring) {
+  using Staged = OnePassPipeline<P, StagedSource<P>, typename PipelineOf<P>::Weights>;
+  long long g = block_id(0);
+#pragma unroll 1
+  for (int s = 0; s < P::kStages; ++s) {  // prologue: the first kStages groups in flight
+    const long long gs = g + static_cast<long long>(s) * e.gstride;
+    if (gs < e.ngroups) StagedSource<P>::issue(ring, a, e, s, gs);
+    detail::cp_commit();
+  }
+  int stage = 0;
+  for (; g < e.ngroups; g += e.gstride) {
+    detail::cp_wait<P::kStages - 1>();  // this group's copies (the oldest pending group) have landed
+    Staged::run(a, e, red, g, ring, stage, g);
+    stage = stage + 1 == P::kStages ? 0 : stage + 1;
+  }
+  detail::cp_wait<0>();  // nothing left in flight (only empty groups remain)
+}
 
 template <class Cfg>
 CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
@@ -101,437 +146,31 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                       long long stride_s, float scale, float eps, float* lds,
                                       unsigned char* stage_mem, bool stage_ok, uint32_t* cache) {
   static_assert(check_cfg<Cfg>(), "Cfg");
-  using TIn = typename Cfg::TIn;
-  using TRes = typename Cfg::TRes;
-  using TW = typename Cfg::TW;
-  using TOut = typename Cfg::TOut;
-  using TS = typename Select<Cfg::kResidual, TRes, TIn>::type;  // v as held: s (TRes) or x (TIn)
-  using State = typename StateOf<Cfg::kOp>::type;
-  constexpr int kVec = Cfg::kVec;
-  using FS = detail::Frag<TS, kVec>;
-  using FX = detail::Frag<TIn, kVec>;
-  using FR = detail::Frag<TRes, kVec>;
-  using FW = detail::Frag<TW, kVec>;
-  using FO = detail::Frag<TOut, kVec>;
-  constexpr int kR = Cfg::kRegVecs;
-  constexpr int kStep = kVec * Cfg::kRowThreads;  // columns between a thread's vectors
-  constexpr int kTile = Cfg::kTileCols;
-  constexpr bool kSoft = Cfg::kOp == kSoftmax || Cfg::kOp == kLogSoftmax;
-  constexpr bool kSingle = !Cfg::kLooped;
-  constexpr bool kAmaxPass = Cfg::kQuantI8 && Cfg::kOp != kSoftmax;
-  constexpr int kStages = stages<Cfg>();
-  (void)residual; (void)weight; (void)bias; (void)s_out; (void)y_scale; (void)stride_res; (void)stride_s;
-  (void)lds; (void)eps; (void)stage_mem; (void)stage_ok; (void)cache;
-  constexpr int kWL1 = detail::WeightL1Of<Cfg>::value;  // the L1 policies of the weight and bias vector loads
-  constexpr int kBL1 = detail::BiasL1Of<Cfg>::value;
-  constexpr int kWB = detail::WeightBatchOf<Cfg>::value;  // weight and bias vectors in flight at once (fast path)
-  static_assert(kWB >= 1 && kWB <= kR && kR % kWB == 0, "kWeightBatch: 1 .. kRegVecs, a divisor of it");
-  using Cache = RowCache<Cfg>;
-  constexpr int kCacheTiles = Cache::kTiles;
-  constexpr bool kCached = kCacheTiles > 0;
-
-  if (cols <= 0) return;
-  if constexpr (kSingle) {
-    if (cols > kTile) trap("rowops: cols > Cfg::kTileCols for a single-pass (kLooped == false) configuration");
+  using P = RowProblem<Cfg>;
+  const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
+                     stride_y, stride_s, scale, eps};
+  (void)stage_mem; (void)stage_ok; (void)cache;
+  if (a.cols <= 0) return;
+  if constexpr (P::kSingle) {
+    if (a.cols > P::kTile) trap("rowops: cols > Cfg::kTileCols for a single-pass (kLooped == false) configuration");
   }
-  if constexpr (kCached) {
-    if (cols > kCacheTiles * kTile) trap("rowops: cols > Cfg::kCacheTiles * Cfg::kTileCols (the row cache)");
+  if constexpr (P::kCached) {
+    if (a.cols > P::kCacheTiles * P::kTile) trap("rowops: cols > Cfg::kCacheTiles * Cfg::kTileCols (the row cache)");
   }
-  const int ntiles = kSingle ? 1 : (cols - 1) / kTile + 1;
-
-  const int tid = thread_id();
-  const int rt = tid % Cfg::kRowThreads;  // thread within the row
-  const float c = scale * kLog2e;         // softmax works in base 2
-  const bool x_ok = detail::vec_ok<TIn, kVec>(x, stride_x);
-  const bool y_ok = detail::vec_ok<TOut, kVec>(y, stride_y);
-  bool r_ok = false, s_ok = false, w_ok = false, b_ok = false;
-  if constexpr (Cfg::kResidual) {
-    r_ok = detail::vec_ok<TRes, kVec>(residual, stride_res);
-    s_ok = detail::vec_ok<TRes, kVec>(s_out, stride_s);
-  }
-  if constexpr (Cfg::kHasWeight) w_ok = detail::vec_ok<TW, kVec>(weight, 0);
-  if constexpr (Cfg::kHasBias) b_ok = detail::vec_ok<TW, kVec>(bias, 0);
-
-  Reducer<Cfg> reducer(lds);
-  auto allreduce = [&](State s) -> State {
-    if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce_state<State>(s);
-    else return red::group_allreduce_state<Cfg::kRowThreads>(s);
-  };
-  auto allmax = [&](float v) -> float {
-    if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce<red::Max>(v);
-    else return red::group_allreduce<Cfg::kRowThreads, red::Max>(v);
-  };
-  auto allsum = [&](float v) -> float {
-    if constexpr (Cfg::kWavesPerRow > 1) return reducer.template allreduce<red::Sum>(v);
-    else return red::group_allreduce<Cfg::kRowThreads, red::Sum>(v);
-  };
-
-  const long long ngroups = (static_cast<long long>(rows) + Cfg::kRowsPerBlock - 1) / Cfg::kRowsPerBlock;
-  const int gstride = grid_dim(0);
-  const float inv_cols = 1.0f / static_cast<float>(cols);
-
-  // Where the row ends in this thread's vectors of a tile (rowops_frag.h).
-  using Counts = detail::TileCounts<kVec, kStep>;
-  auto counts = [&](int ncols, int tile) -> Counts {
-    const int rem = ncols - tile * kTile;  // no overflow: tile * kTile < cols
-    return Counts{rem - rt * kVec, rem, rem >= kTile};
-  };
-  auto col0 = [&](int tile, int j) -> long long {  // relative to the thread's first column
-    return static_cast<long long>(tile) * kTile + j * kStep;
-  };
-
-  // ---------------------------------------------------------------- staged ring (kStages > 0)
-  const StageRing<Cfg> ring(stage_mem, tid);
-  // Issue the copies of row group g into stage s (this thread's vectors; nothing for rows past the end).
-  auto issue = [&](int s, long long g) {
-    if constexpr (kStages > 0) {
-      const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
-      const Counts k = counts(row < rows ? cols : 0, 0);
-      const long long tcol = static_cast<long long>(rt) * kVec;
-      const TRes* rr = nullptr;
-      if constexpr (Cfg::kResidual) rr = residual + (row * stride_res + tcol);
-      ring.issue(s, x + (row * stride_x + tcol), rr, k);
-    }
-    (void)s; (void)g;
-  };
-
-  // ---------------------------------------------------------------- one row group
-  // kStaged: tile 0 comes from stage `stage` (refilled with group g + kStages * gstride once read).
-  auto run_group = [&](long long g, auto kStaged, int stage) {
-    constexpr bool kSt = decltype(kStaged)::value;
-    (void)stage;
-    const long long row = g * Cfg::kRowsPerBlock + tid / Cfg::kRowThreads;
-    const int ncols = row < rows ? cols : 0;  // a thread past the last row accesses nothing, joins the reductions
-    // This thread's first column of each tensor, kept per lane (ckgen::per_lane: on AMD a VGPR pair), so that
-    // the per-vector and per-tile offsets are added to it instead of becoming SGPR bases, one per tensor and
-    // vector (which ran out of SGPRs).
-    const long long tcol = static_cast<long long>(rt) * kVec;
-    const TIn* xr = per_lane(x + (row * stride_x + tcol));
-    TOut* yr = per_lane(y + (row * stride_y + tcol));
-    const TRes* rr = nullptr;
-    TRes* sr = nullptr;
-    if constexpr (Cfg::kResidual) {
-      rr = per_lane(residual + (row * stride_res + tcol));
-      sr = per_lane(s_out + (row * stride_s + tcol));
-    }
-    const TW* wr = nullptr;
-    const TW* br = nullptr;
-    if constexpr (Cfg::kHasWeight) wr = per_lane(weight + tcol);
-    if constexpr (Cfg::kHasBias) br = per_lane(bias + tcol);
-    (void)xr; (void)rr; (void)sr; (void)wr; (void)br;
-
-    FS buf[kR];  // the tile in registers (TIn, or s as TRes)
-    Counts k{};
-
-    // ---- the row cache (kCacheTiles > 0, rowops_rowcache.h); with cp.async, x of the whole row first
-    const Cache cache_(cache, tid);
-    bool x_cached = false;  // pass 1 reads x from the cache (after cache_.wait_tile)
-    if constexpr (Cache::kAsync) {
-      x_cached = x_ok;
-      if (x_ok) cache_.issue_x(xr, ncols - rt * kVec, ntiles);
-    }
-    (void)cache_; (void)x_cached;
-    // v of the tile (buf) into the cache, unless it is there already (x copied in, no residual)
-    auto cache_tile = [&](int tile) {
-      if constexpr (kCached) {
-        if (Cfg::kResidual || !x_cached) {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) cache_.store(tile, j, buf[j].w);
-        }
-      }
-      (void)tile;
-    };
-
-    // The tile's kR vectors of a row (src: this thread's first column of it) from global memory (detail::load_tile).
-    auto load_vecs = [&](auto& out, const auto* src, bool ok, int tile) {
-      detail::load_tile<kStep>(out, src + col0(tile, 0), k, ok);
-    };
-
-    const TileStats<kR, kVec, kStep, FS, Counts> ts{buf, k};  // the statistics of the tile in buf (rowops_math.h)
-
-    // Pass 1 load: x (+ residual -> s, stored), into buf.
-    auto load_first = [&](int tile) {
-      k = counts(ncols, tile);
-      if constexpr (Cfg::kResidual) {
-        FX xv[kR];
-        FR rv[kR];
-        if constexpr (kSt) {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) {
-            xv[j] = ring.read_x(stage, j, k.nv(j));
-            rv[j] = ring.read_r(stage, j, k.nv(j));
-          }
-        } else if (x_cached) {
-          cache_.wait_tile(ntiles, tile);
-#pragma unroll
-          for (int j = 0; j < kR; ++j) cache_.load(tile, j, xv[j].w);
-          load_vecs(rv, rr, r_ok, tile);
-        } else {
-          load_vecs(xv, xr, x_ok, tile);
-          load_vecs(rv, rr, r_ok, tile);
-        }
-#pragma unroll
-        for (int j = 0; j < kR; ++j) {
-          float sv[kVec];
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) sv[e] = detail::elem(xv[j], e) + detail::elem(rv[j], e);
-          buf[j] = detail::pack<TRes, kVec>(sv);
-        }
-#pragma unroll
-        for (int j = 0; j < kR; ++j)
-          if (k.full || j * kStep < k.rem) detail::store<TRes, kVec>(sr + col0(tile, j), k.nv(j), s_ok, buf[j]);
-      } else {
-        if constexpr (kSt) {
-#pragma unroll
-          for (int j = 0; j < kR; ++j) buf[j] = ring.read_x(stage, j, k.nv(j));
-        } else if (x_cached) {
-          cache_.wait_tile(ntiles, tile);
-#pragma unroll
-          for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
-        } else {
-          load_vecs(buf, xr, x_ok, tile);
-        }
-      }
-      cache_tile(tile);
-    };
-    // Later passes (looped): v again, from the row cache, or from s_out (kResidual: this thread wrote it in
-    // pass 1) or x.
-    auto load_again = [&](int tile) {
-      k = counts(ncols, tile);
-      if constexpr (kCached) {
-#pragma unroll
-        for (int j = 0; j < kR; ++j) cache_.load(tile, j, buf[j].w);
-        return;
-      }
-      const TS* src;
-      bool ok;
-      if constexpr (Cfg::kResidual) {
-        src = sr;
-        ok = s_ok;
-      } else {
-        src = xr;
-        ok = x_ok;
-      }
-      load_vecs(buf, src, ok, tile);
-    };
-    // The stage just read is free once its values are used: refill it with the group kStages ahead.
-    auto refill = [&]() {
-      if constexpr (kSt) {
-        const long long gn = g + static_cast<long long>(kStages) * gstride;
-        if (gn < ngroups) issue(stage, gn);
-        detail::cp_commit();
-      }
-    };
-
-    // max t = max(v * c) over the tile's valid elements = |c| * max(v * sign(c))
-    const float abs_c = c < 0.0f ? -c : c;
-    auto tile_tmax = [&](auto kM) -> float {
-      const float mx = c < 0.0f ? ts.max(kM, BoolConst<true>{}) : ts.max(kM, BoolConst<false>{});
-      return mx * abs_c;
-    };
-
-    // The aligned full tile: every access of the tile's vectors (y, weight, bias) is one vector instruction,
-    // with no branch per vector, so that the weight and bias loads of all vectors are in flight together.
-    auto fast_tile = [&]() -> bool {
-      return k.full && y_ok && (!Cfg::kHasWeight || w_ok) && (!Cfg::kHasBias || b_ok);
-    };
-    // The fast path's weight and bias vectors: all kR of a tile loaded before it (in flight together), or with
-    // Cfg::kWeightBatch < kRegVecs in batches of kWB as the tile's vectors are used (fewer registers).
-    FW wt[kR], bt[kR];
-    auto load_wb = [&](int tile, int j0, int n) {  // vectors j0 .. j0 + n - 1
-#pragma unroll
-      for (int j = j0; j < j0 + n; ++j) {
-        if constexpr (Cfg::kHasWeight) wt[j] = detail::load_vector_l1<TW, kVec, kWL1>(wr + col0(tile, j));
-        if constexpr (Cfg::kHasBias) bt[j] = detail::load_vector_l1<TW, kVec, kBL1>(br + col0(tile, j));
-      }
-    };
-    auto fast_wb = [&](int tile, int j, FW& w, FW& b) {  // vector j of the tile (fast path)
-      if constexpr (kWB < kR) {
-        if (j % kWB == 0) load_wb(tile, j, kWB);
-      }
-      if constexpr (Cfg::kHasWeight) w = wt[j];
-      if constexpr (Cfg::kHasBias) b = bt[j];
-      (void)w; (void)b;
-    };
-    (void)wt; (void)bt; (void)load_wb; (void)fast_wb;
-    bool fast = false;
-
-    // ---------------------------------------------------------------- pass 1: statistics
-    RowScalars rs;
-    if constexpr (kSingle) {
-      load_first(0);
-      if constexpr (kSoft) {
-        const float tm = k.full ? tile_tmax(BoolConst<false>{}) : tile_tmax(BoolConst<true>{});
-        refill();
-        fast = fast_tile();
-        const float m = allmax(tm);
-        const float dl = k.full ? ts.expsum(BoolConst<false>{}, c, m) : ts.expsum(BoolConst<true>{}, c, m);
-        const float d = allsum(dl);
-        SoftmaxState st{{m, d}};
-        rs = finish<Cfg::kOp>(st, cols, eps);
-      } else if constexpr (Cfg::kOp == kLayerNorm) {
-        const float sl = k.full ? ts.sum(BoolConst<false>{}) : ts.sum(BoolConst<true>{});
-        refill();
-        fast = fast_tile();
-        const float mean = allsum(sl) * inv_cols;
-        const float ml = k.full ? ts.m2(BoolConst<false>{}, mean) : ts.m2(BoolConst<true>{}, mean);
-        const float m2 = allsum(ml);
-        rs = RowScalars{mean, rsqrt_f32(m2 * inv_cols + eps)};
-      } else {
-        const float sl = k.full ? ts.sumsq(BoolConst<false>{}) : ts.sumsq(BoolConst<true>{});
-        refill();
-        fast = fast_tile();
-        const float ss = allsum(sl);
-        rs = RowScalars{0.0f, rsqrt_f32(ss * inv_cols + eps)};
-      }
-    } else {
-      State st = State::init();
-      auto tile_stats = [&](auto kM) {
-        if constexpr (kSoft) {
-          const float m = max_f32(st.v[0], tile_tmax(kM));
-          const float d = ts.expsum(kM, c, m);
-          st.v[1] = st.v[1] * exp2_f32(st.v[0] - m) + d;
-          st.v[0] = m;
-        } else if constexpr (Cfg::kOp == kLayerNorm) {
-          // the tile's exact two-pass moments, merged into the running ones (Chan et al.)
-          const float n = ts.count(kM);
-          const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
-          const float mean = ts.sum(kM) * inv;
-          st = MomentState::combine(st, MomentState{{n, mean, ts.m2(kM, mean)}});
-        } else {
-          st.v[0] += ts.sumsq(kM);
-        }
-      };
-      for (int tile = 0; tile < ntiles; ++tile) {
-        load_first(tile);
-        if (k.full) tile_stats(BoolConst<false>{});
-        else tile_stats(BoolConst<true>{});
-      }
-      st = allreduce(st);
-      rs = finish<Cfg::kOp>(st, cols, eps);
-    }
-
-    auto weights = [&](int tile, int j, FW& w, FW& b) {
-      if constexpr (Cfg::kHasWeight) w = k.full && w_ok ? detail::load_vector_l1<TW, kVec, kWL1>(wr + col0(tile, j))
-                                                         : detail::load<TW, kVec>(wr + col0(tile, j), k.nv(j), w_ok);
-      if constexpr (Cfg::kHasBias) b = k.full && b_ok ? detail::load_vector_l1<TW, kVec, kBL1>(br + col0(tile, j))
-                                                       : detail::load<TW, kVec>(br + col0(tile, j), k.nv(j), b_ok);
-      (void)w; (void)b;
-    };
-    // f(kM, kFast) for the current tile's kind: fast (full, weights in registers), full, or masked (partial)
-    auto by_kind = [&](auto&& f) {
-      if (fast) f(BoolConst<false>{}, BoolConst<true>{});
-      else if (k.full) f(BoolConst<false>{}, BoolConst<false>{});
-      else f(BoolConst<true>{}, BoolConst<false>{});
-    };
-    // y of element e of vector j (before the cast / quantization)
-    auto y_of = [&](int j, int e, const FW& w, const FW& b) -> float {
-      const float v = detail::elem(buf[j], e);
-      float yv;
-      if constexpr (Cfg::kOp == kSoftmax) {
-        yv = exp2_f32(v * c - rs.a) * rs.b;
-      } else if constexpr (Cfg::kOp == kLogSoftmax) {
-        yv = (v * c - rs.a) * kLn2;
-      } else {
-        yv = (Cfg::kOp == kLayerNorm ? v - rs.a : v) * rs.b;
-        if constexpr (Cfg::kHasWeight) yv *= detail::elem(w, e);
-        if constexpr (Cfg::kHasBias) yv += detail::elem(b, e);
-      }
-      (void)w; (void)b;
-      return yv;
-    };
-
-    // ---------------------------------------------------------------- pass 2 (int8 only): amax of y
-    float qmul = 1.0f;  // y -> q multiplier (127 / amax)
-    if constexpr (Cfg::kQuantI8) {
-      float amax;
-      if constexpr (kAmaxPass) {
-        amax = 0.0f;
-        for (int tile = ntiles - 1; tile >= 0; --tile) {
-          if (tile != ntiles - 1) load_again(tile);
-          if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
-          if (fast && kWB == kR) load_wb(tile, 0, kR);
-          auto tile_amax = [&](auto kM, auto kFast) {
-#pragma unroll
-            for (int j = 0; j < kR; ++j) {
-              if (!ts.live(kM, j)) continue;
-              FW w, b;
-              if constexpr (decltype(kFast)::value) fast_wb(tile, j, w, b);
-              else weights(tile, j, w, b);
-#pragma unroll
-              for (int e = 0; e < kVec; ++e) {
-                const float a = detail::abs_f32(y_of(j, e, w, b));
-                amax = max_f32(amax, ts.valid(kM, j, e) ? a : 0.0f);
-              }
-            }
-          };
-          by_kind(tile_amax);
-        }
-        amax = allmax(amax);
-      } else {
-        amax = rs.b;  // softmax: the largest y is exp(0) / d
-      }
-      qmul = amax > 0.0f ? 127.0f / amax : 0.0f;
-      if (rt == 0 && row < rows) gstore(y_scale + row, amax > 0.0f ? amax / 127.0f : 1.0f);
-    }
-
-    // ---------------------------------------------------------------- pass 3: y
-    // Starts from the tile the previous pass ended with (still in buf).
-    const bool forward = kAmaxPass;
-    for (int i = 0; i < ntiles; ++i) {
-      const int tile = forward ? i : ntiles - 1 - i;
-      if (i != 0) load_again(tile);
-      // (the amax pass ended with this tile: fast and wt / bt are its own)
-      if (i != 0 || !kAmaxPass) {
-        if (!kSingle) fast = fast_tile();  // single pass: set in pass 1
-        if (fast && kWB == kR) load_wb(tile, 0, kR);
-      }
-      auto tile_y = [&](auto kM, auto kFast) {
-#pragma unroll
-        for (int j = 0; j < kR; ++j) {
-          if (!ts.live(kM, j)) continue;
-          FW w, b;
-          if constexpr (decltype(kFast)::value) fast_wb(tile, j, w, b);
-          else weights(tile, j, w, b);
-          float o[kVec];
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            const float yv = y_of(j, e, w, b);
-            o[e] = Cfg::kQuantI8 ? yv * qmul : yv;
-          }
-          const FO f = detail::pack<TOut, kVec>(o);
-          if constexpr (decltype(kFast)::value) detail::store_vector<TOut, kVec>(yr + col0(tile, j), f);
-          else if constexpr (decltype(kM)::value) detail::store<TOut, kVec>(yr + col0(tile, j), k.nv(j), y_ok, f);
-          else detail::store<TOut, kVec>(yr + col0(tile, j), kVec, y_ok, f);
-        }
-      };
-      by_kind(tile_y);
-    }
-  };
-
-  // ---------------------------------------------------------------- the row groups of this workgroup
-  bool staged = false;
-  if constexpr (kStages > 0) staged = stage_ok && x_ok && (!Cfg::kResidual || r_ok);
-  if constexpr (kStages > 0) {
-    if (staged) {
-      long long g = block_id(0);
-#pragma unroll 1
-      for (int s = 0; s < kStages; ++s) {  // prologue: the first kStages groups in flight
-        const long long gs = g + static_cast<long long>(s) * gstride;
-        if (gs < ngroups) issue(s, gs);
-        detail::cp_commit();
-      }
-      int stage = 0;
-      for (; g < ngroups; g += gstride) {
-        detail::cp_wait<kStages - 1>();  // this group's copies (the oldest pending group) have landed
-        run_group(g, BoolConst<true>{}, stage);
-        stage = stage + 1 == kStages ? 0 : stage + 1;
-      }
-      detail::cp_wait<0>();  // nothing left in flight (only empty groups remain)
+  const RowEnv<P> e(a, thread_id());
+  RowReduce<P> red(lds);
+  const typename P::Ring ring(stage_mem, e.tid);
+  if constexpr (P::kStages > 0) {
+    if (stage_ok && e.x_ok && (!P::kResidual || e.r_ok)) {
+      run_staged(a, e, red, ring);
       return;
     }
   }
-  for (long long g = block_id(0); g < ngroups; g += gstride) run_group(g, BoolConst<false>{}, 0);
+  using Pipeline = typename PipelineOf<P>::type;
+  for (long long g = block_id(0); g < e.ngroups; g += e.gstride) {
+    if constexpr (P::kCached) Pipeline::run(a, e, red, g, cache);
+    else Pipeline::run(a, e, red, g);
+  }
 }
 
 template <class Cfg>

@@ -1,6 +1,8 @@
-// rowops_math.h (ckgen/ops/rowops/device): the per-row statistics of the row ops and their merge rules,
-// shared by rowops_forward.h. All arithmetic is f32.
+// rowops_math.h (ckgen/ops/rowops/device): the per-row states of the row ops and their merge rules, the row
+// scalars and one thread's statistics over a tile, which the kinds (rowops_kinds.h: RowKind<kOp>, each kind's
+// math) build on. All arithmetic is f32.
 //
+//   the package's kinds (rowops_kinds.h has their math):
 //   op           statistics per row (state reduced across the row's threads)   row scalars      y(v)
 //   kSoftmax     t = v*c, c = scale*log2(e); (m, d): m = max t,               m, inv_d = 1/d   2^(t - m) * inv_d
 //                d = sum 2^(t - m)   (base 2: one v_exp_f32 / ex2.approx per element)
@@ -9,7 +11,7 @@
 //   kRmsNorm     ss = sum v^2                                                 rstd             v * rstd [* w] [+ b]
 //   with rstd = 1 / sqrt(var + eps), var = M2 / cols (population variance, as torch) or ss / cols.
 //
-// Per-thread statistics are built one register tile at a time (rowops_forward.h): softmax keeps a running
+// Per-thread statistics are built one register tile at a time (the kind's fold / one_pass): softmax keeps a running
 // (m, d), rescaling d by 2^(m_old - m_new) once per tile (online softmax); layer norm takes each vector's
 // exact two-pass (n, mean, M2) over its kVec values and merges it into the running state (Chan et al.: stable
 // whatever the data's offset, unlike sum / sum of squares; per vector rather than per tile so that only kVec
@@ -22,10 +24,20 @@
 #include "ckgen/types.h"
 #include "rowops_frag.h"
 
+// CKGEN_ROWOPS_STEP: a step of a pipeline (a loader, a statistic, an output pass): inline, but not forced
+// (CKGEN_DEVICE forces it) so that the compiler simplifies each step on its own (unrolls its loops over the
+// tile's vectors) before it inlines it into its caller, as it does with a lambda. Forced inlining of the whole
+// pipeline leaves the tile in memory through the early optimizations (nvcc: more registers; clang: more SGPRs).
+#if defined(CKGEN_PLATFORM_AMD)
+#define CKGEN_ROWOPS_STEP __attribute__((device)) inline
+#elif defined(CKGEN_PLATFORM_CUDA)
+#define CKGEN_ROWOPS_STEP __device__ inline
+#else
+#define CKGEN_ROWOPS_STEP inline
+#endif
+
 namespace ckgen {
 namespace rowops {
-
-enum : int { kSoftmax = 0, kLogSoftmax = 1, kLayerNorm = 2, kRmsNorm = 3 };
 
 // Start value of softmax's running max: finite, so that exp(kLowest - m) of a thread that saw no column is 0
 // or 1 * (d == 0), never exp(-inf + inf).
@@ -57,67 +69,19 @@ struct MomentState {
 
 struct SumState {
   static constexpr int kN = 1;
-  float v[1];  // sum of v^2
+  float v[1];  // a sum (RMS norm: of v^2)
   static CKGEN_DEVICE SumState init() { return SumState{{0.0f}}; }
   static CKGEN_DEVICE SumState combine(const SumState& a, const SumState& b) { return SumState{{a.v[0] + b.v[0]}}; }
 };
 
-template <int kOp>
-struct StateOf;
-template <>
-struct StateOf<kSoftmax> {
-  using type = SoftmaxState;
-};
-template <>
-struct StateOf<kLogSoftmax> {
-  using type = SoftmaxState;
-};
-template <>
-struct StateOf<kLayerNorm> {
-  using type = MomentState;
-};
-template <>
-struct StateOf<kRmsNorm> {
-  using type = SumState;
-};
-
 // The two per-row scalars y(v) needs, from the row's reduced state.
 struct RowScalars {
-  float a;  // softmax: m; log-softmax: m + log2 d; layer norm: mean; rms norm: unused (0)
+  float a;  // softmax: m; log-softmax: m + log2 d; layer norm: mean; rms norm: unused (0) (rowops_kinds.h)
   float b;  // softmax: 1/d; log-softmax: unused; norms: rstd
 };
 
-template <int kOp, class S>
-CKGEN_DEVICE RowScalars finish(const S& s, int cols, float eps) {
-  if constexpr (kOp == kSoftmax) {
-    return RowScalars{s.v[0], 1.0f / s.v[1]};
-  } else if constexpr (kOp == kLogSoftmax) {
-    return RowScalars{s.v[0] + log2_f32(s.v[1]), 0.0f};
-  } else if constexpr (kOp == kLayerNorm) {
-    return RowScalars{s.v[1], rsqrt_f32(s.v[2] / static_cast<float>(cols) + eps)};
-  } else {
-    return RowScalars{0.0f, rsqrt_f32(s.v[0] / static_cast<float>(cols) + eps)};
-  }
-}
-
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
-
-// y of one element (f32) before the cast / quantization; c = scale * log2(e) (softmax, log-softmax).
-template <int kOp, bool kWeight, bool kBias>
-CKGEN_DEVICE float apply(float v, const RowScalars& r, float c, float w, float b) {
-  float y;
-  if constexpr (kOp == kSoftmax) {
-    y = exp2_f32(v * c - r.a) * r.b;
-  } else if constexpr (kOp == kLogSoftmax) {
-    y = (v * c - r.a) * kLn2;
-  } else {
-    y = (kOp == kLayerNorm ? v - r.a : v) * r.b;
-    if constexpr (kWeight) y *= w;
-    if constexpr (kBias) y += b;
-  }
-  return y;
-}
 
 // One thread's statistics over its kR vectors (buf) of a tile of a row, k the tile's column counts (nv(j): valid
 // elements of vector j; rem: the row's columns from the tile's start). Each takes a BoolConst kM: false for a full
@@ -194,6 +158,14 @@ struct TileStats {
     }
   }
 };
+
+// max t = max(v * c) over the valid elements of a tile (ts: its TileStats) = |c| * max(v * sign(c))
+template <class Stats, class M>
+CKGEN_ROWOPS_STEP float tile_tmax(const Stats& ts, M m, float c) {
+  const float abs_c = c < 0.0f ? -c : c;
+  const float mx = c < 0.0f ? ts.max(m, BoolConst<true>{}) : ts.max(m, BoolConst<false>{});
+  return mx * abs_c;
+}
 
 }  // namespace rowops
 }  // namespace ckgen
