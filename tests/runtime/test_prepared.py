@@ -23,6 +23,11 @@ kernel pg {
   epilogue = bias(col)
 }
 kernel prms { op = rmsnorm x = f32 max_cols = 256 }
+family pfam {
+  A = f16 row  B = f16 col  C = f32 row
+  tile in [32x32x32]  waves = 1x2
+  schedule in [splitk(2)]
+}
 """
 
 
@@ -169,3 +174,18 @@ def test_stream_or_workspace_arguments_use_the_full_path(gemm, binds):
     with pytest.raises(RuntimeFailure, match="takes no workspace"):
         gemm(A, B, bias=bias, workspace=np.zeros(16, np.uint8))
     assert binds[0] == n + 1
+
+
+def test_dispatcher_caches_its_choice_and_the_member_workspace(binds):
+    d = api.jit(SRC, kernel="pfam", target="emu")
+    for seed in range(4):
+        A, B, _ = _ops(M=24, N=40, K=96, seed=seed)
+        C = d(A, B)
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5, seed  # a dirty workspace would show here
+    assert binds[0] == 2  # the first call: the dispatcher's checks, then the member's
+    member = next(iter(d._kernels.values()))
+    assert member.abi.workspace is not None and len(member._prepared) == 1
+    A, B, _ = _ops(M=24, N=40, K=64)
+    with pytest.raises(RuntimeFailure, match="their K differ"):
+        d(A, B[:32])
