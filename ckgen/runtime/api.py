@@ -54,7 +54,7 @@ import numpy as np
 from ckgen.errors import CkgenError, RuntimeFailure
 from ckgen.ir.abi import Abi, ArgKind
 from ckgen.runtime.arrays import from_bf16, numpy_dtype, poison, to_bf16
-from ckgen.runtime.binding import ArrayInfo, Call, bind
+from ckgen.runtime.binding import ArrayInfo, Call, bind, call_form, positional
 from ckgen.runtime.prepared import MAX_ENTRIES, MISS, cacheable, call_key, prepare
 
 __all__ = ["ArrayInfo", "Backend", "Call", "Kernel", "from_bf16", "jit", "numpy_dtype", "plan_for", "poison",
@@ -231,7 +231,13 @@ class Kernel:
         self._prepared: dict = {}
 
     def __repr__(self) -> str:
-        return f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r})"
+        return (f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r}): "
+                f"{self.signature()}")
+
+    def signature(self) -> str:
+        """The call form: inputs positional in ABI order; outputs, sizes, scalars, ``stream`` and ``workspace``
+        keyword-only (None: allocated / given by the arrays / the default); then what the call returns."""
+        return call_form(self.name, self.abi)
 
     def workspace_bytes(self, **sizes: int) -> int:
         """Bytes of workspace a call at these sizes (by ABI name; defaults apply) needs; 0 without one."""
@@ -245,10 +251,13 @@ class Kernel:
 
     def bind(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Call:
         """The checked :class:`Call` of these arguments (what ``__call__`` launches)."""
-        names = [a.name for a in self.abi.tensors]
+        names = positional(self.abi)
         if len(tensors) > len(names):
-            raise RuntimeFailure(f"kernel '{self.name}' takes at most {len(names)} tensors ({', '.join(names)}), "
-                                 f"got {len(tensors)}")
+            rest = [a.name for a in self.abi.tensors if a.name not in names and not a.unused]
+            raise RuntimeFailure(f"kernel '{self.name}' takes its inputs positionally ({', '.join(names) or 'none'}), "
+                                 f"got {len(tensors)} positional arguments",
+                                 hint="outputs and the rest are keyword-only: pass "
+                                      + ", ".join(f"{n}=..." for n in rest or ["..."]) + f"; {self.signature()}")
         arrays = dict(zip(names, tensors, strict=False))
         sizes, scalars = {}, {}
         for key, val in named.items():

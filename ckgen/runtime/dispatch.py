@@ -57,7 +57,28 @@ class DispatchKernel:
 
     def __repr__(self) -> str:
         return (f"DispatchKernel({self.name!r}, {len(self.table.members)} kernels, {len(self.table.tuned)} tuned shapes, "
-                f"arch={self.arch!r}, target={self.backend.name!r})")
+                f"arch={self.arch!r}, target={self.backend.name!r}): {self.signature()}")
+
+    def signature(self) -> str:
+        """The call form (as :meth:`ckgen.runtime.api.Kernel.signature`; the member's workspace is allocated)."""
+        from ckgen.runtime.binding import call_form
+
+        form = call_form(self.name, self.abi)
+        if any(p.abi.workspace is not None for p in self.table.plans):
+            form = form.replace("stream=None)", "stream=None, workspace=None)")
+        return form
+
+    def workspace_bytes(self, **sizes: int) -> int:
+        """Bytes of workspace the member chosen at these sizes (by ABI name; defaults apply) needs; 0 without one.
+        A buffer of this size passed as ``workspace=`` serves calls at these sizes."""
+        vals = {a.name: sizes.get(a.name, a.default) for a in self.abi.sizes}
+        missing = [k for k, v in vals.items() if v is None]
+        if missing:
+            raise CkgenError(f"family '{self.name}': workspace_bytes needs {', '.join(missing)}")
+        plan = self._plans[choose(self.table, tuple(vals[a.name] for a in self.abi.sizes), True).kernel]
+        if plan.abi.workspace is None or any(vals.get(s, 1) == 0 for s in plan.abi.empty_if):
+            return 0
+        return plan.launch.workspace_bytes(vals)
 
     def kernel(self, name: str):
         """The member ``name``, built on first use."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckgen.ir.abi import ArgKind
+from ckgen.runtime.binding import positional
 
 #: what :meth:`Prepared.run` returns when the call must take the full path
 MISS = object()
@@ -119,8 +120,8 @@ class Prepared:
 
 def cacheable(abi: Any, tensors: tuple, named: dict, np_module: Any) -> bool:
     """Whether a call's checks hold for every later call of its signature (see the module docstring)."""
-    names = [a.name for a in abi.tensors]
-    given = dict(zip(names, tensors, strict=False))
+    names = {a.name for a in abi.tensors}
+    given = dict(zip(positional(abi), tensors, strict=False))
     given.update({k: v for k, v in named.items() if k in names})
     for a in abi.tensors:
         if a.offsets_of is not None and given.get(a.name) is not None:
@@ -137,7 +138,7 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
 
     abi = plan.abi
     tensor_names = {a.name for a in abi.tensors}
-    index: dict[str, int] = {a.name: i for a, i in zip(abi.tensors, range(len(tensors)), strict=False)}
+    index: dict[str, int] = {n: i for n, i in zip(positional(abi), range(len(tensors)), strict=False)}
     k = len(tensors)
     for key, v in named.items():
         if type(v) not in _SCALARS:

@@ -184,7 +184,7 @@ def test_jit_hip_target_builds_with_hiprtc_and_stops_at_no_device(tmp_path):
     B = FakeTensor((K, N), "<f2", 0x20000, strides=(2, 2 * K))  # column-major view, as x.t() gives
     C = FakeTensor((M, N), "<f2", 0x30000)
     with pytest.raises(H.HipNoDevice) as ei:
-        k(A, B, C)
+        k(A, B, C=C)
     assert ei.value.status == 2 and "no AMD GPU" in ei.value.render()
 
 
