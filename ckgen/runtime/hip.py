@@ -511,7 +511,9 @@ class HipBackend(_backend_base()):
         if not isinstance(cai, dict):
             return None
         p = int(cai["data"][0])
-        return (cai.get("typestr"), tuple(cai.get("shape", ())), cai.get("strides"), type(obj), p & 15), p
+        st = cai.get("strides")
+        return (cai.get("typestr"), tuple(cai.get("shape", ())), None if st is None else tuple(st), type(obj),
+                p & 15), p
 
     def fast_ptr(self, obj: Any) -> int:
         return device_pointer(obj, "output").ptr
