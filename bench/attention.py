@@ -108,7 +108,7 @@ def check_kernel(kern) -> tuple[bool, str]:
         _, v = t(sk, 2)
         o_store, o = t(sq, 8, fill=float("nan"))
         scale = 1 / math.sqrt(d)
-        _, lse = kern(q, k, v, o, None, scale=scale)
+        _, lse = kern(q, k, v, O=o, scale=scale)
         torch.cuda.synchronize()
         ro, rl = reference(q, k, v, a.mask, scale)
         err = float((o.double() - ro).norm() / ro.norm())
@@ -205,7 +205,7 @@ def main() -> int:
             if a.head_dim != d or a.mask != mask:
                 continue
             o.fill_(float("nan"))
-            run = raw_call(kern, q, k, v, o, lse)
+            run = raw_call(kern, q, k, v, O=o, LSE=lse)
             torch.cuda.synchronize()
             diff = float((o.float() - fl_out.float()).norm() / fl_out.float().norm()) if fl_out is not None else None
             if diff is None or not diff <= TOL["bf16"]:

@@ -46,7 +46,7 @@ def _median(xs):
 
 def raw_call(kern, a, b, c):
     """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
-    call = kern.bind(a, b, c)
+    call = kern.bind(a, b, C=c)
     kern.backend.launch(kern.handle, call)  # full path once
     entry = kern.handle.entry
     args = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]

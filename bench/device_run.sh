@@ -34,6 +34,9 @@
 #             4096x32768, the 512x2 row-cache kernels)
 #   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
 #             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
+#   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_prepared.py), then bench/overhead.py: host
+#             time per call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the
+#             same size, and device time of both by CUDA-graph replay ($OUT/overhead.json)
 #   persistent bench/rowops_persistent_probe.cu (built there): layer norm at 4096x32768, the row cache against single-pass
 #             kernels (1024 x 4 on a persistent grid with the staged ring; the row in registers, 512 x 8 at two
 #             workgroups per SM), then one launch of each under ncu
@@ -74,6 +77,11 @@ for STAGE in "$@"; do
     gemm-full)
       timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
       echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;
+    overhead)
+      timeout 300 $PYTEST tests/runtime/test_nvidia_prepared.py > "$OUT/pytest_prepared.txt" 2>&1
+      echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
+      timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
+      echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt" ;;
     rowops)
       timeout 200 $PYTEST tests/runtime/test_nvidia_rowops.py > "$OUT/pytest_rowops.txt" 2>&1
       echo "pytest -m gpu (rowops) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_rowops.txt" | tail -8

@@ -47,7 +47,7 @@ def gelu_tanh(x):
 
 def raw_call(gemm, a, b, c, bias):
     """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
-    gemm(a, b, c, bias)  # full API path once: checks shapes, dtypes, layouts
+    gemm(a, b, bias=bias, C=c)  # full API path once: checks shapes, dtypes, layouts
     entry = gemm.handle.entry
     M, K = a.shape
     N = b.shape[1]

@@ -54,7 +54,8 @@ import numpy as np
 from ckgen.errors import CkgenError, RuntimeFailure, option
 from ckgen.ir.abi import Abi, ArgKind
 from ckgen.runtime.arrays import from_bf16, numpy_dtype, poison, to_bf16
-from ckgen.runtime.binding import ArrayInfo, Call, bind
+from ckgen.runtime.binding import ArrayInfo, Call, bind, call_form, positional
+from ckgen.runtime.prepared import MAX_ENTRIES, MISS, cacheable, call_key, prepare
 
 __all__ = ["ArrayInfo", "Backend", "Call", "Kernel", "from_bf16", "jit", "numpy_dtype", "plan_for", "poison",
            "to_bf16"]
@@ -89,6 +90,27 @@ class Backend(ABC):
         return np.zeros(max(int(nbytes), 1), np.uint8)
     def to_host(self, obj: Any) -> np.ndarray:
         return np.asarray(obj)
+
+    # ---- the prepared-call hooks (ckgen.runtime.prepared); a backend without them runs every call in full
+    #: ``fast_operand(obj) -> ((signature...), address) | None``: None = the full path must handle obj
+    fast_operand: Any = None
+    #: ``fast_workspace(nbytes, like) -> (buffer, address)``: the per-device zero-filled scratch (None: no fast
+    #: path for kernels that need a workspace)
+    fast_workspace: Any = None
+
+    def fast_ptr(self, obj: Any) -> int:
+        """The data address of an array this backend allocated."""
+        return self.array_info(obj, "output").ptr
+
+    def fast_output(self, like_out: Any, info: ArrayInfo) -> Any:
+        """A zero-argument maker of arrays laid out as ``like_out`` (an output ``new_output`` made), not
+        poisoned."""
+        raise NotImplementedError
+
+    def fast_launcher(self, handle: Any, plan: Any, call: Call) -> Any:
+        """A callable ``(args, live) -> None`` launching ``handle`` with a prepared argument list (see
+        :mod:`ckgen.runtime.prepared`) on the current stream."""
+        raise NotImplementedError
 
 
 def host_argtypes(abi: Abi) -> list:
@@ -206,9 +228,16 @@ class Kernel:
         self.op = plan.op
         self.abi: Abi = plan.abi
         self.handle = backend.build(plan)
+        self._prepared: dict = {}
 
     def __repr__(self) -> str:
-        return f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r})"
+        return (f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r}): "
+                f"{self.signature()}")
+
+    def signature(self) -> str:
+        """The call form: inputs positional in ABI order; outputs, sizes, scalars, ``stream`` and ``workspace``
+        keyword-only (None: allocated / given by the arrays / the default); then what the call returns."""
+        return call_form(self.name, self.abi)
 
     def workspace_bytes(self, **sizes: int) -> int:
         """Bytes of workspace a call at these sizes (by ABI name; defaults apply) needs; 0 without one."""
@@ -222,10 +251,13 @@ class Kernel:
 
     def bind(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Call:
         """The checked :class:`Call` of these arguments (what ``__call__`` launches)."""
-        names = [a.name for a in self.abi.tensors]
+        names = positional(self.abi)
         if len(tensors) > len(names):
-            raise RuntimeFailure(f"kernel '{self.name}' takes at most {len(names)} tensors ({', '.join(names)}), "
-                                 f"got {len(tensors)}")
+            rest = [a.name for a in self.abi.tensors if a.name not in names and not a.unused]
+            raise RuntimeFailure(f"kernel '{self.name}' takes its inputs positionally ({', '.join(names) or 'none'}), "
+                                 f"got {len(tensors)} positional arguments",
+                                 hint="outputs and the rest are keyword-only: pass "
+                                      + ", ".join(f"{n}=..." for n in rest or ["..."]) + f"; {self.signature()}")
         arrays = dict(zip(names, tensors, strict=False))
         sizes, scalars = {}, {}
         for key, val in named.items():
@@ -246,10 +278,37 @@ class Kernel:
         return bind(self.plan, self.backend, arrays, sizes, scalars, stream, workspace)
 
     def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        op = self.backend.fast_operand
+        keyed = None
+        if op is not None and stream is None and workspace is None:
+            keyed = call_key(op, tensors, named)
+            if keyed is not None:
+                out = self.run_prepared(*keyed)
+                if out is not MISS:
+                    return out
         call = self.bind(*tensors, stream=stream, workspace=workspace, **named)
         self.backend.launch(self.handle, call)
+        if keyed is not None and keyed[0] not in self._prepared:
+            self._remember(keyed[0], call, tensors, named)
         outs = call.outputs()
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run_prepared(self, key: tuple, objs: list, ptrs: list) -> Any:
+        """Launch the prepared call of signature ``key`` (see :mod:`ckgen.runtime.prepared`); MISS when there is
+        none or the call needs the full checks."""
+        prep = self._prepared.get(key)
+        if prep is None:
+            return MISS
+        return prep.run(objs, ptrs)
+
+    def _remember(self, key: tuple, call: Call, tensors: tuple, named: dict) -> None:
+        if not cacheable(self.abi, tensors, named, np):
+            return
+        if call.workspace() is not None and call.workspace()[1] is not None and self.backend.fast_workspace is None:
+            return
+        if len(self._prepared) >= MAX_ENTRIES:
+            self._prepared.clear()
+        self._prepared[key] = prepare(self.plan, self.backend, self.handle, call, tensors, named)
 
 
 def byte_bounds(a: np.ndarray) -> tuple[int, int]:
@@ -263,6 +322,26 @@ def byte_bounds(a: np.ndarray) -> tuple[int, int]:
         else:
             hi += (n - 1) * st
     return lo, hi + a.itemsize
+
+
+def host_output_maker(like_out: np.ndarray) -> Any:
+    """A maker of unpoisoned numpy arrays with ``like_out``'s shape, dtype and memory order of dims."""
+    n = like_out.ndim
+    order = sorted(range(n), key=lambda i: -like_out.strides[i])
+    mem_shape = tuple(like_out.shape[i] for i in order)
+    inverse = tuple(order.index(i) for i in range(n))
+    dt = like_out.dtype
+    if inverse == tuple(range(n)):
+        return lambda: np.empty(mem_shape, dt)
+    return lambda: np.empty(mem_shape, dt).transpose(inverse)
+
+
+def numpy_fast_operand(obj: Any) -> Any:
+    """``fast_operand`` of host numpy arrays: (dtype, shape, strides, writable, address mod 16), address."""
+    if type(obj) is not np.ndarray:
+        return None
+    p = obj.__array_interface__["data"][0]
+    return (obj.dtype.str, obj.shape, obj.strides, obj.flags.writeable, p & 15), p
 
 
 def numpy_array_info(obj: np.ndarray, what: str) -> ArrayInfo:

@@ -59,6 +59,18 @@ def _is_torch(obj) -> bool:
     return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
 
 
+_TENSOR_TYPES: tuple[type, ...] = ()
+
+
+def _raw_stream(dev: int) -> int:
+    """The current torch stream of device ``dev`` as a raw handle (torch's fastest query, else the public API)."""
+    torch = _torch()
+    fast = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if fast is not None:
+        return fast(dev)
+    return int(torch.cuda.current_stream(dev).cuda_stream)
+
+
 class CudaKernel:
     """A loaded library and the entry point ``ckgen_<name>``."""
 
@@ -84,6 +96,10 @@ _lock = threading.Lock()
 class CudaBackend(Backend):
     name = "cuda"
     vendor = "nvidia"
+
+    def __init__(self) -> None:
+        self._ws: dict[tuple[int, int], Any] = {}
+        self._old_ws: list[Any] = []
 
     # ------------------------------------------------------------------ build
     def build(self, plan) -> CudaKernel:
@@ -171,6 +187,60 @@ class CudaBackend(Backend):
 
             return cupy.zeros(max(int(nbytes), 1), dtype=cupy.uint8)
         return np.zeros(max(int(nbytes), 1), np.uint8)
+
+    # ------------------------------------------------------------------ prepared calls (ckgen.runtime.prepared)
+    def fast_operand(self, obj: Any) -> Any:
+        """(dtype, shape, strides, device index, address mod 16), address of a CUDA torch tensor; None for
+        anything else (numpy host copies, CuPy, DLPack objects take the full path)."""
+        global _TENSOR_TYPES
+        if type(obj) not in _TENSOR_TYPES:
+            if not _is_torch(obj):
+                return None
+            _TENSOR_TYPES = (*_TENSOR_TYPES, type(obj))
+        if not obj.is_cuda:
+            return None
+        p = obj.data_ptr()
+        return (obj.dtype, obj.shape, obj.stride(), obj.get_device(), p & 15), p
+
+    def fast_ptr(self, obj: Any) -> int:
+        return obj.data_ptr()
+
+    def fast_output(self, like_out: Any, info: ArrayInfo) -> Any:
+        import functools
+
+        torch = _torch()
+        return functools.partial(torch.empty_strided, tuple(like_out.shape), tuple(like_out.stride()),
+                                 dtype=like_out.dtype, device=like_out.device)
+
+    def fast_workspace(self, nbytes: int, like: Any) -> tuple:
+        """One zero-filled buffer per (device, current stream), grown when needed (kernels leave it zero-filled;
+        buffers outgrown stay alive, as a captured CUDA graph may still use them)."""
+        dev = like.get_device()
+        key = (dev, _raw_stream(dev))
+        ws = self._ws.get(key)
+        if ws is None or ws.numel() < nbytes:
+            if ws is not None:
+                self._old_ws.append(ws)
+            ws = self._ws[key] = _torch().zeros(max(int(nbytes), 1), dtype=_torch().uint8, device=like.device)
+        return ws, ws.data_ptr()
+
+    def fast_launcher(self, handle: CudaKernel, plan, call: Call):
+        torch = _torch()
+        dev = next(v.get_device() for a, v in call.tensors() if v is not None and _is_torch(v))
+        entry, check = handle.entry, self._check
+        get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _raw_stream
+
+        def launch(args: list, live: list) -> None:
+            if get_device() == dev:
+                status = entry(*args, raw_stream(dev))
+            else:
+                with torch.cuda.device(dev):
+                    status = entry(*args, raw_stream(dev))
+            if status:
+                self._ws.clear()
+                check(handle, status)
+        return launch
 
     # ------------------------------------------------------------------ launch
     def _stream(self, stream: Any, kinds: set[str]) -> int:

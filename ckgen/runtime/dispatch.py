@@ -53,10 +53,32 @@ class DispatchKernel:
         first = table.plans[0]
         self._binder = dataclasses.replace(first, abi=first.abi.without_workspace())
         self.abi = self._binder.abi
+        self._chosen: dict = {}  # call signature (ckgen.runtime.prepared.call_key) -> member Kernel
 
     def __repr__(self) -> str:
         return (f"DispatchKernel({self.name!r}, {len(self.table.members)} kernels, {len(self.table.tuned)} tuned shapes, "
-                f"arch={self.arch!r}, target={self.backend.name!r})")
+                f"arch={self.arch!r}, target={self.backend.name!r}): {self.signature()}")
+
+    def signature(self) -> str:
+        """The call form (as :meth:`ckgen.runtime.api.Kernel.signature`; the member's workspace is allocated)."""
+        from ckgen.runtime.binding import call_form
+
+        form = call_form(self.name, self.abi)
+        if any(p.abi.workspace is not None for p in self.table.plans):
+            form = form.replace("stream=None)", "stream=None, workspace=None)")
+        return form
+
+    def workspace_bytes(self, **sizes: int) -> int:
+        """Bytes of workspace the member chosen at these sizes (by ABI name; defaults apply) needs; 0 without one.
+        A buffer of this size passed as ``workspace=`` serves calls at these sizes."""
+        vals = {a.name: sizes.get(a.name, a.default) for a in self.abi.sizes}
+        missing = [k for k, v in vals.items() if v is None]
+        if missing:
+            raise CkgenError(f"family '{self.name}': workspace_bytes needs {', '.join(missing)}")
+        plan = self._plans[choose(self.table, tuple(vals[a.name] for a in self.abi.sizes), True).kernel]
+        if plan.abi.workspace is None or any(vals.get(s, 1) == 0 for s in plan.abi.empty_if):
+            return 0
+        return plan.launch.workspace_bytes(vals)
 
     def kernel(self, name: str):
         """The member ``name``, built on first use."""
@@ -76,6 +98,30 @@ class DispatchKernel:
         return choose(self.table, tuple(full), has_workspace)
 
     def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        """Bind, choose and run; a call signature seen before reuses its choice and the member's prepared
+        launch (:mod:`ckgen.runtime.prepared`): no binding, no choice."""
+        from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key
+
+        op = self.backend.fast_operand
+        keyed = None
+        if op is not None and stream is None and workspace is None:
+            keyed = call_key(op, tensors, named)
+            if keyed is not None:
+                member = self._chosen.get(keyed[0])
+                if member is not None:
+                    out = member.run_prepared(*keyed)
+                    return member(*tensors, **named) if out is MISS else out
+        member, args, sizes_named = self._choose(tensors, stream, named)
+        if keyed is not None:
+            if len(self._chosen) >= MAX_ENTRIES:
+                self._chosen.clear()
+            self._chosen[keyed[0]] = member
+            return member(*tensors, **named)  # positional as given: the member prepares this signature
+        return member(stream=stream, workspace=workspace if member.abi.workspace is not None else None,
+                      **args, **sizes_named)
+
+    def _choose(self, tensors: tuple, stream: Any, named: dict) -> tuple:
+        """(member, tensors by name, sizes given by name) for this call, after the full checks through the members' common ABI."""
         from ckgen.runtime.api import Kernel
 
         probe = Kernel.__new__(Kernel)  # bind through the members' common ABI, without building anything
@@ -85,8 +131,7 @@ class DispatchKernel:
         member = self.kernel(choose(self.table, sizes, True).kernel)
         args = {a.name: v for a, v in zip(self.abi.args, call.values, strict=True) if a.kind == ArgKind.TENSOR}
         sizes_named = {k: v for k, v in named.items() if k in call.sizes}
-        return member(stream=stream, workspace=workspace if member.abi.workspace is not None else None,
-                      **args, **sizes_named)
+        return member, args, sizes_named
 
 
 def jit_family(specs, family: str, backend: Any, arch: str | None, tuning: str | None) -> DispatchKernel:

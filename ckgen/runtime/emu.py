@@ -211,8 +211,10 @@ from ckgen.runtime.api import (  # noqa: E402
     Call,
     byte_bounds,
     host_argtypes,
+    host_output_maker,
     new_host_output,
     numpy_array_info,
+    numpy_fast_operand,
 )
 
 
@@ -343,6 +345,43 @@ class EmuBackend(Backend):
 
     def new_output(self, shape, np_dtype, order, like) -> np.ndarray:
         return new_host_output(shape, np_dtype, order)  # poisoned: NaN / -1 where nothing is written
+
+    fast_operand = staticmethod(numpy_fast_operand)
+
+    def __init__(self) -> None:
+        self._ws: dict[int, np.ndarray] = {}
+
+    def fast_ptr(self, obj) -> int:
+        return obj.__array_interface__["data"][0]
+
+    def fast_output(self, like_out, info):
+        return host_output_maker(like_out)
+
+    def fast_workspace(self, nbytes: int, like) -> tuple:
+        """One zero-filled buffer per thread (every kernel leaves it zero-filled), grown when needed."""
+        tid = threading.get_ident()
+        ws = self._ws.get(tid)
+        if ws is None or ws.size < nbytes:
+            ws = self._ws[tid] = np.zeros(max(int(nbytes), 1), np.uint8)
+        return ws, ws.__array_interface__["data"][0]
+
+    def fast_launcher(self, handle: EmuKernel, plan, call: Call):
+        names = [a.name for a in plan.abi.tensors] + [plan.abi.workspace.name if plan.abi.workspace else "workspace"]
+        lib, entry, lock = handle.library, handle.entry, handle.lock
+        what = f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})"
+        ws_cache = self._ws
+
+        def launch(args: list, live: list) -> None:
+            with lock:
+                lib.clear_buffers()
+                for name, arr in zip(names, live, strict=True):
+                    if arr is not None and arr.size:
+                        lib.register(arr, name)
+                status = entry(*args, None)
+                if status:
+                    ws_cache.clear()  # a faulting kernel may leave the workspace dirty
+                lib.check_status(status, what)
+        return launch
 
     def launch(self, handle: EmuKernel, call: Call) -> None:
         lib = handle.library

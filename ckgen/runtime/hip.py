@@ -503,6 +503,30 @@ class HipBackend(_backend_base()):
             return new_host_output(shape, np_dtype, order)
         return HipArray(shape, np_dtype, order)
 
+    # ---- prepared calls (ckgen.runtime.prepared): device arrays only; numpy operands (host copies) and kernels
+    # with a workspace take the full path
+    def fast_operand(self, obj: Any) -> Any:
+        """(typestr, shape, byte strides, type, address mod 16), address of a ``__cuda_array_interface__`` object."""
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if not isinstance(cai, dict):
+            return None
+        p = int(cai["data"][0])
+        st = cai.get("strides")
+        return (cai.get("typestr"), tuple(cai.get("shape", ())), None if st is None else tuple(st), type(obj),
+                p & 15), p
+
+    def fast_ptr(self, obj: Any) -> int:
+        return device_pointer(obj, "output").ptr
+
+    def fast_output(self, like_out: Any, info: Any) -> Any:
+        shape, dtype = tuple(like_out.shape), like_out.dtype
+        order = sorted(range(len(shape)), key=lambda i: -info.strides[i])
+        return lambda: HipArray(shape, dtype, order)
+
+    def fast_launcher(self, handle: HipKernel, plan: Any, call: Any) -> Any:
+        sizes = dict(call.sizes)
+        return lambda args, live: handle.launch_raw(args, sizes, stream=None)
+
     def launch(self, handle: HipKernel, call: Any) -> None:
         import numpy as np
 

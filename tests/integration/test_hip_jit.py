@@ -184,7 +184,7 @@ def test_jit_hip_target_builds_with_hiprtc_and_stops_at_no_device(tmp_path):
     B = FakeTensor((K, N), "<f2", 0x20000, strides=(2, 2 * K))  # column-major view, as x.t() gives
     C = FakeTensor((M, N), "<f2", 0x30000)
     with pytest.raises(H.HipNoDevice) as ei:
-        k(A, B, C)
+        k(A, B, C=C)
     assert ei.value.status == 2 and "no AMD GPU" in ei.value.render()
 
 
@@ -204,14 +204,38 @@ def test_jit_hip_operand_errors_are_clear():
     A = FakeTensor((M, K), "<f2", 0x10000)
     B = FakeTensor((K, N), "<f2", 0x20000, strides=(2, 2 * K))
     with pytest.raises(RuntimeFailure, match="column-major|col-major|unit stride"):
-        k(A, FakeTensor((K, N), "<f2", 0x20000), FakeTensor((M, N), "<f2", 0x30000))
+        k(A, FakeTensor((K, N), "<f2", 0x20000), C=FakeTensor((M, N), "<f2", 0x30000))
     with pytest.raises(RuntimeFailure, match="dtype"):
-        k(A, B, FakeTensor((M, N), "<f4", 0x30000))
+        k(A, B, C=FakeTensor((M, N), "<f4", 0x30000))
     with pytest.raises(RuntimeFailure, match="shape"):
-        k(A, B, FakeTensor((M + 1, N), "<f2", 0x30000))
+        k(A, B, C=FakeTensor((M + 1, N), "<f2", 0x30000))
     with pytest.raises(RuntimeFailure, match="bias is not used by this kernel"):
-        k(A, B, FakeTensor((M, N), "<f2", 0x30000), bias=FakeTensor((N,), "<f2", 0x40000))
+        k(A, B, C=FakeTensor((M, N), "<f2", 0x30000), bias=FakeTensor((N,), "<f2", 0x40000))
     raw = DeviceArray(0x50000)  # hipMalloc's result before .configure(): bytes only
     raw.configure(_force=True, shape=(M * K * 2,))
     with pytest.raises(H.HipArgumentError, match="configure"):
         k(raw, B)
+
+
+def test_jit_hip_prepared_call_skips_binding(monkeypatch):
+    """The hip driver takes the prepared-call path: the second call with one signature launches the same argument
+    list (pointers patched) without binding; a moved C patches its pointer; numpy operands stay on the full path."""
+    from ckgen.runtime import api
+    k = _jit_f16_nt()
+    launched, binds = [], [0]
+    real_bind = api.bind
+
+    def counting(*a, **kw):
+        binds[0] += 1
+        return real_bind(*a, **kw)
+    monkeypatch.setattr(api, "bind", counting)
+    monkeypatch.setattr(H, "device_count", lambda: 1)
+    monkeypatch.setattr(k.handle, "launch_raw", lambda values, sizes, stream=None: launched.append((list(values), sizes)))
+    M, N, K = 64, 48, 32
+    A = FakeTensor((M, K), "<f2", 0x10000)
+    B = FakeTensor((K, N), "<f2", 0x20000, strides=(2, 2 * K))
+    for c_addr in (0x30000, 0x30000, 0x90000):
+        C = FakeTensor((M, N), "<f2", c_addr)
+        assert k(A, B, C=C) is C
+    assert binds[0] == 1 and len(launched) == 3
+    assert launched[0] == launched[1] and launched[2][0][2] == 0x90000 and launched[2][0][3:] == launched[0][0][3:]

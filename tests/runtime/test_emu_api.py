@@ -53,7 +53,18 @@ def test_call_allocates_poisoned_output_and_computes(nt):
     assert C.shape == (40, 24) and C.dtype == np.float32 and C.flags.c_contiguous
     ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64) + bias, 0)
     assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
-    assert repr(nt) == "Kernel('nt', op='gemm', arch='gfx942', target='emu')"
+    assert repr(nt) == ("Kernel('nt', op='gemm', arch='gfx942', target='emu'): "
+                        "nt(A, B, bias, *, C=None, M=None, N=None, K=None, stream=None) -> C")
+    assert nt.signature() in repr(nt)
+
+
+def test_outputs_are_keyword_only(nt):
+    A, B, bias = _ops()
+    with pytest.raises(RuntimeFailure, match=r"takes its inputs positionally \(A, B, bias\), got 4") as err:
+        nt(A, B, bias, np.zeros((40, 24), np.float32))
+    assert "C=..." in str(err.value.hint)
+    C = np.zeros((40, 24), np.float32)
+    assert nt(A, B, bias, C=C) is C
 
 
 @pytest.mark.parametrize(("mutate", "message"), [
@@ -75,11 +86,11 @@ def test_bad_arguments_have_clear_errors(nt, mutate, message):
 def test_wrong_output_shape_and_readonly(nt):
     A, B, bias = _ops()
     with pytest.raises(RuntimeFailure, match=r"C has shape \(24, 40\) but A has shape \(40, 20\): their M differ \(24 vs 40\)"):
-        nt(A, B, np.zeros((24, 40), np.float32), bias)
+        nt(A, B, bias, C=np.zeros((24, 40), np.float32))
     C = np.zeros((40, 24), np.float32)
     C.setflags(write=False)
     with pytest.raises(RuntimeFailure, match="read-only"):
-        nt(A, B, C, bias)
+        nt(A, B, bias, C=C)
 
 
 def test_beta_needs_c_and_bf16_is_uint16():
@@ -90,9 +101,9 @@ def test_beta_needs_c_and_bf16_is_uint16():
     with pytest.raises(RuntimeFailure, match=r"C is read by this kernel \(M x N, read \(beta != 0\)\): pass it"):
         k(A, B)
     with pytest.raises(RuntimeFailure, match="bf16 is passed as uint16"):
-        k(api.from_bf16(A), B, np.zeros((33, 9), np.float32, order="F"))
+        k(api.from_bf16(A), B, C=np.zeros((33, 9), np.float32, order="F"))
     C0 = np.asfortranarray(rng.uniform(-1, 1, (33, 9)).astype(np.float32))
-    C = k(A, B, C0.copy(order="F"))
+    C = k(A, B, C=C0.copy(order="F"))
     ref = api.from_bf16(A).astype(np.float64) @ api.from_bf16(B).astype(np.float64) + C0
     assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
 

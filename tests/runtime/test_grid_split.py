@@ -42,7 +42,7 @@ def test_the_binding_lets_a_split_axis_exceed_the_real_limit():
     rows = api.jit(SRC, kernel="rows", target="emu")
     M, N, K = 65535 * 32 + 7, 40, 9
     A, B, C = np.empty((K, M), np.float32).T, np.empty((K, N), np.float32), np.empty((M, N), np.float32)
-    call = rows.bind(A, B, C, np.empty(M, np.float32))
+    call = rows.bind(A, B, np.empty(M, np.float32), C=C)
     assert call.sizes["M"] == M
     values = {a.name: 0 if a.is_tensor else v for a, v in zip(rows.plan.abi.args, call.values, strict=True)}
     assert [s["M"] for s in split_launch(rows.plan.abi, rows.plan.launch, values)] == [65535 * 32, 7]
@@ -59,7 +59,7 @@ def test_over_the_limit_grids_compute_the_right_numbers_on_the_emulator(monkeypa
     B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
     C0 = rng.uniform(-1, 1, (M, N)).astype(np.float32)
     bias = rng.uniform(-1, 1, M).astype(np.float32)
-    C = rows(A, B, C0.copy(), bias)
+    C = rows(A, B, bias, C=C0.copy())
     ref = np.maximum(A.astype(np.float64) @ B + 0.5 * C0 + bias[:, None], 0)
     assert np.abs(C - ref).max() < 1e-4
 
@@ -68,7 +68,7 @@ def test_over_the_limit_grids_compute_the_right_numbers_on_the_emulator(monkeypa
     A = rng.uniform(-1, 1, (batch, 33, 9)).astype(np.float32)
     B = rng.uniform(-1, 1, (9, 70)).astype(np.float32)
     bias = rng.uniform(-1, 1, (batch, 70)).astype(np.float32)
-    C = items(A, B, None, bias)
+    C = items(A, B, bias)
     ref = A.astype(np.float64) @ B + bias[:, None, :]
     assert C.shape == (batch, 33, 70) and np.abs(C - ref).max() < 1e-4
 

@@ -163,7 +163,7 @@ def test_dense_vs_float64_and_sdpa(name, b, sq, sk, h, hkv, layout, window):
     named = {"scale": scale}
     if window is not None:
         named.update(window_left=window[0], window_right=window[1])
-    out = kern(q, k, v, o, lse, **named)
+    out = kern(q, k, v, O=o, LSE=lse, **named)
     torch.cuda.synchronize()
     assert out[0] is o and out[1] is lse
     win = window if window is not None else a.window
@@ -207,7 +207,7 @@ def test_varlen_vs_float64(name, lq, lk, h, hkv, window):
     cq = torch.tensor([0, *torch.tensor(lq).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
     ck = torch.tensor([0, *torch.tensor(lk).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
     named = {} if window is None else {"window_left": window[0], "window_right": window[1]}
-    o, lse = kern(q, k, v, None, None, cq, ck, seqlen_q=max(lq), seqlen_k=max(lk), **named)
+    o, lse = kern(q, k, v, cq, ck, seqlen_q=max(lq), seqlen_k=max(lk), **named)
     torch.cuda.synchronize()
     assert lse.shape == (h, sum(lq))
     win = window if window is not None else a.window
@@ -219,7 +219,7 @@ def test_varlen_vs_float64(name, lq, lk, h, hkv, window):
         assert rel(o[rq], ro) <= TOL[a.dtype.value]
         assert torch.equal(torch.isneginf(lse[:, rq]), torch.isneginf(rl))
     # sizes derived from the offsets (a read back) agree
-    o2, _ = kern(q, k, v, None, None, cq, ck, **named)
+    o2, _ = kern(q, k, v, cq, ck, **named)
     torch.cuda.synchronize()
     assert torch.equal(o2, o)
 
@@ -252,7 +252,7 @@ def test_the_hopper_body_runs_where_it_applies(name, layout, sk, tma):
     _, v = tensor(2, sk, 2, d, dt, layout, gen)
     _, o = tensor(2, 200, 4, d, dt, layout, gen, fill=float("nan"))
     lse = torch.full((2, 4, 200), float("nan"), device="cuda")
-    names = launched(lambda: kern(q, k, v, o, lse))
+    names = launched(lambda: kern(q, k, v, O=o, LSE=lse))
     assert (f"{name}_tma" in names) == tma and (name in names) != tma, names
     for i in range(2):
         ro, rl = reference(q[i], k[i], v[i], a.mask, 1 / math.sqrt(d), a.window)

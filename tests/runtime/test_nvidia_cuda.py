@@ -123,10 +123,10 @@ def check_shapes(name, shapes, pad):
         if gm.beta:
             c0 = operand(M, N, gm.c.layout.value == "row", dt_out, pad, gen)
             c = c0.clone() if gm.c.layout.value == "row" else c0.t().clone().t()
-            out = g(a, b, c, bias)
+            out = g(a, b, bias=bias, C=c)
             assert out is c
         else:
-            out = g(a, b, None, bias)   # the backend allocates a poisoned C
+            out = g(a, b, bias=bias)   # the backend allocates a poisoned C
         torch.cuda.synchronize()
         err = rel(out, reference(g, g.plan, a, b, c0, bias))
         assert err == err and err <= TOL[dt_out], (name, M, N, K, pad, err)
@@ -166,10 +166,10 @@ def test_tma_body_runs_when_aligned(name):
     bias = torch.randn(n_bias, device="cuda").to(TORCH[gm.c.dtype.value]) if gm.bias_axis else None
     c = torch.zeros(264, 520, device="cuda", dtype=TORCH[gm.c.dtype.value])
     c = c if gm.c.layout.value == "row" else c.t().contiguous().t()
-    assert f"{name}_tma" in launched(lambda: g(a, b, c, bias))
+    assert f"{name}_tma" in launched(lambda: g(a, b, bias=bias, C=c))
     # an odd leading dimension (not 16-byte aligned): the portable body
     a_odd = operand(264, 136, gm.a.layout.value == "row", dt, pad=1)
-    assert name in launched(lambda: g(a_odd, b, c, bias))
+    assert name in launched(lambda: g(a_odd, b, bias=bias, C=c))
 
 
 def test_side_stream_and_padded_output():
@@ -181,8 +181,8 @@ def test_side_stream_and_padded_output():
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        g(a, b, c)
-    g(a, b, c, stream=s)          # explicit stream object too
+        g(a, b, C=c)
+    g(a, b, C=c, stream=s)          # explicit stream object too
     s.synchronize()
     assert rel(c, a.double() @ b.double()) < 1.6e-2
     assert torch.isnan(big[:, 500:].float()).all()   # padding untouched
@@ -247,7 +247,7 @@ def test_errors_are_clear():
     with pytest.raises(RuntimeFailure, match="their K differ"):
         g(a, operand(33, 48, True, "bf16"))
     with pytest.raises(RuntimeFailure, match="numpy"):
-        g(a, b, np.zeros((64, 48), np.uint16))
+        g(a, b, C=np.zeros((64, 48), np.uint16))
     gb = kernel("gpu_f16_cc_gelu")
     with pytest.raises(RuntimeFailure, match="bias"):
         gb(operand(64, 32, False, "f16"), operand(32, 48, False, "f16"))
@@ -285,7 +285,7 @@ def test_batched_against_torch(name, batch, M, N, K, broadcast):
     bias = (torch.randn(batch, N, device="cuda", generator=gen) * 0.5).to(TORCH[dt_out]) if gm.bias_axis else None
     c0 = (torch.randn(batch, M, N, device="cuda", generator=gen) * 0.5).to(TORCH[dt_out]) if gm.beta else None
     c = c0.clone() if c0 is not None else None
-    out = g(a, b, c, bias)
+    out = g(a, b, bias=bias, C=c)
     torch.cuda.synchronize()
     ref = gm.alpha * torch.matmul(a.double(), b.double())
     if c0 is not None:
@@ -306,4 +306,4 @@ def test_batched_hopper_body_runs_when_aligned(name):
     a = batched(3, 264, 136, gm.a.layout.value == "row", gm.a.dtype.value, gen)
     b = batched(3, 136, 520, gm.b.layout.value == "row", gm.b.dtype.value, gen)
     c = torch.zeros(3, 264, 520, device="cuda", dtype=TORCH[gm.c.dtype.value])
-    assert f"{name}_tma" in launched(lambda: g(a, b, c))
+    assert f"{name}_tma" in launched(lambda: g(a, b, C=c))

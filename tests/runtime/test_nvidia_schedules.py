@@ -73,7 +73,7 @@ def run(g, M, N, K, pad, seed):
     c0 = operand(M, N, True, dt_out, 0, gen) if gm.beta else None
     c = c0.clone() if c0 is not None else None
     ws = torch.zeros(max(1, g.workspace_bytes(M=M, N=N, K=K)), dtype=torch.uint8, device="cuda")
-    out = g(a, b, c, bias, workspace=ws)
+    out = g(a, b, bias=bias, C=c, workspace=ws)
     torch.cuda.synchronize()
     ref = gm.alpha * (a.double() @ b.double())
     if c0 is not None:

@@ -80,12 +80,12 @@ def _run(key: str, q, k, v, cu_q, cu_k, max_q, max_k, scale, wl, wr):
     if q.is_cuda:
         if kern.backend.name != "cuda":
             raise CkgenError(f"ckgen::attention: kernel {kern.name} runs on {kern.backend.name}, got CUDA tensors")
-        return kern(q, k, v, None, None, cu_q, cu_k, **named)
+        return kern(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, **named)
     if kern.backend.name != "emu":
         raise CkgenError(f"ckgen::attention: kernel {kern.name} runs on {kern.backend.name}, got {q.device} tensors",
                          hint="CPU tensors run on the emulator: ckgen.jit(..., target='emu')")
     conv = [None if t is None else _np_view(t.detach()) for t in (q, k, v, cu_q, cu_k)]
-    o, lse = kern(conv[0], conv[1], conv[2], None, None, conv[3], conv[4], **named)
+    o, lse = kern(conv[0], conv[1], conv[2], cu_seqlens_q=conv[3], cu_seqlens_k=conv[4], **named)
     return _from_np(o, q.dtype == torch.bfloat16), torch.from_numpy(np.ascontiguousarray(lse))
 
 

@@ -113,7 +113,7 @@ def test_workspace_contract_at_the_c_entry(kernels):
     st = k.handle.entry(a.ctypes.data, b.ctypes.data, c.ctypes.data, bias.ctypes.data, 8, 8, 8, 8, 8, 8, None, None)
     assert st == 1
     with pytest.raises(RuntimeFailure, match="workspace holds 4 bytes"):
-        k(a, b, c, bias, workspace=np.zeros(4, np.uint8))
+        k(a, b, bias, C=c, workspace=np.zeros(4, np.uint8))
 
 
 @needs_clang
@@ -122,7 +122,7 @@ def test_python_callable_allocates_the_workspace(kernels):
     a = np.asfortranarray(np.random.default_rng(1).uniform(-1, 1, (40, 20)).astype(np.float32))
     b = np.asfortranarray(np.random.default_rng(2).uniform(-1, 1, (20, 50)).astype(np.float32))
     bias = np.zeros(40, np.float32)
-    c = k(a, b, None, bias)
+    c = k(a, b, bias)
     assert np.allclose(c, np.maximum(2.0 * (a.astype(np.float64) @ b), 0.0), rtol=1e-4, atol=1e-4)
 
 
