@@ -28,12 +28,19 @@
 // (CKGEN_DEVICE forces it) so that the compiler simplifies each step on its own (unrolls its loops over the
 // tile's vectors) before it inlines it into its caller, as it does with a lambda. Forced inlining of the whole
 // pipeline leaves the tile in memory through the early optimizations (nvcc: more registers; clang: more SGPRs).
+// CKGEN_ROWOPS_STEP_FORCED: a step that must be inlined on AMD (forced there, plain inline elsewhere): the output
+// passes (RowGroup::by_kind, tile_amax, tile_y). Left to clang's choice under -fgpu-rdc, it kept one as a call and
+// the row tile went to scratch (examples/rowops.ck layernorm_bf16: 16832 bytes of scratch, 4-12 SGPR spills on
+// gfx90a/942/950); forcing every step instead spills SGPRs in add_rmsnorm_bf16_i8 on gfx942.
 #if defined(CKGEN_PLATFORM_AMD)
 #define CKGEN_ROWOPS_STEP __attribute__((device)) inline
+#define CKGEN_ROWOPS_STEP_FORCED __attribute__((device, always_inline)) inline
 #elif defined(CKGEN_PLATFORM_CUDA)
 #define CKGEN_ROWOPS_STEP __device__ inline
+#define CKGEN_ROWOPS_STEP_FORCED __device__ inline
 #else
 #define CKGEN_ROWOPS_STEP inline
+#define CKGEN_ROWOPS_STEP_FORCED inline
 #endif
 
 namespace ckgen {

@@ -191,7 +191,7 @@ struct RowGroup {
   // the branch (for every tile kind), the kR weight / bias vectors stay live across the full and masked paths too,
   // and clang 22 spilled there (gfx90a, rung 1); inside it they are live only where they are used.
   template <class Wts, class F>
-  CKGEN_ROWOPS_STEP void by_kind(Wts& wts, bool prefetch, int tile, F&& f) {
+  CKGEN_ROWOPS_STEP_FORCED void by_kind(Wts& wts, bool prefetch, int tile, F&& f) {
     if (fast) {
       if (prefetch) wts.prefetch(*this, tile);
       f(BoolConst<false>{}, BoolConst<true>{});
@@ -203,7 +203,7 @@ struct RowGroup {
   }
   // amax = max(amax, |y|) over the valid elements of the tile in buf
   template <class M, class Fast, class Wts>
-  CKGEN_ROWOPS_STEP void tile_amax(M, Fast, int tile, const RowScalars& rs, Wts& wts, float& amax) {
+  CKGEN_ROWOPS_STEP_FORCED void tile_amax(M, Fast, int tile, const RowScalars& rs, Wts& wts, float& amax) {
     const Stats ts{buf, k};
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
@@ -220,7 +220,7 @@ struct RowGroup {
   }
   // y of the tile in buf, stored
   template <class M, class Fast, class Wts>
-  CKGEN_ROWOPS_STEP void tile_y(M, Fast, int tile, const RowScalars& rs, float qmul, Wts& wts) {
+  CKGEN_ROWOPS_STEP_FORCED void tile_y(M, Fast, int tile, const RowScalars& rs, float qmul, Wts& wts) {
     const Stats ts{buf, k};
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
