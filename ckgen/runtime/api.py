@@ -52,10 +52,14 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import CkgenError, RuntimeFailure, option
+from ckgen.frontend import load_file, load_text
 from ckgen.ir.abi import Abi, ArgKind
+from ckgen.lower import plan_kernel
 from ckgen.runtime.arrays import from_bf16, numpy_dtype, poison, to_bf16
 from ckgen.runtime.binding import ArrayInfo, Call, bind, call_form, positional
+from ckgen.runtime.dispatch import jit_family
 from ckgen.runtime.prepared import MAX_ENTRIES, MISS, cacheable, call_key, prepare
+from ckgen.targets import default_target, get_target
 
 __all__ = ["ArrayInfo", "Backend", "Call", "Kernel", "from_bf16", "jit", "numpy_dtype", "plan_for", "poison",
            "to_bf16"]
@@ -147,7 +151,6 @@ def resolve_target(target: str, arch: str | None) -> tuple[str, str | None]:
     """(backend name, arch): an arch name given as the target selects its vendor's GPU backend."""
     if target in BACKENDS:
         return target, arch
-    from ckgen.targets import get_target
 
     try:
         t = get_target(target)
@@ -161,7 +164,6 @@ def resolve_target(target: str, arch: str | None) -> tuple[str, str | None]:
 
 def _load_specs(source: str | Path, default_arches: tuple[str, ...] = ()):
     """Specs of a .ck path or DSL text; kernels that name no target take ``default_arches``."""
-    from ckgen.frontend import load_file, load_text
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".ck")):
         path = Path(source)
@@ -173,8 +175,6 @@ def _load_specs(source: str | Path, default_arches: tuple[str, ...] = ()):
 
 def plan_for(source: str | Path, kernel: str | None, vendor: str, arch: str | None):
     """Parse ``source``, pick ``kernel`` and plan it for ``arch`` (default: its first arch of ``vendor``)."""
-    from ckgen.lower import plan_kernel
-    from ckgen.targets import default_target, get_target
 
     specs = _load_specs(source, (arch or default_target(vendor),))
     names = [s.name for s in specs]
@@ -206,11 +206,9 @@ def jit(source: str | Path, kernel: str | None = None, target: str = "emu", arch
     name, arch = resolve_target(target, arch)
     backend = get_backend(name)
     if kernel is not None:
-        from ckgen.targets import default_target
 
         specs = _load_specs(source, (arch or default_target(backend.vendor),))
         if not any(s.name == kernel for s in specs):
-            from ckgen.runtime.dispatch import jit_family
 
             return jit_family(specs, kernel, backend, arch, str(tuning) if tuning else None)
     plan = plan_for(source, kernel, backend.vendor, arch)

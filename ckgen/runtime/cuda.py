@@ -22,6 +22,7 @@ Contract:
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from pathlib import Path
@@ -40,6 +41,7 @@ from ckgen.runtime.api import (
     new_host_output,
     numpy_array_info,
 )
+from ckgen.toolchain.nvidia import build_cuda_library
 
 _TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
              "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
@@ -103,7 +105,6 @@ class CudaBackend(Backend):
 
     # ------------------------------------------------------------------ build
     def build(self, plan) -> CudaKernel:
-        from ckgen.toolchain.nvidia import build_cuda_library
 
         lib = build_cuda_library(plan.name, [plan])
         path = lib.library.resolve()
@@ -206,7 +207,6 @@ class CudaBackend(Backend):
         return obj.data_ptr()
 
     def fast_output(self, like_out: Any, info: ArrayInfo) -> Any:
-        import functools
 
         torch = _torch()
         return functools.partial(torch.empty_strided, tuple(like_out.shape), tuple(like_out.stride()),

@@ -31,13 +31,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ckgen.codegen import render_kernel, render_launchers
 from ckgen.config import Settings, settings
-from ckgen.errors import BuildError, EmulationFault, ToolchainError, option
+from ckgen.errors import BuildError, EmulationFault, RuntimeFailure, ToolchainError, option
 from ckgen.files import atomic_output
 from ckgen.ir.abi import ArgKind
 from ckgen.progress import Steps
-from ckgen.resources import include_flags
+from ckgen.resources import content_hashes, include_flags
+from ckgen.runtime.api import Kernel
+from ckgen.targets import amd
 from ckgen.targets.model import Target
+from ckgen.toolchain.cache import get_or_build
 from ckgen.toolchain.tools import first_line, run_tool
 
 #: Host compilers tried in order when CKGEN_HOST_CXX is not set.
@@ -78,7 +82,6 @@ def compiler_version(cxx: str) -> str:
 
 def target_builtins(target: Target) -> tuple[str, ...]:
     """Every matrix builtin the arch has: its table plus instructions the planner never picks (xf32)."""
-    from ckgen.targets import amd
 
     instrs = list(target.instructions) + list(amd.XF32_INSTRUCTIONS.get(target.name, ()))
     return tuple(sorted({i.builtin for i in instrs if i.builtin.startswith(BUILTIN_PREFIX)}))
@@ -89,7 +92,6 @@ def emu_defines(target: Target) -> list[str]:
     if target.vendor != "amd":
         raise ToolchainError(f"the emu target emulates AMD CDNA targets; {target.name} is {target.vendor}",
                              hint=f"use an AMD arch (see ckgen.targets) with {option('target', 'emu')}")
-    from ckgen.targets import amd
 
     flags = ["-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_ARCH_RESTRICT",
              f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}",
@@ -198,7 +200,6 @@ class EmuLibrary:
             return
         if status == CKGEN_ERROR_EMULATION_FAULT:
             raise EmulationFault(self.last_fault() or f"{what}: emulation fault")
-        from ckgen.errors import RuntimeFailure
 
         detail = self.last_fault()
         raise RuntimeFailure(f"{what}: status {status}" + (f": {detail}" if detail else ""))
@@ -246,7 +247,6 @@ def load_library(path: Path) -> EmuLibrary:
 
 def emu_sources(plan) -> tuple[str, str, str]:
     """(kernel file name, kernel source, launcher source) of one plan on the emu platform."""
-    from ckgen.codegen import render_kernel, render_launchers
 
     kernel_file = f"{plan.name}.hip"
     return kernel_file, render_kernel(plan), render_launchers(plan.name, [plan], "emu", kernel_files=[kernel_file])
@@ -254,8 +254,6 @@ def emu_sources(plan) -> tuple[str, str, str]:
 
 def build_emu_kernel(plan) -> Path:
     """The cached emu library of ``plan`` (built on a miss)."""
-    from ckgen.resources import content_hashes
-    from ckgen.toolchain.cache import get_or_build
 
     kernel_file, kernel_src, launcher_src = emu_sources(plan)
     cxx = host_compiler()
@@ -285,9 +283,6 @@ def _ptr(obj) -> int | None:
 def build_emu_library(plans, stem: str) -> Path:
     """One cached emu library holding every kernel of ``plans`` (one arch, distinct names): one host compile
     instead of one per kernel (the emulator headers dominate the compile time)."""
-    from ckgen.codegen import render_kernel, render_launchers
-    from ckgen.resources import content_hashes
-    from ckgen.toolchain.cache import get_or_build
 
     targets = {p.target for p in plans}
     if len(targets) != 1 or len({p.name for p in plans}) != len(plans):
@@ -312,7 +307,6 @@ def build_emu_library(plans, stem: str) -> Path:
 def emu_kernels(plans, stem: str = "emu_kernels") -> dict:
     """name -> :class:`~ckgen.runtime.api.Kernel` for every plan, all in one emu library (see
     :func:`build_emu_library`)."""
-    from ckgen.runtime.api import Kernel
 
     library = load_library(build_emu_library(plans, stem))
     lock = threading.Lock()  # one library: one buffer registry and one fault record, so one launch at a time
@@ -338,7 +332,6 @@ class EmuBackend(Backend):
 
     def array_info(self, obj, what: str) -> ArrayInfo:
         if not isinstance(obj, np.ndarray):
-            from ckgen.errors import RuntimeFailure
 
             raise RuntimeFailure(f"{what}: the emu target takes numpy arrays, got {type(obj).__name__}")
         return numpy_array_info(obj, what)

@@ -35,8 +35,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ckgen import resources
+from ckgen.codegen import render_kernel
 from ckgen.errors import BuildError, ToolchainError, option
+from ckgen.ir.plan import split_launch
+from ckgen.runtime.api import ArrayInfo, Backend, new_host_output, numpy_array_info
 from ckgen.runtime.hip_bindings import (  # noqa: F401  (re-exported: the errors are part of this module's API)
     _ROCM5_GCN_ARCH_NAME_OFFSET,
     _ROCM5_PROP_SIZE,
@@ -56,6 +61,10 @@ from ckgen.runtime.hip_bindings import (  # noqa: F401  (re-exported: the errors
     _hip_call,
     _load,
 )
+from ckgen.targets import get_target
+from ckgen.toolchain import KernelSource, default_cache, find_toolchain
+from ckgen.toolchain.amdgpu import build_device_code
+from ckgen.toolchain.cache import get_or_build, scratch_dir
 
 
 # ------------------------------------------------------------------------------------------ hiprtc
@@ -97,7 +106,6 @@ _hiprtc_lock = threading.Lock()
 
 def _shim_dir(target: str) -> Path:
     """``<cache>/hiprtc-shim/<hash>`` holding ``lib/libhiprtc.so -> target``; made atomically."""
-    from ckgen.toolchain.cache import scratch_dir
 
     digest = hashlib.sha256(target.encode()).hexdigest()[:16]
     root = scratch_dir("hiprtc-shim") / digest
@@ -193,9 +201,6 @@ def _hiprtc_compile(source: str, kernel: str, arch: str, includes: list[str], op
 
 def _clang_compile(source: str, kernel: str, arch: str, includes: list[str], options: tuple[str, ...]) -> CodeObject:
     """The build stage's device pipeline (ckgen.toolchain: toolchain discovery, clang, lld link, its cache)."""
-    from ckgen.targets import get_target
-    from ckgen.toolchain import KernelSource, default_cache, find_toolchain
-    from ckgen.toolchain.amdgpu import build_device_code
 
     target = get_target(arch)
     own = {str(d) for d in resources.DEVICE_INCLUDE_DIRS}
@@ -236,7 +241,6 @@ def compile_code_object(source: str, kernel: str, arch: str, *, compiler: str = 
     try:
         if not use_cache:
             return _hiprtc_compile(source, kernel, arch, includes, options)
-        from ckgen.toolchain.cache import get_or_build
 
         entry = get_or_build(parts, build)
     except BuildError as rtc_err:
@@ -374,7 +378,6 @@ class HipKernel:
     :class:`HipModule` that loads on first launch. Construction needs no device."""
 
     def __init__(self, plan: Any, *, compiler: str = "auto"):
-        from ckgen.codegen import render_kernel
 
         self.plan = plan
         self.name = plan.name
@@ -386,7 +389,6 @@ class HipKernel:
         """Launch the device entry with one value per ABI argument (tensors as device addresses), which the
         caller has checked; the grid is the plan's, at ``sizes`` (as consecutive sub-problems when it is over the
         launch limits: :func:`ckgen.ir.plan.split_launch`)."""
-        from ckgen.ir.plan import split_launch
 
         if any(sizes[s] == 0 for s in self.plan.abi.empty_if):
             return
@@ -414,7 +416,6 @@ class HipArray:
     ``order`` (outermost first; default row-major)."""
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, order: list[int] | None = None):
-        import numpy as np
 
         self.dtype = np.dtype(dtype)
         self.shape = tuple(shape)
@@ -441,13 +442,11 @@ class HipArray:
 
 
 def _array_info(obj: Any, what: str):
-    from ckgen.runtime.api import ArrayInfo
 
     buf = device_pointer(obj, what)
     if buf.shape is None or buf.typestr in _RAW_TYPESTRS:
         raise HipArgumentError(f"{what}: a raw device buffer carries no shape or dtype",
                                hint="describe it: buf.configure(shape=(rows, cols), typestr='<f2', itemsize=2)")
-    import numpy as np
 
     dt = np.dtype(buf.typestr)
     if buf.strides is None:  # C-contiguous
@@ -460,13 +459,7 @@ def _array_info(obj: Any, what: str):
     return ArrayInfo(buf.shape, dt.str, tuple(strides), buf.ptr)
 
 
-def _backend_base():
-    from ckgen.runtime.api import Backend
-
-    return Backend
-
-
-class HipBackend(_backend_base()):
+class HipBackend(Backend):
     """The ``"hip"`` target of :func:`ckgen.runtime.api.jit`: device operands as :func:`device_pointer` takes
     (shape and dtype from ``__cuda_array_interface__``); numpy operands are copied to the device and C back."""
 
@@ -477,17 +470,14 @@ class HipBackend(_backend_base()):
         return HipKernel(plan)
 
     def array_info(self, obj: Any, what: str):
-        import numpy as np
 
         if isinstance(obj, np.ndarray):  # its host address: the aliasing checks compare it with the others
-            from ckgen.runtime.api import numpy_array_info
 
             return numpy_array_info(obj, what)
         return _array_info(obj, what)
 
     def to_host(self, obj: Any) -> Any:
         """numpy arrays as they are; device arrays are not read back here (pass the sizes they would give)."""
-        import numpy as np
 
         if isinstance(obj, np.ndarray):
             return obj
@@ -495,10 +485,8 @@ class HipBackend(_backend_base()):
                                hint="pass the size explicitly (NAME=value) or a numpy array")
 
     def new_output(self, shape: tuple[int, ...], np_dtype: Any, order: list[int], like: Any) -> Any:
-        import numpy as np
 
         if isinstance(like, np.ndarray):
-            from ckgen.runtime.api import new_host_output
 
             return new_host_output(shape, np_dtype, order)
         return HipArray(shape, np_dtype, order)
@@ -528,7 +516,6 @@ class HipBackend(_backend_base()):
         return lambda args, live: handle.launch_raw(args, sizes, stream=None)
 
     def launch(self, handle: HipKernel, call: Any) -> None:
-        import numpy as np
 
         device_count()  # no device: stop before allocating anything
         hip = _bindings().hip

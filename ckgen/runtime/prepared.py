@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ckgen.ir.abi import ArgKind
 from ckgen.runtime.binding import positional
 
@@ -134,7 +136,6 @@ def cacheable(abi: Any, tensors: tuple, named: dict, np_module: Any) -> bool:
 
 def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, named: dict) -> Prepared:
     """The :class:`Prepared` launch of a checked first ``call`` made with ``tensors`` and ``named``."""
-    import numpy as np
 
     abi = plan.abi
     tensor_names = {a.name for a in abi.tensors}

@@ -27,6 +27,7 @@ from ckgen.ops import get_op
 from ckgen.ops.base import relative_error
 from ckgen.runtime.api import Kernel, get_backend, plan_for, resolve_target
 from ckgen.runtime.arrays import numpy_dtype, shape_of, to_float64
+from ckgen.runtime.emu import lds_bank_summary
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:
@@ -156,7 +157,6 @@ def _run(path: str, kernel: str | None, target: str, arch: str | None, sizes: di
         print(f"{kern.name} on {kern.backend.name} ({kern.arch}): {shown}, {dt:.3f} s, {name}: relative error vs "
               f"float64 {err:.3e} (tolerance {tol:.1e}): {'ok' if err <= tol else 'FAILED'}")
     if kern.backend.name == "emu":
-        from ckgen.runtime.emu import lds_bank_summary
 
         print(lds_bank_summary(kern.handle.library.lds_sites()))
     ok = all(err <= tol for _, err, tol in results)
