@@ -17,13 +17,15 @@ from ckgen.dispatch import db
 from ckgen.dispatch.table import Choice, Table, choose, tables
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import ArgKind
+from ckgen.lower.pipeline import Pruned, plan_all
+from ckgen.runtime.binding import call_form
+from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key
+from ckgen.targets import default_target, get_target
 
 
 def family_plans(specs, family: str, vendor: str, arch: str | None):
     """The legal plans of the members of ``family`` for ``arch`` (default: the first member's first arch of
     ``vendor``); CkgenError when there is no such family or no member is legal."""
-    from ckgen.lower.pipeline import Pruned, plan_all
-    from ckgen.targets import default_target, get_target
 
     members = [s for s in specs if s.family == family]
     if not members:
@@ -61,7 +63,6 @@ class DispatchKernel:
 
     def signature(self) -> str:
         """The call form (as :meth:`ckgen.runtime.api.Kernel.signature`; the member's workspace is allocated)."""
-        from ckgen.runtime.binding import call_form
 
         form = call_form(self.name, self.abi)
         if any(p.abi.workspace is not None for p in self.table.plans):
@@ -100,7 +101,6 @@ class DispatchKernel:
     def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
         """Bind, choose and run; a call signature seen before reuses its choice and the member's prepared
         launch (:mod:`ckgen.runtime.prepared`): no binding, no choice."""
-        from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key
 
         op = self.backend.fast_operand
         keyed = None
