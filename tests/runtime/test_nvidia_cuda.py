@@ -229,7 +229,7 @@ def test_dlpack_object():
             return self.t.__dlpack_device__()
 
     c = torch.empty(40, 20, device="cuda")
-    g(Wrapped(a), Wrapped(b), c)
+    g(Wrapped(a), Wrapped(b), C=c)
     torch.cuda.synchronize()
     assert rel(c, a.double() @ b.double()) < 5e-3
 
