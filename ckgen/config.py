@@ -10,6 +10,8 @@ looking at ``os.environ``. Variables:
 - ``CKGEN_CACHE_DIR``: the build cache (default: ``$XDG_CACHE_HOME/ckgen`` or ``~/.cache/ckgen``).
 - ``CKGEN_JOBS``: default parallel compile jobs, 0..256 (default 0: the CPU count); anything else is an error.
 - ``CKGEN_NO_CACHE``: set to 1 to bypass the cache (still writes results).
+- ``CKGEN_POISON``: set to 1 to poison (0xFF bytes) the outputs a prepared call allocates too, as the full
+  binding always does (the test suite sets it; default: prepared calls leave new outputs unfilled).
 
 Besides the environment, :func:`available_memory` reads how much memory this process may still take
 (``/proc/meminfo`` and the cgroup's limit): ``ckgen run`` checks its arrays against it.
@@ -38,6 +40,7 @@ class Settings:
     cache_dir: Path
     jobs: int
     no_cache: bool
+    poison: bool = False
 
 
 def _from_env(env: dict[str, str]) -> Settings:
@@ -55,6 +58,7 @@ def _from_env(env: dict[str, str]) -> Settings:
         cache_dir=cache,
         jobs=max(1, jobs),
         no_cache=env.get("CKGEN_NO_CACHE", "") not in ("", "0"),
+        poison=env.get("CKGEN_POISON", "") not in ("", "0"),
     )
 
 

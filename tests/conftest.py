@@ -1,6 +1,11 @@
-"""Shared pytest options. ``--update-golden`` rewrites generated/ instead of comparing against it."""
+"""Shared pytest options. ``--update-golden`` rewrites generated/ instead of comparing against it. Every test runs
+with ``CKGEN_POISON=1``: outputs the runtime allocates are poisoned on the prepared path too."""
+
+import os
 
 import pytest
+
+os.environ.setdefault("CKGEN_POISON", "1")  # before any test reads ckgen.config.settings()
 
 
 def pytest_addoption(parser):

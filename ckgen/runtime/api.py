@@ -90,6 +90,10 @@ class Backend(ABC):
     @abstractmethod
     def launch(self, handle: Any, call: Call) -> None: ...
 
+    def poison_output(self, obj: Any) -> None:
+        """Fill a new, densely allocated output with 0xFF bytes (NaN / -1) where the backend can (default: not)."""
+        return None
+
     def new_workspace(self, nbytes: int, like: Any) -> Any:
         return np.zeros(max(int(nbytes), 1), np.uint8)
     def to_host(self, obj: Any) -> np.ndarray:

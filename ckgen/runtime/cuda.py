@@ -206,6 +206,10 @@ class CudaBackend(Backend):
     def fast_ptr(self, obj: Any) -> int:
         return obj.data_ptr()
 
+    def poison_output(self, obj: Any) -> None:
+        if _is_torch(obj):
+            obj.untyped_storage().fill_(0xFF)  # the output's own allocation (empty_strided): NaN / -1
+
     def fast_output(self, like_out: Any, info: ArrayInfo) -> Any:
 
         torch = _torch()

@@ -39,6 +39,7 @@ from ckgen.ir.abi import ArgKind
 from ckgen.progress import Steps
 from ckgen.resources import content_hashes, include_flags
 from ckgen.runtime.api import Kernel
+from ckgen.runtime.arrays import poison as poison_array
 from ckgen.targets import amd
 from ckgen.targets.model import Target
 from ckgen.toolchain.cache import get_or_build
@@ -346,6 +347,9 @@ class EmuBackend(Backend):
 
     def fast_ptr(self, obj) -> int:
         return obj.__array_interface__["data"][0]
+
+    def poison_output(self, obj) -> None:
+        poison_array(obj)
 
     def fast_output(self, like_out, info):
         return host_output_maker(like_out)

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ckgen.config import settings
 from ckgen.ir.abi import ArgKind
 from ckgen.runtime.binding import positional
 
@@ -134,6 +135,17 @@ def cacheable(abi: Any, tensors: tuple, named: dict, np_module: Any) -> bool:
     return True
 
 
+def _poisoned(make: Any, fill: Any) -> Any:
+    """``make`` followed by ``fill`` on the new output (0xFF bytes where the backend can)."""
+
+    def make_poisoned() -> Any:
+        out = make()
+        fill(out)
+        return out
+
+    return make_poisoned
+
+
 def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, named: dict) -> Prepared:
     """The :class:`Prepared` launch of a checked first ``call`` made with ``tensors`` and ``named``."""
 
@@ -167,8 +179,11 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
             if a.name in index:
                 p.fill.append((j, li, index[a.name]))
                 p.spans[index[a.name]] = _span(info, np.dtype(info.dtype).itemsize)
-            else:  # allocated by bind: allocate the same way, without poison
-                p.allocs.append((j, li, backend.fast_output(v, info), backend.fast_ptr))
+            else:  # allocated by bind: allocate the same way, without poison (unless CKGEN_POISON asks for it)
+                make = backend.fast_output(v, info)
+                if settings().poison:
+                    make = _poisoned(make, backend.poison_output)
+                p.allocs.append((j, li, make, backend.fast_ptr))
             if a.writes and not a.unused:
                 p.ret.append(li)
         elif a.kind == ArgKind.WORKSPACE:

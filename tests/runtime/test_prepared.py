@@ -189,3 +189,27 @@ def test_dispatcher_caches_its_choice_and_the_member_workspace(binds):
     A, B, _ = _ops(M=24, N=40, K=64)
     with pytest.raises(RuntimeFailure, match="their K differ"):
         d(A, B[:32])
+
+
+
+@pytest.mark.parametrize("poison", ["1", "0"])
+def test_prepared_outputs_poisoned_only_under_ckgen_poison(rms, monkeypatch, poison):
+    """The outputs a prepared call allocates are 0xFF bytes (NaN) when CKGEN_POISON=1 (the suite's setting) and left
+    as allocated otherwise: seen through a prepared launch that writes nothing."""
+    from ckgen import config
+
+    monkeypatch.setenv("CKGEN_POISON", poison)
+    config.reload()
+    try:
+        monkeypatch.setattr(rms.backend, "fast_launcher", lambda handle, plan, call: lambda args, live: None)
+        k = api.Kernel(rms.plan, rms.backend)  # a fresh cache, prepared under this setting
+        x = np.random.default_rng(3).uniform(-1, 1, (5, 200)).astype(np.float32)
+        w = np.ones(200, np.float32)
+        first = k(x, weight=w)  # binds, runs, prepares
+        assert np.isfinite(first).all()
+        y = k(x, weight=w)  # the prepared path, whose launch writes nothing
+        assert y.shape == (5, 200) and y is not first
+        assert np.isnan(y).all() == (poison == "1")
+    finally:
+        monkeypatch.setenv("CKGEN_POISON", "1")
+        config.reload()
