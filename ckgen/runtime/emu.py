@@ -342,8 +342,10 @@ class EmuBackend(Backend):
 
     fast_operand = staticmethod(numpy_fast_operand)
 
-    def __init__(self) -> None:
-        self._ws: dict[int, np.ndarray] = {}
+    def _workspaces(self) -> dict[int, np.ndarray]:
+        """Per-thread workspace buffers of the prepared calls, made on first use (subclasses need not call an
+        ``__init__``)."""
+        return self.__dict__.setdefault("_ws", {})
 
     def fast_ptr(self, obj) -> int:
         return obj.__array_interface__["data"][0]
@@ -357,16 +359,17 @@ class EmuBackend(Backend):
     def fast_workspace(self, nbytes: int, like) -> tuple:
         """One zero-filled buffer per thread (every kernel leaves it zero-filled), grown when needed."""
         tid = threading.get_ident()
-        ws = self._ws.get(tid)
+        cache = self._workspaces()
+        ws = cache.get(tid)
         if ws is None or ws.size < nbytes:
-            ws = self._ws[tid] = np.zeros(max(int(nbytes), 1), np.uint8)
+            ws = cache[tid] = np.zeros(max(int(nbytes), 1), np.uint8)
         return ws, ws.__array_interface__["data"][0]
 
     def fast_launcher(self, handle: EmuKernel, plan, call: Call):
         names = [a.name for a in plan.abi.tensors] + [plan.abi.workspace.name if plan.abi.workspace else "workspace"]
         lib, entry, lock = handle.library, handle.entry, handle.lock
         what = f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})"
-        ws_cache = self._ws
+        ws_cache = self._workspaces()
 
         def launch(args: list, live: list) -> None:
             with lock:

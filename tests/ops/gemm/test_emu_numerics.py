@@ -118,7 +118,7 @@ def check_shape(gemm: Kernel, M: int, N: int, K: int, seed: int, pad: int = 0, b
     else:
         assert g.beta != 0 or np.all(C.ravel(order="K").view(np.uint8) == 0xFF)  # poisoned
     before = {k: (v.copy() if v is not None else None) for k, v in ops.items()} | {"C": C.copy()}
-    out = gemm(ops["A"], ops["B"], C, ops["bias"])
+    out = gemm(A=ops["A"], B=ops["B"], C=C, bias=ops["bias"])
     assert out is C
     ref = op.reference(plan, before, sizes)["C"]
     err = relative_error(to_float64(C, g.c.dtype), ref)
