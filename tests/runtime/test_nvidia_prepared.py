@@ -28,19 +28,6 @@ def kernels():
     return {n: ckgen.jit(SPEC, kernel=n, target="cuda") for n in ("prep_f16_rc", "prep_rms")}
 
 
-@pytest.fixture
-def binds(monkeypatch):
-    from ckgen.runtime import api
-
-    count = [0]
-    real = api.bind
-
-    def counting(*a, **k):
-        count[0] += 1
-        return real(*a, **k)
-    monkeypatch.setattr(api, "bind", counting)
-    return count
-
 
 def _gemm_ops(M=100, N=72, K=48, seed=0):
     g = torch.Generator(device="cuda").manual_seed(seed)

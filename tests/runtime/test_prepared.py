@@ -41,17 +41,6 @@ def rms() -> api.Kernel:
     return api.jit(SRC, kernel="prms", target="emu")
 
 
-@pytest.fixture
-def binds(monkeypatch):
-    count = [0]
-    real = api.bind
-
-    def counting(*a, **k):
-        count[0] += 1
-        return real(*a, **k)
-    monkeypatch.setattr(api, "bind", counting)
-    return count
-
 
 def _ops(M=40, N=24, K=20, seed=0):
     rng = np.random.default_rng(seed)
