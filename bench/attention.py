@@ -7,7 +7,9 @@ First numerics: every kernel on a small problem with GQA, seqlen_q != seqlen_k a
 (BSHD padded by 3 elements) against a float64 reference (O relative error, LSE, rows without keys, padding
 untouched); a kernel that fails is not timed. Then per case (the issue's shapes): SDPA flash and cuDNN timed
 before and after ckgen (the faster time counts), every candidate of the case's head dim and mask checked against
-flash's output on the case's inputs (O poisoned with NaN first) and timed through its C entry point; TFLOP/s =
+flash's output on the case's inputs (O poisoned with NaN first) and timed through its C entry point. Both sides
+are timed alike, as device time: the median of 15 replays of a CUDA graph of 5 calls, per call (nvh.time_graph_ms;
+host time per call is bench/overhead.py's); an SDPA backend whose graph capture fails is noted and not timed. TFLOP/s =
 4*b*h*s^2*d / time (causal counted half). Prints per case both ratios and the best configuration. Exit status 1
 when a kernel fails numerics or a case has no correct kernel.
 """
@@ -27,7 +29,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import time_ms  # noqa: E402
+from nvh import time_graph_ms  # noqa: E402
 
 SPEC = HERE / "attention_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -152,10 +154,16 @@ def sdpa_fn(backend: str, q, k, v, causal: bool):
     return None, None, note, None
 
 
-def time_sdpa(fn, be) -> float:
+def time_sdpa(fn, be) -> float | None:
+    """SDPA's device time per call under backend ``be``; None when that backend cannot be captured in a graph."""
     from torch.nn.attention import sdpa_kernel
-    with sdpa_kernel([be]):
-        return time_ms(fn, warmup=3, reps=15, inner=5)
+    try:
+        with sdpa_kernel([be]):
+            return time_graph_ms(fn, warmup=3, reps=15, inner=5)
+    except RuntimeError as e:
+        print(f"  SDPA {be}: graph capture failed, not timed ({e})", flush=True)
+        torch.cuda.synchronize()
+        return None
 
 
 def main() -> int:
@@ -212,12 +220,11 @@ def main() -> int:
                 print(f"  {name}: {n} differs from flash ({diff})", flush=True)
                 row["configs"][n] = {"ok": False, "diff": diff}
                 continue
-            t = time_ms(run, warmup=3, reps=15, inner=5)
+            t = time_graph_ms(run, warmup=3, reps=15, inner=5)
             row["configs"][n] = {"ok": True, "ms": t, "tflops": fl / t / 1e9, "diff": diff}
-        if fl_fn:  # peers again after ckgen: the faster time counts (clocks drift as the card warms up)
-            t_fl = min(t_fl, time_sdpa(fl_fn, fl_be))
-        if cu_fn:
-            t_cu = min(t_cu, time_sdpa(cu_fn, cu_be))
+        # peers again after ckgen: the faster time counts (clocks drift as the card warms up)
+        t_fl = min((t for t in (t_fl, time_sdpa(fl_fn, fl_be) if t_fl else None) if t), default=None)
+        t_cu = min((t for t in (t_cu, time_sdpa(cu_fn, cu_be) if t_cu else None) if t), default=None)
         ok = {n: c for n, c in row["configs"].items() if c["ok"]}
         best = min(ok, key=lambda n: ok[n]["ms"]) if ok else None
         row.update(best=best, best_tflops=ok[best]["tflops"] if best else None,

@@ -7,10 +7,11 @@ Shapes: f16 and bf16 at 4096^3, 8192^3, 1024x8192x8192, 64x8192x8192, 4096x4096x
 B row-major 'rr' and column-major 'rc', the peers given the same layouts), and GEMM + bias(col) + tanh-GELU against torch eager and torch.compile. For ckgen every
 kernel of bench/gemm_nv.ck of that dtype is checked (relative error vs an fp32-accumulated reference)
 and timed, and the fastest correct one is reported with its name. ckgen is timed through the library's
-C entry point (the JIT's own argument checks are done once, outside the timing). Each figure is the
-median of 20 samples of 10 back-to-back calls, event-timed, after warm-up; inputs are random. cuBLAS (plain
-GEMM) and torch eager (fused) are timed before and after the ckgen kernels and the faster time counts, so that
-clock drift as the card warms up does not favour ckgen.
+C entry point (the JIT's own argument checks are done once, outside the timing). Every side (ckgen, cuBLAS,
+Triton, torch eager and torch.compile) is timed alike, as device time: the median of 20 replays of a CUDA graph
+of 10 back-to-back calls, per call, after warm-up (nvh.time_graph_ms; host time per call is bench/overhead.py's);
+inputs are random. cuBLAS (plain GEMM) and torch eager (fused) are timed before and after the ckgen kernels and
+the faster time counts, so that clock drift as the card warms up does not favour ckgen.
 Prints a TFLOP/s table with ratios and writes the JSON.
 """
 
@@ -27,7 +28,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import TORCH, rel_err, time_ms  # noqa: E402
+from nvh import TORCH, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "gemm_nv.ck"
 #: the spec path as the JIT sees it (relative to the repository root, as bench/nv_prebuild.py passes it,
@@ -72,7 +73,7 @@ def time_ckgen(gemms, names, a, b, c, bias, ref, mnk):
         call = raw_call(gemm, a, b, c, bias)
         torch.cuda.synchronize()
         err = rel_err(c, ref)
-        t = time_ms(call)
+        t = time_graph_ms(call)
         per[n] = {"ms": t, "tflops": tflops(*mnk, t), "err": err}
         if err < 1e-2 and (best is None or t < per[best]["ms"]):
             best = n
@@ -111,13 +112,13 @@ def main() -> int:
             b = torch.randn(K, N, device="cuda").to(tdt) if lay == "rr" else torch.randn(N, K, device="cuda").to(tdt).t()
             c = torch.empty(M, N, device="cuda", dtype=tdt)
             ref = (a.float() @ b.float()).double()
-            t_cublas = time_ms(lambda: torch.matmul(a, b, out=c))  # noqa: B023
+            t_cublas = time_graph_ms(lambda: torch.matmul(a, b, out=c))  # noqa: B023
             triton_mm.matmul(a, b, out=c)  # autotune outside the timing
             err_tr = rel_err(c, ref)
-            t_triton = time_ms(lambda: triton_mm.matmul(a, b, out=c))  # noqa: B023
+            t_triton = time_graph_ms(lambda: triton_mm.matmul(a, b, out=c))  # noqa: B023
             per, best = time_ckgen([kernels[n] for n in mine], mine, a, b, c, None, ref, (M, N, K))
             # cuBLAS again after ckgen (clocks drift as the card warms up): the faster of the two counts
-            t_cublas2 = time_ms(lambda: torch.matmul(a, b, out=c))  # noqa: B023
+            t_cublas2 = time_graph_ms(lambda: torch.matmul(a, b, out=c))  # noqa: B023
             t_cublas = min(t_cublas, t_cublas2)
             r = {"dtype": dt, "layout": lay, "M": M, "N": N, "K": K, "cublas_ms": t_cublas, "triton_ms": t_triton,
                  "triton_err": err_tr, "ckgen_best": best, "ckgen_ms": per[best]["ms"] if best else None,
@@ -141,19 +142,19 @@ def main() -> int:
                 return gelu_tanh(torch.matmul(a, b) + bias)  # noqa: B023
 
             ref = gelu_tanh(a.double() @ b.double() + bias.double())
-            t_eager = time_ms(eager)
+            t_eager = time_graph_ms(eager)
             t_comp = None
             if not args.no_compile:
                 try:
                     comp = torch.compile(eager)
                     comp()
-                    t_comp = time_ms(comp)
+                    t_comp = time_graph_ms(comp)
                 except Exception as exc:  # noqa: BLE001 - recorded, not fatal
                     print("torch.compile failed:", exc)
             triton_mm.matmul(a, b, bias=bias, gelu=True, out=c)
-            t_tr = time_ms(lambda: triton_mm.matmul(a, b, bias=bias, gelu=True, out=c))  # noqa: B023
+            t_tr = time_graph_ms(lambda: triton_mm.matmul(a, b, bias=bias, gelu=True, out=c))  # noqa: B023
             per, best = time_ckgen([kernels[n] for n in mine], mine, a, b, c, bias, ref, (M, N, K))
-            t_eager = min(t_eager, time_ms(eager))  # eager again after ckgen; the faster of the two counts
+            t_eager = min(t_eager, time_graph_ms(eager))  # eager again after ckgen; the faster of the two counts
             r = {"dtype": dt, "layout": lay, "M": M, "N": N, "K": K, "eager_ms": t_eager, "compile_ms": t_comp,
                  "triton_ms": t_tr, "ckgen_ms": per[best]["ms"] if best else None, "ckgen_best": best,
                  "ckgen_err": per[best]["err"] if best else None, "ckgen_kernels": per}
