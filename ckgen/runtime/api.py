@@ -304,7 +304,7 @@ class Kernel:
         return prep.run(objs, ptrs)
 
     def _remember(self, key: tuple, call: Call, tensors: tuple, named: dict) -> None:
-        if not cacheable(self.abi, tensors, named, np):
+        if not cacheable(self.abi, tensors, named):
             return
         if call.workspace() is not None and call.workspace()[1] is not None and self.backend.fast_workspace is None:
             return

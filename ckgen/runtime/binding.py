@@ -86,15 +86,17 @@ def positional(abi) -> list[str]:
     return [a.name for a in abi.tensors if a.role == "in" and not a.unused]
 
 
-def call_form(name: str, abi) -> str:
-    """How to call a callable of ``abi``: inputs positional, the rest keyword-only, and what it returns."""
+def call_form(name: str, abi, workspace: bool | None = None) -> str:
+    """How to call a callable of ``abi``: inputs positional, the rest keyword-only, and what it returns;
+    ``workspace`` says whether it takes ``workspace=`` (default: whether the ABI has a workspace argument)."""
     def dflt(a) -> str:
         return "None" if a.default is None else f"{a.default:g}" if isinstance(a.default, float) else str(a.default)
 
     pos = [f"{a.name}=None" if a.optional else a.name for a in abi.tensors if a.name in positional(abi)]
     kw = [f"{a.name}=None" for a in abi.tensors if a.name not in positional(abi) and not a.unused]
     kw += [f"{a.name}={dflt(a)}" for a in abi.sizes] + [f"{a.name}={dflt(a)}" for a in abi.of(ArgKind.SCALAR)]
-    kw += ["stream=None"] + (["workspace=None"] if abi.workspace is not None else [])
+    takes_workspace = abi.workspace is not None if workspace is None else workspace
+    kw += ["stream=None"] + (["workspace=None"] if takes_workspace else [])
     outs = [a.name for a in abi.tensors if a.writes and not a.unused]
     ret = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
     return f"{name}({', '.join([*pos, '*', *kw])}) -> {ret}"

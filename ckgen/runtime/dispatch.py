@@ -64,10 +64,7 @@ class DispatchKernel:
     def signature(self) -> str:
         """The call form (as :meth:`ckgen.runtime.api.Kernel.signature`; the member's workspace is allocated)."""
 
-        form = call_form(self.name, self.abi)
-        if any(p.abi.workspace is not None for p in self.table.plans):
-            form = form.replace("stream=None)", "stream=None, workspace=None)")
-        return form
+        return call_form(self.name, self.abi, workspace=any(p.abi.workspace is not None for p in self.table.plans))
 
     def workspace_bytes(self, **sizes: int) -> int:
         """Bytes of workspace the member chosen at these sizes (by ABI name; defaults apply) needs; 0 without one.

@@ -121,14 +121,14 @@ class Prepared:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def cacheable(abi: Any, tensors: tuple, named: dict, np_module: Any) -> bool:
+def cacheable(abi: Any, tensors: tuple, named: dict) -> bool:
     """Whether a call's checks hold for every later call of its signature (see the module docstring)."""
     names = {a.name for a in abi.tensors}
     given = dict(zip(positional(abi), tensors, strict=False))
     given.update({k: v for k, v in named.items() if k in names})
     for a in abi.tensors:
         if a.offsets_of is not None and given.get(a.name) is not None:
-            if isinstance(given[a.name], np_module.ndarray):
+            if isinstance(given[a.name], np.ndarray):
                 return False
             if any(s.from_offsets == a.name and s.name not in named for s in abi.sizes):
                 return False
