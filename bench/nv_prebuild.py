@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
+    from ckgen.backends.nvidia.compiler import build_cuda_library
     from ckgen.runtime.api import plan_for
-    from ckgen.toolchain.nvidia import build_cuda_library
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)

@@ -88,9 +88,9 @@ def library() -> dict:
     bench/nv_prebuild.py builds it ahead: one library instead of one per kernel keeps the carried cache small),
     each behind the JIT's callable (the cuda backend's binding and launch); name -> Kernel."""
     from ckgen import driver
+    from ckgen.backends.nvidia.compiler import build_cuda_library
+    from ckgen.backends.nvidia.driver import CudaBackend, CudaKernel
     from ckgen.runtime.api import Kernel
-    from ckgen.runtime.cuda import CudaBackend, CudaKernel
-    from ckgen.toolchain.nvidia import build_cuda_library
 
     plans = driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]
     path = build_cuda_library(SPEC.stem, plans).library

@@ -3,9 +3,8 @@
 Stages (docs/design.md): frontend -> ir -> lower -> codegen -> toolchain -> runtime; ops in ckgen/ops.
 """
 
-__version__ = "0.1.0"
-
-from ckgen.errors import CkgenError  # noqa: E402
+from ckgen.errors import CkgenError
+from ckgen.version import __version__
 
 __all__ = ["CkgenError", "__version__", "jit"]
 

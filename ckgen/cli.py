@@ -27,7 +27,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ckgen import __version__, driver, examples
+from ckgen import driver, examples
+from ckgen.backends import BACKENDS, resolve_target
 from ckgen.config import settings
 from ckgen.dispatch import db
 from ckgen.dispatch.table import choose, parse_shape, tables
@@ -35,11 +36,10 @@ from ckgen.errors import CkgenError, cli_options
 from ckgen.frontend import load_file
 from ckgen.progress import Reporter, reporting
 from ckgen.resources import CMAKE_DIR
-from ckgen.runtime.api import get_backend, resolve_target
-from ckgen.runtime.dispatch import family_plans
+from ckgen.runtime.family import family_plans
 from ckgen.runtime.run import parse_sizes, run_command
-from ckgen.targets import get_target
 from ckgen.tune import runner, shapes
+from ckgen.version import __version__
 
 EXIT_OK, EXIT_NUMERICS, EXIT_USER, EXIT_INTERNAL, EXIT_ENV, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 MAX_JOBS = 256
@@ -256,12 +256,14 @@ def _cmd_tune(a) -> int:
     return EXIT_OK
 
 
-def _explain_table(file: str, family: str, backend: str, arch: str | None, tuning: str | None):
-
-    vendor = "nvidia" if backend == "cuda" else "amd"
-    if backend in ("emu", "hip", "cuda"):
-        vendor = get_backend(backend).vendor if backend != "cuda" else "nvidia"
-    plans = family_plans(load_file(file), family, vendor, arch)
+def _explain_table(file: str, family: str, backend: str | None, arch: str | None, tuning: str | None):
+    """The dispatch table of ``family`` for ``backend``'s vendor (None: the vendor of ``arch``, else of the family's
+    first target) on ``arch`` (None: the family's first target of that vendor)."""
+    specs = load_file(file)
+    if backend is None:
+        first = next((s.arches[0] for s in specs if s.family == family and s.arches), None)
+        backend, arch = resolve_target(arch or first or "emu", None)
+    plans = family_plans(specs, family, BACKENDS[backend].vendor, arch)
     found = tables(plans, db.read(tuning) if tuning else [], family)
     if len(found) != 1:
         raise CkgenError(f"family '{family}' has kernels of {len(found)} signatures",
@@ -270,10 +272,7 @@ def _explain_table(file: str, family: str, backend: str, arch: str | None, tunin
 
 
 def _cmd_explain(a) -> int:
-
-
-    vendor_backend = "cuda" if a.arch and get_target(a.arch).vendor == "nvidia" else "emu"
-    table = _explain_table(a.file, a.family, vendor_backend, a.arch, a.tuning)
+    table = _explain_table(a.file, a.family, None, a.arch, a.tuning)
     defaults = {x.name: int(x.default) for x in table.plans[0].abi.sizes if x.default is not None}
     out = []
     for text in [t for t in a.shape.split(",") if t.strip()]:

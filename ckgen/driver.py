@@ -2,7 +2,7 @@
 package and the Python-build helpers all go through these functions.
 
 Stages (docs/design.md): ``load`` (frontend) → ``plan`` (lower) → ``generate`` (codegen) →
-``build`` (ckgen.toolchain). Each function returns frozen data; nothing here reads the environment.
+``build`` (the platform's compiler, :func:`ckgen.backends.build_library`). Each function returns frozen data; nothing here reads the environment.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckgen import __version__
+from ckgen.backends import build_library
+from ckgen.backends.amd import report as amd_report
+from ckgen.backends.nvidia import compiler as nvidia
 from ckgen.codegen import manifest_kernels, render_header, render_kernel, render_launchers
 from ckgen.codegen.render import MANIFEST_SCHEMA_VERSION
 from ckgen.dispatch import db as tuning_db
-from ckgen.dispatch.build import dispatch_sources
-from ckgen.dispatch.codegen import dispatcher_abi, header_view
+from ckgen.dispatch.codegen import dispatch_sources, dispatcher_abi, header_view
 from ckgen.dispatch.table import tables as dispatch_tables
 from ckgen.errors import CkgenError, ErrorList
 from ckgen.files import atomic_write, output_dir, shown
@@ -29,8 +30,7 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.lower import plan_all
 from ckgen.lower.pipeline import Pruned, pruned_notes
 from ckgen.targets import TARGETS
-from ckgen.toolchain import KernelSource, build_amd_library, nvidia
-from ckgen.toolchain import report as amd_report
+from ckgen.version import __version__
 
 
 def parse_arches(text: str | None) -> tuple[str, ...]:
@@ -182,8 +182,9 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
             # AMD and NVIDIA code cannot share one library: with both, the NVIDIA one is lib<stem>_cuda.so.
             lib_stem = stem if plat == "amd" or len(groups) == 1 else f"{stem}_cuda"
             tables = dispatch_tables(group, records) if dispatch else []
-            library, resources = _BUILDERS[plat](lib_stem, group, out_dir, jobs, dispatch_sources(lib_stem, tables))
-            libs.append(Library(stem, library, header, tuple(group), resources, tuple(tables)))
+            built = build_library(plat, lib_stem, group, out_dir=out_dir, jobs=jobs,
+                                  host_sources=dispatch_sources(lib_stem, tables))
+            libs.append(Library(stem, built.library, header, tuple(group), built.resources, tuple(tables)))
             views.update({t.name: header_view(t) for t in tables})
         atomic_write(header, render_header(stem, ps, list(views.values())))
     manifest = {
@@ -200,31 +201,6 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
     return libs
 
 
-def build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int, extra_sources: dict | None = None):
-    """Generate and build ``out_dir/lib<stem>.so`` for AMD plans; returns ckgen.toolchain's LibraryResult.
-    ``extra_sources``: more host translation units (dispatchers)."""
-
-    kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
-    return build_amd_library(stem, kernels, render_launchers(stem, plans, "amd"), sorted({p.arch for p in plans}),
-                             out_dir, jobs, extra_sources=extra_sources)
-
-
-def _build_amd(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int,
-               extra_sources: dict | None = None) -> tuple[Path, dict]:
-    result = build_amd(stem, plans, out_dir, jobs, extra_sources)
-    return result.library, result.resources
-
-
-def _build_cuda(stem: str, plans: list[KernelPlan], out_dir: Path, jobs: int,
-                extra_sources: dict | None = None) -> tuple[Path, dict]:
-
-    lib = nvidia.build_cuda_library(stem, plans, out_dir, host_sources=extra_sources or None)
-    return lib.library, nvidia.resources(nvidia.analyze(lib, plans))
-
-
-_BUILDERS = {"amd": _build_amd, "cuda": _build_cuda}
-
-
 def report(path: str | Path, arches: tuple[str, ...], jobs: int, notes: list[str] | None = None):
     """``ckgen report``: compile (cached) and return ``(reports, format_table)`` for one vendor's arches.
     Each report has ``to_json()``; ``format_table(reports)`` is that vendor's table."""
@@ -239,11 +215,10 @@ def report(path: str | Path, arches: tuple[str, ...], jobs: int, notes: list[str
     reports: list = []
     with tempfile.TemporaryDirectory(prefix="ckgen-report-") as tmp:
         for stem, ps in plans.items():
-            if platforms == ["cuda"]:
-                reports.extend(nvidia.analyze(nvidia.build_cuda_library(stem, ps), ps))
-            else:
-                result = build_amd(stem, ps, Path(tmp), jobs)
-                reports.extend(result.reports[(p.name, p.arch)] for p in ps)
+            built = build_library(platforms[0], stem, ps, out_dir=None if platforms == ["cuda"] else Path(tmp),
+                                  jobs=jobs)
+            reports.extend(built.reports.values() if platforms == ["cuda"]
+                           else [built.reports[(p.name, p.arch)] for p in ps])
     return reports, (nvidia.format_table if platforms == ["cuda"] else amd_report.format_table)
 
 

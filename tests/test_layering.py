@@ -17,14 +17,14 @@ import re
 import tokenize
 from pathlib import Path
 
-from ckgen.ops import REGISTRY
+from ckgen.ir.registry import REGISTRY
 from ckgen.resources import DEVICE_INCLUDE_DIRS, OPS_DIR, TEMPLATE_DIR
 
 PKG = Path(__file__).resolve().parents[1] / "ckgen"
 
 
 def _python_outside(folder: Path) -> list[Path]:
-    return [p for p in PKG.rglob("*.py") if folder not in p.parents and p != OPS_DIR / "__init__.py"]
+    return [p for p in PKG.rglob("*.py") if folder not in p.parents and p != PKG / "ir" / "registry.py"]
 
 
 def _code_only(text: str) -> list[str]:
@@ -85,3 +85,54 @@ def test_op_device_headers_have_unique_names():
             assert h.name.startswith(op), f"{h}: an op's headers start with its name"
             assert h.name not in names, f"{h} and {names[h.name]} share a name on the include path"
             names[h.name] = h
+
+
+#: the packages (and top-level modules) of ckgen, lowest first: a module may import its own package and those below
+#: it (docs/design.md). ``ops`` are plug-ins above every stage, reached through ``ckgen.ir.registry`` by name.
+LAYERS = ("errors", "config", "resources", "files", "progress", "version", "toolchain", "ir", "targets", "frontend",
+          "lower", "codegen", "dispatch", "backends", "runtime", "tune", "driver", "examples", "cli", "__init__",
+          "__main__", "ops")
+#: imports allowed to run upward, each with its reason
+UPWARD_ALLOWED = {
+    ("__init__", "runtime"): "ckgen.jit: the package's lazy convenience name for ckgen.runtime.api.jit",
+}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    import ast
+
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    mod = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.split(".")[: len(mod.split(".")) - node.level + (rel.name == "__init__")]
+                out.append((node.lineno, ".".join([*base, node.module or ""]).rstrip(".")))
+            elif node.module == "ckgen":  # from ckgen import resources: the submodule
+                out += [(node.lineno, f"ckgen.{a.name}") for a in node.names]
+            elif node.module:
+                out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+    return [(n, m) for n, m in out if m == "ckgen" or m.startswith("ckgen.")]
+
+
+def test_no_stage_imports_upward():
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    upward = []
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG)
+        here = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 or rel.name != "__init__.py" else "__init__"
+        assert here in rank, f"{rel}: package {here!r} is not in LAYERS"
+        for line, target in _imports(path):
+            there = _layer(target)
+            assert there in rank, f"{rel}:{line}: imports {target}, whose package is not in LAYERS"
+            if rank[there] > rank[here] and (here, there) not in UPWARD_ALLOWED:
+                upward.append(f"ckgen/{rel}:{line} ({here}) imports {target} ({there})")
+    assert not upward, "imports that run upward:\n" + "\n".join(upward)

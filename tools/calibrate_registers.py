@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit_only:
         rows = json.loads(DATA.read_text())["rows"]
     else:
-        from ckgen.toolchain.llvm import find_toolchain
+        from ckgen.backends.amd.llvm import find_toolchain
 
         arches = []
         for t in amd_targets():

@@ -18,14 +18,14 @@ from functools import lru_cache
 
 import jinja2
 
-from ckgen import __version__
 from ckgen.codegen.escape import c_string, comment
 from ckgen.ir import expr as E
 from ckgen.ir import plan as ir_plan
 from ckgen.ir.abi import INT32_MAX, ArgKind
 from ckgen.ir.plan import KernelPlan, split_axes
-from ckgen.ops import get_op
+from ckgen.ir.registry import get_op
 from ckgen.resources import INCLUDE_DIR, OPS_DIR, TEMPLATE_DIR
+from ckgen.version import __version__
 
 #: headers the host entry points include, per platform (the launch macro comes from these).
 HOST_INCLUDES = {
@@ -130,6 +130,15 @@ def workspace_formula(plan: KernelPlan) -> str | None:
     return E.text(ws) + (f", where {'; '.join(where)}" if where else "")
 
 
+def _slot_read(a, i: int) -> str:
+    """How the packed host entry reads ABI argument ``a`` from its slot ``i`` (ckgen/host_api.h)."""
+    if a.host_ctype == "void*":
+        return f"const_cast<void*>(args[{i}].p)"
+    if a.host_ctype == "const void*":
+        return f"args[{i}].p"
+    return {"int64_t": f"args[{i}].i", "int32_t": f"args[{i}].i32", "float": f"args[{i}].f"}[a.host_ctype]
+
+
 def launcher_view(plan: KernelPlan) -> dict:
     abi, launch = plan.abi, plan.launch
     limits = ir_plan.GRID_LIMITS
@@ -156,6 +165,7 @@ def launcher_view(plan: KernelPlan) -> dict:
         "workspace_prototype": workspace_prototype(plan),
         "locals": [(a.device_ctype, a.name) for a in abi.args],
         "device_args": [f"{a.name}_" for a in abi.args], "threads": launch.threads,
+        "packed_args": [_slot_read(a, i) for i, a in enumerate(abi.args)],
         "lds_bytes": launch.lds_bytes, "prelaunch": launch.prelaunch, "splits": splits, "limits": list(limits),
     }
 

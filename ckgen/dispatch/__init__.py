@@ -7,5 +7,5 @@ picks a kernel by shape.
   the choice for a shape (:func:`~ckgen.dispatch.table.choose`: exact hit, else the nearest tuned shape scaled
   by the op's cost model, else the cost model alone), with its reasons (``ckgen explain``);
 - :mod:`ckgen.dispatch.codegen`: the same choice as generated C (``ckgen compile --dispatch / --tuning``);
-- :mod:`ckgen.runtime.dispatch`: the Python callable of a family (``ckgen.jit(..., kernel=<family>)``).
+- :mod:`ckgen.runtime.family`: the Python callable of a family (``ckgen.jit(..., kernel=<family>)``).
 """

@@ -15,12 +15,12 @@ choice and :func:`ckgen.dispatch.table.choose` compare the same numbers.
 
 from __future__ import annotations
 
-from ckgen import __version__
 from ckgen.codegen.escape import c_string
 from ckgen.codegen.render import _env, workspace_prototype
 from ckgen.dispatch.table import DISTANCE_SCALE, Table
 from ckgen.ir.abi import Abi, Arg, ArgKind
-from ckgen.ops import get_op
+from ckgen.ir.registry import get_op
+from ckgen.version import __version__
 
 WORKSPACE_DOC = ("scratch of the chosen kernel, or NULL (then a kernel that needs none runs): at least "
                  "ckgen_<name>_workspace_bytes(sizes) bytes, zero-filled before first use (calls leave it zero-filled)")
@@ -82,3 +82,8 @@ def header_view(table: Table) -> dict:
             "prototype": abi.prototype(f"ckgen_{table.name}"),
             "workspace_prototype": f"size_t ckgen_{table.name}_workspace_bytes({sizes})",
             "choice_prototype": f"int ckgen_{table.name}_choice({sizes}, int has_workspace)"}
+
+
+def dispatch_sources(stem: str, tables: list[Table]) -> dict[str, str]:
+    """File name -> C++ source of each table's dispatcher (one translation unit each), for a library's build."""
+    return {f"dispatch_{t.name}.cpp": render(stem, t) for t in tables}

@@ -27,7 +27,7 @@ from ckgen.codegen.render import summary
 from ckgen.dispatch import db
 from ckgen.errors import CkgenError
 from ckgen.ir.plan import KernelPlan
-from ckgen.ops import get_op
+from ckgen.ir.registry import get_op
 
 #: log-distance resolution (distances are compared after rounding to this many parts per unit)
 DISTANCE_SCALE = 1_000_000

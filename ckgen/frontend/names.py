@@ -1,6 +1,7 @@
 """Which kernel names are legal: a kernel's name becomes C symbols and file names, so it must not clash.
 
-A kernel ``k`` defines the device entry ``k`` (global, ``extern "C"``), the host entry ``ckgen_k``, the struct
+A kernel ``k`` defines the device entry ``k`` (global, ``extern "C"``), the host entries ``ckgen_k`` and
+``ckgen_k_packed``, the struct
 ``ckgen_gen::k_cfg``, and the files ``k.hip`` / ``k.cu`` / ``libk.so`` (JIT). :func:`name_problem` says why a
 name is refused, or returns None:
 
@@ -10,7 +11,8 @@ name is refused, or returns None:
   ``tools/gen_reserved_names.py``; ``std``, ``memcpy``, ``dim3``, ``min``);
 - starting with ``_`` (reserved to the C/C++ implementation at global scope) or with ``ckgen`` in any case
   (ckgen's own symbols, macros and namespaces); ending with ``_`` (the host entries' locals are
-  ``<argument>_``) or with ``_cfg`` (the generated configuration structs);
+  ``<argument>_``), with ``_cfg`` (the generated configuration structs) or with ``_packed`` (kernel ``k``'s
+  host entry has a twin ``ckgen_k_packed`` taking its arguments in one array: the prepared call's);
 - a name whose host entry ``ckgen_<name>`` is one of ckgen's own symbols (``status_string``, ``rt_launch``);
 - a vendor runtime's prefix (``hipMalloc``, ``cudaFree``, ``cuLaunch``: hiprtc and CUDA builds see those);
 - the name of one of the kernel's own ABI arguments (``A``, ``lda``, ``stream``: the entry's parameters).
@@ -69,6 +71,8 @@ def name_problem(name: str, abi_names: tuple[str, ...] = ()) -> str | None:
         return "names ending in '_' are reserved for the generated entry points' locals"
     if name.endswith("_cfg"):
         return "names ending in '_cfg' are reserved for the generated configuration structs"
+    if name.endswith("_packed"):
+        return "names ending in '_packed' are reserved: kernel k's host entry has the packed twin ckgen_k_packed"
     if name in abi_names or name == "stream":
         return f"'{name}' is an argument of the kernel's entry point"
     host = f"ckgen_{name}"

@@ -2,7 +2,7 @@
 with a ``file:line:col`` span and the tokens that would have been legal.
 
 The tree is reduced to plain frozen nodes (:class:`Block`, :class:`Stmt`, :class:`Value`)
-that keep their source spans; :mod:`ckgen.frontend.lowering` gives them meaning.
+that keep their source spans; :mod:`ckgen.frontend.specs` gives them meaning.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from lark.exceptions import (
 
 from ckgen.errors import CkgenError, DslSyntaxError, SourceSpan, SpecError
 from ckgen.frontend.syntax import locate
+from ckgen.ir.spec import Value
 from ckgen.resources import GRAMMAR_DIR
 
 GRAMMAR_FILE = GRAMMAR_DIR / "ckgen.lark"
@@ -39,21 +40,6 @@ _LOOKALIKES = {"\u00d7": "dims are joined by the letter x (128x128x32)", ":": "a
                "\uff1d": "a parameter is set with '='"}
 #: most digits of one extent of a dims value (``128x128x32``); no extent of any op comes near 10**9
 MAX_DIM_DIGITS = 9
-
-
-@dataclass(frozen=True)
-class Value:
-    """A parsed value. ``kind`` is one of dims, number, tensor, call, chain, list.
-
-    dims: ``data`` is a tuple of ints; number: a float (``text`` keeps the spelling);
-    tensor: (dtype_name, layout_name); call: (name, args tuple); chain: tuple of call Values;
-    list: tuple of Values.
-    """
-
-    kind: str
-    data: object
-    span: SourceSpan
-    text: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Typed readers of parsed DSL values, shared by every op's ``build_params``.
 
-Each reader takes a :class:`~ckgen.frontend.parser.Value` and the parameter's name, and returns a Python
+Each reader takes a :class:`~ckgen.ir.spec.Value` and the parameter's name, and returns a Python
 value or raises :class:`~ckgen.errors.SpecError` pointing at the value, saying what was expected.
 """
 
@@ -12,8 +12,7 @@ import math
 import numpy as np
 
 from ckgen.errors import SourceSpan, SpecError, did_you_mean
-from ckgen.frontend.parser import Value
-from ckgen.ir.spec import TensorSpec
+from ckgen.ir.spec import TensorSpec, Value
 from ckgen.ir.types import ALL_DTYPES, DType, Layout
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi
 from ckgen.ir.spec import KernelSpec
-from ckgen.targets.model import Target
+from ckgen.ir.target import Target
 
 #: CUDA and HIP launch limits on grid y and z
 GRID_YZ_MAX = 65535

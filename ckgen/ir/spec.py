@@ -22,6 +22,21 @@ class OpParams(Protocol):
 
 
 @dataclass(frozen=True)
+class Value:
+    """A parsed DSL value, as the frontend hands it to an op's ``build_params``. ``kind`` is one of dims, number, tensor, call, chain, list.
+
+    dims: ``data`` is a tuple of ints; number: a float (``text`` keeps the spelling);
+    tensor: (dtype_name, layout_name); call: (name, args tuple); chain: tuple of call Values;
+    list: tuple of Values.
+    """
+
+    kind: str
+    data: object
+    span: SourceSpan
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class TensorSpec:
     """A dtype and the memory order of a matrix (the last two dims of a tensor)."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ckgen.errors import ValidationError
 from ckgen.ir.spec import KernelSpec
-from ckgen.targets.model import Target
+from ckgen.ir.target import Target
 
 
 @dataclass

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from ckgen.errors import CkgenError, ErrorList
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.registry import get_op
 from ckgen.ir.spec import KernelSpec
-from ckgen.ops import get_op
+from ckgen.ir.target import Target
 from ckgen.targets import get_target
-from ckgen.targets.model import Target
 
 
 def plan_kernel(spec: KernelSpec, target: Target | str) -> KernelPlan:

@@ -3,7 +3,7 @@
 :func:`bind` takes the arrays the caller passed (by ABI tensor name), checks each against its ABI argument
 and returns a :class:`Call` holding the value of every ABI argument in order:
 
-- dtype: the argument's (bf16 travels as uint16 bit patterns, see :func:`ckgen.runtime.arrays.to_bf16`);
+- dtype: the argument's (bf16 travels as uint16 bit patterns, see :func:`ckgen.ir.arrays.to_bf16`);
 - rank and shape: one extent per ``dims`` entry; a ``broadcast`` dim may be left out (leading) or have extent
   1, and then gets stride 0; every size (and every extent of ``Abi.extents``) is the common extent of the dims
   that name it (a ``size+k`` dim: its extent minus k); sizes no array determines come from the caller's
@@ -33,51 +33,16 @@ Every problem is a :class:`~ckgen.errors.RuntimeFailure` naming the kernel and t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ckgen.backends.base import ArrayInfo, Call
 from ckgen.errors import RuntimeFailure
 from ckgen.ir.abi import INT32_MAX, Arg, ArgKind, split_dim
+from ckgen.ir.arrays import memory_order, numpy_dtype, shape_of
 from ckgen.ir.plan import GRID_X_MAX, GRID_YZ_MAX, KernelPlan, split_axes
 from ckgen.ir.types import DType
-from ckgen.runtime.arrays import memory_order, numpy_dtype, shape_of
-
-
-@dataclass(frozen=True)
-class ArrayInfo:
-    """What binding needs to know about one array. ``strides`` are in elements."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    strides: tuple[int, ...]
-    ptr: int
-
-
-@dataclass(frozen=True)
-class Call:
-    """One checked call: ``values`` holds, per ABI argument in order, the caller's (or allocated) object for a
-    tensor (None when unused), an int for sizes and strides, a float for scalars."""
-
-    plan: KernelPlan
-    values: tuple[Any, ...]
-    sizes: dict[str, int]
-    stream: Any = None
-
-    def tensors(self) -> list[tuple[Arg, Any]]:
-        return [(a, v) for a, v in zip(self.plan.abi.args, self.values, strict=True) if a.kind == ArgKind.TENSOR]
-
-    def outputs(self) -> list[Any]:
-        """The written tensors the kernel uses, in ABI order (what the Python callable returns)."""
-        return [v for a, v in self.tensors() if a.writes and not a.unused]
-
-    def workspace(self) -> tuple[Arg, Any] | None:
-        """The workspace argument and its buffer (None when the kernel takes none)."""
-        for a, v in zip(self.plan.abi.args, self.values, strict=True):
-            if a.kind == ArgKind.WORKSPACE:
-                return a, v
-        return None
 
 
 def positional(abi) -> list[str]:
@@ -153,7 +118,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
             raise _fail(plan, f"{a.name}: the output array is read-only")
         want = numpy_dtype(a.dtype)
         if np.dtype(info.dtype) != want:
-            extra_hint = " (bf16 is passed as uint16 bit patterns: ckgen.runtime.arrays.to_bf16)" \
+            extra_hint = " (bf16 is passed as uint16 bit patterns: ckgen.ir.arrays.to_bf16)" \
                 if a.dtype == DType.BF16 else ""
             raise _fail(plan, f"{a.name} has dtype {np.dtype(info.dtype)}, the kernel takes {a.dtype.value} ({want}){extra_hint}")
         infos[a.name] = info

@@ -101,7 +101,7 @@ class Prepared:
                 p = ptrs[oi]
                 if p < wh and wp < p + spans[oi] and not (same_ok and p == wp):
                     return MISS
-        args = self.template.copy()
+        args = self.template[:]
         live = [None] * self.n_live
         for slot, li, idx in self.fill:
             args[slot] = ptrs[idx]
@@ -208,6 +208,7 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
                     and ia.dtype == ib.dtype)
             others.append((oi, same))
         p.checks.append((wi, tuple(others)))
+    p.template = backend.fast_template(plan, p.template)
     p.workspace = backend.fast_workspace
     p.launch = backend.fast_launcher(handle, plan, call)
     return p

@@ -20,14 +20,14 @@ import time
 
 import numpy as np
 
+from ckgen.backends.emu import lds_bank_summary
 from ckgen.config import available_memory
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import INT32_MAX
-from ckgen.ops import get_op
-from ckgen.ops.base import relative_error
+from ckgen.ir.arrays import numpy_dtype, shape_of, to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
 from ckgen.runtime.api import Kernel, get_backend, plan_for, resolve_target
-from ckgen.runtime.arrays import numpy_dtype, shape_of, to_float64
-from ckgen.runtime.emu import lds_bank_summary
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:

@@ -34,8 +34,8 @@ import numpy as np
 
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import ArgKind, split_dim
+from ckgen.ir.arrays import memory_order, numpy_dtype
 from ckgen.ir.types import DType
-from ckgen.runtime.arrays import memory_order, numpy_dtype
 
 _LOCK = threading.Lock()
 _OPS: dict[str, Any] = {}
@@ -148,7 +148,7 @@ def _run(kernel: Any, tensors: dict, named: dict) -> Any:
 
 def torch_op(kernel: Any) -> Any:
     """Define (once) the torch op of ``kernel`` (a :class:`~ckgen.runtime.api.Kernel` or a family's
-    :class:`~ckgen.runtime.dispatch.DispatchKernel`) and return it: ``torch.ops.ckgen.<op_name(kernel)>``."""
+    :class:`~ckgen.runtime.family.DispatchKernel`) and return it: ``torch.ops.ckgen.<op_name(kernel)>``."""
     import torch
 
     name = op_name(kernel)

@@ -7,8 +7,9 @@ AMD entries live in ``amd.py``; NVIDIA entries in ``nvidia.py`` (``NVIDIA_TARGET
 from __future__ import annotations
 
 from ckgen.errors import ValidationError, did_you_mean
+from ckgen.ir.target import MatrixInstr, Target
+from ckgen.progress import current
 from ckgen.targets.amd import AMD_TARGETS
-from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import NVIDIA_TARGETS
 
 TARGETS: dict[str, Target] = {**AMD_TARGETS, **NVIDIA_TARGETS}
@@ -33,6 +34,19 @@ DEFAULT_TARGETS: dict[str, str] = {"amd": "gfx942", "nvidia": "sm_90"}
 
 def default_target(vendor: str) -> str:
     return DEFAULT_TARGETS[vendor]
+
+
+def arch_for(arches: tuple[str, ...], vendor: str, what: str) -> str:
+    """The arch a backend of ``vendor`` plans ``what`` (e.g. "kernel 'k'") for when the caller names none: the first
+    of ``arches`` (the spec's targets) of that vendor, else the vendor's default, with a warning saying so (the
+    spec targets another vendor only)."""
+    own = [a for a in arches if get_target(a).vendor == vendor]
+    if own:
+        return own[0]
+    arch = default_target(vendor)
+    current().warning(f"{what} names only {', '.join(arches)}; planning it for {arch} (this target runs {vendor} "
+                      f"arches; pass arch= / --arch to choose one)")
+    return arch
 
 
 def target_names() -> list[str]:

@@ -23,7 +23,7 @@ Where the numbers come from (checked 2026, see also the comments on each target)
 * [clang]  tests/targets/test_amd_compile.py: clang++-19 (gfx908/90a/942) and clang++-22 (gfx950)
   accept each builtin with exactly these operand types and emit exactly these mnemonics; xf32 is
   rejected on gfx950.
-* [occ]    Occupancy (waves per SIMD), the rules ``ckgen report`` applies (ckgen/toolchain/occupancy.py):
+* [occ]    Occupancy (waves per SIMD), the rules ``ckgen report`` applies (ckgen/backends/amd/occupancy.py):
   LLVM AMDGPUBaseInfo.cpp: getTotalNumSGPRs = 800 per SIMD on gfx8/9; getAddressableNumSGPRs = 102;
   getSGPRAllocGranule = 16 on gfx8/9 (reviews.llvm.org/D84194: "16 for GFX9" SGPR blocks); getNumExtraSGPRs:
   VCC 2, XNACK_MASK 4 (xnack on or "any", the default), FLAT_SCRATCH 6 (also always with architected flat
@@ -42,8 +42,8 @@ Where the numbers come from (checked 2026, see also the comments on each target)
 
 from __future__ import annotations
 
+from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType
-from ckgen.targets.model import MatrixInstr, Target
 
 F16, BF16, F32, F64, I8, I32, FP8, BF8 = (DType.F16, DType.BF16, DType.F32, DType.F64, DType.I8,
                                           DType.I32, DType.FP8, DType.BF8)

@@ -33,8 +33,8 @@ time), ``simds_per_cu`` = 4 sub-partitions, ``max_waves_per_simd`` = 16 warps (6
 
 from __future__ import annotations
 
+from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType
-from ckgen.targets.model import MatrixInstr, Target
 
 F16, BF16, F32, I8, I32 = DType.F16, DType.BF16, DType.F32, DType.I8, DType.I32
 

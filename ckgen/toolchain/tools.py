@@ -24,7 +24,7 @@ _DIAGNOSTIC = re.compile(r"^\S[^\n]*?:\d+:\d+: (warning|error|remark|note|fatal 
 
 def without_remarks(log: str) -> str:
     """``log`` less the compiler's ``remark:`` diagnostics (with their source excerpts): what is left is worth a
-    warning (ckgen asks for resource remarks itself: ckgen/toolchain/occupancy.py reads them)."""
+    warning (ckgen asks for resource remarks itself: ckgen/backends/amd/occupancy.py reads them)."""
     starts = [m.start() for m in _DIAGNOSTIC.finditer(log)]
     if not starts:
         return log

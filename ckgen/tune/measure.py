@@ -26,16 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from ckgen import __version__
 from ckgen.codegen.render import summary
 from ckgen.dispatch import db
 from ckgen.frontend import load_file
 from ckgen.ir.abi import ArgKind
-from ckgen.ops import get_op
-from ckgen.ops.base import relative_error
+from ckgen.ir.arrays import memory_order, poison, to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
 from ckgen.runtime.api import Kernel, get_backend
-from ckgen.runtime.arrays import memory_order, poison, to_float64
-from ckgen.runtime.dispatch import family_plans
+from ckgen.runtime.family import family_plans
+from ckgen.version import __version__
 
 EARLY_STOP = 3.0
 #: bytes of read-only inputs the timed calls cycle through on CUDA, in at most :data:`MAX_COPIES` copies

@@ -24,10 +24,10 @@ from pathlib import Path
 from ckgen.dispatch import db
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_file
+from ckgen.ir.registry import get_op
 from ckgen.lower.pipeline import Pruned, plan_all, pruned_notes
-from ckgen.ops import get_op
 from ckgen.runtime.api import get_backend
-from ckgen.runtime.dispatch import family_plans
+from ckgen.runtime.family import family_plans
 from ckgen.tune.measure import Job, Task, Worker
 
 
@@ -49,7 +49,7 @@ def device_count(backend: str, requested: int | None) -> int:
 
         n = torch.cuda.device_count()
     else:
-        from ckgen.runtime import hip
+        from ckgen.backends.amd import driver as hip
 
         n = hip.device_count()
     if n < 1:

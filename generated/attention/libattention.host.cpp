@@ -89,6 +89,11 @@ CKGEN_API int ckgen_attn_d128_causal(const void* Q, const void* K, const void* V
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, Q_, K_, V_, O_, LSE_, cu_seqlens_q_, cu_seqlens_k_, batch_, heads_, heads_kv_, seqlen_q_, seqlen_k_, q_batch_stride_, q_seq_stride_, q_head_stride_, k_batch_stride_, k_seq_stride_, k_head_stride_, v_batch_stride_, v_seq_stride_, v_head_stride_, o_batch_stride_, o_seq_stride_, o_head_stride_, lse_batch_stride_, lse_head_stride_, scale_, window_left_, window_right_);
 }
 
+// ckgen_attn_d128_causal with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_attn_d128_causal_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_attn_d128_causal(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].p, args[6].p, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, args[16].i, args[17].i, args[18].i, args[19].i, args[20].i, args[21].i, args[22].i, args[23].i, args[24].i, args[25].i, args[26].f, args[27].i32, args[28].i32, stream);
+}
+
 // attn_d64_causal: bf16 d64, mask causal; tile 128x64, waves 4, lds_buffers 2, Q in registers, instr 32x32x8
 CKGEN_API int ckgen_attn_d64_causal(const void* Q, const void* K, const void* V, void* O, void* LSE, const void* cu_seqlens_q, const void* cu_seqlens_k, int64_t batch, int64_t heads, int64_t heads_kv, int64_t seqlen_q, int64_t seqlen_k, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, int64_t k_batch_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_batch_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t o_batch_stride, int64_t o_seq_stride, int64_t o_head_stride, int64_t lse_batch_stride, int64_t lse_head_stride, float scale, int32_t window_left, int32_t window_right, void* stream) {
   if (batch < 0 || batch > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -162,6 +167,11 @@ CKGEN_API int ckgen_attn_d64_causal(const void* Q, const void* K, const void* V,
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, Q_, K_, V_, O_, LSE_, cu_seqlens_q_, cu_seqlens_k_, batch_, heads_, heads_kv_, seqlen_q_, seqlen_k_, q_batch_stride_, q_seq_stride_, q_head_stride_, k_batch_stride_, k_seq_stride_, k_head_stride_, v_batch_stride_, v_seq_stride_, v_head_stride_, o_batch_stride_, o_seq_stride_, o_head_stride_, lse_batch_stride_, lse_head_stride_, scale_, window_left_, window_right_);
 }
 
+// ckgen_attn_d64_causal with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_attn_d64_causal_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_attn_d64_causal(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].p, args[6].p, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, args[16].i, args[17].i, args[18].i, args[19].i, args[20].i, args[21].i, args[22].i, args[23].i, args[24].i, args[25].i, args[26].f, args[27].i32, args[28].i32, stream);
+}
+
 // attn_d64_window_varlen: f16 d64, mask window [256, 0], varlen; tile 128x64, waves 4, lds_buffers 2, Q in registers, instr 32x32x8
 CKGEN_API int ckgen_attn_d64_window_varlen(const void* Q, const void* K, const void* V, void* O, void* LSE, const void* cu_seqlens_q, const void* cu_seqlens_k, int64_t batch, int64_t heads, int64_t heads_kv, int64_t seqlen_q, int64_t seqlen_k, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, int64_t k_batch_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_batch_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t o_batch_stride, int64_t o_seq_stride, int64_t o_head_stride, int64_t lse_batch_stride, int64_t lse_head_stride, float scale, int32_t window_left, int32_t window_right, void* stream) {
   if (batch < 0 || batch > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -226,4 +236,9 @@ CKGEN_API int ckgen_attn_d64_window_varlen(const void* Q, const void* K, const v
   int window_right_ = static_cast<int>(window_right);
   return CKGEN_LAUNCH(attn_d64_window_varlen, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, Q_, K_, V_, O_, LSE_, cu_seqlens_q_, cu_seqlens_k_, batch_, heads_, heads_kv_, seqlen_q_, seqlen_k_, q_batch_stride_, q_seq_stride_, q_head_stride_, k_batch_stride_, k_seq_stride_, k_head_stride_, v_batch_stride_, v_seq_stride_, v_head_stride_, o_batch_stride_, o_seq_stride_, o_head_stride_, lse_batch_stride_, lse_head_stride_, scale_, window_left_, window_right_);
+}
+
+// ckgen_attn_d64_window_varlen with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_attn_d64_window_varlen_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_attn_d64_window_varlen(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].p, args[6].p, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, args[16].i, args[17].i, args[18].i, args[19].i, args[20].i, args[21].i, args[22].i, args[23].i, args[24].i, args[25].i, args[26].f, args[27].i32, args[28].i32, stream);
 }

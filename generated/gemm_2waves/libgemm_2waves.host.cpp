@@ -53,6 +53,11 @@ CKGEN_API int ckgen_gemm_bf16_128x128(const void* A, const void* B, void* C, con
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
+// ckgen_gemm_bf16_128x128 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_gemm_bf16_128x128_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_gemm_bf16_128x128(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
+}
+
 // gemm_f16_256x128: f16 row x f16 col -> f16 row (acc f32), alpha 1, beta 0, epilogue bias(col) -> relu; tile 256x128x32, waves 2x4, instr 32x32x8
 CKGEN_API int ckgen_gemm_f16_256x128(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -89,4 +94,9 @@ CKGEN_API int ckgen_gemm_f16_256x128(const void* A, const void* B, void* C, cons
   long long ldc_ = static_cast<long long>(ldc);
   return CKGEN_LAUNCH(gemm_f16_256x128, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 512u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
+}
+
+// ckgen_gemm_f16_256x128 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_gemm_f16_256x128_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_gemm_f16_256x128(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }

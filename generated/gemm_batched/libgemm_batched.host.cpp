@@ -71,6 +71,11 @@ CKGEN_API int ckgen_bmm_bf16(const void* A, const void* B, void* C, const void* 
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, batch_, lda_, ldb_, ldc_, stride_a_, stride_b_, stride_c_, stride_bias_);
 }
 
+// ckgen_bmm_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_bmm_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_bmm_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, stream);
+}
+
 // bmm_f16_nt_bias: batched f16 row x f16 col -> f16 row (acc f32), alpha 0.125, beta 0, epilogue bias(col); tile 64x64x32, waves 2x2, instr 32x32x8
 CKGEN_API int ckgen_bmm_f16_nt_bias(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t batch, int64_t lda, int64_t ldb, int64_t ldc, int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t stride_bias, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -126,4 +131,9 @@ CKGEN_API int ckgen_bmm_f16_nt_bias(const void* A, const void* B, void* C, const
   long long stride_bias_ = static_cast<long long>(stride_bias);
   return CKGEN_LAUNCH(bmm_f16_nt_bias, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, batch_, lda_, ldb_, ldc_, stride_a_, stride_b_, stride_c_, stride_bias_);
+}
+
+// ckgen_bmm_f16_nt_bias with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_bmm_f16_nt_bias_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_bmm_f16_nt_bias(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, stream);
 }

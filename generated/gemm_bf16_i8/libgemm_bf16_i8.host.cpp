@@ -53,6 +53,11 @@ CKGEN_API int ckgen_gemm_bf16_tn(const void* A, const void* B, void* C, const vo
                       static_cast<unsigned>(grid_z_), 128u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
+// ckgen_gemm_bf16_tn with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_gemm_bf16_tn_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_gemm_bf16_tn(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
+}
+
 // gemm_i8: i8 row x i8 col -> i32 row (acc i32), alpha 1, beta 0, epilogue none; tile 128x128x64, waves 2x2, instr 32x32x16
 CKGEN_API int ckgen_gemm_i8(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -88,6 +93,11 @@ CKGEN_API int ckgen_gemm_i8(const void* A, const void* B, void* C, const void* b
   long long ldc_ = static_cast<long long>(ldc);
   return CKGEN_LAUNCH(gemm_i8, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
+}
+
+// ckgen_gemm_i8 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_gemm_i8_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_gemm_i8(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }
 
 // bf16_sweep_tile128x128x32_waves2x2: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 128x128x32, waves 2x2, instr 32x32x8
@@ -128,6 +138,11 @@ CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves2x2(const void* A, const void
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
+// ckgen_bf16_sweep_tile128x128x32_waves2x2 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves2x2_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_bf16_sweep_tile128x128x32_waves2x2(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
+}
+
 // bf16_sweep_tile128x128x32_waves1x4: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 128x128x32, waves 1x4, instr 32x32x8
 CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -164,6 +179,11 @@ CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4(const void* A, const void
   long long ldc_ = static_cast<long long>(ldc);
   return CKGEN_LAUNCH(bf16_sweep_tile128x128x32_waves1x4, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
+}
+
+// ckgen_bf16_sweep_tile128x128x32_waves1x4 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_bf16_sweep_tile128x128x32_waves1x4_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_bf16_sweep_tile128x128x32_waves1x4(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }
 
 // bf16_sweep_tile64x64x64_waves2x2: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 64x64x64, waves 2x2, instr 32x32x8
@@ -204,6 +224,11 @@ CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves2x2(const void* A, const void* 
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
+// ckgen_bf16_sweep_tile64x64x64_waves2x2 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves2x2_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_bf16_sweep_tile64x64x64_waves2x2(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
+}
+
 // bf16_sweep_tile64x64x64_waves1x4: bf16 row x bf16 col -> f32 row (acc f32), alpha 1, beta 0, epilogue bias(row) -> relu; tile 64x64x64, waves 1x4, instr 16x16x16
 CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -240,4 +265,9 @@ CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4(const void* A, const void* 
   long long ldc_ = static_cast<long long>(ldc);
   return CKGEN_LAUNCH(bf16_sweep_tile64x64x64_waves1x4, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
+}
+
+// ckgen_bf16_sweep_tile64x64x64_waves1x4 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_bf16_sweep_tile64x64x64_waves1x4_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_bf16_sweep_tile64x64x64_waves1x4(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }

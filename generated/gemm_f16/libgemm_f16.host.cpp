@@ -53,6 +53,11 @@ CKGEN_API int ckgen_gemm_f16_nt(const void* A, const void* B, void* C, const voi
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
 
+// ckgen_gemm_f16_nt with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_gemm_f16_nt_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_gemm_f16_nt(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
+}
+
 // mlp_f16_bias_gelu: f16 row x f16 row -> f16 row (acc f32), alpha 1, beta 0, epilogue bias(col) -> gelu; tile 128x64x32, waves 2x2, instr 32x32x8
 CKGEN_API int ckgen_mlp_f16_bias_gelu(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -89,4 +94,9 @@ CKGEN_API int ckgen_mlp_f16_bias_gelu(const void* A, const void* B, void* C, con
   long long ldc_ = static_cast<long long>(ldc);
   return CKGEN_LAUNCH(mlp_f16_bias_gelu, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
+}
+
+// ckgen_mlp_f16_bias_gelu with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_mlp_f16_bias_gelu_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_mlp_f16_bias_gelu(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }

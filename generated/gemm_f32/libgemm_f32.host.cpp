@@ -52,3 +52,8 @@ CKGEN_API int ckgen_sgemm_nn(const void* A, const void* B, void* C, const void* 
   return CKGEN_LAUNCH(sgemm_nn, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
 }
+
+// ckgen_sgemm_nn with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_sgemm_nn_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_sgemm_nn(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
+}

@@ -73,6 +73,11 @@ CKGEN_API int ckgen_splitk_bf16(const void* A, const void* B, void* C, const voi
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_, workspace_);
 }
 
+// ckgen_splitk_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_splitk_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_splitk_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, const_cast<void*>(args[10].p), stream);
+}
+
 // streamk_bf16: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 2x2, instr 32x32x8, schedule streamk
 // The workspace (bytes) a call with these sizes needs; 0 for sizes out of range or an empty call.
 CKGEN_API size_t ckgen_streamk_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K) {
@@ -115,6 +120,11 @@ CKGEN_API int ckgen_streamk_bf16(const void* A, const void* B, void* C, const vo
   void* workspace_ = static_cast<void*>(workspace);
   return CKGEN_LAUNCH(streamk_bf16, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_, workspace_);
+}
+
+// ckgen_streamk_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_streamk_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_streamk_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, const_cast<void*>(args[10].p), stream);
 }
 
 // linear_bf16_tile16x64x64: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 16x64x64, waves 1x4, instr 16x16x16, schedule auto
@@ -170,6 +180,11 @@ CKGEN_API int ckgen_linear_bf16_tile16x64x64(const void* A, const void* B, void*
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_, workspace_);
 }
 
+// ckgen_linear_bf16_tile16x64x64 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_linear_bf16_tile16x64x64_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_linear_bf16_tile16x64x64(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, const_cast<void*>(args[10].p), stream);
+}
+
 // linear_bf16_tile128x128x32: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 1x4, instr 32x32x8, schedule auto
 CKGEN_API int ckgen_linear_bf16_tile128x128x32(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -205,4 +220,9 @@ CKGEN_API int ckgen_linear_bf16_tile128x128x32(const void* A, const void* B, voi
   long long ldc_ = static_cast<long long>(ldc);
   return CKGEN_LAUNCH(linear_bf16_tile128x128x32, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
+}
+
+// ckgen_linear_bf16_tile128x128x32 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_linear_bf16_tile128x128x32_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_linear_bf16_tile128x128x32(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }

@@ -43,6 +43,11 @@ CKGEN_API int ckgen_softmax_bf16(const void* x, const void* residual, void* y, v
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, scale_);
 }
 
+// ckgen_softmax_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_softmax_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_softmax_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].f, stream);
+}
+
 // log_softmax_f32: log-softmax f32 -> f32; 64 threads x 4 vectors of 4 per row (tile 1024), 4 row(s) per workgroup, looped, any cols
 CKGEN_API int ckgen_log_softmax_f32(const void* x, const void* residual, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float scale, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -68,6 +73,11 @@ CKGEN_API int ckgen_log_softmax_f32(const void* x, const void* residual, void* y
   float scale_ = static_cast<float>(scale);
   return CKGEN_LAUNCH(log_softmax_f32, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, scale_);
+}
+
+// ckgen_log_softmax_f32 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_log_softmax_f32_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_log_softmax_f32(args[0].p, args[1].p, const_cast<void*>(args[2].p), const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].f, stream);
 }
 
 // layernorm_bf16: layernorm bf16 -> bf16, weight + bias bf16; 64 threads x 4 vectors of 8 per row (tile 2048), 4 row(s) per workgroup, looped, any cols
@@ -101,6 +111,11 @@ CKGEN_API int ckgen_layernorm_bf16(const void* x, const void* residual, const vo
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, weight_, bias_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
 }
 
+// ckgen_layernorm_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_layernorm_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_layernorm_bf16(args[0].p, args[1].p, args[2].p, args[3].p, const_cast<void*>(args[4].p), const_cast<void*>(args[5].p), const_cast<void*>(args[6].p), args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].f, stream);
+}
+
 // add_rmsnorm_bf16: rmsnorm bf16 -> bf16, residual bf16 (s_out), weight bf16; 256 threads x 4 vectors of 8 per row (tile 8192), 1 row(s) per workgroup, single pass, cols <= 8192
 CKGEN_API int ckgen_add_rmsnorm_bf16(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -132,6 +147,11 @@ CKGEN_API int ckgen_add_rmsnorm_bf16(const void* x, const void* residual, const 
   float eps_ = static_cast<float>(eps);
   return CKGEN_LAUNCH(add_rmsnorm_bf16, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, weight_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
+}
+
+// ckgen_add_rmsnorm_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_add_rmsnorm_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_add_rmsnorm_bf16(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), const_cast<void*>(args[5].p), args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].f, stream);
 }
 
 // add_rmsnorm_bf16_i8: rmsnorm bf16 -> i8, residual bf16 (s_out), weight bf16, per-row scale; 128 threads x 2 vectors of 8 per row (tile 2048), 2 row(s) per workgroup, looped, any cols
@@ -168,6 +188,11 @@ CKGEN_API int ckgen_add_rmsnorm_bf16_i8(const void* x, const void* residual, con
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, weight_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
 }
 
+// ckgen_add_rmsnorm_bf16_i8 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_add_rmsnorm_bf16_i8_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_add_rmsnorm_bf16_i8(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), const_cast<void*>(args[5].p), args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].f, stream);
+}
+
 // layernorm_bf16_long: layernorm bf16 -> bf16, weight + bias bf16; 512 threads x 1 vectors of 8 per row (tile 4096), 1 row(s) per workgroup, looped, row in shared memory (6 tiles, 49344 bytes of LDS), cols <= 24576
 CKGEN_API int ckgen_layernorm_bf16_long(const void* x, const void* residual, const void* weight, const void* bias, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -197,4 +222,9 @@ CKGEN_API int ckgen_layernorm_bf16_long(const void* x, const void* residual, con
   float eps_ = static_cast<float>(eps);
   return CKGEN_LAUNCH(layernorm_bf16_long, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 512u, 0u, stream, x_, residual_, weight_, bias_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
+}
+
+// ckgen_layernorm_bf16_long with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_layernorm_bf16_long_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_layernorm_bf16_long(args[0].p, args[1].p, args[2].p, args[3].p, const_cast<void*>(args[4].p), const_cast<void*>(args[5].p), const_cast<void*>(args[6].p), args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].f, stream);
 }

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from ckgen import driver
+from ckgen.backends import emu
 from ckgen.errors import ToolchainError
 from ckgen.frontend import load_text
 from ckgen.lower.pipeline import plan_kernel
-from ckgen.runtime import emu, run
+from ckgen.runtime import api, run
 from ckgen.targets import get_target
 
 # name -> (body, the mnemonic the planner must choose without an instr line)
@@ -51,7 +52,7 @@ def test_a_k16_tile_falls_back_to_the_cdna3_shape():
 @pytest.fixture(scope="module")
 def reports():
     try:
-        from ckgen.toolchain.llvm import find_toolchain
+        from ckgen.backends.amd.llvm import find_toolchain
 
         find_toolchain(get_target("gfx950"))
     except ToolchainError as exc:
@@ -74,7 +75,7 @@ def test_the_code_object_holds_them(reports, name):
 def emulated():
     if not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES):
         pytest.skip("no host clang++")
-    return emu.emu_kernels([_plan(n) for n in sorted(KERNELS)], "g950")
+    return api.emu_kernels([_plan(n) for n in sorted(KERNELS)], "g950")
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

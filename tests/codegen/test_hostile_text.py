@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ckgen.backends.amd.host_library import render_embed
 from ckgen.codegen import render_header, render_kernel, render_launchers
 from ckgen.codegen.escape import c_string, comment
 from ckgen.codegen.render import c_identifier
 from ckgen.errors import BuildError
 from ckgen.frontend import load_text
 from ckgen.lower import plan_all
-from ckgen.toolchain.hostlib import render_embed
 
 SPEC = ("target gfx942\nkernel {name} {{ A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 2x2 "
         "epilogue = bias(col) -> gelu }}\n")
@@ -66,8 +66,8 @@ def test_the_path_never_reaches_generated_text_beyond_its_file_name():
 
 @pytest.fixture(scope="module")
 def host_cxx():
+    from ckgen.backends.emu import host_compiler
     from ckgen.errors import ToolchainError
-    from ckgen.runtime.emu import host_compiler
 
     try:
         return host_compiler()
@@ -78,7 +78,7 @@ def host_cxx():
 def test_hostile_paths_compile_and_inject_nothing(tmp_path, host_cxx):
     """One emu translation unit holding a kernel per hostile path: it compiles, so no '#define gload BROKEN',
     '#error' or '#include' reached the preprocessor and no comment was left open."""
-    from ckgen.runtime.emu import compile_flags
+    from ckgen.backends.emu import compile_flags
 
     plans = []
     for i, path in enumerate(NASTY):

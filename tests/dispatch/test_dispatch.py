@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from ckgen import __version__
+from ckgen.backends import emu
 from ckgen.cli import main
 from ckgen.dispatch import db
-from ckgen.dispatch.build import build_emu_library
+from ckgen.dispatch.codegen import dispatch_sources
 from ckgen.dispatch.table import Table, Tuned, choose, parse_shape, tables
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
+from ckgen.ir.arrays import from_bf16, to_bf16
+from ckgen.ir.registry import get_op
 from ckgen.lower import plan_all
-from ckgen.ops import get_op
-from ckgen.runtime import emu
-from ckgen.runtime.arrays import from_bf16, to_bf16
 
 needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -98,7 +98,9 @@ def test_generated_c_chooses_like_python_and_runs(plans):
     (t,) = tables(plans, _fake_db(plans))
     (t0,) = tables(plans, [])  # the cost model alone: a second dispatcher in the same library
     t0 = dataclasses.replace(t0, name="fam0")
-    lib = ctypes.CDLL(str(build_emu_library("famd", [t, t0])), mode=ctypes.RTLD_LOCAL)
+    sources = dispatch_sources("famd", [t, t0])
+    built = emu.build_library("famd", [p for x in (t, t0) for p in x.plans], host_sources=sources)
+    lib = ctypes.CDLL(str(built.library), mode=ctypes.RTLD_LOCAL)
     fchoice = lib.ckgen_fam_choice
     fchoice.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
     fchoice.restype = ctypes.c_int
@@ -172,6 +174,17 @@ def test_explain_command(tmp_path, capsys, plans, src):
     assert "expected MxNxK" in capsys.readouterr().err
 
 
+def test_explain_without_arch_plans_for_the_familys_own_target(tmp_path, capsys):
+    """A family of one member (a block without alternatives) dispatches to it; without --arch, explain plans for
+    the family's first target, here an NVIDIA one, rather than an AMD default."""
+    path = tmp_path / "one.ck"
+    path.write_text("target sm_90\nfamily lin { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x128x32 "
+                    "waves = 2x2 }\n")
+    assert main(["explain", str(path), "--family", "lin", "--shape", "128x128x128"]) == 0
+    out = capsys.readouterr().out
+    assert "dispatcher ckgen_lin on sm_90: 1 kernel(s)" in out and "128x128x128: lin_1" in out
+
+
 def test_parse_shape_and_database_errors(tmp_path):
     assert parse_shape("1x2x3", ("M", "N", "K")) == (1, 2, 3)
     assert parse_shape("4x5x6", ("M", "N", "K", "batch"), {"batch": 1}) == (4, 5, 6, 1)
@@ -228,7 +241,7 @@ def test_model_picks_the_small_m_tile_for_decode_only(arch):
     from pathlib import Path
 
     from ckgen.frontend import load_file
-    from ckgen.runtime.dispatch import family_plans
+    from ckgen.runtime.family import family_plans
 
     ex = Path(__file__).resolve().parents[2] / "examples" / "gemm_schedules.ck"
     vendor = "nvidia" if arch.startswith("sm_") else "amd"

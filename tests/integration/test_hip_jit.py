@@ -1,4 +1,4 @@
-"""The AMD JIT backend (ckgen/runtime/hip.py): hiprtc through hip-python, the clang fallback, the launch
+"""The AMD JIT backend (ckgen/backends/amd/driver.py): hiprtc through hip-python, the clang fallback, the launch
 path up to the clean "no device" error, and device-buffer checks.
 
 These run on the GPU-less CI machine: rung 1 of the ladder (the code object is real and holds v_mfma).
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.backends.amd import driver as H
 from ckgen.errors import CkgenError, RuntimeFailure, ToolchainError
-from ckgen.runtime import hip as H
 
 DATA = Path(__file__).parent / "data"
 KERNEL = "handwritten_f16"
@@ -70,7 +70,7 @@ def test_hiprtc_refuses_arch_its_comgr_lacks_without_crashing():
     info = H.hiprtc_info()
     if info.isas is None or "gfx942" in info.isas:
         pytest.skip("this system's hiprtc knows gfx942")
-    code = ("from ckgen.runtime import hip as H\nfrom ckgen import errors\n"
+    code = ("from ckgen.backends.amd import driver as H\nfrom ckgen import errors\n"
             "import sys\n"
             f"src = open({str(DATA / 'gemm_f16_handwritten.hip')!r}).read()\n"
             "try:\n"

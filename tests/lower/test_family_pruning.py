@@ -10,7 +10,7 @@ import pytest
 from ckgen import driver
 from ckgen.errors import CkgenError, ErrorList, SpecError
 from ckgen.frontend import load_text
-from ckgen.frontend.lowering import MAX_FAMILY
+from ckgen.frontend.specs import MAX_FAMILY
 from ckgen.lower import plan_all
 from ckgen.lower.pipeline import pruned_notes
 

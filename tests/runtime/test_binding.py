@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ckgen.backends.amd.driver import HipBackend
+from ckgen.backends.emu import EmuBackend
+from ckgen.backends.nvidia.driver import CudaBackend
 from ckgen.errors import RuntimeFailure
 from ckgen.frontend import load_text
 from ckgen.lower import plan_kernel
 from ckgen.runtime.binding import bind
-from ckgen.runtime.cuda import CudaBackend
-from ckgen.runtime.emu import EmuBackend
-from ckgen.runtime.hip import HipBackend
 
 SPEC = """kernel sq {{ A = f32 row B = f32 row C = f32 row beta = {beta} batched = {batched}
                        tile = 64x64x16 waves = 2x2 }}"""

@@ -7,10 +7,12 @@ import shutil
 import numpy as np
 import pytest
 
+from ckgen.backends import emu
 from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure
+from ckgen.ir.op import TOLERANCE
 from ckgen.ir.types import DType
-from ckgen.ops.base import TOLERANCE
-from ckgen.runtime import api, emu, run
+from ckgen.progress import CkgenWarning
+from ckgen.runtime import api, run
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -190,3 +192,11 @@ def test_a_launch_returns_its_fiber_stacks_beyond_a_small_pool():
         c = k(a, b)            # one workgroup of 256 threads: 256 fiber stacks in flight
     assert np.allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
     assert mappings() - before <= 2 * 64 + 32
+
+
+def test_an_arch_of_another_vendor_is_not_replaced_silently():
+    """jit(target="emu") of a kernel that names only NVIDIA targets says which AMD arch it plans for."""
+    src = "target sm_90\nkernel k { A = f16 row  B = f16 col  C = f16 row  tile = 64x64x32  waves = 2x2 }\n"
+    with pytest.warns(CkgenWarning, match="kernel 'k' names only sm_90; planning it for gfx942"):
+        plan = api.plan_for(src, None, "amd", None)
+    assert plan.arch == "gfx942"

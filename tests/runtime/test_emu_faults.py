@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ckgen.backends import emu
 from ckgen.errors import EmulationFault
-from ckgen.runtime import emu
 from ckgen.targets import get_target
 
 HERE = Path(__file__).resolve().parent

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from ckgen import driver
+from ckgen.backends import emu
 from ckgen.ops.gemm import lds_layout as L
 from ckgen.ops.gemm.body import LdsPlan
-from ckgen.runtime import emu, run
+from ckgen.runtime import api, run
 from ckgen.runtime.api import Kernel, get_backend
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,7 @@ def example_kernels():
     out = []
     for arch in sorted({p.arch for p in plans}):
         mine = [p for p in plans if p.arch == arch]
-        out += list(emu.emu_kernels(mine, f"examples_{arch}").values())
+        out += list(api.emu_kernels(mine, f"examples_{arch}").values())
     return out
 
 

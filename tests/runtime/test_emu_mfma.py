@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ckgen.backends import emu
 from ckgen.errors import BuildError
 from ckgen.ir.types import DType
-from ckgen.runtime import emu
 from ckgen.targets import amd, get_target
 from tests.reference import mfma_layouts
 

@@ -9,11 +9,12 @@ import shutil
 import numpy as np
 import pytest
 
+from ckgen.backends import emu
 from ckgen.frontend import load_text
 from ckgen.ir import plan as ir_plan
 from ckgen.ir.plan import split_launch
 from ckgen.lower import plan_kernel
-from ckgen.runtime import api, emu
+from ckgen.runtime import api
 
 SRC = """target gfx942
 kernel rows { A = f32 col B = f32 row C = f32 row beta = 0.5 tile = 32x32x8 waves = 1x1 epilogue = bias(row) -> relu }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ckgen.runtime.hip_bindings import VERSION_INDEPENDENT_MAJOR, version_problem
+from ckgen.backends.amd.hip_bindings import VERSION_INDEPENDENT_MAJOR, version_problem
 
 ROCM_52 = 50221153   # HIP_VERSION of ROCm 5.2 (Debian's libamdhip64-5)
 ROCM_64 = 60443483   # 6.4
@@ -32,6 +32,6 @@ def test_a_mismatch_says_what_to_install(package, runtime, made_for, here):
 
 def test_the_installed_pair_is_accepted():
     hip = pytest.importorskip("hip")  # noqa: F841
-    from ckgen.runtime.hip_bindings import _bindings
+    from ckgen.backends.amd.hip_bindings import _bindings
 
     _bindings()  # raises HipRuntimeUnavailable on a mismatch

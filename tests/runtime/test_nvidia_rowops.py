@@ -70,8 +70,8 @@ def np_of(t):
 
 def check(k, ins: dict, outs: dict, what: str):
     """Every output of a finished call against the op's float64 reference (on host copies)."""
-    from ckgen.ops import get_op
-    from ckgen.ops.base import relative_error
+    from ckgen.ir.op import relative_error
+    from ckgen.ir.registry import get_op
     from ckgen.ops.rowops.reference import reference
 
     p, r = k.plan, k.plan.spec.params.row

@@ -8,8 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
+from ckgen.backends import emu
 from ckgen.errors import RuntimeFailure
-from ckgen.runtime import api, emu
+from ckgen.runtime import api
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
+from ckgen.backends import emu
 from ckgen.errors import CkgenError
-from ckgen.runtime import emu
 
 torch = pytest.importorskip("torch")
 

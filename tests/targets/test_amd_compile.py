@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.ir.target import MatrixInstr, Target
 from ckgen.targets import amd_targets
 from ckgen.targets.amd import XF32_INSTRUCTIONS
-from ckgen.targets.model import MatrixInstr, Target
 
 # ckgen operand type name -> (element type, lanes); lanes 0 = a scalar type.
 OPERAND_TYPES = {

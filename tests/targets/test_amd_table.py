@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from ckgen.errors import ValidationError
+from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType
 from ckgen.targets import TARGETS, amd_targets, get_target, target_names
 from ckgen.targets import amd as amd_mod
 from ckgen.targets.amd import XF32_INSTRUCTIONS
-from ckgen.targets.model import MatrixInstr, Target
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "tests" / "data" / "mfma_layouts.json"  # committed copy of ../shared/reference

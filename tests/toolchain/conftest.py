@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.backends.amd.device_code import KernelSource
+from ckgen.backends.amd.host_library import build_amd_library
 from ckgen.errors import ToolchainError
 from ckgen.targets import get_target
-from ckgen.toolchain.amdgpu import KernelSource
 from ckgen.toolchain.cache import Cache
-from ckgen.toolchain.hostlib import build_amd_library
 
 CASES = Path(__file__).parent / "cases"
 ARCHS = ("gfx90a", "gfx942")
@@ -29,7 +29,7 @@ def launcher_source() -> str:
 
 @pytest.fixture(scope="session")
 def toolchain_or_skip():
-    from ckgen.toolchain.llvm import find_toolchain
+    from ckgen.backends.amd.llvm import find_toolchain
 
     try:
         return find_toolchain(get_target("gfx942"))

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.backends.amd.device_code import COUNTERS, KernelSource, check_code_object
+from ckgen.backends.amd.host_library import build_amd_library
+from ckgen.backends.amd.metadata import kernels_of, read_metadata_text
 from ckgen.errors import BuildError
 from ckgen.targets import get_target
-from ckgen.toolchain.amdgpu import COUNTERS, KernelSource, check_code_object
-from ckgen.toolchain.hostlib import build_amd_library
-from ckgen.toolchain.metadata import kernels_of, read_metadata_text
 
 from .conftest import ARCHS, case_kernels, launcher_source
 
@@ -170,8 +170,8 @@ def test_kernel_source_validation():
 
 def test_gfx908_and_gfx950_code_objects(toolchain_or_skip, case_cache, tmp_path):
     """The f16 case (an MFMA all four targets have) for gfx908 (separate AGPR file) and gfx950 (clang-22)."""
+    from ckgen.backends.amd.llvm import find_toolchain
     from ckgen.errors import ToolchainError
-    from ckgen.toolchain.llvm import find_toolchain
 
     archs = ["gfx908"]
     try:

@@ -62,7 +62,7 @@ def test_every_tuple_is_accepted_or_refused_with_a_reason():
 
 @pytest.fixture(scope="module")
 def sample_reports():
-    from ckgen.toolchain.llvm import find_toolchain
+    from ckgen.backends.amd.llvm import find_toolchain
 
     try:
         find_toolchain(get_target(ARCH))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from ckgen.backends.amd.llvm import clear_cache, find_toolchain
 from ckgen.config import settings
 from ckgen.errors import ToolchainError
 from ckgen.targets import get_target
-from ckgen.toolchain.llvm import clear_cache, find_toolchain
 
 
 @pytest.fixture(autouse=True)

@@ -10,11 +10,11 @@ import os
 import pytest
 
 from ckgen import config
+from ckgen.backends.nvidia import compiler as nv
 from ckgen.errors import ToolchainError
 from ckgen.frontend import load_text
 from ckgen.lower import plan_kernel
 from ckgen.targets import get_target
-from ckgen.toolchain import nvidia as nv
 
 SPEC = """
 target sm_90

@@ -1,4 +1,4 @@
-"""Occupancy by the hardware's rules (ckgen/toolchain/occupancy.py): unit cases from the LLVM / AMDGPUUsage
+"""Occupancy by the hardware's rules (ckgen/backends/amd/occupancy.py): unit cases from the LLVM / AMDGPUUsage
 facts in ckgen/targets/amd.py, and the cross-check against clang's own figure (the kernel-resource-usage
 remark the build keeps in each kernel's compile log) on every example kernel for every AMD arch."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from ckgen import driver
+from ckgen.backends.amd.occupancy import occupancy, occupancy_limits, parse_resource_remarks
 from ckgen.errors import ValidationError
 from ckgen.frontend import load_file
 from ckgen.lower import plan_kernel
 from ckgen.targets import amd_targets, get_target
-from ckgen.toolchain.occupancy import occupancy, occupancy_limits, parse_resource_remarks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.ck"))
@@ -68,8 +68,8 @@ def test_parse_resource_remarks():
 @pytest.fixture(scope="module")
 def example_reports(tmp_path_factory):
     """Every example kernel for every AMD arch whose toolchain is installed (built through the cache)."""
+    from ckgen.backends.amd.llvm import find_toolchain
     from ckgen.errors import ToolchainError
-    from ckgen.toolchain.llvm import find_toolchain
 
     arches = []
     for t in amd_targets():

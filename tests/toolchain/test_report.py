@@ -10,10 +10,17 @@ import subprocess
 
 import pytest
 
+from ckgen.backends.amd.metadata import kernels_of, merge_kernel_metadata, parse_yaml
+from ckgen.backends.amd.report import (
+    Insn,
+    KernelReport,
+    analyze_code_object,
+    format_table,
+    main_loop,
+    occupancy,
+)
 from ckgen.errors import BuildError
 from ckgen.targets import get_target
-from ckgen.toolchain.metadata import kernels_of, merge_kernel_metadata, parse_yaml
-from ckgen.toolchain.report import Insn, KernelReport, analyze_code_object, format_table, main_loop, occupancy
 
 _DOC = """\
 amdhsa.kernels:
@@ -194,8 +201,8 @@ def test_each_installed_clang_builds_and_reports(tmp_path, monkeypatch, case_cac
     import shutil
 
     from ckgen import config
-    from ckgen.toolchain.hostlib import build_amd_library
-    from ckgen.toolchain.llvm import clear_cache
+    from ckgen.backends.amd.host_library import build_amd_library
+    from ckgen.backends.amd.llvm import clear_cache
 
     from .conftest import case_kernels, launcher_source
 

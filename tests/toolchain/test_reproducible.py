@@ -46,11 +46,11 @@ def test_the_cuid_does_not_depend_on_the_build_directory(tmp_path, clang):
     import dataclasses
     import shutil
 
+    from ckgen.backends.amd.device_code import KernelSource, compile_kernel
+    from ckgen.backends.amd.llvm import find_toolchain
     from ckgen.config import settings
     from ckgen.targets import get_target
-    from ckgen.toolchain.amdgpu import KernelSource, compile_kernel
     from ckgen.toolchain.cache import Cache
-    from ckgen.toolchain.llvm import find_toolchain
 
     if shutil.which(clang) is None:
         pytest.skip(f"{clang} not installed")

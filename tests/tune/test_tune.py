@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
+from ckgen.backends import emu
 from ckgen.cli import main
 from ckgen.dispatch import db
 from ckgen.errors import CkgenError
-from ckgen.runtime import emu
 from ckgen.tune import runner, shapes
 from ckgen.tune.measure import Job, Task, Worker
 
@@ -110,8 +110,8 @@ def test_gpu_inputs_and_reference_agree_with_numpy(body):
     import numpy as np
 
     from ckgen.frontend import load_text
+    from ckgen.ir.registry import get_op
     from ckgen.lower import plan_kernel
-    from ckgen.ops import get_op
     from ckgen.tune.measure import to_host, torch_inputs
 
     (spec,) = load_text(f"kernel k {{ {body} tile = 64x64x32 waves = 2x2 }}", "k.ck", ("gfx942",))

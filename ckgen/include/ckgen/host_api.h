@@ -4,11 +4,27 @@
 //                                  built with -fvisibility=hidden so several ckgen libraries in one process
 //                                  never interpose each other's internals.
 //   ckgen_status_string(status)    one line per status code of ckgen/status.h (weak: identical in every library).
+//   ckgen_slot                     one argument of a packed host entry (below).
+//
+// Every kernel k has, beside its host entry ckgen_k(<ABI arguments>, stream), the packed twin
+// ckgen_k_packed(const ckgen_slot* args, void* stream): the same call with the ABI arguments in order, one 8-byte
+// slot each (a pointer in .p, a size or stride in .i, an int32 scalar in .i32, a float scalar in .f; the last two
+// in the slot's low bytes). A foreign-function call with two arguments costs a fraction of one with a dozen:
+// ckgen's prepared calls (ckgen/runtime/prepared.py) launch through it.
 #pragma once
+
+#include <stdint.h>
 
 #include "ckgen/status.h"
 
 #define CKGEN_API extern "C" __attribute__((visibility("default")))
+
+typedef union ckgen_slot {
+  const void* p;
+  int64_t i;
+  int32_t i32;
+  float f;
+} ckgen_slot;
 
 extern "C" __attribute__((visibility("default"), weak)) const char* ckgen_status_string(int status) {
   switch (status) {

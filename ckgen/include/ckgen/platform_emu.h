@@ -7,7 +7,7 @@
 //
 // Build: clang++ -std=c++17 -O2 -fPIC -shared -pthread -DCKGEN_PLATFORM_EMU -I<ckgen/include>
 //        [-DCKGEN_EMU_ARCH_RESTRICT -DCKGEN_EMU_HAS_<builtin>... -DCKGEN_EMU_LDS_BYTES=<n> -DCKGEN_EMU_FP8_OCP]
-// (ckgen.runtime.emu.emu_defines(target) gives the per-arch flags from the targets table).
+// (ckgen.backends.emu.emu_defines(target) gives the per-arch flags from the targets table).
 #pragma once
 
 #if !defined(CKGEN_PLATFORM_EMU)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import Target
 from ckgen.ops.attention import abi as _abi
 from ckgen.ops.attention import plan as _plan
 from ckgen.ops.attention import reference as _ref
 from ckgen.ops.attention import spec as _spec
-from ckgen.ops.base import Op
-from ckgen.targets.model import Target
 
 #: the Hopper body's header (device/), which also brings the portable NVIDIA body
 WGMMA_HEADER = "attention_fwd_sm90.h"

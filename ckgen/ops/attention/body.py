@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ckgen.targets.model import MatrixInstr
+from ckgen.ir.target import MatrixInstr
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ckgen.backends.amd.occupancy import occupancy_limits
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.attention.abi import abi, launch
 from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate, WgmmaBodyPlan
 from ckgen.ops.attention.configs import WGMMA_TABLE, known_good
 from ckgen.ops.attention.spec import AttentionConfig, AttentionParams, AttentionSpec
-from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
-from ckgen.toolchain.occupancy import occupancy_limits
 
 MAX_THREADS = 1024
 TILE_RANGE = (16, 256)        # queries per workgroup and keys per tile

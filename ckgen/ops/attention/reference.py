@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.ir.arrays import allocate, poison, to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
-from ckgen.runtime.arrays import allocate, poison, to_bf16, to_float64
 
 #: relative norm error of O against float64 (P and O rounded to the element type once each, f32 accumulation)
 O_TOLERANCE = {DType.F16: 5e-3, DType.BF16: 3e-2}

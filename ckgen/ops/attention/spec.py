@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckgen.frontend import values as V
-from ckgen.frontend.parser import Value
+from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
-from ckgen.ops.base import BuildContext, Key
 
 DTYPES = (DType.F16, DType.BF16)
 HEAD_DIMS = (64, 128, 256)

@@ -10,16 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from ckgen.codegen.escape import f32_literal
+from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import Target
 from ckgen.ir.types import Layout
-from ckgen.ops.base import Op
 from ckgen.ops.gemm import abi as _abi
-from ckgen.ops.gemm import model as _model
+from ckgen.ops.gemm import cost_model as _model
 from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
-from ckgen.targets.model import Target
 
 
 def _bool(x: bool) -> str:
@@ -35,7 +35,7 @@ class GemmOp(Op):
     doc = "C = epilogue(alpha * A.B + beta * C) on matrix cores, optionally strided-batched"
     keys = _spec.KEYS
     kernel_template = "gemm/kernel.hip.j2"
-    model_template = "gemm/model.cpp.j2"
+    model_template = "gemm/cost_model.cpp.j2"
 
     def build_params(self, values, ctx):
         return _spec.build_params(values, ctx)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ckgen.ir.target import MatrixInstr
 from ckgen.ir.types import DType
 from ckgen.ops.gemm.lds import LdsOperandLayout
-from ckgen.targets.model import MatrixInstr
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from functools import partial
 from ckgen.errors import CkgenError, ValidationError
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.gemm.abi import abi, launch
@@ -24,7 +25,6 @@ from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
 from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
-from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
+from ckgen.ir.arrays import to_float64
 from ckgen.ir.plan import KernelPlan
-from ckgen.runtime.arrays import to_float64
 
 
 def activation(kind: str, x: np.ndarray) -> np.ndarray:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckgen.frontend import values as V
-from ckgen.frontend.parser import Value
-from ckgen.ir.spec import TensorSpec
+from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.spec import TensorSpec, Value
 from ckgen.ir.types import DType
-from ckgen.ops.base import BuildContext, Key
 
 EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu")
 BIAS_AXES = ("row", "col")

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
-from ckgen.ops.base import Op
+from ckgen.ir.target import Target
 from ckgen.ops.rowops import abi as _abi
 from ckgen.ops.rowops import kinds as _kinds
 from ckgen.ops.rowops import plan as _plan
 from ckgen.ops.rowops import reference as _ref
 from ckgen.ops.rowops import spec as _spec
-from ckgen.targets.model import Target
 
 
 def _bool(x: bool) -> str:

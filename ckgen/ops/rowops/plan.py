@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.rowops.abi import abi, launch
 from ckgen.ops.rowops.body import RowPlan
 from ckgen.ops.rowops.spec import RowConfig, RowOpSpec, RowParams
-from ckgen.targets.model import Target
 
 #: dtypes the body generates: inputs (x, residual, weight, bias) and outputs (y)
 INPUT_DTYPES = (DType.F16, DType.BF16, DType.F32)

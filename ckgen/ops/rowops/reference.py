@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
 from ckgen.ops.rowops.kinds import KINDS
-from ckgen.runtime.arrays import to_bf16, to_float64
 
 #: relative norm error allowed per output dtype against float64 (f32 arithmetic, then one rounding of y):
 #: i8 is y in quantization steps, one rounding (rms 0.29 steps) against row values whose rms is at least about

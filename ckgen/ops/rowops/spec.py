@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckgen.frontend import values as V
-from ckgen.frontend.parser import Value
+from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
-from ckgen.ops.base import BuildContext, Key
 from ckgen.ops.rowops import kinds as K
 
 #: largest ``max_cols`` the DSL accepts (a size argument's range)

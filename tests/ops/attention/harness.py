@@ -21,14 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckgen.codegen import render_kernel, render_launchers
-from ckgen.ir.types import DType
-from ckgen.ops.attention.reference import attend
-from ckgen.resources import content_hashes, include_flags
-from ckgen.runtime.api import Kernel
-from ckgen.runtime.arrays import from_bf16, to_bf16
-from ckgen.runtime.emu import (
-    BASE_FLAGS,
+from ckgen.backends.emu import (
     EmuBackend,
     EmuKernel,
     compile_flags,
@@ -36,6 +29,13 @@ from ckgen.runtime.emu import (
     host_compiler,
     load_library,
 )
+from ckgen.backends.emu.compiler import BASE_FLAGS
+from ckgen.codegen import render_kernel, render_launchers
+from ckgen.ir.arrays import from_bf16, to_bf16
+from ckgen.ir.types import DType
+from ckgen.ops.attention.reference import attend
+from ckgen.resources import content_hashes, include_flags
+from ckgen.runtime.api import Kernel
 from ckgen.toolchain.cache import get_or_build
 
 #: relative norm error of O per element type (P rounded to T, O rounded to T, f32 accumulation)
@@ -225,10 +225,10 @@ def build_nv(text: str, filename: str, stem: str):
     test when there is no nvcc."""
     import pytest
 
+    from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.errors import ToolchainError
     from ckgen.frontend import load_text
     from ckgen.lower import plan_kernel
-    from ckgen.toolchain import nvidia
 
     try:
         nvidia.find_nvcc()

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ckgen.backends import emu
+from ckgen.ir.arrays import to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType, Layout
-from ckgen.ops import get_op
-from ckgen.ops.base import relative_error
-from ckgen.runtime import emu
 from ckgen.runtime.api import Kernel, get_backend, numpy_dtype, plan_for
-from ckgen.runtime.arrays import to_float64
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 

@@ -77,7 +77,7 @@ FRESH = [("gfx942", "A = f16 col B = f16 row C = f16 row tile = 128x64x32 waves 
 
 
 def test_estimate_is_within_20_percent_on_fresh_compiles():
-    from ckgen.toolchain.llvm import find_toolchain
+    from ckgen.backends.amd.llvm import find_toolchain
 
     plans = []
     for arch, body in FRESH:

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from ckgen import driver
+from ckgen.backends import emu
 from ckgen.errors import CkgenError, RuntimeFailure, SpecError, ValidationError
 from ckgen.frontend import load_text
+from ckgen.ir.arrays import to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
 from ckgen.lower import plan_kernel
-from ckgen.ops import get_op
-from ckgen.ops.base import relative_error
-from ckgen.runtime import emu
 from ckgen.runtime.api import Kernel, get_backend, plan_for
-from ckgen.runtime.arrays import to_float64
 
 needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -242,8 +242,8 @@ family nvs_fam { A = bf16 row B = bf16 col C = bf16 row tile = 16x128x64 waves =
 def test_nvidia_build_of_schedules_and_a_dispatcher(tmp_path):
     """nvcc (sm_90): the Hopper body's split-K entry (wgmma) and the small-M members compile without spills; the
     dispatcher is compiled on its own and linked with the kernels' object; its choice runs without a GPU."""
+    from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.dispatch.table import choose
-    from ckgen.toolchain import nvidia
 
     try:
         nvidia.find_nvcc()
@@ -272,7 +272,7 @@ def test_nvidia_atomic_split_k_slots_add_with_atomics():
     H200, relative error 0.93 at M = 1); the plain split-K kernel keeps the staged epilogue's 16-byte stores."""
     import re
 
-    from ckgen.toolchain import nvidia
+    from ckgen.backends.nvidia import compiler as nvidia
 
     try:
         nvidia.find_nvcc()

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckgen.frontend import load_text
+from ckgen.ir.arrays import numpy_dtype, random_values, to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
-from ckgen.ops import get_op
-from ckgen.ops.base import relative_error
 from ckgen.ops.rowops.reference import reference
-from ckgen.runtime.arrays import numpy_dtype, random_values, to_float64
 
 __all__ = ["random_values", "to_float64"]
 
@@ -194,8 +194,8 @@ def build_amd(out):
 def build_nvcc(out):
     """The sm_90 library of every kernel (nvcc through ckgen's toolchain) and its per-kernel reports, or
     (None, why) without nvcc."""
+    from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.errors import ToolchainError
-    from ckgen.toolchain import nvidia
 
     plans = [plan(n, "sm_90") for n in NAMES]
     try:
@@ -210,9 +210,9 @@ def build_nv_on_emu(names) -> dict:
     wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
     import dataclasses
 
+    from ckgen.backends import emu
     from ckgen.codegen import render_kernel, render_launchers
     from ckgen.resources import content_hashes
-    from ckgen.runtime import emu
     from ckgen.runtime.api import Kernel
     from ckgen.targets import get_target
     from ckgen.toolchain.cache import get_or_build

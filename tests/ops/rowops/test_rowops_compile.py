@@ -1,9 +1,9 @@
 """Ladder rung 1 for the row ops: every DSL kernel of tests/ops/rowops/harness.py, planned for gfx942, gfx90a and
 gfx950, compiled into one library by ckgen's own toolchain (``driver.build_amd``: the production flags, the cache,
 the clang ckgen picks: the newest installed, at least the target's minimum), and its sm_90 plan built by nvcc
-(``ckgen.toolchain.nvidia``).
+(``ckgen.backends.nvidia.compiler``).
 
-Per (kernel, AMD arch), from the code object's disassembly and metadata (``ckgen.toolchain.report``):
+Per (kernel, AMD arch), from the code object's disassembly and metadata (``ckgen.backends.amd.report``):
 * the cross-lane operations of the planned row reduction (threads_per_row T lanes): DPP ``quad_perm`` from
   T = 2, ``row_half_mirror`` from 8, ``row_mirror`` from 16, ``ds_swizzle_b32`` from 32, ``v_readlane_b32`` from
   64, and rows over several waves exchange through LDS (ds_write / ds_read, s_barrier); a row of one thread
@@ -21,8 +21,8 @@ import re
 
 import pytest
 
+from ckgen.backends.amd.report import disassemble
 from ckgen.ops.rowops.plan import register_budget
-from ckgen.toolchain.report import disassemble
 from tests.ops.rowops import harness as H
 
 STORE = {2: "global_store_short", 4: "global_store_dword", 8: "global_store_dwordx2", 16: "global_store_dwordx4",

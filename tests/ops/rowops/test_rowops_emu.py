@@ -21,10 +21,10 @@ import pytest
 
 from ckgen.errors import CkgenError, RuntimeFailure
 from ckgen.ir.abi import ArgKind
+from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.types import DType
 from ckgen.runtime.api import Kernel, get_backend
-from ckgen.runtime.arrays import to_bf16, to_float64
 from ckgen.runtime.run import resolve_sizes, run_command
 from tests.ops.rowops import harness as H
 

@@ -14,9 +14,9 @@ from ckgen.errors import CkgenError, SpecError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim
+from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
-from ckgen.ops import get_op
 from ckgen.ops.rowops.plan import BOUNDED_SINGLE_PASS, REG_MODEL, SINGLE_PASS, estimate_registers
 
 AMD, NV = ("gfx908", "gfx90a", "gfx942", "gfx950"), ("sm_80", "sm_90")

@@ -26,17 +26,17 @@ from pathlib import Path
 
 import jinja2
 
+from ckgen.backends.amd.device_code import COUNTERS, SCHEMA, KernelSource, build_device_code
+from ckgen.backends.amd.llvm import Toolchain
+from ckgen.backends.amd.report import KernelReport, analyze_code_object, with_clang_occupancy
 from ckgen.config import settings
 from ckgen.errors import BuildError, ToolchainError
 from ckgen.files import atomic_copy
+from ckgen.ir.target import Target
 from ckgen.progress import Steps
 from ckgen.resources import INCLUDE_DIR, TEMPLATE_DIR, content_hashes
 from ckgen.targets import get_target
-from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
-from ckgen.toolchain.amdgpu import COUNTERS, SCHEMA, KernelSource, build_device_code
-from ckgen.toolchain.llvm import Toolchain
-from ckgen.toolchain.report import KernelReport, analyze_code_object, with_clang_occupancy
 from ckgen.toolchain.tools import first_line, run_tool
 
 HOST_FLAGS: tuple[str, ...] = ("-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden",

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ckgen.config import Settings, settings
 from ckgen.errors import ToolchainError
-from ckgen.targets.model import Target
+from ckgen.ir.target import Target
 from ckgen.toolchain.tools import tool_version
 
 PATH_MAJORS: tuple[int, ...] = (22, 21, 20, 19, 18, 17, 16, 15, 14)

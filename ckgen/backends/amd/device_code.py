@@ -20,10 +20,10 @@ Pipeline (each step cached in :mod:`ckgen.toolchain.cache`, keyed by its exact i
    directory.
 2. **Link** per arch: each object carries its own ``NT_AMDGPU_METADATA`` note, and the loader reads
    only one note per code object. So the objects' ``.note`` sections are removed (llvm-objcopy), their
-   metadata are merged into one document (:mod:`ckgen.toolchain.metadata`), assembled into a note object
+   metadata are merged into one document (:mod:`ckgen.backends.amd.metadata`), assembled into a note object
    with ``.amdgpu_metadata``, and ``ld.lld -shared`` links everything into one code object whose one
    note lists every kernel. The result is checked: one metadata note, exactly the expected kernels.
-3. The host library (:mod:`ckgen.toolchain.hostlib`) embeds one code object per arch.
+3. The host library (:mod:`ckgen.backends.amd.host_library`) embeds one code object per arch.
 
 Code object version 4 is used: ROCm 4.x to 6.x loaders all accept it, and it carries everything
 these kernels need (no device libraries, no hostcall).
@@ -41,13 +41,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ckgen.backends.amd.llvm import Toolchain, find_toolchain
+from ckgen.backends.amd.metadata import kernels_of, merge_kernel_metadata, read_metadata_text
 from ckgen.errors import BuildError
+from ckgen.ir.target import Target
 from ckgen.progress import Steps
 from ckgen.resources import content_hashes, include_flags
-from ckgen.targets.model import Target
 from ckgen.toolchain import cache as cache_mod
-from ckgen.toolchain.llvm import Toolchain, find_toolchain
-from ckgen.toolchain.metadata import kernels_of, merge_kernel_metadata, read_metadata_text
 from ckgen.toolchain.tools import run_tool
 
 CODE_OBJECT_VERSION = 4

@@ -3,7 +3,7 @@
 Contract:
 
 - ``build(plan)``: renders the plan's kernel and launcher, compiles them with nvcc for the plan's
-  arch through the build cache (:func:`ckgen.toolchain.nvidia.build_cuda_library`: key = sources, which
+  arch through the build cache (:func:`ckgen.backends.nvidia.compiler.build_cuda_library`: key = sources, which
   hold the spec-derived Cfg; header and template hashes; nvcc version; flags; arch), and loads the
   library once per process.
 - Operands: torch CUDA tensors; any object with ``__cuda_array_interface__`` (CuPy, Numba ...); other
@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import array
 import ctypes
 import functools
 import os
@@ -30,9 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ckgen.errors import RuntimeFailure
-from ckgen.ir.abi import ArgKind
-from ckgen.runtime.api import (
+from ckgen.backends.base import (
     ArrayInfo,
     Backend,
     Call,
@@ -40,8 +39,12 @@ from ckgen.runtime.api import (
     host_argtypes,
     new_host_output,
     numpy_array_info,
+    pack_slots,
+    packed_entry,
 )
-from ckgen.toolchain.nvidia import build_cuda_library
+from ckgen.backends.nvidia.compiler import build_cuda_library
+from ckgen.errors import RuntimeFailure
+from ckgen.ir.abi import ArgKind
 
 _TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
              "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
@@ -84,6 +87,7 @@ class CudaKernel:
         fn.argtypes = host_argtypes(plan.abi)
         fn.restype = ctypes.c_int
         self.entry = fn
+        self.packed = packed_entry(self.lib, plan.name)
         self.lib.ckgen_status_string.argtypes = [ctypes.c_int]
         self.lib.ckgen_status_string.restype = ctypes.c_char_p
 
@@ -206,6 +210,9 @@ class CudaBackend(Backend):
     def fast_ptr(self, obj: Any) -> int:
         return obj.data_ptr()
 
+    def fast_template(self, plan, values: list) -> array.array:
+        return pack_slots(plan.abi, values)
+
     def poison_output(self, obj: Any) -> None:
         if _is_torch(obj):
             obj.untyped_storage().fill_(0xFF)  # the output's own allocation (empty_strided): NaN / -1
@@ -231,16 +238,16 @@ class CudaBackend(Backend):
     def fast_launcher(self, handle: CudaKernel, plan, call: Call):
         torch = _torch()
         dev = next(v.get_device() for a, v in call.tensors() if v is not None and _is_torch(v))
-        entry, check = handle.entry, self._check
+        entry, check = handle.packed, self._check
         get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
         raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _raw_stream
 
-        def launch(args: list, live: list) -> None:
+        def launch(args: array.array, live: list) -> None:
             if get_device() == dev:
-                status = entry(*args, raw_stream(dev))
+                status = entry(args.buffer_info()[0], raw_stream(dev))
             else:
                 with torch.cuda.device(dev):
-                    status = entry(*args, raw_stream(dev))
+                    status = entry(args.buffer_info()[0], raw_stream(dev))
             if status:
                 self._ws.clear()
                 check(handle, status)

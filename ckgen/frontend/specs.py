@@ -23,9 +23,9 @@ from ckgen.frontend.names import name_problem
 from ckgen.frontend.parser import Block, Module, Stmt, Value, parse
 from ckgen.frontend.source import read_spec
 from ckgen.frontend.values import did_you_mean, err
+from ckgen.ir.op import COMMON_KEYS, BuildContext
+from ckgen.ir.registry import DEFAULT_OP, get_op, op_names
 from ckgen.ir.spec import KernelSpec
-from ckgen.ops import DEFAULT_OP, get_op, op_names
-from ckgen.ops.base import COMMON_KEYS, BuildContext
 
 #: most kernels one family may expand to
 MAX_FAMILY = 10_000
@@ -162,6 +162,7 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
     specs: list[KernelSpec] = []
     errors: list[CkgenError] = []
     names: dict[str, SourceSpan] = {}
+    plain: dict[str, int] = {}  # family -> its blocks without alternatives so far
     for block in mod.blocks:
         stmts, errs = _collect(block)
         try:
@@ -191,6 +192,9 @@ def lower_module(mod: Module, default_arches: tuple[str, ...] = ()) -> list[Kern
             name = block.name
             if block.kind == "family":
                 name = "_".join([block.name] + [_suffix(k, val) for k, val in combo])
+                if not combo:  # no alternatives: the block is one member, numbered among its family's such blocks
+                    plain[block.name] = plain.get(block.name, 0) + 1
+                    name = f"{block.name}_{plain[block.name]}"
                 if name in members:
                     first = members[name]
                     differ = [(k, v0, v1) for (k, v0), (_, v1) in zip(first, combo, strict=True) if v0.text != v1.text]

@@ -32,14 +32,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ckgen.backends.base import BuiltLibrary
 from ckgen.codegen import render_kernel, render_launchers
 from ckgen.codegen.render import unique_plans
 from ckgen.config import Settings, settings
 from ckgen.errors import BuildError, ToolchainError
 from ckgen.files import atomic_copy
+from ckgen.ir.target import Target
 from ckgen.progress import Steps, current
 from ckgen.resources import content_hashes, include_flags
-from ckgen.targets.model import Target
 from ckgen.targets.nvidia import nvcc_arch_flags
 from ckgen.toolchain.cache import file_sha256, get_or_build
 from ckgen.toolchain.tools import run_tool, tool_version
@@ -400,3 +401,13 @@ def format_table(reports: list[NvKernelReport]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"
+
+
+def build_library(stem: str, plans, *, out_dir: Path | None = None, jobs: int = 1,
+                  host_sources: dict[str, str] | None = None) -> BuiltLibrary:
+    """The one build path's NVIDIA step (:func:`ckgen.backends.build_library`): :func:`build_cuda_library` and the
+    report of every (kernel entry, arch) read back from it. ``jobs`` is unused (nvcc builds every arch in one
+    process)."""
+    lib = build_cuda_library(stem, plans, out_dir, host_sources=host_sources or None)
+    reports = analyze(lib, plans)
+    return BuiltLibrary(lib.library, resources(reports), {(r.name, r.arch): r for r in reports})

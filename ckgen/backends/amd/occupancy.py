@@ -1,6 +1,6 @@
 """Occupancy (waves per SIMD) of an AMD kernel from its resources, by the hardware's allocation rules.
 
-Every number comes from the :class:`~ckgen.targets.model.Target` (sources in ckgen/targets/amd.py,
+Every number comes from the :class:`~ckgen.ir.target.Target` (sources in ckgen/targets/amd.py,
 [occ] and [llvm]); nothing here tests an arch name. :func:`occupancy_limits` returns each limit:
 
 - ``max_waves``: ``max_waves_per_simd`` (10 on gfx908, 8 with gfx90a's instructions).
@@ -27,7 +27,7 @@ on all SIMDs at once), and other kernels sharing the CU.
 
 from __future__ import annotations
 
-from ckgen.targets.model import Target
+from ckgen.ir.target import Target
 
 LIMIT_ORDER = ("max_waves", "vgpr", "agpr", "sgpr", "lds")
 

@@ -20,7 +20,7 @@ from ckgen.ir.abi import ArgKind
 from ckgen.lower.pipeline import Pruned, plan_all
 from ckgen.runtime.binding import call_form
 from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key
-from ckgen.targets import default_target, get_target
+from ckgen.targets import arch_for, get_target
 
 
 def family_plans(specs, family: str, vendor: str, arch: str | None):
@@ -33,8 +33,7 @@ def family_plans(specs, family: str, vendor: str, arch: str | None):
         raise CkgenError(f"no kernel named '{family}' (and no family)",
                          hint="kernels: " + ", ".join(s.name for s in specs) + "; families: " + (", ".join(fams) or "none"))
     if arch is None:
-        own = [a for a in members[0].arches if get_target(a).vendor == vendor]
-        arch = own[0] if own else default_target(vendor)
+        arch = arch_for(members[0].arches, vendor, f"family '{family}'")
     if get_target(arch).vendor != vendor:
         raise CkgenError(f"arch '{arch}' is a {get_target(arch).vendor} target; this backend runs {vendor} targets")
     pruned: list[Pruned] = []

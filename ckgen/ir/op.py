@@ -24,18 +24,15 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ckgen.ir.abi import Abi
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.spec import KernelSpec
+from ckgen.ir.spec import KernelSpec, Value
+from ckgen.ir.target import Target
 from ckgen.ir.types import DType
-from ckgen.targets.model import Target
-
-if TYPE_CHECKING:
-    from ckgen.frontend.parser import Value
 
 #: the parameters every kernel may set, whatever its op (handled by the frontend)
 COMMON_KEYS = ("op", "arch")
@@ -151,7 +148,7 @@ class Op(ABC):
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray | None]:
         """Arrays for every tensor of the ABI at ``sizes``: random values (never all zero) for what the kernel
         reads, poison (0xFF bytes) for what it only writes, None for unused tensors."""
-        from ckgen.runtime.arrays import allocate, poison, random_fill
+        from ckgen.ir.arrays import allocate, poison, random_fill
 
         out: dict[str, np.ndarray | None] = {}
         for a in plan.abi.tensors:

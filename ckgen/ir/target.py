@@ -110,7 +110,7 @@ class Target:
     sgpr_extra_max: int = 0                  # most special SGPRs (VCC, FLAT_SCRATCH, XNACK_MASK) counted on top of ``sgprs``
     max_workgroups_per_cu: int = 16          # multi-wave workgroups one CU holds at once (barrier resources)
     #: LLVM's own SGPR occupancy steps ((most SGPRs, waves), ...) and the waves beyond the last step: only the
-    #: clang-compatible occupancy model uses them (ckgen/toolchain/occupancy.py, model="llvm")
+    #: clang-compatible occupancy model uses them (ckgen/backends/amd/occupancy.py, model="llvm")
     llvm_sgpr_steps: tuple[tuple[int, int], ...] = ()
     llvm_sgpr_floor: int = 0
 

@@ -1,127 +1,49 @@
-"""The ``emu`` target: generated gfx9 kernels built for the host CPU and run on ckgen's emulator.
+"""The emu backend's driver: emu libraries (:mod:`ckgen.backends.emu.compiler`) loaded and run on ckgen's emulator.
 
 Contract (docs/emulation.md):
 
-- :func:`emu_defines` turns a :class:`~ckgen.targets.model.Target` into the preprocessor flags that
-  parameterize the emulated arch: the builtins of its MFMA table (``CKGEN_EMU_ARCH_RESTRICT`` +
-  ``CKGEN_EMU_HAS_<name>``), its LDS limit, wave size and fp8 encoding. Nothing here tests an arch name.
-- :func:`compile_flags` / :func:`build_shared` compile sources with the host clang++ into a plain
-  shared library (``-DCKGEN_PLATFORM_EMU``); output is written to a temp file and published with
-  ``os.replace``.
 - :class:`EmuLibrary` loads such a library with ctypes and wraps the emulator's C API
   (buffer registration, last fault, worker threads, LDS bank statistics of the last launch:
   :meth:`EmuLibrary.lds_sites`, one :class:`LdsSiteStats` per lds_load/lds_store call site).
-- :class:`EmuBackend` is the ``emu`` backend of :mod:`ckgen.runtime.api`: it renders the plan's
-  kernel and emu launcher (ckgen.codegen), builds them through the build cache (key: both sources,
-  compiler version, flags, header hashes), loads the library once, registers every numpy operand at
-  its exact byte extent, calls ``ckgen_<kernel>`` and raises :class:`~ckgen.errors.EmulationFault`
-  with the emulator's report on a fault.
+- :class:`EmuBackend` is the ``emu`` driver of :mod:`ckgen.runtime.api`: it builds the plan through the
+  compiler, loads the library once, registers every numpy operand at its exact byte extent, calls
+  ``ckgen_<kernel>`` and raises :class:`~ckgen.errors.EmulationFault` with the emulator's report on a fault.
+- :func:`prebuilt_backend`: a driver running many plans from one library (one host compile).
 """
 
 from __future__ import annotations
 
+import array
 import ctypes
 import os
-import shutil
 import threading
-import time
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ckgen.codegen import render_kernel, render_launchers
-from ckgen.config import Settings, settings
-from ckgen.errors import BuildError, EmulationFault, RuntimeFailure, ToolchainError, option
-from ckgen.files import atomic_output
+from ckgen.backends.base import (
+    ArrayInfo,
+    Backend,
+    Call,
+    byte_bounds,
+    host_argtypes,
+    host_output_maker,
+    new_host_output,
+    numpy_array_info,
+    numpy_fast_operand,
+    pack_slots,
+    packed_entry,
+)
+from ckgen.backends.emu.compiler import build_emu_kernel, build_library
+from ckgen.errors import EmulationFault, RuntimeFailure
 from ckgen.ir.abi import ArgKind
-from ckgen.progress import Steps
-from ckgen.resources import content_hashes, include_flags
-from ckgen.runtime.api import Kernel
-from ckgen.runtime.arrays import poison as poison_array
-from ckgen.targets import amd
-from ckgen.targets.model import Target
-from ckgen.toolchain.cache import get_or_build
-from ckgen.toolchain.tools import first_line, run_tool
-
-#: Host compilers tried in order when CKGEN_HOST_CXX is not set.
-HOST_CXX_CANDIDATES: tuple[str, ...] = ("clang++-19", "clang++-22", "clang++")
-
-BUILTIN_PREFIX = "__builtin_amdgcn_"
+from ckgen.ir.arrays import poison as poison_array
 
 #: status codes (ckgen/status.h)
 CKGEN_SUCCESS = 0
 CKGEN_ERROR_INVALID_VALUE = 1
 CKGEN_ERROR_EMULATION_FAULT = 6
-
-
-def host_compiler(st: Settings | None = None) -> str:
-    """The host clang++ that builds emu libraries (``CKGEN_HOST_CXX`` or the first candidate on PATH)."""
-    st = st or settings()
-    if st.host_cxx:
-        found = shutil.which(st.host_cxx)
-        if not found:
-            raise ToolchainError(f"CKGEN_HOST_CXX = {st.host_cxx}: not found or not executable",
-                                 hint="set CKGEN_HOST_CXX to a clang++ (the emulator needs clang's vector extensions)")
-        return found
-    for name in HOST_CXX_CANDIDATES:
-        found = shutil.which(name)
-        if found:
-            return found
-    raise ToolchainError("no host clang++ found for the emu target (tried " + ", ".join(HOST_CXX_CANDIDATES) + ")",
-                         hint="install clang (e.g. clang-19) or set CKGEN_HOST_CXX")
-
-
-def compiler_version(cxx: str) -> str:
-    """First line of ``cxx --version`` (part of cache keys)."""
-    version = first_line(cxx)
-    if version is None:
-        raise ToolchainError(f"host C++ compiler {cxx} does not run", hint="set CKGEN_HOST_CXX to a clang++")
-    return version
-
-
-def target_builtins(target: Target) -> tuple[str, ...]:
-    """Every matrix builtin the arch has: its table plus instructions the planner never picks (xf32)."""
-
-    instrs = list(target.instructions) + list(amd.XF32_INSTRUCTIONS.get(target.name, ()))
-    return tuple(sorted({i.builtin for i in instrs if i.builtin.startswith(BUILTIN_PREFIX)}))
-
-
-def emu_defines(target: Target) -> list[str]:
-    """Preprocessor flags that make the emulator behave as ``target``."""
-    if target.vendor != "amd":
-        raise ToolchainError(f"the emu target emulates AMD CDNA targets; {target.name} is {target.vendor}",
-                             hint=f"use an AMD arch (see ckgen.targets) with {option('target', 'emu')}")
-
-    flags = ["-DCKGEN_PLATFORM_EMU", "-DCKGEN_EMU_ARCH_RESTRICT",
-             f"-DCKGEN_EMU_WAVE_SIZE={target.wave_size}", f"-DCKGEN_EMU_LDS_BYTES={target.lds_bytes}",
-             f"-DCKGEN_EMU_LDS_BANKS={target.lds_banks}", f"-DCKGEN_EMU_LDS_BANK_BYTES={target.lds_bank_bytes}"]
-    flags += [f"-DCKGEN_EMU_HAS_{b[len(BUILTIN_PREFIX):]}" for b in target_builtins(target)]
-    if amd.FEATURE_FP8_OCP in target.features:
-        flags.append("-DCKGEN_EMU_FP8_OCP")
-    return flags
-
-
-#: Flags for every emu library (the emulator is header-only; -O2 keeps the sanitizers fast).
-BASE_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
-                               "-Wno-psabi")
-
-
-def compile_flags(target: Target, extra: Iterable[str] = (), includes: Sequence[Path] = ()) -> list[str]:
-    """``includes`` are searched before ckgen's own headers."""
-    return [*BASE_FLAGS, *[f"-I{p}" for p in includes], *include_flags(), *emu_defines(target), *extra]
-
-
-def build_shared(sources: Sequence[Path], out: Path, target: Target, extra: Iterable[str] = (),
-                 cxx: str | None = None, includes: Sequence[Path] = ()) -> Path:
-    """Compile ``sources`` into the shared library ``out`` (published atomically). Raises BuildError."""
-    cxx = cxx or host_compiler()
-    out = Path(out)
-    with atomic_output(out, 0o755) as tmp:
-        run_tool([cxx, *compile_flags(target, extra, includes), *[str(s) for s in sources], "-o", str(tmp)],
-                 f"emu build of {out.name}", warn=True)
-    return out
 
 
 @dataclass(frozen=True)
@@ -206,20 +128,6 @@ class EmuLibrary:
         raise RuntimeFailure(f"{what}: status {status}" + (f": {detail}" if detail else ""))
 
 
-# ---------------------------------------------------------------------------------------------- backend
-from ckgen.runtime.api import (  # noqa: E402
-    ArrayInfo,
-    Backend,
-    Call,
-    byte_bounds,
-    host_argtypes,
-    host_output_maker,
-    new_host_output,
-    numpy_array_info,
-    numpy_fast_operand,
-)
-
-
 class EmuKernel:
     """A built emu library and its entry point ``ckgen_<name>``."""
 
@@ -231,6 +139,7 @@ class EmuKernel:
         fn.argtypes = host_argtypes(plan.abi)
         fn.restype = ctypes.c_int
         self.entry = fn
+        self.packed = packed_entry(library.lib, plan.name)
 
 
 _loaded: dict[Path, EmuLibrary] = {}
@@ -246,80 +155,8 @@ def load_library(path: Path) -> EmuLibrary:
         return _loaded[path]
 
 
-def emu_sources(plan) -> tuple[str, str, str]:
-    """(kernel file name, kernel source, launcher source) of one plan on the emu platform."""
-
-    kernel_file = f"{plan.name}.hip"
-    return kernel_file, render_kernel(plan), render_launchers(plan.name, [plan], "emu", kernel_files=[kernel_file])
-
-
-def build_emu_kernel(plan) -> Path:
-    """The cached emu library of ``plan`` (built on a miss)."""
-
-    kernel_file, kernel_src, launcher_src = emu_sources(plan)
-    cxx = host_compiler()
-    flags = compile_flags(plan.target)
-    lib_name = f"lib{plan.name}.so"
-    key_parts = {"kind": "emu-library", "arch": plan.arch, "kernel": kernel_src, "launcher": launcher_src,
-                 "compiler": compiler_version(cxx), "flags": flags, "include": content_hashes()["include"]}
-
-    built: list[bool] = []
-    t0 = time.perf_counter()
-
-    def build(d: Path) -> None:
-        (d / kernel_file).write_text(kernel_src)
-        (d / "launchers.cpp").write_text(launcher_src)
-        build_shared([d / "launchers.cpp"], d / lib_name, plan.target, cxx=cxx)
-        built.append(True)
-
-    entry = get_or_build(key_parts, build)
-    Steps(1).finish(plan.name, f"{plan.arch} emu", not built, time.perf_counter() - t0)
-    return entry / lib_name
-
-
 def _ptr(obj) -> int | None:
     return obj.__array_interface__["data"][0] if obj is not None else None
-
-
-def build_emu_library(plans, stem: str) -> Path:
-    """One cached emu library holding every kernel of ``plans`` (one arch, distinct names): one host compile
-    instead of one per kernel (the emulator headers dominate the compile time)."""
-
-    targets = {p.target for p in plans}
-    if len(targets) != 1 or len({p.name for p in plans}) != len(plans):
-        raise BuildError("build_emu_library: plans of one arch with distinct kernel names")
-    (target,) = targets
-    files = {f"{p.name}.hip": render_kernel(p) for p in plans}
-    launchers = render_launchers(stem, list(plans), "emu", kernel_files=list(files))
-    cxx = host_compiler()
-    flags = compile_flags(target)
-    key_parts = {"kind": "emu-library", "arch": target.name, "kernels": files, "launcher": launchers,
-                 "compiler": compiler_version(cxx), "flags": flags, "include": content_hashes()["include"]}
-
-    def build(d: Path) -> None:
-        for name, text in files.items():
-            (d / name).write_text(text)
-        (d / "launchers.cpp").write_text(launchers)
-        build_shared([d / "launchers.cpp"], d / f"lib{stem}.so", target, cxx=cxx)
-
-    return get_or_build(key_parts, build) / f"lib{stem}.so"
-
-
-def emu_kernels(plans, stem: str = "emu_kernels") -> dict:
-    """name -> :class:`~ckgen.runtime.api.Kernel` for every plan, all in one emu library (see
-    :func:`build_emu_library`)."""
-
-    library = load_library(build_emu_library(plans, stem))
-    lock = threading.Lock()  # one library: one buffer registry and one fault record, so one launch at a time
-
-    class _Prebuilt(EmuBackend):
-        def build(self, plan) -> EmuKernel:
-            kernel = EmuKernel(plan, library)
-            kernel.lock = lock
-            return kernel
-
-    backend = _Prebuilt()
-    return {p.name: Kernel(p, backend) for p in plans}
 
 
 class EmuBackend(Backend):
@@ -365,9 +202,12 @@ class EmuBackend(Backend):
             ws = cache[tid] = np.zeros(max(int(nbytes), 1), np.uint8)
         return ws, ws.__array_interface__["data"][0]
 
+    def fast_template(self, plan, values: list) -> array.array:
+        return pack_slots(plan.abi, values)
+
     def fast_launcher(self, handle: EmuKernel, plan, call: Call):
         names = [a.name for a in plan.abi.tensors] + [plan.abi.workspace.name if plan.abi.workspace else "workspace"]
-        lib, entry, lock = handle.library, handle.entry, handle.lock
+        lib, entry, lock = handle.library, handle.packed, handle.lock
         what = f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})"
         ws_cache = self._workspaces()
 
@@ -377,7 +217,7 @@ class EmuBackend(Backend):
                 for name, arr in zip(names, live, strict=True):
                     if arr is not None and arr.size:
                         lib.register(arr, name)
-                status = entry(*args, None)
+                status = entry(args.buffer_info()[0], None)
                 if status:
                     ws_cache.clear()  # a faulting kernel may leave the workspace dirty
                 lib.check_status(status, what)
@@ -411,3 +251,20 @@ def lds_bank_summary(sites: list[LdsSiteStats]) -> str:
         worst = max(sites, key=lambda s: s.extra_cycles)
         line += f"; worst {worst.where} ({'write' if worst.write else 'read'}, up to {worst.max_ways}-way)"
     return line
+
+
+def prebuilt_backend(plans, stem: str) -> EmuBackend:
+    """An emu driver whose ``build(plan)`` takes each of ``plans`` from one library
+    (:func:`~ckgen.backends.emu.compiler.build_library`: one host compile for all). One library has one buffer
+    registry and one fault record, so its kernels launch one at a time."""
+
+    library = load_library(build_library(stem, plans).library)
+    lock = threading.Lock()
+
+    class _Prebuilt(EmuBackend):
+        def build(self, plan) -> EmuKernel:
+            kernel = EmuKernel(plan, library)
+            kernel.lock = lock
+            return kernel
+
+    return _Prebuilt()

@@ -6,8 +6,8 @@ import pytest
 
 from ckgen.errors import CkgenError, ErrorList, SpecError
 from ckgen.frontend import load_file, load_text
+from ckgen.ir.registry import DEFAULT_OP, get_op, op_names
 from ckgen.ir.types import DType, Layout
-from ckgen.ops import DEFAULT_OP, get_op, op_names
 
 BASE = "A = f16 row B = f16 col C = f16 row tile = 128x128x32 waves = 2x2"
 
@@ -100,6 +100,13 @@ def test_family_names_encode_signs_and_points():
     specs = load_text(f"family f {{ {BASE} alpha in [1, -1, 1.5, -1.5e-3, 15] }}", "t.ck", ("gfx942",))
     assert [s.name for s in specs] == ["f_alpha1", "f_alpham1", "f_alpha1p5", "f_alpham1p5em3", "f_alpha15"]
     assert [s.params.gemm.alpha for s in specs][:2] == [1.0, -1.0]
+
+
+def test_a_family_block_without_alternatives_is_one_numbered_member():
+    text = f"family f {{ {BASE} }}\nfamily f {{ {BASE} alpha = 2 }}\nfamily f {{ {BASE} alpha in [3, 4] }}"
+    specs = load_text(text, "t.ck", ("gfx942",))
+    assert [s.name for s in specs] == ["f_1", "f_2", "f_alpha3", "f_alpha4"]
+    assert {s.family for s in specs} == {"f"}
 
 
 def test_family_members_with_one_name_are_refused():

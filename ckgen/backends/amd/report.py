@@ -14,7 +14,7 @@ kernel listed in the code object's metadata note, from two tools of the toolchai
   its target to itself; the main loop is the one holding the most MFMA instructions (ties: the
   shortest). Only the kernel's own symbol is read: MFMAs in non-inlined callees are not counted.
 
-Occupancy (waves per SIMD) follows the hardware's allocation rules (:mod:`ckgen.toolchain.occupancy`:
+Occupancy (waves per SIMD) follows the hardware's allocation rules (:mod:`ckgen.backends.amd.occupancy`:
 VGPR/AGPR files and granules, SGPRs with VCC/FLAT_SCRATCH/XNACK_MASK and their granule, LDS per CU and
 its granule, barrier-limited workgroups per CU, waves per SIMD); ``occupancy_limiter`` names the binding
 limit. ``sgpr_extra`` is the metadata's SGPR count minus the SGPRs the code names (the special SGPRs).
@@ -31,11 +31,11 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ckgen.backends.amd.llvm import Toolchain
+from ckgen.backends.amd.metadata import kernels_of, read_metadata_text
+from ckgen.backends.amd.occupancy import occupancy, parse_resource_remarks
 from ckgen.errors import BuildError
-from ckgen.targets.model import Target
-from ckgen.toolchain.llvm import Toolchain
-from ckgen.toolchain.metadata import kernels_of, read_metadata_text
-from ckgen.toolchain.occupancy import occupancy, parse_resource_remarks
+from ckgen.ir.target import Target
 
 _FUNC_RE = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
 _INSN_RE = re.compile(r"^\s+([a-z_][a-z0-9_.]*)\b(.*?)\s*//\s*([0-9A-Fa-f]+):[^<]*(?:<([^>+]+)(?:\+0x([0-9a-fA-F]+))?>)?\s*$")

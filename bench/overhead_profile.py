@@ -1,0 +1,83 @@
+"""Where the host time of a prepared call goes: each step of :meth:`ckgen.runtime.api.Kernel.__call__` on a cached
+signature timed alone, for one GEMM kernel (bench/gemm_nv.ck) on tiny bf16 operands, beside the torch calls
+those steps make. A diagnostic for bench/overhead.py (issue 22), not a figure of record.
+
+    python3 bench/overhead_profile.py [--calls 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+GEMM = ("gemm_nv.ck", "bf16_rc_t128_128_32_w22_s4")
+
+
+def median_us(fn, calls: int, batch: int = 200) -> float:
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    clock = time.perf_counter
+    while len(times) < calls:
+        for _ in range(batch):
+            t0 = clock()
+            fn()
+            times.append(clock() - t0)
+        torch.cuda.synchronize()
+    return statistics.median(times) * 1e6
+
+
+def main() -> int:
+    from ckgen.runtime.api import jit
+    from ckgen.runtime.prepared import call_key
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=20000)
+    args = ap.parse_args()
+    a = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16)
+    b = w.t()
+    g = jit(str(HERE / GEMM[0]), kernel=GEMM[1], target="sm_90")
+    g(a, b)
+    g(a, b)
+    (prep,) = g._prepared.values()
+    op = g.backend.fast_operand
+    key, objs, ptrs = call_key(op, (a, b), {})
+    args_ = prep.template.copy()
+    for slot, _li, idx in prep.fill:
+        args_[slot] = ptrs[idx]
+    out = prep.allocs[0][2]()
+    args_[prep.allocs[0][0]] = out.data_ptr()
+    entry = g.handle.entry
+    raw = torch._C._cuda_getCurrentRawStream
+    steps = {
+        "whole call g(a, b)": lambda: g(a, b),
+        "torch.mm(a, b)": lambda: torch.mm(a, b),
+        "call_key (2 operands)": lambda: call_key(op, (a, b), {}),
+        "fast_operand(a)": lambda: op(a),
+        "prep.run (launch included)": lambda: prep.run(objs, ptrs),
+        "output maker (empty_strided)": prep.allocs[0][2],
+        "torch.empty((128,128))": lambda: torch.empty((128, 128), dtype=torch.bfloat16, device="cuda"),
+        "entry(*args, stream) ctypes": lambda: entry(*args_, raw(0)),
+        "raw stream + current device": lambda: (torch._C._cuda_getDevice(), raw(0)),
+        "a.data_ptr()": a.data_ptr,
+        "a.shape, a.stride()": lambda: (a.shape, a.stride()),
+    }
+    print(f"{'step':36} {'median us':>9}")
+    for name, fn in steps.items():
+        print(f"{name:36} {median_us(fn, args.calls):9.2f}")
+    print(f"entry argument count: {len(args_) + 1}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
