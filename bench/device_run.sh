@@ -24,6 +24,8 @@
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
+#   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
+#             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
 #             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
 #             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
@@ -82,6 +84,9 @@ for STAGE in "$@"; do
       echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
       timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
       echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt" ;;
+    layer)
+      timeout 300 python3 bench/layer.py --json "$OUT/layer.json" > "$OUT/layer.txt" 2>&1
+      echo "layer bench rc $?"; tail -8 "$OUT/layer.txt" ;;
     rowops)
       timeout 200 $PYTEST tests/runtime/test_nvidia_rowops.py > "$OUT/pytest_rowops.txt" 2>&1
       echo "pytest -m gpu (rowops) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_rowops.txt" | tail -8

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ckgen import driver  # noqa: E402
+from ckgen.backends.amd import compiler as amd_compiler  # noqa: E402
 from ckgen.errors import CkgenError, ToolchainError  # noqa: E402
 from ckgen.frontend import load_text  # noqa: E402
 from ckgen.lower.pipeline import plan_kernel  # noqa: E402
@@ -99,7 +100,7 @@ def compile_rows(items, jobs: int) -> tuple[list[dict], dict[str, str]]:
             seen.setdefault(name, (name, body, plan))
         entries = list(seen.values())
         with tempfile.TemporaryDirectory() as tmp:
-            result = driver.build_amd(f"calib_{arch}", [p for _, _, p in entries], Path(tmp), jobs)
+            result = amd_compiler.compile_plans(f"calib_{arch}", [p for _, _, p in entries], Path(tmp), jobs)
         for name, body, plan in entries:
             r = result.reports[(plan.name, arch)]
             rows.append({"name": name, "arch": arch, "body": body,

@@ -41,7 +41,8 @@ final override import module main
 
 #: ckgen symbols defined by generated code (templates), besides those the headers declare
 GENERATED_SYMBOLS = frozenset({"ckgen_code_objects", "ckgen_code_object_count", "ckgen_at_least_1",
-                               "ckgen_ceil_div", "ckgen_advance", "ckgen_min64", "ckgen_max64", "ckgen_status_string"})
+                               "ckgen_ceil_div", "ckgen_advance", "ckgen_min64", "ckgen_max64", "ckgen_status_string",
+                               "ckgen_slot"})
 #: prefixes of ckgen's internal C symbol families (the AMD host runtime's, the emulator's)
 GENERATED_PREFIXES = ("ckgen_rt_", "ckgen_emu_")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ckgen import driver
 from ckgen.backends import emu
+from ckgen.backends.amd import compiler as amd_compiler
 from ckgen.errors import ToolchainError
 from ckgen.frontend import load_text
 from ckgen.lower.pipeline import plan_kernel
@@ -59,7 +59,7 @@ def reports():
         pytest.skip(f"no gfx950 toolchain: {exc.message}")
     plans = [_plan(n) for n in sorted(KERNELS)]
     with tempfile.TemporaryDirectory() as tmp:
-        return driver.build_amd("g950", plans, Path(tmp), 2).reports
+        return amd_compiler.compile_plans("g950", plans, Path(tmp), 2).reports
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

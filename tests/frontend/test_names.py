@@ -32,7 +32,8 @@ def refusal(name: str, kind: str = "kernel") -> CkgenError:
     ("ckgen_status_string", "'ckgen'"), ("ckgen_x", "'ckgen'"), ("CKGEN_LDS", "'ckgen'"), ("ckgen", "'ckgen'"),
     ("status_string", "host entry point 'ckgen_status_string'"), ("code_objects", "host entry point"),
     ("__k", "'_'"), ("_K", "'_'"), ("_k", "'_'"), ("k_", "ending in '_'"), ("grid_x_", "ending in '_'"),
-    ("k_cfg", "'_cfg'"), ("hipMalloc", "GPU runtime"), ("cudaFoo", "GPU runtime"), ("cuLaunchX", "GPU runtime"),
+    ("k_cfg", "'_cfg'"),
+    ("k_packed", "'_packed'"), ("hipMalloc", "GPU runtime"), ("cudaFoo", "GPU runtime"), ("cuLaunchX", "GPU runtime"),
     ("k" * (MAX_NAME + 1), "characters long"),
 ])
 def test_reserved_names_are_refused_with_a_caret(name, words):
@@ -46,7 +47,7 @@ def test_reserved_names_are_refused_with_a_caret(name, words):
 
 def test_a_family_whose_members_take_a_bad_name():
     e = refusal("__f", "family")
-    assert "family '__f' names a kernel '__f'" in e.render()
+    assert "family '__f' names a kernel '__f_1'" in e.render()
     long = "f" * (MAX_NAME - 5)
     text = f"target gfx942\nfamily {long} {{ {BODY.replace('tile = 128x128x32', 'tile in [128x128x32, 64x64x32]')} }}"
     with pytest.raises(CkgenError, match="characters long"):

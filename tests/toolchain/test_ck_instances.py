@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ckgen import driver
+from ckgen.backends.amd import compiler as amd_compiler
 from ckgen.errors import CkgenError, ToolchainError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.lower.pipeline import plan_kernel
@@ -70,7 +70,7 @@ def sample_reports():
         pytest.skip(f"no {ARCH} toolchain: {exc.message}")
     accepted, _ = _verdicts(sample(ck_instances()))
     with tempfile.TemporaryDirectory() as tmp:
-        return accepted, driver.build_amd("ck_sample", accepted, Path(tmp), 2).reports
+        return accepted, amd_compiler.compile_plans("ck_sample", accepted, Path(tmp), 2).reports
 
 
 def test_accepted_sample_compiles_without_spills(sample_reports):

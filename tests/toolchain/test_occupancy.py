@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ckgen import driver
+from ckgen.backends.amd import compiler as amd_compiler
 from ckgen.backends.amd.occupancy import occupancy, occupancy_limits, parse_resource_remarks
 from ckgen.errors import ValidationError
 from ckgen.frontend import load_file
@@ -89,7 +89,7 @@ def example_reports(tmp_path_factory):
                     ps.append(plan_kernel(spec, arch))
                 except ValidationError:
                     assert spec.op != "gemm" or arch == "gfx908", (spec.name, arch)  # every GEMM plans on CDNA2+
-        result = driver.build_amd(ex.stem, ps, tmp_path_factory.mktemp(ex.stem), 2)
+        result = amd_compiler.compile_plans(ex.stem, ps, tmp_path_factory.mktemp(ex.stem), 2)
         out += [result.reports[(p.name, p.arch)] for p in ps]
     return out
 

@@ -41,7 +41,7 @@ from ckgen.backends.amd.hip_bindings import (
     _dl_path_of,
     _load,
 )
-from ckgen.backends.amd.host_library import build_amd_library
+from ckgen.backends.amd.host_library import LibraryResult, build_amd_library
 from ckgen.backends.amd.llvm import find_toolchain
 from ckgen.backends.base import BuiltLibrary
 from ckgen.codegen import render_kernel, render_launchers
@@ -50,19 +50,24 @@ from ckgen.targets import get_target
 from ckgen.toolchain.cache import default_cache, get_or_build, scratch_dir
 
 
+def compile_plans(stem: str, plans: Sequence, out_dir: Path, jobs: int = 1,
+                  host_sources: Mapping[str, str] | None = None) -> LibraryResult:
+    """``out_dir/lib<stem>.so`` of AMD ``plans`` (any of their arches) and ``host_sources`` (more host translation
+    units: dispatchers), with everything the build found (code objects, toolchains, reports per (kernel, arch))."""
+    kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
+    return build_amd_library(stem, kernels, render_launchers(stem, list(plans), "amd"),
+                             sorted({p.arch for p in plans}), Path(out_dir), jobs,
+                             extra_sources=dict(host_sources or {}) or None)
+
+
 def build_library(stem: str, plans: Sequence, *, out_dir: Path | None = None, jobs: int = 1,
                   host_sources: Mapping[str, str] | None = None) -> BuiltLibrary:
-    """``lib<stem>.so`` of AMD ``plans`` (any of their arches) and ``host_sources`` (more host translation
-    units: dispatchers), built in ``out_dir`` (a scratch directory when None); resources and reports per
-    (kernel, arch)."""
-
+    """The one build path's AMD step (:func:`ckgen.backends.build_library`): :func:`compile_plans` in ``out_dir``
+    (a scratch directory of the cache when None); resources and reports per (kernel, arch)."""
     if out_dir is None:
         out_dir = scratch_dir("amd-libraries") / stem
         out_dir.mkdir(parents=True, exist_ok=True)
-    kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
-    result = build_amd_library(stem, kernels, render_launchers(stem, list(plans), "amd"),
-                               sorted({p.arch for p in plans}), Path(out_dir), jobs,
-                               extra_sources=dict(host_sources or {}) or None)
+    result = compile_plans(stem, plans, Path(out_dir), jobs, host_sources)
     return BuiltLibrary(result.library, result.resources, result.reports)
 
 

@@ -6,8 +6,8 @@
 //   ckgen_status_string(status)    one line per status code of ckgen/status.h (weak: identical in every library).
 //   ckgen_slot                     one argument of a packed host entry (below).
 //
-// Every kernel k has, beside its host entry ckgen_k(<ABI arguments>, stream), the packed twin
-// ckgen_k_packed(const ckgen_slot* args, void* stream): the same call with the ABI arguments in order, one 8-byte
+// Every kernel has, beside its host entry ckgen_<kernel>(<ABI arguments>, stream), the packed twin
+// ckgen_<kernel>_packed(const ckgen_slot* args, void* stream): the same call with the ABI arguments in order, one 8-byte
 // slot each (a pointer in .p, a size or stride in .i, an int32 scalar in .i32, a float scalar in .f; the last two
 // in the slot's low bytes). A foreign-function call with two arguments costs a fraction of one with a dozen:
 // ckgen's prepared calls (ckgen/runtime/prepared.py) launch through it.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ckgen import driver
+from ckgen.backends.amd import compiler as amd_compiler
 from ckgen.errors import ToolchainError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.lower.pipeline import plan_kernel
@@ -91,7 +91,7 @@ def test_estimate_is_within_20_percent_on_fresh_compiles():
     for arch in sorted({p.arch for p in plans}):
         mine = [p for p in plans if p.arch == arch]
         with tempfile.TemporaryDirectory() as tmp:
-            reports = driver.build_amd(f"fresh_{arch}", mine, Path(tmp), 2).reports
+            reports = amd_compiler.compile_plans(f"fresh_{arch}", mine, Path(tmp), 2).reports
         for p in mine:
             r = reports[(p.name, arch)]
             want = r.vgprs + r.agprs
@@ -143,7 +143,7 @@ def test_large_accumulator_tiles_compile_without_spills(tmp_path, monkeypatch, c
     config.reload()
     try:
         plans = [_plan(body, "gfx942", name) for name, body in LARGE_ACC]
-        result = driver.build_amd("ck256", plans, tmp_path / "out", 2)
+        result = amd_compiler.compile_plans("ck256", plans, tmp_path / "out", 2)
     finally:
         monkeypatch.undo()
         config.reload()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ckgen.backends.amd import compiler as amd_compiler
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import numpy_dtype, random_values, to_float64
 from ckgen.ir.op import relative_error
@@ -183,12 +184,11 @@ def build_amd(out):
     (LibraryResult, plans by (name, arch)), or (None, why) when a compiler is missing."""
     import shutil
 
-    from ckgen import driver
 
     if not any(shutil.which(f"clang++-{m}") for m in range(max(AMD_ARCHES.values()), 30)):
         return None, f"no clang++ >= {max(AMD_ARCHES.values())} installed (tools/install.sh installs clang-22)"
     plans = [plan(n, a) for a in AMD_ARCHES for n in NAMES]
-    return driver.build_amd("rowops_tests", plans, out, 2), {(p.name, p.arch): p for p in plans}
+    return amd_compiler.compile_plans("rowops_tests", plans, out, 2), {(p.name, p.arch): p for p in plans}
 
 
 def build_nvcc(out):

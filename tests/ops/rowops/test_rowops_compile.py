@@ -1,5 +1,5 @@
 """Ladder rung 1 for the row ops: every DSL kernel of tests/ops/rowops/harness.py, planned for gfx942, gfx90a and
-gfx950, compiled into one library by ckgen's own toolchain (``driver.build_amd``: the production flags, the cache,
+gfx950, compiled into one library by ckgen's own toolchain (``ckgen.backends.amd.compiler.compile_plans``: the production flags, the cache,
 the clang ckgen picks: the newest installed, at least the target's minimum), and its sm_90 plan built by nvcc
 (``ckgen.backends.nvidia.compiler``).
 
