@@ -1,9 +1,9 @@
 # Version file for find_package(ckgen <version>). The version is read from the ckgen package this
-# directory belongs to (ckgen/__init__.py), so it never drifts from the Python package.
-#   wheel:    <site-packages>/ckgen/_data/cmake  -> <site-packages>/ckgen/__init__.py
-#   checkout: <repo>/cmake                       -> <repo>/ckgen/__init__.py
+# directory belongs to (ckgen/version.py), so it never drifts from the Python package.
+#   wheel:    <site-packages>/ckgen/_data/cmake  -> <site-packages>/ckgen/version.py
+#   checkout: <repo>/cmake                       -> <repo>/ckgen/version.py
 set(_ckgen_init "")
-foreach(_cand "${CMAKE_CURRENT_LIST_DIR}/../../__init__.py" "${CMAKE_CURRENT_LIST_DIR}/../ckgen/__init__.py")
+foreach(_cand "${CMAKE_CURRENT_LIST_DIR}/../../version.py" "${CMAKE_CURRENT_LIST_DIR}/../ckgen/version.py")
   if(EXISTS "${_cand}")
     set(_ckgen_init "${_cand}")
     break()
