@@ -107,7 +107,7 @@ def test_hiprtc_jit_from_the_wheel(venv):
         pytest.fail("llvm-objdump-19 not found (Debian: apt-get install llvm-19)")
     probe = (
         "import numpy as np\n"
-        "from ckgen.runtime import api, hip as H\n"
+        "from ckgen.runtime import api\nfrom ckgen.backends.amd import driver as H\n"
         f"k = api.jit({str(ROOT / 'examples' / 'gemm_f32.ck')!r}, target='hip', arch='gfx90a')\n"
         "open('k.co', 'wb').write(k.handle.code.data)\n"
         "print(k.handle.code.compiler, k.plan.body.instr.mnemonic)\n"

@@ -155,12 +155,12 @@ class Host:
     """A backend that binds numpy arrays (no build)."""
 
     def array_info(self, obj, what):
-        from ckgen.runtime.api import numpy_array_info
+        from ckgen.backends.base import numpy_array_info
 
         return numpy_array_info(obj, what)
 
     def new_output(self, shape, np_dtype, order, like):
-        from ckgen.runtime.api import new_host_output
+        from ckgen.backends.base import new_host_output
 
         return new_host_output(shape, np_dtype, order)
 
