@@ -1,7 +1,7 @@
 """What an op is: the one description every stage reads (docs/adding-an-op.md).
 
 An op is a package ``ckgen/ops/<op>/`` whose ``OP`` is an :class:`Op`. The stages never name an op; they
-call these methods through the registry (:func:`ckgen.ops.get_op`):
+call these methods through the registry (:func:`ckgen.ir.registry.get_op`):
 
 ================  ==========================================================================================
 stage             what it asks the op

@@ -14,7 +14,7 @@ named by the row's ``header`` (an absolute path), which includes ``rowops_entry.
 trait; the generated kernel includes that header in place of ``rowops_entry.h``, and names it with its sha256 in
 a comment (:func:`header_note`), so that the build cache, which keys a kernel on its source and the package's
 headers, sees a changed outside header. :func:`register` adds such a row; the caller serves its op with a
-:class:`~ckgen.ops.rowops.RowOp` in ``ckgen.ops.REGISTRY`` (docs/adding-an-op.md).
+:class:`~ckgen.ops.rowops.RowOp` in ``ckgen.ir.registry.REGISTRY`` (docs/adding-an-op.md).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def kind_of(op: str, variant: str | None = None) -> RowKind:
 
 def register(kind: RowKind) -> None:
     """Adds ``kind`` to the table: a new op's kind (``kind.op`` a new registry name, served by a
-    ``RowOp(kind.op)`` the caller puts in ``ckgen.ops.REGISTRY``) or an existing op's new variant. Refuses a name
+    ``RowOp(kind.op)`` the caller puts in ``ckgen.ir.registry.REGISTRY``) or an existing op's new variant. Refuses a name
     the table has, and a header that is neither :data:`ENTRY_HEADER` nor an absolute path to a file."""
     if kind.name in KINDS:
         raise ValueError(f"row kind {kind.name} exists")

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import ckgen
-from ckgen import ops
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
+from ckgen.ir import registry as ops
 from ckgen.lower import plan_kernel
 from ckgen.ops.rowops import RowOp, kinds
 from ckgen.ops.rowops.reference import op_values
@@ -45,7 +45,7 @@ kernel mc_i8_lds  { op = meancenter x = f16 y = i8 weight = none bias = none max
 
 @pytest.fixture
 def meancenter(monkeypatch):
-    """The kind registered and its op served (as ckgen.ops.REGISTRY serves an op: a module whose OP it is), for
+    """The kind registered and its op served (as ckgen.ir.registry.REGISTRY serves an op: a module whose OP it is), for
     one test; everything undone after."""
     kinds.register(MEANCENTER)
     module = types.ModuleType("ckgen_test_meancenter")
