@@ -26,6 +26,8 @@
 #   does not start under compute-sanitizer)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
+#   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
+#             bench/elementwise.py: % of copy, x torch eager and x torch.compile, every side graph-timed
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
 #             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
 #             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
@@ -84,6 +86,11 @@ for STAGE in "$@"; do
       echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
       timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
       echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt" ;;
+    elementwise)
+      timeout 200 $PYTEST tests/runtime/test_nvidia_elementwise.py > "$OUT/pytest_elementwise.txt" 2>&1
+      echo "pytest -m gpu (elementwise) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_elementwise.txt" | tail -8
+      timeout 300 python3 bench/elementwise.py --json "$OUT/elementwise.json" > "$OUT/elementwise.txt" 2>&1
+      echo "elementwise bench rc $?"; tail -14 "$OUT/elementwise.txt" ;;
     layer)
       timeout 300 python3 bench/layer.py --json "$OUT/layer.json" > "$OUT/layer.txt" 2>&1
       echo "layer bench rc $?"; tail -8 "$OUT/layer.txt" ;;

@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "softmax": "ckgen.ops.rowops.softmax",
     "layernorm": "ckgen.ops.rowops.layernorm",
     "rmsnorm": "ckgen.ops.rowops.rmsnorm",
+    "elementwise": "ckgen.ops.elementwise",
 }
 
 #: the op of a kernel that does not say ``op = ...`` (the DSL's first op)

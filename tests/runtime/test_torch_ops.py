@@ -18,6 +18,7 @@ kernel trms { op = rmsnorm x = f32 max_cols = 256 }
 kernel tsm { op = softmax x = f32 scale = 0.5 max_cols = 256 }
 kernel tbeta { A = f16 row  B = f16 col  C = f32 row  tile = 64x64x32  waves = 2x2  beta = 1.0 }
 family tfam { A = f16 row  B = f16 col  C = f32 row  tile in [32x32x32]  waves = 1x2  schedule in [tile, splitk(2)] }
+kernel tew { op = elementwise a = f32 b = f32 expr = silu(a) -> mul(b) }
 """
 
 NV_SRC = SRC.replace("target gfx942", "target sm_90").replace("waves = 1x2", "waves = 2x2").replace(
@@ -28,13 +29,13 @@ def _ops(src, target):
     import ckgen
     from ckgen.runtime.torch_ops import torch_op
 
-    return {n: torch_op(ckgen.jit(src, kernel=n, target=target)) for n in ("tg", "trms", "tsm", "tfam")}
+    return {n: torch_op(ckgen.jit(src, kernel=n, target=target)) for n in ("tg", "trms", "tsm", "tfam", "tew")}
 
 
 def _model(ops):
     def model(a, b, bias, w):
         h = ops["tg"](a, b, bias)
-        return ops["trms"](ops["tsm"](h), w) + ops["tfam"](a, b)
+        return ops["tew"](ops["trms"](ops["tsm"](h), w), ops["tfam"](a, b))
     return model
 
 
@@ -50,12 +51,13 @@ def _args(device):
 def _check(ops, device):
     a, b, bias, w = _args(device)
     for name, args in [("tg", (a, b, bias)), ("trms", (a.float(), w[:1].expand(48).contiguous())),
-                       ("tsm", (a.float(),)), ("tfam", (a, b))]:
+                       ("tsm", (a.float(),)), ("tfam", (a, b)), ("tew", (a.float(), a.float() * 2))]:
         torch.library.opcheck(ops[name], args)
     ref = _model(ops)(a, b, bias, w)
     c = a.double() @ b.double() + bias.double()
     sm = torch.softmax(0.5 * c, -1)
-    want = sm / torch.sqrt((sm ** 2).mean(-1, keepdim=True) + 1e-5) * w.double() + a.double() @ b.double()
+    r = sm / torch.sqrt((sm ** 2).mean(-1, keepdim=True) + 1e-5) * w.double()
+    want = r * torch.sigmoid(r) * (a.double() @ b.double())
     assert float((ref.double() - want).abs().max()) < 1e-3
     compiled = torch.compile(_model(ops), fullgraph=True, backend="aot_eager" if device == "cpu" else "inductor")
     assert float((compiled(a, b, bias, w) - ref).abs().max()) < 1e-5

@@ -8,6 +8,7 @@
 // Chain<Ops...> applies Ops left to right; Chain<> is the identity.
 #pragma once
 
+#include "ckgen/blocks/activation.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {
@@ -35,38 +36,25 @@ struct Relu {
   static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
-    return v > 0.0f ? v : 0.0f;
+    return act::relu(v);
   }
 };
 
-#if !defined(CKGEN_HAS_TANH_F32)  // (a platform with a tanh instruction defines its own)
-// tanh from exp only: tanh(y) = sign(y) * (1 - e) / (1 + e), e = exp(-2|y|) in (0, 1]; no overflow
-// for any |y| (e -> 0 gives +-1), NaN propagates.
-CKGEN_DEVICE float tanh_f32(float y) {
-  float a = y < 0.0f ? -y : y;
-  float e = exp_f32(-2.0f * a);
-  float t = (1.0f - e) / (1.0f + e);
-  return y < 0.0f ? -t : t;
-}
-#endif
-
-// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// GELU, tanh form (ckgen/blocks/activation.h).
 struct Gelu {
   static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
-    const float k0 = 0.7978845608028654f;  // sqrt(2/pi)
-    const float k1 = 0.044715f;
-    return 0.5f * x * (1.0f + tanh_f32(k0 * (x + k1 * x * x * x)));
+    return act::gelu_tanh(x);
   }
 };
 
-// SiLU: x * sigmoid(x) = x / (1 + exp(-x)); exp overflow to inf gives -0 for very negative x.
+// SiLU: x * sigmoid(x) (ckgen/blocks/activation.h).
 struct Silu {
   static constexpr bool kReads = false;
   template <class Cfg>
   static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
-    return x / (1.0f + exp_f32(-x));
+    return act::silu(x);
   }
 };
 
