@@ -88,7 +88,9 @@ class Backend(ABC):
     def array_info(self, obj: Any, what: str) -> ArrayInfo: ...
 
     @abstractmethod
-    def new_output(self, shape: tuple[int, ...], np_dtype: np.dtype, order: list[int], like: Any) -> Any: ...
+    def new_output(self, shape: tuple[int, ...], np_dtype: np.dtype, order: list[int], like: Any,
+                   dtype: Any = None) -> Any:
+        """An output of ``shape`` (element type ``dtype``, a DType, stored as ``np_dtype``) on ``like``'s side."""
 
     @abstractmethod
     def launch(self, handle: Any, call: Call) -> None: ...

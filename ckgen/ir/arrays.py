@@ -16,6 +16,12 @@ def numpy_dtype(dt: DType) -> np.dtype:
     return np.dtype(dt.numpy)
 
 
+def torch_dtype_name(dt: DType) -> str:
+    """The name of ``dt``'s torch dtype (``torch.<name>``): bf16 is ``bfloat16``; fp8/bf8 travel as ``uint8``."""
+    return {DType.F16: "float16", DType.BF16: "bfloat16", DType.F32: "float32", DType.F64: "float64",
+            DType.I8: "int8", DType.I32: "int32"}.get(dt, "uint8")
+
+
 def to_bf16(x: np.ndarray) -> np.ndarray:
     """float array -> bf16 bit patterns (uint16), rounded to nearest even."""
     u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)

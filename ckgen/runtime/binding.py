@@ -199,7 +199,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if a.unused or a.name in infos or a.role != "out":
             continue
         shape = shape_of(a, size_values)
-        obj = backend.new_output(shape, numpy_dtype(a.dtype), memory_order(a), like)
+        obj = backend.new_output(shape, numpy_dtype(a.dtype), memory_order(a), like, a.dtype)
         objects[a.name] = obj
         infos[a.name] = backend.array_info(obj, a.name)
         per_tensor[a.name] = _dims_of(plan, a, infos[a.name])

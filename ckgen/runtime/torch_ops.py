@@ -34,7 +34,7 @@ import numpy as np
 
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import ArgKind, split_dim
-from ckgen.ir.arrays import memory_order, numpy_dtype
+from ckgen.ir.arrays import memory_order, torch_dtype_name
 from ckgen.ir.types import DType
 
 _LOCK = threading.Lock()
@@ -75,10 +75,7 @@ def schema(kernel: Any) -> str:
 
 
 def _torch_dtype(torch: Any, d: DType) -> Any:
-    if d == DType.BF16:
-        return torch.bfloat16
-    return {"<f2": torch.float16, "<f4": torch.float32, "|i1": torch.int8, "<i4": torch.int32, "<u2": torch.uint16,
-            "<f8": torch.float64, "|u1": torch.uint8}[np.dtype(numpy_dtype(d)).str]
+    return getattr(torch, torch_dtype_name(d))
 
 
 def fake_outputs(kernel: Any, tensors: dict, sizes: dict) -> list:

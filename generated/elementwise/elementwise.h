@@ -34,7 +34,7 @@ extern "C" {
 
 const char* ckgen_status_string(int status);
 
-/* silu_mul_bf16 (op elementwise): y = silu(a) * b; a bf16, b bf16 -> y bf16; 256 threads x 2 vectors of 8
+/* silu_mul_bf16 (op elementwise): y = silu(a) * b; a bf16, b bf16 -> y bf16; 256 threads x 4 vectors of 8
  * y = silu(a) * b
  *   a: rows x cols
  *   b: rows x cols
@@ -49,7 +49,7 @@ const char* ckgen_status_string(int status);
  */
 int ckgen_silu_mul_bf16(const void* a, const void* b, const void* c, void* y, int64_t rows, int64_t cols, int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t stride_y, void* stream);
 
-/* bias_gelu_f32_bf16 (op elementwise): y = gelu((a + b)); a f32, b f32 (one row) -> y bf16; 256 threads x 2 vectors of 4
+/* bias_gelu_f32_bf16 (op elementwise): y = gelu((a + b)); a f32, b f32 (one row) -> y bf16; 256 threads x 4 vectors of 4
  * y = gelu((a + b))
  *   a: rows x cols
  *   b: rows x cols, or one row of cols broadcast over the rows
@@ -64,7 +64,7 @@ int ckgen_silu_mul_bf16(const void* a, const void* b, const void* c, void* y, in
  */
 int ckgen_bias_gelu_f32_bf16(const void* a, const void* b, const void* c, void* y, int64_t rows, int64_t cols, int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t stride_y, void* stream);
 
-/* residual_add_bf16 (op elementwise): y = a + b; a bf16, b bf16 -> y bf16; 256 threads x 2 vectors of 8
+/* residual_add_bf16 (op elementwise): y = a + b; a bf16, b bf16 -> y bf16; 256 threads x 4 vectors of 8
  * y = a + b
  *   a: rows x cols
  *   b: rows x cols

@@ -16,7 +16,7 @@
 }
 
 
-// silu_mul_bf16: y = silu(a) * b; a bf16, b bf16 -> y bf16; 256 threads x 2 vectors of 8
+// silu_mul_bf16: y = silu(a) * b; a bf16, b bf16 -> y bf16; 256 threads x 4 vectors of 8
 CKGEN_API int ckgen_silu_mul_bf16(const void* a, const void* b, const void* c, void* y, int64_t rows, int64_t cols, int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t stride_y, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -27,7 +27,7 @@ CKGEN_API int ckgen_silu_mul_bf16(const void* a, const void* b, const void* c, v
   if (!a && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!b && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  const int64_t grid_x_ = ckgen_ceil_div(cols, 4096), grid_y_ = rows, grid_z_ = 1;
+  const int64_t grid_x_ = ckgen_ceil_div(cols, 8192), grid_y_ = rows, grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along rows
     const int64_t step_ = 65535LL * 1;
     for (int64_t off_ = 0; off_ < rows; off_ += step_) {
@@ -57,7 +57,7 @@ CKGEN_API int ckgen_silu_mul_bf16_packed(const ckgen_slot* args, void* stream) {
   return ckgen_silu_mul_bf16(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }
 
-// bias_gelu_f32_bf16: y = gelu((a + b)); a f32, b f32 (one row) -> y bf16; 256 threads x 2 vectors of 4
+// bias_gelu_f32_bf16: y = gelu((a + b)); a f32, b f32 (one row) -> y bf16; 256 threads x 4 vectors of 4
 CKGEN_API int ckgen_bias_gelu_f32_bf16(const void* a, const void* b, const void* c, void* y, int64_t rows, int64_t cols, int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t stride_y, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -68,7 +68,7 @@ CKGEN_API int ckgen_bias_gelu_f32_bf16(const void* a, const void* b, const void*
   if (!a && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!b && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  const int64_t grid_x_ = ckgen_ceil_div(cols, 2048), grid_y_ = rows, grid_z_ = 1;
+  const int64_t grid_x_ = ckgen_ceil_div(cols, 4096), grid_y_ = rows, grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along rows
     const int64_t step_ = 65535LL * 1;
     for (int64_t off_ = 0; off_ < rows; off_ += step_) {
@@ -98,7 +98,7 @@ CKGEN_API int ckgen_bias_gelu_f32_bf16_packed(const ckgen_slot* args, void* stre
   return ckgen_bias_gelu_f32_bf16(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }
 
-// residual_add_bf16: y = a + b; a bf16, b bf16 -> y bf16; 256 threads x 2 vectors of 8
+// residual_add_bf16: y = a + b; a bf16, b bf16 -> y bf16; 256 threads x 4 vectors of 8
 CKGEN_API int ckgen_residual_add_bf16(const void* a, const void* b, const void* c, void* y, int64_t rows, int64_t cols, int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t stride_y, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (cols < 0 || cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -109,7 +109,7 @@ CKGEN_API int ckgen_residual_add_bf16(const void* a, const void* b, const void* 
   if (!a && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!b && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  const int64_t grid_x_ = ckgen_ceil_div(cols, 4096), grid_y_ = rows, grid_z_ = 1;
+  const int64_t grid_x_ = ckgen_ceil_div(cols, 8192), grid_y_ = rows, grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along rows
     const int64_t step_ = 65535LL * 1;
     for (int64_t off_ = 0; off_ < rows; off_ += step_) {

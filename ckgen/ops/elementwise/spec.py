@@ -41,7 +41,7 @@ KEYS = (
     Key("vec", "1 | 2 | 4 | 8 | 16 elements per vector access (at most 16 bytes of each tensor)",
         default_text="16 bytes of the widest tensor"),
     Key("threads", f"{' | '.join(map(str, THREADS))} threads per workgroup", default_text="256"),
-    Key("unroll", "1..8 vectors per thread in flight", default_text="2"),
+    Key("unroll", "1..8 vectors per thread in flight", default_text="4"),
 )
 
 
@@ -153,6 +153,6 @@ def build_params(values: dict[str, Value], ctx: BuildContext) -> EwParams:
         if threads not in THREADS:
             raise V.err(f"threads = {threads}: not a legal workgroup", values["threads"].span,
                         f"legal: {', '.join(map(str, THREADS))}")
-    unroll = V.integer(values["unroll"], "unroll", 1, 8) if "unroll" in values else 2
+    unroll = V.integer(values["unroll"], "unroll", 1, 8) if "unroll" in values else 4
     y = _dtype(values["y"], "y") if "y" in values else a
     return EwParams(a, b, c, y, broadcast, steps, vec, threads, unroll)

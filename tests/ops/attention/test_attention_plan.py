@@ -159,7 +159,7 @@ class Host:
 
         return numpy_array_info(obj, what)
 
-    def new_output(self, shape, np_dtype, order, like):
+    def new_output(self, shape, np_dtype, order, like, dtype=None):
         from ckgen.backends.base import new_host_output
 
         return new_host_output(shape, np_dtype, order)

@@ -62,7 +62,7 @@ def test_refusals_point_at_the_problem(body, words):
 
 def test_vectors_are_16_bytes_of_the_widest_tensor():
     p = plan_kernel(spec("a = bf16 b = f32 y = bf16 expr = add(a, b)"), get_target("gfx942"))
-    assert p.body.vec == 4 and p.launch.grid[0].per == 256 * 4 * 2
+    assert p.body.vec == 4 and p.launch.grid[0].per == 256 * 4 * 4
     p = plan_kernel(spec("a = f16 expr = neg(a) threads = 128 unroll = 4"), get_target("sm_90"))
     assert (p.body.vec, p.body.threads, p.body.unroll) == (8, 128, 4)
 

@@ -8,7 +8,7 @@
 //                    thread in flight
 // Launch: grid.x = ceil(cols / (kThreads * kVec * kUnroll)) column chunks, grid.y = rows (one row per workgroup
 // row; the host splits more than 65535 rows into consecutive launches, moving the row pointers). Strides are
-// elements between rows (a row vector's is unused). Rows whose pointers and strides keep every vector aligned go
+// elements between rows (0: one row broadcast over all). Rows whose starts keep every vector aligned go
 // by vectors; others, and the last cols % kVec columns, element by element. Nothing past cols is read or written.
 #pragma once
 
@@ -23,36 +23,25 @@ CKGEN_DEVICE bool aligned(const T* row) {
   return reinterpret_cast<unsigned long long>(row) % alignof(vec<T, kVec>) == 0;
 }
 
-template <class T, int kVec>
-CKGEN_DEVICE void load(const T* p, float* out) {
-  const vec<T, kVec> v = gload(reinterpret_cast<const vec<T, kVec>*>(p));
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) out[e] = to_float(v.v[e]);
-}
-
 // The row of one input (NULL stays NULL; a broadcast row has stride 0).
 template <class T>
 CKGEN_DEVICE const T* row_of(const T* base, long long row, long long stride) {
   return base == nullptr ? base : base + row * stride;
 }
 
-// kVec elements from column col of each input row, then y.
-template <class Cfg>
-CKGEN_DEVICE void vector_step(const typename Cfg::TA* a, const typename Cfg::TB* b, const typename Cfg::TC* c,
-                              typename Cfg::TY* y, long long col) {
-  constexpr int kVec = Cfg::kVec;
-  float in[3][kVec] = {};
-  load<typename Cfg::TA, kVec>(a + col, in[0]);
-  if constexpr (Cfg::kHasB) load<typename Cfg::TB, kVec>(b + col, in[1]);
-  if constexpr (Cfg::kHasC) load<typename Cfg::TC, kVec>(c + col, in[2]);
-  vec<typename Cfg::TY, kVec> out;
+// One thread's vectors of one input: kUnroll vectors of kVec elements, loaded before any is used, so that every
+// load of the chunk is in flight at once (a store to y, which may alias an input, would otherwise order them).
+template <class T, int kVec, int kUnroll>
+struct Vectors {
+  vec<T, kVec> v[kUnroll];
+
+  CKGEN_DEVICE void load(const T* row, const long long* col, int full) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) {
-    const float v[3] = {in[0][e], in[1][e], in[2][e]};
-    out.v[e] = from_float<typename Cfg::TY>(Cfg::Expr::eval(v));
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < full) v[u] = gload(reinterpret_cast<const vec<T, kVec>*>(row + col[u]));
   }
-  gstore(reinterpret_cast<vec<typename Cfg::TY, kVec>*>(y + col), out);
-}
+  CKGEN_DEVICE float at(int u, int e) const { return to_float(v[u].v[e]); }
+};
 
 // Columns [col, end) one element at a time.
 template <class Cfg>
@@ -65,30 +54,54 @@ CKGEN_DEVICE void scalar_steps(const typename Cfg::TA* a, const typename Cfg::TB
   }
 }
 
+// Whether every vector of these rows is aligned for one vector access (a row's start: the chunks are whole vectors).
+template <class Cfg>
+CKGEN_DEVICE bool rows_aligned(const typename Cfg::TA* a, const typename Cfg::TB* b, const typename Cfg::TC* c,
+                               const typename Cfg::TY* y) {
+  constexpr int kVec = Cfg::kVec;
+  return aligned<typename Cfg::TA, kVec>(a) && aligned<typename Cfg::TY, kVec>(y) &&
+         (!Cfg::kHasB || aligned<typename Cfg::TB, kVec>(b)) && (!Cfg::kHasC || aligned<typename Cfg::TC, kVec>(c));
+}
+
 template <class Cfg>
 CKGEN_DEVICE void elementwise_forward(const typename Cfg::TA* a, const typename Cfg::TB* b,
                                       const typename Cfg::TC* c, typename Cfg::TY* y, long long rows,
                                       long long cols, long long stride_a, long long stride_b, long long stride_c,
                                       long long stride_y) {
-  constexpr int kVec = Cfg::kVec;
+  constexpr int kVec = Cfg::kVec, kUnroll = Cfg::kUnroll;
   const long long row = block_id(1);
   if (row >= rows) return;
   const auto* ar = row_of(a, row, stride_a);
   const auto* br = row_of(Cfg::kHasB ? b : nullptr, row, stride_b);
   const auto* cr = row_of(Cfg::kHasC ? c : nullptr, row, stride_c);
   auto* yr = y + row * stride_y;
-  const bool vectors = aligned<typename Cfg::TA, kVec>(ar) && aligned<typename Cfg::TY, kVec>(yr) &&
-                       (!Cfg::kHasB || aligned<typename Cfg::TB, kVec>(br)) &&
-                       (!Cfg::kHasC || aligned<typename Cfg::TC, kVec>(cr));
-  const long long chunk = static_cast<long long>(block_id(0)) * Cfg::kThreads * kVec * Cfg::kUnroll;
+  const long long chunk = static_cast<long long>(block_id(0)) * Cfg::kThreads * kVec * kUnroll;
+  long long col[kUnroll];
+  int full = 0;  // the leading vectors that lie wholly inside the row (aligned rows only)
+  const bool vectors = rows_aligned<Cfg>(ar, br, cr, yr);
 #pragma unroll
-  for (int u = 0; u < Cfg::kUnroll; ++u) {
-    const long long col = chunk + (static_cast<long long>(u) * Cfg::kThreads + thread_id()) * kVec;
-    if (col >= cols) break;
-    if (vectors && col + kVec <= cols) {
-      vector_step<Cfg>(ar, br, cr, yr, col);
-    } else {
-      scalar_steps<Cfg>(ar, br, cr, yr, col, col + kVec < cols ? col + kVec : cols);
+  for (int u = 0; u < kUnroll; ++u) {
+    col[u] = chunk + (static_cast<long long>(u) * Cfg::kThreads + thread_id()) * kVec;
+    if (vectors && col[u] + kVec <= cols && full == u) full = u + 1;
+  }
+  Vectors<typename Cfg::TA, kVec, kUnroll> va;
+  Vectors<typename Cfg::TB, kVec, kUnroll> vb;
+  Vectors<typename Cfg::TC, kVec, kUnroll> vc;
+  va.load(ar, col, full);
+  if constexpr (Cfg::kHasB) vb.load(br, col, full);
+  if constexpr (Cfg::kHasC) vc.load(cr, col, full);
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    if (u < full) {
+      vec<typename Cfg::TY, kVec> out;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float v[3] = {va.at(u, e), Cfg::kHasB ? vb.at(u, e) : 0.0f, Cfg::kHasC ? vc.at(u, e) : 0.0f};
+        out.v[e] = from_float<typename Cfg::TY>(Cfg::Expr::eval(v));
+      }
+      gstore(reinterpret_cast<vec<typename Cfg::TY, kVec>*>(yr + col[u]), out);
+    } else if (col[u] < cols) {
+      scalar_steps<Cfg>(ar, br, cr, yr, col[u], col[u] + kVec < cols ? col[u] + kVec : cols);
     }
   }
 }
