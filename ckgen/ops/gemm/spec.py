@@ -286,7 +286,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
     batched = V.boolean(v["batched"], "batched") if "batched" in v else False
     if batched and mode != "dense":
         raise V.err(f"mode = {mode}: a {mode} kernel is not batched", v["mode"].span,
-                    "leave out batched = true (the groups are the batch), or write mode = dense")
+                    "legal: mode = grouped or masked without batched = true (the groups are the batch), "
+                    "or batched = true with mode = dense")
     index = DType.I32
     if "index" in v:
         index = V.dtype(v["index"], "index")

@@ -54,49 +54,55 @@ CKGEN_DEVICE long long row_offset(int row, long long ld) {
   return kRowMajor ? static_cast<long long>(row) * ld : static_cast<long long>(row);
 }
 
-// Groups by cumulative end offsets: rows(g) for g = 0, 1, ... in order; first() the first row of the last one.
+// Groups by cumulative end offsets: group g is rows [r0, r1) of the matrices, r0 = group g-1's end.
 template <class TI>
 struct ByOffsets {
   const TI* ends;
   int M;
-  int row0 = 0, row1 = 0;
-  CKGEN_DEVICE int rows(int g) {
-    row0 = row1;
-    row1 = clamped(ends, g, row0, M);
-    return row1 - row0;
+  CKGEN_DEVICE void next(int g, int prev_end, int& r0, int& r1) const {
+    r0 = prev_end;
+    r1 = clamped(ends, g, prev_end, M);
   }
 };
 
-// Groups of a fixed capacity M with a count each.
+// Groups of a fixed capacity M with a count each: group g is rows [0, counts[g]) of its item.
 template <class TI>
 struct ByCounts {
   const TI* counts;
   int M;
-  CKGEN_DEVICE int rows(int g) { return clamped(counts, g, 0, M); }
+  CKGEN_DEVICE void next(int g, int /*prev_end*/, int& r0, int& r1) const {
+    r0 = 0;
+    r1 = clamped(counts, g, 0, M);
+  }
 };
 
-// Walk this workgroup's tiles: visit(g, rows, m0, n0) for each, in order. Groups::rows(g) is called once per
-// group, in order, until the workgroup's last tile.
+// Walk this workgroup's tiles: visit(g, r0, rows, m0, n0) for each, in order; a barrier between two (the last
+// tile's LDS reads are done before the next one starts). Groups::next(g, ...) is called once per group, in order,
+// until the workgroup's last tile.
 template <class Cfg, class Groups, class Visit>
-CKGEN_DEVICE void walk(Groups& groups_of, int groups, int N, Visit&& visit) {
+CKGEN_DEVICE void walk(const Groups& groups_of, int groups, int N, Visit&& visit) {
   const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
-  const int step = grid_dim(0);
   if (groups <= 0 || tiles_n <= 0) return;
-  int g = 0;
-  int rows = groups_of.rows(0);
-  int tile0 = 0;  // tiles of the groups before g
-  int tiles = (rows + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
-  for (int t = block_id(0);; t += step) {
+  int g = 0, tile0 = 0, r0, r1;  // group g: rows [r0, r1), tiles [tile0, tile0 + tiles) of the sequence
+  groups_of.next(0, 0, r0, r1);
+  int tiles = (r1 - r0 + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
+  for (int t = block_id(0);; t += grid_dim(0)) {
     while (t >= tile0 + tiles) {
       if (++g >= groups) return;
       tile0 += tiles;
-      rows = groups_of.rows(g);
-      tiles = (rows + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
+      groups_of.next(g, r1, r0, r1);
+      tiles = (r1 - r0 + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
     }
+    if (t >= grid_dim(0)) barrier();
     const int local = t - tile0;
-    visit(g, rows, (local / tiles_n) * Cfg::kTileM, (local % tiles_n) * Cfg::kTileN);
+    visit(g, r0, r1 - r0, (local / tiles_n) * Cfg::kTileM, (local % tiles_n) * Cfg::kTileN);
   }
 }
+
+// The sizes a tile's body gets, recomputed per tile from opaque values (ckgen/types.h): what the body derives
+// from them is then not hoisted out of the walk as scalar state live across every tile, which would push the
+// kernel past the SGPR budget.
+CKGEN_DEVICE int per_tile(int x) { return CKGEN_UNIFORM(opaque(x)); }
 
 // Whether the Cfg's epilogue has a per-row bias (else a bias is per column, or none).
 template <class Cfg>
@@ -107,15 +113,10 @@ template <class Cfg, class TI>
 CKGEN_DEVICE void grouped(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                           const typename Cfg::TBias* bias, const TI* offsets, int M, int N, int K, int groups,
                           long long lda, long long ldb, long long ldc, long long stride_b, long long stride_bias) {
-  ByOffsets<TI> by{offsets, M};
-  bool first = true;
-  walk<Cfg>(by, groups, N, [&](int g, int rows, int m0, int n0) {
-    if (!first) barrier();  // the previous tile's LDS reads are done
-    first = false;
-    const int r0 = by.row0;
+  walk<Cfg>(ByOffsets<TI>{offsets, M}, groups, N, [&](int g, int r0, int rows, int m0, int n0) {
     const typename Cfg::TBias* bg = bias == nullptr ? bias : kBiasRow<Cfg> ? bias + r0 : bias + g * stride_bias;
     tile<Cfg>(A + row_offset<Cfg::kARowMajor>(r0, lda), B + g * stride_b, C + row_offset<Cfg::kCRowMajor>(r0, ldc),
-              bg, rows, N, K, lda, ldb, ldc, m0, n0);
+              bg, rows, per_tile(N), per_tile(K), lda, ldb, ldc, m0, n0);
   });
 }
 
@@ -125,14 +126,10 @@ CKGEN_DEVICE void masked(const typename Cfg::TA* A, const typename Cfg::TB* B, t
                          const typename Cfg::TBias* bias, const TI* counts, int M, int N, int K, int groups,
                          long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
                          long long stride_c, long long stride_bias) {
-  ByCounts<TI> by{counts, M};
-  bool first = true;
-  walk<Cfg>(by, groups, N, [&](int g, int rows, int m0, int n0) {
-    if (!first) barrier();
-    first = false;
+  walk<Cfg>(ByCounts<TI>{counts, M}, groups, N, [&](int g, int /*r0*/, int rows, int m0, int n0) {
     const long long gl = g;
     tile<Cfg>(A + gl * stride_a, B + gl * stride_b, C + gl * stride_c, bias == nullptr ? bias : bias + gl * stride_bias,
-              rows, N, K, lda, ldb, ldc, m0, n0);
+              rows, per_tile(N), per_tile(K), lda, ldb, ldc, m0, n0);
   });
 }
 
