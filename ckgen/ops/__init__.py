@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "softmax": "ckgen.ops.rowops.softmax",
     "layernorm": "ckgen.ops.rowops.layernorm",
     "rmsnorm": "ckgen.ops.rowops.rmsnorm",
+    "moe_routing": "ckgen.ops.moe_routing",
 }
 
 #: the op of a kernel that does not say ``op = ...`` (the DSL's first op)
