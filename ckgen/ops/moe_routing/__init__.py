@@ -53,7 +53,8 @@ class MoeRoutingOp(Op):
         constants = [("int", "kExperts", str(max(1, r.experts))), ("int", "kTopK", str(r.top_k)),
                      ("int", "kThreads", str(b.threads)), ("bool", "kSigmoid", _bool(r.score == "sigmoid")),
                      ("bool", "kRenormalize", _bool(r.renormalize)), ("int", "kGroups", str(r.expert_groups)),
-                     ("int", "kTopGroups", str(r.top_groups)), ("bool", "kCorrection", _bool(r.correction))]
+                     ("int", "kTopGroups", str(r.top_groups)), ("bool", "kCorrection", _bool(r.correction)),
+                     ("int", "kLdsBytes", "0")]  # (dynamic shared memory: none; the sort's LDS is static)
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl,
                 "notes": [f"stage {r.stage}; {b.threads} threads."]}
 
