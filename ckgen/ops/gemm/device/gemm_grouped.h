@@ -20,6 +20,7 @@
 #pragma once
 
 #include "ckgen/platform.h"
+#include "gemm_group_walk.h"
 #if defined(CKGEN_PLATFORM_CUDA)
 #include "gemm_mma_sm90.h"
 #else
@@ -41,61 +42,15 @@ CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typenam
 #endif
 }
 
-// Entry g of an index tensor (int32 or int64), clamped to lo..hi, the same in every lane.
-template <class TI>
-CKGEN_DEVICE int clamped(const TI* p, int g, int lo, int hi) {
-  const long long v = static_cast<long long>(gload(p + g));
-  return CKGEN_UNIFORM(static_cast<int>(v < lo ? lo : (v > hi ? hi : v)));
-}
-
-// The offset of a group's first row in a matrix of leading dimension ld.
-template <bool kRowMajor>
-CKGEN_DEVICE long long row_offset(int row, long long ld) {
-  return kRowMajor ? static_cast<long long>(row) * ld : static_cast<long long>(row);
-}
-
-// Groups by cumulative end offsets: group g is rows [r0, r1) of the matrices, r0 = group g-1's end.
-template <class TI>
-struct ByOffsets {
-  const TI* ends;
-  int M;
-  CKGEN_DEVICE void next(int g, int prev_end, int& r0, int& r1) const {
-    r0 = prev_end;
-    r1 = clamped(ends, g, prev_end, M);
-  }
-};
-
-// Groups of a fixed capacity M with a count each: group g is rows [0, counts[g]) of its item.
-template <class TI>
-struct ByCounts {
-  const TI* counts;
-  int M;
-  CKGEN_DEVICE void next(int g, int /*prev_end*/, int& r0, int& r1) const {
-    r0 = 0;
-    r1 = clamped(counts, g, 0, M);
-  }
-};
-
-// Walk this workgroup's tiles: visit(g, r0, rows, m0, n0) for each, in order; a barrier between two (the last
-// tile's LDS reads are done before the next one starts). Groups::next(g, ...) is called once per group, in order,
-// until the workgroup's last tile.
+// Walk this workgroup's tiles (gemm_group_walk.h): visit(tile) for each, in order; a barrier between two (the
+// last tile's LDS reads are done before the next one starts).
 template <class Cfg, class Groups, class Visit>
 CKGEN_DEVICE void walk(const Groups& groups_of, int groups, int N, Visit&& visit) {
-  const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
-  if (groups <= 0 || tiles_n <= 0) return;
-  int g = 0, tile0 = 0, r0, r1;  // group g: rows [r0, r1), tiles [tile0, tile0 + tiles) of the sequence
-  groups_of.next(0, 0, r0, r1);
-  int tiles = (r1 - r0 + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
-  for (int t = block_id(0);; t += grid_dim(0)) {
-    while (t >= tile0 + tiles) {
-      if (++g >= groups) return;
-      tile0 += tiles;
-      groups_of.next(g, r1, r0, r1);
-      tiles = (r1 - r0 + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
-    }
+  if (groups <= 0 || N <= 0) return;
+  GroupCursor<Cfg, Groups> cursor(groups_of, groups, N);
+  for (int t = block_id(0); cursor.seek(t); t += grid_dim(0)) {
     if (t >= grid_dim(0)) barrier();
-    const int local = t - tile0;
-    visit(g, r0, r1 - r0, (local / tiles_n) * Cfg::kTileM, (local % tiles_n) * Cfg::kTileN);
+    visit(cursor.at(t));
   }
 }
 
@@ -103,6 +58,12 @@ CKGEN_DEVICE void walk(const Groups& groups_of, int groups, int N, Visit&& visit
 // from them is then not hoisted out of the walk as scalar state live across every tile, which would push the
 // kernel past the SGPR budget.
 CKGEN_DEVICE int per_tile(int x) { return CKGEN_UNIFORM(opaque(x)); }
+
+// The offset of a group's first row in a matrix of leading dimension ld.
+template <bool kRowMajor>
+CKGEN_DEVICE long long row_offset(int row, long long ld) {
+  return kRowMajor ? static_cast<long long>(row) * ld : static_cast<long long>(row);
+}
 
 // Whether the Cfg's epilogue has a per-row bias (else a bias is per column, or none).
 template <class Cfg>
@@ -113,10 +74,11 @@ template <class Cfg, class TI>
 CKGEN_DEVICE void grouped(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                           const typename Cfg::TBias* bias, const TI* offsets, int M, int N, int K, int groups,
                           long long lda, long long ldb, long long ldc, long long stride_b, long long stride_bias) {
-  walk<Cfg>(ByOffsets<TI>{offsets, M}, groups, N, [&](int g, int r0, int rows, int m0, int n0) {
+  walk<Cfg>(ByOffsets<TI>{offsets, M}, groups, N, [&](const GroupTile& tl) {
+    const int g = tl.g, r0 = tl.row0;
     const typename Cfg::TBias* bg = bias == nullptr ? bias : kBiasRow<Cfg> ? bias + r0 : bias + g * stride_bias;
     tile<Cfg>(A + row_offset<Cfg::kARowMajor>(r0, lda), B + g * stride_b, C + row_offset<Cfg::kCRowMajor>(r0, ldc),
-              bg, rows, per_tile(N), per_tile(K), lda, ldb, ldc, m0, n0);
+              bg, tl.rows, per_tile(N), per_tile(K), lda, ldb, ldc, tl.m0, tl.n0);
   });
 }
 
@@ -126,10 +88,10 @@ CKGEN_DEVICE void masked(const typename Cfg::TA* A, const typename Cfg::TB* B, t
                          const typename Cfg::TBias* bias, const TI* counts, int M, int N, int K, int groups,
                          long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
                          long long stride_c, long long stride_bias) {
-  walk<Cfg>(ByCounts<TI>{counts, M}, groups, N, [&](int g, int /*r0*/, int rows, int m0, int n0) {
-    const long long gl = g;
+  walk<Cfg>(ByCounts<TI>{counts, M}, groups, N, [&](const GroupTile& tl) {
+    const long long gl = tl.g;
     tile<Cfg>(A + gl * stride_a, B + gl * stride_b, C + gl * stride_c, bias == nullptr ? bias : bias + gl * stride_bias,
-              rows, per_tile(N), per_tile(K), lda, ldb, ldc, m0, n0);
+              tl.rows, per_tile(N), per_tile(K), lda, ldb, ldc, tl.m0, tl.n0);
   });
 }
 
