@@ -1,6 +1,7 @@
 // Grouped GEMM kernels for bench/moe.py (sm_90, bf16, A row-major tokens sorted by expert, B per expert as
 // nn.Linear weights: N x K, i.e. col-major K x N, as torch._grouped_mm takes them). One persistent launch each;
-// on sm_90 the grouped mode runs the portable mma.sync body per tile (no Hopper TMA body for it yet).
+// the first three also get the Hopper body (TMA + wgmma, walking the groups), the 16-row decode tile the
+// portable mma.sync body only.
 target sm_90
 
 kernel moe_g_t128_256_64_w24_s4 {

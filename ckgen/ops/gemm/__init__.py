@@ -88,8 +88,10 @@ class GemmOp(Op):
                       ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
         if b.schedule is not None:
             constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
-        if b.grouping is not None:  # device/gemm_grouped.h: where a bias starts for a group
-            constants.append(("bool", "kBiasRow", _bool(g.bias_axis == "row")))
+        if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts
+            types.append(("TIndex", g.index.cpp))
+            constants += [("int", "kGroupMode", "1" if g.mode == "grouped" else "2"),
+                          ("bool", "kBiasRow", _bool(g.bias_axis == "row"))]
         notes = [f"instruction {i.mnemonic}; LDS {lds.total_bytes} bytes in {lds.buffers} buffer(s); "
                  f"{plan.threads} threads."]
         if b.schedule is not None:
@@ -100,7 +102,8 @@ class GemmOp(Op):
         return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
-                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY",
+                "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
+                              "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY"),
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
                 # default cap spilled the split-K fix-up's state)
                 "workgroups_per_cu": 1 if b.schedule is not None else 0}

@@ -173,8 +173,10 @@ def grouped_tiles_expr(spec: KernelSpec) -> E.Expr:
     return E.mul(rows, E.cdiv("N", tn))
 
 
-def grouped_launch(spec: KernelSpec, threads: int, workers: int) -> Launch:
+def grouped_launch(spec: KernelSpec, threads: int, workers: int, tma: bool = False) -> Launch:
     """A persistent grid of at most ``workers`` workgroups (never more than the tiles' bound) that walk every
-    group's tiles (device/gemm_grouped.h)."""
+    group's tiles (device/gemm_grouped.h). With the Hopper body the host entry first tries it
+    (ops/gemm/tma_grouped_launch.cpp.j2)."""
     return Launch(threads=threads, grid=(GridDim(expr="workers"), GridDim(), GridDim()),
-                  values=(("workers", E.emax(1, E.emin(workers, grouped_tiles_expr(spec)))),))
+                  values=(("workers", E.emax(1, E.emin(workers, grouped_tiles_expr(spec)))),),
+                  prelaunch="gemm/tma_grouped_launch.cpp.j2" if tma else None)

@@ -1,7 +1,8 @@
 """The GEMM's grouped and masked modes (mixture of experts): the planning pass and the persistent grid.
 
 ``mode = grouped | masked`` (:mod:`ckgen.ops.gemm.abi` has the layouts) runs every group's tiles in one
-persistent launch: ``device/gemm_grouped.h`` walks them, calling the platform's portable body per tile. The grid
+persistent launch: ``device/gemm_grouped.h`` walks them (``device/gemm_group_walk.h``), calling the platform's
+portable body per tile; on sm_90 the Hopper body (``device/gemm_sm90_tma.h``) walks them the same way. The grid
 is at most :func:`workers` workgroups (the target's CUs times the workgroups one CU holds by LDS, at most
 :data:`CTAS_PER_CU`), never more than the bound on the call's tiles (``abi.grouped_tiles_expr``).
 """
@@ -41,14 +42,14 @@ def workers(target, lds_bytes: int) -> int:
 
 def plan_groups(d) -> None:
     """Grouped / masked kernels: the tile schedule only (the grouped walk is their schedule; ``auto`` means it),
-    the portable body (no Hopper variant yet), a persistent grid sized to the target."""
+    a persistent grid sized to the target; the Hopper body (planned by plan_tma_body, without TMA stores of C)
+    walks the same groups."""
     g, cfg = d.g, d.cfg
     if not g.grouped:
         return
     if cfg.schedule.kind not in ("tile", "auto"):
         raise d.fail("schedule", cfg.schedule.text, "tile or auto (the groups' tiles are one persistent schedule)",
                      f"split-K and stream-K are not implemented for mode = {g.mode}")
-    d.tma = None
     d.grouping = GroupPlan(g.mode, workers(d.target, d.lds.total_bytes))
 
 

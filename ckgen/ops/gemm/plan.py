@@ -287,7 +287,7 @@ def plan_tma_body(d: GemmDraft) -> None:
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
     # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
-    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW
+    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped  # (grouped: masked stores)
     per_warp = cfg.tile[1] // 64 * 2048 if tma_store else 16 * (128 + 16)
 
     def smem(stages: int) -> int:
@@ -389,7 +389,7 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     entries = [Entry(spec.name, threads, d.lds.total_bytes)]
     if d.tma is not None:
         entries.append(Entry(f"{spec.name}_tma", d.tma.threads, d.tma.smem_bytes, variant_of=spec.name))
-    run = (grouped_launch(spec, threads, d.grouping.workers) if d.grouping is not None
+    run = (grouped_launch(spec, threads, d.grouping.workers, tma=d.tma is not None) if d.grouping is not None
            else launch(spec, threads, tma=d.tma is not None, schedule=d.schedule))
     return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=run,
                       entries=tuple(entries))

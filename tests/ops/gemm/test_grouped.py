@@ -258,7 +258,8 @@ kernel nvm { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 1x4
 
 
 def test_nvidia_build_of_grouped_kernels(tmp_path):
-    """nvcc (sm_90): the grouped and masked entries (mma.sync body per tile) compile without spills."""
+    """nvcc (sm_90): the grouped and masked entries compile without spills: the portable one (mma.sync body per
+    tile) and the Hopper one (`<name>_tma`: TMA + wgmma walking the groups), which the host entry tries first."""
     from ckgen.toolchain import nvidia
 
     try:
@@ -270,6 +271,9 @@ def test_nvidia_build_of_grouped_kernels(tmp_path):
     (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2)
     for (name, _), res in lib.resources.items():
         assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
+        hopper = res["tma_body"]
+        assert hopper["entry"] == f"{name}_tma" and hopper["spill_stores"] == 0, (name, hopper)
+        assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"]), (name, hopper)
 
 
 def test_random_inputs_are_valid_offsets():
