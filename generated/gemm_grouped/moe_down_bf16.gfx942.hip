@@ -15,6 +15,7 @@ struct moe_down_bf16_cfg {
   using AOperand = ckgen::short4_t;
   using BOperand = ckgen::short4_t;
   using COperand = ckgen::float16_t;
+  using TIndex = int64_t;
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
@@ -57,6 +58,7 @@ struct moe_down_bf16_cfg {
   static constexpr float kBeta = 0.0f;
   static constexpr bool kHasBias = false;
   static constexpr bool kIntegerEpilogue = false;
+  static constexpr int kGroupMode = 1;
   static constexpr bool kBiasRow = false;
   using Epilogue = ckgen::epi::Chain<>;
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0); }
