@@ -117,7 +117,7 @@ def test_sort_drops_ids_out_of_range_and_keeps_bits_with_parallel_threads(kernel
 
 
 @needs_clang
-@pytest.mark.parametrize("tokens,hidden", [(1, 1), (37, 70), (9, 513)])
+@pytest.mark.parametrize("tokens,hidden", [(1, 1), (37, 70), (9, 513), (5, 136)])  # (136: 16-byte vectors)
 def test_permute_and_unpermute_against_float64(kernels, tokens, hidden):
     _check(kernels["mr_perm"], {"tokens": tokens, "hidden": hidden}, seed=hidden)
     _check(kernels["mr_unperm"], {"tokens": tokens, "hidden": hidden}, seed=hidden + 1)

@@ -18,9 +18,10 @@
 //              count of e; (5) sorted_token past the last row is -1; (6) each thread zeroes its workspace row.
 //              Ids outside 0..kExperts-1 are dropped (position -1).
 //   permute:   one workgroup per sorted row (grid tokens x kTopK, grid-stride in x): the row of its token, or
-//              nothing for -1.
+//              nothing for -1; 16-byte vectors when the rows allow.
 //   unpermute: one workgroup per token (grid-stride): y = sum over j = 0..kTopK-1, in order, of weights[j] times
-//              the expert row at position[j] (skipped when -1), accumulated in f32.
+//              the expert row at position[j] (skipped when -1), accumulated in f32; 16-byte vectors of columns
+//              when the rows allow.
 #pragma once
 
 #include "ckgen/platform.h"
@@ -221,40 +222,83 @@ CKGEN_DEVICE void sort(const int* ids, int* offsets, int* sorted_token, int* pos
   for (int e = 0; e < E; ++e) gstore(mine + e, 0);
 }
 
+// Whether 16-byte vectors of T are aligned at p and at every row start (row stride ld) and divide hidden.
+template <class T>
+CKGEN_DEVICE bool vec16_ok(const T* p, long long ld, int hidden) {
+  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  return reinterpret_cast<unsigned long long>(p) % 16 == 0 && ld % kV == 0 && hidden % kV == 0;
+}
+
 // stage permute: ABI x, sorted_token, xs, tokens, hidden, ld_x, ld_sorted, stride_xs_token, stride_xs_choice.
+// Rows move in 16-byte vectors when every row start is aligned, else element by element.
 template <class Cfg>
 CKGEN_DEVICE void permute(const typename Cfg::TX* x, const int* sorted_token, typename Cfg::TX* xs, int tokens,
                           int hidden, long long ld_x, long long ld_sorted, long long stride_xs_token,
                           long long stride_xs_choice) {
+  using TX = typename Cfg::TX;
+  constexpr int kV = 16 / static_cast<int>(sizeof(TX));
+  const bool vectors = vec16_ok(x, ld_x, hidden) && vec16_ok(xs, stride_xs_token, hidden) &&
+                   stride_xs_choice % kV == 0;
   for (long long q = block_id(0); q < tokens; q += grid_dim(0)) {
     const long long p = q * Cfg::kTopK + block_id(1);
     const int t = CKGEN_UNIFORM(gload(sorted_token + at<Cfg>(p, ld_sorted)));
     if (t < 0 || t >= tokens) continue;
-    const typename Cfg::TX* src = x + static_cast<long long>(t) * ld_x;
-    typename Cfg::TX* dst = xs + (p / Cfg::kTopK) * stride_xs_token + (p % Cfg::kTopK) * stride_xs_choice;
-    for (int c = thread_id(); c < hidden; c += Cfg::kThreads) gstore(dst + c, gload(src + c));
+    const TX* src = x + static_cast<long long>(t) * ld_x;
+    TX* dst = xs + (p / Cfg::kTopK) * stride_xs_token + (p % Cfg::kTopK) * stride_xs_choice;
+    if (vectors) {
+      for (int c = thread_id() * kV; c < hidden; c += Cfg::kThreads * kV)
+        gstore(reinterpret_cast<vec<TX, kV>*>(dst + c), gload(reinterpret_cast<const vec<TX, kV>*>(src + c)));
+    } else {
+      for (int c = thread_id(); c < hidden; c += Cfg::kThreads) gstore(dst + c, gload(src + c));
+    }
   }
 }
 
+// One thread's kN columns from c of token t's unpermuted row: the weighted sum over its choices, in order.
+template <class Cfg, int kN>
+CKGEN_DEVICE void unpermute_cols(const typename Cfg::TX* ys, const int* pos, const float* w, typename Cfg::TX* yrow,
+                                 int c, long long n, long long stride_ys_token, long long stride_ys_choice) {
+  using TX = typename Cfg::TX;
+  float acc[kN];
+#pragma unroll
+  for (int i = 0; i < kN; ++i) acc[i] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < Cfg::kTopK; ++j) {
+    const long long p = gload(pos + j);
+    if (p < 0 || p >= n) continue;
+    const float wj = gload(w + j);
+    const TX* row = ys + (p / Cfg::kTopK) * stride_ys_token + (p % Cfg::kTopK) * stride_ys_choice + c;
+    const vec<TX, kN> v = gload(reinterpret_cast<const vec<TX, kN>*>(row));
+#pragma unroll
+    for (int i = 0; i < kN; ++i) acc[i] += wj * to_float(v.v[i]);
+  }
+  vec<TX, kN> out;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) out.v[i] = from_float<TX>(acc[i]);
+  gstore(reinterpret_cast<vec<TX, kN>*>(yrow + c), out);
+}
+
 // stage unpermute: ABI ys, position, weights, y, tokens, hidden, stride_ys_token, stride_ys_choice, ld_position,
-// ld_weights, ld_y.
+// ld_weights, ld_y. 16-byte vectors of columns when every row start is aligned, else one column per step.
 template <class Cfg>
 CKGEN_DEVICE void unpermute(const typename Cfg::TX* ys, const int* position, const float* weights,
                             typename Cfg::TX* y, int tokens, int hidden, long long stride_ys_token,
                             long long stride_ys_choice, long long ld_position, long long ld_weights, long long ld_y) {
+  using TX = typename Cfg::TX;
+  constexpr int kV = 16 / static_cast<int>(sizeof(TX));
   const long long n = static_cast<long long>(tokens) * Cfg::kTopK;
+  const bool vectors = vec16_ok(ys, stride_ys_token, hidden) && stride_ys_choice % kV == 0 && vec16_ok(y, ld_y, hidden);
   for (int t = block_id(0); t < tokens; t += grid_dim(0)) {
     const long long tl = t;
-    for (int c = thread_id(); c < hidden; c += Cfg::kThreads) {
-      float acc = 0.0f;
-#pragma unroll
-      for (int j = 0; j < Cfg::kTopK; ++j) {
-        const long long p = gload(position + tl * ld_position + j);
-        if (p < 0 || p >= n) continue;
-        const float w = gload(weights + tl * ld_weights + j);
-        acc += w * to_float(gload(ys + (p / Cfg::kTopK) * stride_ys_token + (p % Cfg::kTopK) * stride_ys_choice + c));
-      }
-      gstore(y + tl * ld_y + c, from_float<typename Cfg::TX>(acc));
+    const int* pos = position + tl * ld_position;
+    const float* w = weights + tl * ld_weights;
+    TX* yrow = y + tl * ld_y;
+    if (vectors) {
+      for (int c = thread_id() * kV; c < hidden; c += Cfg::kThreads * kV)
+        unpermute_cols<Cfg, kV>(ys, pos, w, yrow, c, n, stride_ys_token, stride_ys_choice);
+    } else {
+      for (int c = thread_id(); c < hidden; c += Cfg::kThreads)
+        unpermute_cols<Cfg, 1>(ys, pos, w, yrow, c, n, stride_ys_token, stride_ys_choice);
     }
   }
 }
