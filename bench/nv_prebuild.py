@@ -3,7 +3,7 @@ CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when th
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/moe_nv.ck (one
 library per kernel, as their benchmarks JIT them), of the GPU tests tests/runtime/test_nvidia_{cuda,schedules,attention,
 rowops,moe}.py
-(their SPEC texts) and the two examples/rowops.ck kernels ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
+(their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py) and the two examples/rowops.ck kernels ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
 dispatcher with: only that small host file is compiled on the device) and bench/rowops_nv.ck (as bench/rowops.py
 loads it).
@@ -47,6 +47,13 @@ def main() -> int:
         for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
             jobs.append((bench, s.name, bench))
     jobs += [("examples/rowops.ck", k, "examples/rowops.ck") for k in ("layernorm_bf16", "add_rmsnorm_bf16_i8")]
+    import importlib.util  # examples/moe_layer.py's kernels (bench/moe_layer.py), as its kernels() JITs them
+
+    spec = importlib.util.spec_from_file_location("moe_layer", ROOT / "examples" / "moe_layer.py")
+    moe_layer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(moe_layer)
+    for config in moe_layer.CONFIGS:
+        jobs += [(moe_layer.spec_text(config, "sm_90"), n, f"examples/moe_layer.py {config}") for n in moe_layer.NAMES]
     if args.only:
         jobs = [j for j in jobs if re.search(args.only, j[1] or "") or re.search(args.only, j[2])]
 

@@ -35,7 +35,17 @@ TILES = {"emu": "tile = 32x32x32 waves = 1x1", "sm_90": "tile = 128x128x64 waves
 ARCH = {"emu": "gfx942", "sm_90": "sm_90"}
 
 
+NAMES = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate", "moe_up", "moe_down")
+
+
 def kernels(config: str, target: str) -> dict:
+    """The layer's kernels, built (or loaded from the cache) for ``target``."""
+    text = spec_text(config, target)
+    return {n: ckgen.jit(text, kernel=n, target=target) for n in NAMES}
+
+
+def spec_text(config: str, target: str) -> str:
+    """The DSL of the layer's kernels: the routing stages and three grouped GEMMs (B as nn.Linear weights)."""
     E, k, _, _, router, _ = CONFIGS[config]
     tiles = TILES[target]
     gemm = f"A = bf16 row B = bf16 col C = bf16 row {tiles} mode = grouped"
@@ -48,8 +58,7 @@ kernel moe_gate {{ {gemm} epilogue = silu }}
 kernel moe_up {{ {gemm} }}
 kernel moe_down {{ {gemm} }}
 """
-    names = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate", "moe_up", "moe_down")
-    return {n: ckgen.jit(text, kernel=n, target=target) for n in names}
+    return text
 
 
 def reference(x, logits, corr, w_gate, w_up, w_down, router, scale):
