@@ -136,10 +136,10 @@ class RoutingDraft(Draft):
 
 
 def check_target(d: RoutingDraft) -> None:
-    """The sort stage keeps each expert's base row in LDS (experts + 1 ints)."""
+    """The sort stage keeps each expert's base row in LDS (experts + 1 ints) and a scan's (one int per thread)."""
     r: RoutingParams = d.spec.params
     if r.stage == "sort":
-        d.lds_bytes = (r.experts + 1) * 4
+        d.lds_bytes = (r.experts + 1 + SORT_THREADS) * 4
         if d.lds_bytes > d.target.lds_bytes:
             raise d.fail("experts", r.experts, f"at most {d.target.lds_bytes // 4 - 1}",
                          f"the sort keeps {d.lds_bytes} bytes of base rows in LDS, over the target's {d.target.lds_bytes}")

@@ -35,6 +35,7 @@ KERNELS = {
                  "correction = true renormalize = true logits = bf16",
     "mr_sig_groups": "stage = topk experts = 12 top_k = 2 score = sigmoid expert_groups = 4 top_groups = 2",
     "mr_sort": "stage = sort experts = 16 top_k = 4",
+    "mr_sort_wide": "stage = sort experts = 300 top_k = 2",   # more experts than the sort's 256 threads
     "mr_perm": "stage = permute top_k = 4 x = bf16",
     "mr_unperm": "stage = unpermute top_k = 4 x = f16",
 }
@@ -97,9 +98,10 @@ def test_topk_scale_and_ties(kernels):
 
 
 @needs_clang
+@pytest.mark.parametrize("name", ["mr_sort", "mr_sort_wide"])
 @pytest.mark.parametrize("tokens", [0, 1, 5, 300])
-def test_sort_against_float64(kernels, tokens):
-    _check(kernels["mr_sort"], {"tokens": tokens}, seed=tokens)
+def test_sort_against_float64(kernels, name, tokens):
+    _check(kernels[name], {"tokens": tokens}, seed=tokens)
 
 
 @needs_clang

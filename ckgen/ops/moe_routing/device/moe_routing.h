@@ -13,8 +13,8 @@
 //   sort:      one workgroup, a counting sort that is stable and deterministic. Thread i takes a contiguous chunk
 //              of the tokens * kTopK entries; (1) counts its chunk's entries per expert into row i of the workspace
 //              (kThreads x kExperts ints); (2) per expert, the rows become exclusive prefix sums over threads and
-//              the expert's total goes to LDS; (3) one thread scans the totals into each expert's base row and
-//              writes offsets (cumulative ends); (4) every thread places its entries: row = base[e] + its running
+//              the expert's total goes to LDS; (3) a scan of the totals (runs of experts per thread, a scan of
+//              the runs' sums in LDS) gives each expert's base row and offsets (cumulative ends); (4) every thread places its entries: row = base[e] + its running
 //              count of e; (5) sorted_token past the last row is -1; (6) each thread zeroes its workspace row.
 //              Ids outside 0..kExperts-1 are dropped (position -1).
 //   permute:   one workgroup per sorted row (grid tokens x kTopK, grid-stride in x): the row of its token, or
@@ -179,31 +179,50 @@ CKGEN_DEVICE void sort(const int* ids, int* offsets, int* sorted_token, int* pos
   fence_device();
   barrier();
   fence_device();
-  // (2) per expert: exclusive prefix over the threads' counts; the total to LDS
+  // (2) per expert: exclusive prefix over the threads' counts (read 8 rows at a time: the loads are in flight
+  // together); the total to LDS
+  static_assert(Cfg::kThreads % 8 == 0, "sort: kThreads a multiple of 8");
   for (int e = tid; e < E; e += Cfg::kThreads) {
     int run = 0;
-    for (int i = 0; i < Cfg::kThreads; ++i) {
-      int* c = ws + static_cast<long long>(i) * E + e;
-      const int v = gload(c);
-      gstore(c, run);
-      run += v;
+    for (int i0 = 0; i0 < Cfg::kThreads; i0 += 8) {
+      int v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = gload(ws + static_cast<long long>(i0 + u) * E + e);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        gstore(ws + static_cast<long long>(i0 + u) * E + e, run);
+        run += v[u];
+      }
     }
     lds_store(base + e, run);
   }
   fence_device();
   barrier();
   fence_device();
-  // (3) each expert's first row; offsets are the cumulative ends
-  if (tid == 0) {
-    int acc = 0;
-    for (int e = 0; e < E; ++e) {
-      const int c = lds_load(base + e);
-      lds_store(base + e, acc);
-      acc += c;
-      gstore(offsets + e, acc);
-    }
-    lds_store(base + E, acc);
+  // (3) each expert's first row (an exclusive scan of the totals: each thread sums a run of experts, a scan over
+  // the threads' sums in LDS, then each thread its run); offsets are the cumulative ends
+  CKGEN_LDS(int, part, Cfg::kThreads);
+  constexpr int kRun = (E + Cfg::kThreads - 1) / Cfg::kThreads;
+  const int e0 = tid * kRun < E ? tid * kRun : E;
+  const int e1 = e0 + kRun < E ? e0 + kRun : E;
+  int mine_total = 0;
+  for (int e = e0; e < e1; ++e) mine_total += lds_load(base + e);
+  lds_store(part + tid, mine_total);
+  barrier();
+  for (int d = 1; d < Cfg::kThreads; d <<= 1) {
+    const int v = tid >= d ? lds_load(part + tid - d) : 0;
+    barrier();
+    if (tid >= d) lds_store(part + tid, lds_load(part + tid) + v);
+    barrier();
   }
+  int acc = lds_load(part + tid) - mine_total;
+  for (int e = e0; e < e1; ++e) {
+    const int c = lds_load(base + e);
+    lds_store(base + e, acc);
+    acc += c;
+    gstore(offsets + e, acc);
+  }
+  if (tid == Cfg::kThreads - 1) lds_store(base + E, lds_load(part + tid));
   barrier();
   // (4) place this thread's entries, in order
   for (long long i = lo; i < hi; ++i) {
