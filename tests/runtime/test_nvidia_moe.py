@@ -3,7 +3,8 @@
 Grouped kernels (bf16, B per expert as nn.Linear weights (col) or row-major, fused bias + SiLU, int64 offsets)
 against a float64 per-group reference and against ``torch._grouped_mm`` where torch has it, with balanced, skewed,
 empty-expert and single-token routings; rows past the last offset stay poisoned; the call captures in a CUDA graph
-whose replays follow offsets changed on the device. The masked layout the same with counts. The routing stages
+whose replays follow offsets changed on the device; kernels of the Hopper body's tiles run it (`<name>_tma`) when the
+rows are 16-byte aligned and the portable body otherwise (K = 100). The masked layout the same with counts. The routing stages
 against the float64 reference of ckgen.ops.moe_routing, then chained with the grouped GEMMs into a MoE layer.
 """
 
@@ -77,13 +78,14 @@ def _err(got, ref):
 
 @pytest.mark.parametrize("name", GROUPED)
 @pytest.mark.parametrize("routing", list(ROUTINGS))
-def test_grouped_gemm_on_the_gpu(name, routing):
+@pytest.mark.parametrize("K", [512, 100])   # 100: rows not 16-byte aligned, so the portable body runs
+def test_grouped_gemm_on_the_gpu(name, routing, K):
     k = kernel(name)
     gm = k.plan.spec.params.gemm
     gen = torch.Generator(device="cuda")
     gen.manual_seed(len(routing))
     rows = ROUTINGS[routing]
-    G, K, N = len(rows), 512, 384
+    G, N = len(rows), 384
     M = sum(rows) + 7                                    # 7 rows past the last offset
     a = (torch.randn(M, K, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
     b = _b(G, K, N, gm.b.layout.value == "col", gen)
@@ -101,6 +103,28 @@ def test_grouped_gemm_on_the_gpu(name, routing):
     if hasattr(torch, "_grouped_mm") and bias is None and sum(rows):
         theirs = torch._grouped_mm(a[:sum(rows)], b, offs=offs.to(torch.int32))
         assert _err(got, theirs.double()) < 1.6e-2
+
+
+@pytest.mark.parametrize("name,hopper", [("gpu_moe_g_col", True), ("gpu_moe_g_row_silu", True),
+                                         ("gpu_moe_m_col", True), ("gpu_moe_g_decode", False)])
+def test_grouped_hopper_body_runs_when_aligned(name, hopper):
+    from torch.profiler import ProfilerActivity, profile
+
+    k = kernel(name)
+    gm = k.plan.spec.params.gemm
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(2)
+    G, K, N = 4, 256, 256
+    masked = gm.mode == "masked"
+    a = (torch.randn(*((G, 64) if masked else (200,)), K, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
+    b = _b(G, K, N, gm.b.layout.value == "col", gen)
+    idx = torch.int64 if gm.index.value == "i64" else torch.int32
+    index = torch.tensor([10, 64, 0, 33] if masked else [10, 150, 150, 200], device="cuda", dtype=idx)
+    bias = torch.zeros(G, N, device="cuda", dtype=torch.bfloat16) if gm.has_bias else None
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        k(a, b, bias, index) if bias is not None else k(a, b, index)
+        torch.cuda.synchronize()
+    assert (f"{name}_tma" in {e.key for e in prof.key_averages()}) == hopper
 
 
 def test_grouped_gemm_replays_in_a_cuda_graph_with_new_offsets():

@@ -187,6 +187,28 @@ def test_bad_counts_are_refused_before_launch(kernels):
     assert np.isnan(arrays["C"].astype(np.float64)).all()
 
 
+@needs_clang
+@pytest.mark.parametrize("bad", [[9, 2, 1000], [-5, 3, 40], [40, 41, 42]])
+def test_malformed_device_offsets_stay_inside_the_matrices(kernels, bad):
+    """Offsets the binding never read (as on a GPU, where reading them would synchronize): the device clamps them
+    (each end into prev..M), so the emulator's bounds-checked accesses never fault, and the rows follow the clamped
+    groups."""
+    k = kernels["g_bf16_i64_row_beta"]
+    arrays, sizes = _arrays(k, [9, 0, 31], 33, 20, np.random.default_rng(1))   # M = 40
+    call = k.bind(**arrays)
+    before = {n: (v.copy() if v is not None else None) for n, v in arrays.items()}
+    arrays["offsets"][...] = bad
+    k.backend.launch(k.handle, call)                      # no EmulationFault
+    clamped, prev = [], 0
+    for e in bad:
+        prev = min(max(e, prev), sizes["M"])
+        clamped.append(prev)
+    before["offsets"] = np.array(clamped, np.int64)
+    ref = get_op("gemm").reference(k.plan, before, sizes)["C"]
+    err = relative_error(to_float64(arrays["C"], k.plan.abi["C"].dtype), ref)
+    assert err <= get_op("gemm").tolerance(k.plan, "C"), (bad, err)
+
+
 def _plan(body: str, arch: str = "gfx942"):
     (s,) = load_text(f"kernel k {{ {body} }}", "t.ck", (arch,))
     return plan_kernel(s, arch)
