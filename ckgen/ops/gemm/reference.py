@@ -74,7 +74,7 @@ def group_rows(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> list[tuple[in
     if g.mode == "masked":
         return [(0, int(n)) for n in np.asarray(arrays["counts"]).reshape(-1)]
     ends = [int(e) for e in np.asarray(arrays["offsets"]).reshape(-1)]
-    return list(zip([0, *ends[:-1]], ends, strict=True))
+    return list(zip([0, *ends][:-1], ends, strict=True))
 
 
 def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:

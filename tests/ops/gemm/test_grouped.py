@@ -49,6 +49,7 @@ GROUPS = {
     "unequal": [0, 97, 1, 0, 3, 33, 0],
     "balanced": [17, 17, 17],
     "all_empty": [0, 0, 0],
+    "no_groups": [],
 }
 
 
