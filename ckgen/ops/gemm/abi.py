@@ -41,6 +41,8 @@ from ckgen.ops.gemm.schedule import scheduled_launch
 from ckgen.ops.gemm.spec import resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
+#: the groups `ckgen run` draws when --size does not say (calls take them from the offsets / counts tensor)
+GROUPS_DEFAULT = 4
 
 
 def bias_dtype(c_dtype: DType) -> DType:
@@ -137,7 +139,7 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
     args = [a, b, c, bias, index,
             Arg("M", S, doc="rows of each group's capacity" if masked else "rows of A and C (all groups)"),
             Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
-            Arg("groups", S, doc="groups (experts): entries of " + index.name),
+            Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),
             _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, "N", "K"), _ld("ldc", g.c.layout, "N", "M")]
     if masked:
         args.append(Arg("stride_a", ST, doc="elements between A's groups"))
