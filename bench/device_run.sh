@@ -41,6 +41,9 @@
 #   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_prepared.py), then bench/overhead.py: host
 #             time per call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the
 #             same size, and device time of both by CUDA-graph replay ($OUT/overhead.json)
+#   moe       issue 24: the MoE GPU tests (tests/runtime/test_nvidia_moe.py), memcheck over them (but the CUDA-graph
+#             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-full: every bench/moe.py case;
+#             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
 #   persistent bench/rowops_persistent_probe.cu (built there): layer norm at 4096x32768, the row cache against single-pass
 #             kernels (1024 x 4 on a persistent grid with the staged ring; the row in registers, 512 x 8 at two
 #             workgroups per SM), then one launch of each under ncu
@@ -186,6 +189,20 @@ PY
         && ncu --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_bytes.sum \
              /tmp/persistent_probe once > "$OUT/persistent_ncu.txt" 2>&1; echo "ncu rc $?"
       grep -E "^  k_|duration|dram__|lts__|l1tex__" "$OUT/persistent_ncu.txt" | sed -E 's/ +/ /g' | head -60 ;;
+    moe)
+      timeout 300 $PYTEST tests/runtime/test_nvidia_moe.py > "$OUT/pytest_moe.txt" 2>&1; echo "pytest moe rc $?"
+      grep -E "passed|failed|Error" "$OUT/pytest_moe.txt" | tail -8
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_moe.py -k "not graph" > "$OUT/memcheck_moe.txt" 2>&1
+      echo "memcheck moe rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_moe.txt" | tail -3
+      timeout 420 python3 bench/moe.py --quick --json "$OUT/moe.json" > "$OUT/moe.txt" 2>&1; echo "moe rc $?"
+      tail -4 "$OUT/moe.txt" ;;
+    moe-full)
+      timeout 580 python3 bench/moe.py --json "$OUT/moe_full.json" > "$OUT/moe_full.txt" 2>&1; echo "moe-full rc $?"
+      tail -4 "$OUT/moe_full.txt" ;;
+    moe-layer)
+      timeout 580 python3 bench/moe_layer.py --json "$OUT/moe_layer.json" > "$OUT/moe_layer.txt" 2>&1
+      echo "moe-layer rc $?"; cat "$OUT/moe_layer.txt" | tail -8 ;;
     *) echo "unknown stage $STAGE" ;;
   esac
 done

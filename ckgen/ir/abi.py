@@ -41,8 +41,11 @@ Beyond one size per dim:
 - ``Abi.extents`` names dims that are not arguments: extents the binding reads from the arrays (every array
   naming one must agree) and uses to allocate outputs, but does not pass (e.g. the total token count of
   packed variable-length sequences);
-- an ``offsets_of`` tensor (1-D, integer) holds cumulative lengths into that extent: non-decreasing, from 0,
-  its last entry at most the extent (the binding checks what it reads; the host entry cannot);
+- an ``offsets_of`` tensor (1-D, integer) indexes into that extent, in one of the :data:`OFFSETS_FORMS`
+  (``offsets_form``): ``starts`` (cumulative lengths from 0, ``n + 1`` entries: non-decreasing, the first 0, the
+  last at most the extent), ``ends`` (the cumulative end of each of ``n`` runs, as ``torch._grouped_mm``'s
+  ``offs``: non-negative, non-decreasing, the last at most the extent) or ``counts`` (a length per run, each in
+  0..the extent). The binding checks what it reads; the host entry cannot;
 - a ``from_offsets`` size that no dim determines is, when the caller leaves it out, the largest step between
   consecutive entries of that offsets tensor (the longest sequence), read by the binding (a synchronization
   for device arrays);
@@ -58,6 +61,8 @@ from enum import Enum
 from ckgen.ir.types import DType
 
 INT32_MAX = 2**31 - 1
+#: what the entries of an ``offsets_of`` tensor are (module docstring)
+OFFSETS_FORMS = ("starts", "ends", "counts")
 
 
 class ArgKind(Enum):
@@ -74,7 +79,8 @@ class Arg:
     names of the Abi, or fixed ints), ``strides`` (a stride argument's name or the int 1 for the contiguous dim,
     one per dim), ``broadcast`` (dims that an array may leave out: their stride is then 0), ``unused`` (always
     NULL for this kernel, kept so that every kernel of the op has one signature), ``optional`` (may be NULL),
-    ``offsets_of`` (an offsets array into that dim name; see the module docstring). Written tensors may name in
+    ``offsets_of`` (an offsets array into that dim name, its entries as ``offsets_form`` says; see the module
+    docstring). Written tensors may name in
     ``aliases`` the tensors they may share memory with, as the very same view (same address, shape and strides:
     in place, e.g. ``y`` over ``x``); any other overlap is refused by the binding. Strides: ``at_least`` names
     sizes whose product (at least 1) bounds the stride from below; empty means ``>= 0``. Sizes and scalars may
@@ -98,6 +104,7 @@ class Arg:
     at_least: tuple[str, ...] = ()
     default: int | float | None = None
     offsets_of: str | None = None
+    offsets_form: str = "starts"
     from_offsets: str | None = None
     bounds: tuple[float, float] | None = None
     at_most: int | None = None
@@ -115,6 +122,8 @@ class Arg:
                 raise ValueError(f"tensor {self.name}: broadcast dims must be dims")
             if self.offsets_of is not None and (len(self.dims) != 1 or self.dtype.is_float or self.role != "in"):
                 raise ValueError(f"tensor {self.name}: an offsets array is a 1-D integer input")
+            if self.offsets_form not in OFFSETS_FORMS:
+                raise ValueError(f"tensor {self.name}: offsets_form is one of {OFFSETS_FORMS}")
             if self.aliases and not self.writes:
                 raise ValueError(f"tensor {self.name}: only written tensors declare aliases")
         elif self.dims or self.strides or self.broadcast or self.offsets_of or self.aliases:
@@ -171,6 +180,8 @@ class Arg:
                      broadcast=list(self.broadcast), unused=self.unused, optional=self.optional)
             if self.offsets_of:
                 d["offsets_of"] = self.offsets_of
+                if self.offsets_form != "starts":
+                    d["offsets_form"] = self.offsets_form
             if self.aliases:
                 d["aliases"] = list(self.aliases)
         if self.is_int_scalar:

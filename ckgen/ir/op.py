@@ -167,9 +167,10 @@ TOLERANCE: dict[DType, float] = {DType.F16: 5e-3, DType.BF16: 3e-2, DType.F32: 1
 
 def relative_error(got: np.ndarray, ref: np.ndarray) -> float:
     """``||got - ref|| / ||ref||`` in float64 over the finite elements of ``ref``; inf when ``got`` has a NaN or
-    an inf where ``ref`` does not hold the same infinity (an unwritten or wrong element)."""
+    an inf where ``ref`` does not hold the same infinity or NaN (an unwritten or wrong element; a NaN in ``ref`` is
+    an element the kernel must leave as it was, poisoned)."""
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
-    same_inf = np.isinf(ref) & (got == ref)
+    same_inf = (np.isinf(ref) & (got == ref)) | (np.isnan(ref) & np.isnan(got))
     if np.any(same_inf):
         got, ref = np.where(same_inf, 0.0, got), np.where(same_inf, 0.0, ref)
     if not np.all(np.isfinite(got)):

@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "layernorm": "ckgen.ops.rowops.layernorm",
     "rmsnorm": "ckgen.ops.rowops.rmsnorm",
     "elementwise": "ckgen.ops.elementwise",
+    "moe_routing": "ckgen.ops.moe_routing",
 }
 
 #: the op of a kernel that does not say ``op = ...`` (the DSL's first op)

@@ -14,6 +14,7 @@ class DType(Enum):
     F64 = "f64"
     I8 = "i8"
     I32 = "i32"
+    I64 = "i64"
     FP8 = "fp8"
     BF8 = "bf8"
 
@@ -27,7 +28,7 @@ class DType(Enum):
 
     @property
     def is_float(self) -> bool:
-        return self not in (DType.I8, DType.I32)
+        return self not in (DType.I8, DType.I32, DType.I64)
 
     @property
     def cpp(self) -> str:
@@ -46,11 +47,11 @@ class DType(Enum):
 
 
 _BITS = {DType.F16: 16, DType.BF16: 16, DType.F32: 32, DType.F64: 64, DType.I8: 8,
-         DType.I32: 32, DType.FP8: 8, DType.BF8: 8}
+         DType.I32: 32, DType.I64: 64, DType.FP8: 8, DType.BF8: 8}
 _CPP = {DType.F16: "ckgen::f16", DType.BF16: "ckgen::bf16", DType.F32: "float", DType.F64: "double",
-        DType.I8: "int8_t", DType.I32: "int32_t", DType.FP8: "uint8_t", DType.BF8: "uint8_t"}
+        DType.I8: "int8_t", DType.I32: "int32_t", DType.I64: "int64_t", DType.FP8: "uint8_t", DType.BF8: "uint8_t"}
 _NUMPY = {DType.F16: "float16", DType.BF16: "uint16", DType.F32: "float32", DType.F64: "float64",
-          DType.I8: "int8", DType.I32: "int32", DType.FP8: "uint8", DType.BF8: "uint8"}
+          DType.I8: "int8", DType.I32: "int32", DType.I64: "int64", DType.FP8: "uint8", DType.BF8: "uint8"}
 
 ALL_DTYPES = tuple(d.value for d in DType)
 

@@ -275,15 +275,32 @@ def _scalar(plan: KernelPlan, a: Arg, val: Any) -> float | int:
 
 def _offsets(plan: KernelPlan, backend: Any, a: Arg, obj: Any, sizes: dict[str, int],
              seen: dict[str, np.ndarray]) -> np.ndarray:
-    """The entries of offsets tensor ``a`` (read to the host once), checked: non-decreasing, from 0, the last at
-    most the extent ``a.offsets_of``."""
+    """The entries of offsets tensor ``a`` (read to the host once), checked by its ``offsets_form``: ``starts``
+    non-decreasing from 0, ``ends`` non-negative and non-decreasing, the last of either at most the extent
+    ``a.offsets_of``; ``counts`` each in 0..the extent."""
     if a.name not in seen:
         read = getattr(backend, "to_host", None)
         host = np.asarray(read(obj) if read is not None else obj).reshape(-1).astype(np.int64)
         bound = sizes.get(a.offsets_of)
-        if host.size and (host[0] != 0 or np.any(np.diff(host) < 0) or (bound is not None and host[-1] > bound)):
-            raise _fail(plan, f"{a.name} must be non-decreasing offsets from 0 to at most {a.offsets_of} = {bound}, "
-                              f"got {host[:8].tolist()}{' ...' if host.size > 8 else ''}")
+        got = f"got {host[:8].tolist()}{' ...' if host.size > 8 else ''}"
+        if a.offsets_form == "counts":
+            if host.size and (host.min() < 0 or (bound is not None and host.max() > bound)):
+                bad = int(np.argmax((host < 0) | (host > (bound if bound is not None else host.max()))))
+                raise _fail(plan, f"{a.name}[{bad}] = {host[bad]}: counts must lie in 0..{a.offsets_of} = {bound}, {got}")
+        elif host.size:
+            first = "from 0" if a.offsets_form == "starts" else "from at least 0"
+            drop = np.flatnonzero(np.diff(host) < 0)
+            if (host[0] != 0 if a.offsets_form == "starts" else host[0] < 0):
+                why = f"{a.name}[0] = {host[0]}"
+            elif drop.size:
+                why = f"{a.name}[{drop[0] + 1}] = {host[drop[0] + 1]} is below {a.name}[{drop[0]}] = {host[drop[0]]}"
+            elif bound is not None and host[-1] > bound:
+                why = f"{a.name}[{host.size - 1}] = {host[-1]} is past {a.offsets_of} = {bound}"
+            else:
+                why = ""
+            if why:
+                raise _fail(plan, f"{why}: {a.name} must be non-decreasing offsets {first} to at most "
+                                  f"{a.offsets_of} = {bound}, {got}")
         seen[a.name] = host
     return seen[a.name]
 

@@ -49,7 +49,7 @@ class GemmOp(Op):
     def summary(self, plan: KernelPlan) -> str:
         g, c = plan.spec.params.gemm, plan.spec.params.config
         ep = " -> ".join(op.text for op in g.epilogue) or "none"
-        batch = "batched " if g.batched else ""
+        batch = "batched " if g.batched else (f"{g.mode} ({g.index.value} index) " if g.grouped else "")
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
                 f"epilogue {ep}; tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
@@ -88,20 +88,42 @@ class GemmOp(Op):
                       ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
         if b.schedule is not None:
             constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
+        if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts
+            types.append(("TIndex", g.index.cpp))
+            constants += [("int", "kGroupMode", "1" if g.mode == "grouped" else "2"),
+                          ("bool", "kBiasRow", _bool(g.bias_axis == "row"))]
         notes = [f"instruction {i.mnemonic}; LDS {lds.total_bytes} bytes in {lds.buffers} buffer(s); "
                  f"{plan.threads} threads."]
         if b.schedule is not None:
             notes.append(f"schedule {c.schedule.text} ({b.schedule.kind}, workspace per launch.workspace).")
+        if b.grouping is not None:
+            notes.append(f"mode {b.grouping.mode}: one persistent launch of at most {b.grouping.workers} workgroups "
+                         "walks every group's tiles.")
         return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
-                "tma_macro": "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY",
+                "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
+                              "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY"),
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
                 # default cap spilled the split-K fix-up's state)
                 "workgroups_per_cu": 1 if b.schedule is not None else 0}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)
+
+    def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
+        """The base's random arrays; a grouped kernel's offsets split the M rows at random cut points (some
+        groups empty), a masked kernel's counts are random in 0..M."""
+        out = super().random_inputs(plan, sizes, rng)
+        g = plan.spec.params.gemm
+        if g.grouped and sizes.get("groups", 0) > 0:
+            n, m = sizes["groups"], sizes["M"]
+            idx = (np.sort(rng.integers(0, m + 1, n)) if g.mode == "grouped" else rng.integers(0, m + 1, n))
+            name = "offsets" if g.mode == "grouped" else "counts"
+            if g.mode == "grouped":
+                idx[-1] = m
+            out[name][...] = idx
+        return out
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         return _ref.tolerance(plan, super().tolerance(plan, output))
@@ -117,7 +139,8 @@ class GemmOp(Op):
         return _model.estimate(traits, sizes)
 
     def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float:
-        return 2.0 * sizes["M"] * sizes["N"] * sizes["K"] * sizes.get("batch", 1)
+        rows = sizes["M"] * (sizes.get("groups", 1) if plan.spec.params.gemm.mode == "masked" else 1)
+        return 2.0 * rows * sizes["N"] * sizes["K"] * sizes.get("batch", 1)
 
     def reference_torch(self, plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> dict:
         """:meth:`reference` on torch device tensors (float64 on the GPU: large shapes in milliseconds)."""

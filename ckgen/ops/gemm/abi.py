@@ -10,10 +10,29 @@ between rows (row-major) or columns (column-major). ``bias`` is NULL unless the 
 arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X at ``X + b * stride_x``;
 a batch stride of 0 broadcasts A, B or bias (not C). ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
+
+Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
+B) take::
+
+    A, B, C, bias, offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias, stream
+
+A is M x K and C is M x N: all groups' rows, sorted by group; ``offsets`` (``groups`` entries of the kernel's
+``index`` dtype) holds each group's cumulative end row, so group g is rows [offsets[g-1], offsets[g]) (from 0 for
+g = 0) and multiplies B[g] (K x N, item g at ``B + g * stride_b``). Rows past the last offset are not written.
+``bias(col)`` is per group (groups x N, ``stride_bias`` apart; 0 broadcasts one), ``bias(row)`` per row (M).
+Masked kernels (``mode = masked``: a fixed capacity of M rows per group, for CUDA-graph decode) take::
+
+    A, B, C, bias, counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias, stream
+
+A is groups x M x K and C groups x M x N (item g ``stride_a`` / ``stride_c`` apart); group g's first counts[g]
+rows are computed, the rest of its C rows are not written. ``bias(row)`` is groups x M, ``bias(col)`` groups x N.
+Offsets and counts that the device reads are clamped to 0..M (a malformed one never moves an access out of the
+matrices); the Python binding checks them when they are host arrays.
 """
 
 from __future__ import annotations
 
+from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
@@ -22,6 +41,8 @@ from ckgen.ops.gemm.schedule import scheduled_launch
 from ckgen.ops.gemm.spec import resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
+#: the groups `ckgen run` draws when --size does not say (calls take them from the offsets / counts tensor)
+GROUPS_DEFAULT = 4
 
 
 def bias_dtype(c_dtype: DType) -> DType:
@@ -30,19 +51,22 @@ def bias_dtype(c_dtype: DType) -> DType:
 
 
 def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: str, batch: str | None,
-            role: str = "in", broadcast: bool = True, doc: str = "") -> Arg:
-    """A matrix argument: (rows x cols) in ``layout``, optionally with a leading batch dim."""
+            role: str = "in", broadcast: bool = True, doc: str = "", outer: str = "batch") -> Arg:
+    """A matrix argument: (rows x cols) in ``layout``, optionally with a leading dim ``outer`` (batch, groups)
+    whose stride argument is ``batch``."""
     dims: tuple[str, ...] = (rows, cols)
     strides: tuple[str | int, ...] = (ld, 1) if layout == Layout.ROW else (1, ld)
     bcast: tuple[str, ...] = ()
     if batch is not None:
-        dims, strides = ("batch", *dims), (batch, *strides)
-        bcast = ("batch",) if broadcast else ()
+        dims, strides = (outer, *dims), (batch, *strides)
+        bcast = (outer,) if broadcast else ()
     return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
 
 
 def abi(spec: KernelSpec) -> Abi:
     g = spec.params.gemm
+    if g.grouped:
+        return _grouped_abi(spec)
     batched = g.batched
     sb = (lambda x: x) if batched else (lambda x: None)
     a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", sb("stride_a"), doc="M x K")
@@ -80,11 +104,60 @@ def abi(spec: KernelSpec) -> Abi:
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 
+def _ld(name: str, layout: Layout, row_major_extent: str, col_major_extent: str) -> Arg:
+    ext = row_major_extent if layout == Layout.ROW else col_major_extent
+    return Arg(name, ST, doc=f"leading dimension (>= max(1, {ext}))", at_least=(ext,))
+
+
+def _grouped_abi(spec: KernelSpec) -> Abi:
+    """The grouped and masked layouts (module docstring)."""
+    g = spec.params.gemm
+    masked = g.mode == "masked"
+    a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", "stride_a" if masked else None, broadcast=False,
+                outer="groups", doc="groups x M x K (M rows per group)" if masked else "M x K, rows sorted by group")
+    b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", "stride_b", broadcast=False, outer="groups",
+                doc="groups x K x N: B[g] multiplies group g")
+    c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", "stride_c" if masked else None, broadcast=False,
+                outer="groups", role="inout" if g.beta != 0 else "out",
+                doc=("groups x M x N" if masked else "M x N") + (", read (beta != 0)" if g.beta != 0 else ""))
+    axis = g.bias_axis
+    if axis == "col":
+        bias_dims, bias_strides, bcast = ("groups", "N"), ("stride_bias", 1), ("groups",)
+    elif masked:
+        bias_dims, bias_strides, bcast = ("groups", "M"), ("stride_bias", 1), ("groups",)
+    else:
+        bias_dims, bias_strides, bcast = ("M",), (1,), ()
+    bias = Arg("bias", T, doc=f"{' x '.join(bias_dims)} (bias({axis}))" if axis else "unused: pass NULL",
+               dtype=bias_dtype(g.c.dtype), dims=bias_dims, strides=bias_strides, broadcast=bcast,
+               unused=axis is None)
+    if masked:
+        index = Arg("counts", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="counts",
+                    doc="rows of each group, each in 0..M")
+    else:
+        index = Arg("offsets", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="ends",
+                    doc="cumulative end row of each group: non-decreasing, the last at most M")
+    args = [a, b, c, bias, index,
+            Arg("M", S, doc="rows of each group's capacity" if masked else "rows of A and C (all groups)"),
+            Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
+            Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),
+            _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, "N", "K"), _ld("ldc", g.c.layout, "N", "M")]
+    if masked:
+        args.append(Arg("stride_a", ST, doc="elements between A's groups"))
+    args.append(Arg("stride_b", ST, doc="elements between B's groups"))
+    if masked:
+        args.append(Arg("stride_c", ST, doc="elements between C's groups"))
+    args.append(Arg("stride_bias", ST, doc="elements between the bias vectors of groups (0: one for all)"))
+    return Abi(tuple(args), empty_if=("M", "N", "groups"),
+               doc=f"C = epilogue(alpha * A.B[g] + beta * C) per group g ({g.mode}), cast to C's dtype")
+
+
 def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
     """One workgroup per C tile: x walks N tiles, y walks M tiles, z the batch. With the Hopper body the host
     entry first tries it (ops/gemm/tma_launch.cpp.j2). A split-K / stream-K kernel's grid, values and workspace
     come from its :class:`~ckgen.ops.gemm.body.SchedulePlan` (``schedule``)."""
     cfg = spec.params.config
+    if spec.params.gemm.grouped:
+        raise ValueError("grouped kernels launch with grouped_launch")
     if schedule is not None and schedule.kind != "tile":
 
         return scheduled_launch(cfg.tile, threads, schedule,
@@ -92,3 +165,20 @@ def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
     z = GridDim("batch") if spec.params.gemm.batched else GridDim()
     return Launch(threads=threads, grid=(GridDim("N", cfg.tile[1]), GridDim("M", cfg.tile[0]), z),
                   prelaunch="gemm/tma_launch.cpp.j2" if tma else None)
+
+
+def grouped_tiles_expr(spec: KernelSpec) -> E.Expr:
+    """An upper bound of the C tiles of a grouped / masked call: grouped, sum over g of ceil(rows_g / tile M)
+    <= ceil(M / tile M) + groups row tiles; masked, groups x ceil(M / tile M); times ceil(N / tile N)."""
+    tm, tn, _ = spec.params.config.tile
+    rows = E.add(E.cdiv("M", tm), "groups") if spec.params.gemm.mode == "grouped" else E.mul("groups", E.cdiv("M", tm))
+    return E.mul(rows, E.cdiv("N", tn))
+
+
+def grouped_launch(spec: KernelSpec, threads: int, workers: int, tma: bool = False) -> Launch:
+    """A persistent grid of at most ``workers`` workgroups (never more than the tiles' bound) that walk every
+    group's tiles (device/gemm_grouped.h). With the Hopper body the host entry first tries it
+    (ops/gemm/tma_grouped_launch.cpp.j2)."""
+    return Launch(threads=threads, grid=(GridDim(expr="workers"), GridDim(), GridDim()),
+                  values=(("workers", E.emax(1, E.emin(workers, grouped_tiles_expr(spec)))),),
+                  prelaunch="gemm/tma_grouped_launch.cpp.j2" if tma else None)

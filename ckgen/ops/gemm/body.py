@@ -131,6 +131,8 @@ class GemmPlan:
     tma: TmaBodyPlan | None = None
     #: split-K / stream-K (None: one workgroup per C tile)
     schedule: SchedulePlan | None = None
+    #: mode = grouped / masked (ckgen.ops.gemm.grouped.GroupPlan), else None
+    grouping: object | None = None
 
     def to_json(self) -> dict:
         i = self.instr
@@ -143,4 +145,5 @@ class GemmPlan:
             "integer_epilogue": self.integer_epilogue, "epilogue_types": list(self.epilogue_types),
             "tma": None if self.tma is None else self.tma.to_json(),
             **({"schedule": self.schedule.to_json()} if self.schedule is not None else {}),
+            **({"grouping": self.grouping.to_json()} if self.grouping is not None else {}),
         }

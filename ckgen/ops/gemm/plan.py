@@ -19,8 +19,9 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
-from ckgen.ops.gemm.abi import abi, launch
+from ckgen.ops.gemm.abi import abi, grouped_launch, launch
 from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, SchedulePlan, TmaBodyPlan
+from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
@@ -58,6 +59,7 @@ class GemmDraft(Draft):
     epilogue_types: tuple[str, ...] = ()
     tma: TmaBodyPlan | None = None
     schedule: SchedulePlan | None = None
+    grouping: GroupPlan | None = None
 
     @property
     def g(self) -> GemmSpec:
@@ -285,7 +287,7 @@ def plan_tma_body(d: GemmDraft) -> None:
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
     # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
-    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW
+    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped  # (grouped: masked stores)
     per_warp = cfg.tile[1] // 64 * 2048 if tma_store else 16 * (128 + 16)
 
     def smem(stages: int) -> int:
@@ -309,6 +311,7 @@ PASSES = (
     estimate_registers,   # register budget
     plan_epilogue,        # epilogue op types, bias dtype, integer path
     plan_tma_body,        # sm_90: does the Hopper TMA + wgmma body take this kernel too
+    plan_groups,          # mode = grouped / masked: the persistent walk over every group's tiles
     plan_schedule,        # split-K / stream-K: legality, workers, workspace slots
 )
 
@@ -374,15 +377,19 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     cfg, i, lanes = d.cfg, d.instr, target.wave_size
     wave_tile = (cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1])
     entry = d.body if d.schedule is None else Body(*SCHEDULED_ENTRY, max_lds_buffers=d.body.max_lds_buffers)
+    if d.grouping is not None:
+        entry = body_of(d.grouping, d.body.max_lds_buffers)
     body = GemmPlan(
         body=entry, instr=i, wave_tile=wave_tile, repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n),
         items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)), vec=d.vec, lds=d.lds,
         prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
-        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma, schedule=d.schedule)
+        integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma, schedule=d.schedule,
+        grouping=d.grouping)
     threads = cfg.waves[0] * cfg.waves[1] * lanes
     entries = [Entry(spec.name, threads, d.lds.total_bytes)]
     if d.tma is not None:
         entries.append(Entry(f"{spec.name}_tma", d.tma.threads, d.tma.smem_bytes, variant_of=spec.name))
-    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec),
-                      launch=launch(spec, threads, tma=d.tma is not None, schedule=d.schedule),
+    run = (grouped_launch(spec, threads, d.grouping.workers, tma=d.tma is not None) if d.grouping is not None
+           else launch(spec, threads, tma=d.tma is not None, schedule=d.schedule))
+    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=run,
                       entries=tuple(entries))

@@ -26,6 +26,8 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     """``{"C": float64 result}``. ``arrays`` holds A, B, C (its values before the call) and bias as passed
     (batched: 3-D, or 2-D / 1-D when broadcast)."""
     g = plan.spec.params.gemm
+    if g.grouped:
+        return {"C": grouped_reference(plan, arrays)}
     bias_dt = plan.abi["bias"].dtype
     batched = g.batched
 
@@ -50,6 +52,53 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     if batched:
         r = np.broadcast_to(r, (sizes["batch"], sizes["M"], sizes["N"]))
     return {"C": r}
+
+
+def _epilogue(g, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None) -> np.ndarray:
+    """``epilogue(alpha * r + beta * c0)`` with ``bias`` already shaped to broadcast over ``r``; integer C rounded
+    and saturated."""
+    r = g.alpha * r
+    if g.beta != 0:
+        r = r + g.beta * c0
+    for op in g.epilogue:
+        r = r + bias if op.kind == "bias" else activation(op.kind, r)
+    if not g.c.dtype.is_float:
+        info = np.iinfo(np.dtype(g.c.dtype.numpy))
+        r = np.clip(np.rint(r), info.min, info.max)
+    return r
+
+
+def group_rows(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> list[tuple[int, int]]:
+    """Each group's rows [r0, r1): by end offsets (grouped; from 0) or the first counts[g] of its item (masked)."""
+    g = plan.spec.params.gemm
+    if g.mode == "masked":
+        return [(0, int(n)) for n in np.asarray(arrays["counts"]).reshape(-1)]
+    ends = [int(e) for e in np.asarray(arrays["offsets"]).reshape(-1)]
+    return list(zip([0, *ends][:-1], ends, strict=True))
+
+
+def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """C of a grouped / masked kernel: every group's rows computed with its B (and bias(col)); the rows no
+    group covers keep C's values from before the call (the kernel does not write them)."""
+    g = plan.spec.params.gemm
+    bias_dt = plan.abi["bias"].dtype
+    a, b = to_float64(arrays["A"], g.a.dtype), to_float64(arrays["B"], g.b.dtype)
+    c0 = to_float64(arrays["C"], g.c.dtype)
+    out = c0.copy()
+    bias = to_float64(arrays["bias"], bias_dt) if g.has_bias else None
+    masked = g.mode == "masked"
+    for e, (r0, r1) in enumerate(group_rows(plan, arrays)):
+        if r1 <= r0:
+            continue
+        rows = (e, slice(r0, r1)) if masked else (slice(r0, r1),)
+        bg = None
+        if bias is not None:
+            if g.bias_axis == "col":
+                bg = (bias if bias.ndim == 1 else bias[e])[None, :]
+            else:
+                bg = (bias[e] if bias.ndim == 2 else bias)[r0:r1, None]
+        out[rows] = _epilogue(g, a[rows] @ b[e], c0[rows], bg)
+    return out
 
 
 def tolerance(plan: KernelPlan, base: float) -> float:

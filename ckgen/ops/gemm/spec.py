@@ -1,7 +1,9 @@
 """The GEMM op's kernel description and its DSL keys.
 
 ``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. With
-``batched = true`` every operand gains a leading batch dimension with its own batch stride (0 broadcasts).
+``batched = true`` every operand gains a leading batch dimension with its own batch stride (0 broadcasts). With
+``mode = grouped`` (or ``masked``) it is G GEMMs sharing N and K with rows per group given at run time (the
+mixture-of-experts layouts: :mod:`ckgen.ops.gemm.abi`).
 :func:`build_params` turns the parsed values of one kernel into a frozen :class:`GemmParams`; every class
 checks its structural invariants in ``__post_init__`` (target legality is the planning passes' job).
 """
@@ -23,6 +25,11 @@ DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
+#: the problem's shape (docs/dsl.md): one GEMM (or a strided batch); groups of rows by end offsets; groups of a
+#: fixed row capacity with a count each
+MODES = ("dense", "grouped", "masked")
+#: dtypes of the offsets / counts tensor of a grouped / masked kernel
+INDEX_DTYPES = (DType.I32, DType.I64)
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
@@ -45,6 +52,9 @@ KEYS = (
     Key("batched", "true or false: a batch dimension with batch strides for A, B, C and bias (0 broadcasts)",
         default_text="false"),
     Key("schedule", f"{SCHEDULE_WORDS}; S in {MIN_SPLITS}..{MAX_SPLITS}", default_text="tile"),
+    Key("mode", "dense, grouped (rows of A and C in groups by end offsets, B per group) or masked (groups of a "
+                "fixed row capacity, a count each)", default_text="dense"),
+    Key("index", "i32 or i64: the dtype of the offsets (grouped) or counts (masked) tensor", default_text="i32"),
 )
 
 
@@ -159,10 +169,21 @@ class GemmSpec:
     beta: float = 0.0
     epilogue: tuple[EpilogueOp, ...] = ()
     batched: bool = False
+    mode: str = "dense"
+    index: DType = DType.I32
 
     def __post_init__(self) -> None:
         if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
             raise ValueError("at most one bias in the epilogue")
+        if self.mode not in MODES or self.index not in INDEX_DTYPES:
+            raise ValueError(f"mode {self.mode}, index {self.index}")
+        if self.batched and self.mode != "dense":
+            raise ValueError("grouped and masked kernels are not batched")
+
+    @property
+    def grouped(self) -> bool:
+        """Grouped or masked: groups of rows, one B (and bias(col)) per group."""
+        return self.mode != "dense"
 
     @property
     def has_bias(self) -> bool:
@@ -177,6 +198,8 @@ class GemmSpec:
              "alpha": self.alpha, "beta": self.beta, "epilogue": [op.to_json() for op in self.epilogue]}
         if self.batched:
             d["batched"] = True
+        if self.mode != "dense":
+            d.update(mode=self.mode, index=self.index.value)
         return d
 
 
@@ -258,11 +281,23 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
     """The GEMM params of one kernel from its parsed values (keys of :data:`KEYS`)."""
     a, b, c = V.tensor(v["A"], "A"), V.tensor(v["B"], "B"), V.tensor(v["C"], "C")
     acc = V.dtype(v["acc"], "acc") if "acc" in v else DEFAULT_ACC[a.dtype]
+    mode = V.word(v["mode"], "mode", MODES) if "mode" in v else "dense"
+    batched = V.boolean(v["batched"], "batched") if "batched" in v else False
+    if batched and mode != "dense":
+        raise V.err(f"mode = {mode}: a {mode} kernel is not batched", v["mode"].span,
+                    "legal: mode = grouped or masked without batched = true (the groups are the batch), "
+                    "or batched = true with mode = dense")
+    index = DType.I32
+    if "index" in v:
+        index = V.dtype(v["index"], "index")
+        if index not in INDEX_DTYPES:
+            raise V.err(f"index = {index.value}: offsets and counts are i32 or i64", v["index"].span,
+                        "legal: i32, i64")
     gemm = GemmSpec(a, b, c, acc,
                     alpha=V.f32(v["alpha"], "alpha") if "alpha" in v else 1.0,
                     beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
                     epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
-                    batched=V.boolean(v["batched"], "batched") if "batched" in v else False)
+                    batched=batched, mode=mode, index=index)
     instr = None
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)

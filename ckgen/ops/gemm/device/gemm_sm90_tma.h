@@ -37,18 +37,37 @@
 // its workspace slot, then finish the tile (gemm_sched::finish_tile, the consumer warpgroups synchronizing on
 // named barrier 1) when they are the last to contribute.
 //
+// Grouped and masked kernels (mode = grouped | masked; Cfg::kGroupMode 1 | 2, Cfg::TIndex the index dtype): the
+// block walks every group's tiles (gemm_group_walk.h: tiles b, b + gridDim.x, ... of the sequence of all groups'
+// tiles) instead of the batch; the producer loads A rows from the group's first row (grouped: one A over all
+// groups' rows, rows past the group arrive too and their outputs are dropped; masked: item g of A) and item g of
+// B; the consumers store the group's rows only (no TMA store of C: its boxes would cross into the next group).
+//
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
 // an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
 // transpose bit (nv_wgmma.h has both descriptor forms).
 #pragma once
 
+#include "gemm_group_walk.h"
 #include "gemm_mma_sm90.h"
 #include "gemm_work.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
 namespace ckgen {
 namespace nv {
+
+// mode = grouped (1) / masked (2) Cfgs (gemm_group_walk.h); their index dtype and per-row bias
+CKGEN_CFG_OPTIONAL(GroupModeOf, kGroupMode, int, 0);
+CKGEN_CFG_OPTIONAL(BiasRowOf, kBiasRow, bool, false);
+template <class C, class = void>
+struct IndexOf {
+  using type = int;
+};
+template <class C>
+struct IndexOf<C, decltype(void(sizeof(typename C::TIndex)))> {
+  using type = typename C::TIndex;
+};
 
 template <class Cfg>
 struct TmaGemm {
@@ -77,7 +96,8 @@ struct TmaGemm {
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
   //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
-  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor;
+  static constexpr int kGroupMode = GroupModeOf<Cfg>::value;
+  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0;
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
   static constexpr int kEpiWarpBytes = kTmaStoreC ? kCBoxes * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
   static constexpr int kEpiOffset = kTmaStoreC ? (kBarOffset + 2 * kStages * 8 + 1023) / 1024 * 1024
@@ -122,6 +142,54 @@ struct TmaGemm {
     }
   };
 
+  // Where a piece of work lies: item b (batch item, or group) of B, and of A, C and bias where they have items;
+  // the first row of its rows in A and C (a grouped kernel's group start, else 0); the M of its tile (the group's
+  // rows, else M); the tile's origin.
+  struct Place {
+    int b, row0, rows, m0, n0;
+  };
+
+  using TIndex = typename IndexOf<Cfg>::type;
+  using Groups = typename Select<kGroupMode == 2, gemm_grouped::ByCounts<TIndex>, gemm_grouped::ByOffsets<TIndex>>::type;
+
+  // The block's pieces in order, with their places: Work's (plain, batched, scheduled), or with kGroupMode the
+  // group walk's (whole tiles b, b + gridDim.x, ... of every group's; `batch` is then the groups).
+  struct Pieces {
+    Work work;
+    gemm_grouped::GroupCursor<Cfg, Groups> cursor;
+    int tiles_m, tiles_n, M, nk, t;
+    CKGEN_DEVICE Pieces(int M_, int N, int nk_, int batch, int splits, const void* index)
+        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch,
+               nk_, splits),
+          cursor(Groups{static_cast<const TIndex*>(index), M_}, kGroupMode ? batch : 0, N),
+          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + Cfg::kTileN - 1) / Cfg::kTileN), M(M_),
+          nk(nk_), t(block_id(0)) {}
+    CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
+      if constexpr (kGroupMode != 0) {
+        if (!cursor.seek(t)) return false;
+        const gemm_grouped::GroupTile tl = cursor.at(t);
+        t += grid_dim(0);
+        g.tile = 0;
+        g.kt0 = 0;
+        g.kt1 = nk;
+        g.count = 1;
+        p = Place{tl.g, kGroupMode == 1 ? tl.row0 : 0, tl.rows, tl.m0, tl.n0};
+        return true;
+      } else {
+        if (!work.next(g)) return false;
+        tile_origin(g.tile, tiles_m, tiles_n, p.b, p.m0, p.n0);
+        p.row0 = 0;
+        p.rows = M;
+        return true;
+      }
+    }
+    // Whether there is a next piece, and which (what next() returns next), without taking it.
+    CKGEN_DEVICE bool peek(gemm_sched::Seg& g, Place& p) const {
+      Pieces ahead = *this;
+      return ahead.next(g, p);
+    }
+  };
+
   // The consumer warpgroups' barrier (named barrier 1; the producer does not take part).
   struct ConsumerSync {
     static CKGEN_DEVICE void sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers) : "memory"); }
@@ -151,7 +219,8 @@ struct TmaGemm {
 
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, const TensorMap& tc, TC* C,
                                const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
-                               long long stride_bias, int flags, void* workspace = nullptr, int splits = 1) {
+                               long long stride_bias, int flags, void* workspace = nullptr, int splits = 1,
+                               const void* index = nullptr) {
 #if defined(CKGEN_NV_WGMMA)
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const uint32_t s0 = (smem_addr(ckgen_smem) + 1023u) & ~1023u;
@@ -176,13 +245,14 @@ struct TmaGemm {
       if (tid != 128 * kConsumers) return;
       int s = 0;
       uint32_t phase = 0;
-      Work work(tiles, nk, splits);
+      Pieces work(M, N, nk, batch, splits, index);
       gemm_sched::Seg g;
-      while (work.next(g)) {
-        int b, m0, n0;
-        tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
-        const int ba = (flags & kBroadcastA) ? 0 : b;
-        const int bb = (flags & kBroadcastB) ? 0 : b;
+      Place p;
+      while (work.next(g, p)) {
+        const int m0 = p.row0 + p.m0;  // A's first row of the tile
+        const int n0 = p.n0;
+        const int ba = (flags & kBroadcastA) ? 0 : p.b;
+        const int bb = (flags & kBroadcastB) ? 0 : p.b;
         for (int kt = g.kt0; kt < g.kt1; ++kt) {
           mbar_wait(empty0 + 8 * s, phase ^ 1);
           const uint32_t full = full0 + 8 * s;
@@ -210,8 +280,8 @@ struct TmaGemm {
       }
     } else {
       setmaxnreg_inc<232>();
-      consume(s0, full0, empty0, tc, C, bias, M, N, K, ldc, stride_c, stride_bias, tiles_m, tiles_n, tiles, nk,
-              workspace, splits);
+      consume(s0, full0, empty0, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, tiles, nk, workspace, splits,
+              index);
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -220,9 +290,9 @@ struct TmaGemm {
 
 #if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
-                                   const TBias* bias, int M, int N, int K, long long ldc, long long stride_c,
-                                   long long stride_bias, int tiles_m, int tiles_n, int tiles, int nk, void* workspace,
-                                   int splits) {
+                                   const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
+                                   long long stride_bias, int tiles, int nk, void* workspace, int splits,
+                                   const void* index) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
@@ -234,13 +304,15 @@ struct TmaGemm {
     int issued = 0;      // K tiles of the coming tile already issued (by the overlapped epilogue): 0 or 1
     float d[4 * kFrags];
     zero(d);
-    Work work(tiles, nk, splits);
+    Pieces work(M, N, nk, batch, splits, index);
     gemm_sched::Seg g;
-    while (work.next(g)) {
-      int b, m0, n0;
-      tile_origin(g.tile, tiles_m, tiles_n, b, m0, n0);
-      TC* const Cb = C + b * stride_c;
-      const TBias* const biasb = bias ? bias + b * stride_bias : bias;
+    Place p;
+    while (work.next(g, p)) {
+      const int b = p.b, m0 = p.m0, n0 = p.n0;
+      const int Mg = p.rows;  // the tile's M: the group's rows (grouped / masked), else M
+      TC* const Cb = C + b * stride_c + (Cfg::kCRowMajor ? p.row0 * ldc : p.row0);
+      const TBias* const biasb =
+          bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? p.row0 : b * stride_bias) : bias;
       if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
       for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
         const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
@@ -257,7 +329,7 @@ struct TmaGemm {
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
       if constexpr (kKind != gemm_sched::kTile) {
         if (g.count > 1) {  // a part of the tile: into its slot, then finish the tile if this block is the last
-          finish_part(g, acc, workspace, tiles, Cb, biasb, M, N, ldc, m0, n0, tid, wg, warp, lane);
+          finish_part(g, acc, workspace, tiles, Cb, biasb, Mg, N, ldc, m0, n0, tid, wg, warp, lane);
           continue;
         }
       }
@@ -266,10 +338,11 @@ struct TmaGemm {
       const int row0 = wg * 64 + (warp & 3) * 16;
       if constexpr (kTmaStoreC) {
         COut out;
-        finish_c(acc, row0, m0, n0, Cb, biasb, M, N, ldc, lane, out);  // the last reads of the accumulators
+        finish_c(acc, row0, m0, n0, Cb, biasb, Mg, N, ldc, lane, out);  // the last reads of the accumulators
         if constexpr (kOverlapEpilogue) {
           gemm_sched::Seg next;
-          if (!work.peek(next)) {  // the block's last tile
+          Place next_place;
+          if (!work.peek(next, next_place)) {  // the block's last tile
             store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
             break;
           }
@@ -283,9 +356,9 @@ struct TmaGemm {
         }
         store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
       } else if constexpr (Cfg::kCRowMajor) {
-        Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, row0, 0, m0, n0, Cb, biasb, M, N, ldc, lane, sp);
+        Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane, sp);
       } else {
-        Epi::template store_c<1, kFrags>(acc, row0, 0, m0, n0, Cb, biasb, M, N, ldc, lane >> 2, lane & 3);
+        Epi::template store_c<1, kFrags>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane >> 2, lane & 3);
       }
     }
     if constexpr (kTmaStoreC) {
@@ -437,6 +510,44 @@ struct TmaGemm {
                              flags);
   }
 
+  // Grouped kernels (kGroupMode 1): A is M x K (every group's rows), `index` the groups' end rows; masked
+  // (kGroupMode 2): A is groups x M x K, `index` the counts; B is groups x K x N (stride_b apart) in both. The
+  // grid: at most one block per SM, never more than the bound on the tiles (grouped: (ceil(M / tile M) + groups)
+  // x N tiles; masked: groups x ceil(M / tile M) x N tiles). kNotApplicable as launch() says.
+  template <class Kernel, class TI>
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TI* index, int M,
+                            int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_b,
+                            long long stride_bias, void* stream) {
+    return launch_grouped(kernel, A, B, C, bias, index, M, N, K, groups, lda, ldb, ldc, 0LL, stride_b, 0LL,
+                          stride_bias, stream);
+  }
+
+  template <class Kernel, class TI>
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TI* index, int M,
+                            int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_a,
+                            long long stride_b, long long stride_c, long long stride_bias, void* stream) {
+    static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
+    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
+      return kNotApplicable;
+    int sms = 0;
+    if (!sm90_device(&sms)) return kNotApplicable;
+    CUtensorMap ta, tb;
+    const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
+    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
+                          : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
+                          : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
+    if (!ok_a || !ok_b) return kNotApplicable;
+    const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
+    const long long bound = (kGroupMode == 1 ? tiles_m + groups : tiles_m * groups) * tiles_n;
+    if (bound > 0x7fffffffLL || bound < 1) return kNotApplicable;
+    const int flags = (nba == 1 ? kBroadcastA : 0) | (nbb == 1 ? kBroadcastB : 0);
+    static int configured = 0;
+    return cuda_host::launch(kernel, &configured, static_cast<unsigned>(bound < sms ? bound : sms), 1u, 1u, kThreads,
+                             kSmemBytes, stream, ta, tb, ta, C, bias, static_cast<const void*>(index), M, N, K, groups,
+                             ldc, stride_c, stride_bias, flags);
+  }
+
   // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
   // blocks (stream-K); the workspace as gemm_work.h lays it out.
   template <class Kernel>
@@ -501,4 +612,15 @@ struct TmaGemm {
       const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {     \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
+  }
+
+// The `<name>_tma` entry of a grouped / masked Cfg: the index tensor (offsets or counts) and the groups.
+#define CKGEN_TMA_GEMM_GROUPED_ENTRY(name, Cfg)                                                                \
+  extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
+      const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const void* index, int M, int N, int K, int groups, long long ldc, long long stride_c, long long stride_bias, \
+      int flags) {                                                                                             \
+    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, groups, ldc, stride_c, stride_bias, flags, nullptr, \
+                                   1, index);                                                                  \
   }

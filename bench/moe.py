@@ -1,0 +1,169 @@
+"""Grouped GEMM (mixture of experts) on the GPU: ckgen's `mode = grouped` kernels (bench/moe_nv.ck, through the JIT,
+target sm_90) against torch._grouped_mm, measured in the same run, bf16, A row-major (tokens sorted by expert), B per
+expert as nn.Linear weights (experts x N x K, passed transposed: K-major), int32 end offsets.
+
+  python bench/moe.py [--quick] [--json OUT]
+
+Cases: the expert shapes of Mixtral-8x7B (8 experts, top-2, hidden 4096, intermediate 14336: gate-up N = 2 x 14336,
+down K = 14336) and DeepSeek-like layers (64 experts of intermediate 1408, top-6, hidden 2048; 256 experts of 2048,
+top-8, hidden 7168), at 1, 16, 128, 1024 and 8192 tokens (rows = tokens x top_k), with three routings:
+balanced (every expert the same rows, +-1), skewed (expert e drawn with probability ~ 1 / (e + 1)^1.2) and empty
+(only a quarter of the experts get tokens). Every ckgen kernel is checked against torch._grouped_mm (rel. error
+< 1e-2; C poisoned with NaN first) and timed through its C entry point; the fastest correct one counts. Timing:
+replays of a CUDA graph of 10 calls (device time), both sides interleaved over ROUNDS rounds, median per side (as
+bench/bmm.py; 3 rounds of 5 replays of 2 calls for cases over 0.2 TFLOP). Prints TFLOP/s per case and the ratio ckgen / torch._grouped_mm (issue 24's goal: >= 1.0 on every
+case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from nvh import rel_err, time_graph_ms  # noqa: E402
+
+SPEC = HERE / "moe_nv.ck"
+SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
+# name -> (experts, top_k, K, N)
+LAYERS = {
+    "mixtral_up": (8, 2, 4096, 2 * 14336),
+    "mixtral_down": (8, 2, 14336, 4096),
+    "ds64_up": (64, 6, 2048, 2 * 1408),
+    "ds64_down": (64, 6, 1408, 2048),
+    "ds256_up": (256, 8, 7168, 2 * 2048),
+    "ds256_down": (256, 8, 2048, 7168),
+}
+TOKENS = (1, 16, 128, 1024, 8192)
+ROUTINGS = ("balanced", "skewed", "empty")
+QUICK = {"layers": ("mixtral_up", "ds64_down"), "tokens": (16, 1024, 8192)}
+ROUNDS = 5
+
+
+def group_rows(routing: str, experts: int, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows per expert summing to ``rows``."""
+    if routing == "balanced":
+        base = np.full(experts, rows // experts)
+        base[: rows % experts] += 1
+        return base
+    if routing == "skewed":
+        p = 1.0 / (np.arange(experts) + 1.0) ** 1.2
+    else:  # empty: a quarter of the experts (at least one) get every token
+        p = np.zeros(experts)
+        p[rng.choice(experts, max(1, experts // 4), replace=False)] = 1.0
+    return np.bincount(rng.choice(experts, rows, p=p / p.sum()), minlength=experts)
+
+
+def tflops(rows, N, K, ms):
+    return 2.0 * rows * N * K / (ms * 1e-3) / 1e12 if ms else 0.0
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def raw_call(kern, a, b, offs, c):
+    """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
+    call = kern.bind(a, b, offs, C=c)
+    kern.backend.launch(kern.handle, call)  # full path once
+    entry = kern.handle.entry
+    args = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]
+
+    def run():
+        st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
+        if st != 0:
+            raise RuntimeError(f"{kern.name}: status {st}")
+    return run
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true", help=f"only {QUICK}")
+    args = ap.parse_args()
+    if not hasattr(torch, "_grouped_mm"):
+        print(f"torch {torch.__version__} has no torch._grouped_mm: nothing to compare against")
+        return 1
+    from ckgen import driver
+    from ckgen.runtime.api import jit
+
+    os.chdir(HERE.parent)
+    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
+    t0 = time.perf_counter()
+    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
+    layers = QUICK["layers"] if args.quick else tuple(LAYERS)
+    token_counts = QUICK["tokens"] if args.quick else TOKENS
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    props = torch.cuda.get_device_properties(0)
+    out = {"device": props.name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cases": []}
+    for layer in layers:
+        E, topk, K, N = LAYERS[layer]
+        w = (torch.randn(E, N, K, device="cuda") * 0.02).to(torch.bfloat16)
+        b = w.transpose(-2, -1)  # experts x K x N, K-contiguous
+        for tokens in token_counts:
+            rows = tokens * topk
+            a = torch.randn(rows, K, device="cuda").to(torch.bfloat16)
+            c = torch.empty(rows, N, device="cuda", dtype=torch.bfloat16)
+            for routing in ROUTINGS:
+                counts = group_rows(routing, E, rows, rng)
+                offs = torch.tensor(np.cumsum(counts), device="cuda", dtype=torch.int32)
+                ref = torch._grouped_mm(a, b, offs=offs).double()
+
+                def theirs():
+                    torch._grouped_mm(a, b, offs=offs)  # noqa: B023
+
+                calls, per = {}, {}
+                for n, kern in kernels.items():
+                    c.view(torch.int16).fill_(-1)  # poison (NaN)
+                    calls[n] = raw_call(kern, a, b, offs, c)
+                    torch.cuda.synchronize()
+                    per[n] = {"err": rel_err(c, ref), "rounds": []}
+                torch_rounds = []
+                big = 2.0 * rows * N * K > 2e11  # (> ~0.5 ms a call: fewer replays, so that a case takes seconds)
+                timing = {"warmup": 1, "reps": 5, "inner": 2} if big else {}
+                for _ in range(3 if big else ROUNDS):  # interleaved
+                    torch_rounds.append(time_graph_ms(theirs, **timing))
+                    for n, call in calls.items():
+                        per[n]["rounds"].append(time_graph_ms(call, **timing))
+                t_torch = _median(torch_rounds)
+                best = None
+                for n, v in per.items():
+                    v["ms"] = _median(v["rounds"])
+                    v["tflops"] = tflops(rows, N, K, v["ms"])
+                    if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
+                        best = n
+                r = {"layer": layer, "experts": E, "top_k": topk, "K": K, "N": N, "tokens": tokens, "rows": rows,
+                     "routing": routing, "nonempty_experts": int((counts > 0).sum()), "max_rows": int(counts.max()),
+                     "torch_ms": t_torch, "ckgen_best": best, "ckgen_ms": per[best]["ms"] if best else None,
+                     "ckgen_kernels": per}
+                out["cases"].append(r)
+                tt, tk = tflops(rows, N, K, t_torch), tflops(rows, N, K, r["ckgen_ms"]) if best else 0.0
+                print(f"{layer:13s} tokens {tokens:5d} {routing:8s}: torch._grouped_mm {tt:6.1f} ckgen {tk:6.1f} "
+                      f"TFLOP/s, ratio {tk / tt if tt else 0:5.2f} ({best}; errors "
+                      + " ".join(f"{k.split('_', 2)[2]}={v['err']:.1e}" for k, v in per.items()) + ")", flush=True)
+        w = b = None  # (free this layer's weights before the next one)
+        torch.cuda.empty_cache()
+    ratios = [tflops(r["rows"], r["N"], r["K"], r["ckgen_ms"]) / tflops(r["rows"], r["N"], r["K"], r["torch_ms"])
+              for r in out["cases"] if r["ckgen_ms"]]
+    if ratios:
+        print(f"\nratio ckgen / torch._grouped_mm over {len(ratios)} cases: min {min(ratios):.2f}, "
+              f"geomean {float(np.exp(np.mean(np.log(ratios)))):.2f}, max {max(ratios):.2f}; "
+              f"cases below 1.0: {sum(x < 1.0 for x in ratios)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
