@@ -57,6 +57,11 @@ CKGEN_API int ckgen_moe_up_bf16(const void* A, const void* B, void* C, const voi
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, offsets_, M_, N_, K_, groups_, lda_, ldb_, ldc_, stride_b_, stride_bias_);
 }
 
+// ckgen_moe_up_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_up_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_up_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].p, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, stream);
+}
+
 // moe_down_bf16: grouped (i64 index) bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 128x128x32, waves 2x2, instr 32x32x8
 CKGEN_API int ckgen_moe_down_bf16(const void* A, const void* B, void* C, const void* bias, const void* offsets, int64_t M, int64_t N, int64_t K, int64_t groups, int64_t lda, int64_t ldb, int64_t ldc, int64_t stride_b, int64_t stride_bias, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -92,6 +97,11 @@ CKGEN_API int ckgen_moe_down_bf16(const void* A, const void* B, void* C, const v
   long long stride_bias_ = static_cast<long long>(stride_bias);
   return CKGEN_LAUNCH(moe_down_bf16, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, offsets_, M_, N_, K_, groups_, lda_, ldb_, ldc_, stride_b_, stride_bias_);
+}
+
+// ckgen_moe_down_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_down_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_down_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].p, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, stream);
 }
 
 // moe_decode_f16: masked (i32 index) f16 row x f16 col -> f16 row (acc f32), alpha 1, beta 0, epilogue none; tile 32x64x64, waves 1x2, instr 32x32x8
@@ -132,4 +142,9 @@ CKGEN_API int ckgen_moe_decode_f16(const void* A, const void* B, void* C, const 
   long long stride_bias_ = static_cast<long long>(stride_bias);
   return CKGEN_LAUNCH(moe_decode_f16, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 128u, 0u, stream, A_, B_, C_, bias_, counts_, M_, N_, K_, groups_, lda_, ldb_, ldc_, stride_a_, stride_b_, stride_c_, stride_bias_);
+}
+
+// ckgen_moe_decode_f16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_decode_f16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_decode_f16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].p, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, stream);
 }

@@ -46,6 +46,11 @@ CKGEN_API int ckgen_moe_router_v3(const void* logits, const void* correction, vo
                       static_cast<unsigned>(grid_z_), 128u, 0u, stream, logits_, correction_, ids_, weights_, tokens_, ld_logits_, ld_ids_, ld_weights_, scale_);
 }
 
+// ckgen_moe_router_v3 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_router_v3_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_router_v3(args[0].p, args[1].p, const_cast<void*>(args[2].p), const_cast<void*>(args[3].p), args[4].i, args[5].i, args[6].i, args[7].i, args[8].f, stream);
+}
+
 // moe_router_mixtral: top-2 of 8 experts by softmax of f32 logits, renormalized
 CKGEN_API int ckgen_moe_router_mixtral(const void* logits, const void* correction, void* ids, void* weights, int64_t tokens, int64_t ld_logits, int64_t ld_ids, int64_t ld_weights, float scale, void* stream) {
   if (tokens < 0 || tokens > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -70,6 +75,11 @@ CKGEN_API int ckgen_moe_router_mixtral(const void* logits, const void* correctio
   float scale_ = static_cast<float>(scale);
   return CKGEN_LAUNCH(moe_router_mixtral, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 128u, 0u, stream, logits_, correction_, ids_, weights_, tokens_, ld_logits_, ld_ids_, ld_weights_, scale_);
+}
+
+// ckgen_moe_router_mixtral with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_router_mixtral_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_router_mixtral(args[0].p, args[1].p, const_cast<void*>(args[2].p), const_cast<void*>(args[3].p), args[4].i, args[5].i, args[6].i, args[7].i, args[8].f, stream);
 }
 
 // moe_sort_256: sort tokens x 8 choices by expert (256 experts), stable
@@ -105,6 +115,11 @@ CKGEN_API int ckgen_moe_sort_256(const void* ids, void* offsets, void* sorted_to
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, ids_, offsets_, sorted_token_, position_, tokens_, ld_ids_, ld_sorted_, ld_position_, workspace_);
 }
 
+// ckgen_moe_sort_256 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_sort_256_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_sort_256(args[0].p, const_cast<void*>(args[1].p), const_cast<void*>(args[2].p), const_cast<void*>(args[3].p), args[4].i, args[5].i, args[6].i, args[7].i, const_cast<void*>(args[8].p), stream);
+}
+
 // moe_permute_bf16: permute bf16 rows, top-8
 CKGEN_API int ckgen_moe_permute_bf16(const void* x, const void* sorted_token, void* xs, int64_t tokens, int64_t hidden, int64_t ld_x, int64_t ld_sorted, int64_t stride_xs_token, int64_t stride_xs_choice, void* stream) {
   if (tokens < 0 || tokens > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -130,6 +145,11 @@ CKGEN_API int ckgen_moe_permute_bf16(const void* x, const void* sorted_token, vo
   long long stride_xs_choice_ = static_cast<long long>(stride_xs_choice);
   return CKGEN_LAUNCH(moe_permute_bf16, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, sorted_token_, xs_, tokens_, hidden_, ld_x_, ld_sorted_, stride_xs_token_, stride_xs_choice_);
+}
+
+// ckgen_moe_permute_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_permute_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_permute_bf16(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].i, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, stream);
 }
 
 // moe_unpermute_bf16: unpermute bf16 rows, top-8
@@ -161,4 +181,9 @@ CKGEN_API int ckgen_moe_unpermute_bf16(const void* ys, const void* position, con
   long long ld_y_ = static_cast<long long>(ld_y);
   return CKGEN_LAUNCH(moe_unpermute_bf16, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
                       static_cast<unsigned>(grid_z_), 256u, 0u, stream, ys_, position_, weights_, y_, tokens_, hidden_, stride_ys_token_, stride_ys_choice_, ld_position_, ld_weights_, ld_y_);
+}
+
+// ckgen_moe_unpermute_bf16 with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_moe_unpermute_bf16_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_moe_unpermute_bf16(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, stream);
 }
