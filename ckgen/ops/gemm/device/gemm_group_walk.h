@@ -2,8 +2,8 @@
 // (mode = grouped | masked), shared by the portable bodies' entry (gemm_grouped.h) and the Hopper body
 // (gemm_sm90_tma.h). Cfg members read: kTileM, kTileN.
 //
-// The tiles of all groups form one sequence: group by group; in a group, row tile by row tile; in a row tile,
-// N tiles in order. Empty groups have none. A workgroup of a persistent grid of P takes tiles w, w + P, ...:
+// The tiles of all groups form one sequence: group by group; in a group, bands of 8 row tiles, and in a band N tile
+// by N tile, row tiles in order (GroupCursor::at). Empty groups have none. A workgroup of a persistent grid of P takes tiles w, w + P, ...:
 // GroupCursor walks the groups once, in order, keeping the count of tiles before its current group (O(groups + its
 // tiles), no workspace). Groups are read through a policy: ByOffsets (cumulative end rows, torch._grouped_mm's
 // offs; group g is rows [end[g-1], end[g]) of the matrices) or ByCounts (a fixed capacity of M rows per group, the
@@ -78,9 +78,19 @@ struct GroupCursor {
     return true;
   }
 
+  // A group's tiles go in bands of kBand row tiles, N tile by N tile and, within one, row tile by row tile: the
+  // workgroups running at once share a few B panels and A blocks (kept in the L2) instead of each reading its own
+  // B panel (a large group read B once per row tile, row by row).
+  static constexpr int kBand = 8;
+
   CKGEN_DEVICE GroupTile at(int t) const {
     const int local = t - tile0;
-    return GroupTile{g, r0, r1 - r0, (local / tiles_n) * Cfg::kTileM, (local % tiles_n) * Cfg::kTileN};
+    const int tiles_m = tiles / tiles_n;
+    const int band = local / (kBand * tiles_n);
+    const int in_band = local - band * kBand * tiles_n;
+    const int band_rows = tiles_m - band * kBand < kBand ? tiles_m - band * kBand : kBand;
+    return GroupTile{g, r0, r1 - r0, (band * kBand + in_band % band_rows) * Cfg::kTileM,
+                     (in_band / band_rows) * Cfg::kTileN};
   }
 };
 
