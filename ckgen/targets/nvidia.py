@@ -34,7 +34,7 @@ time), ``simds_per_cu`` = 4 sub-partitions, ``max_waves_per_simd`` = 16 warps (6
 from __future__ import annotations
 
 from ckgen.ir.types import DType
-from ckgen.targets.model import MatrixInstr, Target
+from ckgen.targets.model import FEATURE_FP8, FEATURE_FP8_OCP, MatrixInstr, Target
 
 F16, BF16, F32, I8, I32 = DType.F16, DType.BF16, DType.F32, DType.I8, DType.I32
 
@@ -73,7 +73,9 @@ SM_90 = Target(
     lds_bytes_per_cu=228 * 1024,   # per SM [guide]
     cus=132,                       # [spec]
     clock_mhz=1980, mem_gbps=4800, # [spec] H200 SXM boost clock, HBM3e bandwidth
-    features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC, FEATURE_WGMMA, FEATURE_TMA}),
+    # fp8: OCP e4m3 / e5m2 (cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 from sm_89, wgmma .e4m3/.e5m2 on sm_90a) [ptx]
+    features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC, FEATURE_WGMMA, FEATURE_TMA,
+                        FEATURE_FP8, FEATURE_FP8_OCP}),
 )
 
 SM_80 = Target(
