@@ -28,7 +28,7 @@ from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
-CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8)
+CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ)
 C_DTYPES = {DType.F32: (DType.F16, DType.BF16, DType.F32), DType.I32: (DType.I32, DType.I8, DType.F32)}
 MAX_PREFETCH = 1
 MAX_THREADS = 1024
@@ -83,20 +83,47 @@ def check_workgroup(d: GemmDraft) -> None:
                      f"{wm * wn * lanes} threads exceed the {MAX_THREADS}-thread workgroup limit")
 
 
+def generated_inputs(t: Target) -> list[DType]:
+    """The A dtypes the GEMM generates for ``t``: those its matrix instructions take (fp8 dtypes only in the
+    target's own fp8 encoding: ``Target.fp8_encoding``)."""
+    kinds = t.input_dtypes()
+    return [x for x in CODEGEN_INPUTS
+            if x.matrix_kind in kinds and (x.fp8 is None or x.fp8.encoding == t.fp8_encoding)]
+
+
+def _kinds(g: GemmSpec) -> tuple[DType, DType]:
+    """A's and B's operand kinds in the instruction tables (fp8 / bf8 for the encoded 8-bit floats)."""
+    return g.a.dtype.matrix_kind, g.b.dtype.matrix_kind
+
+
 def check_dtypes(d: GemmDraft) -> None:
-    """A and B of one dtype that the target has instructions for and the kernel bodies generate, an accumulator
-    of one of those instructions, and a C dtype for it. Each refusal lists only values that pass every check
-    here for this target (f64 has instructions on some targets but no kernel body: it is never listed)."""
+    """A and B of dtypes that the target has instructions for and the kernel bodies generate (B = A's dtype, or for
+    8-bit floats any fp8 dtype of A's encoding that an instruction pairs with A), an accumulator of one of those
+    instructions, and a C dtype for it. Each refusal lists only values that pass every check here for this target
+    (f64 has instructions on some targets but no kernel body: it is never listed; an fp8 dtype of the other
+    encoding is refused with the target's own)."""
     g, t = d.g, d.target
-    made = [x for x in CODEGEN_INPUTS if x in t.input_dtypes()]
+    made = generated_inputs(t)
     if g.a.dtype not in made:
-        reason = ("the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
-                  if g.a.dtype in t.input_dtypes() else "no matrix instruction takes this dtype")
+        f = g.a.dtype.fp8
+        if f is not None and t.fp8_encoding and f.encoding != t.fp8_encoding:
+            reason = (f"{g.a.dtype.value} is the {f.encoding.upper()} encoding; {t.name}'s fp8 instructions take "
+                      f"the {t.fp8_encoding.upper()} one (the same codes mean other numbers)")
+        elif f is not None and not t.fp8_encoding:
+            reason = f"{t.name} has no fp8 matrix instructions"
+        elif g.a.dtype.matrix_kind in t.input_dtypes():
+            reason = "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
+        else:
+            reason = "no matrix instruction takes this dtype"
         raise d.fail("A", g.a.dtype.value, ", ".join(x.value for x in made), reason)
-    if g.b.dtype != g.a.dtype:
-        raise d.fail("B", g.b.dtype.value, g.a.dtype.value, "B must have A's dtype")
-    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == g.a.dtype and i.acc_dtype in C_DTYPES})
-    if not t.instructions_for(g.a.dtype, g.b.dtype, g.acc) or g.acc not in C_DTYPES:
+    ka, kb = _kinds(g)
+    legal_b = [x for x in made if x.fp8 is not None and t.instructions_for(ka, x.matrix_kind, DType.F32)] \
+        if g.a.dtype.fp8 is not None else [g.a.dtype]
+    if g.b.dtype not in legal_b:
+        raise d.fail("B", g.b.dtype.value, ", ".join(x.value for x in legal_b),
+                     "B must have A's dtype" if len(legal_b) == 1 else f"no {t.name} instruction takes A {g.a.dtype.value} with it")
+    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == ka and i.acc_dtype in C_DTYPES})
+    if not t.instructions_for(ka, kb, g.acc) or g.acc not in C_DTYPES:
         raise d.fail("acc", g.acc.value, ", ".join(accs), f"no single-block {g.a.dtype.value} instruction accumulates in it")
     legal_c = C_DTYPES[g.acc]
     if g.c.dtype not in legal_c:
@@ -112,9 +139,9 @@ def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr:
 
 def select_instruction(d: GemmDraft) -> None:
     g, cfg, t = d.g, d.cfg, d.target
-    cands = t.instructions_for(g.a.dtype, g.b.dtype, g.acc)
+    cands = t.instructions_for(*_kinds(g), g.acc)
     if cfg.instr is not None:
-        instr = t.find_instruction(cfg.instr, g.a.dtype, g.b.dtype, g.acc)
+        instr = t.find_instruction(cfg.instr, *_kinds(g), g.acc)
         if instr is None:
             raise d.fail("instr", "x".join(map(str, cfg.instr)), _shapes(cands),
                          f"no single-block {g.a.dtype.value}->{g.acc.value} matrix instruction of this shape")
@@ -329,7 +356,7 @@ def nearest_tile(spec: KernelSpec, target: Target) -> tuple[int, int, int] | Non
     registers, or that no instruction divides, are not planned (what the passes would refuse first)."""
     cfg, g = spec.params.config, spec.params.gemm
     lanes, (wm, wn) = target.wave_size, cfg.waves
-    instrs = target.instructions_for(g.a.dtype, g.b.dtype, g.acc)
+    instrs = target.instructions_for(*_kinds(g), g.acc)
     if cfg.instr is not None:
         instrs = [i for i in instrs if i.shape == tuple(cfg.instr)]
     acc_limit = budget(target).accumulators if target.lds_swizzle else (target.agprs or target.vgprs)

@@ -20,7 +20,8 @@ EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu")
 BIAS_AXES = ("row", "col")
 EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "cast(<C dtype>)", "none")
 DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
-               DType.FP8: DType.F32, DType.BF8: DType.F32, DType.F64: DType.F64}
+               DType.E4M3FN: DType.F32, DType.E5M2: DType.F32, DType.E4M3FNUZ: DType.F32, DType.E5M2FNUZ: DType.F32,
+               DType.F64: DType.F64}
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
@@ -28,10 +29,11 @@ SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), st
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
 KEYS = (
-    Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8", required=True),
-    Key("B", "<dtype> row|col (A's dtype)", required=True),
+    Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8, fp8: e4m3fn e5m2 (OCP) e4m3fnuz e5m2fnuz (FNUZ)",
+        required=True),
+    Key("B", "<dtype> row|col (A's dtype; for fp8 A any fp8 dtype of A's encoding)", required=True),
     Key("C", "<dtype> row|col; f16 bf16 f32 (float acc), i32 i8 f32 (i32 acc)", required=True),
-    Key("acc", "f32 (f16/bf16/f32 inputs), i32 (i8)", default_text="by input dtype"),
+    Key("acc", "f32 (f16/bf16/f32/fp8 inputs), i32 (i8)", default_text="by input dtype"),
     Key("alpha", "a finite f32 number", default_text="1.0"),
     Key("beta", "a finite f32 number", default_text="0.0"),
     Key("tile", "MxNxK", required=True),

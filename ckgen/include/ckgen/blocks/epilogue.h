@@ -8,6 +8,7 @@
 // Chain<Ops...> applies Ops left to right; Chain<> is the identity.
 #pragma once
 
+#include "ckgen/blocks/fp8.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {

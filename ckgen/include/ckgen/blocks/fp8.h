@@ -31,18 +31,7 @@
 
 namespace ckgen {
 
-struct fp8_e4m3fn {
-  uint8_t bits;
-};
-struct fp8_e5m2 {
-  uint8_t bits;
-};
-struct fp8_e4m3fnuz {
-  uint8_t bits;
-};
-struct fp8_e5m2fnuz {
-  uint8_t bits;
-};
+// (the four storage structs live in types.h, which host code includes too)
 
 // The parameters of a format. kMaxCode: the largest finite positive code; kNanCode: the NaN from_float gives.
 template <class T>
