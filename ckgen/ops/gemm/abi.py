@@ -2,13 +2,16 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
+    A, B, C, bias, [scale_a, scale_b,] M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias]
+    [, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
 between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
 (length M for ``bias(row)``, N for ``bias(col)``), and C is read only when beta != 0. The bracketed
 arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X at ``X + b * stride_x``;
-a batch stride of 0 broadcasts A, B or bias (not C). ``workspace`` exists when the kernel's schedule needs one
+a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` exist when the kernel has scalings
+(``scale_a = tensor | row``, ``scale_b = tensor | col``): f32 device tensors of 1, M or N elements, shared by every
+batch item; one of them is unused (NULL) when only the other operand is scaled. ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
 """
 
@@ -41,6 +44,17 @@ def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: s
     return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
 
 
+def _scale(name: str, kind: str | None, size: str) -> Arg:
+    """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``); unused (NULL) when
+    only the other operand is scaled."""
+    if kind is None:
+        return Arg(name, T, doc="unused: pass NULL", dtype=DType.F32, dims=(1,), strides=(1,), unused=True)
+    if kind == "tensor":
+        return Arg(name, T, doc="one f32: the whole operand's scale", dtype=DType.F32, dims=(1,), strides=(1,))
+    return Arg(name, T, doc=f"length {size}: one f32 scale per {kind} ({kind} scaling)", dtype=DType.F32,
+               dims=(size,), strides=(1,))
+
+
 def abi(spec: KernelSpec) -> Abi:
     g = spec.params.gemm
     batched = g.batched
@@ -60,9 +74,11 @@ def abi(spec: KernelSpec) -> Abi:
         ext = row_major_extent if layout == Layout.ROW else col_major_extent
         return Arg(name, ST, doc=f"leading dimension (>= max(1, {ext}))", at_least=(ext,))
 
-    args = [a, b, c, bias,
-            Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
-            Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
+    args = [a, b, c, bias]
+    if g.scale_a is not None or g.scale_b is not None:  # fp8 scalings: f32 device tensors, shared by a batch
+        args += [_scale("scale_a", g.scale_a, "M"), _scale("scale_b", g.scale_b, "N")]
+    args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
+             Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
         args.append(Arg("batch", S, doc="matrices in the batch", default=1))
     args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, "N", "K"), ld("ldc", g.c.layout, "N", "M")]

@@ -130,6 +130,15 @@ def check_dtypes(d: GemmDraft) -> None:
         raise d.fail("C", g.c.dtype.value, ", ".join(x.value for x in legal_c), f"not an output type for {g.acc.value} accumulation")
 
 
+def check_scales(d: GemmDraft) -> None:
+    """Scalings (scale_a / scale_b) multiply the f32 accumulator: kernels with integer accumulation take none."""
+    g = d.g
+    if g.scaled and g.acc != DType.F32:
+        param = "scale_a" if g.scale_a is not None else "scale_b"
+        raise d.fail(param, getattr(g, param), "none (leave it out) for i32 accumulation",
+                     "scales multiply an f32 accumulator; this kernel accumulates in i32")
+
+
 def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr) -> bool:
     """M/waves_m, N/waves_n and K are multiples of the instruction's M, N and K."""
     (tm, tn, tk), (wm, wn) = tile, waves
@@ -305,7 +314,7 @@ def plan_tma_body(d: GemmDraft) -> None:
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
     warps = cfg.waves[0] * cfg.waves[1]
-    if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES
+    if (g.a.dtype not in TMA_BODY_DTYPES or g.scaled or cfg.tile not in TMA_BODY_TILES
             or warps != TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 or cfg.lds_buffers < 2):
         return
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
@@ -328,6 +337,7 @@ def plan_tma_body(d: GemmDraft) -> None:
 PASSES = (
     check_workgroup,      # waves x wave size within the workgroup limit
     check_dtypes,         # the target has instructions for these dtypes, and codegen supports them
+    check_scales,         # scalings only with f32 accumulation
     select_instruction,   # the given instruction exists, or pick the best legal one
     check_tile,           # tile divisible by waves x instruction; pipeline depth
     check_kernel_body,    # the shape rules of the target's device body

@@ -8,6 +8,8 @@ import math
 import numpy as np
 
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.types import DType
+from ckgen.ops.base import TOLERANCE
 from ckgen.runtime.arrays import to_float64
 
 
@@ -35,7 +37,10 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
 
     a = batch3(arrays["A"], g.a.dtype, 3)
     b = batch3(arrays["B"], g.b.dtype, 3)
-    r = g.alpha * (a @ b)
+    r = a @ b
+    if g.scaled:
+        r = r * _scales(g, arrays, lambda x: to_float64(x, DType.F32))
+    r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * to_float64(arrays["C"], g.c.dtype)
     for op in g.epilogue:
@@ -52,11 +57,21 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     return {"C": r}
 
 
+def _scales(g, arrays: dict, f64) -> object:
+    """scale_a (a column: per row of A, or one value) times scale_b (a row: per column of B, or one value)."""
+    sa = f64(arrays["scale_a"]).reshape(-1, 1) if g.scale_a is not None else 1.0
+    sb = f64(arrays["scale_b"]).reshape(1, -1) if g.scale_b is not None else 1.0
+    return sa * sb
+
+
 def tolerance(plan: KernelPlan, base: float) -> float:
-    """``base`` (by dtypes), loosened for integer C through the float epilogue (one rounding of the result)."""
+    """``base`` (by dtypes), loosened for integer C through the float epilogue (one rounding of the result); for fp8
+    inputs C's own tolerance (the reference holds their exact values)."""
     g = plan.spec.params.gemm
     if not g.c.dtype.is_float and not plan.body.integer_epilogue:
         return max(base, 1e-3)
+    if g.a.dtype.fp8 is not None:  # fp8 inputs are exact in the reference: only C's rounding (and f32 sums) remain
+        return TOLERANCE[g.c.dtype]
     return base
 
 
@@ -71,7 +86,10 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
         v = x.double()
         return v[None] if batched and v.dim() == rank - 1 else v
 
-    r = g.alpha * torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
+    r = torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
+    if g.scaled:
+        r = r * _scales(g, arrays, lambda x: x.double())
+    r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * arrays["C"].double()
     for op in g.epilogue:

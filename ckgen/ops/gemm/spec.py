@@ -25,6 +25,9 @@ DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
+#: scalings of A and B (docs/dsl.md, "fp8 scalings"): one f32 for the whole operand, or one per row of A / column of B
+SCALE_A = ("tensor", "row")
+SCALE_B = ("tensor", "col")
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
@@ -48,6 +51,9 @@ KEYS = (
     Key("batched", "true or false: a batch dimension with batch strides for A, B, C and bias (0 broadcasts)",
         default_text="false"),
     Key("schedule", f"{SCHEDULE_WORDS}; S in {MIN_SPLITS}..{MAX_SPLITS}", default_text="tile"),
+    Key("scale_a", "tensor (one f32) or row (M f32): A's dequantization scale, read from device memory",
+        default_text="none"),
+    Key("scale_b", "tensor (one f32) or col (N f32): B's dequantization scale", default_text="none"),
 )
 
 
@@ -162,10 +168,20 @@ class GemmSpec:
     beta: float = 0.0
     epilogue: tuple[EpilogueOp, ...] = ()
     batched: bool = False
+    #: dequantization scales (``None``: none): ``tensor`` / ``row`` for A, ``tensor`` / ``col`` for B; the result
+    #: is ``alpha * (scale_a * scale_b) * (A.B)`` before beta, the chain and the cast
+    scale_a: str | None = None
+    scale_b: str | None = None
 
     def __post_init__(self) -> None:
         if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
             raise ValueError("at most one bias in the epilogue")
+        if self.scale_a not in (None, *SCALE_A) or self.scale_b not in (None, *SCALE_B):
+            raise ValueError(f"scales {self.scale_a}, {self.scale_b}")
+
+    @property
+    def scaled(self) -> bool:
+        return self.scale_a is not None or self.scale_b is not None
 
     @property
     def has_bias(self) -> bool:
@@ -180,6 +196,8 @@ class GemmSpec:
              "alpha": self.alpha, "beta": self.beta, "epilogue": [op.to_json() for op in self.epilogue]}
         if self.batched:
             d["batched"] = True
+        if self.scaled:  # (unscaled kernels keep their canonical JSON and cache keys)
+            d["scale_a"], d["scale_b"] = self.scale_a, self.scale_b
         return d
 
 
@@ -265,7 +283,9 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
                     alpha=V.f32(v["alpha"], "alpha") if "alpha" in v else 1.0,
                     beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
                     epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
-                    batched=V.boolean(v["batched"], "batched") if "batched" in v else False)
+                    batched=V.boolean(v["batched"], "batched") if "batched" in v else False,
+                    scale_a=V.word(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
+                    scale_b=V.word(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
     instr = None
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)

@@ -103,7 +103,7 @@ constexpr bool check_cfg() {
 // the split-K / stream-K schedules of gemm_schedule.h call it once per piece of work).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                                 const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                                 epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                                  long long ldc, int m0, int n0) {
   static_assert(gemm_detail::check_cfg<Cfg>(), "Cfg");
   using D = gemm_detail::Derived<Cfg>;
@@ -284,7 +284,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                            epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                             long long ldc) {
   gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, block_id(0) * Cfg::kTileN);
 }
@@ -293,12 +293,29 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
 // block_id(2), each operand offset by its batch stride (0 broadcasts one matrix to every item).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, int M, int N, int K, int /*batch*/, long long lda,
+                            epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda,
                             long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
                             long long stride_bias) {
   const long long b = block_id(2);
   gemm_mfma<Cfg>(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias, M, N, K,
                  lda, ldb, ldc);
+}
+
+// Scaled kernels (Cfg::EpiOperand is an epi::Scaled: the fp8 scalings), plain and strided-batched: the scale
+// pointers follow the bias in the entry's arguments and travel to the epilogue with it.
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, long long lda, long long ldb, long long ldc) {
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>{bias, scale_a, scale_b}, M, N, K, lda, ldb, ldc);
+}
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
+                            long long stride_b, long long stride_c, long long stride_bias) {
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>{bias, scale_a, scale_b}, M, N, K, batch, lda, ldb, ldc, stride_a,
+                 stride_b, stride_c, stride_bias);
 }
 
 }  // namespace ckgen
