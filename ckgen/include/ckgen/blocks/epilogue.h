@@ -24,9 +24,10 @@ constexpr int kScaleTensor = 1;
 constexpr int kScaleRow = 2;
 constexpr int kScaleCol = 3;
 
-// The epilogue operand of a scaled GEMM: the bias pointer (null without a bias) and the f32 scale pointers, read
-// from device memory at every launch (so that a captured graph replays with new scales). `+ d` moves the bias only
-// (batch items share the scales); `bool` tells whether there is a bias.
+// The epilogue operand of a scaled GEMM: the bias pointer (null without a bias), the f32 scale pointers, and the
+// product of the per-tensor scales (1 for the others), read from device memory at every launch (so that a captured
+// graph replays with new scales) by make(). `+ d` moves the bias only (batch items share the scales); `bool` tells
+// whether there is a bias.
 template <class TBias, int kA, int kB>
 struct Scaled {
   static constexpr int kScaleA = kA;
@@ -34,7 +35,13 @@ struct Scaled {
   const TBias* bias;
   const float* scale_a;
   const float* scale_b;
-  CKGEN_DEVICE Scaled operator+(long long d) const { return Scaled{bias + d, scale_a, scale_b}; }
+  float tensor_scale;
+  static CKGEN_DEVICE Scaled make(const TBias* bias, const float* scale_a, const float* scale_b) {
+    const float ta = kA == kScaleTensor ? gload(scale_a) : 1.0f;
+    const float tb = kB == kScaleTensor ? gload(scale_b) : 1.0f;
+    return Scaled{bias, scale_a, scale_b, ta * tb};
+  }
+  CKGEN_DEVICE Scaled operator+(long long d) const { return Scaled{bias + d, scale_a, scale_b, tensor_scale}; }
   CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
 };
 
@@ -75,9 +82,9 @@ CKGEN_DEVICE float scale_at(const Op&, int, int) {
 }
 template <class T, int kA, int kB>
 CKGEN_DEVICE float scale_at(const Scaled<T, kA, kB>& s, int row, int col) {
-  const float a = kA == kScaleTensor ? gload(s.scale_a) : kA == kScaleRow ? gload(s.scale_a + row) : 1.0f;
-  const float b = kB == kScaleTensor ? gload(s.scale_b) : kB == kScaleCol ? gload(s.scale_b + col) : 1.0f;
-  return a * b;
+  const float a = kA == kScaleRow ? gload(s.scale_a + row) : 1.0f;
+  const float b = kB == kScaleCol ? gload(s.scale_b + col) : 1.0f;
+  return s.tensor_scale * a * b;
 }
 
 // bias[row]: one value per row of C (length M).

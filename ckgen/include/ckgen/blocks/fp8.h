@@ -184,7 +184,11 @@ CKGEN_HD T fp8_from_float(float f) {
     const float in = f != f ? f : c;
     const int w = Fp8Format<T>::kE5 ? __builtin_amdgcn_cvt_pk_bf8_f32(in, in, 0, false)
                                     : __builtin_amdgcn_cvt_pk_fp8_f32(in, in, 0, false);
-    return fp8_from_bits<T>(static_cast<uint32_t>(w) & 0xFFu);
+    const uint32_t code = static_cast<uint32_t>(w) & 0xFFu;
+    // FNUZ has no -0: whatever the converter gives a -0 or a negative value rounding to 0, 0x80 (the NaN) is
+    // only right for a NaN input
+    if constexpr (Fp8Format<T>::kFnuz) return fp8_from_bits<T>(code == 0x80u && f == f ? 0u : code);
+    return fp8_from_bits<T>(code);
   }
 #elif defined(__CUDA_ARCH__)
   if constexpr (!Fp8Format<T>::kFnuz)

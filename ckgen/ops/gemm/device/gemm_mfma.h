@@ -307,14 +307,14 @@ template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                             const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
                             int K, long long lda, long long ldb, long long ldc) {
-  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>{bias, scale_a, scale_b}, M, N, K, lda, ldb, ldc);
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
 }
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                             const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
                             int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
                             long long stride_b, long long stride_c, long long stride_bias) {
-  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>{bias, scale_a, scale_b}, M, N, K, batch, lda, ldb, ldc, stride_a,
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a,
                  stride_b, stride_c, stride_bias);
 }
 

@@ -97,7 +97,7 @@ template <class Cfg>
 CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                             const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
                             int K, long long lda, long long ldb, long long ldc, void* workspace) {
-  scheduled<Cfg>(A, B, C, epi::Operand<Cfg>{bias, scale_a, scale_b}, M, N, K, lda, ldb, ldc, workspace);
+  scheduled<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc, workspace);
 }
 
 }  // namespace gemm_sched
