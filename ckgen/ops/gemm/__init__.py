@@ -64,7 +64,8 @@ class GemmOp(Op):
                  ("TBias", b.bias_dtype.cpp), ("AOperand", i.a_operand), ("BOperand", i.b_operand),
                  ("COperand", i.c_operand)]
         if g.scaled:  # the epilogue operand carries the scale pointers (blocks/epilogue.h)
-            kinds = {None: "kScaleNone", "tensor": "kScaleTensor", "row": "kScaleRow", "col": "kScaleCol"}
+            kinds = {None: "kScaleNone", "tensor": "kScaleTensor", "row": "kScaleRow", "col": "kScaleCol",
+                     "block": "kScaleBlock"}
             types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
                                         f"ckgen::epi::{kinds[g.scale_b]}>"))
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
@@ -104,6 +105,13 @@ class GemmOp(Op):
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
                 # default cap spilled the split-K fix-up's state)
                 "workgroups_per_cu": 1 if b.schedule is not None else 0}
+
+    def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
+        """The base's, with the block scales' counts (kb, nb) derived from K and N when the caller leaves them out."""
+        if plan.spec.params.gemm.block_scaled:
+            blk = _spec.SCALE_BLOCK
+            sizes = {"kb": -(-sizes["K"] // blk), "nb": -(-sizes["N"] // blk), **sizes}
+        return super().random_inputs(plan, sizes, rng)
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

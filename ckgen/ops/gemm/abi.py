@@ -2,8 +2,8 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, [scale_a, scale_b,] M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias]
-    [, workspace], stream
+    A, B, C, bias, [scale_a, scale_b,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
+    [, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
 between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
@@ -11,7 +11,8 @@ between rows (row-major) or columns (column-major). ``bias`` is NULL unless the 
 arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X at ``X + b * stride_x``;
 a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` exist when the kernel has scalings
 (``scale_a = tensor | row``, ``scale_b = tensor | col``): f32 device tensors of 1, M or N elements, shared by every
-batch item; one of them is unused (NULL) when only the other operand is scaled. ``workspace`` exists when the kernel's schedule needs one
+batch item; one of them is unused (NULL) when only the other operand is scaled. Block scales (``block(128)`` on
+both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
 """
 
@@ -22,7 +23,7 @@ from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm.schedule import scheduled_launch
-from ckgen.ops.gemm.spec import resolve_schedule
+from ckgen.ops.gemm.spec import SCALE_BLOCK, resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
 
@@ -45,8 +46,13 @@ def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: s
 
 
 def _scale(name: str, kind: str | None, size: str) -> Arg:
-    """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``); unused (NULL) when
-    only the other operand is scaled."""
+    """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``), blocks (``block``:
+    A's M x kb, B's nb x kb, row-major with a leading dimension); unused (NULL) when only the other operand is
+    scaled."""
+    if kind == "block":
+        rows, doc = ("M", "M x kb: one f32 per row of A and 128 K's") if name == "scale_a" else \
+            ("nb", "nb x kb: one f32 per 128 x 128 block of B (N blocks x K blocks)")
+        return Arg(name, T, doc=doc, dtype=DType.F32, dims=(rows, "kb"), strides=(f"ld_{name}", 1))
     if kind is None:
         return Arg(name, T, doc="unused: pass NULL", dtype=DType.F32, dims=(1,), strides=(1,), unused=True)
     if kind == "tensor":
@@ -81,7 +87,13 @@ def abi(spec: KernelSpec) -> Abi:
              Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
         args.append(Arg("batch", S, doc="matrices in the batch", default=1))
+    if g.block_scaled:
+        args += [Arg("kb", S, doc=f"K blocks of the block scales: ceil(K / {SCALE_BLOCK})"),
+                 Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
     args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, "N", "K"), ld("ldc", g.c.layout, "N", "M")]
+    if g.block_scaled:
+        args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
+                 Arg("ld_scale_b", ST, doc="leading dimension of scale_b (>= max(1, kb))", at_least=("kb",))]
     if batched:
         args += [Arg("stride_a", ST, doc="elements between A matrices (0: one A for all)"),
                  Arg("stride_b", ST, doc="elements between B matrices (0: one B for all)"),
@@ -92,7 +104,8 @@ def abi(spec: KernelSpec) -> Abi:
                         doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
                             "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
-    return Abi(tuple(args), empty_if=empty,
+    blocks = (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
+    return Abi(tuple(args), empty_if=empty, blocks=blocks,
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 

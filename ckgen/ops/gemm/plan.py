@@ -23,7 +23,7 @@ from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, Sched
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
+from ckgen.ops.gemm.spec import SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
 from ckgen.targets.model import MatrixInstr, Target
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
@@ -130,13 +130,36 @@ def check_dtypes(d: GemmDraft) -> None:
         raise d.fail("C", g.c.dtype.value, ", ".join(x.value for x in legal_c), f"not an output type for {g.acc.value} accumulation")
 
 
+#: bodies that apply block scales per K block in their main loop
+BLOCK_SCALE_BODIES = ("gemm_mfma.h",)
+
+
 def check_scales(d: GemmDraft) -> None:
-    """Scalings (scale_a / scale_b) multiply the f32 accumulator: kernels with integer accumulation take none."""
-    g = d.g
+    """Scalings (scale_a / scale_b) multiply the f32 accumulator: kernels with integer accumulation take none. Block
+    scales come in pairs (A per 1 x 128, B per 128 x 128), on a body that folds them per K block (the MFMA body),
+    with K tiles that divide the 128-block, one workgroup per tile (no split-K / stream-K) and no batch."""
+    g, cfg = d.g, d.cfg
     if g.scaled and g.acc != DType.F32:
         param = "scale_a" if g.scale_a is not None else "scale_b"
         raise d.fail(param, getattr(g, param), "none (leave it out) for i32 accumulation",
                      "scales multiply an f32 accumulator; this kernel accumulates in i32")
+    if not g.block_scaled:
+        return
+    blk = f"block({SCALE_BLOCK})"
+    for param, other in (("scale_a", "scale_b"), ("scale_b", "scale_a")):
+        if getattr(g, param) != "block":
+            raise d.fail(param, getattr(g, param) or "none", blk,
+                         f"{other} = {blk}: block scales come in pairs (A 1 x {SCALE_BLOCK}, B {SCALE_BLOCK} x {SCALE_BLOCK})")
+    if d.body.header not in BLOCK_SCALE_BODIES:
+        raise d.fail("scale_a", blk, "tensor, row (and scale_b tensor, col)",
+                     f"{d.target.name}'s GEMM body does not apply block scales yet")
+    if SCALE_BLOCK % cfg.tile[2]:
+        raise d.fail("tile", "x".join(map(str, cfg.tile)), f"a tile K dividing {SCALE_BLOCK} (32, 64, 128)",
+                     f"a K tile must lie in one {SCALE_BLOCK}-block of the block scales")
+    if resolve_schedule(cfg).kind != "tile":
+        raise d.fail("schedule", cfg.schedule.text, "tile", "block scales are applied by one workgroup per C tile")
+    if g.batched:
+        raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 
 
 def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr) -> bool:
@@ -262,6 +285,8 @@ def estimate_registers(d: GemmDraft) -> None:
     tile = "x".join(map(str, cfg.tile))
     if t.lds_swizzle:
         feats = register_features(d.spec.params, t, i, d.vec, d.lds)
+        if g.block_scaled:  # a second set of accumulators: the scaled total beside the current K block's sums
+            feats = {**feats, "acc": 2 * feats["acc"]}
         total = estimate(feats)
         acc, frags, stage = feats["acc"], feats["frag"], feats["stage"]
         est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=stage, overhead=total - acc - frags - stage)
@@ -337,8 +362,8 @@ def plan_tma_body(d: GemmDraft) -> None:
 PASSES = (
     check_workgroup,      # waves x wave size within the workgroup limit
     check_dtypes,         # the target has instructions for these dtypes, and codegen supports them
-    check_scales,         # scalings only with f32 accumulation
     select_instruction,   # the given instruction exists, or pick the best legal one
+    check_scales,         # scalings: f32 accumulation; block scales' pairing, K tile, schedule, body
     check_tile,           # tile divisible by waves x instruction; pipeline depth
     check_kernel_body,    # the shape rules of the target's device body
     choose_vectors,       # global vector widths

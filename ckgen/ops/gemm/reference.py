@@ -10,6 +10,7 @@ import numpy as np
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
 from ckgen.ops.base import TOLERANCE
+from ckgen.ops.gemm.spec import SCALE_BLOCK
 from ckgen.runtime.arrays import to_float64
 
 
@@ -37,8 +38,11 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
 
     a = batch3(arrays["A"], g.a.dtype, 3)
     b = batch3(arrays["B"], g.b.dtype, 3)
-    r = a @ b
-    if g.scaled:
+    if g.block_scaled:
+        r = _block_scaled(a, b, to_float64(arrays["scale_a"], DType.F32), to_float64(arrays["scale_b"], DType.F32), np)
+    else:
+        r = a @ b
+    if g.scaled and not g.block_scaled:
         r = r * _scales(g, arrays, lambda x: to_float64(x, DType.F32))
     r = g.alpha * r
     if g.beta != 0:
@@ -55,6 +59,18 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     if batched:
         r = np.broadcast_to(r, (sizes["batch"], sizes["M"], sizes["N"]))
     return {"C": r}
+
+
+def _block_scaled(a, b, sa, sb, xp):
+    """sum over K blocks kb of (A[:, kb] . B[kb, :]) * sa[:, kb] * sb[col // 128, kb] (A: M x K, B: K x N, float64;
+    ``xp``: numpy or torch)."""
+    (M, K), N = a.shape, b.shape[-1]
+    r = a[:, :0] @ b[:0, :]
+    cols = xp.arange(N) // SCALE_BLOCK
+    for kb in range(-(-K // SCALE_BLOCK)):
+        ks = slice(kb * SCALE_BLOCK, min(K, (kb + 1) * SCALE_BLOCK))
+        r = r + (a[:, ks] @ b[ks, :]) * sa[:M, kb].reshape(-1, 1) * sb[cols, kb].reshape(1, -1)
+    return r
 
 
 def _scales(g, arrays: dict, f64) -> object:
@@ -86,8 +102,12 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
         v = x.double()
         return v[None] if batched and v.dim() == rank - 1 else v
 
-    r = torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
-    if g.scaled:
+    if g.block_scaled:
+        r = _block_scaled(arrays["A"].double(), arrays["B"].double(), arrays["scale_a"].double(),
+                          arrays["scale_b"].double(), torch)
+    else:
+        r = torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
+    if g.scaled and not g.block_scaled:
         r = r * _scales(g, arrays, lambda x: x.double())
     r = g.alpha * r
     if g.beta != 0:

@@ -25,9 +25,11 @@ DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
-#: scalings of A and B (docs/dsl.md, "fp8 scalings"): one f32 for the whole operand, or one per row of A / column of B
-SCALE_A = ("tensor", "row")
-SCALE_B = ("tensor", "col")
+#: scalings of A and B (docs/dsl.md, "fp8 scalings"): one f32 for the whole operand, one per row of A / column of B,
+#: or blocks (``block(128)``: A per row and 128 K's, B per 128 x 128 block), applied per K block in registers
+SCALE_A = ("tensor", "row", "block")
+SCALE_B = ("tensor", "col", "block")
+SCALE_BLOCK = 128
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
@@ -51,9 +53,10 @@ KEYS = (
     Key("batched", "true or false: a batch dimension with batch strides for A, B, C and bias (0 broadcasts)",
         default_text="false"),
     Key("schedule", f"{SCHEDULE_WORDS}; S in {MIN_SPLITS}..{MAX_SPLITS}", default_text="tile"),
-    Key("scale_a", "tensor (one f32) or row (M f32): A's dequantization scale, read from device memory",
-        default_text="none"),
-    Key("scale_b", "tensor (one f32) or col (N f32): B's dequantization scale", default_text="none"),
+    Key("scale_a", "tensor (one f32), row (M f32) or block(128) (M x ceil(K/128) f32): A's dequantization scale, "
+                   "read from device memory", default_text="none"),
+    Key("scale_b", "tensor (one f32), col (N f32) or block(128) (ceil(N/128) x ceil(K/128) f32): B's "
+                   "dequantization scale", default_text="none"),
 )
 
 
@@ -184,6 +187,10 @@ class GemmSpec:
         return self.scale_a is not None or self.scale_b is not None
 
     @property
+    def block_scaled(self) -> bool:
+        return "block" in (self.scale_a, self.scale_b)
+
+    @property
     def has_bias(self) -> bool:
         return any(op.kind == "bias" for op in self.epilogue)
 
@@ -275,6 +282,19 @@ def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
     return tuple(ops)
 
 
+def _scale(v: Value, param: str, kinds: tuple[str, ...]) -> str:
+    """``tensor``, ``row`` / ``col`` or ``block(128)``."""
+    words = [k if k != "block" else f"block({SCALE_BLOCK})" for k in kinds]
+    if v.kind == "call":
+        name, args = v.data
+        if name in kinds and name != "block" and not args:
+            return name
+        if name == "block" and args == (str(SCALE_BLOCK),):
+            return name
+    raise V.err(f"{param} = {v.text}: expected one of {', '.join(words)}", v.span,
+                f"{V.did_you_mean(v.text, words)}legal: {', '.join(words)}")
+
+
 def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
     """The GEMM params of one kernel from its parsed values (keys of :data:`KEYS`)."""
     a, b, c = V.tensor(v["A"], "A"), V.tensor(v["B"], "B"), V.tensor(v["C"], "C")
@@ -284,8 +304,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
                     beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
                     epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
                     batched=V.boolean(v["batched"], "batched") if "batched" in v else False,
-                    scale_a=V.word(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
-                    scale_b=V.word(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
+                    scale_a=_scale(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
+                    scale_b=_scale(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
     instr = None
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)

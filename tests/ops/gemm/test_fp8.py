@@ -40,10 +40,19 @@ CONFIGS = {
                                   "tile = 64x64x64\nwaves = 2x2\nscale_b = col", "v_mfma_f32_32x32x16_bf8_fp8"),
     "f8_plain_950": ("gfx950", "A = e5m2 row\nB = e5m2 col\nC = bf16 row\ntile = 128x64x64\nwaves = 2x2",
                      "v_mfma_f32_32x32x16_bf8_bf8"),
+    # block scales (A 1 x 128, B 128 x 128) folded per K block in registers
+    "f8_block_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 64x64x64\nwaves = 2x2\n"
+                               "scale_a = block(128)\nscale_b = block(128)", "v_mfma_f32_32x32x16_fp8_fp8"),
+    "f8_block_k128_mixed_950": ("gfx950", "A = e4m3fn col\nB = e5m2 row\nC = f32 row\ntile = 128x128x128\nwaves = 2x2\n"
+                                          "lds_buffers = 1\nscale_a = block(128)\nscale_b = block(128)\n"
+                                          "epilogue = bias(col)", "v_mfma_f32_32x32x16_fp8_bf8"),
+    "f8_block_k32_942": ("gfx942", "A = e5m2fnuz row\nB = e5m2fnuz col\nC = f16 row\ntile = 32x32x32\nwaves = 1x1\n"
+                                   "instr = 16x16x32\nscale_a = block(128)\nscale_b = block(128)",
+                         "v_mfma_f32_16x16x32_bf8_bf8"),
     "f8_batched_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 64x64x64\nwaves = 2x2\n"
                                  "batched = true\nscale_a = tensor\nscale_b = tensor", "v_mfma_f32_32x32x16_fp8_fp8"),
 }
-SHAPES = [(1, 70, 130), (1, 1, 1), (67, 33, 200), (130, 97, 77), (17, 9, 0), (5, 200, 1031)]
+SHAPES = [(1, 70, 130), (1, 1, 1), (67, 33, 200), (130, 97, 77), (17, 9, 0), (5, 200, 1031), (40, 300, 384)]
 
 
 def _source(name: str) -> str:
@@ -58,6 +67,13 @@ def kernels() -> dict[str, Kernel]:
     with cf.ThreadPoolExecutor(max_workers=2) as pool:
         futs = {name: pool.submit(Kernel, plan, backend) for name, plan in plans.items()}
         return {name: f.result() for name, f in futs.items()}
+
+
+def _sizes(gemm: Kernel, m: int, n: int, k: int) -> dict:
+    sizes = {"M": m, "N": n, "K": k}
+    if gemm.plan.spec.params.gemm.block_scaled:
+        sizes |= {"kb": -(-k // 128), "nb": -(-n // 128)}
+    return sizes
 
 
 def _inputs(gemm: Kernel, sizes: dict, seed: int) -> dict:
@@ -85,9 +101,8 @@ def _check(gemm: Kernel, ops: dict, sizes: dict) -> None:
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
 @pytest.mark.parametrize("name", [n for n in CONFIGS if "batched" not in n])
 def test_emu_against_float64(kernels, name, shape):
-    m, n, k = shape
-    sizes = {"M": m, "N": n, "K": k}
-    _check(kernels[name], _inputs(kernels[name], sizes, seed=m * 7 + n + k), sizes)
+    sizes = _sizes(kernels[name], *shape)
+    _check(kernels[name], _inputs(kernels[name], sizes, seed=sum(shape) + 7 * shape[0]), sizes)
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -120,6 +135,61 @@ def test_scale_of_the_wrong_length_is_refused(kernels):
         gemm(**ops)
 
 
+def test_block_scales_of_the_wrong_shape_are_refused(kernels):
+    gemm = kernels["f8_block_942"]
+    sizes = _sizes(gemm, 16, 200, 300)                      # kb = 3, nb = 2
+    ops = _inputs(gemm, sizes, seed=2)
+    short = dict(ops, scale_a=np.ones((16, 2), np.float32))  # K blocks: 2 for K = 300 (scale_b has 3)
+    with pytest.raises(CkgenError, match="their kb differ"):
+        gemm(**short)
+    short = dict(ops, scale_a=np.ones((16, 2), np.float32), scale_b=np.ones((2, 2), np.float32))
+    with pytest.raises(CkgenError, match=r"kb = 2 must be ceil\(K / 128\) = 3"):
+        gemm(**short)
+    wrong_b = dict(ops, scale_b=np.ones((1, 3), np.float32))  # N blocks: 1 for N = 200
+    with pytest.raises(CkgenError, match="scale_b|nb"):
+        gemm(**wrong_b)
+
+
+def test_host_entry_checks_the_block_counts(kernels):
+    """A C caller passing kb != ceil(K / 128) gets CKGEN_ERROR_INVALID_VALUE; nothing is written."""
+    gemm = kernels["f8_block_942"]
+    a = np.zeros((16, 300), np.uint8)
+    b = np.asfortranarray(np.zeros((300, 200), np.uint8))
+    c = np.full((16, 200), 0xFFFF, np.uint16)
+    sa, sb = np.ones((16, 3), np.float32), np.ones((2, 3), np.float32)
+    ptr = [x.ctypes.data for x in (a, b, c)]
+    args = [*ptr, None, sa.ctypes.data, sb.ctypes.data, 16, 200, 300, 2, 2, 300, 300, 200, 3, 3, None]
+    assert gemm.handle.entry(*args) == 1
+    args[10] = 1                           # nb = 1 for N = 200
+    args[9] = 3
+    assert gemm.handle.entry(*args) == 1
+    assert (c == 0xFFFF).all()
+
+
+@pytest.mark.parametrize("arch,body,param,legal", [
+    ("gfx942", "scale_a = block(128) scale_b = col tile = 64x64x64", "scale_b", "block(128)"),
+    ("gfx942", "scale_a = tensor scale_b = block(128) tile = 64x64x64", "scale_a", "block(128)"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x256", "tile", "dividing 128"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule", "tile"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 batched = true", "batched", "false"),
+    ("sm_90", "scale_a = block(128) scale_b = block(128) tile = 64x64x64", "scale_a", "tensor, row"),
+])
+def test_block_scale_refusals(arch, body, param, legal):
+    enc = "e4m3fn" if arch == "sm_90" else "e4m3fnuz"
+    (s,) = load_text(f"kernel k {{ A = {enc} row B = {enc} col C = f32 row waves = 2x2 {body} }}", "v.ck", (arch,))
+    with pytest.raises(CkgenError) as ei:
+        plan_kernel(s, get_target(arch))
+    assert ei.value.param == param and legal in ei.value.legal, (ei.value.param, ei.value.legal)
+    assert ei.value.render().startswith("v.ck:1:")
+
+
+def test_block_scale_spelling():
+    with pytest.raises(CkgenError, match=r"block\(64\)") as ei:
+        load_text("kernel k { A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 waves = 1x1 "
+                  "scale_a = block(64) scale_b = block(128) }", "v.ck", ("gfx942",))
+    assert "block(128)" in ei.value.render()
+
+
 def test_scales_need_f32_accumulation():
     (s,) = load_text("kernel k { A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 1x1 scale_a = tensor }",
                      "v.ck", ("gfx942",))
@@ -132,7 +202,7 @@ def test_unknown_scale_kind_is_refused():
     with pytest.raises(CkgenError, match="scale_b = row") as ei:
         load_text("kernel k { A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 waves = 1x1 "
                   "scale_b = row }", "v.ck", ("gfx942",))
-    assert "tensor, col" in ei.value.render()
+    assert "tensor, col, block(128)" in ei.value.render()
 
 
 @pytest.fixture(scope="module")

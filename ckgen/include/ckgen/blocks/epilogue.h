@@ -23,6 +23,8 @@ constexpr int kScaleNone = 0;
 constexpr int kScaleTensor = 1;
 constexpr int kScaleRow = 2;
 constexpr int kScaleCol = 3;
+constexpr int kScaleBlock = 4;   // A: per row and 128 K's (M x kb); B: per 128 x 128 block (nb x kb)
+constexpr int kScaleBlockK = 128;
 
 // The epilogue operand of a scaled GEMM: the bias pointer (null without a bias), the f32 scale pointers, and the
 // product of the per-tensor scales (1 for the others), read from device memory at every launch (so that a captured
@@ -32,17 +34,37 @@ template <class TBias, int kA, int kB>
 struct Scaled {
   static constexpr int kScaleA = kA;
   static constexpr int kScaleB = kB;
+  static constexpr bool kBlock = kA == kScaleBlock;
   const TBias* bias;
   const float* scale_a;
   const float* scale_b;
   float tensor_scale;
-  static CKGEN_DEVICE Scaled make(const TBias* bias, const float* scale_a, const float* scale_b) {
+  long long ld_a;  // block scales: leading dimensions of scale_a (M x kb) and scale_b (nb x kb)
+  long long ld_b;
+  static CKGEN_DEVICE Scaled make(const TBias* bias, const float* scale_a, const float* scale_b, long long ld_a = 0,
+                                  long long ld_b = 0) {
     const float ta = kA == kScaleTensor ? gload(scale_a) : 1.0f;
     const float tb = kB == kScaleTensor ? gload(scale_b) : 1.0f;
-    return Scaled{bias, scale_a, scale_b, ta * tb};
+    return Scaled{bias, scale_a, scale_b, ta * tb, ld_a, ld_b};
   }
-  CKGEN_DEVICE Scaled operator+(long long d) const { return Scaled{bias + d, scale_a, scale_b, tensor_scale}; }
+  // Block scales: the factor of K block kb at C's (row, col) (row < M, col < N).
+  CKGEN_DEVICE float block(int row, int col, int kb) const {
+    return gload(scale_a + row * ld_a + kb) * gload(scale_b + (col / kScaleBlockK) * ld_b + kb);
+  }
+  CKGEN_DEVICE Scaled operator+(long long d) const {
+    return Scaled{bias + d, scale_a, scale_b, tensor_scale, ld_a, ld_b};
+  }
   CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
+};
+
+// Whether the operand carries block scales (the body folds them per K block; the epilogue then scales by 1).
+template <class T>
+struct IsBlockScaled {
+  static constexpr bool value = false;
+};
+template <class TBias, int kA, int kB>
+struct IsBlockScaled<Scaled<TBias, kA, kB>> {
+  static constexpr bool value = Scaled<TBias, kA, kB>::kBlock;
 };
 
 template <class T>
