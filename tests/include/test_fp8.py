@@ -156,13 +156,6 @@ def test_from_float_matches_reference(emu_program, k) -> None:
         assert (got[(x == 0)] == 0).all()
 
 
-def _disassemble(co) -> str:
-    from ckgen.toolchain.llvm import find_toolchain
-
-    return subprocess.run([str(find_toolchain(get_target("gfx942")).objdump), "-d", str(co)],
-                          check=True, capture_output=True, text=True).stdout
-
-
 @pytest.mark.parametrize(("arch", "clang"), [("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
 def test_amd_native_conversions(tmp_path, arch, clang) -> None:
     (tmp_path / "k.hip").write_text(KERNEL)
