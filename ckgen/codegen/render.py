@@ -157,6 +157,7 @@ def launcher_view(plan: KernelPlan) -> dict:
         "scalar_bounds": [(a.name, _literal(a, a.bounds[0]), _literal(a, a.bounds[1]))
                           for a in abi.of(ArgKind.SCALAR) if a.bounds is not None],
         "empty_if": list(abi.empty_if), "divides": [list(p) for p in abi.divides],
+        "blocks": [list(t) for t in abi.blocks],
         "grid": [_grid(plan, g) for g in launch.grid],
         "host_values": [(n, host_expr(plan, e)) for n, e in launch.values],
         "workspace_arg": ws.name if ws is not None else None,

@@ -28,8 +28,16 @@ def word(v: Value, param: str, legal: tuple[str, ...]) -> str:
               f"{did_you_mean(v.text, legal)}legal: {', '.join(legal)}")
 
 
+#: fp8 spellings without an encoding: refused, naming the encodings (the bits differ between them)
+AMBIGUOUS_FP8 = {"fp8": "e4m3fn (OCP: gfx950, sm_90) or e4m3fnuz (FNUZ: gfx942)",
+                 "bf8": "e5m2 (OCP: gfx950, sm_90) or e5m2fnuz (FNUZ: gfx942)"}
+
+
 def dtype(v: Value, param: str) -> DType:
     if v.kind == "call" and not v.data[1]:
+        if v.data[0] in AMBIGUOUS_FP8:
+            raise err(f"{param} = {v.text}: '{v.data[0]}' does not say its encoding", v.span,
+                      f"write {AMBIGUOUS_FP8[v.data[0]]}")
         try:
             return DType.parse(v.data[0])
         except ValueError:

@@ -50,7 +50,9 @@ Beyond one size per dim:
   consecutive entries of that offsets tensor (the longest sequence), read by the binding (a synchronization
   for device arrays);
 - ``Abi.divides``: pairs (a, b) of sizes with a >= 1 and b a multiple of a, checked by the host entry (unless
-  ``empty_if`` makes the call a no-op) and by the binding.
+  ``empty_if`` makes the call a no-op) and by the binding;
+- ``Abi.blocks``: triples (count, size, block) of two sizes and an int: count must be ceil(size / block) (the
+  blocks of a blocked operand, e.g. K blocks of 128 for block scales), checked where ``divides`` is.
 """
 
 from __future__ import annotations
@@ -214,13 +216,15 @@ class Abi:
     """A kernel's arguments in order (then ``void* stream``). ``empty_if``: sizes any of which being 0 makes
     the call a no-op that returns success before touching memory. At most one argument is a workspace (its
     bytes are the plan's ``launch.workspace``). ``extents``: dim names that are not arguments; ``divides``:
-    (a, b) size pairs with b % a == 0 and a >= 1 (module docstring)."""
+    (a, b) size pairs with b % a == 0 and a >= 1; ``blocks``: (count, size, block) with count = ceil(size / block)
+    (module docstring)."""
 
     args: tuple[Arg, ...]
     empty_if: tuple[str, ...] = ()
     doc: str = ""
     extents: tuple[str, ...] = ()
     divides: tuple[tuple[str, str], ...] = ()
+    blocks: tuple[tuple[str, str, int], ...] = ()
     _by_name: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -260,6 +264,8 @@ class Abi:
             raise ValueError("an ABI has at most one workspace argument")
         if any(len(p) != 2 or not set(p) <= sizes for p in self.divides):
             raise ValueError("divides must be pairs of sizes")
+        if any(len(t) != 3 or not {t[0], t[1]} <= sizes or not isinstance(t[2], int) or t[2] < 1 for t in self.blocks):
+            raise ValueError("blocks must be (count size, size, block >= 1) triples")
 
     def __getitem__(self, name: str) -> Arg:
         return self._by_name[name]

@@ -1,10 +1,13 @@
 """Host arrays for kernels: numpy dtypes of ckgen's element types, bf16 bit patterns, poison, random
 values, and arrays laid out as an ABI tensor describes (:func:`allocate`).
 
-bf16 travels as uint16 bit patterns (numpy has no bf16); fp8/bf8 as uint8.
+bf16 travels as uint16 bit patterns (numpy has no bf16); the fp8 dtypes (e4m3fn, e5m2, e4m3fnuz, e5m2fnuz) as
+uint8 codes (:func:`fp8_values` decodes them).
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 
@@ -17,9 +20,12 @@ def numpy_dtype(dt: DType) -> np.dtype:
 
 
 def torch_dtype_name(dt: DType) -> str:
-    """The name of ``dt``'s torch dtype (``torch.<name>``): bf16 is ``bfloat16``; fp8/bf8 travel as ``uint8``."""
+    """The name of ``dt``'s torch dtype (``torch.<name>``): bf16 is ``bfloat16``, an fp8 dtype torch's float8 of
+    the same encoding; the encoding-less operand kinds fp8 / bf8 travel as ``uint8``."""
     return {DType.F16: "float16", DType.BF16: "bfloat16", DType.F32: "float32", DType.F64: "float64",
-            DType.I8: "int8", DType.I32: "int32"}.get(dt, "uint8")
+            DType.I8: "int8", DType.I32: "int32", DType.I64: "int64", DType.E4M3FN: "float8_e4m3fn",
+            DType.E5M2: "float8_e5m2", DType.E4M3FNUZ: "float8_e4m3fnuz", DType.E5M2FNUZ: "float8_e5m2fnuz"
+            }.get(dt, "uint8")
 
 
 def to_bf16(x: np.ndarray) -> np.ndarray:
@@ -35,8 +41,45 @@ def from_bf16(b: np.ndarray) -> np.ndarray:
     return (np.asarray(b, np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
+@cache
+def fp8_values(dt: DType) -> np.ndarray:
+    """The float64 value of each of the 256 codes of an fp8 dtype (read-only; NaN codes NaN, e5m2's inf inf)."""
+    f = dt.fp8
+    codes = np.arange(256)
+    e = (codes >> f.man_bits) & ((1 << f.exp_bits) - 1)
+    m = (codes & ((1 << f.man_bits) - 1)).astype(np.float64)
+    v = np.where(e == 0, np.ldexp(m, 1 - f.bias - f.man_bits),
+                 np.ldexp(m + (1 << f.man_bits), e - f.bias - f.man_bits))
+    v = np.where(codes >= 0x80, -v, v)
+    top = e == (1 << f.exp_bits) - 1
+    if f.encoding == "fnuz":
+        v[0x80] = np.nan
+    elif f.exp_bits == 5:       # e5m2: IEEE-like
+        v[top & (m == 0)] = np.copysign(np.inf, v[top & (m == 0)])
+        v[top & (m != 0)] = np.nan
+    else:                       # e4m3fn: S.1111.111 only
+        v[top & (m == 7)] = np.nan
+    v.setflags(write=False)
+    return v
+
+
+def to_fp8(x: np.ndarray, dt: DType) -> np.ndarray:
+    """Finite floats -> the codes of their nearest values of ``dt`` (ties to either neighbour; saturating): for
+    random inputs, not a rounding reference (ckgen/blocks/fp8.h has the exact conversion)."""
+    v = fp8_values(dt)
+    codes = np.array([c for c in range(256) if np.isfinite(v[c]) and not (c == 0x80 and v[c] == 0)])
+    order = np.argsort(v[codes], kind="stable")
+    vals, codes = v[codes][order], codes[order]
+    x = np.clip(np.asarray(x, np.float64), vals[0], vals[-1])
+    hi = np.clip(np.searchsorted(vals, x), 1, len(vals) - 1)
+    pick = np.where(x - vals[hi - 1] <= vals[hi] - x, hi - 1, hi)
+    return codes[pick].astype(np.uint8)
+
+
 def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
     """Values of ``x`` (of ckgen dtype ``dt``) as float64."""
+    if dt.fp8 is not None:
+        return fp8_values(dt)[np.asarray(x, np.uint8)]
     return from_bf16(x).astype(np.float64) if dt == DType.BF16 else np.asarray(x).astype(np.float64)
 
 
@@ -60,6 +103,8 @@ def random_values(rng: np.random.Generator, shape: tuple[int, ...], dt: DType) -
     if dt == DType.I32:
         return rng.integers(-1000, 1000, size=shape).astype(np.int32)
     x = rng.uniform(-1.0, 1.0, size=shape)
+    if dt.fp8 is not None:
+        return to_fp8(x, dt)
     return to_bf16(x) if dt == DType.BF16 else x.astype(numpy_dtype(dt))
 
 

@@ -10,6 +10,15 @@ from dataclasses import dataclass, field
 
 from ckgen.ir.types import DType
 
+#: fp8 features (Target.features) shared by both vendors' tables: the target has 8-bit float matrix instructions
+#: and conversions (``FEATURE_FP8``), in the FNUZ encodings (e4m3fnuz / e5m2fnuz: gfx942) or the OCP ones (e4m3fn /
+#: e5m2: gfx950, sm_89+). Same AMD instructions and builtins either way, different bit meanings.
+FEATURE_FP8 = "fp8"
+FEATURE_FP8_FNUZ = "fp8_fnuz"
+FEATURE_FP8_OCP = "fp8_ocp"
+#: the encoding name of each encoding feature (what :attr:`Target.fp8_encoding` answers)
+FP8_ENCODINGS = {FEATURE_FP8_FNUZ: "fnuz", FEATURE_FP8_OCP: "ocp"}
+
 
 @dataclass(frozen=True)
 class MatrixInstr:
@@ -119,6 +128,11 @@ class Target:
             raise ValueError(f"{self.name}: vendor must be amd or nvidia")
         if self.wave_size not in (32, 64):
             raise ValueError(f"{self.name}: wave size must be 32 or 64")
+
+    @property
+    def fp8_encoding(self) -> str | None:
+        """``"fnuz"`` or ``"ocp"``: the 8-bit float encoding of this target's fp8 hardware; None without fp8."""
+        return next((enc for feat, enc in FP8_ENCODINGS.items() if feat in self.features), None)
 
     def instructions_for(self, a: DType, b: DType, acc: DType, *, single_block: bool = True) -> tuple[MatrixInstr, ...]:
         """Instructions taking A/B of these dtypes into ``acc``; best (most flops per cycle, then larger m) first."""

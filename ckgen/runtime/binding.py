@@ -184,6 +184,12 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
     for a_, b_ in abi.divides:
         if not empty_call and (size_values[a_] < 1 or size_values[b_] % size_values[a_]):
             raise _fail(plan, f"{b_} = {size_values[b_]} must be a multiple of {a_} = {size_values[a_]} (at least 1)")
+    for count, size, block in abi.blocks:
+        want = -(-size_values[size] // block)
+        if not empty_call and size_values[count] != want:
+            users = ", ".join(t.name for t in abi.tensors if count in t.dims)
+            raise _fail(plan, f"size {count} = {size_values[count]} must be ceil({size} / {block}) = {want} "
+                              f"(the {block}-blocks of {size}; tensors {users})")
     if not empty_call:
         split = {axis for axis, _ in split_axes(plan.launch)}   # those run as sub-problems (split_launch)
         for axis, (g, count, limit) in enumerate(zip(plan.launch.grid, plan.launch.grid_counts(size_values),

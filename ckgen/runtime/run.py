@@ -60,11 +60,15 @@ def resolve_sizes(plan, given: dict[str, int]) -> dict[str, int]:
     if unknown:
         raise CkgenError(f"kernel '{plan.name}' (op {plan.op}) has no size {', '.join(unknown)}", hint=f"sizes: {names}")
     out: dict[str, int] = {}
+    derived = {count: (size, block) for count, size, block in plan.abi.blocks}  # counts of blocks: from their size
     for low, a in by_lower.items():
         if low in given:
             v = given[low]
         elif a.default is not None:
             v = int(a.default)
+        elif a.name in derived and derived[a.name][0].lower() in given:
+            size, block = derived[a.name]
+            v = -(-given[size.lower()] // block)
         else:
             raise CkgenError(f"kernel '{plan.name}' needs size {low}", hint=f"pass --size with {names}")
         hi = INT32_MAX if a.at_most is None else a.at_most

@@ -47,6 +47,15 @@ def arch_for(arches: tuple[str, ...], vendor: str, what: str) -> str:
     current().warning(f"{what} names only {', '.join(arches)}; planning it for {arch} (this target runs {vendor} "
                       f"arches; pass arch= / --arch to choose one)")
     return arch
+#: the preprocessor define that tells device code its target's native fp8 encoding (ckgen/blocks/fp8.h converts the
+#: types of that encoding with the hardware's instructions, the others with exact bit code)
+FP8_NATIVE_DEFINES = {"fnuz": "CKGEN_FP8_NATIVE_FNUZ", "ocp": "CKGEN_FP8_NATIVE_OCP"}
+
+
+def device_defines(target: Target) -> tuple[str, ...]:
+    """Preprocessor names a kernel source for ``target`` defines before its includes (empty for most targets)."""
+    enc = target.fp8_encoding
+    return (FP8_NATIVE_DEFINES[enc],) if enc else ()
 
 
 def target_names() -> list[str]:
@@ -64,5 +73,5 @@ def nvidia_targets() -> tuple[Target, ...]:
     return tuple(NVIDIA_TARGETS.values())
 
 
-__all__ = ["TARGETS", "MatrixInstr", "Target", "amd_targets", "get_target", "nvidia_targets",
+__all__ = ["TARGETS", "MatrixInstr", "Target", "amd_targets", "device_defines", "get_target", "nvidia_targets",
            "target_names"]

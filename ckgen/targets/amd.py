@@ -42,7 +42,7 @@ Where the numbers come from (checked 2026, see also the comments on each target)
 
 from __future__ import annotations
 
-from ckgen.ir.target import MatrixInstr, Target
+from ckgen.ir.target import FEATURE_FP8, FEATURE_FP8_FNUZ, FEATURE_FP8_OCP, MatrixInstr, Target
 from ckgen.ir.types import DType
 
 F16, BF16, F32, F64, I8, I32, FP8, BF8 = (DType.F16, DType.BF16, DType.F32, DType.F64, DType.I8,
@@ -56,12 +56,10 @@ FEATURE_MFMA_CD_IN_VGPRS = "mfma_cd_in_vgprs"
 FEATURE_BF16_1K = "bf16_1k"
 #: f64 MFMAs (v_mfma_f64_*). [calc]
 FEATURE_F64_MFMA = "f64_mfma"
-#: fp8/bf8 MFMAs. gfx942 uses the FNUZ encodings (e4m3fnuz / e5m2fnuz), gfx950 the OCP ones
-#: (e4m3fn / e5m2): same instructions and builtins, different bit meanings. [HIP docs "FP8 numbers":
+#: fp8/bf8 MFMAs and conversions (FEATURE_FP8, FEATURE_FP8_FNUZ, FEATURE_FP8_OCP: ckgen/ir/target.py). gfx942
+#: uses the FNUZ encodings (e4m3fnuz / e5m2fnuz), gfx950 the OCP ones (e4m3fn / e5m2): same instructions and
+#: builtins (v_mfma_*_fp8_fp8 ..., v_cvt_pk_fp8_f32 ...), different bit meanings. [HIP docs "FP8 numbers":
 #: gfx940/941/942 FNUZ only; composable_kernel PR 1710 "OCP FP8 ... for gfx950"; llvm PR 106160]
-FEATURE_FP8 = "fp8"
-FEATURE_FP8_FNUZ = "fp8_fnuz"
-FEATURE_FP8_OCP = "fp8_ocp"
 #: reduced-precision f32 MFMA (v_mfma_f32_*_xf32), gfx942 only. Not in Target.instructions (the planner
 #: must not pick it for f32 matrix products); see XF32_INSTRUCTIONS. CDNA4 removed it. [calc], [clang]
 FEATURE_XF32 = "xf32"

@@ -33,10 +33,10 @@ time), ``simds_per_cu`` = 4 sub-partitions, ``max_waves_per_simd`` = 16 warps (6
 
 from __future__ import annotations
 
-from ckgen.ir.target import MatrixInstr, Target
+from ckgen.ir.target import FEATURE_FP8, FEATURE_FP8_OCP, MatrixInstr, Target
 from ckgen.ir.types import DType
 
-F16, BF16, F32, I8, I32 = DType.F16, DType.BF16, DType.F32, DType.I8, DType.I32
+F16, BF16, F32, I8, I32, FP8, BF8 = DType.F16, DType.BF16, DType.F32, DType.I8, DType.I32, DType.FP8, DType.BF8
 
 #: feature names (Target.features)
 FEATURE_CP_ASYNC = "cp_async"        # cp.async global -> shared copies (sm_80+)
@@ -55,17 +55,24 @@ def _mma(mnemonic: str, builtin: str, a: DType, acc: DType, k: int, c_op: str) -
 
 #: mma.sync instructions of sm_80 and sm_90 [ptx]. ``mnemonic`` is the SASS name cuobjdump prints;
 #: ``builtin`` the wrapper in ckgen/include/ckgen/blocks/nv_mma.h.
-MMA_SYNC = (
+MMA_SYNC_COMMON = (
     _mma("HMMA.16816.F32", "ckgen::nv::mma_m16n8k16_f32_f16", F16, F32, 16, "ckgen::f32x4_t"),
     _mma("HMMA.16816.F32.BF16", "ckgen::nv::mma_m16n8k16_f32_bf16", BF16, F32, 16, "ckgen::f32x4_t"),
     _mma("IMMA.16832.S8.S8", "ckgen::nv::mma_m16n8k32_s32_s8", I8, I32, 32, "ckgen::i32x4_t"),
     _mma("HMMA.1688.F32.TF32", "ckgen::nv::mma_m16n8k8_f32_tf32", F32, F32, 8, "ckgen::f32x4_t"),
 )
+#: sm_89+: mma.sync.m16n8k32 .e4m3 / .e5m2 (OCP fp8, both operands of one kind) -> .f32 [ptx]. The SASS name is
+#: the sm_89 QMMA spelling; not read back from an sm_90 binary here (no cuobjdump on the build machine).
+MMA_SYNC_FP8 = (
+    _mma("QMMA.16832.F32.E4M3.E4M3", "ckgen::nv::mma_m16n8k32_f32_e4m3", FP8, F32, 32, "ckgen::f32x4_t"),
+    _mma("QMMA.16832.F32.E5M2.E5M2", "ckgen::nv::mma_m16n8k32_f32_e5m2", BF8, F32, 32, "ckgen::f32x4_t"),
+)
+MMA_SYNC = MMA_SYNC_COMMON
 
 _COMMON = dict(vendor="nvidia", wave_size=32, vgprs=255, agprs=0, unified_vgpr_file=False,
                vgprs_per_simd_lane=512, vgpr_granule=8, sgprs=0, simds_per_cu=4, max_waves_per_simd=16,
-               min_clang=0, instructions=MMA_SYNC, lds_granule_bytes=128, lds_pad_bytes=0, lds_swizzle=False,
-               platform="cuda", matrix_mnemonics=("HMMA", "IMMA", "HGMMA", "IGMMA", "QGMMA"))
+               min_clang=0, lds_granule_bytes=128, lds_pad_bytes=0, lds_swizzle=False,
+               platform="cuda", matrix_mnemonics=("HMMA", "IMMA", "QMMA", "HGMMA", "IGMMA", "QGMMA"))
 
 SM_90 = Target(
     name="sm_90", family="Hopper", part="H100 / H200 SXM", **_COMMON,
@@ -73,7 +80,10 @@ SM_90 = Target(
     lds_bytes_per_cu=228 * 1024,   # per SM [guide]
     cus=132,                       # [spec]
     clock_mhz=1980, mem_gbps=4800, # [spec] H200 SXM boost clock, HBM3e bandwidth
-    features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC, FEATURE_WGMMA, FEATURE_TMA}),
+    instructions=MMA_SYNC_COMMON + MMA_SYNC_FP8,
+    # fp8: OCP e4m3 / e5m2 (cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 from sm_89, wgmma .e4m3/.e5m2 on sm_90a) [ptx]
+    features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC, FEATURE_WGMMA, FEATURE_TMA,
+                        FEATURE_FP8, FEATURE_FP8_OCP}),
 )
 
 SM_80 = Target(
@@ -82,6 +92,7 @@ SM_80 = Target(
     lds_bytes_per_cu=164 * 1024,
     cus=108,
     clock_mhz=1410, mem_gbps=2039, # [spec] A100 SXM 80 GB
+    instructions=MMA_SYNC_COMMON,
     features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC}),
 )
 

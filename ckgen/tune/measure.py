@@ -281,7 +281,9 @@ def fast_launcher(kernel, call):
     return lambda: kernel.backend.launch(kernel.handle, call)
 
 
-_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8", "i32": "int32"}
+_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8", "i32": "int32",
+                 "e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2", "e4m3fnuz": "float8_e4m3fnuz",
+                 "e5m2fnuz": "float8_e5m2fnuz"}
 
 
 def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -> dict[str, Any]:
@@ -318,6 +320,8 @@ def to_host(x: Any) -> np.ndarray:
 
     if x.dtype == torch.bfloat16:  # ckgen passes bf16 as uint16 bit patterns
         return x.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+    if x.element_size() == 1 and x.is_floating_point():  # fp8: the uint8 codes
+        return x.contiguous().view(torch.uint8).cpu().numpy()
     return x.cpu().numpy()
 
 

@@ -49,7 +49,10 @@ from ckgen.ir.arrays import torch_dtype_name
 
 _TORCH_NP = {"torch.float16": "<f2", "torch.bfloat16": "<u2", "torch.float32": "<f4", "torch.int8": "|i1",
              "torch.int32": "<i4", "torch.uint16": "<u2", "torch.float64": "<f8", "torch.uint8": "|u1",
-             "torch.int64": "<i8"}
+             "torch.int64": "<i8",
+             # fp8 tensors travel as their uint8 codes (the kernel's dtype names the encoding; see docs/dsl.md)
+             "torch.float8_e4m3fn": "|u1", "torch.float8_e5m2": "|u1", "torch.float8_e4m3fnuz": "|u1",
+             "torch.float8_e5m2fnuz": "|u1"}
 
 
 def _torch():

@@ -4,6 +4,8 @@
 //   ckgen::f16      IEEE binary16 (_Float16; CUDA: __half).
 //   ckgen::bf16     16-bit storage struct (the high half of an IEEE binary32); from_float rounds to
 //                   nearest even and keeps NaN a (quiet) NaN.
+//   ckgen::fp8_e4m3fn, fp8_e5m2, fp8_e4m3fnuz, fp8_e5m2fnuz  8-bit float storage structs (one code each); their
+//                   conversions are in ckgen/blocks/fp8.h.
 //   to_float(x)     any element type -> float (exact for f16, bf16, int8; int32 rounds as float does).
 //   from_float<T>   float -> T: f16/bf16 round to nearest even; int8_t/int32_t round to nearest even
 //                   and saturate, NaN -> 0.
@@ -51,6 +53,21 @@ CKGEN_HD float to_float(f16 x) { return static_cast<float>(x); }
 // ---------------------------------------------------------------- bf16
 struct bf16 {
   uint16_t bits;
+};
+
+// 8-bit floats: storage only here (host code sees these types in kernel signatures); ckgen/blocks/fp8.h has the
+// formats and the conversions.
+struct fp8_e4m3fn {
+  uint8_t bits;
+};
+struct fp8_e5m2 {
+  uint8_t bits;
+};
+struct fp8_e4m3fnuz {
+  uint8_t bits;
+};
+struct fp8_e5m2fnuz {
+  uint8_t bits;
 };
 
 CKGEN_HD uint32_t float_bits(float f) {

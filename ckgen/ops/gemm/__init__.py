@@ -52,7 +52,8 @@ class GemmOp(Op):
         batch = "batched " if g.batched else (f"{g.mode} ({g.index.value} index) " if g.grouped else "")
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
-                f"epilogue {ep}; tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
+                f"epilogue {ep}; " + (f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'}; " if g.scaled else "")
+                + f"tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
                 f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
@@ -62,6 +63,11 @@ class GemmOp(Op):
         types = [("TA", g.a.dtype.cpp), ("TB", g.b.dtype.cpp), ("TC", g.c.dtype.cpp), ("TAcc", g.acc.cpp),
                  ("TBias", b.bias_dtype.cpp), ("AOperand", i.a_operand), ("BOperand", i.b_operand),
                  ("COperand", i.c_operand)]
+        if g.scaled:  # the epilogue operand carries the scale pointers (blocks/epilogue.h)
+            kinds = {None: "kScaleNone", "tensor": "kScaleTensor", "row": "kScaleRow", "col": "kScaleCol",
+                     "block": "kScaleBlock"}
+            types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
+                                        f"ckgen::epi::{kinds[g.scale_b]}>"))
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
                 ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
@@ -112,10 +118,14 @@ class GemmOp(Op):
         return _ref.reference(plan, arrays, sizes)
 
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
-        """The base's random arrays; a grouped kernel's offsets split the M rows at random cut points (some
-        groups empty), a masked kernel's counts are random in 0..M."""
-        out = super().random_inputs(plan, sizes, rng)
+        """The base's random arrays, with the block scales' counts (kb, nb) derived from K and N when the caller
+        leaves them out; a grouped kernel's offsets split the M rows at random cut points (some groups empty), a
+        masked kernel's counts are random in 0..M."""
         g = plan.spec.params.gemm
+        if g.block_scaled:
+            blk = _spec.SCALE_BLOCK
+            sizes = {"kb": -(-sizes["K"] // blk), "nb": -(-sizes["N"] // blk), **sizes}
+        out = super().random_inputs(plan, sizes, rng)
         if g.grouped and sizes.get("groups", 0) > 0:
             n, m = sizes["groups"], sizes["M"]
             idx = (np.sort(rng.integers(0, m + 1, n)) if g.mode == "grouped" else rng.integers(0, m + 1, n))

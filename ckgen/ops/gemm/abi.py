@@ -2,13 +2,17 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, M, N, K, [batch,] lda, ldb, ldc[, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
+    A, B, C, bias, [scale_a, scale_b,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
+    [, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
 between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
 (length M for ``bias(row)``, N for ``bias(col)``), and C is read only when beta != 0. The bracketed
 arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X at ``X + b * stride_x``;
-a batch stride of 0 broadcasts A, B or bias (not C). ``workspace`` exists when the kernel's schedule needs one
+a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` exist when the kernel has scalings
+(``scale_a = tensor | row``, ``scale_b = tensor | col``): f32 device tensors of 1, M or N elements, shared by every
+batch item; one of them is unused (NULL) when only the other operand is scaled. Block scales (``block(128)`` on
+both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
 
 Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
@@ -38,7 +42,7 @@ from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm.schedule import scheduled_launch
-from ckgen.ops.gemm.spec import resolve_schedule
+from ckgen.ops.gemm.spec import SCALE_BLOCK, resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
 #: the groups `ckgen run` draws when --size does not say (calls take them from the offsets / counts tensor)
@@ -63,6 +67,22 @@ def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: s
     return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
 
 
+def _scale(name: str, kind: str | None, size: str) -> Arg:
+    """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``), blocks (``block``:
+    A's M x kb, B's nb x kb, row-major with a leading dimension); unused (NULL) when only the other operand is
+    scaled."""
+    if kind == "block":
+        rows, doc = ("M", "M x kb: one f32 per row of A and 128 K's") if name == "scale_a" else \
+            ("nb", "nb x kb: one f32 per 128 x 128 block of B (N blocks x K blocks)")
+        return Arg(name, T, doc=doc, dtype=DType.F32, dims=(rows, "kb"), strides=(f"ld_{name}", 1))
+    if kind is None:
+        return Arg(name, T, doc="unused: pass NULL", dtype=DType.F32, dims=(1,), strides=(1,), unused=True)
+    if kind == "tensor":
+        return Arg(name, T, doc="one f32: the whole operand's scale", dtype=DType.F32, dims=(1,), strides=(1,))
+    return Arg(name, T, doc=f"length {size}: one f32 scale per {kind} ({kind} scaling)", dtype=DType.F32,
+               dims=(size,), strides=(1,))
+
+
 def abi(spec: KernelSpec) -> Abi:
     g = spec.params.gemm
     if g.grouped:
@@ -84,12 +104,20 @@ def abi(spec: KernelSpec) -> Abi:
         ext = row_major_extent if layout == Layout.ROW else col_major_extent
         return Arg(name, ST, doc=f"leading dimension (>= max(1, {ext}))", at_least=(ext,))
 
-    args = [a, b, c, bias,
-            Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
-            Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
+    args = [a, b, c, bias]
+    if g.scale_a is not None or g.scale_b is not None:  # fp8 scalings: f32 device tensors, shared by a batch
+        args += [_scale("scale_a", g.scale_a, "M"), _scale("scale_b", g.scale_b, "N")]
+    args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
+             Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
         args.append(Arg("batch", S, doc="matrices in the batch", default=1))
+    if g.block_scaled:
+        args += [Arg("kb", S, doc=f"K blocks of the block scales: ceil(K / {SCALE_BLOCK})"),
+                 Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
     args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, "N", "K"), ld("ldc", g.c.layout, "N", "M")]
+    if g.block_scaled:
+        args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
+                 Arg("ld_scale_b", ST, doc="leading dimension of scale_b (>= max(1, kb))", at_least=("kb",))]
     if batched:
         args += [Arg("stride_a", ST, doc="elements between A matrices (0: one A for all)"),
                  Arg("stride_b", ST, doc="elements between B matrices (0: one B for all)"),
@@ -100,7 +128,8 @@ def abi(spec: KernelSpec) -> Abi:
                         doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
                             "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
-    return Abi(tuple(args), empty_if=empty,
+    blocks = (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
+    return Abi(tuple(args), empty_if=empty, blocks=blocks,
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 

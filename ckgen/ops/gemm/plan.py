@@ -25,11 +25,11 @@ from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import GemmParams, GemmSpec, TileConfig
+from ckgen.ops.gemm.spec import SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
-CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8)
+CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ)
 C_DTYPES = {DType.F32: (DType.F16, DType.BF16, DType.F32), DType.I32: (DType.I32, DType.I8, DType.F32)}
 MAX_PREFETCH = 1
 MAX_THREADS = 1024
@@ -85,24 +85,83 @@ def check_workgroup(d: GemmDraft) -> None:
                      f"{wm * wn * lanes} threads exceed the {MAX_THREADS}-thread workgroup limit")
 
 
+def generated_inputs(t: Target) -> list[DType]:
+    """The A dtypes the GEMM generates for ``t``: those its matrix instructions take (fp8 dtypes only in the
+    target's own fp8 encoding: ``Target.fp8_encoding``)."""
+    kinds = t.input_dtypes()
+    return [x for x in CODEGEN_INPUTS
+            if x.matrix_kind in kinds and (x.fp8 is None or x.fp8.encoding == t.fp8_encoding)]
+
+
+def _kinds(g: GemmSpec) -> tuple[DType, DType]:
+    """A's and B's operand kinds in the instruction tables (fp8 / bf8 for the encoded 8-bit floats)."""
+    return g.a.dtype.matrix_kind, g.b.dtype.matrix_kind
+
+
 def check_dtypes(d: GemmDraft) -> None:
-    """A and B of one dtype that the target has instructions for and the kernel bodies generate, an accumulator
-    of one of those instructions, and a C dtype for it. Each refusal lists only values that pass every check
-    here for this target (f64 has instructions on some targets but no kernel body: it is never listed)."""
+    """A and B of dtypes that the target has instructions for and the kernel bodies generate (B = A's dtype, or for
+    8-bit floats any fp8 dtype of A's encoding that an instruction pairs with A), an accumulator of one of those
+    instructions, and a C dtype for it. Each refusal lists only values that pass every check here for this target
+    (f64 has instructions on some targets but no kernel body: it is never listed; an fp8 dtype of the other
+    encoding is refused with the target's own)."""
     g, t = d.g, d.target
-    made = [x for x in CODEGEN_INPUTS if x in t.input_dtypes()]
+    made = generated_inputs(t)
     if g.a.dtype not in made:
-        reason = ("the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
-                  if g.a.dtype in t.input_dtypes() else "no matrix instruction takes this dtype")
+        f = g.a.dtype.fp8
+        if f is not None and t.fp8_encoding and f.encoding != t.fp8_encoding:
+            reason = (f"{g.a.dtype.value} is the {f.encoding.upper()} encoding; {t.name}'s fp8 instructions take "
+                      f"the {t.fp8_encoding.upper()} one (the same codes mean other numbers)")
+        elif f is not None and not t.fp8_encoding:
+            reason = f"{t.name} has no fp8 matrix instructions"
+        elif g.a.dtype.matrix_kind in t.input_dtypes():
+            reason = "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
+        else:
+            reason = "no matrix instruction takes this dtype"
         raise d.fail("A", g.a.dtype.value, ", ".join(x.value for x in made), reason)
-    if g.b.dtype != g.a.dtype:
-        raise d.fail("B", g.b.dtype.value, g.a.dtype.value, "B must have A's dtype")
-    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == g.a.dtype and i.acc_dtype in C_DTYPES})
-    if not t.instructions_for(g.a.dtype, g.b.dtype, g.acc) or g.acc not in C_DTYPES:
+    ka, kb = _kinds(g)
+    legal_b = [x for x in made if x.fp8 is not None and t.instructions_for(ka, x.matrix_kind, DType.F32)] \
+        if g.a.dtype.fp8 is not None else [g.a.dtype]
+    if g.b.dtype not in legal_b:
+        raise d.fail("B", g.b.dtype.value, ", ".join(x.value for x in legal_b),
+                     "B must have A's dtype" if len(legal_b) == 1 else f"no {t.name} instruction takes A {g.a.dtype.value} with it")
+    accs = sorted({i.acc_dtype.value for i in t.instructions if i.a_dtype == ka and i.acc_dtype in C_DTYPES})
+    if not t.instructions_for(ka, kb, g.acc) or g.acc not in C_DTYPES:
         raise d.fail("acc", g.acc.value, ", ".join(accs), f"no single-block {g.a.dtype.value} instruction accumulates in it")
     legal_c = C_DTYPES[g.acc]
     if g.c.dtype not in legal_c:
         raise d.fail("C", g.c.dtype.value, ", ".join(x.value for x in legal_c), f"not an output type for {g.acc.value} accumulation")
+
+
+#: bodies that apply block scales per K block in their main loop
+BLOCK_SCALE_BODIES = ("gemm_mfma.h",)
+
+
+def check_scales(d: GemmDraft) -> None:
+    """Scalings (scale_a / scale_b) multiply the f32 accumulator: kernels with integer accumulation take none. Block
+    scales come in pairs (A per 1 x 128, B per 128 x 128), on a body that folds them per K block (the MFMA body),
+    with K tiles that divide the 128-block, one workgroup per tile (no split-K / stream-K) and no batch."""
+    g, cfg = d.g, d.cfg
+    if g.scaled and g.acc != DType.F32:
+        param = "scale_a" if g.scale_a is not None else "scale_b"
+        raise d.fail(param, getattr(g, param), "none (leave it out) for i32 accumulation",
+                     "scales multiply an f32 accumulator; this kernel accumulates in i32")
+    if not g.block_scaled:
+        return
+    blk = f"block({SCALE_BLOCK})"
+    for param, other in (("scale_a", "scale_b"), ("scale_b", "scale_a")):
+        if getattr(g, param) != "block":
+            raise d.fail(param, getattr(g, param) or "none", blk,
+                         f"{other} = {blk}: block scales come in pairs (A 1 x {SCALE_BLOCK}, B {SCALE_BLOCK} x {SCALE_BLOCK})")
+    if d.body.header not in BLOCK_SCALE_BODIES:
+        raise d.fail("scale_a", blk, "tensor, row (and scale_b tensor, col)",
+                     f"{d.target.name}'s GEMM body does not apply block scales yet")
+    if SCALE_BLOCK % cfg.tile[2]:
+        raise d.fail("tile", "x".join(map(str, cfg.tile)), f"a tile K dividing {SCALE_BLOCK} (32, 64, 128)",
+                     f"a K tile must lie in one {SCALE_BLOCK}-block of the block scales")
+    if resolve_schedule(cfg).kind != "tile":
+        raise d.fail("schedule", cfg.schedule.text, "tile", "block scales are applied by one workgroup per C tile")
+    if g.batched:
+        raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 
 
 def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr) -> bool:
@@ -114,9 +173,9 @@ def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr:
 
 def select_instruction(d: GemmDraft) -> None:
     g, cfg, t = d.g, d.cfg, d.target
-    cands = t.instructions_for(g.a.dtype, g.b.dtype, g.acc)
+    cands = t.instructions_for(*_kinds(g), g.acc)
     if cfg.instr is not None:
-        instr = t.find_instruction(cfg.instr, g.a.dtype, g.b.dtype, g.acc)
+        instr = t.find_instruction(cfg.instr, *_kinds(g), g.acc)
         if instr is None:
             raise d.fail("instr", "x".join(map(str, cfg.instr)), _shapes(cands),
                          f"no single-block {g.a.dtype.value}->{g.acc.value} matrix instruction of this shape")
@@ -228,6 +287,8 @@ def estimate_registers(d: GemmDraft) -> None:
     tile = "x".join(map(str, cfg.tile))
     if t.lds_swizzle:
         feats = register_features(d.spec.params, t, i, d.vec, d.lds)
+        if g.block_scaled:  # a second set of accumulators: the scaled total beside the current K block's sums
+            feats = {**feats, "acc": 2 * feats["acc"]}
         total = estimate(feats)
         acc, frags, stage = feats["acc"], feats["frag"], feats["stage"]
         est = RegisterEstimate(accumulators=acc, fragments=frags, prefetch=stage, overhead=total - acc - frags - stage)
@@ -280,7 +341,7 @@ def plan_tma_body(d: GemmDraft) -> None:
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
     warps = cfg.waves[0] * cfg.waves[1]
-    if (g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES
+    if (g.a.dtype not in TMA_BODY_DTYPES or g.scaled or cfg.tile not in TMA_BODY_TILES
             or warps != TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 or cfg.lds_buffers < 2):
         return
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
@@ -304,6 +365,7 @@ PASSES = (
     check_workgroup,      # waves x wave size within the workgroup limit
     check_dtypes,         # the target has instructions for these dtypes, and codegen supports them
     select_instruction,   # the given instruction exists, or pick the best legal one
+    check_scales,         # scalings: f32 accumulation; block scales' pairing, K tile, schedule, body
     check_tile,           # tile divisible by waves x instruction; pipeline depth
     check_kernel_body,    # the shape rules of the target's device body
     choose_vectors,       # global vector widths
@@ -332,7 +394,7 @@ def nearest_tile(spec: KernelSpec, target: Target) -> tuple[int, int, int] | Non
     registers, or that no instruction divides, are not planned (what the passes would refuse first)."""
     cfg, g = spec.params.config, spec.params.gemm
     lanes, (wm, wn) = target.wave_size, cfg.waves
-    instrs = target.instructions_for(g.a.dtype, g.b.dtype, g.acc)
+    instrs = target.instructions_for(*_kinds(g), g.acc)
     if cfg.instr is not None:
         instrs = [i for i in instrs if i.shape == tuple(cfg.instr)]
     acc_limit = budget(target).accumulators if target.lds_swizzle else (target.agprs or target.vgprs)

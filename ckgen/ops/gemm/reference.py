@@ -8,7 +8,10 @@ import math
 import numpy as np
 
 from ckgen.ir.arrays import to_float64
+from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.types import DType
+from ckgen.ops.gemm.spec import SCALE_BLOCK
 
 
 def activation(kind: str, x: np.ndarray) -> np.ndarray:
@@ -37,7 +40,13 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
 
     a = batch3(arrays["A"], g.a.dtype, 3)
     b = batch3(arrays["B"], g.b.dtype, 3)
-    r = g.alpha * (a @ b)
+    if g.block_scaled:
+        r = _block_scaled(a, b, to_float64(arrays["scale_a"], DType.F32), to_float64(arrays["scale_b"], DType.F32), np)
+    else:
+        r = a @ b
+    if g.scaled and not g.block_scaled:
+        r = r * _scales(g, arrays, lambda x: to_float64(x, DType.F32))
+    r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * to_float64(arrays["C"], g.c.dtype)
     for op in g.epilogue:
@@ -99,13 +108,33 @@ def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.nda
                 bg = (bias[e] if bias.ndim == 2 else bias)[r0:r1, None]
         out[rows] = _epilogue(g, a[rows] @ b[e], c0[rows], bg)
     return out
+def _block_scaled(a, b, sa, sb, xp):
+    """sum over K blocks kb of (A[:, kb] . B[kb, :]) * sa[:, kb] * sb[col // 128, kb] (A: M x K, B: K x N, float64;
+    ``xp``: numpy or torch)."""
+    (M, K), N = a.shape, b.shape[-1]
+    r = a[:, :0] @ b[:0, :]
+    cols = xp.arange(N) // SCALE_BLOCK
+    for kb in range(-(-K // SCALE_BLOCK)):
+        ks = slice(kb * SCALE_BLOCK, min(K, (kb + 1) * SCALE_BLOCK))
+        r = r + (a[:, ks] @ b[ks, :]) * sa[:M, kb].reshape(-1, 1) * sb[cols, kb].reshape(1, -1)
+    return r
+
+
+def _scales(g, arrays: dict, f64) -> object:
+    """scale_a (a column: per row of A, or one value) times scale_b (a row: per column of B, or one value)."""
+    sa = f64(arrays["scale_a"]).reshape(-1, 1) if g.scale_a is not None else 1.0
+    sb = f64(arrays["scale_b"]).reshape(1, -1) if g.scale_b is not None else 1.0
+    return sa * sb
 
 
 def tolerance(plan: KernelPlan, base: float) -> float:
-    """``base`` (by dtypes), loosened for integer C through the float epilogue (one rounding of the result)."""
+    """``base`` (by dtypes), loosened for integer C through the float epilogue (one rounding of the result); for fp8
+    inputs C's own tolerance (the reference holds their exact values)."""
     g = plan.spec.params.gemm
     if not g.c.dtype.is_float and not plan.body.integer_epilogue:
         return max(base, 1e-3)
+    if g.a.dtype.fp8 is not None:  # fp8 inputs are exact in the reference: only C's rounding (and f32 sums) remain
+        return TOLERANCE[g.c.dtype]
     return base
 
 
@@ -120,7 +149,14 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
         v = x.double()
         return v[None] if batched and v.dim() == rank - 1 else v
 
-    r = g.alpha * torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
+    if g.block_scaled:
+        r = _block_scaled(arrays["A"].double(), arrays["B"].double(), arrays["scale_a"].double(),
+                          arrays["scale_b"].double(), torch)
+    else:
+        r = torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
+    if g.scaled and not g.block_scaled:
+        r = r * _scales(g, arrays, lambda x: x.double())
+    r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * arrays["C"].double()
     for op in g.epilogue:

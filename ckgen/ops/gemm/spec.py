@@ -21,7 +21,8 @@ EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu")
 BIAS_AXES = ("row", "col")
 EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "cast(<C dtype>)", "none")
 DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
-               DType.FP8: DType.F32, DType.BF8: DType.F32, DType.F64: DType.F64}
+               DType.E4M3FN: DType.F32, DType.E5M2: DType.F32, DType.E4M3FNUZ: DType.F32, DType.E5M2FNUZ: DType.F32,
+               DType.F64: DType.F64}
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"
@@ -30,14 +31,20 @@ SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), st
 MODES = ("dense", "grouped", "masked")
 #: dtypes of the offsets / counts tensor of a grouped / masked kernel
 INDEX_DTYPES = (DType.I32, DType.I64)
+#: scalings of A and B (docs/dsl.md, "fp8 scalings"): one f32 for the whole operand, one per row of A / column of B,
+#: or blocks (``block(128)``: A per row and 128 K's, B per 128 x 128 block), applied per K block in registers
+SCALE_A = ("tensor", "row", "block")
+SCALE_B = ("tensor", "col", "block")
+SCALE_BLOCK = 128
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
 KEYS = (
-    Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8", required=True),
-    Key("B", "<dtype> row|col (A's dtype)", required=True),
+    Key("A", "<dtype> row|col; dtypes f16 bf16 f32 i8, fp8: e4m3fn e5m2 (OCP) e4m3fnuz e5m2fnuz (FNUZ)",
+        required=True),
+    Key("B", "<dtype> row|col (A's dtype; for fp8 A any fp8 dtype of A's encoding)", required=True),
     Key("C", "<dtype> row|col; f16 bf16 f32 (float acc), i32 i8 f32 (i32 acc)", required=True),
-    Key("acc", "f32 (f16/bf16/f32 inputs), i32 (i8)", default_text="by input dtype"),
+    Key("acc", "f32 (f16/bf16/f32/fp8 inputs), i32 (i8)", default_text="by input dtype"),
     Key("alpha", "a finite f32 number", default_text="1.0"),
     Key("beta", "a finite f32 number", default_text="0.0"),
     Key("tile", "MxNxK", required=True),
@@ -55,6 +62,10 @@ KEYS = (
     Key("mode", "dense, grouped (rows of A and C in groups by end offsets, B per group) or masked (groups of a "
                 "fixed row capacity, a count each)", default_text="dense"),
     Key("index", "i32 or i64: the dtype of the offsets (grouped) or counts (masked) tensor", default_text="i32"),
+    Key("scale_a", "tensor (one f32), row (M f32) or block(128) (M x ceil(K/128) f32): A's dequantization scale, "
+                   "read from device memory", default_text="none"),
+    Key("scale_b", "tensor (one f32), col (N f32) or block(128) (ceil(N/128) x ceil(K/128) f32): B's "
+                   "dequantization scale", default_text="none"),
 )
 
 
@@ -171,6 +182,10 @@ class GemmSpec:
     batched: bool = False
     mode: str = "dense"
     index: DType = DType.I32
+    #: dequantization scales (``None``: none): ``tensor`` / ``row`` for A, ``tensor`` / ``col`` for B; the result
+    #: is ``alpha * (scale_a * scale_b) * (A.B)`` before beta, the chain and the cast
+    scale_a: str | None = None
+    scale_b: str | None = None
 
     def __post_init__(self) -> None:
         if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
@@ -184,6 +199,16 @@ class GemmSpec:
     def grouped(self) -> bool:
         """Grouped or masked: groups of rows, one B (and bias(col)) per group."""
         return self.mode != "dense"
+        if self.scale_a not in (None, *SCALE_A) or self.scale_b not in (None, *SCALE_B):
+            raise ValueError(f"scales {self.scale_a}, {self.scale_b}")
+
+    @property
+    def scaled(self) -> bool:
+        return self.scale_a is not None or self.scale_b is not None
+
+    @property
+    def block_scaled(self) -> bool:
+        return "block" in (self.scale_a, self.scale_b)
 
     @property
     def has_bias(self) -> bool:
@@ -200,6 +225,8 @@ class GemmSpec:
             d["batched"] = True
         if self.mode != "dense":
             d.update(mode=self.mode, index=self.index.value)
+        if self.scaled:  # (unscaled kernels keep their canonical JSON and cache keys)
+            d["scale_a"], d["scale_b"] = self.scale_a, self.scale_b
         return d
 
 
@@ -277,6 +304,19 @@ def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
     return tuple(ops)
 
 
+def _scale(v: Value, param: str, kinds: tuple[str, ...]) -> str:
+    """``tensor``, ``row`` / ``col`` or ``block(128)``."""
+    words = [k if k != "block" else f"block({SCALE_BLOCK})" for k in kinds]
+    if v.kind == "call":
+        name, args = v.data
+        if name in kinds and name != "block" and not args:
+            return name
+        if name == "block" and args == (str(SCALE_BLOCK),):
+            return name
+    raise V.err(f"{param} = {v.text}: expected one of {', '.join(words)}", v.span,
+                f"{V.did_you_mean(v.text, words)}legal: {', '.join(words)}")
+
+
 def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
     """The GEMM params of one kernel from its parsed values (keys of :data:`KEYS`)."""
     a, b, c = V.tensor(v["A"], "A"), V.tensor(v["B"], "B"), V.tensor(v["C"], "C")
@@ -297,7 +337,9 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
                     alpha=V.f32(v["alpha"], "alpha") if "alpha" in v else 1.0,
                     beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
                     epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
-                    batched=batched, mode=mode, index=index)
+                    batched=batched, mode=mode, index=index,
+                    scale_a=_scale(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
+                    scale_b=_scale(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
     instr = None
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)

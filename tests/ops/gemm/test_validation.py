@@ -32,8 +32,22 @@ F16 = "A = f16 row B = f16 col C = f16 row"
     # a dtype or instruction the arch lacks
     ("gfx908", "A = bf16 row B = bf16 col C = f32 row tile = 64x64x32 waves = 1x1 instr = 32x32x8", "instr",
      "32x32x8", "32x32x4, 16x16x8"),
-    ("gfx90a", "A = fp8 row B = fp8 col C = f32 row tile = 64x64x64 waves = 1x1", "A", "fp8", "f16, bf16, f32, i8"),
-    ("gfx942", "A = fp8 row B = fp8 col C = f32 row tile = 64x64x64 waves = 1x1", "A", "fp8", "f16, bf16, f32, i8"),
+    # fp8: the target's own encoding only, B of A's encoding, a target without fp8
+    ("gfx90a", "A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 waves = 1x1", "A", "e4m3fnuz",
+     "f16, bf16, f32, i8"),
+    ("gfx950", "A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 waves = 1x1", "A", "e4m3fnuz",
+     "f16, bf16, f32, i8, e4m3fn, e5m2"),
+    ("sm_90", "A = e5m2fnuz row B = e5m2fnuz col C = f32 row tile = 64x64x64 waves = 1x1", "A", "e5m2fnuz",
+     "f16, bf16, f32, i8, e4m3fn, e5m2"),
+    ("gfx942", "A = e4m3fn row B = e4m3fn col C = f32 row tile = 64x64x64 waves = 1x1", "A", "e4m3fn",
+     "f16, bf16, f32, i8, e4m3fnuz, e5m2fnuz"),
+    ("gfx942", "A = e4m3fnuz row B = e5m2 col C = f32 row tile = 64x64x64 waves = 1x1", "B", "e5m2",
+     "e4m3fnuz, e5m2fnuz"),
+    ("gfx942", "A = e4m3fnuz row B = f16 col C = f32 row tile = 64x64x64 waves = 1x1", "B", "f16",
+     "e4m3fnuz, e5m2fnuz"),
+    ("sm_90", "A = e4m3fn row B = e5m2 col C = f32 row tile = 64x64x64 waves = 2x2", "B", "e5m2", "e4m3fn"),
+    ("gfx942", "A = e4m3fnuz row B = e4m3fnuz col C = i8 row tile = 64x64x64 waves = 1x1", "C", "i8",
+     "f16, bf16, f32"),
     ("gfx90a", "A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 1x1 instr = 32x32x16", "instr",
      "32x32x16", "32x32x8, 16x16x16"),
     ("gfx942", "A = f16 row B = bf16 col C = f32 row tile = 64x64x32 waves = 1x1", "B", "bf16", "f16"),
@@ -59,6 +73,16 @@ def test_validation_errors(arch, body, param, value, legal):
         assert text.startswith("v.ck:1:") and f"on {arch}" in text
 
 
+@pytest.mark.parametrize("word,legal", [("fp8", "e4m3fn"), ("bf8", "e5m2fnuz")])
+def test_fp8_without_an_encoding_is_refused(word, legal):
+    from ckgen.errors import SpecError
+
+    with pytest.raises(SpecError) as ei:
+        spec(f"A = {word} row B = {word} col C = f32 row tile = 64x64x64 waves = 1x1")
+    text = ei.value.render()
+    assert text.startswith("v.ck:1:") and "does not say its encoding" in text and legal in text
+
+
 def test_lds_hint_suggests_a_single_buffer():
     with pytest.raises(ValidationError) as ei:
         plan_kernel(spec(F16 + " tile = 256x128x64 waves = 2x2"), "gfx942")
@@ -72,6 +96,13 @@ def test_auto_instruction_is_best_legal():
     bf = "A = bf16 row B = bf16 col C = f32 row tile = 64x64x32 waves = 1x1"
     assert plan_kernel(spec(bf), "gfx908").body.instr.mnemonic == "v_mfma_f32_32x32x4bf16"
     assert plan_kernel(spec(bf), "gfx90a").body.instr.mnemonic == "v_mfma_f32_32x32x8bf16_1k"
+    f8 = "C = f32 row tile = 64x64x64 waves = 2x2"
+    assert plan_kernel(spec("A = e4m3fnuz row B = e5m2fnuz col " + f8), "gfx942").body.instr.mnemonic == \
+        "v_mfma_f32_32x32x16_fp8_bf8"
+    assert plan_kernel(spec("A = e5m2 row B = e4m3fn col " + f8), "gfx950").body.instr.mnemonic == \
+        "v_mfma_f32_32x32x16_bf8_fp8"
+    assert plan_kernel(spec("A = e4m3fn row B = e4m3fn col " + f8), "sm_90").body.instr.builtin == \
+        "ckgen::nv::mma_m16n8k32_f32_e4m3"
 
 
 def test_pipeline_is_an_explicit_list():

@@ -1,7 +1,10 @@
 // ckgen/blocks/epilogue.h: element-wise epilogue operations applied to alpha*acc (+ beta*C) before the cast.
 //
-// Each op:  template <class Cfg> static CKGEN_DEVICE float apply(float v, int row, int col,
-//                                                             const typename Cfg::TBias* bias);
+// The epilogue's operand (Operand<Cfg>, what the bodies pass along as `bias`): the bias pointer, or for a Cfg that
+// declares `using EpiOperand = epi::Scaled<TBias, kScaleA, kScaleB>` the bias pointer with the scale pointers
+// (fp8 GEMM scalings: acc * scale_a * scale_b before alpha, beta and the chain).
+//
+// Each op:  template <class Cfg> static CKGEN_DEVICE float apply(float v, int row, int col, Operand<Cfg> bias);
 // and `static constexpr bool kReads`: whether apply reads memory (a bias). row/col are global C coordinates, in
 // bounds (row < M, col < N) whenever the chain reads memory; a chain that reads none may also be evaluated past
 // M / N on values the caller then discards (an epilogue whose store clips, e.g. TMA).
@@ -9,17 +12,110 @@
 #pragma once
 
 #include "ckgen/blocks/activation.h"
+#include "ckgen/blocks/fp8.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {
 namespace epi {
 
+// Scale kinds of Scaled: none, one value for the whole operand (scale[0]), one per row of A (scale[row], length M)
+// or per column of B (scale[col], length N).
+constexpr int kScaleNone = 0;
+constexpr int kScaleTensor = 1;
+constexpr int kScaleRow = 2;
+constexpr int kScaleCol = 3;
+constexpr int kScaleBlock = 4;   // A: per row and 128 K's (M x kb); B: per 128 x 128 block (nb x kb)
+constexpr int kScaleBlockK = 128;
+
+// The epilogue operand of a scaled GEMM: the bias pointer (null without a bias), the f32 scale pointers, and the
+// product of the per-tensor scales (1 for the others), read from device memory at every launch (so that a captured
+// graph replays with new scales) by make(). `+ d` moves the bias only (batch items share the scales); `bool` tells
+// whether there is a bias.
+template <class TBias, int kA, int kB>
+struct Scaled {
+  static constexpr int kScaleA = kA;
+  static constexpr int kScaleB = kB;
+  static constexpr bool kBlock = kA == kScaleBlock;
+  const TBias* bias;
+  const float* scale_a;
+  const float* scale_b;
+  float tensor_scale;
+  long long ld_a;  // block scales: leading dimensions of scale_a (M x kb) and scale_b (nb x kb)
+  long long ld_b;
+  static CKGEN_DEVICE Scaled make(const TBias* bias, const float* scale_a, const float* scale_b, long long ld_a = 0,
+                                  long long ld_b = 0) {
+    const float ta = kA == kScaleTensor ? gload(scale_a) : 1.0f;
+    const float tb = kB == kScaleTensor ? gload(scale_b) : 1.0f;
+    return Scaled{bias, scale_a, scale_b, ta * tb, ld_a, ld_b};
+  }
+  // Block scales: the factor of K block kb at C's (row, col) (row < M, col < N).
+  CKGEN_DEVICE float block(int row, int col, int kb) const {
+    return gload(scale_a + row * ld_a + kb) * gload(scale_b + (col / kScaleBlockK) * ld_b + kb);
+  }
+  CKGEN_DEVICE Scaled operator+(long long d) const {
+    return Scaled{bias + d, scale_a, scale_b, tensor_scale, ld_a, ld_b};
+  }
+  CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
+};
+
+// Whether the operand carries block scales (the body folds them per K block; the epilogue then scales by 1).
+template <class T>
+struct IsBlockScaled {
+  static constexpr bool value = false;
+};
+template <class TBias, int kA, int kB>
+struct IsBlockScaled<Scaled<TBias, kA, kB>> {
+  static constexpr bool value = Scaled<TBias, kA, kB>::kBlock;
+};
+
+template <class T>
+struct IsScaled {
+  static constexpr bool value = false;
+};
+template <class TBias, int kA, int kB>
+struct IsScaled<Scaled<TBias, kA, kB>> {
+  static constexpr bool value = true;
+};
+
+template <class Cfg, class = void>
+struct OperandOf {
+  using type = const typename Cfg::TBias*;
+};
+template <class Cfg>
+struct OperandOf<Cfg, decltype(void(static_cast<typename Cfg::EpiOperand*>(nullptr)))> {
+  using type = typename Cfg::EpiOperand;
+};
+// What the GEMM bodies pass to the epilogue: const TBias* unless the Cfg declares its EpiOperand.
+template <class Cfg>
+using Operand = typename OperandOf<Cfg>::type;
+
+template <class T>
+CKGEN_DEVICE const T* bias_ptr(const T* p) {
+  return p;
+}
+template <class T, int kA, int kB>
+CKGEN_DEVICE const T* bias_ptr(const Scaled<T, kA, kB>& s) {
+  return s.bias;
+}
+
+// The scale factor of the element (row, col): scale_a's times scale_b's (1 without scales). row/col in bounds.
+template <class Op>
+CKGEN_DEVICE float scale_at(const Op&, int, int) {
+  return 1.0f;
+}
+template <class T, int kA, int kB>
+CKGEN_DEVICE float scale_at(const Scaled<T, kA, kB>& s, int row, int col) {
+  const float a = kA == kScaleRow ? gload(s.scale_a + row) : 1.0f;
+  const float b = kB == kScaleCol ? gload(s.scale_b + col) : 1.0f;
+  return s.tensor_scale * a * b;
+}
+
 // bias[row]: one value per row of C (length M).
 struct BiasRow {
   static constexpr bool kReads = true;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float v, int row, int /*col*/, const typename Cfg::TBias* bias) {
-    return v + to_float(gload(bias + row));
+  static CKGEN_DEVICE float apply(float v, int row, int /*col*/, Operand<Cfg> bias) {
+    return v + to_float(gload(bias_ptr(bias) + row));
   }
 };
 
@@ -27,15 +123,15 @@ struct BiasRow {
 struct BiasCol {
   static constexpr bool kReads = true;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float v, int /*row*/, int col, const typename Cfg::TBias* bias) {
-    return v + to_float(gload(bias + col));
+  static CKGEN_DEVICE float apply(float v, int /*row*/, int col, Operand<Cfg> bias) {
+    return v + to_float(gload(bias_ptr(bias) + col));
   }
 };
 
 struct Relu {
   static constexpr bool kReads = false;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
+  static CKGEN_DEVICE float apply(float v, int, int, Operand<Cfg>) {
     return act::relu(v);
   }
 };
@@ -44,7 +140,7 @@ struct Relu {
 struct Gelu {
   static constexpr bool kReads = false;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
+  static CKGEN_DEVICE float apply(float x, int, int, Operand<Cfg>) {
     return act::gelu_tanh(x);
   }
 };
@@ -53,7 +149,7 @@ struct Gelu {
 struct Silu {
   static constexpr bool kReads = false;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float x, int, int, const typename Cfg::TBias*) {
+  static CKGEN_DEVICE float apply(float x, int, int, Operand<Cfg>) {
     return act::silu(x);
   }
 };
@@ -66,7 +162,7 @@ struct Chain<> {
   static constexpr bool kEmpty = true;
   static constexpr bool kReads = false;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float v, int, int, const typename Cfg::TBias*) {
+  static CKGEN_DEVICE float apply(float v, int, int, Operand<Cfg>) {
     return v;
   }
 };
@@ -76,7 +172,7 @@ struct Chain<Op, Rest...> {
   static constexpr bool kEmpty = false;
   static constexpr bool kReads = Op::kReads || Chain<Rest...>::kReads;
   template <class Cfg>
-  static CKGEN_DEVICE float apply(float v, int row, int col, const typename Cfg::TBias* bias) {
+  static CKGEN_DEVICE float apply(float v, int row, int col, Operand<Cfg> bias) {
     return Chain<Rest...>::template apply<Cfg>(Op::template apply<Cfg>(v, row, col, bias), row, col, bias);
   }
 };
@@ -94,18 +190,20 @@ struct IsInt< ::int32_t> {
   static constexpr bool value = true;
 };
 
-// Whether the epilogue of Cfg reads memory: beta * C, or a bias. When it does not, value() may run past M / N.
+// Whether the epilogue of Cfg reads memory: beta * C, a bias, or scales. When it does not, value() may run past
+// M / N.
 template <class Cfg>
 constexpr bool reads_memory() {
-  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads;
+  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads || IsScaled<Operand<Cfg>>::value;
 }
 
-// The value one accumulator gives C before the cast: alpha*acc, plus beta*C[off] when kBeta != 0 (C is read only
-// then), then the chain.
+// The value one accumulator gives C before the cast: alpha * acc (times the scales of a scaled operand), plus
+// beta*C[off] when kBeta != 0 (C is read only then), then the chain.
 template <class Cfg, class AccT>
 CKGEN_DEVICE float value(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
-                         const typename Cfg::TBias* bias) {
+                         Operand<Cfg> bias) {
   float v = Cfg::kAlpha * static_cast<float>(acc);
+  if constexpr (IsScaled<Operand<Cfg>>::value) v = Cfg::kAlpha * (static_cast<float>(acc) * scale_at(bias, row, col));
   if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
   return Cfg::Epilogue::template apply<Cfg>(v, row, col, bias);
 }
@@ -114,7 +212,7 @@ CKGEN_DEVICE float value(AccT acc, int row, int col, const typename Cfg::TC* C, 
 // GEMM with kIntegerEpilogue, an empty chain and integral alpha/beta stays exact (64-bit, then saturated).
 template <class Cfg, class AccT>
 CKGEN_DEVICE typename Cfg::TC finish(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
-                                     const typename Cfg::TBias* bias) {
+                                     Operand<Cfg> bias) {
   using TC = typename Cfg::TC;
   constexpr bool kIntExact = Cfg::kIntegerEpilogue && IsInt<TC>::value && Cfg::Epilogue::kEmpty &&
                              Cfg::kAlpha == static_cast<float>(static_cast<long long>(Cfg::kAlpha)) &&

@@ -6,6 +6,7 @@
 //   mma_m16n8k16_f32_f16 / _bf16     mma.sync.aligned.m16n8k16.row.col, f32 accumulators
 //   mma_m16n8k32_s32_s8              mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
 //   mma_m16n8k8_f32_tf32             mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+//   mma_m16n8k32_f32_e4m3 / _e5m2    mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (OCP fp8, sm_89+)
 //
 // Register layout shared by all four instructions (PTX ISA, "Matrix Fragments for mma.m16n8k*"),
 // with g = lane / 4 and t = lane % 4 and every operand viewed as bytes: the instruction's K extent is
@@ -82,6 +83,10 @@ CKGEN_NV_MMA_SYNC(mma_m16n8k16_f32_f16, f32x4_t, "m16n8k16.row.col.f32.f16.f16.f
 CKGEN_NV_MMA_SYNC(mma_m16n8k16_f32_bf16, f32x4_t, "m16n8k16.row.col.f32.bf16.bf16.f32", "f")
 CKGEN_NV_MMA_SYNC(mma_m16n8k32_s32_s8, i32x4_t, "m16n8k32.row.col.s32.s8.s8.s32", "r")
 CKGEN_NV_MMA_SYNC(mma_m16n8k8_f32_tf32, f32x4_t, "m16n8k8.row.col.f32.tf32.tf32.f32", "f")
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+CKGEN_NV_MMA_SYNC(mma_m16n8k32_f32_e4m3, f32x4_t, "m16n8k32.row.col.f32.e4m3.e4m3.f32", "f")
+CKGEN_NV_MMA_SYNC(mma_m16n8k32_f32_e5m2, f32x4_t, "m16n8k32.row.col.f32.e5m2.e5m2.f32", "f")
+#endif
 #undef CKGEN_NV_MMA_SYNC
 
 }  // namespace nv

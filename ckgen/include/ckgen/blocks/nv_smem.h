@@ -193,6 +193,16 @@ template <>
 struct MmaOf<float> {
   static CKGEN_DEVICE f32x4_t mma(u32x4_t a, u32x2_t b, f32x4_t c) { return mma_m16n8k8_f32_tf32(a, b, c); }
 };
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+template <>
+struct MmaOf<fp8_e4m3fn> {
+  static CKGEN_DEVICE f32x4_t mma(u32x4_t a, u32x2_t b, f32x4_t c) { return mma_m16n8k32_f32_e4m3(a, b, c); }
+};
+template <>
+struct MmaOf<fp8_e5m2> {
+  static CKGEN_DEVICE f32x4_t mma(u32x4_t a, u32x2_t b, f32x4_t c) { return mma_m16n8k32_f32_e5m2(a, b, c); }
+};
+#endif
 
 }  // namespace nv
 }  // namespace ckgen

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ckgen/blocks/fp8.h"
 #include "ckgen/emu/runtime.h"
 
 namespace ckgen {
@@ -77,22 +78,13 @@ constexpr int el_bytes(int e) {
   return e == kF64 ? 8 : (e == kF32 || e == kXF32) ? 4 : (e == kF16 || e == kBF16) ? 2 : 1;
 }
 
+// The emulated chip's fp8 operands: the target's encoding (ckgen/blocks/fp8.h has the exact decode).
 inline double fp8_decode(uint8_t v, bool bf8) {
-  const int sign = v >> 7;
-  const int ebits = bf8 ? 5 : 4, mbits = bf8 ? 2 : 3;
-  const int e = (v >> mbits) & ((1 << ebits) - 1);
-  const int m = v & ((1 << mbits) - 1);
 #if defined(CKGEN_EMU_FP8_OCP)
-  const int bias = bf8 ? 15 : 7;
-  if (bf8 && e == 31) return m == 0 ? (sign ? -INFINITY : INFINITY) : NAN;  // e5m2: IEEE-like
-  if (!bf8 && e == 15 && m == 7) return NAN;                                // e4m3fn: no inf
+  return bf8 ? fp8_to_float(fp8_from_bits<fp8_e5m2>(v)) : fp8_to_float(fp8_from_bits<fp8_e4m3fn>(v));
 #else
-  const int bias = bf8 ? 16 : 8;
-  if (v == 0x80) return NAN;  // fnuz: the only NaN, no -0, no inf
+  return bf8 ? fp8_to_float(fp8_from_bits<fp8_e5m2fnuz>(v)) : fp8_to_float(fp8_from_bits<fp8_e4m3fnuz>(v));
 #endif
-  double mag = e == 0 ? ldexp(static_cast<double>(m), 1 - bias - mbits)
-                      : ldexp(static_cast<double>(m + (1 << mbits)), e - bias - mbits);
-  return sign ? -mag : mag;
 }
 
 inline float xf32_round(float x) {

@@ -12,7 +12,7 @@
 //   ldmatrix_x4[_trans]     warp collective: lane l supplies the row address of matrix l / 8 (checked as
 //                           its own 16-byte read); register i of lane l = row l/4, b16 elements 2(l%4),
 //                           2(l%4)+1 of matrix i (.trans: column l/4, rows 2(l%4), 2(l%4)+1)
-//   mma_m16n8k16_f32_f16/bf16, mma_m16n8k32_s32_s8, mma_m16n8k8_f32_tf32
+//   mma_m16n8k16_f32_f16/bf16, mma_m16n8k32_s32_s8, mma_m16n8k8_f32_tf32, mma_m16n8k32_f32_e4m3/e5m2 (OCP fp8)
 //                           warp collective with the fragment layouts of nv_mma.h; products exact,
 //                           accumulated in f32 (s32 with wrap-around) in k order starting from C
 //   st_shared_v4, to_tf32   as in nv_mma.h
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "ckgen/platform.h"
+#include "ckgen/blocks/fp8.h"
 
 namespace ckgen {
 
@@ -93,9 +94,13 @@ inline uint32_t get32(const unsigned char* p) {
 }
 
 // Element k (of the instruction's K extent) of a fragment register, decoded.
-template <int kEB, bool kBF16, bool kInt>
+// kF8: 0 (not fp8), 1 (OCP e4m3), 2 (OCP e5m2): the 8-bit float operands of the fp8 mma.sync.
+template <int kEB, bool kBF16, bool kInt, int kF8 = 0>
 inline double decode(uint32_t reg, int e) {
-  if constexpr (kEB == 1) {
+  if constexpr (kF8 != 0) {
+    const uint32_t code = (reg >> (8 * e)) & 0xffu;
+    return kF8 == 1 ? fp8_to_float(fp8_from_bits<fp8_e4m3fn>(code)) : fp8_to_float(fp8_from_bits<fp8_e5m2>(code));
+  } else if constexpr (kEB == 1) {
     return static_cast<double>(static_cast<::int8_t>((reg >> (8 * e)) & 0xffu));
   } else if constexpr (kEB == 2) {
     const uint16_t h = static_cast<uint16_t>(reg >> (16 * e));
@@ -117,7 +122,7 @@ inline double decode(uint32_t reg, int e) {
 }
 
 // D = A.B + C for the warp (m16 n8, K = 32 bytes of elements). Lane slot: A (4 regs), B (2), C (4).
-template <int kEB, bool kBF16, bool kInt>
+template <int kEB, bool kBF16, bool kInt, int kF8 = 0>
 inline void mma_compute(::ckgen::emu::Wave& wv) {
   constexpr int kK = 32 / kEB;
   constexpr int kPer = 4 / kEB;  // elements per register
@@ -126,11 +131,11 @@ inline void mma_compute(::ckgen::emu::Wave& wv) {
     const int g = l / 4, t = l % 4;
     for (int j = 0; j < 4; ++j) {  // A reg j: row g + 8 (j & 1), bytes 16 (j >> 1) + 4t
       const uint32_t reg = get32(wv.in[l] + 4 * j);
-      for (int e = 0; e < kPer; ++e) a[g + 8 * (j & 1)][(16 * (j >> 1) + 4 * t) / kEB + e] = decode<kEB, kBF16, kInt>(reg, e);
+      for (int e = 0; e < kPer; ++e) a[g + 8 * (j & 1)][(16 * (j >> 1) + 4 * t) / kEB + e] = decode<kEB, kBF16, kInt, kF8>(reg, e);
     }
     for (int j = 0; j < 2; ++j) {  // B reg j: column g, bytes 16 j + 4t of K
       const uint32_t reg = get32(wv.in[l] + 16 + 4 * j);
-      for (int e = 0; e < kPer; ++e) b[(16 * j + 4 * t) / kEB + e][g] = decode<kEB, kBF16, kInt>(reg, e);
+      for (int e = 0; e < kPer; ++e) b[(16 * j + 4 * t) / kEB + e][g] = decode<kEB, kBF16, kInt, kF8>(reg, e);
     }
   }
   for (int l = 0; l < 32; ++l) {
@@ -154,7 +159,7 @@ inline void mma_compute(::ckgen::emu::Wave& wv) {
   }
 }
 
-template <int kEB, bool kBF16, bool kInt, class C>
+template <int kEB, bool kBF16, bool kInt, class C, int kF8 = 0>
 inline C mma(const char* name, u32x4_t a, u32x2_t b, C c) {
   unsigned char in[40];
   memcpy(in, a.r, 16);
@@ -167,7 +172,7 @@ inline C mma(const char* name, u32x4_t a, u32x2_t b, C c) {
       partial = true;
       return;
     }
-    mma_compute<kEB, kBF16, kInt>(wv);
+    mma_compute<kEB, kBF16, kInt, kF8>(wv);
   });
   if (partial) ::ckgen::emu::fault("%s: issued by a partial warp; mma.sync needs all 32 lanes", name);
   return d;
@@ -263,6 +268,12 @@ inline i32x4_t mma_m16n8k32_s32_s8(u32x4_t a, u32x2_t b, i32x4_t c) {
 }
 inline f32x4_t mma_m16n8k8_f32_tf32(u32x4_t a, u32x2_t b, f32x4_t c) {
   return emu_detail::mma<4, false, false>("mma.m16n8k8.f32.tf32", a, b, c);
+}
+inline f32x4_t mma_m16n8k32_f32_e4m3(u32x4_t a, u32x2_t b, f32x4_t c) {
+  return emu_detail::mma<1, false, false, f32x4_t, 1>("mma.m16n8k32.f32.e4m3", a, b, c);
+}
+inline f32x4_t mma_m16n8k32_f32_e5m2(u32x4_t a, u32x2_t b, f32x4_t c) {
+  return emu_detail::mma<1, false, false, f32x4_t, 2>("mma.m16n8k32.f32.e5m2", a, b, c);
 }
 
 }  // namespace nv

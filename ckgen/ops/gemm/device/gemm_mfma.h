@@ -97,13 +97,34 @@ constexpr bool check_cfg() {
   return true;
 }
 
+// Block scales: tot += acc * scale_a(row, kb) * scale_b(col / 128, kb) for every accumulator item of the wave
+// (wave tile at row0, col0), then acc = 0. Rows / columns past M / N read the last in-range scale (never stored).
+template <class Cfg, class L, class COp, class Op>
+CKGEN_DEVICE void fold_block_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&acc)[Cfg::kRepM][Cfg::kRepN],
+                                    const Op& scales, int kb, int row0, int col0, int M, int N, int lane) {
+#pragma unroll
+  for (int j = 0; j < Cfg::kRepN; ++j) {
+    const int c = col0 + j * Cfg::kInstrN + L::c_col(0, lane);
+    const int col = c < N ? c : N - 1;
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i) {
+#pragma unroll
+      for (int r = 0; r < Cfg::kCItems; ++r) {
+        const int row = row0 + i * Cfg::kInstrM + L::c_row(r, lane);
+        tot[i][j][r] += acc[i][j][r] * scales.block(row < M ? row : M - 1, col, kb);
+      }
+      acc[i][j] = COp{};
+    }
+  }
+}
+
 }  // namespace gemm_detail
 
 // The kTileM x kTileN tile of C whose first row and column are m0, n0 (gemm_mfma below: the workgroup's;
 // the split-K / stream-K schedules of gemm_schedule.h call it once per piece of work).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                                 const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                                 epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                                  long long ldc, int m0, int n0) {
   static_assert(gemm_detail::check_cfg<Cfg>(), "Cfg");
   using D = gemm_detail::Derived<Cfg>;
@@ -200,6 +221,29 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   };
 
   const int nk = K > 0 ? (K + Cfg::kTileK - 1) / Cfg::kTileK : 0;
+
+  // Block scales (epi::Scaled with kScaleBlock): acc holds the current 128-K block's sums; at the block's last K
+  // tile (or the last one) they are scaled by scale_a(row, kb) * scale_b(col / 128, kb) into tot and restart.
+  // Rows / columns past M / N read the last in-range scale (their values are never stored).
+  constexpr bool kBlock = epi::IsBlockScaled<epi::Operand<Cfg>>::value;
+  COp tot[kBlock ? Cfg::kRepM : 1][kBlock ? Cfg::kRepN : 1];
+  if constexpr (kBlock) {
+    static_assert(epi::kScaleBlockK % Cfg::kTileK == 0, "block scales: kTileK must divide the 128-block");
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j) tot[i][j] = COp{};
+  }
+  auto fold_block = [&](int kt) {
+    if constexpr (kBlock) {
+      constexpr int kTilesPerBlock = epi::kScaleBlockK / Cfg::kTileK;
+      if ((kt + 1) % kTilesPerBlock == 0 || kt + 1 == nk)
+        gemm_detail::fold_block_scales<Cfg, L>(tot, acc, bias, kt / kTilesPerBlock,
+                                               m0 + wave_m * Cfg::kWaveTileM, n0 + wave_n * Cfg::kWaveTileN, M, N,
+                                               lane);
+    }
+  };
+
   if constexpr (Cfg::kLdsBuffers == 2) {
     if (nk > 0) {
       gload_tiles(0);
@@ -211,6 +255,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
       const bool more = kt + 1 < nk;
       if (Cfg::kPrefetch == 1 && more) gload_tiles(kt + 1);
       compute(cur);
+      fold_block(kt);
       if (more) {
         if (Cfg::kPrefetch == 0) gload_tiles(kt + 1);
         lds_store_tiles(cur ^ 1);
@@ -225,11 +270,18 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
       barrier();
       if (Cfg::kPrefetch == 1 && kt + 1 < nk) gload_tiles(kt + 1);
       compute(0);
+      fold_block(kt);
       barrier();
     }
   }
 
   // ---------------------------------------------------------------- epilogue
+  if constexpr (kBlock) {
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = tot[i][j];
+  }
   if constexpr (D::kPinAcc) {
 #pragma unroll
     for (int i = 0; i < Cfg::kRepM; ++i)
@@ -284,7 +336,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                            epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                             long long ldc) {
   gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, block_id(0) * Cfg::kTileN);
 }
@@ -293,12 +345,40 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
 // block_id(2), each operand offset by its batch stride (0 broadcasts one matrix to every item).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, int M, int N, int K, int /*batch*/, long long lda,
+                            epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda,
                             long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
                             long long stride_bias) {
   const long long b = block_id(2);
   gemm_mfma<Cfg>(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias, M, N, K,
                  lda, ldb, ldc);
+}
+
+// Block-scaled kernels (scale_a / scale_b = block(128)): the K and N block counts and the scales' leading
+// dimensions come in the entry's arguments (the host entry checked kb = ceil(K / 128), nb = ceil(N / 128)).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
+                            long long ld_scale_a, long long ld_scale_b) {
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
+                 ldc);
+}
+
+// Scaled kernels (Cfg::EpiOperand is an epi::Scaled: the fp8 scalings), plain and strided-batched: the scale
+// pointers follow the bias in the entry's arguments and travel to the epilogue with it.
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, long long lda, long long ldb, long long ldc) {
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
+}
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
+                            long long stride_b, long long stride_c, long long stride_bias) {
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a,
+                 stride_b, stride_c, stride_bias);
 }
 
 }  // namespace ckgen

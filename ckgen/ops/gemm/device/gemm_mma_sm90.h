@@ -50,6 +50,7 @@ struct Sm90Gemm {
   using TB = typename Cfg::TB;
   using TC = typename Cfg::TC;
   using TBias = typename Cfg::TBias;
+  using Operand = epi::Operand<Cfg>;  // the bias pointer, or with the scales (epilogue.h)
   using AOp = typename Cfg::AOperand;
   using BOp = typename Cfg::BOperand;
   using COp = typename Cfg::COperand;
@@ -86,7 +87,7 @@ struct Sm90Gemm {
   static_assert(Cfg::kLdsBytes >= kSmemBytes,
                 "kLdsBytes (the dynamic shared memory passed at launch) is smaller than kStages * (A + B tile bytes)");
 
-  static CKGEN_DEVICE void run(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static CKGEN_DEVICE void run(const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                                long long lda, long long ldb, long long ldc) {
     // ---- grouped tile rasterization
     const int tiles_n = grid_dim(0);
@@ -98,7 +99,7 @@ struct Sm90Gemm {
 
   // The tile of C whose first row and column are m0, n0 (the split-K / stream-K schedules of gemm_schedule.h
   // call it once per piece of work).
-  static CKGEN_DEVICE void run_tile(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static CKGEN_DEVICE void run_tile(const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                                     long long lda, long long ldb, long long ldc, int m0, int n0) {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
@@ -110,7 +111,7 @@ struct Sm90Gemm {
   }
 
   template <bool kVec>
-  static CKGEN_DEVICE void body(const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static CKGEN_DEVICE void body(const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                                 long long lda, long long ldb, long long ldc, int m0, int n0) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
@@ -320,7 +321,7 @@ struct Sm90Gemm {
   // and one pack2 for the pair (no per-element bounds branches, one cvt instead of a software rounding each).
   template <bool kChecked, class AccT>
   static CKGEN_DEVICE vec<TC, 2> pair(AccT a0, AccT a1, int row, int col, const TC* C, long long off,
-                                      const TBias* bias, int M, int N) {
+                                      Operand bias, int M, int N) {
     const bool in0 = !kChecked || (row < M && col < N);
     const bool in1 = !kChecked || (row < M && col + 1 < N);
     if constexpr (sizeof(TC) == 2) {
@@ -343,7 +344,7 @@ struct Sm90Gemm {
 
   template <int RM, int RN, int kSub>
   static CKGEN_DEVICE void store_c_staged(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
-                                          const TBias* bias, int M, int N, long long ldc, int lane,
+                                          Operand bias, int M, int N, long long ldc, int lane,
                                           unsigned char* stage) {
     static_assert(RN % kSub == 0 && (kSub * 8 * sizeof(TC)) % 16 == 0, "staging: whole 16-byte chunks per row");
     static_assert(!AddStoresOf<Cfg>::value, "staging stores plainly: adding slots store through gstore");
@@ -399,7 +400,7 @@ struct Sm90Gemm {
   // m0 + wrow + 16 i + g + 8 h, column n0 + wcol + 8 j + 2 t + e (mma.sync and wgmma layouts alike).
   template <int RM, int RN>
   static CKGEN_DEVICE void store_c(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
-                                   const TBias* bias, int M, int N, long long ldc, int g, int t) {
+                                   Operand bias, int M, int N, long long ldc, int g, int t) {
     auto finish = [&](auto accv, int row, int col, long long off) -> TC {
       return epi::finish<Cfg>(accv, row, col, C, off, bias);
     };
@@ -468,7 +469,7 @@ struct Sm90Gemm {
 // The body the template's kernel entry calls on NVIDIA (same signature as the AMD body).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                           epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                            long long ldc) {
   Sm90Gemm<Cfg>::run(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }
@@ -476,12 +477,28 @@ CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B,
 // The strided-batched form (grid z = batch): block z computes matrix block_id(2).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, int M, int N, int K, int /*batch*/, long long lda,
+                           epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda,
                            long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
                            long long stride_bias) {
   const long long b = block_id(2);
   Sm90Gemm<Cfg>::run(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias,
                      M, N, K, lda, ldb, ldc);
+}
+
+// Scaled kernels (Cfg::EpiOperand is an epi::Scaled: the fp8 scalings), plain and strided-batched.
+template <class Cfg>
+CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                           int K, long long lda, long long ldb, long long ldc) {
+  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
+}
+template <class Cfg>
+CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                           int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
+                           long long stride_b, long long stride_c, long long stride_bias) {
+  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a, stride_b,
+                stride_c, stride_bias);
 }
 
 // Dynamic shared memory (bytes) the body needs; the launcher passes it (Cfg::kLdsBytes >= this).

@@ -25,14 +25,14 @@ namespace gemm_sched {
 constexpr bool kSlotRowMajor = true;  // the mma.sync epilogue stores row pairs
 template <class C>
 CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typename C::TC* Cp,
-                       const typename C::TBias* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
+                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
   nv::Sm90Gemm<C>::run_tile(A, B, Cp, bias, M, N, K, lda, ldb, ldc, 0, 0);
 }
 #else
 constexpr bool kSlotRowMajor = false;  // MFMA accumulators hold runs of rows: column-major slots store vectors
 template <class C>
 CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typename C::TC* Cp,
-                       const typename C::TBias* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
+                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
   gemm_mfma_tile<C>(A, B, Cp, bias, M, N, K, lda, ldb, ldc, 0, 0);
 }
 #endif
@@ -45,7 +45,7 @@ using SlotOut = typename Select<ScheduleOf<Cfg>::atomic, AddF32, typename Cfg::T
 template <class Cfg>
 CKGEN_DEVICE void run_segment(const Seg& g, const Problem& pb, Workspace<typename Cfg::TAcc> ws,
                               const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                              const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                              epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                               long long ldc, int* ticket) {
   using P = PartialCfg<Cfg, SlotOut<Cfg>, kSlotRowMajor>;
   const int m0 = (g.tile / pb.tiles_n) * Cfg::kTileM;
@@ -66,7 +66,7 @@ CKGEN_DEVICE void run_segment(const Seg& g, const Problem& pb, Workspace<typenam
 // The scheduled kernel's body: the GEMM's arguments and the workspace (the ABI's last argument).
 template <class Cfg>
 CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, int M, int N, int K, long long lda, long long ldb,
+                            epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                             long long ldc, void* workspace) {
   constexpr int kKind = ScheduleOf<Cfg>::value;
   static_assert(kKind == kSplitK || kKind == kStreamK, "gemm_sched::scheduled: kSchedule is kSplitK or kStreamK");
@@ -90,6 +90,14 @@ CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B
                        ldc, ticket);
     }
   }
+}
+
+// The scaled form (Cfg::EpiOperand is an epi::Scaled): the scale pointers follow the bias.
+template <class Cfg>
+CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, long long lda, long long ldb, long long ldc, void* workspace) {
+  scheduled<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc, workspace);
 }
 
 }  // namespace gemm_sched

@@ -84,6 +84,7 @@ struct PartialCfg : Cfg {
   static constexpr bool kIntegerEpilogue = true;  // integer accumulators stay exact
   static constexpr int kVecC = 4;
   using Epilogue = epi::Chain<>;
+  using EpiOperand = const typename Cfg::TBias*;  // partial sums are not scaled (finish_tile scales the sum)
 };
 
 // ---------------------------------------------------------------- pieces of work
@@ -232,7 +233,7 @@ struct BlockSync {
 // tile of C at (m0, n0) (mr x nr elements in range) and zeroes the slots and the counter.
 template <class Cfg, bool kSlotRow, class Sync>
 CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, typename Cfg::TC* C,
-                              const typename Cfg::TBias* bias, long long ldc, int m0, int n0, int mr, int nr, int tid,
+                              epi::Operand<Cfg> bias, long long ldc, int m0, int n0, int mr, int nr, int tid,
                               int nthreads, int* ticket) {
   using TAcc = typename Cfg::TAcc;
   using TC = typename Cfg::TC;

@@ -1,0 +1,250 @@
+"""fp8 GEMM with per-tensor and per-row / per-column scaling (issue 26).
+
+Rung 2: the emulator runs the generated kernels for gfx942 (FNUZ) and gfx950 (OCP) against the float64 reference,
+which decodes the fp8 codes exactly (the fp8 rounding of the inputs is the inputs themselves: random fp8 codes) and
+applies alpha * scale_a * scale_b before beta, bias and the activation; shapes include M = 1, K not a multiple of the
+tile's K, K = 0 and edge tiles; outputs poisoned before each call. Scales are read at every launch (a graph replays
+with new ones): changing the scale arrays in place changes the next call's result accordingly.
+Rung 1: the same kernels compile for gfx942 (clang-19) and gfx950 (clang-22) with the planned fp8 MFMA in the main
+loop and no spills or scratch; nvcc builds the OCP ones for sm_90 (mma.sync e4m3 / e5m2 in the PTX, no spills).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import shutil
+
+import numpy as np
+import pytest
+
+from ckgen import config, driver
+from ckgen.errors import CkgenError
+from ckgen.frontend import load_text
+from ckgen.ir.arrays import poison, to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
+from ckgen.lower import plan_kernel
+from ckgen.runtime.api import Kernel, get_backend, plan_for
+from ckgen.targets import get_target
+
+# name -> (arch, body, main-loop MFMA)
+CONFIGS = {
+    "f8_tensor_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 64x64x64\nwaves = 2x2\n"
+                                "scale_a = tensor\nscale_b = tensor", "v_mfma_f32_32x32x16_fp8_fp8"),
+    "f8_rowcol_mixed_942": ("gfx942", "A = e4m3fnuz col\nB = e5m2fnuz row\nC = f32 col\ntile = 32x64x64\nwaves = 1x2\n"
+                                      "instr = 16x16x32\nscale_a = row\nscale_b = col\nepilogue = bias(col) -> relu",
+                            "v_mfma_f32_16x16x32_fp8_bf8"),
+    "f8_row_splitk_950": ("gfx950", "A = e4m3fn row\nB = e4m3fn col\nC = f16 row\ntile = 32x64x64\nwaves = 1x2\n"
+                                    "scale_a = row\nschedule = splitk", "v_mfma_f32_32x32x16_fp8_fp8"),
+    "f8_col_beta_950": ("gfx950", "A = e5m2 row\nB = e4m3fn row\nC = f32 row\nalpha = 0.5\nbeta = 0.25\n"
+                                  "tile = 64x64x64\nwaves = 2x2\nscale_b = col", "v_mfma_f32_32x32x16_bf8_fp8"),
+    "f8_plain_950": ("gfx950", "A = e5m2 row\nB = e5m2 col\nC = bf16 row\ntile = 128x64x64\nwaves = 2x2",
+                     "v_mfma_f32_32x32x16_bf8_bf8"),
+    # block scales (A 1 x 128, B 128 x 128) folded per K block in registers
+    "f8_block_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 64x64x64\nwaves = 2x2\n"
+                               "scale_a = block(128)\nscale_b = block(128)", "v_mfma_f32_32x32x16_fp8_fp8"),
+    "f8_block_k128_mixed_950": ("gfx950", "A = e4m3fn col\nB = e5m2 row\nC = f32 row\ntile = 128x128x128\nwaves = 2x2\n"
+                                          "lds_buffers = 1\nscale_a = block(128)\nscale_b = block(128)\n"
+                                          "epilogue = bias(col)", "v_mfma_f32_32x32x16_fp8_bf8"),
+    "f8_block_k32_942": ("gfx942", "A = e5m2fnuz row\nB = e5m2fnuz col\nC = f16 row\ntile = 32x32x32\nwaves = 1x1\n"
+                                   "instr = 16x16x32\nscale_a = block(128)\nscale_b = block(128)",
+                         "v_mfma_f32_16x16x32_bf8_bf8"),
+    "f8_batched_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 64x64x64\nwaves = 2x2\n"
+                                 "batched = true\nscale_a = tensor\nscale_b = tensor", "v_mfma_f32_32x32x16_fp8_fp8"),
+}
+SHAPES = [(1, 70, 130), (1, 1, 1), (67, 33, 200), (130, 97, 77), (17, 9, 0), (5, 200, 1031), (40, 300, 384)]
+
+
+def _source(name: str) -> str:
+    arch, body, _ = CONFIGS[name]
+    return f"target {arch}\nkernel {name} {{\n" + "\n".join("  " + line for line in body.splitlines()) + "\n}\n"
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, Kernel]:
+    backend = get_backend("emu")
+    plans = {name: plan_for(_source(name), name, "amd", CONFIGS[name][0]) for name in CONFIGS}
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        futs = {name: pool.submit(Kernel, plan, backend) for name, plan in plans.items()}
+        return {name: f.result() for name, f in futs.items()}
+
+
+def _sizes(gemm: Kernel, m: int, n: int, k: int) -> dict:
+    sizes = {"M": m, "N": n, "K": k}
+    if gemm.plan.spec.params.gemm.block_scaled:
+        sizes |= {"kb": -(-k // 128), "nb": -(-n // 128)}
+    return sizes
+
+
+def _inputs(gemm: Kernel, sizes: dict, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    ops = get_op("gemm").random_inputs(gemm.plan, sizes, rng)
+    for s in ("scale_a", "scale_b"):   # dequantization scales: positive, over two decades
+        if ops.get(s) is not None:
+            ops[s][...] = rng.uniform(0.05, 5.0, ops[s].shape).astype(np.float32)
+    return ops
+
+
+def _check(gemm: Kernel, ops: dict, sizes: dict) -> None:
+    plan, op = gemm.plan, get_op("gemm")
+    g = plan.spec.params.gemm
+    if g.beta == 0:
+        assert np.all(ops["C"].ravel(order="K").view(np.uint8) == 0xFF)   # poisoned
+    before = {k: (v.copy() if v is not None else None) for k, v in ops.items()}
+    out = gemm(**ops)
+    ref = op.reference(plan, before, sizes)["C"]
+    err = relative_error(to_float64(out, g.c.dtype), ref)
+    tol = op.tolerance(plan, "C")
+    assert err <= tol, f"{gemm.name} {sizes}: relative error {err:.3e} > {tol:.1e}"
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+@pytest.mark.parametrize("name", [n for n in CONFIGS if "batched" not in n])
+def test_emu_against_float64(kernels, name, shape):
+    sizes = _sizes(kernels[name], *shape)
+    _check(kernels[name], _inputs(kernels[name], sizes, seed=sum(shape) + 7 * shape[0]), sizes)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_emu_batched_shares_the_scales(kernels, batch):
+    sizes = {"M": 40, "N": 70, "K": 99, "batch": batch}
+    _check(kernels["f8_batched_942"], _inputs(kernels["f8_batched_942"], sizes, seed=batch), sizes)
+
+
+def test_scales_are_read_at_every_launch(kernels):
+    """Same arrays, scales changed in place: the next call uses the new values (what a graph replay relies on)."""
+    gemm = kernels["f8_rowcol_mixed_942"]
+    sizes = {"M": 50, "N": 40, "K": 64}
+    ops = _inputs(gemm, sizes, seed=3)
+    first = gemm(**ops).copy()
+    ops["scale_a"] *= 2.0
+    ops["scale_b"][...] = ops["scale_b"][::-1].copy()
+    poison(ops["C"])
+    _check(gemm, ops, sizes)
+    assert not np.allclose(first, ops["C"])
+
+
+def test_scale_of_the_wrong_length_is_refused(kernels):
+    gemm = kernels["f8_rowcol_mixed_942"]
+    ops = _inputs(gemm, {"M": 8, "N": 8, "K": 32}, seed=1)
+    ops["scale_a"] = np.ones(9, np.float32)
+    with pytest.raises(CkgenError, match="scale_a"):
+        gemm(**ops)
+    ops["scale_a"] = np.ones(8, np.float64)
+    with pytest.raises(CkgenError, match="scale_a"):
+        gemm(**ops)
+
+
+def test_block_scales_of_the_wrong_shape_are_refused(kernels):
+    gemm = kernels["f8_block_942"]
+    sizes = _sizes(gemm, 16, 200, 300)                      # kb = 3, nb = 2
+    ops = _inputs(gemm, sizes, seed=2)
+    short = dict(ops, scale_a=np.ones((16, 2), np.float32))  # K blocks: 2 for K = 300 (scale_b has 3)
+    with pytest.raises(CkgenError, match="their kb differ"):
+        gemm(**short)
+    short = dict(ops, scale_a=np.ones((16, 2), np.float32), scale_b=np.ones((2, 2), np.float32))
+    with pytest.raises(CkgenError, match=r"kb = 2 must be ceil\(K / 128\) = 3"):
+        gemm(**short)
+    wrong_b = dict(ops, scale_b=np.ones((1, 3), np.float32))  # N blocks: 1 for N = 200
+    with pytest.raises(CkgenError, match="scale_b|nb"):
+        gemm(**wrong_b)
+
+
+def test_host_entry_checks_the_block_counts(kernels):
+    """A C caller passing kb != ceil(K / 128) gets CKGEN_ERROR_INVALID_VALUE; nothing is written."""
+    gemm = kernels["f8_block_942"]
+    a = np.zeros((16, 300), np.uint8)
+    b = np.asfortranarray(np.zeros((300, 200), np.uint8))
+    c = np.full((16, 200), 0xFFFF, np.uint16)
+    sa, sb = np.ones((16, 3), np.float32), np.ones((2, 3), np.float32)
+    ptr = [x.ctypes.data for x in (a, b, c)]
+    args = [*ptr, None, sa.ctypes.data, sb.ctypes.data, 16, 200, 300, 2, 2, 300, 300, 200, 3, 3, None]
+    assert gemm.handle.entry(*args) == 1
+    args[10] = 1                           # nb = 1 for N = 200
+    args[9] = 3
+    assert gemm.handle.entry(*args) == 1
+    assert (c == 0xFFFF).all()
+
+
+@pytest.mark.parametrize("arch,body,param,legal", [
+    ("gfx942", "scale_a = block(128) scale_b = col tile = 64x64x64", "scale_b", "block(128)"),
+    ("gfx942", "scale_a = tensor scale_b = block(128) tile = 64x64x64", "scale_a", "block(128)"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x256", "tile", "dividing 128"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule", "tile"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 batched = true", "batched", "false"),
+    ("sm_90", "scale_a = block(128) scale_b = block(128) tile = 64x64x64", "scale_a", "tensor, row"),
+])
+def test_block_scale_refusals(arch, body, param, legal):
+    enc = "e4m3fn" if arch == "sm_90" else "e4m3fnuz"
+    (s,) = load_text(f"kernel k {{ A = {enc} row B = {enc} col C = f32 row waves = 2x2 {body} }}", "v.ck", (arch,))
+    with pytest.raises(CkgenError) as ei:
+        plan_kernel(s, get_target(arch))
+    assert ei.value.param == param and legal in ei.value.legal, (ei.value.param, ei.value.legal)
+    assert ei.value.render().startswith("v.ck:1:")
+
+
+def test_block_scale_spelling():
+    with pytest.raises(CkgenError, match=r"block\(64\)") as ei:
+        load_text("kernel k { A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 waves = 1x1 "
+                  "scale_a = block(64) scale_b = block(128) }", "v.ck", ("gfx942",))
+    assert "block(128)" in ei.value.render()
+
+
+def test_scales_need_f32_accumulation():
+    (s,) = load_text("kernel k { A = i8 row B = i8 col C = i32 row tile = 64x64x64 waves = 1x1 scale_a = tensor }",
+                     "v.ck", ("gfx942",))
+    with pytest.raises(CkgenError, match="scale_a = tensor") as ei:
+        plan_kernel(s, get_target("gfx942"))
+    assert "legal" in ei.value.render()
+
+
+def test_unknown_scale_kind_is_refused():
+    with pytest.raises(CkgenError, match="scale_b = row") as ei:
+        load_text("kernel k { A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 waves = 1x1 "
+                  "scale_b = row }", "v.ck", ("gfx942",))
+    assert "tensor, col, block(128)" in ei.value.render()
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CKGEN_CACHE_DIR", str(tmp_path_factory.mktemp("fp8cache")))
+    config.reload()
+    yield
+    mp.undo()
+    config.reload()
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
+def test_rung1_fp8_mfma_no_spills(cache, tmp_path, arch, clang):
+    if shutil.which(clang) is None:
+        pytest.fail(f"{clang} is missing (tools/install.sh installs it)")
+    names = [n for n, c in CONFIGS.items() if c[0] == arch]
+    src = tmp_path / "fp8.ck"
+    src.write_text("".join(_source(n).split("\n", 1)[1] for n in names))
+    (lib,) = driver.compile_files([src], (arch,), tmp_path / "out", jobs=2)
+    for name in names:
+        res = lib.resources[(name, arch)]
+        assert res["mfma"].get(CONFIGS[name][2], 0) > 0 and res["mfma_in_main_loop"] > 0, (name, res["mfma"])
+        assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, (name, res)
+
+
+NV_SPEC = """
+target sm_90
+kernel s90_f8_tensor { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x64x64 waves = 2x2
+                      scale_a = tensor scale_b = tensor }
+kernel s90_f8_rowcol { A = e5m2 col B = e5m2 row C = f16 col tile = 64x64x64 waves = 2x2 scale_a = row scale_b = col
+                      epilogue = bias(col) }
+"""
+
+
+def test_nvcc_builds_scaled_fp8_for_sm90(cache):
+    from ckgen.backends.nvidia import compiler as nv
+
+    plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV_SPEC)]
+    lib = nv.build_cuda_library("nvfp8", plans)
+    want = {"s90_f8_tensor": "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+            "s90_f8_rowcol": "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32"}
+    for r in nv.analyze(lib, plans):
+        assert dict(r.ptx_tensor).get(want[r.name], 0) > 0, (r.name, r.ptx_tensor)
+        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
