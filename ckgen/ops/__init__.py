@@ -16,6 +16,7 @@ from ckgen.errors import SpecError
 REGISTRY: dict[str, str] = {
     "gemm": "ckgen.ops.gemm",
     "attention": "ckgen.ops.attention",
+    "attention_decode": "ckgen.ops.attention.decode",
     "softmax": "ckgen.ops.rowops.softmax",
     "layernorm": "ckgen.ops.rowops.layernorm",
     "rmsnorm": "ckgen.ops.rowops.rmsnorm",

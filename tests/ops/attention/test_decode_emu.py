@@ -1,0 +1,174 @@
+"""Rung 2 for ``op = attention_decode``: the gfx942 plans run on the emulator (the same generated source as the code
+object: MFMA lane layouts, LDS, the workspace counters and fences) through ``ckgen.jit``, against float64
+(``decode_reference``): split-KV with 1, several, more splits than key tiles and the automatic choice; GQA packing
+(several row tiles per KV head); lengths 0, 1, page boundaries +-1, sequences of different lengths in one batch,
+seqlen_k not a multiple of the split; contiguous and paged K/V (pages in a random order), causal; strided and
+unaligned layouts; the workspace left zero-filled; bad input refused by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ckgen
+from ckgen.errors import CkgenError, EmulationFault, SpecError, ValidationError
+from ckgen.ir.types import DType
+from ckgen.ops.attention import decode_reference as R
+from ckgen.runtime.api import plan_for
+from ckgen.runtime.arrays import to_float64
+
+SOURCE = """
+target gfx942
+kernel dec_f16_d64 { op = attention_decode  dtype = f16  head_dim = 64 }
+kernel dec_bf16_d128_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal  page_size = 16 }
+kernel dec_f16_d64_causal_p64 { op = attention_decode  dtype = f16  head_dim = 64  mask = causal  page_size = 64
+  lds_buffers = 1 }
+"""
+TOL = {DType.F16: 4e-3, DType.BF16: 2.5e-2}
+LSE_TOL = 2e-3
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    return {n: ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942")
+            for n in ("dec_f16_d64", "dec_bf16_d128_causal_p16", "dec_f16_d64_causal_p64")}
+
+
+def _check(k, inp, sizes, out):
+    o, lse = out
+    dt = k.plan.spec.params.attn.dtype
+    ref = R.reference(k.plan, {**inp, "O": o, "LSE": lse}, sizes)
+    got = to_float64(o, dt)
+    assert np.isfinite(got).all() and not np.isnan(lse).any()
+    empty = np.isneginf(ref["LSE"])
+    assert (np.isneginf(lse) == empty).all()
+    assert (got.transpose(0, 2, 1, 3)[empty] == 0).all()  # a row that sees no key: O = 0
+    if (~empty).any():
+        err = np.linalg.norm(got - ref["O"]) / max(np.linalg.norm(ref["O"]), 1e-30)
+        assert err < TOL[dt], err
+        assert np.abs(lse[~empty] - ref["LSE"][~empty]).max() < LSE_TOL
+
+
+def _call(k, inp, **kw):
+    args = {"seqlens_k": inp["seqlens_k"]}
+    if k.plan.spec.params.page_size:
+        args["block_table"] = inp["block_table"]
+        kw.setdefault("num_pages", inp["K"].shape[0])
+    return k(inp["Q"], inp["K"], inp["V"], **args, **kw)
+
+
+@pytest.mark.parametrize("splits", [1, 3, 7, 0])
+def test_contiguous_splits(kernels, splits):
+    """300 keys in 64-key tiles (5 tiles: not a multiple of 3; 7 splits leave some empty), lengths 300, 1, 0,
+    GQA 8/2 with two query tokens."""
+    k = kernels["dec_f16_d64"]
+    sizes = dict(batch=3, heads=8, heads_kv=2, seqlen_q=2, seqlen_k=300)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(splits), lengths=[300, 1, 0])
+    _check(k, inp, sizes, _call(k, inp, num_splits=splits))
+
+
+def test_row_tiles_and_strided_layouts(kernels):
+    """GQA 16/2 x 9 tokens: 72 rows, three 32-row tiles per KV head; Q and O as [B, H, S, D] memory, K and V rows
+    padded by 3 elements (unaligned: the per-element loads), 4 splits."""
+    k = kernels["dec_f16_d64"]
+    rng = np.random.default_rng(5)
+    b, h, hk, sq, sk, d = 2, 16, 2, 9, 130, 64
+    q = rng.standard_normal((b, h, sq, d)).astype(np.float16).transpose(0, 2, 1, 3)
+    kvbuf = rng.standard_normal((2, b, sk, hk * d + 3)).astype(np.float16)
+    kk = np.lib.stride_tricks.as_strided(kvbuf[0], (b, sk, hk, d), (kvbuf.strides[1], kvbuf.strides[2], d * 2, 2))
+    vv = np.lib.stride_tricks.as_strided(kvbuf[1], (b, sk, hk, d), (kvbuf.strides[1], kvbuf.strides[2], d * 2, 2))
+    lens = np.array([130, 77], np.int32)
+    inp = {"Q": q, "K": kk, "V": vv, "seqlens_k": lens}
+    o = np.full((b, h, sq, d), np.nan, np.float16).transpose(0, 2, 1, 3)
+    out = k(q, kk, vv, seqlens_k=lens, O=o, num_splits=4)
+    assert out[0] is o or np.shares_memory(out[0], o)
+    _check(k, inp, dict(batch=b, heads=h, heads_kv=hk, seqlen_q=sq, seqlen_k=sk), out)
+
+
+@pytest.mark.parametrize("splits", [1, 2, 5])
+def test_paged_page_boundaries(kernels, splits):
+    """Pages of 16 (one 16-key tile per page), random page order; lengths at page boundaries +-1, 1, 0, and
+    shorter than the 3 causal query tokens (rows that see no key); MQA 4/1."""
+    k = kernels["dec_bf16_d128_causal_p16"]
+    sizes = dict(batch=7, heads=4, heads_kv=1, seqlen_q=3, max_pages=3, num_pages=25)
+    lens = [48, 15, 16, 17, 1, 0, 33]
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(10 + splits), lengths=lens)
+    _check(k, inp, sizes, _call(k, inp, num_splits=splits))
+
+
+@pytest.mark.parametrize("lens", [[63, 64, 65, 1], [128, 0, 127, 129]])
+def test_paged_64_boundaries(kernels, lens):
+    """Pages of 64 with 64-key tiles and one LDS buffer, GQA 8/4 with 2 causal tokens, automatic split."""
+    k = kernels["dec_f16_d64_causal_p64"]
+    sizes = dict(batch=4, heads=8, heads_kv=4, seqlen_q=2, max_pages=3)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(lens[0]), lengths=lens)
+    _check(k, inp, sizes, _call(k, inp))
+    _check(k, inp, sizes, _call(k, inp, num_splits=3))
+
+
+def test_workspace_left_zero(kernels):
+    """A caller's workspace: zero-filled on entry, zero-filled again after a 6-way split (counters and slots)."""
+    k = kernels["dec_f16_d64"]
+    sizes = dict(batch=2, heads=4, heads_kv=2, seqlen_q=1, seqlen_k=400)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(3), lengths=[400, 250])
+    env = {**sizes, "num_pages": 0, "max_pages": 0, "num_splits": 6}
+    nbytes = k.plan.launch.workspace_bytes(env)
+    assert nbytes > 0 and k.plan.launch.environment(env)["splits"] == 6
+    ws = np.zeros(nbytes, np.uint8)
+    _check(k, inp, sizes, _call(k, inp, num_splits=6, workspace=ws))
+    assert not ws.any()
+
+
+def test_split_choice_from_the_shape(kernels):
+    """Automatic: one workgroup per sequence when batch x heads_kv fills the GPU or the keys are few; more when
+    they do not (gfx942's 304 CUs, 2 workgroups per CU, at least 4 key tiles per split); num_splits overrides."""
+    launch = kernels["dec_f16_d64"].plan.launch
+
+    def splits(**s):
+        env = {"batch": 1, "heads": 32, "heads_kv": 8, "seqlen_q": 1, "seqlen_k": 8192, "num_pages": 0,
+               "max_pages": 0, "num_splits": 0, **s}
+        return launch.environment(env)["splits"]
+
+    assert splits() == 32            # 128 tiles of 64 keys / 4
+    assert splits(batch=64) == 1     # 512 (sequence, KV head) pairs already fill 608 slots
+    assert splits(batch=8) == 9      # 608 // 64
+    assert splits(seqlen_k=100) == 1
+    assert splits(num_splits=5) == 5
+
+
+def test_bad_input_named(kernels):
+    k = kernels["dec_bf16_d128_causal_p16"]
+    sizes = dict(batch=2, heads=4, heads_kv=1, seqlen_q=3, max_pages=3)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(0), lengths=[33, 2])
+    bt = inp["block_table"]
+    with pytest.raises(CkgenError, match="block_table"):
+        _call(k, {**inp, "block_table": np.zeros((3, 3), np.int32)})
+    with pytest.raises(CkgenError, match="seqlens_k"):
+        _call(k, {**inp, "seqlens_k": np.array([3, 2], np.int64)})
+    with pytest.raises(CkgenError, match="num_splits"):
+        _call(k, inp, num_splits=1000)
+    # read only on the device: a trap, which the emulator reports as a fault naming the argument
+    with pytest.raises(EmulationFault, match="seqlens_k"):
+        _call(k, {**inp, "seqlens_k": np.array([49, 2], np.int32)})
+    with pytest.raises(EmulationFault, match="block_table"):
+        _call(k, {**inp, "block_table": np.where(bt == bt[0, 0], 99, bt).astype(np.int32)})
+
+
+@pytest.mark.parametrize("body, match", [
+    ("page_size = 24", "page_size = 24"),
+    ("page_size = 16  tile = 32x32", "tile N <= page_size"),
+    ("mask = window", "mask"),
+    ("head_dim = 96", "head_dim"),
+])
+def test_bad_spec_named(body, match):
+    head = "" if "head_dim" in body else "head_dim = 64"
+    src = f"target gfx942\nkernel bad {{ op = attention_decode  dtype = f16  {head}  {body} }}\n"
+    with pytest.raises((SpecError, ValidationError), match=match):
+        ckgen.jit(src, kernel="bad", target="emu", arch="gfx942")
+
+
+def test_nvidia_refused_by_name():
+    src = "kernel dec_nv { op = attention_decode  dtype = f16  head_dim = 128  arch = [sm_90] }\n"
+    with pytest.raises(ValidationError, match="arch = sm_90.*AMD"):
+        plan_for(src, "dec_nv", "nvidia", "sm_90")
