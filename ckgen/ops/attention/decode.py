@@ -35,12 +35,15 @@ from ckgen.targets.model import Target
 
 MASKS = ("none", "causal")
 PAGE_SIZES = (16, 32, 64, 128, 256)
-HEADER = "attention_decode_amd.h"
-IMPL = "ckgen::attention_decode_amd"
+#: the decode body per target platform: (header in device/, entry template)
+BODIES = {"amd": ("attention_decode_amd.h", "ckgen::attention_decode_amd"),
+          "cuda": ("attention_decode_nv.h", "ckgen::attention_decode_nv")}
 #: decode defaults per (platform, head dim): (rows, keys) per workgroup and waves, 16 rows per wave (a group of
 #: query heads x a few tokens); keys per tile shrink with the head dim so that the next tile's loads and O^T stay
 #: in registers (gfx942, clang-19: 200, 157 and 193 VGPRs, no spills)
-DEFAULT_TILE = {("amd", 64): ((32, 64), 2), ("amd", 128): ((64, 32), 4), ("amd", 256): ((64, 16), 4)}
+DEFAULT_TILE = {("amd", 64): ((32, 64), 2), ("amd", 128): ((64, 32), 4), ("amd", 256): ((64, 16), 4),
+                ("cuda", 64): ((32, 64), 2), ("cuda", 128): ((32, 64), 2), ("cuda", 256): ((32, 32), 2)}
+#: NVIDIA: Q fragments in registers (16 rows per warp: 32 registers at d128), two cp.async stages
 
 KEYS = (
     Key("dtype", "f16 or bf16 (Q, K, V, O; f32 accumulation, f32 LSE)", required=True),
@@ -106,12 +109,6 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
     return DecodeParams(AttentionSpec(dt, hd, mask), cfg, page)
 
 
-def _check_platform(d: _plan.AttentionDraft) -> None:
-    if (d.target.platform, d.a.head_dim) not in DEFAULT_TILE:
-        raise d.fail("arch", d.target.name, "an AMD target (gfx90a, gfx942, gfx950)",
-                     "attention_decode has a device body for AMD matrix cores (and the emulator) only so far")
-
-
 def _decode_defaults(d: _plan.AttentionDraft) -> None:
     """The decode tiling where the kernel leaves it out: DEFAULT_TILE, keys per tile at most the page size."""
     cfg = d.cfg
@@ -124,23 +121,31 @@ def _decode_defaults(d: _plan.AttentionDraft) -> None:
     if cfg.waves is None and "tile" in planned:
         cfg = replace(cfg, waves=waves)
         planned.append("waves")
-    if cfg.instr is None:  # 16 query rows per instruction: a group of query heads rarely fills 32
+    if cfg.instr is None and d.amd:  # 16 query rows per instruction: a group of query heads rarely fills 32
+        bn = cfg.tile[1]
         sixteen = [i for i in _plan._body_instructions(d) if i.m == 16]
+        sixteen = [i for i in sixteen if bn % i.k == 0] + [i for i in sixteen if bn % i.k]  # one that fits the keys
         if sixteen:
             cfg = replace(cfg, instr=sixteen[0].shape)
             planned.append("instr")
+    if not d.amd and cfg.q_in_regs is None:
+        cfg = replace(cfg, q_in_regs=True)
+        planned.append("q_in_regs")
+    if not d.amd and cfg.lds_buffers is None:
+        cfg = replace(cfg, lds_buffers=2)
+        planned.append("lds_buffers")
     d.spec = replace(d.spec, params=replace(d.spec.params, config=cfg))
     d.planned.extend(planned)
 
 
 #: the attention op's passes (its Hopper body aside) after the decode defaults
-PASSES = (_check_platform, _decode_defaults) + tuple(
+PASSES = (_decode_defaults,) + tuple(
     p for p in _plan.PASSES if p is not _plan.plan_wgmma_body)
 
 
 def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     d = run_passes(PASSES, _plan.AttentionDraft(spec, target))
-    body = AttentionPlan(body=_plan.BODIES["amd"], instr=d.instr, block_m=d.tile[0], block_n=d.tile[1],
+    body = AttentionPlan(body=_plan.BODIES[target.platform], instr=d.instr, block_m=d.tile[0], block_n=d.tile[1],
                          waves=d.waves, lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
                          kv_barriers=d.kv_barriers, vec=d.vec, lds_k_stride=d.lds_k_stride,
                          lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes, mma_per_tile=d.mma_per_tile,
@@ -180,20 +185,29 @@ class DecodeOp(Op):
         """The Cfg of the decode body: the prefill AMD body's members (its stages run each K/V tile) plus
         kPageSize (0: contiguous)."""
         a, b, t = plan.spec.params.attn, plan.body, plan.target
-        i, lanes = b.instr, t.wave_size
-        types = [("T", a.dtype.cpp), ("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
-        ints = [("kHeadDim", a.head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n), ("kWaves", b.waves),
-                ("kWaveSize", lanes), ("kThreads", plan.threads), ("kInstrM", i.m), ("kInstrN", i.n),
-                ("kInstrK", i.k), ("kAItems", i.a_items(lanes)), ("kBItems", i.b_items(lanes)),
-                ("kCItems", i.c_items(lanes)), ("kLdsBuffers", b.lds_buffers), ("kVec", b.vec),
-                ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride), ("kLdsVStride", b.lds_v_stride),
-                ("kLdsBytes", b.lds_bytes), ("kPageSize", plan.spec.params.page_size)]
+        i, lanes, amd = b.instr, t.wave_size, t.platform == "amd"
+        types = [("T", a.dtype.cpp)]
+        ints = [("kHeadDim", a.head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n)]
+        if amd:
+            types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
+            ints += [("kWaves", b.waves), ("kWaveSize", lanes), ("kThreads", plan.threads), ("kInstrM", i.m),
+                     ("kInstrN", i.n), ("kInstrK", i.k), ("kAItems", i.a_items(lanes)), ("kBItems", i.b_items(lanes)),
+                     ("kCItems", i.c_items(lanes)), ("kLdsBuffers", b.lds_buffers), ("kVec", b.vec),
+                     ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride),
+                     ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
+        else:
+            ints += [("kWarps", b.waves), ("kWaveSize", lanes), ("kThreads", plan.threads),
+                     ("kStages", b.lds_buffers), ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
+        ints.append(("kPageSize", plan.spec.params.page_size))
         constants = [("int", n, str(v)) for n, v in ints]
+        if not amd:
+            constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
         constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),
                       ("bool", "kGqa", "true")]
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
                  f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
-        return {"types": types, "constants": constants, "header": HEADER, "impl": IMPL,
+        header, impl = BODIES[t.platform]
+        return {"types": types, "constants": constants, "header": header, "impl": impl,
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes, "tma_entry": False}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):

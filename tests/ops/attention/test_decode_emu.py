@@ -1,5 +1,6 @@
 """Rung 2 for ``op = attention_decode``: the gfx942 plans run on the emulator (the same generated source as the code
-object: MFMA lane layouts, LDS, the workspace counters and fences) through ``ckgen.jit``, against float64
+object: MFMA lane layouts, LDS, the workspace counters and fences) through ``ckgen.jit``, and the sm_90 plans (the
+mma.sync body: warps of 32, ldmatrix / cp.async emulated; tests/ops/attention/harness.py), against float64
 (``decode_reference``): split-KV with 1, several, more splits than key tiles and the automatic choice; GQA packing
 (several row tiles per KV head); lengths 0, 1, page boundaries +-1, sequences of different lengths in one batch,
 seqlen_k not a multiple of the split; contiguous and paged K/V (pages in a random order), causal; strided and
@@ -17,6 +18,7 @@ from ckgen.ir.types import DType
 from ckgen.ops.attention import decode_reference as R
 from ckgen.runtime.api import plan_for
 from ckgen.runtime.arrays import to_float64
+from tests.ops.attention import harness as H
 
 SOURCE = """
 target gfx942
@@ -29,10 +31,23 @@ TOL = {DType.F16: 4e-3, DType.BF16: 2.5e-2}
 LSE_TOL = 2e-3
 
 
+NAMES = ("dec_f16_d64", "dec_bf16_d128_causal_p16", "dec_f16_d64_causal_p64")
+PLATFORMS = ("amd", "nv")
+
+
 @pytest.fixture(scope="module")
-def kernels():
-    return {n: ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942")
-            for n in ("dec_f16_d64", "dec_bf16_d128_causal_p16", "dec_f16_d64_causal_p64")}
+def all_kernels():
+    out = {("amd", n): ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942") for n in NAMES}
+    nv_src = SOURCE.replace("target gfx942", "target sm_90")
+    nv = H.emu_group([plan_for(nv_src, n, "nvidia", "sm_90") for n in NAMES], "decode_nv_emu")
+    out.update({("nv", n): k for n, k in nv.items()})
+    return out
+
+
+@pytest.fixture(params=PLATFORMS)
+def kernels(request, all_kernels):
+    """name -> Kernel of one platform's body (amd: gfx942 MFMA; nv: sm_90 mma.sync)."""
+    return {n: all_kernels[(request.param, n)] for n in NAMES}
 
 
 def _check(k, inp, sizes, out):
@@ -122,8 +137,10 @@ def test_workspace_left_zero(kernels):
 
 def test_split_choice_from_the_shape(kernels):
     """Automatic: one workgroup per sequence when batch x heads_kv fills the GPU or the keys are few; more when
-    they do not (gfx942's 304 CUs, 2 workgroups per CU, at least 4 key tiles per split); num_splits overrides."""
-    launch = kernels["dec_f16_d64"].plan.launch
+    they do not (the target's CUs / SMs: gfx942 304, H200 132; 2 workgroups each; at least 4 key tiles per
+    split); num_splits overrides."""
+    plan = kernels["dec_f16_d64"].plan
+    launch, cus = plan.launch, plan.target.cus
 
     def splits(**s):
         env = {"batch": 1, "heads": 32, "heads_kv": 8, "seqlen_q": 1, "seqlen_k": 8192, "num_pages": 0,
@@ -131,8 +148,8 @@ def test_split_choice_from_the_shape(kernels):
         return launch.environment(env)["splits"]
 
     assert splits() == 32            # 128 tiles of 64 keys / 4
-    assert splits(batch=64) == 1     # 512 (sequence, KV head) pairs already fill 608 slots
-    assert splits(batch=8) == 9      # 608 // 64
+    assert splits(batch=64) == 1     # 512 (sequence, KV head) pairs already fill 2 x 304 (or 132) slots
+    assert splits(batch=8) == 2 * cus // 64 and cus in (304, 132)
     assert splits(seqlen_k=100) == 1
     assert splits(num_splits=5) == 5
 
@@ -166,9 +183,3 @@ def test_bad_spec_named(body, match):
     src = f"target gfx942\nkernel bad {{ op = attention_decode  dtype = f16  {head}  {body} }}\n"
     with pytest.raises((SpecError, ValidationError), match=match):
         ckgen.jit(src, kernel="bad", target="emu", arch="gfx942")
-
-
-def test_nvidia_refused_by_name():
-    src = "kernel dec_nv { op = attention_decode  dtype = f16  head_dim = 128  arch = [sm_90] }\n"
-    with pytest.raises(ValidationError, match="arch = sm_90.*AMD"):
-        plan_for(src, "dec_nv", "nvidia", "sm_90")
