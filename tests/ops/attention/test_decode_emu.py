@@ -3,7 +3,8 @@ object: MFMA lane layouts, LDS, the workspace counters and fences) through ``ckg
 mma.sync body: warps of 32, ldmatrix / cp.async emulated; tests/ops/attention/harness.py), against float64
 (``decode_reference``): split-KV with 1, several, more splits than key tiles and the automatic choice; GQA packing
 (several row tiles per KV head); lengths 0, 1, page boundaries +-1, sequences of different lengths in one batch,
-seqlen_k not a multiple of the split; contiguous and paged K/V (pages in a random order), causal; strided and
+seqlen_k not a multiple of the split; contiguous and paged K/V (pages in a random order), causal decode and a
+chunked prefill (seqlen_q < the keys); strided and
 unaligned layouts; the workspace left zero-filled; bad input refused by name.
 """
 
@@ -26,12 +27,14 @@ kernel dec_f16_d64 { op = attention_decode  dtype = f16  head_dim = 64 }
 kernel dec_bf16_d128_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal  page_size = 16 }
 kernel dec_f16_d64_causal_p64 { op = attention_decode  dtype = f16  head_dim = 64  mask = causal  page_size = 64
   lds_buffers = 1 }
+kernel pre_bf16_d64_causal_p32 { op = attention_decode  dtype = bf16  head_dim = 64  mask = causal  page_size = 32
+  tile = 64x32  waves = 4 }
 """
 TOL = {DType.F16: 4e-3, DType.BF16: 2.5e-2}
 LSE_TOL = 2e-3
 
 
-NAMES = ("dec_f16_d64", "dec_bf16_d128_causal_p16", "dec_f16_d64_causal_p64")
+NAMES = ("dec_f16_d64", "dec_bf16_d128_causal_p16", "dec_f16_d64_causal_p64", "pre_bf16_d64_causal_p32")
 PLATFORMS = ("amd", "nv")
 
 
@@ -120,6 +123,15 @@ def test_paged_64_boundaries(kernels, lens):
     inp = R.random_inputs(k.plan, sizes, np.random.default_rng(lens[0]), lengths=lens)
     _check(k, inp, sizes, _call(k, inp))
     _check(k, inp, sizes, _call(k, inp, num_splits=3))
+
+
+def test_chunked_prefill_paged(kernels):
+    """A prefill chunk of 37 tokens against 37..100 keys in pages of 32 (bottom-right causal: the chunk is the end
+    of each sequence), GQA 4/2: 74 rows per KV head in 64-row tiles, 2 splits."""
+    k = kernels["pre_bf16_d64_causal_p32"]
+    sizes = dict(batch=3, heads=4, heads_kv=2, seqlen_q=37, max_pages=4)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(37), lengths=[100, 37, 64])
+    _check(k, inp, sizes, _call(k, inp, num_splits=2))
 
 
 def test_workspace_left_zero(kernels):
