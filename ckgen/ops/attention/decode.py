@@ -51,12 +51,16 @@ KEYS = (
     Key("mask", "none or causal (the query tokens aligned to the end of the keys)", default_text="none"),
     Key("page_size", "16, 32, 64, 128 or 256: K and V in pages of this many tokens with a block table",
         default_text="contiguous K/V"),
-    Key("tile", "MxN: packed query rows per workgroup x keys per K/V tile (N <= page_size)",
-        default_text="32x64 (N at most page_size)"),
+    Key("tile", "MxN: packed query rows per workgroup x keys per K/V tile (AMD: N <= page_size)",
+        default_text="planned per target and head dim (AMD: N at most page_size)"),
     Key("waves", "waves per workgroup, all along the rows", default_text="planned"),
-    Key("lds_buffers", "K/V tiles in LDS: 1 or 2", default_text="planned per target"),
+    Key("lds_buffers", "K/V tiles in LDS: 1 or 2 on AMD, 1..4 cp.async stages on NVIDIA",
+        default_text="planned per target"),
     Key("instr", "MxNxK of an f32-accumulating matrix instruction of the target, or auto", default_text="planned"),
-    Key("waves_per_eu", "at least this many waves per SIMD (1..8)", default_text="planned per target"),
+    Key("waves_per_eu", "AMD: at least this many waves per SIMD (1..8)", default_text="planned per target"),
+    Key("q_in_regs", "NVIDIA: true or false, Q fragments held in registers (else re-read from shared memory)",
+        default_text="true (d256: false)"),
+    Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 or 1 (lds_buffers >= 2)", default_text="planned"),
 )
 
 
@@ -95,15 +99,14 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)
     tile = V.dims(v["tile"], "tile", 2) if "tile" in v else None
-    if tile is not None and page and tile[1] > page:
-        raise V.err(f"tile = {tile[0]}x{tile[1]}: more keys per tile than a page holds", v["tile"].span,
-                    f"tile N <= page_size = {page} (a K/V tile lies in one page)")
     cfg = AttentionConfig(
         tile=tile,
         waves=V.integer(v["waves"], "waves", 1, 32) if "waves" in v else None,
         lds_buffers=V.integer(v["lds_buffers"], "lds_buffers", 1, 8) if "lds_buffers" in v else None,
         instr=instr,
         waves_per_eu=V.integer(v["waves_per_eu"], "waves_per_eu", 1, 8) if "waves_per_eu" in v else None,
+        q_in_regs=V.boolean(v["q_in_regs"], "q_in_regs") if "q_in_regs" in v else None,
+        kv_barriers=V.integer(v["kv_barriers"], "kv_barriers", 1, 2) if "kv_barriers" in v else None,
         body="mma_sync",
     )
     return DecodeParams(AttentionSpec(dt, hd, mask), cfg, page)
@@ -115,9 +118,12 @@ def _decode_defaults(d: _plan.AttentionDraft) -> None:
     (bm, bn), waves = DEFAULT_TILE[(d.target.platform, d.a.head_dim)]
     page = d.spec.params.page_size
     planned = []
-    if cfg.tile is None:
-        cfg = replace(cfg, tile=(bm, min(bn, page) if page else bn))
+    if cfg.tile is None:  # AMD: a K/V tile lies in one page
+        cfg = replace(cfg, tile=(bm, min(bn, page) if page and d.amd else bn))
         planned.append("tile")
+    elif page and d.amd and cfg.tile[1] > page:
+        raise d.fail("tile", f"{cfg.tile[0]}x{cfg.tile[1]}", f"tile N <= page_size = {page}",
+                     "the AMD body reads a K/V tile from one page")
     if cfg.waves is None and "tile" in planned:
         cfg = replace(cfg, waves=waves)
         planned.append("waves")
@@ -129,7 +135,7 @@ def _decode_defaults(d: _plan.AttentionDraft) -> None:
             cfg = replace(cfg, instr=sixteen[0].shape)
             planned.append("instr")
     if not d.amd and cfg.q_in_regs is None:
-        cfg = replace(cfg, q_in_regs=True)
+        cfg = replace(cfg, q_in_regs=d.a.head_dim < 256)
         planned.append("q_in_regs")
     if not d.amd and cfg.lds_buffers is None:
         cfg = replace(cfg, lds_buffers=2)

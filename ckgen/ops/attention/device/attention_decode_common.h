@@ -91,8 +91,8 @@ CKGEN_DEVICE int keys_of(const P& p, const Work& w, int s) {
   return w.len;
 }
 
-// The element offset of K/V row n0 (a multiple of kBlockN: the tile lies in one page) of (b, hk) (paged: its page
-// from the block table, checked).
+// The element offset of K/V row n0 (a multiple of kBlockN: the AMD body's tile lies in one page) of (b, hk) (paged:
+// its page from the block table, checked).
 template <class Cfg, class P>
 CKGEN_DEVICE long long kv_row(const P& p, const Work& w, int n0, long long page_stride, long long seq_stride,
                               long long head_stride) {

@@ -6,11 +6,11 @@
 //
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
 // Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
-// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0 or a multiple of kBlockN: a K/V tile
-// lies in one page). The launch passes Cfg::kLdsBytes of dynamic shared memory, as for the prefill body.
+// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: each key row
+// is found on its own, so a tile may span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as for the prefill body.
 // The Q tile holds the workgroup's packed rows (per-row addresses; zeros past the rows); the split's K/V tiles
-// are walked from its last one down, each copied from its own base (its page, when paged); O and LSE (or the
-// split's slot) are written straight from the accumulators.
+// are walked from its last one down, each key row copied from its own address (its page's, when paged); O and
+// LSE (or the split's slot) are written straight from the accumulators.
 #pragma once
 
 #include "attention_decode_common.h"
@@ -30,7 +30,6 @@ struct DecodeNv {
   static constexpr int kKK = F::kKK, kStages = F::kStages, kThreads = F::kThreads, kQM = F::kQM, kQK = F::kQK;
   static constexpr bool kJoint = F::kJoint;
   static constexpr int kEB = static_cast<int>(sizeof(T));
-  static_assert(Cfg::kPageSize == 0 || Cfg::kPageSize % kBN == 0, "kPageSize must be 0 or a multiple of kBlockN");
   static_assert(!Cfg::kVarlen, "the decode body takes per-sequence lengths (seqlens_k), not cu_seqlens");
 
   struct Ctx {
@@ -71,22 +70,53 @@ struct DecodeNv {
     nv::cp_async_commit();
   }
 
-  // The cp.async copies of the split's K and V tiles: iteration j (tile t_last - j) into stage j % kStages, each
-  // tile from its own base (kv_row: its page when paged); past the walk only the group is committed, as
-  // attention_fwd_nv.h's KvCopy.
+  // The cp.async copies of the split's K and V tiles: iteration j (tile t_last - j) into stage j % kStages; past
+  // the walk only the group is committed, as attention_fwd_nv.h's KvCopy. Every key row is found on its own (paged:
+  // its page from the block table, read only for keys < len), so a tile may span pages of any size.
   template <bool kVec>
   struct KvCopy {
-    using Loader = typename TileKV::template Loader<kVec, true>;
     const Args* p;
     const Work* w;
     uint32_t s0;
     int tid, nt, t_last;
 
+    // Element offset of key `key` (< len) of (b, hk) in K or V.
+    CKGEN_DEVICE long long row(int key, long long page_stride, long long seq_stride, long long head_stride) const {
+      long long off = w->hk * head_stride;
+      if constexpr (Cfg::kPageSize != 0) {
+        const int pg = gload(p->block_table + w->b * p->bt_batch_stride + key / Cfg::kPageSize);
+        if (pg < 0 || pg >= p->num_pages) trap("attention_decode: block_table entry outside 0..num_pages-1");
+        return off + pg * page_stride + static_cast<long long>(key % Cfg::kPageSize) * seq_stride;
+      }
+      return off + w->b * page_stride + static_cast<long long>(key) * seq_stride;
+    }
+    // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len): thread tid copies chunks tid + it * kThreads.
     CKGEN_DEVICE void copy(uint32_t stage, const T* base, long long page_stride, long long seq_stride,
                            long long head_stride, int n0) const {
-      const T* g = base + kv_row<Cfg>(*p, *w, n0, page_stride, seq_stride, head_stride);
-      const Loader ld(g, seq_stride, 0, 0, tid);
-      ld.load(stage, g, 0, w->len - n0, kD, tid);
+      constexpr int kCPR = TileKV::kCPR, kVE = TileKV::kVE;
+#pragma unroll 2
+      for (int it = 0; it < TileKV::kIters; ++it) {
+        const int c = tid + it * kThreads;
+        if (!TileKV::kExact && c >= TileKV::kChunks) break;
+        const int r = c / kCPR, ch = c % kCPR;
+        const bool in = n0 + r < w->len;
+        const T* src = in ? base + row(n0 + r, page_stride, seq_stride, head_stride) + ch * kVE : base;
+        const uint32_t dst = stage + static_cast<uint32_t>(TileKV::offset(r, ch));
+        if constexpr (kVec) {
+          nv::cp_async16_zfill(dst, src, in ? 16 : 0);
+        } else {
+          uint32_t v[4] = {0u, 0u, 0u, 0u};
+          unsigned char* vb = reinterpret_cast<unsigned char*>(v);
+#pragma unroll
+          for (int e = 0; e < kVE; ++e) {
+            if (in) {
+              const T x = gload(src + e);
+              __builtin_memcpy(vb + e * kEB, &x, kEB);
+            }
+          }
+          nv::st_shared_v4(dst, v[0], v[1], v[2], v[3]);
+        }
+      }
     }
     CKGEN_DEVICE void load_k(int j) const {
       if (j < nt) copy(F::k_stage(s0, j % kStages), p->K, p->k_page_stride, p->k_seq_stride, p->k_head_stride,
