@@ -4,7 +4,8 @@ on the device: split-KV with 1, several, more splits than key tiles and the auto
 lengths 0, 1, page boundaries +-1 and different lengths in one batch; contiguous and paged K/V (pages in a random
 order; 16, 64 and 256 tokens); causal decode with several query tokens and a chunked prefill (seqlen_q < the keys,
 bottom-right causal); outputs poisoned first; bitwise repeatable results with a split (the combine's order is
-fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call).
+fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call); a step
+appended to the paged cache (op = attention_kv_append) and then decoded.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ kernel gpu_dec_bf16_d128 { op = attention_decode  dtype = bf16  head_dim = 128 }
 kernel gpu_dec_f16_d128_causal_p16 { op = attention_decode  dtype = f16  head_dim = 128  mask = causal  page_size = 16 }
 kernel gpu_dec_bf16_d64_p64 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 64 }
 kernel gpu_dec_bf16_d256_p256 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 256 }
+kernel gpu_append_f16_d128_p16 { op = attention_kv_append  dtype = f16  head_dim = 128  page_size = 16 }
 kernel gpu_prefill_bf16_d128_causal_p64 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 64  tile = 64x64  waves = 4 }
 """
@@ -168,3 +170,18 @@ def test_cuda_graph_replay():
         g.replay()
         torch.cuda.synchronize()
         check(k, p, (o, lse), causal=True)
+
+
+def test_append_then_decode():
+    """A 4-token step appended to a paged cache (crossing page boundaries), then decoded causally with the grown
+    lengths; the appended rows are the new keys exactly."""
+    app, dec = kernel("gpu_append_f16_d128_p16"), kernel("gpu_dec_f16_d128_causal_p16")
+    p = problem(dec, 3, 8, 2, 4, [14, 0, 100], seed=9, max_pages=8)
+    g = torch.Generator(device="cuda").manual_seed(9)
+    kn, vn = (torch.randn(3, 4, 2, 128, device="cuda", generator=g).to(torch.float16) for _ in "kv")
+    app(kn, vn, p["seqlens_k"], p["block_table"], K_cache=p["K"], V_cache=p["V"])
+    torch.cuda.synchronize()
+    pos = 14 + 2  # sequence 0, token 2: page 1 of its table
+    assert torch.equal(p["K"][p["block_table"][0, pos // 16].long(), pos % 16], kn[0, 2])
+    p["seqlens_k"] = p["seqlens_k"] + 4
+    check(dec, p, call(dec, p, num_splits=3), causal=True)

@@ -1,11 +1,12 @@
-"""Rung 1 for ``op = attention_decode``: decode kernels (contiguous and paged, d64 / d128 / d256, causal) planned,
-generated and compiled through the driver.
+"""Rung 1 for ``op = attention_decode`` and ``op = attention_kv_append``: decode kernels (contiguous and paged,
+d64 / d128 / d256, causal) and cache appends planned, generated and compiled through the driver.
 
 AMD (gfx90a, gfx942 with clang-19; gfx950 with clang-22; ``ckgen report``'s analysis of the code object): the
 planned MFMA in the main loop as often as the plan issues per K/V tile and wave, no spills, no scratch, the planned
 LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at least one wave per SIMD.
 NVIDIA (sm_90 built as sm_90a, sm_80; nvcc + ptxas -v): no spills, no stack, the planned dynamic shared memory,
-and the plan's mma.sync count per K/V tile inside a loop of the PTX.
+and the plan's mma.sync count per K/V tile inside a loop of the PTX. The appends: no matrix instruction, no
+spills, no LDS.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ AMD = """
 kernel r1d_f16_d128 { op = attention_decode  dtype = f16  head_dim = 128 }
 kernel r1d_bf16_d64_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 64  mask = causal  page_size = 16 }
 kernel r1d_f16_d256_p256 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 256 }
+kernel r1a_bf16_d128_p16 { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16 }
 """
 NV = """
 kernel r1dn_bf16_d128_p64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 64  arch = [sm_90, sm_80] }
 kernel r1dn_f16_d64_causal { op = attention_decode  dtype = f16  head_dim = 64  mask = causal  arch = [sm_90] }
 kernel r1dn_f16_d256_p16 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 16  arch = [sm_90] }
+kernel r1an_f16_d64 { op = attention_kv_append  dtype = f16  head_dim = 64  arch = [sm_90] }
 """
 
 
@@ -45,10 +48,13 @@ def amd_libs(tmp_path_factory):
 
 def test_amd_code_objects_match_the_plan(amd_libs):
     assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
-    assert len({n for n, _ in amd_libs}) == 3
+    assert len({n for n, _ in amd_libs}) == 4
     for (name, arch), (plan, res) in sorted(amd_libs.items()):
         b = plan.body
         what = f"{name} on {arch}: {res}"
+        if plan.op == "attention_kv_append":  # loads and stores only
+            assert not res["mfma"] and res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
+            continue
         assert res["mfma"] == {b.instr.mnemonic: res["mfma_total"]}, what
         assert res["mfma_in_main_loop"] == b.mma_per_tile, what
         assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
@@ -65,11 +71,14 @@ def nv_lib():
 def test_nvidia_builds_match_the_plan(nv_lib):
     lib, plans, reports = nv_lib
     by = {(r.name, r.arch): r for r in reports}
-    assert len(plans) == 4
+    assert len(plans) == 5
     for p in plans:
         r = by[(p.name, p.arch)]
         what = f"{p.name} on {p.arch}: {r}"
         assert r.spill_stores == r.spill_loads == r.stack_bytes == 0, what
+        if p.op == "attention_kv_append":
+            assert not r.ptx_tensor and r.static_smem == r.dynamic_smem == 0, what
+            continue
         assert r.static_smem == 0 and r.dynamic_smem == p.body.lds_bytes, what
         assert r.registers <= 255 and r.blocks_per_sm >= 1, what
         ptx = (lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text()

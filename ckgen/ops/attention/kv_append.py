@@ -1,0 +1,191 @@
+"""``op = attention_kv_append``: write a step's new keys and values into the KV cache ``attention_decode`` reads.
+
+Token t of sequence b goes to cache position ``seqlens_k[b] + t`` (the lengths before the step; the caller adds
+``seqlen_new`` afterwards), in a contiguous cache ``[batch, seqlen_k, heads_kv, d]`` or, with ``page_size = P``,
+in page ``block_table[b, pos / P]`` of ``[num_pages, P, heads_kv, d]``. One small kernel
+(``device/attention_kv_append.h``: global loads and stores, 16-byte vectors where the operands allow), the same
+on every platform. Positions past the capacity and page ids outside the cache trap on the device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ckgen.frontend import values as V
+from ckgen.frontend.parser import Value
+from ckgen.ir import expr as E
+from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.plan import Entry, GridDim, KernelPlan, Launch
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
+from ckgen.ops.attention.decode import PAGE_SIZES
+from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS
+from ckgen.ops.base import BuildContext, Key, Op
+from ckgen.runtime.arrays import allocate, to_bf16, to_float64
+from ckgen.targets.model import Target
+
+THREADS = 256
+VEC_BYTES = 16
+
+KEYS = (
+    Key("dtype", "f16 or bf16 (the new keys / values and the cache)", required=True),
+    Key("head_dim", "64, 128 or 256", required=True),
+    Key("page_size", "16, 32, 64, 128 or 256: the cache in pages of this many tokens with a block table",
+        default_text="contiguous cache"),
+)
+
+
+@dataclass(frozen=True)
+class AppendParams:
+    dtype: DType
+    head_dim: int
+    page_size: int = 0
+
+    def to_json(self) -> dict:
+        return {"dtype": self.dtype.value, "head_dim": self.head_dim, "page_size": self.page_size}
+
+
+@dataclass(frozen=True)
+class AppendPlan:
+    vec: int  # elements per thread and copy
+
+    def to_json(self) -> dict:
+        return {"vec": self.vec, "threads": THREADS}
+
+
+def build_params(v: dict[str, Value], ctx: BuildContext) -> AppendParams:
+    dt = V.dtype(v["dtype"], "dtype")
+    if dt not in DTYPES:
+        raise V.err(f"dtype = {dt.value}: attention_kv_append takes f16 or bf16", v["dtype"].span, "legal: f16, bf16")
+    hd = V.integer(v["head_dim"], "head_dim", 1, 1 << 16)
+    if hd not in HEAD_DIMS:
+        raise V.err(f"head_dim = {hd}: not supported", v["head_dim"].span, "legal: 64, 128, 256")
+    page = 0
+    if "page_size" in v:
+        page = V.integer(v["page_size"], "page_size", 1, 1 << 20)
+        if page not in PAGE_SIZES:
+            raise V.err(f"page_size = {page}: not supported", v["page_size"].span,
+                        f"legal: {', '.join(map(str, PAGE_SIZES))}")
+    return AppendParams(dt, hd, page)
+
+
+def abi(spec: KernelSpec) -> Abi:
+    p = spec.params
+    d, page = p.head_dim, p.page_size
+    cache_dims = ("num_pages", page, "heads_kv", d) if page else ("batch", "seqlen_k", "heads_kv", d)
+    cache_doc = f"[num_pages, {page}, heads_kv, d]" if page else "[batch, seqlen_k, heads_kv, d]"
+    T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
+
+    def new(name: str, pre: str) -> Arg:
+        return Arg(name, T, dtype=p.dtype, dims=("batch", "seqlen_new", "heads_kv", d),
+                   strides=(f"{pre}_batch_stride", f"{pre}_seq_stride", f"{pre}_head_stride", 1),
+                   doc=f"the step's {'keys' if pre == 'kn' else 'values'} [batch, seqlen_new, heads_kv, d]")
+
+    def cache(name: str, pre: str) -> Arg:
+        return Arg(name, T, dtype=p.dtype, role="inout", dims=cache_dims,
+                   strides=(f"{pre}_page_stride", f"{pre}_seq_stride", f"{pre}_head_stride", 1),
+                   doc=f"the cache {cache_doc}, written at the new positions")
+
+    args = [new("K_new", "kn"), new("V_new", "vn"), cache("K_cache", "k"), cache("V_cache", "v"),
+            Arg("seqlens_k", T, dtype=DType.I32, dims=("batch",), strides=(1,),
+                doc="int32 [batch]: keys of each sequence before the step (positions past the capacity trap)"),
+            Arg("block_table", T, dtype=DType.I32, dims=("batch", "max_pages"), strides=("bt_batch_stride", 1),
+                unused=not page, doc="int32 [batch, max_pages]: the page of each block of page_size keys" if page
+                else "unused: pass NULL (contiguous cache)"),
+            Arg("batch", S, doc="sequences"), Arg("seqlen_new", S, doc="new tokens per sequence"),
+            Arg("heads_kv", S, doc="key/value heads"),
+            Arg("seqlen_k", S, default=0, doc="the cache's capacity per sequence" if not page else "unused (paged)"),
+            Arg("num_pages", S, default=0, doc="pages of the cache" if page else "unused (contiguous)"),
+            Arg("max_pages", S, default=0, doc="pages per sequence in block_table" if page else "unused (contiguous)")]
+    for pre, what in (("kn", "K_new"), ("vn", "V_new")):
+        args += [Arg(f"{pre}_{w}_stride", ST, doc=f"elements between {w}s of {what}") for w in ("batch", "seq", "head")]
+    for pre, what in (("k", "K_cache"), ("v", "V_cache")):
+        args += [Arg(f"{pre}_{w}_stride", ST, doc=f"elements between {w}s of {what}") for w in ("page", "seq", "head")]
+    args.append(Arg("bt_batch_stride", ST, doc="elements between sequences of block_table" if page else "unused"))
+    return Abi(tuple(args), empty_if=("batch", "seqlen_new", "heads_kv"),
+               doc="K_cache / V_cache at positions seqlens_k[b] + t = K_new / V_new[b, t]")
+
+
+def plan(spec: KernelSpec, target: Target) -> KernelPlan:
+    p = spec.params
+    vec = VEC_BYTES // p.dtype.bytes
+    chunks = E.mul("seqlen_new", "heads_kv", p.head_dim // vec)
+    launch = Launch(threads=THREADS, grid=(GridDim(expr=E.cdiv(chunks, THREADS)), GridDim("batch", split=False),
+                                           GridDim()))
+    return KernelPlan(spec=spec, target=target, body=AppendPlan(vec), abi=abi(spec), launch=launch,
+                      entries=(Entry(spec.name, THREADS, 0),))
+
+
+class KvAppendOp(Op):
+    name = "attention_kv_append"
+    doc = "append a step's keys and values to a contiguous or paged KV cache (for attention_decode)"
+    keys = KEYS
+    kernel_template = "attention/kernel.hip.j2"
+
+    def build_params(self, values, ctx):
+        return build_params(values, ctx)
+
+    def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
+        return plan(spec, target)
+
+    def abi(self, spec: KernelSpec):
+        return abi(spec)
+
+    def summary(self, plan: KernelPlan) -> str:
+        p = plan.spec.params
+        return f"{p.dtype.value} d{p.head_dim}, " + (f"pages of {p.page_size}" if p.page_size else "contiguous cache")
+
+    def kernel_view(self, plan: KernelPlan) -> dict:
+        p = plan.spec.params
+        ints = [("kHeadDim", p.head_dim), ("kPageSize", p.page_size), ("kVec", plan.body.vec),
+                ("kThreads", THREADS), ("kLdsBytes", 0)]
+        return {"types": [("T", p.dtype.cpp)], "constants": [("int", n, str(v)) for n, v in ints],
+                "header": "attention_kv_append.h", "impl": "ckgen::attention_kv_append", "mma_builtins": [],
+                "notes": [f"{THREADS} threads, {plan.body.vec} elements per copy"], "tma_entry": False}
+
+    def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
+        """The caches after the step, in float64."""
+        p = plan.spec.params
+        kc, vc = (to_float64(arrays[n], p.dtype).copy() for n in ("K_cache", "V_cache"))
+        kn, vn = (to_float64(arrays[n], p.dtype) for n in ("K_new", "V_new"))
+        lens = np.asarray(arrays["seqlens_k"], np.int64)
+        for b in range(kn.shape[0]):
+            for t in range(kn.shape[1]):
+                pos = int(lens[b]) + t
+                if p.page_size:
+                    pg = int(arrays["block_table"][b, pos // p.page_size])
+                    kc[pg, pos % p.page_size], vc[pg, pos % p.page_size] = kn[b, t], vn[b, t]
+                else:
+                    kc[b, pos], vc[b, pos] = kn[b, t], vn[b, t]
+        return {"K_cache": kc, "V_cache": vc}
+
+    def tolerance(self, plan: KernelPlan, output: str) -> float:
+        return 0.0
+
+    def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
+        """New keys / values and a cache from a standard normal; room for the step in every sequence (lengths up to
+        capacity - seqlen_new); pages drawn without replacement in a random order."""
+        p = plan.spec.params
+        full = dict(sizes)
+        cap = sizes["max_pages"] * p.page_size if p.page_size else sizes["seqlen_k"]
+        out: dict[str, np.ndarray | None] = {
+            "seqlens_k": rng.integers(0, max(cap - sizes["seqlen_new"], 0) + 1, sizes["batch"]).astype(np.int32)}
+        if p.page_size:
+            full["num_pages"] = max(full.get("num_pages", 0), sizes["batch"] * sizes["max_pages"])
+            perm = rng.permutation(full["num_pages"])[: sizes["batch"] * sizes["max_pages"]]
+            out["block_table"] = perm.reshape(sizes["batch"], sizes["max_pages"]).astype(np.int32)
+        for arg in plan.abi.tensors:
+            if arg.unused or arg.name in out:
+                continue
+            arr = allocate(arg, full)
+            x = rng.standard_normal(arr.shape)
+            arr[...] = to_bf16(x) if p.dtype == DType.BF16 else x.astype(np.float16)
+            out[arg.name] = arr
+        for arg in plan.abi.tensors:
+            out.setdefault(arg.name, None)
+        return out
+
+
+OP = KvAppendOp()
