@@ -153,8 +153,8 @@ CKGEN_DEVICE bool last_to_arrive(int* counter, int splits, int tid, int* ticket)
   return true;
 }
 
-// The last workgroup of a row tile: LSE and O of its rows from every split's slot, in split order, then the slots
-// zeroed.
+// The last workgroup of a row tile: LSE and O of its rows from every split's slot, in split order, then the slot
+// rows the splits wrote zeroed.
 template <class Cfg, class P>
 CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int tid) {
   using T = typename Cfg::T;
@@ -183,9 +183,15 @@ CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int t
     for (int i = 0; i < 4; ++i) gstore(orow + i, from_float<T>(acc[i]));
   }
   barrier();  // every slot is read
-  const long long n = static_cast<long long>(w.splits) * kBM * kD;
-  for (long long e = tid; e < n; e += Cfg::kThreads) gstore(sl.o + e, 0.0f);
-  for (int e = tid; e < w.splits * kBM; e += Cfg::kThreads) gstore(sl.lse + e, 0.0f);
+  // zero what the splits wrote: the rows inside the sequence's rows (finish skips the others)
+  const int valid = w.rows - w.rt * kBM < kBM ? w.rows - w.rt * kBM : kBM;
+  for (int e = tid; e < w.splits * valid * kQuads; e += Cfg::kThreads) {
+    const int sp = e / (valid * kQuads), lr = e / kQuads % valid, d0 = e % kQuads * 4;
+    float* dst = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) gstore(dst + i, 0.0f);
+  }
+  for (int e = tid; e < w.splits * valid; e += Cfg::kThreads) gstore(sl.lse + e / valid * kBM + e % valid, 0.0f);
 }
 
 }  // namespace attn_dec
