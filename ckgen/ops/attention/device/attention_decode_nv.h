@@ -80,27 +80,34 @@ struct DecodeNv {
     uint32_t s0;
     int tid, nt, t_last;
 
-    // Element offset of key `key` (< len) of (b, hk) in K or V.
-    CKGEN_DEVICE long long row(int key, long long page_stride, long long seq_stride, long long head_stride) const {
-      long long off = w->hk * head_stride;
-      if constexpr (Cfg::kPageSize != 0) {
-        const int pg = gload(p->block_table + w->b * p->bt_batch_stride + key / Cfg::kPageSize);
+    // The page of key `key` (< len): block_table[b, key / kPageSize], checked. `block`, `pg`: the thread's last
+    // lookup (its rows of a tile advance by a few keys per chunk: one lookup per page, not per row).
+    CKGEN_DEVICE int page_of(int key, int& block, int& pg) const {
+      const int blk = key / Cfg::kPageSize;
+      if (blk != block) {
+        block = blk;
+        pg = gload(p->block_table + w->b * p->bt_batch_stride + blk);
         if (pg < 0 || pg >= p->num_pages) trap("attention_decode: block_table entry outside 0..num_pages-1");
-        return off + pg * page_stride + static_cast<long long>(key % Cfg::kPageSize) * seq_stride;
       }
-      return off + w->b * page_stride + static_cast<long long>(key) * seq_stride;
+      return pg;
     }
     // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len): thread tid copies chunks tid + it * kThreads.
     CKGEN_DEVICE void copy(uint32_t stage, const T* base, long long page_stride, long long seq_stride,
                            long long head_stride, int n0) const {
       constexpr int kCPR = TileKV::kCPR, kVE = TileKV::kVE;
+      const T* head = base + w->hk * head_stride + (Cfg::kPageSize ? 0 : w->b * page_stride);
+      int block = -1, pg = 0;
 #pragma unroll 2
       for (int it = 0; it < TileKV::kIters; ++it) {
         const int c = tid + it * kThreads;
         if (!TileKV::kExact && c >= TileKV::kChunks) break;
-        const int r = c / kCPR, ch = c % kCPR;
-        const bool in = n0 + r < w->len;
-        const T* src = in ? base + row(n0 + r, page_stride, seq_stride, head_stride) + ch * kVE : base;
+        const int r = c / kCPR, ch = c % kCPR, key = n0 + r;
+        const bool in = key < w->len;
+        long long off = static_cast<long long>(key) * seq_stride;
+        if constexpr (Cfg::kPageSize != 0) {
+          if (in) off = page_of(key, block, pg) * page_stride + static_cast<long long>(key % Cfg::kPageSize) * seq_stride;
+        }
+        const T* src = in ? head + off + ch * kVE : base;
         const uint32_t dst = stage + static_cast<uint32_t>(TileKV::offset(r, ch));
         if constexpr (kVec) {
           nv::cp_async16_zfill(dst, src, in ? 16 : 0);
