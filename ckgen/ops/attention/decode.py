@@ -40,7 +40,8 @@ BODIES = {"amd": ("attention_decode_amd.h", "ckgen::attention_decode_amd"),
           "cuda": ("attention_decode_nv.h", "ckgen::attention_decode_nv")}
 #: decode defaults per (platform, head dim): (rows, keys) per workgroup and waves, 16 rows per wave (a group of
 #: query heads x a few tokens); keys per tile shrink with the head dim so that the next tile's loads and O^T stay
-#: in registers (gfx942, clang-19: 200, 157 and 193 VGPRs, no spills)
+#: in registers. AMD with one LDS buffer (gfx942, clang-19: 194, 148 and 186 VGPRs, 18 KiB of LDS: 2, 3 and 2
+#: waves per SIMD; two buffers would take 36 KiB, one workgroup per CU, one wave per SIMD)
 DEFAULT_TILE = {("amd", 64): ((32, 64), 2), ("amd", 128): ((64, 32), 4), ("amd", 256): ((64, 16), 4),
                 ("cuda", 64): ((32, 64), 2), ("cuda", 128): ((32, 64), 2), ("cuda", 256): ((32, 32), 2)}
 #: NVIDIA: Q fragments in registers (16 rows per warp: 32 registers at d128), two cp.async stages
@@ -137,8 +138,8 @@ def _decode_defaults(d: _plan.AttentionDraft) -> None:
     if not d.amd and cfg.q_in_regs is None:
         cfg = replace(cfg, q_in_regs=d.a.head_dim < 256)
         planned.append("q_in_regs")
-    if not d.amd and cfg.lds_buffers is None:
-        cfg = replace(cfg, lds_buffers=2)
+    if cfg.lds_buffers is None:  # AMD: one buffer (the next tile waits in registers) lets 2-3 workgroups share a CU
+        cfg = replace(cfg, lds_buffers=1 if d.amd else 2)
         planned.append("lds_buffers")
     d.spec = replace(d.spec, params=replace(d.spec.params, config=cfg))
     d.planned.extend(planned)

@@ -2,7 +2,7 @@
 d64 / d128 / d256, causal) and cache appends planned, generated and compiled through the driver.
 
 AMD (gfx90a, gfx942 with clang-19; gfx950 with clang-22; ``ckgen report``'s analysis of the code object): the
-planned MFMA in the main loop as often as the plan issues per K/V tile and wave, no spills, no scratch, the planned
+planned MFMA in the main loop a whole number of times the plan's count per K/V tile and wave, no spills, no scratch, the planned
 LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at least one wave per SIMD.
 NVIDIA (sm_90 built as sm_90a, sm_80; nvcc + ptxas -v): no spills, no stack, the planned dynamic shared memory,
 and the plan's mma.sync count per K/V tile inside a loop of the PTX. The appends: no matrix instruction, no
@@ -23,7 +23,7 @@ from tests.ops.attention.test_attention_compile import AMD_ARCHES, ops_in_loops
 AMD = """
 kernel r1d_f16_d128 { op = attention_decode  dtype = f16  head_dim = 128 }
 kernel r1d_bf16_d64_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 64  mask = causal  page_size = 16 }
-kernel r1d_f16_d256_p256 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 256 }
+kernel r1d_f16_d256_p256 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 256  lds_buffers = 2 }
 kernel r1a_bf16_d128_p16 { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16 }
 """
 NV = """
@@ -56,7 +56,8 @@ def test_amd_code_objects_match_the_plan(amd_libs):
             assert not res["mfma"] and res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
             continue
         assert res["mfma"] == {b.instr.mnemonic: res["mfma_total"]}, what
-        assert res["mfma_in_main_loop"] == b.mma_per_tile, what
+        # the one-buffer main loop may be unrolled (clang-19 unrolls it by 2): whole tiles' worth per iteration
+        assert res["mfma_in_main_loop"] and res["mfma_in_main_loop"] % b.mma_per_tile == 0, what
         assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
         assert b.lds_bytes <= res["lds_bytes"] <= b.lds_bytes + 16, what
         assert res["workgroup_size"] == plan.threads and res["wavefront_size"] == 64, what

@@ -24,7 +24,8 @@ from tests.ops.attention import harness as H
 SOURCE = """
 target gfx942
 kernel dec_f16_d64 { op = attention_decode  dtype = f16  head_dim = 64 }
-kernel dec_bf16_d128_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal  page_size = 16 }
+kernel dec_bf16_d128_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal  page_size = 16
+  lds_buffers = 2 }
 kernel dec_f16_d64_causal_p64 { op = attention_decode  dtype = f16  head_dim = 64  mask = causal  page_size = 64
   lds_buffers = 1 }
 kernel pre_bf16_d64_causal_p32 { op = attention_decode  dtype = bf16  head_dim = 64  mask = causal  page_size = 32
