@@ -5,7 +5,8 @@ lengths 0, 1, page boundaries +-1 and different lengths in one batch; contiguous
 order; 16, 64 and 256 tokens); causal decode with several query tokens and a chunked prefill (seqlen_q < the keys,
 bottom-right causal); outputs poisoned first; bitwise repeatable results with a split (the combine's order is
 fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call); a step
-appended to the paged cache (op = attention_kv_append) and then decoded.
+appended to the paged cache (op = attention_kv_append) and then decoded; per-sequence query lengths
+(seqlens_q) mixing decode steps and prefill chunks.
 """
 
 from __future__ import annotations
@@ -185,3 +186,21 @@ def test_append_then_decode():
     assert torch.equal(p["K"][p["block_table"][0, pos // 16].long(), pos % 16], kn[0, 2])
     p["seqlens_k"] = p["seqlens_k"] + 4
     check(dec, p, call(dec, p, num_splits=3), causal=True)
+
+
+def test_mixed_query_lengths():
+    """seqlens_q: decode steps, an empty sequence and prefill chunks in one batch (causal, paged); rows past each
+    sequence's tokens stay NaN."""
+    k = kernel("gpu_prefill_bf16_d128_causal_p64")
+    p = problem(k, 4, 8, 2, 70, [70, 300, 5, 129], seed=12)
+    sqs = torch.tensor([70, 1, 0, 17], dtype=torch.int32, device="cuda")
+    o = torch.full_like(p["Q"], float("nan"))
+    lse = torch.full((4, 8, 70), float("nan"), device="cuda")
+    call(k, p, seqlens_q=sqs, O=o, LSE=lse, num_splits=2)
+    for b, sq in enumerate(sqs.tolist()):
+        assert torch.isnan(o[b, sq:]).all() and torch.isnan(lse[b, :, sq:]).all()
+        if sq:
+            sub = {**p, "Q": p["Q"][b:b + 1, :sq], "seqlens_k": p["seqlens_k"][b:b + 1]}
+            if "block_table" in p:
+                sub["block_table"] = p["block_table"][b:b + 1]
+            check(k, sub, (o[b:b + 1, :sq], lse[b:b + 1, :, :sq]), causal=True)

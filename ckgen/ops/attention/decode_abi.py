@@ -2,8 +2,8 @@
 
 Every decode kernel takes, in order (the device body's ABI, ``device/attention_decode_amd.h``)::
 
-    Q, K, V, O, LSE, seqlens_k, block_table, workspace, batch, heads, heads_kv, seqlen_q, seqlen_k, num_pages,
-    max_pages, num_splits, q_batch_stride, q_seq_stride, q_head_stride, k_page_stride, k_seq_stride,
+    Q, K, V, O, LSE, seqlens_k, block_table, seqlens_q, workspace, batch, heads, heads_kv, seqlen_q, seqlen_k,
+    num_pages, max_pages, num_splits, q_batch_stride, q_seq_stride, q_head_stride, k_page_stride, k_seq_stride,
     k_head_stride, v_..., o_... (3 each), lse_batch_stride, lse_head_stride, bt_batch_stride, scale, stream
 
 Q and O are ``[batch, seqlen_q, heads, d]`` (any strides but a contiguous head dim), LSE ``[batch, heads,
@@ -12,7 +12,9 @@ V as ``[batch, seqlen_k, heads_kv, d]`` (``seqlen_k``: the capacity, ``k_page_st
 sequences; ``block_table``, ``num_pages`` and ``max_pages`` unused); paged kernels (``page_size = P``) read them
 as ``[num_pages, P, heads_kv, d]`` with ``block_table`` (int32 ``[batch, max_pages]``): key j of sequence b is
 row j % P of page ``block_table[b, j / P]`` (``seqlen_k`` unused). The query rows of a sequence are aligned to
-the end of its keys (causal: query s sees keys j <= s + len - seqlen_q).
+the end of its keys (causal: query s sees keys j <= s + len - sq). ``seqlens_q`` (optional, int32 ``[batch]``)
+gives each sequence its own sq in 0..seqlen_q (a batch mixing decode steps and prefill chunks); NULL: all
+``seqlen_q``.
 
 ``num_splits`` (0, the default: chosen from the shape) is how many workgroups share one sequence's keys; the
 host entry computes ``splits`` (:func:`splits_expr`) and, with more than one, the workspace holds every split's
@@ -68,6 +70,9 @@ def abi(spec: KernelSpec) -> Abi:
             unused=not paged, doc="int32 [batch, max_pages]: the page of each block of page_size keys, any order "
             "(ids checked on the device: one outside 0..num_pages-1 traps)" if paged
             else "unused: pass NULL (contiguous K/V)"),
+        Arg("seqlens_q", T, dtype=DType.I32, dims=("batch",), strides=(1,), optional=True,
+            doc="int32 [batch], optional: query tokens of each sequence, 0..seqlen_q (NULL: every sequence has "
+            "seqlen_q; O and LSE rows past a sequence's are not written; checked on the device)"),
         Arg("workspace", ArgKind.WORKSPACE, doc="split-KV partials and counters (zero-filled; left zero-filled)"),
         Arg("batch", S, doc="sequences"),
         Arg("heads", S, doc="query heads"),

@@ -28,17 +28,23 @@ def gather_kv(kv: np.ndarray, length: int, b: int, page_size: int, block_table: 
 
 def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int],
               scale: float | None = None) -> dict[str, np.ndarray]:
-    """``{"O", "LSE"}`` in float64 for a call with ``arrays`` (ABI names, logical shapes)."""
+    """``{"O", "LSE"}`` in float64 for a call with ``arrays`` (ABI names, logical shapes). With ``seqlens_q``,
+    sequence b has its first seqlens_q[b] query tokens; the rows past them keep the values ``arrays`` holds for O
+    and LSE (NaN when not given): the kernel does not write them."""
     a, page = plan.spec.params.attn, plan.spec.params.page_size
     scale = float(plan.abi["scale"].default) if scale is None else scale
     q, k, v = (to_float64(arrays[n], a.dtype) for n in ("Q", "K", "V"))
     lens = np.asarray(arrays["seqlens_k"], np.int64)
+    sqs = arrays.get("seqlens_q")
+    sqs = np.full(q.shape[0], q.shape[1]) if sqs is None else np.asarray(sqs, np.int64)
     bt = np.asarray(arrays["block_table"]) if page else None
-    o = np.zeros(q.shape)
-    lse = np.zeros((q.shape[0], q.shape[2], q.shape[1]))
+    o = to_float64(arrays["O"], a.dtype).copy() if arrays.get("O") is not None else np.full(q.shape, np.nan)
+    lse = (np.asarray(arrays["LSE"], np.float64).copy() if arrays.get("LSE") is not None
+           else np.full((q.shape[0], q.shape[2], q.shape[1]), np.nan))
     for b in range(q.shape[0]):
-        n = int(lens[b])
-        o[b], lse[b] = attend(q[b], gather_kv(k, n, b, page, bt), gather_kv(v, n, b, page, bt), a.mask, scale)
+        n, sq = int(lens[b]), int(sqs[b])
+        o[b, :sq], lse[b, :, :sq] = attend(q[b, :sq], gather_kv(k, n, b, page, bt), gather_kv(v, n, b, page, bt),
+                                           a.mask, scale)
     return {"O": o, "LSE": lse}
 
 
@@ -63,7 +69,7 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
         perm = rng.permutation(full["num_pages"])[: batch * sizes["max_pages"]]
         out["block_table"] = perm.reshape(batch, sizes["max_pages"]).astype(np.int32)
     for arg in plan.abi.tensors:
-        if arg.unused or arg.name in out:
+        if arg.unused or arg.optional or arg.name in out:  # seqlens_q: every sequence has seqlen_q tokens
             continue
         arr = allocate(arg, full)
         if arg.role == "out":

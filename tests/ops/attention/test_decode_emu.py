@@ -135,6 +135,29 @@ def test_chunked_prefill_paged(kernels):
     _check(k, inp, sizes, _call(k, inp, num_splits=2))
 
 
+def test_query_lengths_per_sequence(kernels):
+    """seqlens_q: a batch mixing a decode step (1 token), an empty one (0), a 5-token prefill chunk and 3 tokens of
+    speculative decoding, causal over a paged cache; the rows past each sequence's tokens stay poisoned."""
+    k = kernels["dec_bf16_d128_causal_p16"]
+    sizes = dict(batch=4, heads=4, heads_kv=2, seqlen_q=5, max_pages=3)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(21), lengths=[40, 9, 5, 2])
+    sqs = np.array([1, 0, 5, 3], np.int32)
+    o = np.full((4, 5, 4, 128), 0xFFFF, np.uint16)  # bf16 NaN
+    lse = np.full((4, 4, 5), np.nan, np.float32)
+    _call(k, inp, seqlens_q=sqs, O=o, LSE=lse, num_splits=2)
+    ref = R.reference(k.plan, {**inp, "seqlens_q": sqs, "O": o, "LSE": lse}, sizes)
+    got = to_float64(o, DType.BF16)
+    for b, sq in enumerate(sqs):
+        assert np.isnan(got[b, sq:]).all() and np.isnan(lse[b, :, sq:]).all()  # not written
+        if sq:
+            empty = np.isneginf(ref["LSE"][b, :, :sq])
+            assert (np.isneginf(lse[b, :, :sq]) == empty).all()
+            assert np.abs(got[b, :sq] - ref["O"][b, :sq]).max() < 0.05
+            assert np.abs(lse[b, :, :sq][~empty] - ref["LSE"][b, :, :sq][~empty]).max() < LSE_TOL
+    with pytest.raises(EmulationFault, match="seqlens_q"):
+        _call(k, inp, seqlens_q=np.array([1, 6, 0, 0], np.int32))
+
+
 def test_workspace_left_zero(kernels):
     """A caller's workspace: zero-filled on entry, zero-filled again after a 6-way split (counters and slots)."""
     k = kernels["dec_f16_d64"]

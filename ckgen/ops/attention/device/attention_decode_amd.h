@@ -200,6 +200,7 @@ CKGEN_DEVICE void decode(const attn::Args<Cfg>& p) {
   using D = Decode<Cfg>;
   using T = typename Cfg::T;
   const Work w = make_work<Cfg>(p);
+  if (!has_rows<Cfg>(w)) return;  // a row tile past this sequence's rows
   CKGEN_LDS(T, lds_k, Cfg::kLdsBuffers * D::S::kKElems);
   CKGEN_LDS(T, lds_v, Cfg::kLdsBuffers * D::S::kVElems);
   CKGEN_LDS(int, ticket, 1);

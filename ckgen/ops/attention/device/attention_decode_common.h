@@ -8,7 +8,7 @@
 //
 // The arguments, in the ABI's order (ops/attention/decode_abi.py; Cfg::Args declares them):
 //
-//   const T* Q, K, V; T* O; float* LSE; const int* seqlens_k, block_table; void* workspace;
+//   const T* Q, K, V; T* O; float* LSE; const int* seqlens_k, block_table, seqlens_q; void* workspace;
 //   int batch, heads, heads_kv, seqlen_q, seqlen_k, num_pages, max_pages, num_splits;
 //   long long q_batch_stride, q_seq_stride, q_head_stride, k_page_stride, k_seq_stride, k_head_stride,
 //             v_page_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride,
@@ -22,12 +22,14 @@
 //   kPageSize == 0:  K + b * k_page_stride + j * k_seq_stride + hk * k_head_stride
 //   kPageSize == P:  K + pg * k_page_stride + (j % P) * k_seq_stride + hk * k_head_stride,
 //                    pg = block_table[b * bt_batch_stride + j / P] in 0..num_pages-1 (else trap)
-// V likewise. Query token s of sequence b sees key j iff j < len and (kMask == kMaskCausal: j <= s + len -
-// seqlen_q: the tokens are the last seqlen_q of the sequence). A row that sees no key gets O = 0, LSE = -inf.
+// V likewise. Sequence b has sq = seqlens_q[b] query tokens (0 <= sq <= seqlen_q, else trap; seqlens_q null: sq =
+// seqlen_q); rows of tokens s >= sq are not computed and O / LSE there are not written. Query token s sees key j
+// iff j < len and (kMask == kMaskCausal: j <= s + len - sq: the tokens are the last sq of the sequence). A row
+// that sees no key gets O = 0, LSE = -inf.
 //
-// Rows (GQA packing): the group = heads / heads_kv query heads of KV head hk and the seqlen_q tokens make
-// group * seqlen_q rows; row r is query head hk * group + r / seqlen_q, token r % seqlen_q. A workgroup computes
-// kBlockM rows (a row tile) against one split of the keys.
+// Rows (GQA packing): the group = heads / heads_kv query heads of KV head hk and the sq tokens make group * sq
+// rows; row r is query head hk * group + r / sq, token r % sq. A workgroup computes kBlockM rows (a row tile)
+// against one split of the keys; the row tiles are sized by seqlen_q, and those past a sequence's rows exit.
 //
 // Grid: x = row_tiles * splits (row tile x / splits, split x % splits; row_tiles = ceil(rows / kBlockM)),
 // y = heads_kv, z = batch. Split sp of a sequence with nt = ceil(len / kBlockN) key tiles takes the tiles
@@ -48,20 +50,22 @@ namespace attn_dec {
 
 // Where one workgroup works: its sequence, KV head, row tile, split, and its key tiles [t0, t1).
 struct Work {
-  int b, hk, rt, sp, splits, row_tiles, group, rows, len, t0, t1;
+  int b, hk, rt, sp, splits, row_tiles, group, sq, rows, len, t0, t1;
 };
 
 template <class Cfg, class P>
 CKGEN_DEVICE Work make_work(const P& p) {
   Work w;
   w.group = p.heads / p.heads_kv;
-  w.rows = w.group * p.seqlen_q;
-  w.row_tiles = (w.rows + Cfg::kBlockM - 1) / Cfg::kBlockM;
+  w.row_tiles = (w.group * p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM;
   w.splits = grid_dim(0) / w.row_tiles;
   w.rt = block_id(0) / w.splits;
   w.sp = block_id(0) % w.splits;
   w.hk = block_id(1);
   w.b = block_id(2);
+  w.sq = p.seqlens_q != nullptr ? gload(p.seqlens_q + w.b) : p.seqlen_q;
+  if (w.sq < 0 || w.sq > p.seqlen_q) trap("attention_decode: seqlens_q[b] outside 0..seqlen_q");
+  w.rows = w.group * w.sq;
   w.len = gload(p.seqlens_k + w.b);
   const long long cap = Cfg::kPageSize ? static_cast<long long>(p.max_pages) * Cfg::kPageSize : p.seqlen_k;
   if (w.len < 0 || w.len > cap) trap("attention_decode: seqlens_k[b] outside 0..capacity");
@@ -75,17 +79,24 @@ CKGEN_DEVICE Work make_work(const P& p) {
 
 // The packed row r's query head and token; false past the rows.
 template <class P>
-CKGEN_DEVICE bool row_of(const P& p, const Work& w, int r, int& h, int& s) {
-  h = w.hk * w.group + r / p.seqlen_q;
-  s = r % p.seqlen_q;
+CKGEN_DEVICE bool row_of(const P& /*p*/, const Work& w, int r, int& h, int& s) {
+  const int sq = w.sq > 0 ? w.sq : 1;
+  h = w.hk * w.group + r / sq;
+  s = r % sq;
   return r < w.rows;
+}
+
+// Whether the workgroup's row tile holds rows of its sequence (else it has nothing to do).
+template <class Cfg>
+CKGEN_DEVICE bool has_rows(const Work& w) {
+  return w.rt * Cfg::kBlockM < w.rows;
 }
 
 // The keys token s sees: [0, keys_of).
 template <int kMask, class P>
-CKGEN_DEVICE int keys_of(const P& p, const Work& w, int s) {
+CKGEN_DEVICE int keys_of(const P& /*p*/, const Work& w, int s) {
   if constexpr (kMask == attn::kMaskCausal) {
-    const int hi = s + w.len - p.seqlen_q + 1;
+    const int hi = s + w.len - w.sq + 1;
     return hi < 0 ? 0 : (hi > w.len ? w.len : hi);
   }
   return w.len;

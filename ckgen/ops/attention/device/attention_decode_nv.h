@@ -274,6 +274,7 @@ template <class Cfg>
 CKGEN_DEVICE void decode_nv(const attn::Args<Cfg>& p) {
   using D = DecodeNv<Cfg>;
   const Work w = make_work<Cfg>(p);
+  if (!has_rows<Cfg>(w)) return;  // a row tile past this sequence's rows
 #if defined(__CUDACC__)
   extern __shared__ __align__(1024) unsigned char ckgen_attn_smem[];
   unsigned char* smem = ckgen_attn_smem;
