@@ -24,6 +24,7 @@ kernel gpu_dec_f16_d128_causal_p16 { op = attention_decode  dtype = f16  head_di
 kernel gpu_dec_bf16_d64_p64 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 64 }
 kernel gpu_dec_bf16_d256_p256 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 256 }
 kernel gpu_append_f16_d128_p16 { op = attention_kv_append  dtype = f16  head_dim = 128  page_size = 16 }
+kernel gpu_append_rope_bf16_d128 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = true }
 kernel gpu_prefill_bf16_d128_causal_p64 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 64  tile = 64x64  waves = 4 }
 """
@@ -204,3 +205,26 @@ def test_mixed_query_lengths():
             if "block_table" in p:
                 sub["block_table"] = p["block_table"][b:b + 1]
             check(k, sub, (o[b:b + 1, :sq], lse[b:b + 1, :, :sq]), causal=True)
+
+
+def test_append_rope():
+    """RoPE on the way into a contiguous cache: rotated keys against float64 (rounded once to bf16), values exact."""
+    app = kernel("gpu_append_rope_bf16_d128")
+    g = torch.Generator(device="cuda").manual_seed(13)
+    b, t, hk, d, cap = 3, 5, 4, 128, 300
+    kn, vn = (torch.randn(b, t, hk, d, device="cuda", generator=g).to(torch.bfloat16) for _ in "kv")
+    kc, vc = (torch.zeros(b, cap, hk, d, device="cuda", dtype=torch.bfloat16) for _ in "kv")
+    lens = torch.tensor([0, 100, 295], dtype=torch.int32, device="cuda")
+    inv = 10000.0 ** (-torch.arange(0, d, 2, device="cuda", dtype=torch.float64) / d)
+    ang = torch.arange(cap, device="cuda", dtype=torch.float64)[:, None] * inv[None, :]
+    cs = torch.cat([ang.cos(), ang.sin()], 1).float()
+    app(kn, vn, lens, cs, K_cache=kc, V_cache=vc)
+    torch.cuda.synchronize()
+    for i in range(b):
+        pos = int(lens[i])
+        c, s_ = cs[pos:pos + t].double()[:, None, : d // 2], cs[pos:pos + t].double()[:, None, d // 2:]
+        lo, hi = kn[i].double()[..., : d // 2], kn[i].double()[..., d // 2:]
+        ref = torch.cat([lo * c - hi * s_, hi * c + lo * s_], -1)
+        got = kc[i, pos:pos + t].double()
+        assert float((got - ref).norm() / ref.norm()) < 1e-2
+        assert torch.equal(vc[i, pos:pos + t], vn[i])

@@ -23,8 +23,9 @@ target gfx942
 kernel app_bf16_d128_p16 { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16 }
 kernel app_f16_d64 { op = attention_kv_append  dtype = f16  head_dim = 64 }
 kernel dec_after_append { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16  mask = causal }
+kernel app_rope_f16_d64_p32 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 32  rope = true }
 """
-NAMES = ("app_bf16_d128_p16", "app_f16_d64", "dec_after_append")
+NAMES = ("app_bf16_d128_p16", "app_f16_d64", "dec_after_append", "app_rope_f16_d64_p32")
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +61,30 @@ def test_append_lands_exactly(kernels, name, sizes, lens):
     _append(k, inp)
     for n in ("K_cache", "V_cache"):
         assert np.array_equal(to_float64(inp[n], k.plan.spec.params.dtype), ref[n]), n
+
+
+def test_append_rope(kernels):
+    """RoPE on the way (rotate-half, a cos / sin table of theta 10000 up to position 96): K against float64 rotation
+    (rounded once), V exact, the rest of the cache untouched; a position past the table traps."""
+    k = kernels["app_rope_f16_d64_p32"]
+    sizes = dict(batch=3, seqlen_new=4, heads_kv=2, max_pages=3)
+    inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(5))
+    inp["seqlens_k"] = np.array([0, 30, 92], np.int32)
+    ref = A.OP.reference(k.plan, inp, sizes)
+    k(inp["K_new"], inp["V_new"], inp["seqlens_k"], inp["block_table"], inp["cos_sin"], K_cache=inp["K_cache"],
+      V_cache=inp["V_cache"])
+    got = to_float64(inp["K_cache"], k.plan.spec.params.dtype)
+    assert np.linalg.norm(got - ref["K_cache"]) / np.linalg.norm(ref["K_cache"]) < A.OP.tolerance(k.plan, "K_cache")
+    assert np.array_equal(to_float64(inp["V_cache"], k.plan.spec.params.dtype), ref["V_cache"])
+    rotated = np.zeros(got.shape[:2], bool)
+    for b, n in enumerate(inp["seqlens_k"]):
+        for t in range(4):
+            rotated[inp["block_table"][b, (n + t) // 32], (n + t) % 32] = True
+    assert np.array_equal(got[~rotated], ref["K_cache"][~rotated])  # untouched rows are bit-equal
+    assert not np.array_equal(got[rotated], to_float64(inp["K_new"], k.plan.spec.params.dtype).reshape(-1, 2, 64))
+    with pytest.raises(EmulationFault, match="cos_sin"):
+        k(inp["K_new"], inp["V_new"], inp["seqlens_k"], inp["block_table"], inp["cos_sin"][:90],
+          K_cache=inp["K_cache"], V_cache=inp["V_cache"])
 
 
 def test_append_unaligned(kernels):
