@@ -159,7 +159,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                          registers=d.registers, planned=tuple(dict.fromkeys(d.planned)))
     threads = d.waves * target.wave_size
     return KernelPlan(spec=spec, target=target, body=body, abi=_abi.abi(spec),
-                      launch=_abi.launch(spec, threads, d.tile[0], d.tile[1], target.cus),
+                      launch=_abi.launch(spec, threads, d.tile[0], d.tile[1],
+                                         _abi.workers(target.cus, target.lds_bytes_per_cu, d.lds_bytes)),
                       entries=(Entry(spec.name, threads, d.lds_bytes),))
 
 

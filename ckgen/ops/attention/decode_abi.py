@@ -38,8 +38,8 @@ T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
 MAX_SPLITS = 256
 #: an automatic split gives each workgroup at least this many K/V tiles of the capacity
 MIN_TILES_PER_SPLIT = 4
-#: workgroups per CU (SM) the automatic split aims at
-WORKGROUPS_PER_CU = 2
+#: the most workgroups per CU (SM) the automatic split aims at (fewer when the LDS lets fewer share one)
+MAX_WORKGROUPS_PER_CU = 4
 COUNTER_ALIGN = 256
 
 
@@ -108,17 +108,22 @@ def capacity_expr(page_size: int) -> E.Expr:
     return E.mul("max_pages", page_size) if page_size else "seqlen_k"
 
 
-def splits_expr(block_m: int, block_n: int, page_size: int, cus: int) -> E.Expr:
-    """``num_splits`` when given, else enough workgroups for WORKGROUPS_PER_CU per CU over batch x heads_kv x row
+def workers(cus: int, lds_bytes_per_cu: int, lds_bytes: int) -> int:
+    """Workgroups the target runs at once: CUs x as many as share one CU by LDS (1..MAX_WORKGROUPS_PER_CU)."""
+    return cus * max(1, min(MAX_WORKGROUPS_PER_CU, lds_bytes_per_cu // max(1, lds_bytes)))
+
+
+def splits_expr(block_m: int, block_n: int, page_size: int, workers: int) -> E.Expr:
+    """``num_splits`` when given, else enough workgroups to fill ``workers`` slots over batch x heads_kv x row
     tiles, each with at least MIN_TILES_PER_SPLIT K/V tiles of the capacity; in 1..MAX_SPLITS."""
     items = E.emax(1, E.mul("batch", "heads_kv", row_tiles_expr(block_m)))
     ktiles = E.cdiv(capacity_expr(page_size), block_n)
-    auto = E.emin(E.div(cus * WORKGROUPS_PER_CU, items), E.div(ktiles, MIN_TILES_PER_SPLIT))
+    auto = E.emin(E.div(workers, items), E.div(ktiles, MIN_TILES_PER_SPLIT))
     chosen = E.add("num_splits", E.mul(E.add(1, E.mul(-1, E.emin("num_splits", 1))), auto))  # given, else auto
     return E.emax(1, E.emin(MAX_SPLITS, chosen))
 
 
-def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, cus: int) -> Launch:
+def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, workers: int) -> Launch:
     """Grid x = row tiles x splits (x = tile * splits + split), y = heads_kv, z = batch; the workspace holds, when
     splits > 1, one int counter per row tile (COUNTER_ALIGN-aligned), then per row tile and split block_m rows of
     head_dim normalized f32 outputs and block_m f32 LSEs."""
@@ -126,6 +131,6 @@ def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, cus: int)
     tiles = E.mul("batch", "heads_kv", row_tiles_expr(block_m))
     multi = E.emin(1, E.add("splits", -1))  # 0 when one workgroup takes all the keys: no workspace
     ws = E.mul(multi, E.add(E.align(E.mul(tiles, 4), COUNTER_ALIGN), E.mul(tiles, "splits", block_m * (d + 1) * 4)))
-    return Launch(threads=threads, values=(("splits", splits_expr(block_m, block_n, page, cus)),),
+    return Launch(threads=threads, values=(("splits", splits_expr(block_m, block_n, page, workers)),),
                   grid=(GridDim(expr=E.mul(row_tiles_expr(block_m), "splits")), GridDim("heads_kv", split=False),
                         GridDim("batch", split=False)), workspace=ws)

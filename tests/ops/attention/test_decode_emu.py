@@ -173,19 +173,21 @@ def test_workspace_left_zero(kernels):
 
 def test_split_choice_from_the_shape(kernels):
     """Automatic: one workgroup per sequence when batch x heads_kv fills the GPU or the keys are few; more when
-    they do not (the target's CUs / SMs: gfx942 304, H200 132; 2 workgroups each; at least 4 key tiles per
-    split); num_splits overrides."""
+    they do not (the target's CUs / SMs, gfx942 304 and H200 132, times the workgroups that share one by LDS, 1..4;
+    at least 4 key tiles per split); num_splits overrides."""
     plan = kernels["dec_f16_d64"].plan
-    launch, cus = plan.launch, plan.target.cus
+    launch, t = plan.launch, plan.target
+    slots = t.cus * max(1, min(4, t.lds_bytes_per_cu // plan.body.lds_bytes))
+    assert t.cus in (304, 132) and slots >= 2 * t.cus
 
     def splits(**s):
         env = {"batch": 1, "heads": 32, "heads_kv": 8, "seqlen_q": 1, "seqlen_k": 8192, "num_pages": 0,
                "max_pages": 0, "num_splits": 0, **s}
         return launch.environment(env)["splits"]
 
-    assert splits() == 32            # 128 tiles of 64 keys / 4
-    assert splits(batch=64) == 1     # 512 (sequence, KV head) pairs already fill 2 x 304 (or 132) slots
-    assert splits(batch=8) == 2 * cus // 64 and cus in (304, 132)
+    assert splits() == 32                      # 128 tiles of 64 keys / 4
+    assert splits(batch=128) == 1              # 1024 (sequence, KV head) pairs fill every slot
+    assert splits(batch=8) == slots // 64
     assert splits(seqlen_k=100) == 1
     assert splits(num_splits=5) == 5
 
