@@ -2,7 +2,8 @@
 through ckgen's generated kernels (JIT, target sm_90, from bench/decode_nv.ck) against torch SDPA's flash and
 cuDNN backends and against the copy roofline, measured in the same run, bf16, one query token per sequence.
 
-  python3 bench/decode.py [--quick] [--all] [--only TEXT] [--kernels REGEX] [--splits LIST] [--json OUT]
+  python3 bench/decode.py [--quick] [--all] [--prefill] [--only TEXT] [--kernels REGEX] [--splits LIST]
+                          [--json OUT]
 
 First the copy bandwidth: the device time of copying a 2 GiB buffer (read + write bytes / time). Then numerics:
 every kernel on a small problem (GQA 32/8, lengths 777, 1, 0 and 100 in one batch, pages in a random order)
@@ -16,7 +17,9 @@ automatic one (from the shape and the SM count) unless --splits gives counts to 
 the table says which). Device time: the median of 15 replays of a CUDA graph of 5 calls, per call
 (nvh.time_graph_ms). Reported per case: ckgen's best contiguous and paged time, the K/V bytes read per second as
 a fraction of the copy bandwidth, and the ratios to the faster SDPA backend. Exit status 1 when a kernel fails
-numerics or a case has no correct kernel.
+numerics or a case has no correct kernel. --prefill adds chunked-prefill cases (a chunk of 256..2048 causal query
+tokens at the end of 4096..32768 keys, GQA 32/8 d128) against SDPA flash with the lower-right causal mask, in
+TFLOP/s, contiguous and paged.
 """
 
 from __future__ import annotations
@@ -179,6 +182,73 @@ def time_kernel(kern, q, k, v, o, named, splits_list):
     return best
 
 
+PREFILL = ((4, 512, 4096), (4, 512, 16384), (1, 2048, 32768), (16, 256, 8192))  # batch, chunk, keys
+
+
+def prefill(args, good, bw) -> int:
+    """Chunked prefill: a chunk of ``sq`` query tokens at the end of ``sk`` keys per sequence, causal bottom-right,
+    GQA 32/8 d128, against SDPA flash with the lower-right causal mask (torch.nn.attention.bias.causal_lower_right),
+    contiguous and paged (pages of 16, shuffled); TFLOP/s = 4 * b * h * d * (visible pairs) / time."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention.bias import causal_lower_right
+    rc = 0
+    print(f"\n{'prefill case':30} {'kernel':40} {'TFLOP/s':>8} {'flash':>8} {'ratio':>6}")
+    for b, sq, sk in PREFILL:
+        hq, hk, d = 32, 8, 128
+        name = f"b{b} q{sq} k{sk} h{hq}/{hk} d{d}"
+        if args.only and args.only not in name:
+            continue
+        gen = torch.Generator(device="cuda").manual_seed(3)
+        q = torch.randn(b, sq, hq, d, device="cuda", generator=gen).to(torch.bfloat16)
+        k = torch.randn(b, sk, hk, d, device="cuda", generator=gen).to(torch.bfloat16)
+        v = torch.randn(b, sk, hk, d, device="cuda", generator=gen).to(torch.bfloat16)
+        pairs = sq * sk - sq * (sq - 1) / 2
+        fl = 4.0 * b * hq * d * pairs
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        mask = causal_lower_right(sq, sk)
+
+        def sdpa(qt=qt, kt=kt, vt=vt, mask=mask):
+            return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, enable_gqa=True)
+        ref, t_fl = None, None
+        try:
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                ref = sdpa().transpose(1, 2)
+                t_fl = time_graph_ms(sdpa, warmup=3, reps=15, inner=5)
+        except Exception as e:  # noqa: BLE001 - flash refuses this case, or its graph capture fails
+            print(f"  {name}: SDPA flash {'not timed' if ref is not None else 'n/a'} ({type(e).__name__}: {e})")
+            torch.cuda.synchronize()
+        lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+        pages = b * sk // PAGE
+        kp, vp = k.view(pages, PAGE, hk, d), v.view(pages, PAGE, hk, d)
+        order = torch.arange(pages, dtype=torch.int32, device="cuda").reshape(b, sk // PAGE)
+        shuffled = torch.randperm(pages, device="cuda", generator=gen).to(torch.int32).reshape(b, sk // PAGE)
+        o = torch.empty_like(q)
+        for n, kern in good.items():
+            a = kern.plan.spec.params.attn
+            if a.mask != "causal" or a.head_dim != d:
+                continue
+            paged = kern.plan.spec.params.page_size == PAGE
+            kk, vv = (kp, vp) if paged else (k, v)
+            named = {"seqlens_k": lens, **({"block_table": order} if paged else {})}
+            o.fill_(float("nan"))
+            kern(q, kk, vv, O=o, **named)
+            torch.cuda.synchronize()
+            diff = float((o.float() - ref.float()).norm() / ref.float().norm()) if ref is not None else None
+            if diff is not None and not diff <= TOL:
+                print(f"  {name}: {n} differs from SDPA ({diff})")
+                rc = 1
+                continue
+            if paged:
+                named["block_table"] = shuffled
+            t, used = time_kernel(kern, q, kk, vv, o, named, [])
+            ratio = f"{t_fl / t:5.2f}x" if t_fl else "  n/a"
+            flash = f"{fl / t_fl / 1e9:8.1f}" if t_fl else "     n/a"
+            print(f"{name:30} {n:40} {fl / t / 1e9:8.1f} {flash} {ratio}  (splits {used})", flush=True)
+        del q, k, v, o, kp, vp, ref
+        torch.cuda.empty_cache()
+    return rc
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="four GQA 32/8 d128 cases")
@@ -186,6 +256,7 @@ def main() -> int:
     ap.add_argument("--only", help="only cases whose name contains this")
     ap.add_argument("--kernels", help="only kernels whose name matches this regex")
     ap.add_argument("--splits", default="", help="split counts to try besides the automatic one, e.g. 1,4,16")
+    ap.add_argument("--prefill", action="store_true", help="also chunked prefill (causal) vs SDPA flash")
     ap.add_argument("--json")
     args = ap.parse_args()
     splits_list = [int(x) for x in args.splits.split(",") if x]
@@ -235,7 +306,7 @@ def main() -> int:
         t_cu = time_sdpa(cu_fn, cu_be) if cu_fn else None
         row = {"case": name, "kv_bytes": kv_bytes, "configs": {}}
         for n, kern in good.items():
-            if kern.plan.spec.params.attn.head_dim != d:
+            if kern.plan.spec.params.attn.head_dim != d or kern.plan.spec.params.attn.mask != "none":
                 continue
             paged = kern.plan.spec.params.page_size == PAGE
             kk, vv = (kp, vp) if paged else (k, v)
@@ -270,6 +341,9 @@ def main() -> int:
                   f"splits {c['splits']}", flush=True)
         del q, k, v, o, kp, vp, fl_out, cu_out, ref_out
         torch.cuda.empty_cache()
+
+    if args.prefill:
+        rc |= prefill(args, good, bw)
 
     def pct(x):
         return f"{x * 100:5.1f}%" if x else "   n/a"

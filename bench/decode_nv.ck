@@ -27,3 +27,11 @@ kernel dec_bf16_d128_p16_m32w2n64s3 { op = attention_decode  dtype = bf16  head_
   lds_buffers = 3 }
 kernel dec_bf16_d64_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 16 }
 kernel dec_bf16_d256_p16_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 16 }
+
+// ---- chunked prefill (causal, bottom-right: a chunk of queries at the end of longer keys; --prefill)
+kernel pre_bf16_d128_causal_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  tile = 64x64  waves = 4 }
+kernel pre_bf16_d128_causal_m128w8n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  tile = 128x64  waves = 8 }
+kernel pre_bf16_d128_causal_p16_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  tile = 64x64  waves = 4 }
