@@ -63,14 +63,15 @@ def abi(spec: KernelSpec) -> Abi:
         Arg("LSE", T, doc="log-sum-exp per query row, f32 [batch, heads, seqlen_q] (-inf for rows that see no key)",
             dtype=DType.F32, role="out", dims=("batch", "heads", "seqlen_q"),
             strides=("lse_batch_stride", "lse_head_stride", 1)),
-        Arg("seqlens_k", T, dtype=DType.I32, dims=("batch",), strides=(1,),
+        Arg("seqlens_k", T, dtype=DType.I32, dims=("batch",), strides=(1,), value_range=(0, capacity_expr(page)),
             doc="int32 [batch]: keys of each sequence, 0.." + ("max_pages * page_size" if paged else "seqlen_k")
-            + " (checked on the device: a length past it traps)"),
+            + " (host arrays: checked by the binding; on the device a length past it traps)"),
         Arg("block_table", T, dtype=DType.I32, dims=("batch", "max_pages"), strides=("bt_batch_stride", 1),
             unused=not paged, doc="int32 [batch, max_pages]: the page of each block of page_size keys, any order "
             "(ids checked on the device: one outside 0..num_pages-1 traps)" if paged
             else "unused: pass NULL (contiguous K/V)"),
         Arg("seqlens_q", T, dtype=DType.I32, dims=("batch",), strides=(1,), optional=True,
+            value_range=(0, "seqlen_q"),
             doc="int32 [batch], optional: query tokens of each sequence, 0..seqlen_q (NULL: every sequence has "
             "seqlen_q; O and LSE rows past a sequence's are not written; checked on the device)"),
         Arg("workspace", ArgKind.WORKSPACE, doc="split-KV partials and counters (zero-filled; left zero-filled)"),

@@ -95,7 +95,11 @@ def abi(spec: KernelSpec) -> Abi:
 
     args = [new("K_new", "kn"), new("V_new", "vn"), cache("K_cache", "k"), cache("V_cache", "v"),
             Arg("seqlens_k", T, dtype=DType.I32, dims=("batch",), strides=(1,),
-                doc="int32 [batch]: keys of each sequence before the step (positions past the capacity trap)"),
+                value_range=(0, E.add(E.emin(E.mul("max_pages", page) if page else "seqlen_k",
+                                             *(("rope_positions",) if p.rope else ())), E.mul(-1, "seqlen_new"))),
+                doc="int32 [batch]: keys of each sequence before the step, 0..capacity - seqlen_new"
+                + (" (and rope_positions - seqlen_new)" if p.rope else "") + " (host arrays: checked by the "
+                "binding; on the device a position past the capacity traps)"),
             Arg("block_table", T, dtype=DType.I32, dims=("batch", "max_pages"), strides=("bt_batch_stride", 1),
                 unused=not page, doc="int32 [batch, max_pages]: the page of each block of page_size keys" if page
                 else "unused: pass NULL (contiguous cache)"),

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ckgen
-from ckgen.errors import CkgenError, EmulationFault, SpecError, ValidationError
+from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure, SpecError, ValidationError
 from ckgen.ir.types import DType
 from ckgen.ops.attention import decode_reference as R
 from ckgen.runtime.api import plan_for
@@ -75,6 +75,17 @@ def _call(k, inp, **kw):
         args["block_table"] = inp["block_table"]
         kw.setdefault("num_pages", inp["K"].shape[0])
     return k(inp["Q"], inp["K"], inp["V"], **args, **kw)
+
+
+def _launch_changed(k, inp, extra, change):
+    """The device's own checks: a call bound (and checked) with valid entries, then an entry changed in place before
+    the launch, as the binding cannot read a device array's entries."""
+    args = {"seqlens_k": inp["seqlens_k"]}
+    if k.plan.spec.params.page_size:
+        args["block_table"] = inp["block_table"]
+    call = k.bind(inp["Q"], inp["K"], inp["V"], **args, **extra)
+    change()
+    k.backend.launch(k.handle, call)
 
 
 @pytest.mark.parametrize("splits", [1, 3, 7, 0])
@@ -154,8 +165,11 @@ def test_query_lengths_per_sequence(kernels):
             assert (np.isneginf(lse[b, :, :sq]) == empty).all()
             assert np.abs(got[b, :sq] - ref["O"][b, :sq]).max() < 0.05
             assert np.abs(lse[b, :, :sq][~empty] - ref["LSE"][b, :, :sq][~empty]).max() < LSE_TOL
-    with pytest.raises(EmulationFault, match="seqlens_q"):
+    with pytest.raises(RuntimeFailure, match=r"seqlens_q: every entry must lie in 0\.\.5"):
         _call(k, inp, seqlens_q=np.array([1, 6, 0, 0], np.int32))
+    bad = np.array([1, 0, 0, 0], np.int32)
+    with pytest.raises(EmulationFault, match="seqlens_q"):
+        _launch_changed(k, inp, {"seqlens_q": bad}, lambda: bad.__setitem__(1, 6))
 
 
 def test_workspace_left_zero(kernels):
@@ -203,9 +217,14 @@ def test_bad_input_named(kernels):
         _call(k, {**inp, "seqlens_k": np.array([3, 2], np.int64)})
     with pytest.raises(CkgenError, match="num_splits"):
         _call(k, inp, num_splits=1000)
-    # read only on the device: a trap, which the emulator reports as a fault naming the argument
-    with pytest.raises(EmulationFault, match="seqlens_k"):
+    # lengths past the capacity (3 pages of 16): refused before any launch for host arrays; on the device a trap,
+    # which the emulator reports as a fault naming the argument
+    with pytest.raises(RuntimeFailure, match=r"seqlens_k: every entry must lie in 0\.\.48, got \[49\]"):
         _call(k, {**inp, "seqlens_k": np.array([49, 2], np.int32)})
+    lens = inp["seqlens_k"].copy()
+    with pytest.raises(EmulationFault, match="seqlens_k"):
+        _launch_changed(k, {**inp, "seqlens_k": lens}, {}, lambda: lens.__setitem__(0, 49))
+    # page ids are read only on the device (entries past a sequence's length may hold anything)
     with pytest.raises(EmulationFault, match="block_table"):
         _call(k, {**inp, "block_table": np.where(bt == bt[0, 0], 99, bt).astype(np.int32)})
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ckgen
-from ckgen.errors import CkgenError, EmulationFault, SpecError
+from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure, SpecError
 from ckgen.ops.attention import decode_reference as R
 from ckgen.ops.attention import kv_append as A
 from ckgen.runtime.api import plan_for
@@ -82,9 +82,16 @@ def test_append_rope(kernels):
             rotated[inp["block_table"][b, (n + t) // 32], (n + t) % 32] = True
     assert np.array_equal(got[~rotated], ref["K_cache"][~rotated])  # untouched rows are bit-equal
     assert not np.array_equal(got[rotated], to_float64(inp["K_new"], k.plan.spec.params.dtype).reshape(-1, 2, 64))
+    short = inp["cos_sin"][:90]  # positions 92..95 are past it: refused before the launch, trapped on the device
+    with pytest.raises(RuntimeFailure, match=r"seqlens_k: every entry must lie in 0\.\.86"):
+        k(inp["K_new"], inp["V_new"], inp["seqlens_k"], inp["block_table"], short, K_cache=inp["K_cache"],
+          V_cache=inp["V_cache"])
+    lens = np.array([0, 0, 0], np.int32)
+    call = k.bind(inp["K_new"], inp["V_new"], lens, inp["block_table"], short, K_cache=inp["K_cache"],
+                  V_cache=inp["V_cache"])
+    lens[2] = 92
     with pytest.raises(EmulationFault, match="cos_sin"):
-        k(inp["K_new"], inp["V_new"], inp["seqlens_k"], inp["block_table"], inp["cos_sin"][:90],
-          K_cache=inp["K_cache"], V_cache=inp["V_cache"])
+        k.backend.launch(k.handle, call)
 
 
 def test_append_unaligned(kernels):
@@ -124,8 +131,14 @@ def test_bad_input(kernels):
     k = kernels["app_bf16_d128_p16"]
     sizes = dict(batch=2, seqlen_new=4, heads_kv=2, max_pages=2)
     inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(4))
+    with pytest.raises(RuntimeFailure, match=r"seqlens_k: every entry must lie in 0\.\.28"):
+        _append(k, {**inp, "seqlens_k": np.array([29, 0], np.int32)})  # 29 + 4 > 2 x 16: refused, no launch
+    lens = np.array([0, 0], np.int32)
+    extra = {"block_table": inp["block_table"]}
+    call = k.bind(inp["K_new"], inp["V_new"], K_cache=inp["K_cache"], V_cache=inp["V_cache"], seqlens_k=lens, **extra)
+    lens[0] = 29  # what the binding cannot see for a device array: the kernel traps
     with pytest.raises(EmulationFault, match="capacity"):
-        _append(k, {**inp, "seqlens_k": np.array([29, 0], np.int32)})  # 29 + 4 > 2 x 16
+        k.backend.launch(k.handle, call)
     with pytest.raises(EmulationFault, match="block_table"):
         _append(k, {**inp, "seqlens_k": np.array([0, 0], np.int32), "block_table": np.full((2, 2), -1, np.int32)})
     with pytest.raises(CkgenError, match="block_table"):
