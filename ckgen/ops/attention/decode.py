@@ -10,8 +10,12 @@ length (``seqlens_k``). The split is chosen per call from the shape (the target'
 ``num_splits`` (``decode_abi.py``).
 
 The tiling and its checks are the attention op's (``plan.py``: tile, instruction, waves, LDS, registers) with the
-decode defaults below; the device body is ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator), which
-runs the prefill body's score / softmax / P.V stages on each K/V tile.
+decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator) and
+``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
+run the prefill bodies' score / softmax / P.V stages on each K/V tile; ``device/attention_decode_common.h`` holds
+what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
+(``seqlens_q``) let one batch mix decode steps and prefill chunks. ``kv_append.py`` is the op that writes a step's
+keys and values into the cache.
 """
 
 from __future__ import annotations
@@ -114,7 +118,9 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
 
 
 def _decode_defaults(d: _plan.AttentionDraft) -> None:
-    """The decode tiling where the kernel leaves it out: DEFAULT_TILE, keys per tile at most the page size."""
+    """The decode tiling where the kernel leaves it out: DEFAULT_TILE (AMD: keys per tile at most the page size), a
+    16-row instruction on AMD, Q in registers (NVIDIA, but d256), LDS buffers (AMD 1, NVIDIA 2); a written AMD tile
+    wider than a page is refused."""
     cfg = d.cfg
     (bm, bn), waves = DEFAULT_TILE[(d.target.platform, d.a.head_dim)]
     page = d.spec.params.page_size
