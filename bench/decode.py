@@ -36,6 +36,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from attention import time_sdpa  # noqa: E402  (bench/attention.py: SDPA's graph-timed device time per backend)
 from nvh import time_graph_ms  # noqa: E402
 
 SPEC = HERE / "decode_nv.ck"
@@ -147,17 +148,6 @@ def sdpa_fn(backend: str, q, k, v):
         return fn, be, out.transpose(1, 2)
     except Exception:  # noqa: BLE001 - the backend refuses this case
         return None, None, None
-
-
-def time_sdpa(fn, be) -> float | None:
-    from torch.nn.attention import sdpa_kernel
-    try:
-        with sdpa_kernel([be]):
-            return time_graph_ms(fn, warmup=3, reps=15, inner=5)
-    except RuntimeError as e:
-        print(f"  SDPA {be}: graph capture failed, not timed ({e})", flush=True)
-        torch.cuda.synchronize()
-        return None
 
 
 def cases(args):

@@ -28,11 +28,12 @@ from ckgen.frontend import values as V
 from ckgen.frontend.parser import Value
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
 from ckgen.lower.draft import run_passes
 from ckgen.ops.attention import decode_abi as _abi
 from ckgen.ops.attention import decode_reference as _ref
 from ckgen.ops.attention import plan as _plan
-from ckgen.ops.attention.body import AttentionPlan
+from ckgen.ops.attention.body import AttentionPlan, cfg_members
 from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS, AttentionConfig, AttentionSpec
 from ckgen.ops.base import BuildContext, Key, Op
 from ckgen.targets.model import Target
@@ -86,20 +87,27 @@ class DecodeParams:
         return {"attention": self.attn.to_json(), "config": self.config.to_json(), "page_size": self.page_size}
 
 
-def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
+def read_problem(v: dict[str, Value], op: str) -> tuple[DType, int, int]:
+    """dtype, head_dim and page_size (0: not written) of a kernel of ``op``, each refused by name with the legal
+    values (the keys attention_decode and attention_kv_append share)."""
     dt = V.dtype(v["dtype"], "dtype")
     if dt not in DTYPES:
-        raise V.err(f"dtype = {dt.value}: attention_decode takes f16 or bf16", v["dtype"].span, "legal: f16, bf16")
+        raise V.err(f"dtype = {dt.value}: {op} takes f16 or bf16", v["dtype"].span, "legal: f16, bf16")
     hd = V.integer(v["head_dim"], "head_dim", 1, 1 << 16)
     if hd not in HEAD_DIMS:
         raise V.err(f"head_dim = {hd}: not supported", v["head_dim"].span, "legal: 64, 128, 256")
-    mask = V.word(v["mask"], "mask", MASKS) if "mask" in v else "none"
     page = 0
     if "page_size" in v:
         page = V.integer(v["page_size"], "page_size", 1, 1 << 20)
         if page not in PAGE_SIZES:
             raise V.err(f"page_size = {page}: not supported", v["page_size"].span,
                         f"legal: {', '.join(map(str, PAGE_SIZES))}")
+    return dt, hd, page
+
+
+def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
+    dt, hd, page = read_problem(v, "attention_decode")
+    mask = V.word(v["mask"], "mask", MASKS) if "mask" in v else "none"
     instr = None
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)
@@ -199,19 +207,9 @@ class DecodeOp(Op):
         """The Cfg of the decode body: the prefill AMD body's members (its stages run each K/V tile) plus
         kPageSize (0: contiguous)."""
         a, b, t = plan.spec.params.attn, plan.body, plan.target
-        i, lanes, amd = b.instr, t.wave_size, t.platform == "amd"
-        types = [("T", a.dtype.cpp)]
-        ints = [("kHeadDim", a.head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n)]
-        if amd:
-            types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
-            ints += [("kWaves", b.waves), ("kWaveSize", lanes), ("kThreads", plan.threads), ("kInstrM", i.m),
-                     ("kInstrN", i.n), ("kInstrK", i.k), ("kAItems", i.a_items(lanes)), ("kBItems", i.b_items(lanes)),
-                     ("kCItems", i.c_items(lanes)), ("kLdsBuffers", b.lds_buffers), ("kVec", b.vec),
-                     ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride),
-                     ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
-        else:
-            ints += [("kWarps", b.waves), ("kWaveSize", lanes), ("kThreads", plan.threads),
-                     ("kStages", b.lds_buffers), ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
+        i, amd = b.instr, t.platform == "amd"
+        extra, ints = cfg_members(b, a.head_dim, t.wave_size, plan.threads, amd)
+        types = [("T", a.dtype.cpp), *extra]
         ints.append(("kPageSize", plan.spec.params.page_size))
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:

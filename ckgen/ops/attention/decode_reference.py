@@ -68,6 +68,13 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
         full["num_pages"] = max(full.get("num_pages", 0), batch * sizes["max_pages"])
         perm = rng.permutation(full["num_pages"])[: batch * sizes["max_pages"]]
         out["block_table"] = perm.reshape(batch, sizes["max_pages"]).astype(np.int32)
+    return fill_inputs(plan, full, out, a.dtype, rng)
+
+
+def fill_inputs(plan: KernelPlan, full: dict[str, int], out: dict, dt: DType,
+                rng: np.random.Generator) -> dict[str, np.ndarray | None]:
+    """``out`` completed: every tensor of the ABI not in it, used and not optional, allocated at ``full`` sizes:
+    outputs poisoned, inputs from a standard normal rounded to ``dt``; the rest None."""
     for arg in plan.abi.tensors:
         if arg.unused or arg.optional or arg.name in out:  # seqlens_q: every sequence has seqlen_q tokens
             continue
@@ -76,7 +83,7 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
             out[arg.name] = poison(arr)
         else:
             x = rng.standard_normal(arr.shape)
-            arr[...] = to_bf16(x) if a.dtype == DType.BF16 else x.astype(np.float16)
+            arr[...] = to_bf16(x) if dt == DType.BF16 else x.astype(np.float16)
             out[arg.name] = arr
     for arg in plan.abi.tensors:
         out.setdefault(arg.name, None)

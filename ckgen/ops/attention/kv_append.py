@@ -22,10 +22,10 @@ from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import Entry, GridDim, KernelPlan, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
-from ckgen.ops.attention.decode import PAGE_SIZES
-from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS
+from ckgen.ops.attention.decode import read_problem
+from ckgen.ops.attention.decode_reference import fill_inputs
 from ckgen.ops.base import BuildContext, Key, Op
-from ckgen.runtime.arrays import allocate, to_bf16, to_float64
+from ckgen.runtime.arrays import to_float64
 from ckgen.targets.model import Target
 
 THREADS = 256
@@ -61,18 +61,7 @@ class AppendPlan:
 
 
 def build_params(v: dict[str, Value], ctx: BuildContext) -> AppendParams:
-    dt = V.dtype(v["dtype"], "dtype")
-    if dt not in DTYPES:
-        raise V.err(f"dtype = {dt.value}: attention_kv_append takes f16 or bf16", v["dtype"].span, "legal: f16, bf16")
-    hd = V.integer(v["head_dim"], "head_dim", 1, 1 << 16)
-    if hd not in HEAD_DIMS:
-        raise V.err(f"head_dim = {hd}: not supported", v["head_dim"].span, "legal: 64, 128, 256")
-    page = 0
-    if "page_size" in v:
-        page = V.integer(v["page_size"], "page_size", 1, 1 << 20)
-        if page not in PAGE_SIZES:
-            raise V.err(f"page_size = {page}: not supported", v["page_size"].span,
-                        f"legal: {', '.join(map(str, PAGE_SIZES))}")
+    dt, hd, page = read_problem(v, "attention_kv_append")
     return AppendParams(dt, hd, page, V.boolean(v["rope"], "rope") if "rope" in v else False)
 
 
@@ -200,16 +189,7 @@ class KvAppendOp(Op):
             full["num_pages"] = max(full.get("num_pages", 0), sizes["batch"] * sizes["max_pages"])
             perm = rng.permutation(full["num_pages"])[: sizes["batch"] * sizes["max_pages"]]
             out["block_table"] = perm.reshape(sizes["batch"], sizes["max_pages"]).astype(np.int32)
-        for arg in plan.abi.tensors:
-            if arg.unused or arg.name in out:
-                continue
-            arr = allocate(arg, full)
-            x = rng.standard_normal(arr.shape)
-            arr[...] = to_bf16(x) if p.dtype == DType.BF16 else x.astype(np.float16)
-            out[arg.name] = arr
-        for arg in plan.abi.tensors:
-            out.setdefault(arg.name, None)
-        return out
+        return fill_inputs(plan, full, out, p.dtype, rng)
 
 
 def cos_sin(positions: int, head_dim: int, theta: float = 10000.0) -> np.ndarray:

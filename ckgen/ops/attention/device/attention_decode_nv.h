@@ -41,6 +41,27 @@ struct DecodeNv {
     uint32_t s0;           // shared memory: the Q tile, then kStages K and kStages V tiles
   };
 
+  // One 16-byte chunk (kVE elements) at src -> shared memory at dst, zeros when !in (src is then any valid
+  // address): cp.async with zero fill (kVec: src 16-byte aligned), else per element, synchronously (visible after
+  // the pipeline's barrier like cp.async data).
+  template <bool kVec>
+  static CKGEN_DEVICE void copy_chunk(uint32_t dst, const T* src, bool in) {
+    if constexpr (kVec) {
+      nv::cp_async16_zfill(dst, src, in ? 16 : 0);
+    } else {
+      uint32_t v[4] = {0u, 0u, 0u, 0u};
+      unsigned char* vb = reinterpret_cast<unsigned char*>(v);
+#pragma unroll
+      for (int e = 0; e < TileKV::kVE; ++e) {
+        if (in) {
+          const T x = gload(src + e);
+          __builtin_memcpy(vb + e * kEB, &x, kEB);
+        }
+      }
+      nv::st_shared_v4(dst, v[0], v[1], v[2], v[3]);
+    }
+  }
+
   // The Q tile: the packed rows -> shared memory (16-byte cp.async with zero fill, or per element), one group.
   template <bool kVec>
   static CKGEN_DEVICE void load_q_tile(const Args& p, const Work& w, const Ctx& c) {
@@ -52,20 +73,7 @@ struct DecodeNv {
       const bool in = row_of(p, w, c.row0 + r, h, s);
       const T* src = p.Q + w.b * p.q_batch_stride + s * p.q_seq_stride + h * p.q_head_stride + ch * kVE;
       const uint32_t dst = c.s0 + static_cast<uint32_t>(TileQ::offset(r, ch));
-      if constexpr (kVec) {
-        nv::cp_async16_zfill(dst, in ? static_cast<const void*>(src) : static_cast<const void*>(p.Q), in ? 16 : 0);
-      } else {
-        uint32_t v[4] = {0u, 0u, 0u, 0u};
-        unsigned char* vb = reinterpret_cast<unsigned char*>(v);
-#pragma unroll
-        for (int e = 0; e < kVE; ++e) {
-          if (in) {
-            const T x = gload(src + e);
-            __builtin_memcpy(vb + e * kEB, &x, kEB);
-          }
-        }
-        nv::st_shared_v4(dst, v[0], v[1], v[2], v[3]);
-      }
+      copy_chunk<kVec>(dst, in ? src : p.Q, in);
     }
     nv::cp_async_commit();
   }
@@ -108,21 +116,7 @@ struct DecodeNv {
           if (in) off = page_of(key, block, pg) * page_stride + static_cast<long long>(key % Cfg::kPageSize) * seq_stride;
         }
         const T* src = in ? head + off + ch * kVE : base;
-        const uint32_t dst = stage + static_cast<uint32_t>(TileKV::offset(r, ch));
-        if constexpr (kVec) {
-          nv::cp_async16_zfill(dst, src, in ? 16 : 0);
-        } else {
-          uint32_t v[4] = {0u, 0u, 0u, 0u};
-          unsigned char* vb = reinterpret_cast<unsigned char*>(v);
-#pragma unroll
-          for (int e = 0; e < kVE; ++e) {
-            if (in) {
-              const T x = gload(src + e);
-              __builtin_memcpy(vb + e * kEB, &x, kEB);
-            }
-          }
-          nv::st_shared_v4(dst, v[0], v[1], v[2], v[3]);
-        }
+        copy_chunk<kVec>(stage + static_cast<uint32_t>(TileKV::offset(r, ch)), src, in);
       }
     }
     CKGEN_DEVICE void load_k(int j) const {
