@@ -98,6 +98,14 @@ def test_contiguous_splits(kernels, splits):
     _check(k, inp, sizes, _call(k, inp, num_splits=splits))
 
 
+def test_mha_odd_heads(kernels):
+    """No GQA (3 query heads over 3 KV heads: one row per head and token), 2 tokens, 3 splits over 130 keys."""
+    k = kernels["dec_f16_d64"]
+    sizes = dict(batch=2, heads=3, heads_kv=3, seqlen_q=2, seqlen_k=130)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(33), lengths=[130, 65])
+    _check(k, inp, sizes, _call(k, inp, num_splits=3))
+
+
 def test_row_tiles_and_strided_layouts(kernels):
     """GQA 16/2 x 9 tokens: 72 rows, three 32-row tiles per KV head; Q and O as [B, H, S, D] memory, K and V rows
     padded by 3 elements (unaligned: the per-element loads), 4 splits."""
