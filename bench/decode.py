@@ -163,7 +163,7 @@ def time_kernel(kern, q, k, v, o, named, splits_list):
     for sp in (0, *splits_list):
         run = raw_call(kern, q, k, v, O=o, num_splits=sp, **named)
         t = time_graph_ms(run, warmup=3, reps=15, inner=5)
-        env = {"batch": q.shape[0], "heads": q.shape[2], "heads_kv": k.shape[2], "seqlen_q": 1,
+        env = {"batch": q.shape[0], "heads": q.shape[2], "heads_kv": k.shape[2], "seqlen_q": q.shape[1],
                "seqlen_k": k.shape[1], "num_pages": k.shape[0], "max_pages": named.get("block_table", q).shape[1],
                "num_splits": sp}
         used = kern.plan.launch.environment(env)["splits"]
