@@ -7,7 +7,8 @@
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
 // Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
 // same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: each key row
-// is found on its own, so a tile may span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as for the prefill body.
+// is found on its own, so a tile may span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as
+// for the prefill body; the split hand-off's ticket is the Q tile's first word once every warp is done with it.
 // The Q tile holds the workgroup's packed rows (per-row addresses; zeros past the rows); the split's K/V tiles
 // are walked from its last one down, each key row copied from its own address (its page's, when paged); O and
 // LSE (or the split's slot) are written straight from the accumulators.
