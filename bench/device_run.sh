@@ -21,6 +21,9 @@
 #   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
 #             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
 #   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
+#   decode    issue 27: the decode GPU tests (tests/runtime/test_nvidia_decode.py), memcheck over their edge shapes, then
+#             bench/decode.py (numerics, then % of the copy bandwidth and ratios to SDPA flash / cuDNN, contiguous and
+#             paged; DECODE_BENCH_ARGS adds options, e.g. --quick or --splits 1,4,16)
 #   attention-hopper  the attention GPU tests, `ckgen run` of the Hopper body (TMA + wgmma), then bench/attention.py on
 #             the Hopper kernels and the planned mma.sync ones only (ATTN_BENCH_KERNELS, a regex, overrides)
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
@@ -171,6 +174,14 @@ PY
         tests/runtime/test_nvidia_attention.py -k "(w128x64 or f16_d64- or f16_d128_window) and not runs_wh" \
         > "$OUT/memcheck_attention_hopper.txt" 2>&1
       echo "memcheck attention hopper rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention_hopper.txt" | tail -3 ;;
+    decode)
+      timeout 240 $PYTEST tests/runtime/test_nvidia_decode.py > "$OUT/pytest_decode.txt" 2>&1
+      echo "pytest decode rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_decode.txt" | tail -8
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_decode.py -k "page or prefill" > "$OUT/memcheck_decode.txt" 2>&1
+      echo "memcheck decode rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_decode.txt" | tail -3
+      timeout 500 python3 bench/decode.py ${DECODE_BENCH_ARGS:-} --json "$OUT/decode.json" > "$OUT/decode.txt" 2>&1
+      echo "bench decode rc $?"; grep -E "FAIL|differs" "$OUT/decode.txt" | head; grep -A80 "^case" "$OUT/decode.txt" ;;
     attention-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "(odd or q1k1 or k0 or 4seq or 3seq) and not runs_wh" > "$OUT/memcheck_attention.txt" 2>&1

@@ -40,12 +40,13 @@ def main() -> int:
     for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py",
                  "tests/runtime/test_nvidia_attention.py", "tests/runtime/test_nvidia_rowops.py",
                  "tests/runtime/test_nvidia_elementwise.py", "tests/runtime/test_nvidia_moe.py",
-                 "tests/runtime/test_nvidia_fp8.py"):
+                 "tests/runtime/test_nvidia_fp8.py", "tests/runtime/test_nvidia_decode.py"):
         spec_text = re.search(r'^SPEC = """(.*?)"""', (ROOT / test).read_text(), flags=re.S | re.M).group(1)
         jobs += [(spec_text, s.name, test) for s in load_text(spec_text)]
     os.chdir(ROOT)
     for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck",
-                  "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/fp8_nv.ck"):
+                  "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/fp8_nv.ck",
+                  "bench/decode_nv.ck"):
         for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
             jobs.append((bench, s.name, bench))
     jobs += [("examples/rowops.ck", k, "examples/rowops.ck") for k in ("layernorm_bf16", "add_rmsnorm_bf16_i8")]

@@ -60,6 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ckgen.ir import expr as E
 from ckgen.ir.types import DType
 
 INT32_MAX = 2**31 - 1
@@ -91,7 +92,10 @@ class Arg:
     follow from (``from_offsets``) and an upper bound ``at_most`` (the host entry returns
     ``CKGEN_ERROR_INVALID_VALUE`` above it, the binding and ``ckgen run`` refuse it by name; e.g. a kernel
     compiled for rows of at most N columns). Scalars: ``dtype`` None (f32) or i32, and ``bounds`` (lo, hi): the
-    legal values, inclusive (NaN is outside), checked by the host entry and the binding."""
+    legal values, inclusive (NaN is outside), checked by the host entry and the binding. Integer inputs may have a
+    ``value_range`` (lo, hi): expressions of the sizes (:mod:`ckgen.ir.expr`) bounding every entry, inclusive,
+    checked by the binding when the array is on the host (numpy); the host entry cannot read device memory, so
+    the kernel checks what it reads (e.g. per-sequence lengths against a cache's capacity)."""
 
     name: str
     kind: ArgKind
@@ -111,6 +115,7 @@ class Arg:
     bounds: tuple[float, float] | None = None
     at_most: int | None = None
     aliases: tuple[str, ...] = ()
+    value_range: tuple[E.Expr, E.Expr] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -128,6 +133,8 @@ class Arg:
                 raise ValueError(f"tensor {self.name}: offsets_form is one of {OFFSETS_FORMS}")
             if self.aliases and not self.writes:
                 raise ValueError(f"tensor {self.name}: only written tensors declare aliases")
+            if self.value_range is not None and (self.dtype.is_float or self.role != "in" or len(self.value_range) != 2):
+                raise ValueError(f"tensor {self.name}: a value range (lo, hi) is for integer inputs")
         elif self.dims or self.strides or self.broadcast or self.offsets_of or self.aliases:
             raise ValueError(f"{self.kind.value} {self.name}: only tensors have dims, strides, offsets and aliases")
         if self.kind == ArgKind.SCALAR and self.dtype not in (None, DType.F32, DType.I32):
@@ -186,6 +193,8 @@ class Arg:
                     d["offsets_form"] = self.offsets_form
             if self.aliases:
                 d["aliases"] = list(self.aliases)
+            if self.value_range is not None:
+                d["value_range"] = [E.to_json(e) for e in self.value_range]
         if self.is_int_scalar:
             d["dtype"] = self.dtype.value
         if self.from_offsets:
@@ -242,6 +251,8 @@ class Abi:
                 name, _ = split_dim(d)
                 if name is not None and name not in sizes and name not in self.extents:
                     raise ValueError(f"tensor {a.name}: dim {d} is not a size argument or an extent")
+            if a.value_range is not None and not set().union(*map(E.names, a.value_range)) <= sizes:
+                raise ValueError(f"tensor {a.name}: value_range must be expressions of size arguments")
             if a.offsets_of is not None and a.offsets_of not in sizes | set(self.extents):
                 raise ValueError(f"tensor {a.name}: offsets_of must name a size or an extent")
             if a.from_offsets is not None and (a.from_offsets not in tensors

@@ -17,6 +17,8 @@ from ckgen.errors import SpecError
 REGISTRY: dict[str, str] = {
     "gemm": "ckgen.ops.gemm",
     "attention": "ckgen.ops.attention",
+    "attention_decode": "ckgen.ops.attention.decode",
+    "attention_kv_append": "ckgen.ops.attention.kv_append",
     "softmax": "ckgen.ops.rowops.softmax",
     "layernorm": "ckgen.ops.rowops.layernorm",
     "rmsnorm": "ckgen.ops.rowops.rmsnorm",

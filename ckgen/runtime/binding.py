@@ -26,7 +26,9 @@ and returns a :class:`Call` holding the value of every ABI argument in order:
   the plan's ``launch.workspace_bytes(sizes)`` bytes (zero-filled, as the ABI requires), else a new
   zero-filled one from the backend (``new_workspace``); None when the call needs none;
 - the grid the sizes give fits the launch limits (x < 2^31, y and z <= 65535), unless its dims split;
-- scalars: floats, or integers in the int32 range for ``i32`` scalars.
+- scalars: floats, or integers in the int32 range for ``i32`` scalars;
+- integer inputs with a ``value_range`` (e.g. per-sequence lengths against a cache's capacity): every entry within
+  it, when the array is on the host (device arrays are not read: the kernel checks).
 
 Every problem is a :class:`~ckgen.errors.RuntimeFailure` naming the kernel and the argument.
 """
@@ -39,6 +41,7 @@ import numpy as np
 
 from ckgen.backends.base import ArrayInfo, Call
 from ckgen.errors import RuntimeFailure
+from ckgen.ir import expr as E
 from ckgen.ir.abi import INT32_MAX, Arg, ArgKind, split_dim
 from ckgen.ir.arrays import memory_order, numpy_dtype, shape_of
 from ckgen.ir.plan import GRID_X_MAX, GRID_YZ_MAX, KernelPlan, split_axes
@@ -181,6 +184,9 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if t.offsets_of and t.name in infos and t.name not in offsets and isinstance(arrays[t.name], np.ndarray):
             _offsets(plan, backend, t, arrays[t.name], size_values, offsets)
     empty_call = any(size_values[n] == 0 for n in abi.empty_if)
+    for t in abi.tensors:  # value ranges of host integer inputs (device arrays: the kernel checks what it reads)
+        if t.value_range is not None and t.name in infos and isinstance(arrays[t.name], np.ndarray) and not empty_call:
+            _check_values(plan, t, arrays[t.name], size_values)
     for a_, b_ in abi.divides:
         if not empty_call and (size_values[a_] < 1 or size_values[b_] % size_values[a_]):
             raise _fail(plan, f"{b_} = {size_values[b_]} must be a multiple of {a_} = {size_values[a_]} (at least 1)")
@@ -309,6 +315,15 @@ def _offsets(plan: KernelPlan, backend: Any, a: Arg, obj: Any, sizes: dict[str, 
                                   f"{a.offsets_of} = {bound}, {got}")
         seen[a.name] = host
     return seen[a.name]
+
+
+def _check_values(plan: KernelPlan, a: Arg, obj: np.ndarray, sizes: dict[str, int]) -> None:
+    """Every entry of host integer input ``a`` within its value range (expressions of ``sizes``)."""
+    lo, hi = (E.evaluate(e, sizes) for e in a.value_range)
+    v = np.asarray(obj)
+    if v.size and (int(v.min()) < lo or int(v.max()) > hi):
+        bad = v[(v < lo) | (v > hi)].reshape(-1)[:4].tolist()
+        raise _fail(plan, f"{a.name}: every entry must lie in {lo}..{hi}, got {bad}", hint=a.doc or None)
 
 
 def _check_self_overlap(plan: KernelPlan, name: str, info: ArrayInfo) -> None:

@@ -19,6 +19,7 @@ from ckgen.ops.attention import abi as _abi
 from ckgen.ops.attention import plan as _plan
 from ckgen.ops.attention import reference as _ref
 from ckgen.ops.attention import spec as _spec
+from ckgen.ops.attention.body import cfg_members
 
 #: the Hopper body's header (device/), which also brings the portable NVIDIA body
 WGMMA_HEADER = "attention_fwd_sm90.h"
@@ -61,22 +62,11 @@ class AttentionOp(Op):
         """The Cfg of the platform's body (the member lists in device/attention_fwd_amd.h and _nv.h)."""
         a, b, t = plan.spec.params.attn, plan.body, plan.target
         i, amd = b.instr, t.platform == "amd"
-        types = [("T", a.dtype.cpp)]
-        ints = [("kHeadDim", a.head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n)]
-        if amd:
-            types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
-            lanes = t.wave_size
-            ints += [("kWaves", b.waves), ("kWaveSize", lanes), ("kThreads", plan.threads), ("kInstrM", i.m),
-                     ("kInstrN", i.n), ("kInstrK", i.k), ("kAItems", i.a_items(lanes)), ("kBItems", i.b_items(lanes)),
-                     ("kCItems", i.c_items(lanes)), ("kLdsBuffers", b.lds_buffers), ("kVec", b.vec),
-                     ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride),
-                     ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
-        else:
-            ints += [("kWarps", b.waves), ("kWaveSize", t.wave_size), ("kThreads", plan.threads),
-                     ("kStages", b.lds_buffers), ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
-            if b.wgmma is not None:  # the Hopper body's own tiling (attention_fwd_sm90.h checks the bytes)
-                ints += [("kSm90BlockM", b.wgmma.block_m), ("kSm90BlockN", b.wgmma.block_n),
-                         ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
+        extra, ints = cfg_members(b, a.head_dim, t.wave_size, plan.threads, amd)
+        types = [("T", a.dtype.cpp), *extra]
+        if b.wgmma is not None:  # the Hopper body's own tiling (attention_fwd_sm90.h checks the bytes)
+            ints += [("kSm90BlockM", b.wgmma.block_m), ("kSm90BlockN", b.wgmma.block_n),
+                     ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))

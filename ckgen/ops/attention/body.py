@@ -99,3 +99,21 @@ class AttentionPlan:
                 "lds_k_stride": self.lds_k_stride, "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
                 "mma_per_tile": self.mma_per_tile, "registers_estimate": self.registers.to_json(),
                 "planned": list(self.planned), "wgmma": self.wgmma.to_json() if self.wgmma else None}
+
+
+def cfg_members(b: AttentionPlan, head_dim: int, wave_size: int, threads: int, amd: bool):
+    """The Cfg members both attention ops' bodies read: (extra type aliases, int members), in the order the
+    kernels render them (device/attention_fwd_amd.h and _nv.h list them)."""
+    i = b.instr
+    ints = [("kHeadDim", head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n)]
+    if amd:
+        types = [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
+        ints += [("kWaves", b.waves), ("kWaveSize", wave_size), ("kThreads", threads), ("kInstrM", i.m),
+                 ("kInstrN", i.n), ("kInstrK", i.k), ("kAItems", i.a_items(wave_size)),
+                 ("kBItems", i.b_items(wave_size)), ("kCItems", i.c_items(wave_size)), ("kLdsBuffers", b.lds_buffers),
+                 ("kVec", b.vec), ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride),
+                 ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
+        return types, ints
+    ints += [("kWarps", b.waves), ("kWaveSize", wave_size), ("kThreads", threads), ("kStages", b.lds_buffers),
+             ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
+    return [], ints

@@ -1,0 +1,37 @@
+// Decode kernels for bench/decode.py (op = attention_decode, sm_90, bf16, one query token per sequence): a few
+// candidate configurations per head dim and K/V layout; the benchmark checks each against float64 / SDPA and the
+// fastest correct one counts per case. Names: dec_bf16_d<D>[_p<page>]_m<rows>w<warps>n<keys per tile>s<cp.async
+// stages>. The first of each group is what the planner chooses when nothing is written (ckgen/ops/attention/
+// decode.py: 32 packed rows, 2 warps, 64-key tiles, 2 stages, Q in registers; d256: Q in shared memory, 32-key
+// tiles).
+target sm_90
+
+// ---- contiguous K/V [batch, seqlen_k, heads_kv, d]
+kernel dec_bf16_d128_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 128 }
+kernel dec_bf16_d128_m16w1n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  tile = 16x64  waves = 1 }
+kernel dec_bf16_d128_m32w2n64s3 { op = attention_decode  dtype = bf16  head_dim = 128  lds_buffers = 3 }
+kernel dec_bf16_d128_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  tile = 64x64  waves = 4 }
+kernel dec_bf16_d128_m32w2n32s4 { op = attention_decode  dtype = bf16  head_dim = 128  tile = 32x32  waves = 2
+  lds_buffers = 4 }
+kernel dec_bf16_d64_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64 }
+kernel dec_bf16_d64_m32w2n64s4 { op = attention_decode  dtype = bf16  head_dim = 64  lds_buffers = 4 }
+kernel dec_bf16_d256_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256 }
+kernel dec_bf16_d256_m16w1n32s3 { op = attention_decode  dtype = bf16  head_dim = 256  tile = 16x32  waves = 1
+  lds_buffers = 3 }
+
+// ---- paged K/V [num_pages, 16, heads_kv, d] with a block table (64-key tiles over 4 pages)
+kernel dec_bf16_d128_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16 }
+kernel dec_bf16_d128_p16_m16w1n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  tile = 16x64  waves = 1 }
+kernel dec_bf16_d128_p16_m32w2n64s3 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  lds_buffers = 3 }
+kernel dec_bf16_d64_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 16 }
+kernel dec_bf16_d256_p16_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 16 }
+
+// ---- chunked prefill (causal, bottom-right: a chunk of queries at the end of longer keys; --prefill)
+kernel pre_bf16_d128_causal_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  tile = 64x64  waves = 4 }
+kernel pre_bf16_d128_causal_m128w8n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  tile = 128x64  waves = 8 }
+kernel pre_bf16_d128_causal_p16_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  tile = 64x64  waves = 4 }

@@ -1,0 +1,235 @@
+"""``op = attention_decode``: attention for serving decode, served by the attention package.
+
+A step of one to a few query tokens per sequence against a long KV cache: the query heads that share a KV head
+are packed into one workgroup's rows (GQA packing: row r of KV head hk is query head ``hk * group + r //
+seqlen_q``, token ``r % seqlen_q``), the keys of a sequence are split over ``splits`` workgroups when batch x
+heads_kv leaves the GPU idle (split-KV, flash-decoding), and the partial outputs are combined with their
+log-sum-exps by the last workgroup of each row tile, in split order (deterministic). K and V are contiguous per
+sequence or kept in pages of ``page_size`` tokens with a block table (paged KV cache); every sequence has its own
+length (``seqlens_k``). The split is chosen per call from the shape (the target's CU count) unless the call passes
+``num_splits`` (``decode_abi.py``).
+
+The tiling and its checks are the attention op's (``plan.py``: tile, instruction, waves, LDS, registers) with the
+decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator) and
+``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
+run the prefill bodies' score / softmax / P.V stages on each K/V tile; ``device/attention_decode_common.h`` holds
+what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
+(``seqlens_q``) let one batch mix decode steps and prefill chunks. ``kv_append.py`` is the op that writes a step's
+keys and values into the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ckgen.frontend import values as V
+from ckgen.frontend.parser import Value
+from ckgen.ir.op import BuildContext, Key, Op
+from ckgen.ir.plan import Entry, KernelPlan
+from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import Target
+from ckgen.ir.types import DType
+from ckgen.lower.draft import run_passes
+from ckgen.ops.attention import decode_abi as _abi
+from ckgen.ops.attention import decode_reference as _ref
+from ckgen.ops.attention import plan as _plan
+from ckgen.ops.attention.body import AttentionPlan, cfg_members
+from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS, AttentionConfig, AttentionSpec
+
+MASKS = ("none", "causal")
+PAGE_SIZES = (16, 32, 64, 128, 256)
+#: the decode body per target platform: (header in device/, entry template)
+BODIES = {"amd": ("attention_decode_amd.h", "ckgen::attention_decode_amd"),
+          "cuda": ("attention_decode_nv.h", "ckgen::attention_decode_nv")}
+#: decode defaults per (platform, head dim): (rows, keys) per workgroup and waves, 16 rows per wave (a group of
+#: query heads x a few tokens); keys per tile shrink with the head dim so that the next tile's loads and O^T stay
+#: in registers. AMD with one LDS buffer (gfx942, clang-19: 194, 148 and 186 VGPRs, 18 KiB of LDS: 2, 3 and 2
+#: waves per SIMD; two buffers would take 36 KiB, one workgroup per CU, one wave per SIMD)
+DEFAULT_TILE = {("amd", 64): ((32, 64), 2), ("amd", 128): ((64, 32), 4), ("amd", 256): ((64, 16), 4),
+                ("cuda", 64): ((32, 64), 2), ("cuda", 128): ((32, 64), 2), ("cuda", 256): ((32, 32), 2)}
+#: NVIDIA: Q fragments in registers (16 rows per warp: 32 registers at d128), two cp.async stages
+
+KEYS = (
+    Key("dtype", "f16 or bf16 (Q, K, V, O; f32 accumulation, f32 LSE)", required=True),
+    Key("head_dim", "64, 128 or 256", required=True),
+    Key("mask", "none or causal (the query tokens aligned to the end of the keys)", default_text="none"),
+    Key("page_size", "16, 32, 64, 128 or 256: K and V in pages of this many tokens with a block table",
+        default_text="contiguous K/V"),
+    Key("tile", "MxN: packed query rows per workgroup x keys per K/V tile (AMD: N <= page_size)",
+        default_text="planned per target and head dim (AMD: N at most page_size)"),
+    Key("waves", "waves per workgroup, all along the rows", default_text="planned"),
+    Key("lds_buffers", "K/V tiles in LDS: 1 or 2 on AMD, 1..4 cp.async stages on NVIDIA",
+        default_text="planned per target"),
+    Key("instr", "MxNxK of an f32-accumulating matrix instruction of the target, or auto", default_text="planned"),
+    Key("waves_per_eu", "AMD: at least this many waves per SIMD (1..8)", default_text="planned per target"),
+    Key("q_in_regs", "NVIDIA: true or false, Q fragments held in registers (else re-read from shared memory)",
+        default_text="true (d256: false)"),
+    Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 or 1 (lds_buffers >= 2)", default_text="planned"),
+)
+
+
+@dataclass(frozen=True)
+class DecodeParams:
+    """The problem (``attn``: dtype, head dim, mask), the tiling as written (``config``) and the page size (0:
+    contiguous K/V)."""
+
+    attn: AttentionSpec
+    config: AttentionConfig
+    page_size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.attn.mask not in MASKS or self.attn.varlen or (self.page_size and self.page_size not in PAGE_SIZES):
+            raise ValueError("DecodeParams: mask none/causal, no varlen, page_size 0 or 16..256 (powers of 2)")
+
+    def to_json(self) -> dict:
+        return {"attention": self.attn.to_json(), "config": self.config.to_json(), "page_size": self.page_size}
+
+
+def read_problem(v: dict[str, Value], op: str) -> tuple[DType, int, int]:
+    """dtype, head_dim and page_size (0: not written) of a kernel of ``op``, each refused by name with the legal
+    values (the keys attention_decode and attention_kv_append share)."""
+    dt = V.dtype(v["dtype"], "dtype")
+    if dt not in DTYPES:
+        raise V.err(f"dtype = {dt.value}: {op} takes f16 or bf16", v["dtype"].span, "legal: f16, bf16")
+    hd = V.integer(v["head_dim"], "head_dim", 1, 1 << 16)
+    if hd not in HEAD_DIMS:
+        raise V.err(f"head_dim = {hd}: not supported", v["head_dim"].span, "legal: 64, 128, 256")
+    page = 0
+    if "page_size" in v:
+        page = V.integer(v["page_size"], "page_size", 1, 1 << 20)
+        if page not in PAGE_SIZES:
+            raise V.err(f"page_size = {page}: not supported", v["page_size"].span,
+                        f"legal: {', '.join(map(str, PAGE_SIZES))}")
+    return dt, hd, page
+
+
+def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
+    dt, hd, page = read_problem(v, "attention_decode")
+    mask = V.word(v["mask"], "mask", MASKS) if "mask" in v else "none"
+    instr = None
+    if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
+        instr = V.dims(v["instr"], "instr", 3)
+    tile = V.dims(v["tile"], "tile", 2) if "tile" in v else None
+    cfg = AttentionConfig(
+        tile=tile,
+        waves=V.integer(v["waves"], "waves", 1, 32) if "waves" in v else None,
+        lds_buffers=V.integer(v["lds_buffers"], "lds_buffers", 1, 8) if "lds_buffers" in v else None,
+        instr=instr,
+        waves_per_eu=V.integer(v["waves_per_eu"], "waves_per_eu", 1, 8) if "waves_per_eu" in v else None,
+        q_in_regs=V.boolean(v["q_in_regs"], "q_in_regs") if "q_in_regs" in v else None,
+        kv_barriers=V.integer(v["kv_barriers"], "kv_barriers", 1, 2) if "kv_barriers" in v else None,
+        body="mma_sync",
+    )
+    return DecodeParams(AttentionSpec(dt, hd, mask), cfg, page)
+
+
+def _decode_defaults(d: _plan.AttentionDraft) -> None:
+    """The decode tiling where the kernel leaves it out: DEFAULT_TILE (AMD: keys per tile at most the page size), a
+    16-row instruction on AMD, Q in registers (NVIDIA, but d256), LDS buffers (AMD 1, NVIDIA 2); a written AMD tile
+    wider than a page is refused."""
+    cfg = d.cfg
+    (bm, bn), waves = DEFAULT_TILE[(d.target.platform, d.a.head_dim)]
+    page = d.spec.params.page_size
+    planned = []
+    if cfg.tile is None:  # AMD: a K/V tile lies in one page
+        cfg = replace(cfg, tile=(bm, min(bn, page) if page and d.amd else bn))
+        planned.append("tile")
+    elif page and d.amd and cfg.tile[1] > page:
+        raise d.fail("tile", f"{cfg.tile[0]}x{cfg.tile[1]}", f"tile N <= page_size = {page}",
+                     "the AMD body reads a K/V tile from one page")
+    if cfg.waves is None and "tile" in planned:
+        cfg = replace(cfg, waves=waves)
+        planned.append("waves")
+    if cfg.instr is None and d.amd:  # 16 query rows per instruction: a group of query heads rarely fills 32
+        bn = cfg.tile[1]
+        sixteen = [i for i in _plan._body_instructions(d) if i.m == 16]
+        sixteen = [i for i in sixteen if bn % i.k == 0] + [i for i in sixteen if bn % i.k]  # one that fits the keys
+        if sixteen:
+            cfg = replace(cfg, instr=sixteen[0].shape)
+            planned.append("instr")
+    if not d.amd and cfg.q_in_regs is None:
+        cfg = replace(cfg, q_in_regs=d.a.head_dim < 256)
+        planned.append("q_in_regs")
+    if cfg.lds_buffers is None:  # AMD: one buffer (the next tile waits in registers) lets 2-3 workgroups share a CU
+        cfg = replace(cfg, lds_buffers=1 if d.amd else 2)
+        planned.append("lds_buffers")
+    d.spec = replace(d.spec, params=replace(d.spec.params, config=cfg))
+    d.planned.extend(planned)
+
+
+#: the attention op's passes (its Hopper body aside) after the decode defaults
+PASSES = (_decode_defaults,) + tuple(
+    p for p in _plan.PASSES if p is not _plan.plan_wgmma_body)
+
+
+def plan(spec: KernelSpec, target: Target) -> KernelPlan:
+    d = run_passes(PASSES, _plan.AttentionDraft(spec, target))
+    body = AttentionPlan(body=_plan.BODIES[target.platform], instr=d.instr, block_m=d.tile[0], block_n=d.tile[1],
+                         waves=d.waves, lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
+                         kv_barriers=d.kv_barriers, vec=d.vec, lds_k_stride=d.lds_k_stride,
+                         lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes, mma_per_tile=d.mma_per_tile,
+                         registers=d.registers, planned=tuple(dict.fromkeys(d.planned)))
+    threads = d.waves * target.wave_size
+    return KernelPlan(spec=spec, target=target, body=body, abi=_abi.abi(spec),
+                      launch=_abi.launch(spec, threads, d.tile[0], d.tile[1],
+                                         _abi.workers(target.cus, target.lds_bytes_per_cu, d.lds_bytes)),
+                      entries=(Entry(spec.name, threads, d.lds_bytes),))
+
+
+def _bool(x: bool) -> str:
+    return "true" if x else "false"
+
+
+class DecodeOp(Op):
+    name = "attention_decode"
+    doc = "decode attention for serving: split-KV, GQA-packed rows, contiguous or paged KV cache"
+    keys = KEYS
+    kernel_template = "attention/kernel.hip.j2"
+
+    def build_params(self, values, ctx):
+        return build_params(values, ctx)
+
+    def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
+        return plan(spec, target)
+
+    def abi(self, spec: KernelSpec):
+        return _abi.abi(spec)
+
+    def summary(self, plan: KernelPlan) -> str:
+        a, b, page = plan.spec.params.attn, plan.body, plan.spec.params.page_size
+        kv = f"pages of {page}" if page else "contiguous K/V"
+        return (f"{a.dtype.value} d{a.head_dim}, mask {a.mask}, {kv}, split-KV; tile {b.block_m}x{b.block_n}, "
+                f"waves {b.waves}, lds_buffers {b.lds_buffers}, instr {b.instr.shape_text}")
+
+    def kernel_view(self, plan: KernelPlan) -> dict:
+        """The Cfg of the decode body: the prefill AMD body's members (its stages run each K/V tile) plus
+        kPageSize (0: contiguous)."""
+        a, b, t = plan.spec.params.attn, plan.body, plan.target
+        i, amd = b.instr, t.platform == "amd"
+        extra, ints = cfg_members(b, a.head_dim, t.wave_size, plan.threads, amd)
+        types = [("T", a.dtype.cpp), *extra]
+        ints.append(("kPageSize", plan.spec.params.page_size))
+        constants = [("int", n, str(v)) for n, v in ints]
+        if not amd:
+            constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
+        constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),
+                      ("bool", "kGqa", "true")]
+        notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
+                 f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
+        header, impl = BODIES[t.platform]
+        return {"types": types, "constants": constants, "header": header, "impl": impl,
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes, "tma_entry": False}
+
+    def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
+        return _ref.reference(plan, arrays, sizes)
+
+    def tolerance(self, plan: KernelPlan, output: str) -> float:
+        return _ref.tolerance(plan, output)
+
+    def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
+        return _ref.random_inputs(plan, sizes, rng)
+
+
+OP = DecodeOp()

@@ -1,0 +1,209 @@
+// attention_decode_common.h (ckgen/ops/attention/device): what the decode bodies of op = attention_decode share
+// (ops/attention/decode.py): the argument contract, where a workgroup works, the packed rows, the key range of a
+// row, and the split-KV hand-off (workspace slots, the last workgroup's combine). The bodies are
+// attention_decode_amd.h (MFMA, wave64; also the emulator) and attention_decode_nv.h (mma.sync, warp32; also the
+// emulator with CKGEN_EMU_WAVE_SIZE=32). Their ABI:
+//
+//   template <class Cfg, class... A> CKGEN_DEVICE void attention_decode_<amd|nv>(A... args);
+//
+// The arguments, in the ABI's order (ops/attention/decode_abi.py; Cfg::Args declares them):
+//
+//   const T* Q, K, V; T* O; float* LSE; const int* seqlens_k, block_table, seqlens_q; void* workspace;
+//   int batch, heads, heads_kv, seqlen_q, seqlen_k, num_pages, max_pages, num_splits;
+//   long long q_batch_stride, q_seq_stride, q_head_stride, k_page_stride, k_seq_stride, k_head_stride,
+//             v_page_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride,
+//             lse_batch_stride, lse_head_stride, bt_batch_stride;
+//   float scale;
+//
+// Q, O: element (b, s, h, d) at b * batch_stride + s * seq_stride + h * head_stride + d; LSE (b, h, s) at
+// b * lse_batch_stride + h * lse_head_stride + s (LSE may be null). Sequence b has len = seqlens_k[b] keys,
+// 0 <= len <= capacity (Cfg::kPageSize == 0: seqlen_k; else max_pages * kPageSize), else the workgroup traps.
+// Key j of (b, hk):
+//   kPageSize == 0:  K + b * k_page_stride + j * k_seq_stride + hk * k_head_stride
+//   kPageSize == P:  K + pg * k_page_stride + (j % P) * k_seq_stride + hk * k_head_stride,
+//                    pg = block_table[b * bt_batch_stride + j / P] in 0..num_pages-1 (else trap)
+// V likewise. Sequence b has sq = seqlens_q[b] query tokens (0 <= sq <= seqlen_q, else trap; seqlens_q null: sq =
+// seqlen_q); rows of tokens s >= sq are not computed and O / LSE there are not written. Query token s sees key j
+// iff j < len and (kMask == kMaskCausal: j <= s + len - sq: the tokens are the last sq of the sequence). A row
+// that sees no key gets O = 0, LSE = -inf.
+//
+// Rows (GQA packing): the group = heads / heads_kv query heads of KV head hk and the sq tokens make group * sq
+// rows; row r is query head hk * group + r / sq, token r % sq. A workgroup computes kBlockM rows (a row tile)
+// against one split of the keys; the row tiles are sized by seqlen_q, and those past a sequence's rows exit.
+//
+// Grid: x = row_tiles * splits (row tile x / splits, split x % splits; row_tiles = ceil(rows / kBlockM)),
+// y = heads_kv, z = batch. Split sp of a sequence with nt = ceil(len / kBlockN) key tiles takes the tiles
+// [sp * per, min(nt, (sp + 1) * per)), per = ceil(nt / splits) (possibly none). With splits == 1 the workgroup
+// writes O and LSE itself. Otherwise it writes its rows' normalized output and LSE (f32) to its slot of the
+// workspace, and the last workgroup of the row tile to arrive (a device-scope counter) combines the slots in
+// split order: LSE = log(sum_s exp(LSE_s)), O = sum_s exp(LSE_s - LSE) O_s (deterministic: no order depends on
+// timing), then zeroes the slots and the counter (the workspace contract: zero-filled on entry and on exit).
+// Workspace: ints counters[tiles] (padded to 256 bytes), floats o[tiles][splits][kBlockM][kHeadDim],
+// floats lse[tiles][splits][kBlockM]; tiles = batch * heads_kv * row_tiles, tile (b, hk, rt) =
+// (b * heads_kv + hk) * row_tiles + rt.
+#pragma once
+
+#include "attention_common.h"
+
+namespace ckgen {
+namespace attn_dec {
+
+// Where one workgroup works: its sequence, KV head, row tile, split, and its key tiles [t0, t1).
+struct Work {
+  int b, hk, rt, sp, splits, row_tiles, group, sq, rows, len, t0, t1;
+};
+
+template <class Cfg, class P>
+CKGEN_DEVICE Work make_work(const P& p) {
+  Work w;
+  w.group = p.heads / p.heads_kv;
+  w.row_tiles = (w.group * p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM;
+  w.splits = grid_dim(0) / w.row_tiles;
+  w.rt = block_id(0) / w.splits;
+  w.sp = block_id(0) % w.splits;
+  w.hk = block_id(1);
+  w.b = block_id(2);
+  w.sq = p.seqlens_q != nullptr ? gload(p.seqlens_q + w.b) : p.seqlen_q;
+  if (w.sq < 0 || w.sq > p.seqlen_q) trap("attention_decode: seqlens_q[b] outside 0..seqlen_q");
+  w.rows = w.group * w.sq;
+  w.len = gload(p.seqlens_k + w.b);
+  const long long cap = Cfg::kPageSize ? static_cast<long long>(p.max_pages) * Cfg::kPageSize : p.seqlen_k;
+  if (w.len < 0 || w.len > cap) trap("attention_decode: seqlens_k[b] outside 0..capacity");
+  const int nt = (w.len + Cfg::kBlockN - 1) / Cfg::kBlockN;
+  const int per = (nt + w.splits - 1) / w.splits;
+  const int t0 = w.sp * per;
+  w.t0 = t0 < nt ? t0 : nt;
+  w.t1 = w.t0 + per < nt ? w.t0 + per : nt;
+  return w;
+}
+
+// The packed row r's query head and token; false past the rows.
+template <class P>
+CKGEN_DEVICE bool row_of(const P& /*p*/, const Work& w, int r, int& h, int& s) {
+  const int sq = w.sq > 0 ? w.sq : 1;
+  h = w.hk * w.group + r / sq;
+  s = r % sq;
+  return r < w.rows;
+}
+
+// Whether the workgroup's row tile holds rows of its sequence (else it has nothing to do).
+template <class Cfg>
+CKGEN_DEVICE bool has_rows(const Work& w) {
+  return w.rt * Cfg::kBlockM < w.rows;
+}
+
+// The keys token s sees: [0, keys_of).
+template <int kMask, class P>
+CKGEN_DEVICE int keys_of(const P& /*p*/, const Work& w, int s) {
+  if constexpr (kMask == attn::kMaskCausal) {
+    const int hi = s + w.len - w.sq + 1;
+    return hi < 0 ? 0 : (hi > w.len ? w.len : hi);
+  }
+  return w.len;
+}
+
+// The element offset of K/V row n0 (a multiple of kBlockN: the AMD body's tile lies in one page) of (b, hk) (paged:
+// its page from the block table, checked).
+template <class Cfg, class P>
+CKGEN_DEVICE long long kv_row(const P& p, const Work& w, int n0, long long page_stride, long long seq_stride,
+                              long long head_stride) {
+  long long off = w.hk * head_stride;
+  if constexpr (Cfg::kPageSize != 0) {
+    const int pg = gload(p.block_table + w.b * p.bt_batch_stride + n0 / Cfg::kPageSize);
+    if (pg < 0 || pg >= p.num_pages) trap("attention_decode: block_table entry outside 0..num_pages-1");
+    return off + pg * page_stride + static_cast<long long>(n0 % Cfg::kPageSize) * seq_stride;
+  }
+  return off + w.b * page_stride + static_cast<long long>(n0) * seq_stride;
+}
+
+// A workspace value another workgroup wrote (CUDA: from L2, past the SM's L1).
+CKGEN_DEVICE float slot_load(const float* p) {
+#if defined(__CUDACC__)
+  return __ldcg(p);
+#else
+  return gload(p);
+#endif
+}
+
+// The row tile's slots in the workspace: o (split 0's first row; a split is kBlockM x kHeadDim floats), lse (split
+// 0's; kBlockM floats a split) and its counter.
+template <class Cfg>
+struct Slots {
+  float* o;
+  float* lse;
+  int* counter;
+
+  template <class P>
+  CKGEN_DEVICE Slots(const P& p, const Work& w) {
+    constexpr int kD = Cfg::kHeadDim, kBM = Cfg::kBlockM;
+    const long long tiles = static_cast<long long>(p.batch) * p.heads_kv * w.row_tiles;
+    const long long tile = (static_cast<long long>(w.b) * p.heads_kv + w.hk) * w.row_tiles + w.rt;
+    char* ws = static_cast<char*>(p.workspace);
+    float* all_o = reinterpret_cast<float*>(ws + (tiles * 4 + 255) / 256 * 256);
+    o = all_o + tile * w.splits * kBM * kD;
+    lse = all_o + tiles * w.splits * kBM * kD + tile * w.splits * kBM;
+    counter = reinterpret_cast<int*>(ws) + tile;
+  }
+  // this split's row lr: its kHeadDim outputs and its LSE
+  CKGEN_DEVICE float* o_row(const Work& w, int lr) const {
+    return o + (static_cast<long long>(w.sp) * Cfg::kBlockM + lr) * Cfg::kHeadDim;
+  }
+  CKGEN_DEVICE float* lse_of(const Work& w, int lr) const { return lse + w.sp * Cfg::kBlockM + lr; }
+};
+
+// After every thread stored its rows to its slot: true in the one workgroup (the last to arrive) that combines the
+// row tile; it has reset the counter. ticket: a workgroup-shared int.
+CKGEN_DEVICE bool last_to_arrive(int* counter, int splits, int tid, int* ticket) {
+  fence_device();  // release this workgroup's slot
+  barrier();
+  if (tid == 0) lds_store(ticket, atomic_add(counter, 1));
+  barrier();
+  if (lds_load(ticket) != splits - 1) return false;
+  if (tid == 0) gstore(counter, 0);
+  fence_device();  // acquire the other splits' slots
+  return true;
+}
+
+// The last workgroup of a row tile: LSE and O of its rows from every split's slot, in split order, then the slot
+// rows the splits wrote zeroed.
+template <class Cfg, class P>
+CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int tid) {
+  using T = typename Cfg::T;
+  constexpr int kD = Cfg::kHeadDim, kBM = Cfg::kBlockM, kQuads = kD / 4;
+  for (int e = tid; e < kBM * kQuads; e += Cfg::kThreads) {
+    const int lr = e / kQuads, d0 = (e % kQuads) * 4;
+    int h, s;
+    if (!row_of(p, w, w.rt * kBM + lr, h, s)) continue;
+    float mx = attn::kNegInf;
+    for (int sp = 0; sp < w.splits; ++sp) mx = attn::fmax_f32(mx, slot_load(sl.lse + sp * kBM + lr));
+    float lse = attn::kNegInf, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (mx != attn::kNegInf) {
+      float sum = 0.0f;
+      for (int sp = 0; sp < w.splits; ++sp) sum += exp_f32(slot_load(sl.lse + sp * kBM + lr) - mx);
+      lse = mx + log_f32(sum);
+      for (int sp = 0; sp < w.splits; ++sp) {
+        const float wt = exp_f32(slot_load(sl.lse + sp * kBM + lr) - lse);
+        const float* src = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[i] += wt * slot_load(src + i);
+      }
+    }
+    if (d0 == 0 && p.LSE != nullptr) gstore(p.LSE + w.b * p.lse_batch_stride + h * p.lse_head_stride + s, lse);
+    T* orow = p.O + w.b * p.o_batch_stride + s * p.o_seq_stride + h * p.o_head_stride + d0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) gstore(orow + i, from_float<T>(acc[i]));
+  }
+  barrier();  // every slot is read
+  // zero what the splits wrote: the rows inside the sequence's rows (finish skips the others)
+  const int valid = w.rows - w.rt * kBM < kBM ? w.rows - w.rt * kBM : kBM;
+  for (int e = tid; e < w.splits * valid * kQuads; e += Cfg::kThreads) {
+    const int sp = e / (valid * kQuads), lr = e / kQuads % valid, d0 = e % kQuads * 4;
+    float* dst = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) gstore(dst + i, 0.0f);
+  }
+  for (int e = tid; e < w.splits * valid; e += Cfg::kThreads) gstore(sl.lse + e / valid * kBM + e % valid, 0.0f);
+}
+
+}  // namespace attn_dec
+}  // namespace ckgen

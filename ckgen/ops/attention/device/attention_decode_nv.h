@@ -1,0 +1,301 @@
+// attention_decode_nv.h (ckgen/ops/attention/device): decode attention for serving on NVIDIA tensor cores
+// (mma.sync m16n8k16, f16/bf16 -> f32; sm_80 and sm_90). op = attention_decode (ops/attention/decode.py). With
+// CKGEN_PLATFORM_EMU and CKGEN_EMU_WAVE_SIZE=32 it also runs on the CPU emulator (ckgen/emu/nv.h).
+//
+//   template <class Cfg, class... A> CKGEN_DEVICE void attention_decode_nv(A... args);
+//
+// Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
+// Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
+// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: each key row
+// is found on its own, so a tile may span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as
+// for the prefill body; the split hand-off's ticket is the Q tile's first word once every warp is done with it.
+// The Q tile holds the workgroup's packed rows (per-row addresses; zeros past the rows); the split's K/V tiles
+// are walked from its last one down, each key row copied from its own address (its page's, when paged); O and
+// LSE (or the split's slot) are written straight from the accumulators.
+#pragma once
+
+#include "attention_decode_common.h"
+#include "attention_fwd_nv.h"
+
+namespace ckgen {
+namespace attn_dec {
+
+template <class Cfg>
+struct DecodeNv {
+  using F = attn_nv::Fwd<Cfg>;
+  using T = typename Cfg::T;
+  using Args = attn::Args<Cfg>;
+  using TileQ = typename F::TileQ;
+  using TileKV = typename F::TileKV;
+  static constexpr int kD = F::kD, kBM = F::kBM, kBN = F::kBN, kMB = F::kMB, kNB = F::kNB, kDB = F::kDB;
+  static constexpr int kKK = F::kKK, kStages = F::kStages, kThreads = F::kThreads, kQM = F::kQM, kQK = F::kQK;
+  static constexpr bool kJoint = F::kJoint;
+  static constexpr int kEB = static_cast<int>(sizeof(T));
+  static_assert(!Cfg::kVarlen, "the decode body takes per-sequence lengths (seqlens_k), not cu_seqlens");
+
+  struct Ctx {
+    int tid, lane, g, t4;  // the lane's mma row group (lane / 4) and column pair (lane % 4)
+    int wrow;              // the warp's first row in the tile
+    int row0;              // the tile's first packed row
+    int keys0;             // the keys the fewest-seeing row (token 0) sees
+    float sl2;             // scale * log2(e)
+    uint32_t s0;           // shared memory: the Q tile, then kStages K and kStages V tiles
+  };
+
+  // One 16-byte chunk (kVE elements) at src -> shared memory at dst, zeros when !in (src is then any valid
+  // address): cp.async with zero fill (kVec: src 16-byte aligned), else per element, synchronously (visible after
+  // the pipeline's barrier like cp.async data).
+  template <bool kVec>
+  static CKGEN_DEVICE void copy_chunk(uint32_t dst, const T* src, bool in) {
+    if constexpr (kVec) {
+      nv::cp_async16_zfill(dst, src, in ? 16 : 0);
+    } else {
+      uint32_t v[4] = {0u, 0u, 0u, 0u};
+      unsigned char* vb = reinterpret_cast<unsigned char*>(v);
+#pragma unroll
+      for (int e = 0; e < TileKV::kVE; ++e) {
+        if (in) {
+          const T x = gload(src + e);
+          __builtin_memcpy(vb + e * kEB, &x, kEB);
+        }
+      }
+      nv::st_shared_v4(dst, v[0], v[1], v[2], v[3]);
+    }
+  }
+
+  // The Q tile: the packed rows -> shared memory (16-byte cp.async with zero fill, or per element), one group.
+  template <bool kVec>
+  static CKGEN_DEVICE void load_q_tile(const Args& p, const Work& w, const Ctx& c) {
+    constexpr int kCPR = TileQ::kCPR, kVE = TileQ::kVE;
+#pragma unroll 1
+    for (int ci = c.tid; ci < kBM * kCPR; ci += kThreads) {
+      const int r = ci / kCPR, ch = ci % kCPR;
+      int h, s;
+      const bool in = row_of(p, w, c.row0 + r, h, s);
+      const T* src = p.Q + w.b * p.q_batch_stride + s * p.q_seq_stride + h * p.q_head_stride + ch * kVE;
+      const uint32_t dst = c.s0 + static_cast<uint32_t>(TileQ::offset(r, ch));
+      copy_chunk<kVec>(dst, in ? src : p.Q, in);
+    }
+    nv::cp_async_commit();
+  }
+
+  // The cp.async copies of the split's K and V tiles: iteration j (tile t_last - j) into stage j % kStages; past
+  // the walk only the group is committed, as attention_fwd_nv.h's KvCopy. Every key row is found on its own (paged:
+  // its page from the block table, read only for keys < len), so a tile may span pages of any size.
+  template <bool kVec>
+  struct KvCopy {
+    const Args* p;
+    const Work* w;
+    uint32_t s0;
+    int tid, nt, t_last;
+
+    // The page of key `key` (< len): block_table[b, key / kPageSize], checked. `block`, `pg`: the thread's last
+    // lookup (its rows of a tile advance by a few keys per chunk: one lookup per page, not per row).
+    CKGEN_DEVICE int page_of(int key, int& block, int& pg) const {
+      const int blk = key / Cfg::kPageSize;
+      if (blk != block) {
+        block = blk;
+        pg = gload(p->block_table + w->b * p->bt_batch_stride + blk);
+        if (pg < 0 || pg >= p->num_pages) trap("attention_decode: block_table entry outside 0..num_pages-1");
+      }
+      return pg;
+    }
+    // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len): thread tid copies chunks tid + it * kThreads.
+    CKGEN_DEVICE void copy(uint32_t stage, const T* base, long long page_stride, long long seq_stride,
+                           long long head_stride, int n0) const {
+      constexpr int kCPR = TileKV::kCPR, kVE = TileKV::kVE;
+      const T* head = base + w->hk * head_stride + (Cfg::kPageSize ? 0 : w->b * page_stride);
+      int block = -1, pg = 0;
+#pragma unroll 2
+      for (int it = 0; it < TileKV::kIters; ++it) {
+        const int c = tid + it * kThreads;
+        if (!TileKV::kExact && c >= TileKV::kChunks) break;
+        const int r = c / kCPR, ch = c % kCPR, key = n0 + r;
+        const bool in = key < w->len;
+        long long off = static_cast<long long>(key) * seq_stride;
+        if constexpr (Cfg::kPageSize != 0) {
+          if (in) off = page_of(key, block, pg) * page_stride + static_cast<long long>(key % Cfg::kPageSize) * seq_stride;
+        }
+        const T* src = in ? head + off + ch * kVE : base;
+        copy_chunk<kVec>(stage + static_cast<uint32_t>(TileKV::offset(r, ch)), src, in);
+      }
+    }
+    CKGEN_DEVICE void load_k(int j) const {
+      if (j < nt) copy(F::k_stage(s0, j % kStages), p->K, p->k_page_stride, p->k_seq_stride, p->k_head_stride,
+                       (t_last - j) * kBN);
+      if constexpr (!kJoint) nv::cp_async_commit();
+    }
+    CKGEN_DEVICE void load_v(int j) const {
+      if (j < nt) copy(F::v_stage(s0, j % kStages), p->V, p->v_page_stride, p->v_seq_stride, p->v_head_stride,
+                       (t_last - j) * kBN);
+      nv::cp_async_commit();
+    }
+  };
+
+  // Keys of the tile at n0 a row does not see -> -inf (the lane's rows g and g + 8 of each m16 block).
+  static CKGEN_DEVICE void mask_tile(const Args& p, const Work& w, const Ctx& c, int n0, f32x4_t (&s)[kMB][kNB]) {
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int head, tok;
+        row_of(p, w, c.row0 + c.wrow + mb * 16 + c.g + 8 * h, head, tok);
+        const int hi = keys_of<Cfg::kMask>(p, w, tok) - n0 - 2 * c.t4;
+#pragma unroll
+        for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (nb * 8 + e >= hi) s[mb][nb].r[2 * h + e] = attn::kNegInf;
+      }
+  }
+
+  // Iteration j of the split's walk, with attention_fwd_nv.h's copy ring.
+  template <bool kVec>
+  static CKGEN_DEVICE void tile_step(const Args& p, const Work& w, const Ctx& c, const KvCopy<kVec>& kv,
+                                     const typename F::Lanes& ln, const u32x4_t (&qf)[kQM][kQK], int j,
+                                     f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
+    const int st = j % kStages;
+    if constexpr (kJoint) {
+      nv::cp_async_wait<kStages - 2>();  // K[j] and V[j] landed
+      barrier();                          // ... for every thread; every warp is done with tile j-1
+      kv.load_k(j + kStages - 1);
+      kv.load_v(j + kStages - 1);
+    } else {
+      nv::cp_async_wait<2 * kStages - 2>();  // K[j] landed
+      barrier();
+      kv.load_v(j + kStages - 1);
+    }
+    f32x4_t s[kMB][kNB];
+    F::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st));
+    const int n0 = (kv.t_last - j) * kBN;
+    if (n0 + kBN > c.keys0) mask_tile(p, w, c, n0, s);
+    u32x4_t pa[kMB][kKK];
+    F::softmax(s, o, m, l, c.sl2, c.lane, pa);
+    if constexpr (!kJoint) {
+      nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
+      barrier();
+      kv.load_k(j + kStages);
+    }
+    F::pv(o, pa, F::v_stage(c.s0, st), ln.v);
+  }
+
+  template <bool kVec>
+  static CKGEN_DEVICE void mainloop(const Args& p, const Work& w, const Ctx& c, f32x4_t (&o)[kMB][kDB],
+                                    float (&m)[kMB][2], float (&l)[kMB][2]) {
+    const KvCopy<kVec> kv{&p, &w, c.s0, c.tid, w.t1 - w.t0, w.t1 - 1};
+    load_q_tile<kVec>(p, w, c);
+    if constexpr (kJoint) {
+#pragma unroll
+      for (int st = 0; st + 1 < kStages; ++st) {
+        kv.load_k(st);
+        kv.load_v(st);
+      }
+    } else {
+      kv.load_k(0);
+#pragma unroll
+      for (int st = 1; st < kStages; ++st) {
+        kv.load_v(st - 1);
+        kv.load_k(st);
+      }
+    }
+    const typename F::Lanes ln(c.lane, c.wrow);
+    u32x4_t qf[kQM][kQK];
+    if constexpr (Cfg::kQInRegs) F::load_q(c.s0, ln.q, qf);
+#pragma unroll 1
+    for (int j = 0; j < kv.nt; ++j) tile_step<kVec>(p, w, c, kv, ln, qf, j, o, m, l);
+    nv::cp_async_wait<0>();
+  }
+
+  // The warp's rows: O / l and LSE to O and LSE (slots == nullptr) or to this split's slot.
+  static CKGEN_DEVICE void finish(const Args& p, const Work& w, const Ctx& c, const f32x4_t (&o)[kMB][kDB],
+                                  const float (&m)[kMB][2], const float (&l)[kMB][2], const Slots<Cfg>* slots) {
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float lse;
+        const float inv = attn_nv::finish_quad_row(m[mb][h], l[mb][h], p.scale, lse, c.lane);
+        const int r = c.row0 + c.wrow + mb * 16 + c.g + 8 * h;
+        int head, s;
+        if (!row_of(p, w, r, head, s)) continue;
+        if (slots != nullptr) {
+          const int lr = r - w.rt * kBM;
+          if (c.t4 == 0) gstore(slots->lse_of(w, lr), lse);
+          float* so = slots->o_row(w, lr) + 2 * c.t4;
+#pragma unroll
+          for (int db = 0; db < kDB; ++db) {
+            gstore(so + db * 8, o[mb][db].r[2 * h] * inv);
+            gstore(so + db * 8 + 1, o[mb][db].r[2 * h + 1] * inv);
+          }
+          continue;
+        }
+        if (p.LSE != nullptr && c.t4 == 0) gstore(p.LSE + w.b * p.lse_batch_stride + head * p.lse_head_stride + s, lse);
+        T* orow = p.O + w.b * p.o_batch_stride + s * p.o_seq_stride + head * p.o_head_stride + 2 * c.t4;
+#pragma unroll
+        for (int db = 0; db < kDB; ++db) {
+          gstore(orow + db * 8, from_float<T>(o[mb][db].r[2 * h] * inv));
+          gstore(orow + db * 8 + 1, from_float<T>(o[mb][db].r[2 * h + 1] * inv));
+        }
+      }
+  }
+
+  template <bool kVec>
+  static CKGEN_DEVICE void body(const Args& p, const Work& w, unsigned char* smem, int* ticket) {
+    Ctx c;
+    c.tid = thread_id();
+    c.lane = c.tid & 31;
+    c.g = c.lane >> 2;
+    c.t4 = c.lane & 3;
+    c.wrow = (c.tid >> 5) * F::kRW;
+    c.row0 = w.rt * kBM;
+    c.keys0 = keys_of<Cfg::kMask>(p, w, 0);
+    c.sl2 = p.scale * attn::kLog2e;
+    c.s0 = nv::smem_addr(smem);
+    f32x4_t o[kMB][kDB];
+    float m_run[kMB][2], l_run[kMB][2];
+    F::init(o, m_run, l_run);
+    if (w.t1 > w.t0) mainloop<kVec>(p, w, c, o, m_run, l_run);
+    if (w.splits == 1) {
+      finish(p, w, c, o, m_run, l_run, nullptr);
+      return;
+    }
+    const Slots<Cfg> slots(p, w);
+    finish(p, w, c, o, m_run, l_run, &slots);
+    if (last_to_arrive(slots.counter, w.splits, c.tid, ticket)) combine<Cfg>(p, w, slots, c.tid);
+  }
+};
+
+template <class Cfg>
+CKGEN_DEVICE void decode_nv(const attn::Args<Cfg>& p) {
+  using D = DecodeNv<Cfg>;
+  const Work w = make_work<Cfg>(p);
+  if (!has_rows<Cfg>(w)) return;  // a row tile past this sequence's rows
+#if defined(__CUDACC__)
+  extern __shared__ __align__(1024) unsigned char ckgen_attn_smem[];
+  unsigned char* smem = ckgen_attn_smem;
+#else
+  CKGEN_LDS(unsigned char, smem, D::F::kSmemBytes);
+#endif
+  // the split hand-off's ticket: the Q tile's first word (last_to_arrive's first barrier ends every read of it)
+  int* ticket = reinterpret_cast<int*>(smem);
+  constexpr int kEB = D::kEB;
+  const bool vec = nv::aligned16(p.Q, p.q_batch_stride, kEB) && nv::aligned16(p.Q, p.q_seq_stride, kEB) &&
+                   nv::aligned16(p.Q, p.q_head_stride, kEB) && nv::aligned16(p.K, p.k_page_stride, kEB) &&
+                   nv::aligned16(p.K, p.k_seq_stride, kEB) && nv::aligned16(p.K, p.k_head_stride, kEB) &&
+                   nv::aligned16(p.V, p.v_page_stride, kEB) && nv::aligned16(p.V, p.v_seq_stride, kEB) &&
+                   nv::aligned16(p.V, p.v_head_stride, kEB);
+  if (vec) {
+    D::template body<true>(p, w, smem, ticket);
+  } else {
+    D::template body<false>(p, w, smem, ticket);
+  }
+}
+
+}  // namespace attn_dec
+
+template <class Cfg, class... A>
+CKGEN_DEVICE void attention_decode_nv(A... args) {
+  attn_dec::decode_nv<Cfg>(attn::Args<Cfg>{args...});
+}
+
+}  // namespace ckgen

@@ -1,0 +1,92 @@
+"""Rung 1 for ``op = attention_decode`` and ``op = attention_kv_append``: decode kernels (contiguous and paged,
+d64 / d128 / d256, causal) and cache appends planned, generated and compiled through the driver.
+
+AMD (gfx90a, gfx942 with clang-19; gfx950 with clang-22; ``ckgen report``'s analysis of the code object): the
+planned MFMA in the main loop a whole number of times the plan's count per K/V tile and wave, no spills, no scratch, the planned
+LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at least one wave per SIMD.
+NVIDIA (sm_90 built as sm_90a, sm_80; nvcc + ptxas -v): no spills, no stack, the planned dynamic shared memory,
+and the plan's mma.sync count per K/V tile inside a loop of the PTX. The appends: no matrix instruction, no
+spills, no LDS.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from ckgen import driver
+from tests.ops.attention import harness as H
+from tests.ops.attention.test_attention_compile import AMD_ARCHES, ops_in_loops
+
+AMD = """
+kernel r1d_f16_d128 { op = attention_decode  dtype = f16  head_dim = 128 }
+kernel r1d_bf16_d64_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 64  mask = causal  page_size = 16 }
+kernel r1d_f16_d256_p256 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 256  lds_buffers = 2 }
+kernel r1a_bf16_d128_p16_rope { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16  rope = true }
+"""
+NV = """
+kernel r1dn_bf16_d128_p64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 64  arch = [sm_90, sm_80] }
+kernel r1dn_f16_d64_causal { op = attention_decode  dtype = f16  head_dim = 64  mask = causal  arch = [sm_90] }
+kernel r1dn_f16_d256_p16 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 16  arch = [sm_90] }
+kernel r1an_f16_d64_rope { op = attention_kv_append  dtype = f16  head_dim = 64  rope = true  arch = [sm_90] }
+"""
+
+
+@pytest.fixture(scope="module")
+def amd_libs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("decode_rung1")
+    src = out / "decode.ck"
+    src.write_text(AMD)
+    arches = tuple(a for a, cc in AMD_ARCHES.items() if shutil.which(cc))
+    if not arches:
+        pytest.skip("clang++-19 / clang++-22 not installed")
+    libs = driver.compile_files([src], arches, out, jobs=2)
+    return {(p.name, p.arch): (p, lib.resources[(p.name, p.arch)]) for lib in libs for p in lib.plans}
+
+
+def test_amd_code_objects_match_the_plan(amd_libs):
+    assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
+    assert len({n for n, _ in amd_libs}) == 4
+    for (name, arch), (plan, res) in sorted(amd_libs.items()):
+        b = plan.body
+        what = f"{name} on {arch}: {res}"
+        if plan.op == "attention_kv_append":  # loads and stores only
+            assert not res["mfma"] and res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
+            continue
+        assert res["mfma"] == {b.instr.mnemonic: res["mfma_total"]}, what
+        # the one-buffer main loop may be unrolled (clang-19 unrolls it by 2): whole tiles' worth per iteration
+        assert res["mfma_in_main_loop"] and res["mfma_in_main_loop"] % b.mma_per_tile == 0, what
+        assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
+        assert b.lds_bytes <= res["lds_bytes"] <= b.lds_bytes + 16, what
+        assert res["workgroup_size"] == plan.threads and res["wavefront_size"] == 64, what
+        assert res["waves_per_simd"] >= 1, what
+
+
+@pytest.fixture(scope="module")
+def nv_lib():
+    return H.build_nv(NV, "decode_nv.ck", "decode_rung1")
+
+
+def test_nvidia_builds_match_the_plan(nv_lib):
+    lib, plans, reports = nv_lib
+    by = {(r.name, r.arch): r for r in reports}
+    assert len(plans) == 5
+    for p in plans:
+        r = by[(p.name, p.arch)]
+        what = f"{p.name} on {p.arch}: {r}"
+        assert r.spill_stores == r.spill_loads == r.stack_bytes == 0, what
+        if p.op == "attention_kv_append":
+            assert not r.ptx_tensor and r.static_smem == r.dynamic_smem == 0, what
+            continue
+        assert r.static_smem == 0 and r.dynamic_smem == p.body.lds_bytes, what
+        assert r.registers <= 255 and r.blocks_per_sm >= 1, what
+        ptx = (lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text()
+        body = re.split(r"^\s*\.(?:visible\s+)?\.?entry\s+", ptx, flags=re.M)
+        text = next(b for b in body if b.startswith(p.name + "("))
+        dt = p.spec.params.attn.dtype.value
+        mma = ops_in_loops(text, f"mma.sync.aligned.m16n8k16.row.col.f32.{dt}.{dt}.f32")
+        # two copies of the main loop: 16-byte aligned operands (cp.async) and the per-element path
+        assert sorted(mma)[-2:] == [p.body.mma_per_tile] * 2, (p.name, mma, p.body.mma_per_tile)
+        assert max(ops_in_loops(text, "cp.async.cg.shared.global")) > 0, p.name

@@ -1,0 +1,148 @@
+"""Rung 2 for ``op = attention_kv_append`` on the emulator (the gfx942 plan through ``ckgen.jit`` and the sm_90 plan
+as warps of 32): the new keys and values land at ``seqlens_k[b] + t`` of a contiguous or paged cache (pages in a
+random order, a step crossing page boundaries), exactly, and nothing else of the cache changes; unaligned strides
+(element by element); an append followed by ``attention_decode`` over the grown cache against float64; positions
+past the capacity and page ids outside the cache trap, bad shapes are refused by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ckgen
+from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure, SpecError
+from ckgen.ir.arrays import to_float64
+from ckgen.ops.attention import decode_reference as R
+from ckgen.ops.attention import kv_append as A
+from ckgen.runtime.api import plan_for
+from tests.ops.attention import harness as H
+
+SOURCE = """
+target gfx942
+kernel app_bf16_d128_p16 { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16 }
+kernel app_f16_d64 { op = attention_kv_append  dtype = f16  head_dim = 64 }
+kernel dec_after_append { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16  mask = causal }
+kernel app_rope_f16_d64_p32 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 32  rope = true }
+"""
+NAMES = ("app_bf16_d128_p16", "app_f16_d64", "dec_after_append", "app_rope_f16_d64_p32")
+
+
+@pytest.fixture(scope="module")
+def all_kernels():
+    out = {("amd", n): ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942") for n in NAMES}
+    nv_src = SOURCE.replace("target gfx942", "target sm_90")
+    nv = H.emu_group([plan_for(nv_src, n, "nvidia", "sm_90") for n in NAMES], "kv_append_nv_emu")
+    out.update({("nv", n): k for n, k in nv.items()})
+    return out
+
+
+@pytest.fixture(params=("amd", "nv"))
+def kernels(request, all_kernels):
+    return {n: all_kernels[(request.param, n)] for n in NAMES}
+
+
+def _append(k, inp):
+    extra = {"block_table": inp["block_table"]} if k.plan.spec.params.page_size else {}
+    return k(inp["K_new"], inp["V_new"], K_cache=inp["K_cache"], V_cache=inp["V_cache"], seqlens_k=inp["seqlens_k"],
+             **extra)
+
+
+@pytest.mark.parametrize("name, sizes, lens", [
+    ("app_bf16_d128_p16", dict(batch=3, seqlen_new=5, heads_kv=2, max_pages=4), [0, 13, 59]),
+    ("app_f16_d64", dict(batch=2, seqlen_new=3, heads_kv=4, seqlen_k=40), [37, 0]),
+])
+def test_append_lands_exactly(kernels, name, sizes, lens):
+    """Positions from 0, across a page boundary (13 + 5) and up to the last slot (59 + 5 = 64 of 4 pages x 16)."""
+    k = kernels[name]
+    inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(1))
+    inp["seqlens_k"] = np.asarray(lens, np.int32)
+    ref = A.OP.reference(k.plan, inp, sizes)
+    _append(k, inp)
+    for n in ("K_cache", "V_cache"):
+        assert np.array_equal(to_float64(inp[n], k.plan.spec.params.dtype), ref[n]), n
+
+
+def test_append_rope(kernels):
+    """RoPE on the way (rotate-half, a cos / sin table of theta 10000 up to position 96): K against float64 rotation
+    (rounded once), V exact, the rest of the cache untouched; a position past the table traps."""
+    k = kernels["app_rope_f16_d64_p32"]
+    sizes = dict(batch=3, seqlen_new=4, heads_kv=2, max_pages=3)
+    inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(5))
+    inp["seqlens_k"] = np.array([0, 30, 92], np.int32)
+    ref = A.OP.reference(k.plan, inp, sizes)
+    k(inp["K_new"], inp["V_new"], inp["seqlens_k"], inp["block_table"], inp["cos_sin"], K_cache=inp["K_cache"],
+      V_cache=inp["V_cache"])
+    got = to_float64(inp["K_cache"], k.plan.spec.params.dtype)
+    assert np.linalg.norm(got - ref["K_cache"]) / np.linalg.norm(ref["K_cache"]) < A.OP.tolerance(k.plan, "K_cache")
+    assert np.array_equal(to_float64(inp["V_cache"], k.plan.spec.params.dtype), ref["V_cache"])
+    rotated = np.zeros(got.shape[:2], bool)
+    for b, n in enumerate(inp["seqlens_k"]):
+        for t in range(4):
+            rotated[inp["block_table"][b, (n + t) // 32], (n + t) % 32] = True
+    assert np.array_equal(got[~rotated], ref["K_cache"][~rotated])  # untouched rows are bit-equal
+    assert not np.array_equal(got[rotated], to_float64(inp["K_new"], k.plan.spec.params.dtype).reshape(-1, 2, 64))
+    short = inp["cos_sin"][:90]  # positions 92..95 are past it: refused before the launch, trapped on the device
+    with pytest.raises(RuntimeFailure, match=r"seqlens_k: every entry must lie in 0\.\.86"):
+        k(inp["K_new"], inp["V_new"], inp["seqlens_k"], inp["block_table"], short, K_cache=inp["K_cache"],
+          V_cache=inp["V_cache"])
+    lens = np.array([0, 0, 0], np.int32)
+    call = k.bind(inp["K_new"], inp["V_new"], lens, inp["block_table"], short, K_cache=inp["K_cache"],
+                  V_cache=inp["V_cache"])
+    lens[2] = 92
+    with pytest.raises(EmulationFault, match="cos_sin"):
+        k.backend.launch(k.handle, call)
+
+
+def test_append_unaligned(kernels):
+    """New keys with rows padded by 3 elements: the per-element path."""
+    k = kernels["app_f16_d64"]
+    rng = np.random.default_rng(2)
+    sizes = dict(batch=2, seqlen_new=2, heads_kv=2, seqlen_k=9)
+    inp = A.OP.random_inputs(k.plan, sizes, rng)
+    for n in ("K_new", "V_new"):
+        buf = rng.standard_normal((2, 2, 2 * 64 + 3)).astype(np.float16)
+        inp[n] = np.lib.stride_tricks.as_strided(buf, (2, 2, 2, 64), (buf.strides[0], buf.strides[1], 128, 2))
+    ref = A.OP.reference(k.plan, inp, sizes)
+    _append(k, inp)
+    assert np.array_equal(to_float64(inp["K_cache"], k.plan.spec.params.dtype), ref["K_cache"])
+
+
+def test_append_then_decode(kernels):
+    """A step of 3 tokens appended to a paged cache, then decoded with the grown lengths (causal over the step)."""
+    app, dec = kernels["app_bf16_d128_p16"], kernels["dec_after_append"]
+    rng = np.random.default_rng(3)
+    sizes = dict(batch=2, heads=8, heads_kv=2, seqlen_q=3, max_pages=4)
+    inp = R.random_inputs(dec.plan, sizes, rng, lengths=[30, 0])
+    new = {n: rng.standard_normal((2, 3, 2, 128)) for n in ("K_new", "V_new")}
+    from ckgen.ir.arrays import to_bf16
+    new = {n: to_bf16(x) for n, x in new.items()}
+    app(new["K_new"], new["V_new"], K_cache=inp["K"], V_cache=inp["V"], seqlens_k=inp["seqlens_k"],
+        block_table=inp["block_table"])
+    grown = (inp["seqlens_k"] + 3).astype(np.int32)
+    o, lse = dec(inp["Q"], inp["K"], inp["V"], seqlens_k=grown, block_table=inp["block_table"], num_splits=2)
+    ref = R.reference(dec.plan, {**inp, "seqlens_k": grown, "O": o, "LSE": lse}, sizes)
+    got = to_float64(o, dec.plan.spec.params.attn.dtype)
+    assert np.linalg.norm(got - ref["O"]) / np.linalg.norm(ref["O"]) < 2.5e-2
+    assert np.abs(lse - ref["LSE"]).max() < 2e-3
+
+
+def test_bad_input(kernels):
+    k = kernels["app_bf16_d128_p16"]
+    sizes = dict(batch=2, seqlen_new=4, heads_kv=2, max_pages=2)
+    inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(4))
+    with pytest.raises(RuntimeFailure, match=r"seqlens_k: every entry must lie in 0\.\.28"):
+        _append(k, {**inp, "seqlens_k": np.array([29, 0], np.int32)})  # 29 + 4 > 2 x 16: refused, no launch
+    lens = np.array([0, 0], np.int32)
+    extra = {"block_table": inp["block_table"]}
+    call = k.bind(inp["K_new"], inp["V_new"], K_cache=inp["K_cache"], V_cache=inp["V_cache"], seqlens_k=lens, **extra)
+    lens[0] = 29  # what the binding cannot see for a device array: the kernel traps
+    with pytest.raises(EmulationFault, match="capacity"):
+        k.backend.launch(k.handle, call)
+    with pytest.raises(EmulationFault, match="block_table"):
+        _append(k, {**inp, "seqlens_k": np.array([0, 0], np.int32), "block_table": np.full((2, 2), -1, np.int32)})
+    with pytest.raises(CkgenError, match="block_table"):
+        _append(k, {**inp, "block_table": np.zeros((2, 2, 1), np.int32)})
+    with pytest.raises(SpecError, match="page_size = 8"):
+        plan_for("kernel ap { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 8  arch = [gfx942] }",
+                 "ap", "amd", "gfx942")

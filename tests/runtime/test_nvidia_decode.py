@@ -1,0 +1,230 @@
+"""Rung 3 for ``op = attention_decode`` on a real NVIDIA GPU (marked ``gpu``: runs on the lent device): sm_90
+kernels (device/attention_decode_nv.h) called through the JIT with torch CUDA tensors against a float64 reference
+on the device: split-KV with 1, several, more splits than key tiles and the automatic choice; GQA 32/8, MQA;
+lengths 0, 1, page boundaries +-1 and different lengths in one batch; contiguous and paged K/V (pages in a random
+order; 16, 64 and 256 tokens); causal decode with several query tokens and a chunked prefill (seqlen_q < the keys,
+bottom-right causal); outputs poisoned first; bitwise repeatable results with a split (the combine's order is
+fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call); a step
+appended to the paged cache (op = attention_kv_append) and then decoded; per-sequence query lengths
+(seqlens_q) mixing decode steps and prefill chunks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
+
+SPEC = """
+target sm_90
+kernel gpu_dec_bf16_d128 { op = attention_decode  dtype = bf16  head_dim = 128 }
+kernel gpu_dec_f16_d128_causal_p16 { op = attention_decode  dtype = f16  head_dim = 128  mask = causal  page_size = 16 }
+kernel gpu_dec_bf16_d64_p64 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 64 }
+kernel gpu_dec_bf16_d256_p256 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 256 }
+kernel gpu_append_f16_d128_p16 { op = attention_kv_append  dtype = f16  head_dim = 128  page_size = 16 }
+kernel gpu_append_rope_bf16_d128 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = true }
+kernel gpu_prefill_bf16_d128_causal_p64 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 64  tile = 64x64  waves = 4 }
+"""
+TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
+TOL = {"f16": 5e-3, "bf16": 2.5e-2}
+LSE_TOL = 5e-3
+_cache: dict = {}
+
+
+def kernel(name):
+    from ckgen.runtime.api import jit
+
+    if name not in _cache:
+        _cache[name] = jit(SPEC, kernel=name, target="sm_90")
+    return _cache[name]
+
+
+def problem(kern, batch, heads, heads_kv, sq, lens, seed=0, max_pages=None):
+    """Q, K, V, seqlens_k and (paged) block_table on the device: pages of each sequence drawn in a random order
+    from a pool with spare pages."""
+    a, page = kern.plan.spec.params.attn, kern.plan.spec.params.page_size
+    dt, d = TORCH[a.dtype.value], a.head_dim
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(batch, sq, heads, d, device="cuda", generator=g).to(dt)
+    out = {"Q": q, "seqlens_k": torch.tensor(lens, dtype=torch.int32, device="cuda")}
+    if page:
+        mp = max_pages or max(1, -(-max(lens) // page))
+        pool = batch * mp + 3
+        out["K"], out["V"] = (torch.randn(pool, page, heads_kv, d, device="cuda", generator=g).to(dt) for _ in "kv")
+        perm = torch.randperm(pool, device="cuda", generator=g)[: batch * mp]
+        out["block_table"] = perm.reshape(batch, mp).to(torch.int32)
+    else:
+        sk = max(max(lens), 1)
+        out["K"], out["V"] = (torch.randn(batch, sk, heads_kv, d, device="cuda", generator=g).to(dt) for _ in "kv")
+    return out
+
+
+def reference(kern, p, causal):
+    """float64 (O [b, sq, h, d], LSE [b, h, sq]); a row that sees no key: O = 0, LSE = -inf."""
+    page = kern.plan.spec.params.page_size
+    q = p["Q"].double()
+    b, sq, h, d = q.shape
+    scale = d ** -0.5
+    o = torch.zeros_like(q)
+    lse = torch.full((b, h, sq), float("-inf"), dtype=torch.float64, device="cuda")
+    for i in range(b):
+        n = int(p["seqlens_k"][i])
+        if page:
+            pages = p["block_table"][i, : -(-n // page)].long()
+            k, v = (p[x][pages].reshape(-1, *p[x].shape[2:])[:n].double() for x in "KV")
+        else:
+            k, v = (p[x][i, :n].double() for x in "KV")
+        g = h // k.shape[1]
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        s = torch.einsum("qhd,khd->hqk", q[i], k) * scale
+        if causal:
+            vis = torch.arange(n, device="cuda")[None, :] <= torch.arange(sq, device="cuda")[:, None] + n - sq
+            s = s.masked_fill(~vis[None], float("-inf"))
+        m = s.amax(-1, keepdim=True) if n else torch.full((h, sq, 1), float("-inf"), device="cuda", dtype=torch.float64)
+        m0 = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        e = torch.exp(s - m0)
+        den = e.sum(-1, keepdim=True)
+        ok = den > 0
+        lse[i] = torch.where(ok, m0 + torch.log(den.clamp_min(1e-300)), torch.full_like(den, float("-inf")))[..., 0]
+        oi = torch.einsum("hqk,khd->qhd", e, v) / den.clamp_min(1e-300).permute(1, 0, 2)
+        o[i] = torch.where(ok.permute(1, 0, 2), oi, torch.zeros_like(oi))
+    return o, lse
+
+
+def call(kern, p, **kw):
+    args = {"seqlens_k": p["seqlens_k"]}
+    if "block_table" in p:
+        args["block_table"] = p["block_table"]
+        kw.setdefault("num_pages", p["K"].shape[0])
+    return kern(p["Q"], p["K"], p["V"], **args, **kw)
+
+
+def check(kern, p, out, causal):
+    o, lse = out
+    ro, rl = reference(kern, p, causal)
+    dt = kern.plan.spec.params.attn.dtype.value
+    empty = torch.isneginf(rl)
+    assert torch.equal(torch.isneginf(lse), empty)
+    assert not torch.isnan(o).any() and not torch.isnan(lse).any()
+    if (~empty).any():
+        err = float((o.double() - ro).norm() / ro.norm())
+        assert err < TOL[dt], err
+        assert float((lse.double() - rl)[~empty].abs().max()) < LSE_TOL
+    if empty.any():  # a row that sees no key: O = 0
+        assert float(o.double().permute(0, 2, 1, 3)[empty].abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("splits", [0, 1, 5, 40])
+def test_contiguous_gqa(splits):
+    k = kernel("gpu_dec_bf16_d128")
+    p = problem(k, 3, 32, 8, 1, [1000, 1, 0], seed=splits)
+    check(k, p, call(k, p, num_splits=splits), causal=False)
+
+
+@pytest.mark.parametrize("splits", [0, 1, 3])
+def test_paged_causal_page_boundaries(splits):
+    k = kernel("gpu_dec_f16_d128_causal_p16")
+    p = problem(k, 6, 8, 1, 4, [16, 17, 15, 200, 1, 0], seed=10 + splits)
+    check(k, p, call(k, p, num_splits=splits), causal=True)
+
+
+@pytest.mark.parametrize("name", ["gpu_dec_bf16_d64_p64", "gpu_dec_bf16_d256_p256"])
+def test_paged_page_sizes(name):
+    k = kernel(name)
+    page = k.plan.spec.params.page_size
+    p = problem(k, 4, 16, 4, 2, [page - 1, page, page + 1, 3 * page + 5], seed=3)
+    check(k, p, call(k, p), causal=False)
+
+
+def test_chunked_prefill_paged():
+    """A prefill chunk of 100 tokens against 100..700 keys of a paged cache, bottom-right causal, GQA 8/2."""
+    k = kernel("gpu_prefill_bf16_d128_causal_p64")
+    p = problem(k, 3, 8, 2, 100, [700, 100, 333], seed=4)
+    check(k, p, call(k, p), causal=True)
+
+
+def test_split_results_repeat_bitwise():
+    k = kernel("gpu_dec_bf16_d128")
+    p = problem(k, 2, 32, 8, 1, [5000, 3000], seed=7)
+    o1, l1 = call(k, p, num_splits=12)
+    o2, l2 = call(k, p, num_splits=12)
+    assert torch.equal(o1, o2) and torch.equal(l1, l2)
+
+
+def test_cuda_graph_replay():
+    """A split call captured in a CUDA graph and replayed with new queries: each replay computes the new result
+    (the workspace's counters and slots are back to zero after every call)."""
+    k = kernel("gpu_dec_f16_d128_causal_p16")
+    p = problem(k, 2, 8, 2, 1, [900, 64], seed=8)
+    o = torch.empty_like(p["Q"])
+    lse = torch.empty(2, 8, 1, device="cuda")
+    call(k, p, O=o, LSE=lse, num_splits=6)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call(k, p, O=o, LSE=lse, num_splits=6)
+    for seed in (1, 2):
+        p["Q"].copy_(torch.randn(p["Q"].shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed)))
+        o.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check(k, p, (o, lse), causal=True)
+
+
+def test_append_then_decode():
+    """A 4-token step appended to a paged cache (crossing page boundaries), then decoded causally with the grown
+    lengths; the appended rows are the new keys exactly."""
+    app, dec = kernel("gpu_append_f16_d128_p16"), kernel("gpu_dec_f16_d128_causal_p16")
+    p = problem(dec, 3, 8, 2, 4, [14, 0, 100], seed=9, max_pages=8)
+    g = torch.Generator(device="cuda").manual_seed(9)
+    kn, vn = (torch.randn(3, 4, 2, 128, device="cuda", generator=g).to(torch.float16) for _ in "kv")
+    app(kn, vn, p["seqlens_k"], p["block_table"], K_cache=p["K"], V_cache=p["V"])
+    torch.cuda.synchronize()
+    pos = 14 + 2  # sequence 0, token 2: page 1 of its table
+    assert torch.equal(p["K"][p["block_table"][0, pos // 16].long(), pos % 16], kn[0, 2])
+    p["seqlens_k"] = p["seqlens_k"] + 4
+    check(dec, p, call(dec, p, num_splits=3), causal=True)
+
+
+def test_mixed_query_lengths():
+    """seqlens_q: decode steps, an empty sequence and prefill chunks in one batch (causal, paged); rows past each
+    sequence's tokens stay NaN."""
+    k = kernel("gpu_prefill_bf16_d128_causal_p64")
+    p = problem(k, 4, 8, 2, 70, [70, 300, 5, 129], seed=12)
+    sqs = torch.tensor([70, 1, 0, 17], dtype=torch.int32, device="cuda")
+    o = torch.full_like(p["Q"], float("nan"))
+    lse = torch.full((4, 8, 70), float("nan"), device="cuda")
+    call(k, p, seqlens_q=sqs, O=o, LSE=lse, num_splits=2)
+    for b, sq in enumerate(sqs.tolist()):
+        assert torch.isnan(o[b, sq:]).all() and torch.isnan(lse[b, :, sq:]).all()
+        if sq:
+            sub = {**p, "Q": p["Q"][b:b + 1, :sq], "seqlens_k": p["seqlens_k"][b:b + 1]}
+            if "block_table" in p:
+                sub["block_table"] = p["block_table"][b:b + 1]
+            check(k, sub, (o[b:b + 1, :sq], lse[b:b + 1, :, :sq]), causal=True)
+
+
+def test_append_rope():
+    """RoPE on the way into a contiguous cache: rotated keys against float64 (rounded once to bf16), values exact."""
+    app = kernel("gpu_append_rope_bf16_d128")
+    g = torch.Generator(device="cuda").manual_seed(13)
+    b, t, hk, d, cap = 3, 5, 4, 128, 300
+    kn, vn = (torch.randn(b, t, hk, d, device="cuda", generator=g).to(torch.bfloat16) for _ in "kv")
+    kc, vc = (torch.zeros(b, cap, hk, d, device="cuda", dtype=torch.bfloat16) for _ in "kv")
+    lens = torch.tensor([0, 100, 295], dtype=torch.int32, device="cuda")
+    inv = 10000.0 ** (-torch.arange(0, d, 2, device="cuda", dtype=torch.float64) / d)
+    ang = torch.arange(cap, device="cuda", dtype=torch.float64)[:, None] * inv[None, :]
+    cs = torch.cat([ang.cos(), ang.sin()], 1).float()
+    app(kn, vn, lens, cs, K_cache=kc, V_cache=vc)
+    torch.cuda.synchronize()
+    for i in range(b):
+        pos = int(lens[i])
+        c, s_ = cs[pos:pos + t].double()[:, None, : d // 2], cs[pos:pos + t].double()[:, None, d // 2:]
+        lo, hi = kn[i].double()[..., : d // 2], kn[i].double()[..., d // 2:]
+        ref = torch.cat([lo * c - hi * s_, hi * c + lo * s_], -1)
+        got = kc[i, pos:pos + t].double()
+        assert float((got - ref).norm() / ref.norm()) < 1e-2
+        assert torch.equal(vc[i, pos:pos + t], vn[i])
