@@ -28,6 +28,7 @@ acceptance), and decode shapes' device time against 4 us.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -216,6 +217,14 @@ def main(argv=None) -> int:
     print(f"{torch.cuda.get_device_name()}: {len(planned)} planned + {len(cands)} candidate ckgen kernels loaded in "
           f"{time.perf_counter() - t0:.1f} s; {len(todo)} shapes", flush=True)
     compiled = {}
+    # each (op, shape) compiles once: raise dynamo's per-function recompile limit (8 by default; past it the
+    # compiled function would fall back to eager without a word)
+    if not a.no_compile:
+        cfg = importlib.import_module("torch._dynamo").config
+        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(cfg, knob):
+                setattr(cfg, knob, max(getattr(cfg, knob), 4096))
     rows_out = []
     for sh in todo:
         rows, cols = sh.rows, sh.cols

@@ -501,9 +501,15 @@ def check_registers(d: RowDraft) -> None:
 
 def plan_whole_vectors(d: RowDraft) -> None:
     """Whether a partial tile of a row of whole vectors (cols % vec == 0, aligned) takes the fast path with a
-    predicate per vector (Cfg::kWholeVectors) rather than the masked one: not with weights batched by more than one
+    predicate per vector (Cfg::kWholeVectors) rather than the masked one: where a row of max_cols has one (any
+    cols, or a tile that does not divide max_cols: the kernels of exact tiles keep their registers and code);
+    not with weights batched by more than one
     vector (the register-bounded single pass of BOUNDED_SINGLE_PASS's own reg_vecs: spills at 64 registers); on
     wave64 where the SGPR estimate leaves :data:`WHOLE_SGPR` scalar registers for it."""
+    if d.cfg.max_cols is not None and d.cfg.max_cols % d.tile_cols == 0:
+        d.why.append("the tile divides max_cols: only rows shorter than max_cols have a partial tile, and those take "
+                     "the masked path (the path costs registers: sm_90a RMS norm at 4096, 44 -> 64)")
+        return
     if d.weight_vecs > 1:
         d.why.append(f"partial tiles take the masked path (weights batched {d.weight_vecs} vectors at a time: the "
                      "whole-vector path spills there)")
@@ -515,9 +521,8 @@ def plan_whole_vectors(d: RowDraft) -> None:
                          f"over {SGPR_PLAN_LIMIT})")
             return
     d.whole_vectors = True
-    if d.cfg.max_cols is None or d.cfg.max_cols % d.tile_cols or d.looped:
-        d.why.append("partial tiles of whole-vector rows (cols a multiple of vec, aligned) take the fast path, "
-                     "predicated per vector")
+    d.why.append("partial tiles of whole-vector rows (cols a multiple of vec, aligned) take the fast path, "
+                 "predicated per vector")
 
 
 def explain_registers(d: RowDraft) -> None:
