@@ -12,6 +12,11 @@ reg_vecs * vec`` columns. A single-pass kernel (``looped = false``) holds the wh
 for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``; with ``row_in =
 shared`` (the row cache) it keeps its tiles in shared memory, sized for ``max_cols``, so that the row is read once:
 planned by default where no register single pass holds ``max_cols`` and the cache fits :data:`PLAN_ROW_LDS`.
+
+Any width: a single-pass tile is fitted to ``max_cols`` (``_fitted``: the fewest idle vector slots, then the
+table's vectors per thread) rather than taken whole from the table, and a tile wider than the row it gets takes the
+fast path with a predicate per vector (``plan_whole_vectors``). Every choice is said in words in ``RowPlan.why``
+(``ckgen explain FILE --kernel K``).
 """
 
 from __future__ import annotations
@@ -267,15 +272,14 @@ def _line(d: RowDraft, n: int) -> tuple[int, int, int] | None:
 def _fitted(d: RowDraft, n: int, groups: int) -> tuple[int, int] | None:
     """(threads_per_row, reg_vecs) of the tile fitted to a row of ``n`` whole vectors (max_cols a multiple of
     vec), or None where no :data:`SINGLE_PASS` line holds ``n``. The line's threads t0 and vectors r0 are what the
-    table was measured with at powers of two; any thread count t (a power of two) up to 2 * t0 with r = ceil(n / t)
-    <= :data:`FIT_REG_VECS` vectors whose register estimate fits the planning budget of ``groups`` workgroups
-    (:data:`FIT_GROUPS`; else 1, with at most r0 vectors: a tile that leaves one workgroup per CU / SM its
-    registers should not hold more than the table's) is a candidate, and the
-    planner takes the one with (1) the fewest idle vector slots (1 - n / (t * r)) in steps of
-    :data:`FIT_WASTE_STEP`, (2) r nearest r0 (the memory parallelism measured best), (3) fewer threads. A tile
-    of exactly max_cols takes the fast path (every access a vector, weight and bias in flight together); a larger
-    one the whole-vector path (the same, with a predicate per vector: RowGroup::by_kind) at the cost of its idle
-    threads only."""
+    table was measured with at powers of two. Candidates: every power of two t up to 2 * t0 with r = ceil(n / t)
+    vectors, r at most :data:`FIT_REG_VECS` (``groups`` = :data:`FIT_GROUPS`) or r0 (``groups`` = 1: a tile that
+    leaves one workgroup per CU / SM its registers holds no more than the table's), whose register estimate fits
+    the planning budget of ``groups`` workgroups. The planner takes the one with (1) the fewest idle vector slots
+    (1 - n / (t * r)) in steps of :data:`FIT_WASTE_STEP`, (2) r nearest r0 (the memory parallelism measured best),
+    (3) the fewest threads. A tile of exactly max_cols takes the fast path (every access a vector, weight and bias
+    in flight together); a wider one the whole-vector path (the same, with a predicate per vector:
+    RowGroup::by_kind, plan_whole_vectors) at the cost of its idle threads."""
     line = _line(d, n)
     if line is None:
         return None
