@@ -313,17 +313,18 @@ def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
 
 def _bounded_line(d: RowDraft, n: int) -> tuple[int, int, int, int, int] | None:
     """The BOUNDED_SINGLE_PASS line for a row of ``n`` vectors, fitted to it: its reg_vecs cut to the fewest that
-    hold ``n`` (a row of 17920 bf16 columns: 5 vectors per thread, not 8) and then weights read one vector at a
-    time (the line's batch is what was measured at its own reg_vecs; batches of 2 with the whole-vector path spill
-    at 64 registers: sm_90a, nvcc 13, 6 and 8 vectors); threads_per_row and reg_vecs as the kernel gives them, if
-    it does. None: none holds it, or the op has a residual or int8 output."""
+    hold ``n`` (a row of 17920 bf16 columns: 5 vectors per thread, not 8), and weights read one vector at a time
+    unless the tile is the line's own and exactly max_cols (the batch was measured there; batches of 2 with the
+    whole-vector path spill at 64 registers: sm_90a, nvcc 13, 6 and 8 vectors); threads_per_row and reg_vecs as the
+    kernel gives them, if it does. None: none holds it, or the op has a residual or int8 output."""
     if d.row.residual is not None or d.row.quantized:
         return None
     cfg = d.cfg
     for limit, t, r, groups, wv in BOUNDED_SINGLE_PASS[d.target.wave_size]:
         fit = cfg.reg_vecs or _ceil(n, t)
         if n <= limit and cfg.threads_per_row in (None, t) and fit <= r:
-            batch = wv if fit == r else (1 if fit > 1 else 0)
+            exact = cfg.max_cols is not None and cfg.max_cols == t * fit * d.vec
+            batch = wv if fit == r and exact else (1 if fit > 1 else 0)
             return limit, t, fit, groups, batch
     return None
 

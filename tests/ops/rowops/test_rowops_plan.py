@@ -62,7 +62,7 @@ def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
 
 
 @pytest.mark.parametrize("op,body,bounded", [
-    ("layernorm", "x = bf16 max_cols = 32768", True), ("rmsnorm", "x = bf16 max_cols = 30000", True),
+    ("layernorm", "x = bf16 max_cols = 32768", True), ("rmsnorm", "x = f16 max_cols = 32768", True),
     ("softmax", "x = bf16 max_cols = 32768", False),      # keeps the row cache (measured faster)
     ("softmax", "x = bf16 max_cols = 32768 threads_per_row = 512 reg_vecs = 8 looped = false", True),
     ("layernorm", "x = bf16 residual = true max_cols = 32768", False), ("rmsnorm", "x = bf16 y = i8 max_cols = 32768", False),
@@ -71,7 +71,7 @@ def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
 ])
 def test_register_bounded_single_pass(op: str, body: str, bounded: bool) -> None:
     """BOUNDED_SINGLE_PASS on sm_90: 512 threads x 8 vectors, compiled for 2 workgroups per SM, weight and bias
-    read 2 vectors at a time (rows that need 8 vectors; shorter ones: test_fitted_register_bounded_rows); not for
+    read 2 vectors at a time (an exact tile of 8 vectors; others: test_fitted_register_bounded_rows); not for
     residual or int8 kernels, nor on AMD (no line for wave64)."""
     p = plan1(body, "sm_90", op)
     b = p.body
@@ -358,10 +358,12 @@ def test_fitted_tile_choices(op: str, cols: int, want: tuple) -> None:
 
 def test_fitted_register_bounded_rows() -> None:
     """Beyond one workgroup's registers (sm_90, layer norm / RMS norm): the bounded 512-thread tile with the fewest
-    vectors that hold the row, weights one vector at a time and the whole-vector path; at its own 8 vectors it is
-    the measured kernel (batches of 2, the masked path for partial tiles)."""
+    vectors that hold the row, weights one vector at a time and the whole-vector path; an exact tile of its own 8
+    vectors is the measured kernel (batches of 2, the masked path for shorter rows)."""
     b = plan1("x = bf16 max_cols = 17920", "sm_90", "layernorm").body
     assert (b.threads_per_row, b.reg_vecs, b.weight_vecs, b.workgroups_per_cu, b.whole_vectors) == (512, 5, 1, 2, True)
+    b = plan1("x = bf16 max_cols = 29568", "sm_90", "rmsnorm").body  # 8 vectors, not exact: one at a time
+    assert (b.threads_per_row, b.reg_vecs, b.weight_vecs, b.workgroups_per_cu, b.whole_vectors) == (512, 8, 1, 2, True)
     b = plan1("x = bf16 max_cols = 32768", "sm_90", "layernorm").body
     assert (b.threads_per_row, b.reg_vecs, b.weight_vecs, b.workgroups_per_cu, b.whole_vectors) == (512, 8, 2, 2, False)
 
