@@ -5,7 +5,7 @@ a graph of 10 calls, per call; no host launch path, no torch.compile guards), bf
   python bench/rowops.py [--quick] [--kinds hidden,intermediate,vocab,decode] [--ops softmax,layernorm,...]
                          [--shapes 4096x2304,...] [--candidates] [--no-compile] [--part K/N] [--json OUT]
 
-Shapes (bench/rowops_shapes.py, from bench/shapes/hidden_sizes.txt: 40 open models' hidden, intermediate and
+Shapes (bench/rowops_shapes.py, from bench/shapes/hidden_sizes.txt: 44 open models' hidden, intermediate and
 vocabulary sizes, each with its source model): every hidden and intermediate width at the rows that make >= 64 MiB
 of traffic, with softmax (scale 0.7), layernorm (weight and bias), rmsnorm (weight) and addrmsnorm (s = x +
 residual, written, then RMS norm with weight); every vocabulary width at 1024 rows with softmax; decode rows (1,
