@@ -34,8 +34,12 @@
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
 #             bench/elementwise.py: % of copy, x torch eager and x torch.compile, every side graph-timed
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
-#             bench/rowops.py: softmax / layer norm / RMS norm / add + RMS norm vs copy, torch eager, torch.compile
-#             (ROWOPS_BENCH_ARGS adds options, e.g. --no-compile)
+#             bench/rowops.py --quick: softmax / layer norm / RMS norm / add + RMS norm at open models' widths vs
+#             copy, torch eager, torch.compile, all by CUDA-graph replay (ROWOPS_BENCH_ARGS adds options, e.g.
+#             --no-compile --candidates)
+#   rowops-widths  bench/rowops.py on the widths of bench/shapes/hidden_sizes.txt of the kinds ROWOPS_KINDS (default
+#             hidden; also intermediate, vocab, decode, comma-separated), part ROWOPS_PART (default 1/1: K/N, every
+#             N-th shape from the K-th) ($OUT/rowops_widths.txt and .json); each run must fit one 10-minute call
 #   rowops-memcheck  compute-sanitizer memcheck over the row ops' edge shapes, in place, numpy and errors
 #   probe     bench/probe.py under ncu (hardware counters, --clock-control none): the kernels torch.bmm runs, then
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
@@ -109,8 +113,12 @@ for STAGE in "$@"; do
         2>&1 | tee "$OUT/ckgen_run_rowops.txt"
       python3 -m ckgen run examples/rowops.ck --kernel layernorm_bf16 --target sm_90 --size rows=999,cols=4097 2>&1 \
         | tee -a "$OUT/ckgen_run_rowops.txt"
-      timeout 420 python3 bench/rowops.py --json "$OUT/rowops.json" ${ROWOPS_BENCH_ARGS:-} > "$OUT/rowops.txt" 2>&1
+      timeout 420 python3 bench/rowops.py --quick --json "$OUT/rowops.json" ${ROWOPS_BENCH_ARGS:-} > "$OUT/rowops.txt" 2>&1
       echo "rowops bench rc $?"; tail -20 "$OUT/rowops.txt" ;;
+    rowops-widths)
+      timeout 560 python3 bench/rowops.py --kinds "${ROWOPS_KINDS:-hidden}" --part "${ROWOPS_PART:-1/1}" \
+        --json "$OUT/rowops_widths.json" ${ROWOPS_BENCH_ARGS:-} > "$OUT/rowops_widths.txt" 2>&1
+      echo "rowops bench (${ROWOPS_KINDS:-hidden} ${ROWOPS_PART:-1/1}) rc $?"; grep -A40 "pairs at" "$OUT/rowops_widths.txt" ;;
     rowops-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
         tests/runtime/test_nvidia_rowops.py -k "edge_shapes or in_place or numpy" > "$OUT/memcheck_rowops.txt" 2>&1

@@ -6,8 +6,9 @@ bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_{cuda,sc
 moe,fp8}.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py) and the two examples/rowops.ck kernels
 ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
-dispatcher with: only that small host file is compiled on the device) and bench/rowops_nv.ck (as bench/rowops.py
-loads it).
+dispatcher with: only that small host file is compiled on the device), bench/rowops_widths_nv.ck (the planned
+kernel of every op and model width bench/rowops.py times) and bench/rowops_nv.ck (its --candidates), as
+bench/rowops.py loads them.
 
   CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
@@ -33,7 +34,7 @@ def main() -> int:
     ap.add_argument("--only", help="only jobs whose kernel name or source file matches this regex")
     args = ap.parse_args()
     # (source, kernel name or None for the whole file as one library, label); the long whole-file builds first
-    jobs: list = [(lib, None, lib) for lib in ("bench/dispatch_nv.ck", "bench/rowops_nv.ck")]
+    jobs: list = [(lib, None, lib) for lib in ("bench/rowops_widths_nv.ck", "bench/dispatch_nv.ck", "bench/rowops_nv.ck")]
     from ckgen import driver
     from ckgen.frontend import load_file, load_text
 

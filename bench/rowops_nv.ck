@@ -87,3 +87,8 @@ kernel addrmsnorm_s32768_t256x2r1  { op = rmsnorm x = bf16 residual = true  thre
 kernel addrmsnorm_s32768_t512x2r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel addrmsnorm_s32768_t512x1r1  { op = rmsnorm x = bf16 residual = true  threads_per_row = 512  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
 kernel addrmsnorm_s32768_t1024x1r1 { op = rmsnorm x = bf16 residual = true  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 32768  row_in = shared }
+
+// ---- vocabulary rows (issue 23): softmax with the whole row in shared memory (up to 100352 bf16 columns, 209 KiB:
+// one workgroup per SM), the row read once; the planner loops these rows (x read twice) beyond its 96 KiB cache
+kernel softmax_s100352_t512x2r1  { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 100352  row_in = shared }
+kernel softmax_s100352_t1024x1r1 { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 100352  row_in = shared }

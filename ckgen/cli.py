@@ -34,6 +34,7 @@ from ckgen.dispatch import db
 from ckgen.dispatch.table import choose, parse_shape, tables
 from ckgen.errors import CkgenError, cli_options
 from ckgen.frontend import load_file
+from ckgen.ir.registry import get_op
 from ckgen.progress import Reporter, reporting
 from ckgen.resources import CMAKE_DIR
 from ckgen.runtime.family import family_plans
@@ -125,11 +126,13 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--devices", type=int, help="worker processes (default: every visible GPU; emu: 1)")
     t.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
-    xp = sub.add_parser("explain", parents=[common], help="say which kernel a family's dispatcher runs at a shape, and why")
-    xp.add_argument("file", help="the .ck file holding the family")
-    xp.add_argument("--family", required=True, help="the family whose dispatcher to explain")
-    xp.add_argument("--shape", required=True, help="one or more comma-separated shapes, e.g. 16x4096x4096")
-    xp.add_argument("--arch", help="the arch (default: the family's first)")
+    xp = sub.add_parser("explain", parents=[common], help="say which kernel a family's dispatcher runs at a shape, and "
+                        "why; or how one kernel was planned, and why")
+    xp.add_argument("file", help="the .ck file holding the family or kernel")
+    xp.add_argument("--family", help="the family whose dispatcher to explain (with --shape)")
+    xp.add_argument("--kernel", help="a kernel whose plan to explain (its tile, workgroup and pipeline, and why)")
+    xp.add_argument("--shape", help="with --family: one or more comma-separated shapes, e.g. 16x4096x4096")
+    xp.add_argument("--arch", help="the arch (default: the family's first; --kernel: every target the kernel names)")
     xp.add_argument("--tuning", help="the tuning database (default: none: the cost model alone)")
     xp.add_argument("--no-workspace", action="store_true", help="choose as a C caller passing workspace = NULL")
     xp.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -271,7 +274,34 @@ def _explain_table(file: str, family: str, backend: str | None, arch: str | None
     return found[0]
 
 
+def _explain_kernel(a) -> int:
+
+    if a.shape or a.tuning or a.no_workspace:
+        raise CkgenError("--shape, --tuning and --no-workspace go with --family, not --kernel")
+    arches = _arches(a)
+    specs = {stem: [s for s in ss if s.name == a.kernel] for stem, ss in driver.load([a.file], arches).items()}
+    if not any(specs.values()):
+        raise CkgenError(f"no kernel '{a.kernel}' in {a.file}")
+    plans = [p for ps in driver.plan(specs, arches).values() for p in ps]
+    if a.json:
+        print(json.dumps([{"kernel": p.name, "arch": p.arch, "summary": get_op(p.op).summary(p),
+                           "plan": p.body.to_json()} for p in plans], indent=2))
+        return EXIT_OK
+    for p in plans:
+        print(f"{p.name} on {p.arch}: {get_op(p.op).summary(p)}")
+        for reason in getattr(p.body, "why", ()):
+            print(f"  why: {reason}")
+    return EXIT_OK
+
+
 def _cmd_explain(a) -> int:
+
+    if (a.family is None) == (a.kernel is None):
+        raise CkgenError("give --family (with --shape) or --kernel (one of them)")
+    if a.kernel is not None:
+        return _explain_kernel(a)
+    if not a.shape:
+        raise CkgenError("--family needs --shape (one or more comma-separated shapes)")
     table = _explain_table(a.file, a.family, None, a.arch, a.tuning)
     defaults = {x.name: int(x.default) for x in table.plans[0].abi.sizes if x.default is not None}
     out = []

@@ -1,7 +1,8 @@
 """Generated row-op kernels on a real NVIDIA GPU (marked ``gpu``: ladder rung 3, runs on the lent H200).
 
 The kernels of SPEC (softmax, log-softmax, layer norm, RMS norm; residual, int8, single-pass and looped, rows of
-part of a warp up to 16 warps; looped rows kept in shared memory, row_in = shared, up to 64 KiB of bf16 per row)
+part of a warp up to 16 warps; looped rows kept in shared memory, row_in = shared, up to 64 KiB of bf16 per row;
+tiles fitted to awkward widths, 2304, 11008 and 17920 columns, with whole-vector tails)
 run through ``ckgen.jit(..., target="sm_90")`` on edge shapes (1 row; 1, 7, 33, 4097, 65537 columns; max_cols) with strided rows (tight, padded, odd: misaligned vectors), against the op's
 float64 reference (``ckgen.ops.rowops.reference``) and against torch; with torch tensors (outputs poisoned, or
 allocated by the backend), numpy arrays, a DLPack-only object and a side stream; in place; and the errors
@@ -36,10 +37,14 @@ kernel gpu_layernorm_res_lds { op = layernorm x = bf16 residual = true max_cols 
 kernel gpu_addrms_f16_i8_lds { op = rmsnorm x = f16 residual = f32 y = i8 max_cols = 20000 row_in = shared }
 kernel gpu_logsoftmax_lds    { op = softmax log = true x = bf16 max_cols = 3001 row_in = shared threads_per_row = 32
                                rows_per_workgroup = 4 }
+kernel gpu_layernorm_2304    { op = layernorm x = bf16 max_cols = 2304 }
+kernel gpu_addrms_11008      { op = rmsnorm x = bf16 residual = true max_cols = 11008 }
+kernel gpu_layernorm_17920   { op = layernorm x = bf16 max_cols = 17920 }
 """
 NAMES = ["gpu_softmax_bf16", "gpu_logsoftmax_f16", "gpu_softmax_f32_i8", "gpu_layernorm_bf16",
          "gpu_layernorm_f16_res", "gpu_rmsnorm_bf16", "gpu_addrms_bf16", "gpu_addrms_bf16_i8",
-         "gpu_softmax_bf16_lds", "gpu_layernorm_res_lds", "gpu_addrms_f16_i8_lds", "gpu_logsoftmax_lds"]
+         "gpu_softmax_bf16_lds", "gpu_layernorm_res_lds", "gpu_addrms_f16_i8_lds", "gpu_logsoftmax_lds",
+         "gpu_layernorm_2304", "gpu_addrms_11008", "gpu_layernorm_17920"]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i8": torch.int8}
 TOL = {"bf16": 1e-2, "f16": 2e-3, "f32": 2e-5, "i8": 2.5e-2}
 _kernels: dict = {}
@@ -114,12 +119,18 @@ def operands(k, rows, cols, mode, gen):
 
 
 def edge_shapes(k):
+    """1 row of 1, 7, 33 columns and max_cols (or 4097 and 65537); more rows than a workgroup; a row of two tiles
+    and a bit (looped) or the longest row (single pass); a row of whole vectors ending inside a tile (the fitted
+    tiles of awkward widths: kWholeVectors, the fast path predicated per vector)."""
     b = k.plan.body
     cols = [1, 7, 33, 4097, 65537] if b.max_cols is None else sorted({1, 7, 33, b.max_cols - 1, b.max_cols})
+    whole = b.tile_cols + 3 * b.vec if b.looped else b.max_cols // b.vec * b.vec
+    whole -= b.vec if not b.looped and whole % b.tile_cols == 0 else 0
     return [(1, c, m) for c, m in zip(cols, ("tight", "odd", "pad", "odd", "tight"), strict=False)] + \
         [(2 * b.rows_per_workgroup + 3, min(cols[-1], 4097), "odd"),
          (b.rows_per_workgroup + 1, min(2 * b.tile_cols + 5, b.max_cols or 2 * b.tile_cols + 5)
-          if b.looped else b.tile_cols, "pad")]
+          if b.looped else min(b.tile_cols, b.max_cols), "pad")] + \
+        ([(b.rows_per_workgroup + 2, whole, "pad")] if 0 < whole <= (b.max_cols or whole) else [])
 
 
 @pytest.mark.parametrize("name", NAMES)

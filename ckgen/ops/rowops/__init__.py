@@ -97,6 +97,8 @@ class RowOp(Op):
             constants.append(("int", "kCacheTiles", str(b.cache_tiles)))
         if b.weight_vecs and b.weight_vecs != b.reg_vecs:
             constants.append(("int", "kWeightBatch", str(b.weight_vecs)))
+        if b.whole_vectors:
+            constants.append(("bool", "kWholeVectors", "true"))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         note = _kinds.header_note(r.row_kind)

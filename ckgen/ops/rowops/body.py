@@ -29,6 +29,8 @@ class RowPlan:
     cache_tiles: int = 0        # row_in = shared: tiles of a row kept in shared memory (0: none)
     workgroups_per_cu: int = 0  # > 0: the kernel's registers bounded for that many workgroups per CU / SM
     weight_vecs: int = 0        # weight and bias vectors loaded at once (0: the whole tile, before it)
+    whole_vectors: bool = False  # a partial tile of a row of whole aligned vectors takes the fast path, predicated
+    why: tuple[str, ...] = ()   # the planner's reasons, in words (`ckgen explain --kernel`)
 
     def __post_init__(self) -> None:
         if self.tile_cols != self.threads_per_row * self.reg_vecs * self.vec:

@@ -12,11 +12,17 @@ reg_vecs * vec`` columns. A single-pass kernel (``looped = false``) holds the wh
 for ``max_cols`` and its host entry refuses longer rows. A looped kernel takes any ``cols``; with ``row_in =
 shared`` (the row cache) it keeps its tiles in shared memory, sized for ``max_cols``, so that the row is read once:
 planned by default where no register single pass holds ``max_cols`` and the cache fits :data:`PLAN_ROW_LDS`.
+
+Any width: a single-pass tile is fitted to ``max_cols`` (``_fitted``: the fewest idle vector slots, then the
+table's vectors per thread) rather than taken whole from the table, and a tile wider than the row it gets takes the
+fast path with a predicate per vector (``plan_whole_vectors``). Every choice is said in words in ``RowPlan.why``
+(``ckgen explain FILE --kernel K``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
@@ -57,6 +63,10 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
 SGPR_MODEL = (30, 12, 8, 12, 8, 4, 12)
 SGPR_PLAN_LIMIT = 108
+#: wave64: scalar registers the whole-vector path (Cfg::kWholeVectors) costs over SGPR_MODEL's estimate (gfx942,
+#: clang 19: a layer norm of 5 vectors per thread, estimated 102, spilled 6 SGPRs with it and none without;
+#: gfx90a, clang 22: a looped residual RMS norm of 4 vectors, estimated 94, spilled 1)
+WHOLE_SGPR = 16
 
 #: single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs); the first line that
 #: holds the row wins, then reg_vecs shrinks to the fewest that hold it. A vector is 16 bytes of x (8 bf16).
@@ -85,6 +95,14 @@ BOUNDED_SINGLE_PASS: dict[int, tuple[tuple[int, int, int, int, int], ...]] = {32
 #: looped rows, per wave size: (threads_per_row, reg_vecs) with no bound on cols (one wave per row, tiles of
 #: 4 vectors per thread), and for rows longer than one single-pass tile (max_cols given)
 LOOPED: dict[int, tuple[int, int]] = {32: (32, 4), 64: (64, 4)}
+#: the fitted single pass (_fitted): the most vectors per thread it gives a row, and the step in which it counts
+#: idle vector slots of a tile as equal (a tile within 4 % of the row is as good as an exact one; beyond, fewer
+#: idle threads win over the preferred vectors per thread)
+FIT_REG_VECS = 12
+FIT_WASTE_STEP = 0.04
+#: the workgroups per CU / SM whose registers a fitted tile must leave room for (the register estimate within the
+#: planning budget of that many workgroups): with one, nothing overlaps a workgroup's reductions and stores
+FIT_GROUPS = 2
 LOOPED_LONG: dict[int, tuple[int, int]] = {32: (512, 4), 64: (512, 4)}
 #: row_in = shared (the row cache, device/rowops_rowcache.h): the planner picks it by default, per wave size, when
 #: the workgroup's cache takes at most this many bytes (the same choice on every target of one wave size: sm_80 and
@@ -153,6 +171,9 @@ class RowDraft(Draft):
     registers: int = 0
     workgroups_per_cu: int = 0   # > 0: registers bounded for that many workgroups per CU / SM (BOUNDED_SINGLE_PASS)
     weight_vecs: int = 0         # weight and bias vectors loaded at once (0: a whole tile)
+    whole_vectors: bool = False  # partial tiles of whole-vector rows take the fast path (plan_whole_vectors)
+    bounded: bool = False        # the tile is a BOUNDED_SINGLE_PASS line's (choose_rows)
+    why: list[str] = field(default_factory=list)  # the reasons, in words (RowPlan.why, `ckgen explain --kernel`)
 
     @property
     def row(self) -> RowOpSpec:
@@ -227,7 +248,52 @@ def _single_pass(d: RowDraft, n: int) -> tuple[int, int] | None:
     if r is not None:
         t = _pow2ceil(_ceil(n, r))
         return (t, r) if t <= MAX_THREADS else None
-    return _from_table(d, n)
+    for groups in (FIT_GROUPS, 1):
+        fitted = _fitted(d, n, groups) if d.cfg.max_cols % d.vec == 0 else None
+        if fitted is not None:
+            t, r = fitted
+            d.why.append(f"fitted to max_cols = {d.cfg.max_cols} ({n} vectors of {d.vec}): {t} threads x {r} vectors "
+                         f"hold {t * r} vectors, {100 * (1 - n / (t * r)):.1f}% idle: the fewest in steps of "
+                         f"{FIT_WASTE_STEP:.0%}, then vectors per thread nearest {_line(d, n)[2]}, then the fewest "
+                         f"threads, among the tiles with registers for {groups} workgroup(s) per CU / SM")
+            return fitted
+    found = _from_table(d, n)
+    if found is not None:
+        why = "max_cols is not a whole number of vectors" if d.cfg.max_cols % d.vec else "no fitted tile fits"
+        d.why.append(f"the table's tile for {n} vectors of {d.vec} ({why}): {found[0]} threads x {found[1]} vectors")
+    return found
+
+
+def _line(d: RowDraft, n: int) -> tuple[int, int, int] | None:
+    """The first :data:`SINGLE_PASS` line holding ``n`` vectors, or None."""
+    return next((ln for ln in SINGLE_PASS[d.target.wave_size] if n <= ln[0]), None)
+
+
+def _fitted(d: RowDraft, n: int, groups: int) -> tuple[int, int] | None:
+    """(threads_per_row, reg_vecs) of the tile fitted to a row of ``n`` whole vectors (max_cols a multiple of
+    vec), or None where no :data:`SINGLE_PASS` line holds ``n``. The line's threads t0 and vectors r0 are what the
+    table was measured with at powers of two. Candidates: every power of two t up to 2 * t0 with r = ceil(n / t)
+    vectors, r at most :data:`FIT_REG_VECS` (``groups`` = :data:`FIT_GROUPS`) or r0 (``groups`` = 1: a tile that
+    leaves one workgroup per CU / SM its registers holds no more than the table's), whose register estimate fits
+    the planning budget of ``groups`` workgroups. The planner takes the one with (1) the fewest idle vector slots
+    (1 - n / (t * r)) in steps of :data:`FIT_WASTE_STEP`, (2) r nearest r0 (the memory parallelism measured best),
+    (3) the fewest threads. A tile of exactly max_cols takes the fast path (every access a vector, weight and bias
+    in flight together); a wider one the whole-vector path (the same, with a predicate per vector:
+    RowGroup::by_kind, plan_whole_vectors) at the cost of its idle threads."""
+    line = _line(d, n)
+    if line is None:
+        return None
+    _, t0, r0 = line
+    best, best_key = None, None
+    t = 1
+    while t <= min(MAX_THREADS, 2 * t0):
+        r = _ceil(n, t)
+        if r <= (FIT_REG_VECS if groups > 1 else r0) and _fits(d, t, r, False, groups):
+            key = (int((1 - n / (t * r)) / FIT_WASTE_STEP), abs(math.log2(r / r0)), t)
+            if best_key is None or key < best_key:
+                best, best_key = (t, r), key
+        t *= 2
+    return best
 
 
 def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
@@ -246,15 +312,20 @@ def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
 
 
 def _bounded_line(d: RowDraft, n: int) -> tuple[int, int, int, int, int] | None:
-    """The BOUNDED_SINGLE_PASS line for a row of ``n`` vectors (threads_per_row and reg_vecs as the kernel gives
-    them, if it does), or None: none holds it, or the op has a residual or int8 output."""
+    """The BOUNDED_SINGLE_PASS line for a row of ``n`` vectors, fitted to it: its reg_vecs cut to the fewest that
+    hold ``n`` (a row of 17920 bf16 columns: 5 vectors per thread, not 8), and weights read one vector at a time
+    unless the tile is the line's own and exactly max_cols (the batch was measured there; batches of 2 with the
+    whole-vector path spill at 64 registers: sm_90a, nvcc 13, 6 and 8 vectors); threads_per_row and reg_vecs as the
+    kernel gives them, if it does. None: none holds it, or the op has a residual or int8 output."""
     if d.row.residual is not None or d.row.quantized:
         return None
     cfg = d.cfg
-    for line in BOUNDED_SINGLE_PASS[d.target.wave_size]:
-        limit, t, r = line[:3]
-        if n <= limit and cfg.threads_per_row in (None, t) and cfg.reg_vecs in (None, r):
-            return line
+    for limit, t, r, groups, wv in BOUNDED_SINGLE_PASS[d.target.wave_size]:
+        fit = cfg.reg_vecs or _ceil(n, t)
+        if n <= limit and cfg.threads_per_row in (None, t) and fit <= r:
+            exact = cfg.max_cols is not None and cfg.max_cols == t * fit * d.vec
+            batch = wv if fit == r and exact else (1 if fit > 1 else 0)
+            return limit, t, fit, groups, batch
     return None
 
 
@@ -263,6 +334,10 @@ def choose_rows(d: RowDraft) -> None:
     looped = true), else looped with tiles from LOOPED / LOOPED_LONG; then rows_per_workgroup."""
     cfg, w = d.cfg, d.target.wave_size
     n = _ceil(cfg.max_cols, d.vec) if cfg.max_cols is not None else None
+    given = [f"{k} = {v}" for k, v in (("threads_per_row", cfg.threads_per_row), ("reg_vecs", cfg.reg_vecs),
+                                       ("rows_per_workgroup", cfg.rows_per_workgroup)) if v is not None]
+    if given:
+        d.why.append(", ".join(given) + " as given")
     if cfg.row_in == "shared":
         _choose_cached(d, n)
         return
@@ -273,9 +348,15 @@ def choose_rows(d: RowDraft) -> None:
     if single is None and n is not None and cfg.looped is not True and cfg.row_in is None:
         line = _bounded_line(d, n) if d.row.row_kind.bounded else None
         single = line[1:3] if line else None
+        d.bounded = line is not None
+        if line:
+            d.why.append(f"no tile of one workgroup's registers holds {n} vectors: the register-bounded single pass "
+                         f"({line[1]} threads x {line[2]} vectors, {line[3]} workgroups per CU / SM)")
     if single is None and n is not None and cfg.looped is None and cfg.row_in is None:
         _choose_cached(d, n)
         if _cache_bytes(d) <= PLAN_ROW_LDS[w]:
+            d.why.append(f"no register tile holds {n} vectors: the row cache ({d.cache_tiles} tiles in shared memory, "
+                         "the row read once)")
             return
         d.cache_tiles = 0
     if single is not None:
@@ -300,6 +381,9 @@ def choose_rows(d: RowDraft) -> None:
         while cfg.reg_vecs is None and r > 1 and not _fits(d, t, r, True):
             r //= 2
         d.threads_per_row, d.reg_vecs, d.looped = t, r, True
+        d.why.append("looped: " + ("looped = true" if cfg.looped else "any cols (no max_cols)" if n is None
+                                   else "no single-pass tile or row cache holds max_cols")
+                     + f"; tiles of {t} threads x {r} vectors, a row longer than a tile re-read per pass")
     t = d.threads_per_row
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
 
@@ -322,6 +406,8 @@ def _choose_cached(d: RowDraft, n: int | None) -> None:
     d.threads_per_row, d.reg_vecs, d.looped = t, r, True
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, _ceil(w, t))
     d.cache_tiles = _ceil(cfg.max_cols, d.tile_cols)
+    if cfg.row_in == "shared":
+        d.why.append(f"row_in = shared: the row cache, {d.cache_tiles} tiles of {t} threads x {r} vectors")
 
 
 def _slot_bytes(d: RowDraft) -> int:
@@ -394,7 +480,9 @@ def bound_registers(d: RowDraft) -> None:
     if d.looped:
         return
     line = _bounded_line(d, _ceil(d.cfg.max_cols, d.vec))
-    if line is not None and line[1:3] == (d.threads_per_row, d.reg_vecs) and d.threads == line[1]:
+    given = d.cfg.threads_per_row is not None and d.cfg.reg_vecs is not None  # a line's tile as the kernel gives it
+    if (d.bounded or given) and line is not None and line[1:3] == (d.threads_per_row, d.reg_vecs) \
+            and d.threads == line[1]:
         d.workgroups_per_cu, d.weight_vecs = line[3], line[4]
 
 
@@ -416,6 +504,41 @@ def check_registers(d: RowDraft) -> None:
     d.registers = est
 
 
+def plan_whole_vectors(d: RowDraft) -> None:
+    """Whether a partial tile of a row of whole vectors (cols % vec == 0, aligned) takes the fast path with a
+    predicate per vector (Cfg::kWholeVectors) rather than the masked one: where a row of max_cols has one (any
+    cols, or a tile that does not divide max_cols: the kernels of exact tiles keep their registers and code);
+    not with weights batched by more than one
+    vector (the register-bounded single pass of BOUNDED_SINGLE_PASS's own reg_vecs: spills at 64 registers); on
+    wave64 where the SGPR estimate leaves :data:`WHOLE_SGPR` scalar registers for it."""
+    if d.cfg.max_cols is not None and d.cfg.max_cols % d.tile_cols == 0:
+        d.why.append("the tile divides max_cols: only rows shorter than max_cols have a partial tile, and those take "
+                     "the masked path (the path costs registers: sm_90a RMS norm at 4096, 44 -> 64)")
+        return
+    if d.weight_vecs > 1:
+        d.why.append(f"partial tiles take the masked path (weights batched {d.weight_vecs} vectors at a time: the "
+                     "whole-vector path spills there)")
+        return
+    if d.target.wave_size == 64:
+        est = sgpr_estimate(d.row, d.reg_vecs, d.looped, d.threads_per_row > 64) + WHOLE_SGPR
+        if est > SGPR_PLAN_LIMIT:
+            d.why.append(f"partial tiles take the masked path (the whole-vector path would need about {est} SGPRs, "
+                         f"over {SGPR_PLAN_LIMIT})")
+            return
+    d.whole_vectors = True
+    d.why.append("partial tiles of whole-vector rows (cols a multiple of vec, aligned) take the fast path, "
+                 "predicated per vector")
+
+
+def explain_registers(d: RowDraft) -> None:
+    """The register estimate and what it leaves per CU / SM, in words."""
+    w = d.target.wave_size
+    file = PLAN_REGISTERS[w][1]
+    groups = max(1, file // max(1, d.registers * _ceil(d.threads, w) * w)) if d.registers else 0
+    d.why.append(f"about {d.registers} registers per thread: {groups} workgroup(s) of {d.threads} threads per CU / SM"
+                 + (f" (bounded for {d.workgroups_per_cu})" if d.workgroups_per_cu else ""))
+
+
 PASSES = (
     check_dtypes,      # x, y, residual, weight, bias: dtypes the body generates
     choose_vector,     # vec: a power of two, at most 16 bytes of x
@@ -425,6 +548,8 @@ PASSES = (
     plan_lds,          # the cross-wave reduction's LDS and the row cache
     bound_registers,   # registers for two workgroups per SM: BOUNDED_SINGLE_PASS tiles, row caches (CACHE_BOUNDED)
     check_registers,   # the tile in registers against the target's budget
+    plan_whole_vectors,  # partial tiles of whole-vector rows: the fast path, predicated (not batched weights)
+    explain_registers,   # the estimate, in words
 )
 
 
@@ -439,7 +564,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                    rows_per_workgroup=d.rows_per_workgroup, threads=d.threads, reg_vecs=d.reg_vecs,
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
                    registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles,
-                   workgroups_per_cu=d.workgroups_per_cu, weight_vecs=d.weight_vecs)
+                   workgroups_per_cu=d.workgroups_per_cu, weight_vecs=d.weight_vecs,
+                   whole_vectors=d.whole_vectors, why=tuple(d.why))
     # LDS is static, except the row cache's on CUDA (the launch passes Cfg::kLdsBytes of dynamic shared memory)
     dynamic = d.lds_bytes if d.cache_tiles else 0
     return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=launch(d.threads, d.rows_per_workgroup),

@@ -57,6 +57,9 @@ kernel rms_bf16_lds2 { op = rmsnorm x = bf16 vec = 2 weight = none max_cols = 10
 kernel sm_bf16_lds64 { op = softmax x = bf16 max_cols = 32768 row_in = shared threads_per_row = 64 reg_vecs = 1 }
 kernel ln_bf16_long  { op = layernorm x = bf16 max_cols = 32768 }
 kernel rms_f16_long  { op = rmsnorm x = f16 max_cols = 30000 }
+kernel ln_bf16_2304  { op = layernorm x = bf16 max_cols = 2304 }
+kernel rms_res_11008 { op = rmsnorm x = bf16 residual = true max_cols = 11008 }
+kernel sm_bf16_5376  { op = softmax x = bf16 scale = 0.7 max_cols = 5376 }
 """
 SPECS = {s.name: s for s in load_text(SOURCE, "rowops_tests.ck")}
 NAMES: tuple[str, ...] = tuple(SPECS)
@@ -65,7 +68,7 @@ AMD_ARCHES: dict[str, int] = {"gfx942": 19, "gfx90a": 19, "gfx950": 22}
 #: the kernels the sm_90 plans of which also run on the emulator (warp32, predicated tails)
 NV_ON_EMU = ("sm_bf16", "sm_f16_i8_sub", "lsm_f16_res", "ln_bf16_wb", "ln_res_f16", "rms_bf16_w", "rms_res_i8",
              "sm_bf16_wide", "sm_bf16_lds", "lsm_f16_lds", "ln_bf16_lds", "rms_f32_lds", "rms_bf16_lds2",
-             "ln_bf16_long", "rms_f16_long")
+             "ln_bf16_long", "rms_f16_long", "ln_bf16_2304", "rms_res_11008", "sm_bf16_5376")
 #: looped kernels that also get one row of more than 262144 columns
 LONG_ROWS = {"rms_f32_long": 262144, "sm_f32_looped": 262147}
 
@@ -251,8 +254,8 @@ def run(kernel, c: Call) -> None:
 
 def shapes(p) -> list[tuple[int, int, str]]:
     """(rows, cols, stride mode) the emulator runs for plan ``p``: 1 row; 1, 7, 33 columns; 4097 and 65537 (looped)
-    or max_cols, max_cols - 1 and min(max_cols, 4097) (single pass); more rows than a workgroup holds; every
-    stride mode."""
+    or max_cols, max_cols - 1 and min(max_cols, 4097) (single pass); a row of whole vectors ending inside a tile;
+    more rows than a workgroup holds; every stride mode."""
     b = p.body
     rpw = b.rows_per_workgroup
     out = [(1, 1, "tight"), (1, 7, "odd"), (2 * rpw + 1, 33, "mixed")]
@@ -265,6 +268,20 @@ def shapes(p) -> list[tuple[int, int, str]]:
     else:
         m = b.max_cols
         out += [(3, m, "pad"), (rpw + 1, max(m - 1, 1), "odd"), (2, min(m, 4097), "mixed")]
+    whole = _whole_cols(b)
+    if whole:  # a partial tile of whole vectors (Cfg::kWholeVectors: the fast path, predicated per vector)
+        out.append((rpw + 1, whole, "pad"))
     if p.name in LONG_ROWS:
         out.append((1, LONG_ROWS[p.name], "odd"))
     return [s for s in dict.fromkeys(out) if b.max_cols is None or s[1] <= b.max_cols]
+
+
+def _whole_cols(b) -> int:
+    """Columns of a row of whole vectors whose last tile is partial: a single pass's longest such row (the tail
+    of a fitted tile wider than max_cols), a looped kernel's second tile 3 vectors in; 0 when there is none."""
+    if b.looped:
+        w = b.tile_cols + 3 * b.vec
+        return w if b.max_cols is None or w <= b.max_cols else 0
+    w = b.max_cols // b.vec * b.vec
+    w -= b.vec if w % b.tile_cols == 0 else 0
+    return max(w, 0)

@@ -62,7 +62,7 @@ def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
 
 
 @pytest.mark.parametrize("op,body,bounded", [
-    ("layernorm", "x = bf16 max_cols = 32768", True), ("rmsnorm", "x = bf16 max_cols = 20000", True),
+    ("layernorm", "x = bf16 max_cols = 32768", True), ("rmsnorm", "x = f16 max_cols = 32768", True),
     ("softmax", "x = bf16 max_cols = 32768", False),      # keeps the row cache (measured faster)
     ("softmax", "x = bf16 max_cols = 32768 threads_per_row = 512 reg_vecs = 8 looped = false", True),
     ("layernorm", "x = bf16 residual = true max_cols = 32768", False), ("rmsnorm", "x = bf16 y = i8 max_cols = 32768", False),
@@ -71,7 +71,8 @@ def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
 ])
 def test_register_bounded_single_pass(op: str, body: str, bounded: bool) -> None:
     """BOUNDED_SINGLE_PASS on sm_90: 512 threads x 8 vectors, compiled for 2 workgroups per SM, weight and bias
-    read 2 vectors at a time; not for residual or int8 kernels, nor on AMD (no line for wave64)."""
+    read 2 vectors at a time (an exact tile of 8 vectors; others: test_fitted_register_bounded_rows); not for
+    residual or int8 kernels, nor on AMD (no line for wave64)."""
     p = plan1(body, "sm_90", op)
     b = p.body
     src = render_kernel(p)
@@ -319,3 +320,83 @@ def test_row_in_dsl_values() -> None:
     with pytest.raises(SpecError, match="row_in = shard: expected registers or shared"):
         plan1("x = bf16 max_cols = 64 row_in = shard")
     assert plan1("x = bf16 max_cols = 64 row_in = registers").body.cache_tiles == 0
+
+
+# ------------------------------------------------------------------------------------------ any width
+#: hidden and intermediate widths of open models (bench/shapes/hidden_sizes.txt) that are not powers of two
+MODEL_WIDTHS = (896, 1152, 2304, 2560, 3072, 3584, 4544, 4608, 5120, 5376, 6144, 6912, 7168, 8960, 11008, 13824,
+                14336, 15360)
+
+
+@pytest.mark.parametrize("op,body", [("softmax", "x = bf16"), ("layernorm", "x = bf16"), ("rmsnorm", "x = bf16"),
+                                     ("rmsnorm", "x = bf16 residual = true")])
+def test_fitted_tiles_at_model_widths(op: str, body: str) -> None:
+    """sm_90: a row of any width up to one workgroup's registers is one tile fitted to it: at most 16% of its
+    vector slots idle (15.6%: 6912 and 13824 columns of softmax and add + RMS norm, whose 7 vectors per thread
+    would leave registers for one workgroup per SM), the whole-vector path for a tile wider than the row (not for
+    an exact tile: its kernel keeps the registers and code it had), an explanation."""
+    for cols in MODEL_WIDTHS:
+        b = plan1(f"{body} max_cols = {cols}", "sm_90", op).body
+        slots = b.threads_per_row * b.reg_vecs
+        assert not b.looped and b.tile_cols >= cols, (op, cols, b)
+        assert b.whole_vectors == (b.tile_cols != cols), (op, cols, b)  # exact tiles keep their code
+        assert 1 - cols / b.vec / slots <= 0.16, (op, cols, b.threads_per_row, b.reg_vecs)
+        assert any(w.startswith("fitted to max_cols") for w in b.why), b.why
+
+
+@pytest.mark.parametrize("op,cols,want", [
+    ("layernorm", 5120, (128, 5)), ("layernorm", 7168, (128, 7)), ("rmsnorm", 14336, (256, 7)),
+    ("layernorm", 3072, (128, 3)), ("rmsnorm", 2304, (32, 9)), ("layernorm", 2304, (64, 5)),
+    ("softmax", 4544, (128, 5)), ("layernorm", 4096, (128, 4)), ("softmax", 16384, (512, 4)),
+])
+def test_fitted_tile_choices(op: str, cols: int, want: tuple) -> None:
+    """Exact tiles where a power of two of threads divides the row with few enough vectors per thread for two
+    workgroups per SM (layer norm at 2304 would need 9 per thread at 32 threads: 64 x 5, 10% idle, instead)."""
+    b = plan1(f"x = bf16 max_cols = {cols}", "sm_90", op).body
+    assert (b.threads_per_row, b.reg_vecs) == want
+
+
+def test_fitted_register_bounded_rows() -> None:
+    """Beyond one workgroup's registers (sm_90, layer norm / RMS norm): the bounded 512-thread tile with the fewest
+    vectors that hold the row, weights one vector at a time and the whole-vector path; an exact tile of its own 8
+    vectors is the measured kernel (batches of 2, the masked path for shorter rows)."""
+    b = plan1("x = bf16 max_cols = 17920", "sm_90", "layernorm").body
+    assert (b.threads_per_row, b.reg_vecs, b.weight_vecs, b.workgroups_per_cu, b.whole_vectors) == (512, 5, 1, 2, True)
+    b = plan1("x = bf16 max_cols = 29568", "sm_90", "rmsnorm").body  # 8 vectors, not exact: one at a time
+    assert (b.threads_per_row, b.reg_vecs, b.weight_vecs, b.workgroups_per_cu, b.whole_vectors) == (512, 8, 1, 2, True)
+    b = plan1("x = bf16 max_cols = 32768", "sm_90", "layernorm").body
+    assert (b.threads_per_row, b.reg_vecs, b.weight_vecs, b.workgroups_per_cu, b.whole_vectors) == (512, 8, 2, 2, False)
+
+
+def test_whole_vectors_within_the_sgpr_budget_on_wave64() -> None:
+    """gfx942: the whole-vector path where the SGPR estimate leaves room for it, said in the plan's reasons."""
+    ln = plan1("x = bf16 max_cols = 2304", "gfx942", "layernorm").body
+    rms = plan1("x = bf16 max_cols = 2304", "gfx942", "rmsnorm").body
+    assert not ln.whole_vectors and any("masked path" in w for w in ln.why)
+    assert rms.whole_vectors
+    assert plan1("x = bf16 max_cols = 2304", "sm_90", "layernorm").body.whole_vectors
+
+
+def test_widths_not_whole_vectors_keep_the_table() -> None:
+    """max_cols not a multiple of vec: every row ends inside a vector at max_cols, the table's tile."""
+    b = plan1("x = bf16 max_cols = 2300", "sm_90", "layernorm").body
+    assert (b.threads_per_row, b.reg_vecs) == (128, 3) and any("not a whole number of vectors" in w for w in b.why)
+
+
+def test_explain_kernel_says_how_and_why(tmp_path, capsys) -> None:
+    """`ckgen explain FILE --kernel K`: the summary line per arch and the planner's reasons; --json the plan."""
+    from ckgen.cli import main
+
+    path = tmp_path / "w.ck"
+    path.write_text("target sm_90, gfx942\nkernel ln { op = layernorm x = bf16 max_cols = 2304 }\n")
+    assert main(["explain", str(path), "--kernel", "ln"]) == 0
+    out = capsys.readouterr().out
+    assert "ln on sm_90: layernorm bf16 -> bf16" in out and "ln on gfx942:" in out
+    assert "why: fitted to max_cols = 2304 (288 vectors of 8): 64 threads x 5 vectors" in out
+    assert "predicated per vector" in out and "masked path" in out  # sm_90 has the whole-vector path, gfx942 not
+    assert main(["explain", str(path), "--kernel", "ln", "--arch", "sm_90", "--json"]) == 0
+    (got,) = json.loads(capsys.readouterr().out)
+    assert got["plan"]["threads_per_row"] == 64 and got["plan"]["whole_vectors"] and got["plan"]["why"]
+    for args in (["--kernel", "nope"], [], ["--kernel", "ln", "--family", "f"], ["--kernel", "ln", "--shape", "1x2"]):
+        assert main(["explain", str(path), *args]) == 2
+    assert "no kernel 'nope'" in capsys.readouterr().err

@@ -26,6 +26,10 @@
 //                                    kRegVecs before the tile's outputs, or in batches of kWeightBatch (a divisor of
 //                                    kRegVecs) as they are computed: fewer registers (the planner's register-bounded
 //                                    single pass, BOUNDED_SINGLE_PASS in plan.py)
+//   kWholeVectors (optional, default false) a partial tile of a row of whole vectors (cols % kVec == 0) with y,
+//                                    weight and bias aligned takes the fast path with a predicate per vector
+//                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
+//                                    flight together (or kWeightBatch at a time), one access per vector
 //   kStages (optional, default 0)    staged tiles (rowops_stages.h): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
@@ -65,6 +69,7 @@ CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
 // every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
 CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
 CKGEN_CFG_OPTIONAL(WeightBatchOf, kWeightBatch, int, C::kRegVecs);
+CKGEN_CFG_OPTIONAL(WholeVectorsOf, kWholeVectors, bool, false);
 CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
                    (CacheTilesOf<C>::value > 0 && C::kHasWeight && C::kHasBias ? kL1Bypass : kL1Default));
 }  // namespace detail

@@ -20,16 +20,22 @@ namespace rowops {
 template <class P>
 struct BatchedWeights {
   static_assert(P::kWB >= 1 && P::kWB < P::kR && P::kR % P::kWB == 0, "kWeightBatch: a divisor of kRegVecs below it");
+  static constexpr bool kWhole = P::kWhole;  // whole-vector tiles take the fast path (RowGroup::by_kind)
   typename P::FW wt[P::kR], bt[P::kR];
 
-  CKGEN_DEVICE void prefetch(const RowGroup<P>&, int) {}
-  // vector j of a fast tile: the batch that starts at j loaded first
-  CKGEN_ROWOPS_STEP void get(const RowGroup<P>& g, int tile, int j, typename P::FW& w, typename P::FW& b) {
+  template <class M>
+  CKGEN_DEVICE void prefetch(const RowGroup<P>&, int, M) {}
+  // vector j of a fast tile: the batch that starts at j loaded first (M: a whole-vector tile, this thread's
+  // vectors past the row zero, not read)
+  template <class M>
+  CKGEN_ROWOPS_STEP void get(const RowGroup<P>& g, int tile, int j, typename P::FW& w, typename P::FW& b, M) {
     if (j % P::kWB == 0) {
 #pragma unroll
       for (int i = j; i < j + P::kWB; ++i) {
-        if constexpr (P::kHasWeight) wt[i] = RowPolicy<P>::template weight_vector<false>(g.wr + RowPolicy<P>::col0(tile, i));
-        if constexpr (P::kHasBias) bt[i] = RowPolicy<P>::template weight_vector<true>(g.br + RowPolicy<P>::col0(tile, i));
+        const bool in = !M::value || g.k.nv(i) > 0;
+        if constexpr (P::kHasWeight) wt[i] = weight_or_zero<P, false>(g.wr + RowPolicy<P>::col0(tile, i), in);
+        if constexpr (P::kHasBias) bt[i] = weight_or_zero<P, true>(g.br + RowPolicy<P>::col0(tile, i), in);
+        (void)in;
       }
     }
     if constexpr (P::kHasWeight) w = wt[j];

@@ -54,6 +54,8 @@ struct RowEnv {
   int tid, rt;      // the thread in the workgroup, in its row
   float c;          // scale * log2(e): softmax works in base 2
   bool x_ok, y_ok, r_ok = false, s_ok = false, w_ok = false, b_ok = false;  // vector accesses (vec_ok)
+  bool whole = false;  // P::kWhole, the row is whole vectors (cols % kVec == 0) and y, weight, bias are aligned:
+                       // a partial tile takes the fast path with a predicate per vector (RowGroup::by_kind)
   long long ngroups;  // row groups of kRowsPerBlock rows
   int gstride;        // the grid: a workgroup takes every gstride-th row group
   float inv_cols;
@@ -71,6 +73,7 @@ struct RowEnv {
     }
     if constexpr (P::kHasWeight) w_ok = detail::vec_ok<typename P::TW, P::kVec>(a.weight, 0);
     if constexpr (P::kHasBias) b_ok = detail::vec_ok<typename P::TW, P::kVec>(a.bias, 0);
+    whole = P::kWhole && a.cols % P::kVec == 0 && y_ok && (!P::kHasWeight || w_ok) && (!P::kHasBias || b_ok);
     ngroups = (static_cast<long long>(a.rows) + P::kRowsPerBlock - 1) / P::kRowsPerBlock;
     gstride = grid_dim(0);
     inv_cols = 1.0f / static_cast<float>(a.cols);
@@ -187,14 +190,22 @@ struct RowGroup {
   }
 
   // f(kM, kFast) for the current tile's kind: fast (full, weights in registers: wts.prefetch first when
-  // `prefetch`), full, or masked (partial). The prefetch stands inside the fast branch on purpose: issued before
-  // the branch (for every tile kind), the kR weight / bias vectors stay live across the full and masked paths too,
-  // and clang 22 spilled there (gfx90a, rung 1); inside it they are live only where they are used.
+  // `prefetch`), whole (a partial tile of a row of whole aligned vectors, e.whole, where Wts::kWhole: the fast
+  // path with vector j of this thread predicated on k.nv(j) > 0, weights prefetched the same way), full, or
+  // masked (partial). The
+  // prefetch stands inside the fast branches on purpose: issued before the branch (for every tile kind), the kR
+  // weight / bias vectors stay live across the full and masked paths too, and clang 22 spilled there (gfx90a,
+  // rung 1); inside it they are live only where they are used.
   template <class Wts, class F>
   CKGEN_ROWOPS_STEP_FORCED void by_kind(Wts& wts, bool prefetch, int tile, F&& f) {
     if (fast) {
-      if (prefetch) wts.prefetch(*this, tile);
+      if (prefetch) wts.prefetch(*this, tile, BoolConst<false>{});
       f(BoolConst<false>{}, BoolConst<true>{});
+    } else if (Wts::kWhole && e.whole) {
+      if constexpr (Wts::kWhole) {
+        if (prefetch) wts.prefetch(*this, tile, BoolConst<true>{});
+        f(BoolConst<true>{}, BoolConst<true>{});
+      }
     } else if (k.full) {
       f(BoolConst<false>{}, BoolConst<false>{});
     } else {
@@ -209,7 +220,7 @@ struct RowGroup {
     for (int j = 0; j < kR; ++j) {
       if (!ts.live(M{}, j)) continue;
       FW w, b;
-      if constexpr (Fast::value) wts.get(*this, tile, j, w, b);
+      if constexpr (Fast::value) wts.get(*this, tile, j, w, b, M{});
       else weights(tile, j, w, b);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
@@ -226,7 +237,7 @@ struct RowGroup {
     for (int j = 0; j < kR; ++j) {
       if (!ts.live(M{}, j)) continue;
       FW w, b;
-      if constexpr (Fast::value) wts.get(*this, tile, j, w, b);
+      if constexpr (Fast::value) wts.get(*this, tile, j, w, b, M{});
       else weights(tile, j, w, b);
       float o[kVec];
 #pragma unroll
@@ -235,7 +246,9 @@ struct RowGroup {
         o[i] = P::kQuantI8 ? yv * qmul : yv;
       }
       const FO f = detail::pack<TOut, kVec>(o);
-      if constexpr (Fast::value) detail::store_vector<TOut, kVec>(yr + Pol::col0(tile, j), f);
+      if constexpr (Fast::value) {
+        if (!M::value || k.nv(j) > 0) detail::store_vector<TOut, kVec>(yr + Pol::col0(tile, j), f);
+      }
       else if constexpr (M::value) detail::store<TOut, kVec>(yr + Pol::col0(tile, j), k.nv(j), e.y_ok, f);
       else detail::store<TOut, kVec>(yr + Pol::col0(tile, j), kVec, e.y_ok, f);
     }
@@ -293,18 +306,34 @@ struct GlobalSource {
   CKGEN_DEVICE void refill() {}
 };
 
+// One aligned vector of weight (kBias: of bias) at p where `in`, else zero (a vector past the row: no access).
+template <class P, bool kBias>
+CKGEN_DEVICE typename P::FW weight_or_zero(const typename P::TW* p, bool in) {
+  typename P::FW f;
+  if (in) return RowPolicy<P>::template weight_vector<kBias>(p);
+#pragma unroll
+  for (int i = 0; i < P::FW::kWords; ++i) f.w[i] = 0u;
+  return f;
+}
+
 template <class P>
 struct TileWeights {
+  static constexpr bool kWhole = P::kWhole;  // whole-vector tiles take the fast path (RowGroup::by_kind)
   typename P::FW wt[P::kR], bt[P::kR];
-  CKGEN_ROWOPS_STEP void prefetch(const RowGroup<P>& g, int tile) {
+  // every vector of the tile (M: those of this thread inside the row, k.nv(j) > 0; the rest are zero)
+  template <class M>
+  CKGEN_ROWOPS_STEP void prefetch(const RowGroup<P>& g, int tile, M) {
 #pragma unroll
     for (int j = 0; j < P::kR; ++j) {
-      if constexpr (P::kHasWeight) wt[j] = RowPolicy<P>::template weight_vector<false>(g.wr + RowPolicy<P>::col0(tile, j));
-      if constexpr (P::kHasBias) bt[j] = RowPolicy<P>::template weight_vector<true>(g.br + RowPolicy<P>::col0(tile, j));
+      const bool in = !M::value || g.k.nv(j) > 0;
+      if constexpr (P::kHasWeight) wt[j] = weight_or_zero<P, false>(g.wr + RowPolicy<P>::col0(tile, j), in);
+      if constexpr (P::kHasBias) bt[j] = weight_or_zero<P, true>(g.br + RowPolicy<P>::col0(tile, j), in);
+      (void)in;
     }
     (void)g; (void)tile;
   }
-  CKGEN_ROWOPS_STEP void get(const RowGroup<P>&, int, int j, typename P::FW& w, typename P::FW& b) const {
+  template <class M>
+  CKGEN_ROWOPS_STEP void get(const RowGroup<P>&, int, int j, typename P::FW& w, typename P::FW& b, M) const {
     if constexpr (P::kHasWeight) w = wt[j];
     if constexpr (P::kHasBias) b = bt[j];
     (void)w; (void)b; (void)j;

@@ -1,0 +1,138 @@
+"""The row widths bench/rowops.py measures: open models' hidden, intermediate and vocabulary sizes
+(bench/shapes/hidden_sizes.txt, each with its source model), the rows each is timed at, and the generated
+kernels (bench/rowops_widths_nv.ck: one kernel per op and width, planned by ckgen from max_cols alone, so that
+the figure of record is the planner's own choice at that width). No torch: bench/nv_prebuild.py and the tests
+import it.
+
+  python bench/rowops_shapes.py --write    # regenerate bench/rowops_widths_nv.ck from the shapes file
+  python bench/rowops_shapes.py --check    # exit 1 when the .ck file is out of date
+  python bench/rowops_shapes.py --list [--quick]   # the shapes bench/rowops.py times
+
+Shapes: a hidden or intermediate width W is timed at the rows that make at least 64 MiB of traffic (bf16 x read
+and y written: rows >= 2^24 / W, rounded up to a multiple of 128), with softmax, layer norm, RMS norm and add + RMS
+norm; a vocabulary width at 1024 rows with softmax; decode rows (1, 16, 64) at every hidden width with all four.
+``--quick``: QUICK's widths only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHAPES_FILE = HERE / "shapes" / "hidden_sizes.txt"
+SPEC_FILE = HERE / "rowops_widths_nv.ck"
+KINDS = ("hidden", "intermediate", "vocab")
+OPS = ("softmax", "layernorm", "rmsnorm", "addrmsnorm")
+#: the DSL body of each op's kernel (bf16, as bench/rowops.py's torch ops)
+OP_BODY = {"softmax": "op = softmax x = bf16 scale = 0.7", "layernorm": "op = layernorm x = bf16",
+           "rmsnorm": "op = rmsnorm x = bf16", "addrmsnorm": "op = rmsnorm x = bf16 residual = true"}
+OPS_OF = {"hidden": OPS, "intermediate": OPS, "vocab": ("softmax",), "decode": OPS}
+TRAFFIC_ELEMENTS = 1 << 24   # 64 MiB of bf16 x read + y written
+VOCAB_ROWS = 1024
+DECODE_ROWS = (1, 16, 64)
+#: --quick: widths of each kind (powers of two and not, from several models), and decode rows x widths
+QUICK = {"hidden": (2304, 3072, 4096, 5120, 7168), "intermediate": (11008, 14336, 18944),
+         "vocab": (32000, 128256), "decode": ((1, 4096), (64, 8192))}
+
+
+@dataclass(frozen=True)
+class Width:
+    kind: str    # hidden | intermediate | vocab
+    cols: int
+    model: str   # the source model (and what the width is, when not the kind's config field)
+
+
+@dataclass(frozen=True)
+class Shape:
+    kind: str    # hidden | intermediate | vocab | decode
+    rows: int
+    cols: int
+    ops: tuple[str, ...]
+    models: tuple[str, ...]
+
+
+def read(path: Path = SHAPES_FILE) -> list[Width]:
+    """The widths of ``path`` (``kind cols model...`` per line, ``#`` comments)."""
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        parts = text.split(None, 2)
+        if len(parts) < 3 or parts[0] not in KINDS or not parts[1].isdigit() or int(parts[1]) < 1:
+            raise ValueError(f"{path}:{n}: expected 'kind cols model' with kind one of {', '.join(KINDS)}: {line!r}")
+        out.append(Width(parts[0], int(parts[1]), parts[2]))
+    return out
+
+
+def rows_for(cols: int) -> int:
+    """Rows of at least 64 MiB of bf16 traffic (x read, y written), a multiple of 128."""
+    rows = -(-TRAFFIC_ELEMENTS // cols)
+    return -(-rows // 128) * 128
+
+
+def shapes(widths: list[Width], quick: bool = False, kinds: tuple[str, ...] = (*KINDS, "decode")) -> list[Shape]:
+    """What bench/rowops.py times: every distinct (kind, width), its rows and ops, and the models that use it."""
+    models: dict[tuple[str, int], list[str]] = {}
+    for w in widths:
+        models.setdefault((w.kind, w.cols), []).append(w.model)
+    out = []
+    for (kind, cols), ms in sorted(models.items(), key=lambda kv: (KINDS.index(kv[0][0]), kv[0][1])):
+        if kind not in kinds or (quick and cols not in QUICK[kind]):
+            continue
+        rows = VOCAB_ROWS if kind == "vocab" else rows_for(cols)
+        out.append(Shape(kind, rows, cols, OPS_OF[kind], tuple(ms)))
+    if "decode" in kinds:
+        for (kind, cols), ms in sorted(models.items()):
+            if kind != "hidden":
+                continue
+            for rows in DECODE_ROWS:
+                if not quick or (rows, cols) in QUICK["decode"]:
+                    out.append(Shape("decode", rows, cols, OPS, tuple(ms)))
+    return out
+
+
+def kernel_name(op: str, cols: int) -> str:
+    return f"{op}_w{cols}"
+
+
+def spec_text(widths: list[Width]) -> str:
+    """bench/rowops_widths_nv.ck: one kernel per (op, width) the shapes use, planned by ckgen for sm_90 from
+    max_cols alone (nothing else given: threads, vectors, rows per workgroup and the pipeline are the planner's)."""
+    need = sorted({(op, s.cols) for s in shapes(widths) for op in s.ops}, key=lambda t: (OPS.index(t[0]), t[1]))
+    lines = ["// Generated by bench/rowops_shapes.py --write from bench/shapes/hidden_sizes.txt: do not edit.",
+             "// One kernel per op and row width of the open models listed there, planned by ckgen from max_cols",
+             "// alone (bench/rowops.py times them as the planner's choice at each width; bench/nv_prebuild.py",
+             "// builds them into one library).", "target sm_90", ""]
+    lines += [f"kernel {kernel_name(op, cols):20s} {{ {OP_BODY[op]}  max_cols = {cols} }}" for op, cols in need]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--write", action="store_true", help="regenerate bench/rowops_widths_nv.ck")
+    g.add_argument("--check", action="store_true", help="exit 1 when bench/rowops_widths_nv.ck is out of date")
+    g.add_argument("--list", action="store_true", help="print the shapes bench/rowops.py times")
+    ap.add_argument("--quick", action="store_true", help="with --list: the --quick subset")
+    a = ap.parse_args(argv)
+    widths = read()
+    text = spec_text(widths)
+    if a.write:
+        SPEC_FILE.write_text(text)
+        print(f"wrote {SPEC_FILE} ({text.count('kernel ')} kernels)")
+        return 0
+    if a.check:
+        ok = SPEC_FILE.exists() and SPEC_FILE.read_text() == text
+        print(f"{SPEC_FILE.name}: {'up to date' if ok else 'out of date: run bench/rowops_shapes.py --write'}")
+        return 0 if ok else 1
+    for s in shapes(widths, a.quick):
+        print(f"{s.kind:12s} {s.rows:6d} x {s.cols:<6d} {','.join(s.ops):40s} {', '.join(s.models)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
