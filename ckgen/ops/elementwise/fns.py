@@ -13,25 +13,12 @@ as its first operand and names the rest (``mul(b)``, ``gelu``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-
-def _silu(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return x / (1.0 + np.exp(-x))
-
-
-def _gelu_tanh(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+from ckgen.ir import activations as A
 
 
 @dataclass(frozen=True)
@@ -52,10 +39,10 @@ FNS: dict[str, Fn] = {f.name: f for f in (
     Fn("div", 2, 3, "x / y", lambda x, y: x / y),
     Fn("max", 2, 4, "max(x, y)", np.maximum),
     Fn("min", 2, 5, "min(x, y)", np.minimum),
-    Fn("silu", 1, 6, "x * sigmoid(x)", _silu),
-    Fn("gelu", 1, 7, "GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", _gelu_tanh),
-    Fn("relu", 1, 8, "max(x, 0)", lambda x: np.maximum(x, 0.0)),
-    Fn("sigmoid", 1, 9, "1 / (1 + exp(-x))", _sigmoid),
+    Fn("silu", 1, 6, "x * sigmoid(x)", A.silu),
+    Fn("gelu", 1, 7, "GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", A.gelu_tanh),
+    Fn("relu", 1, 8, "max(x, 0)", A.relu),
+    Fn("sigmoid", 1, 9, "1 / (1 + exp(-x))", A.sigmoid),
     Fn("tanh", 1, 10, "tanh(x)", np.tanh),
     Fn("neg", 1, 11, "-x", lambda x: -x),
     Fn("exp", 1, 12, "exp(x)", lambda x: np.exp(np.minimum(x, 709.0))),

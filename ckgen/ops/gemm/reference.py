@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ckgen.ir.activations import ACTIVATIONS
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
@@ -16,13 +17,7 @@ from ckgen.ops.gemm.spec import SCALE_BLOCK
 
 def activation(kind: str, x: np.ndarray) -> np.ndarray:
     """float64 reference of an epilogue activation: ``relu``, ``gelu`` (tanh form) or ``silu``."""
-    if kind == "relu":
-        return np.maximum(x, 0.0)
-    if kind == "gelu":
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    if kind == "silu":
-        return x / (1.0 + np.exp(-x))
-    raise ValueError(kind)
+    return ACTIVATIONS[kind](x)
 
 
 def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np.ndarray]:
