@@ -25,6 +25,7 @@ struct add_rmsnorm_bf16_i8_cfg {
   static constexpr int kTileCols = 2048;
   static constexpr bool kLooped = true;
   static constexpr int kLdsBytes = 32;
+  static constexpr bool kWholeVectors = true;
 };
 }  // namespace ckgen_gen
 

@@ -25,6 +25,7 @@ struct log_softmax_f32_cfg {
   static constexpr int kTileCols = 1024;
   static constexpr bool kLooped = true;
   static constexpr int kLdsBytes = 0;
+  static constexpr bool kWholeVectors = true;
 };
 }  // namespace ckgen_gen
 
