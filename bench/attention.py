@@ -29,7 +29,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import time_graph_ms  # noqa: E402
+from nvh import raw_call, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "attention_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -55,19 +55,6 @@ def _absmax(t) -> float:
 def flops(b, h, s, d, mask) -> float:
     return 4.0 * b * h * s * s * d * (0.5 if mask == "causal" else 1.0)
 
-
-def raw_call(kern, *args, **named):
-    """A zero-overhead closure over the kernel's C entry point (the binding checked these operands once)."""
-    call = kern.bind(*args, **named)
-    kern.backend.launch(kern.handle, call)  # the full path once
-    entry = kern.handle.entry
-    vals = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]
-
-    def run():
-        st = entry(*vals, torch.cuda.current_stream().cuda_stream or None)
-        if st != 0:
-            raise RuntimeError(f"{kern.name}: status {st}")
-    return run
 
 
 def reference(q, k, v, mask, scale):

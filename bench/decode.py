@@ -37,7 +37,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from attention import time_sdpa  # noqa: E402  (bench/attention.py: SDPA's graph-timed device time per backend)
-from nvh import time_graph_ms  # noqa: E402
+from nvh import raw_call, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "decode_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)
@@ -51,20 +51,6 @@ HEADS = ((32, 8, 128), (64, 8, 128), (32, 1, 128))
 HEADS_ALL = HEADS + ((32, 8, 64), (32, 8, 256))
 QUICK = ((1, 8192), (8, 8192), (16, 32768), (128, 8192))
 
-
-def raw_call(kern, *args, **named):
-    """A zero-overhead closure over the kernel's C entry point (the binding checked these operands once); it keeps
-    the call (and its workspace) alive."""
-    call = kern.bind(*args, **named)
-    kern.backend.launch(kern.handle, call)  # the full path once
-    entry = kern.handle.entry
-    vals = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]
-
-    def run(call=call):
-        st = entry(*vals, torch.cuda.current_stream().cuda_stream or None)
-        if st != 0:
-            raise RuntimeError(f"{kern.name}: status {st}")
-    return run
 
 
 def copy_bandwidth() -> float:

@@ -26,7 +26,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import rel_err, time_graph_ms  # noqa: E402
+from nvh import raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "fp8_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -46,19 +46,6 @@ def _median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
 
-
-def raw_call(kern, a, b, sa, sb, c):
-    """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
-    call = kern.bind(a, b, sa, sb, C=c)
-    kern.backend.launch(kern.handle, call)  # full path once
-    entry = kern.handle.entry
-    args = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]
-
-    def run():
-        st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
-        if st != 0:
-            raise RuntimeError(f"{kern.name}: status {st}")
-    return run
 
 
 def operands(M, N, K, gen):
@@ -100,7 +87,7 @@ def bench_shape(M, N, K, kernels, gen):
             if not n.startswith(family):
                 continue
             c.view(torch.int16).fill_(-1)  # poison (NaN)
-            calls[n] = raw_call(kern, a, b, sa.reshape(-1), sb.reshape(-1), c)
+            calls[n] = raw_call(kern, a, b, sa.reshape(-1), sb.reshape(-1), C=c)
             torch.cuda.synchronize()
             per[n] = {"err": rel_err(c, ref), "rounds": []}
         t_rounds = []

@@ -28,7 +28,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import TORCH, rel_err, time_graph_ms  # noqa: E402
+from nvh import TORCH, raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "gemm_nv.ck"
 #: the spec path as the JIT sees it (relative to the repository root, as bench/nv_prebuild.py passes it,
@@ -46,22 +46,6 @@ def gelu_tanh(x):
     return torch.nn.functional.gelu(x, approximate="tanh")
 
 
-def raw_call(gemm, a, b, c, bias):
-    """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
-    gemm(a, b, bias=bias, C=c)  # full API path once: checks shapes, dtypes, layouts
-    entry = gemm.handle.entry
-    M, K = a.shape
-    N = b.shape[1]
-    ld = lambda x: x.stride(0) if x.stride(1) == 1 else x.stride(1)  # noqa: E731
-    args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), bias.data_ptr() if bias is not None else None,
-            M, N, K, ld(a), ld(b), ld(c))
-
-    def call():
-        st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
-        if st != 0:
-            raise RuntimeError(f"{gemm.name}: status {st}")
-    return call
-
 
 def time_ckgen(gemms, names, a, b, c, bias, ref, mnk):
     """Check then time each ckgen kernel on the same operands (C poisoned with NaN before each check).
@@ -70,7 +54,7 @@ def time_ckgen(gemms, names, a, b, c, bias, ref, mnk):
     per, best = {}, None
     for gemm, n in zip(gemms, names, strict=True):
         c.view(torch.int16).fill_(-1)  # poison (NaN)
-        call = raw_call(gemm, a, b, c, bias)
+        call = raw_call(gemm, a, b, bias=bias, C=c)
         torch.cuda.synchronize()
         err = rel_err(c, ref)
         t = time_graph_ms(call)

@@ -35,6 +35,9 @@ import torch.nn.functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from nvh import raw_call  # noqa: E402
 
 LIMIT = 1.05  # issue 22: the callables' layer within 5% of the raw entries'
 
@@ -100,8 +103,6 @@ class RawLayer:
         t = x.shape[0]
         q_n, kv_n = w.heads * w.head_dim, w.kv_heads * w.head_dim
         self.x = x
-        self.stream = torch.cuda.current_stream().cuda_stream
-        self.calls = []
         # run the callables once to allocate every intermediate, then bind each kernel's call to them
         self.h = k.rms(x, weight=w.norm_in)
         self.qkv = k.lin(self.h, w.qkv.t())
@@ -124,36 +125,27 @@ class RawLayer:
         self.gu_mm = self._bind(k.lin, (self.y, w.gate_up.t()), C=self.gu)
         self.down_mm = self._bind(k.lin, (self.m, w.down.t()), C=self.d)
 
-    def _bind(self, fn, tensors, **named):
-        """(entry, args) of one call: the dispatcher's member for a family, the kernel itself otherwise; the checked
-        call (and any workspace it allocated) is kept alive."""
+    @staticmethod
+    def _bind(fn, tensors, **named):
+        """nvh.raw_call of one call: the dispatcher's member for a family (as its prepared call chooses it), the
+        kernel itself otherwise."""
         kern = fn._choose(tensors, None, named)[0] if hasattr(fn, "_choose") else fn
-        call = kern.bind(*tensors, **named)
-        self.calls.append(call)
-        args = [v.data_ptr() if hasattr(v, "data_ptr") else (0 if v is None else v)
-                for a, v in zip(call.plan.abi.args, call.values, strict=True)]
-        return kern.handle.entry, args
-
-    def _run(self, entry_args) -> None:
-        entry, args = entry_args
-        status = entry(*args, self.stream)
-        if status:
-            raise RuntimeError(f"status {status}")
+        return raw_call(kern, *tensors, **named)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         assert x.data_ptr() == self.x.data_ptr()
         w, t = self.w, x.shape[0]
         q_n, kv_n = w.heads * w.head_dim, w.kv_heads * w.head_dim
-        self._run(self.rms)
-        self._run(self.qkv_mm)
+        self.rms()
+        self.qkv_mm()
         self.q.copy_(rope(self.qkv[:, :q_n].view(t, w.heads, w.head_dim), self.cos, self.sin))
         self.kk.copy_(rope(self.qkv[:, q_n:q_n + kv_n].view(t, w.kv_heads, w.head_dim), self.cos, self.sin))
-        self._run(self.attn)
-        self._run(self.o_mm)
-        self._run(self.add_rms)
-        self._run(self.gu_mm)
+        self.attn()
+        self.o_mm()
+        self.add_rms()
+        self.gu_mm()
         torch.mul(F.silu(self.gu[:, :w.inter]), self.gu[:, w.inter:], out=self.m)
-        self._run(self.down_mm)
+        self.down_mm()
         return self.d + self.s
 
 

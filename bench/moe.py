@@ -29,7 +29,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import rel_err, time_graph_ms  # noqa: E402
+from nvh import raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "moe_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -70,19 +70,6 @@ def _median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
 
-
-def raw_call(kern, a, b, offs, c):
-    """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
-    call = kern.bind(a, b, offs, C=c)
-    kern.backend.launch(kern.handle, call)  # full path once
-    entry = kern.handle.entry
-    args = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]
-
-    def run():
-        st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
-        if st != 0:
-            raise RuntimeError(f"{kern.name}: status {st}")
-    return run
 
 
 def main() -> int:
@@ -126,7 +113,7 @@ def main() -> int:
                 calls, per = {}, {}
                 for n, kern in kernels.items():
                     c.view(torch.int16).fill_(-1)  # poison (NaN)
-                    calls[n] = raw_call(kern, a, b, offs, c)
+                    calls[n] = raw_call(kern, a, b, offs, C=c)
                     torch.cuda.synchronize()
                     per[n] = {"err": rel_err(c, ref), "rounds": []}
                 torch_rounds = []

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import rowops_shapes as RS  # noqa: E402
-from nvh import time_graph_ms  # noqa: E402
+from nvh import raw_call, time_graph_ms  # noqa: E402
 
 WIDTHS_SPEC = RS.SPEC_FILE            # the planned kernels, one per op and width
 CANDIDATES_SPEC = HERE / "rowops_nv.ck"  # hand-picked candidates at the widths of issue 11 (--candidates)
@@ -81,19 +81,6 @@ def addrmsnorm_op(x, r, w, b):
 #: what a torch user writes for each op (bf16 in and out), called as f(x, residual, weight, bias)
 TORCH_OPS = {"softmax": softmax_op, "layernorm": layernorm_op, "rmsnorm": rmsnorm_op, "addrmsnorm": addrmsnorm_op}
 
-
-def raw_call(kern, arrays: dict):
-    """A zero-overhead closure over the kernel's C entry point (the JIT checked these operands once)."""
-    call = kern.bind(**arrays)
-    kern.backend.launch(kern.handle, call)  # the full path once
-    entry = kern.handle.entry
-    args = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in call.values]
-
-    def run():
-        st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
-        if st != 0:
-            raise RuntimeError(f"{kern.name}: status {st}")
-    return run
 
 
 def library(spec: Path) -> dict:
@@ -183,7 +170,7 @@ def time_kernel(kern, op: str, t: dict, cols: int) -> tuple[float | None, str | 
     if why:
         return None, why
     try:
-        return time_graph_ms(raw_call(kern, {k: v for k, v in t.items() if k in kern_args(kern)})), None
+        return time_graph_ms(raw_call(kern, **{k: v for k, v in t.items() if k in kern_args(kern)})), None
     except Exception as exc:  # noqa: BLE001 - reported, not fatal
         return None, f"{type(exc).__name__}: {exc}"
 
