@@ -1,0 +1,38 @@
+// bench/launch_floor.cu: the host time of one kernel launch on this machine, in C++ (no Python): an empty kernel with
+// ten arguments launched back to back with <<<>>> on a stream, in batches with a synchronize between them (outside
+// the timed region), the median per launch. The floor under any Python call that launches a kernel (issue 22's
+// host-time target; bench/overhead_profile.py times the same launch through ckgen's packed entry from Python).
+//
+//   nvcc -O2 -o /tmp/launch_floor bench/launch_floor.cu && /tmp/launch_floor
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+__global__ void empty10(const void* a, const void* b, void* c, long long m, long long n, long long k, long long lda,
+                        long long ldb, long long ldc, float alpha) {}
+
+int main() {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  const int batch = 200, batches = 200;
+  std::vector<double> us;
+  us.reserve(batch * batches);
+  for (int w = 0; w < 1000; ++w) empty10<<<1, 32, 0, s>>>(nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 1.0f);
+  cudaStreamSynchronize(s);
+  for (int b = 0; b < batches; ++b) {
+    for (int i = 0; i < batch; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      empty10<<<132, 256, 0, s>>>(nullptr, nullptr, nullptr, 128, 128, 128, 128, 128, 128, 1.0f);
+      const auto t1 = std::chrono::steady_clock::now();
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    cudaStreamSynchronize(s);
+  }
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  std::printf("host time per <<<>>> launch (median of %zu): %.2f us; last error: %s\n", us.size(), us[us.size() / 2],
+              cudaGetErrorString(cudaGetLastError()));
+  return 0;
+}
