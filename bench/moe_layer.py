@@ -1,5 +1,5 @@
 """A whole MoE layer on the GPU: examples/moe_layer.py's ckgen layer (router, sort, permute, grouped gate with SiLU,
-grouped up, the product (torch), grouped down, weighted un-permute) against torch layers built on
+grouped up, the element-wise product, grouped down, weighted un-permute) against torch layers built on
 torch._grouped_mm and on a per-expert loop, measured in the same run, bf16.
 
   python bench/moe_layer.py [--json OUT]
@@ -91,7 +91,7 @@ def make_ckgen_layer(ks, x, router_args, wg, wu, wd, scale):
         xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
         gate = ks["moe_gate"](xs, wg.transpose(1, 2), offsets)
         up = ks["moe_up"](xs, wu.transpose(1, 2), offsets)
-        down = ks["moe_down"](gate * up, wd.transpose(1, 2), offsets)
+        down = ks["moe_down"](ks["moe_mul"](gate, up), wd.transpose(1, 2), offsets)
         return ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, w)
     return layer
 

@@ -10,8 +10,8 @@ the same generated kernels on the CPU, AMD gfx942 semantics) the widths are divi
 seconds; on an NVIDIA GPU (``--target sm_90``, torch tensors) they are the real ones.
 
 The gate projection fuses SiLU into the grouped GEMM's epilogue (``epilogue = silu``); the product with the up
-projection is an element-wise step of the host framework here (numpy / torch): a gated epilogue that pairs the gate
-and up columns in one GEMM is not in ckgen yet.
+projection is ckgen's element-wise op (``moe_mul``: ``expr = mul(a, b)``): a gated epilogue that pairs the gate and
+up columns in one GEMM is not in ckgen yet. Every step is a ckgen kernel; torch / numpy only allocate.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ TILES = {"emu": "tile = 32x32x32 waves = 1x1", "sm_90": "tile = 128x128x64 waves
 ARCH = {"emu": "gfx942", "sm_90": "sm_90"}
 
 
-NAMES = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate", "moe_up", "moe_down")
+NAMES = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate", "moe_up", "moe_mul", "moe_down")
 
 
 def kernels(config: str, target: str) -> dict:
@@ -45,7 +45,8 @@ def kernels(config: str, target: str) -> dict:
 
 
 def spec_text(config: str, target: str) -> str:
-    """The DSL of the layer's kernels: the routing stages and three grouped GEMMs (B as nn.Linear weights)."""
+    """The DSL of the layer's kernels: the routing stages, three grouped GEMMs (B as nn.Linear weights) and the
+    element-wise product of SwiGLU."""
     E, k, _, _, router, _ = CONFIGS[config]
     tiles = TILES[target]
     gemm = f"A = bf16 row B = bf16 col C = bf16 row {tiles} mode = grouped"
@@ -56,6 +57,7 @@ kernel moe_permute {{ op = moe_routing stage = permute top_k = {k} x = bf16 }}
 kernel moe_unpermute {{ op = moe_routing stage = unpermute top_k = {k} x = bf16 }}
 kernel moe_gate {{ {gemm} epilogue = silu }}
 kernel moe_up {{ {gemm} }}
+kernel moe_mul {{ op = elementwise a = bf16 b = bf16 expr = mul(a, b) }}
 kernel moe_down {{ {gemm} }}
 """
     return text
@@ -94,8 +96,7 @@ def run_emu(config: str, tokens: int, seed: int) -> float:
     xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
     gate = ks["moe_gate"](xs, w_gate.transpose(0, 2, 1), offsets)
     up = ks["moe_up"](xs, w_up.transpose(0, 2, 1), offsets)
-    h = to_bf16(from_bf16(gate).astype(np.float64) * from_bf16(up))            # SwiGLU's product (host)
-    down = ks["moe_down"](h, w_down.transpose(0, 2, 1), offsets)
+    down = ks["moe_down"](ks["moe_mul"](gate, up), w_down.transpose(0, 2, 1), offsets)
     y = ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights)
     f64 = lambda b: from_bf16(b).astype(np.float64)  # noqa: E731
     want = reference(f64(x), logits.astype(np.float64), corr.astype(np.float64) if len(router_args) == 2 else None,
@@ -121,7 +122,7 @@ def run_gpu(config: str, tokens: int, seed: int) -> float:
     xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
     gate = ks["moe_gate"](xs, w_gate.transpose(1, 2), offsets)
     up = ks["moe_up"](xs, w_up.transpose(1, 2), offsets)
-    down = ks["moe_down"]((gate.float() * up.float()).to(bf), w_down.transpose(1, 2), offsets)
+    down = ks["moe_down"](ks["moe_mul"](gate, up), w_down.transpose(1, 2), offsets)
     y = ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights)
     torch.cuda.synchronize()
     # float64 reference on the GPU, token by token through its chosen experts (the kernels' own routing, which the
