@@ -80,22 +80,6 @@ def torch_loop_layer(x, logits, corr, wg, wu, wd, r, scale):
     return out.to(x.dtype)
 
 
-def make_ckgen_layer(ks, x, router_args, wg, wu, wd, scale):
-    """examples/moe_layer.py's layer on these operands, as one callable (every step on the GPU's current stream)."""
-    tokens, hidden = x.shape
-    k = ks["moe_router"].plan.spec.params.top_k
-
-    def layer():
-        ids, w = ks["moe_router"](*router_args, scale=scale)
-        offsets, sorted_token, position = ks["moe_sort"](ids)
-        xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
-        gate = ks["moe_gate"](xs, wg.transpose(1, 2), offsets)
-        up = ks["moe_up"](xs, wu.transpose(1, 2), offsets)
-        down = ks["moe_down"](ks["moe_mul"](gate, up), wd.transpose(1, 2), offsets)
-        return ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, w)
-    return layer
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -115,7 +99,9 @@ def main() -> int:
             logits = torch.randn(tokens, E, device="cuda")
             router_args = (logits, corr) if r.correction else (logits,)
 
-            ckgen_layer = make_ckgen_layer(ks, x, router_args, wg, wu, wd, scale)
+            def ckgen_layer():
+                ws = (w.transpose(1, 2) for w in (wg, wu, wd))  # noqa: B023
+                return ml.forward(ks, x, router_args, *ws, scale)[0]  # noqa: B023
 
             def grouped():
                 return torch_grouped_layer(x, logits, corr, wg, wu, wd, r, scale)  # noqa: B023

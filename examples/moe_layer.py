@@ -63,6 +63,21 @@ kernel moe_down {{ {gemm} }}
     return text
 
 
+def forward(ks, x, router_args, w_gate, w_up, w_down, scale):
+    """The layer's steps, every one a kernel of ``ks``, on arrays of one framework (numpy on the emulator, torch
+    tensors on the GPU): x is tokens x hidden, the weights experts x in x out (nn.Linear's, transposed). Returns
+    (y, ids, weights): the output, and the experts the router chose with their weights."""
+    tokens, hidden = x.shape
+    k = ks["moe_router"].plan.spec.params.top_k
+    ids, weights = ks["moe_router"](*router_args, scale=scale)
+    offsets, sorted_token, position = ks["moe_sort"](ids)
+    xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
+    gate = ks["moe_gate"](xs, w_gate, offsets)
+    up = ks["moe_up"](xs, w_up, offsets)
+    down = ks["moe_down"](ks["moe_mul"](gate, up), w_down, offsets)
+    return ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights), ids, weights
+
+
 def reference(x, logits, corr, w_gate, w_up, w_down, router, scale):
     """The layer in float64 (numpy): the router kernel's rule (``router``: its params) applied in float64, each
     token through its experts, the weighted sum."""
@@ -91,13 +106,7 @@ def run_emu(config: str, tokens: int, seed: int) -> float:
     w_gate, w_up = (to_bf16(rng.uniform(-1, 1, (E, inter, hidden)) / np.sqrt(hidden)) for _ in range(2))
     w_down = to_bf16(rng.uniform(-1, 1, (E, hidden, inter)) / np.sqrt(inter))
     router_args = (logits, corr) if "correction" in CONFIGS[config][4] else (logits,)
-    ids, weights = ks["moe_router"](*router_args, scale=scale)
-    offsets, sorted_token, position = ks["moe_sort"](ids)
-    xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
-    gate = ks["moe_gate"](xs, w_gate.transpose(0, 2, 1), offsets)
-    up = ks["moe_up"](xs, w_up.transpose(0, 2, 1), offsets)
-    down = ks["moe_down"](ks["moe_mul"](gate, up), w_down.transpose(0, 2, 1), offsets)
-    y = ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights)
+    y, _, _ = forward(ks, x, router_args, *(w.transpose(0, 2, 1) for w in (w_gate, w_up, w_down)), scale)
     f64 = lambda b: from_bf16(b).astype(np.float64)  # noqa: E731
     want = reference(f64(x), logits.astype(np.float64), corr.astype(np.float64) if len(router_args) == 2 else None,
                      f64(w_gate), f64(w_up), f64(w_down), ks["moe_router"].plan.spec.params, scale)
@@ -117,13 +126,7 @@ def run_gpu(config: str, tokens: int, seed: int) -> float:
     w_gate, w_up = ((torch.rand(E, inter, hidden, device=dev) * 2 - 1).div(hidden ** 0.5).to(bf) for _ in range(2))
     w_down = (torch.rand(E, hidden, inter, device=dev) * 2 - 1).div(inter ** 0.5).to(bf)
     router_args = (logits, corr) if "correction" in router else (logits,)
-    ids, weights = ks["moe_router"](*router_args, scale=scale)
-    offsets, sorted_token, position = ks["moe_sort"](ids)
-    xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
-    gate = ks["moe_gate"](xs, w_gate.transpose(1, 2), offsets)
-    up = ks["moe_up"](xs, w_up.transpose(1, 2), offsets)
-    down = ks["moe_down"](ks["moe_mul"](gate, up), w_down.transpose(1, 2), offsets)
-    y = ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights)
+    y, ids, weights = forward(ks, x, router_args, *(w.transpose(1, 2) for w in (w_gate, w_up, w_down)), scale)
     torch.cuda.synchronize()
     # float64 reference on the GPU, token by token through its chosen experts (the kernels' own routing, which the
     # emulator run checks against the float64 rule)
