@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import raw_call, time_graph_ms  # noqa: E402
+from nvh import jit_file, raw_call, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "attention_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -159,14 +158,9 @@ def main() -> int:
     ap.add_argument("--kernels", help="only kernels whose name matches this regex")
     ap.add_argument("--json")
     args = ap.parse_args()
-    from ckgen import driver
-    from ckgen.runtime.api import jit
-
     os.chdir(HERE.parent)
-    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
-    names = [n for n in names if not args.kernels or re.search(args.kernels, n)]
     t0 = time.perf_counter()
-    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    kernels = jit_file(SPEC_ARG, args.kernels)
     props = torch.cuda.get_device_properties(0)
     print(f"device: {props.name}, torch {torch.__version__}, CUDA {torch.version.cuda}; {len(kernels)} kernels "
           f"built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)

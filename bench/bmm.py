@@ -27,7 +27,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import raw_call, rel_err, time_graph_ms, time_ms  # noqa: E402
+from nvh import jit_file, median, raw_call, rel_err, time_graph_ms, time_ms  # noqa: E402
 
 SPEC = HERE / "bmm_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -39,23 +39,15 @@ def tflops(B, M, N, K, ms):
     return 2.0 * B * M * N * K / (ms * 1e-3) / 1e12 if ms else 0.0
 
 
-def _median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
-
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     args = ap.parse_args()
-    from ckgen import driver
-    from ckgen.runtime.api import jit
-
     os.chdir(HERE.parent)
-    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
     t0 = time.perf_counter()
-    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    kernels = jit_file(SPEC_ARG)
     print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
@@ -79,10 +71,10 @@ def main() -> int:
             bmm_rounds.append((time_graph_ms(torch_bmm), time_ms(torch_bmm)))
             for n, call in calls.items():
                 per[n]["rounds"].append((time_graph_ms(call), time_ms(call)))
-        t_bmm, e_bmm = (_median([x[i] for x in bmm_rounds]) for i in (0, 1))
+        t_bmm, e_bmm = (median([x[i] for x in bmm_rounds]) for i in (0, 1))
         best = None
         for n, v in per.items():
-            v["ms"], v["eager_ms"] = (_median([x[i] for x in v["rounds"]]) for i in (0, 1))
+            v["ms"], v["eager_ms"] = (median([x[i] for x in v["rounds"]]) for i in (0, 1))
             v["tflops"] = tflops(B, M, N, K, v["ms"])
             if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
                 best = n

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from attention import time_sdpa  # noqa: E402  (bench/attention.py: SDPA's graph-timed device time per backend)
-from nvh import raw_call, time_graph_ms  # noqa: E402
+from nvh import jit_file, raw_call, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "decode_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)
@@ -238,14 +237,9 @@ def main() -> int:
     ap.add_argument("--json")
     args = ap.parse_args()
     splits_list = [int(x) for x in args.splits.split(",") if x]
-    from ckgen import driver
-    from ckgen.runtime.api import jit
-
     os.chdir(HERE.parent)
-    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
-    names = [n for n in names if not args.kernels or re.search(args.kernels, n)]
     t0 = time.perf_counter()
-    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    kernels = jit_file(SPEC_ARG, args.kernels)
     props = torch.cuda.get_device_properties(0)
     bw = copy_bandwidth()
     torch.cuda.empty_cache()

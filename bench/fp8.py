@@ -26,7 +26,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import raw_call, rel_err, time_graph_ms  # noqa: E402
+from nvh import jit_file, median, raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "fp8_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -41,10 +41,6 @@ FP8 = torch.float8_e4m3fn
 def tflops(M, N, K, ms):
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12 if ms else 0.0
 
-
-def _median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 
@@ -95,10 +91,10 @@ def bench_shape(M, N, K, kernels, gen):
             t_rounds.append(time_graph_ms(torch_mm) if torch_mm else 0.0)
             for n, call in calls.items():
                 per[n]["rounds"].append(time_graph_ms(call))
-        t_ms = _median(t_rounds)
+        t_ms = median(t_rounds)
         best = None
         for n, v in per.items():
-            v["ms"] = _median(v["rounds"])
+            v["ms"] = median(v["rounds"])
             v["tflops"] = tflops(M, N, K, v["ms"])
             if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
                 best = n
@@ -119,13 +115,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
-    from ckgen import driver
-    from ckgen.runtime.api import jit
-
     os.chdir(HERE.parent)
-    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
     t0 = time.perf_counter()
-    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    kernels = jit_file(SPEC_ARG)
     print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
     shapes = QUICK if args.quick else SQUARE + [(m, n, k) for (n, k) in LINEAR_NK for m in LINEAR_M]

@@ -28,7 +28,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import TORCH, raw_call, rel_err, time_graph_ms  # noqa: E402
+from nvh import TORCH, jit_file, raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "gemm_nv.ck"
 #: the spec path as the JIT sees it (relative to the repository root, as bench/nv_prebuild.py passes it,
@@ -74,13 +74,9 @@ def main() -> int:
     args.no_compile = args.no_compile or args.quick
     import triton_mm  # noqa: E402  (needs triton: device only)
 
-    from ckgen import driver
-    from ckgen.runtime.api import jit
-
     os.chdir(HERE.parent)
-    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
     t0 = time.perf_counter()
-    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    kernels = jit_file(SPEC_ARG)
     print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
 
     torch.manual_seed(0)
@@ -90,7 +86,7 @@ def main() -> int:
 
     for lay, dt in [(lay, dt) for lay in ("rr", "rc") for dt in ("bf16", "f16")]:
         tdt = TORCH[dt]
-        mine = [n for n in names if n.startswith(f"{dt}_{lay}_t")]
+        mine = [n for n in kernels if n.startswith(f"{dt}_{lay}_t")]
         for (M, N, K) in shapes:
             a = torch.randn(M, K, device="cuda").to(tdt)
             b = torch.randn(K, N, device="cuda").to(tdt) if lay == "rr" else torch.randn(N, K, device="cuda").to(tdt).t()
@@ -114,7 +110,7 @@ def main() -> int:
 
     for lay, dt in [(lay, dt) for lay in ("rr", "rc") for dt in ("bf16", "f16")]:
         tdt = TORCH[dt]
-        mine = [n for n in names if n.startswith(f"{dt}_{lay}_bias_gelu")]
+        mine = [n for n in kernels if n.startswith(f"{dt}_{lay}_bias_gelu")]
         for (M, N, K) in fused_shapes:
             a = torch.randn(M, K, device="cuda").to(tdt)
             b = (torch.randn(K, N, device="cuda") * 0.05).to(tdt) if lay == "rr" else \

@@ -29,7 +29,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import raw_call, rel_err, time_graph_ms  # noqa: E402
+from nvh import jit_file, median, raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "moe_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -66,10 +66,6 @@ def tflops(rows, N, K, ms):
     return 2.0 * rows * N * K / (ms * 1e-3) / 1e12 if ms else 0.0
 
 
-def _median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
-
 
 
 def main() -> int:
@@ -80,13 +76,9 @@ def main() -> int:
     if not hasattr(torch, "_grouped_mm"):
         print(f"torch {torch.__version__} has no torch._grouped_mm: nothing to compare against")
         return 1
-    from ckgen import driver
-    from ckgen.runtime.api import jit
-
     os.chdir(HERE.parent)
-    names = [p.name for p in driver.plan(driver.load([SPEC_ARG], ("sm_90",)), ("sm_90",))[SPEC.stem]]
     t0 = time.perf_counter()
-    kernels = {n: jit(SPEC_ARG, kernel=n, target="sm_90") for n in names}
+    kernels = jit_file(SPEC_ARG)
     print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
     layers = QUICK["layers"] if args.quick else tuple(LAYERS)
     token_counts = QUICK["tokens"] if args.quick else TOKENS
@@ -123,10 +115,10 @@ def main() -> int:
                     torch_rounds.append(time_graph_ms(theirs, **timing))
                     for n, call in calls.items():
                         per[n]["rounds"].append(time_graph_ms(call, **timing))
-                t_torch = _median(torch_rounds)
+                t_torch = median(torch_rounds)
                 best = None
                 for n, v in per.items():
-                    v["ms"] = _median(v["rounds"])
+                    v["ms"] = median(v["rounds"])
                     v["tflops"] = tflops(rows, N, K, v["ms"])
                     if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
                         best = n

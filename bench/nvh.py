@@ -8,6 +8,8 @@ computes the epilogue chain in float64. ``rel_err`` is ||out - ref|| / ||ref||.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import torch
 
@@ -123,3 +125,20 @@ def raw_call(kern, *args, **named):
         if st != 0:
             raise RuntimeError(f"{kern.name}: status {st}")
     return run
+
+
+def jit_file(spec: str, only: str | None = None) -> dict:
+    """Every kernel of the .ck file ``spec`` (the path the benchmark passes, relative to the repository root: it is
+    part of the generated sources, so a prebuilt cache matches), JIT-built for sm_90 (cached), by name; ``only``: a
+    regex the names must match."""
+    from ckgen import driver
+    from ckgen.runtime.api import jit
+
+    names = [p.name for p in driver.plan(driver.load([spec], ("sm_90",)), ("sm_90",))[Path(spec).stem]]
+    return {n: jit(spec, kernel=n, target="sm_90") for n in names if not only or re.search(only, n)}
+
+
+def median(xs):
+    """The median of ``xs`` (the upper one of an even count)."""
+    xs = sorted(xs)
+    return xs[len(xs) // 2]

@@ -8,32 +8,18 @@ those steps make. A diagnostic for bench/overhead.py (issue 22), not a figure of
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from overhead import host_us  # noqa: E402
 
 GEMM = ("gemm_nv.ck", "bf16_rc_t128_128_32_w22_s4")
-
-
-def median_us(fn, calls: int, batch: int = 200) -> float:
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    clock = time.perf_counter
-    while len(times) < calls:
-        for _ in range(batch):
-            t0 = clock()
-            fn()
-            times.append(clock() - t0)
-        torch.cuda.synchronize()
-    return statistics.median(times) * 1e6
 
 
 def _fill(template, ptrs):
@@ -90,7 +76,7 @@ def main() -> int:
     }
     print(f"{'step':36} {'median us':>9}")
     for name, fn in steps.items():
-        print(f"{name:36} {median_us(fn, args.calls):9.2f}")
+        print(f"{name:36} {host_us(fn, args.calls, 200):9.2f}")
     print(f"entry slots: {len(args_)}")
     return 0
 
