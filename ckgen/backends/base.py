@@ -89,7 +89,7 @@ class Backend(ABC):
 
     @abstractmethod
     def new_output(self, shape: tuple[int, ...], np_dtype: np.dtype, order: list[int], like: Any,
-                   dtype: Any = None) -> Any:
+                   dtype: Any) -> Any:
         """An output of ``shape`` (element type ``dtype``, a DType, stored as ``np_dtype``) on ``like``'s side."""
 
     @abstractmethod

@@ -274,7 +274,7 @@ class HipBackend(Backend):
         raise HipArgumentError("the hip target does not read device arrays back to derive sizes",
                                hint="pass the size explicitly (NAME=value) or a numpy array")
 
-    def new_output(self, shape: tuple[int, ...], np_dtype: Any, order: list[int], like: Any, dtype: Any = None) -> Any:
+    def new_output(self, shape: tuple[int, ...], np_dtype: Any, order: list[int], like: Any, dtype: Any) -> Any:
 
         if isinstance(like, np.ndarray):
 

@@ -174,7 +174,7 @@ class EmuBackend(Backend):
             raise RuntimeFailure(f"{what}: the emu target takes numpy arrays, got {type(obj).__name__}")
         return numpy_array_info(obj, what)
 
-    def new_output(self, shape, np_dtype, order, like, dtype=None) -> np.ndarray:
+    def new_output(self, shape, np_dtype, order, like, dtype) -> np.ndarray:
         return new_host_output(shape, np_dtype, order)  # poisoned: NaN / -1 where nothing is written
 
     fast_operand = staticmethod(numpy_fast_operand)

@@ -169,15 +169,12 @@ class CudaBackend(Backend):
             return torch.from_dlpack(obj).cpu().numpy()
         raise RuntimeFailure(f"cannot read a {type(obj).__name__} on the host")
 
-    def new_output(self, shape, np_dtype, order, like, dtype=None) -> Any:
+    def new_output(self, shape, np_dtype, order, like, dtype) -> Any:
         inverse = [order.index(i) for i in range(len(order))]
         mem_shape = [shape[i] for i in order]
         if _is_torch(like):
             torch = _torch()
-            tdt = getattr(torch, torch_dtype_name(dtype)) if dtype is not None else {
-                "<f2": torch.float16, "<u2": torch.bfloat16 if like.dtype == torch.bfloat16 else torch.uint16,
-                "<f4": torch.float32, "|i1": torch.int8, "<i4": torch.int32}[np.dtype(np_dtype).str]
-            base = torch.empty(mem_shape, dtype=tdt, device=like.device)
+            base = torch.empty(mem_shape, dtype=getattr(torch, torch_dtype_name(dtype)), device=like.device)
             base.view(torch.uint8).fill_(0xFF)  # poison: NaN / -1 where nothing is written
             return base.permute(inverse)
         if hasattr(like, "__cuda_array_interface__"):
