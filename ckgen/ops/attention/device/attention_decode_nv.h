@@ -184,20 +184,7 @@ struct DecodeNv {
                                     float (&m)[kMB][2], float (&l)[kMB][2]) {
     const KvCopy<kVec> kv{&p, &w, c.s0, c.tid, w.t1 - w.t0, w.t1 - 1};
     load_q_tile<kVec>(p, w, c);
-    if constexpr (kJoint) {
-#pragma unroll
-      for (int st = 0; st + 1 < kStages; ++st) {
-        kv.load_k(st);
-        kv.load_v(st);
-      }
-    } else {
-      kv.load_k(0);
-#pragma unroll
-      for (int st = 1; st < kStages; ++st) {
-        kv.load_v(st - 1);
-        kv.load_k(st);
-      }
-    }
+    F::prime_kv_ring(kv);
     const typename F::Lanes ln(c.lane, c.wrow);
     u32x4_t qf[kQM][kQK];
     if constexpr (Cfg::kQInRegs) F::load_q(c.s0, ln.q, qf);

@@ -266,14 +266,10 @@ struct Fwd {
     }
   };
 
-  // The copies in flight before the first tile. kJoint: groups Q, (K0, V0), ..., (K[S-2], V[S-2]); else
-  // groups Q, K0, (V0, K1), ..., (V[S-2], K[S-1]).
-  template <bool kVec>
-  static CKGEN_DEVICE void prologue(const Args& p, const attn::Problem& pr, const Ctx& c, const KvCopy<kVec>& kv) {
-    const T* qg = p.Q + pr.q;
-    const typename TileQ::template Loader<kVec, true> lq(qg, p.q_seq_stride, 0, 0, c.tid);
-    lq.load(c.s0, qg, c.m0, c.mask.sq, kD, c.tid);
-    nv::cp_async_commit();
+  // The K / V copies in flight before the first tile (after Q's group). kJoint: groups (K0, V0), ...,
+  // (K[S-2], V[S-2]); else K0, (V0, K1), ..., (V[S-2], K[S-1]). Kv: a KvCopy (this body's or the decode's).
+  template <class Kv>
+  static CKGEN_DEVICE void prime_kv_ring(const Kv& kv) {
     if constexpr (kJoint) {
 #pragma unroll
       for (int st = 0; st + 1 < kStages; ++st) {
@@ -288,6 +284,16 @@ struct Fwd {
         kv.load_k(st);
       }
     }
+  }
+
+  // The copies in flight before the first tile: Q's group, then prime_kv_ring.
+  template <bool kVec>
+  static CKGEN_DEVICE void prologue(const Args& p, const attn::Problem& pr, const Ctx& c, const KvCopy<kVec>& kv) {
+    const T* qg = p.Q + pr.q;
+    const typename TileQ::template Loader<kVec, true> lq(qg, p.q_seq_stride, 0, 0, c.tid);
+    lq.load(c.s0, qg, c.m0, c.mask.sq, kD, c.tid);
+    nv::cp_async_commit();
+    prime_kv_ring(kv);
   }
 
   // ldmatrix row addresses (bytes inside a tile) of the first k16 step: this lane's line and chunk c in {0, 1}.
