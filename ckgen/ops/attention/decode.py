@@ -25,10 +25,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ckgen.frontend import values as V
-from ckgen.frontend.parser import Value
 from ckgen.ir.op import BuildContext, Key, Op
 from ckgen.ir.plan import Entry, KernelPlan
-from ckgen.ir.spec import KernelSpec
+from ckgen.ir.spec import KernelSpec, Value
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import run_passes

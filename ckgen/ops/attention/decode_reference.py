@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ckgen.ir.arrays import allocate, poison, to_bf16, to_float64
+from ckgen.ir.arrays import to_float64
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.types import DType
-from ckgen.ops.attention.reference import LSE_TOLERANCE, O_TOLERANCE, attend
+from ckgen.ops.attention.reference import LSE_TOLERANCE, O_TOLERANCE, attend, fill_inputs
 
 
 def gather_kv(kv: np.ndarray, length: int, b: int, page_size: int, block_table: np.ndarray | None) -> np.ndarray:
@@ -69,22 +68,3 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
         perm = rng.permutation(full["num_pages"])[: batch * sizes["max_pages"]]
         out["block_table"] = perm.reshape(batch, sizes["max_pages"]).astype(np.int32)
     return fill_inputs(plan, full, out, a.dtype, rng)
-
-
-def fill_inputs(plan: KernelPlan, full: dict[str, int], out: dict, dt: DType,
-                rng: np.random.Generator) -> dict[str, np.ndarray | None]:
-    """``out`` completed: every tensor of the ABI not in it, used and not optional, allocated at ``full`` sizes:
-    outputs poisoned, inputs from a standard normal rounded to ``dt``; the rest None."""
-    for arg in plan.abi.tensors:
-        if arg.unused or arg.optional or arg.name in out:  # seqlens_q: every sequence has seqlen_q tokens
-            continue
-        arr = allocate(arg, full)
-        if arg.role == "out":
-            out[arg.name] = poison(arr)
-        else:
-            x = rng.standard_normal(arr.shape)
-            arr[...] = to_bf16(x) if dt == DType.BF16 else x.astype(np.float16)
-            out[arg.name] = arr
-    for arg in plan.abi.tensors:
-        out.setdefault(arg.name, None)
-    return out

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckgen.frontend import values as V
-from ckgen.frontend.parser import Value
 from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import BuildContext, Key, Op
 from ckgen.ir.plan import Entry, GridDim, KernelPlan, Launch
-from ckgen.ir.spec import KernelSpec
+from ckgen.ir.spec import KernelSpec, Value
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
 from ckgen.ops.attention.decode import read_problem

@@ -109,18 +109,25 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
             cu = np.concatenate([[0], np.cumsum(lengths(rng, sizes["batch"], sizes[n]))]).astype(np.int32)
             out[f"cu_seqlens_{side}"] = cu
             full[f"total_{side}"] = int(cu[-1])
-    for a in plan.abi.tensors:
-        if a.unused or a.name in out:
+    return fill_inputs(plan, full, out, spec.dtype, rng)
+
+
+def fill_inputs(plan: KernelPlan, full: dict[str, int], out: dict, dt: DType,
+                rng: np.random.Generator) -> dict[str, np.ndarray | None]:
+    """``out`` completed: every tensor of the ABI not in it, used and not optional, allocated at ``full`` sizes:
+    outputs poisoned, inputs from a standard normal rounded to ``dt``; the rest None."""
+    for arg in plan.abi.tensors:
+        if arg.unused or arg.optional or arg.name in out:  # (decode's seqlens_q: every sequence has seqlen_q)
             continue
-        arr = allocate(a, full)
-        if a.role == "out":
-            out[a.name] = poison(arr)
+        arr = allocate(arg, full)
+        if arg.role == "out":
+            out[arg.name] = poison(arr)
         else:
             x = rng.standard_normal(arr.shape)
-            arr[...] = to_bf16(x) if spec.dtype == DType.BF16 else x.astype(np.float16)
-            out[a.name] = arr
-    for a in plan.abi.tensors:
-        out.setdefault(a.name, None)
+            arr[...] = to_bf16(x) if dt == DType.BF16 else x.astype(np.float16)
+            out[arg.name] = arr
+    for arg in plan.abi.tensors:
+        out.setdefault(arg.name, None)
     return out
 
 

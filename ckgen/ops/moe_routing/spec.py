@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ckgen.frontend import values as V
-from ckgen.frontend.parser import Value
 from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 
 STAGES = ("topk", "sort", "permute", "unpermute")
