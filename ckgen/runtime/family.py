@@ -24,8 +24,9 @@ from ckgen.targets import arch_for, get_target
 
 
 def family_plans(specs, family: str, vendor: str, arch: str | None):
-    """The legal plans of the members of ``family`` for ``arch`` (default: the first member's first arch of
-    ``vendor``); CkgenError when there is no such family or no member is legal."""
+    """The legal plans of the members of ``family`` for ``arch`` (default: the first arch of ``vendor`` any member
+    names): the members that name ``arch`` (all of them when none does); CkgenError when there is no such family or
+    no member is legal."""
 
     members = [s for s in specs if s.family == family]
     if not members:
@@ -33,9 +34,12 @@ def family_plans(specs, family: str, vendor: str, arch: str | None):
         raise CkgenError(f"no kernel named '{family}' (and no family)",
                          hint="kernels: " + ", ".join(s.name for s in specs) + "; families: " + (", ".join(fams) or "none"))
     if arch is None:
-        arch = arch_for(members[0].arches, vendor, f"family '{family}'")
+        arch = arch_for(tuple(dict.fromkeys(a for s in members for a in s.arches)), vendor, f"family '{family}'")
     if get_target(arch).vendor != vendor:
         raise CkgenError(f"arch '{arch}' is a {get_target(arch).vendor} target; this backend runs {vendor} targets")
+    # blocks that name their arches (``arch = [...]``) serve only those; a family written for other arches only
+    # is planned for ``arch`` as a whole
+    members = [s for s in members if arch in s.arches] or members
     pruned: list[Pruned] = []
     return plan_all(members, (arch,), pruned)
 

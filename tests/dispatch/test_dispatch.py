@@ -185,6 +185,26 @@ def test_explain_without_arch_plans_for_the_familys_own_target(tmp_path, capsys)
     assert "dispatcher ckgen_lin on sm_90: 1 kernel(s)" in out and "128x128x128: lin_1" in out
 
 
+@needs_clang
+def test_family_blocks_per_arch_serve_only_their_arch(tmp_path):
+    """A family written as one block per arch (``arch = [...]``): the emulator (an AMD arch) gets the AMD block's
+    member only, not the NVIDIA block's members planned for the wrong target."""
+    import ckgen
+
+    path = tmp_path / "two.ck"
+    path.write_text("target gfx942, sm_90\n"
+                    "family lin { arch = [sm_90]  A = bf16 row  B = bf16 col  C = bf16 row  tile in [128x256x64, "
+                    "128x128x64]  waves = 2x4  lds_buffers = 4 }\n"
+                    "family lin { arch = [gfx942]  A = bf16 row  B = bf16 col  C = bf16 row  tile = 32x32x32  "
+                    "waves = 1x1 }\n")
+    d = ckgen.jit(str(path), kernel="lin", target="emu")
+    assert d.arch == "gfx942" and [p.spec.arches for p in d.table.plans] == [("gfx942",)]
+    a = to_bf16(np.random.default_rng(1).uniform(-1, 1, (5, 70)))
+    b = np.asfortranarray(to_bf16(np.random.default_rng(2).uniform(-1, 1, (70, 40))))
+    ref = from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64)
+    assert np.linalg.norm(from_bf16(d(a, b)) - ref) / np.linalg.norm(ref) < 1e-2
+
+
 def test_parse_shape_and_database_errors(tmp_path):
     assert parse_shape("1x2x3", ("M", "N", "K")) == (1, 2, 3)
     assert parse_shape("4x5x6", ("M", "N", "K", "batch"), {"batch": 1}) == (4, 5, 6, 1)
