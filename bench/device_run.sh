@@ -29,6 +29,8 @@
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
+#   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
+#             eager and torch.compile, graph-timed, with the per-step breakdown (after a parallel prebuild of its kernels)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -103,6 +105,11 @@ for STAGE in "$@"; do
       echo "pytest -m gpu (elementwise) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_elementwise.txt" | tail -8
       timeout 300 python3 bench/elementwise.py --json "$OUT/elementwise.json" > "$OUT/elementwise.txt" 2>&1
       echo "elementwise bench rc $?"; tail -14 "$OUT/elementwise.txt" ;;
+    model)
+      python3 bench/nv_prebuild.py -j 16 --only llama_layer > "$OUT/prebuild_model.txt" 2>&1; echo "prebuild rc $?"
+      timeout 200 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
+      timeout 500 python3 bench/model.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
+      echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
     layer)
       timeout 300 python3 bench/layer.py --json "$OUT/layer.json" > "$OUT/layer.txt" 2>&1
       echo "layer bench rc $?"; tail -8 "$OUT/layer.txt" ;;

@@ -3,7 +3,7 @@ CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when th
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/layer_nv.ck,
 bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck (one library per kernel, as their benchmarks JIT them) and
 bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_{cuda,schedules,attention,rowops,elementwise,
-moe,fp8}.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py) and the two examples/rowops.ck kernels
+moe,fp8}.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py), examples/llama_layer.ck's (bench/model.py) and the two examples/rowops.ck kernels
 ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
 dispatcher with: only that small host file is compiled on the device), bench/rowops_widths_nv.ck (the planned
@@ -60,6 +60,10 @@ def main() -> int:
     spec.loader.exec_module(moe_layer)
     for config in moe_layer.CONFIGS:
         jobs += [(moe_layer.spec_text(config, "sm_90"), n, f"examples/moe_layer.py {config}") for n in moe_layer.NAMES]
+    # examples/llama_layer.ck's sm_90 kernels and family members (bench/model.py), by the absolute path
+    # examples/llama_layer.py passes
+    llama = str(ROOT / "examples" / "llama_layer.ck")
+    jobs += [(llama, s.name, "examples/llama_layer.ck") for s in load_file(llama) if "sm_90" in s.arches]
     if args.only:
         jobs = [j for j in jobs if re.search(args.only, j[1] or "") or re.search(args.only, j[2])]
 

@@ -1,0 +1,201 @@
+"""A whole decoder layer on the GPU: examples/llama_layer.py's ckgen layer (every step a ckgen kernel, called
+through the Python API: prepared calls) against the same layer in torch, eager and ``torch.compile`` (default
+mode), measured in the same run, bf16 (issue 28).
+
+  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--json OUT]
+
+Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
+and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
+shapes: ``BxS`` = B sequences of S tokens (causal each). The torch layer is Hugging Face's Llama layer written out
+(RMS norm in f32, RoPE in bf16 with bf16 cos / sin, SDPA with GQA, SiLU(gate) * up); the float64 reference is the
+same torch code in float64.
+
+Device time of record: each layer captured into a CUDA graph and replayed (every side; nothing of the host's launch
+path counts). Host overhead is reported separately: wall time per layer of back-to-back eager calls (``eager ms``
+columns; torch.compile's Python guards and ckgen's prepared calls included). The per-step breakdown times each
+step of the two layers alone (graph replay). Accuracy: relative error against float64, ckgen's and torch bf16
+eager's, and their ratio (issue 28 asks <= 1.2).
+Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from nvh import rel_err, time_graph_ms, time_ms  # noqa: E402
+
+GOAL_COMPILE, GOAL_EAGER, GOAL_ERR = 1.05, 1.2, 1.2
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("llama_layer", HERE.parent / "examples" / "llama_layer.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # (its dataclasses look their module up)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def torch_steps(cfg, w, batch: int, cos, sin, dtype=torch.bfloat16) -> list:
+    """Hugging Face's Llama decoder layer as named steps (``fn(env)``, as llama_layer.steps), on weights ``w`` and
+    RoPE tables cos / sin [tokens, 1, head_dim / 2], all of ``dtype`` (bf16: the peer; float64: the reference)."""
+    q_n, kv_n, d = cfg.q_n, cfg.kv_n, cfg.head_dim
+    wt = {n: None if getattr(w, n) is None else getattr(w, n).to(dtype) for n in
+          ("qkv", "qkv_bias", "o", "gate_up", "down", "norm_in", "norm_post")}
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+
+    def rms(v, g):
+        v32 = v.to(acc)
+        return (v32 * torch.rsqrt(v32.pow(2).mean(-1, keepdim=True) + cfg.eps)).to(dtype) * g
+
+    def rot(t):
+        lo, hi = t[..., :d // 2], t[..., d // 2:]
+        return torch.cat((lo * cos - hi * sin, hi * cos + lo * sin), dim=-1)
+
+    def norm(e):
+        e["h"] = rms(e["x"], wt["norm_in"])
+
+    def qkv(e):
+        e["qkv"] = F.linear(e["h"], wt["qkv"], wt["qkv_bias"])
+
+    def rope(e):
+        t = e["qkv"]
+        n = t.shape[0]
+        e["q"] = rot(t[:, :q_n].view(n, cfg.heads, d))
+        e["k"] = rot(t[:, q_n:q_n + kv_n].view(n, cfg.kv_heads, d))
+        e["v"] = t[:, q_n + kv_n:].view(n, cfg.kv_heads, d)
+
+    def attention(e):
+        n = e["q"].shape[0]
+        seq = n // batch
+
+        def bhsd(t):
+            return t.view(batch, seq, t.shape[1], d).transpose(1, 2)
+
+        o = F.scaled_dot_product_attention(bhsd(e["q"]), bhsd(e["k"]), bhsd(e["v"]), is_causal=True, enable_gqa=True)
+        e["o"] = o.transpose(1, 2).reshape(n, q_n)
+
+    def o_proj(e):
+        e["s"] = F.linear(e["o"], wt["o"]) + e["x"]
+
+    def post_norm(e):
+        e["y"] = rms(e["s"], wt["norm_post"])
+
+    def mlp(e):
+        gu = F.linear(e["y"], wt["gate_up"])
+        e["m"] = F.silu(gu[:, :cfg.inter]) * gu[:, cfg.inter:]
+
+    def down(e):
+        e["out"] = F.linear(e["m"], wt["down"]) + e["s"]
+
+    return [("norm", norm), ("qkv", qkv), ("rope", rope), ("attention", attention), ("o_proj+add", o_proj),
+            ("norm", post_norm), ("gate_up+act", mlp), ("down+add", down)]
+
+
+def rope_tables(ex, cfg, batch: int, seq: int, dtype):
+    ang = torch.tensor(ex.rope_angles(cfg, batch, seq), device="cuda")
+    return ang.cos()[:, None, :].to(dtype), ang.sin()[:, None, :].to(dtype)
+
+
+def time_steps(layer_steps: list, x) -> list[tuple[str, float]]:
+    """Each step's device time alone (graph replay), on the intermediates of one run of the whole layer."""
+    env = {"x": x}
+    for _, fn in layer_steps:
+        fn(env)
+    out = []
+    for name, fn in layer_steps:
+        out.append((name, time_graph_ms(lambda fn=fn: fn(env), warmup=2, reps=7, inner=5)))
+    return out
+
+
+def run_case(ex, ks, cfg_name: str, batch: int, seq: int) -> dict:
+    cfg = ex.CONFIGS[cfg_name]
+    w = ex.Weights.random(cfg, 0, "cuda")
+    x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
+    ck_steps = ex.steps(ks, cfg, w, batch, ex.rope_for(ks, cfg, batch, seq, "cuda"))
+    cos, sin = rope_tables(ex, cfg, batch, seq, torch.bfloat16)
+    t_steps = torch_steps(cfg, w, batch, cos, sin)
+
+    def ck():
+        return ex.forward(ck_steps, x)
+
+    def eager():
+        return ex.forward(t_steps, x)
+
+    compiled = torch.compile(eager)
+    with torch.no_grad():
+        out_ck, out_eager, out_comp = ck(), eager(), compiled()
+        cos64, sin64 = rope_tables(ex, cfg, batch, seq, torch.float64)
+        ref = ex.forward(torch_steps(cfg, w, batch, cos64, sin64, torch.float64), x.double())
+        errs = {"ckgen": rel_err(out_ck, ref), "eager": rel_err(out_eager, ref), "compile": rel_err(out_comp, ref)}
+        del ref
+        dev = {"ckgen": time_graph_ms(ck, reps=9, inner=3), "eager": time_graph_ms(eager, reps=9, inner=3),
+               "compile": time_graph_ms(compiled, reps=9, inner=3)}
+        wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
+                "compile": time_ms(compiled, reps=9, inner=3)}
+        pieces = {"ckgen": time_steps(ck_steps, x), "eager": time_steps(t_steps, x)}
+    return {"config": cfg_name, "batch": batch, "seq": seq, "device_ms": dev, "eager_ms": wall, "rel_err": errs,
+            "vs_compile": dev["compile"] / dev["ckgen"], "vs_eager": dev["eager"] / dev["ckgen"],
+            "err_ratio": errs["ckgen"] / errs["eager"], "pieces": pieces}
+
+
+def print_rows(rows: list[dict]) -> None:
+    head = (f"{'config':>11} {'tokens':>7} | {'ckgen':>7} {'eager':>7} {'compile':>7} (device ms) | "
+            f"{'x compile':>9} {'x eager':>7} | {'ckgen':>7} {'eager':>7} {'compile':>7} (wall ms) | "
+            f"{'err ckgen':>9} {'err bf16':>8} {'ratio':>5}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        d, w, e = r["device_ms"], r["eager_ms"], r["rel_err"]
+        print(f"{r['config']:>11} {r['batch']:>2}x{r['seq']:<4} | {d['ckgen']:7.3f} {d['eager']:7.3f} "
+              f"{d['compile']:7.3f}             | {r['vs_compile']:9.3f} {r['vs_eager']:7.3f} | {w['ckgen']:7.3f} "
+              f"{w['eager']:7.3f} {w['compile']:7.3f}           | {e['ckgen']:9.2e} {e['eager']:8.2e} "
+              f"{r['err_ratio']:5.2f}")
+    for r in rows:
+        print(f"\nsteps, {r['config']} {r['batch']}x{r['seq']} (device ms, each step alone):")
+        for side in ("ckgen", "eager"):
+            parts = r["pieces"][side]
+            total = sum(t for _, t in parts)
+            print(f"  {side:>5}: " + "  ".join(f"{n} {t:.3f}" for n, t in parts) + f"  | sum {total:.3f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default="llama3-8b,qwen2.5-7b")
+    ap.add_argument("--shapes", default="1x2048,4x512,1x8192", help="BxS: B sequences of S tokens")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    ex = _example()
+    ks = ex.kernels("sm_90")
+    rows = []
+    for cfg_name in a.configs.split(","):
+        for shape in a.shapes.split(","):
+            b, s = (int(v) for v in shape.split("x"))
+            rows.append(run_case(ex, ks, cfg_name, b, s))
+            r = rows[-1]
+            print(f"{cfg_name} {shape}: ckgen {r['device_ms']['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile, "
+                  f"{r['vs_eager']:.3f}x eager", flush=True)
+    print()
+    print_rows(rows)
+    ok = [r["vs_compile"] >= GOAL_COMPILE and r["vs_eager"] >= GOAL_EAGER and r["err_ratio"] <= GOAL_ERR
+          for r in rows]
+    geo = math.exp(sum(math.log(r["vs_compile"]) for r in rows) / len(rows))
+    print(f"\ngoal (>= {GOAL_COMPILE}x compile, >= {GOAL_EAGER}x eager, error <= {GOAL_ERR}x bf16 eager's): "
+          f"{sum(ok)}/{len(rows)}; geomean vs compile {geo:.3f}x, min {min(r['vs_compile'] for r in rows):.3f}x")
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 0 if all(ok) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

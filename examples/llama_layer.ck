@@ -1,0 +1,101 @@
+/* The kernels of a Llama-style decoder layer (examples/llama_layer.py): every step of the layer is one of these.
+
+     x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> RoPE -> llama_attention (causal, GQA)
+       -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s)) -> llama_gate_up -> llama_silu_mul
+       -> llama_down -> llama_add (out = s + down)
+
+   The row ops, attention and the element-wise ops are planned per target. The four projections are families
+   (the dispatcher picks a member by shape): one block per arch, large Hopper tiles on sm_90, a small MFMA tile on
+   gfx942 (the emulator runs that one). B is the nn.Linear weight W [N, K] as is: W^T, column-major. */
+target gfx942, sm_90
+
+kernel llama_norm {             // y = rmsnorm(x) * weight
+  op = rmsnorm
+  x = bf16
+  max_cols = 8192
+}
+
+kernel llama_add_norm {         // s = x + residual (written to s_out), y = rmsnorm(s) * weight
+  op = rmsnorm
+  x = bf16
+  residual = true
+  max_cols = 8192
+}
+
+kernel llama_attention {        // causal self-attention, K / V heads shared by heads / heads_kv query heads
+  op = attention
+  dtype = bf16
+  head_dim = 128
+  mask = causal
+}
+
+kernel llama_silu_mul {         // SwiGLU: silu(gate) * up on the two halves of the gate-up output
+  op = elementwise
+  a = bf16  b = bf16
+  expr = silu(a) -> mul(b)
+}
+
+kernel llama_add {              // the last residual add
+  op = elementwise
+  a = bf16  b = bf16
+  expr = add(a, b)
+}
+
+// ---------------------------------------------------------------- the projections, sm_90
+family llama_qkv {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
+family llama_qkv_bias {         // Qwen2-style q / k / v biases
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
+family llama_o {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
+family llama_gate_up {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
+family llama_down {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
+
+// ---------------------------------------------------------------- the projections, gfx942 (and the emulator)
+family llama_qkv {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile = 64x64x32  waves = 2x2
+}
+family llama_qkv_bias {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
+  tile = 64x64x32  waves = 2x2
+}
+family llama_o {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile = 64x64x32  waves = 2x2
+}
+family llama_gate_up {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile = 64x64x32  waves = 2x2
+}
+family llama_down {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile = 64x64x32  waves = 2x2
+}

@@ -1,0 +1,323 @@
+"""A Llama-style decoder layer from ckgen kernels (examples/llama_layer.ck), checked against a float64 layer.
+
+  python examples/llama_layer.py [--config llama3-8b|qwen2.5-7b] [--target emu|sm_90] [--batch B] [--seq S]
+
+Every step is a ckgen kernel; torch / numpy only allocate (and view):
+
+  h = rmsnorm(x)                     llama_norm
+  qkv = h . Wqkv^T (+ bias)          llama_qkv / llama_qkv_bias (family: the dispatcher picks the tile)
+  q, k rotated (RoPE, positions)     see ROPE below
+  o = attention(q, k, v)             llama_attention (causal; GQA: heads / heads_kv query heads per K/V head)
+  s = x + o . Wo^T, y = rmsnorm(s)   llama_o, llama_add_norm
+  m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up, llama_silu_mul
+  out = s + m . Wd^T                 llama_down, llama_add
+
+The dimensions are configurable (:class:`Config`; ``head_dim`` is the attention kernel's, 128); weights are random
+(:meth:`Weights.random`) or given (:meth:`Weights.from_state_dict`: a Hugging Face layer's tensors). On the emulator
+(``--target emu``: the same generated kernels on the CPU with AMD gfx942 semantics, numpy arrays) the widths are a
+small configuration so that a run takes seconds; on an NVIDIA GPU (``--target sm_90``, torch tensors) they are the
+model's. :func:`steps` is the layer, used by both and by bench/model.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import ckgen
+from ckgen.ir.arrays import from_bf16, to_bf16
+
+CK = Path(__file__).resolve().with_suffix(".ck")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A decoder layer's dimensions (Llama / Mistral / Qwen2 style)."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    inter: int
+    head_dim: int = 128
+    theta: float = 500000.0  # RoPE base
+    qkv_bias: bool = False
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.head_dim != 128:
+            raise ValueError("head_dim: llama_layer.ck's attention kernel is head_dim = 128")
+        if self.hidden > 8192:
+            raise ValueError("hidden: llama_layer.ck's norms are planned for at most 8192 columns (max_cols)")
+
+    @property
+    def q_n(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_n(self) -> int:
+        return self.kv_heads * self.head_dim
+
+
+CONFIGS = {
+    "llama3-8b": Config(hidden=4096, heads=32, kv_heads=8, inter=14336, theta=500000.0),
+    "qwen2.5-7b": Config(hidden=3584, heads=28, kv_heads=4, inter=18944, theta=1000000.0, qkv_bias=True, eps=1e-6),
+}
+#: the emulator's configuration: small, with the qkv bias and a hidden size that is not a power of two
+EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
+
+NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_attention", "llama_o", "llama_add_norm",
+         "llama_gate_up", "llama_silu_mul", "llama_down", "llama_add")
+
+
+def kernels(target: str) -> dict:
+    """The layer's kernels for ``target`` ("emu" or "sm_90"), built or loaded from the cache on first use."""
+    return {n: ckgen.jit(str(CK), kernel=n, target=target) for n in NAMES}
+
+
+@dataclasses.dataclass
+class Weights:
+    """The layer's weights, bf16, nn.Linear's [out, in]; qkv is q, k, v stacked, gate_up gate then up (HF's
+    merged layout: the two halves)."""
+
+    qkv: object
+    qkv_bias: object  # None without
+    o: object
+    gate_up: object
+    down: object
+    norm_in: object
+    norm_post: object
+
+    @staticmethod
+    def random(cfg: Config, seed: int = 0, device: str | None = None) -> Weights:
+        """Random weights scaled as a trained layer's (rows of norm ~1): numpy bf16 bits on the emulator
+        (``device`` None), torch tensors on ``device``."""
+        rng = np.random.default_rng(seed)
+
+        def mat(n: int, k: int, scale: float = 1.0):
+            return _array(rng.standard_normal((n, k)) * scale / math.sqrt(k), device)
+
+        qkv_n = cfg.q_n + 2 * cfg.kv_n
+        return Weights(qkv=mat(qkv_n, cfg.hidden),
+                       qkv_bias=_array(rng.standard_normal(qkv_n) * 0.1, device) if cfg.qkv_bias else None,
+                       o=mat(cfg.hidden, cfg.q_n), gate_up=mat(2 * cfg.inter, cfg.hidden),
+                       down=mat(cfg.hidden, cfg.inter),
+                       norm_in=_array(1 + 0.1 * rng.standard_normal(cfg.hidden), device),
+                       norm_post=_array(1 + 0.1 * rng.standard_normal(cfg.hidden), device))
+
+    @staticmethod
+    def from_state_dict(sd: dict, prefix: str = "") -> Weights:
+        """A Hugging Face Llama / Mistral / Qwen2 layer's tensors (``{prefix}self_attn.q_proj.weight`` ...), torch,
+        on the device they are on, converted to bf16."""
+        import torch
+
+        def t(name: str):
+            return sd[prefix + name].to(torch.bfloat16).contiguous()
+
+        att, mlp = "self_attn.", "mlp."
+        bias = None
+        if prefix + att + "q_proj.bias" in sd:
+            bias = torch.cat([t(att + f"{p}_proj.bias") for p in "qkv"])
+        return Weights(qkv=torch.cat([t(att + f"{p}_proj.weight") for p in "qkv"]), qkv_bias=bias,
+                       o=t(att + "o_proj.weight"),
+                       gate_up=torch.cat([t(mlp + "gate_proj.weight"), t(mlp + "up_proj.weight")]),
+                       down=t(mlp + "down_proj.weight"), norm_in=t("input_layernorm.weight"),
+                       norm_post=t("post_attention_layernorm.weight"))
+
+
+def _array(x: np.ndarray, device: str | None):
+    """float64 numpy -> bf16: numpy bits (device None) or a torch tensor on ``device``."""
+    if device is None:
+        return to_bf16(x)
+    import torch
+
+    return torch.tensor(x, dtype=torch.float32, device=device).to(torch.bfloat16)
+
+
+def _t(w):
+    """nn.Linear's weight [N, K] as the GEMM's B: its transpose (a view; column-major K x N)."""
+    return w.T
+
+
+def steps(ks: dict, cfg: Config, w: Weights, batch: int, rope) -> list:
+    """The layer as named steps, each a kernel of ``ks`` (one call, or RoPE's): ``(name, fn)`` with ``fn(env)``
+    reading its inputs from the dict ``env`` and storing its outputs there. ``env["x"]`` is the input
+    [batch * seq, hidden] (``batch`` sequences of equal length, causal each); the last step stores ``env["out"]``.
+    ``rope(q, k)`` returns q [batch, seq, heads, head_dim] and k rotated. Arrays of one framework: numpy bf16 bits
+    on the emulator, torch tensors on the GPU. bench/model.py times the steps one by one."""
+    scale = 1.0 / math.sqrt(cfg.head_dim)
+    q_n, kv_n = cfg.q_n, cfg.kv_n
+
+    def norm(e):
+        e["h"] = ks["llama_norm"](e["x"], w.norm_in, eps=cfg.eps)
+
+    def qkv(e):
+        e["qkv"] = (ks["llama_qkv_bias"](e["h"], _t(w.qkv), w.qkv_bias) if w.qkv_bias is not None
+                    else ks["llama_qkv"](e["h"], _t(w.qkv)))
+
+    def heads(e):
+        t = e["qkv"]
+        seq = t.shape[0] // batch
+        e["q"], e["k"] = rope(t[:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim),
+                              t[:, q_n:q_n + kv_n].reshape(batch, seq, cfg.kv_heads, cfg.head_dim))
+        e["v"] = t[:, q_n + kv_n:].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+
+    def attention(e):
+        e["o"], _ = ks["llama_attention"](e["q"], e["k"], e["v"], scale=scale)
+
+    def o_proj(e):
+        e["a"] = ks["llama_o"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o))
+
+    def add_norm(e):
+        e["y"], e["s"] = ks["llama_add_norm"](e["a"], e["x"], w.norm_post, eps=cfg.eps)
+
+    def gate_up(e):
+        e["gu"] = ks["llama_gate_up"](e["y"], _t(w.gate_up))
+
+    def silu_mul(e):
+        e["m"] = ks["llama_silu_mul"](e["gu"][:, :cfg.inter], e["gu"][:, cfg.inter:])
+
+    def down(e):
+        e["d"] = ks["llama_down"](e["m"], _t(w.down))
+
+    def residual(e):
+        e["out"] = ks["llama_add"](e["s"], e["d"])
+
+    return [("norm", norm), ("qkv", qkv), ("rope", heads), ("attention", attention), ("o_proj", o_proj),
+            ("add_norm", add_norm), ("gate_up", gate_up), ("silu_mul", silu_mul), ("down", down),
+            ("residual", residual)]
+
+
+def forward(layer_steps: list, x) -> object:
+    """The layer's output on ``x``: every step of :func:`steps` in order."""
+    env = {"x": x}
+    for _, fn in layer_steps:
+        fn(env)
+    return env["out"]
+
+
+def rope_for(ks, cfg, batch, seq, device):
+    """TEMPORARY (until the fused RoPE lands): the rotation in the array framework."""
+    ang = rope_angles(cfg, batch, seq).reshape(batch, seq, 1, -1)
+    if device is None:
+        def rot(t):
+            t = from_bf16(t).astype(np.float64)
+            half = cfg.head_dim // 2
+            lo, hi = t[..., :half], t[..., half:]
+            return to_bf16(np.concatenate([lo * np.cos(ang) - hi * np.sin(ang), hi * np.cos(ang) + lo * np.sin(ang)], -1))
+        return lambda q, k: (rot(q), rot(k))
+    import torch
+    c = torch.tensor(np.cos(ang), device=device, dtype=torch.float32)
+    s_ = torch.tensor(np.sin(ang), device=device, dtype=torch.float32)
+    def rot_t(t):
+        t = t.float()
+        half = cfg.head_dim // 2
+        lo, hi = t[..., :half], t[..., half:]
+        return torch.cat([lo * c - hi * s_, hi * c + lo * s_], -1).to(torch.bfloat16)
+    return lambda q, k: (rot_t(q), rot_t(k))
+
+
+def rope_angles(cfg: Config, batch: int, seq: int) -> np.ndarray:
+    """float64 [batch * seq, head_dim / 2]: position * theta^(-2i / head_dim), positions 0..seq-1 per sequence."""
+    inv = cfg.theta ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
+    pos = np.tile(np.arange(seq, dtype=np.float64), batch)
+    return pos[:, None] * inv[None, :]
+
+
+def reference(cfg: Config, w: dict, x: np.ndarray, batch: int) -> np.ndarray:
+    """The layer in float64 numpy (``w``: the weights widened to float64, same names as :class:`Weights`)."""
+    tokens = x.shape[0]
+    seq = tokens // batch
+
+    def rms(v, g):
+        return v / np.sqrt((v * v).mean(-1, keepdims=True) + cfg.eps) * g
+
+    qkv = rms(x, w["norm_in"]) @ w["qkv"].T
+    if w.get("qkv_bias") is not None:
+        qkv = qkv + w["qkv_bias"]
+    ang = rope_angles(cfg, batch, seq)
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+
+    def rot(t):
+        half = cfg.head_dim // 2
+        lo, hi = t[..., :half], t[..., half:]
+        return np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin], axis=-1)
+
+    q = rot(qkv[:, :cfg.q_n].reshape(tokens, cfg.heads, cfg.head_dim))
+    k = rot(qkv[:, cfg.q_n:cfg.q_n + cfg.kv_n].reshape(tokens, cfg.kv_heads, cfg.head_dim))
+    v = qkv[:, cfg.q_n + cfg.kv_n:].reshape(tokens, cfg.kv_heads, cfg.head_dim)
+    o = np.zeros((tokens, cfg.heads, cfg.head_dim))
+    mask = np.tril(np.ones((seq, seq), dtype=bool))
+    group = cfg.heads // cfg.kv_heads
+    for b in range(batch):
+        r = slice(b * seq, (b + 1) * seq)
+        for hd in range(cfg.heads):
+            sc = q[r, hd] @ k[r, hd // group].T / math.sqrt(cfg.head_dim)
+            sc = np.where(mask, sc, -np.inf)
+            p = np.exp(sc - sc.max(-1, keepdims=True))
+            o[r, hd] = (p / p.sum(-1, keepdims=True)) @ v[r, hd // group]
+    s = o.reshape(tokens, cfg.q_n) @ w["o"].T + x
+    gu = rms(s, w["norm_post"]) @ w["gate_up"].T
+    g, u = gu[:, :cfg.inter], gu[:, cfg.inter:]
+    return (g / (1 + np.exp(-g)) * u) @ w["down"].T + s
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+def run_emu(batch: int, seq: int, seed: int = 0) -> float:
+    """The layer on the emulator at :data:`EMU`'s widths; its relative error against float64."""
+    cfg = EMU
+    ks = kernels("emu")
+    w = Weights.random(cfg, seed)
+    rng = np.random.default_rng(seed + 1)
+    x = to_bf16(rng.standard_normal((batch * seq, cfg.hidden)))
+    out = forward(steps(ks, cfg, w, batch, rope_for(ks, cfg, batch, seq, None)), x)
+    f64 = {f.name: None if getattr(w, f.name) is None else from_bf16(getattr(w, f.name)).astype(np.float64)
+           for f in dataclasses.fields(w)}
+    return rel_err(from_bf16(out).astype(np.float64), reference(cfg, f64, from_bf16(x).astype(np.float64), batch))
+
+
+def run_gpu(config: str, batch: int, seq: int, seed: int = 0) -> float:
+    """The layer on the GPU at ``config``'s widths; its relative error against float64 (numpy on the host for
+    small token counts)."""
+    import torch
+
+    cfg = CONFIGS[config]
+    ks = kernels("sm_90")
+    w = Weights.random(cfg, seed, "cuda")
+    x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
+    out = forward(steps(ks, cfg, w, batch, rope_for(ks, cfg, batch, seq, "cuda")), x)
+    torch.cuda.synchronize()
+    f64 = {f.name: None if getattr(w, f.name) is None else getattr(w, f.name).double().cpu().numpy()
+           for f in dataclasses.fields(w)}
+    return rel_err(out.double().cpu().numpy(), reference(cfg, f64, x.double().cpu().numpy(), batch))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", choices=tuple(CONFIGS), default="llama3-8b", help="the GPU run's dimensions")
+    ap.add_argument("--target", choices=("emu", "sm_90"), default="emu")
+    ap.add_argument("--batch", type=int, default=2, help="sequences")
+    ap.add_argument("--seq", type=int, default=None, help="tokens per sequence (default 9 on emu, 256 on sm_90)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    seq = args.seq or (9 if args.target == "emu" else 256)
+    err = run_emu(args.batch, seq, args.seed) if args.target == "emu" else run_gpu(args.config, args.batch, seq,
+                                                                                    args.seed)
+    tol = 2e-2
+    name = "emu" if args.target == "emu" else args.config
+    print(f"llama layer ({name}) on {args.target}, {args.batch} x {seq} tokens: relative error vs float64 {err:.3e} "
+          f"(tolerance {tol:.0e}): {'ok' if err <= tol else 'FAILED'}")
+    return 0 if err <= tol else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
