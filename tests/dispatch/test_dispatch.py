@@ -279,3 +279,18 @@ def test_model_picks_the_small_m_tile_for_decode_only(arch):
     c = choose(tuned, (4096, 4096, 4096))
     assert (c.how, c.kernel) == ("nearest", big)
     assert choose(tuned, (16, 4096, 4096)).kernel == small
+
+
+def test_model_prefers_one_tile_per_workgroup_to_stream_k_on_the_hopper_body():
+    """Stream-K on the Hopper body runs at about 0.68 of the tile schedule where tiles fill whole waves (measured:
+    ckgen.ops.gemm.cost_model.SCHEDULE_EFFICIENCY); untuned, the model must not give it the large prefill shapes
+    (it chose stream-K at 2048 x 28672 x 4096 and ran 1.65x slower than the tile schedule's estimate)."""
+    from pathlib import Path
+
+    from ckgen.frontend import load_file
+    from ckgen.runtime.family import family_plans
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "llama_layer.ck"
+    (t,) = tables(family_plans(load_file(ex), "llama_gate_up", "nvidia", "sm_90"), [], "llama_gate_up")
+    for shape in [(2048, 28672, 4096), (8192, 28672, 4096), (2048, 4096, 14336), (8192, 4096, 4096)]:
+        assert choose(t, shape).kernel.endswith("_scheduletile"), shape

@@ -9,7 +9,8 @@ nearby shapes, not to predict absolute times:
   waves of ``slots`` concurrent workgroups (the target's CUs x the workgroups one CU holds); a partial wave costs
   a full one;
 - compute time: waves x one unit's FLOPs at the body's share of the target's tensor throughput (the throughput of
-  the instruction table at the part's clock, times :data:`EFFICIENCY` of the body);
+  the instruction table at the part's clock, times :data:`EFFICIENCY` of the body and the schedule's
+  :data:`SCHEDULE_EFFICIENCY`);
 - operand-feed time: waves x the time one unit takes to feed its matrix instructions, the slower of two pipes,
   each at the body's share (:data:`EFFICIENCY`) of its peak: the LDS (shared-memory) reads (per K step of the
   tile each wave reads its rows of A and its columns of B: tile K x (waves N x tile M x A bytes + waves M x
@@ -36,6 +37,10 @@ KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
 EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60}
 #: the Hopper body's wgmma issues twice the work of mma.sync per SM and clock
 WGMMA_SPEEDUP = 2.0
+#: a schedule's share of its body's throughput where it is not 1: stream-K on the Hopper body ran at 0.65-0.71 of
+#: the same tile's one-tile-per-workgroup schedule on the full-wave shapes of the tuning set (8192 x 4096 x 4096,
+#: 8192 x 28672 x 4096, 8192 x 4096 x 14336: bench/runs/2026-12-03_dispatch.txt), where the two should be equal
+SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.68}
 BANDWIDTH_EFFICIENCY = 0.85
 LAUNCH_S = 2.5e-6
 FIXUP_S = 1.0e-6
@@ -54,9 +59,10 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
     clock = (t.clock_mhz or DEFAULT_CLOCK_MHZ) * 1e6
     per_cu_clk = t.simds_per_cu * 2.0 * i.m * i.n * i.k * i.blocks / i.cycles
     body = "tma" if b.tma is not None else ("mma_sync" if t.platform == "cuda" else "mfma")
-    flops = per_cu_clk * t.cus * clock * EFFICIENCY[body] * (WGMMA_SPEEDUP if body == "tma" else 1.0)
-    per_cu = 1 if b.tma is not None else max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
     sp = b.schedule
+    flops = (per_cu_clk * t.cus * clock * EFFICIENCY[body] * (WGMMA_SPEEDUP if body == "tma" else 1.0)
+             * SCHEDULE_EFFICIENCY.get((body, sp.kind if sp is not None else "tile"), 1.0))
+    per_cu = 1 if b.tma is not None else max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
     kind = KINDS[sp.kind] if sp is not None else 0
     wm, wn = cfg.waves
     lds_kstep = cfg.tile[2] * (wn * cfg.tile[0] * g.a.dtype.bytes + wm * cfg.tile[1] * g.b.dtype.bytes)
