@@ -1,0 +1,63 @@
+// attention_rope.h (ckgen/ops/attention/device): the rotary position embedding (RoPE) the attention bodies apply
+// on the way (op = attention_kv_append to the keys it writes; op = attention and op = attention_decode to the
+// queries as they load them). The Python side, the DSL key and the table: ckgen/ops/attention/rope.py.
+//
+// A rotary Cfg has  kRopeStyle (kRopeNeox or kRopeGptj) and kRopeDim (rot: even, <= kHeadDim). Pair i < rot / 2
+// of a row at position pos is (x, y) = (i, i + rot / 2) (neox, rotate-half) or (2 i, 2 i + 1) (gptj, interleaved),
+// rotated with c = cs[i], s = cs[rot / 2 + i], cs = cos_sin + pos * cs_pos_stride (f32, vLLM's cos_sin_cache):
+//   x' = x c - y s,  y' = y c + x s      (f32, rounded to T once by the caller); elements >= rot pass through.
+// Bodies read kRopeStyle / kRopeDim only under `if constexpr (attn::kRope<Cfg>)`: a Cfg without rotary embedding
+// has neither member.
+#pragma once
+
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace attn {
+
+enum : int { kRopeNone = 0, kRopeNeox = 1, kRopeGptj = 2 };
+
+template <class C, class = int>
+struct RopeStyleOf {
+  static constexpr int value = kRopeNone;
+};
+template <class C>
+struct RopeStyleOf<C, decltype(static_cast<int>(C::kRopeStyle))> {
+  static constexpr int value = C::kRopeStyle;
+};
+// Whether Cfg rotates (it has kRopeStyle and kRopeDim).
+template <class Cfg>
+constexpr bool kRope = RopeStyleOf<Cfg>::value != kRopeNone;
+
+// Element d (< kHeadDim) of row x rotated at table row cs, in f32 (x: d contiguous; elements past kRot read as is).
+template <int kStyle, int kRot, class T>
+CKGEN_DEVICE float rope_elem(const T* x, int d, const float* cs) {
+  static_assert(kStyle == kRopeNeox || kStyle == kRopeGptj, "kRopeStyle must be attn::kRopeNeox or kRopeGptj");
+  static_assert(kRot >= 2 && kRot % 2 == 0, "kRopeDim must be even and >= 2");
+  const float xd = to_float(gload(x + d));
+  if (d >= kRot) return xd;
+  constexpr int kHalf = kRot / 2;
+  const bool first = kStyle == kRopeNeox ? d < kHalf : (d & 1) == 0;
+  const int i = kStyle == kRopeNeox ? (first ? d : d - kHalf) : d >> 1;
+  const int partner = kStyle == kRopeNeox ? (first ? d + kHalf : d - kHalf) : d ^ 1;
+  const float c = gload(cs + i), s = gload(cs + kHalf + i), y = to_float(gload(x + partner));
+  return first ? xd * c - y * s : xd * c + y * s;
+}
+
+// The elements (x, y) of pair i (< kRot / 2).
+template <int kStyle, int kRot>
+CKGEN_DEVICE void rope_pair(int i, int& x, int& y) {
+  x = kStyle == kRopeNeox ? i : 2 * i;
+  y = kStyle == kRopeNeox ? i + kRot / 2 : 2 * i + 1;
+}
+
+// Row pos of the table (traps when pos is outside 0..positions-1; `who` names the kernel and the argument).
+CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long long pos, long long positions,
+                                   const char* who) {
+  if (pos < 0 || pos >= positions) trap(who);
+  return cos_sin + pos * stride;
+}
+
+}  // namespace attn
+}  // namespace ckgen
