@@ -306,7 +306,7 @@ def _wgmma_smem(hd: int, bm: int, bn: int, stages: int) -> int:
 
 
 def plan_wgmma_body(d: AttentionDraft) -> None:
-    """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64 or 128 also get the Hopper body
+    """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64 or 128 without rope also get the Hopper body
     (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
     with ``wgmma_tile`` and ``wgmma_stages`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
     count shrinks to fit the shared memory). The portable body stays the run-time fallback."""
@@ -320,7 +320,9 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
     why = ("the target has no wgmma / TMA (sm_90)" if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features else
            f"head_dim {a.head_dim} (the Hopper body takes {' or '.join(map(str, WGMMA_HEAD_DIMS))})"
            if a.head_dim not in WGMMA_HEAD_DIMS else
-           "varlen kernels (the C ABI has no total token count to bound the tensor maps with)" if a.varlen else None)
+           "varlen kernels (the C ABI has no total token count to bound the tensor maps with)" if a.varlen else
+           "rope (Q goes by TMA straight into the swizzled tile wgmma reads; the portable body rotates it)"
+           if a.rope else None)
     if why is not None:
         if cfg.body == "wgmma" or written:
             param, value = ("body", "wgmma") if cfg.body == "wgmma" else (written[0][0], _text(written[0][1]))

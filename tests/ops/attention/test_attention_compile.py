@@ -27,6 +27,7 @@ kernel r1_f16_d256_causal { op = attention  dtype = f16  head_dim = 256  mask = 
 kernel r1_f16_d64_window_16x16 { op = attention  dtype = f16  head_dim = 64  mask = window  instr = 16x16x16
   tile = 128x32 }
 kernel r1_bf16_d128_varlen_window { op = attention  dtype = bf16  head_dim = 128  mask = window  varlen = true }
+kernel r1_bf16_d128_causal_rope64 { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64) }
 """
 NV = """
 kernel r1n_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask = causal  arch = [sm_90, sm_80] }
@@ -34,6 +35,7 @@ kernel r1n_bf16_d64_128x128_1b { op = attention  dtype = bf16  head_dim = 64  ti
   kv_barriers = 1  arch = [sm_90] }
 kernel r1n_f16_d256_window_varlen { op = attention  dtype = f16  head_dim = 256  mask = window  varlen = true
   arch = [sm_90] }
+kernel r1n_f16_d64_rope_gptj { op = attention  dtype = f16  head_dim = 64  mask = causal  rope = gptj  arch = [sm_90] }
 """
 AMD_ARCHES = {"gfx90a": "clang++-19", "gfx942": "clang++-19", "gfx950": "clang++-22"}
 
@@ -52,7 +54,7 @@ def amd_libs(tmp_path_factory):
 
 def test_amd_code_objects_match_the_plan(amd_libs):
     assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
-    assert len({n for n, _ in amd_libs}) == 6
+    assert len({n for n, _ in amd_libs}) == 7
     for (name, arch), (plan, res) in sorted(amd_libs.items()):
         b = plan.body
         what = f"{name} on {arch}: {res}"
