@@ -76,7 +76,7 @@ def nv_lib():
 def test_nvidia_builds_match_the_plan(nv_lib):
     lib, plans, reports = nv_lib
     by = {(r.name, r.arch): r for r in reports}
-    assert len(plans) == 5
+    assert len(plans) == 6
     for p in plans:
         r = by[(p.name, p.arch)]
         what = f"{p.name} on {p.arch}: {r}"
