@@ -81,7 +81,7 @@ def abi(spec: KernelSpec) -> Abi:
             from_offsets="cu_seqlens_k" if varlen else None),
     ]
     if a.rope:
-        args.append(Arg("rope_positions", S, doc="rows of cos_sin (the positions lie in 0..rope_positions-1)"))
+        args.append(Arg("rope_positions", S, default=0, doc="rows of cos_sin (the positions lie in 0..rope_positions-1)"))
     for p in ("q", "k", "v", "o"):
         for what in ("batch", "seq", "head"):
             unused = " (unused: varlen)" if varlen and what == "batch" else ""

@@ -97,7 +97,7 @@ def abi(spec: KernelSpec) -> Abi:
             doc=f"workgroups per sequence's keys (0: chosen from the shape; 1..{MAX_SPLITS})"),
     ]
     if a.rope:
-        args.append(Arg("rope_positions", S, doc="rows of cos_sin (positions past them trap)"))
+        args.append(Arg("rope_positions", S, default=0, doc="rows of cos_sin (positions past them trap)"))
     for p in ("q", "k", "v", "o"):
         first = "page" if p in "kv" else "batch"
         what = {"page": "pages" if paged else "sequences", "batch": "sequences"}[first]
