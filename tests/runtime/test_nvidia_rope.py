@@ -3,8 +3,9 @@ device): sm_90 kernels through the JIT with torch CUDA tensors against float64 t
 in float64 (written here, pair by pair). The serving design end to end: attention_kv_append rotates K into the
 cache, op = attention (prefill: Q rotated at ``positions``) or op = attention_decode (Q rotated at seqlens_k - sq +
 token) reads it; both styles, partial rotary dims, dense and varlen, split-KV; llama3-scaled tables from
-``ckgen.rope_table``; bad positions refused by name before a launch. The Hopper body is not planned with rope
-(``body = auto`` keeps the mma_sync body only), checked here on the plan.
+``ckgen.rope_table``; bad positions refused by name before a launch. The Hopper body rotates Q in shared memory
+(planned with rope only where written, ``body = wgmma``): checked here that it is the kernel that runs (torch
+profiler) and that its results match float64, and that ``body = auto`` keeps the mma_sync body.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ SPEC = """
 target sm_90
 kernel gr_append_bf16_d128_neox64 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = neox(64) }
 kernel gr_prefill_bf16_d128_neox64 { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64) }
+kernel gr_prefill_bf16_d128_neox64_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal
+  rope = neox(64)  body = wgmma }
+kernel gr_prefill_f16_d64_gptj_wgmma { op = attention  dtype = f16  head_dim = 64  rope = gptj(48)  body = wgmma }
 kernel gr_prefill_f16_d64_gptj_varlen { op = attention  dtype = f16  head_dim = 64  mask = causal  varlen = true
   rope = gptj }
 kernel gr_append_f16_d128_p16_gptj { op = attention_kv_append  dtype = f16  head_dim = 128  page_size = 16
@@ -69,9 +73,21 @@ def attend(q, k, v):
     return torch.einsum("hqk,khd->qhd", p, vv)
 
 
-def test_append_then_prefill_dense():
-    app, att = kernel("gr_append_bf16_d128_neox64"), kernel("gr_prefill_bf16_d128_neox64")
-    assert att.plan.body.wgmma is None  # rope: the mma_sync body only
+def launched(fn) -> set[str]:
+    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+@pytest.mark.parametrize("name, tma", [("gr_prefill_bf16_d128_neox64", False),
+                                       ("gr_prefill_bf16_d128_neox64_wgmma", True)])
+def test_append_then_prefill_dense(name, tma):
+    app, att = kernel("gr_append_bf16_d128_neox64"), kernel(name)
+    assert (att.plan.body.wgmma is not None) == tma  # rope with body = auto: the mma_sync body only
     g = torch.Generator(device="cuda").manual_seed(1)
     b, n, h, hk, d, dt = 2, 700, 8, 2, 128, torch.bfloat16
     q = torch.randn(b, n, h, d, device="cuda", generator=g).to(dt)
@@ -80,12 +96,36 @@ def test_append_then_prefill_dense():
     cs = table(1024, 64)
     app(kn, vn, seqlens_k=torch.zeros(b, dtype=torch.int32, device="cuda"), cos_sin=cs, K_cache=kc, V_cache=vc)
     pos = torch.arange(n, dtype=torch.int32, device="cuda").repeat(b, 1)
-    o, _ = att(q, kc, vc, positions=pos, cos_sin=cs)
-    torch.cuda.synchronize()
+    out = {}
+    names = launched(lambda: out.setdefault("o", att(q, kc, vc, positions=pos, cos_sin=cs)[0]))
+    assert (f"{name}_tma" in names) == tma and (name in names) != tma, names
+    o = out["o"]
     for i in range(b):
         rows = cs[:n][:, None]
         want = attend(rope(q[i].double(), rows, "neox", 64), rope(kn[i].double(), rows, "neox", 64), vn[i].double())
         assert float((o[i].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+def test_hopper_body_gptj_partial_offsets():
+    """The Hopper body (no mask, 3 query tiles of 128 with a partial last one): interleaved rotation of the first 48
+    of 64 dims at positions from per-sequence offsets; K given rotated."""
+    att = kernel("gr_prefill_f16_d64_gptj_wgmma")
+    g = torch.Generator(device="cuda").manual_seed(4)
+    b, sq, sk, h, hk, d, dt = 2, 300, 260, 4, 2, 64, torch.float16
+    q = torch.randn(b, sq, h, d, device="cuda", generator=g).to(dt)
+    k0, v = (torch.randn(b, sk, hk, d, device="cuda", generator=g).to(dt) for _ in "kv")
+    pos = torch.stack([7 + torch.arange(sq, device="cuda"), 40 + torch.arange(sq, device="cuda")]).to(torch.int32)
+    cs = table(512, 48)
+    kpos = torch.arange(sk, device="cuda")
+    k = rope(k0.double(), cs[kpos][None, :, None], "gptj", 48).to(dt)
+    out = {}
+    names = launched(lambda: out.setdefault("o", att(q, k, v, positions=pos, cos_sin=cs)[0]))
+    assert "gr_prefill_f16_d64_gptj_wgmma_tma" in names, names
+    for i in range(b):
+        qr = rope(q[i].double(), cs[pos[i].long()][:, None], "gptj", 48)
+        s = torch.einsum("qhd,khd->hqk", qr, k[i].double().repeat_interleave(h // hk, 1)) / d ** 0.5
+        want = torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v[i].double().repeat_interleave(h // hk, 1))
+        assert float((out["o"][i].double() - want).norm() / want.norm()) < TOL[dt]
 
 
 def test_prefill_varlen_gptj_from_offsets():

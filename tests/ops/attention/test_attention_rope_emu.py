@@ -174,11 +174,15 @@ def test_bad_positions(kernels):
         k.backend.launch(k.handle, call)
 
 
-def test_hopper_body_refused_with_rope():
+def test_hopper_body_with_rope_only_where_written():
+    """rope with body = auto: the mma_sync body only (the Hopper body's rotation waits for the H200); body = wgmma or
+    a wgmma_* parameter plans it; varlen still refuses it."""
     src = "kernel k {{ op = attention  dtype = f16  head_dim = 64  rope = neox  {}arch = [sm_90] }}"
-    assert plan_for(src.format(""), "k", "nvidia", "sm_90").body.wgmma is None  # auto: the portable body only
-    with pytest.raises(CkgenError, match="does not take rope"):
-        plan_for(src.format("body = wgmma  "), "k", "nvidia", "sm_90")
+    assert plan_for(src.format(""), "k", "nvidia", "sm_90").body.wgmma is None
+    assert plan_for(src.format("body = wgmma  "), "k", "nvidia", "sm_90").body.wgmma is not None
+    assert plan_for(src.format("wgmma_stages = 3  "), "k", "nvidia", "sm_90").body.wgmma.stages == 3
+    with pytest.raises(CkgenError, match="varlen"):
+        plan_for(src.format("varlen = true  body = wgmma  "), "k", "nvidia", "sm_90")
 
 
 def test_no_rope_keeps_its_abi_and_keys():
