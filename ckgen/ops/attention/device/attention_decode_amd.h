@@ -75,15 +75,9 @@ struct Decode {
       const T* src = p.Q + w.b * p.q_batch_stride + s * p.q_seq_stride + h * p.q_head_stride;
       const float* cs = in ? attn::decode_rope_row(p, w.len, w.sq, s) : nullptr;
 #pragma unroll
-      for (int dc = 0; dc < kDC; ++dc) {
-        vec<T, kBI> v;
-#pragma unroll
-        for (int e = 0; e < kBI; ++e) {
-          const int d = L::b_k0(lane) + dc * kK + e;
-          v.v[e] = in ? from_float<T>(attn::rope_elem<Cfg::kRopeStyle, Cfg::kRopeDim>(src, d, cs)) : zero<T>();
-        }
-        qf[qb][dc] = bit_cast<BOp>(v);
-      }
+      for (int dc = 0; dc < kDC; ++dc)
+        qf[qb][dc] = bit_cast<BOp>(
+            attn::rope_run<Cfg::kRopeStyle, Cfg::kRopeDim, kBI>(src, L::b_k0(lane) + dc * kK, cs));
     }
   }
 

@@ -175,15 +175,9 @@ struct Fwd {
       const T* src = p.Q + c.pr.q + static_cast<long long>(in ? row : 0) * p.q_seq_stride;
       const float* cs = in ? attn::query_rope_row<Cfg>(p, row) : nullptr;
 #pragma unroll
-      for (int dc = 0; dc < kDC; ++dc) {
-        vec<T, kBI> v;
-#pragma unroll
-        for (int e = 0; e < kBI; ++e) {
-          const int d = L::b_k0(c.lane) + dc * kK + e;
-          v.v[e] = in ? from_float<T>(attn::rope_elem<Cfg::kRopeStyle, Cfg::kRopeDim>(src, d, cs)) : zero<T>();
-        }
-        qf[qb][dc] = bit_cast<BOp>(v);
-      }
+      for (int dc = 0; dc < kDC; ++dc)
+        qf[qb][dc] = bit_cast<BOp>(
+            attn::rope_run<Cfg::kRopeStyle, Cfg::kRopeDim, kBI>(src, L::b_k0(c.lane) + dc * kK, cs));
     }
   }
 

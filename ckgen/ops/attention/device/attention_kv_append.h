@@ -59,15 +59,6 @@ CKGEN_DEVICE void store_chunk(T* p, const ckgen::vec<T, kV>& v, bool vec) {
   }
 }
 
-// The rotated chunk of kVec elements of key row k from element d0 (table row cs).
-template <class Cfg>
-CKGEN_DEVICE ckgen::vec<typename Cfg::T, Cfg::kVec> rotated_chunk(const typename Cfg::T* k, int d0, const float* cs) {
-  ckgen::vec<typename Cfg::T, Cfg::kVec> v;
-  for (int e = 0; e < Cfg::kVec; ++e)
-    v.v[e] = from_float<typename Cfg::T>(attn::rope_elem<Cfg::kRopeStyle, Cfg::kRopeDim>(k, d0 + e, cs));
-  return v;
-}
-
 // The cache element offsets (K, V) of position pos of sequence b (its page when paged); traps past the capacity.
 template <class Cfg>
 CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, long long& kc, long long& vc) {
@@ -109,8 +100,9 @@ CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
   if constexpr (Cfg::kRope) {
     const float* cs = attn::rope_row(p.cos_sin, p.cs_pos_stride, pos, p.rope_positions,
                                      "attention_kv_append: seqlens_k[b] + token past cos_sin's positions");
-    store_chunk<T, Cfg::kVec>(kd + d0, rotated_chunk<Cfg>(kn, d0, cs), vec);
-    store_chunk<T, Cfg::kVec>(kd + d1, rotated_chunk<Cfg>(kn, d1, cs), vec);
+    constexpr int kStyle = Cfg::kRopeStyle, kRot = Cfg::kRopeDim;
+    store_chunk<T, Cfg::kVec>(kd + d0, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d0, cs), vec);
+    store_chunk<T, Cfg::kVec>(kd + d1, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d1, cs), vec);
   } else {
     store_chunk<T, Cfg::kVec>(kd + d0, load_chunk<T, Cfg::kVec>(kn + d0, vec), vec);
     store_chunk<T, Cfg::kVec>(kd + d1, load_chunk<T, Cfg::kVec>(kn + d1, vec), vec);

@@ -45,6 +45,17 @@ CKGEN_DEVICE float rope_elem(const T* x, int d, const float* cs) {
   return first ? xd * c - y * s : xd * c + y * s;
 }
 
+// kN consecutive elements of row x from d0, rotated at table row cs and rounded to T; zeros where cs is null (a row
+// outside the sequence, whose x is not read).
+template <int kStyle, int kRot, int kN, class T>
+CKGEN_DEVICE vec<T, kN> rope_run(const T* x, int d0, const float* cs) {
+  vec<T, kN> v;
+#pragma unroll
+  for (int e = 0; e < kN; ++e)
+    v.v[e] = cs != nullptr ? from_float<T>(rope_elem<kStyle, kRot>(x, d0 + e, cs)) : zero<T>();
+  return v;
+}
+
 // The elements (x, y) of pair i (< kRot / 2).
 template <int kStyle, int kRot>
 CKGEN_DEVICE void rope_pair(int i, int& x, int& y) {
