@@ -85,6 +85,23 @@ def test_prefill_rope(kernels, name, sizes):
 
 
 @pytest.mark.parametrize("name", ["ra_f16_d64_neox32_causal", "rn_f16_d64_gptj48"])
+def test_prefill_rope_unaligned_q(kernels, name):
+    """Q rows padded by 3 elements (not 16-byte aligned: the NVIDIA body's per-element copies) and positions with
+    a batch stride of their own."""
+    k = kernels[name]
+    sizes = dict(batch=2, heads=2, heads_kv=2, seqlen_q=29, seqlen_k=41)
+    rng = np.random.default_rng(17)
+    inp = OP.random_inputs(k.plan, sizes, rng)
+    buf = np.zeros((2, 29, 2 * 64 + 3), np.float16)
+    buf[..., :128] = inp["Q"].reshape(2, 29, 128)
+    inp["Q"] = np.lib.stride_tricks.as_strided(buf, (2, 29, 2, 64), (buf.strides[0], buf.strides[1], 128, 2))
+    wide = np.zeros((2, 40), np.int32)
+    wide[:, :29] = inp["positions"]
+    inp["positions"] = wide[:, :29]
+    _check(k, inp, sizes)
+
+
+@pytest.mark.parametrize("name", ["ra_f16_d64_neox32_causal", "rn_f16_d64_gptj48"])
 def test_decode_step_positions(kernels, name):
     """One query row per sequence at position length - 1 (a decode step through the prefill kernel)."""
     k = kernels[name]
