@@ -54,7 +54,8 @@ class AttentionOp(Op):
         w = b.wgmma
         hopper = (f"; Hopper body {w.block_m}x{w.block_n}, {w.stages} stages (fallback: "
                   if w is not None else "; ")
-        return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}{hopper}tile "
+        rope = f", RoPE {a.rope.text} on Q" if a.rope else ""
+        return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}{rope}{hopper}tile "
                 f"{b.block_m}x{b.block_n}, waves {b.waves}, lds_buffers {b.lds_buffers}{q}, instr {b.instr.shape_text}"
                 + (")" if w is not None else ""))
 
@@ -72,6 +73,7 @@ class AttentionOp(Op):
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
         constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", _bool(a.varlen)),
                       ("bool", "kGqa", "true")]
+        constants += a.rope.constants() if a.rope else []
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
                  f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
         if b.wgmma is not None:

@@ -16,6 +16,11 @@ offsets ``cu_seqlens_q`` / ``cu_seqlens_k`` (``batch + 1`` entries from 0); LSE 
 ``seqlen_q`` / ``seqlen_k`` are the longest sequences (they size the grid), derived from the offsets when not
 given; the batch strides are unused. Otherwise the offsets are unused (NULL).
 
+With ``rope``, the query rotation's inputs follow: the tensors ``positions`` (int32 ``[batch, seqlen_q]``, or
+``[total_q]`` with varlen) and ``cos_sin`` (f32 ``[rope_positions, rot]``) after the offsets, the size
+``rope_positions`` after ``seqlen_k``, the strides ``pos_batch_stride`` (not with varlen) and ``cs_pos_stride``
+after ``lse_head_stride``. Kernels without ``rope`` have none of them.
+
 ``scale`` defaults to ``1 / sqrt(head_dim)``; ``window_left`` / ``window_right`` (i32; -1 unlimited) are read
 only with ``mask = window`` and default to the DSL's ``window``.
 """
@@ -24,10 +29,12 @@ from __future__ import annotations
 
 import math
 
+from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
+from ckgen.ops.attention.rope import Rope
 
 T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
 #: the legal softmax scales: finite, positive, normal f32 (the bodies keep the running maximum unscaled)
@@ -62,6 +69,7 @@ def abi(spec: KernelSpec) -> Abi:
                         offsets_of=f"total_{side}" if varlen else None,
                         doc="int32 [batch + 1]: sequence b has tokens cu[b]..cu[b+1]-1" if varlen
                         else "unused: pass NULL (varlen = false)"))
+    args += rope_tensors(a.rope, varlen)
     longest = " (varlen: the longest sequence; derived from cu_seqlens_{} when not given)"
     args += [
         Arg("batch", S, doc="sequences"),
@@ -72,12 +80,17 @@ def abi(spec: KernelSpec) -> Abi:
         Arg("seqlen_k", S, doc="keys per sequence" + (longest.format("k") if varlen else ""),
             from_offsets="cu_seqlens_k" if varlen else None),
     ]
+    if a.rope:
+        args.append(Arg("rope_positions", S, default=0, doc="rows of cos_sin (the positions lie in 0..rope_positions-1)"))
     for p in ("q", "k", "v", "o"):
         for what in ("batch", "seq", "head"):
             unused = " (unused: varlen)" if varlen and what == "batch" else ""
             args.append(Arg(f"{p}_{what}_stride", ST, doc=f"elements between {what}s of {p.upper()}{unused}"))
     args += [Arg("lse_batch_stride", ST, doc="elements between sequences of LSE" + (" (unused: varlen)" if varlen else "")),
              Arg("lse_head_stride", ST, doc="elements between heads of LSE"),
+             *([Arg("pos_batch_stride", ST, doc="elements between sequences of positions")]
+               if a.rope and not varlen else []),
+             *([Arg("cs_pos_stride", ST, doc="elements between positions of cos_sin")] if a.rope else []),
              Arg("scale", SC, doc=f"softmax scale, finite and > 0 (default 1/sqrt({d}))", default=1.0 / math.sqrt(d),
                  bounds=SCALE_BOUNDS),
              Arg("window_left", SC, dtype=DType.I32, default=a.window[0],
@@ -87,6 +100,23 @@ def abi(spec: KernelSpec) -> Abi:
     return Abi(tuple(args), empty_if=("batch", "heads", "seqlen_q"), extents=("total_q", "total_k") if varlen else (),
                divides=(("heads_kv", "heads"),),
                doc=f"O = softmax(scale * Q.K^T + {a.mask} mask) . V and LSE, per (batch, head)")
+
+
+def rope_tensors(rope: Rope | None, varlen: bool) -> list[Arg]:
+    """With rotary embedding: ``positions`` (int32, the position of every query row: ``[batch, seqlen_q]``, or
+    ``[total_q]`` packed like Q with varlen) and the table ``cos_sin`` (f32 ``[rope_positions, rot]``)."""
+    if rope is None:
+        return []
+    last = E.add("rope_positions", -1)
+    pos = (Arg("positions", T, dtype=DType.I32, dims=("total_q",), strides=(1,), value_range=(0, last),
+               doc="int32 [total_q]: the position of each packed query row (row i of sequence b at "
+               "cu_seqlens_q[b] + i), 0..rope_positions-1") if varlen else
+           Arg("positions", T, dtype=DType.I32, dims=("batch", "seqlen_q"), strides=("pos_batch_stride", 1),
+               value_range=(0, last), doc="int32 [batch, seqlen_q]: the position of each query row, "
+               "0..rope_positions-1 (a prefill from offset n: n + i; a decode step: its lengths - seqlen_q + i)"))
+    return [pos, Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", rope.dim), strides=("cs_pos_stride", 1),
+                     doc=f"f32 [rope_positions, {rope.dim}]: per position the {rope.dim // 2} cosines, then the "
+                     "sines (vLLM's cos_sin_cache; ckgen.rope_table builds it)")]
 
 
 def launch(spec: KernelSpec, threads: int, block_m: int, lds_bytes: int, tma: bool = False) -> Launch:

@@ -14,7 +14,9 @@ decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (
 ``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
 run the prefill bodies' score / softmax / P.V stages on each K/V tile; ``device/attention_decode_common.h`` holds
 what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
-(``seqlens_q``) let one batch mix decode steps and prefill chunks. ``kv_append.py`` is the op that writes a step's
+(``seqlens_q``) let one batch mix decode steps and prefill chunks. With ``rope``, Q is rotated as it is loaded, at
+position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the sequence); K is read as the cache holds
+it, rotated by ``attention_kv_append``. ``kv_append.py`` is the op that writes a step's
 keys and values into the cache.
 """
 
@@ -35,6 +37,7 @@ from ckgen.ops.attention import decode_abi as _abi
 from ckgen.ops.attention import decode_reference as _ref
 from ckgen.ops.attention import plan as _plan
 from ckgen.ops.attention.body import AttentionPlan, cfg_members
+from ckgen.ops.attention.rope import parse as parse_rope
 from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS, AttentionConfig, AttentionSpec
 
 MASKS = ("none", "causal")
@@ -66,6 +69,9 @@ KEYS = (
     Key("q_in_regs", "NVIDIA: true or false, Q fragments held in registers (else re-read from shared memory)",
         default_text="true (d256: false)"),
     Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 or 1 (lds_buffers >= 2)", default_text="planned"),
+    Key("rope", "rotate Q as it is loaded at positions seqlens_k - seqlens_q + token (K comes rotated, by "
+        "attention_kv_append) with the table cos_sin: neox, gptj, neox(rot), gptj(rot), true (= neox) or false",
+        default_text="false"),
 )
 
 
@@ -121,7 +127,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
         kv_barriers=V.integer(v["kv_barriers"], "kv_barriers", 1, 2) if "kv_barriers" in v else None,
         body="mma_sync",
     )
-    return DecodeParams(AttentionSpec(dt, hd, mask), cfg, page)
+    rope = parse_rope(v["rope"], hd) if "rope" in v else None
+    return DecodeParams(AttentionSpec(dt, hd, mask, rope=rope), cfg, page)
 
 
 def _decode_defaults(d: _plan.AttentionDraft) -> None:
@@ -199,7 +206,8 @@ class DecodeOp(Op):
     def summary(self, plan: KernelPlan) -> str:
         a, b, page = plan.spec.params.attn, plan.body, plan.spec.params.page_size
         kv = f"pages of {page}" if page else "contiguous K/V"
-        return (f"{a.dtype.value} d{a.head_dim}, mask {a.mask}, {kv}, split-KV; tile {b.block_m}x{b.block_n}, "
+        rope = f", RoPE {a.rope.text} on Q" if a.rope else ""
+        return (f"{a.dtype.value} d{a.head_dim}, mask {a.mask}, {kv}{rope}, split-KV; tile {b.block_m}x{b.block_n}, "
                 f"waves {b.waves}, lds_buffers {b.lds_buffers}, instr {b.instr.shape_text}")
 
     def kernel_view(self, plan: KernelPlan) -> dict:
@@ -215,6 +223,7 @@ class DecodeOp(Op):
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
         constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),
                       ("bool", "kGqa", "true")]
+        constants += a.rope.constants() if a.rope else []
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
                  f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
         header, impl = BODIES[t.platform]

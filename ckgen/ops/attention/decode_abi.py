@@ -16,6 +16,10 @@ the end of its keys (causal: query s sees keys j <= s + len - sq). ``seqlens_q``
 gives each sequence its own sq in 0..seqlen_q (a batch mixing decode steps and prefill chunks); NULL: all
 ``seqlen_q``.
 
+With ``rope``: the tensor ``cos_sin`` (f32 ``[rope_positions, rot]``) after ``seqlens_q``, the size
+``rope_positions`` after ``num_splits`` and the stride ``cs_pos_stride`` after ``bt_batch_stride``; Q's token s of
+sequence b is rotated at position ``seqlens_k[b] - sq + s``.
+
 ``num_splits`` (0, the default: chosen from the shape) is how many workgroups share one sequence's keys; the
 host entry computes ``splits`` (:func:`splits_expr`) and, with more than one, the workspace holds every split's
 normalized partial output and log-sum-exp plus one counter per row tile; the last workgroup of a row tile to
@@ -63,8 +67,11 @@ def abi(spec: KernelSpec) -> Abi:
         Arg("LSE", T, doc="log-sum-exp per query row, f32 [batch, heads, seqlen_q] (-inf for rows that see no key)",
             dtype=DType.F32, role="out", dims=("batch", "heads", "seqlen_q"),
             strides=("lse_batch_stride", "lse_head_stride", 1)),
-        Arg("seqlens_k", T, dtype=DType.I32, dims=("batch",), strides=(1,), value_range=(0, capacity_expr(page)),
+        Arg("seqlens_k", T, dtype=DType.I32, dims=("batch",), strides=(1,),
+            value_range=(0, E.emin(capacity_expr(page), "rope_positions") if a.rope else capacity_expr(page)),
             doc="int32 [batch]: keys of each sequence, 0.." + ("max_pages * page_size" if paged else "seqlen_k")
+            + (" and at most rope_positions (with rope also >= the sequence's query tokens: positions "
+               "seqlens_k[b] - sq + token)" if a.rope else "")
             + " (host arrays: checked by the binding; on the device a length past it traps)"),
         Arg("block_table", T, dtype=DType.I32, dims=("batch", "max_pages"), strides=("bt_batch_stride", 1),
             unused=not paged, doc="int32 [batch, max_pages]: the page of each block of page_size keys, any order "
@@ -74,6 +81,9 @@ def abi(spec: KernelSpec) -> Abi:
             value_range=(0, "seqlen_q"),
             doc="int32 [batch], optional: query tokens of each sequence, 0..seqlen_q (NULL: every sequence has "
             "seqlen_q; O and LSE rows past a sequence's are not written; checked on the device)"),
+        *([Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", a.rope.dim), strides=("cs_pos_stride", 1),
+               doc=f"f32 [rope_positions, {a.rope.dim}]: per position the {a.rope.dim // 2} cosines, then the sines "
+               "(vLLM's cos_sin_cache; ckgen.rope_table builds it)")] if a.rope else []),
         Arg("workspace", ArgKind.WORKSPACE, doc="split-KV partials and counters (zero-filled; left zero-filled)"),
         Arg("batch", S, doc="sequences"),
         Arg("heads", S, doc="query heads"),
@@ -86,6 +96,8 @@ def abi(spec: KernelSpec) -> Abi:
         Arg("num_splits", S, default=0, at_most=MAX_SPLITS,
             doc=f"workgroups per sequence's keys (0: chosen from the shape; 1..{MAX_SPLITS})"),
     ]
+    if a.rope:
+        args.append(Arg("rope_positions", S, default=0, doc="rows of cos_sin (positions past them trap)"))
     for p in ("q", "k", "v", "o"):
         first = "page" if p in "kv" else "batch"
         what = {"page": "pages" if paged else "sequences", "batch": "sequences"}[first]
@@ -94,6 +106,7 @@ def abi(spec: KernelSpec) -> Abi:
     args += [Arg("lse_batch_stride", ST, doc="elements between sequences of LSE"),
              Arg("lse_head_stride", ST, doc="elements between heads of LSE"),
              Arg("bt_batch_stride", ST, doc="elements between sequences of block_table" if paged else "unused"),
+             *([Arg("cs_pos_stride", ST, doc="elements between positions of cos_sin")] if a.rope else []),
              Arg("scale", SC, doc=f"softmax scale, finite and > 0 (default 1/sqrt({d}))", default=1.0 / math.sqrt(d),
                  bounds=SCALE_BOUNDS)]
     return Abi(tuple(args), empty_if=("batch", "heads", "seqlen_q"), divides=(("heads_kv", "heads"),),

@@ -13,7 +13,9 @@ import numpy as np
 
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.rope import rope_table
 from ckgen.ops.attention.reference import LSE_TOLERANCE, O_TOLERANCE, attend, fill_inputs
+from ckgen.ops.attention.rope import apply as apply_rope
 
 
 def gather_kv(kv: np.ndarray, length: int, b: int, page_size: int, block_table: np.ndarray | None) -> np.ndarray:
@@ -42,7 +44,11 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
            else np.full((q.shape[0], q.shape[2], q.shape[1]), np.nan))
     for b in range(q.shape[0]):
         n, sq = int(lens[b]), int(sqs[b])
-        o[b, :sq], lse[b, :, :sq] = attend(q[b, :sq], gather_kv(k, n, b, page, bt), gather_kv(v, n, b, page, bt),
+        qb = q[b, :sq]
+        if a.rope is not None:  # Q rotated at positions n - sq + s (K comes rotated)
+            cs = np.asarray(arrays["cos_sin"], np.float64)[n - sq + np.arange(sq)]
+            qb = apply_rope(qb, cs[:, None, :], a.rope)
+        o[b, :sq], lse[b, :, :sq] = attend(qb, gather_kv(k, n, b, page, bt), gather_kv(v, n, b, page, bt),
                                            a.mask, scale)
     return {"O": o, "LSE": lse}
 
@@ -60,9 +66,13 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
     full = dict(sizes)
     batch = sizes["batch"]
     cap = sizes["max_pages"] * page if page else sizes["seqlen_k"]
+    low = min(sizes["seqlen_q"], cap) if a.rope else 0  # rope: positions len - seqlen_q + s >= 0
     if lengths is None:
-        lengths = [cap if b == 0 else int(rng.integers(0, cap + 1)) for b in range(batch)]
+        lengths = [cap if b == 0 else int(rng.integers(low, cap + 1)) for b in range(batch)]
     out: dict[str, np.ndarray | None] = {"seqlens_k": np.asarray(lengths, np.int32)}
+    if a.rope:
+        full["rope_positions"] = max(full.get("rope_positions", 0), cap)
+        out["cos_sin"] = rope_table(full["rope_positions"], a.rope.dim)
     if page:
         full["num_pages"] = max(full.get("num_pages", 0), batch * sizes["max_pages"])
         perm = rng.permutation(full["num_pages"])[: batch * sizes["max_pages"]]

@@ -4,8 +4,9 @@ Token t of sequence b goes to cache position ``seqlens_k[b] + t`` (the lengths b
 ``seqlen_new`` afterwards), in a contiguous cache ``[batch, seqlen_k, heads_kv, d]`` or, with ``page_size = P``,
 in page ``block_table[b, pos / P]`` of ``[num_pages, P, heads_kv, d]``. One small kernel
 (``device/attention_kv_append.h``: global loads and stores, 16-byte vectors where the operands allow), the same
-on every platform; with ``rope = true`` the keys are rotated on the way (rotate-half rotary embedding from a cos /
-sin table, vLLM's ``cos_sin_cache`` layout). Positions past the capacity (or the table) and page ids outside the
+on every platform; with ``rope = neox`` / ``gptj`` / ``neox(rot)`` / ``gptj(rot)`` (``true``: ``neox``) the keys are
+rotated on the way (``rope.py``: the styles, a partial rotary dim, the cos / sin table in vLLM's ``cos_sin_cache``
+layout). Positions past the capacity (or the table) and page ids outside the
 cache trap on the device.
 """
 
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ckgen.frontend import values as V
 from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.arrays import to_float64
@@ -26,6 +26,9 @@ from ckgen.ir.target import Target
 from ckgen.ir.types import DType
 from ckgen.ops.attention.decode import read_problem
 from ckgen.ops.attention.decode_reference import fill_inputs
+from ckgen.ops.attention.rope import Rope, rope_table
+from ckgen.ops.attention.rope import apply as apply_rope
+from ckgen.ops.attention.rope import parse as parse_rope
 
 THREADS = 256
 VEC_BYTES = 16
@@ -35,8 +38,9 @@ KEYS = (
     Key("head_dim", "64, 128 or 256", required=True),
     Key("page_size", "16, 32, 64, 128 or 256: the cache in pages of this many tokens with a block table",
         default_text="contiguous cache"),
-    Key("rope", "true or false: rotate the keys on the way (rotary embedding, rotate-half form) with the cos / sin "
-        "table cos_sin", default_text="false"),
+    Key("rope", "rotate the keys on the way with the cos / sin table cos_sin: neox (rotate-half), gptj "
+        "(interleaved), neox(rot) / gptj(rot) (the first rot dims, even), true (= neox) or false",
+        default_text="false"),
 )
 
 
@@ -45,10 +49,13 @@ class AppendParams:
     dtype: DType
     head_dim: int
     page_size: int = 0
-    rope: bool = False
+    rope: Rope | None = None
 
     def to_json(self) -> dict:
-        return {"dtype": self.dtype.value, "head_dim": self.head_dim, "page_size": self.page_size, "rope": self.rope}
+        """``rope`` as before the styles (false, or true for neox over the whole head dim), else style and dim."""
+        r = self.rope
+        rope = False if r is None else True if r == Rope("neox", self.head_dim) else r.to_json()
+        return {"dtype": self.dtype.value, "head_dim": self.head_dim, "page_size": self.page_size, "rope": rope}
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,7 @@ class AppendPlan:
 
 def build_params(v: dict[str, Value], ctx: BuildContext) -> AppendParams:
     dt, hd, page = read_problem(v, "attention_kv_append")
-    return AppendParams(dt, hd, page, V.boolean(v["rope"], "rope") if "rope" in v else False)
+    return AppendParams(dt, hd, page, parse_rope(v["rope"], hd) if "rope" in v else None)
 
 
 def abi(spec: KernelSpec) -> Abi:
@@ -91,9 +98,11 @@ def abi(spec: KernelSpec) -> Abi:
             Arg("block_table", T, dtype=DType.I32, dims=("batch", "max_pages"), strides=("bt_batch_stride", 1),
                 unused=not page, doc="int32 [batch, max_pages]: the page of each block of page_size keys" if page
                 else "unused: pass NULL (contiguous cache)"),
-            Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", d), strides=("cs_pos_stride", 1),
-                unused=not p.rope, doc="f32 [rope_positions, d]: per position cos(angle_i) for i < d/2, then "
-                "sin(angle_i) (vLLM's cos_sin_cache layout)" if p.rope else "unused: pass NULL (rope = false)"),
+            Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", p.rope.dim if p.rope else d),
+                strides=("cs_pos_stride", 1), unused=not p.rope,
+                doc=f"f32 [rope_positions, {p.rope.dim}]: per position cos(angle_i) for i < {p.rope.dim // 2}, then "
+                "sin(angle_i) (vLLM's cos_sin_cache layout; ckgen.rope_table builds it)" if p.rope
+                else "unused: pass NULL (rope = false)"),
             Arg("batch", S, doc="sequences"), Arg("seqlen_new", S, doc="new tokens per sequence"),
             Arg("heads_kv", S, doc="key/value heads"),
             Arg("seqlen_k", S, default=0, doc="the cache's capacity per sequence" if not page else "unused (paged)"),
@@ -139,13 +148,14 @@ class KvAppendOp(Op):
     def summary(self, plan: KernelPlan) -> str:
         p = plan.spec.params
         return (f"{p.dtype.value} d{p.head_dim}, " + (f"pages of {p.page_size}" if p.page_size else "contiguous cache")
-                + (", RoPE on K" if p.rope else ""))
+                + (f", RoPE {p.rope.text} on K" if p.rope else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         p = plan.spec.params
         ints = [("kHeadDim", p.head_dim), ("kPageSize", p.page_size), ("kVec", plan.body.vec),
                 ("kThreads", THREADS), ("kLdsBytes", 0)]
         constants = [("int", n, str(v)) for n, v in ints] + [("bool", "kRope", "true" if p.rope else "false")]
+        constants += p.rope.constants() if p.rope else []
         return {"types": [("T", p.dtype.cpp)], "constants": constants,
                 "header": "attention_kv_append.h", "impl": "ckgen::attention_kv_append", "mma_builtins": [],
                 "notes": [f"{THREADS} threads, {plan.body.vec} elements per copy"], "tma_entry": False}
@@ -160,7 +170,7 @@ class KvAppendOp(Op):
             for t in range(kn.shape[1]):
                 pos = int(lens[b]) + t
                 if p.rope:  # kn is a float64 copy (to_float64)
-                    kn[b, t] = rotate(kn[b, t], np.asarray(arrays["cos_sin"], np.float64)[pos])
+                    kn[b, t] = apply_rope(kn[b, t], np.asarray(arrays["cos_sin"], np.float64)[pos], p.rope)
                 if p.page_size:
                     pg = int(arrays["block_table"][b, pos // p.page_size])
                     kc[pg, pos % p.page_size], vc[pg, pos % p.page_size] = kn[b, t], vn[b, t]
@@ -183,27 +193,12 @@ class KvAppendOp(Op):
             "seqlens_k": rng.integers(0, max(cap - sizes["seqlen_new"], 0) + 1, sizes["batch"]).astype(np.int32)}
         if p.rope:
             full["rope_positions"] = max(full.get("rope_positions", 0), cap)
-            out["cos_sin"] = cos_sin(full["rope_positions"], p.head_dim)
+            out["cos_sin"] = rope_table(full["rope_positions"], p.rope.dim)
         if p.page_size:
             full["num_pages"] = max(full.get("num_pages", 0), sizes["batch"] * sizes["max_pages"])
             perm = rng.permutation(full["num_pages"])[: sizes["batch"] * sizes["max_pages"]]
             out["block_table"] = perm.reshape(sizes["batch"], sizes["max_pages"]).astype(np.int32)
         return fill_inputs(plan, full, out, p.dtype, rng)
-
-
-def cos_sin(positions: int, head_dim: int, theta: float = 10000.0) -> np.ndarray:
-    """f32 [positions, head_dim]: cos(pos * theta^(-2i/d)) for i < d/2, then the sines (vLLM's cos_sin_cache)."""
-    inv = theta ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
-    ang = np.arange(positions, dtype=np.float64)[:, None] * inv[None, :]
-    return np.concatenate([np.cos(ang), np.sin(ang)], axis=1).astype(np.float32)
-
-
-def rotate(k: np.ndarray, cs: np.ndarray) -> np.ndarray:
-    """Rotate-half rotary embedding of k [..., d] with one row cs of cos_sin (float64)."""
-    h = k.shape[-1] // 2
-    c, s = cs[:h], cs[h:]
-    lo, hi = k[..., :h], k[..., h:]
-    return np.concatenate([lo * c - hi * s, hi * c + lo * s], axis=-1)
 
 
 OP = KvAppendOp()

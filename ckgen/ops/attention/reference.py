@@ -4,7 +4,8 @@
 (``device/attention_common.h``: causal and windows aligned bottom-right, a row that sees no key gets O = 0 and
 LSE = -inf), GQA by query head ``h -> h // (heads / heads_kv)``. :func:`reference` applies it per sequence of a
 kernel call (dense or packed variable-length batches), :func:`random_inputs` draws a problem for ``ckgen run``
-(variable-length batches get random lengths up to ``seqlen_q`` / ``seqlen_k``, the first sequence the longest).
+(variable-length batches get random lengths up to ``seqlen_q`` / ``seqlen_k``, the first sequence the longest;
+with ``rope``, Q is rotated at ``positions`` first: K is taken as given, rotated by the caller).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import numpy as np
 
 from ckgen.ir.arrays import allocate, poison, to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.rope import rope_table
 from ckgen.ir.types import DType
+from ckgen.ops.attention.rope import Rope
+from ckgen.ops.attention.rope import apply as apply_rope
 
 #: relative norm error of O against float64 (P and O rounded to the element type once each, f32 accumulation)
 O_TOLERANCE = {DType.F16: 5e-3, DType.BF16: 3e-2}
@@ -73,6 +77,8 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     scale = d_scale if scale is None else scale
     window = d_window if window is None else window
     q, k, v = (to_float64(arrays[n], dt) for n in ("Q", "K", "V"))
+    if spec.rope is not None:  # Q rotated at its rows' positions (K comes rotated)
+        q = rotate_q(q, arrays, spec.rope)
     o = to_float64(arrays["O"], dt).copy() if arrays.get("O") is not None else np.zeros(q.shape)
     lse = np.asarray(arrays["LSE"], np.float64).copy() if arrays.get("LSE") is not None else None
     if spec.varlen:
@@ -87,6 +93,20 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
         for b in range(q.shape[0]):
             o[b], lse[b] = attend(q[b], k[b], v[b], spec.mask, scale, window)
     return {"O": o, "LSE": lse}
+
+
+def rotate_q(q: np.ndarray, arrays: dict[str, np.ndarray], rope: Rope) -> np.ndarray:
+    """q ``[..., heads, d]`` rotated in float64 at ``positions`` (q's leading dims) with the rows of ``cos_sin``."""
+    cs = np.asarray(arrays["cos_sin"], np.float64)[np.asarray(arrays["positions"], np.int64)]
+    return apply_rope(q, cs[..., None, :], rope)
+
+
+def random_positions(rng: np.random.Generator, lengths: list[int], rope: Rope) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of consecutive rows from a random offset (0..16) per sequence, and a table (ckgen.rope_table, theta
+    10000) one row past the largest."""
+    pos = [int(rng.integers(0, 17)) + np.arange(n) for n in lengths]
+    flat = np.concatenate(pos) if pos else np.zeros(0, np.int64)
+    return [p.astype(np.int32) for p in pos], rope_table(int(flat.max(initial=0)) + 1, rope.dim)
 
 
 def tolerance(plan: KernelPlan, output: str) -> float:
@@ -109,6 +129,12 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
             cu = np.concatenate([[0], np.cumsum(lengths(rng, sizes["batch"], sizes[n]))]).astype(np.int32)
             out[f"cu_seqlens_{side}"] = cu
             full[f"total_{side}"] = int(cu[-1])
+    if spec.rope is not None:
+        qlens = np.diff(out["cu_seqlens_q"]).tolist() if spec.varlen else [sizes["seqlen_q"]] * sizes["batch"]
+        pos, out["cos_sin"] = random_positions(rng, qlens, spec.rope)
+        out["positions"] = (np.concatenate(pos) if spec.varlen else np.stack(pos) if pos else
+                            np.zeros((0, sizes["seqlen_q"]))).astype(np.int32)
+        full["rope_positions"] = out["cos_sin"].shape[0]
     return fill_inputs(plan, full, out, spec.dtype, rng)
 
 

@@ -1,7 +1,8 @@
 """The attention op's kernel description and its DSL keys.
 
 ``O = softmax(scale * Q.K^T + mask) . V`` per (batch, head), with the per-row log-sum-exp. The problem
-(:class:`AttentionSpec`: element type, head dim, mask, default window, variable-length batches) and the tiling
+(:class:`AttentionSpec`: element type, head dim, mask, default window, variable-length batches, rotary embedding
+of Q) and the tiling
 (:class:`AttentionConfig`: every field None unless written; the planner fills the rest from its table of
 known-good configurations per target, ``configs.py``). Target legality is the planning passes' job.
 """
@@ -14,6 +15,8 @@ from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
+from ckgen.ops.attention.rope import Rope
+from ckgen.ops.attention.rope import parse as parse_rope
 
 DTYPES = (DType.F16, DType.BF16)
 HEAD_DIMS = (64, 128, 256)
@@ -31,6 +34,9 @@ KEYS = (
     Key("window", "[left, right]: the default window extents (-1: unlimited), only with mask = window",
         default_text="[-1, -1]"),
     Key("varlen", "true or false: packed sequences with cu_seqlens_q / cu_seqlens_k", default_text="false"),
+    Key("rope", "rotate Q as it is loaded (K comes rotated, e.g. by attention_kv_append) with the cos / sin table "
+        "cos_sin at the positions tensor: neox, gptj, neox(rot), gptj(rot), true (= neox) or false",
+        default_text="false"),
     Key("tile", "MxN: queries per workgroup x keys per K/V tile", default_text="planned per target"),
     Key("waves", "waves (warps on NVIDIA) per workgroup, all along the queries", default_text="planned per target"),
     Key("lds_buffers", "K/V tiles in LDS: 1 or 2 on AMD, 1..4 cp.async stages on NVIDIA",
@@ -62,6 +68,7 @@ class AttentionSpec:
     mask: str = "none"
     window: tuple[int, int] = (-1, -1)
     varlen: bool = False
+    rope: Rope | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES or self.head_dim not in HEAD_DIMS or self.mask not in MASKS:
@@ -72,8 +79,11 @@ class AttentionSpec:
             raise ValueError("AttentionSpec: window is (left, right), each >= -1")
 
     def to_json(self) -> dict:
-        return {"dtype": self.dtype.value, "head_dim": self.head_dim, "mask": self.mask,
-                "window": list(self.window), "varlen": self.varlen}
+        out = {"dtype": self.dtype.value, "head_dim": self.head_dim, "mask": self.mask,
+               "window": list(self.window), "varlen": self.varlen}
+        if self.rope is not None:  # only when set: kernels without it keep their keys
+            out["rope"] = self.rope.to_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -140,7 +150,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> AttentionParams:
             raise V.err(f"window = {v['window'].text}: window extents need mask = window", v["window"].span,
                         "add mask = window, or drop window")
         window = _window(v["window"])
-    attn = AttentionSpec(dt, hd, mask, window, V.boolean(v["varlen"], "varlen") if "varlen" in v else False)
+    attn = AttentionSpec(dt, hd, mask, window, V.boolean(v["varlen"], "varlen") if "varlen" in v else False,
+                         parse_rope(v["rope"], hd) if "rope" in v else None)
     instr = None
     if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
         instr = V.dims(v["instr"], "instr", 3)

@@ -126,6 +126,9 @@ def torch_attention(kernel: Any):
     window=None) -> (O, LSE)`` calling the op (see the module docstring)."""
     if getattr(kernel, "op", None) != "attention":
         raise CkgenError(f"torch_attention takes an attention kernel, got {kernel!r}")
+    if kernel.plan.spec.params.attn.rope is not None:
+        raise CkgenError(f"torch_attention: kernel '{kernel.name}' has rope (positions and cos_sin are not in the "
+                         "op's schema); call the kernel itself: kern(q, k, v, positions=..., cos_sin=...)")
     key = kernel_key(kernel)
     with _LOCK:
         _KERNELS[key] = kernel

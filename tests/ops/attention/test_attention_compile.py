@@ -27,6 +27,7 @@ kernel r1_f16_d256_causal { op = attention  dtype = f16  head_dim = 256  mask = 
 kernel r1_f16_d64_window_16x16 { op = attention  dtype = f16  head_dim = 64  mask = window  instr = 16x16x16
   tile = 128x32 }
 kernel r1_bf16_d128_varlen_window { op = attention  dtype = bf16  head_dim = 128  mask = window  varlen = true }
+kernel r1_bf16_d128_causal_rope64 { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64) }
 """
 NV = """
 kernel r1n_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask = causal  arch = [sm_90, sm_80] }
@@ -34,6 +35,10 @@ kernel r1n_bf16_d64_128x128_1b { op = attention  dtype = bf16  head_dim = 64  ti
   kv_barriers = 1  arch = [sm_90] }
 kernel r1n_f16_d256_window_varlen { op = attention  dtype = f16  head_dim = 256  mask = window  varlen = true
   arch = [sm_90] }
+kernel r1n_f16_d64_rope_gptj { op = attention  dtype = f16  head_dim = 64  mask = causal  rope = gptj
+  arch = [sm_90, sm_80] }
+kernel r1n_bf16_d128_rope64_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64)
+  body = wgmma  arch = [sm_90] }
 """
 AMD_ARCHES = {"gfx90a": "clang++-19", "gfx942": "clang++-19", "gfx950": "clang++-22"}
 
@@ -52,7 +57,7 @@ def amd_libs(tmp_path_factory):
 
 def test_amd_code_objects_match_the_plan(amd_libs):
     assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
-    assert len({n for n, _ in amd_libs}) == 6
+    assert len({n for n, _ in amd_libs}) == 7
     for (name, arch), (plan, res) in sorted(amd_libs.items()):
         b = plan.body
         what = f"{name} on {arch}: {res}"
@@ -114,3 +119,19 @@ def test_nvidia_builds_match_the_plan(nv_lib):
         for op in ("ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
                    "cp.async.cg.shared.global", "ex2.approx.ftz.f32", "shfl.sync.bfly.b32"):
             assert max(ops_in_loops(text, op)) > 0, f"{p.name}: {op} missing from the loops"
+
+
+def test_nvidia_hopper_body_with_rope_builds(nv_lib):
+    """The Hopper body's in-place rotation of Q (body = wgmma with rope): its entry builds without spills or stack,
+    and its PTX reads and writes the Q tile's 16-bit elements before the first wgmma."""
+    lib, plans, reports = nv_lib
+    (p,) = [p for p in plans if p.name == "r1n_bf16_d128_rope64_wgmma"]
+    assert p.body.wgmma is not None
+    tma = [r for r in reports if r.name == f"{p.name}_tma" and r.arch == "sm_90"]
+    assert len(tma) == 1 and tma[0].spill_stores == tma[0].spill_loads == tma[0].stack_bytes == 0, tma
+    ptx = (lib.entry / f"{lib.stem}_sm_90.ptx").read_text()
+    body = re.split(r"^\s*\.(?:visible\s+)?\.?entry\s+", ptx, flags=re.M)
+    text = next(b for b in body if b.startswith(f"{p.name}_tma("))
+    first_wgmma = text.index("wgmma.mma_async")
+    assert "ld.shared.u16" in text[:first_wgmma] and "st.shared.u16" in text[:first_wgmma]
+    assert "fence.proxy.async.shared::cta" in text[:first_wgmma]

@@ -25,12 +25,16 @@ kernel r1d_f16_d128 { op = attention_decode  dtype = f16  head_dim = 128 }
 kernel r1d_bf16_d64_causal_p16 { op = attention_decode  dtype = bf16  head_dim = 64  mask = causal  page_size = 16 }
 kernel r1d_f16_d256_p256 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 256  lds_buffers = 2 }
 kernel r1a_bf16_d128_p16_rope { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16  rope = true }
+kernel r1d_bf16_d128_causal_p16_rope { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  rope = neox }
 """
 NV = """
 kernel r1dn_bf16_d128_p64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 64  arch = [sm_90, sm_80] }
 kernel r1dn_f16_d64_causal { op = attention_decode  dtype = f16  head_dim = 64  mask = causal  arch = [sm_90] }
 kernel r1dn_f16_d256_p16 { op = attention_decode  dtype = f16  head_dim = 256  page_size = 16  arch = [sm_90] }
 kernel r1an_f16_d64_rope { op = attention_kv_append  dtype = f16  head_dim = 64  rope = true  arch = [sm_90] }
+kernel r1dn_bf16_d128_p16_rope_gptj64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  rope = gptj(64)  arch = [sm_90] }
 """
 
 
@@ -48,7 +52,7 @@ def amd_libs(tmp_path_factory):
 
 def test_amd_code_objects_match_the_plan(amd_libs):
     assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
-    assert len({n for n, _ in amd_libs}) == 4
+    assert len({n for n, _ in amd_libs}) == 5
     for (name, arch), (plan, res) in sorted(amd_libs.items()):
         b = plan.body
         what = f"{name} on {arch}: {res}"
@@ -72,7 +76,7 @@ def nv_lib():
 def test_nvidia_builds_match_the_plan(nv_lib):
     lib, plans, reports = nv_lib
     by = {(r.name, r.arch): r for r in reports}
-    assert len(plans) == 5
+    assert len(plans) == 6
     for p in plans:
         r = by[(p.name, p.arch)]
         what = f"{p.name} on {p.arch}: {r}"

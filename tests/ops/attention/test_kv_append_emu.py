@@ -15,6 +15,7 @@ from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure, SpecError
 from ckgen.ir.arrays import to_float64
 from ckgen.ops.attention import decode_reference as R
 from ckgen.ops.attention import kv_append as A
+from ckgen.ops.attention.rope import Rope
 from ckgen.runtime.api import plan_for
 from tests.ops.attention import harness as H
 
@@ -24,8 +25,11 @@ kernel app_bf16_d128_p16 { op = attention_kv_append  dtype = bf16  head_dim = 12
 kernel app_f16_d64 { op = attention_kv_append  dtype = f16  head_dim = 64 }
 kernel dec_after_append { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16  mask = causal }
 kernel app_rope_f16_d64_p32 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 32  rope = true }
+kernel app_gptj40_bf16_d128 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = gptj(40) }
+kernel app_neox32_f16_d64_p16 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 16  rope = neox(32) }
 """
-NAMES = ("app_bf16_d128_p16", "app_f16_d64", "dec_after_append", "app_rope_f16_d64_p32")
+NAMES = ("app_bf16_d128_p16", "app_f16_d64", "dec_after_append", "app_rope_f16_d64_p32", "app_gptj40_bf16_d128",
+         "app_neox32_f16_d64_p16")
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +96,46 @@ def test_append_rope(kernels):
     lens[2] = 92
     with pytest.raises(EmulationFault, match="cos_sin"):
         k.backend.launch(k.handle, call)
+
+
+@pytest.mark.parametrize("name, sizes, rope", [
+    ("app_gptj40_bf16_d128", dict(batch=2, seqlen_new=3, heads_kv=3, seqlen_k=21), Rope("gptj", 40)),
+    ("app_neox32_f16_d64_p16", dict(batch=3, seqlen_new=5, heads_kv=2, max_pages=3), Rope("neox", 32)),
+])
+def test_append_partial_rope(kernels, name, sizes, rope):
+    """Interleaved and rotate-half over the first rot dims only (a table of rot columns from ckgen.rope_table with
+    theta 500000 and llama3 scaling): K against a float64 rotation written here pair by pair (dims past rot copied
+    exactly), V exact."""
+    k = kernels[name]
+    p = k.plan.spec.params
+    assert p.rope == rope
+    inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(6))
+    table = ckgen.rope_table(64, rope.dim, theta=500000.0, scaling={"type": "llama3", "factor": 8.0,
+                                                                     "original_max_position": 32})
+    kn = to_float64(inp["K_new"], p.dtype)
+    want = kn.copy()
+    for b, n in enumerate(inp["seqlens_k"]):
+        for t in range(sizes["seqlen_new"]):
+            cs = table[n + t].astype(np.float64)
+            for i in range(rope.dim // 2):
+                x, y = (i, i + rope.dim // 2) if rope.style == "neox" else (2 * i, 2 * i + 1)
+                c, s = cs[i], cs[rope.dim // 2 + i]
+                want[b, t, :, x] = kn[b, t, :, x] * c - kn[b, t, :, y] * s
+                want[b, t, :, y] = kn[b, t, :, y] * c + kn[b, t, :, x] * s
+    extra = {"block_table": inp["block_table"]} if p.page_size else {}
+    k(inp["K_new"], inp["V_new"], seqlens_k=inp["seqlens_k"], cos_sin=table, K_cache=inp["K_cache"],
+      V_cache=inp["V_cache"], **extra)
+    got = to_float64(inp["K_cache"], p.dtype)
+    for b, n in enumerate(inp["seqlens_k"]):
+        for t in range(sizes["seqlen_new"]):
+            pos = n + t
+            row = got[inp["block_table"][b, pos // 16], pos % 16] if p.page_size else got[b, pos]
+            err = np.linalg.norm(row - want[b, t]) / np.linalg.norm(want[b, t])
+            assert err < A.OP.tolerance(k.plan, "K_cache"), (b, t, err)
+            assert np.array_equal(row[:, rope.dim:], kn[b, t, :, rope.dim:])  # past rot: copied exactly
+    with pytest.raises(CkgenError, match="cos_sin"):  # a table of head_dim columns for a partial rotary dim
+        k(inp["K_new"], inp["V_new"], seqlens_k=inp["seqlens_k"], cos_sin=ckgen.rope_table(64, p.head_dim),
+          K_cache=inp["K_cache"], V_cache=inp["V_cache"], **extra)
 
 
 def test_append_unaligned(kernels):

@@ -65,6 +65,22 @@ struct Decode {
     }
   }
 
+  // Rotary Cfg (attn::kRope<Cfg>): the same operands, each element rotated at its row's position len - sq + s
+  // (attention_rope.h: element by element from global memory with its pair's partner).
+  static CKGEN_DEVICE void load_q_rope(const Args& p, const Work& w, int row0, int lane, BOp (&qf)[kQB][kDC]) {
+#pragma unroll
+    for (int qb = 0; qb < kQB; ++qb) {
+      int h, s;
+      const bool in = row_of(p, w, row0 + qb * kN + lane % kN, h, s);
+      const T* src = p.Q + w.b * p.q_batch_stride + s * p.q_seq_stride + h * p.q_head_stride;
+      const float* cs = in ? attn::decode_rope_row(p, w.len, w.sq, s) : nullptr;
+#pragma unroll
+      for (int dc = 0; dc < kDC; ++dc)
+        qf[qb][dc] = bit_cast<BOp>(
+            attn::rope_run<Cfg::kRopeStyle, Cfg::kRopeDim, kBI>(src, L::b_k0(lane) + dc * kK, cs));
+    }
+  }
+
   // The K and V tiles of (b, hk): tile t global -> registers (keys past len are zeros), registers -> LDS.
   struct KvTiles {
     typename S::LoadK lk;
@@ -212,7 +228,11 @@ CKGEN_DEVICE void decode(const attn::Args<Cfg>& p) {
   const int row0 = w.rt * Cfg::kBlockM + wave_id() * D::S::kQW;
 
   typename D::BOp qf[D::kQB][D::kDC];
-  D::load_q(p, w, row0, fc.lane, qf);
+  if constexpr (attn::kRope<Cfg>) {
+    D::load_q_rope(p, w, row0, fc.lane, qf);
+  } else {
+    D::load_q(p, w, row0, fc.lane, qf);
+  }
   typename D::COp o[D::kDB][D::kQB];  // O^T
   float m_run[D::kQB], l_run[D::kQB];
   D::F::init(o, m_run, l_run);

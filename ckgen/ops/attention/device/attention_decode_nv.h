@@ -180,11 +180,17 @@ struct DecodeNv {
   }
 
   template <bool kVec>
-  static CKGEN_DEVICE void mainloop(const Args& p, const Work& w, const Ctx& c, f32x4_t (&o)[kMB][kDB],
-                                    float (&m)[kMB][2], float (&l)[kMB][2]) {
+  static CKGEN_DEVICE void mainloop(const Args& p, const Work& w, const Ctx& c, unsigned char* smem,
+                                    f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
     const KvCopy<kVec> kv{&p, &w, c.s0, c.tid, w.t1 - w.t0, w.t1 - 1};
     load_q_tile<kVec>(p, w, c);
     F::prime_kv_ring(kv);
+    if constexpr (attn::kRope<Cfg>) {  // Q rotated in shared memory at each row's position len - sq + s
+      F::rope_q(smem, c.tid, [&](int r) -> const float* {
+        int h, s;
+        return row_of(p, w, c.row0 + r, h, s) ? attn::decode_rope_row(p, w.len, w.sq, s) : nullptr;
+      });
+    }
     const typename F::Lanes ln(c.lane, c.wrow);
     u32x4_t qf[kQM][kQK];
     if constexpr (Cfg::kQInRegs) F::load_q(c.s0, ln.q, qf);
@@ -241,7 +247,7 @@ struct DecodeNv {
     f32x4_t o[kMB][kDB];
     float m_run[kMB][2], l_run[kMB][2];
     F::init(o, m_run, l_run);
-    if (w.t1 > w.t0) mainloop<kVec>(p, w, c, o, m_run, l_run);
+    if (w.t1 > w.t0) mainloop<kVec>(p, w, c, smem, o, m_run, l_run);
     if (w.splits == 1) {
       finish(p, w, c, o, m_run, l_run, nullptr);
       return;

@@ -28,6 +28,7 @@
 //                                 (static LDS; the launcher passes 0)
 //   kMask                         attn::kMaskNone / kMaskCausal / kMaskWindow
 //   kVarlen, kGqa                 bool: cu_seqlens packed batches; heads_kv < heads allowed
+//   kRopeStyle, kRopeDim          only with rotary embedding (attention_rope.h): Q rotated as it is loaded
 //
 // Data path. Both products run transposed, so that a query is a column of every MFMA result:
 //   S^T (keys x queries) = K . Q^T   A = K tile rows from LDS (d contiguous), B = Q^T from registers
@@ -45,6 +46,7 @@
 #pragma once
 
 #include "attention_common.h"
+#include "attention_rope.h"
 #include "ckgen/blocks/lds_layout.h"
 #include "ckgen/blocks/mfma.h"
 #include "ckgen/blocks/tile_loader.h"
@@ -109,7 +111,7 @@ constexpr bool check_cfg() {
 }
 
 // The body's stages, after CK Tile's block pipelines; fwd (below) runs them top to bottom:
-//   load_q     the wave's Q^T operands, resident in registers
+//   load_q     the wave's Q^T operands, resident in registers (load_q_rope: rotated, with rotary embedding)
 //   init       O^T = 0 and the row statistics (m: running max of the unscaled logits, -inf; l: this lane's share of
 //              the row sum, 0) of the lane's query in each of the wave's kQB query blocks
 //   mainloop   the K/V tiles (KvTiles: global -> registers -> LDS), one tile_step each:
@@ -160,6 +162,22 @@ struct Fwd {
           qf[qb][dc] = bit_cast<BOp>(v);
         }
       }
+    }
+  }
+
+  // Rotary Cfg (attn::kRope<Cfg>): the same operands, each element rotated at its row's position
+  // (attention_rope.h: element by element from global memory with its pair's partner; once per block).
+  static CKGEN_DEVICE void load_q_rope(const Args& p, const Ctx& c, BOp (&qf)[kQB][kDC]) {
+#pragma unroll
+    for (int qb = 0; qb < kQB; ++qb) {
+      const int row = c.qw0 + qb * kN + c.lane_q;
+      const bool in = row < c.pr.sq;
+      const T* src = p.Q + c.pr.q + static_cast<long long>(in ? row : 0) * p.q_seq_stride;
+      const float* cs = in ? attn::query_rope_row<Cfg>(p, row) : nullptr;
+#pragma unroll
+      for (int dc = 0; dc < kDC; ++dc)
+        qf[qb][dc] = bit_cast<BOp>(
+            attn::rope_run<Cfg::kRopeStyle, Cfg::kRopeDim, kBI>(src, L::b_k0(c.lane) + dc * kK, cs));
     }
   }
 
@@ -421,7 +439,11 @@ CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
   c.sl2 = p.scale * attn::kLog2e;
 
   typename F::BOp qf[F::kQB][F::kDC];
-  F::load_q(p, c, qf);
+  if constexpr (attn::kRope<Cfg>) {
+    F::load_q_rope(p, c, qf);
+  } else {
+    F::load_q(p, c, qf);
+  }
   typename F::COp o[F::kDB][F::kQB];  // O^T
   float m_run[F::kQB], l_run[F::kQB];
   F::init(o, m_run, l_run);

@@ -22,6 +22,8 @@
 //   kKvBarriers             2 or 1 (with kStages >= 2): barriers per K/V tile (see Pipeline)
 //   kLdsBytes               >= smem_bytes<Cfg>() = 2 * kBlockM * kHeadDim + 2 * kStages * 2 * kBlockN * kHeadDim
 //   kMask, kVarlen, kGqa    as attention_common.h
+//   kRopeStyle, kRopeDim    only with rotary embedding (attention_rope.h): the Q tile rotated in place in shared
+//                           memory once it landed (rope_q), before any ldmatrix of it
 //
 // Data path (per block):
 //   Q tile --cp.async--> smem (swizzled, nv::SmemTile) --ldmatrix--> A fragments (registers if kQInRegs)
@@ -41,6 +43,7 @@
 #pragma once
 
 #include "attention_common.h"
+#include "attention_rope.h"
 #include "ckgen/blocks/nv_mma.h"
 #include "ckgen/blocks/nv_smem.h"
 
@@ -322,6 +325,31 @@ struct Fwd {
       for (int ks = 0; ks < kKS; ++ks) nv::ldmatrix_x4(qf[mb][ks].r, sq_addr + step(q_lane, ks) + mb * 16 * kRowBytes);
   }
 
+  // Rotary Cfg: once the Q copy landed (the first cp.async group), the tile's pairs rotated in place in shared memory
+  // (attention_rope.h), then a barrier before any ldmatrix of Q. cs_of(r): the table row of tile row r, or null for
+  // a row outside the sequence (left as copied: zeros). Used by this body and the decode body.
+  template <class CsOf>
+  static CKGEN_DEVICE void rope_q(unsigned char* smem, int tid, CsOf cs_of) {
+    constexpr int kHalf = Cfg::kRopeDim / 2;
+    nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
+    barrier();
+#pragma unroll 1
+    for (int i = tid; i < kBM * kHalf; i += kThreads) {
+      const int r = i / kHalf, pi = i % kHalf;
+      const float* cs = cs_of(r);
+      if (cs == nullptr) continue;
+      int x, y;
+      attn::rope_pair<Cfg::kRopeStyle, Cfg::kRopeDim>(pi, x, y);
+      const float cn = gload(cs + pi), sn = gload(cs + kHalf + pi);
+      T* ex = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, x));
+      T* ey = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, y));
+      const float a = to_float(lds_load(ex)), b = to_float(lds_load(ey));
+      lds_store(ex, from_float<T>(a * cn - b * sn));
+      lds_store(ey, from_float<T>(b * cn + a * sn));
+    }
+    barrier();
+  }
+
   // S = Q . K^T of the K tile at ks_base; the Q fragments from qf (kQInRegs) or the Q tile at sq_addr.
   static CKGEN_DEVICE void scores(f32x4_t (&s)[kMB][kNB], const u32x4_t (&qf)[kQM][kQK], uint32_t sq_addr,
                                   const Lanes& ln, uint32_t ks_base) {
@@ -426,9 +454,15 @@ struct Fwd {
   // The walk's K/V tiles (nt > 0), the last one first.
   template <bool kVec>
   static CKGEN_DEVICE void mainloop(const Args& p, const attn::Problem& pr, const Ctx& c, const Walk& walk,
-                                    f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
+                                    unsigned char* smem, f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2],
+                                    float (&l)[kMB][2]) {
     const KvCopy<kVec> kv(p, pr, walk, c.s0, c.tid);
     prologue<kVec>(p, pr, c, kv);
+    if constexpr (attn::kRope<Cfg>) {
+      rope_q(smem, c.tid, [&](int r) -> const float* {
+        return c.m0 + r < pr.sq ? attn::query_rope_row<Cfg>(p, c.m0 + r) : nullptr;
+      });
+    }
     const Lanes ln(c.lane, c.wrow);
     u32x4_t qf[kQM][kQK];
     if constexpr (Cfg::kQInRegs) load_q(c.s0, ln.q, qf);
@@ -500,7 +534,7 @@ struct Fwd {
     f32x4_t o[kMB][kDB];
     float m_run[kMB][2], l_run[kMB][2];
     init(o, m_run, l_run);
-    if (walk.nt > 0) mainloop<kVec>(p, pr, c, walk, o, m_run, l_run);
+    if (walk.nt > 0) mainloop<kVec>(p, pr, c, walk, smem, o, m_run, l_run);
     attn::wave_sync();  // the warp's last ldmatrix reads of its Q rows come before the writes below
     write_rows(p, pr, c, smem, o, m_run, l_run);
     attn::wave_sync();

@@ -12,6 +12,8 @@
 //   kSm90BlockN      keys per K/V tile: 64 or 128 (the N of the S wgmma, the K of the O wgmma)
 //   kSm90Stages      K/V tiles in flight (each a K and a V stage), >= 2
 //   kSm90SmemBytes   the dynamic shared memory (checked against what this body lays out)
+//   kRopeStyle, kRopeDim  only with rotary embedding (attention_rope.h): each consumer warpgroup rotates its 64 rows
+//                    of the Q tile in shared memory once TMA landed them (rope_q), before its first wgmma
 //
 // Block (kThreads = 128 * (consumers + 1)), query tile (grid_x - 1 - block x) of head y, batch item z:
 //   warpgroup `consumers` (the last), the producer: gives up registers (setmaxnreg), one thread issues the TMA
@@ -80,6 +82,40 @@ struct Fwd {
   static CKGEN_DEVICE void wg_sync(int w) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory"); }
   static CKGEN_DEVICE void sts32(uint32_t addr, uint32_t v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+  }
+  static CKGEN_DEVICE float lds_elem(uint32_t addr) {
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
+    return to_float(bit_cast<T>(v));
+  }
+  static CKGEN_DEVICE void sts_elem(uint32_t addr, float x) {
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(bit_cast<uint16_t>(from_float<T>(x))) : "memory");
+  }
+  // Byte address of element (r, col) of the warpgroup's Q rows (q_base): 64-column boxes of 128-byte rows, the
+  // 16-byte chunks swizzled by the row (as TMA wrote them).
+  static CKGEN_DEVICE uint32_t q_elem(uint32_t q_base, int r, int col) {
+    return q_base + (col >> 6) * kBM * 128 + r * 128 + ((((col & 63) >> 3) ^ (r & 7)) << 4) + (col & 7) * 2;
+  }
+  // Rotary Cfg (attn::kRope<Cfg>): once Q landed, the warpgroup's 64 rows rotated in place (attention_rope.h; rows
+  // past the sequence stay zeros), then the proxy fence (generic-proxy writes before wgmma's async-proxy reads)
+  // and the warpgroup's barrier. Each warpgroup's S products read only its own rows.
+  static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int tid) {
+    constexpr int kHalf = Cfg::kRopeDim / 2;
+#pragma unroll 1
+    for (int i = tid & 127; i < 64 * kHalf; i += 128) {
+      const int r = i / kHalf, pi = i % kHalf, row = m0 + wg * 64 + r;
+      if (row >= p.seqlen_q) continue;
+      int x, y;
+      attn::rope_pair<Cfg::kRopeStyle, Cfg::kRopeDim>(pi, x, y);
+      const float* cs = attn::query_rope_row<Cfg>(p, row);
+      const float cn = gload(cs + pi), sn = gload(cs + kHalf + pi);
+      const uint32_t ax = q_elem(q_base, r, x), ay = q_elem(q_base, r, y);
+      const float a = lds_elem(ax), bv = lds_elem(ay);
+      sts_elem(ax, a * cn - bv * sn);
+      sts_elem(ay, bv * cn + a * sn);
+    }
+    nv::fence_proxy_async_shared();
+    wg_sync(wg);
   }
 #endif
 
@@ -198,6 +234,7 @@ struct Fwd {
     auto phase = [](int j) -> uint32_t { return (j / kS) & 1; };
 
     nv::mbar_wait(q_full, 0);  // also before the epilogue reuses the Q tile when there is no key
+    if constexpr (attn::kRope<Cfg>) rope_q(p, q_base, wg, m0, tid);
     const int nt = walk.nt;
     if (nt > 0) {
       float alpha[2];

@@ -14,10 +14,9 @@
 // K_cache + block_table[b * bt_batch_stride + pos / P] * k_page_stride + (pos % P) * k_seq_stride + ...
 // V likewise. seqlens_k holds the lengths before the step (they are not updated: the caller adds seqlen_new).
 // A position past the capacity (seqlen_k, or max_pages * P) or a page id outside 0..num_pages-1 traps.
-// Cfg::kRope: the key is rotated on the way (rotary embedding, the rotate-half / GPT-NeoX form): with
-// c = cos_sin[pos * cs_pos_stride + i], s = cos_sin[pos * cs_pos_stride + kHeadDim / 2 + i] (f32), elements
-// i < kHeadDim / 2 and i + kHeadDim / 2 become k[i] c - k[i + d/2] s and k[i + d/2] c + k[i] s (computed in f32,
-// rounded to T once); pos must be < rope_positions (else trap). Without kRope, cos_sin is not read (may be null).
+// Cfg::kRope: the key is rotated on the way (rotary embedding: Cfg::kRopeStyle, kRopeDim, the pairs and the table
+// row of position pos as attention_rope.h defines them; computed in f32, rounded to T once); pos must be
+// < rope_positions (else trap). Without kRope, cos_sin is not read (may be null) and Cfg has no kRopeStyle.
 //
 // Grid: x = ceil(seqlen_new * heads_kv * kHeadDim / kVec / 2 / kThreads), y = batch; thread i of the flattened x
 // copies the chunk pair (c, c + kHeadDim / kVec / 2), c = i % pairs, of head (i / pairs) % heads_kv of token
@@ -26,6 +25,7 @@
 #pragma once
 
 #include "attention_common.h"
+#include "attention_rope.h"
 
 namespace ckgen {
 namespace attn_append {
@@ -59,20 +59,6 @@ CKGEN_DEVICE void store_chunk(T* p, const ckgen::vec<T, kV>& v, bool vec) {
   }
 }
 
-// Rotary embedding of one pair of chunks of a key (elements i of lo and i + kHeadDim / 2 of hi, i from d0):
-// lo' = lo cos - hi sin, hi' = hi cos + lo sin, with cos, sin of row cs (cs[i]: cos, cs[kHeadDim / 2 + i]: sin).
-template <class Cfg>
-CKGEN_DEVICE void rotate(ckgen::vec<typename Cfg::T, Cfg::kVec>& lo, ckgen::vec<typename Cfg::T, Cfg::kVec>& hi,
-                         const float* cs, int d0) {
-  using T = typename Cfg::T;
-  for (int e = 0; e < Cfg::kVec; ++e) {
-    const float c = gload(cs + d0 + e), sn = gload(cs + Cfg::kHeadDim / 2 + d0 + e);
-    const float x = to_float(lo.v[e]), y = to_float(hi.v[e]);
-    lo.v[e] = from_float<T>(x * c - y * sn);
-    hi.v[e] = from_float<T>(y * c + x * sn);
-  }
-}
-
 // The cache element offsets (K, V) of position pos of sequence b (its page when paged); traps past the capacity.
 template <class Cfg>
 CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, long long& kc, long long& vc) {
@@ -96,7 +82,6 @@ CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, lon
 template <class Cfg>
 CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
   using T = typename Cfg::T;
-  using C = ckgen::vec<T, Cfg::kVec>;
   constexpr int kHalf = Cfg::kHeadDim / Cfg::kVec / 2;  // chunk pairs (ch, ch + kHalf) per (token, head)
   const long long i = static_cast<long long>(block_id(0)) * Cfg::kThreads + thread_id();
   if (i >= static_cast<long long>(p.seqlen_new) * p.heads_kv * kHalf) return;
@@ -112,13 +97,16 @@ CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
   const T* vn = p.V_new + b * p.vn_batch_stride + t * p.vn_seq_stride + h * p.vn_head_stride;
   T* kd = p.K_cache + kc + h * p.k_head_stride;
   T* vd = p.V_cache + vc + h * p.v_head_stride;
-  C lo = load_chunk<T, Cfg::kVec>(kn + d0, vec), hi = load_chunk<T, Cfg::kVec>(kn + d1, vec);
   if constexpr (Cfg::kRope) {
-    if (pos >= p.rope_positions) trap("attention_kv_append: seqlens_k[b] + token past cos_sin's positions");
-    rotate<Cfg>(lo, hi, p.cos_sin + pos * p.cs_pos_stride, d0);
+    const float* cs = attn::rope_row(p.cos_sin, p.cs_pos_stride, pos, p.rope_positions,
+                                     "attention_kv_append: seqlens_k[b] + token past cos_sin's positions");
+    constexpr int kStyle = Cfg::kRopeStyle, kRot = Cfg::kRopeDim;
+    store_chunk<T, Cfg::kVec>(kd + d0, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d0, cs), vec);
+    store_chunk<T, Cfg::kVec>(kd + d1, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d1, cs), vec);
+  } else {
+    store_chunk<T, Cfg::kVec>(kd + d0, load_chunk<T, Cfg::kVec>(kn + d0, vec), vec);
+    store_chunk<T, Cfg::kVec>(kd + d1, load_chunk<T, Cfg::kVec>(kn + d1, vec), vec);
   }
-  store_chunk<T, Cfg::kVec>(kd + d0, lo, vec);
-  store_chunk<T, Cfg::kVec>(kd + d1, hi, vec);
   store_chunk<T, Cfg::kVec>(vd + d0, load_chunk<T, Cfg::kVec>(vn + d0, vec), vec);
   store_chunk<T, Cfg::kVec>(vd + d1, load_chunk<T, Cfg::kVec>(vn + d1, vec), vec);
 }

@@ -1,0 +1,98 @@
+// attention_rope.h (ckgen/ops/attention/device): the rotary position embedding (RoPE) the attention bodies apply
+// on the way (op = attention_kv_append to the keys it writes; op = attention and op = attention_decode to the
+// queries as they load them). The Python side, the DSL key and the table: ckgen/ops/attention/rope.py.
+//
+// A rotary Cfg has  kRopeStyle (kRopeNeox or kRopeGptj) and kRopeDim (rot: even, <= kHeadDim). Pair i < rot / 2
+// of a row at position pos is (x, y) = (i, i + rot / 2) (neox, rotate-half) or (2 i, 2 i + 1) (gptj, interleaved),
+// rotated with c = cs[i], s = cs[rot / 2 + i], cs = cos_sin + pos * cs_pos_stride (f32, vLLM's cos_sin_cache):
+//   x' = x c - y s,  y' = y c + x s      (f32, rounded to T once by the caller); elements >= rot pass through.
+// Bodies read kRopeStyle / kRopeDim only under `if constexpr (attn::kRope<Cfg>)`: a Cfg without rotary embedding
+// has neither member.
+#pragma once
+
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace attn {
+
+enum : int { kRopeNone = 0, kRopeNeox = 1, kRopeGptj = 2 };
+
+template <class C, class = int>
+struct RopeStyleOf {
+  static constexpr int value = kRopeNone;
+};
+template <class C>
+struct RopeStyleOf<C, decltype(static_cast<int>(C::kRopeStyle))> {
+  static constexpr int value = C::kRopeStyle;
+};
+// Whether Cfg rotates (it has kRopeStyle and kRopeDim).
+template <class Cfg>
+constexpr bool kRope = RopeStyleOf<Cfg>::value != kRopeNone;
+
+// Element d (< kHeadDim) of row x rotated at table row cs, in f32 (x: d contiguous; elements past kRot read as is).
+template <int kStyle, int kRot, class T>
+CKGEN_DEVICE float rope_elem(const T* x, int d, const float* cs) {
+  static_assert(kStyle == kRopeNeox || kStyle == kRopeGptj, "kRopeStyle must be attn::kRopeNeox or kRopeGptj");
+  static_assert(kRot >= 2 && kRot % 2 == 0, "kRopeDim must be even and >= 2");
+  const float xd = to_float(gload(x + d));
+  if (d >= kRot) return xd;
+  constexpr int kHalf = kRot / 2;
+  const bool first = kStyle == kRopeNeox ? d < kHalf : (d & 1) == 0;
+  const int i = kStyle == kRopeNeox ? (first ? d : d - kHalf) : d >> 1;
+  const int partner = kStyle == kRopeNeox ? (first ? d + kHalf : d - kHalf) : d ^ 1;
+  const float c = gload(cs + i), s = gload(cs + kHalf + i), y = to_float(gload(x + partner));
+  return first ? xd * c - y * s : xd * c + y * s;
+}
+
+// kN consecutive elements of row x from d0, rotated at table row cs and rounded to T; zeros where cs is null (a row
+// outside the sequence, whose x is not read).
+template <int kStyle, int kRot, int kN, class T>
+CKGEN_DEVICE vec<T, kN> rope_run(const T* x, int d0, const float* cs) {
+  vec<T, kN> v;
+#pragma unroll
+  for (int e = 0; e < kN; ++e)
+    v.v[e] = cs != nullptr ? from_float<T>(rope_elem<kStyle, kRot>(x, d0 + e, cs)) : zero<T>();
+  return v;
+}
+
+// The elements (x, y) of pair i (< kRot / 2).
+template <int kStyle, int kRot>
+CKGEN_DEVICE void rope_pair(int i, int& x, int& y) {
+  x = kStyle == kRopeNeox ? i : 2 * i;
+  y = kStyle == kRopeNeox ? i + kRot / 2 : 2 * i + 1;
+}
+
+// Row pos of the table (traps when pos is outside 0..positions-1; `who` names the kernel and the argument).
+CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long long pos, long long positions,
+                                   const char* who) {
+  if (pos < 0 || pos >= positions) trap(who);
+  return cos_sin + pos * stride;
+}
+
+// Prefill (op = attention, rotary Cfg): the table row of query row `row` of this block's sequence (grid z, the
+// batch): its position is positions[b * pos_batch_stride + row] (dense, [batch, seqlen_q]) or
+// positions[cu_seqlens_q[b] + row] (varlen, [total_q]); outside 0..rope_positions-1 traps.
+template <class Cfg, class P>
+CKGEN_DEVICE const float* query_rope_row(const P& p, int row) {
+  const int b = block_id(2);
+  long long at;
+  if constexpr (Cfg::kVarlen) {
+    at = static_cast<long long>(gload(p.cu_seqlens_q + b)) + row;
+  } else {
+    at = b * p.pos_batch_stride + row;
+  }
+  return rope_row(p.cos_sin, p.cs_pos_stride, gload(p.positions + at), p.rope_positions,
+                  "attention: a positions entry outside 0..rope_positions-1 (the rows of cos_sin)");
+}
+
+// Decode (op = attention_decode, rotary Cfg): the table row of query token s of a sequence of len keys and sq query
+// tokens (the last sq of the sequence): position len - sq + s; outside 0..rope_positions-1 traps.
+template <class P>
+CKGEN_DEVICE const float* decode_rope_row(const P& p, int len, int sq, int s) {
+  return rope_row(p.cos_sin, p.cs_pos_stride, static_cast<long long>(len) - sq + s, p.rope_positions,
+                  "attention_decode: seqlens_k[b] - seqlens_q[b] + token outside 0..rope_positions-1 (cos_sin)");
+}
+
+}  // namespace attn
+}  // namespace ckgen

@@ -1,0 +1,198 @@
+"""Rung 3 for rotary embeddings (``rope``) on a real NVIDIA GPU (marked ``gpu``: the lead runs them on the lent
+device): sm_90 kernels through the JIT with torch CUDA tensors against float64 torch on the device, RoPE applied
+in float64 (written here, pair by pair). The serving design end to end: attention_kv_append rotates K into the
+cache, op = attention (prefill: Q rotated at ``positions``) or op = attention_decode (Q rotated at seqlens_k - sq +
+token) reads it; both styles, partial rotary dims, dense and varlen, split-KV; llama3-scaled tables from
+``ckgen.rope_table``; bad positions refused by name before a launch. The Hopper body rotates Q in shared memory
+(planned with rope only where written, ``body = wgmma``): checked here that it is the kernel that runs (torch
+profiler) and that its results match float64, and that ``body = auto`` keeps the mma_sync body.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
+
+SPEC = """
+target sm_90
+kernel gr_append_bf16_d128_neox64 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = neox(64) }
+kernel gr_prefill_bf16_d128_neox64 { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64) }
+kernel gr_prefill_bf16_d128_neox64_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal
+  rope = neox(64)  body = wgmma }
+kernel gr_prefill_f16_d64_gptj_wgmma { op = attention  dtype = f16  head_dim = 64  rope = gptj(48)  body = wgmma }
+kernel gr_prefill_f16_d64_gptj_varlen { op = attention  dtype = f16  head_dim = 64  mask = causal  varlen = true
+  rope = gptj }
+kernel gr_append_f16_d128_p16_gptj { op = attention_kv_append  dtype = f16  head_dim = 128  page_size = 16
+  rope = gptj }
+kernel gr_decode_f16_d128_p16_gptj { op = attention_decode  dtype = f16  head_dim = 128  page_size = 16
+  mask = causal  rope = gptj }
+"""
+TOL = {torch.float16: 5e-3, torch.bfloat16: 2.5e-2}
+_cache: dict = {}
+
+
+def kernel(name):
+    from ckgen.runtime.api import jit
+
+    if name not in _cache:
+        _cache[name] = jit(SPEC, kernel=name, target="sm_90")
+    return _cache[name]
+
+
+def table(n, rot):
+    import ckgen
+
+    cs = ckgen.rope_table(n, rot, theta=500000.0, scaling={"type": "llama3", "factor": 8.0,
+                                                           "original_max_position": 256})
+    return torch.from_numpy(cs).cuda()
+
+
+def rope(x, cs, style, rot):
+    """x [..., d] float64 rotated by table rows cs [..., rot] (broadcast); dims past rot unchanged."""
+    out, h = x.clone(), rot // 2
+    i = torch.arange(h, device=x.device)
+    xi, yi = (i, i + h) if style == "neox" else (2 * i, 2 * i + 1)
+    c, s = cs[..., :h].double(), cs[..., h:].double()
+    a, b = x[..., xi], x[..., yi]
+    out[..., xi], out[..., yi] = a * c - b * s, b * c + a * s
+    return out
+
+
+def attend(q, k, v):
+    """float64 causal (bottom-right) attention of one sequence: q [sq, h, d], k / v [sk, hk, d] -> [sq, h, d]."""
+    sq, h, d = q.shape
+    sk, g = k.shape[0], h // k.shape[1]
+    kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    s = torch.einsum("qhd,khd->hqk", q, kk) / d ** 0.5
+    mask = torch.arange(sk, device=q.device)[None, :] <= torch.arange(sq, device=q.device)[:, None] + sk - sq
+    p = torch.softmax(s.masked_fill(~mask, float("-inf")), -1)
+    return torch.einsum("hqk,khd->qhd", p, vv)
+
+
+def launched(fn) -> set[str]:
+    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+@pytest.mark.parametrize("name, tma", [("gr_prefill_bf16_d128_neox64", False),
+                                       ("gr_prefill_bf16_d128_neox64_wgmma", True)])
+def test_append_then_prefill_dense(name, tma):
+    app, att = kernel("gr_append_bf16_d128_neox64"), kernel(name)
+    assert (att.plan.body.wgmma is not None) == tma  # rope with body = auto: the mma_sync body only
+    g = torch.Generator(device="cuda").manual_seed(1)
+    b, n, h, hk, d, dt = 2, 700, 8, 2, 128, torch.bfloat16
+    q = torch.randn(b, n, h, d, device="cuda", generator=g).to(dt)
+    kn, vn = (torch.randn(b, n, hk, d, device="cuda", generator=g).to(dt) for _ in "kv")
+    kc, vc = (torch.empty(b, n, hk, d, device="cuda", dtype=dt).fill_(float("nan")) for _ in "kv")
+    cs = table(1024, 64)
+    app(kn, vn, seqlens_k=torch.zeros(b, dtype=torch.int32, device="cuda"), cos_sin=cs, K_cache=kc, V_cache=vc)
+    pos = torch.arange(n, dtype=torch.int32, device="cuda").repeat(b, 1)
+    out = {}
+    names = launched(lambda: out.setdefault("o", att(q, kc, vc, positions=pos, cos_sin=cs)[0]))
+    assert (f"{name}_tma" in names) == tma and (name in names) != tma, names
+    o = out["o"]
+    for i in range(b):
+        rows = cs[:n][:, None]
+        want = attend(rope(q[i].double(), rows, "neox", 64), rope(kn[i].double(), rows, "neox", 64), vn[i].double())
+        assert float((o[i].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+def test_hopper_body_gptj_partial_offsets():
+    """The Hopper body (no mask, 3 query tiles of 128 with a partial last one): interleaved rotation of the first 48
+    of 64 dims at positions from per-sequence offsets; K given rotated."""
+    att = kernel("gr_prefill_f16_d64_gptj_wgmma")
+    g = torch.Generator(device="cuda").manual_seed(4)
+    b, sq, sk, h, hk, d, dt = 2, 300, 260, 4, 2, 64, torch.float16
+    q = torch.randn(b, sq, h, d, device="cuda", generator=g).to(dt)
+    k0, v = (torch.randn(b, sk, hk, d, device="cuda", generator=g).to(dt) for _ in "kv")
+    pos = torch.stack([7 + torch.arange(sq, device="cuda"), 40 + torch.arange(sq, device="cuda")]).to(torch.int32)
+    cs = table(512, 48)
+    kpos = torch.arange(sk, device="cuda")
+    k = rope(k0.double(), cs[kpos][None, :, None], "gptj", 48).to(dt)
+    out = {}
+    names = launched(lambda: out.setdefault("o", att(q, k, v, positions=pos, cos_sin=cs)[0]))
+    assert "gr_prefill_f16_d64_gptj_wgmma_tma" in names, names
+    for i in range(b):
+        qr = rope(q[i].double(), cs[pos[i].long()][:, None], "gptj", 48)
+        s = torch.einsum("qhd,khd->hqk", qr, k[i].double().repeat_interleave(h // hk, 1)) / d ** 0.5
+        want = torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v[i].double().repeat_interleave(h // hk, 1))
+        assert float((out["o"][i].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+def test_prefill_varlen_gptj_from_offsets():
+    """Packed sequences whose rows start at position 100 (a chunk after a prefix): K given rotated (float64 here,
+    rounded once)."""
+    att = kernel("gr_prefill_f16_d64_gptj_varlen")
+    g = torch.Generator(device="cuda").manual_seed(2)
+    lq, h, d, dt = [130, 1, 77], 4, 64, torch.float16
+    cu = torch.tensor(np.r_[0, np.cumsum(lq)], dtype=torch.int32, device="cuda")
+    q, k0, v = (torch.randn(sum(lq), hh, d, device="cuda", generator=g).to(dt) for hh in (h, 2, 2))
+    pos = torch.cat([100 + torch.arange(n, device="cuda") for n in lq]).to(torch.int32)
+    cs = table(512, 64)
+    k = rope(k0.double(), cs[pos.long()][:, None], "gptj", 64).to(dt)
+    o, _ = att(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, positions=pos, cos_sin=cs)
+    torch.cuda.synchronize()
+    for i in range(len(lq)):
+        sl = slice(int(cu[i]), int(cu[i + 1]))
+        want = attend(rope(q[sl].double(), cs[pos[sl].long()][:, None], "gptj", 64), k[sl].double(), v[sl].double())
+        assert float((o[sl].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+@pytest.mark.parametrize("splits", [1, 4])
+def test_append_then_decode_paged(splits):
+    """A 2-token step appended (rotated) to a paged cache holding a rotated prefix, then decoded with the grown
+    lengths: every key of the cache and the queries rotated at their own positions, in float64."""
+    app, dec = kernel("gr_append_f16_d128_p16_gptj"), kernel("gr_decode_f16_d128_p16_gptj")
+    g = torch.Generator(device="cuda").manual_seed(3)
+    b, h, hk, d, t, mp, dt = 3, 16, 4, 128, 2, 20, torch.float16
+    cs = table(mp * 16, 128)
+    lens0 = torch.tensor([0, 77, 300], dtype=torch.int32, device="cuda")
+    pool = b * mp
+    kc, vc = (torch.zeros(pool, 16, hk, d, device="cuda", dtype=dt) for _ in "kv")
+    bt = torch.randperm(pool, device="cuda", generator=g)[: b * mp].reshape(b, mp).to(torch.int32)
+    raw_k = torch.randn(b, mp * 16, hk, d, device="cuda", generator=g).to(dt)  # every key before rotation
+    raw_v = torch.randn(b, mp * 16, hk, d, device="cuda", generator=g).to(dt)
+    # the prefix, rotated by the append kernel from position 0 ...
+    for i in range(b):
+        n = int(lens0[i])
+        if n:
+            app(raw_k[i:i + 1, :n], raw_v[i:i + 1, :n], seqlens_k=torch.zeros(1, dtype=torch.int32, device="cuda"),
+                block_table=bt[i:i + 1], cos_sin=cs, K_cache=kc, V_cache=vc)
+    # ... then the step's tokens at lens0[b] + t
+    step_k = torch.stack([raw_k[i, int(lens0[i]):int(lens0[i]) + t] for i in range(b)])
+    step_v = torch.stack([raw_v[i, int(lens0[i]):int(lens0[i]) + t] for i in range(b)])
+    app(step_k, step_v, seqlens_k=lens0, block_table=bt, cos_sin=cs, K_cache=kc, V_cache=vc)
+    lens = lens0 + t
+    q = torch.randn(b, t, h, d, device="cuda", generator=g).to(dt)
+    o, _ = dec(q, kc, vc, seqlens_k=lens, block_table=bt, cos_sin=cs, num_splits=splits)
+    torch.cuda.synchronize()
+    for i in range(b):
+        n = int(lens[i])
+        rows = cs[:n][:, None]
+        want = attend(rope(q[i].double(), cs[n - t:n][:, None], "gptj", 128),
+                      rope(raw_k[i, :n].double(), rows, "gptj", 128), raw_v[i, :n].double())
+        assert float((o[i].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+def test_bad_positions_refused():
+    from ckgen.errors import CkgenError
+
+    att = kernel("gr_prefill_bf16_d128_neox64")
+    q = torch.randn(1, 8, 2, 128, device="cuda").to(torch.bfloat16)
+    cs = table(16, 64)
+    good = torch.arange(8, dtype=torch.int32, device="cuda")[None]
+    with pytest.raises(CkgenError, match="positions"):
+        att(q, q, q, positions=good.long(), cos_sin=cs)
+    with pytest.raises(CkgenError, match="positions"):
+        att(q, q, q, positions=good[:, :5], cos_sin=cs)
+    with pytest.raises(CkgenError, match="cos_sin"):
+        att(q, q, q, positions=good, cos_sin=table(16, 128))
