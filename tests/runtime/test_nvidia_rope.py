@@ -3,9 +3,9 @@ device): sm_90 kernels through the JIT with torch CUDA tensors against float64 t
 in float64 (written here, pair by pair). The serving design end to end: attention_kv_append rotates K into the
 cache, op = attention (prefill: Q rotated at ``positions``) or op = attention_decode (Q rotated at seqlens_k - sq +
 token) reads it; both styles, partial rotary dims, dense and varlen, split-KV; llama3-scaled tables from
-``ckgen.rope_table``; bad positions refused by name before a launch. The Hopper body rotates Q in shared memory
-(planned with rope only where written, ``body = wgmma``): checked here that it is the kernel that runs (torch
-profiler) and that its results match float64, and that ``body = auto`` keeps the mma_sync body.
+``ckgen.rope_table``; bad positions refused by name before a launch. Both NVIDIA bodies rotate Q in shared memory:
+the Hopper one (``body = wgmma``; ``auto`` plans it too) and the mma_sync one (``body = mma_sync``): checked here
+that the intended kernel runs (torch profiler) and that its results match float64.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.gpu,
 SPEC = """
 target sm_90
 kernel gr_append_bf16_d128_neox64 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = neox(64) }
-kernel gr_prefill_bf16_d128_neox64 { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64) }
+kernel gr_prefill_bf16_d128_neox64 { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64)
+  body = mma_sync }
 kernel gr_prefill_bf16_d128_neox64_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal
   rope = neox(64)  body = wgmma }
 kernel gr_prefill_f16_d64_gptj_wgmma { op = attention  dtype = f16  head_dim = 64  rope = gptj(48)  body = wgmma }
@@ -87,7 +88,7 @@ def launched(fn) -> set[str]:
                                        ("gr_prefill_bf16_d128_neox64_wgmma", True)])
 def test_append_then_prefill_dense(name, tma):
     app, att = kernel("gr_append_bf16_d128_neox64"), kernel(name)
-    assert (att.plan.body.wgmma is not None) == tma  # rope with body = auto: the mma_sync body only
+    assert (att.plan.body.wgmma is not None) == tma
     g = torch.Generator(device="cuda").manual_seed(1)
     b, n, h, hk, d, dt = 2, 700, 8, 2, 128, torch.bfloat16
     q = torch.randn(b, n, h, d, device="cuda", generator=g).to(dt)

@@ -309,9 +309,8 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
     """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64 or 128 also get the Hopper body
     (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
     with ``wgmma_tile`` and ``wgmma_stages`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
-    count shrinks to fit the shared memory). The portable body stays the run-time fallback. With ``rope``, ``body =
-    auto`` keeps the portable body only: the Hopper body's in-place rotation of Q is taken where written (``body =
-    wgmma`` or a ``wgmma_*`` parameter) until the H200 has checked it (rung 3)."""
+    count shrinks to fit the shared memory). The portable body stays the run-time fallback (with ``rope`` both
+    rotate Q in shared memory once it landed)."""
     cfg, a, t = d.cfg, d.a, d.target
     written = [(n, v) for n, v in (("wgmma_tile", cfg.wgmma_tile), ("wgmma_stages", cfg.wgmma_stages)) if v is not None]
     if cfg.body == "mma_sync":
@@ -323,8 +322,6 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
            f"head_dim {a.head_dim} (the Hopper body takes {' or '.join(map(str, WGMMA_HEAD_DIMS))})"
            if a.head_dim not in WGMMA_HEAD_DIMS else
            "varlen kernels (the C ABI has no total token count to bound the tensor maps with)" if a.varlen else None)
-    if why is None and a.rope and cfg.body == "auto" and not written:
-        return  # rope: the Hopper body's rotation only where asked for (body = wgmma) until measured on the H200
     if why is not None:
         if cfg.body == "wgmma" or written:
             param, value = ("body", "wgmma") if cfg.body == "wgmma" else (written[0][0], _text(written[0][1]))

@@ -191,12 +191,12 @@ def test_bad_positions(kernels):
         k.backend.launch(k.handle, call)
 
 
-def test_hopper_body_with_rope_only_where_written():
-    """rope with body = auto: the mma_sync body only (the Hopper body's rotation waits for the H200); body = wgmma or
-    a wgmma_* parameter plans it; varlen still refuses it."""
+def test_hopper_body_with_rope():
+    """rope with body = auto plans the Hopper body too (its rotation of Q in shared memory: rung 3,
+    tests/runtime/test_nvidia_rope.py); a wgmma_* parameter is taken; varlen still refuses it."""
     src = "kernel k {{ op = attention  dtype = f16  head_dim = 64  rope = neox  {}arch = [sm_90] }}"
-    assert plan_for(src.format(""), "k", "nvidia", "sm_90").body.wgmma is None
-    assert plan_for(src.format("body = wgmma  "), "k", "nvidia", "sm_90").body.wgmma is not None
+    assert plan_for(src.format(""), "k", "nvidia", "sm_90").body.wgmma is not None
+    assert plan_for(src.format("body = mma_sync  "), "k", "nvidia", "sm_90").body.wgmma is None
     assert plan_for(src.format("wgmma_stages = 3  "), "k", "nvidia", "sm_90").body.wgmma.stages == 3
     with pytest.raises(CkgenError, match="varlen"):
         plan_for(src.format("varlen = true  body = wgmma  "), "k", "nvidia", "sm_90")
