@@ -121,7 +121,7 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
-    ck_steps = ex.steps(ks, cfg, w, batch, ex.rope_for(ks, cfg, batch, seq, "cuda"))
+    ck_steps = ex.steps(ks, cfg, w, batch, seq, ex.rope_inputs(cfg, batch, seq, "cuda"))
     cos, sin = rope_tables(ex, cfg, batch, seq, torch.bfloat16)
     t_steps = torch_steps(cfg, w, batch, cos, sin)
 

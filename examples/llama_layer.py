@@ -6,8 +6,10 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
   h = rmsnorm(x)                     llama_norm
   qkv = h . Wqkv^T (+ bias)          llama_qkv / llama_qkv_bias (family: the dispatcher picks the tile)
-  q, k rotated (RoPE, positions)     see ROPE below
-  o = attention(q, k, v)             llama_attention (causal; GQA: heads / heads_kv query heads per K/V head)
+  k rotated (RoPE) into the K cache,  llama_kv_append (a contiguous cache [batch, seq, kv_heads, head_dim])
+    v into the V cache
+  o = attention(rope(q), k, v)       llama_attention (Q rotated on load; causal; GQA: heads / heads_kv query
+                                     heads per K/V head)
   s = x + o . Wo^T, y = rmsnorm(s)   llama_o, llama_add_norm
   m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up, llama_silu_mul
   out = s + m . Wd^T                 llama_down, llama_add
@@ -72,7 +74,7 @@ CONFIGS = {
 #: the emulator's configuration: small, with the qkv bias and a hidden size that is not a power of two
 EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
 
-NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_attention", "llama_o", "llama_add_norm",
+NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_attention", "llama_o", "llama_add_norm",
          "llama_gate_up", "llama_silu_mul", "llama_down", "llama_add")
 
 
@@ -145,12 +147,13 @@ def _t(w):
     return w.T
 
 
-def steps(ks: dict, cfg: Config, w: Weights, batch: int, rope) -> list:
-    """The layer as named steps, each a kernel of ``ks`` (one call, or RoPE's): ``(name, fn)`` with ``fn(env)``
-    reading its inputs from the dict ``env`` and storing its outputs there. ``env["x"]`` is the input
-    [batch * seq, hidden] (``batch`` sequences of equal length, causal each); the last step stores ``env["out"]``.
-    ``rope(q, k)`` returns q [batch, seq, heads, head_dim] and k rotated. Arrays of one framework: numpy bf16 bits
-    on the emulator, torch tensors on the GPU. bench/model.py times the steps one by one."""
+def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -> list:
+    """The layer as named steps, each one kernel of ``ks``: ``(name, fn)`` with ``fn(env)`` reading its inputs from
+    the dict ``env`` and storing its outputs there. ``env["x"]`` is the input [batch * seq, hidden] (``batch``
+    sequences of ``seq`` tokens, causal each); the last step stores ``env["out"]``. ``rope``: the RoPE inputs of
+    :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
+    K is rotated once, on its way into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the
+    prefill's K and V); Q as attention loads it. bench/model.py times the steps one by one."""
     scale = 1.0 / math.sqrt(cfg.head_dim)
     q_n, kv_n = cfg.q_n, cfg.kv_n
 
@@ -161,15 +164,18 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, rope) -> list:
         e["qkv"] = (ks["llama_qkv_bias"](e["h"], _t(w.qkv), w.qkv_bias) if w.qkv_bias is not None
                     else ks["llama_qkv"](e["h"], _t(w.qkv)))
 
-    def heads(e):
+    def kv_append(e):
         t = e["qkv"]
-        seq = t.shape[0] // batch
-        e["q"], e["k"] = rope(t[:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim),
-                              t[:, q_n:q_n + kv_n].reshape(batch, seq, cfg.kv_heads, cfg.head_dim))
-        e["v"] = t[:, q_n + kv_n:].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+        k = t[:, q_n:q_n + kv_n].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+        v = t[:, q_n + kv_n:].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+        e["kc"], e["vc"] = _empty_like(k), _empty_like(v)
+        ks["llama_kv_append"](k, v, seqlens_k=rope["seqlens"], cos_sin=rope["cos_sin"], K_cache=e["kc"],
+                              V_cache=e["vc"])
 
     def attention(e):
-        e["o"], _ = ks["llama_attention"](e["q"], e["k"], e["v"], scale=scale)
+        q = e["qkv"][:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)
+        e["o"], _ = ks["llama_attention"](q, e["kc"], e["vc"], positions=rope["positions"], cos_sin=rope["cos_sin"],
+                                          scale=scale)
 
     def o_proj(e):
         e["a"] = ks["llama_o"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o))
@@ -189,7 +195,7 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, rope) -> list:
     def residual(e):
         e["out"] = ks["llama_add"](e["s"], e["d"])
 
-    return [("norm", norm), ("qkv", qkv), ("rope", heads), ("attention", attention), ("o_proj", o_proj),
+    return [("norm", norm), ("qkv", qkv), ("kv_append", kv_append), ("attention", attention), ("o_proj", o_proj),
             ("add_norm", add_norm), ("gate_up", gate_up), ("silu_mul", silu_mul), ("down", down),
             ("residual", residual)]
 
@@ -202,32 +208,32 @@ def forward(layer_steps: list, x) -> object:
     return env["out"]
 
 
-def rope_for(ks, cfg, batch, seq, device):
-    """TEMPORARY (until the fused RoPE lands): the rotation in the array framework."""
-    ang = rope_angles(cfg, batch, seq).reshape(batch, seq, 1, -1)
-    if device is None:
-        def rot(t):
-            t = from_bf16(t).astype(np.float64)
-            half = cfg.head_dim // 2
-            lo, hi = t[..., :half], t[..., half:]
-            return to_bf16(np.concatenate([lo * np.cos(ang) - hi * np.sin(ang), hi * np.cos(ang) + lo * np.sin(ang)], -1))
-        return lambda q, k: (rot(q), rot(k))
-    import torch
-    c = torch.tensor(np.cos(ang), device=device, dtype=torch.float32)
-    s_ = torch.tensor(np.sin(ang), device=device, dtype=torch.float32)
-    def rot_t(t):
-        t = t.float()
-        half = cfg.head_dim // 2
-        lo, hi = t[..., :half], t[..., half:]
-        return torch.cat([lo * c - hi * s_, hi * c + lo * s_], -1).to(torch.bfloat16)
-    return lambda q, k: (rot_t(q), rot_t(k))
-
-
 def rope_angles(cfg: Config, batch: int, seq: int) -> np.ndarray:
     """float64 [batch * seq, head_dim / 2]: position * theta^(-2i / head_dim), positions 0..seq-1 per sequence."""
     inv = cfg.theta ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
     pos = np.tile(np.arange(seq, dtype=np.float64), batch)
     return pos[:, None] * inv[None, :]
+
+
+def rope_inputs(cfg: Config, batch: int, seq: int, device: str | None) -> dict:
+    """What the rotating kernels read: ``cos_sin`` (f32 [seq, head_dim], ckgen.rope_table at ``cfg.theta``),
+    ``positions`` (int32 [batch, seq]: 0..seq-1, the prefill's queries) and ``seqlens`` (int32 [batch]: the
+    caches' lengths before the step, 0). numpy (``device`` None) or torch tensors on ``device``."""
+    arrays = {"cos_sin": ckgen.rope_table(seq, cfg.head_dim, theta=cfg.theta),
+              "positions": np.tile(np.arange(seq, dtype=np.int32), (batch, 1)),
+              "seqlens": np.zeros(batch, dtype=np.int32)}
+    if device is None:
+        return arrays
+    import torch
+
+    return {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+
+
+def _empty_like(x):
+    """An uninitialized contiguous array of x's shape and dtype, in x's framework (and device)."""
+    if isinstance(x, np.ndarray):
+        return np.empty(x.shape, x.dtype)
+    return x.new_empty(x.shape)
 
 
 def reference(cfg: Config, w: dict, x: np.ndarray, batch: int) -> np.ndarray:
@@ -279,7 +285,7 @@ def run_emu(batch: int, seq: int, seed: int = 0) -> float:
     w = Weights.random(cfg, seed)
     rng = np.random.default_rng(seed + 1)
     x = to_bf16(rng.standard_normal((batch * seq, cfg.hidden)))
-    out = forward(steps(ks, cfg, w, batch, rope_for(ks, cfg, batch, seq, None)), x)
+    out = forward(steps(ks, cfg, w, batch, seq, rope_inputs(cfg, batch, seq, None)), x)
     f64 = {f.name: None if getattr(w, f.name) is None else from_bf16(getattr(w, f.name)).astype(np.float64)
            for f in dataclasses.fields(w)}
     return rel_err(from_bf16(out).astype(np.float64), reference(cfg, f64, from_bf16(x).astype(np.float64), batch))
@@ -294,7 +300,7 @@ def run_gpu(config: str, batch: int, seq: int, seed: int = 0) -> float:
     ks = kernels("sm_90")
     w = Weights.random(cfg, seed, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
-    out = forward(steps(ks, cfg, w, batch, rope_for(ks, cfg, batch, seq, "cuda")), x)
+    out = forward(steps(ks, cfg, w, batch, seq, rope_inputs(cfg, batch, seq, "cuda")), x)
     torch.cuda.synchronize()
     f64 = {f.name: None if getattr(w, f.name) is None else getattr(w, f.name).double().cpu().numpy()
            for f in dataclasses.fields(w)}
@@ -312,7 +318,7 @@ def main() -> int:
     seq = args.seq or (9 if args.target == "emu" else 256)
     err = run_emu(args.batch, seq, args.seed) if args.target == "emu" else run_gpu(args.config, args.batch, seq,
                                                                                     args.seed)
-    tol = 2e-2
+    tol = 1e-2  # bf16 layers reach 3.5e-3 to 4e-3 (torch's too); a wrong RoPE theta gives 1.9e-2
     name = "emu" if args.target == "emu" else args.config
     print(f"llama layer ({name}) on {args.target}, {args.batch} x {seq} tokens: relative error vs float64 {err:.3e} "
           f"(tolerance {tol:.0e}): {'ok' if err <= tol else 'FAILED'}")

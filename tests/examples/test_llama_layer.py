@@ -27,7 +27,7 @@ def _example():
 
 @pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 def test_llama_layer_example_matches_float64():
-    assert _example().run_emu(batch=2, seq=9, seed=3) < 2e-2
+    assert _example().run_emu(batch=2, seq=9, seed=3) < 8e-3  # (a wrong RoPE theta gives 1.9e-2)
 
 
 def test_config_refuses_what_the_kernels_cannot_take():
