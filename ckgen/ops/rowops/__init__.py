@@ -78,6 +78,8 @@ class RowOp(Op):
             passes += f", row in shared memory ({b.cache_tiles} tiles, {b.lds_bytes} bytes of LDS)"
         if b.workgroups_per_cu:
             passes += f", registers for {b.workgroups_per_cu} workgroups per CU / SM"
+        if b.split:
+            passes = f"split rows (a slice of one tile per workgroup, at most {b.split} per row)"
         return (", ".join(parts) + f"; {b.threads_per_row} threads x {b.reg_vecs} vectors of {b.vec} per row "
                 f"(tile {b.tile_cols}), {b.rows_per_workgroup} row(s) per workgroup, {passes}, {cols}")
 
@@ -99,6 +101,8 @@ class RowOp(Op):
             constants.append(("int", "kWeightBatch", str(b.weight_vecs)))
         if b.whole_vectors:
             constants.append(("bool", "kWholeVectors", "true"))
+        if b.split:
+            constants.append(("int", "kSplit", str(b.split)))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         note = _kinds.header_note(r.row_kind)

@@ -29,6 +29,7 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
+from ckgen.ops.rowops import split as _split
 from ckgen.ops.rowops.abi import abi, launch
 from ckgen.ops.rowops.body import RowPlan
 from ckgen.ops.rowops.spec import RowConfig, RowOpSpec, RowParams
@@ -173,6 +174,7 @@ class RowDraft(Draft):
     weight_vecs: int = 0         # weight and bias vectors loaded at once (0: a whole tile)
     whole_vectors: bool = False  # partial tiles of whole-vector rows take the fast path (plan_whole_vectors)
     bounded: bool = False        # the tile is a BOUNDED_SINGLE_PASS line's (choose_rows)
+    split: int = 0               # > 0: split rows, at most this many workgroups per row (_choose_split)
     why: list[str] = field(default_factory=list)  # the reasons, in words (RowPlan.why, `ckgen explain --kernel`)
 
     @property
@@ -338,6 +340,9 @@ def choose_rows(d: RowDraft) -> None:
                                        ("rows_per_workgroup", cfg.rows_per_workgroup)) if v is not None]
     if given:
         d.why.append(", ".join(given) + " as given")
+    if _split.split_of(d.spec):
+        _choose_split(d, n)
+        return
     if cfg.row_in == "shared":
         _choose_cached(d, n)
         return
@@ -386,6 +391,38 @@ def choose_rows(d: RowDraft) -> None:
                      + f"; tiles of {t} threads x {r} vectors, a row longer than a tile re-read per pass")
     t = d.threads_per_row
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
+
+
+def _choose_split(d: RowDraft, n: int | None) -> None:
+    """Split rows (split.py): one workgroup per slice of at most ceil(n / kSplit) vectors, the slice in one
+    single-pass tile (fitted as a single pass of that many vectors, or as given), one row per workgroup."""
+    cfg, w, s = d.cfg, d.target.wave_size, _split.split_of(d.spec)
+    for key, value, bad, legal in (("max_cols", "any", n is None, "1..2147483647 (split rows are cut by max_cols)"),
+                                   ("looped", "true", cfg.looped is True, "false, or split = 1"),
+                                   ("row_in", cfg.row_in, cfg.row_in is not None, "none with split, or split = 1"),
+                                   ("y", "i8", d.row.quantized, "f16, bf16 or f32 with split, or split = 1"),
+                                   ("rows_per_workgroup", cfg.rows_per_workgroup, cfg.rows_per_workgroup not in
+                                    (None, 1), "1 with split (a workgroup holds one slice of one row)")):
+        if bad:
+            raise d.fail(key, value, legal, f"split = {s}: the rows are split over workgroups")
+    per = _ceil(n, s)
+    if cfg.threads_per_row is not None or cfg.reg_vecs is not None:
+        t = cfg.threads_per_row or max(w, _pow2ceil(_ceil(per, cfg.reg_vecs)))
+        found = (t, cfg.reg_vecs or _ceil(per, t))
+    else:
+        found = _fitted(d, per, FIT_GROUPS) or _from_table(d, per)
+        if found is not None and found[0] < w:  # a short slice: one wave (a workgroup holds one row)
+            found = (w, _ceil(per, w))
+    if found is None or found[0] < w or found[0] > MAX_THREADS:
+        raise d.fail("split", s, f"a larger split (up to {_split.MAX_SPLIT}), or split = 1",
+                     f"no single-pass tile of whole waves holds a slice of {per} vectors of {d.vec}")
+    (d.threads_per_row, d.reg_vecs), d.looped, d.rows_per_workgroup, d.split = found, False, 1, s
+    how = f"split = {cfg.split}" if cfg.split else (f"rows of more than {_split.SPLIT_ROW_BYTES // 1024} KiB of v, "
+                                                    f"{_split.SLICE_VECS} vectors per slice")
+    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into at most {s} slices of "
+                 f"{per} vectors, one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} vectors, tile "
+                 f"{d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
+                 "through the workspace and combined in slice order; a call of cols takes ceil(cols / tile) slices")
 
 
 def _choose_cached(d: RowDraft, n: int | None) -> None:
@@ -442,7 +479,7 @@ def check_workgroup(d: RowDraft) -> None:
 
 def check_one_tile(d: RowDraft) -> None:
     """A single-pass kernel's tile must hold max_cols (its host entry refuses longer rows; the body traps)."""
-    if d.looped:
+    if d.looped or d.split:
         return
     mc = d.cfg.max_cols
     if d.tile_cols < mc:
@@ -477,7 +514,7 @@ def bound_registers(d: RowDraft) -> None:
         if CACHE_BOUNDED[w] and _fits(d, d.threads_per_row, d.reg_vecs, CACHE_LOOPED_MODEL[w], CACHE_GROUPS):
             d.workgroups_per_cu = CACHE_GROUPS
         return
-    if d.looped:
+    if d.looped or d.split:
         return
     line = _bounded_line(d, _ceil(d.cfg.max_cols, d.vec))
     given = d.cfg.threads_per_row is not None and d.cfg.reg_vecs is not None  # a line's tile as the kernel gives it
@@ -565,8 +602,10 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
                    registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles,
                    workgroups_per_cu=d.workgroups_per_cu, weight_vecs=d.weight_vecs,
-                   whole_vectors=d.whole_vectors, why=tuple(d.why))
+                   whole_vectors=d.whole_vectors, split=d.split, why=tuple(d.why))
     # LDS is static, except the row cache's on CUDA (the launch passes Cfg::kLdsBytes of dynamic shared memory)
     dynamic = d.lds_bytes if d.cache_tiles else 0
-    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=launch(d.threads, d.rows_per_workgroup),
+    how = (_split.launch(d.threads, d.tile_cols, d.split, kind.state_floats) if d.split
+           else launch(d.threads, d.rows_per_workgroup))
+    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=how,
                       entries=(Entry(spec.name, d.threads, dynamic),))
