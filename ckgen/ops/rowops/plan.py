@@ -68,6 +68,10 @@ SGPR_PLAN_LIMIT = 108
 #: clang 19: a layer norm of 5 vectors per thread, estimated 102, spilled 6 SGPRs with it and none without;
 #: gfx90a, clang 22: a looped residual RMS norm of 4 vectors, estimated 94, spilled 1)
 WHOLE_SGPR = 16
+#: wave64: scalar registers split rows (the ticket loop, the workspace's pointers: _choose_split) cost over
+#: SGPR_MODEL's estimate (gfx942, clang 19, masked tails: softmax 512 x 4 100 against 78, residual RMS norm 106
+#: against 90, residual layer norm 512 x 2 103 against 82; 512 x 4 of it, estimated 106, spilled 6)
+SPLIT_SGPR = 16
 
 #: single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs); the first line that
 #: holds the row wins, then reg_vecs shrinks to the fewest that hold it. A vector is 16 bytes of x (8 bf16).
@@ -234,7 +238,7 @@ def _fits(d: RowDraft, t: int, r: int, looped: bool, groups: int = 1) -> bool:
     planning budget of ``groups`` workgroups per CU / SM."""
     w = d.target.wave_size
     threads = max(t, WORKGROUP_THREADS) * groups
-    if w == 64 and sgpr_estimate(d.row, r, looped, t > w) > SGPR_PLAN_LIMIT:
+    if w == 64 and sgpr_estimate(d.row, r, looped, t > w) + SPLIT_SGPR * bool(d.split) > SGPR_PLAN_LIMIT:
         return False
     return estimate_registers(d.row, d.vec, r, looped, w, t) <= planning_budget(w, threads)
 
@@ -405,7 +409,28 @@ def _choose_split(d: RowDraft, n: int | None) -> None:
                                     (None, 1), "1 with split (a workgroup holds one slice of one row)")):
         if bad:
             raise d.fail(key, value, legal, f"split = {s}: the rows are split over workgroups")
-    per = _ceil(n, s)
+    first, found = s, None
+    while found is None and s <= (s if cfg.split else _split.MAX_SPLIT):  # a default split: more slices if need be
+        per = _ceil(n, s)
+        d.split = s  # (the register and SGPR estimates of the candidate tiles count the split's cost)
+        found = _split_tile(d, per)
+        s += found is None
+    if found is None:
+        raise d.fail("split", cfg.split or first, f"a larger split (up to {_split.MAX_SPLIT}), or split = 1",
+                     f"no single-pass tile of whole waves holds a slice of {_ceil(n, first)} vectors of {d.vec} "
+                     f"within the register budget on {d.target.name}")
+    (d.threads_per_row, d.reg_vecs), d.looped, d.rows_per_workgroup = found, False, 1
+    how = f"split = {cfg.split}" if cfg.split else (f"rows of more than {_split.SPLIT_ROW_BYTES // 1024} KiB of v, "
+                                                    f"{_split.SLICE_VECS} vectors per slice")
+    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into at most {s} slices of "
+                 f"{per} vectors, one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} vectors, tile "
+                 f"{d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
+                 "through the workspace and combined in slice order; a call of cols takes ceil(cols / tile) slices")
+
+
+def _split_tile(d: RowDraft, per: int) -> tuple[int, int] | None:
+    """(threads, reg_vecs) of a slice of ``per`` vectors: as given, else fitted (or the table's), whole waves."""
+    cfg, w = d.cfg, d.target.wave_size
     if cfg.threads_per_row is not None or cfg.reg_vecs is not None:
         t = cfg.threads_per_row or max(w, _pow2ceil(_ceil(per, cfg.reg_vecs)))
         found = (t, cfg.reg_vecs or _ceil(per, t))
@@ -413,16 +438,7 @@ def _choose_split(d: RowDraft, n: int | None) -> None:
         found = _fitted(d, per, FIT_GROUPS) or _from_table(d, per)
         if found is not None and found[0] < w:  # a short slice: one wave (a workgroup holds one row)
             found = (w, _ceil(per, w))
-    if found is None or found[0] < w or found[0] > MAX_THREADS:
-        raise d.fail("split", s, f"a larger split (up to {_split.MAX_SPLIT}), or split = 1",
-                     f"no single-pass tile of whole waves holds a slice of {per} vectors of {d.vec}")
-    (d.threads_per_row, d.reg_vecs), d.looped, d.rows_per_workgroup, d.split = found, False, 1, s
-    how = f"split = {cfg.split}" if cfg.split else (f"rows of more than {_split.SPLIT_ROW_BYTES // 1024} KiB of v, "
-                                                    f"{_split.SLICE_VECS} vectors per slice")
-    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into at most {s} slices of "
-                 f"{per} vectors, one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} vectors, tile "
-                 f"{d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
-                 "through the workspace and combined in slice order; a call of cols takes ceil(cols / tile) slices")
+    return found if found is not None and w <= found[0] <= MAX_THREADS else None
 
 
 def _choose_cached(d: RowDraft, n: int | None) -> None:
@@ -557,7 +573,8 @@ def plan_whole_vectors(d: RowDraft) -> None:
                      "whole-vector path spills there)")
         return
     if d.target.wave_size == 64:
-        est = sgpr_estimate(d.row, d.reg_vecs, d.looped, d.threads_per_row > 64) + WHOLE_SGPR
+        est = sgpr_estimate(d.row, d.reg_vecs, d.looped, d.threads_per_row > 64) + WHOLE_SGPR + SPLIT_SGPR * bool(
+            d.split)
         if est > SGPR_PLAN_LIMIT:
             d.why.append(f"partial tiles take the masked path (the whole-vector path would need about {est} SGPRs, "
                          f"over {SGPR_PLAN_LIMIT})")

@@ -6,8 +6,8 @@ Whether a kernel splits its rows, and into at most how many workgroups (:func:`s
 depends on the kernel's description only, never on the target: it decides the ABI (a ``workspace`` argument), which
 every target of a library shares. By default a row is split when ``max_cols`` rows of ``v`` take more than
 :data:`SPLIT_ROW_BYTES` (more than any target's row cache holds: the planner would loop and read the row twice),
-into ``ceil(vectors / SLICE_VECS)`` slices, at most :data:`MAX_SPLIT`; the kernel may say ``split = N`` (2 ..
-MAX_SPLIT: at most N workgroups per row) or ``split = 1`` (never). The planner (``plan.py``, ``_choose_split``)
+into ``ceil(vectors / SLICE_VECS)`` slices (at most :data:`DEFAULT_MAX_SPLIT`; more, up to :data:`MAX_SPLIT`, where
+no tile of the target holds such a slice); the kernel may say ``split = N`` (2 .. MAX_SPLIT: at most N workgroups per row) or ``split = 1`` (never). The planner (``plan.py``, ``_choose_split``)
 fits one tile to a slice of ``ceil(vectors / kSplit)`` vectors; a call splits a row of ``cols`` into
 ``ceil(cols / tile)`` slices (at most kSplit).
 """
@@ -23,8 +23,12 @@ from ckgen.ir.spec import KernelSpec
 SPLIT_ROW_BYTES = 96 * 1024
 #: vectors of one slice the default split aims at: the single-pass tables' 512 threads x 4 vectors line
 SLICE_VECS = 2048
-#: most workgroups of one row (a default split that would need more keeps the looped plan)
-MAX_SPLIT = 16
+#: most slices the default split starts from (a row that needs more keeps the looped plan)
+DEFAULT_MAX_SPLIT = 16
+#: most workgroups of one row: ``split`` may say up to this many, and the planner raises a default split up to
+#: it where no tile of the target holds a slice within its register budget (wave64: a residual layer norm's slice
+#: of 2000 vectors spills SGPRs in one tile, 1000 do not)
+MAX_SPLIT = 32
 #: the grid of a split-row launch: min(rows * slices, SPLIT_GRID_CAP) workgroups taking tickets (any grid >= 1)
 SPLIT_GRID_CAP = 65536
 #: the workspace's head (the ticket queue), device/rowops_pipeline_split.h kSplitHeadBytes
@@ -51,7 +55,7 @@ def default_split(spec: KernelSpec) -> int:
     if n is None or not planned or row.quantized or cfg.max_cols * row.res_dtype.bytes <= SPLIT_ROW_BYTES:
         return 0
     slices = -(-n // SLICE_VECS)
-    return slices if 2 <= slices <= MAX_SPLIT else 0
+    return slices if 2 <= slices <= DEFAULT_MAX_SPLIT else 0
 
 
 def split_of(spec: KernelSpec) -> int:
