@@ -400,7 +400,7 @@ def choose_rows(d: RowDraft) -> None:
 def _choose_split(d: RowDraft, n: int | None) -> None:
     """Split rows (split.py): one workgroup per slice of at most ceil(n / kSplit) vectors, the slice in one
     single-pass tile (fitted as a single pass of that many vectors, or as given), one row per workgroup."""
-    cfg, w, s = d.cfg, d.target.wave_size, _split.split_of(d.spec)
+    cfg, s = d.cfg, _split.split_of(d.spec)
     for key, value, bad, legal in (("max_cols", "any", n is None, "1..2147483647 (split rows are cut by max_cols)"),
                                    ("looped", "true", cfg.looped is True, "false, or split = 1"),
                                    ("row_in", cfg.row_in, cfg.row_in is not None, "none with split, or split = 1"),

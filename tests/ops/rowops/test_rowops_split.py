@@ -129,6 +129,11 @@ def test_nvcc_build(tmp_path) -> None:
         pytest.skip(str(exc))
     for r in nvidia.analyze(lib, plans):
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+    ptx = (lib.entry / f"{lib.stem}_sm_90.ptx").read_text()
+    # the cluster exchange (distributed shared memory, barrier.cluster) beside the workspace one (atomics)
+    for want in ("barrier.cluster.arrive.release", "barrier.cluster.wait.acquire", "mapa.shared::cluster",
+                 "ld.shared::cluster", "%cluster_nctarank", "atom.global.add", "nanosleep"):
+        assert ptx.count(want) >= len(plans), want
 
 
 # ------------------------------------------------------------------------------------------ rung 2

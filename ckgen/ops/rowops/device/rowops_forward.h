@@ -228,12 +228,21 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
   }
   CKGEN_LDS(unsigned long long, rowops_ticket, 1);
   CKGEN_LDS(float, rowops_row_state, P::State::kN);
+#if defined(CKGEN_PLATFORM_CUDA)
+  CKGEN_LDS(float, rowops_cluster_slots, 2 * P::State::kN);
+#endif
   const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
                      stride_y, stride_s, scale, eps};
   if (a.cols <= 0 || a.rows <= 0) return;
   if (a.cols > split_max<Cfg>() * P::kTile) trap("rowops: cols > Cfg::kSplit * Cfg::kTileCols (split rows)");
   const RowEnv<P> e(a, thread_id());
   RowReduce<P> red(lds);
+#if defined(CKGEN_PLATFORM_CUDA)
+  if (nv::cluster_size() > 1) {  // launched in clusters (sm_90): the exchange through distributed shared memory
+    run_split_cluster(a, e, red, rowops_cluster_slots, rowops_row_state);
+    return;
+  }
+#endif
   run_split(a, e, red, workspace, rowops_ticket, rowops_row_state);
 }
 

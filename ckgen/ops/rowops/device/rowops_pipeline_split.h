@@ -28,6 +28,17 @@
 // >= rows * S, so the one that takes rows * S + grid - 1 is the last to touch the queue and zeroes it.
 //
 // Grid: any >= 1 (the planner's min(rows * S, kSplitGridCap)); one row per workgroup (kRowsPerBlock == 1).
+//
+// ---------------------------------------------------------------- the exchange in a thread-block cluster (sm_90)
+// Where the host entry launches the kernel in clusters of S CTAs (launch_split_clusters: an sm_90 device, 2 <= S
+// <= 16, a cluster of S fits, CKGEN_ROWOPS_CLUSTERS is not 0), cluster c takes rows c, c + clusters, ...; CTA r of
+// it holds slice r. Per row, thread 0 of each CTA writes its partial state into its own shared memory (two slots,
+// by row parity), the cluster synchronizes (barrier.cluster, release / acquire), and thread 0 reads the S
+// partials from the CTAs' shared memory (distributed shared memory, nv::load_peer) in rank order: no workspace,
+// no atomics, no spinning. A slot is written again two rows later, after the next row's cluster barrier, which
+// every CTA passes only once its reads of the slot are done; a last cluster barrier keeps every CTA's shared
+// memory until its peers have read it. Otherwise (other devices, a cluster that does not fit) the host launches
+// as usual and the workspace exchange runs (the body reads the cluster size it was launched with).
 #pragma once
 
 #include "ckgen/platform.h"
@@ -35,6 +46,12 @@
 #include "rowops_default_policy.h"
 #include "rowops_problem.h"
 #include "rowops_row.h"
+#if defined(CKGEN_PLATFORM_CUDA)
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckgen/blocks/nv_cluster.h"
+#endif
 
 namespace ckgen {
 namespace rowops {
@@ -104,6 +121,29 @@ struct SplitExchange {
   }
 };
 
+// The row's state in every thread of the workgroup, through the workspace (thread 0 exchanges, LDS `shared` of kN
+// floats brings it to the others).
+template <class P>
+struct GlobalRowExchange {
+  using State = typename P::State;
+  const SplitWorkspace<P>& w;
+  long long row;
+  int rank, nsplit;
+  float* shared;
+
+  CKGEN_DEVICE State operator()(int tid, State st) const {
+    if (tid == 0) {
+      st = SplitExchange<P>::run(w, row, rank, nsplit, st);
+#pragma unroll
+      for (int i = 0; i < State::kN; ++i) lds_store(shared + i, st.v[i]);
+    }
+    barrier();
+#pragma unroll
+    for (int i = 0; i < State::kN; ++i) st.v[i] = lds_load(shared + i);
+    return st;
+  }
+};
+
 template <class P>
 struct SplitPipeline {
   static_assert(P::kSingle && P::kRowsPerBlock == 1 && !P::kCached && P::kStages == 0 && !P::kQuantI8,
@@ -111,9 +151,11 @@ struct SplitPipeline {
                 "ring or int8 y");
   using State = typename P::State;
 
-  // Slice `rank` of `row` (of nsplit); shared: kN floats of LDS (the row's state, from thread 0).
-  CKGEN_DEVICE static void run(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, const SplitWorkspace<P>& w,
-                               long long row, int rank, int nsplit, float* shared) {
+  // Slice `rank` of `row`: the workgroup's partial state, the row's by `exchange` (State(tid, partial): the row's
+  // state in every thread), y of the slice.
+  template <class X>
+  CKGEN_DEVICE static void run(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, long long row, int rank,
+                               const X& exchange) {
     RowGroup<P> g(a, e, row);
     GlobalSource<P> src(g);
     TileWeights<P> wts;
@@ -122,15 +164,7 @@ struct SplitPipeline {
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
     if (g.k.full) P::Kind::fold(ts, BoolConst<false>{}, e.c, st);
     else P::Kind::fold(ts, BoolConst<true>{}, e.c, st);
-    st = red.state(st);
-    if (e.tid == 0) {
-      st = SplitExchange<P>::run(w, row, rank, nsplit, st);
-#pragma unroll
-      for (int i = 0; i < State::kN; ++i) lds_store(shared + i, st.v[i]);
-    }
-    barrier();
-#pragma unroll
-    for (int i = 0; i < State::kN; ++i) st.v[i] = lds_load(shared + i);
+    st = exchange(e.tid, red.state(st));
     const RowScalars rs = P::Kind::finish(st, a.cols, a.eps);
     g.fast = g.fast_tile();
     g.by_kind(wts, true, rank, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, rank, rs, 1.0f, wts); });
@@ -153,9 +187,80 @@ CKGEN_DEVICE void run_split(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P
       return;
     }
     const long long row = static_cast<long long>(t / static_cast<unsigned>(nsplit));
-    SplitPipeline<P>::run(a, e, red, w, row, static_cast<int>(t % static_cast<unsigned>(nsplit)), nsplit, shared);
+    const int rank = static_cast<int>(t % static_cast<unsigned>(nsplit));
+    SplitPipeline<P>::run(a, e, red, row, rank, GlobalRowExchange<P>{w, row, rank, nsplit, shared});
   }
 }
+
+#if defined(CKGEN_PLATFORM_CUDA)
+// The row's state through the cluster's shared memory (above): slots, 2 kN floats; shared, kN floats.
+template <class P>
+struct ClusterRowExchange {
+  using State = typename P::State;
+  float* slots;
+  float* shared;
+  int parity, nsplit;
+
+  CKGEN_DEVICE State operator()(int tid, State st) const {
+    float* mine = slots + parity * State::kN;
+    if (tid == 0) {
+#pragma unroll
+      for (int i = 0; i < State::kN; ++i) mine[i] = st.v[i];
+    }
+    nv::cluster_sync();
+    if (tid == 0) {
+      State acc = peer(mine, 0);
+      for (int r = 1; r < nsplit; ++r) acc = State::combine(acc, peer(mine, r));
+#pragma unroll
+      for (int i = 0; i < State::kN; ++i) shared[i] = acc.v[i];
+    }
+    barrier();
+#pragma unroll
+    for (int i = 0; i < State::kN; ++i) st.v[i] = shared[i];
+    return st;
+  }
+  CKGEN_DEVICE static State peer(const float* slot, int rank) {
+    State s;
+#pragma unroll
+    for (int i = 0; i < State::kN; ++i) s.v[i] = nv::load_peer(slot + i, rank);
+    return s;
+  }
+};
+
+// The rows of this cluster: S = the cluster's size = ceil(cols / kTile) (checked: a trap).
+template <class P>
+CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
+                                    float* shared) {
+  const int nsplit = nv::cluster_size();
+  if (nsplit != (a.cols - 1) / P::kTile + 1) trap("rowops: a cluster of other than ceil(cols / kTileCols) CTAs");
+  const int rank = nv::cluster_rank();
+  int parity = 0;
+  for (long long row = nv::cluster_id(); row < a.rows; row += nv::clusters()) {
+    SplitPipeline<P>::run(a, e, red, row, rank, ClusterRowExchange<P>{slots, shared, parity, nsplit});
+    parity ^= 1;
+  }
+  nv::cluster_sync();  // the peers' reads of this CTA's slots are done before it exits
+}
+
+// Host: launch `kernel` in clusters of S = ceil(cols / Cfg::kTileCols) CTAs (grid: `grid` rounded down to a
+// multiple of S, at least S), or return -1 with nothing launched where the cluster path does not apply (not an
+// sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0 in the environment, or no cluster of S fits).
+template <class Cfg, class... KArgs, class... Args>
+inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int cols, unsigned threads, void* stream,
+                                 Args... args) {
+  const char* env = getenv("CKGEN_ROWOPS_CLUSTERS");  // (read per call: a process may switch paths)
+  const bool enabled = env == nullptr || strcmp(env, "0") != 0;
+  const int nsplit = cols > 0 ? (cols - 1) / Cfg::kTileCols + 1 : 0;
+  if (!enabled || nsplit < 2 || nsplit > 16 || !nv::sm90_device()) return -1;
+  const long long gx = grid / nsplit > 0 ? grid / nsplit * nsplit : nsplit;
+  (void)cudaGetLastError();
+  const cudaError_t e = nv::launch_cluster(kernel, static_cast<unsigned>(gx), static_cast<unsigned>(nsplit), threads,
+                                           0, stream, args...);
+  if (e == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  return -1;
+}
+#endif
 
 }  // namespace rowops
 }  // namespace ckgen
