@@ -14,10 +14,11 @@
 //   load_peer(p, rank)      the float at the same shared-memory offset as p (this CTA's) in CTA `rank` of the
 //                           cluster (mapa.shared::cluster + ld.shared::cluster)
 // Host side:
+//   cluster_fits(kernel, cluster, threads, smem) -> bool: a cluster of that many blocks fits on the current device
+//     (cudaOccupancyMaxActiveClusters); above 8 (the portable size) the kernel is allowed non-portable cluster
+//     sizes first (H100 / H200 take 16). Host queries only: cache the answer.
 //   launch_cluster(kernel, gx, cluster, threads, smem, stream, args...) -> cudaError_t: a 1-D grid of gx blocks
-//     (a multiple of `cluster`) in clusters of `cluster` x 1 x 1 by cudaLaunchKernelEx; above 8 (the portable
-//     size) the kernel is allowed non-portable cluster sizes first (H100 / H200 take 16). cudaErrorInvalidValue,
-//     nothing launched, when no cluster of that size fits on the device (cudaOccupancyMaxActiveClusters).
+//     (a multiple of `cluster`) in clusters of `cluster` x 1 x 1 by cudaLaunchKernelEx (capturable in a graph).
 #pragma once
 
 #include "ckgen/blocks/nv_wgmma.h"  // sm90_device (host)
@@ -71,30 +72,48 @@ __device__ __forceinline__ float load_peer(const float* p, int rank) {
 #endif
 }
 
-template <class... KArgs, class... Args>
-inline cudaError_t launch_cluster(void (*kernel)(KArgs...), unsigned gx, unsigned cluster, unsigned threads,
-                                  size_t smem, void* stream, Args... args) {
-  const void* f = reinterpret_cast<const void*>(kernel);
-  if (cluster > 8) {
-    const cudaError_t e = cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (e != cudaSuccess) return e;
-  }
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
+// The launch configuration of a 1-D grid of gx blocks in clusters of `cluster` x 1 x 1 (attr: its one attribute).
+inline cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* attr, unsigned gx, unsigned cluster, unsigned threads,
+                                         size_t smem, void* stream) {
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = cluster;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(gx, 1, 1);
   cfg.blockDim = dim3(threads, 1, 1);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = static_cast<cudaStream_t>(stream);
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Whether at least one cluster of `cluster` blocks of `kernel` fits on the current device at once (non-portable
+// sizes above 8 allowed for the kernel first). Host API calls only (no stream work): callers cache the answer.
+template <class... KArgs>
+inline bool cluster_fits(void (*kernel)(KArgs...), unsigned cluster, unsigned threads, size_t smem) {
+  const void* f = reinterpret_cast<const void*>(kernel);
+  if (cluster > 8 && cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(attr, cluster, cluster, threads, smem, nullptr);
   int fits = 0;
-  cudaError_t e = cudaOccupancyMaxActiveClusters(&fits, f, &cfg);
-  if (e != cudaSuccess) return e;
-  if (fits < 1) return cudaErrorInvalidValue;
+  if (cudaOccupancyMaxActiveClusters(&fits, f, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return fits >= 1;
+}
+
+// Launch `kernel` on gx blocks (a multiple of `cluster`) in clusters of `cluster` (cluster_fits first).
+template <class... KArgs, class... Args>
+inline cudaError_t launch_cluster(void (*kernel)(KArgs...), unsigned gx, unsigned cluster, unsigned threads,
+                                  size_t smem, void* stream, Args... args) {
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(attr, gx, cluster, threads, smem, stream);
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
 

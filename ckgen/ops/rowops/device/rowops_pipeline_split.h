@@ -244,7 +244,8 @@ CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, Row
 
 // Host: launch `kernel` in clusters of S = ceil(cols / Cfg::kTileCols) CTAs (grid: `grid` rounded down to a
 // multiple of S, at least S), or return -1 with nothing launched where the cluster path does not apply (not an
-// sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0 in the environment, or no cluster of S fits).
+// sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0 in the environment, no cluster of S fits: asked once per
+// device and S, or the launch failed). The per-call cost: a getenv and a cudaGetDevice.
 template <class Cfg, class... KArgs, class... Args>
 inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int cols, unsigned threads, void* stream,
                                  Args... args) {
@@ -252,6 +253,20 @@ inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int c
   const bool enabled = env == nullptr || strcmp(env, "0") != 0;
   const int nsplit = cols > 0 ? (cols - 1) / Cfg::kTileCols + 1 : 0;
   if (!enabled || nsplit < 2 || nsplit > 16 || !nv::sm90_device()) return -1;
+  // whether a cluster of nsplit fits, per device (the last one asked, per host thread): 0 unknown, 1 yes, -1 no
+  thread_local int dev_cached = -1;
+  thread_local signed char fits[17] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  if (dev != dev_cached) {
+    for (signed char& f : fits) f = 0;
+    dev_cached = dev;
+  }
+  if (fits[nsplit] == 0) fits[nsplit] = nv::cluster_fits(kernel, static_cast<unsigned>(nsplit), threads, 0) ? 1 : -1;
+  if (fits[nsplit] < 0) return -1;
   const long long gx = grid / nsplit > 0 ? grid / nsplit * nsplit : nsplit;
   (void)cudaGetLastError();
   const cudaError_t e = nv::launch_cluster(kernel, static_cast<unsigned>(gx), static_cast<unsigned>(nsplit), threads,
