@@ -345,7 +345,7 @@ def choose_rows(d: RowDraft) -> None:
     if given:
         d.why.append(", ".join(given) + " as given")
     if _split.split_of(d.spec):
-        _choose_split(d, n)
+        _split.choose(d, n, _split_tile)
         return
     if cfg.row_in == "shared":
         _choose_cached(d, n)
@@ -397,39 +397,9 @@ def choose_rows(d: RowDraft) -> None:
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
 
 
-def _choose_split(d: RowDraft, n: int | None) -> None:
-    """Split rows (split.py): one workgroup per slice of at most ceil(n / kSplit) vectors, the slice in one
-    single-pass tile (fitted as a single pass of that many vectors, or as given), one row per workgroup."""
-    cfg, s = d.cfg, _split.split_of(d.spec)
-    for key, value, bad, legal in (("max_cols", "any", n is None, "1..2147483647 (split rows are cut by max_cols)"),
-                                   ("looped", "true", cfg.looped is True, "false, or split = 1"),
-                                   ("row_in", cfg.row_in, cfg.row_in is not None, "none with split, or split = 1"),
-                                   ("y", "i8", d.row.quantized, "f16, bf16 or f32 with split, or split = 1"),
-                                   ("rows_per_workgroup", cfg.rows_per_workgroup, cfg.rows_per_workgroup not in
-                                    (None, 1), "1 with split (a workgroup holds one slice of one row)")):
-        if bad:
-            raise d.fail(key, value, legal, f"split = {s}: the rows are split over workgroups")
-    first, found = s, None
-    while found is None and s <= (s if cfg.split else _split.MAX_SPLIT):  # a default split: more slices if need be
-        per = _ceil(n, s)
-        d.split = s  # (the register and SGPR estimates of the candidate tiles count the split's cost)
-        found = _split_tile(d, per)
-        s += found is None
-    if found is None:
-        raise d.fail("split", cfg.split or first, f"a larger split (up to {_split.MAX_SPLIT}), or split = 1",
-                     f"no single-pass tile of whole waves holds a slice of {_ceil(n, first)} vectors of {d.vec} "
-                     f"within the register budget on {d.target.name}")
-    (d.threads_per_row, d.reg_vecs), d.looped, d.rows_per_workgroup = found, False, 1
-    how = f"split = {cfg.split}" if cfg.split else (f"rows of more than {_split.SPLIT_ROW_BYTES // 1024} KiB of v, "
-                                                    f"{_split.SLICE_VECS} vectors per slice")
-    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into at most {s} slices of "
-                 f"{per} vectors, one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} vectors, tile "
-                 f"{d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
-                 "through the workspace and combined in slice order; a call of cols takes ceil(cols / tile) slices")
-
-
 def _split_tile(d: RowDraft, per: int) -> tuple[int, int] | None:
-    """(threads, reg_vecs) of a slice of ``per`` vectors: as given, else fitted (or the table's), whole waves."""
+    """(threads, reg_vecs) of a slice of ``per`` vectors (split rows: split.choose): as given, else fitted (or the
+    table's), whole waves; None where none fits the register budget."""
     cfg, w = d.cfg, d.target.wave_size
     if cfg.threads_per_row is not None or cfg.reg_vecs is not None:
         t = cfg.threads_per_row or max(w, _pow2ceil(_ceil(per, cfg.reg_vecs)))

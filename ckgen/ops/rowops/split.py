@@ -14,6 +14,8 @@ fits one tile to a slice of ``ceil(vectors / kSplit)`` vectors; a call splits a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ckgen.ir import expr as E
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
@@ -35,6 +37,8 @@ SPLIT_GRID_CAP = 65536
 HEAD_BYTES = 256
 #: the host-side template that launches a split-row kernel (the emulator: kSplit workgroups at once)
 PRELAUNCH = "rowops/split_launch.cpp.j2"
+#: most threads of a workgroup
+MAX_THREADS = 1024
 
 
 def _vectors(spec: KernelSpec) -> int | None:
@@ -78,3 +82,47 @@ def launch(threads: int, tile_cols: int, split: int, state_floats: int) -> Launc
     grid = E.emin(E.mul("rows", E.cdiv("cols", tile_cols)), SPLIT_GRID_CAP)
     return Launch(threads=threads, grid=(GridDim(expr=grid), GridDim(), GridDim()), prelaunch=PRELAUNCH,
                   workspace=workspace_expr(split, state_floats))
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def choose(d, n: int | None, tile_of: Callable[[object, int], tuple[int, int] | None]) -> None:
+    """The planning pass of a kernel with split rows (plan.py's choose_rows, when :func:`split_of` > 0): its
+    keys checked against the split, then one workgroup per slice of at most ceil(n / kSplit) of the row's ``n``
+    vectors, the slice in one single-pass tile (``tile_of(d, vectors)``: (threads, reg_vecs), or None where no tile
+    of whole waves fits the register budget), one row per workgroup. A default split takes more slices (up to
+    MAX_SPLIT) where no tile holds one; sets ``d.split`` (the register estimates count it), the tile, ``d.why``."""
+    cfg, s, w = d.cfg, split_of(d.spec), d.target.wave_size
+    t_given = cfg.threads_per_row
+    for key, value, bad, legal in (("max_cols", "any", n is None, "1..2147483647 (split rows are cut by max_cols)"),
+                                   ("threads_per_row", t_given, t_given is not None and t_given < w,
+                                    f"{w}..{MAX_THREADS} with split (whole waves: a workgroup holds one row)"),
+                                   ("looped", "true", cfg.looped is True, "false, or split = 1"),
+                                   ("row_in", cfg.row_in, cfg.row_in is not None, "none with split, or split = 1"),
+                                   ("y", "i8", d.row.quantized, "f16, bf16 or f32 with split, or split = 1"),
+                                   ("rows_per_workgroup", cfg.rows_per_workgroup, cfg.rows_per_workgroup not in
+                                    (None, 1), "1 with split (a workgroup holds one slice of one row)")):
+        if bad:
+            raise d.fail(key, value, legal, f"split = {s}: the rows are split over workgroups")
+    first, found = s, None
+    while found is None and s <= (s if cfg.split else MAX_SPLIT):  # a default split: more slices if need be
+        d.split = s
+        found = tile_of(d, _cdiv(n, s))
+        s += found is None
+    if found is None:
+        raise d.fail("split", cfg.split or first, f"a larger split (up to {MAX_SPLIT}), or split = 1",
+                     f"no single-pass tile of whole waves holds a slice of {_cdiv(n, first)} vectors of {d.vec} "
+                     f"within the register budget on {d.target.name}")
+    if found[0] * found[1] * d.vec * s < cfg.max_cols:  # (a tile as given)
+        raise d.fail("reg_vecs", found[1], f"reg_vecs >= {_cdiv(_cdiv(n, s), found[0])} (or a larger split)",
+                     f"{s} slices of {found[0]} threads x {found[1]} vectors of {d.vec} hold fewer than max_cols = "
+                     f"{cfg.max_cols} columns")
+    (d.threads_per_row, d.reg_vecs), d.looped, d.rows_per_workgroup = found, False, 1
+    how = f"split = {cfg.split}" if cfg.split else f"rows of more than {SPLIT_ROW_BYTES // 1024} KiB of v"
+    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into at most {s} slices of "
+                 f"{_cdiv(n, s)} vectors, one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} vectors, tile "
+                 f"{d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
+                 "(a thread-block cluster on sm_90 where one fits, else the workspace) and combined in slice order; "
+                 "a call of cols takes ceil(cols / tile) slices")

@@ -85,6 +85,8 @@ def test_other_kernels_keep_their_plans() -> None:
     ("op = softmax x = bf16 max_cols = 9000 split = 4 rows_per_workgroup = 2", "rows_per_workgroup"),
     ("op = softmax x = bf16 max_cols = 9000 split = 33", "split"),
     ("op = softmax x = bf16 max_cols = 9000 split = 0", "split"),
+    ("op = softmax x = bf16 max_cols = 9000 split = 2 threads_per_row = 16", "threads_per_row"),
+    ("op = softmax x = bf16 max_cols = 9000 split = 2 threads_per_row = 64 reg_vecs = 1", "reg_vecs"),
 ])
 def test_bad_split_is_a_clear_error(line: str, param: str) -> None:
     with pytest.raises(CkgenError) as e:
@@ -144,9 +146,23 @@ def emu_kernels():
     return {n: ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942") for n in SPECS}
 
 
+@pytest.fixture(scope="module")
+def nv_emu_kernels():
+    """The sm_90 plans (warp32: 512-thread slices of 16 warps) on the emulator: the workspace exchange."""
+    return H.build_nv_on_emu(list(SPECS), [plan(n, "sm_90") for n in SPECS])
+
+
 @pytest.mark.parametrize("name", list(SPECS))
 def test_emulator_against_float64(emu_kernels, name: str) -> None:
-    k = emu_kernels[name]
+    run_shapes(emu_kernels[name], name)
+
+
+@pytest.mark.parametrize("name", ["sm_vocab", "ln_vocab", "rms_vocab", "sm_f32_s3"])
+def test_emulator_runs_the_nvidia_plans(nv_emu_kernels, name: str) -> None:
+    run_shapes(nv_emu_kernels[name], name)
+
+
+def run_shapes(k, name: str) -> None:
     rows_max = max(r for r, _, _ in SHAPES[name])
     ws = np.zeros(k.workspace_bytes(rows=rows_max, cols=SPECS[name].params.config.max_cols), np.uint8)
     for i, (rows, cols, mode) in enumerate(SHAPES[name]):
