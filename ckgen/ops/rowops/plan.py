@@ -494,13 +494,16 @@ def plan_lds(d: RowDraft) -> None:
 def bound_registers(d: RowDraft) -> None:
     """A single pass of a BOUNDED_SINGLE_PASS line's tile (its threads, one row per workgroup) is compiled for the
     line's workgroups per CU / SM, weight and bias read in batches; a row-cache kernel whose estimate fits
-    CACHE_GROUPS workgroups, for CACHE_GROUPS where CACHE_BOUNDED says so."""
+    CACHE_GROUPS workgroups, for CACHE_GROUPS where CACHE_BOUNDED says so; split rows as split.SPLIT_BOUNDED says."""
     w = d.target.wave_size
+    if d.split:
+        d.workgroups_per_cu = _split.bounded_groups(d.row.row_kind.name, w, d.threads_per_row, d.reg_vecs)
+        return
     if d.cache_tiles:
         if CACHE_BOUNDED[w] and _fits(d, d.threads_per_row, d.reg_vecs, CACHE_LOOPED_MODEL[w], CACHE_GROUPS):
             d.workgroups_per_cu = CACHE_GROUPS
         return
-    if d.looped or d.split:
+    if d.looped:
         return
     line = _bounded_line(d, _ceil(d.cfg.max_cols, d.vec))
     given = d.cfg.threads_per_row is not None and d.cfg.reg_vecs is not None  # a line's tile as the kernel gives it

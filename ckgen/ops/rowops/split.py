@@ -39,6 +39,15 @@ HEAD_BYTES = 256
 PRELAUNCH = "rowops/split_launch.cpp.j2"
 #: most threads of a workgroup
 MAX_THREADS = 1024
+#: split-row tiles compiled for more workgroups per CU / SM than the register estimate gives (plan.bound_registers,
+#: CKGEN_LAUNCH_BOUNDS_MIN), per wave size: (kind, threads, reg_vecs, workgroups). A workgroup waits for its row's
+#: other slices between loading and writing its own; a second one per SM keeps loads in flight meanwhile. nvcc 13,
+#: sm_90a, 512 x 4 at 64 registers: softmax, log-softmax, f32 and residual softmax without spills; layer norm spills 4
+#: bytes, a residual RMS norm 8 (those keep one workgroup per SM)
+SPLIT_BOUNDED: dict[int, tuple[tuple[str, int, int, int], ...]] = {
+    32: (("softmax", 512, 4, 2), ("log_softmax", 512, 4, 2)),
+    64: (),
+}
 
 
 def _vectors(spec: KernelSpec) -> int | None:
@@ -82,6 +91,11 @@ def launch(threads: int, tile_cols: int, split: int, state_floats: int) -> Launc
     grid = E.emin(E.mul("rows", E.cdiv("cols", tile_cols)), SPLIT_GRID_CAP)
     return Launch(threads=threads, grid=(GridDim(expr=grid), GridDim(), GridDim()), prelaunch=PRELAUNCH,
                   workspace=workspace_expr(split, state_floats))
+
+
+def bounded_groups(kind: str, wave_size: int, threads: int, reg_vecs: int) -> int:
+    """The workgroups per CU / SM a split-row tile is compiled for (SPLIT_BOUNDED; 0: as the estimate gives)."""
+    return next((g for k, t, r, g in SPLIT_BOUNDED[wave_size] if (k, t, r) == (kind, threads, reg_vecs)), 0)
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -124,13 +124,16 @@ def test_nvcc_build(tmp_path) -> None:
     from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.errors import ToolchainError
 
-    plans = [plan(n, "sm_90") for n in ("sm_vocab", "ln_vocab", "rms_vocab", "sm_f32_s3")]
+    plans = [plan(n, "sm_90") for n in SPECS]
+    assert plans[0].body.workgroups_per_cu == 2  # softmax slices of 512 x 4: two per SM (split.SPLIT_BOUNDED)
     try:
         lib = nvidia.build_cuda_library("rowops_split_nv", plans, tmp_path)
     except ToolchainError as exc:
         pytest.skip(str(exc))
     for r in nvidia.analyze(lib, plans):
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+        p = next(q for q in plans if q.name == r.name)
+        assert r.blocks_per_sm >= max(1, p.body.workgroups_per_cu), (r.name, r.registers, r.blocks_per_sm)
     ptx = (lib.entry / f"{lib.stem}_sm_90.ptx").read_text()
     # the cluster exchange (distributed shared memory, barrier.cluster) beside the workspace one (atomics)
     for want in ("barrier.cluster.arrive.release", "barrier.cluster.wait.acquire", "mapa.shared::cluster",
