@@ -144,9 +144,10 @@ def test_nvcc_build(tmp_path) -> None:
 # ------------------------------------------------------------------------------------------ rung 2
 @pytest.fixture(scope="module")
 def emu_kernels():
-    import ckgen
+    """The gfx942 plans on the emulator, one library."""
+    from ckgen.targets import get_target
 
-    return {n: ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942") for n in SPECS}
+    return H.build_on_emu([plan(n) for n in SPECS], "rowops_split_emu", get_target("gfx942"), [])
 
 
 @pytest.fixture(scope="module")
