@@ -142,9 +142,9 @@ inline T atomic_load(const T* p) {
   memcpy(static_cast<void*>(&v), &u, sizeof(T));
   return v;
 }
-// A spin-wait's pause: the OS thread yields to the workgroups the others run (emu::spin; a launch whose
+// A spin-wait's pause (`on`: what it waits on): the OS thread yields to the workgroups the others run (emu::spin; a launch whose
 // workgroups wait on each other runs them at once: emu::launch_coresident).
-inline void spin_pause() { emu::spin(); }
+inline void spin_pause(const void* on) { emu::spin(on); }
 
 }  // namespace ckgen
 

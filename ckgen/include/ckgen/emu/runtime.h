@@ -214,20 +214,29 @@ __attribute__((format(printf, 1, 2))) inline void fault(const char* fmt, ...) {
   __builtin_unreachable();
 }
 
-// One pause of a spin-wait on what another workgroup writes (platform spin_pause): yields this OS thread. A
-// wait is a streak of pauses less than a second apart; one longer than kSpinLimitSeconds, or any wait once another
-// workgroup has faulted, is a fault (a peer that never comes: workgroups not run at once, Cfg kCoResident).
+// One pause of a spin-wait on what another workgroup writes at `on` (platform spin_pause): yields this OS thread,
+// and after the first 64 pauses of a wait sleeps 50 us each (the waiting OS threads leave the cores to the others).
+// A wait is a run of pauses on one address less than 10 ms apart; one longer than kSpinLimitSeconds, or any wait
+// once another workgroup has faulted, is a fault (a peer that never comes: workgroups not run at once,
+// launch_coresident).
 constexpr double kSpinLimitSeconds = 300.0;
-inline void spin() {
+inline void spin(const void* on) {
   using Clock = std::chrono::steady_clock;
-  thread_local Clock::time_point streak_start, last;
+  thread_local const void* waiting_on = nullptr;
+  thread_local Clock::time_point start, last;
+  thread_local long long pauses = 0;
   const Clock::time_point now = Clock::now();
-  if (now - last > std::chrono::seconds(1)) streak_start = now;
+  if (on != waiting_on || now - last > std::chrono::milliseconds(10)) {
+    waiting_on = on;
+    start = now;
+    pauses = 0;
+  }
   last = now;
   if (g_fault.any.load()) fault("spin-wait abandoned: another workgroup faulted");
-  if (std::chrono::duration<double>(now - streak_start).count() > kSpinLimitSeconds)
+  if (std::chrono::duration<double>(now - start).count() > kSpinLimitSeconds)
     fault("spin-wait of more than %.0f s: the workgroup waited for never came (not co-resident?)", kSpinLimitSeconds);
-  std::this_thread::yield();
+  if (++pauses <= 64) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 inline void block(TState s) {

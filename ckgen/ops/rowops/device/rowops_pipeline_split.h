@@ -98,7 +98,7 @@ struct SplitExchange {
     fence_device();
     int* count = w.counters + row;
     atomic_add(count, 1);
-    while (atomic_load(count) < nsplit) spin_pause();
+    while (atomic_load(count) < nsplit) spin_pause(count);
     fence_device();
     State acc = read(w, row, 0);
     for (int r = 1; r < nsplit; ++r) acc = State::combine(acc, read(w, row, r));
