@@ -53,6 +53,15 @@ def test_planner_splits_vocabulary_rows() -> None:
         assert p.launch.grid[0].count({"rows": 1024, "cols": 128256}) == 1024 * 8
         assert p.launch.workspace_bytes({"rows": 1024, "cols": 128256}) == 256 + 4096 + 1024 * 8 * 2 * 4
     assert plan("ln_vocab", "sm_90").body.split == 16 and plan("rms_vocab", "sm_90").body.split == 10
+    # the host entries: the emulator runs kSplit workgroups at once, CUDA tries a cluster launch first, AMD launches
+    # as usual; the kernel's Cfg says kSplit
+    from ckgen.codegen import render_kernel, render_launchers
+
+    for arch, platform in (("gfx942", "emu"), ("sm_90", "cuda"), ("gfx942", "amd")):
+        p = plan("sm_vocab", arch)
+        host = render_launchers("t", [p], platform, ["k.hip"] if platform != "amd" else None)
+        assert "launch_coresident(ckgen_gen::sm_vocab_cfg::kSplit" in host and "launch_split_clusters" in host
+        assert "workspace" in host and f"kSplit = {p.body.split};" in render_kernel(p)
     # wave64: no tile holds a residual layer norm's slice of 2000 vectors without spilling SGPRs: more slices
     ln = plan("ln_vocab").body
     assert ln.split == 32 and ln.tile_cols * 32 >= 256000 and "split rows" in ln.why[0]
