@@ -84,6 +84,8 @@
 //   rowops_pipeline_looped.h     any cols: running statistics over the tiles
 //   rowops_pipeline_row_cached.h the looped pipeline with the row in shared memory (kCacheTiles > 0)
 //   rowops_pipeline_bounded.h    the one-pass pipeline reading weight and bias in batches (kWeightBatch < kRegVecs)
+//   rowops_pipeline_split.h      split rows (kSplit > 0): a slice of one tile per workgroup, partial states
+//                                exchanged (workspace, or a thread-block cluster on sm_90): rowops_forward_split
 //   this file                    rowops_forward: shared memory, the arguments, the pipeline per configuration and
 //                                the loop over the workgroup's row groups (with the staged ring's prologue)
 //
