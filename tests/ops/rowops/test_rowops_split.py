@@ -184,3 +184,19 @@ def run_shapes(k, name: str) -> None:
             k(**c.inputs, **c.outputs, **c.scalars, workspace=ws)
             H.check_call(c, f"{name} {rows}x{cols} {mode}")
             assert not ws.any(), f"{name} {rows}x{cols}: the workspace was left non-zero"
+
+
+def test_emulator_runs_a_rows_slices_at_once_on_one_os_thread(emu_kernels) -> None:
+    """ckgen_emu_set_threads(1): the split launch still runs kSplit workgroups at once (emu::launch_coresident;
+    one OS thread would leave the first slice waiting for the others forever)."""
+    k = emu_kernels["ln_f16_s5"]
+    c = H.make_call(k.plan, 3, 4099, "tight", 7)
+    H.run(k, c)  # (builds the handle)
+    lib = k.handle.library
+    lib.set_threads(1)
+    try:
+        c = H.make_call(k.plan, 4, 4099, "odd", 8)
+        H.run(k, c)
+        H.check_call(c, "one OS thread")
+    finally:
+        lib.set_threads(0)
