@@ -44,6 +44,10 @@
 #             hidden; also intermediate, vocab, decode, comma-separated), part ROWOPS_PART (default 1/1: K/N, every
 #             N-th shape from the K-th) ($OUT/rowops_widths.txt and .json); each run must fit one 10-minute call
 #   rowops-memcheck  compute-sanitizer memcheck over the row ops' edge shapes, in place, numpy and errors
+#   rowops-split  split rows (vocabulary widths): tests/runtime/test_nvidia_rowops_split.py (clusters and the
+#             workspace path), then memcheck over its float64 test
+#   rowops-split-bench  bench/rowops.py --kinds vocab --candidates --no-compile twice: with clusters
+#             ($OUT/rowops_split.txt) and CKGEN_ROWOPS_CLUSTERS=0, the workspace exchange ($OUT/rowops_split_ws.txt)
 #   probe     bench/probe.py under ncu (hardware counters, --clock-control none): the kernels torch.bmm runs, then
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
 #             at 64x1024x1024x128) and torch.bmm there, and of PROBE_ROWOPS (default: layer norm and RMS norm,
@@ -133,6 +137,19 @@ for STAGE in "$@"; do
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
         tests/runtime/test_nvidia_rowops.py -k "edge_shapes or in_place or numpy" > "$OUT/memcheck_rowops.txt" 2>&1
       echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_rowops.txt" | tail -3 ;;
+    rowops-split)
+      timeout 240 $PYTEST tests/runtime/test_nvidia_rowops_split.py > "$OUT/pytest_rowops_split.txt" 2>&1
+      echo "pytest -m gpu (rowops split) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_rowops_split.txt" | tail -8
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_rowops_split.py -k float64 > "$OUT/memcheck_rowops_split.txt" 2>&1
+      echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_rowops_split.txt" | tail -3 ;;
+    rowops-split-bench)
+      timeout 280 python3 bench/rowops.py --kinds vocab --candidates --no-compile --json "$OUT/rowops_split.json" \
+        > "$OUT/rowops_split.txt" 2>&1
+      echo "rowops bench (vocab, clusters) rc $?"; tail -30 "$OUT/rowops_split.txt"
+      CKGEN_ROWOPS_CLUSTERS=0 timeout 280 python3 bench/rowops.py --kinds vocab --candidates --no-compile \
+        --json "$OUT/rowops_split_ws.json" > "$OUT/rowops_split_ws.txt" 2>&1
+      echo "rowops bench (vocab, workspace) rc $?"; tail -30 "$OUT/rowops_split_ws.txt" ;;
     fp8|fp8-full)
       timeout 300 $PYTEST tests/runtime/test_nvidia_fp8.py > "$OUT/fp8_tests.txt" 2>&1
       echo "fp8 tests rc $?"; tail -3 "$OUT/fp8_tests.txt"

@@ -92,3 +92,14 @@ kernel addrmsnorm_s32768_t1024x1r1 { op = rmsnorm x = bf16 residual = true  thre
 // one workgroup per SM), the row read once; the planner loops these rows (x read twice) beyond its 96 KiB cache
 kernel softmax_s100352_t512x2r1  { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 2  rows_per_workgroup = 1  max_cols = 100352  row_in = shared }
 kernel softmax_s100352_t1024x1r1 { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 1  rows_per_workgroup = 1  max_cols = 100352  row_in = shared }
+
+// ---- vocabulary rows split over workgroups (split rows: docs/dsl.md): each workgroup holds a slice of one tile in
+// registers, the row read once; on sm_90 a row's slices run as one thread-block cluster where it fits (2..16),
+// with CKGEN_ROWOPS_CLUSTERS=0 they exchange through the workspace instead. _v<max_cols>_t<threads>x<reg_vecs>;
+// _split: the planner's default (512 x 4: 16384 columns a slice); _looped: split = 1 (the looped plan, x read twice)
+kernel softmax_v256000_split    { op = softmax x = bf16 scale = 0.7  max_cols = 256000 }
+kernel softmax_v256000_t256x4   { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 4  max_cols = 256000  split = 32 }
+kernel softmax_v256000_t256x8   { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 8  max_cols = 256000  split = 16 }
+kernel softmax_v256000_t128x8   { op = softmax x = bf16 scale = 0.7  threads_per_row = 128  reg_vecs = 8  max_cols = 256000  split = 32 }
+kernel softmax_v256000_t1024x2  { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 2  max_cols = 256000  split = 16 }
+kernel softmax_v256000_looped   { op = softmax x = bf16 scale = 0.7  max_cols = 256000  split = 1 }

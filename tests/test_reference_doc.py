@@ -34,8 +34,9 @@ def test_every_environment_variable_is_documented():
     config = (ROOT / "ckgen" / "config.py").read_text()
     names = set(re.findall(r'env\.get\("([A-Z_]+)"', config))
     assert {"CKGEN_CLANG", "CKGEN_CACHE_DIR", "HOME"} <= names
-    header = (ROOT / "ckgen" / "include" / "ckgen" / "host_runtime.h").read_text()
-    names |= set(re.findall(r'getenv\("([A-Z_]+)"\)', header))
+    for header in sorted((ROOT / "ckgen").rglob("*.h")):  # host code of the generated libraries
+        names |= set(re.findall(r'getenv\("([A-Z_]+)"\)', header.read_text()))
+    assert "CKGEN_HIP_LIBRARY" in names
     missing = sorted(n for n in names if f"| `{n}` |" not in DOC)
     assert not missing, missing
 

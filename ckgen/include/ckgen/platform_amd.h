@@ -171,6 +171,16 @@ CKGEN_DEVICE void atomic_add(float* p, float v) {
   (void)__hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 CKGEN_DEVICE void fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+// 64-bit counters (a ticket queue), device-coherent loads of what other workgroups wrote (a spin-wait's counter, a
+// partial result), and a short pause inside a spin-wait (on: the address waited on, for the emulator).
+CKGEN_DEVICE unsigned long long atomic_add(unsigned long long* p, unsigned long long v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+CKGEN_DEVICE int atomic_load(const int* p) { return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); }
+CKGEN_DEVICE float atomic_load(const float* p) {
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+CKGEN_DEVICE void spin_pause(const void*) { __builtin_amdgcn_s_sleep(1); }
 
 }  // namespace ckgen
 

@@ -124,6 +124,12 @@ CKGEN_DEVICE float readlane(float v, int lane) { return __shfl_sync(0xffffffffu,
 CKGEN_DEVICE int atomic_add(int* p, int v) { return atomicAdd(p, v); }
 CKGEN_DEVICE void atomic_add(float* p, float v) { (void)atomicAdd(p, v); }
 CKGEN_DEVICE void fence_device() { __threadfence(); }
+// 64-bit counters (a ticket queue), device-coherent loads of what other blocks wrote (a spin-wait's counter, a
+// partial result: L1 bypassed), and a short pause inside a spin-wait (on: the address waited on, for the emulator).
+CKGEN_DEVICE unsigned long long atomic_add(unsigned long long* p, unsigned long long v) { return atomicAdd(p, v); }
+CKGEN_DEVICE int atomic_load(const int* p) { return __ldcg(p); }
+CKGEN_DEVICE float atomic_load(const float* p) { return __ldcg(p); }
+CKGEN_DEVICE void spin_pause(const void*) { __nanosleep(64); }
 // One MUFU.TANH (tanh.approx.f32, sm_75+; max relative error about 2^-11): the GELU epilogue's cost was
 // dominated by the exp + reciprocal of the portable formula (ckgen/blocks/epilogue.h), which this replaces here.
 #define CKGEN_HAS_TANH_F32 1

@@ -129,6 +129,22 @@ inline void atomic_add(float* p, float v) {
   }
 }
 inline void fence_device() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline unsigned long long atomic_add(unsigned long long* p, unsigned long long v) {
+  emu::check_global(p, sizeof(*p), alignof(unsigned long long), true);
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+template <class T>
+inline T atomic_load(const T* p) {
+  static_assert(sizeof(T) == 4, "atomic_load: int or float");
+  emu::check_global(p, sizeof(T), alignof(T), false);
+  uint32_t u = __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_SEQ_CST);
+  T v;
+  memcpy(static_cast<void*>(&v), &u, sizeof(T));
+  return v;
+}
+// A spin-wait's pause (`on`: what it waits on): the OS thread yields to the workgroups the others run (emu::spin; a launch whose
+// workgroups wait on each other runs them at once: emu::launch_coresident).
+inline void spin_pause(const void* on) { emu::spin(on); }
 
 }  // namespace ckgen
 

@@ -5,13 +5,15 @@ optional int8 output with a per-row scale. One package serves the three registry
 
 Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
 and reference; adding a kind is one row plus its math), ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list
-and the tables per wave size), ``body.py`` (the plan), ``abi.py`` (the C ABI and launch), ``reference.py``
+and the tables per wave size), ``split.py`` (split rows: whether a kernel splits its rows over workgroups, its
+planning pass, workspace and launch; ``split_launch.cpp.j2``, its host launch), ``body.py`` (the plan), ``abi.py``
+(the C ABI and launch), ``reference.py``
 (float64), ``kernel.hip.j2`` (the template), ``device/`` (``rowops_entry.h``, one entry per op; ``rowops_forward.h``,
 the body for every platform and its contract, which picks a pipeline per configuration; ``rowops_config.h``, its
 Cfg, checks and derived sizes; ``rowops_problem.h``, the types and flags derived from the Cfg;
 ``rowops_default_policy.h``, the reductions and tile counts; ``rowops_row.h``, what the pipelines share;
-``rowops_pipeline_one_pass.h``, ``_looped.h``, ``_row_cached.h`` (``row_in = shared``) and ``_bounded.h`` (the
-register-bounded single pass), one per variant; ``rowops_kinds.h``, each kind's math (``RowKind<kOp>``);
+``rowops_pipeline_one_pass.h``, ``_looped.h``, ``_row_cached.h`` (``row_in = shared``), ``_bounded.h`` (the
+register-bounded single pass) and ``_split.h`` (split rows), one per variant; ``rowops_kinds.h``, each kind's math (``RowKind<kOp>``);
 ``rowops_math.h``, the per-row states and tile statistics; ``rowops_frag.h``, the fragments and accesses;
 ``rowops_rowcache.h``, the row kept in shared memory; ``rowops_stages.h``, the staged ring).
 """
@@ -78,6 +80,8 @@ class RowOp(Op):
             passes += f", row in shared memory ({b.cache_tiles} tiles, {b.lds_bytes} bytes of LDS)"
         if b.workgroups_per_cu:
             passes += f", registers for {b.workgroups_per_cu} workgroups per CU / SM"
+        if b.split:
+            passes = f"split rows (a slice of one tile per workgroup, at most {b.split} per row)"
         return (", ".join(parts) + f"; {b.threads_per_row} threads x {b.reg_vecs} vectors of {b.vec} per row "
                 f"(tile {b.tile_cols}), {b.rows_per_workgroup} row(s) per workgroup, {passes}, {cols}")
 
@@ -99,6 +103,8 @@ class RowOp(Op):
             constants.append(("int", "kWeightBatch", str(b.weight_vecs)))
         if b.whole_vectors:
             constants.append(("bool", "kWholeVectors", "true"))
+        if b.split:
+            constants.append(("int", "kSplit", str(b.split)))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         note = _kinds.header_note(r.row_kind)

@@ -10,7 +10,9 @@ of it (tensors a kernel does not use are ``unused``: NULL)::
 x, residual, y and s_out are ``rows x cols`` row-major with a row stride each (elements, >= cols); weight and bias
 are ``cols`` elements; y_scale is ``rows`` floats (int8 y only). The strides of unused tensors are not checked.
 ``scale`` and ``eps`` are runtime scalars whose defaults (the Python callable, ``ckgen run``) are the DSL's.
-A kernel with ``max_cols`` (every single-pass kernel, ``looped = false``) takes ``cols <= max_cols``: its host
+A kernel that splits its rows (split.py: ``split``, or rows of more than 96 KiB) takes a ``workspace`` last
+(zero-filled, left zero-filled; ``ckgen_<kernel>_workspace_bytes``) and launches min(rows * ceil(cols / tile), 65536)
+workgroups of one row slice each (split.launch). A kernel with ``max_cols`` (every single-pass kernel, ``looped = false``) takes ``cols <= max_cols``: its host
 entry returns ``CKGEN_ERROR_INVALID_VALUE`` above (the binding says so by name). In place: y may be x itself (same dtype), s_out may be x or residual itself.
 
 Launch: 1-D workgroups of ``threads``; ``min(ceil(rows / rows_per_workgroup), 2^20)`` of them (the body's
@@ -23,6 +25,7 @@ from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
+from ckgen.ops.rowops.split import split_of
 
 T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
 #: the largest grid the host entry launches (the body's rowops::kMaxGridBlocks; any grid >= 1 is correct)
@@ -64,6 +67,10 @@ def abi(spec: KernelSpec) -> Abi:
                         default=r.scale))
     else:
         args.append(Arg("eps", SC, doc=f"added to the variance (default {r.eps:g})", default=r.eps))
+    if split_of(spec):
+        args.append(Arg("workspace", ArgKind.WORKSPACE,
+                        doc="split rows' partial statistics and counters: ckgen_<kernel>_workspace_bytes(rows, cols) "
+                            "bytes, zero-filled before first use (calls leave it zero-filled)"))
     doc = f"y = {kind.what} of each row of {'s = x + residual' if res else 'x'}" + (
         ", quantized to int8 with a per-row scale" if r.quantized else "")
     return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc)

@@ -30,6 +30,7 @@ class RowPlan:
     workgroups_per_cu: int = 0  # > 0: the kernel's registers bounded for that many workgroups per CU / SM
     weight_vecs: int = 0        # weight and bias vectors loaded at once (0: the whole tile, before it)
     whole_vectors: bool = False  # a partial tile of a row of whole aligned vectors takes the fast path, predicated
+    split: int = 0              # > 0: split rows, at most this many workgroups (slices of one tile) per row
     why: tuple[str, ...] = ()   # the planner's reasons, in words (`ckgen explain --kernel`)
 
     def __post_init__(self) -> None:
@@ -37,8 +38,10 @@ class RowPlan:
             raise ValueError("RowPlan: tile_cols != threads_per_row * reg_vecs * vec")
         if self.threads != self.threads_per_row * self.rows_per_workgroup or self.threads % self.wave_size:
             raise ValueError("RowPlan: threads must be threads_per_row * rows_per_workgroup, whole waves")
-        if not self.looped and (self.max_cols is None or self.max_cols > self.tile_cols):
-            raise ValueError("RowPlan: a single-pass kernel's tile holds max_cols")
+        if not self.looped and (self.max_cols is None or self.max_cols > self.tile_cols * max(1, self.split)):
+            raise ValueError("RowPlan: a single-pass kernel's tile (a split one's kSplit tiles) holds max_cols")
+        if self.split and (self.looped or self.rows_per_workgroup != 1 or self.cache_tiles):
+            raise ValueError("RowPlan: split rows take one single-pass tile of one row per workgroup")
         if self.cache_tiles and (not self.looped or self.max_cols is None
                                  or self.max_cols > self.cache_tiles * self.tile_cols):
             raise ValueError("RowPlan: the row cache is looped and holds max_cols")
@@ -48,4 +51,7 @@ class RowPlan:
             raise ValueError("RowPlan: workgroups_per_cu >= 0")
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not self.split:  # (absent when rows are not split: the plans of other kernels as they were)
+            del d["split"]
+        return d

@@ -29,6 +29,7 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
+from ckgen.ops.rowops import split as _split
 from ckgen.ops.rowops.abi import abi, launch
 from ckgen.ops.rowops.body import RowPlan
 from ckgen.ops.rowops.spec import RowConfig, RowOpSpec, RowParams
@@ -67,6 +68,10 @@ SGPR_PLAN_LIMIT = 108
 #: clang 19: a layer norm of 5 vectors per thread, estimated 102, spilled 6 SGPRs with it and none without;
 #: gfx90a, clang 22: a looped residual RMS norm of 4 vectors, estimated 94, spilled 1)
 WHOLE_SGPR = 16
+#: wave64: scalar registers split rows (the ticket loop, the workspace's pointers: _choose_split) cost over
+#: SGPR_MODEL's estimate (gfx942, clang 19, masked tails: softmax 512 x 4 100 against 78, residual RMS norm 106
+#: against 90, residual layer norm 512 x 2 103 against 82; 512 x 4 of it, estimated 106, spilled 6)
+SPLIT_SGPR = 16
 
 #: single-pass rows, per wave size: (vectors per row up to, threads_per_row, reg_vecs); the first line that
 #: holds the row wins, then reg_vecs shrinks to the fewest that hold it. A vector is 16 bytes of x (8 bf16).
@@ -173,6 +178,7 @@ class RowDraft(Draft):
     weight_vecs: int = 0         # weight and bias vectors loaded at once (0: a whole tile)
     whole_vectors: bool = False  # partial tiles of whole-vector rows take the fast path (plan_whole_vectors)
     bounded: bool = False        # the tile is a BOUNDED_SINGLE_PASS line's (choose_rows)
+    split: int = 0               # > 0: split rows, at most this many workgroups per row (_choose_split)
     why: list[str] = field(default_factory=list)  # the reasons, in words (RowPlan.why, `ckgen explain --kernel`)
 
     @property
@@ -232,7 +238,7 @@ def _fits(d: RowDraft, t: int, r: int, looped: bool, groups: int = 1) -> bool:
     planning budget of ``groups`` workgroups per CU / SM."""
     w = d.target.wave_size
     threads = max(t, WORKGROUP_THREADS) * groups
-    if w == 64 and sgpr_estimate(d.row, r, looped, t > w) > SGPR_PLAN_LIMIT:
+    if w == 64 and sgpr_estimate(d.row, r, looped, t > w) + SPLIT_SGPR * bool(d.split) > SGPR_PLAN_LIMIT:
         return False
     return estimate_registers(d.row, d.vec, r, looped, w, t) <= planning_budget(w, threads)
 
@@ -338,6 +344,9 @@ def choose_rows(d: RowDraft) -> None:
                                        ("rows_per_workgroup", cfg.rows_per_workgroup)) if v is not None]
     if given:
         d.why.append(", ".join(given) + " as given")
+    if _split.split_of(d.spec):
+        _split.choose(d, n, _split_tile)
+        return
     if cfg.row_in == "shared":
         _choose_cached(d, n)
         return
@@ -386,6 +395,20 @@ def choose_rows(d: RowDraft) -> None:
                      + f"; tiles of {t} threads x {r} vectors, a row longer than a tile re-read per pass")
     t = d.threads_per_row
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
+
+
+def _split_tile(d: RowDraft, per: int) -> tuple[int, int] | None:
+    """(threads, reg_vecs) of a slice of ``per`` vectors (split rows: split.choose): as given, else fitted (or the
+    table's), whole waves; None where none fits the register budget."""
+    cfg, w = d.cfg, d.target.wave_size
+    if cfg.threads_per_row is not None or cfg.reg_vecs is not None:
+        t = cfg.threads_per_row or max(w, _pow2ceil(_ceil(per, cfg.reg_vecs)))
+        found = (t, cfg.reg_vecs or _ceil(per, t))
+    else:
+        found = _fitted(d, per, FIT_GROUPS) or _from_table(d, per)
+        if found is not None and found[0] < w:  # a short slice: one wave (a workgroup holds one row)
+            found = (w, _ceil(per, w))
+    return found if found is not None and w <= found[0] <= MAX_THREADS else None
 
 
 def _choose_cached(d: RowDraft, n: int | None) -> None:
@@ -442,7 +465,7 @@ def check_workgroup(d: RowDraft) -> None:
 
 def check_one_tile(d: RowDraft) -> None:
     """A single-pass kernel's tile must hold max_cols (its host entry refuses longer rows; the body traps)."""
-    if d.looped:
+    if d.looped or d.split:
         return
     mc = d.cfg.max_cols
     if d.tile_cols < mc:
@@ -471,8 +494,11 @@ def plan_lds(d: RowDraft) -> None:
 def bound_registers(d: RowDraft) -> None:
     """A single pass of a BOUNDED_SINGLE_PASS line's tile (its threads, one row per workgroup) is compiled for the
     line's workgroups per CU / SM, weight and bias read in batches; a row-cache kernel whose estimate fits
-    CACHE_GROUPS workgroups, for CACHE_GROUPS where CACHE_BOUNDED says so."""
+    CACHE_GROUPS workgroups, for CACHE_GROUPS where CACHE_BOUNDED says so; split rows as split.SPLIT_BOUNDED says."""
     w = d.target.wave_size
+    if d.split:
+        d.workgroups_per_cu = _split.bounded_groups(d.row.row_kind.name, w, d.threads_per_row, d.reg_vecs)
+        return
     if d.cache_tiles:
         if CACHE_BOUNDED[w] and _fits(d, d.threads_per_row, d.reg_vecs, CACHE_LOOPED_MODEL[w], CACHE_GROUPS):
             d.workgroups_per_cu = CACHE_GROUPS
@@ -520,7 +546,8 @@ def plan_whole_vectors(d: RowDraft) -> None:
                      "whole-vector path spills there)")
         return
     if d.target.wave_size == 64:
-        est = sgpr_estimate(d.row, d.reg_vecs, d.looped, d.threads_per_row > 64) + WHOLE_SGPR
+        est = sgpr_estimate(d.row, d.reg_vecs, d.looped, d.threads_per_row > 64) + WHOLE_SGPR + SPLIT_SGPR * bool(
+            d.split)
         if est > SGPR_PLAN_LIMIT:
             d.why.append(f"partial tiles take the masked path (the whole-vector path would need about {est} SGPRs, "
                          f"over {SGPR_PLAN_LIMIT})")
@@ -565,8 +592,10 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
                    registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles,
                    workgroups_per_cu=d.workgroups_per_cu, weight_vecs=d.weight_vecs,
-                   whole_vectors=d.whole_vectors, why=tuple(d.why))
+                   whole_vectors=d.whole_vectors, split=d.split, why=tuple(d.why))
     # LDS is static, except the row cache's on CUDA (the launch passes Cfg::kLdsBytes of dynamic shared memory)
     dynamic = d.lds_bytes if d.cache_tiles else 0
-    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=launch(d.threads, d.rows_per_workgroup),
+    how = (_split.launch(d.threads, d.tile_cols, d.split, kind.state_floats) if d.split
+           else launch(d.threads, d.rows_per_workgroup))
+    return KernelPlan(spec=spec, target=target, body=body, abi=abi(spec), launch=how,
                       entries=(Entry(spec.name, d.threads, dynamic),))

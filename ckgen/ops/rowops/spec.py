@@ -57,6 +57,11 @@ _COMMON_TAIL = (
         default_text="shared when no single pass holds max_cols in registers (for the norms on NVIDIA: nor a "
                      "register-bounded one) and the rows fit the planning limit (NVIDIA 96 KiB, AMD 32 KiB per "
                      "workgroup), else registers"),
+    Key("split", "1..32: the most workgroups one row is split over (each holds a slice of one tile in registers, "
+                 "the row read once; partial statistics exchanged through a workspace); 1: rows are never split. "
+                 "Needs max_cols; not with y = i8, looped = true or row_in",
+        default_text="rows of more than 96 KiB (max_cols x the bytes of v) with nothing else given: one workgroup "
+                     "per 2048 vectors (16 at most; up to 32 where a slice of 2048 vectors spills on the target), else 1"),
 )
 #: the values of row_in
 ROW_IN = ("registers", "shared")
@@ -159,11 +164,15 @@ class RowConfig:
     max_cols: int | None = None
     looped: bool | None = None
     row_in: str | None = None   # registers | shared (ROW_IN)
+    split: int | None = None    # most workgroups per row (split.py); 1: never split
 
     def to_json(self) -> dict:
-        return {"vec": self.vec, "threads_per_row": self.threads_per_row,
-                "rows_per_workgroup": self.rows_per_workgroup, "reg_vecs": self.reg_vecs,
-                "max_cols": self.max_cols, "looped": self.looped, "row_in": self.row_in}
+        d = {"vec": self.vec, "threads_per_row": self.threads_per_row,
+             "rows_per_workgroup": self.rows_per_workgroup, "reg_vecs": self.reg_vecs,
+             "max_cols": self.max_cols, "looped": self.looped, "row_in": self.row_in}
+        if self.split is not None:  # (absent when not given: the descriptions and cache keys of other kernels)
+            d["split"] = self.split
+        return d
 
 
 @dataclass(frozen=True)
@@ -236,5 +245,6 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
         max_cols=max_cols,
         looped=V.boolean(v["looped"], "looped") if "looped" in v else None,
         row_in=_row_in(v["row_in"]) if "row_in" in v else None,
+        split=V.integer(v["split"], "split", 1, 32) if "split" in v else None,
     )
     return RowParams(row, cfg)

@@ -40,12 +40,14 @@ def refused(body: str, arch: str = "gfx942", op: str = "softmax") -> CkgenError:
     ("sm_90", 32768, (512, 2, 1, True)),    # row_in = shared: 4 tiles of 8192 in 64 KiB of shared memory
     ("gfx942", 1024, (32, 4, 8, False)), ("gfx942", 4096, (128, 4, 2, False)), ("gfx942", 16384, (512, 4, 1, False)),
     ("gfx942", 32768, (512, 4, 1, True)),   # 8 vectors per thread spill SGPRs, 1024 threads too many VGPRs
-    ("gfx942", 65536, (512, 4, 1, True)), ("gfx942", 7, (1, 1, 256, False)), ("sm_90", 100, (4, 4, 64, False)),
+    ("gfx942", 65536, (512, 4, 1, False)),  # 128 KiB: split rows, 4 workgroups of 16384 columns (split.py)
+    ("gfx942", 7, (1, 1, 256, False)), ("sm_90", 100, (4, 4, 64, False)),
 ])
 def test_planned_softmax_bf16(arch: str, max_cols: int, want: tuple) -> None:
     b = plan1(f"x = bf16 max_cols = {max_cols}", arch).body
     assert (b.threads_per_row, b.reg_vecs, b.rows_per_workgroup, b.looped) == want
-    assert b.looped or b.tile_cols >= max_cols
+    assert b.looped or b.tile_cols * max(1, b.split) >= max_cols
+    assert b.split == (4 if max_cols == 65536 else 0)
     assert b.threads % b.wave_size == 0 and b.vec == 8
 
 
@@ -260,7 +262,8 @@ def test_register_estimate_grows_with_the_tile() -> None:
 def test_row_cache_is_planned_where_no_register_single_pass_fits(op: str) -> None:
     """sm_90 / sm_80 bf16 rows of 32768: the row cache (64 KiB + the scratch, dynamic shared memory on CUDA),
     the same plan on both arches (softmax by default, the norms with row_in = shared: their default is the
-    register-bounded single pass); gfx942 (32 KiB planning limit) and f32 rows (128 KiB) stay looped in registers."""
+    register-bounded single pass); gfx942 (32 KiB planning limit) stays looped in registers, f32 rows (128 KiB) are
+    split over workgroups (split.py)."""
     given = "" if op == "softmax" else " row_in = shared"
     plans = [plan1("x = bf16 max_cols = 32768" + given, a, op) for a in NV]
     assert len({(p.body, p.launch) for p in plans}) == 1
@@ -274,7 +277,9 @@ def test_row_cache_is_planned_where_no_register_single_pass_fits(op: str) -> Non
     assert "kCacheTiles = " in render_kernel(p) and "row in shared memory" in get_op(op).summary(p)
     # two workgroups per SM, as planned, held by the launch bounds (CACHE_BOUNDED: ptxas may otherwise take more)
     assert b.workgroups_per_cu == 2 and "CKGEN_LAUNCH_BOUNDS_MIN(512, 2)" in render_kernel(p)
-    for body, arch in (("x = bf16 max_cols = 32768", "gfx942"), ("x = f32 max_cols = 32768", "sm_90"),
+    split = plan1("x = f32 max_cols = 32768", "sm_90", op)
+    assert split.body.split == 4 and split.body.cache_tiles == 0 and split.abi.workspace is not None
+    for body, arch in (("x = bf16 max_cols = 32768", "gfx942"), ("x = f32 max_cols = 32768 split = 1", "sm_90"),
                        ("x = bf16 max_cols = 32768 looped = true", "sm_90"),
                        ("x = bf16 max_cols = 32768 row_in = registers", "sm_90"), ("x = bf16", "sm_90")):
         q = plan1(body, arch, op)

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -144,6 +145,7 @@ struct LaunchInfo {
   Dim3 grid;
   int threads;
   size_t lds_limit;
+  int coresident = 1;  // workgroups that must run at once (spin-waits on each other): at least this many OS threads
   void (*body)(void*);
   void* body_arg;
   std::vector<Buffer> bufs;  // snapshot of the registry, sorted by base
@@ -210,6 +212,31 @@ __attribute__((format(printf, 1, 2))) inline void fault(const char* fmt, ...) {
   w->faulted = true;
   context_switch(w->cur->ctx, w->sched);
   __builtin_unreachable();
+}
+
+// One pause of a spin-wait on what another workgroup writes at `on` (platform spin_pause): yields this OS thread,
+// and after the first 64 pauses of a wait sleeps 50 us each (the waiting OS threads leave the cores to the others).
+// A wait is a run of pauses on one address less than 10 ms apart; one longer than kSpinLimitSeconds, or any wait
+// once another workgroup has faulted, is a fault (a peer that never comes: workgroups not run at once,
+// launch_coresident).
+constexpr double kSpinLimitSeconds = 300.0;
+inline void spin(const void* on) {
+  using Clock = std::chrono::steady_clock;
+  thread_local const void* waiting_on = nullptr;
+  thread_local Clock::time_point start, last;
+  thread_local long long pauses = 0;
+  const Clock::time_point now = Clock::now();
+  if (on != waiting_on || now - last > std::chrono::milliseconds(10)) {
+    waiting_on = on;
+    start = now;
+    pauses = 0;
+  }
+  last = now;
+  if (g_fault.any.load()) fault("spin-wait abandoned: another workgroup faulted");
+  if (std::chrono::duration<double>(now - start).count() > kSpinLimitSeconds)
+    fault("spin-wait of more than %.0f s: the workgroup waited for never came (not co-resident?)", kSpinLimitSeconds);
+  if (++pauses <= 64) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 inline void block(TState s) {
@@ -728,6 +755,7 @@ inline int launch_impl(LaunchInfo& L) {
   int nt = g_os_threads.load();
   if (nt <= 0) nt = static_cast<int>(std::thread::hardware_concurrency());
   if (nt <= 0) nt = 1;
+  if (nt < L.coresident) nt = L.coresident;
   if (nt > total) nt = static_cast<int>(total);
   std::atomic<long long> next{0};
   std::vector<std::thread> pool;
@@ -748,9 +776,11 @@ struct Body {
 };
 
 // Run kernel(args...) for every workgroup of grid, `block` threads each. lds_bytes: the LDS limit for
-// CKGEN_LDS allocations (0: the target's, CKGEN_EMU_LDS_BYTES). Returns a ckgen status code.
+// CKGEN_LDS allocations (0: the target's, CKGEN_EMU_LDS_BYTES); coresident: workgroups that must run at once
+// (at least that many OS threads). Returns a ckgen status code.
 template <class... P, class... A>
-inline int launch(const char* kernel_name, void (*kernel)(P...), Dim3 grid, int block, size_t lds_bytes, A&&... args) {
+inline int launch_coresident(int coresident, const char* kernel_name, void (*kernel)(P...), Dim3 grid, int block,
+                             size_t lds_bytes, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "ckgen::emu::launch: wrong number of kernel arguments");
   std::tuple<P...> tup(static_cast<P>(std::forward<A>(args))...);
   Body<void (*)(P...), std::tuple<P...>> body{kernel, &tup};
@@ -759,10 +789,26 @@ inline int launch(const char* kernel_name, void (*kernel)(P...), Dim3 grid, int 
   L.grid = grid;
   L.threads = block;
   L.lds_limit = lds_bytes ? lds_bytes : static_cast<size_t>(CKGEN_EMU_LDS_BYTES);
+  L.coresident = coresident > 1 ? coresident : 1;
   L.body = &decltype(body)::run;
   L.body_arg = &body;
   return launch_impl(L);
 }
+
+template <class... P, class... A>
+inline int launch(const char* kernel_name, void (*kernel)(P...), Dim3 grid, int block, size_t lds_bytes, A&&... args) {
+  return launch_coresident(1, kernel_name, kernel, grid, block, lds_bytes, std::forward<A>(args)...);
+}
+
+// A kernel Cfg's kCoResident (1 when it has none): the workgroups the launch must run at once.
+template <class C, class = void>
+struct CoResidentOf {
+  static constexpr int value = 1;
+};
+template <class C>
+struct CoResidentOf<C, decltype(void(C::kCoResident))> {
+  static constexpr int value = C::kCoResident;
+};
 
 }  // namespace emu
 }  // namespace ckgen

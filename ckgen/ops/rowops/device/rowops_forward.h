@@ -84,6 +84,8 @@
 //   rowops_pipeline_looped.h     any cols: running statistics over the tiles
 //   rowops_pipeline_row_cached.h the looped pipeline with the row in shared memory (kCacheTiles > 0)
 //   rowops_pipeline_bounded.h    the one-pass pipeline reading weight and bias in batches (kWeightBatch < kRegVecs)
+//   rowops_pipeline_split.h      split rows (kSplit > 0): a slice of one tile per workgroup, partial states
+//                                exchanged (workspace, or a thread-block cluster on sm_90): rowops_forward_split
 //   this file                    rowops_forward: shared memory, the arguments, the pipeline per configuration and
 //                                the loop over the workgroup's row groups (with the staged ring's prologue)
 //
@@ -97,6 +99,7 @@
 #include "rowops_pipeline_looped.h"
 #include "rowops_pipeline_one_pass.h"
 #include "rowops_pipeline_row_cached.h"
+#include "rowops_pipeline_split.h"
 #include "rowops_problem.h"
 #include "rowops_row.h"
 #include "rowops_rowcache.h"
@@ -209,8 +212,45 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
                            stride_s, scale, eps, lds, stage_mem, stage_ok, cache);
 }
 
+// Split rows (Cfg::kSplit > 0, rowops_pipeline_split.h): the same arguments and a workspace (zero-filled, left
+// zero-filled: its layout there), one slice of a row per workgroup and ticket.
+template <class Cfg>
+CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                       const typename Cfg::TW* weight, const typename Cfg::TW* bias,
+                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
+                                       int cols, long long stride_x, long long stride_res, long long stride_y,
+                                       long long stride_s, float scale, float eps, void* workspace) {
+  static_assert(check_cfg<Cfg>(), "Cfg");
+  static_assert(split_max<Cfg>() >= 1, "rowops_forward_split: a Cfg with kSplit");
+  using P = RowProblem<Cfg>;
+  float* lds = nullptr;
+  if constexpr (scratch_bytes<Cfg>() > 0) {
+    CKGEN_LDS(float, rowops_scratch, scratch_bytes<Cfg>() / static_cast<int>(sizeof(float)));
+    lds = rowops_scratch;
+  }
+  CKGEN_LDS(unsigned long long, rowops_ticket, 1);
+  CKGEN_LDS(float, rowops_row_state, P::State::kN);
+#if defined(CKGEN_PLATFORM_CUDA)
+  CKGEN_LDS(float, rowops_cluster_slots, 2 * P::State::kN);
+#endif
+  const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
+                     stride_y, stride_s, scale, eps};
+  if (a.cols <= 0 || a.rows <= 0) return;
+  if (a.cols > split_max<Cfg>() * P::kTile) trap("rowops: cols > Cfg::kSplit * Cfg::kTileCols (split rows)");
+  const RowEnv<P> e(a, thread_id());
+  RowReduce<P> red(lds);
+#if defined(CKGEN_PLATFORM_CUDA)
+  if (nv::cluster_size() > 1) {  // launched in clusters (sm_90): the exchange through distributed shared memory
+    run_split_cluster(a, e, red, rowops_cluster_slots, rowops_row_state);
+    return;
+  }
+#endif
+  run_split(a, e, red, workspace, rowops_ticket, rowops_row_state);
+}
+
 }  // namespace rowops
 
 using rowops::rowops_forward;
+using rowops::rowops_forward_split;
 
 }  // namespace ckgen

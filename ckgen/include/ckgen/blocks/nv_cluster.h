@@ -1,0 +1,121 @@
+// ckgen/blocks/nv_cluster.h: thread-block clusters and distributed shared memory (NVIDIA sm_90), for op bodies
+// whose workgroups of one cluster share partial results (nvcc only; include it under CKGEN_PLATFORM_CUDA).
+//
+// Device side (sm_90+: the functions exist in every pass, their PTX only where __CUDA_ARCH__ >= 900; elsewhere
+// cluster_size() is 1 and the others must not be called):
+//   cluster_size()          CTAs in this block's cluster (%cluster_nctarank; 1 when launched without clusters)
+//   cluster_rank()          this CTA's rank in its cluster (%cluster_ctarank)
+//   cluster_id(), clusters() this cluster's index along x and the clusters of the grid along x (%clusterid.x,
+//                           %nclusterid.x)
+//   cluster_sync()          every thread of every CTA of the cluster arrives and waits (barrier.cluster with
+//                           release / acquire: shared-memory writes before it are seen by every CTA after it).
+//                           Call it from every thread, converged (.aligned). A CTA whose shared memory peers read
+//                           must not exit before they have read it: end with cluster_sync().
+//   load_peer(p, rank)      the float at the same shared-memory offset as p (this CTA's) in CTA `rank` of the
+//                           cluster (mapa.shared::cluster + ld.shared::cluster)
+// Host side:
+//   cluster_fits(kernel, cluster, threads, smem) -> bool: a cluster of that many blocks fits on the current device
+//     (cudaOccupancyMaxActiveClusters); above 8 (the portable size) the kernel is allowed non-portable cluster
+//     sizes first (H100 / H200 take 16). Host queries only: cache the answer.
+//   launch_cluster(kernel, gx, cluster, threads, smem, stream, args...) -> cudaError_t: a 1-D grid of gx blocks
+//     (a multiple of `cluster`) in clusters of `cluster` x 1 x 1 by cudaLaunchKernelEx (capturable in a graph).
+#pragma once
+
+#include "ckgen/blocks/nv_wgmma.h"  // sm90_device (host)
+#include "ckgen/platform_cuda.h"
+
+namespace ckgen {
+namespace nv {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CKGEN_NV_CLUSTERS 1
+#else
+#define CKGEN_NV_CLUSTERS 0
+#endif
+
+__device__ __forceinline__ unsigned cluster_special(int which) {
+  unsigned v = 1;
+#if CKGEN_NV_CLUSTERS
+  if (which == 0) asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(v));
+  else if (which == 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(v));
+  else if (which == 2) asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(v));
+  else asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(v));
+#else
+  v = which == 1 || which == 2 ? 0u : 1u;
+#endif
+  return v;
+}
+__device__ __forceinline__ int cluster_size() { return static_cast<int>(cluster_special(0)); }
+__device__ __forceinline__ int cluster_rank() { return static_cast<int>(cluster_special(1)); }
+__device__ __forceinline__ int cluster_id() { return static_cast<int>(cluster_special(2)); }
+__device__ __forceinline__ int clusters() { return static_cast<int>(cluster_special(3)); }
+
+__device__ __forceinline__ void cluster_sync() {
+#if CKGEN_NV_CLUSTERS
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  __syncthreads();
+#endif
+}
+
+__device__ __forceinline__ float load_peer(const float* p, int rank) {
+#if CKGEN_NV_CLUSTERS
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  (void)rank;
+  return *p;
+#endif
+}
+
+// The launch configuration of a 1-D grid of gx blocks in clusters of `cluster` x 1 x 1 (attr: its one attribute).
+inline cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* attr, unsigned gx, unsigned cluster, unsigned threads,
+                                         size_t smem, void* stream) {
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(gx, 1, 1);
+  cfg.blockDim = dim3(threads, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Whether at least one cluster of `cluster` blocks of `kernel` fits on the current device at once (non-portable
+// sizes above 8 allowed for the kernel first). Host API calls only (no stream work): callers cache the answer.
+template <class... KArgs>
+inline bool cluster_fits(void (*kernel)(KArgs...), unsigned cluster, unsigned threads, size_t smem) {
+  const void* f = reinterpret_cast<const void*>(kernel);
+  if (cluster > 8 && cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(attr, cluster, cluster, threads, smem, nullptr);
+  int fits = 0;
+  if (cudaOccupancyMaxActiveClusters(&fits, f, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return fits >= 1;
+}
+
+// Launch `kernel` on gx blocks (a multiple of `cluster`) in clusters of `cluster` (cluster_fits first).
+template <class... KArgs, class... Args>
+inline cudaError_t launch_cluster(void (*kernel)(KArgs...), unsigned gx, unsigned cluster, unsigned threads,
+                                  size_t smem, void* stream, Args... args) {
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(attr, gx, cluster, threads, smem, stream);
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
+}  // namespace nv
+}  // namespace ckgen
