@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
-from ckgen.ir.types import DType
+from ckgen.ir.types import FP8_FORMATS, DType
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.rowops.abi import abi, launch
 from ckgen.ops.rowops.body import RowPlan
@@ -196,12 +196,30 @@ def _legal_dtypes(dts) -> str:
     return ", ".join(d.value for d in dts)
 
 
+def output_dtypes(target: Target) -> tuple[DType, ...]:
+    """The y dtypes for ``target``: :data:`OUTPUT_DTYPES` and the fp8 dtypes of the target's own encoding
+    (``Target.fp8_encoding``, the targets table: FNUZ on gfx942, OCP on gfx950 and sm_89+; none without fp8)."""
+    return OUTPUT_DTYPES + tuple(t for t, f in FP8_FORMATS.items() if f.encoding == target.fp8_encoding)
+
+
 def check_dtypes(d: RowDraft) -> None:
-    r = d.row
+    r, t = d.row, d.target
     if r.x not in INPUT_DTYPES:
         raise d.fail("x", r.x.value, _legal_dtypes(INPUT_DTYPES), "the row ops read f16, bf16 or f32")
-    if r.y not in OUTPUT_DTYPES:
-        raise d.fail("y", r.y.value, _legal_dtypes(OUTPUT_DTYPES), "not an output dtype of the row ops")
+    made = output_dtypes(t)
+    if r.y not in made:
+        f = r.y.fp8
+        if f is not None and t.fp8_encoding:
+            reason = (f"{r.y.value} is the {f.encoding.upper()} encoding; {t.name}'s fp8 instructions take the "
+                      f"{t.fp8_encoding.upper()} one (the same codes mean other numbers)")
+        elif f is not None:
+            reason = f"{t.name} has no fp8 instructions (nothing there reads fp8)"
+        else:
+            reason = "not an output dtype of the row ops"
+        raise d.fail("y", r.y.value, _legal_dtypes(made), reason)
+    if r.row_kind.quantizes and not r.quantized:
+        raise d.fail("y", r.y.value, _legal_dtypes([y for y in made if y == DType.I8 or y.fp8 is not None]),
+                     f"op = {r.op} writes a quantized y (int8 or fp8, with scales)")
     for param, dt in (("residual", r.residual), ("weight", r.weight), ("bias", r.bias)):
         if dt is not None and dt not in INPUT_DTYPES:
             raise d.fail(param, dt.value, "none, true, " + _legal_dtypes(INPUT_DTYPES), "not a dtype the row ops read")
@@ -424,6 +442,30 @@ def _scratch_bytes(d: RowDraft) -> int:
     return 2 * (d.threads // w) * d.row.row_kind.state_floats * 4 if d.threads_per_row > w else 0  # reduce.h MultiWave
 
 
+def fit_quant_group(d: RowDraft) -> None:
+    """Per-group scales (quant = group(G)): every vector of a thread in one group, a group G / vec consecutive
+    threads of one row within a wave, and whole waves per row (the group's butterfly runs where the tile's path,
+    which differs between rows, is chosen: a wave must hold one row). A planned row of fewer threads than a wave
+    is widened to a wave (reg_vecs shrunk so that the tile still holds what it held)."""
+    g, cfg, w = d.row.quant_group, d.cfg, d.target.wave_size
+    if not g:
+        return
+    if g % d.vec or g // d.vec > w:
+        raise d.fail("vec", d.vec, f"{max(1, g // w)}..{min(16, g)} (a power of two dividing {g}, at least "
+                     f"{g // w} with {w}-lane waves)", f"quant = group({g}): a group is {g} / vec threads of one wave")
+    if d.threads_per_row < w:
+        if cfg.threads_per_row is not None:
+            raise d.fail("threads_per_row", cfg.threads_per_row, f"a multiple of the wave size ({w})",
+                         f"quant = group({g}) needs whole waves per row")
+        held = d.threads_per_row * d.reg_vecs
+        d.threads_per_row, d.reg_vecs = w, cfg.reg_vecs or max(1, _ceil(held, w))
+        d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // w)
+        d.why.append(f"quant = group({g}): rows of one wave ({w} threads x {d.reg_vecs} vectors)")
+    if (d.threads_per_row * d.vec) % g:
+        raise d.fail("threads_per_row", d.threads_per_row, f"threads_per_row x vec a multiple of {g}",
+                     f"quant = group({g}): every vector of a thread must lie in one group")
+
+
 def check_workgroup(d: RowDraft) -> None:
     t, rpw, w = d.threads_per_row, d.rows_per_workgroup, d.target.wave_size
     if t & (t - 1) or not 1 <= t <= MAX_THREADS:
@@ -543,6 +585,7 @@ PASSES = (
     check_dtypes,      # x, y, residual, weight, bias: dtypes the body generates
     choose_vector,     # vec: a power of two, at most 16 bytes of x
     choose_rows,       # threads_per_row, reg_vecs, looped, rows_per_workgroup (tables per wave size)
+    fit_quant_group,   # quant = group(G): whole waves per row, vectors inside groups
     check_workgroup,   # a power of two of threads per row, whole waves, at most 1024 threads
     check_one_tile,    # a single pass holds max_cols
     plan_lds,          # the cross-wave reduction's LDS and the row cache

@@ -33,7 +33,8 @@ namespace ckgen {
 
 // (the four storage structs live in types.h, which host code includes too)
 
-// The parameters of a format. kMaxCode: the largest finite positive code; kNanCode: the NaN from_float gives.
+// The parameters of a format. kMaxCode: the largest finite positive code (kMax its value); kNanCode: the NaN
+// from_float gives.
 template <class T>
 struct Fp8Format;
 template <>
@@ -41,24 +42,28 @@ struct Fp8Format<fp8_e4m3fn> {
   static constexpr int kExp = 4, kMan = 3, kBias = 7;
   static constexpr bool kFnuz = false, kInf = false, kE5 = false;
   static constexpr uint32_t kMaxCode = 0x7E, kNanCode = 0x7F;
+  static constexpr float kMax = 448.0f;  // the largest finite value (the code kMaxCode)
 };
 template <>
 struct Fp8Format<fp8_e5m2> {
   static constexpr int kExp = 5, kMan = 2, kBias = 15;
   static constexpr bool kFnuz = false, kInf = true, kE5 = true;
   static constexpr uint32_t kMaxCode = 0x7B, kNanCode = 0x7F;
+  static constexpr float kMax = 57344.0f;  // the largest finite value (the code kMaxCode)
 };
 template <>
 struct Fp8Format<fp8_e4m3fnuz> {
   static constexpr int kExp = 4, kMan = 3, kBias = 8;
   static constexpr bool kFnuz = true, kInf = false, kE5 = false;
   static constexpr uint32_t kMaxCode = 0x7F, kNanCode = 0x80;
+  static constexpr float kMax = 240.0f;  // the largest finite value (the code kMaxCode)
 };
 template <>
 struct Fp8Format<fp8_e5m2fnuz> {
   static constexpr int kExp = 5, kMan = 2, kBias = 16;
   static constexpr bool kFnuz = true, kInf = false, kE5 = true;
   static constexpr uint32_t kMaxCode = 0x7F, kNanCode = 0x80;
+  static constexpr float kMax = 57344.0f;  // the largest finite value (the code kMaxCode)
 };
 
 template <class T>
