@@ -7,8 +7,10 @@ row) and ``y`` in quantization steps, ``y_f64 * 127 / amax`` *before* rounding: 
 by at most half a step (one rounding), which :data:`TOLERANCES` allows for in the relative norm error. An fp8
 ``y`` is quantized the same way with its dtype's largest finite value in place of 127, per row or per group of
 ``quant_group`` columns (``y_scale`` [rows, groups]), and its reference is the fp8 value nearest to ``y * qmax /
-amax`` (saturating: ``ckgen.ir.arrays.to_fp8``): the kernel's f32 arithmetic may land on the other side of a
-rounding boundary for an element or two, one fp8 step, which :data:`TOLERANCES` allows for.
+amax`` computed as the kernel does (an f32 multiplier ``qmax / amax``, an f32 product: exact ties at fp8
+midpoints are common for bf16 inputs, and f32 decides their side), rounded to nearest even and saturating
+(``ckgen.ir.arrays.to_fp8``); where y itself comes from f32 math (the norms), an element may still land on the
+other side of a rounding boundary, one fp8 step, which :data:`TOLERANCES` allows for.
 """
 
 from __future__ import annotations
@@ -87,9 +89,11 @@ def quantize(y: np.ndarray, dt: DType, group: int = 0) -> tuple[np.ndarray, np.n
     padded[..., :cols] = y
     amax = np.abs(padded.reshape(*rows, n, g)).max(axis=-1)
     safe = np.where(amax > 0, amax, 1.0)
-    mul = np.repeat(np.where(amax > 0, qmax / safe, 0.0), g, axis=-1)[..., :cols]
-    q = y * mul
-    if dt.fp8 is not None:
+    if dt.fp8 is None:
+        q = y * np.repeat(np.where(amax > 0, qmax / safe, 0.0), g, axis=-1)[..., :cols]
+    else:  # the kernel's f32 multiplier and product, then one rounding to fp8 (exact ties are common for bf16 x)
+        mul = np.where(amax > 0, np.float32(qmax) / safe.astype(np.float32), np.float32(0.0)).astype(np.float32)
+        q = y.astype(np.float32) * np.repeat(mul, g, axis=-1)[..., :cols]
         q = to_float64(to_fp8(q, dt), dt)
     scales = np.where(amax > 0, amax / qmax, 1.0)
     return (scales if group else scales.reshape(rows)), q
