@@ -63,6 +63,15 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
 SGPR_MODEL = (30, 12, 8, 12, 8, 4, 12)
 SGPR_PLAN_LIMIT = 108
+#: wave64: scalar registers a residual together with a quantized y (int8 / fp8, per row or per group) costs over
+#: SGPR_MODEL in a row of one wave (clang 22, gfx942: a looped residual RMS norm with int8 or e4m3fnuz y of 64
+#: threads x 4 vectors, estimated 102, spilled 15 SGPRs; x 2 vectors with the whole-vector path, estimated 94,
+#: spilled 4; rows of two waves, 128 x 2, estimated 106 with the whole-vector path, spill none)
+RES_QUANT_SGPR = 24
+#: wave64: scalar registers per-group scales (quant = group(G)) cost over SGPR_MODEL (clang 22, gfx950: an RMS norm
+#: with group scales, 256 threads x 4 vectors and the whole-vector path, estimated 106, spilled 24 SGPRs; without
+#: the whole-vector path, none)
+QUANT_GROUP_SGPR = 12
 #: wave64: scalar registers the whole-vector path (Cfg::kWholeVectors) costs over SGPR_MODEL's estimate (gfx942,
 #: clang 19: a layer norm of 5 vectors per thread, estimated 102, spilled 6 SGPRs with it and none without;
 #: gfx90a, clang 22: a looped residual RMS norm of 4 vectors, estimated 94, spilled 1)
@@ -242,7 +251,9 @@ def sgpr_estimate(row: RowOpSpec, reg_vecs: int, looped: bool, multi_wave: bool)
     """Scalar registers of a wave64 kernel, estimated from :data:`SGPR_MODEL`."""
     base, first, rest, res, quant, loop, loop_waves = SGPR_MODEL
     return (base + first * min(reg_vecs, 4) + rest * max(reg_vecs - 4, 0) + res * (row.residual is not None)
-            + quant * row.quantized + row.row_kind.sgpr_extra + loop * looped + loop_waves * (looped and multi_wave))
+            + quant * row.quantized + row.row_kind.sgpr_extra + loop * looped + loop_waves * (looped and multi_wave)
+            + RES_QUANT_SGPR * (row.residual is not None and row.quantized and not multi_wave)
+            + QUANT_GROUP_SGPR * bool(row.quant_group))
 
 
 def _fits(d: RowDraft, t: int, r: int, looped: bool, groups: int = 1) -> bool:
@@ -324,7 +335,7 @@ def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
             r = max(1, min(r, _ceil(n, t)))
             if _fits(d, t, r, False):
                 return t, r
-            t, r = t * 2, max(1, r // 2)
+            t, r = t * 2, max(1, _ceil(r, 2))  # still holding n (3 vectors of 32 threads: 2 of 64, not 1)
         return None
     return None
 

@@ -174,3 +174,53 @@ def test_group_scale_abi_and_size_derivation(kernels) -> None:
     assert s.shape == (3, 3) and y.shape == (3, 300)
     with pytest.raises(CkgenError, match="groups"):
         k(x, y_scale=np.zeros((3, 2), np.float32))
+
+
+# ------------------------------------------------------------------------------------------ rung 1
+@pytest.fixture(scope="module")
+def amd_objects(tmp_path_factory):
+    """The FNUZ kernels for gfx942 and the OCP ones for gfx950, one library (ckgen's toolchain and flags)."""
+    import shutil
+
+    from ckgen.backends.amd import compiler as amd_compiler
+    from ckgen.backends.amd.report import disassemble
+
+    if not shutil.which("clang++-22"):
+        pytest.skip("clang++-22 (gfx950) not installed")
+    plans = [plan_kernel(s, arch) for s, arch in SPECS.values()]
+    res = amd_compiler.compile_plans("rowops_quant", plans, tmp_path_factory.mktemp("quant_amd"), 2)
+    out = {}
+    for arch in ("gfx942", "gfx950"):
+        funcs = disassemble(res.toolchains[arch].objdump, res.code_objects[arch])
+        for p in plans:
+            if p.arch == arch:
+                out[p.name] = ({i.mnemonic for i in funcs.get(p.name, [])}, res.reports[(p.name, arch)], p)
+    return out
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_code_objects_have_no_spills(amd_objects, name: str) -> None:
+    """gfx942 (FNUZ) / gfx950 (OCP): no scratch, no VGPR or SGPR spills; y stored as vectors of vec fp8 / int8
+    bytes (8: global_store_dwordx2; 4: global_store_dword)."""
+    ops, rep, p = amd_objects[name]
+    assert ops, f"{name} missing from the disassembly"
+    assert rep.vgpr_spills == 0 and rep.sgpr_spills == 0 and rep.scratch_bytes == 0, rep
+    assert not any(o.startswith(("scratch_", "buffer_store", "buffer_load")) for o in ops), "scratch access"
+    store = {4: "global_store_dword", 8: "global_store_dwordx2", 16: "global_store_dwordx4"}[p.body.vec]
+    assert store in ops, f"vector stores of {p.body.vec} bytes of y"
+
+
+def test_nvcc_sm90_builds_the_ocp_kernels(tmp_path) -> None:
+    """The OCP (e4m3fn) kernels' sm_90 plans build with nvcc: no spills, no stack frame."""
+    from ckgen.backends.nvidia import compiler as nvidia
+    from ckgen.errors import ToolchainError
+
+    plans = [plan_kernel(s, "sm_90") for s, arch in SPECS.values() if arch == "gfx950"]
+    try:
+        lib = nvidia.build_cuda_library("rowops_quant_nv", plans, tmp_path)
+    except ToolchainError as exc:
+        pytest.skip(str(exc))
+    reports = {r.name: r for r in nvidia.analyze(lib, plans)}
+    assert set(reports) == {p.name for p in plans}
+    for name, r in reports.items():
+        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (name, r)
