@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
-from ckgen.ir.types import FP8_FORMATS, DType
+from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.rowops.abi import abi, launch
 from ckgen.ops.rowops.body import RowPlan
@@ -208,7 +208,7 @@ def _legal_dtypes(dts) -> str:
 def output_dtypes(target: Target) -> tuple[DType, ...]:
     """The y dtypes for ``target``: :data:`OUTPUT_DTYPES` and the fp8 dtypes of the target's own encoding
     (``Target.fp8_encoding``, the targets table: FNUZ on gfx942, OCP on gfx950 and sm_89+; none without fp8)."""
-    return OUTPUT_DTYPES + tuple(t for t, f in FP8_FORMATS.items() if f.encoding == target.fp8_encoding)
+    return OUTPUT_DTYPES + target.fp8_dtypes
 
 
 def check_dtypes(d: RowDraft) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ckgen.ir.arrays import to_bf16, to_float64, to_fp8
+from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.quant import quantize
 from ckgen.ir.types import DType
 from ckgen.ops.rowops.kinds import KINDS
 
@@ -75,28 +76,6 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str
     else:
         out["y"] = y
     return out
-
-
-def quantize(y: np.ndarray, dt: DType, group: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(scales, q) of float64 rows ``y`` quantized to ``dt`` (i8 or fp8), one scale per row (``group`` 0) or per
-    ``group`` columns: scale = amax / qmax (1 where amax is 0), q = y * qmax / amax (0 where amax is 0); int8 q
-    unrounded (in steps), fp8 q rounded to the nearest fp8 value (saturating), as float64."""
-    qmax = 127.0 if dt == DType.I8 else dt.fp8.max
-    rows, cols = y.shape[:-1], y.shape[-1]
-    g = group or max(cols, 1)
-    n = -(-cols // g)
-    padded = np.zeros((*rows, n * g))
-    padded[..., :cols] = y
-    amax = np.abs(padded.reshape(*rows, n, g)).max(axis=-1)
-    safe = np.where(amax > 0, amax, 1.0)
-    if dt.fp8 is None:
-        q = y * np.repeat(np.where(amax > 0, qmax / safe, 0.0), g, axis=-1)[..., :cols]
-    else:  # the kernel's f32 multiplier and product, then one rounding to fp8 (exact ties are common for bf16 x)
-        mul = np.where(amax > 0, np.float32(qmax) / safe.astype(np.float32), np.float32(0.0)).astype(np.float32)
-        q = y.astype(np.float32) * np.repeat(mul, g, axis=-1)[..., :cols]
-        q = to_float64(to_fp8(q, dt), dt)
-    scales = np.where(amax > 0, amax / qmax, 1.0)
-    return (scales if group else scales.reshape(rows)), q
 
 
 def tolerance(plan: KernelPlan, output: str) -> float:

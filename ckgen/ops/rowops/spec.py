@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.quant import GROUP
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 from ckgen.ops.rowops import kinds as K
@@ -33,7 +34,7 @@ MAX_COLS = 2**31 - 1
 F32_MAX = 3.4028234663852886e38
 DTYPE_WORDS = ("f16", "bf16", "f32")
 #: the columns of a scale group (quant = group(128)): the K block of the GEMM's scale_a = block(128)
-QUANT_GROUP = 128
+QUANT_GROUP = GROUP
 #: the values of quant
 QUANT_WORDS = ("row", f"group({QUANT_GROUP})")
 

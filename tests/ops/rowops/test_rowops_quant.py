@@ -18,9 +18,10 @@ from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import random_values, to_float64
 from ckgen.ir.op import relative_error
+from ckgen.ir.quant import quantize
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
-from ckgen.ops.rowops.reference import quantize, reference
+from ckgen.ops.rowops.reference import reference
 
 SOURCE = """
 target gfx942
