@@ -208,9 +208,9 @@ def build_nvcc(out):
     return lib, {r.name: r for r in nvidia.analyze(lib, plans)}
 
 
-def build_nv_on_emu(names) -> dict:
-    """The sm_90 plans of ``names`` (warp32 configurations) on the emulator: one library built with a 32-lane
-    wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
+def build_nv_on_emu(names, plans=None, stem: str = "rowops_nv_emu") -> dict:
+    """The sm_90 plans of ``names`` (warp32 configurations; or ``plans`` as given) on the emulator: one library
+    built with a 32-lane wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
     import dataclasses
 
     from ckgen.backends import emu
@@ -220,11 +220,11 @@ def build_nv_on_emu(names) -> dict:
     from ckgen.targets import get_target
     from ckgen.toolchain.cache import get_or_build
 
-    plans = [plan(n, "sm_90") for n in names]
+    plans = plans if plans is not None else [plan(n, "sm_90") for n in names]
     # a 32-lane wave with sm_90's shared memory per workgroup (the row cache of a 64 KiB row and its scratch)
     target = dataclasses.replace(get_target("gfx942"), wave_size=32, lds_bytes=get_target("sm_90").lds_bytes)
     files = {f"{p.name}.hip": render_kernel(p) for p in plans}
-    files["launchers.cpp"] = render_launchers("rowops_nv_emu", plans, "emu", kernel_files=list(files))
+    files["launchers.cpp"] = render_launchers(stem, plans, "emu", kernel_files=list(files))
     extra = ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1"]
     cxx = emu.host_compiler()
     key = {"kind": "test-emu-library", "files": files, "compiler": emu.compiler_version(cxx),
@@ -233,9 +233,9 @@ def build_nv_on_emu(names) -> dict:
     def build(d):
         for fname, text in files.items():
             (d / fname).write_text(text)
-        emu.build_shared([d / "launchers.cpp"], d / "librowops_nv_emu.so", target, extra, cxx=cxx)
+        emu.build_shared([d / "launchers.cpp"], d / f"lib{stem}.so", target, extra, cxx=cxx)
 
-    lib = emu.load_library(get_or_build(key, build) / "librowops_nv_emu.so")
+    lib = emu.load_library(get_or_build(key, build) / f"lib{stem}.so")
 
     class Prebuilt(emu.EmuBackend):
         def build(self, p):

@@ -124,6 +124,20 @@ def test_quantized_rows_on_the_emulator(kernels, name: str) -> None:
                                                                                           k.plan.spec.params.row.y))
 
 
+def test_sm90_plans_on_the_emulator() -> None:
+    """The OCP kernels' sm_90 plans (warp32 rows, the CUDA build's predicated tails) on the emulator."""
+    from tests.ops.rowops import harness as H
+
+    plans = [plan_kernel(s, "sm_90") for s, arch in SPECS.values() if arch == "gfx950"]
+    ks = H.build_nv_on_emu(None, plans, stem="rowops_quant_nv_emu")
+    for name, k in ks.items():
+        assert k.plan.body.wave_size == 32
+        for i, (rows, cols) in enumerate(SHAPES):
+            cols = min(cols, k.plan.body.max_cols or cols)
+            ins, outs = _call(k, rows, cols, seed=100 + i, odd=i % 2 == 1, zero_row=0 if rows > 1 else None)
+            _check(k, ins, outs, f"{name} (sm_90 plan) {rows}x{cols}")
+
+
 def test_values_far_past_the_fp8_range(kernels) -> None:
     """x up to ~1e6 (f32): the per-row scale brings every row into e5m2's range; the largest element of a row
     lands on the largest finite value (saturating at most by an ulp)."""
