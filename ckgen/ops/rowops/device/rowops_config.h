@@ -123,8 +123,9 @@ constexpr bool check_cfg() {
   static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
   static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
   constexpr int kG = detail::QuantGroupOf<Cfg>::value;
+  constexpr int kGd = kG > 0 ? kG : 1;  // (no division by zero where kG is 0)
   static_assert(kG == 0 || (QuantOut<typename Cfg::TOut>::kQuant && kG % Cfg::kVec == 0 &&
-                            (Cfg::kVec * Cfg::kRowThreads) % kG == 0 && kG / Cfg::kVec <= W),
+                            (Cfg::kVec * Cfg::kRowThreads) % kGd == 0 && kG / Cfg::kVec <= W),
                 "kQuantGroup: a quantized TOut, kVec | G, G | kVec * kRowThreads, G / kVec <= kWaveSize (rowops_quant.h)");
   static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
   static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
