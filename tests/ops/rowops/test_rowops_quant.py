@@ -239,3 +239,33 @@ def test_nvcc_sm90_builds_the_ocp_kernels(tmp_path) -> None:
     assert set(reports) == {p.name for p in plans}
     for name, r in reports.items():
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (name, r)
+
+
+def test_group_scales_feed_a_block_scaled_fp8_gemm(kernels) -> None:
+    """The layout contract: RMS norm's fp8 y and its group scales are a block(128)-scaled GEMM's A and scale_a as
+    they are (gfx942, emulator): C = A.B against float64 of the dequantized operands, and against float64 of the
+    unquantized y within fp8 error; K = 300 (a short last block). A transposed or shifted scale layout fails."""
+    from ckgen.ops.rowops.reference import op_values
+    from ckgen.runtime.api import Kernel as K
+    from ckgen.runtime.api import get_backend, plan_for
+
+    gemm_src = ("target gfx942\nkernel gq { A = e4m3fnuz row B = e4m3fnuz col C = f32 row tile = 64x64x64 "
+                "waves = 2x2 scale_a = block(128) scale_b = block(128) }\n")
+    gemm = K(plan_for(gemm_src, "gq", "amd", "gfx942"), get_backend("emu"))
+    norm = kernels["rms_fp8_grp"]
+    rng = np.random.default_rng(11)
+    m, k_, n = 37, 300, 70
+    ins, outs = _call(norm, m, k_, seed=11)
+    a, sa = outs["y"], outs["y_scale"]
+    b = random_values(rng, (k_, n), DType.E4M3FNUZ)
+    b = np.asfortranarray(b)
+    sb = rng.uniform(0.5, 2.0, (-(-n // 128), -(-k_ // 128))).astype(np.float32)
+    c = gemm(A=a, B=b, scale_a=np.ascontiguousarray(sa), scale_b=sb)
+    deq_a = to_float64(a, DType.E4M3FNUZ) * np.repeat(sa.astype(np.float64), 128, axis=1)[:, :k_]
+    deq_b = to_float64(b, DType.E4M3FNUZ) * np.repeat(np.repeat(sb.astype(np.float64), 128, axis=0)[:n], 128,
+                                                      axis=1)[:, :k_].T
+    assert relative_error(c.astype(np.float64), deq_a @ deq_b) <= 1e-5
+    w = to_float64(ins["weight"], DType.BF16)
+    # y before quantization
+    y = op_values("rmsnorm", to_float64(ins["x"], DType.BF16), w, None, 1.0, norm.plan.spec.params.row.eps)
+    assert relative_error(c.astype(np.float64), y @ deq_b) <= 0.05
