@@ -189,6 +189,18 @@ def test_group_scale_abi_and_size_derivation(kernels) -> None:
     assert s.shape == (3, 3) and y.shape == (3, 300)
     with pytest.raises(CkgenError, match="groups"):
         k(x, y_scale=np.zeros((3, 2), np.float32))
+    with pytest.raises(CkgenError, match="y_scale"):
+        k(x, y_scale=np.zeros((3, 3), np.float64))
+
+
+def test_per_row_scales_of_the_wrong_length_or_dtype_are_refused(kernels) -> None:
+    k = kernels["quant_row_e5"]
+    x = np.ones((4, 100), np.float32)
+    for bad in (np.zeros(5, np.float32), np.zeros(4, np.float64), np.zeros((4, 1), np.float32)):
+        with pytest.raises(CkgenError, match="y_scale"):
+            k(x, y_scale=bad)
+    with pytest.raises(CkgenError, match="y"):
+        k(x, y=np.zeros((4, 100), np.int8))  # fp8 codes travel as uint8
 
 
 # ------------------------------------------------------------------------------------------ rung 1
