@@ -1,6 +1,7 @@
 // rowops_forward.h (ckgen/ops/rowops/device): row-wise ops over the last dimension of a rows x cols matrix:
-// softmax, log-softmax, layer norm, RMS norm, each with an optional fused residual add and an optional int8
-// output with a per-row scale. One body for AMD (wave64), the emulator and NVIDIA (warp of 32).
+// softmax, log-softmax, layer norm, RMS norm and quantize (y = v), each with an optional fused residual add and an
+// optional int8 or fp8 output with f32 scales per row or per group of columns (rowops_quant.h). One body for AMD
+// (wave64), the emulator and NVIDIA (warp of 32).
 //
 // The Cfg this body takes, its checks and the sizes derived from it (grid, LDS, staged ring): rowops_config.h.
 //
@@ -64,7 +65,8 @@
 //     pass 1 (forward over tiles): load the tile (x, residual; write s), the thread's statistics;
 //     all-reduce them over the row's threads (ckgen/blocks/reduce.h: group_allreduce within a wave,
 //       MultiWave through LDS when kWavesPerRow > 1);
-//     [kQuantI8 and not softmax: pass 2, backward over tiles: amax of y, all-reduce Max]
+//     [int8 / fp8 y with per-row scales, unless the kind has amax in its row scalars (softmax, quantize): pass 2,
+//      backward over tiles: amax of y, all-reduce Max; per-group scales: none, each group reduced in pass 3]
 //     pass 3 (opposite direction to the previous pass): y = op(v), store.
 //   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
 //   global memory (s_out when kResidual, else x), or with kCacheTiles > 0 from the row cache in shared memory
