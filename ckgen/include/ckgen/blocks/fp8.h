@@ -15,6 +15,8 @@
 //                       +-max, and NVIDIA's cvt .satfinite does the same); NaN gives a NaN (0x7F for OCP, 0x80
 //                       for FNUZ); FNUZ has no -0, so -0 and negative values that round to 0 give 0x00.
 //   fp8_bits(x)         the code; fp8_from_bits<T>(u) the element of a code.
+//   fp8x2_bits<T>(a, b) from_float of two floats, their codes in bits 0-7 and 8-15 (CUDA: one packed cvt).
+//   IsFp8<T>::value     T is one of the four types.
 //
 // Hardware: on AMD, when the kernel source defines the target's native encoding (CKGEN_FP8_NATIVE_FNUZ or
 // CKGEN_FP8_NATIVE_OCP, from ckgen.targets.device_defines), the types of that encoding convert with
@@ -200,6 +202,26 @@ CKGEN_HD T fp8_from_float(float f) {
     return fp8_from_bits<T>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, Fp8Format<T>::kE5 ? __NV_E5M2 : __NV_E4M3));
 #endif
   return fp8_from_bits<T>(fp8_detail::encode<T>(f));
+}
+
+// Whether T is one of the four fp8 types.
+template <class T>
+struct IsFp8 {
+  static constexpr bool value = IsSame<T, fp8_e4m3fn>::value || IsSame<T, fp8_e5m2>::value ||
+                                IsSame<T, fp8_e4m3fnuz>::value || IsSame<T, fp8_e5m2fnuz>::value;
+};
+
+// Two floats -> their codes in the low 16 bits (a in bits 0-7, b in bits 8-15), each exactly fp8_from_float<T>'s:
+// on CUDA one cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 for the OCP types (cuda_fp8.h's __nv_cvt_float2_to_fp8x2, which
+// puts its .x in the low byte), elsewhere two conversions.
+template <class T>
+CKGEN_HD uint32_t fp8x2_bits(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (!Fp8Format<T>::kFnuz)
+    return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
+                                                          Fp8Format<T>::kE5 ? __NV_E5M2 : __NV_E4M3));
+#endif
+  return fp8_bits(fp8_from_float<T>(a)) | (fp8_bits(fp8_from_float<T>(b)) << 8);
 }
 
 // The element-type API of types.h (to_float / from_float<T>) for the fp8 types.

@@ -54,6 +54,17 @@ template <class Cfg>
 CKGEN_DEVICE void quant_store(typename Cfg::TY* yr, bool whole, long long col, long long cols,
                               const float (&o)[Cfg::kVec], float qmul) {
   using TY = typename Cfg::TY;
+  if constexpr (IsFp8<TY>::value && Cfg::kVec % 4 == 0) {
+    if (whole) {  // two codes per conversion (fp8x2_bits), stored as kVec / 4 words
+      vec<uint32_t, Cfg::kVec / 4> w;
+#pragma unroll
+      for (int i = 0; i < Cfg::kVec / 4; ++i)
+        w.v[i] = fp8x2_bits<TY>(o[4 * i] * qmul, o[4 * i + 1] * qmul) |
+                 (fp8x2_bits<TY>(o[4 * i + 2] * qmul, o[4 * i + 3] * qmul) << 16);
+      gstore(reinterpret_cast<vec<uint32_t, Cfg::kVec / 4>*>(yr + col), w);
+      return;
+    }
+  }
   vec<TY, Cfg::kVec> out;
 #pragma unroll
   for (int e = 0; e < Cfg::kVec; ++e) out.v[e] = from_float<TY>(o[e] * qmul);
