@@ -1,5 +1,5 @@
 """Quantized outputs with f32 scales (int8, and the fp8 dtypes of ckgen/blocks/fp8.h): the float64 reference every
-op writing them shares (the row ops' quantized y, the element-wise op's), and the group size of per-group scales.
+op writing them shares, and the group size of per-group scales.
 
 A row (or a group of :data:`GROUP` consecutive columns of a row) is quantized symmetrically: ``amax`` = max |y|
 over it, ``scale = amax / qmax`` (f32; 1 where amax is 0) and ``q = y * (qmax / amax)`` (0 where amax is 0),
@@ -14,7 +14,8 @@ import numpy as np
 from ckgen.ir.arrays import to_float64, to_fp8
 from ckgen.ir.types import DType
 
-#: the columns of one scale group: the K block of the GEMM's ``scale_a = block(128)`` (one f32 per row and 128 K)
+#: the columns of one scale group: the K block of the matrix multiply's ``scale_a = block(128)`` (one f32 per row and
+#: 128 K)
 GROUP = 128
 
 
@@ -23,7 +24,7 @@ def qmax(dt: DType) -> float:
     return 127.0 if dt == DType.I8 else dt.fp8.max
 
 
-def quantize(y: np.ndarray, dt: DType, group: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def quantized_values(y: np.ndarray, dt: DType, group: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(scales, q) of float64 rows ``y`` (last axis) quantized to ``dt`` (i8 or fp8), one scale per row (``group``
     0: shape ``y.shape[:-1]``) or per ``group`` columns (``y.shape[:-1] + (ceil(cols / group),)``, the last group
     shorter). int8 q is unrounded (in steps: the kernels round once, within half a step). fp8 q is computed as the

@@ -16,7 +16,7 @@ import numpy as np
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE, Op
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.quant import quantize
+from ckgen.ir.quant import quantized_values
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
@@ -73,7 +73,7 @@ class ElementwiseOp(Op):
         rows, cols = sizes["rows"], sizes["cols"]
         y = np.broadcast_to(y, (rows, cols)).astype(np.float64)
         if p.quant_group:
-            scales, q = quantize(y, p.y, p.quant_group)
+            scales, q = quantized_values(y, p.y, p.quant_group)
             return {"y": q, "y_scale": scales}
         return {"y": y}
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.quant import quantize
+from ckgen.ir.quant import quantized_values
 from ckgen.ir.types import DType
 from ckgen.ops.rowops.kinds import KINDS
 
@@ -72,7 +72,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str
     b = to_float64(arrays["bias"], r.w_dtype) if r.bias is not None else None
     y = op_values(r.kind, v, w, b, float(sc.get("scale", 1.0)), float(sc.get("eps", 0.0)))
     if r.quantized:
-        out["y_scale"], out["y"] = quantize(y, r.y, r.quant_group)
+        out["y_scale"], out["y"] = quantized_values(y, r.y, r.quant_group)
     else:
         out["y"] = y
     return out

@@ -1,5 +1,5 @@
 """Element-wise kernels writing a quantized y (fp8 / int8 with one f32 scale per 128 columns of a row): rung 2 on
-the emulator against the float64 reference with the same fp8 rounding (ckgen.ir.quant.quantize), at awkward sizes
+the emulator against the float64 reference with the same fp8 rounding (ckgen.ir.quant.quantized_values), at awkward sizes
 (1 column, cols not a multiple of 128 or of the vector, misaligned rows that go element by element, the two
 halves of one gate-up matrix, a zero row, values past the fp8 range), outputs poisoned; rung 1 (gfx942 FNUZ,
 gfx950 OCP: no spills) and the nvcc sm_90 build; the refusals.
@@ -17,7 +17,7 @@ from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.op import relative_error
-from ckgen.ir.quant import quantize
+from ckgen.ir.quant import quantized_values
 from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
@@ -66,7 +66,7 @@ def _check(k, ins: dict, y: np.ndarray, s: np.ndarray, what: str) -> None:
     p = k.plan.spec.params
     vals = {n: to_float64(v, p.dtype_of(n)) for n, v in ins.items()}
     ref = evaluate(p.steps, vals) * np.ones(y.shape)
-    want_s, want_q = quantize(ref, p.y, 128)
+    want_s, want_q = quantized_values(ref, p.y, 128)
     assert s.shape == want_s.shape, what
     assert relative_error(s.astype(np.float64), want_s) <= 1e-5, f"{what}: y_scale"
     got = to_float64(y, p.y)

@@ -1,6 +1,6 @@
 """Quantizing row ops (rung 2): RMS norm (+ residual) and ``op = quantize`` writing fp8 (or int8) y with per-row or
 per-128-column-group f32 scales, run on the emulator (the gfx942 plans: FNUZ; one gfx950 plan: OCP) against the
-float64 reference with the same fp8 rounding (ckgen.ops.rowops.reference.quantize: nearest fp8 value, saturating).
+float64 reference with the same fp8 rounding (ckgen.ir.quant.quantized_values: nearest fp8 value, ties to even, saturating).
 
 Awkward sizes: 1 row and 1 column, cols not a multiple of 128 or of the vector (odd strides: the per-element path),
 a row of zeros (scale 1, q 0), values far past the fp8 range (the scales bring them in), a group-scale row stride
@@ -18,7 +18,7 @@ from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import random_values, to_float64
 from ckgen.ir.op import relative_error
-from ckgen.ir.quant import quantize
+from ckgen.ir.quant import quantized_values
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.ops.rowops.reference import reference
@@ -153,7 +153,7 @@ def test_reference_quantize_layout() -> None:
     """The reference's group scales: one per 128 columns, the last group shorter; amax 0 gives scale 1."""
     y = np.zeros((2, 300))
     y[0, 5], y[0, 299], y[1, 130] = -448.0, 2.0, 10.0
-    s, q = quantize(y, DType.E4M3FN, 128)
+    s, q = quantized_values(y, DType.E4M3FN, 128)
     assert s.shape == (2, 3)
     assert np.allclose(s[0], [1.0, 1.0, 2.0 / 448]) and np.allclose(s[1], [1.0, 10.0 / 448, 1.0])
     assert q[0, 5] == -448.0 and q[0, 299] == 448.0 and q[1, 130] == 448.0
