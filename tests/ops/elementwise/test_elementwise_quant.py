@@ -167,3 +167,18 @@ def test_rung1_no_spills_and_nvcc(tmp_path) -> None:
     for r in nvidia.analyze(lib, nv):
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
 
+
+
+def test_sm90_plan_on_the_emulator() -> None:
+    """The OCP kernel's sm_90 plan on the emulator as a 32-lane wave (the group butterfly over 16 of a warp's
+    lanes), at a width with a short last group and a misaligned row."""
+    from tests.ops.rowops import harness as H
+
+    nv = [plan_kernel(s, get_target("sm_90")) for s, arch in ALL if arch == "gfx950"]
+    k = H.build_nv_on_emu(None, nv, stem="ewq_nv_emu")["swiglu_ocp"]
+    for rows, cols, off in ((3, 1000, 0), (2, 4099, 1), (1, 1, 0)):
+        rng = np.random.default_rng(cols)
+        gu = to_bf16(rng.standard_normal((rows, 2 * cols + off)).astype(np.float32))
+        a, b = gu[:, off:off + cols], gu[:, off + cols:off + 2 * cols]
+        y, s = k(a, b)
+        _check(k, {"a": a, "b": b}, y, s, f"sm_90 plan {rows}x{cols}+{off}")
