@@ -140,6 +140,17 @@ class Target:
         OCP ones; none without fp8): what its kernels may read or write as fp8."""
         return tuple(d for d, f in FP8_FORMATS.items() if f.encoding == self.fp8_encoding)
 
+    def fp8_refusal(self, dt: DType) -> str | None:
+        """Why fp8 dtype ``dt`` is not one of this target's (the other encoding, or no fp8 at all); None when it is,
+        or when ``dt`` is not an fp8 dtype."""
+        f = dt.fp8
+        if f is None or dt in self.fp8_dtypes:
+            return None
+        if self.fp8_encoding:
+            return (f"{dt.value} is the {f.encoding.upper()} encoding; {self.name}'s fp8 instructions take the "
+                    f"{self.fp8_encoding.upper()} one (the same codes mean other numbers)")
+        return f"{self.name} has no fp8 instructions (nothing there reads fp8)"
+
     def instructions_for(self, a: DType, b: DType, acc: DType, *, single_block: bool = True) -> tuple[MatrixInstr, ...]:
         """Instructions taking A/B of these dtypes into ``acc``; best (most flops per cycle, then larger m) first."""
         found = [i for i in self.instructions

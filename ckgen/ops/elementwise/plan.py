@@ -50,14 +50,10 @@ def _widest(p) -> int:
 def check_output(d: EwDraft) -> None:
     """An fp8 y in the target's own encoding (Target.fp8_dtypes: FNUZ on gfx942, OCP on gfx950 and sm_89+)."""
     p, t = d.spec.params, d.target
-    f = p.y.fp8
-    if f is None or p.y in t.fp8_dtypes:
-        return
-    legal = ", ".join(x.value for x in (DType.F16, DType.BF16, DType.F32, DType.I8, *t.fp8_dtypes))
-    reason = (f"{p.y.value} is the {f.encoding.upper()} encoding; {t.name}'s fp8 instructions take the "
-              f"{t.fp8_encoding.upper()} one (the same codes mean other numbers)" if t.fp8_encoding
-              else f"{t.name} has no fp8 instructions (nothing there reads fp8)")
-    raise d.fail("y", p.y.value, legal, reason)
+    reason = t.fp8_refusal(p.y)
+    if reason is not None:
+        legal = ", ".join(x.value for x in (DType.F16, DType.BF16, DType.F32, DType.I8, *t.fp8_dtypes))
+        raise d.fail("y", p.y.value, legal, reason)
 
 
 def check_workgroup(d: EwDraft) -> None:

@@ -217,15 +217,7 @@ def check_dtypes(d: RowDraft) -> None:
         raise d.fail("x", r.x.value, _legal_dtypes(INPUT_DTYPES), "the row ops read f16, bf16 or f32")
     made = output_dtypes(t)
     if r.y not in made:
-        f = r.y.fp8
-        if f is not None and t.fp8_encoding:
-            reason = (f"{r.y.value} is the {f.encoding.upper()} encoding; {t.name}'s fp8 instructions take the "
-                      f"{t.fp8_encoding.upper()} one (the same codes mean other numbers)")
-        elif f is not None:
-            reason = f"{t.name} has no fp8 instructions (nothing there reads fp8)"
-        else:
-            reason = "not an output dtype of the row ops"
-        raise d.fail("y", r.y.value, _legal_dtypes(made), reason)
+        raise d.fail("y", r.y.value, _legal_dtypes(made), t.fp8_refusal(r.y) or "not an output dtype of the row ops")
     if r.row_kind.quantizes and not r.quantized:
         raise d.fail("y", r.y.value, _legal_dtypes([y for y in made if y == DType.I8 or y.fp8 is not None]),
                      f"op = {r.op} writes a quantized y (int8 or fp8, with scales)")
