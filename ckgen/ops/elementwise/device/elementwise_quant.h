@@ -95,30 +95,16 @@ CKGEN_DEVICE void elementwise_quant_forward(const typename Cfg::TA* a, const typ
   const auto* cr = row_of(Cfg::kHasC ? c : nullptr, row, stride_c);
   auto* yr = y + row * stride_y;
   float* sr = y_scale + row * stride_scale;
-  const long long chunk = static_cast<long long>(block_id(0)) * Cfg::kThreads * kVec * kUnroll;
-  long long col[kUnroll];
-  int full = 0;
-  const bool vectors = rows_aligned<Cfg>(ar, br, cr, yr);
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    col[u] = chunk + (static_cast<long long>(u) * Cfg::kThreads + thread_id()) * kVec;
-    if (vectors && col[u] + kVec <= cols && full == u) full = u + 1;
-  }
-  Vectors<typename Cfg::TA, kVec, kUnroll> va;
-  Vectors<typename Cfg::TB, kVec, kUnroll> vb;
-  Vectors<typename Cfg::TC, kVec, kUnroll> vc;
-  va.load(ar, col, full);
-  if constexpr (Cfg::kHasB) vb.load(br, col, full);
-  if constexpr (Cfg::kHasC) vc.load(cr, col, full);
+  const Chunk<Cfg> ch(ar, br, cr, yr, cols);
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     float o[kVec];
-    const bool whole = u < full;
-    float amax = quant_values<Cfg>(va, vb, vc, ar, br, cr, u, whole, col[u], cols, o);
+    const bool whole = u < ch.full;
+    float amax = quant_values<Cfg>(ch.va, ch.vb, ch.vc, ar, br, cr, u, whole, ch.col[u], cols, o);
     amax = red::group_allreduce<kLanes, red::Max>(amax);  // every thread, every u
-    if (col[u] >= cols) continue;
-    if (thread_id() % kLanes == 0) gstore(sr + col[u] / kG, quant_scale<typename Cfg::TY>(amax));
-    quant_store<Cfg>(yr, whole, col[u], cols, o, quant_mul<typename Cfg::TY>(amax));
+    if (ch.col[u] >= cols) continue;
+    if (thread_id() % kLanes == 0) gstore(sr + ch.col[u] / kG, quant_scale<typename Cfg::TY>(amax));
+    quant_store<Cfg>(yr, whole, ch.col[u], cols, o, quant_mul<typename Cfg::TY>(amax));
   }
 }
 
