@@ -36,6 +36,10 @@
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
 #             bench/elementwise.py: % of copy, x torch eager and x torch.compile, every side graph-timed
+#   quant     issue 26 item 4: the quantizing row ops' / element-wise GPU tests (tests/runtime/test_nvidia_quant.py:
+#             fp8 y with per-token and per-1x128-group scales against torch), then bench/quant.py: bandwidth (bytes read
+#             + written) against a copy of the same bytes and x torch eager's quantizer, graph-timed (QUANT_BENCH_ARGS
+#             adds options, e.g. --quick)
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
 #             bench/rowops.py --quick: softmax / layer norm / RMS norm / add + RMS norm at open models' widths vs
 #             copy, torch eager, torch.compile, all by CUDA-graph replay (ROWOPS_BENCH_ARGS adds options, e.g.
@@ -117,6 +121,11 @@ for STAGE in "$@"; do
       timeout 200 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
       timeout 500 python3 bench/model.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
       echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
+    quant)
+      timeout 200 $PYTEST tests/runtime/test_nvidia_quant.py > "$OUT/pytest_quant.txt" 2>&1
+      echo "pytest -m gpu (quant) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_quant.txt" | tail -8
+      timeout 300 python3 bench/quant.py --json "$OUT/quant.json" ${QUANT_BENCH_ARGS:-} > "$OUT/quant.txt" 2>&1
+      echo "quant bench rc $?"; tail -22 "$OUT/quant.txt" ;;
     layer)
       timeout 300 python3 bench/layer.py --json "$OUT/layer.json" > "$OUT/layer.txt" 2>&1
       echo "layer bench rc $?"; tail -8 "$OUT/layer.txt" ;;

@@ -25,6 +25,7 @@ from ckgen.ir.abi import INT32_MAX, ArgKind
 from ckgen.ir.plan import KernelPlan, split_axes
 from ckgen.ir.registry import get_op
 from ckgen.resources import INCLUDE_DIR, OPS_DIR, TEMPLATE_DIR
+from ckgen.targets import device_defines
 from ckgen.version import __version__
 
 #: headers the host entry points include, per platform (the launch macro comes from these).
@@ -62,7 +63,13 @@ def render_kernel(plan: KernelPlan) -> str:
     return _env().get_template(op.kernel_template).render(
         version=__version__, source=plan.spec.source_name, name=plan.name, op=plan.op, arch=plan.arch,
         summary=summary(plan), threads=plan.threads, params=params, arg_names=[a.name for a in plan.abi.args],
-        **view)
+        defines=_defines(plan), **view)
+
+
+def _defines(plan: KernelPlan) -> tuple[str, ...]:
+    """The target's preprocessor names (its native fp8 encoding: ckgen/blocks/fp8.h then converts with the
+    hardware's instructions) for a kernel with an 8-bit float tensor; none for the others (their source unchanged)."""
+    return device_defines(plan.target) if any(a.dtype.fp8 for a in plan.abi.tensors) else ()
 
 
 def _bound(names: tuple[str, ...]) -> str:

@@ -64,15 +64,17 @@ def fp8_values(dt: DType) -> np.ndarray:
 
 
 def to_fp8(x: np.ndarray, dt: DType) -> np.ndarray:
-    """Finite floats -> the codes of their nearest values of ``dt`` (ties to either neighbour; saturating): for
-    random inputs, not a rounding reference (ckgen/blocks/fp8.h has the exact conversion)."""
+    """Finite floats -> the codes of their nearest values of ``dt``, ties to the even code (the one whose last
+    mantissa bit is 0), saturating to +-max: ckgen/blocks/fp8.h's from_float for finite inputs (the float64
+    reference of quantizing kernels; FNUZ's 0 for values rounding to zero)."""
     v = fp8_values(dt)
     codes = np.array([c for c in range(256) if np.isfinite(v[c]) and not (c == 0x80 and v[c] == 0)])
     order = np.argsort(v[codes], kind="stable")
     vals, codes = v[codes][order], codes[order]
     x = np.clip(np.asarray(x, np.float64), vals[0], vals[-1])
     hi = np.clip(np.searchsorted(vals, x), 1, len(vals) - 1)
-    pick = np.where(x - vals[hi - 1] <= vals[hi] - x, hi - 1, hi)
+    below, above = x - vals[hi - 1], vals[hi] - x
+    pick = np.where(below < above, hi - 1, np.where(above < below, hi, np.where(codes[hi - 1] % 2 == 0, hi - 1, hi)))
     return codes[pick].astype(np.uint8)
 
 

@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "softmax": "ckgen.ops.rowops.softmax",
     "layernorm": "ckgen.ops.rowops.layernorm",
     "rmsnorm": "ckgen.ops.rowops.rmsnorm",
+    "quantize": "ckgen.ops.rowops.quantize",
     "elementwise": "ckgen.ops.elementwise",
     "moe_routing": "ckgen.ops.moe_routing",
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ckgen.ir.types import DType
+from ckgen.ir.types import FP8_FORMATS, DType
 
 #: fp8 features (Target.features) shared by both vendors' tables: the target has 8-bit float matrix instructions
 #: and conversions (``FEATURE_FP8``), in the FNUZ encodings (e4m3fnuz / e5m2fnuz: gfx942) or the OCP ones (e4m3fn /
@@ -133,6 +133,23 @@ class Target:
     def fp8_encoding(self) -> str | None:
         """``"fnuz"`` or ``"ocp"``: the 8-bit float encoding of this target's fp8 hardware; None without fp8."""
         return next((enc for feat, enc in FP8_ENCODINGS.items() if feat in self.features), None)
+
+    @property
+    def fp8_dtypes(self) -> tuple[DType, ...]:
+        """The 8-bit float dtypes of this target's encoding (e4m3fnuz, e5m2fnuz on FNUZ targets; e4m3fn, e5m2 on
+        OCP ones; none without fp8): what its kernels may read or write as fp8."""
+        return tuple(d for d, f in FP8_FORMATS.items() if f.encoding == self.fp8_encoding)
+
+    def fp8_refusal(self, dt: DType) -> str | None:
+        """Why fp8 dtype ``dt`` is not one of this target's (the other encoding, or no fp8 at all); None when it is,
+        or when ``dt`` is not an fp8 dtype."""
+        f = dt.fp8
+        if f is None or dt in self.fp8_dtypes:
+            return None
+        if self.fp8_encoding:
+            return (f"{dt.value} is the {f.encoding.upper()} encoding; {self.name}'s fp8 instructions take the "
+                    f"{self.fp8_encoding.upper()} one (the same codes mean other numbers)")
+        return f"{self.name} has no fp8 instructions (nothing there reads fp8)"
 
     def instructions_for(self, a: DType, b: DType, acc: DType, *, single_block: bool = True) -> tuple[MatrixInstr, ...]:
         """Instructions taking A/B of these dtypes into ``acc``; best (most flops per cycle, then larger m) first."""

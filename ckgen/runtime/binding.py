@@ -157,6 +157,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
     for e in abi.extents:
         size_values[e] = found[e][0] if e in found else 0
     offsets: dict[str, np.ndarray] = {}
+    derived = {count: (size, block) for count, size, block in abi.blocks}  # block counts: from their size
     for s in abi.sizes:
         if s.name in found:
             v = found[s.name][0]
@@ -173,6 +174,9 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
             v = given[s.name]
         elif s.default is not None:
             v = s.default
+        elif s.name in derived and derived[s.name][0] in size_values:  # a block count of a size known already
+            size, block = derived[s.name]
+            v = -(-size_values[size] // block)
         else:
             raise _fail(plan, f"no array determines size {s.name}: pass {s.name}=<value>")
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= INT32_MAX:

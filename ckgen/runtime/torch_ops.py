@@ -100,9 +100,12 @@ def fake_outputs(kernel: Any, tensors: dict, sizes: dict) -> list:
     vals: dict[str, Any] = {}
     for e in abi.extents:
         vals[e] = found.get(e, 0)
+    derived = {count: (size, block) for count, size, block in abi.blocks}  # block counts: from their size
     for s in abi.sizes:
         v = found.get(s.name, sizes.get(s.name))
         v = s.default if v is None else v
+        if v is None and s.name in derived and derived[s.name][0] in vals:
+            v = -(-vals[derived[s.name][0]] // derived[s.name][1])
         if v is None:
             raise CkgenError(f"kernel '{kernel.name}': no input gives size {s.name}; pass {s.name}=<value>")
         vals[s.name] = v

@@ -40,7 +40,7 @@ const char* ckgen_status_string(int status);
  *   residual: unused: pass NULL (rows x cols, added to x)
  *   y: rows x cols output
  *   s_out: unused: pass NULL (rows x cols, s = x + residual (the op's input))
- *   y_scale: unused: pass NULL (y is not int8)
+ *   y_scale: unused: pass NULL (y is not quantized)
  *   rows: rows (any number)
  *   cols: columns (the reduced dimension); at most 4096 (max_cols)
  *   stride_x: elements between rows of x (>= max(1, cols))
@@ -57,7 +57,7 @@ int ckgen_softmax_bf16(const void* x, const void* residual, void* y, void* s_out
  *   residual: unused: pass NULL (rows x cols, added to x)
  *   y: rows x cols output
  *   s_out: unused: pass NULL (rows x cols, s = x + residual (the op's input))
- *   y_scale: unused: pass NULL (y is not int8)
+ *   y_scale: unused: pass NULL (y is not quantized)
  *   rows: rows (any number)
  *   cols: columns (the reduced dimension)
  *   stride_x: elements between rows of x (>= max(1, cols))
@@ -76,7 +76,7 @@ int ckgen_log_softmax_f32(const void* x, const void* residual, void* y, void* s_
  *   bias: cols elements
  *   y: rows x cols output
  *   s_out: unused: pass NULL (rows x cols, s = x + residual (the op's input))
- *   y_scale: unused: pass NULL (y is not int8)
+ *   y_scale: unused: pass NULL (y is not quantized)
  *   rows: rows (any number)
  *   cols: columns (the reduced dimension)
  *   stride_x: elements between rows of x (>= max(1, cols))
@@ -94,7 +94,7 @@ int ckgen_layernorm_bf16(const void* x, const void* residual, const void* weight
  *   weight: cols elements
  *   y: rows x cols output
  *   s_out: rows x cols, s = x + residual (the op's input)
- *   y_scale: unused: pass NULL (y is not int8)
+ *   y_scale: unused: pass NULL (y is not quantized)
  *   rows: rows (any number)
  *   cols: columns (the reduced dimension); at most 8192 (max_cols)
  *   stride_x: elements between rows of x (>= max(1, cols))
@@ -106,11 +106,11 @@ int ckgen_layernorm_bf16(const void* x, const void* residual, const void* weight
 int ckgen_add_rmsnorm_bf16(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream);
 
 /* add_rmsnorm_bf16_i8 (op rmsnorm): rmsnorm bf16 -> i8, residual bf16 (s_out), weight bf16, per-row scale; 128 threads x 2 vectors of 8 per row (tile 2048), 2 row(s) per workgroup, looped, any cols
- * y = RMS norm of each row of s = x + residual, quantized to int8 with a per-row scale
+ * y = RMS norm of each row of s = x + residual, quantized to i8 with a scale per row
  *   x: rows x cols input
  *   residual: rows x cols, added to x
  *   weight: cols elements
- *   y: rows x cols output, int8 q with y ~ q * y_scale[row]
+ *   y: rows x cols output, i8 q with y ~ q * its scale
  *   s_out: rows x cols, s = x + residual (the op's input)
  *   y_scale: rows floats: amax / 127 of each row of y (1 for an all-zero row)
  *   rows: rows (any number)
@@ -131,7 +131,7 @@ int ckgen_add_rmsnorm_bf16_i8(const void* x, const void* residual, const void* w
  *   bias: cols elements
  *   y: rows x cols output
  *   s_out: unused: pass NULL (rows x cols, s = x + residual (the op's input))
- *   y_scale: unused: pass NULL (y is not int8)
+ *   y_scale: unused: pass NULL (y is not quantized)
  *   rows: rows (any number)
  *   cols: columns (the reduced dimension); at most 24576 (max_cols)
  *   stride_x: elements between rows of x (>= max(1, cols))

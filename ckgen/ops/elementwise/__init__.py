@@ -4,7 +4,8 @@ matrix, for what does not fuse into a neighbouring kernel (SiLU(gate) * up, a re
 Its parts: ``fns.py`` (the functions: DSL names, device codes, float64 numpy; the one vocabulary), ``spec.py``
 (DSL keys, params, the chain checked against the table and the declared inputs), ``abi.py`` (the C ABI and launch),
 ``plan.py`` (vectors, workgroup), ``kernel.hip.j2`` and ``device/`` (``elementwise_expr.h``: the expression as a
-type; ``elementwise_body.h``: the loop over column chunks and rows). The activation functions are the GEMM
+type; ``elementwise_body.h``: the loop over column chunks and rows; ``elementwise_quant.h``: the same with y
+quantized to int8 / fp8 with a scale per 128 columns). The activation functions are the GEMM
 epilogues' (``ckgen/blocks/activation.h``).
 """
 
@@ -15,8 +16,10 @@ import numpy as np
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE, Op
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.quant import quantized_values
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
+from ckgen.ir.types import DType
 from ckgen.ops.elementwise import abi as _abi
 from ckgen.ops.elementwise import plan as _plan
 from ckgen.ops.elementwise import spec as _spec
@@ -56,6 +59,8 @@ class ElementwiseOp(Op):
         constants = [("bool", "kHasB", _bool(p.b is not None)), ("bool", "kHasC", _bool(p.c is not None)),
                      ("int", "kVec", str(b.vec)), ("int", "kThreads", str(b.threads)),
                      ("int", "kUnroll", str(b.unroll)), ("int", "kLdsBytes", "0")]
+        if p.quant_group:
+            constants.append(("int", "kQuantGroup", str(p.quant_group)))
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": []}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
@@ -66,11 +71,22 @@ class ElementwiseOp(Op):
                 ins[n] = to_float64(np.asarray(arrays[n]), p.dtype_of(n))
         y = evaluate(p.steps, ins)
         rows, cols = sizes["rows"], sizes["cols"]
-        return {"y": np.broadcast_to(y, (rows, cols)).astype(np.float64)}
+        y = np.broadcast_to(y, (rows, cols)).astype(np.float64)
+        if p.quant_group:
+            scales, q = quantized_values(y, p.y, p.quant_group)
+            return {"y": q, "y_scale": scales}
+        return {"y": y}
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
-        # the output's rounding dominates (the inputs are exact in f32); exp, tanh and sigmoid are approximate
-        return TOLERANCE.get(plan.spec.params.y, 1e-2) + 1e-5
+        # the output's rounding dominates (the inputs are exact in f32); exp, tanh and sigmoid are approximate.
+        # Quantized: y_scale in f32; fp8 q against the fp8-rounded reference (one step where the f32 expression
+        # lands on the other side of a rounding boundary); int8 q against unrounded steps (one rounding)
+        p = plan.spec.params
+        if output == "y_scale":
+            return 1e-5
+        if p.quant_group:
+            return 2.5e-2 if p.y == DType.I8 else 2e-2
+        return TOLERANCE.get(p.y, 1e-2) + 1e-5
 
     def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float | None:
         return None

@@ -1,11 +1,14 @@
 """The element-wise op's C ABI and launch, as data (see :mod:`ckgen.ir.abi`)::
 
     a, b, c, y, rows, cols, stride_a, stride_b, stride_c, stride_y
+    a, b, c, y, y_scale, rows, cols, stride_a, stride_b, stride_c, stride_y, groups, stride_scale   (i8 / fp8 y)
 
 a, b, c and y are ``rows x cols`` row-major with a row stride each (elements, >= cols; 0 for a broadcast row); b and c are ``unused``
 (NULL) when the kernel has no such input; an input the kernel broadcasts (``broadcast = b``) may also be one row
 of ``cols`` elements (its rows dim left out or 1: stride 0), the same for every row. y may be an input itself of
-y's dtype (in place), as the very same view.
+y's dtype (in place), as the very same view. A quantized y (i8 / fp8, ``quant = group(128)``) comes with
+``y_scale``: ``rows x groups`` f32 (amax / qmax of each 128 columns of a row, 1 for an all-zero group), row-major
+with row stride ``stride_scale``; ``groups`` = ceil(cols / 128) (checked; the Python binding derives it).
 
 Launch: 1-D workgroups of ``threads``; ``ceil(cols / (threads * vec * unroll))`` workgroups along x (column
 chunks) and one per row along y (over 65535 rows: consecutive launches of row slices); nothing when rows or cols
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
+from ckgen.ir.quant import qmax
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.types import DType
 from ckgen.ops.elementwise.fns import FNS
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
@@ -33,8 +38,14 @@ def abi(spec: KernelSpec) -> Abi:
         args.append(Arg(name, T, doc=doc, dtype=d or p.a, dims=("rows", "cols"), strides=(f"stride_{name}", 1),
                         broadcast=("rows",) if bcast else (), unused=d is None))
     same = tuple(n for n in ("a", "b", "c") if p.dtype_of(n) == p.y and n not in p.broadcast)
-    args.append(Arg("y", T, doc="rows x cols output", dtype=p.y, role="out", dims=("rows", "cols"),
-                    strides=("stride_y", 1), aliases=same))
+    args.append(Arg("y", T, doc="rows x cols output" + (f", {p.y.value} q with y ~ q * its scale" if p.quant_group
+                                                          else ""),
+                    dtype=p.y, role="out", dims=("rows", "cols"), strides=("stride_y", 1), aliases=same))
+    g = p.quant_group
+    if g:
+        args.append(Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax(p.y):g} of each {g} columns of a row "
+                        "(1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",
+                        dims=("rows", "groups"), strides=("stride_scale", 1)))
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc="columns (any number)")]
     for name in ("a", "b", "c", "y"):
         if name in p.broadcast:  # 0 for one row broadcast over the rows
@@ -42,7 +53,12 @@ def abi(spec: KernelSpec) -> Abi:
         else:
             args.append(Arg(f"stride_{name}", ST, doc=f"elements between rows of {name} (>= max(1, cols))",
                             at_least=("cols",)))
-    return Abi(tuple(args), empty_if=("rows", "cols"), doc="y = " + expr_text(p))
+    if g:
+        args += [Arg("groups", S, doc=f"scale groups per row: ceil(cols / {g})"),
+                 Arg("stride_scale", ST, doc="elements between rows of y_scale (>= max(1, groups))",
+                     at_least=("groups",))]
+    doc = "y = " + expr_text(p) + (f", quantized to {p.y.value} with a scale per {g} columns" if g else "")
+    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else ())
 
 
 def expr_text(p) -> str:

@@ -7,7 +7,9 @@
     }
 
 ``broadcast = b`` (or ``[b, c]``) makes that input one row of ``cols`` elements, the same for every row (a bias,
-a scale per column). ``y`` is the output's dtype (default a's). :func:`build_params` checks the chain against the
+a scale per column). ``y`` is the output's dtype (default a's); ``y = i8`` or an fp8 dtype quantizes it with one
+f32 scale per 128 columns of a row (``quant = group(128)``, written to ``y_scale``: the 1 x 128 groups the GEMM's
+``scale_a = block(128)`` takes). :func:`build_params` checks the chain against the
 table and the declared inputs, pointing at the offending call; legality against the target is the plan's.
 """
 
@@ -20,12 +22,16 @@ import numpy as np
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.quant import GROUP
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 from ckgen.ops.elementwise.fns import FNS, INPUTS, Step
 
 DTYPES = (DType.F16, DType.BF16, DType.F32)
 DTYPE_WORDS = tuple(d.value for d in DTYPES)
+#: quantized y dtypes (with per-group scales); the plan keeps the fp8 ones of the target's encoding
+QUANT_DTYPES = (DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ)
+QUANT_WORD = f"group({GROUP})"
 MAX_STEPS = 16
 THREADS = (64, 128, 256, 512, 1024)
 
@@ -33,7 +39,11 @@ KEYS = (
     Key("a", f"{' | '.join(DTYPE_WORDS)}: the first input, rows x cols", required=True),
     Key("b", f"{' | '.join(DTYPE_WORDS)}: a second input", default_text="none"),
     Key("c", f"{' | '.join(DTYPE_WORDS)}: a third input", default_text="none"),
-    Key("y", f"{' | '.join(DTYPE_WORDS)}: the output's dtype", default_text="a's dtype"),
+    Key("y", f"{' | '.join(DTYPE_WORDS + tuple(d.value for d in QUANT_DTYPES))}: the output's dtype (i8 / fp8: "
+             "quantized, with f32 scales per group written to y_scale; see quant)", default_text="a's dtype"),
+    Key("quant", f"{QUANT_WORD} (an i8 / fp8 y): one f32 scale per {GROUP} columns of a row, y_scale [rows, "
+                 f"ceil(cols / {GROUP})] with row stride stride_scale (the GEMM's scale_a = block(128)); per-row "
+                 "scales need the whole row: op = quantize", default_text=QUANT_WORD),
     Key("broadcast", "b, c or [b, c]: inputs that are one row of cols elements, the same for every row",
         default_text="none"),
     Key("expr", "a chain of calls, e.g. silu(a) -> mul(b): the first call names its operands (a, b, c or a "
@@ -56,6 +66,11 @@ class EwParams:
     vec: int | None
     threads: int
     unroll: int
+    quant_group: int = 0  # a quantized y (i8 / fp8): its scales' group of columns
+
+    @property
+    def quantized(self) -> bool:
+        return self.y in QUANT_DTYPES
 
     def dtype_of(self, name: str) -> DType | None:
         return {"a": self.a, "b": self.b, "c": self.c, "y": self.y}[name]
@@ -63,14 +78,15 @@ class EwParams:
     def to_json(self) -> dict:
         return {"a": self.a.value, "b": self.b and self.b.value, "c": self.c and self.c.value, "y": self.y.value,
                 "broadcast": list(self.broadcast), "expr": [s.to_json() for s in self.steps], "vec": self.vec,
-                "threads": self.threads, "unroll": self.unroll}
+                "threads": self.threads, "unroll": self.unroll, "quant_group": self.quant_group}
 
 
-def _dtype(v: Value, param: str) -> DType:
+def _dtype(v: Value, param: str, quantized: bool = False) -> DType:
     d = V.dtype(v, param)
-    if d not in DTYPES:
-        raise V.err(f"{param} = {v.text}: the element-wise op takes {', '.join(DTYPE_WORDS)}", v.span,
-                    f"legal: {', '.join(DTYPE_WORDS)}")
+    legal = DTYPES + (QUANT_DTYPES if quantized else ())
+    if d not in legal:
+        words = ", ".join(x.value for x in legal)
+        raise V.err(f"{param} = {v.text}: the element-wise op takes {words}", v.span, f"legal: {words}")
     return d
 
 
@@ -154,5 +170,20 @@ def build_params(values: dict[str, Value], ctx: BuildContext) -> EwParams:
             raise V.err(f"threads = {threads}: not a legal workgroup", values["threads"].span,
                         f"legal: {', '.join(map(str, THREADS))}")
     unroll = V.integer(values["unroll"], "unroll", 1, 8) if "unroll" in values else 4
-    y = _dtype(values["y"], "y") if "y" in values else a
-    return EwParams(a, b, c, y, broadcast, steps, vec, threads, unroll)
+    y = _dtype(values["y"], "y", quantized=True) if "y" in values else a
+    group = _quant(values["quant"], y) if "quant" in values else (GROUP if y in QUANT_DTYPES else 0)
+    return EwParams(a, b, c, y, broadcast, steps, vec, threads, unroll, group)
+
+
+def _quant(v: Value, y: DType) -> int:
+    """``group(128)`` for a quantized y; ``row`` refused (a workgroup holds part of a row)."""
+    if y not in QUANT_DTYPES:
+        raise V.err(f"quant = {v.text}: y = {y.value} is not quantized", v.span,
+                    f"quant takes y = {', '.join(d.value for d in QUANT_DTYPES)} (the target's encoding)")
+    if v.kind == "call" and v.data == ("group", (str(GROUP),)):
+        return GROUP
+    if v.kind == "call" and v.data == ("row", ()):
+        raise V.err("quant = row: the element-wise op's workgroups each hold part of a row", v.span,
+                    f"legal: {QUANT_WORD}; per-row scales: op = quantize (a row op; x may be the output of this "
+                    "kernel in bf16)")
+    raise V.err(f"quant = {v.text}: expected {QUANT_WORD}", v.span, f"legal: {QUANT_WORD}")

@@ -1,7 +1,8 @@
 """The row ops: ``softmax`` (and log-softmax), ``layernorm`` and ``rmsnorm`` over the last dimension of a
 ``rows x cols`` matrix, each with an optional fused residual add (``s = x + residual``, written beside ``y``) and an
-optional int8 output with a per-row scale. One package serves the three registry names: each has a module
-(``softmax.py``, ``layernorm.py``, ``rmsnorm.py``) whose ``OP`` is a :class:`RowOp` of that name.
+optional int8 or fp8 output with per-row or per-group (128 columns) scales; and ``quantize`` (y = x or x +
+residual, quantized). One package serves the four registry names: each has a module (``softmax.py``,
+``layernorm.py``, ``rmsnorm.py``, ``quantize.py``) whose ``OP`` is a :class:`RowOp` of that name.
 
 Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
 and reference; adding a kind is one row plus its math), ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list
@@ -26,6 +27,7 @@ from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
+from ckgen.ir.types import DType
 from ckgen.ops.rowops import abi as _abi
 from ckgen.ops.rowops import kinds as _kinds
 from ckgen.ops.rowops import plan as _plan
@@ -73,7 +75,7 @@ class RowOp(Op):
             parts.append("weight" * bool(r.weight) + " + " * bool(r.weight and r.bias) + "bias" * bool(r.bias)
                          + f" {r.w_dtype.value}")
         if r.quantized:
-            parts.append("per-row scale")
+            parts.append(f"scale per {r.quant_group} columns" if r.quant_group else "per-row scale")
         cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
         passes = "looped" if b.looped else "single pass"
         if b.cache_tiles:
@@ -91,12 +93,14 @@ class RowOp(Op):
         types = [("TIn", r.x.cpp), ("TRes", r.res_dtype.cpp), ("TW", r.w_dtype.cpp), ("TOut", r.y.cpp)]
         constants = [("int", "kOp", r.row_kind.kop), ("bool", "kHasWeight", _bool(r.weight is not None)),
                      ("bool", "kHasBias", _bool(r.bias is not None)),
-                     ("bool", "kResidual", _bool(r.residual is not None)), ("bool", "kQuantI8", _bool(r.quantized))]
+                     ("bool", "kResidual", _bool(r.residual is not None)), ("bool", "kQuantI8", _bool(r.y == DType.I8))]
         ints = [("kVec", b.vec), ("kWaveSize", b.wave_size), ("kRowThreads", b.threads_per_row),
                 ("kWavesPerRow", b.waves_per_row), ("kRowsPerBlock", b.rows_per_workgroup), ("kThreads", b.threads),
                 ("kRegVecs", b.reg_vecs), ("kTileCols", b.tile_cols)]
         constants += [("int", name, str(v)) for name, v in ints]
         constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
+        if r.quant_group:
+            constants.append(("int", "kQuantGroup", str(r.quant_group)))
         if b.cache_tiles:
             constants.append(("int", "kCacheTiles", str(b.cache_tiles)))
         if b.weight_vecs and b.weight_vecs != b.reg_vecs:

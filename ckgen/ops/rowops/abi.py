@@ -6,9 +6,12 @@ of it (tensors a kernel does not use are ``unused``: NULL)::
     softmax:   x, residual,               y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale
     layernorm: x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, eps
     rmsnorm:   x, residual, weight,       y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, eps
+    quantize:  x, residual,               y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s
 
 x, residual, y and s_out are ``rows x cols`` row-major with a row stride each (elements, >= cols); weight and bias
-are ``cols`` elements; y_scale is ``rows`` floats (int8 y only). The strides of unused tensors are not checked.
+are ``cols`` elements; y_scale is ``rows`` floats (int8 / fp8 y only), or with ``quant = group(128)``
+``rows x groups`` floats, row-major with the row stride ``stride_scale``: such kernels end with two more arguments,
+``groups`` (= ceil(cols / 128), checked; the Python binding derives it) and ``stride_scale`` (>= groups). The strides of unused tensors are not checked.
 ``scale`` and ``eps`` are runtime scalars whose defaults (the Python callable, ``ckgen run``) are the DSL's.
 A kernel that splits its rows (split.py: ``split``, or rows of more than 96 KiB) takes a ``workspace`` last
 (zero-filled, left zero-filled; ``ckgen_<kernel>_workspace_bytes``) and launches min(rows * ceil(cols / tile), 65536)
@@ -50,13 +53,11 @@ def abi(spec: KernelSpec) -> Abi:
     if kind.bias:
         args.append(Arg("bias", T, doc="cols elements" if r.bias else "unused: pass NULL (no bias)",
                         dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.bias is None))
-    y_doc = "rows x cols output" + (", int8 q with y ~ q * y_scale[row]" if r.quantized else "")
+    y_doc = "rows x cols output" + (f", {r.y.value} q with y ~ q * its scale" if r.quantized else "")
     args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else ()),
              _matrix("s_out", r.res_dtype, "stride_s", "out", "rows x cols, s = x + residual (the op's input)",
                      unused=not res, aliases=("x", "residual") if r.res_dtype == r.x else ("residual",)),
-             Arg("y_scale", T, doc="rows floats: amax / 127 of each row of y (1 for an all-zero row)"
-                 if r.quantized else "unused: pass NULL (y is not int8)", dtype=DType.F32, role="out",
-                 dims=("rows",), strides=(1,), unused=not r.quantized)]
+             _y_scale(r)]
     bound = cfg.max_cols  # the kernel's declared bound (a single-pass tile holds it; a looped kernel honours it too)
     cols_doc = "columns (the reduced dimension)" + (f"; at most {bound} (max_cols)" if bound is not None else "")
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc=cols_doc, at_most=bound)]
@@ -65,15 +66,35 @@ def abi(spec: KernelSpec) -> Abi:
     if kind.scalar == "scale":
         args.append(Arg("scale", SC, doc=f"y = {'log_' if r.log else ''}softmax(scale * v) (default {r.scale:g})",
                         default=r.scale))
-    else:
+    elif kind.scalar == "eps":
         args.append(Arg("eps", SC, doc=f"added to the variance (default {r.eps:g})", default=r.eps))
+    g = r.quant_group
+    if g:
+        args += [Arg("groups", S, doc=f"scale groups per row: ceil(cols / {g})"),
+                 Arg("stride_scale", ST, doc="elements between rows of y_scale (>= max(1, groups))",
+                     at_least=("groups",))]
     if split_of(spec):
         args.append(Arg("workspace", ArgKind.WORKSPACE,
                         doc="split rows' partial statistics and counters: ckgen_<kernel>_workspace_bytes(rows, cols) "
                             "bytes, zero-filled before first use (calls leave it zero-filled)"))
     doc = f"y = {kind.what} of each row of {'s = x + residual' if res else 'x'}" + (
-        ", quantized to int8 with a per-row scale" if r.quantized else "")
-    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc)
+        f", quantized to {r.y.value} with a scale per {f'{g} columns' if g else 'row'}" if r.quantized else "")
+    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else ())
+
+
+def _y_scale(r) -> Arg:
+    """y_scale: the f32 scales of a quantized y (amax / qmax of each row, or of each group of a row; 1 where amax
+    is 0), qmax = 127 for i8, the fp8 dtype's largest finite value otherwise; unused (NULL) otherwise."""
+    if not r.quantized:
+        return Arg("y_scale", T, doc="unused: pass NULL (y is not quantized)", dtype=DType.F32, role="out",
+                   dims=("rows",), strides=(1,), unused=True)
+    qmax = 127 if r.y == DType.I8 else r.y.fp8.max
+    if r.quant_group:
+        return Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax:g} of each {r.quant_group} columns of a "
+                   "row (1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",
+                   dims=("rows", "groups"), strides=("stride_scale", 1))
+    return Arg("y_scale", T, doc=f"rows floats: amax / {qmax:g} of each row of y (1 for an all-zero row)",
+               dtype=DType.F32, role="out", dims=("rows",), strides=(1,))
 
 
 def launch(threads: int, rows_per_workgroup: int) -> Launch:

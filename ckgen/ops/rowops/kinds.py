@@ -37,7 +37,8 @@ _NS = "ckgen::rowops::"
 class RowKind:
     """One row-op kind. ``op``: the registry name serving it; ``variant``: the boolean DSL key that selects it
     among the op's kinds (None: the op's default kind). ``weight`` / ``bias``: the op takes them (``y *= weight``,
-    ``y += bias`` after ``y(v)``); ``scalar``: its runtime scalar, ``scale`` or ``eps``. ``kop``: the device
+    ``y += bias`` after ``y(v)``); ``scalar``: its runtime scalar, ``scale`` or ``eps`` (``none``: no scalar);
+    ``quantizes``: its y is always quantized (int8 / fp8 with scales: the ``quantize`` op). ``kop``: the device
     ``kOp`` (a C++ constant expression: ``RowKind<kOp>``); ``state_floats``: floats of its per-row state
     (``RowKind<kOp>::State::kN``); ``entry``: the device entry taking the op's ABI (``device/rowops_entry.h``:
     softmax_entry for (scale), layernorm_entry for (weight, bias, eps), rmsnorm_entry for (weight, eps)).
@@ -64,10 +65,11 @@ class RowKind:
     bounded: bool = False
     sgpr_extra: int = 0
     header: str = ENTRY_HEADER
+    quantizes: bool = False
 
     def __post_init__(self) -> None:
-        if self.scalar not in ("scale", "eps"):
-            raise ValueError(f"RowKind {self.name}: scalar is scale or eps")
+        if self.scalar not in ("scale", "eps", "none"):
+            raise ValueError(f"RowKind {self.name}: scalar is scale, eps or none")
         if self.bias and not self.weight:
             raise ValueError(f"RowKind {self.name}: a bias comes with a weight")
 
@@ -89,6 +91,10 @@ def _rmsnorm(v: np.ndarray, scale: float, eps: float) -> np.ndarray:
     return v / np.sqrt((v * v).mean(axis=-1, keepdims=True) + eps)
 
 
+def _identity(v: np.ndarray, scale: float, eps: float) -> np.ndarray:
+    return v.copy()
+
+
 #: the table: every kind the package serves (register adds outside ones)
 KINDS: dict[str, RowKind] = {k.name: k for k in (
     RowKind("softmax", "softmax", "softmax",
@@ -103,6 +109,10 @@ KINDS: dict[str, RowKind] = {k.name: k for k in (
             bounded=True, sgpr_extra=16),
     RowKind("rmsnorm", "rmsnorm", "RMS norm", "y = RMS norm of each row (v = x or x + residual) [* weight]",
             _NS + "kRmsNorm", 1, _NS + "rmsnorm_entry", _rmsnorm, {32: 1.3, 64: 2.9}, weight=True, bounded=True),
+    RowKind("quantize", "quantize", "quantization",
+            "y = x (or x + residual) quantized to int8 / fp8 with per-row or per-group f32 scales",
+            _NS + "kQuantize", 1, _NS + "quantize_entry", _identity, {32: 1.3, 64: 2.9}, scalar="none",
+            quantizes=True),
 )}
 
 

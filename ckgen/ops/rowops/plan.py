@@ -64,6 +64,15 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
 SGPR_MODEL = (30, 12, 8, 12, 8, 4, 12)
 SGPR_PLAN_LIMIT = 108
+#: wave64: scalar registers a residual together with a quantized y (int8 / fp8, per row or per group) costs over
+#: SGPR_MODEL in a row of one wave (clang 22, gfx942: a looped residual RMS norm with int8 or e4m3fnuz y of 64
+#: threads x 4 vectors, estimated 102, spilled 15 SGPRs; x 2 vectors with the whole-vector path, estimated 94,
+#: spilled 4; rows of two waves, 128 x 2, estimated 106 with the whole-vector path, spill none)
+RES_QUANT_SGPR = 24
+#: wave64: scalar registers per-group scales (quant = group(G)) cost over SGPR_MODEL (clang 22, gfx950: an RMS norm
+#: with group scales, 256 threads x 4 vectors and the whole-vector path, estimated 106, spilled 24 SGPRs; without
+#: the whole-vector path, none)
+QUANT_GROUP_SGPR = 12
 #: wave64: scalar registers the whole-vector path (Cfg::kWholeVectors) costs over SGPR_MODEL's estimate (gfx942,
 #: clang 19: a layer norm of 5 vectors per thread, estimated 102, spilled 6 SGPRs with it and none without;
 #: gfx90a, clang 22: a looped residual RMS norm of 4 vectors, estimated 94, spilled 1)
@@ -202,12 +211,22 @@ def _legal_dtypes(dts) -> str:
     return ", ".join(d.value for d in dts)
 
 
+def output_dtypes(target: Target) -> tuple[DType, ...]:
+    """The y dtypes for ``target``: :data:`OUTPUT_DTYPES` and the fp8 dtypes of the target's own encoding
+    (``Target.fp8_encoding``, the targets table: FNUZ on gfx942, OCP on gfx950 and sm_89+; none without fp8)."""
+    return OUTPUT_DTYPES + target.fp8_dtypes
+
+
 def check_dtypes(d: RowDraft) -> None:
-    r = d.row
+    r, t = d.row, d.target
     if r.x not in INPUT_DTYPES:
         raise d.fail("x", r.x.value, _legal_dtypes(INPUT_DTYPES), "the row ops read f16, bf16 or f32")
-    if r.y not in OUTPUT_DTYPES:
-        raise d.fail("y", r.y.value, _legal_dtypes(OUTPUT_DTYPES), "not an output dtype of the row ops")
+    made = output_dtypes(t)
+    if r.y not in made:
+        raise d.fail("y", r.y.value, _legal_dtypes(made), t.fp8_refusal(r.y) or "not an output dtype of the row ops")
+    if r.row_kind.quantizes and not r.quantized:
+        raise d.fail("y", r.y.value, _legal_dtypes([y for y in made if y == DType.I8 or y.fp8 is not None]),
+                     f"op = {r.op} writes a quantized y (int8 or fp8, with scales)")
     for param, dt in (("residual", r.residual), ("weight", r.weight), ("bias", r.bias)):
         if dt is not None and dt not in INPUT_DTYPES:
             raise d.fail(param, dt.value, "none, true, " + _legal_dtypes(INPUT_DTYPES), "not a dtype the row ops read")
@@ -230,7 +249,9 @@ def sgpr_estimate(row: RowOpSpec, reg_vecs: int, looped: bool, multi_wave: bool)
     """Scalar registers of a wave64 kernel, estimated from :data:`SGPR_MODEL`."""
     base, first, rest, res, quant, loop, loop_waves = SGPR_MODEL
     return (base + first * min(reg_vecs, 4) + rest * max(reg_vecs - 4, 0) + res * (row.residual is not None)
-            + quant * row.quantized + row.row_kind.sgpr_extra + loop * looped + loop_waves * (looped and multi_wave))
+            + quant * row.quantized + row.row_kind.sgpr_extra + loop * looped + loop_waves * (looped and multi_wave)
+            + RES_QUANT_SGPR * (row.residual is not None and row.quantized and not multi_wave)
+            + QUANT_GROUP_SGPR * bool(row.quant_group))
 
 
 def _fits(d: RowDraft, t: int, r: int, looped: bool, groups: int = 1) -> bool:
@@ -312,7 +333,7 @@ def _from_table(d: RowDraft, n: int) -> tuple[int, int] | None:
             r = max(1, min(r, _ceil(n, t)))
             if _fits(d, t, r, False):
                 return t, r
-            t, r = t * 2, max(1, r // 2)
+            t, r = t * 2, max(1, _ceil(r, 2))  # still holding n (3 vectors of 32 threads: 2 of 64, not 1)
         return None
     return None
 
@@ -447,6 +468,30 @@ def _scratch_bytes(d: RowDraft) -> int:
     return 2 * (d.threads // w) * d.row.row_kind.state_floats * 4 if d.threads_per_row > w else 0  # reduce.h MultiWave
 
 
+def fit_quant_group(d: RowDraft) -> None:
+    """Per-group scales (quant = group(G)): every vector of a thread in one group, a group G / vec consecutive
+    threads of one row within a wave, and whole waves per row (the group's butterfly runs where the tile's path,
+    which differs between rows, is chosen: a wave must hold one row). A planned row of fewer threads than a wave
+    is widened to a wave (reg_vecs shrunk so that the tile still holds what it held)."""
+    g, cfg, w = d.row.quant_group, d.cfg, d.target.wave_size
+    if not g:
+        return
+    if g % d.vec or g // d.vec > w:
+        raise d.fail("vec", d.vec, f"{max(1, g // w)}..{min(16, g)} (a power of two dividing {g}, at least "
+                     f"{g // w} with {w}-lane waves)", f"quant = group({g}): a group is {g} / vec threads of one wave")
+    if d.threads_per_row < w:
+        if cfg.threads_per_row is not None:
+            raise d.fail("threads_per_row", cfg.threads_per_row, f"a multiple of the wave size ({w})",
+                         f"quant = group({g}) needs whole waves per row")
+        held = d.threads_per_row * d.reg_vecs
+        d.threads_per_row, d.reg_vecs = w, cfg.reg_vecs or max(1, _ceil(held, w))
+        d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // w)
+        d.why.append(f"quant = group({g}): rows of one wave ({w} threads x {d.reg_vecs} vectors)")
+    if (d.threads_per_row * d.vec) % g:
+        raise d.fail("threads_per_row", d.threads_per_row, f"threads_per_row x vec a multiple of {g}",
+                     f"quant = group({g}): every vector of a thread must lie in one group")
+
+
 def check_workgroup(d: RowDraft) -> None:
     t, rpw, w = d.threads_per_row, d.rows_per_workgroup, d.target.wave_size
     if t & (t - 1) or not 1 <= t <= MAX_THREADS:
@@ -570,6 +615,7 @@ PASSES = (
     check_dtypes,      # x, y, residual, weight, bias: dtypes the body generates
     choose_vector,     # vec: a power of two, at most 16 bytes of x
     choose_rows,       # threads_per_row, reg_vecs, looped, rows_per_workgroup (tables per wave size)
+    fit_quant_group,   # quant = group(G): whole waves per row, vectors inside groups
     check_workgroup,   # a power of two of threads per row, whole waves, at most 1024 threads
     check_one_tile,    # a single pass holds max_cols
     plan_lds,          # the cross-wave reduction's LDS and the row cache

@@ -8,7 +8,8 @@ shape, one row at a time, reducing over the last dimension:
 - ``rmsnorm``: ``y = v / sqrt(mean(v^2) + eps) [* weight]``;
 
 where ``v = x``, or with a residual ``v = s = x + residual`` rounded to the residual's dtype and written to
-``s_out``. ``y = i8`` quantizes each row symmetrically with a per-row f32 scale written to ``y_scale``.
+``s_out``. ``y = i8`` or an fp8 dtype (e4m3fn, e5m2, e4m3fnuz, e5m2fnuz) quantizes y symmetrically with f32
+scales written to ``y_scale``: per row (``quant = row``) or per group of 128 columns (``quant = group(128)``).
 
 :func:`build_params` turns the parsed values of one kernel into frozen :class:`RowParams` (defaults resolved
 where they do not depend on the target: dtypes of y, residual, weight and bias follow x's). Legality against the
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.quant import GROUP
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 from ckgen.ops.rowops import kinds as K
@@ -31,10 +33,18 @@ MAX_COLS = 2**31 - 1
 #: largest finite f32 (scale and eps must be finite f32 numbers)
 F32_MAX = 3.4028234663852886e38
 DTYPE_WORDS = ("f16", "bf16", "f32")
+#: the columns of a scale group (quant = group(128)): the K block of the GEMM's scale_a = block(128)
+QUANT_GROUP = GROUP
+#: the values of quant
+QUANT_WORDS = ("row", f"group({QUANT_GROUP})")
 
 _COMMON_HEAD = (
     Key("x", "f16 | bf16 | f32: the input's dtype", required=True),
-    Key("y", "f16 | bf16 | f32 | i8 (int8, with a per-row f32 scale written to y_scale)", default_text="x's dtype"),
+    Key("y", "f16 | bf16 | f32 | i8 | e4m3fn | e5m2 | e4m3fnuz | e5m2fnuz (int8 or fp8 in the target's encoding: "
+             "quantized, with f32 scales written to y_scale; see quant)", default_text="x's dtype"),
+    Key("quant", f"row | group({QUANT_GROUP}) (an i8 / fp8 y): one f32 scale per row (y_scale [rows]) or per "
+                 f"{QUANT_GROUP} columns of a row (y_scale [rows, ceil(cols / {QUANT_GROUP})], row stride "
+                 "stride_scale: the GEMM's scale_a = block(128))", default_text="row"),
     Key("residual", "none | true (x's dtype) | f16 | bf16 | f32: s = x + residual, rounded to this dtype, is "
                     "written to s_out and the op is applied to it", default_text="none"),
 )
@@ -103,6 +113,7 @@ class RowOpSpec:
     variant: str | None = None
     scale: float = 1.0
     eps: float = 1e-5
+    quant_group: int = 0  # quantized y: 0 one scale per row, else one per quant_group columns
 
     def __post_init__(self) -> None:
         if self.op not in K.ops():
@@ -119,7 +130,8 @@ class RowOpSpec:
 
     @property
     def quantized(self) -> bool:
-        return self.y == DType.I8
+        """y is int8 or an fp8 dtype, written with f32 scales (y_scale)."""
+        return self.y == DType.I8 or self.y.fp8 is not None
 
     @property
     def w_dtype(self) -> DType:
@@ -150,7 +162,7 @@ class RowOpSpec:
         return {"op": self.op, "x": self.x.value, "y": self.y.value,
                 "residual": self.residual.value if self.residual else None,
                 "weight": self.weight.value if self.weight else None, "bias": self.bias.value if self.bias else None,
-                "log": self.log, "scale": self.scale, "eps": self.eps}
+                "log": self.log, "scale": self.scale, "eps": self.eps, "quant_group": self.quant_group}
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,19 @@ def _row_in(v: Value) -> str:
                 f"{V.did_you_mean(v.text, ROW_IN)}legal: {', '.join(ROW_IN)}")
 
 
+def _quant(v: Value, y: DType) -> int:
+    """``row`` -> 0, ``group(128)`` -> 128; only for a quantized y (i8, fp8)."""
+    if y != DType.I8 and y.fp8 is None:
+        raise V.err(f"quant = {v.text}: y = {y.value} is not quantized", v.span,
+                    "quant takes y = i8, e4m3fn, e5m2, e4m3fnuz or e5m2fnuz (the target's encoding)")
+    if v.kind == "call" and v.data == ("row", ()):
+        return 0
+    if v.kind == "call" and v.data == ("group", (str(QUANT_GROUP),)):
+        return QUANT_GROUP
+    raise V.err(f"quant = {v.text}: expected {' or '.join(QUANT_WORDS)}", v.span,
+                f"{V.did_you_mean(v.text, QUANT_WORDS)}legal: {', '.join(QUANT_WORDS)}")
+
+
 def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
     """The params of one ``op`` kernel from its parsed values (keys of ``keys(op)``)."""
     del ctx
@@ -229,7 +254,8 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
                 raise V.err(f"{key} = true: {op} takes one of {', '.join(K.variants(op))}", v[key].span,
                             f"{variant} is already true")
             variant = key
-    row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps)
+    group = _quant(v["quant"], y) if "quant" in v else 0
+    row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps, quant_group=group)
 
     max_cols = None
     if "max_cols" in v:

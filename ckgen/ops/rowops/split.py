@@ -115,7 +115,7 @@ def choose(d, n: int | None, tile_of: Callable[[object, int], tuple[int, int] | 
                                     f"{w}..{MAX_THREADS} with split (whole waves: a workgroup holds one row)"),
                                    ("looped", "true", cfg.looped is True, "false, or split = 1"),
                                    ("row_in", cfg.row_in, cfg.row_in is not None, "none with split, or split = 1"),
-                                   ("y", "i8", d.row.quantized, "f16, bf16 or f32 with split, or split = 1"),
+                                   ("y", d.row.y.value, d.row.quantized, "f16, bf16 or f32 with split, or split = 1"),
                                    ("rows_per_workgroup", cfg.rows_per_workgroup, cfg.rows_per_workgroup not in
                                     (None, 1), "1 with split (a workgroup holds one slice of one row)")):
         if bad:

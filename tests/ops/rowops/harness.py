@@ -208,9 +208,9 @@ def build_nvcc(out):
     return lib, {r.name: r for r in nvidia.analyze(lib, plans)}
 
 
-def build_nv_on_emu(names, plans=None) -> dict:
-    """The sm_90 plans of ``names`` (warp32 configurations; or ``plans`` given) on the emulator: one library built
-    with a 32-lane wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
+def build_nv_on_emu(names, plans=None, stem: str = "rowops_nv_emu") -> dict:
+    """The sm_90 plans of ``names`` (warp32 configurations; or ``plans`` as given) on the emulator: one library
+    built with a 32-lane wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
     import dataclasses
 
     from ckgen.targets import get_target
@@ -218,7 +218,7 @@ def build_nv_on_emu(names, plans=None) -> dict:
     plans = plans if plans is not None else [plan(n, "sm_90") for n in names]
     # a 32-lane wave with sm_90's shared memory per workgroup (the row cache of a 64 KiB row and its scratch)
     target = dataclasses.replace(get_target("gfx942"), wave_size=32, lds_bytes=get_target("sm_90").lds_bytes)
-    return build_on_emu(plans, "rowops_nv_emu", target, ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1"])
+    return build_on_emu(plans, stem, target, ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1"])
 
 
 def build_on_emu(plans, stem: str, target, extra: list[str]) -> dict:

@@ -59,7 +59,7 @@ def meancenter(monkeypatch):
 
 
 def test_the_table_drives_the_package_kinds() -> None:
-    assert kinds.ops() == ("softmax", "layernorm", "rmsnorm")
+    assert kinds.ops() == ("softmax", "layernorm", "rmsnorm", "quantize")
     assert [k.name for k in kinds.of_op("softmax")] == ["softmax", "log_softmax"]
     assert kinds.variants("softmax") == ("log",) and kinds.variants("layernorm") == ()
     for name in kinds.ops():
@@ -67,7 +67,8 @@ def test_the_table_drives_the_package_kinds() -> None:
         base = kinds.default(name)
         assert op.doc == base.doc
         keys = {k.name for k in op.keys}
-        assert ("weight" in keys, "bias" in keys, base.scalar in keys) == (base.weight, base.bias, True)
+        assert ("weight" in keys, "bias" in keys, base.scalar in keys) == (base.weight, base.bias,
+                                                                         base.scalar != "none")
     specs = load_text("target gfx942\nkernel a { op = softmax log = true x = f16 }\n"
                       "kernel b { op = rmsnorm x = bf16 max_cols = 512 }\n", "t.ck")
     p = [plan_kernel(s, "gfx942") for s in specs]

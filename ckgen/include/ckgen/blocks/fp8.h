@@ -15,6 +15,8 @@
 //                       +-max, and NVIDIA's cvt .satfinite does the same); NaN gives a NaN (0x7F for OCP, 0x80
 //                       for FNUZ); FNUZ has no -0, so -0 and negative values that round to 0 give 0x00.
 //   fp8_bits(x)         the code; fp8_from_bits<T>(u) the element of a code.
+//   fp8x2_bits<T>(a, b) from_float of two floats, their codes in bits 0-7 and 8-15 (CUDA: one packed cvt).
+//   IsFp8<T>::value     T is one of the four types.
 //
 // Hardware: on AMD, when the kernel source defines the target's native encoding (CKGEN_FP8_NATIVE_FNUZ or
 // CKGEN_FP8_NATIVE_OCP, from ckgen.targets.device_defines), the types of that encoding convert with
@@ -33,7 +35,8 @@ namespace ckgen {
 
 // (the four storage structs live in types.h, which host code includes too)
 
-// The parameters of a format. kMaxCode: the largest finite positive code; kNanCode: the NaN from_float gives.
+// The parameters of a format. kMaxCode: the largest finite positive code (kMax its value); kNanCode: the NaN
+// from_float gives.
 template <class T>
 struct Fp8Format;
 template <>
@@ -41,24 +44,28 @@ struct Fp8Format<fp8_e4m3fn> {
   static constexpr int kExp = 4, kMan = 3, kBias = 7;
   static constexpr bool kFnuz = false, kInf = false, kE5 = false;
   static constexpr uint32_t kMaxCode = 0x7E, kNanCode = 0x7F;
+  static constexpr float kMax = 448.0f;  // the largest finite value (the code kMaxCode)
 };
 template <>
 struct Fp8Format<fp8_e5m2> {
   static constexpr int kExp = 5, kMan = 2, kBias = 15;
   static constexpr bool kFnuz = false, kInf = true, kE5 = true;
   static constexpr uint32_t kMaxCode = 0x7B, kNanCode = 0x7F;
+  static constexpr float kMax = 57344.0f;  // the largest finite value (the code kMaxCode)
 };
 template <>
 struct Fp8Format<fp8_e4m3fnuz> {
   static constexpr int kExp = 4, kMan = 3, kBias = 8;
   static constexpr bool kFnuz = true, kInf = false, kE5 = false;
   static constexpr uint32_t kMaxCode = 0x7F, kNanCode = 0x80;
+  static constexpr float kMax = 240.0f;  // the largest finite value (the code kMaxCode)
 };
 template <>
 struct Fp8Format<fp8_e5m2fnuz> {
   static constexpr int kExp = 5, kMan = 2, kBias = 16;
   static constexpr bool kFnuz = true, kInf = false, kE5 = true;
   static constexpr uint32_t kMaxCode = 0x7F, kNanCode = 0x80;
+  static constexpr float kMax = 57344.0f;  // the largest finite value (the code kMaxCode)
 };
 
 template <class T>
@@ -195,6 +202,26 @@ CKGEN_HD T fp8_from_float(float f) {
     return fp8_from_bits<T>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, Fp8Format<T>::kE5 ? __NV_E5M2 : __NV_E4M3));
 #endif
   return fp8_from_bits<T>(fp8_detail::encode<T>(f));
+}
+
+// Whether T is one of the four fp8 types.
+template <class T>
+struct IsFp8 {
+  static constexpr bool value = IsSame<T, fp8_e4m3fn>::value || IsSame<T, fp8_e5m2>::value ||
+                                IsSame<T, fp8_e4m3fnuz>::value || IsSame<T, fp8_e5m2fnuz>::value;
+};
+
+// Two floats -> their codes in the low 16 bits (a in bits 0-7, b in bits 8-15), each exactly fp8_from_float<T>'s:
+// on CUDA one cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 for the OCP types (cuda_fp8.h's __nv_cvt_float2_to_fp8x2, which
+// puts its .x in the low byte), elsewhere two conversions.
+template <class T>
+CKGEN_HD uint32_t fp8x2_bits(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (!Fp8Format<T>::kFnuz)
+    return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
+                                                          Fp8Format<T>::kE5 ? __NV_E5M2 : __NV_E4M3));
+#endif
+  return fp8_bits(fp8_from_float<T>(a)) | (fp8_bits(fp8_from_float<T>(b)) << 8);
 }
 
 // The element-type API of types.h (to_float / from_float<T>) for the fp8 types.

@@ -63,6 +63,32 @@ CKGEN_DEVICE bool rows_aligned(const typename Cfg::TA* a, const typename Cfg::TB
          (!Cfg::kHasB || aligned<typename Cfg::TB, kVec>(b)) && (!Cfg::kHasC || aligned<typename Cfg::TC, kVec>(c));
 }
 
+// One thread's kUnroll vectors of its workgroup's chunk of a row: their columns, how many lead wholly inside an
+// aligned row (full: those go by vectors), and the inputs' vectors loaded, all in flight before any is used.
+template <class Cfg>
+struct Chunk {
+  static constexpr int kVec = Cfg::kVec, kUnroll = Cfg::kUnroll;
+  long long col[kUnroll];
+  int full = 0;
+  Vectors<typename Cfg::TA, kVec, kUnroll> va;
+  Vectors<typename Cfg::TB, kVec, kUnroll> vb;
+  Vectors<typename Cfg::TC, kVec, kUnroll> vc;
+
+  CKGEN_DEVICE Chunk(const typename Cfg::TA* ar, const typename Cfg::TB* br, const typename Cfg::TC* cr,
+                     const typename Cfg::TY* yr, long long cols) {
+    const long long chunk = static_cast<long long>(block_id(0)) * Cfg::kThreads * kVec * kUnroll;
+    const bool vectors = rows_aligned<Cfg>(ar, br, cr, yr);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      col[u] = chunk + (static_cast<long long>(u) * Cfg::kThreads + thread_id()) * kVec;
+      if (vectors && col[u] + kVec <= cols && full == u) full = u + 1;
+    }
+    va.load(ar, col, full);
+    if constexpr (Cfg::kHasB) vb.load(br, col, full);
+    if constexpr (Cfg::kHasC) vc.load(cr, col, full);
+  }
+};
+
 template <class Cfg>
 CKGEN_DEVICE void elementwise_forward(const typename Cfg::TA* a, const typename Cfg::TB* b,
                                       const typename Cfg::TC* c, typename Cfg::TY* y, long long rows,
@@ -75,21 +101,12 @@ CKGEN_DEVICE void elementwise_forward(const typename Cfg::TA* a, const typename 
   const auto* br = row_of(Cfg::kHasB ? b : nullptr, row, stride_b);
   const auto* cr = row_of(Cfg::kHasC ? c : nullptr, row, stride_c);
   auto* yr = y + row * stride_y;
-  const long long chunk = static_cast<long long>(block_id(0)) * Cfg::kThreads * kVec * kUnroll;
-  long long col[kUnroll];
-  int full = 0;  // the leading vectors that lie wholly inside the row (aligned rows only)
-  const bool vectors = rows_aligned<Cfg>(ar, br, cr, yr);
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    col[u] = chunk + (static_cast<long long>(u) * Cfg::kThreads + thread_id()) * kVec;
-    if (vectors && col[u] + kVec <= cols && full == u) full = u + 1;
-  }
-  Vectors<typename Cfg::TA, kVec, kUnroll> va;
-  Vectors<typename Cfg::TB, kVec, kUnroll> vb;
-  Vectors<typename Cfg::TC, kVec, kUnroll> vc;
-  va.load(ar, col, full);
-  if constexpr (Cfg::kHasB) vb.load(br, col, full);
-  if constexpr (Cfg::kHasC) vc.load(cr, col, full);
+  const Chunk<Cfg> ch(ar, br, cr, yr, cols);
+  const long long* col = ch.col;
+  const int full = ch.full;
+  const auto& va = ch.va;
+  const auto& vb = ch.vb;
+  const auto& vc = ch.vc;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     if (u < full) {

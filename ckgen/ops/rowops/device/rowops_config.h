@@ -3,7 +3,8 @@
 // scratch and the row cache) and the staged ring's dynamic shared memory (stage_bytes).
 //
 // ---------------------------------------------------------------- Cfg (compile-time constants)
-//   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8)
+//   using TIn, TRes, TW, TOut;       x; residual and s; weight and bias; y (::int8_t when kQuantI8; an fp8 type
+//                                    of ckgen/blocks/fp8.h: y quantized with scales, rowops_quant.h)
 //   kOp                              rowops::kSoftmax | kLogSoftmax | kLayerNorm | kRmsNorm, or another kind's
 //                                    (a RowKind<kOp> specialization: rowops_kinds.h)
 //   kHasWeight, kHasBias             norms only; kResidual (any op), kQuantI8
@@ -30,6 +31,7 @@
 //                                    weight and bias aligned takes the fast path with a predicate per vector
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
 //                                    flight together (or kWeightBatch at a time), one access per vector
+//   kQuantGroup (optional, default 0) int8 / fp8 y: 0 one scale per row, G > 0 one per G columns (rowops_quant.h)
 //   kStages (optional, default 0)    staged tiles (rowops_stages.h): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
@@ -42,6 +44,7 @@
 #include "rowops_frag.h"
 #include "rowops_kinds.h"
 #include "rowops_math.h"
+#include "rowops_quant.h"
 #include "rowops_rowcache.h"
 
 namespace ckgen {
@@ -119,6 +122,11 @@ constexpr bool check_cfg() {
   static_assert(!Cfg::kQuantI8 || __is_same(typename Cfg::TOut, ::int8_t), "kQuantI8 needs TOut = ::int8_t");
   static_assert(Cfg::kQuantI8 || !__is_same(typename Cfg::TOut, ::int8_t), "TOut = ::int8_t needs kQuantI8 (a scale)");
   static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
+  constexpr int kG = detail::QuantGroupOf<Cfg>::value;
+  constexpr int kGd = kG > 0 ? kG : 1;  // (no division by zero where kG is 0)
+  static_assert(kG == 0 || (QuantOut<typename Cfg::TOut>::kQuant && kG % Cfg::kVec == 0 &&
+                            (Cfg::kVec * Cfg::kRowThreads) % kGd == 0 && kG / Cfg::kVec <= W),
+                "kQuantGroup: a quantized TOut, kVec | G, G | kVec * kRowThreads, G / kVec <= kWaveSize (rowops_quant.h)");
   static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
   static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
   static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),

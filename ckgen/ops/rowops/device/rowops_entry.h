@@ -7,6 +7,9 @@
 //   layernorm_entry<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, <strides>, eps)
 //   rmsnorm_entry<Cfg>(x, residual, weight, y, s_out, y_scale, rows, cols, <strides>, eps)
 // and, for split rows (Cfg::kSplit > 0), each with a trailing void* workspace (rowops_pipeline_split.h).
+//   quantize_entry<Cfg>(x, residual, y, s_out, y_scale, rows, cols, <strides>)
+// Kernels with per-group scales (Cfg::kQuantGroup > 0, rowops_quant.h) also pass (groups, stride_scale), the
+// last two arguments of their ABI: groups = ceil(cols / G) (checked by the host) and y_scale's row stride.
 // The generated kernel (ckgen/ops/rowops/kernel.hip.j2) is a 1-D workgroup of Cfg::kThreads threads over
 // rowops::grid_blocks<Cfg>(rows) workgroups (at most; any grid >= 1 is correct).
 #pragma once
@@ -19,29 +22,46 @@ namespace rowops {
 template <class Cfg>
 CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual, typename Cfg::TOut* y,
                                 typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
-                                long long stride_res, long long stride_y, long long stride_s, float scale) {
+                                long long stride_res, long long stride_y, long long stride_s, float scale,
+                                int groups = 0, long long stride_scale = 0) {
   static_assert(!Cfg::kHasWeight && !Cfg::kHasBias, "softmax_entry: no weight or bias");
+  (void)groups;
   rowops_forward<Cfg>(x, residual, nullptr, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                      stride_s, scale, 0.0f);
+                      stride_s, scale, 0.0f, stride_scale);
 }
 
 template <class Cfg>
 CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                   const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
                                   typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
-                                  long long stride_res, long long stride_y, long long stride_s, float eps) {
+                                  long long stride_res, long long stride_y, long long stride_s, float eps,
+                                  int groups = 0, long long stride_scale = 0) {
+  (void)groups;
   rowops_forward<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                      stride_s, 1.0f, eps);
+                      stride_s, 1.0f, eps, stride_scale);
 }
 
 template <class Cfg>
 CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                 const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
                                 float* y_scale, int rows, int cols, long long stride_x, long long stride_res,
-                                long long stride_y, long long stride_s, float eps) {
+                                long long stride_y, long long stride_s, float eps, int groups = 0,
+                                long long stride_scale = 0) {
   static_assert(!Cfg::kHasBias, "rmsnorm_entry: no bias");
+  (void)groups;
   rowops_forward<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                      stride_s, 1.0f, eps);
+                      stride_s, 1.0f, eps, stride_scale);
+}
+
+template <class Cfg>
+CKGEN_DEVICE void quantize_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                 typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows, int cols,
+                                 long long stride_x, long long stride_res, long long stride_y, long long stride_s,
+                                 int groups = 0, long long stride_scale = 0) {
+  static_assert(!Cfg::kHasWeight && !Cfg::kHasBias, "quantize_entry: no weight or bias");
+  (void)groups;
+  rowops_forward<Cfg>(x, residual, nullptr, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
+                      stride_s, 1.0f, 0.0f, stride_scale);
 }
 
 // Split rows (Cfg::kSplit > 0): the same entries with the workspace last (rowops_pipeline_split.h).

@@ -1,6 +1,7 @@
 // rowops_forward.h (ckgen/ops/rowops/device): row-wise ops over the last dimension of a rows x cols matrix:
-// softmax, log-softmax, layer norm, RMS norm, each with an optional fused residual add and an optional int8
-// output with a per-row scale. One body for AMD (wave64), the emulator and NVIDIA (warp of 32).
+// softmax, log-softmax, layer norm, RMS norm and quantize (y = v), each with an optional fused residual add and an
+// optional int8 or fp8 output with f32 scales per row or per group of columns (rowops_quant.h). One body for AMD
+// (wave64), the emulator and NVIDIA (warp of 32).
 //
 // The Cfg this body takes, its checks and the sizes derived from it (grid, LDS, staged ring): rowops_config.h.
 //
@@ -9,7 +10,7 @@
 //   CKGEN_DEVICE void rowops_forward(const TIn* x, const TRes* residual, const TW* weight, const TW* bias,
 //                                    TOut* y, TRes* s_out, float* y_scale, int rows, int cols,
 //                                    long long stride_x, long long stride_res, long long stride_y,
-//                                    long long stride_s, float scale, float eps);
+//                                    long long stride_s, float scale, float eps, long long stride_scale = 0);
 //   called from a kernel with a 1-D workgroup of Cfg::kThreads threads:
 //     CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(Cfg::kThreads) void k(<the same parameters>) { rowops_forward<Cfg>(...); }
 //   Grid: 1-D, rowops::grid_blocks<Cfg>(rows) workgroups = min(ceil(rows / kRowsPerBlock), kMaxGridBlocks);
@@ -24,7 +25,7 @@
 //
 //   Matrices are row-major with a row stride (elements, >= cols) per tensor: x, residual, y, s_out. weight and
 //   bias are vectors of cols elements. Pointers that may be null: residual and s_out (both non-null exactly
-//   when kResidual), weight (when !kHasWeight), bias (when !kHasBias), y_scale (when !kQuantI8); the body
+//   when kResidual), weight (when !kHasWeight), bias (when !kHasBias), y_scale (when y is not quantized); the body
 //   never touches a pointer its Cfg does not use. y may alias x and s_out may alias x or residual (same
 //   element type and stride: in-place); no other overlap.
 //
@@ -44,6 +45,11 @@
 //   (softmax: 1/d, exactly the largest y), y_scale[row] = amax / 127 and q = rne(y * (127 / amax)) saturated
 //   to [-127, 127] (the product by the row's reciprocal may differ from y / scale by one ulp before rounding).
 //   An all-zero row (amax == 0) gets y_scale = 1 and q = 0 (dequantizes exactly; no division by zero).
+//   An fp8 TOut (rowops_quant.h) is quantized the same way with its largest finite value M in place of 127:
+//   y_scale = amax / M, q = from_float<TOut>(y * (M / amax)) (ckgen/blocks/fp8.h: nearest even, saturating).
+//   Cfg::kQuantGroup = G > 0: amax, the scale and the multiplier per G consecutive columns of a row instead,
+//   y_scale[row * stride_scale + col / G] (no amax pass: each group is reduced across its G / kVec threads
+//   as its y is computed); the last group of a row may be shorter.
 //
 // ---------------------------------------------------------------- data path
 //   A row is owned by kRowThreads threads (kRowsPerBlock rows per workgroup). It is cut into tiles of
@@ -59,7 +65,8 @@
 //     pass 1 (forward over tiles): load the tile (x, residual; write s), the thread's statistics;
 //     all-reduce them over the row's threads (ckgen/blocks/reduce.h: group_allreduce within a wave,
 //       MultiWave through LDS when kWavesPerRow > 1);
-//     [kQuantI8 and not softmax: pass 2, backward over tiles: amax of y, all-reduce Max]
+//     [int8 / fp8 y with per-row scales, unless the kind has amax in its row scalars (softmax, quantize): pass 2,
+//      backward over tiles: amax of y, all-reduce Max; per-group scales: none, each group reduced in pass 3]
 //     pass 3 (opposite direction to the previous pass): y = op(v), store.
 //   The tile that ends a pass is still in registers and starts the next one; other tiles are re-read from
 //   global memory (s_out when kResidual, else x), or with kCacheTiles > 0 from the row cache in shared memory
@@ -146,12 +153,12 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                       const typename Cfg::TW* weight, const typename Cfg::TW* bias,
                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
                                       int cols, long long stride_x, long long stride_res, long long stride_y,
-                                      long long stride_s, float scale, float eps, float* lds,
-                                      unsigned char* stage_mem, bool stage_ok, uint32_t* cache) {
+                                      long long stride_s, float scale, float eps, long long stride_scale,
+                                      float* lds, unsigned char* stage_mem, bool stage_ok, uint32_t* cache) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   using P = RowProblem<Cfg>;
   const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
-                     stride_y, stride_s, scale, eps};
+                     stride_y, stride_s, scale, eps, stride_scale};
   (void)stage_mem; (void)stage_ok; (void)cache;
   if (a.cols <= 0) return;
   if constexpr (P::kSingle) {
@@ -181,7 +188,7 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
                                  const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
                                  typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
                                  long long stride_res, long long stride_y, long long stride_s, float scale,
-                                 float eps) {
+                                 float eps, long long stride_scale = 0) {
   float* lds = nullptr;
 #if defined(CKGEN_PLATFORM_CUDA)
   constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0 && cache_bytes<Cfg>() == 0;
@@ -209,7 +216,7 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
   uint32_t* cache = nullptr;
   if constexpr (cache_bytes<Cfg>() > 0) cache = cache_memory<scratch_bytes<Cfg>(), cache_bytes<Cfg>()>(lds);
   rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                           stride_s, scale, eps, lds, stage_mem, stage_ok, cache);
+                           stride_s, scale, eps, stride_scale, lds, stage_mem, stage_ok, cache);
 }
 
 // Split rows (Cfg::kSplit > 0, rowops_pipeline_split.h): the same arguments and a workspace (zero-filled, left

@@ -7,7 +7,8 @@
 //                        registers, one per element, wherever a partial vector could reach it).
 //   elem(f, e)           element e as f32 (bf16: one shift or and; f16: one convert; f32: free)
 //   pack<T>(y)           kVec f32 -> Frag<T> rounded to nearest even (CUDA: cvt.rn.bf16x2 / f16x2, one
-//                        instruction per two elements; elsewhere from_float per element); int8: from_float.
+//                        instruction per two elements; elsewhere from_float per element); int8: from_float; fp8 on
+//                        CUDA: fp8x2_bits per two elements (ckgen/blocks/fp8.h: one cvt.rn.satfinite per pair).
 //   load(p, n, ok)       n valid elements (0 .. kVec) at p: one vector access when n == kVec and ok, else per
 //                        element (tail modes below); nothing outside [p, p + n) is read
 //   store(p, n, ok, f)   the first n elements of f
@@ -23,6 +24,7 @@
 //   waits until at most N of this thread's groups are pending and makes their bytes visible to this thread.
 #pragma once
 
+#include "ckgen/blocks/fp8.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
@@ -106,12 +108,27 @@ CKGEN_DEVICE Frag<T, kVec> from_elem_bits(const uint32_t (&b)[kVec]) {
   return f;
 }
 
+// fp8 y converted two at a time (CUDA's packed cvt). Not on AMD: there the pairs cost SGPRs (gfx942, clang 22: a
+// looped residual RMS norm with e4m3fnuz y, 64 threads x 2 vectors, spilled 16 against none per element).
+#if defined(CKGEN_PLATFORM_CUDA)
+constexpr bool kFp8Pairs = true;
+#else
+constexpr bool kFp8Pairs = false;
+#endif
+
 template <class T, int kVec>
 CKGEN_DEVICE Frag<T, kVec> pack(const float (&y)[kVec]) {
   if constexpr (sizeof(T) == 2 && kVec % 2 == 0) {
     Frag<T, kVec> f;
 #pragma unroll
     for (int i = 0; i < kVec / 2; ++i) f.w[i] = pack2<T>(y[2 * i], y[2 * i + 1]);
+    return f;
+  } else if constexpr (kFp8Pairs && IsFp8<T>::value && kVec % 2 == 0) {  // two codes per cvt (fp8x2_bits)
+    Frag<T, kVec> f;
+#pragma unroll
+    for (int i = 0; i < Frag<T, kVec>::kWords; ++i) f.w[i] = 0u;
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i) f.w[i / 2] |= fp8x2_bits<T>(y[2 * i], y[2 * i + 1]) << (16 * (i % 2));
     return f;
   } else {
     uint32_t b[kVec];

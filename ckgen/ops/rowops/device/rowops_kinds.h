@@ -28,7 +28,7 @@
 namespace ckgen {
 namespace rowops {
 
-enum : int { kSoftmax = 0, kLogSoftmax = 1, kLayerNorm = 2, kRmsNorm = 3 };
+enum : int { kSoftmax = 0, kLogSoftmax = 1, kLayerNorm = 2, kRmsNorm = 3, kQuantize = 4 };
 
 template <int kOp>
 struct RowKind;  // one specialization per kind (above: what it provides)
@@ -123,6 +123,41 @@ struct RowKind<kRmsNorm> {
     return RowScalars{0.0f, rsqrt_f32(ss * e.inv_cols + eps)};
   }
   CKGEN_DEVICE static float y(float v, const RowScalars& rs, float) { return v * rs.b; }
+};
+
+// quantize: y = v, quantized (int8 / fp8 y, rowops_quant.h); the statistic is amax = max |v|, which is the
+// row's amax of y (kAmaxInScalars: RowScalars::b), so a per-row scale needs no amax pass
+struct AmaxState {
+  static constexpr int kN = 1;
+  float v[1];  // max |v| (0 for no column)
+  static CKGEN_DEVICE AmaxState init() { return AmaxState{{0.0f}}; }
+  static CKGEN_DEVICE AmaxState combine(const AmaxState& a, const AmaxState& b) {
+    return AmaxState{{max_f32(a.v[0], b.v[0])}};
+  }
+};
+
+template <>
+struct RowKind<kQuantize> {
+  using State = AmaxState;
+  static constexpr bool kWeights = false;
+  static constexpr bool kAmaxInScalars = true;
+
+  template <class Ts, class M>
+  CKGEN_DEVICE static float amax(const Ts& ts, M m) {
+    return ts.fold(m, 0.0f, [](float a, float v, bool ok) { return max_f32(a, ok ? (v < 0.0f ? -v : v) : 0.0f); });
+  }
+  template <class Ts, class M>
+  CKGEN_DEVICE static void fold(const Ts& ts, M m, float, State& st) {
+    st.v[0] = max_f32(st.v[0], amax(ts, m));
+  }
+  CKGEN_DEVICE static RowScalars finish(const State& s, int, float) { return RowScalars{0.0f, s.v[0]}; }
+  template <class Ts, class Env, class Red, class Mid>
+  CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env&, float, Red& red, Mid mid) {
+    const float l = full ? amax(ts, BoolConst<false>{}) : amax(ts, BoolConst<true>{});
+    mid();
+    return RowScalars{0.0f, red.max(l)};
+  }
+  CKGEN_DEVICE static float y(float v, const RowScalars&, float) { return v; }
 };
 
 }  // namespace rowops

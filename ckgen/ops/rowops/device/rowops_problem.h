@@ -10,6 +10,7 @@
 #include "rowops_frag.h"
 #include "rowops_kinds.h"
 #include "rowops_math.h"
+#include "rowops_quant.h"
 #include "rowops_rowcache.h"
 #include "rowops_stages.h"
 
@@ -31,8 +32,12 @@ struct RowProblem {
   static constexpr bool kHasWeight = Cfg::kHasWeight;
   static constexpr bool kHasBias = Cfg::kHasBias;
   static constexpr bool kQuantI8 = Cfg::kQuantI8;
+  // y quantized with scales (rowops_quant.h): int8 (kQuantI8) or an fp8 TOut; per row, or per kGroup columns
+  static constexpr bool kQuant = QuantOut<TOut>::kQuant;
+  static constexpr int kGroup = detail::QuantGroupOf<Cfg>::value;
   using Kind = RowKind<kOp>;  // the kind's math (rowops_kinds.h)
-  static constexpr bool kAmaxPass = kQuantI8 && !Kind::kAmaxInScalars;  // int8: a pass for amax of y (softmax: 1/d)
+  // per-row scales: a pass for amax of y (softmax: 1/d; a kind with kAmaxInScalars has it in the row scalars)
+  static constexpr bool kAmaxPass = kQuant && kGroup == 0 && !Kind::kAmaxInScalars;
 
   // the tile: kR vectors of kVec elements per thread, kStep columns apart; kTile columns of a row
   static constexpr int kVec = Cfg::kVec;

@@ -24,6 +24,7 @@
 #include "rowops_frag.h"
 #include "rowops_math.h"
 #include "rowops_problem.h"
+#include "rowops_quant.h"
 
 namespace ckgen {
 namespace rowops {
@@ -46,6 +47,7 @@ struct RowArgs {
   int rows, cols;
   long long stride_x, stride_res, stride_y, stride_s;
   float scale, eps;
+  long long stride_scale = 0;  // y_scale's row stride with per-group scales (P::kGroup > 0)
 };
 
 template <class P>
@@ -243,7 +245,7 @@ struct RowGroup {
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
         const float yv = y_of(rs, j, i, w, b);
-        o[i] = P::kQuantI8 ? yv * qmul : yv;
+        o[i] = P::kQuant ? yv * qmul : yv;
       }
       const FO f = detail::pack<TOut, kVec>(o);
       if constexpr (Fast::value) {
@@ -254,12 +256,49 @@ struct RowGroup {
     }
   }
 
-  // int8: the y -> q multiplier (127 / amax), y_scale written; amax by a pass backward over the tiles (softmax:
-  // the largest y is exp(0) / d). 1 when y is not int8.
+  // y of the tile in buf quantized per group of P::kGroup columns (rowops_quant.h), stored with the groups'
+  // scales: every vector of this thread lies in one group, reduced over the group's threads. Every thread of
+  // the row takes every step (the group's butterfly); vectors past the row count as amax 0.
+  template <class M, class Fast, class Wts>
+  CKGEN_ROWOPS_STEP_FORCED void tile_y_group(M, Fast, int tile, const RowScalars& rs, Wts& wts) {
+    const Stats ts{buf, k};
+    constexpr int kLanes = P::kGroup / kVec;
+#pragma unroll
+    for (int j = 0; j < kR; ++j) {
+      if (!ts.live(M{}, j)) continue;  // uniform over the row's threads
+      const bool in = !M::value || k.nv(j) > 0;
+      float o[kVec];
+      float amax = 0.0f;
+      if (in) {
+        FW w, b;
+        if constexpr (Fast::value) wts.get(*this, tile, j, w, b, M{});
+        else weights(tile, j, w, b);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          o[i] = y_of(rs, j, i, w, b);
+          amax = max_f32(amax, ts.valid(M{}, j, i) ? detail::abs_f32(o[i]) : 0.0f);
+        }
+      }
+      amax = group_amax<P>(amax);
+      if (!in) continue;
+      const long long col = static_cast<long long>(Pol::col0(tile, j)) + static_cast<long long>(e.rt) * kVec;
+      if (e.rt % kLanes == 0) gstore(a.y_scale + (row * a.stride_scale + col / P::kGroup), quant_scale<P>(amax));
+      const float qmul = quant_mul<P>(amax);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) o[i] *= qmul;
+      const FO f = detail::pack<TOut, kVec>(o);
+      if constexpr (Fast::value) detail::store_vector<TOut, kVec>(yr + Pol::col0(tile, j), f);
+      else if constexpr (M::value) detail::store<TOut, kVec>(yr + Pol::col0(tile, j), k.nv(j), e.y_ok, f);
+      else detail::store<TOut, kVec>(yr + Pol::col0(tile, j), kVec, e.y_ok, f);
+    }
+  }
+
+  // Per-row scales (int8 or fp8 y, P::kGroup == 0): the y -> q multiplier (kMax / amax), y_scale written; amax
+  // by a pass backward over the tiles (softmax: the largest y is exp(0) / d). 1 otherwise.
   template <class Src, class Wts>
   CKGEN_DEVICE float quant_pass(const RowScalars& rs, Src& src, Wts& wts, RowReduce<P>& red) {
     float qmul = 1.0f;
-    if constexpr (P::kQuantI8) {
+    if constexpr (P::kQuant && P::kGroup == 0) {
       float amax;
       if constexpr (P::kAmaxPass) {
         amax = 0.0f;
@@ -273,8 +312,8 @@ struct RowGroup {
       } else {
         amax = rs.b;
       }
-      qmul = amax > 0.0f ? 127.0f / amax : 0.0f;
-      if (e.rt == 0 && row < a.rows) gstore(a.y_scale + row, amax > 0.0f ? amax / 127.0f : 1.0f);
+      qmul = quant_mul<P>(amax);
+      if (e.rt == 0 && row < a.rows) gstore(a.y_scale + row, quant_scale<P>(amax));
     }
     return qmul;
   }
@@ -290,7 +329,10 @@ struct RowGroup {
       // (the amax pass ended with this tile: fast and the fast weights are its own)
       const bool next = i != 0 || !P::kAmaxPass;
       if (next && !P::kSingle) fast = fast_tile();  // single pass: set in pass 1
-      by_kind(wts, next, tile, [&](auto kM, auto kFast) { tile_y(kM, kFast, tile, rs, qmul, wts); });
+      by_kind(wts, next, tile, [&](auto kM, auto kFast) {
+        if constexpr (P::kGroup > 0) tile_y_group(kM, kFast, tile, rs, wts);
+        else tile_y(kM, kFast, tile, rs, qmul, wts);
+      });
     }
   }
 };

@@ -1,0 +1,49 @@
+"""Quantized outputs with f32 scales (int8, and the fp8 dtypes of ckgen/blocks/fp8.h): the float64 reference every
+op writing them shares, and the group size of per-group scales.
+
+A row (or a group of :data:`GROUP` consecutive columns of a row) is quantized symmetrically: ``amax`` = max |y|
+over it, ``scale = amax / qmax`` (f32; 1 where amax is 0) and ``q = y * (qmax / amax)`` (0 where amax is 0),
+``qmax`` = 127 for int8 and the fp8 dtype's largest finite value (448 e4m3fn, 57344 e5m2, 240 e4m3fnuz, 57344
+e5m2fnuz). Device code: ckgen/blocks/quant.h.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ckgen.ir.arrays import to_float64, to_fp8
+from ckgen.ir.types import DType
+
+#: the columns of one scale group: the K block of the matrix multiply's ``scale_a = block(128)`` (one f32 per row and
+#: 128 K)
+GROUP = 128
+
+
+def qmax(dt: DType) -> float:
+    """The largest magnitude a quantized ``dt`` takes (127 for i8, the fp8 dtype's largest finite value)."""
+    return 127.0 if dt == DType.I8 else dt.fp8.max
+
+
+def quantized_values(y: np.ndarray, dt: DType, group: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(scales, q) of float64 rows ``y`` (last axis) quantized to ``dt`` (i8 or fp8), one scale per row (``group``
+    0: shape ``y.shape[:-1]``) or per ``group`` columns (``y.shape[:-1] + (ceil(cols / group),)``, the last group
+    shorter). int8 q is unrounded (in steps: the kernels round once, within half a step). fp8 q is computed as the
+    kernels do (an f32 multiplier qmax / amax, an f32 product: exact ties at fp8 midpoints are common for bf16
+    inputs, and f32 decides their side), then rounded to the nearest fp8 value, ties to even, saturating
+    (:func:`ckgen.ir.arrays.to_fp8`), as float64."""
+    top = qmax(dt)
+    rows, cols = y.shape[:-1], y.shape[-1]
+    g = group or max(cols, 1)
+    n = -(-cols // g)
+    padded = np.zeros((*rows, n * g))
+    padded[..., :cols] = y
+    amax = np.abs(padded.reshape(*rows, n, g)).max(axis=-1)
+    safe = np.where(amax > 0, amax, 1.0)
+    if dt.fp8 is None:
+        q = y * np.repeat(np.where(amax > 0, top / safe, 0.0), g, axis=-1)[..., :cols]
+    else:
+        mul = np.where(amax > 0, np.float32(top) / safe.astype(np.float32), np.float32(0.0)).astype(np.float32)
+        q = y.astype(np.float32) * np.repeat(mul, g, axis=-1)[..., :cols]
+        q = to_float64(to_fp8(q, dt), dt)
+    scales = np.where(amax > 0, amax / top, 1.0)
+    return (scales if group else scales.reshape(rows)), q

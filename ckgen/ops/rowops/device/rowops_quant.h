@@ -1,0 +1,45 @@
+// rowops_quant.h (ckgen/ops/rowops/device): the quantized outputs of the row ops: y as int8 or as an 8-bit float
+// (fp8_e4m3fn, fp8_e5m2, fp8_e4m3fnuz, fp8_e5m2fnuz: ckgen/blocks/fp8.h) with f32 scales, per row or per group of
+// kQuantGroup consecutive columns of a row.
+//
+//   QuantOut<TOut>          (ckgen/blocks/quant.h) kQuant: TOut is int8 or an fp8 type (y is written with
+//                           scales); kMax: the largest magnitude q takes (127; the fp8 max finite: 448, 57344, 240)
+//   Cfg::kQuantGroup        (optional, default 0) 0: one scale per row, y_scale[row]; G > 0: one scale per G
+//                           columns, y_scale[row * stride_scale + col / G] (the 1 x G group of fp8 GEMMs' block
+//                           scales). Needs kVec | G, G | kVec * kRowThreads (every vector of a thread lies in one
+//                           group, a group is G / kVec consecutive threads of a row) and G / kVec <= the wave size.
+//   group_amax<P>(v)        the max of v over the G / kVec threads of a group (a butterfly within the wave;
+//                           every thread of the row must call it: no divergence across a group)
+//   quant_mul<P>(amax), quant_scale<P>(amax)   ckgen/blocks/quant.h's for TOut: kMax / amax (0 for amax == 0),
+//                           amax / kMax (1 for amax == 0: the zero group dequantizes exactly)
+#pragma once
+
+#include "ckgen/blocks/quant.h"
+#include "ckgen/blocks/reduce.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace rowops {
+
+namespace detail {
+CKGEN_CFG_OPTIONAL(QuantGroupOf, kQuantGroup, int, 0);
+}  // namespace detail
+
+template <class P>
+CKGEN_DEVICE float group_amax(float v) {
+  return red::group_allreduce<P::kGroup / P::kVec, red::Max>(v);
+}
+
+template <class P>
+CKGEN_DEVICE float quant_mul(float amax) {
+  return ckgen::quant_mul<typename P::TOut>(amax);
+}
+
+template <class P>
+CKGEN_DEVICE float quant_scale(float amax) {
+  return ckgen::quant_scale<typename P::TOut>(amax);
+}
+
+}  // namespace rowops
+}  // namespace ckgen
