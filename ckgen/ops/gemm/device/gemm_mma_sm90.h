@@ -25,6 +25,9 @@
 // The pipeline is the classic multistage one: the loads of tile kt + kStages - 1 are issued while
 // tile kt is computed, one barrier per K tile, fragments of the next k step loaded ahead.
 //
+// Block(128) scales (epi::Scaled with kScaleBlock): each 128-K block's sums are folded, scaled, into a second set of
+// accumulators (fold_block_scales) at the block's last K tile.
+//
 // Any M, N, K >= 0 is handled: no global access leaves A, B, C, bias.
 #pragma once
 

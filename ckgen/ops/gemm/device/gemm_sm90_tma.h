@@ -3,7 +3,10 @@
 // Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/ops/gemm/plan.py, plan_tma_body): f16 / bf16 A and B
 // in any layout, tiles of 64 or 128 rows x 128 or 256 columns x 64 K, with 4 warps per 64 rows (one consumer
 // warpgroup per 64 rows, each issuing wgmma m64nNk16 with N = the tile's columns), Cfg::kTmaStages stages of
-// Cfg::kTmaSmemBytes in all.
+// Cfg::kTmaSmemBytes in all; and fp8 (OCP e4m3 / e5m2) A row-major and B column-major (fp8 wgmma reads both
+// K-major) on the same tiles with 128 K (one 128-byte row of 128 fp8 elements), wgmma m64nNk32, with the scalings of
+// an epi::Scaled operand: tensor / row / col scales in the epilogue (epi::value), block(128) scales folded per K tile
+// (= one 128-K block) in registers (block_k_loop; tiles of 128 columns, no overlapped epilogue).
 // The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
 // entry calls TmaGemm<Cfg>::launch first, which launches it when the device is sm_90 and both operands are
 // TMA-addressable (16-byte aligned base and leading dimension, K > 0), and otherwise returns kNotApplicable
@@ -44,7 +47,7 @@
 // B; the consumers store the group's rows only (no TMA store of C: its boxes would cross into the next group).
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
-// then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
+// then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 128 bytes of K x rows;
 // an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
 // transpose bit (nv_wgmma.h has both descriptor forms).
 #pragma once
