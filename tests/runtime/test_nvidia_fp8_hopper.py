@@ -19,6 +19,8 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
 
+from tests.runtime.test_nvidia_fp8 import rel  # noqa: E402  (the relative norm error of the mma.sync fp8 tests)
+
 SPEC = """
 target sm_90
 kernel gh8_tensor { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x256x128  waves = 2x4  lds_buffers = 4
@@ -86,12 +88,6 @@ def reference(g, a, b, sa, sb, bias):
     if bias is not None:
         r = torch.clamp(r + bias.double()[None, :], min=0)
     return r
-
-
-def rel(out, ref):
-    d = torch.linalg.norm((out.double() - ref).flatten()).item()
-    n = torch.linalg.norm(ref.flatten()).item()
-    return d / n if n else d
 
 
 def call(name, a, b, sa, sb, bias):
