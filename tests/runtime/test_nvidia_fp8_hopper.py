@@ -33,6 +33,8 @@ kernel gh8_block { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x
   scale_a = block(128)  scale_b = block(128) }
 kernel gh8_block_f32 { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 64x128x128  waves = 1x4  lds_buffers = 4
   scale_a = block(128)  scale_b = block(128) }
+kernel gh8_bmm_rowwise { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x128  waves = 2x4  lds_buffers = 4
+  scale_a = row  scale_b = col  batched = true }
 """
 NAMES = ["gh8_tensor", "gh8_rowwise", "gh8_e5m2_col_bias_f32", "gh8_block", "gh8_block_f32"]
 #: TMA-addressable: K % 16 == 0, N % 8 == 0 (bf16 C rows for the TMA store); M = 1, N and K off the tiles
@@ -157,3 +159,23 @@ def test_graph_replay_reads_new_block_scales():
     graph.replay()
     torch.cuda.synchronize()
     assert rel(c, reference(g, a, b, sa, sb, None)) <= 1.6e-2
+
+
+@pytest.mark.parametrize("batch,M,N,K,broadcast", [(3, 200, 264, 400, ""), (4, 129, 1000, 256, "B"),
+                                                  (2, 17, 33, 7, "")])
+def test_batched_rowwise_shares_the_scales(batch, M, N, K, broadcast):
+    """A batched fp8 kernel: every item scaled by the same row / column scales; B broadcast (2-D: batch stride 0);
+    the Hopper body for TMA-addressable operands, mma.sync for the last (K odd)."""
+    gen = torch.Generator(device="cuda").manual_seed(batch * 100 + M)
+    a = (torch.randn(batch, M, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(1 if broadcast else batch, N, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    b = b.transpose(1, 2)[0] if broadcast else b.transpose(1, 2)
+    sa = torch.rand(M, device="cuda", generator=gen) + 0.05
+    sb = torch.rand(N, device="cuda", generator=gen) + 0.05
+    k = kernel("gh8_bmm_rowwise")
+    out = {}
+    names = launched(lambda: out.setdefault("c", k(A=a, B=b, scale_a=sa, scale_b=sb)))
+    hopper = K % 16 == 0
+    assert ("gh8_bmm_rowwise_tma" in names) == hopper and ("gh8_bmm_rowwise" in names) != hopper, names
+    ref = torch.matmul(a.double(), b.double()) * sa.double()[:, None] * sb.double()[None, :]
+    assert rel(out["c"], ref) <= 1.6e-2

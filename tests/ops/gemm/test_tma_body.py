@@ -145,6 +145,8 @@ kernel h8_rowcol { A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves
                    scale_a = row scale_b = col epilogue = bias(col) }
 kernel h8_block { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x128 waves = 2x4 lds_buffers = 4
                   scale_a = block(128) scale_b = block(128) }
+kernel h8_bmm { A = e4m3fn row B = e4m3fn col C = f16 row tile = 64x128x128 waves = 2x2 lds_buffers = 4
+                scale_a = row batched = true }
 """
 
 
@@ -164,7 +166,7 @@ def test_nvcc_builds_the_fp8_hopper_body(tmp_path, monkeypatch):
         monkeypatch.undo()
         config.reload()
     want = {"h8_tensor": "m64n256k32.f32.e4m3.e4m3", "h8_rowcol": "m64n128k32.f32.e5m2.e5m2",
-            "h8_block": "m64n128k32.f32.e4m3.e4m3"}
+            "h8_block": "m64n128k32.f32.e4m3.e4m3", "h8_bmm": "m64n128k32.f32.e4m3.e4m3"}
     for name, shape in want.items():
         r = reports[f"{name}_tma"]
         assert r.tma_body_of == name
