@@ -67,6 +67,12 @@ kernel fp8_tensor_h128x128 {
   tile = 128x128x128  waves = 2x4  lds_buffers = 4
 }
 
+kernel fp8_tensor_h64x128 {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row
+  scale_a = tensor  scale_b = tensor
+  tile = 64x128x128  waves = 1x4  lds_buffers = 4
+}
+
 kernel fp8_tensor_h64x256 {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row
   scale_a = tensor  scale_b = tensor
@@ -83,6 +89,12 @@ kernel fp8_rowwise_h128x128 {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row
   scale_a = row  scale_b = col
   tile = 128x128x128  waves = 2x4  lds_buffers = 4
+}
+
+kernel fp8_rowwise_h64x128 {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row
+  scale_a = row  scale_b = col
+  tile = 64x128x128  waves = 1x4  lds_buffers = 4
 }
 
 kernel fp8_rowwise_h64x256 {
