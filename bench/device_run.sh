@@ -10,8 +10,9 @@
 #   gpu       every GPU test (pytest -m gpu), then `ckgen run` on both GEMM bodies
 #   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
-#   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8.py), then bench/fp8.py --quick (per-tensor
-#             and per-row/col scaled fp8 vs torch._scaled_mm, CUDA-graph replays); fp8-full: the whole table
+#   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8{,_hopper}.py), then bench/fp8.py --quick
+#             (per-tensor, per-row/col and block(128) scaled fp8 vs torch._scaled_mm, CUDA-graph replays); fp8-full:
+#             the whole table
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
@@ -160,7 +161,8 @@ for STAGE in "$@"; do
         --json "$OUT/rowops_split_ws.json" > "$OUT/rowops_split_ws.txt" 2>&1
       echo "rowops bench (vocab, workspace) rc $?"; tail -30 "$OUT/rowops_split_ws.txt" ;;
     fp8|fp8-full)
-      timeout 300 $PYTEST tests/runtime/test_nvidia_fp8.py > "$OUT/fp8_tests.txt" 2>&1
+      timeout 300 $PYTEST tests/runtime/test_nvidia_fp8.py tests/runtime/test_nvidia_fp8_hopper.py \
+        > "$OUT/fp8_tests.txt" 2>&1
       echo "fp8 tests rc $?"; tail -3 "$OUT/fp8_tests.txt"
       quick=$([ "$STAGE" = fp8 ] && echo --quick)
       timeout 500 python3 bench/fp8.py $quick --json "$OUT/fp8.json" > "$OUT/fp8.txt" 2>&1

@@ -1,10 +1,15 @@
 """fp8 GEMM on the GPU (issue 26): ckgen's scaled fp8 kernels (through the JIT, target sm_90) against
 torch._scaled_mm (cuBLASLt), measured in the same run: e4m3 x e4m3 -> bf16, A row-major, B column-major.
 
-  python bench/fp8.py [--quick] [--json OUT]
+  python bench/fp8.py [--quick] [--only REGEX] [--json OUT]
 
-Two scalings: per-tensor (one f32 per operand; torch "tensorwise") and per-row of A / per-column of B (torch
-"rowwise"). Shapes: 4096^3 and 8192^3 (the issue's bar: >= 1.0x torch._scaled_mm), and nn.Linear shapes of a 7-8B
+Three scalings: per-tensor (one f32 per operand; torch "tensorwise"), per-row of A / per-column of B (torch
+"rowwise") and block(128) pairs (A 1 x 128, B 128 x 128; torch's blockwise _scaled_mm where this torch has it:
+its result must match the reference, else it is reported as unavailable). torch is timed twice: as called by
+default (use_fast_accum=False: cuBLASLt adds the fp8 sums into f32 outside the tensor cores) and with
+use_fast_accum=True (the sums stay in the wgmma accumulators, as ckgen's Hopper body keeps them for tensor / row /
+col scales); the ratios are against both. ckgen's kernels: fp8_<scaling>_t* (mma.sync body) and fp8_<scaling>_h*
+(the Hopper TMA + wgmma body, which the host entry launches for these aligned operands). Shapes: 4096^3 and 8192^3 (the issue's bar: >= 1.0x torch._scaled_mm), and nn.Linear shapes of a 7-8B
 model (N x K = 4096 x 4096, 14336 x 4096, 4096 x 14336) at M = 1, 16, 128, 2048, 8192 (--quick: 4096^3 and M = 16,
 2048 of the first linear shape). Every kernel of bench/fp8_nv.ck is checked against a float64 reference of the
 decoded fp8 inputs times the scales (C poisoned with NaN first; relative error < 1e-2 to count) and timed by
@@ -36,6 +41,8 @@ LINEAR_M = [1, 16, 128, 2048, 8192]
 QUICK = [(4096, 4096, 4096), (16, 4096, 4096), (2048, 4096, 4096)]
 ROUNDS = 5
 FP8 = torch.float8_e4m3fn
+BLK = 128
+SCALINGS = ("tensor", "rowwise", "block")
 
 
 def tflops(M, N, K, ms):
@@ -52,11 +59,28 @@ def operands(M, N, K, gen):
     st_b = torch.tensor([1.9], device="cuda")
     sr_a = torch.rand(M, 1, device="cuda", generator=gen) + 0.05
     sr_b = torch.rand(1, N, device="cuda", generator=gen) + 0.05
-    return a, b, {"tensor": (st_a, st_b), "rowwise": (sr_a, sr_b)}
+    kb, nb = -(-K // BLK), -(-N // BLK)
+    sk_a = torch.rand(M, kb, device="cuda", generator=gen) + 0.05   # ckgen's scale_a: M x kb, row-major
+    sk_b = torch.rand(nb, kb, device="cuda", generator=gen) + 0.05  # ckgen's scale_b: nb x kb, row-major
+    return a, b, {"tensor": (st_a, st_b), "rowwise": (sr_a, sr_b), "block": (sk_a, sk_b)}
 
 
-def reference(a, b, sa, sb):
-    return (a.double() @ b.double()) * sa.double() * sb.double()
+def reference(a, b, sa, sb, scaling):
+    if scaling != "block":
+        return (a.double() @ b.double()) * sa.double() * sb.double()
+    K, N = a.shape[1], b.shape[1]
+    ad = a.double() * sa.double().repeat_interleave(BLK, 1)[:, :K]
+    bd = b.double() * sb.double().repeat_interleave(BLK, 0)[:N].repeat_interleave(BLK, 1)[:, :K].t()
+    return ad @ bd
+
+
+def torch_scales(sa, sb, scaling):
+    """The scale tensors torch._scaled_mm takes for a scaling: as they are (tensorwise, rowwise); for blockwise
+    (torch >= 2.9 on sm_90: BlockWise1x128 x BlockWise128x128) A's M x kb outer-dim-major and B's kb x nb (our nb x
+    kb transposed), also outer-dim-major."""
+    if scaling != "block":
+        return sa, sb
+    return sa.t().contiguous().t(), sb.t()
 
 
 def bench_shape(M, N, K, kernels, gen):
@@ -64,47 +88,61 @@ def bench_shape(M, N, K, kernels, gen):
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     rows = {}
     for scaling, (sa, sb) in scales.items():
-        ref = reference(a, b, sa, sb)
+        ref = reference(a, b, sa, sb, scaling)
+        ta, tb = torch_scales(sa, sb, scaling)
         out_t = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        torch_calls, torch_err = {}, None
+        for fast in (False, True):
+            def torch_mm(fast=fast):
+                torch._scaled_mm(a, b, scale_a=ta, scale_b=tb, out_dtype=torch.bfloat16, out=out_t,  # noqa: B023
+                                 use_fast_accum=fast)
 
-        def torch_mm():
-            torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=out_t)  # noqa: B023
-
-        try:  # (cuBLASLt refuses some shapes, e.g. dimensions not multiples of 16: then ckgen is timed alone)
-            torch_mm()
-            torch.cuda.synchronize()
-            torch_err = rel_err(out_t, ref)
-        except RuntimeError as exc:
-            print(f"{M}x{N}x{K} {scaling}: torch._scaled_mm refuses it ({str(exc).splitlines()[0]})", flush=True)
-            torch_mm, torch_err = None, None
-        family = "fp8_tensor_" if scaling == "tensor" else "fp8_rowwise_"
+            try:  # (cuBLASLt refuses some shapes, e.g. dimensions not multiples of 16; older torch has no blockwise)
+                out_t.view(torch.int16).fill_(-1)
+                torch_mm()
+                torch.cuda.synchronize()
+                err = rel_err(out_t, ref)
+            except RuntimeError as exc:
+                print(f"{M}x{N}x{K} {scaling}: torch._scaled_mm(use_fast_accum={fast}) refuses it "
+                      f"({str(exc).splitlines()[0]})", flush=True)
+                continue
+            if not err < 1e-2:  # (e.g. a torch that reads the blockwise scales otherwise): not a comparison
+                print(f"{M}x{N}x{K} {scaling}: torch._scaled_mm(use_fast_accum={fast}) error {err:.1e}: not compared",
+                      flush=True)
+                continue
+            torch_calls[fast] = torch_mm
+            torch_err = err if torch_err is None else torch_err
+        family = f"fp8_{scaling}_"
         calls, per = {}, {}
         for n, kern in kernels.items():
             if not n.startswith(family):
                 continue
             c.view(torch.int16).fill_(-1)  # poison (NaN)
-            calls[n] = raw_call(kern, a, b, sa.reshape(-1), sb.reshape(-1), C=c)
+            flat = (sa, sb) if scaling == "block" else (sa.reshape(-1), sb.reshape(-1))
+            calls[n] = raw_call(kern, a, b, *flat, C=c)
             torch.cuda.synchronize()
             per[n] = {"err": rel_err(c, ref), "rounds": []}
-        t_rounds = []
-        for _ in range(ROUNDS):  # interleaved: torch, then each kernel
-            t_rounds.append(time_graph_ms(torch_mm) if torch_mm else 0.0)
+        t_rounds = {fast: [] for fast in torch_calls}
+        for _ in range(ROUNDS):  # interleaved: torch (both accumulations), then each kernel
+            for fast, tm in torch_calls.items():
+                t_rounds[fast].append(time_graph_ms(tm))
             for n, call in calls.items():
                 per[n]["rounds"].append(time_graph_ms(call))
-        t_ms = median(t_rounds)
+        t_ms = median(t_rounds[False]) if False in t_rounds else 0.0
+        t_fast_ms = median(t_rounds[True]) if True in t_rounds else 0.0
         best = None
         for n, v in per.items():
             v["ms"] = median(v["rounds"])
             v["tflops"] = tflops(M, N, K, v["ms"])
             if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
                 best = n
-        rows[scaling] = {"torch_ms": t_ms, "torch_err": torch_err, "ckgen_best": best,
+        rows[scaling] = {"torch_ms": t_ms, "torch_fast_ms": t_fast_ms, "torch_err": torch_err, "ckgen_best": best,
                          "ckgen_ms": per[best]["ms"] if best else None, "kernels": per}
         tk = tflops(M, N, K, per[best]["ms"]) if best else 0.0
-        tt = tflops(M, N, K, t_ms)
+        tt, tf = tflops(M, N, K, t_ms), tflops(M, N, K, t_fast_ms)
         terr = f"{torch_err:.1e}" if torch_err is not None else "n/a"
-        print(f"{M}x{N}x{K} {scaling}: torch._scaled_mm {tt:.0f} (err {terr}), ckgen {tk:.0f} ({best}), "
-              f"ratio {tk / tt if tt else 0:.2f}  "
+        print(f"{M}x{N}x{K} {scaling}: torch._scaled_mm {tt:.0f} / fast-accum {tf:.0f} (err {terr}), ckgen {tk:.0f} "
+              f"({best}), ratio {tk / tt if tt else 0:.2f} / {tk / tf if tf else 0:.2f}  "
               + " ".join(f"{k.split('_', 2)[2]}={v['tflops']:.0f}(err {v['err']:.1e})" for k, v in per.items()),
               flush=True)
     return rows
@@ -113,11 +151,12 @@ def bench_shape(M, N, K, kernels, gen):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="a regex over the kernel names of bench/fp8_nv.ck (e.g. _h for the Hopper ones)")
     ap.add_argument("--json")
     args = ap.parse_args()
     os.chdir(HERE.parent)
     t0 = time.perf_counter()
-    kernels = jit_file(SPEC_ARG)
+    kernels = jit_file(SPEC_ARG, args.only)
     print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
     shapes = QUICK if args.quick else SQUARE + [(m, n, k) for (n, k) in LINEAR_NK for m in LINEAR_M]
@@ -126,15 +165,18 @@ def main() -> int:
     for (M, N, K) in shapes:
         out["fp8"].append({"M": M, "N": N, "K": K, **bench_shape(M, N, K, kernels, gen)})
     print()
-    print(f"fp8 GEMM e4m3 -> bf16 on {props.name} (TFLOP/s, CUDA-graph replays; ratio = ckgen / torch._scaled_mm)")
-    print(f"{'M x N x K':>20} {'tensor: torch':>14} {'ckgen':>7} {'ratio':>6} {'rowwise: torch':>15} {'ckgen':>7} "
-          f"{'ratio':>6}")
+    print(f"fp8 GEMM e4m3 -> bf16 on {props.name} (TFLOP/s, CUDA-graph replays; torch = _scaled_mm as called by "
+          "default / with use_fast_accum=True; ratio = ckgen / each)")
+    print(f"{'M x N x K':>20} " + " ".join(f"{s + ': torch':>15} {'fast':>6} {'ckgen':>6} {'ratio':>11}"
+                                           for s in SCALINGS))
     for r in out["fp8"]:
         shape = (r["M"], r["N"], r["K"])
         cols = []
-        for s in ("tensor", "rowwise"):
-            tt, tk = tflops(*shape, r[s]["torch_ms"]), tflops(*shape, r[s]["ckgen_ms"] or 0.0)
-            cols.append(f"{tt:14.0f} {tk:7.0f} {tk / tt if tt else 0:6.2f}")
+        for s in SCALINGS:
+            tt, tf = tflops(*shape, r[s]["torch_ms"]), tflops(*shape, r[s]["torch_fast_ms"])
+            tk = tflops(*shape, r[s]["ckgen_ms"] or 0.0)
+            ratio = f"{tk / tt if tt else 0:.2f}/{tk / tf if tf else 0:.2f}"
+            cols.append(f"{tt:15.0f} {tf:6.0f} {tk:6.0f} {ratio:>11}")
         print(f"{'x'.join(map(str, shape)):>20} " + " ".join(cols))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

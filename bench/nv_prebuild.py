@@ -2,8 +2,7 @@
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/layer_nv.ck,
 bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck, bench/quant_nv.ck (one library per kernel, as their benchmarks JIT them) and
-bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_{cuda,schedules,attention,rowops,elementwise,
-moe,fp8,decode,rowops_split,rope,quant}.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py), examples/llama_layer.ck's
+bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_*.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py), examples/llama_layer.ck's
 (bench/model.py) and the two examples/rowops.ck kernels
 ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
@@ -39,13 +38,12 @@ def main() -> int:
     from ckgen import driver
     from ckgen.frontend import load_file, load_text
 
-    for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py",
-                 "tests/runtime/test_nvidia_attention.py", "tests/runtime/test_nvidia_rowops.py",
-                 "tests/runtime/test_nvidia_elementwise.py", "tests/runtime/test_nvidia_moe.py",
-                 "tests/runtime/test_nvidia_fp8.py", "tests/runtime/test_nvidia_decode.py",
-                 "tests/runtime/test_nvidia_rowops_split.py", "tests/runtime/test_nvidia_rope.py",
-                 "tests/runtime/test_nvidia_quant.py"):
-        spec_text = re.search(r'^SPEC = """(.*?)"""', (ROOT / test).read_text(), flags=re.S | re.M).group(1)
+    for path in sorted((ROOT / "tests" / "runtime").glob("test_nvidia_*.py")):  # every GPU test with a SPEC text
+        found = re.search(r'^SPEC = """(.*?)"""', path.read_text(), flags=re.S | re.M)
+        if found is None:
+            continue
+        test = str(path.relative_to(ROOT))
+        spec_text = found.group(1)
         jobs += [(spec_text, s.name, test) for s in load_text(spec_text)]
     os.chdir(ROOT)
     for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck",

@@ -109,7 +109,8 @@ class GemmOp(Op):
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
-                              "CKGEN_TMA_GEMM_ENTRY" if b.schedule is None else "CKGEN_TMA_GEMM_SCHED_ENTRY"),
+                              "CKGEN_TMA_GEMM_SCHED_ENTRY" if b.schedule is not None else
+                              "CKGEN_TMA_GEMM_SCALED_ENTRY" if g.scaled else "CKGEN_TMA_GEMM_ENTRY"),
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's
                 # default cap spilled the split-K fix-up's state)
                 "workgroups_per_cu": 1 if b.schedule is not None else 0}

@@ -133,6 +133,8 @@ class GemmPlan:
     schedule: SchedulePlan | None = None
     #: mode = grouped / masked (ckgen.ops.gemm.grouped.GroupPlan), else None
     grouping: object | None = None
+    #: planner decisions worth telling (``ckgen explain --kernel``): e.g. why an fp8 kernel has no Hopper body
+    why: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         i = self.instr

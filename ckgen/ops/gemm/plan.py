@@ -60,6 +60,7 @@ class GemmDraft(Draft):
     tma: TmaBodyPlan | None = None
     schedule: SchedulePlan | None = None
     grouping: GroupPlan | None = None
+    why: tuple[str, ...] = ()
 
     @property
     def g(self) -> GemmSpec:
@@ -133,7 +134,7 @@ def check_dtypes(d: GemmDraft) -> None:
 
 
 #: bodies that apply block scales per K block in their main loop
-BLOCK_SCALE_BODIES = ("gemm_mfma.h",)
+BLOCK_SCALE_BODIES = ("gemm_mfma.h", "gemm_mma_sm90.h")
 
 
 def check_scales(d: GemmDraft) -> None:
@@ -303,7 +304,7 @@ def estimate_registers(d: GemmDraft) -> None:
         return
     threads = cfg.waves[0] * cfg.waves[1] * t.wave_size
     rep_m, rep_n = cfg.tile[0] // cfg.waves[0] // i.m, cfg.tile[1] // cfg.waves[1] // i.n
-    acc = rep_m * rep_n * i.c_regs
+    acc = rep_m * rep_n * i.c_regs * (2 if g.block_scaled else 1)  # block scales: the running total beside a block
     frags = rep_m * i.a_regs + rep_n * i.b_regs
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
     pre = -(-tile_bytes // (threads * 4)) if cfg.prefetch else 0
@@ -328,21 +329,50 @@ def plan_epilogue(d: GemmDraft) -> None:
 #: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup)
 TMA_BODY_DTYPES = (DType.F16, DType.BF16)
 TMA_BODY_TILES = ((128, 256, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64))
+#: its fp8 kernels (OCP e4m3 / e5m2: wgmma m64nNk32, both operands K-major) and their tiles: K = 128 fp8 elements,
+#: one 128-byte swizzled row of shared memory, and one 128-K block of block scales
+TMA_BODY_FP8_DTYPES = (DType.E4M3FN, DType.E5M2)
+TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma type names)
+TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128))
 TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
+
+
+def _fp8_tma_refusal(d: GemmDraft) -> str | None:
+    """Why the Hopper body does not take this fp8 kernel (None: it does, the common tile rules permitting). (Block
+    scales keep two accumulator sets per thread: estimate_registers already refuses them on tiles of 256 columns,
+    so the block-scaled ones here have 128, as the body asserts.)"""
+    g, cfg = d.g, d.cfg
+    tiles = ", ".join("x".join(map(str, x)) for x in TMA_BODY_FP8_TILES)
+    if g.a.layout != Layout.ROW or g.b.layout != Layout.COL:
+        return (f"fp8 wgmma reads both operands K-major: A row and B col (nn.Linear's weight as is); this kernel has "
+                f"A {g.a.layout.value}, B {g.b.layout.value}")
+    if cfg.tile not in TMA_BODY_FP8_TILES:
+        return f"its fp8 tiles are {tiles} (K = 128 fp8 elements: one 128-byte swizzled row)"
+    if g.grouped or resolve_schedule(cfg).kind != "tile":
+        return "fp8 kernels take it with one block per C tile (schedule = tile), not grouped"
+    return None
 
 
 def plan_tma_body(d: GemmDraft) -> None:
     """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
     ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
     epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by
-    the host entry)."""
+    the host entry). 16-bit kernels without scalings take it in any layout; fp8 ones (with any scaling) with A
+    row-major and B column-major on the fp8 tiles (:func:`_fp8_tma_refusal`); why an fp8 kernel does not get it
+    goes to ``d.why`` (``ckgen explain --kernel``)."""
     g, cfg, t = d.g, d.cfg, d.target
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
     warps = cfg.waves[0] * cfg.waves[1]
-    if (g.a.dtype not in TMA_BODY_DTYPES or g.scaled or cfg.tile not in TMA_BODY_TILES
-            or warps != TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 or cfg.lds_buffers < 2):
+    shape_ok = warps == TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 and cfg.lds_buffers >= 2
+    if g.a.dtype in TMA_BODY_FP8_DTYPES:
+        why = _fp8_tma_refusal(d) or (None if shape_ok else
+                                      "it takes 4 warps per 64 rows of the tile and lds_buffers >= 2 (stages)")
+        if why is not None:
+            d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
+            return
+    elif g.a.dtype not in TMA_BODY_DTYPES or g.scaled or cfg.tile not in TMA_BODY_TILES or not shape_ok:
         return
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
@@ -359,6 +389,11 @@ def plan_tma_body(d: GemmDraft) -> None:
     stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
     if stages:
         d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
+        if g.a.dtype.fp8 is not None:
+            a, b = (TMA_BODY_FP8_PTX[x.dtype] for x in (g.a, g.b))
+            d.why += (f"Hopper body (TMA + wgmma m64n{cfg.tile[1]}k32.f32.{a}.{b}, {stages} stages of "
+                      f"{tile_bytes} bytes, {warps // 4} consumer warpgroup(s)); the mma.sync body serves operands "
+                      "it cannot take (unaligned, not sm_90)",)
 
 
 PASSES = (
@@ -446,7 +481,7 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
         items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)), vec=d.vec, lds=d.lds,
         prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
         integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma, schedule=d.schedule,
-        grouping=d.grouping)
+        grouping=d.grouping, why=d.why)
     threads = cfg.waves[0] * cfg.waves[1] * lanes
     entries = [Entry(spec.name, threads, d.lds.total_bytes)]
     if d.tma is not None:

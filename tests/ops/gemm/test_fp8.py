@@ -6,7 +6,9 @@ applies alpha * scale_a * scale_b before beta, bias and the activation; shapes i
 tile's K, K = 0 and edge tiles; outputs poisoned before each call. Scales are read at every launch (a graph replays
 with new ones): changing the scale arrays in place changes the next call's result accordingly.
 Rung 1: the same kernels compile for gfx942 (clang-19) and gfx950 (clang-22) with the planned fp8 MFMA in the main
-loop and no spills or scratch; nvcc builds the OCP ones for sm_90 (mma.sync e4m3 / e5m2 in the PTX, no spills).
+loop and no spills or scratch; nvcc builds the OCP ones for sm_90 (mma.sync e4m3 / e5m2 in the PTX, no spills),
+block-scaled ones included (the mma.sync body folds them per K block), and the Hopper body's fp8 entries (wgmma
+m64nNk32 e4m3 / e5m2 in the PTX, no spills; which kernels get that body: test_tma_body.py).
 """
 
 from __future__ import annotations
@@ -172,7 +174,8 @@ def test_host_entry_checks_the_block_counts(kernels):
     ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x256", "tile", "dividing 128"),
     ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule", "tile"),
     ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 batched = true", "batched", "false"),
-    ("sm_90", "scale_a = block(128) scale_b = block(128) tile = 64x64x64", "scale_a", "tensor, row"),
+    ("sm_90", "scale_a = block(128) scale_b = col tile = 64x64x64", "scale_b", "block(128)"),
+    ("sm_90", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule", "tile"),
 ])
 def test_block_scale_refusals(arch, body, param, legal):
     enc = "e4m3fn" if arch == "sm_90" else "e4m3fnuz"
@@ -235,16 +238,37 @@ kernel s90_f8_tensor { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x64x6
                       scale_a = tensor scale_b = tensor }
 kernel s90_f8_rowcol { A = e5m2 col B = e5m2 row C = f16 col tile = 64x64x64 waves = 2x2 scale_a = row scale_b = col
                       epilogue = bias(col) }
+kernel s90_f8_block { A = e4m3fn col B = e4m3fn row C = bf16 row tile = 64x64x64 waves = 2x2
+                      scale_a = block(128) scale_b = block(128) }
+kernel h8_tensor { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4
+                   scale_a = tensor scale_b = tensor }
+kernel h8_rowcol { A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves = 1x4 lds_buffers = 4
+                   scale_a = row scale_b = col epilogue = bias(col) }
+kernel h8_block { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x128 waves = 2x4 lds_buffers = 4
+                  scale_a = block(128) scale_b = block(128) }
+kernel h8_bmm { A = e4m3fn row B = e4m3fn col C = f16 row tile = 64x128x128 waves = 2x2 lds_buffers = 4
+                scale_a = row batched = true }
 """
 
 
 def test_nvcc_builds_scaled_fp8_for_sm90(cache):
+    """The mma.sync kernels (s90_*) issue mma.sync e4m3 / e5m2 without spills; each h8_* kernel's Hopper entry
+    (`_tma`) issues the planned wgmma m64nNk32 (e4m3 / e5m2) and neither spills nor uses a stack (their mma.sync
+    entries build beside them; several spill, as the 16-bit 128x256 one does: they serve only operands the
+    Hopper body cannot take)."""
     from ckgen.backends.nvidia import compiler as nv
 
     plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV_SPEC)]
-    lib = nv.build_cuda_library("nvfp8", plans)
-    want = {"s90_f8_tensor": "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
-            "s90_f8_rowcol": "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32"}
-    for r in nv.analyze(lib, plans):
-        assert dict(r.ptx_tensor).get(want[r.name], 0) > 0, (r.name, r.ptx_tensor)
+    reports = {r.name: r for r in nv.analyze(nv.build_cuda_library("nvfp8", plans), plans)}
+    mma = "mma.sync.aligned.m16n8k32.row.col.f32.{0}.{0}.f32"
+    wgmma = "wgmma.mma_async.sync.aligned.m64n{0}k32.f32.{1}.{1}"
+    want = {"s90_f8_tensor": mma.format("e4m3"), "s90_f8_rowcol": mma.format("e5m2"),
+            "s90_f8_block": mma.format("e4m3"),  # (block scales folded per K block)
+            "h8_tensor_tma": wgmma.format(256, "e4m3"), "h8_rowcol_tma": wgmma.format(128, "e5m2"),
+            "h8_block_tma": wgmma.format(128, "e4m3"), "h8_bmm_tma": wgmma.format(128, "e4m3"),
+            "h8_rowcol": mma.format("e5m2")}
+    for name, instr in want.items():
+        r = reports[name]
+        assert dict(r.ptx_tensor).get(instr, 0) > 0, (name, r.ptx_tensor)
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+        assert (r.tma_body_of is not None) == name.endswith("_tma")

@@ -79,3 +79,60 @@ def test_narrower_tiles_get_the_body_with_the_deepest_pipeline_that_fits(tile, w
 def test_body_fits_the_target(waves, stages, b_layout):
     p = plan(f"A = f16 row B = f16 {b_layout} C = f16 row tile = 128x256x64 waves = {waves} lds_buffers = {stages}")
     assert p.body.tma is not None and p.body.tma.smem_bytes <= get_target("sm_90").lds_bytes
+
+
+# ---------------------------------------------------------------- fp8 (OCP e4m3 / e5m2: wgmma m64nNk32, K-major)
+F8 = "A = e4m3fn row B = e4m3fn col C = bf16 row"
+
+
+@pytest.mark.parametrize("scales", ["", "scale_a = tensor scale_b = tensor", "scale_a = row scale_b = col",
+                                    "scale_a = row", "scale_a = block(128) scale_b = block(128)"])
+def test_fp8_k_major_kernels_get_the_body(scales):
+    """A row-major x B column-major fp8 (the layout of nn.Linear's weight) on the fp8 tiles (K = 128 fp8
+    elements: one 128-byte swizzled row), any scaling; the stage is (M + N) x 128 bytes, as a 16-bit K-64 one."""
+    tile = "128x128x128" if "block" in scales else "128x256x128"
+    p = plan(f"{F8} tile = {tile} waves = 2x4 lds_buffers = 4 {scales}")
+    assert p.body.tma is not None and p.body.tma.threads == 384
+    n = int(tile.split("x")[1])
+    bars_end = p.body.tma.stages * ((128 + n) * 128 + 16)
+    assert p.body.tma.smem_bytes == 1024 + -(-bars_end // 1024) * 1024 + 8 * n // 64 * 2048
+    assert p.body.tma.stages == (3 if n == 256 else 6)
+    (why,) = p.body.why
+    assert why.startswith(f"Hopper body (TMA + wgmma m64n{n}k32.f32.e4m3.e4m3")
+
+
+def test_fp8_e5m2_names_its_wgmma():
+    p = plan("A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves = 1x4 lds_buffers = 2 scale_b = col")
+    assert p.body.tma is not None and "m64n128k32.f32.e5m2.e5m2" in p.body.why[0]
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("A = e4m3fn col B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4", "K-major"),
+    ("A = e4m3fn row B = e4m3fn row C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4", "B row"),
+    (f"{F8} tile = 128x256x64 waves = 2x4 lds_buffers = 4", "fp8 tiles are"),
+    (f"{F8} tile = 128x256x128 waves = 2x4 lds_buffers = 4 schedule = splitk", "schedule = tile"),
+    (f"{F8} tile = 128x128x128 waves = 4x4 lds_buffers = 4", "4 warps per 64 rows"),
+    (f"{F8} tile = 128x256x128 waves = 2x4 lds_buffers = 1", "lds_buffers >= 2"),
+])
+def test_fp8_kernels_the_body_refuses_say_why(body, reason):
+    p = plan(body)
+    assert p.body.tma is None
+    (why,) = p.body.why
+    assert why.startswith("no Hopper (TMA + wgmma) body: ") and reason in why and why.endswith("mma.sync body runs it")
+
+
+def test_16bit_kernels_have_no_why():
+    """Nothing changes for 16-bit kernels (their plans, cache keys and sources are what they were)."""
+    assert plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG}").body.why == ()
+    assert plan("A = bf16 row B = bf16 col C = bf16 row tile = 64x64x64 waves = 2x2").body.why == ()
+
+
+def test_explain_prints_the_fp8_body_choice(tmp_path, capsys):
+    from ckgen.cli import main
+
+    src = tmp_path / "f.ck"
+    src.write_text("target sm_90\nkernel f { A = e4m3fn col B = e4m3fn col C = bf16 row tile = 128x256x128 "
+                   "waves = 2x4 lds_buffers = 4 scale_a = row }\n")
+    assert main(["explain", str(src), "--kernel", "f"]) == 0
+    assert "why: no Hopper (TMA + wgmma) body: fp8 wgmma reads both operands K-major" in capsys.readouterr().out
+

@@ -19,6 +19,8 @@
 //   wgmma_m64n128k16, wgmma_m64n64k16 (the same, N = 128 / 64), wgmma_m64k16<N, ...> (any of them, by N)
 //   wgmma_m64n128k16_rs / _m64n64k16_rs, wgmma_rs_m64k16<N, T, kTransB>(d, a[4], db): A from registers (the
 //                            packed-T fragment of mma.sync m16n8k16's A per warp), B from shared memory
+//   wgmma_m64k32_f8<N, TA, TB>(d, da, db, scale_d)   D(64 x N f32) (+)= A(64x32) . B(32 x N), fp8 e4m3 / e5m2
+//                            operands (N = 128 or 256), both K-major (a k32 step adds 32 bytes); scale_d = 0: D = A.B
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
@@ -30,7 +32,8 @@
 //                            fence_proxy_async_shared() orders a thread's shared-memory writes before a TMA read
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
 // Host side (any pass): sm90_device(&sms) whether the current device runs the sm_90a code (its SM count into sms);
-// encode_sw128_u16(map, base, rank, dims, strides, box) a tensor map in the form the Hopper bodies load and store.
+// encode_sw128_u16(map, base, rank, dims, strides, box) a tensor map in the form the Hopper bodies load and store;
+// encode_sw128(..., elem_bytes) the same over 8- or 16-bit elements.
 #pragma once
 
 #include <cuda.h>           // CUtensorMap
@@ -89,14 +92,20 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // A tensor map over 16-bit elements as the Hopper bodies use them: 128-byte swizzle, 256-byte L2 promotion, elements
 // out of range read as zeros (and not written). `rank` dimensions, dims[0] contiguous; strides[0 .. rank-2]: the
 // byte strides of dims 1 ..; box[rank]: the box in elements. False when the driver has no encoder or refuses it.
-inline bool encode_sw128_u16(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims,
-                             const cuuint64_t* strides, const cuuint32_t* box) {
+// encode_sw128 is the same over elements of `elem_bytes` (1: 8-bit, e.g. fp8 operands; 2: 16-bit).
+inline bool encode_sw128(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims,
+                         const cuuint64_t* strides, const cuuint32_t* box, int elem_bytes) {
   const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
   const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-  return fn != nullptr &&
-         fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides,
-            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  const CUtensorMapDataType type = elem_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  return fn != nullptr && (elem_bytes == 1 || elem_bytes == 2) &&
+         fn(map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides, box, elem_strides,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+inline bool encode_sw128_u16(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims,
+                             const cuuint64_t* strides, const cuuint32_t* box) {
+  return encode_sw128(map, base, rank, dims, strides, box, 2);
 }
 
 }  // namespace nv
@@ -219,6 +228,42 @@ CKGEN_DEVICE void wgmma_rs_m64k16(float (&d)[kN / 2], const uint32_t (&a)[4], ui
     wgmma_m64n64k16_rs<T, kTransB>(d, a, db);
   }
 }
+
+// ---------------------------------------------------------------- fp8 (OCP e4m3 / e5m2) wgmma
+// D(64 x kN f32) (+)= A(64x32) . B(32 x kN), TA / TB = fp8_e4m3fn or fp8_e5m2, both operands K-major in shared
+// memory (fp8 wgmma has no transpose): a k32 step adds 32 bytes to either descriptor. scale_d = 0 overwrites D
+// (D = A.B), else D += A.B. The D layout is the 16-bit forms'.
+// (The asm text needs literal type names: one expansion per A / B pair.)
+#define CKGEN_WGMMA_F8_N256(AT, BT)                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k32.f32." AT "." BT " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+               : "l"(da), "l"(db), "r"(scale_d))
+
+#define CKGEN_WGMMA_F8_N128(AT, BT)                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k32.f32." AT "." BT " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+               : "l"(da), "l"(db), "r"(scale_d))
+
+template <int kN, class TA, class TB>
+CKGEN_DEVICE void wgmma_m64k32_f8(float (&d)[kN / 2], uint64_t da, uint64_t db, int scale_d) {
+  static_assert(kN == 128 || kN == 256, "wgmma_m64k32_f8: N is 128 or 256");
+  constexpr bool a4 = IsSame<TA, fp8_e4m3fn>::value, b4 = IsSame<TB, fp8_e4m3fn>::value;
+  static_assert((a4 || IsSame<TA, fp8_e5m2>::value) && (b4 || IsSame<TB, fp8_e5m2>::value),
+                "wgmma_m64k32_f8: operands are fp8_e4m3fn or fp8_e5m2");
+  if constexpr (kN == 256) {
+    if constexpr (a4 && b4) CKGEN_WGMMA_F8_N256("e4m3", "e4m3");
+    else if constexpr (a4) CKGEN_WGMMA_F8_N256("e4m3", "e5m2");
+    else if constexpr (b4) CKGEN_WGMMA_F8_N256("e5m2", "e4m3");
+    else CKGEN_WGMMA_F8_N256("e5m2", "e5m2");
+  } else {
+    if constexpr (a4 && b4) CKGEN_WGMMA_F8_N128("e4m3", "e4m3");
+    else if constexpr (a4) CKGEN_WGMMA_F8_N128("e4m3", "e5m2");
+    else if constexpr (b4) CKGEN_WGMMA_F8_N128("e5m2", "e4m3");
+    else CKGEN_WGMMA_F8_N128("e5m2", "e5m2");
+  }
+}
+#undef CKGEN_WGMMA_F8_N256
+#undef CKGEN_WGMMA_F8_N128
 
 // ---------------------------------------------------------------- mbarriers (shared::cta addresses)
 CKGEN_DEVICE void mbar_init(uint32_t bar, uint32_t count) {

@@ -25,6 +25,9 @@
 // The pipeline is the classic multistage one: the loads of tile kt + kStages - 1 are issued while
 // tile kt is computed, one barrier per K tile, fragments of the next k step loaded ahead.
 //
+// Block(128) scales (epi::Scaled with kScaleBlock): each 128-K block's sums are folded, scaled, into a second set of
+// accumulators (fold_block_scales) at the block's last K tile.
+//
 // Any M, N, K >= 0 is handled: no global access leaves A, B, C, bias.
 #pragma once
 
@@ -71,6 +74,10 @@ struct Sm90Gemm {
   using TileB = SmemTile<TB, kBK ? Cfg::kTileN : Cfg::kTileK, kBK ? Cfg::kTileK : Cfg::kTileN, kThreads>;
   static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes;
+  // block(128) scales (epi::Scaled with kScaleBlock): acc sums the current 128-K block; at the block's last K tile
+  // (or the last one) fold_block adds it, scaled, into a second set (tot), which the epilogue then stores
+  static constexpr bool kBlock = epi::IsBlockScaled<Operand>::value;
+  static_assert(!kBlock || epi::kScaleBlockK % Cfg::kTileK == 0, "block scales: kTileK must divide the 128-block");
 
   static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
   static_assert(kThreads == kWarps * 32, "kThreads must be kWavesM * kWavesN * 32");
@@ -220,12 +227,23 @@ struct Sm90Gemm {
     };
 
     COp acc[Cfg::kRepM][Cfg::kRepN];
+    COp tot[kBlock ? Cfg::kRepM : 1][kBlock ? Cfg::kRepN : 1];
 #pragma unroll
     for (int i = 0; i < Cfg::kRepM; ++i)
 #pragma unroll
       for (int j = 0; j < Cfg::kRepN; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j].r[e] = 0;
+        for (int e = 0; e < 4; ++e) {
+          acc[i][j].r[e] = 0;
+          if constexpr (kBlock) tot[i][j].r[e] = 0;
+        }
+    auto fold_block = [&](int kt) {
+      if constexpr (kBlock) {
+        constexpr int kTilesPerBlock = epi::kScaleBlockK / Cfg::kTileK;
+        if ((kt + 1) % kTilesPerBlock == 0 || kt + 1 == nk)
+          fold_block_scales(tot, acc, bias, kt / kTilesPerBlock, m0 + wrow, n0 + wcol, M, N, g, t);
+      }
+    };
 
     // ---- prologue: tiles 0 .. kStages-2 in flight
 #pragma unroll
@@ -273,6 +291,7 @@ struct Sm90Gemm {
           }
           mma_step(ks & 1);
         }
+        fold_block(kt);
       }
     } else {
       // Odd number of k steps per tile: fragments loaded right before use.
@@ -288,10 +307,17 @@ struct Sm90Gemm {
           load_frags(read_stage, ks, 0);
           mma_step(0);
         }
+        fold_block(kt);
         read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
       }
     }
     cp_async_wait<0>();
+    if constexpr (kBlock) {
+#pragma unroll
+      for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+        for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = tot[i][j];
+    }
 
     if constexpr (kStagedEpilogue) {
       barrier();  // every warp is done with the pipeline's shared memory: it becomes the epilogue's staging space
@@ -299,6 +325,35 @@ struct Sm90Gemm {
                                                          ckgen_smem + warp * kStagingBytes);
     } else {
       store_c<Cfg::kRepM, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, g, t);
+    }
+  }
+
+  // Block scales: tot += acc * scale_a(row, kb) * scale_b(col / 128, kb) over the warp's fragments (first row
+  // r0, first column c0 of C; register e of fragment (i, j): row r0 + 16 i + g + 8 (e / 2), column c0 + 8 j + 2 t +
+  // e % 2), then acc = 0. Rows / columns past M / N read the last in-range scale (their outputs are never stored).
+  static CKGEN_DEVICE void fold_block_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&acc)[Cfg::kRepM][Cfg::kRepN],
+                                             const Operand& op, int kb, int r0, int c0, int M, int N, int g, int t) {
+    float fb[Cfg::kRepN];
+#pragma unroll
+    for (int j = 0; j < Cfg::kRepN; ++j) {
+      const int col = c0 + 8 * j + 2 * t;
+      fb[j] = gload(op.scale_b + static_cast<long long>((col < N ? col : N - 1) / epi::kScaleBlockK) * op.ld_b + kb);
+    }
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i) {
+      float fa[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = r0 + 16 * i + g + 8 * h;
+        fa[h] = gload(op.scale_a + static_cast<long long>(row < M ? row : M - 1) * op.ld_a + kb);
+      }
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          tot[i][j].r[e] += acc[i][j].r[e] * (fa[e >> 1] * fb[j]);
+          acc[i][j].r[e] = 0;
+        }
     }
   }
 
@@ -499,6 +554,17 @@ CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B,
                            long long stride_b, long long stride_c, long long stride_bias) {
   gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a, stride_b,
                 stride_c, stride_bias);
+}
+
+// Block-scaled kernels (scale_a / scale_b = block(128)): the K and N block counts and the scales' leading
+// dimensions come in the entry's arguments (the host entry checked kb = ceil(K / 128), nb = ceil(N / 128)).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                           int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
+                           long long ld_scale_a, long long ld_scale_b) {
+  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
+                ldc);
 }
 
 // Dynamic shared memory (bytes) the body needs; the launcher passes it (Cfg::kLdsBytes >= this).

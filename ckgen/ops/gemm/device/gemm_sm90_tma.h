@@ -3,7 +3,10 @@
 // Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/ops/gemm/plan.py, plan_tma_body): f16 / bf16 A and B
 // in any layout, tiles of 64 or 128 rows x 128 or 256 columns x 64 K, with 4 warps per 64 rows (one consumer
 // warpgroup per 64 rows, each issuing wgmma m64nNk16 with N = the tile's columns), Cfg::kTmaStages stages of
-// Cfg::kTmaSmemBytes in all.
+// Cfg::kTmaSmemBytes in all; and fp8 (OCP e4m3 / e5m2) A row-major and B column-major (fp8 wgmma reads both
+// K-major) on the same tiles with 128 K (one 128-byte row of 128 fp8 elements), wgmma m64nNk32, with the scalings of
+// an epi::Scaled operand: tensor / row / col scales in the epilogue (epi::value), block(128) scales folded per K tile
+// (= one 128-K block) in registers (block_k_loop; tiles of 128 columns, no overlapped epilogue).
 // The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
 // entry calls TmaGemm<Cfg>::launch first, which launches it when the device is sm_90 and both operands are
 // TMA-addressable (16-byte aligned base and leading dimension, K > 0), and otherwise returns kNotApplicable
@@ -44,7 +47,7 @@
 // B; the consumers store the group's rows only (no TMA store of C: its boxes would cross into the next group).
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
-// then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 64 K x rows;
+// then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 128 bytes of K x rows;
 // an MN-major one (A column-major, B row-major) is boxes of 64 M/N x 64 K, 8 KiB apart, read with the
 // transpose bit (nv_wgmma.h has both descriptor forms).
 #pragma once
@@ -77,6 +80,7 @@ struct TmaGemm {
   using TBias = typename Cfg::TBias;
   using COp = typename Cfg::COperand;
   using Epi = Sm90Gemm<Cfg>;
+  using Operand = epi::Operand<Cfg>;  // the bias pointer, or with the fp8 scales (epi::Scaled)
 
   static constexpr int kConsumers = Cfg::kTileM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -84,7 +88,14 @@ struct TmaGemm {
   static constexpr int kGroupM = GroupMOf<Cfg>::value;
   static constexpr bool kAK = Cfg::kARowMajor;   // A K-contiguous
   static constexpr bool kBK = !Cfg::kBRowMajor;  // B K-contiguous
-  static constexpr int kRow = 128;                // bytes of one smem row: 64 16-bit elements
+  static constexpr int kEB = static_cast<int>(sizeof(TA));  // operand element bytes: 2 (f16, bf16) or 1 (fp8)
+  static constexpr int kRow = 128;                // bytes of one smem row: 64 16-bit or 128 fp8 elements of K
+  static constexpr int kRowElems = kRow / kEB;    // elements of one smem row (a TMA box's inner extent)
+  static constexpr int kKStep = 32 / kEB;         // K of one wgmma: k16 (16-bit), k32 (fp8); 32 bytes of a row
+  static constexpr bool kF8 = kEB == 1;
+  // block(128) scales (epi::Scaled with kScaleBlock): each K tile (one 128-K block) is summed by its wgmmas into
+  // a second accumulator set, then folded into the tile's sums times scale_a(row, kb) * scale_b(col / 128, kb)
+  static constexpr bool kBlock = epi::IsBlockScaled<Operand>::value;
   static constexpr int kBox = 64 * kRow;          // one 64 x 64 box of an MN-major operand
   static constexpr int kABytes = Cfg::kTileM * kRow;
   static constexpr int kBBytes = Cfg::kTileN * kRow;
@@ -106,7 +117,7 @@ struct TmaGemm {
   static constexpr int kNotApplicable = -1;
   static constexpr int kKind = gemm_sched::ScheduleOf<Cfg>::value;
   // The next tile's first wgmmas go out before this tile's staging stores (header comment).
-  static constexpr bool kOverlapEpilogue = kKind == gemm_sched::kTile && kTmaStoreC;
+  static constexpr bool kOverlapEpilogue = kKind == gemm_sched::kTile && kTmaStoreC && !kBlock;
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
   using Partial = gemm_sched::PartialCfg<Cfg, typename Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
 
@@ -195,10 +206,14 @@ struct TmaGemm {
     static CKGEN_DEVICE void sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers) : "memory"); }
   };
 
-  static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "the TMA body takes 16-bit A and B (f16, bf16)");
+  static_assert(sizeof(TB) == sizeof(TA) && (kEB == 2 || kEB == 1),
+                "the TMA body takes 16-bit A and B (f16, bf16) or 8-bit float ones (fp8 e4m3 / e5m2)");
   static_assert((Cfg::kTileM == 64 || Cfg::kTileM == 128) && (Cfg::kTileN == 128 || Cfg::kTileN == 256) &&
-                    Cfg::kTileK == 64,
-                "the TMA body's tiles are 64 or 128 x 128 or 256 x 64 (consumer warpgroups of m64nNk16)");
+                    Cfg::kTileK == kRowElems,
+                "the TMA body's tiles are 64 or 128 x 128 or 256 x (128 bytes of K: 64 16-bit, 128 fp8 elements)");
+  static_assert(!kF8 || (kAK && kBK), "fp8 wgmma reads both operands K-major: A row-major, B column-major");
+  static_assert(!kBlock || (kF8 && Cfg::kTileN == 128 && kKind == gemm_sched::kTile && kGroupMode == 0),
+                "block scales: fp8 tiles of 128 columns (two accumulator sets per thread), one block per C tile");
   static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
@@ -218,7 +233,7 @@ struct TmaGemm {
   static constexpr int kBroadcastA = 1, kBroadcastB = 2;
 
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, const TensorMap& tc, TC* C,
-                               const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
+                               Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                long long stride_bias, int flags, void* workspace = nullptr, int splits = 1,
                                const void* index = nullptr) {
 #if defined(CKGEN_NV_WGMMA)
@@ -290,7 +305,7 @@ struct TmaGemm {
 
 #if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
-                                   const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
+                                   Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                    long long stride_bias, int tiles, int nk, void* workspace, int splits,
                                    const void* index) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
@@ -311,17 +326,22 @@ struct TmaGemm {
       const int b = p.b, m0 = p.m0, n0 = p.n0;
       const int Mg = p.rows;  // the tile's M: the group's rows (grouped / masked), else M
       TC* const Cb = C + b * stride_c + (Cfg::kCRowMajor ? p.row0 * ldc : p.row0);
-      const TBias* const biasb =
+      const Operand biasb =
           bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? p.row0 : b * stride_bias) : bias;
       if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
-      for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
-        const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
-        wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
-        if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
-        prev = cur;
+      if constexpr (kBlock) {
+        block_k_loop(d, s0, full0, empty0, wg, s, phase, g.kt0, g.kt1, biasb, Mg, m0 + wg * 64 + (warp & 3) * 16,
+                     n0, lane);
+      } else {
+        for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
+          const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
+          wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
+          if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+          prev = cur;
+        }
+        wgmma_wait<0>();
+        if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
       }
-      wgmma_wait<0>();
-      if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
       COp acc[1][kFrags];
 #pragma unroll
       for (int j = 0; j < kFrags; ++j)
@@ -371,8 +391,35 @@ struct TmaGemm {
     for (int i = 0; i < 4 * kFrags; ++i) d[i] = 0.0f;
   }
 
+  // Block scales (kBlock): K tiles kt0 .. kt1-1 of the tile into d (zeroed by the caller), the warp's rows
+  // r0 .. r0+15 of C. Each K tile is one 128-K block kb = kt: its wgmmas overwrite `part`; the block's scales are
+  // read while they run (scale_a at rows r0 + lane/4 and +8, clamped to M - 1; scale_b of the tile's 128 columns);
+  // after the group completes, the stage is released and d += part * scale_a(row, kb) * scale_b(n0 / 128, kb).
+  // The wait per K tile leaves the tensor cores to the other consumer warpgroup while this one folds.
+  static CKGEN_DEVICE void block_k_loop(float (&d)[4 * kFrags], uint32_t s0, uint32_t full0, uint32_t empty0, int wg,
+                                        int& s, uint32_t& phase, int kt0, int kt1, const Operand& op, int M, int r0,
+                                        int n0, int lane) {
+    const int ra = r0 + (lane >> 2), rb = ra + 8;
+    const float* sa0 = op.scale_a + static_cast<long long>(ra < M ? ra : M - 1) * op.ld_a;
+    const float* sa1 = op.scale_a + static_cast<long long>(rb < M ? rb : M - 1) * op.ld_a;
+    const float* sb = op.scale_b + static_cast<long long>(n0 / epi::kScaleBlockK) * op.ld_b;
+    float part[4 * kFrags];
+    zero(part);  // (overwritten by each block's first wgmma; defined for the asm's read-write operands)
+    for (int kt = kt0; kt < kt1; ++kt) {
+      const int cur = issue_k_tile<true>(part, s0, full0, wg, s, phase);
+      const float fb = gload(sb + kt);
+      const float f0 = gload(sa0 + kt) * fb, f1 = gload(sa1 + kt) * fb;
+      wgmma_wait<0>();
+      if (lane == 0) mbar_arrive(empty0 + 8 * cur);
+#pragma unroll
+      for (int i = 0; i < 4 * kFrags; ++i) d[i] += part[i] * ((i & 2) ? f1 : f0);  // register 4j + 2h + e: row +8h
+    }
+  }
+
   // Waits until stage s is full, then issues its K tile's wgmmas (this warpgroup's 64 rows) into d as one
-  // committed group, not waited for; returns s, and moves (s, phase) on to the next stage of the ring.
+  // committed group, not waited for; returns s, and moves (s, phase) on to the next stage of the ring. A K step
+  // is 32 bytes of K (k16 of 16-bit operands, k32 of fp8 ones); kOverwrite: the first one overwrites d (fp8).
+  template <bool kOverwrite = false>
   static CKGEN_DEVICE int issue_k_tile(float (&d)[4 * kFrags], uint32_t s0, uint32_t full0, int wg, int& s,
                                        uint32_t& phase) {
     const int cur = s;
@@ -381,10 +428,14 @@ struct TmaGemm {
     const uint32_t sb = s0 + cur * kStageBytes + kABytes;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < Cfg::kTileK / 16; ++k) {
+    for (int k = 0; k < Cfg::kTileK / kKStep; ++k) {
       const uint64_t da = kAK ? sw128_desc(sa + 32 * k, kLboUnused) : sw128_desc(sa + 2048 * k, kBox);
       const uint64_t db = kBK ? sw128_desc(sb + 32 * k, kLboUnused) : sw128_desc(sb + 2048 * k, kBox);
-      wgmma_m64k16<Cfg::kTileN, TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
+      if constexpr (kF8) {
+        wgmma_m64k32_f8<Cfg::kTileN, TA, TB>(d, da, db, kOverwrite && k == 0 ? 0 : 1);
+      } else {
+        wgmma_m64k16<Cfg::kTileN, TA, kAK ? 0 : 1, kBK ? 0 : 1>(d, da, db);
+      }
     }
     wgmma_commit();
     if (++s == kStages) {
@@ -405,7 +456,7 @@ struct TmaGemm {
   // acc (the warp's fragments of the tile) -> out. Outputs past M / N are computed (and dropped by the TMA
   // store) unless the epilogue reads memory there.
   static CKGEN_DEVICE void finish_c(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
-                                    const TBias* bias, int M, int N, long long ldc, int lane, COut& out) {
+                                    Operand bias, int M, int N, long long ldc, int lane, COut& out) {
     const int g = lane >> 2, t = lane & 3;
     auto pairs = [&](auto checked) {
 #pragma unroll
@@ -481,22 +532,60 @@ struct TmaGemm {
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                     int batch, long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
                     long long stride_c, long long stride_bias, void* stream) {
-    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
+    return launch_with(kernel, A, B, C, M, N, K, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias,
+                       stream, bias);
+  }
+
+  // Scaled kernels (fp8 scalings; the `_tma` entry of CKGEN_TMA_GEMM_SCALED_ENTRY): the scale pointers travel
+  // after the bias (block scales: with their leading dimensions; kb and nb were checked by the caller).
+  template <class Kernel>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                    const float* scale_b, int M, int N, int K, long long lda, long long ldb, long long ldc,
+                    void* stream) {
+    static_assert(epi::IsScaled<Operand>::value && !kBlock, "launch with scales: a tensor / row / col scaled Cfg");
+    return launch_with(kernel, A, B, C, M, N, K, 1, lda, ldb, ldc, 0LL, 0LL, 0LL, 0LL, stream, bias, scale_a, scale_b,
+                       0LL, 0LL);
+  }
+  template <class Kernel>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                    const float* scale_b, int M, int N, int K, int batch, long long lda, long long ldb, long long ldc,
+                    long long stride_a, long long stride_b, long long stride_c, long long stride_bias, void* stream) {
+    static_assert(epi::IsScaled<Operand>::value && !kBlock, "launch with scales: a tensor / row / col scaled Cfg");
+    return launch_with(kernel, A, B, C, M, N, K, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias,
+                       stream, bias, scale_a, scale_b, 0LL, 0LL);
+  }
+  template <class Kernel>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                    const float* scale_b, int M, int N, int K, int /*kb*/, int /*nb*/, long long lda, long long ldb,
+                    long long ldc, long long ld_scale_a, long long ld_scale_b, void* stream) {
+    static_assert(kBlock, "launch with block scales: a block(128)-scaled Cfg");
+    return launch_with(kernel, A, B, C, M, N, K, 1, lda, ldb, ldc, 0LL, 0LL, 0LL, 0LL, stream, bias, scale_a, scale_b,
+                       ld_scale_a, ld_scale_b);
+  }
+
+  // The batched launch of every tile schedule's kernel; `epi...` are the entry's arguments between C and M (the
+  // bias, or the bias and the scales).
+  template <class Kernel, class... EpiArgs>
+  static int launch_with(Kernel kernel, const TA* A, const TB* B, TC* C, int M, int N, int K, int batch, long long lda,
+                         long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
+                         long long stride_bias, void* stream, EpiArgs... epi) {
+    if (K <= 0 || !aligned16(A, lda, kEB) || !aligned16(B, ldb, kEB) || (stride_a * kEB) % 16 ||
+        (stride_b * kEB) % 16)
       return kNotApplicable;
     int sms = 0;
     if (!sm90_device(&sms)) return kNotApplicable;  // (the portable path reports a failed query)
     CUtensorMap ta, tb;
     const int nba = stride_a == 0 ? 1 : batch, nbb = stride_b == 0 ? 1 : batch;
     // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
-    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
+    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, kRowElems, Cfg::kTileM)
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
+    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, kRowElems, Cfg::kTileN)
                           : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
       const int nbc = batch;
       if (!aligned16(C, ldc, 2) || (batch > 1 && (stride_c * 2) % 16) ||
-          !encode(&tcm, C, N, M, ldc, nbc, stride_c, 64, 16))
+          !encode(&tcm, C, N, M, ldc, nbc, stride_c, 64, 16, 2))
         return kNotApplicable;
     }
     if (!ok_a || !ok_b) return kNotApplicable;
@@ -506,7 +595,7 @@ struct TmaGemm {
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
-                             kSmemBytes, stream, ta, tb, tcm, C, bias, M, N, K, batch, ldc, stride_c, stride_bias,
+                             kSmemBytes, stream, ta, tb, tcm, C, epi..., M, N, K, batch, ldc, stride_c, stride_bias,
                              flags);
   }
 
@@ -527,6 +616,7 @@ struct TmaGemm {
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_a,
                             long long stride_b, long long stride_c, long long stride_bias, void* stream) {
     static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
+    static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_grouped: 16-bit operands, no scales");
     if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
       return kNotApplicable;
     int sms = 0;
@@ -554,6 +644,7 @@ struct TmaGemm {
   static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
                           long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
                           void* stream) {
+    static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_sched: 16-bit operands, no scales");
     if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
     int sms = 0;
     if (!sm90_device(&sms)) return kNotApplicable;
@@ -563,7 +654,7 @@ struct TmaGemm {
     if (!ok_a || !ok_b) return kNotApplicable;
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
-      if (!aligned16(C, ldc, 2) || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16)) return kNotApplicable;
+      if (!aligned16(C, ldc, 2) || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16, 2)) return kNotApplicable;
     }
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
@@ -574,19 +665,19 @@ struct TmaGemm {
                              ta, tb, tcm, C, bias, M, N, K, 1, ldc, 0LL, 0LL, 0, workspace, splits < 1 ? 1 : splits);
   }
 
-  // A 3-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld` elements
-  // apart, `items` of those `bstride` elements apart (one item: the stride is never used), boxes of
-  // box_inner x box_outer x 1 with the 128-byte swizzle.
+  // A 3-D tensor map over elements of eb bytes (the operands' by default): `inner` contiguous elements per line,
+  // `outer` lines `ld` elements apart, `items` of those `bstride` elements apart (one item: the stride is never
+  // used), boxes of box_inner x box_outer x 1 with the 128-byte swizzle.
   static bool encode(CUtensorMap* map, const void* base, long long inner, long long outer, long long ld,
-                     long long items, long long bstride, unsigned box_inner, unsigned box_outer) {
-    const long long line_bytes = ld * 2;
-    const long long item_bytes = items > 1 ? bstride * 2 : ((line_bytes * outer + 15) / 16) * 16;
+                     long long items, long long bstride, unsigned box_inner, unsigned box_outer, int eb = kEB) {
+    const long long line_bytes = ld * eb;
+    const long long item_bytes = items > 1 ? bstride * eb : ((line_bytes * outer + 15) / 16) * 16;
     if (line_bytes >= (1LL << 40) || item_bytes >= (1LL << 40)) return false;
     const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
                                 static_cast<cuuint64_t>(items)};
     const cuuint64_t strides[2] = {static_cast<cuuint64_t>(line_bytes), static_cast<cuuint64_t>(item_bytes)};
     const cuuint32_t box[3] = {box_inner, box_outer, 1};
-    return encode_sw128_u16(map, base, 3, dims, strides, box);
+    return encode_sw128(map, base, 3, dims, strides, box, eb);
   }
 };
 
@@ -612,6 +703,20 @@ struct TmaGemm {
       const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {     \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
+  }
+
+// The `<name>_tma` entry of a scaled Cfg (fp8 scalings: epi::Scaled): the scale pointers (and the block scales'
+// leading dimensions, 0 otherwise) after the bias; the epilogue operand is made on the device (tensor scales are
+// read at every launch).
+#define CKGEN_TMA_GEMM_SCALED_ENTRY(name, Cfg)                                                                 \
+  extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
+      const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const float* scale_a, const float* scale_b, long long ld_scale_a, long long ld_scale_b, int M, int N, int K, \
+      int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {                         \
+    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C,                                                              \
+                                   Cfg::EpiOperand::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, \
+                                   K, batch, ldc, stride_c, stride_bias, flags);                               \
   }
 
 // The `<name>_tma` entry of a grouped / masked Cfg: the index tensor (offsets or counts) and the groups.

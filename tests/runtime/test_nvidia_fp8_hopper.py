@@ -1,0 +1,181 @@
+"""fp8 GEMM on the sm_90 Hopper body (TMA + wgmma m64nNk32 e4m3 / e5m2) on a real NVIDIA GPU (marked ``gpu``; issue 26).
+
+Each scaling (per-tensor, per-row of A / per-column of B, block(128) pairs) runs on torch float8 tensors against a
+float64 reference of the decoded fp8 inputs times the scales (outputs poisoned by the backend), at awkward shapes:
+M = 1, N not a multiple of the tile's N, K not a multiple of 128 (the block scales' last block is partial). Shapes
+whose operands TMA can address (K a multiple of 16; 16-bit row-major C rows 16-byte aligned) must launch the
+``<kernel>_tma`` entry, the others the mma.sync one (checked with the torch profiler), and both must be right: the
+mma.sync body folds block scales per K block too. Block scales are read at every launch (a replayed graph sees new
+ones). The Hopper body accumulates whole K in the wgmma accumulators (tensor / row / col scales: like
+torch._scaled_mm's use_fast_accum=True), folding each 128-K block in f32 registers only for block scales; the f32-C
+tolerance allows the fp8 wgmma accumulator's shorter sums.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
+
+from tests.runtime.test_nvidia_fp8 import rel  # noqa: E402  (the relative norm error of the mma.sync fp8 tests)
+
+SPEC = """
+target sm_90
+kernel gh8_tensor { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x256x128  waves = 2x4  lds_buffers = 4
+  scale_a = tensor  scale_b = tensor }
+kernel gh8_rowwise { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x128  waves = 2x4  lds_buffers = 4
+  scale_a = row  scale_b = col }
+kernel gh8_e5m2_col_bias_f32 { A = e5m2 row  B = e5m2 col  C = f32 row  tile = 64x256x128  waves = 1x4  prefetch = 0
+  lds_buffers = 4  scale_b = col  epilogue = bias(col) -> relu }
+kernel gh8_block { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x128  waves = 2x4  lds_buffers = 4
+  scale_a = block(128)  scale_b = block(128) }
+kernel gh8_block_f32 { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 64x128x128  waves = 1x4  lds_buffers = 4
+  scale_a = block(128)  scale_b = block(128) }
+kernel gh8_bmm_rowwise { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x128  waves = 2x4  lds_buffers = 4
+  scale_a = row  scale_b = col  batched = true }
+"""
+NAMES = ["gh8_tensor", "gh8_rowwise", "gh8_e5m2_col_bias_f32", "gh8_block", "gh8_block_f32"]
+#: TMA-addressable: K % 16 == 0, N % 8 == 0 (bf16 C rows for the TMA store); M = 1, N and K off the tiles
+HOPPER_SHAPES = [(1, 264, 128), (1, 4096, 4096), (17, 200, 208), (129, 264, 400), (300, 1000, 1008),
+                 (1000, 1104, 320), (2048, 1024, 4000)]
+#: not TMA-addressable (K odd: A's rows are not 16-byte aligned): the mma.sync body
+PORTABLE_SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 201)]
+FP8 = {"e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+BLK = 128
+
+
+def kernel(name):
+    from ckgen.runtime.api import jit
+
+    return jit(SPEC, kernel=name, target="sm_90")
+
+
+def operands(name, M, N, K, gen):
+    g = kernel(name).plan.spec.params.gemm
+    dt = FP8[g.a.dtype.value]
+    a = (torch.randn(M, K, device="cuda", generator=gen) * 2).to(dt)
+    b = (torch.randn(N, K, device="cuda", generator=gen) * 2).to(dt).t()  # K x N column-major
+    kb, nb = -(-K // BLK), -(-N // BLK)
+    sizes = {"tensor": (1,), "row": (M,), "col": (N,), "block": None, None: None}
+    sa = sb = None
+    if g.scale_a == "block":
+        sa = torch.rand(M, kb, device="cuda", generator=gen) + 0.05
+        sb = torch.rand(nb, kb, device="cuda", generator=gen) + 0.05
+    else:
+        if g.scale_a:
+            sa = torch.rand(*sizes[g.scale_a], device="cuda", generator=gen) + 0.05
+        if g.scale_b:
+            sb = torch.rand(*sizes[g.scale_b], device="cuda", generator=gen) + 0.05
+    bias = torch.randn(N, device="cuda", generator=gen) if g.has_bias else None
+    return g, a, b, sa, sb, bias
+
+
+def reference(g, a, b, sa, sb, bias):
+    """float64: the decoded fp8 inputs (their rounding is the inputs themselves) times the scales."""
+    M, K = a.shape
+    N = b.shape[1]
+    ad, bd = a.double(), b.double()
+    if g.scale_a == "block":  # A's 1 x 128 and B's 128 x 128 blocks, each element times its block's scale
+        ad = ad * sa.double().repeat_interleave(BLK, 1)[:, :K]
+        bd = bd * sb.double().repeat_interleave(BLK, 0)[:N].repeat_interleave(BLK, 1)[:, :K].t()
+        r = ad @ bd
+    else:
+        r = ad @ bd
+        if sa is not None:
+            r = r * sa.double().reshape(-1, 1)
+        if sb is not None:
+            r = r * sb.double().reshape(1, -1)
+    if bias is not None:
+        r = torch.clamp(r + bias.double()[None, :], min=0)
+    return r
+
+
+def call(name, a, b, sa, sb, bias):
+    named = {k: v for k, v in (("scale_a", sa), ("scale_b", sb), ("bias", bias)) if v is not None}
+    return kernel(name)(A=a, B=b, **named)
+
+
+def launched(fn) -> set[str]:
+    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+def tolerance(g) -> float:
+    return 1e-3 if g.c.dtype.value == "f32" else 1.6e-2
+
+
+def test_every_kernel_has_the_hopper_body():
+    for name in NAMES:
+        p = kernel(name).plan
+        assert p.body.tma is not None, (name, p.body.why)
+
+
+@pytest.mark.parametrize("shape", HOPPER_SHAPES + PORTABLE_SHAPES,
+                         ids=[f"{m}x{n}x{k}" for m, n, k in HOPPER_SHAPES + PORTABLE_SHAPES])
+@pytest.mark.parametrize("name", NAMES)
+def test_against_float64_on_the_intended_body(name, shape):
+    gen = torch.Generator(device="cuda").manual_seed(sum(shape))
+    g, a, b, sa, sb, bias = operands(name, *shape, gen)
+    out = {}
+    names = launched(lambda: out.setdefault("c", call(name, a, b, sa, sb, bias)))
+    hopper = shape in HOPPER_SHAPES
+    assert (f"{name}_tma" in names) == hopper and (name in names) != hopper, names
+    err = rel(out["c"], reference(g, a, b, sa, sb, bias))
+    assert err <= tolerance(g), f"{name} {shape}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("name", ["gh8_tensor", "gh8_rowwise"])
+def test_agrees_with_scaled_mm(name):
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    g, a, b, sa, sb, _ = operands(name, 2048, 1024, 4096, gen)
+    ta, tb = (sa.reshape(-1, 1), sb.reshape(1, -1)) if g.scale_a == "row" else (sa, sb)
+    want = torch._scaled_mm(a, b, scale_a=ta, scale_b=tb, out_dtype=torch.bfloat16)
+    got = call(name, a, b, sa, sb, None)
+    ref = reference(g, a, b, sa, sb, None)
+    assert rel(got, ref) <= 1.6e-2 and rel(want, ref) <= 1.6e-2
+    assert rel(got, want.double()) <= 1.6e-2
+
+
+def test_graph_replay_reads_new_block_scales():
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    g, a, b, sa, sb, _ = operands("gh8_block", 256, 384, 520, gen)
+    k = kernel("gh8_block")
+    c = torch.empty(256, 384, device="cuda", dtype=torch.bfloat16)
+    k(A=a, B=b, scale_a=sa, scale_b=sb, C=c)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        k(A=a, B=b, scale_a=sa, scale_b=sb, C=c)
+    sa.mul_(3.0)
+    sb.copy_(sb.flip(0))
+    c.view(torch.int16).fill_(-1)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel(c, reference(g, a, b, sa, sb, None)) <= 1.6e-2
+
+
+@pytest.mark.parametrize("batch,M,N,K,broadcast", [(3, 200, 264, 400, ""), (4, 129, 1000, 256, "B"),
+                                                  (2, 17, 33, 7, "")])
+def test_batched_rowwise_shares_the_scales(batch, M, N, K, broadcast):
+    """A batched fp8 kernel: every item scaled by the same row / column scales; B broadcast (2-D: batch stride 0);
+    the Hopper body for TMA-addressable operands, mma.sync for the last (K odd)."""
+    gen = torch.Generator(device="cuda").manual_seed(batch * 100 + M)
+    a = (torch.randn(batch, M, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(1 if broadcast else batch, N, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    b = b.transpose(1, 2)[0] if broadcast else b.transpose(1, 2)
+    sa = torch.rand(M, device="cuda", generator=gen) + 0.05
+    sb = torch.rand(N, device="cuda", generator=gen) + 0.05
+    k = kernel("gh8_bmm_rowwise")
+    out = {}
+    names = launched(lambda: out.setdefault("c", k(A=a, B=b, scale_a=sa, scale_b=sb)))
+    hopper = K % 16 == 0
+    assert ("gh8_bmm_rowwise_tma" in names) == hopper and ("gh8_bmm_rowwise" in names) != hopper, names
+    ref = torch.matmul(a.double(), b.double()) * sa.double()[:, None] * sb.double()[None, :]
+    assert rel(out["c"], ref) <= 1.6e-2
