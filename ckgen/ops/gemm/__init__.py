@@ -68,6 +68,8 @@ class GemmOp(Op):
                      "block": "kScaleBlock"}
             types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
                                         f"ckgen::epi::{kinds[g.scale_b]}>"))
+        if g.residual:  # the residual R travels with the bias (blocks/epilogue.h); the entry builds the pair
+            types.append(("EpiOperand", f"ckgen::epi::Residual<{b.bias_dtype.cpp}, {g.c.dtype.cpp}>"))
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
                 ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
@@ -105,7 +107,10 @@ class GemmOp(Op):
         if b.grouping is not None:
             notes.append(f"mode {b.grouping.mode}: one persistent launch of at most {b.grouping.workers} workgroups "
                          "walks every group's tiles.")
-        return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
+        names = [a.name for a in plan.abi.args]
+        at = names.index("residual") if g.residual else 0
+        operand = {"before": names[:names.index("bias")], "after": names[at + 1:]} if g.residual else None
+        return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else

@@ -2,7 +2,7 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, [scale_a, scale_b,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
+    A, B, C, bias, [scale_a, scale_b,] [residual,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
     [, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
@@ -13,12 +13,14 @@ a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` e
 (``scale_a = tensor | row``, ``scale_b = tensor | col``): f32 device tensors of 1, M or N elements, shared by every
 batch item; one of them is unused (NULL) when only the other operand is scaled. Block scales (``block(128)`` on
 both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. ``workspace`` exists when the kernel's schedule needs one
-(split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
+(split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it). ``residual`` exists when the epilogue ends in
+``-> residual``: an input R laid out exactly as C (dtype, dims, layout, ``ldc``, ``stride_c``) added after the
+chain, ``C = chain(...) + R``; C may be the very same view as R (in place).
 
 Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
 B) take::
 
-    A, B, C, bias, offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias, stream
+    A, B, C, bias, [residual,] offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias, stream
 
 A is M x K and C is M x N: all groups' rows, sorted by group; ``offsets`` (``groups`` entries of the kernel's
 ``index`` dtype) holds each group's cumulative end row, so group g is rows [offsets[g-1], offsets[g]) (from 0 for
@@ -26,7 +28,7 @@ g = 0) and multiplies B[g] (K x N, item g at ``B + g * stride_b``). Rows past th
 ``bias(col)`` is per group (groups x N, ``stride_bias`` apart; 0 broadcasts one), ``bias(row)`` per row (M).
 Masked kernels (``mode = masked``: a fixed capacity of M rows per group, for CUDA-graph decode) take::
 
-    A, B, C, bias, counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias, stream
+    A, B, C, bias, [residual,] counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias, stream
 
 A is groups x M x K and C groups x M x N (item g ``stride_a`` / ``stride_c`` apart); group g's first counts[g]
 rows are computed, the rest of its C rows are not written. ``bias(row)`` is groups x M, ``bias(col)`` groups x N.
@@ -35,6 +37,8 @@ matrices); the Python binding checks them when they are host arrays.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi, Arg, ArgKind
@@ -67,6 +71,14 @@ def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: s
     return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
 
 
+def residual(g, stride: str | None, doc: str, outer: str = "batch") -> Arg:
+    """The residual R of ``epilogue = ... -> residual``: C's dtype, dims and layout, read with C's leading
+    dimension (and batch / group stride): element (i, j) of R at the offset of C's (i, j). C may be the very
+    same view (in place: C += chain(...))."""
+    return _matrix("residual", g.c.dtype, g.c.layout, "M", "N", "ldc", stride, broadcast=False, outer=outer,
+                   doc=f"{doc}: added after the epilogue chain; C's dtype, layout and leading dimension")
+
+
 def _scale(name: str, kind: str | None, size: str) -> Arg:
     """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``), blocks (``block``:
     A's M x kb, B's nb x kb, row-major with a leading dimension); unused (NULL) when only the other operand is
@@ -93,6 +105,8 @@ def abi(spec: KernelSpec) -> Abi:
     b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", sb("stride_b"), doc="K x N")
     c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", sb("stride_c"), role="inout" if g.beta != 0 else "out",
                 broadcast=False, doc="M x N" + (", read (beta != 0)" if g.beta != 0 else ""))
+    if g.residual:
+        c = replace(c, aliases=("residual",))
     axis = g.bias_axis
     bias_len = "M" if axis == "row" else "N"
     bias = Arg("bias", T, doc=f"length {bias_len} (bias({axis}))" if axis else "unused: pass NULL",
@@ -107,6 +121,8 @@ def abi(spec: KernelSpec) -> Abi:
     args = [a, b, c, bias]
     if g.scale_a is not None or g.scale_b is not None:  # fp8 scalings: f32 device tensors, shared by a batch
         args += [_scale("scale_a", g.scale_a, "M"), _scale("scale_b", g.scale_b, "N")]
+    if g.residual:
+        args.append(residual(g, sb("stride_c"), "M x N"))
     args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
              Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
@@ -159,13 +175,18 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
     bias = Arg("bias", T, doc=f"{' x '.join(bias_dims)} (bias({axis}))" if axis else "unused: pass NULL",
                dtype=bias_dtype(g.c.dtype), dims=bias_dims, strides=bias_strides, broadcast=bcast,
                unused=axis is None)
+    extra = []
+    if g.residual:
+        c = replace(c, aliases=("residual",))
+        extra = [residual(g, "stride_c" if masked else None, "groups x M x N" if masked else "M x N",
+                          outer="groups")]
     if masked:
         index = Arg("counts", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="counts",
                     doc="rows of each group, each in 0..M")
     else:
         index = Arg("offsets", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="ends",
                     doc="cumulative end row of each group: non-decreasing, the last at most M")
-    args = [a, b, c, bias, index,
+    args = [a, b, c, bias, *extra, index,
             Arg("M", S, doc="rows of each group's capacity" if masked else "rows of A and C (all groups)"),
             Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
             Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),

@@ -320,8 +320,11 @@ def estimate_registers(d: GemmDraft) -> None:
 def plan_epilogue(d: GemmDraft) -> None:
     g = d.g
     d.bias_dtype = g.c.dtype if g.c.dtype.is_float else DType.F32
-    d.integer_epilogue = not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0
-    d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
+    d.integer_epilogue = not g.acc.is_float and not g.chain and g.alpha == 1.0 and g.beta == 0.0
+    d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.chain)
+    if g.residual and g.scaled:
+        raise d.fail("epilogue", " -> ".join(op.text for op in g.epilogue), "a chain without residual, or no "
+                     "scale_a / scale_b", "a residual is not offered with fp8 scalings yet")
 
 
 #: the Hopper body (device/gemm_sm90_tma.h): its dtypes, its tiles (one consumer warpgroup of 4 warps per 64 rows,

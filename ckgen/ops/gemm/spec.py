@@ -17,9 +17,9 @@ from ckgen.ir.op import BuildContext, Key
 from ckgen.ir.spec import TensorSpec, Value
 from ckgen.ir.types import DType
 
-EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu")
+EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu", "residual")
 BIAS_AXES = ("row", "col")
-EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "cast(<C dtype>)", "none")
+EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "residual", "cast(<C dtype>)", "none")
 DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
                DType.E4M3FN: DType.F32, DType.E5M2: DType.F32, DType.E4M3FNUZ: DType.F32, DType.E5M2FNUZ: DType.F32,
                DType.F64: DType.F64}
@@ -190,17 +190,29 @@ class GemmSpec:
     def __post_init__(self) -> None:
         if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
             raise ValueError("at most one bias in the epilogue")
+        if any(op.kind == "residual" for op in self.epilogue[:-1]):
+            raise ValueError("residual ends the epilogue chain")
         if self.mode not in MODES or self.index not in INDEX_DTYPES:
             raise ValueError(f"mode {self.mode}, index {self.index}")
         if self.batched and self.mode != "dense":
             raise ValueError("grouped and masked kernels are not batched")
+        if self.scale_a not in (None, *SCALE_A) or self.scale_b not in (None, *SCALE_B):
+            raise ValueError(f"scales {self.scale_a}, {self.scale_b}")
 
     @property
     def grouped(self) -> bool:
         """Grouped or masked: groups of rows, one B (and bias(col)) per group."""
         return self.mode != "dense"
-        if self.scale_a not in (None, *SCALE_A) or self.scale_b not in (None, *SCALE_B):
-            raise ValueError(f"scales {self.scale_a}, {self.scale_b}")
+
+    @property
+    def residual(self) -> bool:
+        """``-> residual`` ends the chain: ``C = chain(...) + R``, R a separate input laid out as C."""
+        return bool(self.epilogue) and self.epilogue[-1].kind == "residual"
+
+    @property
+    def chain(self) -> tuple[EpilogueOp, ...]:
+        """The element-wise ops before the residual (bias, activations)."""
+        return self.epilogue[:-1] if self.residual else self.epilogue
 
     @property
     def scaled(self) -> bool:
@@ -288,6 +300,13 @@ def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
             if any(o.kind == "bias" for o in ops):
                 raise V.err("epilogue: only one bias is allowed", call.span)
             ops.append(EpilogueOp("bias", args[0]))
+        elif name == "residual":
+            rest = calls[i + 1:]
+            if args or not (not rest or (len(rest) == 1 and rest[0].data[0] == "cast")):
+                raise V.err(f"epilogue op {call.text}: residual takes no arguments and ends the chain (before a "
+                            "cast)", call.span, "e.g. epilogue = bias(col) -> gelu -> residual: C = gelu(alpha * A.B "
+                            "+ bias) + R, R an input of C's dtype and layout (C's leading dimension)")
+            ops.append(EpilogueOp("residual"))
         elif name in ("relu", "gelu", "silu"):
             if args:
                 raise V.err(f"epilogue op {call.text}: {name} takes no arguments", call.span)
@@ -300,7 +319,7 @@ def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
                             call.span, f"write cast({c_dtype.value}) or change C")
         else:
             raise V.err(f"epilogue op '{name}' is unknown", call.span,
-                        f"{V.did_you_mean(name, ('bias', 'relu', 'gelu', 'silu', 'cast'))}ops: {', '.join(EPILOGUE_WORDS)}")
+                        f"{V.did_you_mean(name, ('bias', 'relu', 'gelu', 'silu', 'residual', 'cast'))}ops: {', '.join(EPILOGUE_WORDS)}")
     return tuple(ops)
 
 

@@ -75,6 +75,7 @@ struct TmaGemm {
   using TB = typename Cfg::TB;
   using TC = typename Cfg::TC;
   using TBias = typename Cfg::TBias;
+  using Operand = epi::Operand<Cfg>;  // the bias pointer, or with the residual (blocks/epilogue.h)
   using COp = typename Cfg::COperand;
   using Epi = Sm90Gemm<Cfg>;
 
@@ -218,7 +219,7 @@ struct TmaGemm {
   static constexpr int kBroadcastA = 1, kBroadcastB = 2;
 
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, const TensorMap& tc, TC* C,
-                               const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
+                               Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                long long stride_bias, int flags, void* workspace = nullptr, int splits = 1,
                                const void* index = nullptr) {
 #if defined(CKGEN_NV_WGMMA)
@@ -290,7 +291,7 @@ struct TmaGemm {
 
 #if defined(CKGEN_NV_WGMMA)
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
-                                   const TBias* bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
+                                   Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                    long long stride_bias, int tiles, int nk, void* workspace, int splits,
                                    const void* index) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
@@ -311,7 +312,7 @@ struct TmaGemm {
       const int b = p.b, m0 = p.m0, n0 = p.n0;
       const int Mg = p.rows;  // the tile's M: the group's rows (grouped / masked), else M
       TC* const Cb = C + b * stride_c + (Cfg::kCRowMajor ? p.row0 * ldc : p.row0);
-      const TBias* const biasb =
+      const Operand biasb =
           bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? p.row0 : b * stride_bias) : bias;
       if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
       for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
@@ -405,7 +406,7 @@ struct TmaGemm {
   // acc (the warp's fragments of the tile) -> out. Outputs past M / N are computed (and dropped by the TMA
   // store) unless the epilogue reads memory there.
   static CKGEN_DEVICE void finish_c(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
-                                    const TBias* bias, int M, int N, long long ldc, int lane, COut& out) {
+                                    Operand bias, int M, int N, long long ldc, int lane, COut& out) {
     const int g = lane >> 2, t = lane & 3;
     auto pairs = [&](auto checked) {
 #pragma unroll
@@ -452,7 +453,7 @@ struct TmaGemm {
   }
 
   static CKGEN_DEVICE void finish_part(const gemm_sched::Seg& g, const COp (&acc)[1][kFrags], void* workspace, int tiles,
-                                       TC* C, const TBias* bias, int M, int N, long long ldc, int m0, int n0, int tid,
+                                       TC* C, Operand bias, int M, int N, long long ldc, int m0, int n0, int tid,
                                        int wg, int warp, int lane) {
     __shared__ int ticket[4];
     const gemm_sched::Workspace<float> ws(workspace, tiles);
@@ -472,13 +473,13 @@ struct TmaGemm {
   // or an operand's base, leading dimension or batch stride is not 16-byte aligned. M, N, batch > 0 and the
   // leading dimensions were checked by the caller. The plain form is the batched one with one item.
   template <class Kernel>
-  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                     long long lda, long long ldb, long long ldc, void* stream) {
     return launch(kernel, A, B, C, bias, M, N, K, 1, lda, ldb, ldc, 0, 0, 0, 0, stream);
   }
 
   template <class Kernel>
-  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                     int batch, long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
                     long long stride_c, long long stride_bias, void* stream) {
     if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
@@ -515,7 +516,7 @@ struct TmaGemm {
   // grid: at most one block per SM, never more than the bound on the tiles (grouped: (ceil(M / tile M) + groups)
   // x N tiles; masked: groups x ceil(M / tile M) x N tiles). kNotApplicable as launch() says.
   template <class Kernel, class TI>
-  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TI* index, int M,
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, const TI* index, int M,
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_b,
                             long long stride_bias, void* stream) {
     return launch_grouped(kernel, A, B, C, bias, index, M, N, K, groups, lda, ldb, ldc, 0LL, stride_b, 0LL,
@@ -523,7 +524,7 @@ struct TmaGemm {
   }
 
   template <class Kernel, class TI>
-  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TI* index, int M,
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, const TI* index, int M,
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_a,
                             long long stride_b, long long stride_c, long long stride_bias, void* stream) {
     static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
@@ -551,7 +552,7 @@ struct TmaGemm {
   // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
   // blocks (stream-K); the workspace as gemm_work.h lays it out.
   template <class Kernel>
-  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                           long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
                           void* stream) {
     if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
@@ -572,6 +573,28 @@ struct TmaGemm {
     static int configured = 0;
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(blocks), 1u, 1u, kThreads, kSmemBytes, stream,
                              ta, tb, tcm, C, bias, M, N, K, 1, ldc, 0LL, 0LL, 0, workspace, splits < 1 ? 1 : splits);
+  }
+
+  // Kernels whose epilogue ends in `-> residual` (Operand is an epi::Residual): the residual R follows the bias in
+  // the host entry's arguments; it travels to the device in the operand (R is read with C's layout, so nothing
+  // else about it is checked here).
+  template <class Kernel, class... Rest>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
+                    Rest... rest) {
+    static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    return launch(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+  }
+  template <class Kernel, class... Rest>
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
+                            Rest... rest) {
+    static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    return launch_grouped(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+  }
+  template <class Kernel, class... Rest>
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
+                          Rest... rest) {
+    static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    return launch_sched(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
   }
 
   // A 3-D tensor map over 16-bit elements: `inner` contiguous elements per line, `outer` lines `ld` elements
@@ -597,7 +620,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_SCHED_ENTRY(name, Cfg)                                                                  \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, ::ckgen::epi::Operand<Cfg> bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags,       \
       void* workspace, int splits) {                                                                           \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags,     \
@@ -609,7 +632,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_ENTRY(name, Cfg)                                                                        \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, ::ckgen::epi::Operand<Cfg> bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {     \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
   }
@@ -618,7 +641,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_GROUPED_ENTRY(name, Cfg)                                                                \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, ::ckgen::epi::Operand<Cfg> bias,   \
       const void* index, int M, int N, int K, int groups, long long ldc, long long stride_c, long long stride_bias, \
       int flags) {                                                                                             \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, groups, ldc, stride_c, stride_bias, flags, nullptr, \

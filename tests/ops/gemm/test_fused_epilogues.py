@@ -1,0 +1,168 @@
+"""The out-of-place residual (``epilogue = ... -> residual``) and the gated epilogues (``swiglu``, ``geglu``; issue
+28 items 1 and 2).
+
+Rung 2: the emulator against the float64 reference at awkward sizes (M, N, K not multiples of the tile, M = 1,
+N below one tile, K = 0), outputs poisoned, random inputs: residual with and without bias / activation / beta, in
+place (C the very same view as R), integer C exactly, batched, split-K and stream-K, grouped and masked.
+Bad input: a residual of the wrong dtype or shape is a CkgenError naming the argument; chains with residual not
+last are located DSL errors.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import shutil
+
+import numpy as np
+import pytest
+
+from ckgen.backends import emu
+from ckgen.errors import CkgenError, SpecError
+from ckgen.frontend import load_text
+from ckgen.ir.arrays import poison, to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
+from ckgen.runtime.api import Kernel, get_backend, plan_for
+
+needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+
+# name -> (arch, body): small tiles, so the sizes below cover several tiles and edge tiles
+KERNELS = {
+    "res_bias_gelu": ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x32x16 waves = 1x1 "
+                                "epilogue = bias(col) -> gelu -> residual"),
+    "res_beta_col": ("gfx90a", "A = bf16 col B = bf16 row C = f32 col beta = 0.5 alpha = 2.0 tile = 32x32x16 "
+                               "waves = 1x1 epilogue = residual"),
+    "res_i8": ("gfx950", "A = i8 row B = i8 col C = i32 row tile = 32x32x32 waves = 1x1 epilogue = residual"),
+    "res_batched": ("gfx942", "A = f16 col B = f16 row C = f16 col tile = 32x32x16 waves = 1x1 batched = true "
+                              "epilogue = bias(row) -> relu -> residual"),
+    "res_splitk": ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 32x32x16 waves = 1x1 "
+                             "schedule = splitk(3) epilogue = silu -> residual"),
+    "res_streamk": ("gfx90a", "A = f16 row B = f16 row C = f32 row tile = 32x32x16 waves = 1x1 "
+                              "schedule = streamk epilogue = residual"),
+    "res_grouped": ("gfx942", "A = f16 row B = f16 row C = f16 row tile = 32x32x16 waves = 1x1 mode = grouped "
+                              "epilogue = bias(col) -> silu -> residual"),
+    "res_masked": ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 16x32x32 waves = 1x2 mode = masked "
+                             "epilogue = residual"),
+}
+SHAPES = [(1, 1, 1), (37, 45, 19), (70, 20, 0), (1, 100, 70), (65, 7, 33)]
+GROUPS = [[0, 37, 1, 0, 20], [5], [0, 0]]
+
+
+def _source(name: str) -> str:
+    arch, body = KERNELS[name]
+    return f"target {arch}\nkernel {name} {{ {body} }}\n"
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, Kernel]:
+    backend = get_backend("emu")
+    plans = {n: plan_for(_source(n), n, "amd", KERNELS[n][0]) for n in KERNELS}
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
+        return {n: f.result() for n, f in futs.items()}
+
+
+def _inputs(k: Kernel, sizes: dict, seed: int, groups: list[int] | None = None) -> dict:
+    """Random inputs at ``sizes`` (grouped: ``groups`` rows per group), C poisoned unless beta reads it."""
+    g = k.plan.spec.params.gemm
+    arrays = get_op("gemm").random_inputs(k.plan, sizes, np.random.default_rng(seed))
+    if groups is not None:
+        masked = g.mode == "masked"
+        arrays["counts" if masked else "offsets"][...] = np.asarray(groups) if masked else np.cumsum(groups)
+    if g.beta == 0:
+        poison(arrays["C"])
+    return arrays
+
+
+def _check(k: Kernel, arrays: dict, sizes: dict, label: str) -> None:
+    before = {n: (v.copy() if v is not None else None) for n, v in arrays.items()}
+    out = k(**arrays)
+    ref = get_op("gemm").reference(k.plan, before, sizes)["C"]
+    err = relative_error(to_float64(out, k.plan.abi["C"].dtype), ref)
+    tol = get_op("gemm").tolerance(k.plan, "C")
+    assert err <= tol, f"{label}: relative error {err:.3e} > {tol:.1e}"
+
+
+DENSE = [n for n in KERNELS if n not in ("res_grouped", "res_masked")]
+
+
+@needs_clang
+@pytest.mark.parametrize("name", DENSE)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_residual_against_float64(kernels, name, shape):
+    k = kernels[name]
+    M, N, K = shape
+    sizes = {"M": M, "N": N, "K": K} | ({"batch": 3} if k.plan.spec.params.gemm.batched else {})
+    _check(k, _inputs(k, sizes, seed=M + N + K), sizes, f"{name} {shape}")
+
+
+@needs_clang
+@pytest.mark.parametrize("name", ["res_bias_gelu", "res_splitk", "res_i8"])
+def test_residual_in_place(kernels, name):
+    """C may be the very same view as R: C = chain(...) + C, each element read before it is written."""
+    k = kernels[name]
+    sizes = {"M": 45, "N": 38, "K": 21}
+    arrays = _inputs(k, sizes, seed=3)
+    before = {n: (v.copy() if v is not None else None) for n, v in arrays.items()}
+    arrays["C"] = arrays["residual"]
+    out = k(**arrays)
+    assert out is arrays["residual"]
+    ref = get_op("gemm").reference(k.plan, before, sizes)["C"]
+    assert relative_error(to_float64(out, k.plan.abi["C"].dtype), ref) <= get_op("gemm").tolerance(k.plan, "C")
+
+
+@needs_clang
+@pytest.mark.parametrize("name", ["res_grouped", "res_masked"])
+@pytest.mark.parametrize("groups", GROUPS, ids=lambda g: "-".join(map(str, g)) or "none")
+def test_residual_grouped_and_masked(kernels, name, groups):
+    k = kernels[name]
+    masked = k.plan.spec.params.gemm.mode == "masked"
+    sizes = {"M": max(groups) if masked else sum(groups) + 3, "N": 45, "K": 37, "groups": len(groups)}
+    arrays = _inputs(k, sizes, seed=len(groups), groups=groups)
+    before = {n: (v.copy() if v is not None else None) for n, v in arrays.items()}
+    out = k(**arrays)
+    ref = get_op("gemm").reference(k.plan, before, sizes)["C"]
+    got = to_float64(out, k.plan.abi["C"].dtype)
+    covered = ~np.isnan(ref) if ref.dtype.kind == "f" else np.ones(ref.shape, bool)
+    assert relative_error(got[covered], ref[covered]) <= get_op("gemm").tolerance(k.plan, "C"), (name, groups)
+
+
+@needs_clang
+def test_residual_of_the_wrong_dtype_or_shape_is_refused(kernels):
+    k = kernels["res_bias_gelu"]
+    sizes = {"M": 20, "N": 30, "K": 10}
+    arrays = _inputs(k, sizes, seed=1)
+    bad = dict(arrays, residual=arrays["residual"].astype(np.float32))
+    with pytest.raises(CkgenError, match="residual has dtype float32"):
+        k(**bad)
+    bad = dict(arrays, residual=arrays["residual"][:19])
+    with pytest.raises(CkgenError, match="residual"):
+        k(**bad)
+    bad = {n: v for n, v in arrays.items() if n != "residual"}
+    with pytest.raises(CkgenError, match="pass residual"):
+        k(**bad)
+
+
+@pytest.mark.parametrize("chain,match", [
+    ("residual -> gelu", "residual takes no arguments and ends the chain"),
+    ("residual(col)", "residual takes no arguments"),
+    ("bias(col) -> resid", "did you mean 'residual'"),
+])
+def test_residual_chain_errors_are_located(chain, match):
+    with pytest.raises(SpecError, match=match) as exc:
+        load_text(f"kernel k {{ A = f16 row B = f16 col C = f16 row tile = 32x32x16 waves = 1x1\n"
+                  f"  epilogue = {chain} }}", "t.ck", ("gfx942",))
+    assert "t.ck:2:" in exc.value.render()
+
+
+def test_residual_abi_follows_c():
+    """R is an input after the bias (and scales), with C's dtype, dims and strides (ldc, stride_c); C may alias it."""
+    plan = plan_for(_source("res_batched"), "res_batched", "amd", "gfx942")
+    names = [a.name for a in plan.abi.args]
+    assert names[:6] == ["A", "B", "C", "bias", "residual", "M"]
+    r, c = plan.abi["residual"], plan.abi["C"]
+    assert (r.dtype, r.dims, r.strides, r.role) == (c.dtype, c.dims, c.strides, "in")
+    assert c.aliases == ("residual",)
+    plain = plan_for("target gfx942\nkernel p { A = f16 row B = f16 col C = f16 row tile = 32x32x16 waves = 1x1 }",
+                     "p", "amd", "gfx942")
+    assert "residual" not in [a.name for a in plain.abi.args] and "residual" not in str(plain.spec.params.to_json())
