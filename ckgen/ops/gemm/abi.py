@@ -71,6 +71,24 @@ def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: s
     return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
 
 
+def b_cols(g) -> str:
+    """B's columns: N, or 2*N (gate and up) for a gated epilogue."""
+    return "2*N" if g.gated else "N"
+
+
+def gate_doc(g) -> str:
+    if not g.gated:
+        return ""
+    if g.gate == "halves":
+        return ": gate columns [0, N), up columns [N, 2N)"
+    return f": blocks of {g.gate_block} gate then {g.gate_block} up columns"
+
+
+def gate_divides(g) -> tuple:
+    """interleaved(b): N a multiple of the block (whole blocks of gate and up columns)."""
+    return ((g.gate_block, "N"),) if g.gate == "interleaved" else ()
+
+
 def residual(g, stride: str | None, doc: str, outer: str = "batch") -> Arg:
     """The residual R of ``epilogue = ... -> residual``: C's dtype, dims and layout, read with C's leading
     dimension (and batch / group stride): element (i, j) of R at the offset of C's (i, j). C may be the very
@@ -102,13 +120,14 @@ def abi(spec: KernelSpec) -> Abi:
     batched = g.batched
     sb = (lambda x: x) if batched else (lambda x: None)
     a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", sb("stride_a"), doc="M x K")
-    b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", sb("stride_b"), doc="K x N")
+    nb = b_cols(g)
+    b = _matrix("B", g.b.dtype, g.b.layout, "K", nb, "ldb", sb("stride_b"), doc=f"K x {nb}" + gate_doc(g))
     c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", sb("stride_c"), role="inout" if g.beta != 0 else "out",
                 broadcast=False, doc="M x N" + (", read (beta != 0)" if g.beta != 0 else ""))
     if g.residual:
         c = replace(c, aliases=("residual",))
     axis = g.bias_axis
-    bias_len = "M" if axis == "row" else "N"
+    bias_len = "M" if axis == "row" else nb
     bias = Arg("bias", T, doc=f"length {bias_len} (bias({axis}))" if axis else "unused: pass NULL",
                dtype=bias_dtype(g.c.dtype), dims=(("batch",) if batched else ()) + (bias_len,),
                strides=(("stride_bias",) if batched else ()) + (1,),
@@ -130,7 +149,7 @@ def abi(spec: KernelSpec) -> Abi:
     if g.block_scaled:
         args += [Arg("kb", S, doc=f"K blocks of the block scales: ceil(K / {SCALE_BLOCK})"),
                  Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
-    args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, "N", "K"), ld("ldc", g.c.layout, "N", "M")]
+    args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, nb, "K"), ld("ldc", g.c.layout, "N", "M")]
     if g.block_scaled:
         args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
                  Arg("ld_scale_b", ST, doc="leading dimension of scale_b (>= max(1, kb))", at_least=("kb",))]
@@ -139,13 +158,13 @@ def abi(spec: KernelSpec) -> Abi:
                  Arg("stride_b", ST, doc="elements between B matrices (0: one B for all)"),
                  Arg("stride_c", ST, doc="elements between C matrices"),
                  Arg("stride_bias", ST, doc="elements between bias vectors (0: one for all)")]
-    if resolve_schedule(spec.params.config).uses_workspace:
+    if resolve_schedule(spec.params.config, g).uses_workspace:
         args.append(Arg("workspace", ArgKind.WORKSPACE,
                         doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
                             "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
     blocks = (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
-    return Abi(tuple(args), empty_if=empty, blocks=blocks,
+    return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=gate_divides(g),
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 
@@ -160,14 +179,15 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
     masked = g.mode == "masked"
     a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", "stride_a" if masked else None, broadcast=False,
                 outer="groups", doc="groups x M x K (M rows per group)" if masked else "M x K, rows sorted by group")
-    b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", "stride_b", broadcast=False, outer="groups",
-                doc="groups x K x N: B[g] multiplies group g")
+    nb = b_cols(g)
+    b = _matrix("B", g.b.dtype, g.b.layout, "K", nb, "ldb", "stride_b", broadcast=False, outer="groups",
+                doc=f"groups x K x {nb}: B[g] multiplies group g" + gate_doc(g))
     c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", "stride_c" if masked else None, broadcast=False,
                 outer="groups", role="inout" if g.beta != 0 else "out",
                 doc=("groups x M x N" if masked else "M x N") + (", read (beta != 0)" if g.beta != 0 else ""))
     axis = g.bias_axis
     if axis == "col":
-        bias_dims, bias_strides, bcast = ("groups", "N"), ("stride_bias", 1), ("groups",)
+        bias_dims, bias_strides, bcast = ("groups", nb), ("stride_bias", 1), ("groups",)
     elif masked:
         bias_dims, bias_strides, bcast = ("groups", "M"), ("stride_bias", 1), ("groups",)
     else:
@@ -190,14 +210,14 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
             Arg("M", S, doc="rows of each group's capacity" if masked else "rows of A and C (all groups)"),
             Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
             Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),
-            _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, "N", "K"), _ld("ldc", g.c.layout, "N", "M")]
+            _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, nb, "K"), _ld("ldc", g.c.layout, "N", "M")]
     if masked:
         args.append(Arg("stride_a", ST, doc="elements between A's groups"))
     args.append(Arg("stride_b", ST, doc="elements between B's groups"))
     if masked:
         args.append(Arg("stride_c", ST, doc="elements between C's groups"))
     args.append(Arg("stride_bias", ST, doc="elements between the bias vectors of groups (0: one for all)"))
-    return Abi(tuple(args), empty_if=("M", "N", "groups"),
+    return Abi(tuple(args), empty_if=("M", "N", "groups"), divides=gate_divides(g),
                doc=f"C = epilogue(alpha * A.B[g] + beta * C) per group g ({g.mode}), cast to C's dtype")
 
 
@@ -213,14 +233,20 @@ def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
         return scheduled_launch(cfg.tile, threads, schedule,
                                 prelaunch="gemm/tma_sched_launch.cpp.j2" if tma else None)
     z = GridDim("batch") if spec.params.gemm.batched else GridDim()
-    return Launch(threads=threads, grid=(GridDim("N", cfg.tile[1]), GridDim("M", cfg.tile[0]), z),
+    return Launch(threads=threads, grid=(GridDim("N", out_tile_n(spec)), GridDim("M", cfg.tile[0]), z),
                   prelaunch="gemm/tma_launch.cpp.j2" if tma else None)
+
+
+def out_tile_n(spec: KernelSpec) -> int:
+    """The columns of C one tile writes: the tile's N, half of it (gate and up) with a gated epilogue."""
+    tn = spec.params.config.tile[1]
+    return tn // 2 if spec.params.gemm.gated else tn
 
 
 def grouped_tiles_expr(spec: KernelSpec) -> E.Expr:
     """An upper bound of the C tiles of a grouped / masked call: grouped, sum over g of ceil(rows_g / tile M)
     <= ceil(M / tile M) + groups row tiles; masked, groups x ceil(M / tile M); times ceil(N / tile N)."""
-    tm, tn, _ = spec.params.config.tile
+    tm, tn = spec.params.config.tile[0], out_tile_n(spec)
     rows = E.add(E.cdiv("M", tm), "groups") if spec.params.gemm.mode == "grouped" else E.mul("groups", E.cdiv("M", tm))
     return E.mul(rows, E.cdiv("N", tn))
 

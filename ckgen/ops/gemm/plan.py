@@ -158,16 +158,19 @@ def check_scales(d: GemmDraft) -> None:
     if SCALE_BLOCK % cfg.tile[2]:
         raise d.fail("tile", "x".join(map(str, cfg.tile)), f"a tile K dividing {SCALE_BLOCK} (32, 64, 128)",
                      f"a K tile must lie in one {SCALE_BLOCK}-block of the block scales")
-    if resolve_schedule(cfg).kind != "tile":
+    if resolve_schedule(cfg, g).kind != "tile":
         raise d.fail("schedule", cfg.schedule.text, "tile", "block scales are applied by one workgroup per C tile")
     if g.batched:
         raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 
 
-def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr) -> bool:
-    """M/waves_m, N/waves_n and K are multiples of the instruction's M, N and K."""
+def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr,
+                      gated: bool = False) -> bool:
+    """M/waves_m, N/waves_n and K are multiples of the instruction's M, N and K (gated: N/waves_n of twice its N,
+    gate and up fragments)."""
     (tm, tn, tk), (wm, wn) = tile, waves
-    return tm % wm == 0 and tn % wn == 0 and (tm // wm) % instr.m == 0 and (tn // wn) % instr.n == 0 \
+    n = 2 * instr.n if gated else instr.n
+    return tm % wm == 0 and tn % wn == 0 and (tm // wm) % instr.m == 0 and (tn // wn) % n == 0 \
         and tk % instr.k == 0
 
 
@@ -182,7 +185,7 @@ def select_instruction(d: GemmDraft) -> None:
         d.instr = instr
         return
     for instr in cands:
-        if _instruction_fits(cfg.tile, cfg.waves, instr):
+        if _instruction_fits(cfg.tile, cfg.waves, instr, g.gated is not None):
             d.instr = instr
             return
     raise d.fail("tile", "x".join(map(str, cfg.tile)),
@@ -200,6 +203,9 @@ def check_tile(d: GemmDraft) -> None:
     if tn % (wn * i.n):
         raise d.fail("tile", tile, f"tile N a multiple of waves_n*instr_n = {wn}*{i.n} = {wn * i.n}",
                      "tile N is not divisible by waves x instruction")
+    if d.g.gated and tn % (2 * wn * i.n):
+        raise d.fail("tile", tile, f"tile N a multiple of 2*waves_n*instr_n = {2 * wn * i.n}",
+                     f"{d.g.gated}: each wave's N extent holds gate and up fragments of instr_n = {i.n} columns")
     if tk % i.k:
         raise d.fail("tile", tile, f"tile K a multiple of instr_k = {i.k}", "tile K is not divisible by the instruction's K")
     if not 1 <= cfg.lds_buffers <= d.body.max_lds_buffers:
@@ -234,6 +240,33 @@ def check_kernel_body(d: GemmDraft) -> None:
         rule(d)
 
 
+def gate_run(g: GemmSpec, cfg: TileConfig) -> int:
+    """Columns of B that a gated tile takes contiguously: half a wave's N extent (halves), or the interleave
+    block when smaller."""
+    half = cfg.tile[1] // cfg.waves[1] // 2
+    return min(half, g.gate_block) if g.gate == "interleaved" else half
+
+
+def check_gated(d: GemmDraft) -> None:
+    """Gated epilogues (swiglu, geglu): one workgroup per tile (split-K would sum gate and up apart), no column
+    scales of B, and an interleave block that either divides half a wave's N extent or is a multiple of it (so
+    that each half of every wave's extent is whole blocks of gate or up columns)."""
+    g, cfg = d.g, d.cfg
+    if g.gated is None:
+        return
+    if cfg.schedule.kind in ("splitk", "streamk"):
+        raise d.fail("schedule", cfg.schedule.text, "tile or auto",
+                     f"split-K and stream-K are not implemented for gated epilogues ({g.gated})")
+    if g.scale_b in ("col", "block"):
+        raise d.fail("scale_b", g.scale_b, "tensor or none",
+                     f"a gated epilogue ({g.gated}) takes no per-column scales of B yet")
+    half = cfg.tile[1] // cfg.waves[1] // 2
+    if g.gate == "interleaved" and g.gate_block % half and half % g.gate_block:
+        legal = [b for b in (8, 16, 32, 64, 128, 256) if b % half == 0 or half % b == 0]
+        raise d.fail("gate", g.gate_text, "halves, " + ", ".join(f"interleaved({b})" for b in legal),
+                     f"half a wave's N extent ({half} columns) must be whole blocks, or lie in one")
+
+
 def choose_vectors(d: GemmDraft) -> None:
     g, cfg = d.g, d.cfg
     (tm, tn, tk) = cfg.tile
@@ -244,7 +277,8 @@ def choose_vectors(d: GemmDraft) -> None:
     unit_a = mn_unit_elements(d.target, g.a.dtype.bytes, g.a.layout == Layout.ROW)
     unit_b = mn_unit_elements(d.target, g.b.dtype.bytes, g.b.layout == Layout.COL)
     extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk // unit_a),
-               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk // unit_b),
+               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else gate_run(g, cfg) if g.gated else tn,
+                         tn * tk // unit_b),
                "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
     chosen = []
     for param, (dtype, extent, elems) in extents.items():
@@ -320,7 +354,7 @@ def estimate_registers(d: GemmDraft) -> None:
 def plan_epilogue(d: GemmDraft) -> None:
     g = d.g
     d.bias_dtype = g.c.dtype if g.c.dtype.is_float else DType.F32
-    d.integer_epilogue = not g.acc.is_float and not g.chain and g.alpha == 1.0 and g.beta == 0.0
+    d.integer_epilogue = not g.acc.is_float and not g.chain and not g.gated and g.alpha == 1.0 and g.beta == 0.0
     d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.chain)
     if g.residual and g.scaled:
         raise d.fail("epilogue", " -> ".join(op.text for op in g.epilogue), "a chain without residual, or no "
@@ -351,7 +385,8 @@ def plan_tma_body(d: GemmDraft) -> None:
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
     # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
-    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped  # (grouped: masked stores)
+    # (grouped: masked stores; residual: the staged epilogue, gemm_sm90_tma.h kTmaStoreC)
+    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped and not g.residual
     per_warp = cfg.tile[1] // 64 * 2048 if tma_store else 16 * (128 + 16)
 
     def smem(stages: int) -> int:
@@ -371,6 +406,7 @@ PASSES = (
     check_scales,         # scalings: f32 accumulation; block scales' pairing, K tile, schedule, body
     check_tile,           # tile divisible by waves x instruction; pipeline depth
     check_kernel_body,    # the shape rules of the target's device body
+    check_gated,          # gated epilogues: schedule, scales, interleave block
     choose_vectors,       # global vector widths
     plan_lds,             # LDS layout, bytes and capacity
     estimate_registers,   # register budget

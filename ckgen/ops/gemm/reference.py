@@ -12,12 +12,28 @@ from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
-from ckgen.ops.gemm.spec import SCALE_BLOCK
+from ckgen.ops.gemm.spec import GATED, SCALE_BLOCK
 
 
 def activation(kind: str, x: np.ndarray) -> np.ndarray:
     """float64 reference of an epilogue activation: ``relu``, ``gelu`` (tanh form) or ``silu``."""
     return ACTIVATIONS[kind](x)
+
+
+def gate_columns(g, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """B's gate and up column of each of the n output columns of a gated epilogue (halves or interleaved)."""
+    o = np.arange(n)
+    if g.gate == "interleaved":
+        bk = g.gate_block
+        gate = (o // bk) * 2 * bk + o % bk
+        return gate, gate + bk
+    return o, o + n
+
+
+def _gate(g, r):
+    """act(gate) * up over the last axis of r (B's 2 N columns, the chain already applied)."""
+    gi, ui = gate_columns(g, r.shape[-1] // 2)
+    return activation(GATED[g.gated], r[..., gi]) * r[..., ui]
 
 
 def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np.ndarray]:
@@ -50,6 +66,8 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
             r = r + (bias[..., :, None] if op.axis == "row" else bias[..., None, :])
         else:
             r = activation(op.kind, r)
+    if g.gated:
+        r = _gate(g, r)
     if g.residual:
         r = r + to_float64(arrays["residual"], g.c.dtype)
     if not g.c.dtype.is_float:
@@ -69,6 +87,8 @@ def _epilogue(g, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
         r = r + g.beta * c0
     for op in g.chain:
         r = r + bias if op.kind == "bias" else activation(op.kind, r)
+    if g.gated:
+        r = _gate(g, r)
     if g.residual:
         r = r + res
     if not g.c.dtype.is_float:
@@ -172,6 +192,14 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
             r = 0.5 * r * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (r + 0.044715 * r ** 3)))
         else:
             r = r / (1.0 + torch.exp(-r))
+    if g.gated:
+        gi, ui = (torch.as_tensor(x, device=r.device) for x in gate_columns(g, r.shape[-1] // 2))
+        gate, up = r[..., gi], r[..., ui]
+        if GATED[g.gated] == "silu":
+            gate = gate / (1.0 + torch.exp(-gate))
+        else:
+            gate = 0.5 * gate * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (gate + 0.044715 * gate ** 3)))
+        r = gate * up
     if g.residual:
         r = r + arrays["residual"].double()
     if not g.c.dtype.is_float:

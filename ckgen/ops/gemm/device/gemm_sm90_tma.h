@@ -98,7 +98,10 @@ struct TmaGemm {
   //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
   static constexpr int kGroupMode = GroupModeOf<Cfg>::value;
-  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0;
+  // (a residual epilogue stages through store_c_staged: kEpiSub fragments per pass keep the residual's loads
+  // beside the accumulators within the consumers' registers, which the whole-tile TMA-store pass does not)
+  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0 &&
+                                     !epi::IsResidual<Operand>::value;
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
   static constexpr int kEpiWarpBytes = kTmaStoreC ? kCBoxes * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
   static constexpr int kEpiOffset = kTmaStoreC ? (kBarOffset + 2 * kStages * 8 + 1023) / 1024 * 1024
