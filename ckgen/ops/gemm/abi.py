@@ -233,7 +233,9 @@ def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
         return scheduled_launch(cfg.tile, threads, schedule,
                                 prelaunch="gemm/tma_sched_launch.cpp.j2" if tma else None)
     z = GridDim("batch") if spec.params.gemm.batched else GridDim()
-    return Launch(threads=threads, grid=(GridDim("N", out_tile_n(spec)), GridDim("M", cfg.tile[0]), z),
+    # (gated: no sub-problems along N, whose slices would move B's up columns)
+    n = GridDim("N", out_tile_n(spec), split=not spec.params.gemm.gated)
+    return Launch(threads=threads, grid=(n, GridDim("M", cfg.tile[0]), z),
                   prelaunch="gemm/tma_launch.cpp.j2" if tma else None)
 
 

@@ -229,6 +229,11 @@ def _mma_sync_body(d: GemmDraft) -> None:
             side = "M" if param == "A" else "N"
             raise d.fail("tile", tile, f"tile {side} * {dtype.bytes} bytes a power-of-two multiple of 16 bytes",
                          f"{param} is {layout.value}-major, so its {side} extent is loaded in 16-byte chunks")
+    if g.gated and g.b.layout == Layout.ROW and gate_run(g, _wave_n(cfg)) * g.b.dtype.bytes % 16:
+        run = gate_run(g, _wave_n(cfg))
+        raise d.fail("gate" if g.gate == "interleaved" else "tile", g.gate_text if g.gate == "interleaved" else tile,
+                     f"runs of gate / up columns of a multiple of {16 // g.b.dtype.bytes} (16 bytes)",
+                     f"row-major B loads in 16-byte chunks; this kernel's runs are {run} columns")
 
 
 #: extra shape rules of a device body, by its header (the MFMA body has none beyond the common checks).
@@ -240,11 +245,16 @@ def check_kernel_body(d: GemmDraft) -> None:
         rule(d)
 
 
-def gate_run(g: GemmSpec, cfg: TileConfig) -> int:
-    """Columns of B that a gated tile takes contiguously: half a wave's N extent (halves), or the interleave
-    block when smaller."""
-    half = cfg.tile[1] // cfg.waves[1] // 2
+def gate_run(g: GemmSpec, extent: int) -> int:
+    """Columns of B that a gated tile takes contiguously when each ``extent`` of its N (a wave's, or the Hopper
+    body's whole tile) holds gate columns then up columns: half the extent (halves), or the interleave block when
+    smaller."""
+    half = extent // 2
     return min(half, g.gate_block) if g.gate == "interleaved" else half
+
+
+def _wave_n(cfg: TileConfig) -> int:
+    return cfg.tile[1] // cfg.waves[1]
 
 
 def check_gated(d: GemmDraft) -> None:
@@ -277,7 +287,7 @@ def choose_vectors(d: GemmDraft) -> None:
     unit_a = mn_unit_elements(d.target, g.a.dtype.bytes, g.a.layout == Layout.ROW)
     unit_b = mn_unit_elements(d.target, g.b.dtype.bytes, g.b.layout == Layout.COL)
     extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk // unit_a),
-               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else gate_run(g, cfg) if g.gated else tn,
+               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else gate_run(g, _wave_n(cfg)) if g.gated else tn,
                          tn * tk // unit_b),
                "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
     chosen = []
@@ -387,7 +397,13 @@ def plan_tma_body(d: GemmDraft) -> None:
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
     # (grouped: masked stores; residual: the staged epilogue, gemm_sm90_tma.h kTmaStoreC)
     tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped and not g.residual
-    per_warp = cfg.tile[1] // 64 * 2048 if tma_store else 16 * (128 + 16)
+    out_n = cfg.tile[1] // 2 if g.gated else cfg.tile[1]
+    per_warp = out_n // 64 * 2048 if tma_store else 16 * (128 + 16)
+    if g.gated and g.b.layout == Layout.ROW and gate_run(g, cfg.tile[1]) % 64:
+        raise d.fail("gate", g.gate_text, "halves, interleaved(64), interleaved(128)" +
+                     (", interleaved(256)" if cfg.tile[1] == 256 else "") + " (or B col-major)",
+                     "the Hopper body loads row-major B in boxes of 64 columns: each must be whole gate or up "
+                     "columns (a smaller block would leave this kernel on the slower mma.sync body)")
 
     def smem(stages: int) -> int:
         bars_end = stages * (tile_bytes + 16)

@@ -43,6 +43,18 @@ KERNELS = {
                               "epilogue = bias(col) -> silu -> residual"),
     "res_masked": ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 16x32x32 waves = 1x2 mode = masked "
                              "epilogue = residual"),
+    # gated: B has 2 N columns (gate, up), C N
+    "glu_halves": ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x64x16 waves = 1x1 epilogue = swiglu"),
+    "glu_rowb_il16": ("gfx942", "A = f16 row B = f16 row C = f16 row tile = 32x64x16 waves = 1x1 gate = interleaved(16) "
+                                "epilogue = bias(col) -> geglu -> residual"),
+    "glu_waves": ("gfx90a", "A = bf16 col B = bf16 row C = f32 col tile = 64x64x32 waves = 2x2 instr = 16x16x16 "
+                            "epilogue = bias(row) -> swiglu"),
+    "glu_il64": ("gfx950", "A = bf16 row B = bf16 col C = bf16 row alpha = 0.5 tile = 32x128x32 waves = 1x2 "
+                           "gate = interleaved(64) epilogue = geglu"),
+    "glu_grouped": ("gfx942", "A = f16 row B = f16 row C = f16 row tile = 32x64x16 waves = 1x1 mode = grouped "
+                              "epilogue = bias(col) -> swiglu"),
+    "glu_masked": ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 16x64x32 waves = 1x2 mode = masked "
+                             "gate = interleaved(8) epilogue = geglu -> residual"),
 }
 SHAPES = [(1, 1, 1), (37, 45, 19), (70, 20, 0), (1, 100, 70), (65, 7, 33)]
 GROUPS = [[0, 37, 1, 0, 20], [5], [0, 0]]
@@ -83,7 +95,9 @@ def _check(k: Kernel, arrays: dict, sizes: dict, label: str) -> None:
     assert err <= tol, f"{label}: relative error {err:.3e} > {tol:.1e}"
 
 
-DENSE = [n for n in KERNELS if n not in ("res_grouped", "res_masked")]
+DENSE = [n for n in KERNELS if n.startswith("res_") and n not in ("res_grouped", "res_masked")]
+GATED = [n for n in KERNELS if n.startswith("glu_") and n not in ("glu_grouped", "glu_masked")]
+GLU_SHAPES = [(1, 16, 1), (37, 48, 19), (70, 7, 45), (1, 128, 70), (65, 96, 0)]
 
 
 @needs_clang
@@ -112,12 +126,28 @@ def test_residual_in_place(kernels, name):
 
 
 @needs_clang
-@pytest.mark.parametrize("name", ["res_grouped", "res_masked"])
+@pytest.mark.parametrize("name", GATED)
+@pytest.mark.parametrize("shape", GLU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gated_against_float64(kernels, name, shape):
+    """Awkward sizes: M = 1, N below one tile (N = 7: the tile's N / 2 outputs mostly past N), K tails and K = 0."""
+    k = kernels[name]
+    M, N, K = shape
+    if k.plan.spec.params.gemm.gate == "interleaved" and N % k.plan.spec.params.gemm.gate_block:
+        N = k.plan.spec.params.gemm.gate_block  # (whole blocks)
+    sizes = {"M": M, "N": N, "K": K}
+    arrays = _inputs(k, sizes, seed=M * 7 + N + K)
+    assert arrays["B"].shape == (K, 2 * N) and arrays["C"].shape == (M, N)
+    _check(k, arrays, sizes, f"{name} {M}x{N}x{K}")
+
+
+@needs_clang
+@pytest.mark.parametrize("name", ["res_grouped", "res_masked", "glu_grouped", "glu_masked"])
 @pytest.mark.parametrize("groups", GROUPS, ids=lambda g: "-".join(map(str, g)) or "none")
-def test_residual_grouped_and_masked(kernels, name, groups):
+def test_grouped_and_masked(kernels, name, groups):
+    """MoE layouts: B per group (gated: groups x K x 2 N), empty groups, a single group, rows past the last offset."""
     k = kernels[name]
     masked = k.plan.spec.params.gemm.mode == "masked"
-    sizes = {"M": max(groups) if masked else sum(groups) + 3, "N": 45, "K": 37, "groups": len(groups)}
+    sizes = {"M": max(groups, default=0) if masked else sum(groups) + 3, "N": 40, "K": 37, "groups": len(groups)}
     arrays = _inputs(k, sizes, seed=len(groups), groups=groups)
     before = {n: (v.copy() if v is not None else None) for n, v in arrays.items()}
     out = k(**arrays)
@@ -141,6 +171,77 @@ def test_residual_of_the_wrong_dtype_or_shape_is_refused(kernels):
     bad = {n: v for n, v in arrays.items() if n != "residual"}
     with pytest.raises(CkgenError, match="pass residual"):
         k(**bad)
+
+
+@needs_clang
+def test_gated_bad_shapes_are_refused(kernels):
+    """B's columns must be twice C's (an odd count, or a mismatch, names B / C); interleaved(b) needs N a multiple of
+    b. Nothing is launched: C keeps its poison."""
+    k = kernels["glu_rowb_il16"]
+    arrays = _inputs(k, {"M": 5, "N": 32, "K": 9}, seed=2)
+    rng = np.random.default_rng(0)
+    odd = dict(arrays, B=rng.standard_normal((9, 63)).astype(np.float16))
+    with pytest.raises(CkgenError, match=r"B has shape \(9, 63\): its dim 2\*N must be a multiple of 2"):
+        k(**odd)
+    wide = dict(arrays, B=rng.standard_normal((9, 66)).astype(np.float16))
+    with pytest.raises(CkgenError, match="N differ"):
+        k(**wide)
+    k24 = _inputs(k, {"M": 5, "N": 24, "K": 9}, seed=3)
+    before = k24["C"].copy()
+    with pytest.raises(CkgenError, match="N = 24 must be a multiple of 16"):
+        k(**k24)
+    assert np.array_equal(k24["C"].view(np.uint8), before.view(np.uint8))
+
+
+GLU = "A = f16 row B = f16 col C = f16 row tile = 32x64x16 waves = 1x1"
+
+
+@pytest.mark.parametrize("body,match,where", [
+    (f"{GLU} gate = interleaved(48)\n epilogue = swiglu", "the block must be a power of two", "gate"),
+    (f"{GLU} gate = halves\n epilogue = gelu", "only a gated epilogue", "gate"),
+    (f"{GLU} beta = 1.0\n epilogue = swiglu", "a gated epilogue takes beta = 0", "beta"),
+    (f"{GLU} epilogue = swiglu -> relu", "only a residual may follow a gated op", "relu"),
+    (f"{GLU} epilogue = relu -> swiglu", "only a bias may come before a gated op", "swiglu"),
+    (f"{GLU} gate = interleave(64)\n epilogue = swiglu", "did you mean 'interleaved'", "gate"),
+])
+def test_gated_dsl_errors_are_located(body, match, where):
+    with pytest.raises(SpecError, match=match) as exc:
+        load_text(f"kernel k {{ {body} }}", "t.ck", ("gfx942",))
+    assert "t.ck:" in exc.value.render() and where in exc.value.render()
+
+
+@pytest.mark.parametrize("arch,body,param,match", [
+    ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x96x16 waves = 1x1 gate = interleaved(32) "
+               "epilogue = swiglu", "gate", "half a wave's N extent"),
+    ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x32x16 waves = 1x1 instr = 32x32x8 epilogue = swiglu",
+     "tile", "gate and up fragments"),
+    ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x64x16 waves = 1x1 schedule = splitk(2) "
+               "epilogue = swiglu", "schedule", "not implemented for gated"),
+    ("sm_90", "A = bf16 row B = bf16 row C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4 "
+              "gate = interleaved(32) epilogue = swiglu", "gate", "boxes of 64 columns"),
+])
+def test_gated_plan_errors_name_the_parameter(arch, body, param, match):
+    from ckgen.errors import ValidationError
+    from ckgen.lower import plan_kernel
+
+    (spec,) = load_text(f"kernel k {{ {body} }}", "t.ck", (arch,))
+    with pytest.raises(ValidationError, match=match) as exc:
+        plan_kernel(spec, arch)
+    assert exc.value.param == param
+
+
+def test_gated_abi_and_launch():
+    """B is K x 2*N (its leading dimension at least 2 N when row-major), bias(col) 2 N; the grid walks C's N in
+    tiles of half the tile's N; auto picks one workgroup per tile; ungated kernels keep their JSON."""
+    plan = plan_for(_source("glu_rowb_il16"), "glu_rowb_il16", "amd", "gfx942")
+    abi = plan.abi
+    assert abi["B"].dims == ("K", "2*N") and abi["bias"].dims == ("2*N",) and abi["C"].dims == ("M", "N")
+    assert abi["ldb"].at_least == ("2*N",) and abi.divides == ((16, "N"),)
+    assert plan.launch.grid[0].size == "N" and plan.launch.grid[0].per == 32
+    auto = plan_for("target gfx942\nkernel a { A = f16 row B = f16 col C = f16 row tile = 32x64x16 waves = 1x1 "
+                    "schedule = auto epilogue = swiglu }", "a", "amd", "gfx942")
+    assert auto.body.schedule is None and auto.abi.workspace is None
+    assert plan.spec.params.gemm.to_json()["gate"] == {"form": "interleaved", "block": 16}
 
 
 @pytest.mark.parametrize("chain,match", [

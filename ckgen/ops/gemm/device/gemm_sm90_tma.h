@@ -91,7 +91,19 @@ struct TmaGemm {
   static constexpr int kBBytes = Cfg::kTileN * kRow;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kFrags = Cfg::kTileN / 8;   // a warp's 8-column accumulator fragments (4 floats each)
-  static constexpr int kCBoxes = Cfg::kTileN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
+  // Gated epilogues (swiglu, geglu; blocks/epilogue.h): the tile's first kTileN / 2 B rows in shared memory are
+  // gate columns, the rest the matching up columns (blk::GatedRows over the warpgroup's whole N extent), loaded
+  // as boxes of kGateRun columns; fragment j < kFrags / 2 is a gate, j + kFrags / 2 its up; a tile writes kOutN
+  // columns of C (kOutFrags fragments).
+  static constexpr bool kGated = epi::gated<Cfg>();
+  static constexpr int kGateBlock = epi::GateOf<Cfg>::kBlock;
+  static constexpr int kOutN = epi::out_tile_n<Cfg>();
+  static constexpr int kOutFrags = kOutN / 8;
+  static constexpr int kGateRun = kGateBlock && kGateBlock < kOutN ? kGateBlock : kOutN;
+  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kTileN, kGateBlock>;
+  static constexpr int kCBoxes = kOutN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
+  static constexpr int kBCols = kGated ? 2 : 1;                    // B's columns per column of C
+  static constexpr int kBBoxRows = kGated ? kGateRun : Cfg::kTileN;  // a K-major B box's rows
   static constexpr int kBarOffset = kStages * kStageBytes;
   // The epilogue's staging space, one region per consumer warp (its 16 rows x kTileN columns of C):
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
@@ -109,6 +121,8 @@ struct TmaGemm {
   static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
   static constexpr int kNotApplicable = -1;
   static constexpr int kKind = gemm_sched::ScheduleOf<Cfg>::value;
+  static_assert(!kGated || (kBK ? kGateRun % 8 == 0 : kGateRun % 64 == 0),
+                "gated: B's runs of gate / up columns are whole TMA boxes (8 rows K-major, 64 columns MN-major)");
   // The next tile's first wgmmas go out before this tile's staging stores (header comment).
   static constexpr bool kOverlapEpilogue = kKind == gemm_sched::kTile && kTmaStoreC;
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
@@ -163,10 +177,10 @@ struct TmaGemm {
     gemm_grouped::GroupCursor<Cfg, Groups> cursor;
     int tiles_m, tiles_n, M, nk, t;
     CKGEN_DEVICE Pieces(int M_, int N, int nk_, int batch, int splits, const void* index)
-        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch,
+        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN) * batch,
                nk_, splits),
           cursor(Groups{static_cast<const TIndex*>(index), M_}, kGroupMode ? batch : 0, N),
-          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + Cfg::kTileN - 1) / Cfg::kTileN), M(M_),
+          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + kOutN - 1) / kOutN), M(M_),
           nk(nk_), t(block_id(0)) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
       if constexpr (kGroupMode != 0) {
@@ -215,7 +229,7 @@ struct TmaGemm {
     int tm, tn;
     grouped_tile(t - b * per, tiles_m, tiles_n, kGroupM, tm, tn);
     m0 = tm * Cfg::kTileM;
-    n0 = tn * Cfg::kTileN;
+    n0 = tn * kOutN;
   }
 
   // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item).
@@ -241,7 +255,7 @@ struct TmaGemm {
     }
     barrier();
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
-    const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
+    const int tiles_n = (N + kOutN - 1) / kOutN;
     const int tiles = tiles_m * tiles_n * batch;
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
     if (warp / 4 == kConsumers) {
@@ -270,7 +284,15 @@ struct TmaGemm {
 #pragma unroll
             for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
           }
-          if constexpr (kBK) {
+          if constexpr (kGated) {
+            const GateRows rows{n0, N};
+#pragma unroll
+            for (int r = 0; r < Cfg::kTileN; r += kBK ? kGateRun : 64) {
+              const int col = static_cast<int>(rows.phys(r));  // a run of kGateRun columns of B
+              if constexpr (kBK) tma_load_3d(sb + r * kRow, &tb, k0, col, bb, full);
+              else tma_load_3d(sb + (r / 64) * kBox, &tb, col, k0, bb, full);
+            }
+          } else if constexpr (kBK) {
             tma_load_3d(sb, &tb, k0, n0, bb, full);
           } else {
 #pragma unroll
@@ -403,7 +425,7 @@ struct TmaGemm {
   // converted (Epi::pair). Kept apart from the accumulators so that the next tile may be issued into those
   // before the outputs are staged (kOverlapEpilogue).
   struct COut {
-    vec<TC, 2> v[kFrags][2];
+    vec<TC, 2> v[kOutFrags][2];
   };
 
   // acc (the warp's fragments of the tile) -> out. Outputs past M / N are computed (and dropped by the TMA
@@ -412,19 +434,21 @@ struct TmaGemm {
                                     Operand bias, int M, int N, long long ldc, int lane, COut& out) {
     const int g = lane >> 2, t = lane & 3;
     auto pairs = [&](auto checked) {
+      constexpr int kUp = kGated ? kFrags / 2 : 0;  // (gated: fragment j's up is j + kUp)
 #pragma unroll
-      for (int j = 0; j < kFrags; ++j) {
+      for (int j = 0; j < kOutFrags; ++j) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = m0 + row0 + g + 8 * h;
           const int col = n0 + 8 * j + 2 * t;
           const long long off = static_cast<long long>(row) * ldc + col;
-          out.v[j][h] = Epi::template pair<decltype(checked)::value>(acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1],
-                                                                     row, col, C, off, bias, M, N);
+          out.v[j][h] = Epi::template pair<decltype(checked)::value>(
+              acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
+              row, col, C, off, bias, M, N);
         }
       }
     };
-    if (Epi::unchecked(m0 + row0, n0, 16, Cfg::kTileN, M, N)) pairs(BoolConst<false>{});
+    if (Epi::unchecked(m0 + row0, n0, 16, kOutN, M, N)) pairs(BoolConst<false>{});
     else pairs(BoolConst<true>{});
   }
 
@@ -438,7 +462,7 @@ struct TmaGemm {
     if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
 #pragma unroll
-    for (int j = 0; j < kFrags; ++j) {
+    for (int j = 0; j < kOutFrags; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
@@ -494,8 +518,8 @@ struct TmaGemm {
     // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
-                          : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, 64, kBBoxRows)
+                          : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
       const int nbc = batch;
@@ -505,7 +529,7 @@ struct TmaGemm {
     }
     if (!ok_a || !ok_b) return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
-                            ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
+                            ((N + kOutN - 1) / kOutN) * batch;
     if (tiles > 0x7fffffffLL) return kNotApplicable;
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
@@ -539,10 +563,10 @@ struct TmaGemm {
     const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
-                          : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, 64, kBBoxRows)
+                          : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
-    const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
+    const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + kOutN - 1) / kOutN;
     const long long bound = (kGroupMode == 1 ? tiles_m + groups : tiles_m * groups) * tiles_n;
     if (bound > 0x7fffffffLL || bound < 1) return kNotApplicable;
     const int flags = (nba == 1 ? kBroadcastA : 0) | (nbb == 1 ? kBroadcastB : 0);
@@ -563,13 +587,14 @@ struct TmaGemm {
     if (!sm90_device(&sms)) return kNotApplicable;
     CUtensorMap ta, tb;
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 1, 0, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 1, 0, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 1, 0, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 1, 0, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, 1, 0, 64, kBBoxRows)
+                          : encode(&tb, B, kBCols * N, K, ldb, 1, 0, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
       if (!aligned16(C, ldc, 2) || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16)) return kNotApplicable;
     }
-    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
     if (blocks > sms) blocks = sms;
     if (blocks < 1 || tiles * splits > 0x7fffffffLL) return kNotApplicable;
