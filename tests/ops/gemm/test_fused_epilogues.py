@@ -267,3 +267,57 @@ def test_residual_abi_follows_c():
     plain = plan_for("target gfx942\nkernel p { A = f16 row B = f16 col C = f16 row tile = 32x32x16 waves = 1x1 }",
                      "p", "amd", "gfx942")
     assert "residual" not in [a.name for a in plain.abi.args] and "residual" not in str(plain.spec.params.to_json())
+
+
+RUNG1_CK = """
+kernel r1_res { A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 2x2 epilogue = bias(col) -> gelu -> residual }
+kernel r1_glu { A = bf16 row B = bf16 row C = bf16 row tile = 64x128x32 waves = 2x2 mode = grouped
+                gate = interleaved(32) epilogue = bias(col) -> swiglu -> residual }
+"""
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx90a", "clang++-19"), ("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
+def test_fused_kernels_compile_with_their_mfma_and_no_spills(tmp_path, arch, clang):
+    """Rung 1: the residual and gated epilogues in AMD code objects, the planned MFMA in the main loop, no spills."""
+    from ckgen import driver
+
+    if shutil.which(clang) is None:
+        pytest.skip(f"{clang} is not installed")
+    src = tmp_path / "fused.ck"
+    src.write_text(RUNG1_CK)
+    (lib,) = driver.compile_files([src], (arch,), tmp_path / "out", jobs=2)
+    for p in lib.plans:
+        res = lib.resources[(p.name, arch)]
+        assert res["mfma"].get(p.body.instr.mnemonic, 0) > 0 and res["mfma_in_main_loop"] > 0, (p.name, res["mfma"])
+        assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, (p.name, res)
+    header = (tmp_path / "out" / "fused.h").read_text()
+    assert "const void* residual" in header
+
+
+NV_CK = """
+target sm_90
+kernel hop_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+                 epilogue = bias(col) -> swiglu -> residual }
+kernel hop_glu_m { A = f16 row B = f16 row C = f16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4 mode = masked
+                   gate = interleaved(64) epilogue = geglu }
+"""
+
+
+def test_nvidia_build_of_fused_kernels(tmp_path):
+    """nvcc (sm_90), compile only: both entries of gated / residual kernels (mma.sync, and the Hopper body's
+    `<name>_tma` with wgmma) build without spills."""
+    from ckgen import driver
+    from ckgen.backends.nvidia import compiler as nvidia
+
+    try:
+        nvidia.find_nvcc()
+    except CkgenError as exc:
+        pytest.skip(str(exc))
+    src = tmp_path / "nvf.ck"
+    src.write_text(NV_CK)
+    (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2)
+    for (name, _), res in lib.resources.items():
+        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
+        hopper = res["tma_body"]
+        assert hopper["entry"] == f"{name}_tma" and hopper["spill_stores"] == 0, (name, hopper)
+        assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"]), (name, hopper)
