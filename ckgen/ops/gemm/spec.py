@@ -1,6 +1,8 @@
 """The GEMM op's kernel description and its DSL keys.
 
-``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. With
+``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. The chain may end in
+``residual`` (``+ R``, an input laid out as C) and may be gated (``swiglu`` / ``geglu``: B is K x 2N, gate and up
+columns as ``gate`` says, C = act(gate) * up). With
 ``batched = true`` every operand gains a leading batch dimension with its own batch stride (0 broadcasts). With
 ``mode = grouped`` (or ``masked``) it is G GEMMs sharing N and K with rows per group given at run time (the
 mixture-of-experts layouts: :mod:`ckgen.ops.gemm.abi`).
@@ -182,7 +184,10 @@ class EpilogueOp:
 
 @dataclass(frozen=True)
 class GemmSpec:
-    """``C = epilogue(alpha * A @ B + beta * C)``, cast to C's dtype. A is MxK, B is KxN."""
+    """``C = epilogue(alpha * A @ B + beta * C)``, cast to C's dtype. A is MxK, B is KxN. ``epilogue`` may end in a
+    ``residual`` op (``+ R`` after the chain) and may hold one gated op (``swiglu`` / ``geglu``, after a bias at
+    most): then B is K x 2N, ``gate`` (``halves`` / ``interleaved``, with ``gate_block``) places its gate and up
+    columns, C = act(chain(gate)) * chain(up) and beta is 0."""
 
     a: TensorSpec
     b: TensorSpec
