@@ -321,3 +321,36 @@ def test_nvidia_build_of_fused_kernels(tmp_path):
         hopper = res["tma_body"]
         assert hopper["entry"] == f"{name}_tma" and hopper["spill_stores"] == 0, (name, hopper)
         assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"]), (name, hopper)
+
+
+def test_multiplied_dims_of_the_abi():
+    """``k*NAME`` dims (a gated B's ``2*N``): parts, values, and what the older form readers refuse."""
+    from ckgen.ir.abi import dim_parts, dim_value, split_dim
+
+    assert dim_parts("2*N") == ("N", 2, 0) and dim_parts("batch+1") == ("batch", 1, 1) and dim_parts(64) == (None, 0, 64)
+    assert dim_value("2*N", {"N": 7}) == 14 and dim_value("M", {"M": 3}) == 3
+    for bad in ("N*2", "1*N", "x*N"):
+        with pytest.raises(ValueError):
+            dim_parts(bad)
+    with pytest.raises(ValueError, match="dim_parts"):
+        split_dim("2*N")
+
+
+@needs_clang
+def test_gated_family_dispatches_on_the_output_n():
+    """A family of gated kernels: one dispatcher whose call takes C's N (B has 2 N columns); members of another gate
+    form get a dispatcher of their own (another signature)."""
+    import ckgen
+
+    text = ("target gfx942\nfamily fg { A = f16 row B = f16 col C = f16 row waves = 1x1 epilogue = swiglu -> residual\n"
+            "  tile in [32x64x16, 16x32x32] }\n")
+    f = ckgen.jit(text, kernel="fg", target="emu")
+    rng = np.random.default_rng(5)
+    M, N, K = 19, 40, 23
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = np.asfortranarray(rng.standard_normal((K, 2 * N)).astype(np.float16))
+    r = rng.standard_normal((M, N)).astype(np.float16)
+    c = f(A=a, B=b, residual=r)
+    h = a.astype(np.float64) @ b.astype(np.float64)
+    want = h[:, :N] / (1 + np.exp(-h[:, :N])) * h[:, N:] + r
+    assert c.shape == (M, N) and relative_error(c.astype(np.float64), want) < 5e-3
