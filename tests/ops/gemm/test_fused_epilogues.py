@@ -338,8 +338,7 @@ def test_multiplied_dims_of_the_abi():
 
 @needs_clang
 def test_gated_family_dispatches_on_the_output_n():
-    """A family of gated kernels: one dispatcher whose call takes C's N (B has 2 N columns); members of another gate
-    form get a dispatcher of their own (another signature)."""
+    """A family of gated kernels: one dispatcher whose call takes C's N (B has 2 N columns)."""
     import ckgen
 
     text = ("target gfx942\nfamily fg { A = f16 row B = f16 col C = f16 row waves = 1x1 epilogue = swiglu -> residual\n"
