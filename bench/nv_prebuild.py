@@ -1,9 +1,9 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/layer_nv.ck,
-bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck (one library per kernel, as their benchmarks JIT them) and
+bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck, bench/gemm_fused_nv.ck (one library per kernel, as their benchmarks JIT them) and
 bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_{cuda,schedules,attention,rowops,elementwise,
-moe,fp8}.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py) and the two examples/rowops.ck kernels
+moe,fp8,gemm_fused}.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py) and the two examples/rowops.ck kernels
 ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
 dispatcher with: only that small host file is compiled on the device), bench/rowops_widths_nv.ck (the planned
@@ -41,13 +41,14 @@ def main() -> int:
     for test in ("tests/runtime/test_nvidia_cuda.py", "tests/runtime/test_nvidia_schedules.py",
                  "tests/runtime/test_nvidia_attention.py", "tests/runtime/test_nvidia_rowops.py",
                  "tests/runtime/test_nvidia_elementwise.py", "tests/runtime/test_nvidia_moe.py",
-                 "tests/runtime/test_nvidia_fp8.py", "tests/runtime/test_nvidia_decode.py"):
+                 "tests/runtime/test_nvidia_fp8.py", "tests/runtime/test_nvidia_decode.py",
+                 "tests/runtime/test_nvidia_gemm_fused.py"):
         spec_text = re.search(r'^SPEC = """(.*?)"""', (ROOT / test).read_text(), flags=re.S | re.M).group(1)
         jobs += [(spec_text, s.name, test) for s in load_text(spec_text)]
     os.chdir(ROOT)
     for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck",
                   "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/fp8_nv.ck",
-                  "bench/decode_nv.ck"):
+                  "bench/decode_nv.ck", "bench/gemm_fused_nv.ck"):
         for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
             jobs.append((bench, s.name, bench))
     jobs += [("examples/rowops.ck", k, "examples/rowops.ck") for k in ("layernorm_bf16", "add_rmsnorm_bf16_i8")]

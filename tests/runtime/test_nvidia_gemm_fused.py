@@ -15,22 +15,24 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
 
-BIG = "tile = 128x256x64 waves = 2x4 lds_buffers = 4"
-SPEC = f"""
+SPEC = """
 target sm_90
-kernel fz_res {{ A = bf16 row B = bf16 col C = bf16 row {BIG} epilogue = residual }}
-kernel fz_res_gelu {{ A = f16 row B = f16 row C = f32 row {BIG} epilogue = bias(col) -> gelu -> residual }}
-kernel fz_res_sk {{ A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4
-  schedule = splitk(4) epilogue = residual }}
-kernel fz_glu {{ A = bf16 row B = bf16 col C = bf16 row {BIG} epilogue = swiglu }}
-kernel fz_glu_il {{ A = bf16 row B = bf16 row C = bf16 row {BIG} gate = interleaved(64)
-  epilogue = bias(col) -> geglu -> residual }}
-kernel fz_glu_il16 {{ A = f16 row B = f16 col C = f16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
-  gate = interleaved(16) epilogue = swiglu }}
-kernel fz_glu_grouped {{ A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
-  mode = grouped epilogue = swiglu }}
-kernel fz_glu_masked {{ A = bf16 row B = bf16 row C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4
-  mode = masked gate = interleaved(64) epilogue = swiglu -> residual }}
+kernel fz_res { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  epilogue = residual }
+kernel fz_res_gelu { A = f16 row B = f16 row C = f32 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  epilogue = bias(col) -> gelu -> residual }
+kernel fz_res_sk { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4
+  schedule = splitk(4) epilogue = residual }
+kernel fz_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  epilogue = swiglu }
+kernel fz_glu_il { A = bf16 row B = bf16 row C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  gate = interleaved(64) epilogue = bias(col) -> geglu -> residual }
+kernel fz_glu_il16 { A = f16 row B = f16 col C = f16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  gate = interleaved(16) epilogue = swiglu }
+kernel fz_glu_grouped { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  mode = grouped epilogue = swiglu }
+kernel fz_glu_masked { A = bf16 row B = bf16 row C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4
+  mode = masked gate = interleaved(64) epilogue = swiglu -> residual }
 """
 TOL = {torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float32: 2e-3}
 
@@ -110,7 +112,8 @@ def _dense(name, M, N, K, ld_pad=0, in_place=False):
     res = torch.randn(M, N, device="cuda", generator=gen).to(ct) if g.residual else None
     c = res if in_place else torch.full((M, N), float("nan"), device="cuda", dtype=ct)
     want = _ref(k, a, b, bias, None if res is None else res.clone())
-    args = dict(A=a, B=b, C=c) | ({"bias": bias} if bias is not None else {}) | ({"residual": res} if g.residual else {})
+    args = dict(A=a, B=b, C=c) | ({"bias": bias} if bias is not None else {})
+    args |= {"residual": res} if g.residual else {}
     ran = launched(lambda: k(**args))
     assert _err(c, want) < TOL[ct], name
     return ran
