@@ -51,6 +51,8 @@ KERNELS = {
                             "epilogue = bias(row) -> swiglu"),
     "glu_il64": ("gfx950", "A = bf16 row B = bf16 col C = bf16 row alpha = 0.5 tile = 32x128x32 waves = 1x2 "
                            "gate = interleaved(64) epilogue = geglu"),
+    "glu_fp8": ("gfx942", "A = e4m3fnuz row B = e4m3fnuz col C = bf16 row tile = 32x64x32 waves = 1x1 scale_a = row "
+                          "scale_b = tensor epilogue = swiglu"),
     "glu_grouped": ("gfx942", "A = f16 row B = f16 row C = f16 row tile = 32x64x16 waves = 1x1 mode = grouped "
                               "epilogue = bias(col) -> swiglu"),
     "glu_masked": ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 16x64x32 waves = 1x2 mode = masked "
