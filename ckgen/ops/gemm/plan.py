@@ -25,7 +25,7 @@ from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.ops.gemm.spec import GATE_BLOCKS, SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
@@ -272,7 +272,7 @@ def check_gated(d: GemmDraft) -> None:
                      f"a gated epilogue ({g.gated}) takes no per-column scales of B yet")
     half = cfg.tile[1] // cfg.waves[1] // 2
     if g.gate == "interleaved" and g.gate_block % half and half % g.gate_block:
-        legal = [b for b in (8, 16, 32, 64, 128, 256) if b % half == 0 or half % b == 0]
+        legal = [b for b in GATE_BLOCKS if b % half == 0 or half % b == 0]
         raise d.fail("gate", g.gate_text, "halves, " + ", ".join(f"interleaved({b})" for b in legal),
                      f"half a wave's N extent ({half} columns) must be whole blocks, or lie in one")
 
@@ -400,8 +400,8 @@ def plan_tma_body(d: GemmDraft) -> None:
     out_n = cfg.tile[1] // 2 if g.gated else cfg.tile[1]
     per_warp = out_n // 64 * 2048 if tma_store else 16 * (128 + 16)
     if g.gated and g.b.layout == Layout.ROW and gate_run(g, cfg.tile[1]) % 64:
-        raise d.fail("gate", g.gate_text, "halves, interleaved(64), interleaved(128)" +
-                     (", interleaved(256)" if cfg.tile[1] == 256 else "") + " (or B col-major)",
+        legal = [f"interleaved({b})" for b in GATE_BLOCKS if b >= 64]
+        raise d.fail("gate", g.gate_text, ", ".join(["halves", *legal]) + " (or B col-major)",
                      "the Hopper body loads row-major B in boxes of 64 columns: each must be whole gate or up "
                      "columns (a smaller block would leave this kernel on the slower mma.sync body)")
 
