@@ -15,7 +15,9 @@ batch item; one of them is unused (NULL) when only the other operand is scaled. 
 both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it). ``residual`` exists when the epilogue ends in
 ``-> residual``: an input R laid out exactly as C (dtype, dims, layout, ``ldc``, ``stride_c``) added after the
-chain, ``C = chain(...) + R``; C may be the very same view as R (in place).
+chain, ``C = chain(...) + R``; C may be the very same view as R (in place). A gated epilogue (``swiglu`` /
+``geglu``) takes B of ``2*N`` columns (gate and up, placed as ``gate`` says; ``ldb`` at least 2N when row-major) and
+``bias(col)`` of 2N; N is C's columns; ``gate = interleaved(b)`` requires N to be a multiple of b (``divides``).
 
 Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
 B) take::
