@@ -110,10 +110,13 @@ struct TmaGemm {
   //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
   static constexpr int kGroupMode = GroupModeOf<Cfg>::value;
-  // (a residual epilogue stages through store_c_staged: kEpiSub fragments per pass keep the residual's loads
-  // beside the accumulators within the consumers' registers, which the whole-tile TMA-store pass does not)
+  // (a residual with 256 columns of C per tile stages through store_c_staged instead: kEpiSub fragments per pass
+  // keep its loads and their addresses beside the accumulators within the consumers' registers, which the
+  // whole-tile TMA-store pass does not)
+  static constexpr bool kResidual = epi::IsResidual<Operand>::value;
   static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0 &&
-                                     !epi::IsResidual<Operand>::value;
+                                     (!kResidual || kOutN <= 128);
+  static constexpr int kResChunk = 4;  // finish_c: a residual's fragments per compiler barrier
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
   static constexpr int kEpiWarpBytes = kTmaStoreC ? kCBoxes * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
   static constexpr int kEpiOffset = kTmaStoreC ? (kBarOffset + 2 * kStages * 8 + 1023) / 1024 * 1024
@@ -445,6 +448,11 @@ struct TmaGemm {
           out.v[j][h] = Epi::template pair<decltype(checked)::value>(
               acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
               row, col, C, off, bias, M, N);
+        }
+        // A residual's loads stay within kResChunk fragments (a compiler barrier): hoisted for the whole tile, they
+        // would not fit beside the accumulators and the outputs in the consumers' registers.
+        if constexpr (kResidual) {
+          if (j % kResChunk == kResChunk - 1) asm volatile("" ::: "memory");
         }
       }
     };
