@@ -109,10 +109,16 @@ struct Sm90Gemm {
                                     long long lda, long long ldb, long long ldc, int m0, int n0) {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
-    // (gated halves with row-major B: the up columns start at N, on 16-byte chunks only when N is a multiple)
-    const bool b_ok = aligned16(B, ldb, kEB) &&
-                      (!kGated || !Cfg::kBRowMajor || epi::GateOf<Cfg>::kBlock || (N * kEB) % 16 == 0);
-    if (aligned16(A, lda, kEB) && b_ok) {
+    // (gated halves with row-major B: the up columns start at N, on 16-byte chunks only when N is a multiple; the
+    // other Cfgs keep the plain test, which nvcc compiles to fewer registers than one with a folded extra term)
+    constexpr bool kUpAtN = kGated && Cfg::kBRowMajor && epi::GateOf<Cfg>::kBlock == 0;
+    if constexpr (kUpAtN) {
+      if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB) && (N * kEB) % 16 == 0) {
+        body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      } else {
+        body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      }
+    } else if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
       body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
     } else {
       body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
@@ -353,7 +359,19 @@ struct Sm90Gemm {
   template <bool kChecked, class AccT>
   static CKGEN_DEVICE vec<TC, 2> pair(AccT a0, AccT a1, int row, int col, const TC* C, long long off,
                                       Operand bias, int M, int N) {
-    return pair<kChecked>(a0, a1, a0, a1, row, col, C, off, bias, M, N);
+    static_assert(!kGated, "pair: a gated Cfg passes the up accumulators too");
+    const bool in0 = !kChecked || (row < M && col < N);
+    const bool in1 = !kChecked || (row < M && col + 1 < N);
+    if constexpr (sizeof(TC) == 2) {
+      const float v0 = in0 ? epi::value<Cfg>(a0, row, col, C, off, bias) : 0.0f;
+      const float v1 = in1 ? epi::value<Cfg>(a1, row, col + 1, C, off + 1, bias) : 0.0f;
+      return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+    } else {
+      vec<TC, 2> out;
+      out.v[0] = in0 ? epi::finish<Cfg>(a0, row, col, C, off, bias) : zero<TC>();
+      out.v[1] = in1 ? epi::finish<Cfg>(a1, row, col + 1, C, off + 1, bias) : zero<TC>();
+      return out;
+    }
   }
 
   // What output (row, col) of accumulator a (gated: gate a, up u) gives C before the cast, and its cast (n: N).
@@ -403,10 +421,14 @@ struct Sm90Gemm {
               const int row = m0 + wrow + i * 16 + g + h * 8;
               const int col = n0 + ocol + (j0 + jj) * 8 + 2 * t;
               const long long off = static_cast<long long>(row) * ldc + col;
-              *reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC)) =
-                  pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1],
-                                                 acc[i][j0 + jj + kUp].r[2 * h], acc[i][j0 + jj + kUp].r[2 * h + 1],
-                                                 row, col, C, off, bias, M, N);
+              vec<TC, 2>* dst = reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC));
+              if constexpr (kGated)
+                *dst = pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1],
+                                                      acc[i][j0 + jj + kUp].r[2 * h],
+                                                      acc[i][j0 + jj + kUp].r[2 * h + 1], row, col, C, off, bias, M, N);
+              else
+                *dst = pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1], row, col,
+                                                      C, off, bias, M, N);
             }
           }
         };
