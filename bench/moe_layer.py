@@ -93,6 +93,7 @@ def main() -> int:
         r = ks["moe_router"].plan.spec.params
         wg, wu = ((torch.randn(E, inter, hidden, device="cuda") * hidden ** -0.5).to(torch.bfloat16) for _ in range(2))
         wd = (torch.randn(E, hidden, inter, device="cuda") * inter ** -0.5).to(torch.bfloat16)
+        wgu = torch.cat((wg, wu), 1)  # ckgen's gate-up GEMM takes the merged weight (gate rows, then up rows)
         corr = torch.randn(E, device="cuda") * 0.1
         for tokens in TOKENS:
             x = torch.randn(tokens, hidden, device="cuda").to(torch.bfloat16)
@@ -100,7 +101,7 @@ def main() -> int:
             router_args = (logits, corr) if r.correction else (logits,)
 
             def ckgen_layer():
-                ws = (w.transpose(1, 2) for w in (wg, wu, wd))  # noqa: B023
+                ws = (w.transpose(1, 2) for w in (wgu, wd))  # noqa: B023
                 return ml.forward(ks, x, router_args, *ws, scale)[0]  # noqa: B023
 
             def grouped():

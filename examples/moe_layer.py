@@ -1,5 +1,5 @@
-"""A mixture-of-experts layer from ckgen kernels: router top-k -> sort by expert -> permute -> grouped gate and up
-projections -> SwiGLU -> grouped down projection -> weighted un-permute, checked against a float64 layer.
+"""A mixture-of-experts layer from ckgen kernels: router top-k -> sort by expert -> permute -> grouped gate-up
+projection with SwiGLU fused -> grouped down projection -> weighted un-permute, checked against a float64 layer.
 
   python examples/moe_layer.py [--config mixtral|deepseek] [--target emu|sm_90] [--tokens N] [--seed S]
 
@@ -9,9 +9,9 @@ grouped top-k (8 groups, the best 3), renormalized, scaled by 2.5. On the emulat
 the same generated kernels on the CPU, AMD gfx942 semantics) the widths are divided by 32 so that a run takes
 seconds; on an NVIDIA GPU (``--target sm_90``, torch tensors) they are the real ones.
 
-The gate projection fuses SiLU into the grouped GEMM's epilogue (``epilogue = silu``); the product with the up
-projection is ckgen's element-wise op (``moe_mul``: ``expr = mul(a, b)``): a gated epilogue that pairs the gate and
-up columns in one GEMM is not in ckgen yet. Every step is a ckgen kernel; torch / numpy only allocate.
+The gate and up projections are one grouped GEMM over each expert's merged gate_up weight (gate rows then up rows,
+as HF / vLLM merge them) with the gated epilogue ``epilogue = swiglu`` (``gate = halves``): C = silu(x.W_gate) *
+(x.W_up) in one pass. Every step is a ckgen kernel; torch / numpy only allocate (and concatenate the weights).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ TILES = {"emu": "tile = 32x32x32 waves = 1x1", "sm_90": "tile = 128x128x64 waves
 ARCH = {"emu": "gfx942", "sm_90": "sm_90"}
 
 
-NAMES = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate", "moe_up", "moe_mul", "moe_down")
+NAMES = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate_up", "moe_down")
 
 
 def kernels(config: str, target: str) -> dict:
@@ -45,8 +45,8 @@ def kernels(config: str, target: str) -> dict:
 
 
 def spec_text(config: str, target: str) -> str:
-    """The DSL of the layer's kernels: the routing stages, three grouped GEMMs (B as nn.Linear weights) and the
-    element-wise product of SwiGLU."""
+    """The DSL of the layer's kernels: the routing stages and two grouped GEMMs (B as nn.Linear weights): gate-up
+    with SwiGLU fused, and down."""
     E, k, _, _, router, _ = CONFIGS[config]
     tiles = TILES[target]
     gemm = f"A = bf16 row B = bf16 col C = bf16 row {tiles} mode = grouped"
@@ -55,26 +55,24 @@ kernel moe_router {{ op = moe_routing stage = topk experts = {E} top_k = {k} {ro
 kernel moe_sort {{ op = moe_routing stage = sort experts = {E} top_k = {k} }}
 kernel moe_permute {{ op = moe_routing stage = permute top_k = {k} x = bf16 }}
 kernel moe_unpermute {{ op = moe_routing stage = unpermute top_k = {k} x = bf16 }}
-kernel moe_gate {{ {gemm} epilogue = silu }}
-kernel moe_up {{ {gemm} }}
-kernel moe_mul {{ op = elementwise a = bf16 b = bf16 expr = mul(a, b) }}
+kernel moe_gate_up {{ {gemm} epilogue = swiglu gate = halves }}
 kernel moe_down {{ {gemm} }}
 """
     return text
 
 
-def forward(ks, x, router_args, w_gate, w_up, w_down, scale):
+def forward(ks, x, router_args, w_gate_up, w_down, scale):
     """The layer's steps, every one a kernel of ``ks``, on arrays of one framework (numpy on the emulator, torch
-    tensors on the GPU): x is tokens x hidden, the weights experts x in x out (nn.Linear's, transposed). Returns
-    (y, ids, weights): the output, and the experts the router chose with their weights."""
+    tensors on the GPU): x is tokens x hidden, the weights experts x in x out (nn.Linear's, transposed; w_gate_up
+    experts x hidden x 2 intermediate: gate columns, then up columns). Returns (y, ids, weights): the output, and the
+    experts the router chose with their weights."""
     tokens, hidden = x.shape
     k = ks["moe_router"].plan.spec.params.top_k
     ids, weights = ks["moe_router"](*router_args, scale=scale)
     offsets, sorted_token, position = ks["moe_sort"](ids)
     xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
-    gate = ks["moe_gate"](xs, w_gate, offsets)
-    up = ks["moe_up"](xs, w_up, offsets)
-    down = ks["moe_down"](ks["moe_mul"](gate, up), w_down, offsets)
+    h = ks["moe_gate_up"](xs, w_gate_up, offsets)  # silu(xs.W_gate) * (xs.W_up), per expert
+    down = ks["moe_down"](h, w_down, offsets)
     return ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights), ids, weights
 
 
@@ -106,7 +104,8 @@ def run_emu(config: str, tokens: int, seed: int) -> float:
     w_gate, w_up = (to_bf16(rng.uniform(-1, 1, (E, inter, hidden)) / np.sqrt(hidden)) for _ in range(2))
     w_down = to_bf16(rng.uniform(-1, 1, (E, hidden, inter)) / np.sqrt(inter))
     router_args = (logits, corr) if "correction" in CONFIGS[config][4] else (logits,)
-    y, _, _ = forward(ks, x, router_args, *(w.transpose(0, 2, 1) for w in (w_gate, w_up, w_down)), scale)
+    w_gate_up = np.concatenate((w_gate, w_up), axis=1)  # the merged weight: experts x 2 inter x hidden
+    y, _, _ = forward(ks, x, router_args, *(w.transpose(0, 2, 1) for w in (w_gate_up, w_down)), scale)
     f64 = lambda b: from_bf16(b).astype(np.float64)  # noqa: E731
     want = reference(f64(x), logits.astype(np.float64), corr.astype(np.float64) if len(router_args) == 2 else None,
                      f64(w_gate), f64(w_up), f64(w_down), ks["moe_router"].plan.spec.params, scale)
@@ -126,7 +125,8 @@ def run_gpu(config: str, tokens: int, seed: int) -> float:
     w_gate, w_up = ((torch.rand(E, inter, hidden, device=dev) * 2 - 1).div(hidden ** 0.5).to(bf) for _ in range(2))
     w_down = (torch.rand(E, hidden, inter, device=dev) * 2 - 1).div(inter ** 0.5).to(bf)
     router_args = (logits, corr) if "correction" in router else (logits,)
-    y, ids, weights = forward(ks, x, router_args, *(w.transpose(1, 2) for w in (w_gate, w_up, w_down)), scale)
+    w_gate_up = torch.cat((w_gate, w_up), dim=1)  # the merged weight: experts x 2 inter x hidden
+    y, ids, weights = forward(ks, x, router_args, *(w.transpose(1, 2) for w in (w_gate_up, w_down)), scale)
     torch.cuda.synchronize()
     # float64 reference on the GPU, token by token through its chosen experts (the kernels' own routing, which the
     # emulator run checks against the float64 rule)

@@ -37,7 +37,8 @@ Every entry ends with ``void* stream`` (not listed) and returns a ckgen status c
 Beyond one size per dim:
 
 - a dim may be a size plus a constant, ``"batch+1"`` (:func:`split_dim`): an offsets array of ``batch + 1``
-  entries;
+  entries; or a size times a constant, ``"2*N"`` (:func:`dim_parts`): a matrix of twice N columns (the binding
+  refuses an extent that is not a multiple); a stride's ``at_least`` may name such dims too;
 - ``Abi.extents`` names dims that are not arguments: extents the binding reads from the arrays (every array
   naming one must agree) and uses to allocate outputs, but does not pass (e.g. the total token count of
   packed variable-length sequences);
@@ -49,7 +50,7 @@ Beyond one size per dim:
 - a ``from_offsets`` size that no dim determines is, when the caller leaves it out, the largest step between
   consecutive entries of that offsets tensor (the longest sequence), read by the binding (a synchronization
   for device arrays);
-- ``Abi.divides``: pairs (a, b) of sizes with a >= 1 and b a multiple of a, checked by the host entry (unless
+- ``Abi.divides``: pairs (a, b) of sizes (a may be an int constant) with a >= 1 and b a multiple of a, checked by the host entry (unless
   ``empty_if`` makes the call a no-op) and by the binding;
 - ``Abi.blocks``: triples (count, size, block) of two sizes and an int: count must be ceil(size / block) (the
   blocks of a blocked operand, e.g. K blocks of 128 for block scales), checked where ``divides`` is.
@@ -210,10 +211,31 @@ class Arg:
         return d
 
 
+def dim_parts(d: str | int) -> tuple[str | None, int, int]:
+    """A dim's size name, multiplier and constant: ``"M"`` -> ("M", 1, 0), ``"batch+1"`` -> ("batch", 1, 1),
+    ``"2*N"`` -> ("N", 2, 0), ``64`` -> (None, 0, 64)."""
+    if isinstance(d, str) and "*" in d:
+        k, _, name = d.partition("*")
+        if not (k.isdigit() and int(k) >= 2 and name.isidentifier()):
+            raise ValueError(f"dim {d!r}: expected INT*NAME (INT >= 2)")
+        return name, int(k), 0
+    name, k = split_dim(d)
+    return name, 0 if name is None else 1, k
+
+
+def dim_value(d: str | int, sizes: dict[str, int]) -> int:
+    """The extent of dim ``d`` at ``sizes``."""
+    name, mult, add = dim_parts(d)
+    return add if name is None else mult * sizes[name] + add
+
+
 def split_dim(d: str | int) -> tuple[str | None, int]:
-    """A dim's name and constant: ``"batch+1"`` -> ("batch", 1), ``"M"`` -> ("M", 0), ``64`` -> (None, 64)."""
+    """A dim's name and constant: ``"batch+1"`` -> ("batch", 1), ``"M"`` -> ("M", 0), ``64`` -> (None, 64)
+    (a multiplied dim ``"2*N"``: :func:`dim_parts`)."""
     if isinstance(d, int):
         return None, d
+    if "*" in d:
+        raise ValueError(f"dim {d!r} is multiplied: read it with dim_parts")
     name, plus, k = d.partition("+")
     if plus and not (k.isdigit() and name.isidentifier()):
         raise ValueError(f"dim {d!r}: expected NAME or NAME+INT")
@@ -232,7 +254,7 @@ class Abi:
     empty_if: tuple[str, ...] = ()
     doc: str = ""
     extents: tuple[str, ...] = ()
-    divides: tuple[tuple[str, str], ...] = ()
+    divides: tuple[tuple[str | int, str], ...] = ()
     blocks: tuple[tuple[str, str, int], ...] = ()
     _by_name: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
@@ -248,7 +270,7 @@ class Abi:
             raise ValueError(f"extents {self.extents} must be identifiers other than argument names")
         for a in self.args:
             for d in a.dims:
-                name, _ = split_dim(d)
+                name, _, _ = dim_parts(d)
                 if name is not None and name not in sizes and name not in self.extents:
                     raise ValueError(f"tensor {a.name}: dim {d} is not a size argument or an extent")
             if a.value_range is not None and not set().union(*map(E.names, a.value_range)) <= sizes:
@@ -263,7 +285,7 @@ class Abi:
                     raise ValueError(f"tensor {a.name}: stride {s} is not a stride argument")
                 if isinstance(s, int) and s != 1:
                     raise ValueError(f"tensor {a.name}: a literal stride must be 1")
-            if not set(a.at_least) <= sizes:
+            if not {dim_parts(d)[0] for d in a.at_least} <= sizes:
                 raise ValueError(f"stride {a.name}: at_least must name sizes")
             for other in a.aliases:
                 o = self._by_name.get(other)
@@ -273,8 +295,9 @@ class Abi:
             raise ValueError("empty_if must name sizes")
         if len(self.of(ArgKind.WORKSPACE)) > 1:
             raise ValueError("an ABI has at most one workspace argument")
-        if any(len(p) != 2 or not set(p) <= sizes for p in self.divides):
-            raise ValueError("divides must be pairs of sizes")
+        if any(len(p) != 2 or p[1] not in sizes or not (p[0] in sizes or (isinstance(p[0], int) and p[0] >= 1))
+               for p in self.divides):
+            raise ValueError("divides must be pairs of sizes (the first may be an int >= 1)")
         if any(len(t) != 3 or not {t[0], t[1]} <= sizes or not isinstance(t[2], int) or t[2] < 1 for t in self.blocks):
             raise ValueError("blocks must be (count size, size, block >= 1) triples")
 

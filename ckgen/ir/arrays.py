@@ -11,7 +11,7 @@ from functools import cache
 
 import numpy as np
 
-from ckgen.ir.abi import Arg, split_dim
+from ckgen.ir.abi import Arg, dim_value
 from ckgen.ir.types import DType
 
 
@@ -125,11 +125,7 @@ def memory_order(a: Arg) -> list[int]:
 
 def shape_of(a: Arg, sizes: dict[str, int]) -> tuple[int, ...]:
     """The shape of tensor ``a`` at ``sizes`` (sizes and extents by name)."""
-    out = []
-    for d in a.dims:
-        name, k = split_dim(d)
-        out.append(k if name is None else sizes[name] + k)
-    return tuple(out)
+    return tuple(dim_value(d, sizes) for d in a.dims)
 
 
 def allocate(a: Arg, sizes: dict[str, int]) -> np.ndarray:

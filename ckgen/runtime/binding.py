@@ -42,7 +42,7 @@ import numpy as np
 from ckgen.backends.base import ArrayInfo, Call
 from ckgen.errors import RuntimeFailure
 from ckgen.ir import expr as E
-from ckgen.ir.abi import INT32_MAX, Arg, ArgKind, split_dim
+from ckgen.ir.abi import INT32_MAX, Arg, ArgKind, dim_parts, dim_value
 from ckgen.ir.arrays import memory_order, numpy_dtype, shape_of
 from ckgen.ir.plan import GRID_X_MAX, GRID_YZ_MAX, KernelPlan, split_axes
 from ckgen.ir.types import DType
@@ -136,12 +136,15 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         for d, ext in zip(a.dims, dims, strict=True):
             if ext is None or (d in a.broadcast and ext[0] == 1):
                 continue
-            dname, k = split_dim(d)
+            dname, mult, k = dim_parts(d)
             if dname is None:
                 if ext[0] != k:
                     raise _fail(plan, f"{name} has shape {info.shape}; its dims are {a.dims}")
                 continue
-            v = ext[0] - k
+            if mult > 1 and ext[0] % mult:
+                raise _fail(plan, f"{name} has shape {info.shape}: its dim {d} must be a multiple of {mult}, "
+                                  f"{ext[0]} is not")
+            v = ext[0] // mult - k
             if v < 0:
                 raise _fail(plan, f"{name} has shape {info.shape}: its dim {d} needs at least {k} entries")
             if dname in found and found[dname][0] != v:
@@ -192,8 +195,10 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if t.value_range is not None and t.name in infos and isinstance(arrays[t.name], np.ndarray) and not empty_call:
             _check_values(plan, t, arrays[t.name], size_values)
     for a_, b_ in abi.divides:
-        if not empty_call and (size_values[a_] < 1 or size_values[b_] % size_values[a_]):
-            raise _fail(plan, f"{b_} = {size_values[b_]} must be a multiple of {a_} = {size_values[a_]} (at least 1)")
+        av = a_ if isinstance(a_, int) else size_values[a_]
+        if not empty_call and (av < 1 or size_values[b_] % av):
+            what = str(a_) if isinstance(a_, int) else f"{a_} = {av} (at least 1)"
+            raise _fail(plan, f"{b_} = {size_values[b_]} must be a multiple of {what}")
     for count, size, block in abi.blocks:
         want = -(-size_values[size] // block)
         if not empty_call and size_values[count] != want:
@@ -364,7 +369,7 @@ def _workspace(plan: KernelPlan, backend: Any, sizes: dict[str, int], given: Any
 
 
 def _size(d: str | int, sizes: dict[str, int]) -> int:
-    return d if isinstance(d, int) else sizes[d]
+    return dim_value(d, sizes)
 
 
 def _bound(a: Arg, sizes: dict[str, int]) -> int:
@@ -373,7 +378,7 @@ def _bound(a: Arg, sizes: dict[str, int]) -> int:
         return 0
     prod = 1
     for n in a.at_least:
-        prod *= sizes[n]
+        prod *= dim_value(n, sizes)
     return max(prod, 1)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ckgen.errors import CkgenError
-from ckgen.ir.abi import ArgKind, split_dim
+from ckgen.ir.abi import ArgKind, dim_parts, dim_value
 from ckgen.ir.arrays import memory_order, torch_dtype_name
 from ckgen.ir.types import DType
 
@@ -93,10 +93,10 @@ def fake_outputs(kernel: Any, tensors: dict, sizes: dict) -> list:
             if i < missing:
                 continue
             ext = t.shape[i - missing]
-            name, k = split_dim(d)
+            name, mult, k = dim_parts(d)
             if name is None or (d in a.broadcast and ext == 1):
                 continue
-            found.setdefault(name, ext - k)
+            found.setdefault(name, (ext - k) // mult)
     vals: dict[str, Any] = {}
     for e in abi.extents:
         vals[e] = found.get(e, 0)
@@ -112,7 +112,7 @@ def fake_outputs(kernel: Any, tensors: dict, sizes: dict) -> list:
     like = next(t for t in tensors.values() if t is not None)
     outs = []
     for a in _outputs(abi):
-        shape = [k if n is None else vals[n] + k for n, k in (split_dim(d) for d in a.dims)]
+        shape = [dim_value(d, vals) for d in a.dims]
         order = memory_order(a)
         base = like.new_empty([shape[i] for i in order], dtype=_torch_dtype(torch, a.dtype))
         outs.append(base.permute([order.index(i) for i in range(len(order))]))

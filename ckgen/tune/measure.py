@@ -29,7 +29,7 @@ import numpy as np
 from ckgen.codegen.render import summary
 from ckgen.dispatch import db
 from ckgen.frontend import load_file
-from ckgen.ir.abi import ArgKind
+from ckgen.ir.abi import ArgKind, dim_parts, dim_value
 from ckgen.ir.arrays import memory_order, poison, to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
@@ -234,7 +234,7 @@ class Worker:
 
 def _determined(plan) -> set[str]:
     """Sizes that some tensor's shape determines (the others are passed by name)."""
-    return {d for a in plan.abi.tensors if not a.unused for d in a.dims if isinstance(d, str)}
+    return {dim_parts(d)[0] for a in plan.abi.tensors if not a.unused for d in a.dims if isinstance(d, str)}
 
 
 # ---------------------------------------------------------------------------------------------- backends
@@ -298,7 +298,7 @@ def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -
         if a.unused:
             out[a.name] = None
             continue
-        shape = [d if isinstance(d, int) else sizes[d] for d in a.dims]
+        shape = [dim_value(d, sizes) for d in a.dims]
         order = memory_order(a)
         dt = getattr(torch, _TORCH_DTYPES[a.dtype.value])
         mem = [shape[i] for i in order]

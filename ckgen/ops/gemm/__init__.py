@@ -21,6 +21,9 @@ from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
 
+#: the gate activation of each gated epilogue (blocks/epilogue.h ops)
+GATE_TYPES = {"swiglu": "ckgen::epi::Silu", "geglu": "ckgen::epi::Gelu"}
+
 
 def _bool(x: bool) -> str:
     return "true" if x else "false"
@@ -52,7 +55,7 @@ class GemmOp(Op):
         batch = "batched " if g.batched else (f"{g.mode} ({g.index.value} index) " if g.grouped else "")
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
-                f"epilogue {ep}; " + (f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'}; " if g.scaled else "")
+                f"epilogue {ep}; " + (f"gate {g.gate_text}; " if g.gated else "") + (f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'}; " if g.scaled else "")
                 + f"tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
                 f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 
@@ -68,6 +71,10 @@ class GemmOp(Op):
                      "block": "kScaleBlock"}
             types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
                                         f"ckgen::epi::{kinds[g.scale_b]}>"))
+        if g.gated:  # swiglu / geglu: the gate activation and B's arrangement (blocks/epilogue.h)
+            types.append(("Gate", GATE_TYPES[g.gated]))
+        if g.residual:  # the residual R travels with the bias (blocks/epilogue.h); the entry builds the pair
+            types.append(("EpiOperand", f"ckgen::epi::Residual<{b.bias_dtype.cpp}, {g.c.dtype.cpp}>"))
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
                 ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
@@ -94,6 +101,8 @@ class GemmOp(Op):
                       ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
         if b.schedule is not None:
             constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
+        if g.gated:
+            constants.append(("int", "kGateBlock", str(g.gate_block)))
         if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts
             types.append(("TIndex", g.index.cpp))
             constants += [("int", "kGroupMode", "1" if g.mode == "grouped" else "2"),
@@ -105,7 +114,10 @@ class GemmOp(Op):
         if b.grouping is not None:
             notes.append(f"mode {b.grouping.mode}: one persistent launch of at most {b.grouping.workers} workgroups "
                          "walks every group's tiles.")
-        return {"types": types, "constants": constants, "epilogue": list(b.epilogue_types),
+        names = [a.name for a in plan.abi.args]
+        at = names.index("residual") if g.residual else 0
+        operand = {"before": names[:names.index("bias")], "after": names[at + 1:]} if g.residual else None
+        return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
@@ -150,8 +162,10 @@ class GemmOp(Op):
         return _model.estimate(traits, sizes)
 
     def flops(self, plan: KernelPlan, sizes: dict[str, int]) -> float:
-        rows = sizes["M"] * (sizes.get("groups", 1) if plan.spec.params.gemm.mode == "masked" else 1)
-        return 2.0 * rows * sizes["N"] * sizes["K"] * sizes.get("batch", 1)
+        g = plan.spec.params.gemm
+        rows = sizes["M"] * (sizes.get("groups", 1) if g.mode == "masked" else 1)
+        cols = sizes["N"] * (2 if g.gated else 1)  # (gated: B has 2 N columns)
+        return 2.0 * rows * cols * sizes["K"] * sizes.get("batch", 1)
 
     def reference_torch(self, plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> dict:
         """:meth:`reference` on torch device tensors (float64 on the GPU: large shapes in milliseconds)."""

@@ -2,7 +2,7 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, [scale_a, scale_b,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
+    A, B, C, bias, [scale_a, scale_b,] [residual,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
     [, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
@@ -13,12 +13,16 @@ a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` e
 (``scale_a = tensor | row``, ``scale_b = tensor | col``): f32 device tensors of 1, M or N elements, shared by every
 batch item; one of them is unused (NULL) when only the other operand is scaled. Block scales (``block(128)`` on
 both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. ``workspace`` exists when the kernel's schedule needs one
-(split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it).
+(split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it). ``residual`` exists when the epilogue ends in
+``-> residual``: an input R laid out exactly as C (dtype, dims, layout, ``ldc``, ``stride_c``) added after the
+chain, ``C = chain(...) + R``; C may be the very same view as R (in place). A gated epilogue (``swiglu`` /
+``geglu``) takes B of ``2*N`` columns (gate and up, placed as ``gate`` says; ``ldb`` at least 2N when row-major) and
+``bias(col)`` of 2N; N is C's columns; ``gate = interleaved(b)`` requires N to be a multiple of b (``divides``).
 
 Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
 B) take::
 
-    A, B, C, bias, offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias, stream
+    A, B, C, bias, [residual,] offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias, stream
 
 A is M x K and C is M x N: all groups' rows, sorted by group; ``offsets`` (``groups`` entries of the kernel's
 ``index`` dtype) holds each group's cumulative end row, so group g is rows [offsets[g-1], offsets[g]) (from 0 for
@@ -26,7 +30,7 @@ g = 0) and multiplies B[g] (K x N, item g at ``B + g * stride_b``). Rows past th
 ``bias(col)`` is per group (groups x N, ``stride_bias`` apart; 0 broadcasts one), ``bias(row)`` per row (M).
 Masked kernels (``mode = masked``: a fixed capacity of M rows per group, for CUDA-graph decode) take::
 
-    A, B, C, bias, counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias, stream
+    A, B, C, bias, [residual,] counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias, stream
 
 A is groups x M x K and C groups x M x N (item g ``stride_a`` / ``stride_c`` apart); group g's first counts[g]
 rows are computed, the rest of its C rows are not written. ``bias(row)`` is groups x M, ``bias(col)`` groups x N.
@@ -35,6 +39,8 @@ matrices); the Python binding checks them when they are host arrays.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ckgen.ir import expr as E
 from ckgen.ir.abi import Abi, Arg, ArgKind
@@ -67,6 +73,32 @@ def _matrix(name: str, dtype: DType, layout: Layout, rows: str, cols: str, ld: s
     return Arg(name, T, doc=doc, dtype=dtype, role=role, dims=dims, strides=strides, broadcast=bcast)
 
 
+def b_cols(g) -> str:
+    """B's columns: N, or 2*N (gate and up) for a gated epilogue."""
+    return "2*N" if g.gated else "N"
+
+
+def gate_doc(g) -> str:
+    if not g.gated:
+        return ""
+    if g.gate == "halves":
+        return ": gate columns [0, N), up columns [N, 2N)"
+    return f": blocks of {g.gate_block} gate then {g.gate_block} up columns"
+
+
+def gate_divides(g) -> tuple:
+    """interleaved(b): N a multiple of the block (whole blocks of gate and up columns)."""
+    return ((g.gate_block, "N"),) if g.gate == "interleaved" else ()
+
+
+def residual(g, stride: str | None, doc: str, outer: str = "batch") -> Arg:
+    """The residual R of ``epilogue = ... -> residual``: C's dtype, dims and layout, read with C's leading
+    dimension (and batch / group stride): element (i, j) of R at the offset of C's (i, j). C may be the very
+    same view (in place: C += chain(...))."""
+    return _matrix("residual", g.c.dtype, g.c.layout, "M", "N", "ldc", stride, broadcast=False, outer=outer,
+                   doc=f"{doc}: added after the epilogue chain; C's dtype, layout and leading dimension")
+
+
 def _scale(name: str, kind: str | None, size: str) -> Arg:
     """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``), blocks (``block``:
     A's M x kb, B's nb x kb, row-major with a leading dimension); unused (NULL) when only the other operand is
@@ -90,11 +122,14 @@ def abi(spec: KernelSpec) -> Abi:
     batched = g.batched
     sb = (lambda x: x) if batched else (lambda x: None)
     a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", sb("stride_a"), doc="M x K")
-    b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", sb("stride_b"), doc="K x N")
+    nb = b_cols(g)
+    b = _matrix("B", g.b.dtype, g.b.layout, "K", nb, "ldb", sb("stride_b"), doc=f"K x {nb}" + gate_doc(g))
     c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", sb("stride_c"), role="inout" if g.beta != 0 else "out",
                 broadcast=False, doc="M x N" + (", read (beta != 0)" if g.beta != 0 else ""))
+    if g.residual:
+        c = replace(c, aliases=("residual",))
     axis = g.bias_axis
-    bias_len = "M" if axis == "row" else "N"
+    bias_len = "M" if axis == "row" else nb
     bias = Arg("bias", T, doc=f"length {bias_len} (bias({axis}))" if axis else "unused: pass NULL",
                dtype=bias_dtype(g.c.dtype), dims=(("batch",) if batched else ()) + (bias_len,),
                strides=(("stride_bias",) if batched else ()) + (1,),
@@ -107,6 +142,8 @@ def abi(spec: KernelSpec) -> Abi:
     args = [a, b, c, bias]
     if g.scale_a is not None or g.scale_b is not None:  # fp8 scalings: f32 device tensors, shared by a batch
         args += [_scale("scale_a", g.scale_a, "M"), _scale("scale_b", g.scale_b, "N")]
+    if g.residual:
+        args.append(residual(g, sb("stride_c"), "M x N"))
     args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
              Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
@@ -114,7 +151,7 @@ def abi(spec: KernelSpec) -> Abi:
     if g.block_scaled:
         args += [Arg("kb", S, doc=f"K blocks of the block scales: ceil(K / {SCALE_BLOCK})"),
                  Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
-    args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, "N", "K"), ld("ldc", g.c.layout, "N", "M")]
+    args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, nb, "K"), ld("ldc", g.c.layout, "N", "M")]
     if g.block_scaled:
         args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
                  Arg("ld_scale_b", ST, doc="leading dimension of scale_b (>= max(1, kb))", at_least=("kb",))]
@@ -123,13 +160,13 @@ def abi(spec: KernelSpec) -> Abi:
                  Arg("stride_b", ST, doc="elements between B matrices (0: one B for all)"),
                  Arg("stride_c", ST, doc="elements between C matrices"),
                  Arg("stride_bias", ST, doc="elements between bias vectors (0: one for all)")]
-    if resolve_schedule(spec.params.config).uses_workspace:
+    if resolve_schedule(spec.params.config, g).uses_workspace:
         args.append(Arg("workspace", ArgKind.WORKSPACE,
                         doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
                             "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
     blocks = (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
-    return Abi(tuple(args), empty_if=empty, blocks=blocks,
+    return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=gate_divides(g),
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 
@@ -144,14 +181,15 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
     masked = g.mode == "masked"
     a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", "stride_a" if masked else None, broadcast=False,
                 outer="groups", doc="groups x M x K (M rows per group)" if masked else "M x K, rows sorted by group")
-    b = _matrix("B", g.b.dtype, g.b.layout, "K", "N", "ldb", "stride_b", broadcast=False, outer="groups",
-                doc="groups x K x N: B[g] multiplies group g")
+    nb = b_cols(g)
+    b = _matrix("B", g.b.dtype, g.b.layout, "K", nb, "ldb", "stride_b", broadcast=False, outer="groups",
+                doc=f"groups x K x {nb}: B[g] multiplies group g" + gate_doc(g))
     c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", "stride_c" if masked else None, broadcast=False,
                 outer="groups", role="inout" if g.beta != 0 else "out",
                 doc=("groups x M x N" if masked else "M x N") + (", read (beta != 0)" if g.beta != 0 else ""))
     axis = g.bias_axis
     if axis == "col":
-        bias_dims, bias_strides, bcast = ("groups", "N"), ("stride_bias", 1), ("groups",)
+        bias_dims, bias_strides, bcast = ("groups", nb), ("stride_bias", 1), ("groups",)
     elif masked:
         bias_dims, bias_strides, bcast = ("groups", "M"), ("stride_bias", 1), ("groups",)
     else:
@@ -159,24 +197,29 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
     bias = Arg("bias", T, doc=f"{' x '.join(bias_dims)} (bias({axis}))" if axis else "unused: pass NULL",
                dtype=bias_dtype(g.c.dtype), dims=bias_dims, strides=bias_strides, broadcast=bcast,
                unused=axis is None)
+    extra = []
+    if g.residual:
+        c = replace(c, aliases=("residual",))
+        extra = [residual(g, "stride_c" if masked else None, "groups x M x N" if masked else "M x N",
+                          outer="groups")]
     if masked:
         index = Arg("counts", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="counts",
                     doc="rows of each group, each in 0..M")
     else:
         index = Arg("offsets", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="ends",
                     doc="cumulative end row of each group: non-decreasing, the last at most M")
-    args = [a, b, c, bias, index,
+    args = [a, b, c, bias, *extra, index,
             Arg("M", S, doc="rows of each group's capacity" if masked else "rows of A and C (all groups)"),
             Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
             Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),
-            _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, "N", "K"), _ld("ldc", g.c.layout, "N", "M")]
+            _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, nb, "K"), _ld("ldc", g.c.layout, "N", "M")]
     if masked:
         args.append(Arg("stride_a", ST, doc="elements between A's groups"))
     args.append(Arg("stride_b", ST, doc="elements between B's groups"))
     if masked:
         args.append(Arg("stride_c", ST, doc="elements between C's groups"))
     args.append(Arg("stride_bias", ST, doc="elements between the bias vectors of groups (0: one for all)"))
-    return Abi(tuple(args), empty_if=("M", "N", "groups"),
+    return Abi(tuple(args), empty_if=("M", "N", "groups"), divides=gate_divides(g),
                doc=f"C = epilogue(alpha * A.B[g] + beta * C) per group g ({g.mode}), cast to C's dtype")
 
 
@@ -192,14 +235,22 @@ def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
         return scheduled_launch(cfg.tile, threads, schedule,
                                 prelaunch="gemm/tma_sched_launch.cpp.j2" if tma else None)
     z = GridDim("batch") if spec.params.gemm.batched else GridDim()
-    return Launch(threads=threads, grid=(GridDim("N", cfg.tile[1]), GridDim("M", cfg.tile[0]), z),
+    # (gated: no sub-problems along N, whose slices would move B's up columns)
+    n = GridDim("N", out_tile_n(spec), split=not spec.params.gemm.gated)
+    return Launch(threads=threads, grid=(n, GridDim("M", cfg.tile[0]), z),
                   prelaunch="gemm/tma_launch.cpp.j2" if tma else None)
+
+
+def out_tile_n(spec: KernelSpec) -> int:
+    """The columns of C one tile writes: the tile's N, half of it (gate and up) with a gated epilogue."""
+    tn = spec.params.config.tile[1]
+    return tn // 2 if spec.params.gemm.gated else tn
 
 
 def grouped_tiles_expr(spec: KernelSpec) -> E.Expr:
     """An upper bound of the C tiles of a grouped / masked call: grouped, sum over g of ceil(rows_g / tile M)
     <= ceil(M / tile M) + groups row tiles; masked, groups x ceil(M / tile M); times ceil(N / tile N)."""
-    tm, tn, _ = spec.params.config.tile
+    tm, tn = spec.params.config.tile[0], out_tile_n(spec)
     rows = E.add(E.cdiv("M", tm), "groups") if spec.params.gemm.mode == "grouped" else E.mul("groups", E.cdiv("M", tm))
     return E.mul(rows, E.cdiv("N", tn))
 

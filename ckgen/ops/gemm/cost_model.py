@@ -69,10 +69,15 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
     lds_rate = t.cus * t.lds_banks * t.lds_bank_bytes * clock * EFFICIENCY[body]
     load_kstep = cfg.tile[2] * (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes)
     load_rate = t.cus * L1_BYTES_PER_CU_CLK * clock * EFFICIENCY[body]
-    return (float(cfg.tile[0]), float(cfg.tile[1]), float(cfg.tile[2]), float(kind),
+    # A gated epilogue's tile writes half its N columns of C from twice as many of B: the model's tile N is C's
+    # (tile counts), its B bytes per column of C double, and its rate halves (a unit's flops are those of the
+    # whole tile, 2 x tile M x tile N x tile K, which estimate() counts from C's tile N)
+    half = 2 if g.gated else 1
+    flops /= half
+    return (float(cfg.tile[0]), float(cfg.tile[1] // half), float(cfg.tile[2]), float(kind),
             float(sp.splits if sp else 0), float(sp.target_ctas if sp else 0), float(sp.workers if sp else 0),
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
-            float(g.a.dtype.bytes), float(g.b.dtype.bytes), float(g.c.dtype.bytes),
+            float(g.a.dtype.bytes), float(g.b.dtype.bytes * half), float(g.c.dtype.bytes),
             LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS),
             float(lds_kstep), lds_rate, float(load_kstep), load_rate)
 

@@ -25,7 +25,7 @@ from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.ops.gemm.spec import GATE_BLOCKS, SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
@@ -159,16 +159,19 @@ def check_scales(d: GemmDraft) -> None:
     if SCALE_BLOCK % cfg.tile[2]:
         raise d.fail("tile", "x".join(map(str, cfg.tile)), f"a tile K dividing {SCALE_BLOCK} (32, 64, 128)",
                      f"a K tile must lie in one {SCALE_BLOCK}-block of the block scales")
-    if resolve_schedule(cfg).kind != "tile":
+    if resolve_schedule(cfg, g).kind != "tile":
         raise d.fail("schedule", cfg.schedule.text, "tile", "block scales are applied by one workgroup per C tile")
     if g.batched:
         raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 
 
-def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr) -> bool:
-    """M/waves_m, N/waves_n and K are multiples of the instruction's M, N and K."""
+def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr,
+                      gated: bool = False) -> bool:
+    """M/waves_m, N/waves_n and K are multiples of the instruction's M, N and K (gated: N/waves_n of twice its N,
+    gate and up fragments)."""
     (tm, tn, tk), (wm, wn) = tile, waves
-    return tm % wm == 0 and tn % wn == 0 and (tm // wm) % instr.m == 0 and (tn // wn) % instr.n == 0 \
+    n = 2 * instr.n if gated else instr.n
+    return tm % wm == 0 and tn % wn == 0 and (tm // wm) % instr.m == 0 and (tn // wn) % n == 0 \
         and tk % instr.k == 0
 
 
@@ -183,7 +186,7 @@ def select_instruction(d: GemmDraft) -> None:
         d.instr = instr
         return
     for instr in cands:
-        if _instruction_fits(cfg.tile, cfg.waves, instr):
+        if _instruction_fits(cfg.tile, cfg.waves, instr, g.gated is not None):
             d.instr = instr
             return
     raise d.fail("tile", "x".join(map(str, cfg.tile)),
@@ -201,6 +204,9 @@ def check_tile(d: GemmDraft) -> None:
     if tn % (wn * i.n):
         raise d.fail("tile", tile, f"tile N a multiple of waves_n*instr_n = {wn}*{i.n} = {wn * i.n}",
                      "tile N is not divisible by waves x instruction")
+    if d.g.gated and tn % (2 * wn * i.n):
+        raise d.fail("tile", tile, f"tile N a multiple of 2*waves_n*instr_n = {2 * wn * i.n}",
+                     f"{d.g.gated}: each wave's N extent holds gate and up fragments of instr_n = {i.n} columns")
     if tk % i.k:
         raise d.fail("tile", tile, f"tile K a multiple of instr_k = {i.k}", "tile K is not divisible by the instruction's K")
     if not 1 <= cfg.lds_buffers <= d.body.max_lds_buffers:
@@ -224,6 +230,11 @@ def _mma_sync_body(d: GemmDraft) -> None:
             side = "M" if param == "A" else "N"
             raise d.fail("tile", tile, f"tile {side} * {dtype.bytes} bytes a power-of-two multiple of 16 bytes",
                          f"{param} is {layout.value}-major, so its {side} extent is loaded in 16-byte chunks")
+    if g.gated and g.b.layout == Layout.ROW and gate_run(g, _wave_n(cfg)) * g.b.dtype.bytes % 16:
+        run = gate_run(g, _wave_n(cfg))
+        raise d.fail("gate" if g.gate == "interleaved" else "tile", g.gate_text if g.gate == "interleaved" else tile,
+                     f"runs of gate / up columns of a multiple of {16 // g.b.dtype.bytes} (16 bytes)",
+                     f"row-major B loads in 16-byte chunks; this kernel's runs are {run} columns")
 
 
 #: extra shape rules of a device body, by its header (the MFMA body has none beyond the common checks).
@@ -233,6 +244,38 @@ BODY_RULES = {"gemm_mma_sm90.h": (_mma_sync_body,)}
 def check_kernel_body(d: GemmDraft) -> None:
     for rule in BODY_RULES.get(d.body.header, ()):
         rule(d)
+
+
+def gate_run(g: GemmSpec, extent: int) -> int:
+    """Columns of B that a gated tile takes contiguously when each ``extent`` of its N (a wave's, or the Hopper
+    body's whole tile) holds gate columns then up columns: half the extent (halves), or the interleave block when
+    smaller."""
+    half = extent // 2
+    return min(half, g.gate_block) if g.gate == "interleaved" else half
+
+
+def _wave_n(cfg: TileConfig) -> int:
+    return cfg.tile[1] // cfg.waves[1]
+
+
+def check_gated(d: GemmDraft) -> None:
+    """Gated epilogues (swiglu, geglu): one workgroup per tile (split-K would sum gate and up apart), no column
+    scales of B, and an interleave block that either divides half a wave's N extent or is a multiple of it (so
+    that each half of every wave's extent is whole blocks of gate or up columns)."""
+    g, cfg = d.g, d.cfg
+    if g.gated is None:
+        return
+    if cfg.schedule.kind in ("splitk", "streamk"):
+        raise d.fail("schedule", cfg.schedule.text, "tile or auto",
+                     f"split-K and stream-K are not implemented for gated epilogues ({g.gated})")
+    if g.scale_b in ("col", "block"):
+        raise d.fail("scale_b", g.scale_b, "tensor or none",
+                     f"a gated epilogue ({g.gated}) takes no per-column scales of B yet")
+    half = cfg.tile[1] // cfg.waves[1] // 2
+    if g.gate == "interleaved" and g.gate_block % half and half % g.gate_block:
+        legal = [b for b in GATE_BLOCKS if b % half == 0 or half % b == 0]
+        raise d.fail("gate", g.gate_text, "halves, " + ", ".join(f"interleaved({b})" for b in legal),
+                     f"half a wave's N extent ({half} columns) must be whole blocks, or lie in one")
 
 
 def choose_vectors(d: GemmDraft) -> None:
@@ -245,7 +288,8 @@ def choose_vectors(d: GemmDraft) -> None:
     unit_a = mn_unit_elements(d.target, g.a.dtype.bytes, g.a.layout == Layout.ROW)
     unit_b = mn_unit_elements(d.target, g.b.dtype.bytes, g.b.layout == Layout.COL)
     extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk // unit_a),
-               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else tn, tn * tk // unit_b),
+               "vec_b": (g.b.dtype, tk if g.b.layout == Layout.COL else gate_run(g, _wave_n(cfg)) if g.gated else tn,
+                         tn * tk // unit_b),
                "vec_c": (g.c.dtype, tn if g.c.layout == Layout.ROW else tm, tm * tn)}
     chosen = []
     for param, (dtype, extent, elems) in extents.items():
@@ -321,8 +365,11 @@ def estimate_registers(d: GemmDraft) -> None:
 def plan_epilogue(d: GemmDraft) -> None:
     g = d.g
     d.bias_dtype = g.c.dtype if g.c.dtype.is_float else DType.F32
-    d.integer_epilogue = not g.acc.is_float and not g.epilogue and g.alpha == 1.0 and g.beta == 0.0
-    d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.epilogue)
+    d.integer_epilogue = not g.acc.is_float and not g.chain and not g.gated and g.alpha == 1.0 and g.beta == 0.0
+    d.epilogue_types = tuple(EPILOGUE_TYPES[(op.kind, op.axis)] for op in g.chain)
+    if g.residual and g.scaled:
+        raise d.fail("epilogue", " -> ".join(op.text for op in g.epilogue), "a chain without residual, or no "
+                     "scale_a / scale_b", "a residual is not offered with fp8 scalings yet")
 
 
 #: the Hopper body (device/gemm_sm90_tma.h): its dtypes, its tiles (one consumer warpgroup of 4 warps per 64 rows,
@@ -351,6 +398,8 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
         return f"its fp8 tiles are {tiles} (K = 128 fp8 elements: one 128-byte swizzled row)"
     if g.grouped or resolve_schedule(cfg).kind != "tile":
         return "fp8 kernels take it with one block per C tile (schedule = tile), not grouped"
+    if g.gated or g.residual:
+        return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
     return None
 
 
@@ -378,8 +427,15 @@ def plan_tma_body(d: GemmDraft) -> None:
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
     # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
-    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped  # (grouped: masked stores)
-    per_warp = cfg.tile[1] // 64 * 2048 if tma_store else 16 * (128 + 16)
+    # (grouped: masked stores; a residual over 256 columns of C: the staged epilogue, gemm_sm90_tma.h kTmaStoreC)
+    out_n = cfg.tile[1] // 2 if g.gated else cfg.tile[1]
+    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped and (not g.residual or out_n <= 128)
+    per_warp = out_n // 64 * 2048 if tma_store else 16 * (128 + 16)
+    if g.gated and g.b.layout == Layout.ROW and gate_run(g, cfg.tile[1]) % 64:
+        legal = [f"interleaved({b})" for b in GATE_BLOCKS if b >= 64]
+        raise d.fail("gate", g.gate_text, ", ".join(["halves", *legal]) + " (or B col-major)",
+                     "the Hopper body loads row-major B in boxes of 64 columns: each must be whole gate or up "
+                     "columns (a smaller block would leave this kernel on the slower mma.sync body)")
 
     def smem(stages: int) -> int:
         bars_end = stages * (tile_bytes + 16)
@@ -403,6 +459,7 @@ PASSES = (
     check_scales,         # scalings: f32 accumulation; block scales' pairing, K tile, schedule, body
     check_tile,           # tile divisible by waves x instruction; pipeline depth
     check_kernel_body,    # the shape rules of the target's device body
+    check_gated,          # gated epilogues: schedule, scales, interleave block
     choose_vectors,       # global vector widths
     plan_lds,             # LDS layout, bytes and capacity
     estimate_registers,   # register budget

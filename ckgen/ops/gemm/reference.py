@@ -1,4 +1,4 @@
-"""The GEMM op's float64 reference: ``epilogue(alpha * A.B + beta * C0)`` per batch item, with integer outputs
+"""The GEMM op's float64 reference: ``epilogue(alpha * A.B + beta * C0)`` (``+ R`` with a residual) per batch item, with integer outputs
 rounded and saturated like the kernel."""
 
 from __future__ import annotations
@@ -12,12 +12,28 @@ from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
-from ckgen.ops.gemm.spec import SCALE_BLOCK
+from ckgen.ops.gemm.spec import GATED, SCALE_BLOCK
 
 
 def activation(kind: str, x: np.ndarray) -> np.ndarray:
     """float64 reference of an epilogue activation: ``relu``, ``gelu`` (tanh form) or ``silu``."""
     return ACTIVATIONS[kind](x)
+
+
+def gate_columns(g, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """B's gate and up column of each of the n output columns of a gated epilogue (halves or interleaved)."""
+    o = np.arange(n)
+    if g.gate == "interleaved":
+        bk = g.gate_block
+        gate = (o // bk) * 2 * bk + o % bk
+        return gate, gate + bk
+    return o, o + n
+
+
+def _gate(g, r):
+    """act(gate) * up over the last axis of r (B's 2 N columns, the chain already applied)."""
+    gi, ui = gate_columns(g, r.shape[-1] // 2)
+    return activation(GATED[g.gated], r[..., gi]) * r[..., ui]
 
 
 def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np.ndarray]:
@@ -44,12 +60,16 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * to_float64(arrays["C"], g.c.dtype)
-    for op in g.epilogue:
+    for op in g.chain:
         if op.kind == "bias":
             bias = batch3(arrays["bias"], bias_dt, 2)
             r = r + (bias[..., :, None] if op.axis == "row" else bias[..., None, :])
         else:
             r = activation(op.kind, r)
+    if g.gated:
+        r = _gate(g, r)
+    if g.residual:
+        r = r + to_float64(arrays["residual"], g.c.dtype)
     if not g.c.dtype.is_float:
         info = np.iinfo(np.dtype(g.c.dtype.numpy))
         r = np.clip(np.rint(r), info.min, info.max)
@@ -58,14 +78,19 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     return {"C": r}
 
 
-def _epilogue(g, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None) -> np.ndarray:
-    """``epilogue(alpha * r + beta * c0)`` with ``bias`` already shaped to broadcast over ``r``; integer C rounded
-    and saturated."""
+def _epilogue(g, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
+              res: np.ndarray | None = None) -> np.ndarray:
+    """``epilogue(alpha * r + beta * c0)`` with ``bias`` already shaped to broadcast over ``r``, plus the residual
+    ``res`` (``-> residual``); integer C rounded and saturated."""
     r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * c0
-    for op in g.epilogue:
+    for op in g.chain:
         r = r + bias if op.kind == "bias" else activation(op.kind, r)
+    if g.gated:
+        r = _gate(g, r)
+    if g.residual:
+        r = r + res
     if not g.c.dtype.is_float:
         info = np.iinfo(np.dtype(g.c.dtype.numpy))
         r = np.clip(np.rint(r), info.min, info.max)
@@ -90,6 +115,7 @@ def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.nda
     c0 = to_float64(arrays["C"], g.c.dtype)
     out = c0.copy()
     bias = to_float64(arrays["bias"], bias_dt) if g.has_bias else None
+    res = to_float64(arrays["residual"], g.c.dtype) if g.residual else None
     masked = g.mode == "masked"
     for e, (r0, r1) in enumerate(group_rows(plan, arrays)):
         if r1 <= r0:
@@ -101,8 +127,10 @@ def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.nda
                 bg = (bias if bias.ndim == 1 else bias[e])[None, :]
             else:
                 bg = (bias[e] if bias.ndim == 2 else bias)[r0:r1, None]
-        out[rows] = _epilogue(g, a[rows] @ b[e], c0[rows], bg)
+        out[rows] = _epilogue(g, a[rows] @ b[e], c0[rows], bg, None if res is None else res[rows])
     return out
+
+
 def _block_scaled(a, b, sa, sb, xp):
     """sum over K blocks kb of (A[:, kb] . B[kb, :]) * sa[:, kb] * sb[col // 128, kb] (A: M x K, B: K x N, float64;
     ``xp``: numpy or torch)."""
@@ -154,7 +182,7 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
     r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * arrays["C"].double()
-    for op in g.epilogue:
+    for op in g.chain:
         if op.kind == "bias":
             bias = batch3(arrays["bias"], 2)
             r = r + (bias[..., :, None] if op.axis == "row" else bias[..., None, :])
@@ -164,6 +192,16 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
             r = 0.5 * r * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (r + 0.044715 * r ** 3)))
         else:
             r = r / (1.0 + torch.exp(-r))
+    if g.gated:
+        gi, ui = (torch.as_tensor(x, device=r.device) for x in gate_columns(g, r.shape[-1] // 2))
+        gate, up = r[..., gi], r[..., ui]
+        if GATED[g.gated] == "silu":
+            gate = gate / (1.0 + torch.exp(-gate))
+        else:
+            gate = 0.5 * gate * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (gate + 0.044715 * gate ** 3)))
+        r = gate * up
+    if g.residual:
+        r = r + arrays["residual"].double()
     if not g.c.dtype.is_float:
         info = np.iinfo(np.dtype(g.c.dtype.numpy))
         r = torch.clamp(torch.round(r), info.min, info.max)

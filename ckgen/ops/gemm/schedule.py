@@ -32,7 +32,7 @@ SLOT_ROW_MAJOR = {"amd": False, "cuda": True}
 def plan_schedule(d) -> None:
     """Resolve ``schedule`` (``auto`` included) and plan split-K / stream-K: refuse what the bodies do not do,
     size the persistent grid."""
-    sched = resolve_schedule(d.cfg)
+    sched = resolve_schedule(d.cfg, d.g)
     if not sched.uses_workspace or d.g.grouped:  # (grouped kernels: the groups' walk, ops/gemm/grouped.py)
         return
     g, t = d.g, d.target

@@ -1,6 +1,8 @@
 """The GEMM op's kernel description and its DSL keys.
 
-``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. With
+``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. The chain may end in
+``residual`` (``+ R``, an input laid out as C) and may be gated (``swiglu`` / ``geglu``: B is K x 2N, gate and up
+columns as ``gate`` says, C = act(gate) * up). With
 ``batched = true`` every operand gains a leading batch dimension with its own batch stride (0 broadcasts). With
 ``mode = grouped`` (or ``masked``) it is G GEMMs sharing N and K with rows per group given at run time (the
 mixture-of-experts layouts: :mod:`ckgen.ops.gemm.abi`).
@@ -17,9 +19,17 @@ from ckgen.ir.op import BuildContext, Key
 from ckgen.ir.spec import TensorSpec, Value
 from ckgen.ir.types import DType
 
-EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu")
+EPILOGUE_KINDS = ("bias", "relu", "gelu", "silu", "swiglu", "geglu", "residual")
 BIAS_AXES = ("row", "col")
-EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "cast(<C dtype>)", "none")
+EPILOGUE_WORDS = ("bias(row)", "bias(col)", "relu", "gelu", "silu", "swiglu", "geglu", "residual", "cast(<C dtype>)",
+                  "none")
+#: gated epilogues (docs/dsl.md): C = act(A.B_gate) * (A.B_up), B holding 2 N columns; their gate activation
+GATED = {"swiglu": "silu", "geglu": "gelu"}
+#: how B's 2 N columns hold the gate and up projections: ``halves`` (gate columns [0, N), up [N, 2N): the merged
+#: gate_up weight of HF / vLLM) or ``interleaved(b)`` (blocks of b gate columns and b up columns alternating)
+GATE_FORMS = ("halves", "interleaved")
+GATE_WORDS = "halves, interleaved(b) with b a power of two in 8..256"
+GATE_BLOCKS = (8, 16, 32, 64, 128, 256)
 DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
                DType.E4M3FN: DType.F32, DType.E5M2: DType.F32, DType.E4M3FNUZ: DType.F32, DType.E5M2FNUZ: DType.F32,
                DType.F64: DType.F64}
@@ -62,6 +72,8 @@ KEYS = (
     Key("mode", "dense, grouped (rows of A and C in groups by end offsets, B per group) or masked (groups of a "
                 "fixed row capacity, a count each)", default_text="dense"),
     Key("index", "i32 or i64: the dtype of the offsets (grouped) or counts (masked) tensor", default_text="i32"),
+    Key("gate", f"{GATE_WORDS}: where a gated epilogue (swiglu, geglu) finds the gate and up columns of B",
+        default_text="halves"),
     Key("scale_a", "tensor (one f32), row (M f32) or block(128) (M x ceil(K/128) f32): A's dequantization scale, "
                    "read from device memory", default_text="none"),
     Key("scale_b", "tensor (one f32), col (N f32) or block(128) (ceil(N/128) x ceil(K/128) f32): B's "
@@ -108,13 +120,15 @@ class Schedule:
 SMALL_M_TILE = 64
 
 
-def resolve_schedule(cfg: TileConfig) -> Schedule:
+def resolve_schedule(cfg: TileConfig, gemm: GemmSpec | None = None) -> Schedule:
     """The schedule a kernel runs: its own, or for ``auto`` split-K (count per call) when the tile has at most
-    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise. Target-independent (the ABI follows it)."""
+    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise (always for a gated epilogue, which split-K
+    does not take). Target-independent (the ABI follows it)."""
     s = cfg.schedule
     if s.kind != "auto":
         return s
-    return Schedule("splitk") if cfg.tile[0] <= SMALL_M_TILE else Schedule("tile")
+    gated = gemm is not None and gemm.gated is not None
+    return Schedule("splitk") if cfg.tile[0] <= SMALL_M_TILE and not gated else Schedule("tile")
 
 
 def _schedule(v: Value) -> Schedule:
@@ -170,7 +184,10 @@ class EpilogueOp:
 
 @dataclass(frozen=True)
 class GemmSpec:
-    """``C = epilogue(alpha * A @ B + beta * C)``, cast to C's dtype. A is MxK, B is KxN."""
+    """``C = epilogue(alpha * A @ B + beta * C)``, cast to C's dtype. A is MxK, B is KxN. ``epilogue`` may end in a
+    ``residual`` op (``+ R`` after the chain) and may hold one gated op (``swiglu`` / ``geglu``, after a bias at
+    most): then B is K x 2N, ``gate`` (``halves`` / ``interleaved``, with ``gate_block``) places its gate and up
+    columns, C = act(chain(gate)) * chain(up) and beta is 0."""
 
     a: TensorSpec
     b: TensorSpec
@@ -186,21 +203,52 @@ class GemmSpec:
     #: is ``alpha * (scale_a * scale_b) * (A.B)`` before beta, the chain and the cast
     scale_a: str | None = None
     scale_b: str | None = None
+    #: gated epilogues: ``halves`` or ``interleaved`` with ``gate_block`` columns per block (None: not gated)
+    gate: str | None = None
+    gate_block: int = 0
 
     def __post_init__(self) -> None:
         if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
             raise ValueError("at most one bias in the epilogue")
+        if any(op.kind == "residual" for op in self.epilogue[:-1]):
+            raise ValueError("residual ends the epilogue chain")
         if self.mode not in MODES or self.index not in INDEX_DTYPES:
             raise ValueError(f"mode {self.mode}, index {self.index}")
         if self.batched and self.mode != "dense":
             raise ValueError("grouped and masked kernels are not batched")
+        if self.scale_a not in (None, *SCALE_A) or self.scale_b not in (None, *SCALE_B):
+            raise ValueError(f"scales {self.scale_a}, {self.scale_b}")
+        gated = [op for op in self.epilogue if op.kind in GATED]
+        if (self.gate is not None) != bool(gated) or len(gated) > 1:
+            raise ValueError("a gated epilogue has one gate op and a gate form")
+        if self.gate is not None and (self.gate not in GATE_FORMS
+                                      or (self.gate == "interleaved") != (self.gate_block in GATE_BLOCKS)):
+            raise ValueError(f"gate {self.gate}({self.gate_block})")
 
     @property
     def grouped(self) -> bool:
         """Grouped or masked: groups of rows, one B (and bias(col)) per group."""
         return self.mode != "dense"
-        if self.scale_a not in (None, *SCALE_A) or self.scale_b not in (None, *SCALE_B):
-            raise ValueError(f"scales {self.scale_a}, {self.scale_b}")
+
+    @property
+    def residual(self) -> bool:
+        """``-> residual`` ends the chain: ``C = chain(...) + R``, R a separate input laid out as C."""
+        return bool(self.epilogue) and self.epilogue[-1].kind == "residual"
+
+    @property
+    def chain(self) -> tuple[EpilogueOp, ...]:
+        """The element-wise ops before the residual (bias, activations); gated: before the gate (a bias)."""
+        ops = self.epilogue[:-1] if self.residual else self.epilogue
+        return tuple(op for op in ops if op.kind not in GATED)
+
+    @property
+    def gated(self) -> str | None:
+        """The gated op (``swiglu`` / ``geglu``) or None: C (N columns) = act(gate) * up of B's 2 N columns."""
+        return next((op.kind for op in self.epilogue if op.kind in GATED), None)
+
+    @property
+    def gate_text(self) -> str:
+        return f"interleaved({self.gate_block})" if self.gate == "interleaved" else str(self.gate)
 
     @property
     def scaled(self) -> bool:
@@ -227,6 +275,8 @@ class GemmSpec:
             d.update(mode=self.mode, index=self.index.value)
         if self.scaled:  # (unscaled kernels keep their canonical JSON and cache keys)
             d["scale_a"], d["scale_b"] = self.scale_a, self.scale_b
+        if self.gate is not None:  # (likewise ungated ones)
+            d["gate"] = {"form": self.gate, "block": self.gate_block}
         return d
 
 
@@ -288,9 +338,28 @@ def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
             if any(o.kind == "bias" for o in ops):
                 raise V.err("epilogue: only one bias is allowed", call.span)
             ops.append(EpilogueOp("bias", args[0]))
+        elif name == "residual":
+            rest = calls[i + 1:]
+            if args or not (not rest or (len(rest) == 1 and rest[0].data[0] == "cast")):
+                raise V.err(f"epilogue op {call.text}: residual takes no arguments and ends the chain (before a "
+                            "cast)", call.span, "e.g. epilogue = bias(col) -> gelu -> residual: C = gelu(alpha * A.B "
+                            "+ bias) + R, R an input of C's dtype and layout (C's leading dimension)")
+            ops.append(EpilogueOp("residual"))
         elif name in ("relu", "gelu", "silu"):
             if args:
                 raise V.err(f"epilogue op {call.text}: {name} takes no arguments", call.span)
+            if any(o.kind in GATED for o in ops):
+                raise V.err(f"epilogue op {call.text}: only a residual may follow a gated op", call.span,
+                            "e.g. epilogue = bias(col) -> swiglu -> residual")
+            ops.append(EpilogueOp(name))
+        elif name in GATED:
+            if args:
+                raise V.err(f"epilogue op {call.text}: {name} takes no arguments", call.span,
+                            "the gate form is the key gate = halves | interleaved(b)")
+            if any(o.kind != "bias" for o in ops):
+                raise V.err(f"epilogue op {call.text}: only a bias may come before a gated op", call.span,
+                            f"e.g. epilogue = bias(col) -> {name}: C = {GATED[name]}(A.B_gate + bias_gate) * "
+                            "(A.B_up + bias_up)")
             ops.append(EpilogueOp(name))
         elif name == "cast":
             if i != len(calls) - 1 or len(args) != 1:
@@ -300,8 +369,24 @@ def _epilogue(v: Value, c_dtype: DType) -> tuple[EpilogueOp, ...]:
                             call.span, f"write cast({c_dtype.value}) or change C")
         else:
             raise V.err(f"epilogue op '{name}' is unknown", call.span,
-                        f"{V.did_you_mean(name, ('bias', 'relu', 'gelu', 'silu', 'cast'))}ops: {', '.join(EPILOGUE_WORDS)}")
+                        f"{V.did_you_mean(name, ('bias', 'relu', 'gelu', 'silu', 'swiglu', 'geglu', 'residual', 'cast'))}ops: {', '.join(EPILOGUE_WORDS)}")
     return tuple(ops)
+
+
+def _gate(v: Value) -> tuple[str, int]:
+    """``gate = halves | interleaved(b)``, b in :data:`GATE_BLOCKS`."""
+    legal = f"legal: {GATE_WORDS}"
+    if v.kind == "call":
+        name, args = v.data
+        if name == "halves" and not args:
+            return "halves", 0
+        if name == "interleaved" and len(args) == 1:
+            if args[0].isdigit() and int(args[0]) in GATE_BLOCKS:
+                return "interleaved", int(args[0])
+            raise V.err(f"gate = {v.text}: the block must be a power of two in {GATE_BLOCKS[0]}..{GATE_BLOCKS[-1]}",
+                        v.span, f"legal blocks: {', '.join(map(str, GATE_BLOCKS))} (columns of gate, then as many of up)")
+    raise V.err(f"gate = {v.text}: expected halves or interleaved(b)", v.span,
+                f"{V.did_you_mean(v.text, GATE_FORMS)}{legal}")
 
 
 def _scale(v: Value, param: str, kinds: tuple[str, ...]) -> str:
@@ -333,11 +418,24 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         if index not in INDEX_DTYPES:
             raise V.err(f"index = {index.value}: offsets and counts are i32 or i64", v["index"].span,
                         "legal: i32, i64")
+    epilogue = _epilogue(v["epilogue"], c.dtype) if "epilogue" in v else ()
+    gated = next((op.kind for op in epilogue if op.kind in GATED), None)
+    gate, gate_block = None, 0
+    if "gate" in v:
+        if gated is None:
+            raise V.err("gate: only a gated epilogue (swiglu, geglu) takes a gate form", v["gate"].span,
+                        "add epilogue = swiglu (or geglu), or leave gate out")
+        gate, gate_block = _gate(v["gate"])
+    elif gated is not None:
+        gate = "halves"
+    if gated is not None and "beta" in v and V.f32(v["beta"], "beta") != 0.0:
+        raise V.err(f"beta = {v['beta'].text}: a gated epilogue takes beta = 0", v["beta"].span,
+                    f"legal: beta = 0 (C has half B's columns); add C's old values with epilogue = {gated} -> residual "
+                    "(R = C)")
     gemm = GemmSpec(a, b, c, acc,
                     alpha=V.f32(v["alpha"], "alpha") if "alpha" in v else 1.0,
                     beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
-                    epilogue=_epilogue(v["epilogue"], c.dtype) if "epilogue" in v else (),
-                    batched=batched, mode=mode, index=index,
+                    epilogue=epilogue, batched=batched, mode=mode, index=index, gate=gate, gate_block=gate_block,
                     scale_a=_scale(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
                     scale_b=_scale(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
     instr = None

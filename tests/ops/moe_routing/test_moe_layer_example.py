@@ -1,5 +1,5 @@
-"""examples/moe_layer.py on the emulator (rung 2): router -> sort -> permute -> grouped gate (SiLU fused) and up ->
-the element-wise product -> grouped down -> weighted un-permute against a float64 layer, for the DeepSeek-like configuration
+"""examples/moe_layer.py on the emulator (rung 2): router -> sort -> permute -> grouped gate-up (SwiGLU fused) ->
+grouped down -> weighted un-permute against a float64 layer, for the DeepSeek-like configuration
 (sigmoid + correction, grouped top-k, renormalized, scaled; 64 experts, top-6), at 8 tokens."""
 
 from __future__ import annotations

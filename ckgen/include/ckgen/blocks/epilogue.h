@@ -4,6 +4,16 @@
 // declares `using EpiOperand = epi::Scaled<TBias, kScaleA, kScaleB>` the bias pointer with the scale pointers
 // (fp8 GEMM scalings: acc * scale_a * scale_b before alpha, beta and the chain).
 //
+// A Cfg with `using EpiOperand = epi::Residual<TBias, TC>` (epilogue `... -> residual`) passes the bias pointer with
+// the residual R: value() adds R at C's element after the chain (D = chain(alpha * acc + beta * C) + R).
+//
+// Gated epilogues (swiglu, geglu): a Cfg with `using Gate = epi::Silu` (or Gelu) and `kGateBlock` has B of 2 N
+// columns and C of N: C = Gate(chain(gate)) * chain(up) (+ R), the chain (a bias at most) applied to the gate and
+// the up value at their own columns of B. Output column o takes gate column gate_col(o) and up column
+// gate_col(o) + up_shift(N): halves (kGateBlock 0) o and N + o; interleaved(b) (o / b) * 2b + o % b and + b.
+// The bodies arrange B's tile so that each lane holds both accumulators of its output columns
+// (blk::GatedRows, ckgen/blocks/tile_loader.h) and call finish_gated / gated_value with the pair.
+//
 // Each op:  template <class Cfg> static CKGEN_DEVICE float apply(float v, int row, int col, Operand<Cfg> bias);
 // and `static constexpr bool kReads`: whether apply reads memory (a bias). row/col are global C coordinates, in
 // bounds (row < M, col < N) whenever the chain reads memory; a chain that reads none may also be evaluated past
@@ -68,6 +78,31 @@ struct IsBlockScaled<Scaled<TBias, kA, kB>> {
   static constexpr bool value = Scaled<TBias, kA, kB>::kBlock;
 };
 
+// The epilogue operand of a kernel whose chain ends in `-> residual`: the bias pointer, the residual R and C's
+// pointer at the kernel entry. R is laid out as C (dtype, leading dimension, batch / group strides), so the
+// residual of C's element at p is R[p - c_base]: the bodies' moves of C (batch items, groups, tiles) apply to R
+// without knowing about it. `+ d` moves the bias only; `bool` tells whether there is a bias.
+template <class TBias, class TC>
+struct Residual {
+  const TBias* bias;
+  const TC* r;
+  const TC* c_base;
+  static CKGEN_DEVICE Residual make(const TBias* bias, const TC* r, const TC* c) { return Residual{bias, r, c}; }
+  // R's element at C's element c + off (c anywhere inside C)
+  CKGEN_DEVICE TC at(const TC* c, long long off) const { return gload(r + ((c + off) - c_base)); }
+  CKGEN_DEVICE Residual operator+(long long d) const { return Residual{bias + d, r, c_base}; }
+  CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
+};
+
+template <class T>
+struct IsResidual {
+  static constexpr bool value = false;
+};
+template <class TBias, class TC>
+struct IsResidual<Residual<TBias, TC>> {
+  static constexpr bool value = true;
+};
+
 template <class T>
 struct IsScaled {
   static constexpr bool value = false;
@@ -95,6 +130,10 @@ CKGEN_DEVICE const T* bias_ptr(const T* p) {
 }
 template <class T, int kA, int kB>
 CKGEN_DEVICE const T* bias_ptr(const Scaled<T, kA, kB>& s) {
+  return s.bias;
+}
+template <class T, class TC>
+CKGEN_DEVICE const T* bias_ptr(const Residual<T, TC>& s) {
   return s.bias;
 }
 
@@ -190,22 +229,83 @@ struct IsInt< ::int32_t> {
   static constexpr bool value = true;
 };
 
-// Whether the epilogue of Cfg reads memory: beta * C, a bias, or scales. When it does not, value() may run past
-// M / N.
+// Whether the epilogue of Cfg reads memory: beta * C, a bias, scales or a residual. When it does not, value() may
+// run past M / N.
 template <class Cfg>
 constexpr bool reads_memory() {
-  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads || IsScaled<Operand<Cfg>>::value;
+  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads || IsScaled<Operand<Cfg>>::value ||
+         IsResidual<Operand<Cfg>>::value;
 }
 
 // The value one accumulator gives C before the cast: alpha * acc (times the scales of a scaled operand), plus
-// beta*C[off] when kBeta != 0 (C is read only then), then the chain.
+// beta*C[off] when kBeta != 0 (C is read only then), then the chain, then the residual R (a Residual operand).
 template <class Cfg, class AccT>
 CKGEN_DEVICE float value(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
                          Operand<Cfg> bias) {
   float v = Cfg::kAlpha * static_cast<float>(acc);
   if constexpr (IsScaled<Operand<Cfg>>::value) v = Cfg::kAlpha * (static_cast<float>(acc) * scale_at(bias, row, col));
   if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
-  return Cfg::Epilogue::template apply<Cfg>(v, row, col, bias);
+  v = Cfg::Epilogue::template apply<Cfg>(v, row, col, bias);
+  if constexpr (IsResidual<Operand<Cfg>>::value) v += to_float(bias.at(C, off));
+  return v;
+}
+
+// ---------------------------------------------------------------- gated epilogues
+template <class Cfg, class = void>
+struct GateOf {
+  static constexpr bool kGated = false;
+  static constexpr int kBlock = 0;
+};
+template <class Cfg>
+struct GateOf<Cfg, decltype(void(sizeof(typename Cfg::Gate)))> {
+  static constexpr bool kGated = true;
+  static constexpr int kBlock = Cfg::kGateBlock;
+};
+template <class Cfg>
+constexpr bool gated() {
+  return GateOf<Cfg>::kGated;
+}
+// The columns of C one tile writes: kTileN, or half of it (gate and up) for a gated Cfg.
+template <class Cfg>
+constexpr int out_tile_n() {
+  return gated<Cfg>() ? Cfg::kTileN / 2 : Cfg::kTileN;
+}
+// B's gate column of output column o, and how far its up column lies beyond it (n: C's columns).
+template <int kBlock>
+CKGEN_DEVICE int gate_col(int o) {
+  return kBlock ? (o / kBlock) * (2 * kBlock) + o % kBlock : o;
+}
+template <int kBlock>
+CKGEN_DEVICE int up_shift(int n) {
+  return kBlock ? kBlock : n;
+}
+
+// The value of output (row, col) from its gate and up accumulators: alpha (and the scales) on each, the chain on
+// each at its own column of B, Gate(gate) * up, then the residual. n: C's columns (N).
+template <class Cfg, class AccT>
+CKGEN_DEVICE float gated_value(AccT gate, AccT up, int row, int col, int n, const typename Cfg::TC* C, long long off,
+                               Operand<Cfg> op) {
+  constexpr int kB = GateOf<Cfg>::kBlock;
+  const int cg = gate_col<kB>(col);
+  const int cu = cg + up_shift<kB>(n);
+  float g = Cfg::kAlpha * static_cast<float>(gate);
+  float u = Cfg::kAlpha * static_cast<float>(up);
+  if constexpr (IsScaled<Operand<Cfg>>::value) {  // (tensor / row scales only: the same for gate and up)
+    const float s = scale_at(op, row, cg);
+    g *= s;
+    u *= s;
+  }
+  g = Cfg::Epilogue::template apply<Cfg>(g, row, cg, op);
+  u = Cfg::Epilogue::template apply<Cfg>(u, row, cu, op);
+  float v = Cfg::Gate::template apply<Cfg>(g, row, col, op) * u;
+  if constexpr (IsResidual<Operand<Cfg>>::value) v += to_float(op.at(C, off));
+  return v;
+}
+
+template <class Cfg, class AccT>
+CKGEN_DEVICE typename Cfg::TC finish_gated(AccT gate, AccT up, int row, int col, int n, const typename Cfg::TC* C,
+                                           long long off, Operand<Cfg> op) {
+  return from_float<typename Cfg::TC>(gated_value<Cfg>(gate, up, row, col, n, C, off, op));
 }
 
 // The value one accumulator writes to C (shared by every GEMM body): value(), then the cast to TC. An integer
@@ -220,6 +320,7 @@ CKGEN_DEVICE typename Cfg::TC finish(AccT acc, int row, int col, const typename 
   if constexpr (kIntExact) {
     long long v = static_cast<long long>(acc) * static_cast<long long>(Cfg::kAlpha);
     if constexpr (Cfg::kBeta != 0.0f) v += static_cast<long long>(Cfg::kBeta) * static_cast<long long>(gload(C + off));
+    if constexpr (IsResidual<Operand<Cfg>>::value) v += static_cast<long long>(bias.at(C, off));
     return saturate_int<TC>(v);
   } else {
     return from_float<TC>(value<Cfg>(acc, row, col, C, off, bias));

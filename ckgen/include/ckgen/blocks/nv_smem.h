@@ -146,6 +146,46 @@ struct SmemTile {
         }
       }
     }
+
+    // The tile through a row map over its N lines or columns (blk::GatedRows: a gated GEMM's B, `g` its column
+    // 0): the map's lines are the tile's lines when kAdvLines is false (K-contiguous: lines are N), else its
+    // columns (N-contiguous: lines are K). `n_lim` bounds the map's logical index, `k_lim` K; k0 the first K.
+    // Chunks of kVE columns lie in one run of the map (the planner's vector rule). Per chunk, like the slow path.
+    template <class Map>
+    CKGEN_DEVICE void load_mapped(uint32_t s_base, const T* g, int k0, int n_lim, int k_lim, int tid,
+                                  const Map& map) const {
+#pragma unroll 1
+      for (int it = 0; it < kIters; ++it) {
+        const int c = tid + it * kThreads;
+        if (!kExact && c >= kChunks) break;
+        const int r = c / kCPR;
+        const int cc = c % kCPR;
+        const uint32_t dst = s_base + offset(r, cc);
+        const int t = kAdvLines ? cc * kVE : r;  // the map's index: the tile's N position
+        const int nl = n_lim - map.logical(t);   // N positions left from there
+        const long long pn = map.phys(t);
+        const long long gr = kAdvLines ? k0 + r : pn;      // global line
+        const long long gc = kAdvLines ? pn : k0 + cc * kVE;  // global column
+        const int cols_left = kAdvLines ? nl : k_lim - static_cast<int>(gc);
+        const bool line_in = kAdvLines ? gr < k_lim : nl > 0;
+        if constexpr (kVec) {
+          int bytes = cols_left * kEB;
+          bytes = !line_in || bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
+          cp_async16_zfill(dst, bytes > 0 ? g + gr * ld + gc : g, bytes);
+        } else {
+          uint32_t w[4] = {0u, 0u, 0u, 0u};
+          unsigned char* wb = reinterpret_cast<unsigned char*>(w);
+#pragma unroll
+          for (int e = 0; e < kVE; ++e) {
+            if (line_in && e < cols_left) {
+              const T v = gload(g + gr * ld + gc + e);
+              __builtin_memcpy(wb + e * kEB, &v, kEB);
+            }
+          }
+          st_shared_v4(dst, w[0], w[1], w[2], w[3]);
+        }
+      }
+    }
   };
 };
 

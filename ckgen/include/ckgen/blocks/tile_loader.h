@@ -15,6 +15,10 @@
 //     with kMnLanes consecutive threads along M/N, then along K: i_lo = t % kMnLanes,
 //     kp = (t / kMnLanes) % (kTK / kMnPiece), i_hi = t / (kMnLanes * (kTK / kMnPiece));
 //     rows r = (i_hi * kMnLanes + i_lo) * kV, k = kp * kMnPiece.
+// Rows of the tile (its M / N lines) map to the matrix through a row map (load()'s last argument): Rows<kRows> (the
+// default) takes rows 0 .. kRows-1 of `base`; a map has kExtent (the lines a whole tile covers), logical(r) (what
+// is checked against rows_left: in bounds when < rows_left) and phys(r) (the line's index from `base`). Each
+// MN-contiguous unit's kV rows r .. r+kV-1 must be consecutive in both (GatedRows: runs of a multiple of kV).
 // is_aligned(p, ld, v): whether vectors of v elements are aligned at p and at every line start.
 #pragma once
 
@@ -30,6 +34,33 @@ CKGEN_DEVICE void edge_fence() {
   __builtin_amdgcn_sched_barrier(0);
 #endif
 }
+
+// The identity row map: tile row r is line r of the matrix from the tile's origin.
+template <int kRows>
+struct Rows {
+  static constexpr int kExtent = kRows;
+  CKGEN_DEVICE int logical(int r) const { return r; }
+  CKGEN_DEVICE long long phys(int r) const { return r; }
+};
+
+// The B tile of a gated GEMM (swiglu / geglu: ckgen/blocks/epilogue.h): each wave's kWaveN lines hold kWaveN / 2
+// gate columns, then the matching up columns, of the output columns o0 + w * kWaveN / 2 + i (wave w). logical(r)
+// is that output column from o0 (checked against N - o0); phys(r) the column of B (2 N columns): halves
+// (kBlock 0) gate o, up N + o; interleaved(kBlock) gate (o / kBlock) * 2 kBlock + o % kBlock, up + kBlock.
+// `base` is B's column 0.
+template <int kRows, int kWaveN, int kBlock>
+struct GatedRows {
+  static constexpr int kHalf = kWaveN / 2;
+  static constexpr int kExtent = kRows / 2;
+  int o0;  // the tile's first output column
+  int n;   // N: the output columns (B has 2 N)
+  CKGEN_DEVICE int logical(int r) const { return (r / kWaveN) * kHalf + r % kHalf; }
+  CKGEN_DEVICE long long phys(int r) const {
+    const int o = o0 + logical(r);
+    const long long gate = kBlock ? static_cast<long long>(o / kBlock) * (2 * kBlock) + o % kBlock : o;
+    return gate + ((r / kHalf) % 2 ? (kBlock ? kBlock : n) : 0);
+  }
+};
 
 template <class T, int kRows, int kTK, int kV, bool kKContig, int kThreads, class Lds, int kMnLanes = 1,
           int kMnPiece = 1>
@@ -77,15 +108,17 @@ struct TileLoader {
     }
   }
 
-  static CKGEN_DEVICE long long offset(int r, int k, long long ld) {
-    return kKContig ? static_cast<long long>(r) * ld + k : static_cast<long long>(k) * ld + r;
+  static CKGEN_DEVICE long long offset(long long r, int k, long long ld) {
+    return kKContig ? r * ld + k : static_cast<long long>(k) * ld + r;
   }
 
   // base points at the tile origin (r0, k0) of the matrix; rows_left = rows - r0, k_left = K - k0.
   // Interior tiles (whole tile in bounds, matrix aligned for kV: a uniform test) take unconditional
   // vector loads; edge tiles check each vector and fall back to per-element loads with zero fill.
-  CKGEN_DEVICE void load(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
-    if (aligned && rows_left >= kRows && k_left >= kTK) {
+  template <class Map = Rows<kRows>>
+  CKGEN_DEVICE void load(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid,
+                         const Map& map = Map{}) {
+    if (aligned && rows_left >= Map::kExtent && k_left >= kTK) {
 #pragma unroll
       for (int p = 0; p < kPer; ++p) {
         const int t = tid + p * kThreads;
@@ -94,18 +127,20 @@ struct TileLoader {
           coords(t, r, k);
 #pragma unroll
           for (int w = 0; w < kLoads; ++w)
-            regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(base + offset(r, k + w, ld))));
+            regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(base + offset(map.phys(r), k + w, ld))));
         }
       }
     } else {
-      load_edge(base, ld, rows_left, k_left, aligned, tid);
+      load_edge(base, ld, rows_left, k_left, aligned, tid, map);
     }
   }
 
   // Edge tiles: every element either loads (inside the matrix) or is zero. The bounds enter through opaque()
   // so the compiler does not hoist one 64-bit lane mask per element out of the K loop (SGPR spills on
   // small-K tiles and i8 tiles).
-  CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid) {
+  template <class Map>
+  CKGEN_DEVICE void load_edge(const T* base, long long ld, int rows_left, int k_left, bool aligned, int tid,
+                              const Map& map) {
     rows_left = opaque(rows_left);
     k_left = opaque(k_left);
 #pragma unroll
@@ -114,18 +149,19 @@ struct TileLoader {
       if (kExact || t < kUnits) {
         int r, k;
         coords(t, r, k);
+        const int lr = map.logical(r);  // (the bounds are on logical lines; the address on physical ones)
 #pragma unroll
         for (int w = 0; w < kLoads; ++w) {
           const int kw = k + w;
-          const T* src = base + offset(r, kw, ld);
-          const bool full = kKContig ? (r < rows_left && kw + kV <= k_left) : (kw < k_left && r + kV <= rows_left);
+          const T* src = base + offset(map.phys(r), kw, ld);
+          const bool full = kKContig ? (lr < rows_left && kw + kV <= k_left) : (kw < k_left && lr + kV <= rows_left);
           if (aligned && full) {
             regs[p][w] = bit_cast<Reg>(gload(reinterpret_cast<const V*>(src)));
           } else {
             V e;
 #pragma unroll
             for (int v = 0; v < kV; ++v) {
-              const bool in = kKContig ? (r < rows_left && kw + v < k_left) : (kw < k_left && r + v < rows_left);
+              const bool in = kKContig ? (lr < rows_left && kw + v < k_left) : (kw < k_left && lr + v < rows_left);
               e.v[v] = in ? gload(src + v) : zero<T>();
             }
             regs[p][w] = bit_cast<Reg>(e);

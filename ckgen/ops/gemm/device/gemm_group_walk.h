@@ -1,6 +1,6 @@
 // gemm_group_walk.h (ckgen/ops/gemm/device): the walk over every group's C tiles of a grouped or masked GEMM
 // (mode = grouped | masked), shared by the portable bodies' entry (gemm_grouped.h) and the Hopper body
-// (gemm_sm90_tma.h). Cfg members read: kTileM, kTileN.
+// (gemm_sm90_tma.h). Cfg members read: kTileM, kTileN (C's columns per tile: epi::out_tile_n).
 //
 // The tiles of all groups form one sequence: group by group; in a group, bands of 8 row tiles, and in a band N tile
 // by N tile, row tiles in order (GroupCursor::at). Empty groups have none. A workgroup of a persistent grid of P takes tiles w, w + P, ...:
@@ -11,6 +11,7 @@
 // malformed index tensor never moves an access outside the matrices.
 #pragma once
 
+#include "ckgen/blocks/epilogue.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {
@@ -61,7 +62,7 @@ struct GroupCursor {
   int g = 0, tile0 = 0, tiles = 0, r0 = 0, r1 = 0;
 
   CKGEN_DEVICE GroupCursor(Groups groups_of_, int groups_, int N)
-      : groups_of(groups_of_), groups(groups_), tiles_n((N + Cfg::kTileN - 1) / Cfg::kTileN) {
+      : groups_of(groups_of_), groups(groups_), tiles_n((N + epi::out_tile_n<Cfg>() - 1) / epi::out_tile_n<Cfg>()) {
     if (groups > 0) {
       groups_of.next(0, 0, r0, r1);
       tiles = (r1 - r0 + Cfg::kTileM - 1) / Cfg::kTileM * tiles_n;
@@ -90,7 +91,7 @@ struct GroupCursor {
     const int in_band = local - band * kBand * tiles_n;
     const int band_rows = tiles_m - band * kBand < kBand ? tiles_m - band * kBand : kBand;
     return GroupTile{g, r0, r1 - r0, (band * kBand + in_band % band_rows) * Cfg::kTileM,
-                     (in_band / band_rows) * Cfg::kTileN};
+                     (in_band / band_rows) * epi::out_tile_n<Cfg>()};
   }
 };
 

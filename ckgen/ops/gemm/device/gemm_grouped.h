@@ -6,7 +6,8 @@
 //   grouped: A_g / C_g are rows [end[g-1], end[g]) of A (M x K) / C (M x N), end = the offsets tensor
 //            (cumulative end rows, torch._grouped_mm's offs; end[-1] = 0);
 //   masked:  A_g / C_g are the first counts[g] rows of item g of A (groups x M x K) / C (groups x M x N).
-// B[g] is item g of B (groups x K x N, stride_b apart). bias(col) is per group (stride_bias apart); bias(row)
+// B[g] is item g of B (groups x K x N, stride_b apart). The epilogue operand (the bias, with the residual of
+// `-> residual`: R laid out as C) moves with the group's bias; R follows C's moves by itself (epi::Residual). bias(col) is per group (stride_bias apart); bias(row)
 // per row: of A (grouped) or of item g (masked, stride_bias apart).
 //
 // Schedule: one persistent launch. Workgroup w of the grid's P takes tiles w, w + P, w + 2P, ... of the
@@ -33,7 +34,7 @@ namespace gemm_grouped {
 // The platform body's tile of C at (m0, n0).
 template <class C>
 CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typename C::TC* Cp,
-                       const typename C::TBias* bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
+                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
                        int m0, int n0) {
 #if defined(CKGEN_PLATFORM_CUDA)
   nv::Sm90Gemm<C>::run_tile(A, B, Cp, bias, M, N, K, lda, ldb, ldc, m0, n0);
@@ -72,11 +73,11 @@ constexpr bool kBiasRow = Cfg::kHasBias && Cfg::kBiasRow;
 // mode = grouped: A M x K, C M x N, rows sorted by group; offsets[g] the end row of group g.
 template <class Cfg, class TI>
 CKGEN_DEVICE void grouped(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                          const typename Cfg::TBias* bias, const TI* offsets, int M, int N, int K, int groups,
+                          epi::Operand<Cfg> bias, const TI* offsets, int M, int N, int K, int groups,
                           long long lda, long long ldb, long long ldc, long long stride_b, long long stride_bias) {
   walk<Cfg>(ByOffsets<TI>{offsets, M}, groups, N, [&](const GroupTile& tl) {
     const int g = tl.g, r0 = tl.row0;
-    const typename Cfg::TBias* bg = bias == nullptr ? bias : kBiasRow<Cfg> ? bias + r0 : bias + g * stride_bias;
+    const epi::Operand<Cfg> bg = !bias ? bias : kBiasRow<Cfg> ? bias + r0 : bias + g * stride_bias;
     tile<Cfg>(A + row_offset<Cfg::kARowMajor>(r0, lda), B + g * stride_b, C + row_offset<Cfg::kCRowMajor>(r0, ldc),
               bg, tl.rows, per_tile(N), per_tile(K), lda, ldb, ldc, tl.m0, tl.n0);
   });
@@ -85,12 +86,12 @@ CKGEN_DEVICE void grouped(const typename Cfg::TA* A, const typename Cfg::TB* B, 
 // mode = masked: A groups x M x K, C groups x M x N; counts[g] rows of item g are computed.
 template <class Cfg, class TI>
 CKGEN_DEVICE void masked(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                         const typename Cfg::TBias* bias, const TI* counts, int M, int N, int K, int groups,
+                         epi::Operand<Cfg> bias, const TI* counts, int M, int N, int K, int groups,
                          long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
                          long long stride_c, long long stride_bias) {
   walk<Cfg>(ByCounts<TI>{counts, M}, groups, N, [&](const GroupTile& tl) {
     const long long gl = tl.g;
-    tile<Cfg>(A + gl * stride_a, B + gl * stride_b, C + gl * stride_c, bias == nullptr ? bias : bias + gl * stride_bias,
+    tile<Cfg>(A + gl * stride_a, B + gl * stride_b, C + gl * stride_c, !bias ? bias : bias + gl * stride_bias,
               tl.rows, per_tile(N), per_tile(K), lda, ldb, ldc, tl.m0, tl.n0);
   });
 }

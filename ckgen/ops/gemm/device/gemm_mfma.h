@@ -54,6 +54,12 @@ struct Derived {
                                 Cfg::kLdsAMnLanes, Cfg::kLdsAMnPiece>;
   using LoadB = blk::TileLoader<TB, Cfg::kTileN, Cfg::kTileK, Cfg::kVecB, !Cfg::kBRowMajor, Cfg::kThreads, LdsB,
                                 Cfg::kLdsBMnLanes, Cfg::kLdsBMnPiece>;
+  // Gated epilogues (swiglu, geglu): B's tile holds, per wave, gate columns then the matching up columns
+  // (blk::GatedRows); fragment j < kRepN / 2 is a gate, j + kRepN / 2 its up; the tile writes kTileN / 2 columns.
+  static constexpr bool kGated = epi::gated<Cfg>();
+  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateOf<Cfg>::kBlock>;
+  static constexpr int kOutRepN = kGated ? Cfg::kRepN / 2 : Cfg::kRepN;       // fragments written per row
+  static constexpr int kOutWaveN = kGated ? Cfg::kWaveTileN / 2 : Cfg::kWaveTileN;
   // Accumulator registers per lane; more than half the 256 arch VGPRs are pinned in AGPRs (pin_agpr,
   // ckgen/blocks/mfma.h): with the body's other registers (about 90 to 150) they would not fit beside them.
   static constexpr int kAccRegs = Cfg::kRepM * Cfg::kRepN * static_cast<int>(sizeof(typename Cfg::COperand) / 4);
@@ -94,6 +100,7 @@ constexpr bool check_cfg() {
   static_assert(Cfg::kLdsBytes == Cfg::kLdsBuffers * (Cfg::kLdsABytes + Cfg::kLdsBBytes),
                 "kLdsBytes != kLdsBuffers * (kLdsABytes + kLdsBBytes): the LDS the kernel declares");
   static_assert(Cfg::kVecC >= 1, "kVecC must be >= 1");
+  static_assert(!epi::gated<Cfg>() || Cfg::kRepN % 2 == 0, "gated: kRepN must be even (gate and up fragments)");
   return true;
 }
 
@@ -121,7 +128,8 @@ CKGEN_DEVICE void fold_block_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&ac
 }  // namespace gemm_detail
 
 // The kTileM x kTileN tile of C whose first row and column are m0, n0 (gemm_mfma below: the workgroup's;
-// the split-K / stream-K schedules of gemm_schedule.h call it once per piece of work).
+// the split-K / stream-K schedules of gemm_schedule.h call it once per piece of work). A gated Cfg's tile is
+// kTileM x kTileN / 2 of C (n0 and N count C's columns; B has 2 N).
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                                  epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
@@ -151,9 +159,11 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 
   // Tile origins in global memory (64-bit offsets).
   const TA* a_tile = Cfg::kARowMajor ? A + static_cast<long long>(m0) * lda : A + m0;
-  const TB* b_tile = Cfg::kBRowMajor ? B + n0 : B + static_cast<long long>(n0) * ldb;
+  const TB* b_tile = D::kGated ? B : Cfg::kBRowMajor ? B + n0 : B + static_cast<long long>(n0) * ldb;
   const bool a_aligned = blk::is_aligned(A, lda, Cfg::kVecA);
-  const bool b_aligned = blk::is_aligned(B, ldb, Cfg::kVecB);
+  // (gated halves with row-major B: the up columns start at N, aligned for kVecB only when N is)
+  const bool b_aligned = blk::is_aligned(B, ldb, Cfg::kVecB) &&
+                         (!D::kGated || !Cfg::kBRowMajor || epi::GateOf<Cfg>::kBlock || N % Cfg::kVecB == 0);
   const int m_left = M - m0;
   const int n_left = N - n0;
 
@@ -164,7 +174,8 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
     const TA* pa = Cfg::kARowMajor ? a_tile + k0 : a_tile + static_cast<long long>(k0) * lda;
     const TB* pb = Cfg::kBRowMajor ? b_tile + static_cast<long long>(k0) * ldb : b_tile + k0;
     la.load(pa, lda, m_left, K - k0, a_aligned, tid);
-    lb.load(pb, ldb, n_left, K - k0, b_aligned, tid);
+    if constexpr (D::kGated) lb.load(pb, ldb, n_left, K - k0, b_aligned, tid, typename D::GateRows{n0, N});
+    else lb.load(pb, ldb, n_left, K - k0, b_aligned, tid);
   };
   auto lds_store_tiles = [&](int buf) {
     la.store(lds_a + buf * D::kLdsAElems, tid);
@@ -288,8 +299,12 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 #pragma unroll
       for (int j = 0; j < Cfg::kRepN; ++j) pin_agpr(acc[i][j]);
   }
-  auto finish = [&](auto accv, int row, int col, long long off) -> TC {
-    return epi::finish<Cfg>(accv, row, col, C, off, bias);
+  // item r of fragment (i, j) at (row, col): one accumulator, or a gated pair (j and j + kRepN / 2)
+  auto finish = [&](int i, int j, int r, int row, int col, long long off) -> TC {
+    if constexpr (D::kGated)
+      return epi::finish_gated<Cfg>(acc[i][j][r], acc[i][j + Cfg::kRepN / 2][r], row, col, N, C, off, bias);
+    else
+      return epi::finish<Cfg>(acc[i][j][r], row, col, C, off, bias);
   };
 
   // A lane's C items come in runs of kCGroup consecutive rows of one column: contiguous only in
@@ -302,9 +317,9 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 #pragma unroll
   for (int i = 0; i < Cfg::kRepM; ++i) {
 #pragma unroll
-    for (int j = 0; j < Cfg::kRepN; ++j) {
+    for (int j = 0; j < D::kOutRepN; ++j) {
       const int row_base = m0 + wave_m * Cfg::kWaveTileM + i * Cfg::kInstrM;
-      const int col = n0 + wave_n * Cfg::kWaveTileN + j * Cfg::kInstrN + col_in;
+      const int col = n0 + wave_n * D::kOutWaveN + j * Cfg::kInstrN + col_in;
       constexpr int kStep = kVecStore ? kVC : 1;
 #pragma unroll
       for (int r0 = 0; r0 < Cfg::kCItems; r0 += kStep) {
@@ -315,18 +330,18 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
           if (c_aligned && col < N && row0 + kVC <= M) {
             vec<TC, kVC> out;
 #pragma unroll
-            for (int v = 0; v < kVC; ++v) out.v[v] = finish(acc[i][j][r0 + v], row0 + v, col, off + v);
+            for (int v = 0; v < kVC; ++v) out.v[v] = finish(i, j, r0 + v, row0 + v, col, off + v);
             gstore(reinterpret_cast<vec<TC, kVC>*>(C + off), out);
           } else {
 #pragma unroll
             for (int v = 0; v < kVC; ++v)
-              if (col < N && row0 + v < M) gstore(C + off + v, finish(acc[i][j][r0 + v], row0 + v, col, off + v));
+              if (col < N && row0 + v < M) gstore(C + off + v, finish(i, j, r0 + v, row0 + v, col, off + v));
           }
         } else {
           if (row0 < M && col < N) {
             const long long off = Cfg::kCRowMajor ? static_cast<long long>(row0) * ldc + col
                                                   : static_cast<long long>(col) * ldc + row0;
-            gstore(C + off, finish(acc[i][j][r0], row0, col, off));
+            gstore(C + off, finish(i, j, r0, row0, col, off));
           }
         }
       }
@@ -338,7 +353,8 @@ template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                             epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                             long long ldc) {
-  gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, block_id(0) * Cfg::kTileN);
+  gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM,
+                      block_id(0) * epi::out_tile_n<Cfg>());
 }
 
 // The strided-batched form (a Cfg planned with batched = true; grid z = batch): workgroup z computes matrix

@@ -34,6 +34,7 @@
 #include "ckgen/blocks/epilogue.h"
 #include "ckgen/blocks/nv_mma.h"
 #include "ckgen/blocks/nv_smem.h"
+#include "ckgen/blocks/tile_loader.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
@@ -73,6 +74,11 @@ struct Sm90Gemm {
   using TileA = SmemTile<TA, kAK ? Cfg::kTileM : Cfg::kTileK, kAK ? Cfg::kTileK : Cfg::kTileM, kThreads>;
   using TileB = SmemTile<TB, kBK ? Cfg::kTileN : Cfg::kTileK, kBK ? Cfg::kTileK : Cfg::kTileN, kThreads>;
   static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;
+  // Gated epilogues (swiglu, geglu; blocks/epilogue.h): B's tile holds, per warp, gate columns then the matching up
+  // columns (blk::GatedRows); fragment j < RN / 2 is a gate, j + RN / 2 its up; a tile writes kOutN columns of C.
+  static constexpr bool kGated = epi::gated<Cfg>();
+  static constexpr int kOutN = epi::out_tile_n<Cfg>();
+  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateOf<Cfg>::kBlock>;
   static constexpr int kSmemBytes = kStages * kStageBytes;
   // block(128) scales (epi::Scaled with kScaleBlock): acc sums the current 128-K block; at the block's last K tile
   // (or the last one) fold_block adds it, scaled, into a second set (tot), which the epilogue then stores
@@ -101,7 +107,7 @@ struct Sm90Gemm {
     const int tiles_m = grid_dim(1);
     int tm, tn;
     grouped_tile(block_id(1) * tiles_n + block_id(0), tiles_m, tiles_n, kGroupM, tm, tn);
-    run_tile(A, B, C, bias, M, N, K, lda, ldb, ldc, tm * Cfg::kTileM, tn * Cfg::kTileN);
+    run_tile(A, B, C, bias, M, N, K, lda, ldb, ldc, tm * Cfg::kTileM, tn * kOutN);
   }
 
   // The tile of C whose first row and column are m0, n0 (the split-K / stream-K schedules of gemm_schedule.h
@@ -110,7 +116,16 @@ struct Sm90Gemm {
                                     long long lda, long long ldb, long long ldc, int m0, int n0) {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
-    if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
+    // (gated halves with row-major B: the up columns start at N, on 16-byte chunks only when N is a multiple; the
+    // other Cfgs keep the plain test, which nvcc compiles to fewer registers than one with a folded extra term)
+    constexpr bool kUpAtN = kGated && Cfg::kBRowMajor && epi::GateOf<Cfg>::kBlock == 0;
+    if constexpr (kUpAtN) {
+      if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB) && (N * kEB) % 16 == 0) {
+        body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      } else {
+        body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      }
+    } else if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
       body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
     } else {
       body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
@@ -132,13 +147,15 @@ struct Sm90Gemm {
 
     // A: lines are M (K-contiguous) or K; B: lines are N (K-contiguous) or K.
     const typename TileA::template Loader<kVec, !kAK> la(A, lda, kAK ? m0 : 0, kAK ? 0 : m0, tid);
-    const typename TileB::template Loader<kVec, !kBK> lb(B, ldb, kBK ? n0 : 0, kBK ? 0 : n0, tid);
+    const int bn0 = kGated ? 0 : n0;  // (gated: the map places B's columns)
+    const typename TileB::template Loader<kVec, !kBK> lb(B, ldb, kBK ? bn0 : 0, kBK ? 0 : bn0, tid);
     auto load_stage = [&](int kt, int stage) {
       const uint32_t sa = s0 + stage * kStageBytes;
       const uint32_t sb = sa + TileA::kBytes;
       const int k0 = kt * Cfg::kTileK;
       la.load(sa, A, k0, kAK ? M : K, kAK ? K : M, tid);
-      lb.load(sb, B, k0, kBK ? N : K, kBK ? K : N, tid);
+      if constexpr (kGated) lb.load_mapped(sb, B, k0, N - n0, K, tid, GateRows{n0, N});
+      else lb.load(sb, B, k0, kBK ? N : K, kBK ? K : N, tid);
     };
 
     // ---- per-lane fragment offsets (bytes inside one stage's tile)
@@ -321,8 +338,8 @@ struct Sm90Gemm {
 
     if constexpr (kStagedEpilogue) {
       barrier();  // every warp is done with the pipeline's shared memory: it becomes the epilogue's staging space
-      store_c_staged<Cfg::kRepM, Cfg::kRepN, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, lane,
-                                                         ckgen_smem + warp * kStagingBytes);
+      store_c_staged<Cfg::kRepM, Cfg::kRepN, kOutRN<Cfg::kRepN>>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, lane,
+                                                                 ckgen_smem + warp * kStagingBytes);
     } else {
       store_c<Cfg::kRepM, Cfg::kRepN>(acc, wrow, wcol, m0, n0, C, bias, M, N, ldc, g, t);
     }
@@ -365,18 +382,39 @@ struct Sm90Gemm {
   static constexpr int kStagingPitch = kSub * 8 * static_cast<int>(sizeof(TC)) + 16;  // +16: conflict-free rows
   template <int kSub>
   static constexpr int kStagingBytesOf = 16 * kStagingPitch<kSub>;
-  static constexpr int kStagingBytes = kStagingBytesOf<Cfg::kRepN>;
+  // fragments of RN a row of outputs takes (gated: the gates)
+  template <int RN>
+  static constexpr int kOutRN = kGated ? RN / 2 : RN;
+  static constexpr int kStagingBytes = kStagingBytesOf<kOutRN<Cfg::kRepN>>;
   static constexpr bool kStagedEpilogue = Cfg::kCRowMajor && !AddStoresOf<Cfg>::value &&
-                                          (Cfg::kRepN * 8 * sizeof(TC)) % 16 == 0 &&
+                                          (kOutRN<Cfg::kRepN> * 8 * sizeof(TC)) % 16 == 0 &&
                                           kWarps * kStagingBytes <= kSmemBytes;
 
   // The outputs at (row, col) and (row, col + 1) of accumulators a0, a1, as staged: finish() on each; with
   // kChecked, an output past M / N is zero and reads nothing. Unchecked calls past M / N are allowed only when
   // the epilogue reads no memory (epi::reads_memory), and the caller must drop those outputs. 16-bit TC: value()
   // and one pack2 for the pair (no per-element bounds branches, one cvt instead of a software rounding each).
+  // (gated: u0, u1 the up accumulators of gates a0, a1; ignored otherwise)
+  template <bool kChecked, class AccT>
+  static CKGEN_DEVICE vec<TC, 2> pair(AccT a0, AccT a1, AccT u0, AccT u1, int row, int col, const TC* C,
+                                      long long off, Operand bias, int M, int N) {
+    const bool in0 = !kChecked || (row < M && col < N);
+    const bool in1 = !kChecked || (row < M && col + 1 < N);
+    if constexpr (sizeof(TC) == 2) {
+      const float v0 = in0 ? value_of(a0, u0, row, col, C, off, bias, N) : 0.0f;
+      const float v1 = in1 ? value_of(a1, u1, row, col + 1, C, off + 1, bias, N) : 0.0f;
+      return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+    } else {
+      vec<TC, 2> out;
+      out.v[0] = in0 ? finish_of(a0, u0, row, col, C, off, bias, N) : zero<TC>();
+      out.v[1] = in1 ? finish_of(a1, u1, row, col + 1, C, off + 1, bias, N) : zero<TC>();
+      return out;
+    }
+  }
   template <bool kChecked, class AccT>
   static CKGEN_DEVICE vec<TC, 2> pair(AccT a0, AccT a1, int row, int col, const TC* C, long long off,
                                       Operand bias, int M, int N) {
+    static_assert(!kGated, "pair: a gated Cfg passes the up accumulators too");
     const bool in0 = !kChecked || (row < M && col < N);
     const bool in1 = !kChecked || (row < M && col + 1 < N);
     if constexpr (sizeof(TC) == 2) {
@@ -391,6 +429,20 @@ struct Sm90Gemm {
     }
   }
 
+  // What output (row, col) of accumulator a (gated: gate a, up u) gives C before the cast, and its cast (n: N).
+  template <class AccT>
+  static CKGEN_DEVICE float value_of(AccT a, AccT u, int row, int col, const TC* C, long long off, Operand bias,
+                                     int n) {
+    if constexpr (kGated) return epi::gated_value<Cfg>(a, u, row, col, n, C, off, bias);
+    else return epi::value<Cfg>(a, row, col, C, off, bias);
+  }
+  template <class AccT>
+  static CKGEN_DEVICE TC finish_of(AccT a, AccT u, int row, int col, const TC* C, long long off, Operand bias,
+                                   int n) {
+    if constexpr (kGated) return epi::finish_gated<Cfg>(a, u, row, col, n, C, off, bias);
+    else return epi::finish<Cfg>(a, row, col, C, off, bias);
+  }
+
   // Whether a region of C from (row0, col0), rows x cols, needs no bounds checks in pair(): it lies inside C, or
   // the epilogue reads no memory (outputs past M / N are then computed and dropped by the store).
   static CKGEN_DEVICE bool unchecked(int row0, int col0, int rows, int cols, int M, int N) {
@@ -401,29 +453,37 @@ struct Sm90Gemm {
   static CKGEN_DEVICE void store_c_staged(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
                                           Operand bias, int M, int N, long long ldc, int lane,
                                           unsigned char* stage) {
-    static_assert(RN % kSub == 0 && (kSub * 8 * sizeof(TC)) % 16 == 0, "staging: whole 16-byte chunks per row");
+    constexpr int ORN = kOutRN<RN>;
+    constexpr int kUp = kGated ? RN / 2 : 0;  // (gated: fragment j's up is j + kUp)
+    static_assert(ORN % kSub == 0 && (kSub * 8 * sizeof(TC)) % 16 == 0, "staging: whole 16-byte chunks per row");
     static_assert(!AddStoresOf<Cfg>::value, "staging stores plainly: adding slots store through gstore");
     constexpr int kPitch = kStagingPitch<kSub>;
     constexpr int kVec = 16 / static_cast<int>(sizeof(TC));
     constexpr int kChunks = kSub * 8 / kVec;  // 16-byte chunks per staged row
     const int g = lane >> 2, t = lane & 3;
+    const int ocol = kGated ? wcol / 2 : wcol;  // the warp's first column of C
     const bool vec_ok = aligned16(C, ldc, static_cast<int>(sizeof(TC)));
-    const bool fast = unchecked(m0 + wrow, n0 + wcol, 16 * RM, 8 * RN, M, N);  // (the drain below checks anyway)
+    const bool fast = unchecked(m0 + wrow, n0 + ocol, 16 * RM, 8 * ORN, M, N);  // (the drain below checks anyway)
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
 #pragma unroll
-      for (int j0 = 0; j0 < RN; j0 += kSub) {
+      for (int j0 = 0; j0 < ORN; j0 += kSub) {
         auto stage_pairs = [&](auto checked) {
 #pragma unroll
           for (int jj = 0; jj < kSub; ++jj) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int row = m0 + wrow + i * 16 + g + h * 8;
-              const int col = n0 + wcol + (j0 + jj) * 8 + 2 * t;
+              const int col = n0 + ocol + (j0 + jj) * 8 + 2 * t;
               const long long off = static_cast<long long>(row) * ldc + col;
-              *reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC)) =
-                  pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1], row, col, C,
-                                                 off, bias, M, N);
+              vec<TC, 2>* dst = reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC));
+              if constexpr (kGated)
+                *dst = pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1],
+                                                      acc[i][j0 + jj + kUp].r[2 * h],
+                                                      acc[i][j0 + jj + kUp].r[2 * h + 1], row, col, C, off, bias, M, N);
+              else
+                *dst = pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1], row, col,
+                                                      C, off, bias, M, N);
             }
           }
         };
@@ -434,7 +494,7 @@ struct Sm90Gemm {
         for (int c = lane; c < 16 * kChunks; c += 32) {
           const int r = c / kChunks;
           const int row = m0 + wrow + i * 16 + r;
-          const int col = n0 + wcol + j0 * 8 + (c % kChunks) * kVec;
+          const int col = n0 + ocol + j0 * 8 + (c % kChunks) * kVec;
           if (row >= M) continue;
           const unsigned char* src = stage + r * kPitch + (c % kChunks) * 16;
           TC* dst = C + static_cast<long long>(row) * ldc + col;
@@ -456,31 +516,35 @@ struct Sm90Gemm {
   template <int RM, int RN>
   static CKGEN_DEVICE void store_c(const COp (&acc)[RM][RN], int wrow, int wcol, int m0, int n0, TC* C,
                                    Operand bias, int M, int N, long long ldc, int g, int t) {
-    auto finish = [&](auto accv, int row, int col, long long off) -> TC {
-      return epi::finish<Cfg>(accv, row, col, C, off, bias);
+    constexpr int ORN = kOutRN<RN>;
+    constexpr int kUp = kGated ? RN / 2 : 0;    // (gated: fragment j's up is j + kUp)
+    const int ocol = kGated ? wcol / 2 : wcol;  // the warp's first column of C
+    // item e of fragment (i, j) at (row, col): one accumulator, or a gated pair
+    auto finish = [&](int i, int j, int e, int row, int col, long long off) -> TC {
+      return finish_of(acc[i][j].r[e], acc[i][j + kUp].r[e], row, col, C, off, bias, N);
     };
     const bool pair_ok = Cfg::kCRowMajor && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC))) == 0 &&
                          (ldc % 2) == 0;
     if constexpr (Cfg::kCRowMajor) {
       // Interior tile: no bounds tests, so the epilogue's loads (bias, C) and math batch up instead of
       // running as a chain of short branches.
-      if (pair_ok && m0 + Cfg::kTileM <= M && n0 + Cfg::kTileN <= N) {
+      if (pair_ok && m0 + Cfg::kTileM <= M && n0 + kOutN <= N) {
 #pragma unroll
         for (int i = 0; i < RM; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int row = m0 + wrow + i * 16 + g + h * 8;
-            vec<TC, 2> out[RN];
+            vec<TC, 2> out[ORN];
 #pragma unroll
-            for (int j = 0; j < RN; ++j) {
-              const int col = n0 + wcol + j * 8 + 2 * t;
+            for (int j = 0; j < ORN; ++j) {
+              const int col = n0 + ocol + j * 8 + 2 * t;
               const long long off = static_cast<long long>(row) * ldc + col;
-              out[j].v[0] = finish(acc[i][j].r[2 * h], row, col, off);
-              out[j].v[1] = finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1);
+              out[j].v[0] = finish(i, j, 2 * h, row, col, off);
+              out[j].v[1] = finish(i, j, 2 * h + 1, row, col + 1, off + 1);
             }
 #pragma unroll
-            for (int j = 0; j < RN; ++j) {
-              const int col = n0 + wcol + j * 8 + 2 * t;
+            for (int j = 0; j < ORN; ++j) {
+              const int col = n0 + ocol + j * 8 + 2 * t;
               gstore(reinterpret_cast<vec<TC, 2>*>(C + static_cast<long long>(row) * ldc + col), out[j]);
             }
           }
@@ -491,8 +555,8 @@ struct Sm90Gemm {
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
 #pragma unroll
-      for (int j = 0; j < RN; ++j) {
-        const int col = n0 + wcol + j * 8 + 2 * t;
+      for (int j = 0; j < ORN; ++j) {
+        const int col = n0 + ocol + j * 8 + 2 * t;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = m0 + wrow + i * 16 + g + h * 8;
@@ -501,18 +565,18 @@ struct Sm90Gemm {
             const long long off = static_cast<long long>(row) * ldc + col;
             if (pair_ok && col + 1 < N) {
               vec<TC, 2> out;
-              out.v[0] = finish(acc[i][j].r[2 * h], row, col, off);
-              out.v[1] = finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1);
+              out.v[0] = finish(i, j, 2 * h, row, col, off);
+              out.v[1] = finish(i, j, 2 * h + 1, row, col + 1, off + 1);
               gstore(reinterpret_cast<vec<TC, 2>*>(C + off), out);
             } else {
-              if (col < N) gstore(C + off, finish(acc[i][j].r[2 * h], row, col, off));
-              if (col + 1 < N) gstore(C + off + 1, finish(acc[i][j].r[2 * h + 1], row, col + 1, off + 1));
+              if (col < N) gstore(C + off, finish(i, j, 2 * h, row, col, off));
+              if (col + 1 < N) gstore(C + off + 1, finish(i, j, 2 * h + 1, row, col + 1, off + 1));
             }
           } else {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const long long off = static_cast<long long>(col + e) * ldc + row;
-              if (col + e < N) gstore(C + off, finish(acc[i][j].r[2 * h + e], row, col + e, off));
+              if (col + e < N) gstore(C + off, finish(i, j, 2 * h + e, row, col + e, off));
             }
           }
         }

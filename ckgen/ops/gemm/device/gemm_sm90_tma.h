@@ -78,9 +78,9 @@ struct TmaGemm {
   using TB = typename Cfg::TB;
   using TC = typename Cfg::TC;
   using TBias = typename Cfg::TBias;
+  using Operand = epi::Operand<Cfg>;  // the bias pointer, or with the residual or the fp8 scales (blocks/epilogue.h)
   using COp = typename Cfg::COperand;
   using Epi = Sm90Gemm<Cfg>;
-  using Operand = epi::Operand<Cfg>;  // the bias pointer, or with the fp8 scales (epi::Scaled)
 
   static constexpr int kConsumers = Cfg::kTileM / 64;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -101,14 +101,32 @@ struct TmaGemm {
   static constexpr int kBBytes = Cfg::kTileN * kRow;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kFrags = Cfg::kTileN / 8;   // a warp's 8-column accumulator fragments (4 floats each)
-  static constexpr int kCBoxes = Cfg::kTileN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
+  // Gated epilogues (swiglu, geglu; blocks/epilogue.h): the tile's first kTileN / 2 B rows in shared memory are
+  // gate columns, the rest the matching up columns (blk::GatedRows over the warpgroup's whole N extent), loaded
+  // as boxes of kGateRun columns; fragment j < kFrags / 2 is a gate, j + kFrags / 2 its up; a tile writes kOutN
+  // columns of C (kOutFrags fragments).
+  static constexpr bool kGated = epi::gated<Cfg>();
+  static constexpr int kGateBlock = epi::GateOf<Cfg>::kBlock;
+  static constexpr int kOutN = epi::out_tile_n<Cfg>();
+  static constexpr int kOutFrags = kOutN / 8;
+  static constexpr int kGateRun = kGateBlock && kGateBlock < kOutN ? kGateBlock : kOutN;
+  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kTileN, kGateBlock>;
+  static constexpr int kCBoxes = kOutN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
+  static constexpr int kBCols = kGated ? 2 : 1;                    // B's columns per column of C
+  static constexpr int kBBoxRows = kGated ? kGateRun : Cfg::kTileN;  // a K-major B box's rows
   static constexpr int kBarOffset = kStages * kStageBytes;
   // The epilogue's staging space, one region per consumer warp (its 16 rows x kTileN columns of C):
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
   //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
   static constexpr int kGroupMode = GroupModeOf<Cfg>::value;
-  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0;
+  // (a residual with 256 columns of C per tile stages through store_c_staged instead: kEpiSub fragments per pass
+  // keep its loads and their addresses beside the accumulators within the consumers' registers, which the
+  // whole-tile TMA-store pass does not)
+  static constexpr bool kResidual = epi::IsResidual<Operand>::value;
+  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0 &&
+                                     (!kResidual || kOutN <= 128);
+  static constexpr int kResChunk = 4;  // finish_c: a residual's fragments per compiler barrier
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
   static constexpr int kEpiWarpBytes = kTmaStoreC ? kCBoxes * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
   static constexpr int kEpiOffset = kTmaStoreC ? (kBarOffset + 2 * kStages * 8 + 1023) / 1024 * 1024
@@ -116,6 +134,10 @@ struct TmaGemm {
   static constexpr int kSmemBytes = 1024 + kEpiOffset + 4 * kConsumers * kEpiWarpBytes;  // 1024: alignment slack
   static constexpr int kNotApplicable = -1;
   static constexpr int kKind = gemm_sched::ScheduleOf<Cfg>::value;
+  static_assert(!(kF8 && (kGated || epi::IsResidual<Operand>::value)),
+                "fp8 operands: no gated or residual epilogue on the Hopper body (the planner refuses it)");
+  static_assert(!kGated || (kBK ? kGateRun % 8 == 0 : kGateRun % 64 == 0),
+                "gated: B's runs of gate / up columns are whole TMA boxes (8 rows K-major, 64 columns MN-major)");
   // The next tile's first wgmmas go out before this tile's staging stores (header comment).
   static constexpr bool kOverlapEpilogue = kKind == gemm_sched::kTile && kTmaStoreC && !kBlock;
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
@@ -170,10 +192,10 @@ struct TmaGemm {
     gemm_grouped::GroupCursor<Cfg, Groups> cursor;
     int tiles_m, tiles_n, M, nk, t;
     CKGEN_DEVICE Pieces(int M_, int N, int nk_, int batch, int splits, const void* index)
-        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch,
+        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN) * batch,
                nk_, splits),
           cursor(Groups{static_cast<const TIndex*>(index), M_}, kGroupMode ? batch : 0, N),
-          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + Cfg::kTileN - 1) / Cfg::kTileN), M(M_),
+          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + kOutN - 1) / kOutN), M(M_),
           nk(nk_), t(block_id(0)) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
       if constexpr (kGroupMode != 0) {
@@ -226,7 +248,7 @@ struct TmaGemm {
     int tm, tn;
     grouped_tile(t - b * per, tiles_m, tiles_n, kGroupM, tm, tn);
     m0 = tm * Cfg::kTileM;
-    n0 = tn * Cfg::kTileN;
+    n0 = tn * kOutN;
   }
 
   // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item).
@@ -252,7 +274,7 @@ struct TmaGemm {
     }
     barrier();
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
-    const int tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
+    const int tiles_n = (N + kOutN - 1) / kOutN;
     const int tiles = tiles_m * tiles_n * batch;
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
     if (warp / 4 == kConsumers) {
@@ -281,7 +303,15 @@ struct TmaGemm {
 #pragma unroll
             for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
           }
-          if constexpr (kBK) {
+          if constexpr (kGated) {
+            const GateRows rows{n0, N};
+#pragma unroll
+            for (int r = 0; r < Cfg::kTileN; r += kBK ? kGateRun : 64) {
+              const int col = static_cast<int>(rows.phys(r));  // a run of kGateRun columns of B
+              if constexpr (kBK) tma_load_3d(sb + r * kRow, &tb, k0, col, bb, full);
+              else tma_load_3d(sb + (r / 64) * kBox, &tb, col, k0, bb, full);
+            }
+          } else if constexpr (kBK) {
             tma_load_3d(sb, &tb, k0, n0, bb, full);
           } else {
 #pragma unroll
@@ -450,7 +480,7 @@ struct TmaGemm {
   // converted (Epi::pair). Kept apart from the accumulators so that the next tile may be issued into those
   // before the outputs are staged (kOverlapEpilogue).
   struct COut {
-    vec<TC, 2> v[kFrags][2];
+    vec<TC, 2> v[kOutFrags][2];
   };
 
   // acc (the warp's fragments of the tile) -> out. Outputs past M / N are computed (and dropped by the TMA
@@ -459,19 +489,26 @@ struct TmaGemm {
                                     Operand bias, int M, int N, long long ldc, int lane, COut& out) {
     const int g = lane >> 2, t = lane & 3;
     auto pairs = [&](auto checked) {
+      constexpr int kUp = kGated ? kFrags / 2 : 0;  // (gated: fragment j's up is j + kUp)
 #pragma unroll
-      for (int j = 0; j < kFrags; ++j) {
+      for (int j = 0; j < kOutFrags; ++j) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = m0 + row0 + g + 8 * h;
           const int col = n0 + 8 * j + 2 * t;
           const long long off = static_cast<long long>(row) * ldc + col;
-          out.v[j][h] = Epi::template pair<decltype(checked)::value>(acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1],
-                                                                     row, col, C, off, bias, M, N);
+          out.v[j][h] = Epi::template pair<decltype(checked)::value>(
+              acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
+              row, col, C, off, bias, M, N);
+        }
+        // A residual's loads stay within kResChunk fragments (a compiler barrier): hoisted for the whole tile, they
+        // would not fit beside the accumulators and the outputs in the consumers' registers.
+        if constexpr (kResidual) {
+          if (j % kResChunk == kResChunk - 1) asm volatile("" ::: "memory");
         }
       }
     };
-    if (Epi::unchecked(m0 + row0, n0, 16, Cfg::kTileN, M, N)) pairs(BoolConst<false>{});
+    if (Epi::unchecked(m0 + row0, n0, 16, kOutN, M, N)) pairs(BoolConst<false>{});
     else pairs(BoolConst<true>{});
   }
 
@@ -485,7 +522,7 @@ struct TmaGemm {
     if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
 #pragma unroll
-    for (int j = 0; j < kFrags; ++j) {
+    for (int j = 0; j < kOutFrags; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
@@ -503,7 +540,7 @@ struct TmaGemm {
   }
 
   static CKGEN_DEVICE void finish_part(const gemm_sched::Seg& g, const COp (&acc)[1][kFrags], void* workspace, int tiles,
-                                       TC* C, const TBias* bias, int M, int N, long long ldc, int m0, int n0, int tid,
+                                       TC* C, Operand bias, int M, int N, long long ldc, int m0, int n0, int tid,
                                        int wg, int warp, int lane) {
     __shared__ int ticket[4];
     const gemm_sched::Workspace<float> ws(workspace, tiles);
@@ -523,13 +560,13 @@ struct TmaGemm {
   // or an operand's base, leading dimension or batch stride is not 16-byte aligned. M, N, batch > 0 and the
   // leading dimensions were checked by the caller. The plain form is the batched one with one item.
   template <class Kernel>
-  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                     long long lda, long long ldb, long long ldc, void* stream) {
     return launch(kernel, A, B, C, bias, M, N, K, 1, lda, ldb, ldc, 0, 0, 0, 0, stream);
   }
 
   template <class Kernel>
-  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                     int batch, long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b,
                     long long stride_c, long long stride_bias, void* stream) {
     return launch_with(kernel, A, B, C, M, N, K, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias,
@@ -579,8 +616,8 @@ struct TmaGemm {
     // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, kRowElems, Cfg::kTileM)
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, kRowElems, Cfg::kTileN)
-                          : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, kRowElems, kBBoxRows)
+                          : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
       const int nbc = batch;
@@ -590,7 +627,7 @@ struct TmaGemm {
     }
     if (!ok_a || !ok_b) return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
-                            ((N + Cfg::kTileN - 1) / Cfg::kTileN) * batch;
+                            ((N + kOutN - 1) / kOutN) * batch;
     if (tiles > 0x7fffffffLL) return kNotApplicable;
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
@@ -604,7 +641,7 @@ struct TmaGemm {
   // grid: at most one block per SM, never more than the bound on the tiles (grouped: (ceil(M / tile M) + groups)
   // x N tiles; masked: groups x ceil(M / tile M) x N tiles). kNotApplicable as launch() says.
   template <class Kernel, class TI>
-  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TI* index, int M,
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, const TI* index, int M,
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_b,
                             long long stride_bias, void* stream) {
     return launch_grouped(kernel, A, B, C, bias, index, M, N, K, groups, lda, ldb, ldc, 0LL, stride_b, 0LL,
@@ -612,7 +649,7 @@ struct TmaGemm {
   }
 
   template <class Kernel, class TI>
-  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TI* index, int M,
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, const TI* index, int M,
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_a,
                             long long stride_b, long long stride_c, long long stride_bias, void* stream) {
     static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
@@ -625,10 +662,10 @@ struct TmaGemm {
     const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
                           : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, nbb, stride_b, 64, Cfg::kTileN)
-                          : encode(&tb, B, N, K, ldb, nbb, stride_b, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, 64, kBBoxRows)
+                          : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
-    const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + Cfg::kTileN - 1) / Cfg::kTileN;
+    const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + kOutN - 1) / kOutN;
     const long long bound = (kGroupMode == 1 ? tiles_m + groups : tiles_m * groups) * tiles_n;
     if (bound > 0x7fffffffLL || bound < 1) return kNotApplicable;
     const int flags = (nba == 1 ? kBroadcastA : 0) | (nbb == 1 ? kBroadcastB : 0);
@@ -641,7 +678,7 @@ struct TmaGemm {
   // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
   // blocks (stream-K); the workspace as gemm_work.h lays it out.
   template <class Kernel>
-  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, int M, int N, int K,
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                           long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
                           void* stream) {
     static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_sched: 16-bit operands, no scales");
@@ -650,19 +687,42 @@ struct TmaGemm {
     if (!sm90_device(&sms)) return kNotApplicable;
     CUtensorMap ta, tb;
     const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 1, 0, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 1, 0, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, N, ldb, 1, 0, 64, Cfg::kTileN) : encode(&tb, B, N, K, ldb, 1, 0, 64, 64);
+    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, 1, 0, 64, kBBoxRows)
+                          : encode(&tb, B, kBCols * N, K, ldb, 1, 0, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
       if (!aligned16(C, ldc, 2) || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16, 2)) return kNotApplicable;
     }
-    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + Cfg::kTileN - 1) / Cfg::kTileN);
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
     if (blocks > sms) blocks = sms;
     if (blocks < 1 || tiles * splits > 0x7fffffffLL) return kNotApplicable;
     static int configured = 0;
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(blocks), 1u, 1u, kThreads, kSmemBytes, stream,
                              ta, tb, tcm, C, bias, M, N, K, 1, ldc, 0LL, 0LL, 0, workspace, splits < 1 ? 1 : splits);
+  }
+
+  // Kernels whose epilogue ends in `-> residual` (Operand is an epi::Residual): the residual R follows the bias in
+  // the host entry's arguments; it travels to the device in the operand (R is read with C's layout, so nothing
+  // else about it is checked here).
+  template <class Kernel, class... Rest>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
+                    Rest... rest) {
+    static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    return launch(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+  }
+  template <class Kernel, class... Rest>
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
+                            Rest... rest) {
+    static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    return launch_grouped(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+  }
+  template <class Kernel, class... Rest>
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
+                          Rest... rest) {
+    static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    return launch_sched(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
   }
 
   // A 3-D tensor map over elements of eb bytes (the operands' by default): `inner` contiguous elements per line,
@@ -688,7 +748,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_SCHED_ENTRY(name, Cfg)                                                                  \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, ::ckgen::epi::Operand<Cfg> bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags,       \
       void* workspace, int splits) {                                                                           \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags,     \
@@ -700,7 +760,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_ENTRY(name, Cfg)                                                                        \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, ::ckgen::epi::Operand<Cfg> bias,   \
       int M, int N, int K, int batch, long long ldc, long long stride_c, long long stride_bias, int flags) {     \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
   }
@@ -723,7 +783,7 @@ struct TmaGemm {
 #define CKGEN_TMA_GEMM_GROUPED_ENTRY(name, Cfg)                                                                \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
-      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, ::ckgen::epi::Operand<Cfg> bias,   \
       const void* index, int M, int N, int K, int groups, long long ldc, long long stride_c, long long stride_bias, \
       int flags) {                                                                                             \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, groups, ldc, stride_c, stride_bias, flags, nullptr, \
