@@ -4,7 +4,7 @@
        -> llama_attention (q rotated; causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s)) -> llama_gate_up -> llama_silu_mul
        -> llama_down -> llama_add (out = s + down)
 
-   The row ops, attention and the element-wise ops are planned per target. The four projections are families
+   The row ops and attention are planned per target. The four projections are families
    (the dispatcher picks a member by shape): one block per arch, large Hopper tiles on sm_90, a small MFMA tile on
    gfx942 (the emulator runs that one). B is the nn.Linear weight W [N, K] as is: W^T, column-major. */
 target gfx942, sm_90
@@ -37,18 +37,6 @@ kernel llama_attention {        // causal self-attention, Q rotated as it is loa
   rope = neox
 }
 
-kernel llama_silu_mul {         // SwiGLU: silu(gate) * up on the two halves of the gate-up output
-  op = elementwise
-  a = bf16  b = bf16
-  expr = silu(a) -> mul(b)
-}
-
-kernel llama_add {              // the last residual add
-  op = elementwise
-  a = bf16  b = bf16
-  expr = add(a, b)
-}
-
 // ---------------------------------------------------------------- the projections, sm_90
 family llama_qkv {
   arch = [sm_90]
@@ -68,15 +56,14 @@ family llama_o {
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
-family llama_gate_up {
+family llama_gate_up {          // SwiGLU fused: B is the merged gate_up weight (gate rows, then up rows)
   arch = [sm_90]
-  A = bf16 row  B = bf16 col  C = bf16 row
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
-  schedule in [tile, streamk]
 }
-family llama_down {
+family llama_down {             // out = m . Wd^T + s: the residual stream in the same pass
   arch = [sm_90]
-  A = bf16 row  B = bf16 col  C = bf16 row
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
@@ -99,11 +86,11 @@ family llama_o {
 }
 family llama_gate_up {
   arch = [gfx942]
-  A = bf16 row  B = bf16 col  C = bf16 row
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves
   tile = 64x64x32  waves = 2x2
 }
 family llama_down {
   arch = [gfx942]
-  A = bf16 row  B = bf16 col  C = bf16 row
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
   tile = 64x64x32  waves = 2x2
 }

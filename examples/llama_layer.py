@@ -11,8 +11,8 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
   o = attention(rope(q), k, v)       llama_attention (Q rotated on load; causal; GQA: heads / heads_kv query
                                      heads per K/V head)
   s = x + o . Wo^T, y = rmsnorm(s)   llama_o, llama_add_norm
-  m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up, llama_silu_mul
-  out = s + m . Wd^T                 llama_down, llama_add
+  m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up (SwiGLU in the GEMM's epilogue)
+  out = s + m . Wd^T                 llama_down (the residual in the GEMM's epilogue)
 
 The dimensions are configurable (:class:`Config`; ``head_dim`` is the attention kernel's, 128); weights are random
 (:meth:`Weights.random`) or given (:meth:`Weights.from_state_dict`: a Hugging Face layer's tensors). On the emulator
@@ -75,7 +75,7 @@ CONFIGS = {
 EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
 
 NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_attention", "llama_o", "llama_add_norm",
-         "llama_gate_up", "llama_silu_mul", "llama_down", "llama_add")
+         "llama_gate_up", "llama_down")
 
 
 def kernels(target: str) -> dict:
@@ -184,20 +184,13 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
         e["y"], e["s"] = ks["llama_add_norm"](e["a"], e["x"], w.norm_post, eps=cfg.eps)
 
     def gate_up(e):
-        e["gu"] = ks["llama_gate_up"](e["y"], _t(w.gate_up))
-
-    def silu_mul(e):
-        e["m"] = ks["llama_silu_mul"](e["gu"][:, :cfg.inter], e["gu"][:, cfg.inter:])
+        e["m"] = ks["llama_gate_up"](e["y"], _t(w.gate_up))  # silu(y . Wg^T) * (y . Wu^T), fused
 
     def down(e):
-        e["d"] = ks["llama_down"](e["m"], _t(w.down))
-
-    def residual(e):
-        e["out"] = ks["llama_add"](e["s"], e["d"])
+        e["out"] = ks["llama_down"](e["m"], _t(w.down), e["s"])  # m . Wd^T + s, fused
 
     return [("norm", norm), ("qkv", qkv), ("kv_append", kv_append), ("attention", attention), ("o_proj", o_proj),
-            ("add_norm", add_norm), ("gate_up", gate_up), ("silu_mul", silu_mul), ("down", down),
-            ("residual", residual)]
+            ("add_norm", add_norm), ("gate_up", gate_up), ("down", down)]
 
 
 def forward(layer_steps: list, x) -> object:
