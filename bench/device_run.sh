@@ -31,6 +31,7 @@
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
+#   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
 #             eager and torch.compile, graph-timed, with the per-step breakdown (after a parallel prebuild of its kernels)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
@@ -265,6 +266,17 @@ PY
     moe-full)
       timeout 580 python3 bench/moe.py --json "$OUT/moe_full.json" > "$OUT/moe_full.txt" 2>&1; echo "moe-full rc $?"
       tail -4 "$OUT/moe_full.txt" ;;
+    benches)
+      # the benchmarks of the features whose GPU tests the gpu stage ran (no tests here): the fused GEMM epilogues,
+      # the Hopper fp8 kernels, the quantizing row ops, the MoE layer
+      timeout 150 python3 bench/gemm_fused.py --json "$OUT/gemm_fused.json" > "$OUT/gemm_fused.txt" 2>&1
+      echo "gemm_fused rc $?"; tail -12 "$OUT/gemm_fused.txt"
+      timeout 200 python3 bench/fp8.py --only _h --json "$OUT/fp8_h.json" > "$OUT/fp8_h.txt" 2>&1
+      echo "fp8 (Hopper) rc $?"; tail -25 "$OUT/fp8_h.txt"
+      timeout 120 python3 bench/quant.py --quick --json "$OUT/quant.json" > "$OUT/quant.txt" 2>&1
+      echo "quant rc $?"; tail -16 "$OUT/quant.txt"
+      timeout 200 python3 bench/moe_layer.py --json "$OUT/moe_layer.json" > "$OUT/moe_layer.txt" 2>&1
+      echo "moe-layer rc $?"; tail -10 "$OUT/moe_layer.txt" ;;
     moe-layer)
       timeout 580 python3 bench/moe_layer.py --json "$OUT/moe_layer.json" > "$OUT/moe_layer.txt" 2>&1
       echo "moe-layer rc $?"; cat "$OUT/moe_layer.txt" | tail -8 ;;
