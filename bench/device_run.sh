@@ -30,6 +30,7 @@
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
+#   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
@@ -106,6 +107,9 @@ for STAGE in "$@"; do
     gemm-full)
       timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
       echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;
+    prebuild)
+      python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
+      echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;
     launch-floor)
       nvcc -O2 -o /tmp/launch_floor bench/launch_floor.cu -lcuda && /tmp/launch_floor | tee "$OUT/launch_floor.txt" ;;
     overhead)
