@@ -291,6 +291,6 @@ def test_model_prefers_one_tile_per_workgroup_to_stream_k_on_the_hopper_body():
     from ckgen.runtime.family import family_plans
 
     ex = Path(__file__).resolve().parents[2] / "examples" / "llama_layer.ck"
-    (t,) = tables(family_plans(load_file(ex), "llama_gate_up", "nvidia", "sm_90"), [], "llama_gate_up")
+    (t,) = tables(family_plans(load_file(ex), "llama_qkv", "nvidia", "sm_90"), [], "llama_qkv")
     for shape in [(2048, 28672, 4096), (8192, 28672, 4096), (2048, 4096, 14336), (8192, 4096, 4096)]:
         assert choose(t, shape).kernel.endswith("_scheduletile"), shape

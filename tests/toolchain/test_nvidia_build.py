@@ -228,3 +228,31 @@ def test_kernel_named_like_a_hopper_entry_is_refused():
     plans_ = [plan_kernel(spec, get_target("sm_90")), plan_kernel(twin, get_target("sm_90"))]
     with pytest.raises(BuildError, match="nvt_wgmma_tma.*tma entry"):
         nv.cuda_sources("nvtwin", plans_)
+
+
+HOST_CALLS_DEVICE = """
+template <class T> struct Op { const T* p; static __device__ __forceinline__ Op make(const T* q) { return Op{q}; } };
+template <class T> struct Host { static int launch(const T* q) { return Op<T>::make(q).p == q ? 0 : 1; } };
+extern "C" int entry(const int* q) { return Host<int>::launch(q); }
+"""
+
+
+def test_a_library_whose_host_code_calls_device_code_is_refused(tmp_path):
+    """nvcc compiles a host call of a __device__ function inside a template, without a word, into exit(1) (it
+    ended the GPU test process of the residual GEMM silently once): the build check refuses such a library."""
+    import shutil
+    import subprocess
+
+    from ckgen.errors import BuildError
+
+    nvcc = shutil.which("nvcc") or "/usr/local/bin/nvcc"
+    if not os.path.exists(nvcc) or not (shutil.which("nm") or shutil.which("llvm-nm")):
+        pytest.skip("needs nvcc and nm")
+    src = tmp_path / "bad.cu"
+    src.write_text(HOST_CALLS_DEVICE)
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", str(src), "-o", str(tmp_path / "libbad.so")], check=True)
+    with pytest.raises(BuildError, match="host code calls a __device__ function"):
+        nv.check_host_exits(tmp_path / "libbad.so")
+    src.write_text(HOST_CALLS_DEVICE.replace("Op<T>::make(q)", "Op<T>{q}"))
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", str(src), "-o", str(tmp_path / "libok.so")], check=True)
+    nv.check_host_exits(tmp_path / "libok.so")

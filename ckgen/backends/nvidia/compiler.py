@@ -141,6 +141,19 @@ def _sass(cuobjdump: str, lib: Path) -> str:
     return proc.stdout
 
 
+def check_host_exits(lib: Path) -> None:
+    """BuildError when the library's host code imports ``exit``: nvcc compiles a call from host code to a
+    ``__device__``-only function (in a template: no diagnostic) into ``exit(1)``, so such a library would end the
+    calling process silently at its first launch. Nothing ckgen generates calls exit. Skipped without ``nm``."""
+    nm = shutil.which("nm") or shutil.which("llvm-nm")
+    if nm is None:
+        return
+    proc = subprocess.run([nm, "-D", "--undefined-only", str(lib)], capture_output=True, text=True, check=False)
+    if proc.returncode == 0 and re.search(r"\bexit\b", proc.stdout):
+        raise BuildError(f"{lib.name}: host code calls a __device__ function (nvcc turns such a call into exit(1))",
+                         hint="build the value on the host without that function (or make it __host__ __device__)")
+
+
 @dataclass(frozen=True)
 class CudaLibrary:
     stem: str
@@ -172,6 +185,7 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
                        cwd=d)
         _reproducible(d / f"{stem}.o")
         run_tool([nvcc.path, "-shared", f"{stem}.o", "-o", lib_name], f"nvcc link of {lib_name}", cwd=d)
+        check_host_exits(d / lib_name)
         _reproducible(d / lib_name)
         (d / "ptxas.log").write_text(log)
         warnings = [ln for ln in log.splitlines() if "warning" in ln.lower()]

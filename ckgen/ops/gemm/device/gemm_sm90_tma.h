@@ -710,19 +710,19 @@ struct TmaGemm {
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
                     Rest... rest) {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
-    return launch(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+    return launch(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
   template <class Kernel, class... Rest>
   static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
                             Rest... rest) {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
-    return launch_grouped(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+    return launch_grouped(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
   template <class Kernel, class... Rest>
   static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
                           Rest... rest) {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
-    return launch_sched(kernel, A, B, C, Operand::make(bias, residual, C), rest...);
+    return launch_sched(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
 
   // A 3-D tensor map over elements of eb bytes (the operands' by default): `inner` contiguous elements per line,
