@@ -30,11 +30,12 @@
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
+#   tests     the GPU tests named in $TESTS (paths, -k ...)
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
-#             eager and torch.compile, graph-timed, with the per-step breakdown (after a parallel prebuild of its kernels)
+#             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -107,6 +108,9 @@ for STAGE in "$@"; do
     gemm-full)
       timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
       echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;
+    tests)
+      timeout 200 $PYTEST $TESTS > "$OUT/pytest_tests.txt" 2>&1
+      echo "pytest -m gpu $TESTS rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_tests.txt" | tail -8 ;;
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
       echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;
@@ -123,9 +127,8 @@ for STAGE in "$@"; do
       timeout 300 python3 bench/elementwise.py --json "$OUT/elementwise.json" > "$OUT/elementwise.txt" 2>&1
       echo "elementwise bench rc $?"; tail -14 "$OUT/elementwise.txt" ;;
     model)
-      python3 bench/nv_prebuild.py -j 16 --only llama_layer > "$OUT/prebuild_model.txt" 2>&1; echo "prebuild rc $?"
-      timeout 200 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
-      timeout 500 python3 bench/model.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
+      timeout 120 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
+      timeout 300 python3 bench/model.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
       echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
     quant)
       timeout 200 $PYTEST tests/runtime/test_nvidia_quant.py > "$OUT/pytest_quant.txt" 2>&1
