@@ -333,19 +333,33 @@ struct Fwd {
     constexpr int kHalf = Cfg::kRopeDim / 2;
     nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
     barrier();
+    // kBatch pairs at a time: a batch's table reads (a position, then its cosine and sine) all go out before any
+    // rotation, so their latencies overlap
+    constexpr int kPairs = kBM * kHalf, kBatch = 8;
 #pragma unroll 1
-    for (int i = tid; i < kBM * kHalf; i += kThreads) {
-      const int r = i / kHalf, pi = i % kHalf;
-      const float* cs = cs_of(r);
-      if (cs == nullptr) continue;
-      int x, y;
-      attn::rope_pair<Cfg::kRopeStyle, Cfg::kRopeDim>(pi, x, y);
-      const float cn = gload(cs + pi), sn = gload(cs + kHalf + pi);
-      T* ex = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, x));
-      T* ey = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, y));
-      const float a = to_float(lds_load(ex)), b = to_float(lds_load(ey));
-      lds_store(ex, from_float<T>(a * cn - b * sn));
-      lds_store(ey, from_float<T>(b * cn + a * sn));
+    for (int i0 = tid; i0 < kPairs; i0 += kThreads * kBatch) {
+      float cn[kBatch], sn[kBatch];
+      bool in[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + kThreads * u;
+        const float* cs = i < kPairs ? cs_of(i / kHalf) : nullptr;
+        in[u] = cs != nullptr;
+        cn[u] = in[u] ? gload(cs + i % kHalf) : 1.0f;
+        sn[u] = in[u] ? gload(cs + kHalf + i % kHalf) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (!in[u]) continue;
+        const int i = i0 + kThreads * u, r = i / kHalf;
+        int x, y;
+        attn::rope_pair<Cfg::kRopeStyle, Cfg::kRopeDim>(i % kHalf, x, y);
+        T* ex = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, x));
+        T* ey = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, y));
+        const float a = to_float(lds_load(ex)), b = to_float(lds_load(ey));
+        lds_store(ex, from_float<T>(a * cn[u] - b * sn[u]));
+        lds_store(ey, from_float<T>(b * cn[u] + a * sn[u]));
+      }
     }
     barrier();
   }
