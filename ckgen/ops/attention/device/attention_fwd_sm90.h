@@ -100,10 +100,11 @@ struct Fwd {
   // past the sequence stay zeros), then the proxy fence (generic-proxy writes before wgmma's async-proxy reads)
   // and the warpgroup's barrier. Each warpgroup's S products read only its own rows.
   // A thread's pairs go kBatch at a time: the table reads of a batch (a position, then its cosine and sine) are
-  // all issued before any rotation, so their latencies overlap (one after another they cost about 30 us per tile).
-  static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int tid) {
+  // all issued before any rotation, so their latencies overlap (one after another they cost about 30 us per tile),
+  // and those of the first batch before the wait for Q (q_full), so that they overlap its copy too.
+  static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int tid, uint32_t q_full) {
     constexpr int kHalf = Cfg::kRopeDim / 2;
-    constexpr int kPairs = 64 * kHalf, kBatch = 8;
+    constexpr int kPairs = 64 * kHalf, kBatch = 16;
 #pragma unroll 1
     for (int i0 = tid & 127; i0 < kPairs; i0 += 128 * kBatch) {
       float cn[kBatch], sn[kBatch];
@@ -118,6 +119,7 @@ struct Fwd {
           sn[u] = gload(cs + kHalf + i % kHalf);
         }
       }
+      nv::mbar_wait(q_full, 0);  // (at once after the first batch)
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int i = i0 + 128 * u, r = i / kHalf;
@@ -130,6 +132,7 @@ struct Fwd {
         sts_elem(ay, bv * cn[u] + a * sn[u]);
       }
     }
+    nv::mbar_wait(q_full, 0);  // a thread without pairs (rot < 4) has not waited yet
     nv::fence_proxy_async_shared();
     wg_sync(wg);
   }
@@ -249,8 +252,12 @@ struct Fwd {
     };
     auto phase = [](int j) -> uint32_t { return (j / kS) & 1; };
 
-    nv::mbar_wait(q_full, 0);  // also before the epilogue reuses the Q tile when there is no key
-    if constexpr (attn::kRope<Cfg>) rope_q(p, q_base, wg, m0, tid);
+    // Q landed (also before the epilogue reuses the Q tile when there is no key); rope_q waits itself, after its
+    // first table reads
+    if constexpr (attn::kRope<Cfg>)
+      rope_q(p, q_base, wg, m0, tid, q_full);
+    else
+      nv::mbar_wait(q_full, 0);
     const int nt = walk.nt;
     if (nt > 0) {
       float alpha[2];
