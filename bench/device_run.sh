@@ -81,7 +81,7 @@ build_probe() {
 }
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
-PYTEST="python3 -m pytest -q -p no:cacheprovider -m gpu"
+PYTEST="python3 -m pytest -q -p no:cacheprovider -n 0 -m gpu"  # one process: the GPU tests share one device
 MARK=$(mktemp); trap 'echo "=== libraries built on the device: $(find .nvcache -name ckgen-manifest.json -newer "$MARK" 2>/dev/null | wc -l)"' EXIT
 for STAGE in "$@"; do
   echo "=== $STAGE $(date +%H:%M:%S)"
