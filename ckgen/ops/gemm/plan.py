@@ -108,16 +108,9 @@ def check_dtypes(d: GemmDraft) -> None:
     g, t = d.g, d.target
     made = generated_inputs(t)
     if g.a.dtype not in made:
-        f = g.a.dtype.fp8
-        if f is not None and t.fp8_encoding and f.encoding != t.fp8_encoding:
-            reason = (f"{g.a.dtype.value} is the {f.encoding.upper()} encoding; {t.name}'s fp8 instructions take "
-                      f"the {t.fp8_encoding.upper()} one (the same codes mean other numbers)")
-        elif f is not None and not t.fp8_encoding:
-            reason = f"{t.name} has no fp8 matrix instructions"
-        elif g.a.dtype.matrix_kind in t.input_dtypes():
-            reason = "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
-        else:
-            reason = "no matrix instruction takes this dtype"
+        reason = t.fp8_refusal(g.a.dtype) or (
+            "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
+            if g.a.dtype.matrix_kind in t.input_dtypes() else "no matrix instruction takes this dtype")
         raise d.fail("A", g.a.dtype.value, ", ".join(x.value for x in made), reason)
     ka, kb = _kinds(g)
     legal_b = [x for x in made if x.fp8 is not None and t.instructions_for(ka, x.matrix_kind, DType.F32)] \
