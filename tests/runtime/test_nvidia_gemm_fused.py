@@ -136,6 +136,26 @@ def test_portable_body_against_float64(name):
     assert f"{name}_tma" not in ran
 
 
+@pytest.mark.parametrize("shape", [(130, 203, 136), (257, 261, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_residual_ragged_columns(shape):
+    """N not a multiple of 8 inside a 16-byte aligned leading dimension: the Hopper body copies R in 16-byte
+    chunks (the last one of a row partly past N, zero-filled) and TMA-stores C."""
+    M, N, K = shape
+    k = kernel("fz_res")
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(N)
+    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16) * 0.5
+    b = (torch.randn(N, K, device="cuda", generator=gen) * 0.1).to(torch.bfloat16).t()
+    ld = -(-N // 8) * 8 + 8
+    res = torch.randn(M, ld, device="cuda", generator=gen).to(torch.bfloat16)[:, :N]
+    c = torch.full((M, ld), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :N]
+    want = _ref(k, a, b, None, res.clone())
+    ran = launched(lambda: k(A=a, B=b, C=c, residual=res))
+    assert "fz_res_tma" in ran, ran
+    assert _err(c, want) < TOL[torch.bfloat16]
+    assert torch.isnan(c.as_strided((M, ld), (ld, 1))[:, N:]).all(), "wrote past N"
+
+
 @pytest.mark.parametrize("name", ["fz_res", "fz_res_gelu", "fz_res_sk"])
 def test_residual_in_place(name):
     _dense(name, 200, 300, 256, in_place=True)

@@ -89,7 +89,8 @@ struct Residual {
   const TC* c_base;
   static CKGEN_DEVICE Residual make(const TBias* bias, const TC* r, const TC* c) { return Residual{bias, r, c}; }
   // R's element at C's element c + off (c anywhere inside C)
-  CKGEN_DEVICE TC at(const TC* c, long long off) const { return gload(r + ((c + off) - c_base)); }
+  CKGEN_DEVICE TC at(const TC* c, long long off) const { return gload(ptr(c, off)); }
+  CKGEN_DEVICE const TC* ptr(const TC* c, long long off) const { return r + ((c + off) - c_base); }
   CKGEN_DEVICE Residual operator+(long long d) const { return Residual{bias + d, r, c_base}; }
   CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
 };
@@ -238,15 +239,16 @@ constexpr bool reads_memory() {
 }
 
 // The value one accumulator gives C before the cast: alpha * acc (times the scales of a scaled operand), plus
-// beta*C[off] when kBeta != 0 (C is read only then), then the chain, then the residual R (a Residual operand).
-template <class Cfg, class AccT>
+// beta*C[off] when kBeta != 0 (C is read only then), then the chain, then the residual R (a Residual operand;
+// with kAddResidual false the caller adds it, read its own way).
+template <class Cfg, bool kAddResidual = true, class AccT>
 CKGEN_DEVICE float value(AccT acc, int row, int col, const typename Cfg::TC* C, long long off,
                          Operand<Cfg> bias) {
   float v = Cfg::kAlpha * static_cast<float>(acc);
   if constexpr (IsScaled<Operand<Cfg>>::value) v = Cfg::kAlpha * (static_cast<float>(acc) * scale_at(bias, row, col));
   if constexpr (Cfg::kBeta != 0.0f) v += Cfg::kBeta * to_float(gload(C + off));
   v = Cfg::Epilogue::template apply<Cfg>(v, row, col, bias);
-  if constexpr (IsResidual<Operand<Cfg>>::value) v += to_float(bias.at(C, off));
+  if constexpr (kAddResidual && IsResidual<Operand<Cfg>>::value) v += to_float(bias.at(C, off));
   return v;
 }
 
@@ -281,8 +283,8 @@ CKGEN_DEVICE int up_shift(int n) {
 }
 
 // The value of output (row, col) from its gate and up accumulators: alpha (and the scales) on each, the chain on
-// each at its own column of B, Gate(gate) * up, then the residual. n: C's columns (N).
-template <class Cfg, class AccT>
+// each at its own column of B, Gate(gate) * up, then the residual (kAddResidual: as value()). n: C's columns (N).
+template <class Cfg, bool kAddResidual = true, class AccT>
 CKGEN_DEVICE float gated_value(AccT gate, AccT up, int row, int col, int n, const typename Cfg::TC* C, long long off,
                                Operand<Cfg> op) {
   constexpr int kB = GateOf<Cfg>::kBlock;
@@ -298,7 +300,7 @@ CKGEN_DEVICE float gated_value(AccT gate, AccT up, int row, int col, int n, cons
   g = Cfg::Epilogue::template apply<Cfg>(g, row, cg, op);
   u = Cfg::Epilogue::template apply<Cfg>(u, row, cu, op);
   float v = Cfg::Gate::template apply<Cfg>(g, row, col, op) * u;
-  if constexpr (IsResidual<Operand<Cfg>>::value) v += to_float(op.at(C, off));
+  if constexpr (kAddResidual && IsResidual<Operand<Cfg>>::value) v += to_float(op.at(C, off));
   return v;
 }
 

@@ -429,12 +429,26 @@ struct Sm90Gemm {
     }
   }
 
-  // What output (row, col) of accumulator a (gated: gate a, up u) gives C before the cast, and its cast (n: N).
-  template <class AccT>
+  // pair() of a residual Cfg with 16-bit C whose residuals r (of the two outputs) the caller has read: the same
+  // values, the residual added from r instead of from R in global memory (outputs past M / N: zero, as pair()).
+  template <bool kChecked, class AccT>
+  static CKGEN_DEVICE vec<TC, 2> pair_res(AccT a0, AccT a1, AccT u0, AccT u1, int row, int col, const TC* C,
+                                          long long off, Operand op, int M, int N, vec<TC, 2> r) {
+    static_assert(sizeof(TC) == 2 && epi::IsResidual<Operand>::value, "pair_res: 16-bit C, a residual operand");
+    const bool in0 = !kChecked || (row < M && col < N);
+    const bool in1 = !kChecked || (row < M && col + 1 < N);
+    const float v0 = in0 ? value_of<false>(a0, u0, row, col, C, off, op, N) + to_float(r.v[0]) : 0.0f;
+    const float v1 = in1 ? value_of<false>(a1, u1, row, col + 1, C, off + 1, op, N) + to_float(r.v[1]) : 0.0f;
+    return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+  }
+
+  // What output (row, col) of accumulator a (gated: gate a, up u) gives C before the cast, and its cast (n: N);
+  // kAddRes false: without the residual (epi::value's kAddResidual).
+  template <bool kAddRes = true, class AccT>
   static CKGEN_DEVICE float value_of(AccT a, AccT u, int row, int col, const TC* C, long long off, Operand bias,
                                      int n) {
-    if constexpr (kGated) return epi::gated_value<Cfg>(a, u, row, col, n, C, off, bias);
-    else return epi::value<Cfg>(a, row, col, C, off, bias);
+    if constexpr (kGated) return epi::gated_value<Cfg, kAddRes>(a, u, row, col, n, C, off, bias);
+    else return epi::value<Cfg, kAddRes>(a, row, col, C, off, bias);
   }
   template <class AccT>
   static CKGEN_DEVICE TC finish_of(AccT a, AccT u, int row, int col, const TC* C, long long off, Operand bias,

@@ -119,13 +119,12 @@ struct TmaGemm {
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
   //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
+  // A residual R (laid out as C) goes through the same boxes with the TMA-store epilogue: each warp copies its
+  // 16 rows of R into them with cp.async while its tile's main loop runs (prefetch_residual), and finish_c adds
+  // each output's residual from there, at the place where store_c_tma then writes the output.
   static constexpr int kGroupMode = GroupModeOf<Cfg>::value;
-  // (a residual with 256 columns of C per tile stages through store_c_staged instead: kEpiSub fragments per pass
-  // keep its loads and their addresses beside the accumulators within the consumers' registers, which the
-  // whole-tile TMA-store pass does not)
   static constexpr bool kResidual = epi::IsResidual<Operand>::value;
-  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0 &&
-                                     (!kResidual || kOutN <= 128);
+  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0;
   static constexpr int kResChunk = 4;  // finish_c: a residual's fragments per compiler barrier
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
   static constexpr int kEpiWarpBytes = kTmaStoreC ? kCBoxes * 2048 : Epi::template kStagingBytesOf<kEpiSub>;
@@ -359,6 +358,12 @@ struct TmaGemm {
       const Operand biasb =
           bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? p.row0 : b * stride_bias) : bias;
       if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
+      const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
+      unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
+      const int row0 = wg * 64 + (warp & 3) * 16;
+      if constexpr (kResidual && kTmaStoreC) {
+        if (g.count == 1) prefetch_residual(Cb, biasb, row0, m0, n0, Mg, N, ldc, lane, st);  // (a whole tile)
+      }
       if constexpr (kBlock) {
         block_k_loop(d, s0, full0, empty0, wg, s, phase, g.kt0, g.kt1, biasb, Mg, m0 + wg * 64 + (warp & 3) * 16,
                      n0, lane);
@@ -383,12 +388,13 @@ struct TmaGemm {
           continue;
         }
       }
-      const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
-      unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
-      const int row0 = wg * 64 + (warp & 3) * 16;
       if constexpr (kTmaStoreC) {
+        if constexpr (kResidual) {
+          cp_async_wait<0>();
+          __syncwarp();
+        }
         COut out;
-        finish_c(acc, row0, m0, n0, Cb, biasb, Mg, N, ldc, lane, out);  // the last reads of the accumulators
+        finish_c(acc, row0, m0, n0, Cb, biasb, Mg, N, ldc, lane, sp, out);  // the last reads of the accumulators
         if constexpr (kOverlapEpilogue) {
           gemm_sched::Seg next;
           Place next_place;
@@ -483,10 +489,37 @@ struct TmaGemm {
     vec<TC, 2> v[kOutFrags][2];
   };
 
+  // Byte offset in a warp's staging of the pair of outputs (row r of its 16, columns 8j + 2t, +1): box j / 8,
+  // 16-byte chunk j % 8 of the row at chunk (j % 8) ^ (r % 8) (the 128-byte swizzle: conflict-free).
+  static constexpr int staged(int j, int r, int t) { return (j >> 3) * 2048 + r * 128 + (((j & 7) ^ (r & 7)) << 4) + 4 * t; }
+
+  // Residual Cfgs with the TMA-store epilogue: the warp's rows m0 + row0 .. +15 x columns n0 .. n0 + kOutN - 1 of
+  // R -> its staging at staged() places, by cp.async (bytes past M / N arrive as zeros), one commit group; the
+  // epilogue waits for it (cp_async_wait<0> + __syncwarp) before finish_c. The staging is first released by the
+  // warp's previous TMA stores (bulk_wait_read).
+  static CKGEN_DEVICE void prefetch_residual(const TC* C, Operand op, int row0, int m0, int n0, int M, int N,
+                                             long long ldc, int lane, uint32_t st) {
+    constexpr int kRowChunks = kOutN / 8;  // 16-byte chunks of one row
+    if (lane == 0) bulk_wait_read<0>();
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < kRowChunks / 2; ++i) {  // 16 rows x kRowChunks chunks over 32 lanes
+      const int q = lane + 32 * i;
+      const int r = q / kRowChunks, c = q % kRowChunks;
+      const int row = m0 + row0 + r, col = n0 + 8 * c;
+      const int left = row < M ? 2 * (N - col) : 0;
+      const TC* src = op.ptr(C, static_cast<long long>(row < M ? row : 0) * ldc + (left > 0 ? col : 0));
+      cp_async16_zfill(st + staged(c, r, 0), src, left >= 16 ? 16 : (left > 0 ? left : 0));
+    }
+    cp_async_commit();
+  }
+
   // acc (the warp's fragments of the tile) -> out. Outputs past M / N are computed (and dropped by the TMA
-  // store) unless the epilogue reads memory there.
+  // store) unless the epilogue reads memory there. A residual comes from the warp's staging sp
+  // (prefetch_residual).
   static CKGEN_DEVICE void finish_c(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
-                                    Operand bias, int M, int N, long long ldc, int lane, COut& out) {
+                                    Operand bias, int M, int N, long long ldc, int lane, const unsigned char* sp,
+                                    COut& out) {
     const int g = lane >> 2, t = lane & 3;
     auto pairs = [&](auto checked) {
       constexpr int kUp = kGated ? kFrags / 2 : 0;  // (gated: fragment j's up is j + kUp)
@@ -497,11 +530,17 @@ struct TmaGemm {
           const int row = m0 + row0 + g + 8 * h;
           const int col = n0 + 8 * j + 2 * t;
           const long long off = static_cast<long long>(row) * ldc + col;
-          out.v[j][h] = Epi::template pair<decltype(checked)::value>(
-              acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
-              row, col, C, off, bias, M, N);
+          if constexpr (kResidual) {
+            out.v[j][h] = Epi::template pair_res<decltype(checked)::value>(
+                acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
+                row, col, C, off, bias, M, N, *reinterpret_cast<const vec<TC, 2>*>(sp + staged(j, g + 8 * h, t)));
+          } else {
+            out.v[j][h] = Epi::template pair<decltype(checked)::value>(
+                acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
+                row, col, C, off, bias, M, N);
+          }
         }
-        // A residual's loads stay within kResChunk fragments (a compiler barrier): hoisted for the whole tile, they
+        // A residual's reads stay within kResChunk fragments (a compiler barrier): hoisted for the whole tile, they
         // would not fit beside the accumulators and the outputs in the consumers' registers.
         if constexpr (kResidual) {
           if (j % kResChunk == kResChunk - 1) asm volatile("" ::: "memory");
@@ -525,9 +564,7 @@ struct TmaGemm {
     for (int j = 0; j < kOutFrags; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        const int chunk = (j & 7) ^ (r & 7);
-        *reinterpret_cast<vec<TC, 2>*>(sp + (j >> 3) * 2048 + r * 128 + chunk * 16 + 4 * t) = out.v[j][h];
+        *reinterpret_cast<vec<TC, 2>*>(sp + staged(j, g + 8 * h, t)) = out.v[j][h];
       }
     }
     fence_proxy_async_shared();
@@ -710,6 +747,7 @@ struct TmaGemm {
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
                     Rest... rest) {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    if (kTmaStoreC && !aligned16(residual, 8, 2)) return kNotApplicable;  // (prefetch_residual's 16-byte copies)
     return launch(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
   template <class Kernel, class... Rest>
@@ -722,6 +760,7 @@ struct TmaGemm {
   static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
                           Rest... rest) {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    if (kTmaStoreC && !aligned16(residual, 8, 2)) return kNotApplicable;  // (prefetch_residual's 16-byte copies)
     return launch_sched(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
 
