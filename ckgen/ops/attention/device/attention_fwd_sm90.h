@@ -80,13 +80,6 @@ struct Fwd {
 #if defined(CKGEN_NV_WGMMA)
   // Warpgroup w's barrier (named barrier 1 + w; barrier 0 is the block's).
   static CKGEN_DEVICE void wg_sync(int w) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory"); }
-  // The consumer warpgroups' turns at the tensor cores (FlashAttention-3's ping-pong between warpgroups): warpgroup
-  // w waits for its turn (named barrier 4 + w: its 128 threads and the previous warpgroup's arrivals), issues its
-  // wgmmas, then hands the turn on, so that one warpgroup's softmax runs under another's products.
-  static CKGEN_DEVICE void turn_wait(int w) { asm volatile("bar.sync %0, 256;\n" ::"r"(4 + w) : "memory"); }
-  static CKGEN_DEVICE void turn_pass(int w) {
-    asm volatile("bar.arrive %0, 256;\n" ::"r"(4 + (w + 1) % kCons) : "memory");
-  }
   static CKGEN_DEVICE void sts32(uint32_t addr, uint32_t v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
   }
@@ -266,16 +259,10 @@ struct Fwd {
     else
       nv::mbar_wait(q_full, 0);
     const int nt = walk.nt;
-    // Turns (turn_wait / turn_pass): each warpgroup takes nt + 1 turns (S_0; S_j with P_{j-1}.V_{j-1}; the last
-    // product) in the order 0, 1, .., kCons-1, 0, ..; the last warpgroup opens the first turn and does not pass
-    // its last one, so every barrier phase is complete when the block ends (all warpgroups walk the same tiles).
-    if (nt > 0 && wg == kCons - 1) turn_pass(wg);
     if (nt > 0) {
       float alpha[2];
       nv::mbar_wait(k_full, 0);
-      turn_wait(wg);
       issue_s(0);
-      turn_pass(wg);
       nv::wgmma_wait<0>();
       release(k_empty, 0);
       softmax(0, alpha);
@@ -283,11 +270,9 @@ struct Fwd {
 #pragma unroll 1
       for (int j = 1; j < nt; ++j) {
         nv::mbar_wait(k_full + 8 * (j % kS), phase(j));
-        nv::mbar_wait(v_full + 8 * ((j - 1) % kS), phase(j - 1));
-        turn_wait(wg);
         issue_s(j);
+        nv::mbar_wait(v_full + 8 * ((j - 1) % kS), phase(j - 1));
         issue_pv(j - 1);
-        turn_pass(wg);
         nv::wgmma_wait<1>();  // S_j is complete, the product may still run
         release(k_empty, j);
         softmax(j, alpha);
@@ -297,9 +282,7 @@ struct Fwd {
         attn_nv::pack_p<T, kKK>(s4, pa4);
       }
       nv::mbar_wait(v_full + 8 * ((nt - 1) % kS), phase(nt - 1));
-      turn_wait(wg);
       issue_pv(nt - 1);
-      if (wg != kCons - 1) turn_pass(wg);
       nv::wgmma_wait<0>();
       release(v_empty, nt - 1);
     }
