@@ -30,3 +30,19 @@ for name in sys.argv[1:] or ["fz_plain", "fz_res"]:
     print(name, sorted(ran), "written past N:", int(past.sum()), "rows", rows.unique()[:10].tolist(),
           "cols", (cols + N).unique()[:16].tolist(), "values", base[:, N:][past][:8].float().tolist(), flush=True)
     print("  data_ptr c", hex(c.data_ptr()), "stride", c.stride(), "inside ok:", bool(torch.isfinite(c).all()))
+
+# K not a multiple of 8 inside aligned leading dimensions, NaN in the padding: does the Hopper body's TMA load
+# read the padding (a NaN result) or zero-fill past K?
+k = jit(SPEC, kernel="fz_plain", target="sm_90")
+M, N, K, ldk = 130, 200, 99, 112
+g = torch.Generator(device="cuda").manual_seed(1)
+abase = torch.full((M, ldk), float("nan"), device="cuda", dtype=torch.bfloat16)
+bbase = torch.full((N, ldk), float("nan"), device="cuda", dtype=torch.bfloat16)
+abase[:, :K] = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
+bbase[:, :K] = torch.randn(N, K, device="cuda", generator=g).to(torch.bfloat16)
+a, b = abase[:, :K], bbase[:, :K].t()
+c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+ran = launched(lambda: k(A=a, B=b, C=c))
+want = a.double() @ b.double()
+err = (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
+print("K tail", sorted(x for x in ran if x.startswith("fz")), "finite:", bool(torch.isfinite(c).all()), "rel err", err)

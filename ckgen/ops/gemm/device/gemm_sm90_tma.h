@@ -494,9 +494,9 @@ struct TmaGemm {
   static constexpr int staged(int j, int r, int t) { return (j >> 3) * 2048 + r * 128 + (((j & 7) ^ (r & 7)) << 4) + 4 * t; }
 
   // Residual Cfgs with the TMA-store epilogue: the warp's rows m0 + row0 .. +15 x columns n0 .. n0 + kOutN - 1 of
-  // R -> its staging at staged() places, by cp.async (bytes past M / N arrive as zeros), one commit group; the
-  // epilogue waits for it (cp_async_wait<0> + __syncwarp) before finish_c. The staging is first released by the
-  // warp's previous TMA stores (bulk_wait_read).
+  // R -> its staging at staged() places, by cp.async (chunks past M / N arrive as zeros; N is a multiple of 8
+  // with a TMA-stored C), one commit group; the epilogue waits for it (cp_async_wait<0> + __syncwarp) before
+  // finish_c. The staging is first released by the warp's previous TMA stores (bulk_wait_read).
   static CKGEN_DEVICE void prefetch_residual(const TC* C, Operand op, int row0, int m0, int n0, int M, int N,
                                              long long ldc, int lane, uint32_t st) {
     constexpr int kRowChunks = kOutN / 8;  // 16-byte chunks of one row
@@ -507,9 +507,8 @@ struct TmaGemm {
       const int q = lane + 32 * i;
       const int r = q / kRowChunks, c = q % kRowChunks;
       const int row = m0 + row0 + r, col = n0 + 8 * c;
-      const int left = row < M ? 2 * (N - col) : 0;
-      const TC* src = op.ptr(C, static_cast<long long>(row < M ? row : 0) * ldc + (left > 0 ? col : 0));
-      cp_async16_zfill(st + staged(c, r, 0), src, left >= 16 ? 16 : (left > 0 ? left : 0));
+      const bool in = row < M && col < N;
+      cp_async16_zfill(st + staged(c, r, 0), op.ptr(C, in ? static_cast<long long>(row) * ldc + col : 0), in ? 16 : 0);
     }
     cp_async_commit();
   }
@@ -594,7 +593,8 @@ struct TmaGemm {
   // ------------------------------------------------------------------------------------------ host side
   // Launches `kernel` (the generated `<kernel>_tma` entry) on `stream` and returns a ckgen status, or
   // kNotApplicable (nothing launched) when the device is not sm_90, the driver has no tensor maps, K == 0,
-  // or an operand's base, leading dimension or batch stride is not 16-byte aligned. M, N, batch > 0 and the
+  // or an operand's base, leading dimension or batch stride is not 16-byte aligned, or (TMA-stored C) N is not a
+  // multiple of 8: the H200 was seen to write a row's last 16-byte chunk whole, past N. M, N, batch > 0 and the
   // leading dimensions were checked by the caller. The plain form is the batched one with one item.
   template <class Kernel>
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
@@ -658,7 +658,7 @@ struct TmaGemm {
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
       const int nbc = batch;
-      if (!aligned16(C, ldc, 2) || (batch > 1 && (stride_c * 2) % 16) ||
+      if (!aligned16(C, ldc, 2) || N % 8 || (batch > 1 && (stride_c * 2) % 16) ||
           !encode(&tcm, C, N, M, ldc, nbc, stride_c, 64, 16, 2))
         return kNotApplicable;
     }
@@ -729,7 +729,7 @@ struct TmaGemm {
     if (!ok_a || !ok_b) return kNotApplicable;
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
     if constexpr (kTmaStoreC) {
-      if (!aligned16(C, ldc, 2) || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16, 2)) return kNotApplicable;
+      if (!aligned16(C, ldc, 2) || N % 8 || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16, 2)) return kNotApplicable;
     }
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
