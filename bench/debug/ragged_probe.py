@@ -5,9 +5,8 @@ import sys
 import torch
 
 sys.path.insert(0, ".")
-from tests.runtime.test_nvidia_gemm_fused import SPEC, launched  # noqa: E402
-
 from ckgen.runtime.api import jit  # noqa: E402
+from tests.runtime.test_nvidia_gemm_fused import SPEC, launched  # noqa: E402
 
 SPEC += """
 kernel fz_plain { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4 }
@@ -24,7 +23,7 @@ for name in sys.argv[1:] or ["fz_plain", "fz_res"]:
     args = dict(A=a, B=b, C=c)
     if "res" in name:
         args["residual"] = torch.zeros(M, ld, device="cuda", dtype=torch.bfloat16)[:, :N]
-    ran = launched(lambda: k(**args))
+    ran = launched(lambda k=k, args=args: k(**args))
     past = ~torch.isnan(base[:, N:])
     rows, cols = torch.nonzero(past, as_tuple=True)
     print(name, sorted(ran), "written past N:", int(past.sum()), "rows", rows.unique()[:10].tolist(),

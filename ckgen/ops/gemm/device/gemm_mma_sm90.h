@@ -1,6 +1,7 @@
 // gemm_mma_sm90.h (ckgen/ops/gemm/device): the portable GEMM kernel body on NVIDIA tensor cores (mma.sync; sm_80 and sm_90).
-// On sm_90 the Cfgs planned with a TMA variant also get the Hopper body, gemm_sm90_tma.h (included at
-// the end), which the host entry prefers; this body then serves the operands that one cannot take.
+// On sm_90 the Cfgs planned with a TMA variant also get the Hopper body, gemm_sm90_tma.h (with its host side,
+// gemm_sm90_tma_launch.h, included at the end), which the host entry prefers; this body then serves the operands
+// that one cannot take.
 //
 //   C = Epilogue(alpha * A.B + beta * C) cast to TC,  A: M x K, B: K x N, C: M x N
 //
@@ -654,5 +655,5 @@ constexpr int smem_bytes() {
 }  // namespace nv
 }  // namespace ckgen
 
-// The Hopper body (TMA + wgmma, warp-specialized) of the Cfgs planned with a TMA variant.
-#include "gemm_sm90_tma.h"
+// The Hopper body (TMA + wgmma, warp-specialized) of the Cfgs planned with a TMA variant, with its host side.
+#include "gemm_sm90_tma_launch.h"
