@@ -11,7 +11,7 @@ shapes: ``BxS`` = B sequences of S tokens (causal each). The torch layer is Hugg
 same torch code in float64.
 
 Device time of record: each layer captured into a CUDA graph and replayed (every side; nothing of the host's launch
-path counts). Host overhead is reported separately: wall time per layer of back-to-back eager calls (``eager ms``
+path counts), the three sides in interleaved rounds (a clock drift over the run reaches each alike). Host overhead is reported separately: wall time per layer of back-to-back eager calls (``eager ms``
 columns; torch.compile's Python guards and ckgen's prepared calls included). The per-step breakdown times each
 step of the two layers alone (graph replay). Accuracy: relative error against float64, ckgen's and torch bf16
 eager's, and their ratio (issue 28 asks <= 1.2).
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import rel_err, time_graph_ms, time_ms  # noqa: E402
+from nvh import rel_err, time_graph_ms, time_graphs_interleaved_ms, time_ms  # noqa: E402
 
 GOAL_COMPILE, GOAL_EAGER, GOAL_ERR = 1.05, 1.2, 1.2
 
@@ -138,8 +138,7 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int) -> dict:
         ref = ex.forward(torch_steps(cfg, w, batch, cos64, sin64, torch.float64), x.double())
         errs = {"ckgen": rel_err(out_ck, ref), "eager": rel_err(out_eager, ref), "compile": rel_err(out_comp, ref)}
         del ref
-        dev = {"ckgen": time_graph_ms(ck, reps=9, inner=3), "eager": time_graph_ms(eager, reps=9, inner=3),
-               "compile": time_graph_ms(compiled, reps=9, inner=3)}
+        dev = time_graphs_interleaved_ms({"ckgen": ck, "eager": eager, "compile": compiled}, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
         pieces = {"ckgen": time_steps(ck_steps, x), "eager": time_steps(t_steps, x)}

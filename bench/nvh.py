@@ -111,6 +111,29 @@ def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float
     return _median_ms(g.replay, reps, inner)
 
 
+def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inner: int = 3) -> dict:
+    """time_graph_ms for every side of ``fns`` (name -> fn), one graph each, timed in ``rounds`` interleaved rounds
+    (one replay of each side per round, in turn), so that a drift of the clocks over the run reaches every side
+    alike: per side the median over the rounds, per call."""
+    graphs = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(inner):
+                fn()
+        g.replay()
+        graphs[name] = g
+    torch.cuda.synchronize()
+    times: dict = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, g in graphs.items():
+            times[name].append(_median_ms(g.replay, 1, inner))
+    return {name: median(ts) for name, ts in times.items()}
+
+
 def raw_call(kern, *args, **named):
     """A zero-overhead closure over a ckgen kernel's C entry point: the call is bound (every check) and run once
     through the JIT, then replayed with the same argument values on the current stream; the closure keeps the call
