@@ -34,7 +34,6 @@
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
-#   cluster   bench/cluster.py: the Hopper GEMM body with and without clusters of 2 (B multicast) vs cuBLAS
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
 #             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
@@ -285,9 +284,6 @@ PY
       echo "quant rc $?"; tail -16 "$OUT/quant.txt"
       timeout 200 python3 bench/moe_layer.py --json "$OUT/moe_layer.json" > "$OUT/moe_layer.txt" 2>&1
       echo "moe-layer rc $?"; tail -10 "$OUT/moe_layer.txt" ;;
-    cluster)
-      timeout 300 python3 bench/cluster.py --json "$OUT/cluster.json" > "$OUT/cluster.txt" 2>&1
-      echo "cluster bench rc $?"; tail -14 "$OUT/cluster.txt" ;;
     moe-layer)
       timeout 580 python3 bench/moe_layer.py --json "$OUT/moe_layer.json" > "$OUT/moe_layer.txt" 2>&1
       echo "moe-layer rc $?"; cat "$OUT/moe_layer.txt" | tail -8 ;;

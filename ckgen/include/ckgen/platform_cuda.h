@@ -170,9 +170,10 @@ inline int status_of(cudaError_t e) {
 // When its static shared memory plus `smem_bytes` of dynamic shared memory exceed the default 48 KiB, the
 // kernel's dynamic shared-memory limit is raised first (once per kernel and size; `*configured` remembers
 // it, one flag per call site): a 48 KiB pipeline beside a 4-byte static ticket needs it too.
-// (configure: that limit alone, for launches made otherwise, e.g. in clusters; a status, 0 when done)
-template <class... KArgs>
-inline int configure(void (*kernel)(KArgs...), int* configured, int smem_bytes) {
+template <class... KArgs, class... Args>
+inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
+                  unsigned threads, int smem_bytes, void* stream, Args... args) {
+  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
   if (smem_bytes > 0 && *configured != smem_bytes) {
     const void* f = reinterpret_cast<const void*>(kernel);
     cudaFuncAttributes fa;
@@ -185,14 +186,6 @@ inline int configure(void (*kernel)(KArgs...), int* configured, int smem_bytes) 
     }
     *configured = smem_bytes;
   }
-  return 0;
-}
-
-template <class... KArgs, class... Args>
-inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
-                  unsigned threads, int smem_bytes, void* stream, Args... args) {
-  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
-  if (const int st = configure(kernel, configured, smem_bytes)) return st;
   // Clear an error left by someone else so that it is not reported as ours.
   (void)cudaGetLastError();
   kernel<<<dim3(gx, gy, gz), dim3(threads), static_cast<size_t>(smem_bytes),

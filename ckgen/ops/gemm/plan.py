@@ -397,28 +397,6 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
 
 
 def plan_tma_body(d: GemmDraft) -> None:
-    """The Hopper body (:func:`_plan_tma_body`), in clusters of ``cluster`` blocks when the kernel asks (2: whole
-    tiles of a dense or batched kernel without block scales; the body's kTmaCluster); a located error when the
-    kernel asks for clusters it cannot run in."""
-    _plan_tma_body(d)
-    if d.cfg.cluster == 1:
-        return
-    g, cfg = d.g, d.cfg
-    why = None
-    if d.tma is None:
-        why = ("only the Hopper body (sm_90: TMA + wgmma, one of its tiles) runs in clusters, and this kernel does "
-               "not get it")
-    elif g.grouped or resolve_schedule(cfg, g).kind != "tile":
-        why = "clusters take whole tiles of a dense or batched kernel (not grouped, no split-K / stream-K)"
-    elif g.block_scaled:
-        why = "block-scaled kernels fold their scales per tile, without clusters"
-    if why is not None:
-        raise d.fail("cluster", cfg.cluster, "1", why)
-    d.tma = replace(d.tma, cluster=cfg.cluster)
-    d.why += (f"Hopper body in clusters of {cfg.cluster}: neighbouring M tiles share B's tile (TMA multicast)",)
-
-
-def _plan_tma_body(d: GemmDraft) -> None:
     """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
     ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
     epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by

@@ -62,9 +62,6 @@ KEYS = (
     Key("instr", "MxNxK of a matrix instruction of the target, or auto", default_text="the best legal one"),
     Key("lds_buffers", "1..the target body's maximum (2 on AMD, 6 on NVIDIA)", default_text="2"),
     Key("prefetch", "0 or 1", default_text="1"),
-    Key("cluster", "1 or 2: blocks per thread-block cluster of the Hopper body (sm_90; 2: the two blocks take "
-        "neighbouring M tiles and load B's tile once, by TMA multicast); whole tiles, dense or batched, not "
-        "block-scaled", default_text="1"),
     Key("vec_a", "a power of two, at most 16 bytes, dividing the tile's contiguous extent", default_text="chosen"),
     Key("vec_b", "as vec_a", default_text="chosen"),
     Key("vec_c", "as vec_a", default_text="chosen"),
@@ -297,7 +294,6 @@ class TileConfig:
     vec_b: int | None = None
     vec_c: int | None = None
     schedule: Schedule = Schedule()
-    cluster: int = 1
 
     def __post_init__(self) -> None:
         if len(self.tile) != 3 or len(self.waves) != 2:
@@ -311,8 +307,6 @@ class TileConfig:
              "prefetch": self.prefetch, "vec_a": self.vec_a, "vec_b": self.vec_b, "vec_c": self.vec_c}
         if self.schedule != Schedule():  # (kernels with the default keep their canonical JSON and cache keys)
             d["schedule"] = self.schedule.to_json()
-        if self.cluster != 1:  # (likewise)
-            d["cluster"] = self.cluster
         return d
 
 
@@ -455,6 +449,5 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         vec_b=V.integer(v["vec_b"], "vec_b", 1, 64) if "vec_b" in v else None,
         vec_c=V.integer(v["vec_c"], "vec_c", 1, 64) if "vec_c" in v else None,
         schedule=_schedule(v["schedule"]) if "schedule" in v else Schedule(),
-        cluster=V.integer(v["cluster"], "cluster", 1, 2) if "cluster" in v else 1,
     )
     return GemmParams(gemm, cfg)

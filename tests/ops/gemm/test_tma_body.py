@@ -136,32 +136,3 @@ def test_explain_prints_the_fp8_body_choice(tmp_path, capsys):
     assert main(["explain", str(src), "--kernel", "f"]) == 0
     assert "why: no Hopper (TMA + wgmma) body: fp8 wgmma reads both operands K-major" in capsys.readouterr().out
 
-
-
-def test_cluster_of_two_is_planned_and_emitted():
-    """cluster = 2: the plan's Hopper body runs in clusters of 2 (the generated Cfg's kTmaCluster); the portable
-    body and the canonical JSON of kernels without the key are unchanged."""
-    from ckgen.codegen.render import render_kernel
-
-    p = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG} cluster = 2")
-    assert p.body.tma.cluster == 2 and p.to_json()["body"]["tma"]["cluster"] == 2
-    assert "kTmaCluster = 2" in render_kernel(p)
-    q = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG}")
-    assert q.body.tma.cluster == 1 and "cluster" not in q.to_json()["body"]["tma"]
-    assert "kTmaCluster" not in render_kernel(q)
-
-
-@pytest.mark.parametrize("body,arch,why", [
-    ("A = bf16 row B = bf16 col C = bf16 row tile = 64x64x32 waves = 2x2 cluster = 2", "gfx942",
-     "only the Hopper body"),
-    ("A = bf16 row B = bf16 col C = bf16 row tile = 128x128x32 waves = 2x2 cluster = 2", "sm_90",
-     "only the Hopper body"),
-    (f"A = bf16 row B = bf16 col C = bf16 row {BIG} schedule = splitk(2) cluster = 2", "sm_90", "whole tiles"),
-    (f"A = bf16 row B = bf16 col C = bf16 row {BIG} mode = grouped cluster = 2", "sm_90", "whole tiles"),
-])
-def test_cluster_refusals_name_the_key(body, arch, why):
-    from ckgen.errors import CkgenError
-
-    with pytest.raises(CkgenError) as e:
-        plan(body, arch)
-    assert "cluster" in str(e.value) and why in str(e.value)

@@ -56,7 +56,6 @@
 #include "gemm_group_walk.h"
 #include "gemm_mma_sm90.h"
 #include "gemm_work.h"
-#include "ckgen/blocks/nv_cluster.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
 namespace ckgen {
@@ -65,8 +64,6 @@ namespace nv {
 // mode = grouped (1) / masked (2) Cfgs (gemm_group_walk.h); their index dtype and per-row bias
 CKGEN_CFG_OPTIONAL(GroupModeOf, kGroupMode, int, 0);
 CKGEN_CFG_OPTIONAL(BiasRowOf, kBiasRow, bool, false);
-// clusters of kTmaCluster blocks (1 or 2) sharing B's tile (TmaGemmBody's header comment)
-CKGEN_CFG_OPTIONAL(TmaClusterOf, kTmaCluster, int, 1);
 template <class C, class = void>
 struct IndexOf {
   using type = int;
@@ -117,14 +114,7 @@ struct TmaGemmBody {
   using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kTileN, kGateBlock>;
   static constexpr int kCBoxes = kOutN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
   static constexpr int kBCols = kGated ? 2 : 1;                    // B's columns per column of C
-  // Clusters (kCluster = 2): the two blocks of a cluster take the M tiles 2p and 2p + 1 of one column of tiles,
-  // so they need the same B tile; each loads half of its boxes (kBPieces: the B loads of a stage) and multicasts
-  // them to both, and a stage is free once the consumers of both blocks released it (each consumer warp arrives
-  // on the "empty" barrier of every block of the cluster). Whole tiles only (not grouped, not block-scaled).
-  static constexpr int kCluster = TmaClusterOf<Cfg>::value;
-  static constexpr int kBBoxRows = kGated ? kGateRun : Cfg::kTileN / kCluster;  // a K-major B box's rows
-  static constexpr int kBPieceRows = kBK ? kBBoxRows : 64;  // B's rows (columns of the tile) per load
-  static constexpr int kBPieces = Cfg::kTileN / kBPieceRows;
+  static constexpr int kBBoxRows = kGated ? kGateRun : Cfg::kTileN;  // a K-major B box's rows
   static constexpr int kBarOffset = kStages * kStageBytes;
   // The epilogue's staging space, one region per consumer warp (its 16 rows x kTileN columns of C):
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
@@ -159,7 +149,7 @@ struct TmaGemmBody {
     int tiles, kt, splits, u, stride, j;
     gemm_sched::StreamK sk;
     CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
-        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0) / kCluster), stride(grid_dim(0) / kCluster), j(0),
+        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0)), stride(grid_dim(0)), j(0),
           sk(block_id(0), grid_dim(0), tiles_, kt_) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g) {
       if constexpr (kKind == gemm_sched::kStreamK) {
@@ -200,11 +190,13 @@ struct TmaGemmBody {
   struct Pieces {
     Work work;
     gemm_grouped::GroupCursor<Cfg, Groups> cursor;
-    int tiles_m, tiles_n, M, nk, t;  // tiles_m: M tiles, in pairs with clusters (the cluster's rank picks one)
+    int tiles_m, tiles_n, M, nk, t;
     CKGEN_DEVICE Pieces(int M_, int N, int nk_, int batch, int splits, const void* index)
-        : work(kGroupMode ? 0 : m_units(M_) * ((N + kOutN - 1) / kOutN) * batch, nk_, splits),
+        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN) * batch,
+               nk_, splits),
           cursor(Groups{static_cast<const TIndex*>(index), M_}, kGroupMode ? batch : 0, N),
-          tiles_m(m_units(M_)), tiles_n((N + kOutN - 1) / kOutN), M(M_), nk(nk_), t(block_id(0)) {}
+          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + kOutN - 1) / kOutN), M(M_),
+          nk(nk_), t(block_id(0)) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
       if constexpr (kGroupMode != 0) {
         if (!cursor.seek(t)) return false;
@@ -219,7 +211,6 @@ struct TmaGemmBody {
       } else {
         if (!work.next(g)) return false;
         tile_origin(g.tile, tiles_m, tiles_n, p.b, p.m0, p.n0);
-        if constexpr (kCluster > 1) p.m0 = p.m0 * kCluster + (block_id(0) % kCluster) * Cfg::kTileM;
         p.row0 = 0;
         p.rows = M;
         return true;
@@ -247,9 +238,6 @@ struct TmaGemmBody {
                 "block scales: fp8 tiles of 128 columns (two accumulator sets per thread), one block per C tile");
   static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
-  static_assert(kCluster == 1 || (kCluster == 2 && kKind == gemm_sched::kTile && kGroupMode == 0 && !kBlock &&
-                                  kBPieces % kCluster == 0),
-                "kTmaCluster: 1, or 2 for whole tiles (not grouped, not block-scaled) with an even count of B loads");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
 
   // Tile t of the order (batch item by batch item, each in the grouped order) -> its batch item, first row
@@ -262,10 +250,6 @@ struct TmaGemmBody {
     m0 = tm * Cfg::kTileM;
     n0 = tn * kOutN;
   }
-
-  // Units of rows of tiles the block walk counts: M tiles, or pairs of them with clusters (a pair's second tile
-  // may lie past M: its block still loads and multicasts its half of B, and its outputs are not stored).
-  static CKGEN_HD int m_units(int M) { return ((M + Cfg::kTileM - 1) / Cfg::kTileM + kCluster - 1) / kCluster; }
 
   // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item).
   static constexpr int kBroadcastA = 1, kBroadcastB = 2;
@@ -284,12 +268,11 @@ struct TmaGemmBody {
     if (tid == 0) {
       for (int s = 0; s < kStages; ++s) {
         mbar_init(full0 + 8 * s, 1);                   // the producer's arrive + the TMA bytes
-        mbar_init(empty0 + 8 * s, 4 * kConsumers * kCluster);  // one arrive per consumer warp of the cluster
+        mbar_init(empty0 + 8 * s, 4 * kConsumers);     // one arrive per consumer warp
       }
       mbar_init_fence();
     }
-    if constexpr (kCluster > 1) cluster_sync();  // the peer's barriers exist before anything reaches them
-    else barrier();
+    barrier();
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
     const int tiles_n = (N + kOutN - 1) / kOutN;
     const int tiles = tiles_m * tiles_n * batch;
@@ -320,18 +303,20 @@ struct TmaGemmBody {
 #pragma unroll
             for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
           }
-          load_b(sb, tb, k0, n0, N, bb, full);
-          if (++s == kStages) {
-            s = 0;
-            phase ^= 1;
+          if constexpr (kGated) {
+            const GateRows rows{n0, N};
+#pragma unroll
+            for (int r = 0; r < Cfg::kTileN; r += kBK ? kGateRun : 64) {
+              const int col = static_cast<int>(rows.phys(r));  // a run of kGateRun columns of B
+              if constexpr (kBK) tma_load_3d(sb + r * kRow, &tb, k0, col, bb, full);
+              else tma_load_3d(sb + (r / 64) * kBox, &tb, col, k0, bb, full);
+            }
+          } else if constexpr (kBK) {
+            tma_load_3d(sb, &tb, k0, n0, bb, full);
+          } else {
+#pragma unroll
+            for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_3d(sb + j * kBox, &tb, n0 + 64 * j, k0, bb, full);
           }
-        }
-      }
-      if constexpr (kCluster > 1) {
-        // The block stays until the consumers of the whole cluster have released every stage it filled: their
-        // arrivals on this block's barriers land before it exits (a fresh stage's wait returns at once).
-        for (int i = 0; i < kStages; ++i) {
-          mbar_wait(empty0 + 8 * s, phase ^ 1);
           if (++s == kStages) {
             s = 0;
             phase ^= 1;
@@ -349,35 +334,6 @@ struct TmaGemmBody {
   }
 
 #if defined(CKGEN_NV_WGMMA)
-  // The producer's B loads of one stage (sb) at K offset k0 for the tile's columns from n0: kBPieces boxes of
-  // kBPieceRows columns (gated: runs of gate / up columns, GateRows), each a TMA load completing on `full`; with
-  // clusters the block of rank r issues pieces r, r + kCluster, .., multicast to every block of the cluster.
-  static CKGEN_DEVICE void load_b(uint32_t sb, const TensorMap& tb, int k0, int n0, int N, int bb, uint32_t full) {
-    const GateRows rows{n0, N};
-    const int rank = kCluster > 1 ? block_id(0) % kCluster : 0;
-#pragma unroll
-    for (int piece = 0; piece < kBPieces; ++piece) {
-      if (piece % kCluster != rank) continue;
-      const int r = piece * kBPieceRows;
-      const int col = kGated ? static_cast<int>(rows.phys(r)) : n0 + r;
-      const uint32_t dst = kBK ? sb + r * kRow : sb + (r / 64) * kBox;
-      const int c0 = kBK ? k0 : col, c1 = kBK ? col : k0;
-      if constexpr (kCluster > 1) tma_load_3d_mc(dst, &tb, c0, c1, bb, full, (1u << kCluster) - 1u);
-      else tma_load_3d(dst, &tb, c0, c1, bb, full);
-    }
-  }
-
-  // A consumer warp frees stage `bar` (empty0 + 8 s): on its own block's barrier, or on every block's of the
-  // cluster (their producers multicast into this block's stage).
-  static CKGEN_DEVICE void release_stage(uint32_t bar) {
-    if constexpr (kCluster > 1) {
-#pragma unroll
-      for (int r = 0; r < kCluster; ++r) mbar_arrive_cluster(bar, r);
-    } else {
-      mbar_arrive(bar);
-    }
-  }
-
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
                                    Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                    long long stride_bias, int tiles, int nk, void* workspace, int splits,
@@ -416,11 +372,11 @@ struct TmaGemmBody {
         for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
           const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
           wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
-          if (kt > g.kt0 && lane == 0) release_stage(empty0 + 8 * prev);
+          if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
           prev = cur;
         }
         wgmma_wait<0>();
-        if (g.kt1 > g.kt0 && lane == 0) release_stage(empty0 + 8 * prev);
+        if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
       }
       COp acc[1][kFrags];
 #pragma unroll

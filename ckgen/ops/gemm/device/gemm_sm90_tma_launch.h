@@ -26,7 +26,6 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   using Body::kBlock;
   using Body::kBroadcastA;
   using Body::kBroadcastB;
-  using Body::kCluster;
   using Body::kEB;
   using Body::kF8;
   using Body::kGroupMode;
@@ -109,21 +108,11 @@ struct TmaGemm : TmaGemmBody<Cfg> {
         return kNotApplicable;
     }
     if (!ok_a || !ok_b) return kNotApplicable;
-    const long long tiles = static_cast<long long>(Body::m_units(M)) * ((N + kOutN - 1) / kOutN) * batch;
+    const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
+                            ((N + kOutN - 1) / kOutN) * batch;
     if (tiles > 0x7fffffffLL) return kNotApplicable;
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
-    if constexpr (kCluster > 1) {  // clusters of kCluster blocks, each cluster walking units of kCluster tiles
-      static int fits = -1;        // (asked once: whether such a cluster fits on the device)
-      if (const int st = cuda_host::configure(kernel, &configured, kSmemBytes)) return st;
-      if (fits < 0) fits = cluster_fits(kernel, kCluster, kThreads, kSmemBytes) ? 1 : 0;
-      if (!fits) return kNotApplicable;
-      const long long per = sms / kCluster;
-      (void)cudaGetLastError();
-      return cuda_host::status_of(launch_cluster(kernel, static_cast<unsigned>(kCluster * (tiles < per ? tiles : per)),
-                                                 kCluster, kThreads, kSmemBytes, stream, ta, tb, tcm, C, epi..., M, N,
-                                                 K, batch, ldc, stride_c, stride_bias, flags));
-    }
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
                              kSmemBytes, stream, ta, tb, tcm, C, epi..., M, N, K, batch, ldc, stride_c, stride_bias,
                              flags);
