@@ -198,6 +198,7 @@ def test_sm90_builds_wgmma_path(nvcc, cache_dir):
     assert not any(k.startswith("wgmma") for k, _ in r.ptx_tensor)
     assert rt.threads == 384 and rt.dynamic_smem == p90.body.tma.smem_bytes and rt.blocks_per_sm == 1
     assert rt.spill_stores == 0 and r.registers <= 255  # (the portable body of this big tile spills a few bytes)
+    assert not rt.wgmma_serialized
     ptx = (lib.entry / "nvw_sm_90.ptx").read_text()
     body = ptx[ptx.index(".entry nvt_wgmma_tma"):]
     for insn in ("cp.async.bulk.tensor.3d", "mbarrier.try_wait.parity", "setmaxnreg.inc", "setmaxnreg.dec"):
@@ -256,3 +257,26 @@ def test_a_library_whose_host_code_calls_device_code_is_refused(tmp_path):
     src.write_text(HOST_CALLS_DEVICE.replace("Op<T>::make(q)", "Op<T>{q}"))
     subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", str(src), "-o", str(tmp_path / "libok.so")], check=True)
     nv.check_host_exits(tmp_path / "libok.so")
+
+
+def test_ptxas_serialized_wgmma_note_is_read():
+    """ptxas's C7514 note (printed before the kernel's own lines) marks that kernel, and only it."""
+    log = ("ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+           "non wgmma instructions reading accumulator registers of  a wgmma between start and end of the pipeline "
+           "stage in the function 'k_tma'\n"
+           "ptxas info    : Compiling entry function 'k_tma' for 'sm_90a'\n"
+           "ptxas info    : Used 168 registers, used 1 barriers\n"
+           "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+           "ptxas info    : Used 90 registers\n")
+    out = nv.parse_ptxas(log)
+    assert out[("k_tma", "sm_90")]["wgmma_serialized"] and not out[("k", "sm_90")]["wgmma_serialized"]
+
+
+def test_block_scaled_fp8_hopper_body_keeps_its_wgmmas_in_flight(nvcc, cache_dir):
+    """block(128) scales: the fold of one block runs while the next block's wgmmas do; ptxas must not serialize
+    them (its C7514 note), and nothing spills."""
+    (spec,) = load_text("target sm_90\nkernel nvt_blk { A = e4m3fn row B = e4m3fn col C = bf16 row "
+                        "tile = 128x128x128 waves = 2x4 lds_buffers = 4 scale_a = block(128) scale_b = block(128) }")
+    p = plan_kernel(spec, get_target("sm_90"))
+    _, rt = nv.analyze(nv.build_cuda_library("nvblk", [p]), [p])
+    assert rt.tma_body_of == "nvt_blk" and not rt.wgmma_serialized and rt.spill_stores == 0

@@ -256,6 +256,7 @@ class NvKernelReport:
     warps_per_sm: int
     occupancy_limiter: str                       # registers | smem | threads | blocks
     tma_body_of: str | None = None               # set on a ``<kernel>_tma`` entry: that kernel's name
+    wgmma_serialized: bool = False               # ptxas C7514: it made the wgmmas wait for each other
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -268,6 +269,7 @@ class NvKernelReport:
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
 _PTXAS_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+_PTXAS_SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized .*in the function '(\w+)'")
 
 
 def _target_arch(sm: str) -> str:
@@ -276,14 +278,18 @@ def _target_arch(sm: str) -> str:
 
 
 def parse_ptxas(log: str) -> dict[tuple[str, str], dict]:
-    """(kernel, arch) -> {registers, spill_stores, spill_loads, stack_bytes, static_smem} from -Xptxas -v."""
+    """(kernel, arch) -> {registers, spill_stores, spill_loads, stack_bytes, static_smem, wgmma_serialized} from
+    -Xptxas -v (wgmma_serialized: ptxas's C7514 note that it serialized the kernel's wgmmas, which it prints
+    before the kernel's own lines; wgmma exists on sm_90 only)."""
     out: dict[tuple[str, str], dict] = {}
     cur: tuple[str, str] | None = None
+    serialized = set(_PTXAS_SERIALIZED.findall(log))
     for line in log.splitlines():
         m = _PTXAS_ENTRY.search(line)
         if m:
             cur = (m.group(1), _target_arch(m.group(2)))
-            out[cur] = {"registers": 0, "spill_stores": 0, "spill_loads": 0, "stack_bytes": 0, "static_smem": 0}
+            out[cur] = {"registers": 0, "spill_stores": 0, "spill_loads": 0, "stack_bytes": 0, "static_smem": 0,
+                        "wgmma_serialized": cur[0] in serialized}
             continue
         if cur is None:
             continue
@@ -380,7 +386,8 @@ def analyze(lib: CudaLibrary, plans) -> list[NvKernelReport]:
                 sass_tensor_in_main_loop=in_loop if sass_file.is_file() else None, registers=res["registers"],
                 spill_stores=res["spill_stores"], spill_loads=res["spill_loads"], stack_bytes=res["stack_bytes"],
                 static_smem=res["static_smem"], dynamic_smem=dyn, threads=threads, blocks_per_sm=blocks,
-                warps_per_sm=warps, occupancy_limiter=limiter, tma_body_of=tma_of))
+                warps_per_sm=warps, occupancy_limiter=limiter, tma_body_of=tma_of,
+                wgmma_serialized=res["wgmma_serialized"]))
     return reports
 
 
