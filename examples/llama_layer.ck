@@ -1,7 +1,7 @@
 /* The kernels of a Llama-style decoder layer (examples/llama_layer.py): every step of the layer is one of these.
 
-     x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k rotated, v: the cache)
-       -> llama_attention (q rotated; causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s)) -> llama_gate_up -> llama_silu_mul
+     x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
+       -> llama_attention (causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s)) -> llama_gate_up -> llama_silu_mul
        -> llama_down -> llama_add (out = s + down)
 
    The row ops and attention are planned per target. The four projections are families
@@ -22,19 +22,19 @@ kernel llama_add_norm {         // s = x + residual (written to s_out), y = rmsn
   max_cols = 8192
 }
 
-kernel llama_kv_append {        // K rotated (RoPE) and V written into the sequence's cache (contiguous here)
-  op = attention_kv_append
+kernel llama_kv_append {        // K rotated (RoPE) and V written into the sequence's cache (contiguous here);
+  op = attention_kv_append      // Q rotated in place by the same launch (attention then runs without rope)
   dtype = bf16
   head_dim = 128
   rope = neox
+  rotate_q = true
 }
 
-kernel llama_attention {        // causal self-attention, Q rotated as it is loaded; K / V heads shared by
+kernel llama_attention {        // causal self-attention of the rotated Q; K / V heads shared by
   op = attention                // heads / heads_kv query heads
   dtype = bf16
   head_dim = 128
   mask = causal
-  rope = neox
 }
 
 // ---------------------------------------------------------------- the projections, sm_90

@@ -6,9 +6,10 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
   h = rmsnorm(x)                     llama_norm
   qkv = h . Wqkv^T (+ bias)          llama_qkv / llama_qkv_bias (family: the dispatcher picks the tile)
-  k rotated (RoPE) into the K cache,  llama_kv_append (a contiguous cache [batch, seq, kv_heads, head_dim])
-    v into the V cache
-  o = attention(rope(q), k, v)       llama_attention (Q rotated on load; causal; GQA: heads / heads_kv query
+  k rotated (RoPE) into the K cache,  llama_kv_append (a contiguous cache [batch, seq, kv_heads, head_dim];
+    v into the V cache, q rotated      q rotated in place by the same launch)
+    in place
+  o = attention(q, k, v)             llama_attention (no RoPE of its own; causal; GQA: heads / heads_kv query
                                      heads per K/V head)
   s = x + o . Wo^T, y = rmsnorm(s)   llama_o, llama_add_norm
   m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up (SwiGLU in the GEMM's epilogue)
@@ -153,7 +154,8 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
     sequences of ``seq`` tokens, causal each); the last step stores ``env["out"]``. ``rope``: the RoPE inputs of
     :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
     K is rotated once, on its way into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the
-    prefill's K and V); Q as attention loads it. bench/model.py times the steps one by one."""
+    prefill's K and V), and Q in place (its columns of ``qkv``) by the same launch: attention has no RoPE of its
+    own. bench/model.py times the steps one by one."""
     scale = 1.0 / math.sqrt(cfg.head_dim)
     q_n, kv_n = cfg.q_n, cfg.kv_n
 
@@ -168,14 +170,14 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
         t = e["qkv"]
         k = t[:, q_n:q_n + kv_n].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
         v = t[:, q_n + kv_n:].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+        q = t[:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)  # a view: rotated in place
         e["kc"], e["vc"] = _empty_like(k), _empty_like(v)
         ks["llama_kv_append"](k, v, seqlens_k=rope["seqlens"], cos_sin=rope["cos_sin"], K_cache=e["kc"],
-                              V_cache=e["vc"])
+                              V_cache=e["vc"], Q=q)
 
     def attention(e):
-        q = e["qkv"][:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)
-        e["o"], _ = ks["llama_attention"](q, e["kc"], e["vc"], positions=rope["positions"], cos_sin=rope["cos_sin"],
-                                          scale=scale)
+        q = e["qkv"][:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)  # rotated by kv_append
+        e["o"], _ = ks["llama_attention"](q, e["kc"], e["vc"], scale=scale)
 
     def o_proj(e):
         e["a"] = ks["llama_o"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o))
@@ -209,11 +211,10 @@ def rope_angles(cfg: Config, batch: int, seq: int) -> np.ndarray:
 
 
 def rope_inputs(cfg: Config, batch: int, seq: int, device: str | None) -> dict:
-    """What the rotating kernels read: ``cos_sin`` (f32 [seq, head_dim], ckgen.rope_table at ``cfg.theta``),
-    ``positions`` (int32 [batch, seq]: 0..seq-1, the prefill's queries) and ``seqlens`` (int32 [batch]: the
-    caches' lengths before the step, 0). numpy (``device`` None) or torch tensors on ``device``."""
+    """What the rotating kernel (llama_kv_append) reads: ``cos_sin`` (f32 [seq, head_dim], ckgen.rope_table at
+    ``cfg.theta``) and ``seqlens`` (int32 [batch]: the caches' lengths before the step, 0: the tokens' positions
+    are 0..seq-1). numpy (``device`` None) or torch tensors on ``device``."""
     arrays = {"cos_sin": ckgen.rope_table(seq, cfg.head_dim, theta=cfg.theta),
-              "positions": np.tile(np.arange(seq, dtype=np.int32), (batch, 1)),
               "seqlens": np.zeros(batch, dtype=np.int32)}
     if device is None:
         return arrays

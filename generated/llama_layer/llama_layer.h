@@ -70,8 +70,8 @@ int ckgen_llama_norm(const void* x, const void* residual, const void* weight, vo
  */
 int ckgen_llama_add_norm(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream);
 
-/* llama_kv_append (op attention_kv_append): bf16 d128, contiguous cache, RoPE neox(128) on K
- * K_cache / V_cache at positions seqlens_k[b] + t = K_new / V_new[b, t]
+/* llama_kv_append (op attention_kv_append): bf16 d128, contiguous cache, RoPE neox(128) on K and Q
+ * K_cache / V_cache at positions seqlens_k[b] + t = K_new / V_new[b, t] (K rotated), Q[b, t] rotated in place
  *   K_new: the step's keys [batch, seqlen_new, heads_kv, d]
  *   V_new: the step's values [batch, seqlen_new, heads_kv, d]
  *   K_cache: the cache [batch, seqlen_k, heads_kv, d], written at the new positions
@@ -79,6 +79,7 @@ int ckgen_llama_add_norm(const void* x, const void* residual, const void* weight
  *   seqlens_k: int32 [batch]: keys of each sequence before the step, 0..capacity - seqlen_new (and rope_positions - seqlen_new) (host arrays: checked by the binding; on the device a position past the capacity traps)
  *   block_table: unused: pass NULL (contiguous cache)
  *   cos_sin: f32 [rope_positions, 128]: per position cos(angle_i) for i < 64, then sin(angle_i) (vLLM's cos_sin_cache layout; ckgen.rope_table builds it)
+ *   Q: the step's queries [batch, seqlen_new, heads, d], rotated in place (the first 128 dims) at the keys' positions
  *   batch: sequences
  *   seqlen_new: new tokens per sequence
  *   heads_kv: key/value heads
@@ -86,6 +87,7 @@ int ckgen_llama_add_norm(const void* x, const void* residual, const void* weight
  *   num_pages: unused (contiguous)
  *   max_pages: unused (contiguous)
  *   rope_positions: rows of cos_sin (positions past them trap)
+ *   heads: query heads of Q (a multiple of heads_kv)
  *   kn_batch_stride: elements between batchs of K_new
  *   kn_seq_stride: elements between seqs of K_new
  *   kn_head_stride: elements between heads of K_new
@@ -100,10 +102,13 @@ int ckgen_llama_add_norm(const void* x, const void* residual, const void* weight
  *   v_head_stride: elements between heads of V_cache
  *   bt_batch_stride: unused
  *   cs_pos_stride: elements between positions of cos_sin
+ *   q_batch_stride: elements between batchs of Q
+ *   q_seq_stride: elements between seqs of Q
+ *   q_head_stride: elements between heads of Q
  */
-int ckgen_llama_kv_append(const void* K_new, const void* V_new, void* K_cache, void* V_cache, const void* seqlens_k, const void* block_table, const void* cos_sin, int64_t batch, int64_t seqlen_new, int64_t heads_kv, int64_t seqlen_k, int64_t num_pages, int64_t max_pages, int64_t rope_positions, int64_t kn_batch_stride, int64_t kn_seq_stride, int64_t kn_head_stride, int64_t vn_batch_stride, int64_t vn_seq_stride, int64_t vn_head_stride, int64_t k_page_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_page_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t bt_batch_stride, int64_t cs_pos_stride, void* stream);
+int ckgen_llama_kv_append(const void* K_new, const void* V_new, void* K_cache, void* V_cache, const void* seqlens_k, const void* block_table, const void* cos_sin, void* Q, int64_t batch, int64_t seqlen_new, int64_t heads_kv, int64_t seqlen_k, int64_t num_pages, int64_t max_pages, int64_t rope_positions, int64_t heads, int64_t kn_batch_stride, int64_t kn_seq_stride, int64_t kn_head_stride, int64_t vn_batch_stride, int64_t vn_seq_stride, int64_t vn_head_stride, int64_t k_page_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_page_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t bt_batch_stride, int64_t cs_pos_stride, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, void* stream);
 
-/* llama_attention (op attention): bf16 d128, mask causal, RoPE neox(128) on Q; tile 128x32, waves 4, lds_buffers 2, Q in registers, instr 32x32x8
+/* llama_attention (op attention): bf16 d128, mask causal; tile 128x32, waves 4, lds_buffers 2, Q in registers, instr 32x32x8
  * O = softmax(scale * Q.K^T + causal mask) . V and LSE, per (batch, head)
  *   Q: queries [batch, seq, heads, d]
  *   K: keys [batch, seq, heads_kv, d]
@@ -112,14 +117,11 @@ int ckgen_llama_kv_append(const void* K_new, const void* V_new, void* K_cache, v
  *   LSE: log-sum-exp per query row, f32 [batch, heads, seqlen_q] (-inf for rows that see no key)
  *   cu_seqlens_q: unused: pass NULL (varlen = false)
  *   cu_seqlens_k: unused: pass NULL (varlen = false)
- *   positions: int32 [batch, seqlen_q]: the position of each query row, 0..rope_positions-1 (a prefill from offset n: n + i; a decode step: its lengths - seqlen_q + i)
- *   cos_sin: f32 [rope_positions, 128]: per position the 64 cosines, then the sines (vLLM's cos_sin_cache; ckgen.rope_table builds it)
  *   batch: sequences
  *   heads: query heads
  *   heads_kv: key/value heads (heads is a multiple)
  *   seqlen_q: queries per sequence
  *   seqlen_k: keys per sequence
- *   rope_positions: rows of cos_sin (the positions lie in 0..rope_positions-1)
  *   q_batch_stride: elements between batchs of Q
  *   q_seq_stride: elements between seqs of Q
  *   q_head_stride: elements between heads of Q
@@ -134,13 +136,11 @@ int ckgen_llama_kv_append(const void* K_new, const void* V_new, void* K_cache, v
  *   o_head_stride: elements between heads of O
  *   lse_batch_stride: elements between sequences of LSE
  *   lse_head_stride: elements between heads of LSE
- *   pos_batch_stride: elements between sequences of positions
- *   cs_pos_stride: elements between positions of cos_sin
  *   scale: softmax scale, finite and > 0 (default 1/sqrt(128))
  *   window_left: keys before the diagonal each query sees (-1: unlimited; mask = window only)
  *   window_right: keys after the diagonal each query sees (-1: unlimited; mask = window only)
  */
-int ckgen_llama_attention(const void* Q, const void* K, const void* V, void* O, void* LSE, const void* cu_seqlens_q, const void* cu_seqlens_k, const void* positions, const void* cos_sin, int64_t batch, int64_t heads, int64_t heads_kv, int64_t seqlen_q, int64_t seqlen_k, int64_t rope_positions, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, int64_t k_batch_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_batch_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t o_batch_stride, int64_t o_seq_stride, int64_t o_head_stride, int64_t lse_batch_stride, int64_t lse_head_stride, int64_t pos_batch_stride, int64_t cs_pos_stride, float scale, int32_t window_left, int32_t window_right, void* stream);
+int ckgen_llama_attention(const void* Q, const void* K, const void* V, void* O, void* LSE, const void* cu_seqlens_q, const void* cu_seqlens_k, int64_t batch, int64_t heads, int64_t heads_kv, int64_t seqlen_q, int64_t seqlen_k, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, int64_t k_batch_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_batch_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t o_batch_stride, int64_t o_seq_stride, int64_t o_head_stride, int64_t lse_batch_stride, int64_t lse_head_stride, float scale, int32_t window_left, int32_t window_right, void* stream);
 
 /* llama_qkv_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x32, waves 2x2, instr 32x32x8
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype

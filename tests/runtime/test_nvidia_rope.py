@@ -2,7 +2,8 @@
 device): sm_90 kernels through the JIT with torch CUDA tensors against float64 torch on the device, RoPE applied
 in float64 (written here, pair by pair). The serving design end to end: attention_kv_append rotates K into the
 cache, op = attention (prefill: Q rotated at ``positions``) or op = attention_decode (Q rotated at seqlens_k - sq +
-token) reads it; both styles, partial rotary dims, dense and varlen, split-KV; llama3-scaled tables from
+token) reads it; both styles, partial rotary dims, dense and varlen, split-KV; ``rotate_q``: the append also
+rotates the step's queries in place and attention runs without rope; llama3-scaled tables from
 ``ckgen.rope_table``; bad positions refused by name before a launch. Both NVIDIA bodies rotate Q in shared memory:
 the Hopper one (``body = wgmma``; ``auto`` plans it too) and the mma_sync one (``body = mma_sync``): checked here
 that the intended kernel runs (torch profiler) and that its results match float64.
@@ -31,6 +32,11 @@ kernel gr_append_f16_d128_p16_gptj { op = attention_kv_append  dtype = f16  head
   rope = gptj }
 kernel gr_decode_f16_d128_p16_gptj { op = attention_decode  dtype = f16  head_dim = 128  page_size = 16
   mask = causal  rope = gptj }
+kernel gr_appendq_bf16_d128_neox64 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = neox(64)
+  rotate_q = true }
+kernel gr_appendq_f16_d64_p16_gptj40 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 16
+  rope = gptj(40)  rotate_q = true }
+kernel gr_prefill_bf16_d128_plain { op = attention  dtype = bf16  head_dim = 128  mask = causal }
 """
 TOL = {torch.float16: 5e-3, torch.bfloat16: 2.5e-2}
 _cache: dict = {}
@@ -197,3 +203,73 @@ def test_bad_positions_refused():
         att(q, q, q, positions=good[:, :5], cos_sin=cs)
     with pytest.raises(CkgenError, match="cos_sin"):
         att(q, q, q, positions=good, cos_sin=table(16, 128))
+
+
+def test_append_rotate_q_then_plain_prefill():
+    """rotate_q: K into the cache and Q (a view of a packed qkv buffer, as the llama layer passes it) rotated in
+    place by one launch, then attention without rope: Q and O against float64."""
+    app, att = kernel("gr_appendq_bf16_d128_neox64"), kernel("gr_prefill_bf16_d128_plain")
+    g = torch.Generator(device="cuda").manual_seed(5)
+    b, n, h, hk, d, dt = 2, 333, 8, 2, 128, torch.bfloat16
+    qkv = torch.randn(b * n, (h + 2 * hk) * d, device="cuda", generator=g).to(dt)
+    q = qkv[:, :h * d].reshape(b, n, h, d)
+    kn = qkv[:, h * d:(h + hk) * d].reshape(b, n, hk, d)
+    vn = qkv[:, (h + hk) * d:].reshape(b, n, hk, d)
+    q0 = q.double().clone()
+    kc, vc = (torch.empty(b, n, hk, d, device="cuda", dtype=dt).fill_(float("nan")) for _ in "kv")
+    cs = table(1024, 64)
+    app(kn, vn, seqlens_k=torch.zeros(b, dtype=torch.int32, device="cuda"), cos_sin=cs, K_cache=kc, V_cache=vc, Q=q)
+    o, _ = att(q, kc, vc)
+    torch.cuda.synchronize()
+    rows = cs[:n][:, None]
+    for i in range(b):
+        qr = rope(q0[i], rows, "neox", 64)
+        assert float((q[i].double() - qr).norm() / qr.norm()) < TOL[dt]
+        assert torch.equal(q[i, ..., 64:].double(), q0[i, ..., 64:])
+        want = attend(qr, rope(kn[i].double(), rows, "neox", 64), vn[i].double())
+        assert float((o[i].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+@pytest.mark.parametrize("h, t", [(16, 5), (4, 1), (4, 0)])
+def test_append_rotate_q_paged_gptj_partial(h, t):
+    """rotate_q, interleaved over 40 of 64 dims (a run of 4 pairs after two of 8), a paged cache, sequences at
+    different lengths, query heads 4x and 1x the key heads, odd and empty steps: Q, K against float64, V exact."""
+    app = kernel("gr_appendq_f16_d64_p16_gptj40")
+    g = torch.Generator(device="cuda").manual_seed(6)
+    b, hk, d, mp, dt = 3, 4, 64, 8, torch.float16
+    cs = table(mp * 16, 40)
+    lens = torch.tensor([0, 17, 100], dtype=torch.int32, device="cuda")
+    kc, vc = (torch.zeros(b * mp, 16, hk, d, device="cuda", dtype=dt) for _ in "kv")
+    bt = torch.randperm(b * mp, device="cuda", generator=g).reshape(b, mp).to(torch.int32)
+    q, kn, vn = (torch.randn(b, t, hh, d, device="cuda", generator=g).to(dt) for hh in (h, hk, hk))
+    q0 = q.double().clone()
+    app(kn, vn, seqlens_k=lens, block_table=bt, cos_sin=cs, K_cache=kc, V_cache=vc, Q=q)
+    torch.cuda.synchronize()
+    if t == 0:
+        assert not kc.any() and not vc.any()
+        return
+    for i in range(b):
+        pos = int(lens[i]) + torch.arange(t, device="cuda")
+        rows = cs[pos][:, None]
+        qr = rope(q0[i], rows, "gptj", 40)
+        assert float((q[i].double() - qr).norm() / qr.norm()) < TOL[dt]
+        assert torch.equal(q[i, ..., 40:].double(), q0[i, ..., 40:])
+        kr = rope(kn[i].double(), rows, "gptj", 40)
+        pg, sl = bt[i, pos // 16].long(), pos % 16
+        assert float((kc[pg, sl].double() - kr).norm() / kr.norm()) < TOL[dt]
+        assert torch.equal(vc[pg, sl], vn[i])
+
+
+def test_rotate_q_bad_input_refused():
+    from ckgen.errors import CkgenError
+
+    app = kernel("gr_appendq_f16_d64_p16_gptj40")
+    kn = torch.randn(1, 2, 2, 64, device="cuda").to(torch.float16)
+    call = dict(seqlens_k=torch.zeros(1, dtype=torch.int32, device="cuda"),
+                block_table=torch.zeros(1, 1, dtype=torch.int32, device="cuda"), cos_sin=table(16, 40),
+                K_cache=torch.zeros(1, 16, 2, 64, device="cuda", dtype=torch.float16),
+                V_cache=torch.zeros(1, 16, 2, 64, device="cuda", dtype=torch.float16))
+    with pytest.raises(CkgenError, match="Q has dtype"):
+        app(kn, kn, Q=torch.zeros(1, 2, 4, 64, device="cuda"), **call)
+    with pytest.raises(CkgenError, match="heads = 3 must be a multiple of heads_kv"):
+        app(kn, kn, Q=torch.zeros(1, 2, 3, 64, device="cuda", dtype=torch.float16), **call)

@@ -3,7 +3,8 @@ d64 / d128 / d256, causal) and cache appends planned, generated and compiled thr
 
 AMD (gfx90a, gfx942 with clang-19; gfx950 with clang-22; ``ckgen report``'s analysis of the code object): the
 planned MFMA in the main loop a whole number of times the plan's count per K/V tile and wave, no spills, no scratch, the planned
-LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at least one wave per SIMD.
+LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at least one wave per SIMD. The appends
+include ``rotate_q`` (the queries rotated in the same launch).
 NVIDIA (sm_90 built as sm_90a, sm_80; nvcc + ptxas -v): no spills, no stack, the planned dynamic shared memory,
 and the plan's mma.sync count per K/V tile inside a loop of the PTX. The appends: no matrix instruction, no
 spills, no LDS.
@@ -27,6 +28,7 @@ kernel r1d_f16_d256_p256 { op = attention_decode  dtype = f16  head_dim = 256  p
 kernel r1a_bf16_d128_p16_rope { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16  rope = true }
 kernel r1d_bf16_d128_causal_p16_rope { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 16  rope = neox }
+kernel r1a_f16_d64_gptj40_q { op = attention_kv_append  dtype = f16  head_dim = 64  rope = gptj(40)  rotate_q = true }
 """
 NV = """
 kernel r1dn_bf16_d128_p64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 64  arch = [sm_90, sm_80] }
@@ -35,6 +37,8 @@ kernel r1dn_f16_d256_p16 { op = attention_decode  dtype = f16  head_dim = 256  p
 kernel r1an_f16_d64_rope { op = attention_kv_append  dtype = f16  head_dim = 64  rope = true  arch = [sm_90] }
 kernel r1dn_bf16_d128_p16_rope_gptj64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
   rope = gptj(64)  arch = [sm_90] }
+kernel r1an_bf16_d128_q { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16  rope = neox
+  rotate_q = true  arch = [sm_90] }
 """
 
 
@@ -52,7 +56,7 @@ def amd_libs(tmp_path_factory):
 
 def test_amd_code_objects_match_the_plan(amd_libs):
     assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
-    assert len({n for n, _ in amd_libs}) == 5
+    assert len({n for n, _ in amd_libs}) == 6
     for (name, arch), (plan, res) in sorted(amd_libs.items()):
         b = plan.body
         what = f"{name} on {arch}: {res}"
@@ -76,7 +80,7 @@ def nv_lib():
 def test_nvidia_builds_match_the_plan(nv_lib):
     lib, plans, reports = nv_lib
     by = {(r.name, r.arch): r for r in reports}
-    assert len(plans) == 6
+    assert len(plans) == 7
     for p in plans:
         r = by[(p.name, p.arch)]
         what = f"{p.name} on {p.arch}: {r}"

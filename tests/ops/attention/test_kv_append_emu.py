@@ -2,7 +2,9 @@
 as warps of 32): the new keys and values land at ``seqlens_k[b] + t`` of a contiguous or paged cache (pages in a
 random order, a step crossing page boundaries), exactly, and nothing else of the cache changes; unaligned strides
 (element by element); an append followed by ``attention_decode`` over the grown cache against float64; positions
-past the capacity and page ids outside the cache trap, bad shapes are refused by name.
+past the capacity and page ids outside the cache trap, bad shapes are refused by name; ``rotate_q``: the step's
+queries rotated in place in the same launch (gptj and neox, rot dims below head_dim with a scalar tail, query heads
+4x and 1x heads_kv, odd and empty steps, a padded Q row), bad Q / heads refused by name.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 import ckgen
 from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure, SpecError
 from ckgen.ir.arrays import to_float64
+from ckgen.ir.types import DType
 from ckgen.ops.attention import decode_reference as R
 from ckgen.ops.attention import kv_append as A
 from ckgen.ops.attention.rope import Rope
@@ -27,9 +30,14 @@ kernel dec_after_append { op = attention_decode  dtype = bf16  head_dim = 128  p
 kernel app_rope_f16_d64_p32 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 32  rope = true }
 kernel app_gptj40_bf16_d128 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = gptj(40) }
 kernel app_neox32_f16_d64_p16 { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 16  rope = neox(32) }
+kernel appq_gptj40_bf16_d128 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = gptj(40)  rotate_q = true }
+kernel appq_neox36_f16_d64_p16 {
+  op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 16  rope = neox(36)  rotate_q = true
+}
+kernel appq_neox_f16_d64 { op = attention_kv_append  dtype = f16  head_dim = 64  rope = neox  rotate_q = true }
 """
 NAMES = ("app_bf16_d128_p16", "app_f16_d64", "dec_after_append", "app_rope_f16_d64_p32", "app_gptj40_bf16_d128",
-         "app_neox32_f16_d64_p16")
+         "app_neox32_f16_d64_p16", "appq_gptj40_bf16_d128", "appq_neox36_f16_d64_p16", "appq_neox_f16_d64")
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +198,63 @@ def test_bad_input(kernels):
     with pytest.raises(SpecError, match="page_size = 8"):
         plan_for("kernel ap { op = attention_kv_append  dtype = f16  head_dim = 64  page_size = 8  arch = [gfx942] }",
                  "ap", "amd", "gfx942")
+
+
+def _rel(got, want):
+    return np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+
+
+@pytest.mark.parametrize("name, sizes", [
+    ("appq_gptj40_bf16_d128", dict(batch=2, seqlen_new=3, heads_kv=2, heads=8, seqlen_k=21)),
+    ("appq_neox36_f16_d64_p16", dict(batch=3, seqlen_new=5, heads_kv=3, heads=3, max_pages=3)),
+    ("appq_neox_f16_d64", dict(batch=2, seqlen_new=1, heads_kv=1, heads=4, seqlen_k=17)),
+    ("appq_neox_f16_d64", dict(batch=3, seqlen_new=7, heads_kv=2, heads=2, seqlen_k=9)),
+])
+def test_append_rotate_q(kernels, name, sizes):
+    """Q rotated in place against float64 (dims past rot bit-equal), K rotated and V copied as without rotate_q."""
+    k = kernels[name]
+    p = k.plan.spec.params
+    inp = A.OP.random_inputs(k.plan, sizes, np.random.default_rng(7))
+    assert inp["Q"].shape == (sizes["batch"], sizes["seqlen_new"], sizes["heads"], p.head_dim)
+    q0 = to_float64(inp["Q"], p.dtype).copy()
+    ref = A.OP.reference(k.plan, inp, sizes)
+    extra = {"block_table": inp["block_table"]} if p.page_size else {}
+    k(inp["K_new"], inp["V_new"], seqlens_k=inp["seqlens_k"], cos_sin=inp["cos_sin"], K_cache=inp["K_cache"],
+      V_cache=inp["V_cache"], Q=inp["Q"], **extra)
+    got = to_float64(inp["Q"], p.dtype)
+    assert _rel(got, ref["Q"]) < A.OP.tolerance(k.plan, "Q")
+    assert _rel(got[..., : p.rope.dim], q0[..., : p.rope.dim]) > 0.05  # (rotated at all)
+    assert np.array_equal(got[..., p.rope.dim:], q0[..., p.rope.dim:])
+    assert _rel(to_float64(inp["K_cache"], p.dtype), ref["K_cache"]) < A.OP.tolerance(k.plan, "K_cache")
+    assert np.array_equal(to_float64(inp["V_cache"], p.dtype), ref["V_cache"])
+
+
+def test_rotate_q_padded_empty_and_bad(kernels):
+    """A Q with padded head rows (the element path of the full-rot kernel), an empty step (nothing written), and
+    bad Q / heads refused by name before a launch."""
+    k = kernels["appq_neox_f16_d64"]
+    sizes = dict(batch=2, seqlen_new=3, heads_kv=2, heads=4, seqlen_k=12)
+    rng = np.random.default_rng(8)
+    inp = A.OP.random_inputs(k.plan, sizes, rng)
+    buf = rng.standard_normal((2, 3, 4 * 64 + 3)).astype(np.float16)
+    inp["Q"] = np.lib.stride_tricks.as_strided(buf, (2, 3, 4, 64), (buf.strides[0], buf.strides[1], 128, 2))
+    ref = A.OP.reference(k.plan, inp, sizes)
+    call = dict(seqlens_k=inp["seqlens_k"], cos_sin=inp["cos_sin"], K_cache=inp["K_cache"], V_cache=inp["V_cache"])
+    k(inp["K_new"], inp["V_new"], Q=inp["Q"], **call)
+    assert _rel(to_float64(inp["Q"], DType.F16), ref["Q"]) < A.OP.tolerance(k.plan, "Q")
+    q = inp["Q"].copy()
+    k(inp["K_new"][:, :0], inp["V_new"][:, :0], Q=q[:, :0], **call)  # seqlen_new = 0: a no-op
+    assert np.array_equal(q, inp["Q"])
+    with pytest.raises(CkgenError, match="Q has dtype float32"):
+        k(inp["K_new"], inp["V_new"], Q=q.astype(np.float32), **call)
+    with pytest.raises(CkgenError, match="Q has shape"):
+        k(inp["K_new"], inp["V_new"], Q=q[:, :2], **call)
+    with pytest.raises(CkgenError, match="heads = 3 must be a multiple of heads_kv"):
+        k(inp["K_new"], inp["V_new"], Q=np.zeros((2, 3, 3, 64), np.float16), **call)
+
+
+def test_rotate_q_needs_rope():
+    src = "kernel ap { op = attention_kv_append  dtype = f16  head_dim = 64  rotate_q = true  arch = [gfx942] }"
+    with pytest.raises(SpecError, match=r"rotate_q = true.*needs rope") as e:
+        plan_for(src, "ap", "amd", "gfx942")
+    assert "<string>:1:" in str(e.value) and "legal: rotate_q = false" in str(e.value)

@@ -18,10 +18,17 @@
 // row of position pos as attention_rope.h defines them; computed in f32, rounded to T once); pos must be
 // < rope_positions (else trap). Without kRope, cos_sin is not read (may be null) and Cfg has no kRopeStyle.
 //
-// Grid: x = ceil(seqlen_new * heads_kv * kHeadDim / kVec / 2 / kThreads), y = batch; thread i of the flattened x
-// copies the chunk pair (c, c + kHeadDim / kVec / 2), c = i % pairs, of head (i / pairs) % heads_kv of token
-// i / (pairs * heads_kv), of K and of V (kVec elements a chunk: 16-byte vectors where every base and stride
-// allows, else element by element).
+// Cfg::kRotateQ (rotary Cfg only): the ABI also has T* Q [batch, seqlen_new, heads, kHeadDim] (strides q_batch_,
+// q_seq_, q_head_stride; int heads after rope_positions), and Q[b, t, h, :] is rotated in place at the same position
+// pos = seqlens_k[b] + t (dims >= kRopeDim are neither read nor written).
+//
+// Grid: x = ceil((kv_items + q_items) / kThreads), y = batch. kv_items = seqlen_new * heads_kv * kHeadDim / kVec / 2:
+// thread i < kv_items copies the chunk pair (c, c + kHeadDim / kVec / 2), c = i % pairs, of head
+// (i / pairs) % heads_kv of token i / (pairs * heads_kv), of K and of V (kVec elements a chunk: 16-byte vectors
+// where every base and stride allows, else element by element). With kRotateQ, q_items = seqlen_new * heads *
+// ceil(kRopeDim / 2 / kVec): thread kv_items + j rotates the kVec pairs u * kVec.. (u = j % units, the last run
+// shorter) of query head (j / units) % heads of token j / (units * heads): it reads every element of those pairs
+// before writing them, and no other thread touches them (in place without races).
 #pragma once
 
 #include "attention_common.h"
@@ -80,11 +87,9 @@ CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, lon
 }
 
 template <class Cfg>
-CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
+CKGEN_DEVICE void append_kv(const attn::Args<Cfg>& p, long long i) {
   using T = typename Cfg::T;
   constexpr int kHalf = Cfg::kHeadDim / Cfg::kVec / 2;  // chunk pairs (ch, ch + kHalf) per (token, head)
-  const long long i = static_cast<long long>(block_id(0)) * Cfg::kThreads + thread_id();
-  if (i >= static_cast<long long>(p.seqlen_new) * p.heads_kv * kHalf) return;
   const int b = block_id(1);
   const int ch = static_cast<int>(i % kHalf), h = static_cast<int>(i / kHalf % p.heads_kv);
   const int t = static_cast<int>(i / (static_cast<long long>(kHalf) * p.heads_kv));
@@ -109,6 +114,96 @@ CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
   }
   store_chunk<T, Cfg::kVec>(vd + d0, load_chunk<T, Cfg::kVec>(vn + d0, vec), vec);
   store_chunk<T, Cfg::kVec>(vd + d1, load_chunk<T, Cfg::kVec>(vn + d1, vec), vec);
+}
+
+// Element k (< 2 kVec) of the run of query pairs u0 .. u0 + kVec - 1 (rot / 2 = kHalf pairs): neox (rotate-half)
+// holds the x elements u0.. in k < kVec and their y partners u0 + kHalf.. in k >= kVec; gptj (interleaved) holds the
+// 2 kVec consecutive elements from 2 u0 (pair e at k = 2 e, 2 e + 1). Its offset in the row, and whether its pair
+// exists (e < n, the pairs of this run).
+template <int kStyle, int kV, int kHalf>
+CKGEN_DEVICE int q_elem(int u0, int k, int n, bool& ok) {
+  if constexpr (kStyle == attn::kRopeNeox) {
+    ok = (k % kV) < n;
+    return u0 + (k < kV ? k : kHalf + k - kV);
+  } else {
+    ok = k < 2 * n;
+    return 2 * u0 + k;
+  }
+}
+
+// Thread j of the query part (kRotateQ): its run of pairs of one query row, read whole (two kVec vectors when the run
+// is full, the layout allows and Q's base and strides are aligned; else element by element), rotated in f32 at table
+// row cs, rounded to T once and written back.
+template <class Cfg>
+CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j) {
+  using T = typename Cfg::T;
+  constexpr int kV = Cfg::kVec, kHalf = Cfg::kRopeDim / 2, kStyle = Cfg::kRopeStyle;
+  constexpr int kUnits = (kHalf + kV - 1) / kV;
+  constexpr bool kRunsAligned = kStyle == attn::kRopeGptj || kHalf % kV == 0;  // both vectors start at kV multiples
+  const int b = block_id(1), u = static_cast<int>(j % kUnits), h = static_cast<int>(j / kUnits % p.heads);
+  const int t = static_cast<int>(j / (static_cast<long long>(kUnits) * p.heads));
+  const long long pos = static_cast<long long>(gload(p.seqlens_k + b)) + t;
+  const float* cs = attn::rope_row(p.cos_sin, p.cs_pos_stride, pos, p.rope_positions,
+                                   "attention_kv_append: seqlens_k[b] + token past cos_sin's positions (Q)");
+  T* q = p.Q + b * p.q_batch_stride + t * p.q_seq_stride + h * p.q_head_stride;
+  const int u0 = u * kV, n = kHalf - u0 < kV ? kHalf - u0 : kV;
+  auto al = [](const void* ptr, long long s) {
+    return (reinterpret_cast<unsigned long long>(ptr) % (kV * sizeof(T))) == 0 && s % kV == 0;
+  };
+  const bool vec = kRunsAligned && n == kV && al(p.Q, p.q_batch_stride) && al(p.Q, p.q_seq_stride) &&
+                   al(p.Q, p.q_head_stride);
+  bool ok;
+  T* lo = q + q_elem<kStyle, kV, kHalf>(u0, 0, n, ok);
+  T* hi = q + q_elem<kStyle, kV, kHalf>(u0, kV, n, ok);
+  ckgen::vec<T, kV> a, c;
+  if (vec) {
+    a = load_chunk<T, kV>(lo, true);
+    c = load_chunk<T, kV>(hi, true);
+  }
+  float r[2 * kV];
+#pragma unroll
+  for (int k = 0; k < 2 * kV; ++k) {
+    const int off = q_elem<kStyle, kV, kHalf>(u0, k, n, ok);
+    r[k] = vec ? to_float(k < kV ? a.v[k] : c.v[k - kV]) : ok ? to_float(gload(q + off)) : 0.f;
+  }
+#pragma unroll
+  for (int e = 0; e < kV; ++e) {
+    if (e >= n) break;
+    const int xi = kStyle == attn::kRopeNeox ? e : 2 * e, yi = kStyle == attn::kRopeNeox ? kV + e : 2 * e + 1;
+    const float cc = gload(cs + u0 + e), ss = gload(cs + kHalf + u0 + e), x = r[xi], y = r[yi];
+    r[xi] = x * cc - y * ss;
+    r[yi] = y * cc + x * ss;
+  }
+  if (vec) {
+#pragma unroll
+    for (int k = 0; k < kV; ++k) {
+      a.v[k] = from_float<T>(r[k]);
+      c.v[k] = from_float<T>(r[kV + k]);
+    }
+    store_chunk<T, kV>(lo, a, true);
+    store_chunk<T, kV>(hi, c, true);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 2 * kV; ++k) {
+    const int off = q_elem<kStyle, kV, kHalf>(u0, k, n, ok);
+    if (ok) gstore(q + off, from_float<T>(r[k]));
+  }
+}
+
+template <class Cfg>
+CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
+  const long long i = static_cast<long long>(block_id(0)) * Cfg::kThreads + thread_id();
+  const long long kv_items = static_cast<long long>(p.seqlen_new) * p.heads_kv * (Cfg::kHeadDim / Cfg::kVec / 2);
+  if (i < kv_items) {
+    append_kv<Cfg>(p, i);
+    return;
+  }
+  if constexpr (Cfg::kRotateQ) {
+    static_assert(Cfg::kRope, "kRotateQ needs a rotary Cfg");
+    constexpr int kUnits = (Cfg::kRopeDim / 2 + Cfg::kVec - 1) / Cfg::kVec;
+    if (i - kv_items < static_cast<long long>(p.seqlen_new) * p.heads * kUnits) rotate_q<Cfg>(p, i - kv_items);
+  }
 }
 
 }  // namespace attn_append
