@@ -166,11 +166,30 @@ CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j) {
     const int off = q_elem<kStyle, kV, kHalf>(u0, k, n, ok);
     r[k] = vec ? to_float(k < kV ? a.v[k] : c.v[k - kV]) : ok ? to_float(gload(q + off)) : 0.f;
   }
+  // the run's cosines and sines: 16-byte vectors when the run is whole and the table row allows, else one by one
+  float cv[kV], sv[kV];
+  constexpr int kF4 = kV % 4 == 0 && kHalf % 4 == 0 ? kV / 4 : 0;  // float4s of a run (0: scalar reads only)
+  if (kF4 && n == kV && reinterpret_cast<unsigned long long>(cs) % 16 == 0) {
+    const auto* c4 = reinterpret_cast<const ckgen::vec<float, 4>*>(cs + u0);
+    const auto* s4 = reinterpret_cast<const ckgen::vec<float, 4>*>(cs + kHalf + u0);
+#pragma unroll
+    for (int w = 0; w < kF4; ++w) {
+      const ckgen::vec<float, 4> cw = gload(c4 + w), sw = gload(s4 + w);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) cv[4 * w + e] = cw.v[e], sv[4 * w + e] = sw.v[e];
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      cv[e] = e < n ? gload(cs + u0 + e) : 1.0f;
+      sv[e] = e < n ? gload(cs + kHalf + u0 + e) : 0.0f;
+    }
+  }
 #pragma unroll
   for (int e = 0; e < kV; ++e) {
     if (e >= n) break;
     const int xi = kStyle == attn::kRopeNeox ? e : 2 * e, yi = kStyle == attn::kRopeNeox ? kV + e : 2 * e + 1;
-    const float cc = gload(cs + u0 + e), ss = gload(cs + kHalf + u0 + e), x = r[xi], y = r[yi];
+    const float cc = cv[e], ss = sv[e], x = r[xi], y = r[yi];
     r[xi] = x * cc - y * ss;
     r[yi] = y * cc + x * ss;
   }
