@@ -6,12 +6,13 @@
 //
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
 // Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
-// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: each key row
-// is found on its own, so a tile may span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as
-// for the prefill body; the split hand-off's ticket is the Q tile's first word once every warp is done with it.
-// The Q tile holds the workgroup's packed rows (per-row addresses; zeros past the rows); the split's K/V tiles
-// are walked from its last one down, each key row copied from its own address (its page's, when paged); O and
-// LSE (or the split's slot) are written straight from the accumulators.
+// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: a tile may
+// span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as for the prefill body; the split
+// hand-off's ticket is the Q tile's first word once every warp is done with it. The Q tile holds the workgroup's
+// packed rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down
+// with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
+// are read from the block table one tile ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
+// and LSE (or the split's slot) are written straight from the accumulators.
 #pragma once
 
 #include "attention_decode_common.h"
@@ -215,18 +216,22 @@ struct DecodeNv {
       barrier();
       kv.load_v(j + kStages - 1);
     }
-    f32x4_t s[kMB][kNB];
-    F::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st));
-    const int n0 = (kv.t_last - j) * kBN;
-    if (n0 + kBN > c.keys0) mask_tile(p, w, c, n0, s);
+    // a warp whose rows all lie past the sequence's (a small GQA group in a larger tile) only copies
+    const bool busy = c.row0 + c.wrow < w.rows;
     u32x4_t pa[kMB][kKK];
-    F::softmax(s, o, m, l, c.sl2, c.lane, pa);
+    if (busy) {
+      f32x4_t s[kMB][kNB];
+      F::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st));
+      const int n0 = (kv.t_last - j) * kBN;
+      if (n0 + kBN > c.keys0) mask_tile(p, w, c, n0, s);
+      F::softmax(s, o, m, l, c.sl2, c.lane, pa);
+    }
     if constexpr (!kJoint) {
       nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
       barrier();
       kv.load_k(j + kStages);
     }
-    F::pv(o, pa, F::v_stage(c.s0, st), ln.v);
+    if (busy) F::pv(o, pa, F::v_stage(c.s0, st), ln.v);
   }
 
   template <bool kVec>
