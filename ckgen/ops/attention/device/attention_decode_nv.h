@@ -216,22 +216,18 @@ struct DecodeNv {
       barrier();
       kv.load_v(j + kStages - 1);
     }
-    // a warp whose rows all lie past the sequence's (a small GQA group in a larger tile) only copies
-    const bool busy = c.row0 + c.wrow < w.rows;
+    f32x4_t s[kMB][kNB];
+    F::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st));
+    const int n0 = (kv.t_last - j) * kBN;
+    if (n0 + kBN > c.keys0) mask_tile(p, w, c, n0, s);
     u32x4_t pa[kMB][kKK];
-    if (busy) {
-      f32x4_t s[kMB][kNB];
-      F::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st));
-      const int n0 = (kv.t_last - j) * kBN;
-      if (n0 + kBN > c.keys0) mask_tile(p, w, c, n0, s);
-      F::softmax(s, o, m, l, c.sl2, c.lane, pa);
-    }
+    F::softmax(s, o, m, l, c.sl2, c.lane, pa);
     if constexpr (!kJoint) {
       nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
       barrier();
       kv.load_k(j + kStages);
     }
-    if (busy) F::pv(o, pa, F::v_stage(c.s0, st), ln.v);
+    F::pv(o, pa, F::v_stage(c.s0, st), ln.v);
   }
 
   template <bool kVec>
