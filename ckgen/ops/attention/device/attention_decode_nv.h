@@ -141,25 +141,28 @@ struct DecodeNv {
         bad |= Map::used(n0, r0, s, w->len) && static_cast<unsigned>(ids[s]) >= static_cast<unsigned>(p->num_pages);
       if (bad) trap("attention_decode: block_table entry outside 0..num_pages-1");
     }
-    // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len); paged: row r of page slot s at
-    // base + ids[s] * page_stride + (key % P) * seq_stride.
+    // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len). Iteration it = s * kPer + i copies key
+    // key_s + i * kRS, key_s = n0 + r0 + s * kPer * kRS: one address per id slot (paged: row key_s % P of page
+    // ids[s], the slot's rows all in that page) and a fixed step between a thread's rows.
     CKGEN_DEVICE void copy(uint32_t stage, const T* base, long long page_stride, long long seq_stride,
                            long long head_stride, int n0, const int (&ids)[kIds]) const {
       constexpr int kCPR = TileKV::kCPR, kVE = TileKV::kVE, kRS = Map::kRS;
       const int r0 = tid / kCPR, ch = tid % kCPR;
       const T* head = base + w->hk * head_stride + ch * kVE + (Cfg::kPageSize ? 0 : w->b * page_stride);
+      const long long step = kRS * seq_stride;
 #pragma unroll
-      for (int s = 0; s < kIds; ++s) {  // the iterations of one page id: it = s * kPer + i
-        const T* page = Cfg::kPageSize ? head + ids[s] * page_stride : head;
+      for (int s = 0; s < kIds; ++s) {
+        const int key_s = n0 + r0 + s * Map::kPer * kRS;
+        const T* first = Cfg::kPageSize
+                             ? head + ids[s] * page_stride + static_cast<long long>(key_s & (Map::kP - 1)) * seq_stride
+                             : head + static_cast<long long>(key_s) * seq_stride;
 #pragma unroll 2
         for (int i = 0; i < Map::kPer; ++i) {
           const int it = s * Map::kPer + i;
           if (!TileKV::kExact && r0 + it * kRS >= kBN) break;
-          const int key = n0 + r0 + it * kRS;
-          const bool in = key < w->len;
-          const long long row = Cfg::kPageSize ? key & (Map::kP - 1) : key;
-          const T* src = in ? page + row * seq_stride : base;
-          copy_chunk<kVec>(stage + static_cast<uint32_t>(TileKV::offset(r0 + it * kRS, ch)), src, in);
+          const bool in = key_s + i * kRS < w->len;
+          copy_chunk<kVec>(stage + static_cast<uint32_t>(TileKV::offset(r0 + it * kRS, ch)), in ? first + i * step : base,
+                           in);
         }
       }
     }
