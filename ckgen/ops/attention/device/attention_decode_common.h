@@ -138,6 +138,15 @@ CKGEN_DEVICE void slot_load4(const float* p, float (&v)[4]) {
 #endif
 }
 
+// Four workspace values zeroed (p 16-byte aligned; CUDA: one 16-byte store).
+CKGEN_DEVICE void slot_zero4(float* p) {
+#if defined(__CUDACC__)
+  *reinterpret_cast<float4*>(p) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#else
+  for (int i = 0; i < 4; ++i) gstore(p + i, 0.0f);
+#endif
+}
+
 // The row tile's slots in the workspace: o (split 0's first row; a split is kBlockM x kHeadDim floats), lse (split
 // 0's; kBlockM floats a split) and its counter.
 template <class Cfg>
@@ -219,9 +228,7 @@ CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int t
   const int valid = w.rows - w.rt * kBM < kBM ? w.rows - w.rt * kBM : kBM;
   for (int e = tid; e < w.splits * valid * kQuads; e += Cfg::kThreads) {
     const int sp = e / (valid * kQuads), lr = e / kQuads % valid, d0 = e % kQuads * 4;
-    float* dst = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) gstore(dst + i, 0.0f);
+    slot_zero4(sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0);
   }
   for (int e = tid; e < w.splits * valid; e += Cfg::kThreads) gstore(sl.lse + e / valid * kBM + e % valid, 0.0f);
 }
