@@ -144,7 +144,7 @@ def test_paged_page_sizes(name):
 
 @pytest.mark.parametrize("splits", [0, 1, 37])
 def test_paged_long_sequences_many_splits(splits):
-    """Pages of 16 read a tile ahead over long walks (up to 65 tiles of 64 keys, shuffled pages), GQA 32/8 one
+    """Page ids read two tiles ahead over long walks (up to 65 tiles of 64 keys, shuffled pages), GQA 32/8 one
     token, and the combine over up to 37 splits (not a multiple of its unroll by 8)."""
     k = kernel("gpu_dec_f16_d128_causal_p16")
     p = problem(k, 4, 32, 8, 1, [4099, 16, 2000, 0], seed=20 + splits)

@@ -158,7 +158,7 @@ def test_chunked_prefill_paged(kernels):
                                    "head_dim = 128  page_size = 16  tile = 48x64  waves = 3"])
 def test_nv_paged_rows_further_apart_than_a_page(shape):
     """NVIDIA, 8 warps at d64 (a thread's rows of a K/V tile 32 keys apart, more than a page of 16) and 3 warps at
-    d128 (rows 6 apart: not a power of two, the last iteration partial): each row has its own page id (read a tile
+    d128 (rows 6 apart: not a power of two, the last iteration partial): each row has its own page id (read two tiles
     ahead); lengths at page boundaries +-1, 1, 0 and a last tile with pages past the length, random page order,
     1 and 3 splits."""
     src = f"target sm_90\nkernel dec_rows {{ op = attention_decode  dtype = f16  {shape} }}\n"

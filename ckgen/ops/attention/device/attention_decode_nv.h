@@ -11,7 +11,7 @@
 // hand-off's ticket is the Q tile's first word once every warp is done with it. The Q tile holds the workgroup's
 // packed rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down
 // with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
-// are read from the block table one tile ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
+// are read from the block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
 // and LSE (or the split's slot) are written straight from the accumulators.
 #pragma once
 
@@ -103,9 +103,10 @@ struct DecodeNv {
 
   // The cp.async copies of the split's K and V tiles: iteration j (tile t_last - j) into stage j % kStages; past
   // the walk only the group is committed, as attention_fwd_nv.h's KvCopy. Thread tid copies rows r0 + it * kRS of
-  // chunk tid % kCPR. Paged: the page ids of a tile are read from the block table one tile ahead of its copies
-  // (ids_k: the next K tile's, ids_v: the next V tile's; the ring calls load_k(t), load_v(t), load_k(t + 1), ...),
-  // so no copy waits on a block-table read; ids of pages past len are not read; a bad id traps at its K copy.
+  // chunk tid % kCPR. Paged: the page ids of a tile are read from the block table two tiles ahead of its copies
+  // (ids_k: the next K tile's, ids_n: the one after, ids_v: the next V tile's; the ring calls load_k(t),
+  // load_v(t), load_k(t + 1), ...), the first two tiles' together, so no copy but the first waits on a block-table
+  // read; ids of pages past len are not read; a bad id traps at its K copy.
   template <bool kVec>
   struct KvCopy {
     using Map = PageMap;
@@ -114,11 +115,12 @@ struct DecodeNv {
     const Work* w;
     uint32_t s0;
     int tid, nt, t_last;
-    mutable int ids_k[kIds], ids_v[kIds];
+    mutable int ids_k[kIds], ids_n[kIds], ids_v[kIds];
 
     CKGEN_DEVICE KvCopy(const Args& p_, const Work& w_, uint32_t s0_, int tid_)
         : p(&p_), w(&w_), s0(s0_), tid(tid_), nt(w_.t1 - w_.t0), t_last(w_.t1 - 1) {
       fetch(0, ids_k);
+      fetch(1, ids_n);
     }
     // The page ids of iteration j's tile -> ids (slots of pages at or past len: 0, not read); none past the walk.
     CKGEN_DEVICE void fetch(int j, int (&ids)[kIds]) const {
@@ -173,8 +175,11 @@ struct DecodeNv {
         copy(F::k_stage(s0, j % kStages), p->K, p->k_page_stride, p->k_seq_stride, p->k_head_stride, n0, ids_k);
         if constexpr (Cfg::kPageSize != 0) {
 #pragma unroll
-          for (int s = 0; s < kIds; ++s) ids_v[s] = ids_k[s];
-          fetch(j + 1, ids_k);
+          for (int s = 0; s < kIds; ++s) {
+            ids_v[s] = ids_k[s];
+            ids_k[s] = ids_n[s];
+          }
+          fetch(j + 2, ids_n);
         }
       }
       if constexpr (!kJoint) nv::cp_async_commit();
