@@ -125,26 +125,31 @@ CKGEN_DEVICE float slot_load(const float* p) {
 #endif
 }
 
-// Four workspace values another workgroup wrote (p 16-byte aligned).
+// Four workspace values another workgroup wrote (CUDA: one 16-byte load where p is 16-byte aligned, as in a
+// workspace the callable allocates; a caller's own workspace may be less aligned).
 CKGEN_DEVICE void slot_load4(const float* p, float (&v)[4]) {
 #if defined(__CUDACC__)
-  const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
-  v[0] = x.x;
-  v[1] = x.y;
-  v[2] = x.z;
-  v[3] = x.w;
-#else
-  for (int i = 0; i < 4; ++i) v[i] = gload(p + i);
+  if ((reinterpret_cast<unsigned long long>(p) & 15u) == 0) {
+    const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
+    v[0] = x.x;
+    v[1] = x.y;
+    v[2] = x.z;
+    v[3] = x.w;
+    return;
+  }
 #endif
+  for (int i = 0; i < 4; ++i) v[i] = slot_load(p + i);
 }
 
-// Four workspace values zeroed (p 16-byte aligned; CUDA: one 16-byte store).
+// Four workspace values zeroed (CUDA: one 16-byte store where p is 16-byte aligned).
 CKGEN_DEVICE void slot_zero4(float* p) {
 #if defined(__CUDACC__)
-  *reinterpret_cast<float4*>(p) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#else
-  for (int i = 0; i < 4; ++i) gstore(p + i, 0.0f);
+  if ((reinterpret_cast<unsigned long long>(p) & 15u) == 0) {
+    *reinterpret_cast<float4*>(p) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    return;
+  }
 #endif
+  for (int i = 0; i < 4; ++i) gstore(p + i, 0.0f);
 }
 
 // The row tile's slots in the workspace: o (split 0's first row; a split is kBlockM x kHeadDim floats), lse (split
