@@ -125,33 +125,6 @@ CKGEN_DEVICE float slot_load(const float* p) {
 #endif
 }
 
-// Four workspace values another workgroup wrote (CUDA: one 16-byte load where p is 16-byte aligned, as in a
-// workspace the callable allocates; a caller's own workspace may be less aligned).
-CKGEN_DEVICE void slot_load4(const float* p, float (&v)[4]) {
-#if defined(__CUDACC__)
-  if ((reinterpret_cast<unsigned long long>(p) & 15u) == 0) {
-    const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
-    v[0] = x.x;
-    v[1] = x.y;
-    v[2] = x.z;
-    v[3] = x.w;
-    return;
-  }
-#endif
-  for (int i = 0; i < 4; ++i) v[i] = slot_load(p + i);
-}
-
-// Four workspace values zeroed (CUDA: one 16-byte store where p is 16-byte aligned).
-CKGEN_DEVICE void slot_zero4(float* p) {
-#if defined(__CUDACC__)
-  if ((reinterpret_cast<unsigned long long>(p) & 15u) == 0) {
-    *reinterpret_cast<float4*>(p) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    return;
-  }
-#endif
-  for (int i = 0; i < 4; ++i) gstore(p + i, 0.0f);
-}
-
 // The row tile's slots in the workspace: o (split 0's first row; a split is kBlockM x kHeadDim floats), lse (split
 // 0's; kBlockM floats a split) and its counter.
 template <class Cfg>
@@ -208,8 +181,10 @@ CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int t
 #pragma unroll 8
     for (int sp = 0; sp < w.splits; ++sp) {
       const float x = slot_load(sl.lse + sp * kBM + lr);
+      const float* src = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
       float so[4];
-      slot_load4(sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0, so);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) so[i] = slot_load(src + i);
       const float mn = attn::fmax_f32(m, x);
       if (mn != attn::kNegInf) {
         const float a = exp_f32(m - mn), b = exp_f32(x - mn);
@@ -233,7 +208,9 @@ CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int t
   const int valid = w.rows - w.rt * kBM < kBM ? w.rows - w.rt * kBM : kBM;
   for (int e = tid; e < w.splits * valid * kQuads; e += Cfg::kThreads) {
     const int sp = e / (valid * kQuads), lr = e / kQuads % valid, d0 = e % kQuads * 4;
-    slot_zero4(sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0);
+    float* dst = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) gstore(dst + i, 0.0f);
   }
   for (int e = tid; e < w.splits * valid; e += Cfg::kThreads) gstore(sl.lse + e / valid * kBM + e % valid, 0.0f);
 }
