@@ -134,7 +134,7 @@ struct DecodeNv {
         }
       }
     }
-    // The ids of the tile at n0 that its keys use, checked (they arrived a tile ago: no wait here).
+    // The ids of the tile at n0 that its keys use, checked (read two tiles ago: no wait here but the first).
     CKGEN_DEVICE void check(const int (&ids)[kIds], int n0) const {
       bool bad = false;
       const int r0 = tid / TileKV::kCPR;
@@ -163,8 +163,8 @@ struct DecodeNv {
           const int it = s * Map::kPer + i;
           if (!TileKV::kExact && r0 + it * kRS >= kBN) break;
           const bool in = key_s + i * kRS < w->len;
-          copy_chunk<kVec>(stage + static_cast<uint32_t>(TileKV::offset(r0 + it * kRS, ch)), in ? first + i * step : base,
-                           in);
+          const uint32_t dst = stage + static_cast<uint32_t>(TileKV::offset(r0 + it * kRS, ch));
+          copy_chunk<kVec>(dst, in ? first + i * step : base, in);
         }
       }
     }
