@@ -2,8 +2,8 @@
 through ckgen's generated kernels (JIT, target sm_90, from bench/decode_nv.ck) against torch SDPA's flash and
 cuDNN backends and against the copy roofline, measured in the same run, bf16, one query token per sequence.
 
-  python3 bench/decode.py [--quick] [--all] [--prefill] [--only TEXT] [--kernels REGEX] [--splits LIST]
-                          [--json OUT]
+  python3 bench/decode.py [--quick] [--all] [--prefill] [--ordered] [--only TEXT] [--kernels REGEX]
+                          [--splits LIST] [--json OUT]
 
 First the copy bandwidth: the device time of copying a 128 MiB buffer (read + write bytes / time). Then numerics:
 every kernel on a small problem (GQA 32/8, lengths 777, 1, 0 and 100 in one batch, pages in a random order)
@@ -19,7 +19,10 @@ the table says which). Device time: the median of 15 replays of a CUDA graph of 
 a fraction of the copy bandwidth, and the ratios to the faster SDPA backend. Exit status 1 when a kernel fails
 numerics or a case has no correct kernel. --prefill adds chunked-prefill cases (a chunk of 256..2048 causal query
 tokens at the end of 4096..32768 keys, GQA 32/8 d128) against SDPA flash with the lower-right causal mask, in
-TFLOP/s, contiguous and paged.
+TFLOP/s, contiguous and paged. --ordered also times each paged kernel with the pages in order (block table
+0, 1, 2, ...: each sequence's pages adjacent, as the contiguous cache) and prints, per case, the best paged kernel's
+time with shuffled and with ordered pages next to the best contiguous time: what the kernel costs for the block
+table apart from what scattered pages cost the memory system (address translation, DRAM locality).
 """
 
 from __future__ import annotations
@@ -234,6 +237,8 @@ def main() -> int:
     ap.add_argument("--kernels", help="only kernels whose name matches this regex")
     ap.add_argument("--splits", default="", help="split counts to try besides the automatic one, e.g. 1,4,16")
     ap.add_argument("--prefill", action="store_true", help="also chunked prefill (causal) vs SDPA flash")
+    ap.add_argument("--ordered", action="store_true",
+                    help="also time the paged kernels with the pages in order (scattered pages' cost apart)")
     ap.add_argument("--json")
     args = ap.parse_args()
     splits_list = [int(x) for x in args.splits.split(",") if x]
@@ -296,6 +301,9 @@ def main() -> int:
             t, used = time_kernel(kern, q, kk, vv, o, named, splits_list)
             row["configs"][n] = {"ok": True, "ms": t, "splits": used, "paged": paged, "diff": diff,
                                  "of_copy": kv_bytes / (t * 1e-3) / bw}
+            if paged and args.ordered:
+                row["configs"][n]["ms_ordered"] = time_kernel(kern, q, kk, vv, o, {**named, "block_table": bt_order},
+                                                              [])[0]
         t_fl = min((t for t in (t_fl, time_sdpa(fl_fn, fl_be) if t_fl else None) if t), default=None)
         t_cu = min((t for t in (t_cu, time_sdpa(cu_fn, cu_be) if t_cu else None) if t), default=None)
         for kind, paged in (("contiguous", False), ("paged", True)):
@@ -335,6 +343,17 @@ def main() -> int:
               f"{p['best']} ({p['splits']})")
     print(f"(% of copy = K/V bytes read / time / copy bandwidth {bw / 1e12:.2f} TB/s; vs SDPA = the faster SDPA "
           "backend's time / ckgen's; p / c = paged speed relative to contiguous; bf16, one query token)")
+    if args.ordered:
+        print(f"\n{'case':26} {'contig us':>10} {'paged us':>10} {'ordered us':>10} {'p / c':>6} {'o / c':>6}  best paged")
+        for r in rows:
+            c, p = r["contiguous"], r["paged"]
+            if not (c["ms"] and p["ms"]):
+                continue
+            po = r["configs"][p["best"]]["ms_ordered"]
+            print(f"{r['case']:26} {c['ms'] * 1e3:10.1f} {p['ms'] * 1e3:10.1f} {po * 1e3:10.1f} "
+                  f"{c['ms'] / p['ms']:6.2f} {c['ms'] / po:6.2f}  {p['best']}")
+        print("(paged us: pages shuffled, as in the table above; ordered us: the same kernel, automatic split, pages "
+              "in order; p / c, o / c: speed relative to the best contiguous kernel)")
     if args.json:
         Path(args.json).write_text(json.dumps({"device": props.name, "torch": torch.__version__,
                                                "copy_bytes_per_s": bw, "cases": rows}, indent=1))

@@ -2,7 +2,8 @@
 kernels (device/attention_decode_nv.h) called through the JIT with torch CUDA tensors against a float64 reference
 on the device: split-KV with 1, several, more splits than key tiles and the automatic choice; GQA 32/8, MQA;
 lengths 0, 1, page boundaries +-1 and different lengths in one batch; contiguous and paged K/V (pages in a random
-order; 16, 64 and 256 tokens); causal decode with several query tokens and a chunked prefill (seqlen_q < the keys,
+order; 16, 64 and 256 tokens; long walks and many splits; a thread's rows further apart than a page);
+causal decode with several query tokens and a chunked prefill (seqlen_q < the keys,
 bottom-right causal); outputs poisoned first; bitwise repeatable results with a split (the combine's order is
 fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call); a step
 appended to the paged cache (op = attention_kv_append) and then decoded; per-sequence query lengths
@@ -27,6 +28,8 @@ kernel gpu_append_f16_d128_p16 { op = attention_kv_append  dtype = f16  head_dim
 kernel gpu_append_rope_bf16_d128 { op = attention_kv_append  dtype = bf16  head_dim = 128  rope = true }
 kernel gpu_prefill_bf16_d128_causal_p64 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 64  tile = 64x64  waves = 4 }
+kernel gpu_dec_f16_d64_p16_w8 { op = attention_decode  dtype = f16  head_dim = 64  page_size = 16  tile = 128x64
+  waves = 8 }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -137,6 +140,23 @@ def test_paged_page_sizes(name):
     page = k.plan.spec.params.page_size
     p = problem(k, 4, 16, 4, 2, [page - 1, page, page + 1, 3 * page + 5], seed=3)
     check(k, p, call(k, p), causal=False)
+
+
+@pytest.mark.parametrize("splits", [0, 1, 37])
+def test_paged_long_sequences_many_splits(splits):
+    """Page ids read two tiles ahead over long walks (up to 65 tiles of 64 keys, shuffled pages), GQA 32/8 one
+    token, and the combine over up to 37 splits (not a multiple of its unroll by 8)."""
+    k = kernel("gpu_dec_f16_d128_causal_p16")
+    p = problem(k, 4, 32, 8, 1, [4099, 16, 2000, 0], seed=20 + splits)
+    check(k, p, call(k, p, num_splits=splits), causal=True)
+
+
+def test_paged_rows_further_apart_than_a_page():
+    """8 warps at d64: a thread's rows of a K/V tile lie 32 keys apart, more than a page of 16 (a page id per row)."""
+    k = kernel("gpu_dec_f16_d64_p16_w8")
+    p = problem(k, 5, 8, 2, 1, [140, 17, 15, 1, 129], seed=8)
+    for splits in (0, 1, 3):
+        check(k, p, call(k, p, num_splits=splits), causal=False)
 
 
 def test_chunked_prefill_paged():

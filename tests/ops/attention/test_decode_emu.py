@@ -154,6 +154,21 @@ def test_chunked_prefill_paged(kernels):
     _check(k, inp, sizes, _call(k, inp, num_splits=2))
 
 
+@pytest.mark.parametrize("shape", ["head_dim = 64  page_size = 16  tile = 128x64  waves = 8",
+                                   "head_dim = 128  page_size = 16  tile = 48x64  waves = 3"])
+def test_nv_paged_rows_further_apart_than_a_page(shape):
+    """NVIDIA, 8 warps at d64 (a thread's rows of a K/V tile 32 keys apart, more than a page of 16) and 3 warps at
+    d128 (rows 6 apart: not a power of two, the last iteration partial): each row has its own page id (read two tiles
+    ahead); lengths at page boundaries +-1, 1, 0 and a last tile with pages past the length, random page order,
+    1 and 3 splits."""
+    src = f"target sm_90\nkernel dec_rows {{ op = attention_decode  dtype = f16  {shape} }}\n"
+    k = H.emu_group([plan_for(src, "dec_rows", "nvidia", "sm_90")], "decode_nv_emu_rows")["dec_rows"]
+    sizes = dict(batch=6, heads=4, heads_kv=2, seqlen_q=1, max_pages=9, num_pages=60)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(8), lengths=[140, 17, 15, 1, 0, 129])
+    for splits in (1, 3):
+        _check(k, inp, sizes, _call(k, inp, num_splits=splits))
+
+
 def test_query_lengths_per_sequence(kernels):
     """seqlens_q: a batch mixing a decode step (1 token), an empty one (0), a 5-token prefill chunk and 3 tokens of
     speculative decoding, causal over a paged cache; the rows past each sequence's tokens stay poisoned."""

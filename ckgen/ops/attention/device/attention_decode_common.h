@@ -174,20 +174,30 @@ CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int t
     const int lr = e / kQuads, d0 = (e % kQuads) * 4;
     int h, s;
     if (!row_of(p, w, w.rt * kBM + lr, h, s)) continue;
-    float mx = attn::kNegInf;
-    for (int sp = 0; sp < w.splits; ++sp) mx = attn::fmax_f32(mx, slot_load(sl.lse + sp * kBM + lr));
-    float lse = attn::kNegInf, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (mx != attn::kNegInf) {
-      float sum = 0.0f;
-      for (int sp = 0; sp < w.splits; ++sp) sum += exp_f32(slot_load(sl.lse + sp * kBM + lr) - mx);
-      lse = mx + log_f32(sum);
-      for (int sp = 0; sp < w.splits; ++sp) {
-        const float wt = exp_f32(slot_load(sl.lse + sp * kBM + lr) - lse);
-        const float* src = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
+    // one pass over the splits in split order (online log-sum-exp: m the running max, sum the running sum of
+    // exp(LSE_s - m), acc the running sum of exp(LSE_s - m) O_s), unrolled so that 8 splits' slot reads are in
+    // flight at once; a split with LSE -inf (no keys) adds nothing
+    float m = attn::kNegInf, sum = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 8
+    for (int sp = 0; sp < w.splits; ++sp) {
+      const float x = slot_load(sl.lse + sp * kBM + lr);
+      const float* src = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
+      float so[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[i] += wt * slot_load(src + i);
+      for (int i = 0; i < 4; ++i) so[i] = slot_load(src + i);
+      const float mn = attn::fmax_f32(m, x);
+      if (mn != attn::kNegInf) {
+        const float a = exp_f32(m - mn), b = exp_f32(x - mn);
+        sum = sum * a + b;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[i] = acc[i] * a + b * so[i];
+        m = mn;
       }
     }
+    const float lse = m != attn::kNegInf ? m + log_f32(sum) : attn::kNegInf;
+    const float inv = m != attn::kNegInf ? 1.0f / sum : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] *= inv;
     if (d0 == 0 && p.LSE != nullptr) gstore(p.LSE + w.b * p.lse_batch_stride + h * p.lse_head_stride + s, lse);
     T* orow = p.O + w.b * p.o_batch_stride + s * p.o_seq_stride + h * p.o_head_stride + d0;
 #pragma unroll

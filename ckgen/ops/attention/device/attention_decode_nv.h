@@ -6,12 +6,13 @@
 //
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
 // Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
-// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: each key row
-// is found on its own, so a tile may span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as
-// for the prefill body; the split hand-off's ticket is the Q tile's first word once every warp is done with it.
-// The Q tile holds the workgroup's packed rows (per-row addresses; zeros past the rows); the split's K/V tiles
-// are walked from its last one down, each key row copied from its own address (its page's, when paged); O and
-// LSE (or the split's slot) are written straight from the accumulators.
+// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: a tile may
+// span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as for the prefill body; the split
+// hand-off's ticket is the Q tile's first word once every warp is done with it. The Q tile holds the workgroup's
+// packed rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down
+// with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
+// are read from the block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
+// and LSE (or the split's slot) are written straight from the accumulators.
 #pragma once
 
 #include "attention_decode_common.h"
@@ -79,55 +80,113 @@ struct DecodeNv {
     nv::cp_async_commit();
   }
 
+  // Paged K/V: where a thread's rows of a tile lie. Thread tid copies chunk tid % kCPR of rows r0 + it * kRS
+  // (r0 = tid / kCPR < kRS); the rows of iteration `it` lie in the page of id slot it / kPer. Tile in one page
+  // (kMode 0): one id; kRS a power of two <= the page (1): the tile's kBN / P pages, slot it * kRS / P for every
+  // thread; else (2): one id per iteration (its row's own page).
+  struct PageMap {
+    static constexpr int kP = Cfg::kPageSize > 0 ? Cfg::kPageSize : kBN;
+    static constexpr int kRS = TileKV::kRowStep;
+    static constexpr int kMode = kP >= kBN ? 0 : (nv::is_pow2(kRS) && kRS <= kP ? 1 : 2);
+    static constexpr int kIds = Cfg::kPageSize == 0 || kMode == 0 ? 1 : (kMode == 1 ? kBN / kP : TileKV::kIters);
+    static constexpr int kPer = (TileKV::kIters + kIds - 1) / kIds;  // iterations per id slot: it / kPer
+    // a key of slot s's page in the tile at n0 (kMode 2: the thread's row of iteration s)
+    static CKGEN_DEVICE int key_of(int n0, int r0, int s) {
+      return kMode == 0 ? n0 : (kMode == 1 ? n0 + s * kP : n0 + r0 + s * kRS);
+    }
+    // whether the copy of that tile uses slot s (a key of its page inside the tile, before len)
+    static CKGEN_DEVICE bool used(int n0, int r0, int s, int len) {
+      return key_of(n0, r0, s) < len && (kMode != 2 || TileKV::kExact || r0 + s * kRS < kBN);
+    }
+  };
+  static_assert(TileKV::kRegular, "a thread's K/V chunks share one column (kThreads a multiple of kCPR)");
+
   // The cp.async copies of the split's K and V tiles: iteration j (tile t_last - j) into stage j % kStages; past
-  // the walk only the group is committed, as attention_fwd_nv.h's KvCopy. Every key row is found on its own (paged:
-  // its page from the block table, read only for keys < len), so a tile may span pages of any size.
+  // the walk only the group is committed, as attention_fwd_nv.h's KvCopy. Thread tid copies rows r0 + it * kRS of
+  // chunk tid % kCPR. Paged: the page ids of a tile are read from the block table two tiles ahead of its copies
+  // (ids_k: the next K tile's, ids_n: the one after, ids_v: the next V tile's; the ring calls load_k(t),
+  // load_v(t), load_k(t + 1), ...), the first two tiles' together, so no copy but the first waits on a block-table
+  // read; ids of pages past len are not read; a bad id traps at its K copy.
   template <bool kVec>
   struct KvCopy {
+    using Map = PageMap;
+    static constexpr int kIds = Map::kIds;
     const Args* p;
     const Work* w;
     uint32_t s0;
     int tid, nt, t_last;
+    mutable int ids_k[kIds], ids_n[kIds], ids_v[kIds];
 
-    // The page of key `key` (< len): block_table[b, key / kPageSize], checked. `block`, `pg`: the thread's last
-    // lookup (its rows of a tile advance by a few keys per chunk: one lookup per page, not per row).
-    CKGEN_DEVICE int page_of(int key, int& block, int& pg) const {
-      const int blk = key / Cfg::kPageSize;
-      if (blk != block) {
-        block = blk;
-        pg = gload(p->block_table + w->b * p->bt_batch_stride + blk);
-        if (pg < 0 || pg >= p->num_pages) trap("attention_decode: block_table entry outside 0..num_pages-1");
-      }
-      return pg;
+    CKGEN_DEVICE KvCopy(const Args& p_, const Work& w_, uint32_t s0_, int tid_)
+        : p(&p_), w(&w_), s0(s0_), tid(tid_), nt(w_.t1 - w_.t0), t_last(w_.t1 - 1) {
+      fetch(0, ids_k);
+      fetch(1, ids_n);
     }
-    // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len): thread tid copies chunks tid + it * kThreads.
-    CKGEN_DEVICE void copy(uint32_t stage, const T* base, long long page_stride, long long seq_stride,
-                           long long head_stride, int n0) const {
-      constexpr int kCPR = TileKV::kCPR, kVE = TileKV::kVE;
-      const T* head = base + w->hk * head_stride + (Cfg::kPageSize ? 0 : w->b * page_stride);
-      int block = -1, pg = 0;
-#pragma unroll 2
-      for (int it = 0; it < TileKV::kIters; ++it) {
-        const int c = tid + it * kThreads;
-        if (!TileKV::kExact && c >= TileKV::kChunks) break;
-        const int r = c / kCPR, ch = c % kCPR, key = n0 + r;
-        const bool in = key < w->len;
-        long long off = static_cast<long long>(key) * seq_stride;
-        if constexpr (Cfg::kPageSize != 0) {
-          if (in) off = page_of(key, block, pg) * page_stride + static_cast<long long>(key % Cfg::kPageSize) * seq_stride;
+    // The page ids of iteration j's tile -> ids (slots of pages at or past len: 0, not read); none past the walk.
+    CKGEN_DEVICE void fetch(int j, int (&ids)[kIds]) const {
+      if constexpr (Cfg::kPageSize != 0) {
+        if (j >= nt) return;
+        const int* row = p->block_table + w->b * p->bt_batch_stride;
+        const int n0 = (t_last - j) * kBN, r0 = tid / TileKV::kCPR;
+#pragma unroll
+        for (int s = 0; s < kIds; ++s) {
+          ids[s] = Map::used(n0, r0, s, w->len) ? gload(row + Map::key_of(n0, r0, s) / Cfg::kPageSize) : 0;
         }
-        const T* src = in ? head + off + ch * kVE : base;
-        copy_chunk<kVec>(stage + static_cast<uint32_t>(TileKV::offset(r, ch)), src, in);
+      }
+    }
+    // The ids of the tile at n0 that its keys use, checked (read two tiles ago: no wait here but the first).
+    CKGEN_DEVICE void check(const int (&ids)[kIds], int n0) const {
+      bool bad = false;
+      const int r0 = tid / TileKV::kCPR;
+#pragma unroll
+      for (int s = 0; s < kIds; ++s)
+        bad |= Map::used(n0, r0, s, w->len) && static_cast<unsigned>(ids[s]) >= static_cast<unsigned>(p->num_pages);
+      if (bad) trap("attention_decode: block_table entry outside 0..num_pages-1");
+    }
+    // Tile rows n0 .. n0 + kBlockN - 1 -> the stage (zeros past len). Iteration it = s * kPer + i copies key
+    // key_s + i * kRS, key_s = n0 + r0 + s * kPer * kRS: one address per id slot (paged: row key_s % P of page
+    // ids[s], the slot's rows all in that page) and a fixed step between a thread's rows.
+    CKGEN_DEVICE void copy(uint32_t stage, const T* base, long long page_stride, long long seq_stride,
+                           long long head_stride, int n0, const int (&ids)[kIds]) const {
+      constexpr int kCPR = TileKV::kCPR, kVE = TileKV::kVE, kRS = Map::kRS;
+      const int r0 = tid / kCPR, ch = tid % kCPR;
+      const T* head = base + w->hk * head_stride + ch * kVE + (Cfg::kPageSize ? 0 : w->b * page_stride);
+      const long long step = kRS * seq_stride;
+#pragma unroll
+      for (int s = 0; s < kIds; ++s) {
+        const int key_s = n0 + r0 + s * Map::kPer * kRS;
+        const T* first = Cfg::kPageSize
+                             ? head + ids[s] * page_stride + static_cast<long long>(key_s & (Map::kP - 1)) * seq_stride
+                             : head + static_cast<long long>(key_s) * seq_stride;
+#pragma unroll 2
+        for (int i = 0; i < Map::kPer; ++i) {
+          const int it = s * Map::kPer + i;
+          if (!TileKV::kExact && r0 + it * kRS >= kBN) break;
+          const bool in = key_s + i * kRS < w->len;
+          const uint32_t dst = stage + static_cast<uint32_t>(TileKV::offset(r0 + it * kRS, ch));
+          copy_chunk<kVec>(dst, in ? first + i * step : base, in);
+        }
       }
     }
     CKGEN_DEVICE void load_k(int j) const {
-      if (j < nt) copy(F::k_stage(s0, j % kStages), p->K, p->k_page_stride, p->k_seq_stride, p->k_head_stride,
-                       (t_last - j) * kBN);
+      if (j < nt) {
+        const int n0 = (t_last - j) * kBN;
+        if constexpr (Cfg::kPageSize != 0) check(ids_k, n0);
+        copy(F::k_stage(s0, j % kStages), p->K, p->k_page_stride, p->k_seq_stride, p->k_head_stride, n0, ids_k);
+        if constexpr (Cfg::kPageSize != 0) {
+#pragma unroll
+          for (int s = 0; s < kIds; ++s) {
+            ids_v[s] = ids_k[s];
+            ids_k[s] = ids_n[s];
+          }
+          fetch(j + 2, ids_n);
+        }
+      }
       if constexpr (!kJoint) nv::cp_async_commit();
     }
     CKGEN_DEVICE void load_v(int j) const {
       if (j < nt) copy(F::v_stage(s0, j % kStages), p->V, p->v_page_stride, p->v_seq_stride, p->v_head_stride,
-                       (t_last - j) * kBN);
+                       (t_last - j) * kBN, ids_v);
       nv::cp_async_commit();
     }
   };
@@ -182,7 +241,7 @@ struct DecodeNv {
   template <bool kVec>
   static CKGEN_DEVICE void mainloop(const Args& p, const Work& w, const Ctx& c, unsigned char* smem,
                                     f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
-    const KvCopy<kVec> kv{&p, &w, c.s0, c.tid, w.t1 - w.t0, w.t1 - 1};
+    const KvCopy<kVec> kv(p, w, c.s0, c.tid);  // the first tile's page ids on their way
     load_q_tile<kVec>(p, w, c);
     F::prime_kv_ring(kv);
     if constexpr (attn::kRope<Cfg>) {  // Q rotated in shared memory at each row's position len - sq + s
