@@ -1,8 +1,8 @@
 /* The kernels of a Llama-style decoder layer (examples/llama_layer.py): every step of the layer is one of these.
 
      x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
-       -> llama_attention (causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s)) -> llama_gate_up -> llama_silu_mul
-       -> llama_down -> llama_add (out = s + down)
+       -> llama_attention (causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s))
+       -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
 
    The row ops and attention are planned per target. The four projections are families
    (the dispatcher picks a member by shape): one block per arch, large Hopper tiles on sm_90, a small MFMA tile on
