@@ -270,6 +270,11 @@ def test_ptxas_serialized_wgmma_note_is_read():
            "ptxas info    : Used 90 registers\n")
     out = nv.parse_ptxas(log)
     assert out[("k_tma", "sm_90")]["wgmma_serialized"] and not out[("k", "sm_90")]["wgmma_serialized"]
+    row = dict(name="k_tma", arch="sm_90", ptx_tensor=(("wgmma.x", 4),), sass_tensor=(), sass_tensor_in_main_loop=None,
+               registers=168, spill_stores=0, spill_loads=0, stack_bytes=0, static_smem=0, dynamic_smem=0, threads=384,
+               blocks_per_sm=1, warps_per_sm=12, occupancy_limiter="registers")
+    assert "(serialized by ptxas)" in nv.format_table([nv.NvKernelReport(**row, wgmma_serialized=True)])
+    assert "serialized" not in nv.format_table([nv.NvKernelReport(**row)])
 
 
 def test_block_scaled_fp8_hopper_body_keeps_its_wgmmas_in_flight(nvcc, cache_dir):

@@ -411,6 +411,8 @@ def format_table(reports: list[NvKernelReport]) -> str:
     rows = [list(_COLUMNS)]
     for r in reports:
         ptx = ", ".join(f"{k} x{n}" for k, n in r.ptx_tensor) or "none"
+        if r.wgmma_serialized:
+            ptx += " (serialized by ptxas)"
         if r.sass_tensor_in_main_loop is None:
             sass = "n/a (no cuobjdump)"
         else:
