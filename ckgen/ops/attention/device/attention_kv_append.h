@@ -86,29 +86,13 @@ CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, lon
   vc += row * p.v_seq_stride;
 }
 
-// Item i of kUnits per (token, head) of `heads` heads -> (unit, head, token): in 32 bits when the items of the
-// launch fit (`narrow`, uniform), where a 64-bit division by a run-time head count costs more than the copy itself.
-template <int kUnits>
-CKGEN_DEVICE void item_of(long long i, int heads, bool narrow, int& u, int& h, int& t) {
-  if (narrow) {
-    const unsigned w = static_cast<unsigned>(i) / kUnits;
-    u = static_cast<int>(static_cast<unsigned>(i) % kUnits);
-    h = static_cast<int>(w % static_cast<unsigned>(heads));
-    t = static_cast<int>(w / static_cast<unsigned>(heads));
-  } else {
-    u = static_cast<int>(i % kUnits);
-    h = static_cast<int>(i / kUnits % heads);
-    t = static_cast<int>(i / kUnits / heads);
-  }
-}
-
 template <class Cfg>
-CKGEN_DEVICE void append_kv(const attn::Args<Cfg>& p, long long i, bool narrow) {
+CKGEN_DEVICE void append_kv(const attn::Args<Cfg>& p, long long i) {
   using T = typename Cfg::T;
   constexpr int kHalf = Cfg::kHeadDim / Cfg::kVec / 2;  // chunk pairs (ch, ch + kHalf) per (token, head)
   const int b = block_id(1);
-  int ch, h, t;
-  item_of<kHalf>(i, p.heads_kv, narrow, ch, h, t);
+  const int ch = static_cast<int>(i % kHalf), h = static_cast<int>(i / kHalf % p.heads_kv);
+  const int t = static_cast<int>(i / (static_cast<long long>(kHalf) * p.heads_kv));
   const long long pos = static_cast<long long>(gload(p.seqlens_k + b)) + t;
   long long kc, vc;
   cache_rows<Cfg>(p, b, pos, kc, vc);
@@ -151,14 +135,13 @@ CKGEN_DEVICE int q_elem(int u0, int k, int n, bool& ok) {
 // is full, the layout allows and Q's base and strides are aligned; else element by element), rotated in f32 at table
 // row cs, rounded to T once and written back.
 template <class Cfg>
-CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j, bool narrow) {
+CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j) {
   using T = typename Cfg::T;
   constexpr int kV = Cfg::kVec, kHalf = Cfg::kRopeDim / 2, kStyle = Cfg::kRopeStyle;
   constexpr int kUnits = (kHalf + kV - 1) / kV;
   constexpr bool kRunsAligned = kStyle == attn::kRopeGptj || kHalf % kV == 0;  // both vectors start at kV multiples
-  const int b = block_id(1);
-  int u, h, t;
-  item_of<kUnits>(j, p.heads, narrow, u, h, t);
+  const int b = block_id(1), u = static_cast<int>(j % kUnits), h = static_cast<int>(j / kUnits % p.heads);
+  const int t = static_cast<int>(j / (static_cast<long long>(kUnits) * p.heads));
   const long long pos = static_cast<long long>(gload(p.seqlens_k + b)) + t;
   const float* cs = attn::rope_row(p.cos_sin, p.cs_pos_stride, pos, p.rope_positions,
                                    "attention_kv_append: seqlens_k[b] + token past cos_sin's positions (Q)");
@@ -183,30 +166,11 @@ CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j, bool narrow) {
     const int off = q_elem<kStyle, kV, kHalf>(u0, k, n, ok);
     r[k] = vec ? to_float(k < kV ? a.v[k] : c.v[k - kV]) : ok ? to_float(gload(q + off)) : 0.f;
   }
-  // the run's cosines and sines: 16-byte vectors when the run is whole and the table row allows, else one by one
-  float cv[kV], sv[kV];
-  constexpr int kF4 = kV % 4 == 0 && kHalf % 4 == 0 ? kV / 4 : 0;  // float4s of a run (0: scalar reads only)
-  if (kF4 && n == kV && reinterpret_cast<unsigned long long>(cs) % 16 == 0) {
-    const auto* c4 = reinterpret_cast<const ckgen::vec<float, 4>*>(cs + u0);
-    const auto* s4 = reinterpret_cast<const ckgen::vec<float, 4>*>(cs + kHalf + u0);
-#pragma unroll
-    for (int w = 0; w < kF4; ++w) {
-      const ckgen::vec<float, 4> cw = gload(c4 + w), sw = gload(s4 + w);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) cv[4 * w + e] = cw.v[e], sv[4 * w + e] = sw.v[e];
-    }
-  } else {
-#pragma unroll
-    for (int e = 0; e < kV; ++e) {
-      cv[e] = e < n ? gload(cs + u0 + e) : 1.0f;
-      sv[e] = e < n ? gload(cs + kHalf + u0 + e) : 0.0f;
-    }
-  }
 #pragma unroll
   for (int e = 0; e < kV; ++e) {
     if (e >= n) break;
     const int xi = kStyle == attn::kRopeNeox ? e : 2 * e, yi = kStyle == attn::kRopeNeox ? kV + e : 2 * e + 1;
-    const float cc = cv[e], ss = sv[e], x = r[xi], y = r[yi];
+    const float cc = gload(cs + u0 + e), ss = gload(cs + kHalf + u0 + e), x = r[xi], y = r[yi];
     r[xi] = x * cc - y * ss;
     r[yi] = y * cc + x * ss;
   }
@@ -231,16 +195,14 @@ template <class Cfg>
 CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
   const long long i = static_cast<long long>(block_id(0)) * Cfg::kThreads + thread_id();
   const long long kv_items = static_cast<long long>(p.seqlen_new) * p.heads_kv * (Cfg::kHeadDim / Cfg::kVec / 2);
-  const bool narrow = static_cast<long long>(grid_dim(0)) * Cfg::kThreads <= 0xffffffffLL;  // every index in 32 bits
   if (i < kv_items) {
-    append_kv<Cfg>(p, i, narrow);
+    append_kv<Cfg>(p, i);
     return;
   }
   if constexpr (Cfg::kRotateQ) {
     static_assert(Cfg::kRope, "kRotateQ needs a rotary Cfg");
     constexpr int kUnits = (Cfg::kRopeDim / 2 + Cfg::kVec - 1) / Cfg::kVec;
-    const long long j = i - kv_items;
-    if (j < static_cast<long long>(p.seqlen_new) * p.heads * kUnits) rotate_q<Cfg>(p, j, narrow);
+    if (i - kv_items < static_cast<long long>(p.seqlen_new) * p.heads * kUnits) rotate_q<Cfg>(p, i - kv_items);
   }
 }
 
