@@ -11,7 +11,7 @@
 //                              on row-major C (interior tiles without bounds tests), single elements otherwise
 //   store_c_staged<RM, RN, k>  row-major C through the warp's shared-memory buffer (kStagingBytesOf<k> bytes),
 //                              16 rows x 8k columns at a time, written out as 16-byte row-contiguous stores
-//   pair, pair_res, value_of, finish_of, unchecked
+//   pair, value_of, finish_of, unchecked
 //                              one pair of outputs as staged (also the Hopper body's TMA store of C)
 // Every output is bounds-checked against M and N (or, when the epilogue reads no memory, computed and dropped):
 // no access leaves C, the bias or the residual. Cfg members read: TC, COperand, kTileM, kCRowMajor, the
@@ -56,14 +56,22 @@ struct Sm90Epilogue {
   // the epilogue reads no memory (epi::reads_memory), and the caller must drop those outputs. 16-bit TC: value()
   // and one pack2 for the pair (no per-element bounds branches, one cvt instead of a software rounding each).
   // (gated: u0, u1 the up accumulators of gates a0, a1; ignored otherwise)
-  template <bool kChecked, class AccT>
+  // kResidualIn (a residual Cfg, 16-bit C): the residuals of the two outputs are r, read by the caller, instead of
+  // from R in global memory.
+  template <bool kChecked, bool kResidualIn = false, class AccT>
   static CKGEN_DEVICE vec<TC, 2> pair(AccT a0, AccT a1, AccT u0, AccT u1, int row, int col, const TC* C,
-                                      long long off, Operand bias, int M, int N) {
+                                      long long off, Operand bias, int M, int N, vec<TC, 2> r = vec<TC, 2>{}) {
+    static_assert(!kResidualIn || (sizeof(TC) == 2 && epi::IsResidual<Operand>::value),
+                  "kResidualIn: 16-bit C, a residual operand");
     const bool in0 = !kChecked || (row < M && col < N);
     const bool in1 = !kChecked || (row < M && col + 1 < N);
     if constexpr (sizeof(TC) == 2) {
-      const float v0 = in0 ? value_of(a0, u0, row, col, C, off, bias, N) : 0.0f;
-      const float v1 = in1 ? value_of(a1, u1, row, col + 1, C, off + 1, bias, N) : 0.0f;
+      auto value = [&](AccT a, AccT u, int c, long long o, int e) {
+        if constexpr (kResidualIn) return value_of<false>(a, u, row, c, C, o, bias, N) + to_float(r.v[e]);
+        else return value_of(a, u, row, c, C, o, bias, N);
+      };
+      const float v0 = in0 ? value(a0, u0, col, off, 0) : 0.0f;
+      const float v1 = in1 ? value(a1, u1, col + 1, off + 1, 1) : 0.0f;
       return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
     } else {
       vec<TC, 2> out;
@@ -88,19 +96,6 @@ struct Sm90Epilogue {
       out.v[1] = in1 ? epi::finish<Cfg>(a1, row, col + 1, C, off + 1, bias) : zero<TC>();
       return out;
     }
-  }
-
-  // pair() of a residual Cfg with 16-bit C whose residuals r (of the two outputs) the caller has read: the same
-  // values, the residual added from r instead of from R in global memory (outputs past M / N: zero, as pair()).
-  template <bool kChecked, class AccT>
-  static CKGEN_DEVICE vec<TC, 2> pair_res(AccT a0, AccT a1, AccT u0, AccT u1, int row, int col, const TC* C,
-                                          long long off, Operand op, int M, int N, vec<TC, 2> r) {
-    static_assert(sizeof(TC) == 2 && epi::IsResidual<Operand>::value, "pair_res: 16-bit C, a residual operand");
-    const bool in0 = !kChecked || (row < M && col < N);
-    const bool in1 = !kChecked || (row < M && col + 1 < N);
-    const float v0 = in0 ? value_of<false>(a0, u0, row, col, C, off, op, N) + to_float(r.v[0]) : 0.0f;
-    const float v1 = in1 ? value_of<false>(a1, u1, row, col + 1, C, off + 1, op, N) + to_float(r.v[1]) : 0.0f;
-    return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
   }
 
   // What output (row, col) of accumulator a (gated: gate a, up u) gives C before the cast, and its cast (n: N);

@@ -538,15 +538,11 @@ struct TmaGemmBody {
           const int row = m0 + row0 + g + 8 * h;
           const int col = n0 + 8 * j + 2 * t;
           const long long off = static_cast<long long>(row) * ldc + col;
-          if constexpr (kResidual) {
-            out.v[j][h] = Epi::template pair_res<decltype(checked)::value>(
-                acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
-                row, col, C, off, bias, M, N, *reinterpret_cast<const vec<TC, 2>*>(sp + staged(j, g + 8 * h, t)));
-          } else {
-            out.v[j][h] = Epi::template pair<decltype(checked)::value>(
-                acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
-                row, col, C, off, bias, M, N);
-          }
+          vec<TC, 2> r{};  // (a residual's pair, from the staging)
+          if constexpr (kResidual) r = *reinterpret_cast<const vec<TC, 2>*>(sp + staged(j, g + 8 * h, t));
+          out.v[j][h] = Epi::template pair<decltype(checked)::value, kResidual>(
+              acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
+              row, col, C, off, bias, M, N, r);
         }
         // A residual's reads stay within kResChunk fragments (a compiler barrier): hoisted for the whole tile, they
         // would not fit beside the accumulators and the outputs in the consumers' registers.
