@@ -38,9 +38,9 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   using Body::kTmaStoreC;
   // Launches `kernel` (the generated `<kernel>_tma` entry) on `stream` and returns a ckgen status, or
   // kNotApplicable (nothing launched) when the device is not sm_90, the driver has no tensor maps, K == 0,
-  // or an operand's base, leading dimension or batch stride is not 16-byte aligned, or (TMA-stored C) N is not a
-  // multiple of 8: the H200 was seen to write a row's last 16-byte chunk whole, past N. M, N, batch > 0 and the
-  // leading dimensions were checked by the caller. The plain form is the batched one with one item.
+  // or an operand's base, leading dimension or batch stride is not 16-byte aligned, or C cannot be TMA-stored
+  // (encode_c). M, N, batch > 0 and the leading dimensions were checked by the caller. The plain form is the
+  // batched one with one item.
   template <class Kernel>
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                     long long lda, long long ldb, long long ldc, void* stream) {
@@ -101,13 +101,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, kRowElems, kBBoxRows)
                           : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
-    if constexpr (kTmaStoreC) {
-      const int nbc = batch;
-      if (!aligned16(C, ldc, 2) || N % 8 || (batch > 1 && (stride_c * 2) % 16) ||
-          !encode(&tcm, C, N, M, ldc, nbc, stride_c, 64, 16, 2))
-        return kNotApplicable;
-    }
-    if (!ok_a || !ok_b) return kNotApplicable;
+    if (!ok_a || !ok_b || !encode_c(&tcm, C, M, N, ldc, batch, stride_c)) return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
                             ((N + kOutN - 1) / kOutN) * batch;
     if (tiles > 0x7fffffffLL) return kNotApplicable;
@@ -173,9 +167,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                           : encode(&tb, B, kBCols * N, K, ldb, 1, 0, 64, 64);
     if (!ok_a || !ok_b) return kNotApplicable;
     CUtensorMap tcm = ta;  // unused unless kTmaStoreC
-    if constexpr (kTmaStoreC) {
-      if (!aligned16(C, ldc, 2) || N % 8 || !encode(&tcm, C, N, M, ldc, 1, 0, 64, 16, 2)) return kNotApplicable;
-    }
+    if (!encode_c(&tcm, C, M, N, ldc, 1, 0)) return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
     if (blocks > sms) blocks = sms;
@@ -207,6 +199,18 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
     if (kTmaStoreC && !aligned16(residual, 8, 2)) return kNotApplicable;  // (prefetch_residual's 16-byte copies)
     return launch_sched(kernel, A, B, C, Operand{bias, residual, C}, rest...);
+  }
+
+  // The tensor map C is TMA-stored through (kTmaStoreC; otherwise nothing to do: true), or false when C cannot
+  // be: its base, leading dimension or batch stride not 16-byte aligned, or N not a multiple of 8 (the H200 was
+  // seen to write a row's last 16-byte chunk whole, past N).
+  static bool encode_c(CUtensorMap* map, const TC* C, int M, int N, long long ldc, int batch, long long stride_c) {
+    if constexpr (kTmaStoreC) {
+      return aligned16(C, ldc, 2) && N % 8 == 0 && (batch == 1 || (stride_c * 2) % 16 == 0) &&
+             encode(map, C, N, M, ldc, batch, stride_c, 64, 16, 2);
+    } else {
+      return true;
+    }
   }
 
   // A 3-D tensor map over elements of eb bytes (the operands' by default): `inner` contiguous elements per line,
