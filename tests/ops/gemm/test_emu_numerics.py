@@ -10,22 +10,19 @@ once (through the build cache) and reused for every shape.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import shutil
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckgen.backends import emu
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType, Layout
-from ckgen.runtime.api import Kernel, get_backend, numpy_dtype, plan_for
+from ckgen.runtime.api import Kernel, numpy_dtype, plan_for
+from tests.ops.gemm.helpers import emu_kernels, needs_clang
 
-pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+pytestmark = needs_clang
 
 # name -> (arch, DSL body). Each line of the body is one kernel parameter.
 CONFIGS: dict[str, tuple[str, str]] = {
@@ -73,11 +70,7 @@ def _source(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, Kernel]:
-    backend = get_backend("emu")
-    plans = {name: plan_for(_source(name), name, "amd", CONFIGS[name][0]) for name in CONFIGS}
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {name: pool.submit(Kernel, plan, backend) for name, plan in plans.items()}
-        return {name: f.result() for name, f in futs.items()}
+    return emu_kernels({n: (CONFIGS[n][0], _source(n)) for n in CONFIGS})
 
 
 def _padded(arr: np.ndarray, row_major: bool, pad: int) -> np.ndarray:

@@ -13,7 +13,6 @@ m64nNk32 e4m3 / e5m2 in the PTX, no spills; which kernels get that body: test_tm
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import shutil
 
 import numpy as np
@@ -26,8 +25,9 @@ from ckgen.ir.arrays import poison, to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.lower import plan_kernel
-from ckgen.runtime.api import Kernel, get_backend, plan_for
+from ckgen.runtime.api import Kernel
 from ckgen.targets import get_target
+from tests.ops.gemm.helpers import emu_kernels
 
 # name -> (arch, body, main-loop MFMA)
 CONFIGS = {
@@ -64,11 +64,7 @@ def _source(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, Kernel]:
-    backend = get_backend("emu")
-    plans = {name: plan_for(_source(name), name, "amd", CONFIGS[name][0]) for name in CONFIGS}
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {name: pool.submit(Kernel, plan, backend) for name, plan in plans.items()}
-        return {name: f.result() for name, f in futs.items()}
+    return emu_kernels({n: (CONFIGS[n][0], _source(n)) for n in CONFIGS})
 
 
 def _sizes(gemm: Kernel, m: int, n: int, k: int) -> dict:

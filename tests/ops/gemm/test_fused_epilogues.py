@@ -10,21 +10,18 @@ last are located DSL errors.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import shutil
 
 import numpy as np
 import pytest
 
-from ckgen.backends import emu
 from ckgen.errors import CkgenError, SpecError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import poison, to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
-from ckgen.runtime.api import Kernel, get_backend, plan_for
-
-needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+from ckgen.runtime.api import Kernel, plan_for
+from tests.ops.gemm.helpers import assert_entries_clean, emu_kernels, needs_clang, sm90_library
 
 # name -> (arch, body): small tiles, so the sizes below cover several tiles and edge tiles
 KERNELS = {
@@ -69,11 +66,7 @@ def _source(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, Kernel]:
-    backend = get_backend("emu")
-    plans = {n: plan_for(_source(n), n, "amd", KERNELS[n][0]) for n in KERNELS}
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
-        return {n: f.result() for n, f in futs.items()}
+    return emu_kernels({n: (KERNELS[n][0], _source(n)) for n in KERNELS})
 
 
 def _inputs(k: Kernel, sizes: dict, seed: int, groups: list[int] | None = None) -> dict:
@@ -308,21 +301,7 @@ kernel hop_glu_m { A = f16 row B = f16 row C = f16 row tile = 64x128x64 waves = 
 def test_nvidia_build_of_fused_kernels(tmp_path):
     """nvcc (sm_90), compile only: both entries of gated / residual kernels (mma.sync, and the Hopper body's
     `<name>_tma` with wgmma) build without spills."""
-    from ckgen import driver
-    from ckgen.backends.nvidia import compiler as nvidia
-
-    try:
-        nvidia.find_nvcc()
-    except CkgenError as exc:
-        pytest.skip(str(exc))
-    src = tmp_path / "nvf.ck"
-    src.write_text(NV_CK)
-    (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2)
-    for (name, _), res in lib.resources.items():
-        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
-        hopper = res["tma_body"]
-        assert hopper["entry"] == f"{name}_tma" and hopper["spill_stores"] == 0, (name, hopper)
-        assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"]), (name, hopper)
+    assert_entries_clean(sm90_library(tmp_path, "nvf", NV_CK))
 
 
 def test_multiplied_dims_of_the_abi():

@@ -10,14 +10,12 @@ their planned MFMAs in the main loop, no spills, no scratch. nvcc builds them fo
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import shutil
 
 import numpy as np
 import pytest
 
 from ckgen import driver
-from ckgen.backends import emu
 from ckgen.errors import CkgenError, RuntimeFailure, SpecError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import poison, to_float64
@@ -25,9 +23,8 @@ from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.lower import plan_kernel
 from ckgen.ops.gemm.reference import group_rows
-from ckgen.runtime.api import Kernel, get_backend, plan_for
-
-needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+from ckgen.runtime.api import Kernel
+from tests.ops.gemm.helpers import assert_entries_clean, emu_kernels, needs_clang, sm90_library
 
 # name -> (arch, body); small tiles so that groups span several tiles and edge tiles
 KERNELS = {
@@ -60,11 +57,7 @@ def _source(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, Kernel]:
-    backend = get_backend("emu")
-    plans = {n: plan_for(_source(n), n, "amd", KERNELS[n][0]) for n in KERNELS}
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
-        return {n: f.result() for n, f in futs.items()}
+    return emu_kernels({n: (KERNELS[n][0], _source(n)) for n in KERNELS})
 
 
 def _arrays(k: Kernel, rows: list[int], N: int, K: int, rng, extra_rows: int = 0, capacity: int | None = None):
@@ -283,20 +276,7 @@ kernel nvm { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 1x4
 def test_nvidia_build_of_grouped_kernels(tmp_path):
     """nvcc (sm_90): the grouped and masked entries compile without spills: the portable one (mma.sync body per
     tile) and the Hopper one (`<name>_tma`: TMA + wgmma walking the groups), which the host entry tries first."""
-    from ckgen.backends.nvidia import compiler as nvidia
-
-    try:
-        nvidia.find_nvcc()
-    except CkgenError as exc:
-        pytest.skip(str(exc))
-    src = tmp_path / "nvg.ck"
-    src.write_text(NV_CK)
-    (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2)
-    for (name, _), res in lib.resources.items():
-        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
-        hopper = res["tma_body"]
-        assert hopper["entry"] == f"{name}_tma" and hopper["spill_stores"] == 0, (name, hopper)
-        assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"]), (name, hopper)
+    assert_entries_clean(sm90_library(tmp_path, "nvg", NV_CK))
 
 
 def test_random_inputs_are_valid_offsets():

@@ -10,7 +10,6 @@ legal.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import ctypes
 import shutil
 
@@ -18,16 +17,14 @@ import numpy as np
 import pytest
 
 from ckgen import driver
-from ckgen.backends import emu
 from ckgen.errors import CkgenError, RuntimeFailure, SpecError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.lower import plan_kernel
-from ckgen.runtime.api import Kernel, get_backend, plan_for
-
-needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+from ckgen.runtime.api import Kernel
+from tests.ops.gemm.helpers import assert_entries_clean, emu_kernels, needs_clang, sm90_library
 
 # name -> (arch, body): small tiles so that the edge shapes have several tiles, splits and stream-K segments
 KERNELS = {
@@ -50,11 +47,7 @@ def _source(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, Kernel]:
-    backend = get_backend("emu")
-    plans = {n: plan_for(_source(n), n, "amd", KERNELS[n][0]) for n in KERNELS}
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
-        return {n: f.result() for n, f in futs.items()}
+    return emu_kernels({n: (KERNELS[n][0], _source(n)) for n in KERNELS})
 
 
 def _run(k: Kernel, M: int, N: int, K: int, seed: int):
@@ -242,18 +235,10 @@ family nvs_fam { A = bf16 row B = bf16 col C = bf16 row tile = 16x128x64 waves =
 def test_nvidia_build_of_schedules_and_a_dispatcher(tmp_path):
     """nvcc (sm_90): the Hopper body's split-K entry (wgmma) and the small-M members compile without spills; the
     dispatcher is compiled on its own and linked with the kernels' object; its choice runs without a GPU."""
-    from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.dispatch.table import choose
 
-    try:
-        nvidia.find_nvcc()
-    except CkgenError as exc:
-        pytest.skip(str(exc))
-    src = tmp_path / "nvs.ck"
-    src.write_text(NV_CK)
-    (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2, dispatch=True)
-    for (name, _), res in lib.resources.items():
-        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
+    lib = sm90_library(tmp_path, "nvs", NV_CK, dispatch=True)
+    assert_entries_clean(lib, hopper=False)
     hopper = lib.resources[("nvs_hopper_sk", "sm_90")]["tma_body"]
     assert hopper["entry"] == "nvs_hopper_sk_tma"
     assert any(k.startswith("wgmma.mma_async") for k, _ in hopper["ptx_tensor"])

@@ -1,0 +1,52 @@
+"""What the GEMM tests share: the host-compiler marker, the emulator build of a test file's kernel table, and the
+nvcc (sm_90) build of a spec with the checks every Hopper-body build makes."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import shutil
+
+import pytest
+
+from ckgen import driver
+from ckgen.backends import emu
+from ckgen.errors import CkgenError
+from ckgen.runtime.api import Kernel, get_backend, plan_for
+
+needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+
+
+def emu_kernels(sources: dict[str, tuple[str, str]]) -> dict[str, Kernel]:
+    """name -> (arch, .ck source holding it): each kernel planned for its AMD arch and built for the emulator,
+    two at a time."""
+    backend = get_backend("emu")
+    plans = {n: plan_for(src, n, "amd", arch) for n, (arch, src) in sources.items()}
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
+        return {n: f.result() for n, f in futs.items()}
+
+
+def sm90_library(tmp_path, stem: str, text: str, **compile_kw):
+    """``text`` (a .ck source) written as ``<stem>.ck`` and compiled for sm_90 (ckgen compile's path); skips
+    without nvcc."""
+    from ckgen.backends.nvidia import compiler as nvidia
+
+    try:
+        nvidia.find_nvcc()
+    except CkgenError as exc:
+        pytest.skip(str(exc))
+    src = tmp_path / f"{stem}.ck"
+    src.write_text(text)
+    (lib,) = driver.compile_files([src], ("sm_90",), tmp_path / "out", jobs=2, **compile_kw)
+    return lib
+
+
+def assert_entries_clean(lib, hopper: bool = True) -> None:
+    """Every kernel's entry of ``lib`` without spills or stack; with ``hopper``, each also has its `<name>_tma`
+    Hopper entry, without spills, issuing wgmma."""
+    for (name, _), res in lib.resources.items():
+        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
+        if hopper:
+            body = res["tma_body"]
+            assert body["entry"] == f"{name}_tma" and body["spill_stores"] == 0, (name, body)
+            assert any(k.startswith("wgmma.mma_async") for k, _ in body["ptx_tensor"]), (name, body)
