@@ -6,10 +6,10 @@ residual, quantized). One package serves the four registry names: each has a mod
 
 Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
 and reference; adding a kind is one row plus its math), ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list
-and the tables per wave size), ``split.py`` (split rows: whether a kernel splits its rows over workgroups, its
-planning pass, workspace and launch; ``split_launch.cpp.j2``, its host launch), ``body.py`` (the plan), ``abi.py``
-(the C ABI and launch), ``reference.py``
-(float64), ``kernel.hip.j2`` (the template), ``device/`` (``rowops_entry.h``, one entry per op; ``rowops_forward.h``,
+and the tables per wave size), ``registers.py`` (the register model: estimates and budgets), ``split.py`` (split
+rows: whether a kernel splits its rows over workgroups, its planning pass, workspace and launch;
+``split_launch.cpp.j2``, its host launch), ``body.py`` (the plan), ``abi.py`` (the C ABI and launch),
+``reference.py`` (float64), ``kernel.hip.j2`` (the template), ``device/`` (``rowops_entry.h``, one entry per op; ``rowops_forward.h``,
 the body for every platform and its contract, which picks a pipeline per configuration; ``rowops_config.h``, its
 Cfg, checks and derived sizes; ``rowops_problem.h``, the types and flags derived from the Cfg;
 ``rowops_default_policy.h``, the reductions and tile counts; ``rowops_row.h``, what the pipelines share;
@@ -32,6 +32,7 @@ from ckgen.ops.rowops import abi as _abi
 from ckgen.ops.rowops import kinds as _kinds
 from ckgen.ops.rowops import plan as _plan
 from ckgen.ops.rowops import reference as _ref
+from ckgen.ops.rowops import registers as _registers
 from ckgen.ops.rowops import spec as _spec
 
 
@@ -117,7 +118,7 @@ class RowOp(Op):
         # ptxas aims at two workgroups per SM unless told otherwise (a 512-thread looped softmax: 64 registers
         # and spills); ask for one where the estimate needs more than half the register file, unless the plan
         # bounds the registers for more (a register-bounded single pass)
-        one = b.registers_estimate * b.threads * 2 > _plan.PLAN_REGISTERS[b.wave_size][1]
+        one = b.registers_estimate * b.threads * 2 > _registers.PLAN_REGISTERS[b.wave_size][1]
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": notes,
                 "workgroups_per_cu": b.workgroups_per_cu or int(one)}
 

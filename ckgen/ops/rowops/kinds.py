@@ -44,7 +44,7 @@ class RowKind:
     softmax_entry for (scale), layernorm_entry for (weight, bias, eps), rmsnorm_entry for (weight, eps)).
     ``reg_cost``: registers per element a thread holds, per wave size (the planner's register model);
     ``bounded``: planned as a register-bounded single pass where no register single pass holds the row (plan.py
-    BOUNDED_SINGLE_PASS); ``sgpr_extra``: wave64 scalar registers it costs over the others (plan.py SGPR_MODEL).
+    BOUNDED_SINGLE_PASS); ``sgpr_extra``: wave64 scalar registers it costs over the others (registers.py SGPR_MODEL).
     ``what``: its name in prose; ``doc``: the op's line for docs and ``--help`` (the default kind's is the op's).
     ``header``: the device header its kernel includes (:data:`ENTRY_HEADER`, or an outside kind's, which
     includes it)."""

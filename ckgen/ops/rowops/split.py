@@ -7,9 +7,10 @@ depends on the kernel's description only, never on the target: it decides the AB
 every target of a library shares. By default a row is split when ``max_cols`` rows of ``v`` take more than
 :data:`SPLIT_ROW_BYTES` (more than any target's row cache holds: the planner would loop and read the row twice),
 into ``ceil(vectors / SLICE_VECS)`` slices (at most :data:`DEFAULT_MAX_SPLIT`; more, up to :data:`MAX_SPLIT`, where
-no tile of the target holds such a slice); the kernel may say ``split = N`` (2 .. MAX_SPLIT: at most N workgroups per row) or ``split = 1`` (never). The planner (``plan.py``, ``_choose_split``)
-fits one tile to a slice of ``ceil(vectors / kSplit)`` vectors; a call splits a row of ``cols`` into
-``ceil(cols / tile)`` slices (at most kSplit).
+no tile of the target holds such a slice); the kernel may say ``split = N`` (2 .. MAX_SPLIT: at most N workgroups
+per row) or ``split = 1`` (never). The planner (``plan.py``'s choose_rows, :func:`choose`) fits one tile to a
+slice of ``ceil(vectors / kSplit)`` vectors; a call splits a row of ``cols`` into ``ceil(cols / tile)`` slices (at
+most kSplit).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import re
 import pytest
 
 from ckgen.backends.amd.report import disassemble
-from ckgen.ops.rowops.plan import register_budget
+from ckgen.ops.rowops.registers import register_budget
 from tests.ops.rowops import harness as H
 
 STORE = {2: "global_store_short", 4: "global_store_dword", 8: "global_store_dwordx2", 16: "global_store_dwordx4",

@@ -17,7 +17,8 @@ from ckgen.ir.plan import GridDim
 from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
-from ckgen.ops.rowops.plan import BOUNDED_SINGLE_PASS, REG_MODEL, SINGLE_PASS, estimate_registers
+from ckgen.ops.rowops.plan import BOUNDED_SINGLE_PASS, SINGLE_PASS
+from ckgen.ops.rowops.registers import REG_MODEL, estimate_registers
 
 AMD, NV = ("gfx908", "gfx90a", "gfx942", "gfx950"), ("sm_80", "sm_90")
 

@@ -1,0 +1,92 @@
+"""The row ops' register cost model: how many 32-bit vector registers (and, on wave64, scalar registers) a tile
+costs, and the budgets the planner picks within.
+
+Contract: every function here is pure and depends only on the kernel's row description (dtypes, residual, kind,
+quantized output), the tile (``vec``, ``reg_vecs``, ``threads_per_row``, looped) and the wave size, never on one
+target's register file: so every target of one wave size gets the same estimate, and the planner
+(:mod:`ckgen.ops.rowops.plan`) the same rows, workgroup and grid on all of them. :func:`register_budget` is the one
+per-target figure (a planned kernel checked against the target it is compiled for). The constants are fitted to
+what the compilers allocate (see each one's comment); changing one changes plans, and the golden code
+(tests/codegen/test_golden.py) says so.
+"""
+
+from __future__ import annotations
+
+from ckgen.ir.target import Target
+from ckgen.ops.rowops.spec import RowOpSpec
+
+#: the register estimate per wave size: (base, + a residual or looped rows, + both, + int8 y) per element held,
+#: plus the kind's cost per element (kinds.py RowKind.reg_cost), fitted (mostly from above) to what nvcc 13 (sm_90a) and clang 19 (gfx942) allocate for bf16 / f32
+#: kernels of 8 to 64 elements per thread: e.g. sm_90 softmax 80 registers at 32 elements, 154 at 64, looped 124
+#: at 32, residual + looped RMS norm 108 at 32; gfx942 layer norm 184 VGPRs at 32 (``ckgen report``;
+#: tests/ops/rowops/test_rowops_compile.py checks every test kernel for spills).
+REG_MODEL: dict[int, tuple[float, float, float, float]] = {
+    32: (24.0, 1.0, 0.35, 0.2),
+    64: (48.0, 1.2, 0.3, 0.2),
+}
+#: per wave size: rows of at least this many waves cost this many registers more (gfx942: a softmax row of 16
+#: waves with 16 elements per thread spills at 128 VGPRs, one of 8 waves with 32 elements takes 104)
+REG_WIDE_ROW: dict[int, tuple[int, int]] = {32: (64, 0), 64: (16, 48)}
+#: per wave size: (most registers per thread, registers per CU / SM) the planner stays within
+PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072)}
+#: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
+#: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
+#: (gfx90a: a looped residual + int8 RMS norm of 128 threads x 4 vectors spills 3). Estimate: base + per vector
+#: (the first 4, then the rest) + residual + int8 + looped + looped over several waves, plus the kind's
+#: RowKind.sgpr_extra (layer norm 16), fitted to
+#: clang 19's counts for the test kernels (sgpr_estimate); a planning preference, not a refusal.
+SGPR_MODEL = (30, 12, 8, 12, 8, 4, 12)
+SGPR_PLAN_LIMIT = 108
+#: wave64: scalar registers a residual together with a quantized y (int8 / fp8, per row or per group) costs over
+#: SGPR_MODEL in a row of one wave (clang 22, gfx942: a looped residual RMS norm with int8 or e4m3fnuz y of 64
+#: threads x 4 vectors, estimated 102, spilled 15 SGPRs; x 2 vectors with the whole-vector path, estimated 94,
+#: spilled 4; rows of two waves, 128 x 2, estimated 106 with the whole-vector path, spill none)
+RES_QUANT_SGPR = 24
+#: wave64: scalar registers per-group scales (quant = group(G)) cost over SGPR_MODEL (clang 22, gfx950: an RMS norm
+#: with group scales, 256 threads x 4 vectors and the whole-vector path, estimated 106, spilled 24 SGPRs; without
+#: the whole-vector path, none)
+QUANT_GROUP_SGPR = 12
+#: wave64: scalar registers the whole-vector path (Cfg::kWholeVectors) costs over SGPR_MODEL's estimate (gfx942,
+#: clang 19: a layer norm of 5 vectors per thread, estimated 102, spilled 6 SGPRs with it and none without;
+#: gfx90a, clang 22: a looped residual RMS norm of 4 vectors, estimated 94, spilled 1)
+WHOLE_SGPR = 16
+#: wave64: scalar registers split rows (the ticket loop, the workspace's pointers: split.choose) cost over
+#: SGPR_MODEL's estimate (gfx942, clang 19, masked tails: softmax 512 x 4 100 against 78, residual RMS norm 106
+#: against 90, residual layer norm 512 x 2 103 against 82; 512 x 4 of it, estimated 106, spilled 6)
+SPLIT_SGPR = 16
+
+
+def estimate_registers(row: RowOpSpec, vec: int, reg_vecs: int, looped: bool, wave_size: int,
+                       threads_per_row: int = 1) -> int:
+    """32-bit registers per thread, estimated from :data:`REG_MODEL`: a base plus a cost per element a thread holds
+    in a tile (``reg_vecs * vec``), by op, residual or looped rows, and int8 output; plus :data:`REG_WIDE_ROW`."""
+    base, one, both, quant = REG_MODEL[wave_size]
+    res = row.residual is not None
+    k = row.row_kind.reg_cost[wave_size] + one * (res or looped) + both * (res and looped) + quant * row.quantized
+    waves, extra = REG_WIDE_ROW[wave_size]
+    return int(base + k * reg_vecs * vec + 0.5) + (extra if threads_per_row >= waves * wave_size else 0)
+
+
+def register_budget(target: Target, threads: int) -> int:
+    """Registers a thread may use with ``threads`` per workgroup: the per-thread limit, and the register file of
+    one CU / SM shared by one workgroup."""
+    waves = -(-threads // target.wave_size)
+    per_cu = target.vgprs_per_simd_lane * target.simds_per_cu * target.wave_size
+    return min(target.vgprs, per_cu // (waves * target.wave_size))
+
+
+def planning_budget(wave_size: int, threads: int) -> int:
+    """The register budget the planner picks within, the same for every target of one wave size: NVIDIA's 64 K
+    registers per SM (at most 255 per thread), AMD's 512-entry VGPR files of gfx90a and later (at most 256 per
+    thread). gfx908's smaller file may refuse a planned kernel by name (check_registers)."""
+    most, file = PLAN_REGISTERS[wave_size]
+    return min(most, file // threads)
+
+
+def sgpr_estimate(row: RowOpSpec, reg_vecs: int, looped: bool, multi_wave: bool) -> int:
+    """Scalar registers of a wave64 kernel, estimated from :data:`SGPR_MODEL`."""
+    base, first, rest, res, quant, loop, loop_waves = SGPR_MODEL
+    return (base + first * min(reg_vecs, 4) + rest * max(reg_vecs - 4, 0) + res * (row.residual is not None)
+            + quant * row.quantized + row.row_kind.sgpr_extra + loop * looped + loop_waves * (looped and multi_wave)
+            + RES_QUANT_SGPR * (row.residual is not None and row.quantized and not multi_wave)
+            + QUANT_GROUP_SGPR * bool(row.quant_group))
