@@ -63,6 +63,47 @@ CKGEN_DEVICE void rope_pair(int i, int& x, int& y) {
   y = kStyle == kRopeNeox ? i + kRot / 2 : 2 * i + 1;
 }
 
+// A tile's rotation in place in shared memory (the prefill and decode bodies' rope_q), kBatch pairs of a thread at a
+// time. Pair i (< kPairs) of the tile is pair i % (kRot / 2) of tile row i / (kRot / 2); a thread's batch from i0
+// holds pairs i0 + kStride * u (u < kBatch: kStride is the threads that share the tile). read() issues the batch's
+// table reads (a position, then a cosine and a sine) before any is used, so that their latencies overlap, and a body
+// may do other work (wait for its Q copy) between read() and apply(). apply() rotates the batch's pairs through the
+// body's accessors ld(r, col) -> float and st(r, col, float) (f32; element col of tile row r), loading both elements
+// of a pair before storing either.
+template <int kStyle, int kRot, int kPairs_, int kStride, int kBatch>
+struct RopeBatch {
+  static constexpr int kHalf = kRot / 2, kPairs = kPairs_;
+  static constexpr int kStep = kStride * kBatch;  // from one batch of a thread to its next
+  float c[kBatch], s[kBatch];
+  bool in[kBatch];  // the pair is in the tile and its row has a table row (else c = 1, s = 0, and it is not rotated)
+
+  // cs_of(r): the table row of tile row r, or null for a row left as is (outside the sequence).
+  template <class CsOf>
+  CKGEN_DEVICE void read(int i0, CsOf cs_of) {
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + kStride * u;
+      const float* cs = i < kPairs ? cs_of(i / kHalf) : nullptr;
+      in[u] = cs != nullptr;
+      c[u] = in[u] ? gload(cs + i % kHalf) : 1.0f;
+      s[u] = in[u] ? gload(cs + kHalf + i % kHalf) : 0.0f;
+    }
+  }
+  template <class Ld, class St>
+  CKGEN_DEVICE void apply(int i0, Ld ld, St st) const {
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (!in[u]) continue;
+      const int i = i0 + kStride * u, r = i / kHalf;
+      int x, y;
+      rope_pair<kStyle, kRot>(i % kHalf, x, y);
+      const float a = ld(r, x), b = ld(r, y);
+      st(r, x, a * c[u] - b * s[u]);
+      st(r, y, b * c[u] + a * s[u]);
+    }
+  }
+};
+
 // Row pos of the table (traps when pos is outside 0..positions-1; `who` names the kernel and the argument).
 CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long long pos, long long positions,
                                    const char* who) {
