@@ -109,7 +109,11 @@ struct Fwd {
 #pragma unroll 1
     for (int i0 = tid & 127; i0 < Batch::kPairs; i0 += Batch::kStep) {
       Batch b;
-      b.read(i0, [&](int r) { return row0 + r < p.seqlen_q ? attn::query_rope_row<Cfg>(p, row0 + r) : nullptr; });
+      b.read(i0, [&](int r, const float*& cs) {
+        if (row0 + r >= p.seqlen_q) return false;
+        cs = attn::query_rope_row<Cfg>(p, row0 + r);
+        return true;
+      });
       nv::mbar_wait(q_full, 0);  // (at once after the first batch)
       b.apply(i0, [&](int r, int col) { return lds_elem(q_elem(q_base, r, col)); },
               [&](int r, int col, float v) { sts_elem(q_elem(q_base, r, col), v); });
