@@ -5,6 +5,8 @@ The layer (bf16; Llama-3-8B by default: hidden 4096, 32 query / 8 KV heads of 12
 RMS norm -> qkv projection -> RoPE (torch) -> causal GQA attention -> o projection -> add + RMS norm (fused) ->
 gate-up projection -> SiLU(gate) * up (torch) -> down projection -> residual add (torch). The four projections go
 through the family dispatcher ``lin`` of bench/dispatch_nv.ck, the norms and attention are bench/layer_nv.ck.
+The dimensions (``Config``), random weights (``Weights.random``) and RoPE angles (``rope_angles``) are
+examples/llama_layer.py's.
 
 Two ways to run the same kernels, with the same torch pieces in between:
 
@@ -24,6 +26,7 @@ layer is checked against a float64 torch layer.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -36,7 +39,9 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "examples"))
 
+import llama_layer as ex  # noqa: E402
 from nvh import raw_call  # noqa: E402
 
 LIMIT = 1.05  # issue 22: the callables' layer within 5% of the raw entries'
@@ -49,72 +54,56 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
 
 
-class Weights:
-    def __init__(self, hidden: int, heads: int, kv_heads: int, head_dim: int, inter: int, dev: str):
-        g = torch.Generator(device=dev).manual_seed(0)
-
-        def w(n: int, k: int) -> torch.Tensor:  # nn.Linear weight [out, in]
-            return (torch.randn(n, k, device=dev, generator=g) / math.sqrt(k)).to(torch.bfloat16)
-
-        self.hidden, self.heads, self.kv_heads, self.head_dim, self.inter = hidden, heads, kv_heads, head_dim, inter
-        self.qkv = w((heads + 2 * kv_heads) * head_dim, hidden)
-        self.o = w(hidden, heads * head_dim)
-        self.gate_up = w(2 * inter, hidden)
-        self.down = w(hidden, inter)
-        self.norm_in = (1 + 0.1 * torch.randn(hidden, device=dev, generator=g)).to(torch.bfloat16)
-        self.norm_post = (1 + 0.1 * torch.randn(hidden, device=dev, generator=g)).to(torch.bfloat16)
-
-
-def rope_tables(tokens: int, head_dim: int, dev: str):
-    inv = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
-    ang = torch.arange(tokens, device=dev, dtype=torch.float32)[:, None] * inv[None, :]
-    return ang.cos()[:, None, :].to(torch.bfloat16), ang.sin()[:, None, :].to(torch.bfloat16)
+def rope_tables(cfg: ex.Config, tokens: int, dtype=torch.bfloat16):
+    """cos, sin [tokens, 1, head_dim / 2] of one sequence of ``tokens`` (positions 0..tokens-1, ``cfg.theta``)."""
+    ang = torch.tensor(ex.rope_angles(cfg, 1, tokens), device="cuda")
+    return ang.cos()[:, None, :].to(dtype), ang.sin()[:, None, :].to(dtype)
 
 
 class CallableLayer:
     """The layer through ckgen's Python callables."""
 
-    def __init__(self, k, w: Weights, cos, sin):
-        self.k, self.w, self.cos, self.sin = k, w, cos, sin
-        self.scale = 1.0 / math.sqrt(w.head_dim)
+    def __init__(self, k, cfg: ex.Config, w: ex.Weights, cos, sin):
+        self.k, self.cfg, self.w, self.cos, self.sin = k, cfg, w, cos, sin
+        self.scale = 1.0 / math.sqrt(cfg.head_dim)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        k, w = self.k, self.w
+        k, c, w = self.k, self.cfg, self.w
         t = x.shape[0]
-        q_n, kv_n = w.heads * w.head_dim, w.kv_heads * w.head_dim
+        q_n, kv_n = c.q_n, c.kv_n
         h = k.rms(x, weight=w.norm_in)
         qkv = k.lin(h, w.qkv.t())
-        q = rope(qkv[:, :q_n].view(t, w.heads, w.head_dim), self.cos, self.sin)
-        kk = rope(qkv[:, q_n:q_n + kv_n].view(t, w.kv_heads, w.head_dim), self.cos, self.sin)
-        v = qkv[:, q_n + kv_n:].view(t, w.kv_heads, w.head_dim)
+        q = rope(qkv[:, :q_n].view(t, c.heads, c.head_dim), self.cos, self.sin)
+        kk = rope(qkv[:, q_n:q_n + kv_n].view(t, c.kv_heads, c.head_dim), self.cos, self.sin)
+        v = qkv[:, q_n + kv_n:].view(t, c.kv_heads, c.head_dim)
         o, _ = k.attn(q[None], kk[None], v[None], scale=self.scale)
         a = k.lin(o.view(t, q_n), w.o.t())
         y, s = k.add_rms(a, x, w.norm_post)
         gu = k.lin(y, w.gate_up.t())
-        m = F.silu(gu[:, :w.inter]) * gu[:, w.inter:]
+        m = F.silu(gu[:, :c.inter]) * gu[:, c.inter:]
         return k.lin(m, w.down.t()) + s
 
 
 class RawLayer:
     """The same kernels through their C entries, every argument bound once (outputs allocated up front)."""
 
-    def __init__(self, k, w: Weights, cos, sin, x: torch.Tensor):
-        self.w, self.cos, self.sin = w, cos, sin
-        t = x.shape[0]
-        q_n, kv_n = w.heads * w.head_dim, w.kv_heads * w.head_dim
+    def __init__(self, k, cfg: ex.Config, w: ex.Weights, cos, sin, x: torch.Tensor):
+        self.cfg, self.w, self.cos, self.sin = cfg, w, cos, sin
+        c, t = cfg, x.shape[0]
+        q_n, kv_n = c.q_n, c.kv_n
         self.x = x
         # run the callables once to allocate every intermediate, then bind each kernel's call to them
         self.h = k.rms(x, weight=w.norm_in)
         self.qkv = k.lin(self.h, w.qkv.t())
-        self.q = rope(self.qkv[:, :q_n].view(t, w.heads, w.head_dim), cos, sin).contiguous()
-        self.kk = rope(self.qkv[:, q_n:q_n + kv_n].view(t, w.kv_heads, w.head_dim), cos, sin).contiguous()
-        self.v = self.qkv[:, q_n + kv_n:].view(t, w.kv_heads, w.head_dim)
-        scale = 1.0 / math.sqrt(w.head_dim)
+        self.q = rope(self.qkv[:, :q_n].view(t, c.heads, c.head_dim), cos, sin).contiguous()
+        self.kk = rope(self.qkv[:, q_n:q_n + kv_n].view(t, c.kv_heads, c.head_dim), cos, sin).contiguous()
+        self.v = self.qkv[:, q_n + kv_n:].view(t, c.kv_heads, c.head_dim)
+        scale = 1.0 / math.sqrt(c.head_dim)
         self.o, self.lse = k.attn(self.q[None], self.kk[None], self.v[None], scale=scale)
         self.a = k.lin(self.o.view(t, q_n), w.o.t())
         self.y, self.s = k.add_rms(self.a, x, w.norm_post)
         self.gu = k.lin(self.y, w.gate_up.t())
-        self.m = (F.silu(self.gu[:, :w.inter]) * self.gu[:, w.inter:]).contiguous()
+        self.m = (F.silu(self.gu[:, :c.inter]) * self.gu[:, c.inter:]).contiguous()
         self.d = k.lin(self.m, w.down.t())
         self.rms = self._bind(k.rms, (x,), weight=w.norm_in, y=self.h)
         self.qkv_mm = self._bind(k.lin, (self.h, w.qkv.t()), C=self.qkv)
@@ -134,17 +123,17 @@ class RawLayer:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         assert x.data_ptr() == self.x.data_ptr()
-        w, t = self.w, x.shape[0]
-        q_n, kv_n = w.heads * w.head_dim, w.kv_heads * w.head_dim
+        c, t = self.cfg, x.shape[0]
+        q_n, kv_n = c.q_n, c.kv_n
         self.rms()
         self.qkv_mm()
-        self.q.copy_(rope(self.qkv[:, :q_n].view(t, w.heads, w.head_dim), self.cos, self.sin))
-        self.kk.copy_(rope(self.qkv[:, q_n:q_n + kv_n].view(t, w.kv_heads, w.head_dim), self.cos, self.sin))
+        self.q.copy_(rope(self.qkv[:, :q_n].view(t, c.heads, c.head_dim), self.cos, self.sin))
+        self.kk.copy_(rope(self.qkv[:, q_n:q_n + kv_n].view(t, c.kv_heads, c.head_dim), self.cos, self.sin))
         self.attn()
         self.o_mm()
         self.add_rms()
         self.gu_mm()
-        torch.mul(F.silu(self.gu[:, :w.inter]), self.gu[:, w.inter:], out=self.m)
+        torch.mul(F.silu(self.gu[:, :c.inter]), self.gu[:, c.inter:], out=self.m)
         self.down_mm()
         return self.d + self.s
 
@@ -196,27 +185,27 @@ def graph_ms(fn, x, replays: int) -> float:
     return start.elapsed_time(end) / replays, out
 
 
-def reference(w: Weights, x: torch.Tensor, cos, sin) -> torch.Tensor:
+def reference(c: ex.Config, w: ex.Weights, x: torch.Tensor, cos, sin) -> torch.Tensor:
     """The layer in float64 torch (bf16 weights and RoPE tables widened)."""
     d = torch.float64
     t = x.shape[0]
-    q_n, kv_n = w.heads * w.head_dim, w.kv_heads * w.head_dim
+    q_n, kv_n = c.q_n, c.kv_n
 
     def rms(v, g):
-        return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-5) * g.to(d)
+        return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + c.eps) * g.to(d)
 
     x = x.to(d)
     qkv = rms(x, w.norm_in) @ w.qkv.to(d).t()
-    c, s_ = cos.to(d), sin.to(d)
-    q = rope(qkv[:, :q_n].view(t, w.heads, w.head_dim), c, s_)
-    k = rope(qkv[:, q_n:q_n + kv_n].view(t, w.kv_heads, w.head_dim), c, s_)
-    v = qkv[:, q_n + kv_n:].view(t, w.kv_heads, w.head_dim)
-    rep = w.heads // w.kv_heads
+    co, si = cos.to(d), sin.to(d)
+    q = rope(qkv[:, :q_n].view(t, c.heads, c.head_dim), co, si)
+    k = rope(qkv[:, q_n:q_n + kv_n].view(t, c.kv_heads, c.head_dim), co, si)
+    v = qkv[:, q_n + kv_n:].view(t, c.kv_heads, c.head_dim)
+    rep = c.heads // c.kv_heads
     o = F.scaled_dot_product_attention(q.transpose(0, 1), k.repeat_interleave(rep, 1).transpose(0, 1),
                                        v.repeat_interleave(rep, 1).transpose(0, 1), is_causal=True)
     s = o.transpose(0, 1).reshape(t, q_n) @ w.o.to(d).t() + x
     gu = rms(s, w.norm_post) @ w.gate_up.to(d).t()
-    return (F.silu(gu[:, :w.inter]) * gu[:, w.inter:]) @ w.down.to(d).t() + s
+    return (F.silu(gu[:, :c.inter]) * gu[:, c.inter:]) @ w.down.to(d).t() + s
 
 
 def main() -> int:
@@ -232,17 +221,19 @@ def main() -> int:
     dev = "cuda"
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     k = Kernels()
-    w = Weights(a.hidden, a.heads, a.kv_heads, 128, a.inter, dev)
+    cfg = dataclasses.replace(ex.CONFIGS["llama3-8b"], hidden=a.hidden, heads=a.heads, kv_heads=a.kv_heads,
+                              inter=a.inter)
+    w = ex.Weights.random(cfg, 0, dev)
     rows = []
     for t in (int(s) for s in a.tokens.split(",")):
         x = torch.randn(t, a.hidden, device=dev, dtype=torch.bfloat16)
-        cos, sin = rope_tables(t, 128, dev)
-        layer = CallableLayer(k, w, cos, sin)
-        raw = RawLayer(k, w, cos, sin, x)
+        cos, sin = rope_tables(cfg, t)
+        layer = CallableLayer(k, cfg, w, cos, sin)
+        raw = RawLayer(k, cfg, w, cos, sin, x)
         out_c, out_r = layer(x), raw(x)
         torch.cuda.synchronize()
         same = torch.equal(out_c, out_r)
-        ref = reference(w, x, cos, sin)
+        ref = reference(cfg, w, x, cos, sin)
         err = ((out_c.double() - ref).norm() / ref.norm()).item()
         wc, wr = wall_ms(layer, x, a.iters), wall_ms(raw, x, a.iters)
         gc, out_g = graph_ms(layer, x, a.iters)

@@ -245,9 +245,11 @@ struct DecodeNv {
     load_q_tile<kVec>(p, w, c);
     F::prime_kv_ring(kv);
     if constexpr (attn::kRope<Cfg>) {  // Q rotated in shared memory at each row's position len - sq + s
-      F::rope_q(smem, c.tid, [&](int r) -> const float* {
+      F::rope_q(smem, c.tid, [&](int r, const float*& cs) {
         int h, s;
-        return row_of(p, w, c.row0 + r, h, s) ? attn::decode_rope_row(p, w.len, w.sq, s) : nullptr;
+        if (!row_of(p, w, c.row0 + r, h, s)) return false;
+        cs = attn::decode_rope_row(p, w.len, w.sq, s);
+        return true;
       });
     }
     const typename F::Lanes ln(c.lane, c.wrow);

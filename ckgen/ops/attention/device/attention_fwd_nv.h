@@ -326,40 +326,23 @@ struct Fwd {
   }
 
   // Rotary Cfg: once the Q copy landed (the first cp.async group), the tile's pairs rotated in place in shared memory
-  // (attention_rope.h), then a barrier before any ldmatrix of Q. cs_of(r): the table row of tile row r, or null for
-  // a row outside the sequence (left as copied: zeros). Used by this body and the decode body.
-  template <class CsOf>
-  static CKGEN_DEVICE void rope_q(unsigned char* smem, int tid, CsOf cs_of) {
+  // (attention_rope.h), then a barrier before any ldmatrix of Q. row_of(r, cs) -> bool: whether tile row r is in the
+  // sequence (false: left as copied, zeros), and if so cs = its table row (attn::RopeBatch::read). Used by this body
+  // and the decode body.
+  template <class RowOf>
+  static CKGEN_DEVICE void rope_q(unsigned char* smem, int tid, RowOf row_of) {
     constexpr int kHalf = Cfg::kRopeDim / 2;
     nv::cp_async_wait<(kJoint ? kStages - 1 : 2 * kStages - 1)>();  // the Q group
     barrier();
-    // kBatch pairs at a time: a batch's table reads (a position, then its cosine and sine) all go out before any
-    // rotation, so their latencies overlap
-    constexpr int kPairs = kBM * kHalf, kBatch = 8;
+    // 8 pairs of a thread at a time: a batch's table reads all go out before any rotation (attn::RopeBatch)
+    using Batch = attn::RopeBatch<Cfg::kRopeStyle, Cfg::kRopeDim, kBM * kHalf, kThreads, 8>;
+    const auto elem = [smem](int r, int col) { return reinterpret_cast<T*>(smem + TileQ::elem_offset(r, col)); };
 #pragma unroll 1
-    for (int i0 = tid; i0 < kPairs; i0 += kThreads * kBatch) {
-      float cn[kBatch], sn[kBatch];
-      bool in[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + kThreads * u;
-        const float* cs = i < kPairs ? cs_of(i / kHalf) : nullptr;
-        in[u] = cs != nullptr;
-        cn[u] = in[u] ? gload(cs + i % kHalf) : 1.0f;
-        sn[u] = in[u] ? gload(cs + kHalf + i % kHalf) : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        if (!in[u]) continue;
-        const int i = i0 + kThreads * u, r = i / kHalf;
-        int x, y;
-        attn::rope_pair<Cfg::kRopeStyle, Cfg::kRopeDim>(i % kHalf, x, y);
-        T* ex = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, x));
-        T* ey = reinterpret_cast<T*>(smem + TileQ::elem_offset(r, y));
-        const float a = to_float(lds_load(ex)), b = to_float(lds_load(ey));
-        lds_store(ex, from_float<T>(a * cn[u] - b * sn[u]));
-        lds_store(ey, from_float<T>(b * cn[u] + a * sn[u]));
-      }
+    for (int i0 = tid; i0 < Batch::kPairs; i0 += Batch::kStep) {
+      Batch b;
+      b.read(i0, row_of);
+      b.apply(i0, [&](int r, int col) { return to_float(lds_load(elem(r, col))); },
+              [&](int r, int col, float v) { lds_store(elem(r, col), from_float<T>(v)); });
     }
     barrier();
   }
@@ -473,8 +456,10 @@ struct Fwd {
     const KvCopy<kVec> kv(p, pr, walk, c.s0, c.tid);
     prologue<kVec>(p, pr, c, kv);
     if constexpr (attn::kRope<Cfg>) {
-      rope_q(smem, c.tid, [&](int r) -> const float* {
-        return c.m0 + r < pr.sq ? attn::query_rope_row<Cfg>(p, c.m0 + r) : nullptr;
+      rope_q(smem, c.tid, [&](int r, const float*& cs) {
+        if (c.m0 + r >= pr.sq) return false;
+        cs = attn::query_rope_row<Cfg>(p, c.m0 + r);
+        return true;
       });
     }
     const Lanes ln(c.lane, c.wrow);

@@ -99,38 +99,24 @@ struct Fwd {
   // Rotary Cfg (attn::kRope<Cfg>): once Q landed, the warpgroup's 64 rows rotated in place (attention_rope.h; rows
   // past the sequence stay zeros), then the proxy fence (generic-proxy writes before wgmma's async-proxy reads)
   // and the warpgroup's barrier. Each warpgroup's S products read only its own rows.
-  // A thread's pairs go kBatch at a time: the table reads of a batch (a position, then its cosine and sine) are
-  // all issued before any rotation, so their latencies overlap (one after another they cost about 30 us per tile),
-  // and those of the first batch before the wait for Q (q_full), so that they overlap its copy too.
+  // A thread's pairs go 16 at a time (attn::RopeBatch): the table reads of a batch (a position, then its cosine and
+  // sine) are all issued before any rotation, so their latencies overlap (one after another they cost about 30 us
+  // per tile), and those of the first batch before the wait for Q (q_full), so that they overlap its copy too.
   static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int tid, uint32_t q_full) {
     constexpr int kHalf = Cfg::kRopeDim / 2;
-    constexpr int kPairs = 64 * kHalf, kBatch = 16;
+    using Batch = attn::RopeBatch<Cfg::kRopeStyle, Cfg::kRopeDim, 64 * kHalf, 128, 16>;
+    const int row0 = m0 + wg * 64;  // the sequence row of the warpgroup's first Q row
 #pragma unroll 1
-    for (int i0 = tid & 127; i0 < kPairs; i0 += 128 * kBatch) {
-      float cn[kBatch], sn[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + 128 * u, row = m0 + wg * 64 + i / kHalf;
-        cn[u] = 1.0f;
-        sn[u] = 0.0f;
-        if (i < kPairs && row < p.seqlen_q) {
-          const float* cs = attn::query_rope_row<Cfg>(p, row);
-          cn[u] = gload(cs + i % kHalf);
-          sn[u] = gload(cs + kHalf + i % kHalf);
-        }
-      }
+    for (int i0 = tid & 127; i0 < Batch::kPairs; i0 += Batch::kStep) {
+      Batch b;
+      b.read(i0, [&](int r, const float*& cs) {
+        if (row0 + r >= p.seqlen_q) return false;
+        cs = attn::query_rope_row<Cfg>(p, row0 + r);
+        return true;
+      });
       nv::mbar_wait(q_full, 0);  // (at once after the first batch)
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + 128 * u, r = i / kHalf;
-        if (i >= kPairs || m0 + wg * 64 + r >= p.seqlen_q) continue;
-        int x, y;
-        attn::rope_pair<Cfg::kRopeStyle, Cfg::kRopeDim>(i % kHalf, x, y);
-        const uint32_t ax = q_elem(q_base, r, x), ay = q_elem(q_base, r, y);
-        const float a = lds_elem(ax), bv = lds_elem(ay);
-        sts_elem(ax, a * cn[u] - bv * sn[u]);
-        sts_elem(ay, bv * cn[u] + a * sn[u]);
-      }
+      b.apply(i0, [&](int r, int col) { return lds_elem(q_elem(q_base, r, col)); },
+              [&](int r, int col, float v) { sts_elem(q_elem(q_base, r, col), v); });
     }
     nv::mbar_wait(q_full, 0);  // a thread without pairs (rot < 4) has not waited yet
     nv::fence_proxy_async_shared();

@@ -63,6 +63,57 @@ CKGEN_DEVICE void rope_pair(int i, int& x, int& y) {
   y = kStyle == kRopeNeox ? i + kRot / 2 : 2 * i + 1;
 }
 
+// A tile's rotation in place in shared memory (the prefill and decode bodies' rope_q), kBatch pairs of a thread at a
+// time. Pair i (< kPairs) of the tile is pair i % (kRot / 2) of tile row i / (kRot / 2); a thread's batch from i0
+// holds pairs i0 + kStride * u (u < kBatch: kStride is the threads that share the tile).
+//   read(i0, row_of)   the batch's table reads (a position, then a cosine and a sine), all issued before any is
+//                      used so that their latencies overlap; row_of(r, cs) -> bool: whether tile row r is rotated
+//                      (false: a row outside the sequence, left as is), and if so cs = its table row. A body may do
+//                      other work (wait for its Q copy) between read() and apply().
+//   apply(i0, ld, st)  the batch's pairs rotated through the body's accessors ld(r, col) -> float and
+//                      st(r, col, float) (f32, element col of tile row r), both elements of a pair loaded before
+//                      either is stored.
+// (sm_90a, nvcc 13, against the two bodies' former loops: the same registers (decode 223 for 221, the same
+// allocation), code within +-1.5 KiB; a bitmask rather than bools and row_of rather than a null table row keep it so.)
+template <int kStyle, int kRot, int kPairs_, int kStride, int kBatch>
+struct RopeBatch {
+  static constexpr int kHalf = kRot / 2, kPairs = kPairs_;
+  static constexpr int kStep = kStride * kBatch;  // from one batch of a thread to its next
+  float c[kBatch], s[kBatch];
+  unsigned in;  // bit u: pair u is in the tile and its row has a table row (else c = 1, s = 0: it is not rotated)
+  static_assert(kBatch <= 32, "RopeBatch: at most 32 pairs per batch (one bit each)");
+
+  template <class RowOf>
+  CKGEN_DEVICE void read(int i0, RowOf row_of) {
+    in = 0;
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + kStride * u;
+      const float* cs = nullptr;
+      c[u] = 1.0f;
+      s[u] = 0.0f;
+      if (i < kPairs && row_of(i / kHalf, cs)) {  // (one branch around both reads)
+        in |= 1u << u;
+        c[u] = gload(cs + i % kHalf);
+        s[u] = gload(cs + kHalf + i % kHalf);
+      }
+    }
+  }
+  template <class Ld, class St>
+  CKGEN_DEVICE void apply(int i0, Ld ld, St st) const {
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (!(in >> u & 1u)) continue;
+      const int i = i0 + kStride * u, r = i / kHalf;
+      int x, y;
+      rope_pair<kStyle, kRot>(i % kHalf, x, y);
+      const float a = ld(r, x), b = ld(r, y);
+      st(r, x, a * c[u] - b * s[u]);
+      st(r, y, b * c[u] + a * s[u]);
+    }
+  }
+};
+
 // Row pos of the table (traps when pos is outside 0..positions-1; `who` names the kernel and the argument).
 CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long long pos, long long positions,
                                    const char* who) {
