@@ -2,7 +2,7 @@
 through the Python API: prepared calls) against the same layer in torch, eager and ``torch.compile`` (default
 mode), measured in the same run, bf16 (issue 28).
 
-  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--pdl-ab] [--json OUT]
+  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -15,8 +15,6 @@ path counts), the three sides in interleaved rounds (a clock drift over the run 
 columns; torch.compile's Python guards and ckgen's prepared calls included). The per-step breakdown times each
 step of the two layers alone (graph replay). Accuracy: relative error against float64, ckgen's and torch bf16
 eager's, and their ratio (issue 28 asks <= 1.2).
-``--pdl-ab`` adds a fourth side to the interleaved rounds: the ckgen layer captured with ``CKGEN_PDL=0`` (its
-kernels launched without programmatic dependent launch), printed as the ratio of the two ckgen graphs.
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -26,7 +24,6 @@ import argparse
 import importlib.util
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -120,7 +117,7 @@ def time_steps(layer_steps: list, x) -> list[tuple[str, float]]:
     return out
 
 
-def run_case(ex, ks, cfg_name: str, batch: int, seq: int, pdl_ab: bool = False) -> dict:
+def run_case(ex, ks, cfg_name: str, batch: int, seq: int) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
@@ -141,16 +138,7 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, pdl_ab: bool = False) 
         ref = ex.forward(torch_steps(cfg, w, batch, cos64, sin64, torch.float64), x.double())
         errs = {"ckgen": rel_err(out_ck, ref), "eager": rel_err(out_eager, ref), "compile": rel_err(out_comp, ref)}
         del ref
-        sides = {"ckgen": ck, "eager": eager, "compile": compiled}
-        if pdl_ab:
-            def ck_no_pdl():  # the generated libraries read CKGEN_PDL at every launch (graph capture included)
-                os.environ["CKGEN_PDL"] = "0"
-                try:
-                    return ck()
-                finally:
-                    del os.environ["CKGEN_PDL"]
-            sides["ckgen_no_pdl"] = ck_no_pdl
-        dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
+        dev = time_graphs_interleaved_ms({"ckgen": ck, "eager": eager, "compile": compiled}, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
         pieces = {"ckgen": time_steps(ck_steps, x), "eager": time_steps(t_steps, x)}
@@ -183,8 +171,6 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default="llama3-8b,qwen2.5-7b")
     ap.add_argument("--shapes", default="1x2048,4x512,1x8192", help="BxS: B sequences of S tokens")
-    ap.add_argument("--pdl-ab", action="store_true", help="also time the ckgen layer without programmatic dependent "
-                    "launch (CKGEN_PDL=0), in the same interleaved rounds")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
@@ -194,12 +180,10 @@ def main() -> int:
     for cfg_name in a.configs.split(","):
         for shape in a.shapes.split(","):
             b, s = (int(v) for v in shape.split("x"))
-            rows.append(run_case(ex, ks, cfg_name, b, s, a.pdl_ab))
+            rows.append(run_case(ex, ks, cfg_name, b, s))
             r = rows[-1]
-            pdl = (f", without PDL {r['device_ms']['ckgen_no_pdl']:.3f} ms (PDL gains "
-                   f"{r['device_ms']['ckgen_no_pdl'] / r['device_ms']['ckgen']:.4f}x)" if a.pdl_ab else "")
             print(f"{cfg_name} {shape}: ckgen {r['device_ms']['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile, "
-                  f"{r['vs_eager']:.3f}x eager{pdl}", flush=True)
+                  f"{r['vs_eager']:.3f}x eager", flush=True)
     print()
     print_rows(rows)
     ok = [r["vs_compile"] >= GOAL_COMPILE and r["vs_eager"] >= GOAL_EAGER and r["err_ratio"] <= GOAL_ERR

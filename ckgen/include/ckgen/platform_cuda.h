@@ -186,10 +186,12 @@ inline int status_of(cudaError_t e) {
 // kernel's dynamic shared-memory limit is raised first (once per kernel and size; `*configured` remembers
 // it, one flag per call site): a 48 KiB pipeline beside a 4-byte static ticket needs it too.
 // Whether launches use programmatic dependent launch (grid_dependency_sync): on devices of compute capability 9.0
-// and later (the current device at the first launch, read once), unless the environment variable CKGEN_PDL is 0
-// (read at every launch, as CKGEN_ROWOPS_CLUSTERS is, so that one process can compare both).
+// and later (the current device at the first launch), unless the environment variable CKGEN_PDL is 0. Read once
+// per process.
 inline bool pdl_enabled() {
-  static const bool capable = [] {
+  static const bool on = [] {
+    const char* env = getenv("CKGEN_PDL");
+    if (env != nullptr && env[0] == '0' && env[1] == '\0') return false;
     int dev = 0, major = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
@@ -198,8 +200,7 @@ inline bool pdl_enabled() {
     }
     return major >= 9;
   }();
-  const char* env = getenv("CKGEN_PDL");
-  return capable && !(env != nullptr && env[0] == '0' && env[1] == '\0');
+  return on;
 }
 
 template <class... KArgs, class... Args>
