@@ -36,8 +36,6 @@
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
 #             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild)
-#   model-pdl issue 28: bench/model.py on MODEL_CONFIGS (default llama3-8b) without, then with programmatic dependent
-#             launch (CKGEN_PDL=0, then unset)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -137,14 +135,6 @@ for STAGE in "$@"; do
       echo "pytest -m gpu (quant) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_quant.txt" | tail -8
       timeout 300 python3 bench/quant.py --json "$OUT/quant.json" ${QUANT_BENCH_ARGS:-} > "$OUT/quant.txt" 2>&1
       echo "quant bench rc $?"; tail -22 "$OUT/quant.txt" ;;
-    model-pdl)
-      # bench/model.py on MODEL_CONFIGS (default llama3-8b) twice: kernels launched without programmatic dependent
-      # launch (CKGEN_PDL=0), then with it (the default)
-      for pdl in 0 1; do
-        CKGEN_PDL=$pdl timeout 240 python3 bench/model.py --configs "${MODEL_CONFIGS:-llama3-8b}" \
-          --json "$OUT/model_pdl$pdl.json" > "$OUT/model_pdl$pdl.txt" 2>&1
-        echo "model bench CKGEN_PDL=$pdl rc $?"; grep -E "^ +(llama|qwen)|^goal" "$OUT/model_pdl$pdl.txt"
-      done ;;
     layer)
       timeout 300 python3 bench/layer.py --json "$OUT/layer.json" > "$OUT/layer.txt" 2>&1
       echo "layer bench rc $?"; tail -8 "$OUT/layer.txt" ;;
