@@ -18,8 +18,7 @@ Besides the environment, :func:`available_memory` reads how much memory this pro
 
 Read outside Python: ``CKGEN_HIP_LIBRARY`` is read only in C, by generated AMD host libraries
 (``ckgen/include/ckgen/host_runtime.h``): when set, they dlopen() exactly that path instead of
-libamdhip64.so / .so.6 / .so.5. ``CKGEN_PDL`` (``0``: no programmatic dependent launch) and
-``CKGEN_ROWOPS_CLUSTERS`` are read only in C, by generated CUDA host libraries (docs/reference.md).
+libamdhip64.so / .so.6 / .so.5.
 """
 
 from __future__ import annotations

@@ -69,6 +69,5 @@ struct attn_d128_causal_cfg {
 CKGEN_ATTENTION_ENTRY_ATTRS(ckgen_gen::attn_d128_causal_cfg)
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void attn_d128_causal(
     const ckgen::bf16* Q, const ckgen::bf16* K, const ckgen::bf16* V, ckgen::bf16* O, float* LSE, const int32_t* cu_seqlens_q, const int32_t* cu_seqlens_k, int batch, int heads, int heads_kv, int seqlen_q, int seqlen_k, long long q_batch_stride, long long q_seq_stride, long long q_head_stride, long long k_batch_stride, long long k_seq_stride, long long k_head_stride, long long v_batch_stride, long long v_seq_stride, long long v_head_stride, long long o_batch_stride, long long o_seq_stride, long long o_head_stride, long long lse_batch_stride, long long lse_head_stride, float scale, int window_left, int window_right) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::attention_fwd_amd<ckgen_gen::attn_d128_causal_cfg>(Q, K, V, O, LSE, cu_seqlens_q, cu_seqlens_k, batch, heads, heads_kv, seqlen_q, seqlen_k, q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride, lse_head_stride, scale, window_left, window_right);
 }

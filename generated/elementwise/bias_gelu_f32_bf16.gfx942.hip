@@ -21,6 +21,5 @@ struct bias_gelu_f32_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void bias_gelu_f32_bf16(
     const float* a, const float* b, const float* c, ckgen::bf16* y, int rows, int cols, long long stride_a, long long stride_b, long long stride_c, long long stride_y) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::ew::elementwise_forward<ckgen_gen::bias_gelu_f32_bf16_cfg>(a, b, c, y, rows, cols, stride_a, stride_b, stride_c, stride_y);
 }

@@ -63,6 +63,5 @@ struct gemm_bf16_128x128_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void gemm_bf16_128x128(
     const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_mfma<ckgen_gen::gemm_bf16_128x128_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }

@@ -63,6 +63,5 @@ struct bmm_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void bmm_bf16(
     const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, int M, int N, int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c, long long stride_bias) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_mfma<ckgen_gen::bmm_bf16_cfg>(A, B, C, bias, M, N, K, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias);
 }

@@ -63,6 +63,5 @@ struct bf16_sweep_tile64x64x64_waves2x2_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void bf16_sweep_tile64x64x64_waves2x2(
     const ckgen::bf16* A, const ckgen::bf16* B, float* C, const float* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_mfma<ckgen_gen::bf16_sweep_tile64x64x64_waves2x2_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }

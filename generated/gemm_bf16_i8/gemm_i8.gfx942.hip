@@ -63,6 +63,5 @@ struct gemm_i8_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void gemm_i8(
     const int8_t* A, const int8_t* B, int32_t* C, const float* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_mfma<ckgen_gen::gemm_i8_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }

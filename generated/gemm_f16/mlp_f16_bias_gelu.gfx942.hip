@@ -63,6 +63,5 @@ struct mlp_f16_bias_gelu_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void mlp_f16_bias_gelu(
     const ckgen::f16* A, const ckgen::f16* B, ckgen::f16* C, const ckgen::f16* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_mfma<ckgen_gen::mlp_f16_bias_gelu_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }

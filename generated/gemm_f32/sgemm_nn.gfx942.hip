@@ -63,6 +63,5 @@ struct sgemm_nn_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void sgemm_nn(
     const float* A, const float* B, float* C, const float* bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_mfma<ckgen_gen::sgemm_nn_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc);
 }

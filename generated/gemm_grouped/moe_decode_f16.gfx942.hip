@@ -67,6 +67,5 @@ struct moe_decode_f16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(128) void moe_decode_f16(
     const ckgen::f16* A, const ckgen::f16* B, ckgen::f16* C, const ckgen::f16* bias, const int32_t* counts, int M, int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c, long long stride_bias) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_grouped::masked<ckgen_gen::moe_decode_f16_cfg>(A, B, C, bias, counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias);
 }

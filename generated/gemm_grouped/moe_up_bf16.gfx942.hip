@@ -67,6 +67,5 @@ struct moe_up_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void moe_up_bf16(
     const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, const int32_t* offsets, int M, int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_b, long long stride_bias) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_grouped::grouped<ckgen_gen::moe_up_bf16_cfg>(A, B, C, bias, offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias);
 }

@@ -66,6 +66,5 @@ struct splitk_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS_MIN(256, 1) void splitk_bf16(
     const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, int M, int N, int K, long long lda, long long ldb, long long ldc, void* workspace) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::gemm_sched::scheduled<ckgen_gen::splitk_bf16_cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, workspace);
 }

@@ -22,6 +22,5 @@ struct moe_permute_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void moe_permute_bf16(
     const ckgen::bf16* x, const int32_t* sorted_token, ckgen::bf16* xs, int tokens, int hidden, long long ld_x, long long ld_sorted, long long stride_xs_token, long long stride_xs_choice) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::moe::permute<ckgen_gen::moe_permute_bf16_cfg>(x, sorted_token, xs, tokens, hidden, ld_x, ld_sorted, stride_xs_token, stride_xs_choice);
 }

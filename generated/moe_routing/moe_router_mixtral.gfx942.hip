@@ -22,6 +22,5 @@ struct moe_router_mixtral_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(128) void moe_router_mixtral(
     const float* logits, const float* correction, int32_t* ids, float* weights, int tokens, long long ld_logits, long long ld_ids, long long ld_weights, float scale) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::moe::topk<ckgen_gen::moe_router_mixtral_cfg>(logits, correction, ids, weights, tokens, ld_logits, ld_ids, ld_weights, scale);
 }

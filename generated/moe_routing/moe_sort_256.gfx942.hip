@@ -22,6 +22,5 @@ struct moe_sort_256_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void moe_sort_256(
     const int32_t* ids, int32_t* offsets, int32_t* sorted_token, int32_t* position, int tokens, long long ld_ids, long long ld_sorted, long long ld_position, void* workspace) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::moe::sort<ckgen_gen::moe_sort_256_cfg>(ids, offsets, sorted_token, position, tokens, ld_ids, ld_sorted, ld_position, workspace);
 }

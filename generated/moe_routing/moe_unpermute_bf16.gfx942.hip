@@ -22,6 +22,5 @@ struct moe_unpermute_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void moe_unpermute_bf16(
     const ckgen::bf16* ys, const int32_t* position, const float* weights, ckgen::bf16* y, int tokens, int hidden, long long stride_ys_token, long long stride_ys_choice, long long ld_position, long long ld_weights, long long ld_y) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::moe::unpermute<ckgen_gen::moe_unpermute_bf16_cfg>(ys, position, weights, y, tokens, hidden, stride_ys_token, stride_ys_choice, ld_position, ld_weights, ld_y);
 }

@@ -31,6 +31,5 @@ struct log_softmax_f32_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void log_softmax_f32(
     const float* x, const float* residual, float* y, float* s_out, float* y_scale, int rows, int cols, long long stride_x, long long stride_res, long long stride_y, long long stride_s, float scale) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::rowops::softmax_entry<ckgen_gen::log_softmax_f32_cfg>(x, residual, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale);
 }

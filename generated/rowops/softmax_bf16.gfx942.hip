@@ -30,6 +30,5 @@ struct softmax_bf16_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void softmax_bf16(
     const ckgen::bf16* x, const ckgen::bf16* residual, ckgen::bf16* y, ckgen::bf16* s_out, float* y_scale, int rows, int cols, long long stride_x, long long stride_res, long long stride_y, long long stride_s, float scale) {
-  ::ckgen::grid_dependency_sync();  // PDL: the kernel before has completed (platform_cuda.h)
   ckgen::rowops::softmax_entry<ckgen_gen::softmax_bf16_cfg>(x, residual, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, scale);
 }

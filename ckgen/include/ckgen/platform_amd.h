@@ -66,9 +66,6 @@ CKGEN_DEVICE void barrier() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
-// Programmatic dependent launch is NVIDIA's (platform_cuda.h); kernels launch one after another here.
-CKGEN_DEVICE void grid_dependency_sync() {}
-
 namespace amd_detail {
 // Memory access through one native vector type of the access's size, so that a vec<T, N> access stays
 // ONE instruction (global_load_dwordx4, ds_read_b128 ...). Accessing the struct member-wise lets LLVM

@@ -13,8 +13,6 @@
 #error "ckgen/platform_cuda.h is for nvcc; include ckgen/platform.h"
 #endif
 
-#include <cstdlib>
-
 #include "ckgen/hip_cuda_compat.h"
 #include "ckgen/types.h"
 
@@ -52,19 +50,6 @@ CKGEN_DEVICE int wave_id() { return __shfl_sync(0xffffffffu, static_cast<int>(th
 
 // Block barrier; orders shared-memory (and global) accesses of the block.
 CKGEN_DEVICE void barrier() { __syncthreads(); }
-
-// Programmatic dependent launch (PDL, sm_90): the host launches every kernel so that it may start while the kernel
-// before it on the stream is still finishing (cuda_host::launch). Every entry calls this before its first global
-// memory access (the Hopper bodies after setting up their shared-memory barriers): it returns once the kernel
-// before has completed and its writes are visible, then lets the kernel after this one launch, so that the next
-// kernel's blocks take the SMs this grid's blocks leave and wait here in turn. A no-op without PDL (the wait returns
-// at once) and before sm_90.
-CKGEN_DEVICE void grid_dependency_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 template <class T>
 CKGEN_DEVICE T gload(const T* p) { return *p; }
@@ -185,24 +170,6 @@ inline int status_of(cudaError_t e) {
 // When its static shared memory plus `smem_bytes` of dynamic shared memory exceed the default 48 KiB, the
 // kernel's dynamic shared-memory limit is raised first (once per kernel and size; `*configured` remembers
 // it, one flag per call site): a 48 KiB pipeline beside a 4-byte static ticket needs it too.
-// Whether launches use programmatic dependent launch (grid_dependency_sync): on devices of compute capability 9.0
-// and later (the current device at the first launch), unless the environment variable CKGEN_PDL is 0. Read once
-// per process.
-inline bool pdl_enabled() {
-  static const bool on = [] {
-    const char* env = getenv("CKGEN_PDL");
-    if (env != nullptr && env[0] == '0' && env[1] == '\0') return false;
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return major >= 9;
-  }();
-  return on;
-}
-
 template <class... KArgs, class... Args>
 inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
                   unsigned threads, int smem_bytes, void* stream, Args... args) {
@@ -221,20 +188,9 @@ inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsign
   }
   // Clear an error left by someone else so that it is not reported as ours.
   (void)cudaGetLastError();
-  cudaLaunchAttribute attr[1];
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(gx, gy, gz);
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  if (pdl_enabled()) {
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
-  if (e == cudaSuccess) e = cudaGetLastError();
+  kernel<<<dim3(gx, gy, gz), dim3(threads), static_cast<size_t>(smem_bytes),
+           static_cast<cudaStream_t>(stream)>>>(static_cast<KArgs>(args)...);
+  cudaError_t e = cudaGetLastError();
   return status_of(e);
 }
 

@@ -62,9 +62,6 @@ inline int wave_id() { return emu::wave_id(); }
 // Workgroup barrier. The call site identifies it: threads waiting at different sites are a fault.
 inline void barrier(const char* file = __builtin_FILE(), int line = __builtin_LINE()) { emu::barrier(file, line); }
 
-// Programmatic dependent launch is NVIDIA's (platform_cuda.h); launches run one after another here.
-inline void grid_dependency_sync() {}
-
 namespace emu {
 template <class T>
 constexpr size_t access_align() {

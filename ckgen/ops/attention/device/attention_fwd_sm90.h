@@ -145,7 +145,6 @@ struct Fwd {
       nv::mbar_init_fence();
     }
     barrier();
-    grid_dependency_sync();  // PDL: only now read what the kernel before wrote (platform_cuda.h)
     const int h = block_id(1), b = block_id(2);
     const int m0 = (grid_dim(0) - 1 - block_id(0)) * kBM;
     const int sq = p.seqlen_q, sk = p.seqlen_k;

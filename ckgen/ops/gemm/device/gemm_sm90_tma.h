@@ -273,7 +273,6 @@ struct TmaGemmBody {
       mbar_init_fence();
     }
     barrier();
-    grid_dependency_sync();  // PDL: only now read what the kernel before wrote (platform_cuda.h)
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
     const int tiles_n = (N + kOutN - 1) / kOutN;
     const int tiles = tiles_m * tiles_n * batch;
