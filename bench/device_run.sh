@@ -35,7 +35,8 @@
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
-#             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild)
+#             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild);
+#             MODEL_ARGS adds options, e.g. --fold-norms or --configs llama3-8b
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -128,7 +129,7 @@ for STAGE in "$@"; do
       echo "elementwise bench rc $?"; tail -14 "$OUT/elementwise.txt" ;;
     model)
       timeout 120 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
-      timeout 300 python3 bench/model.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
+      timeout 300 python3 bench/model.py ${MODEL_ARGS:-} --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
       echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
     quant)
       timeout 200 $PYTEST tests/runtime/test_nvidia_quant.py > "$OUT/pytest_quant.txt" 2>&1

@@ -2,7 +2,7 @@
 through the Python API: prepared calls) against the same layer in torch, eager and ``torch.compile`` (default
 mode), measured in the same run, bf16 (issue 28).
 
-  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--json OUT]
+  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms] [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -15,6 +15,10 @@ path counts), the three sides in interleaved rounds (a clock drift over the run 
 columns; torch.compile's Python guards and ckgen's prepared calls included). The per-step breakdown times each
 step of the two layers alone (graph replay). Accuracy: relative error against float64, ckgen's and torch bf16
 eager's, and their ratio (issue 28 asks <= 1.2).
+``--fold-norms``: the ckgen layer is examples/llama_layer.py's folded-norm one (the RMS norms' weights folded into
+the qkv and gate-up weights, rstd scaling those GEMMs' rows, the o projection adding the residual), and the
+unfolded layer runs as a fourth side of the same interleaved rounds (``ckgen_unfolded``), so both are compared in
+one run.
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -117,11 +121,12 @@ def time_steps(layer_steps: list, x) -> list[tuple[str, float]]:
     return out
 
 
-def run_case(ex, ks, cfg_name: str, batch: int, seq: int) -> dict:
+def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
-    ck_steps = ex.steps(ks, cfg, w, batch, seq, ex.rope_inputs(cfg, batch, seq, "cuda"))
+    rope = ex.rope_inputs(cfg, batch, seq, "cuda")
+    ck_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope)
     cos, sin = rope_tables(ex, cfg, batch, seq, torch.bfloat16)
     t_steps = torch_steps(cfg, w, batch, cos, sin)
 
@@ -137,8 +142,13 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int) -> dict:
         cos64, sin64 = rope_tables(ex, cfg, batch, seq, torch.float64)
         ref = ex.forward(torch_steps(cfg, w, batch, cos64, sin64, torch.float64), x.double())
         errs = {"ckgen": rel_err(out_ck, ref), "eager": rel_err(out_eager, ref), "compile": rel_err(out_comp, ref)}
+        sides = {"ckgen": ck, "eager": eager, "compile": compiled}
+        if fold:
+            unfolded = ex.steps(ks, cfg, w, batch, seq, rope)
+            sides["ckgen_unfolded"] = lambda: ex.forward(unfolded, x)
+            errs["ckgen_unfolded"] = rel_err(sides["ckgen_unfolded"](), ref)
         del ref
-        dev = time_graphs_interleaved_ms({"ckgen": ck, "eager": eager, "compile": compiled}, rounds=15, inner=3)
+        dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
         pieces = {"ckgen": time_steps(ck_steps, x), "eager": time_steps(t_steps, x)}
@@ -171,6 +181,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default="llama3-8b,qwen2.5-7b")
     ap.add_argument("--shapes", default="1x2048,4x512,1x8192", help="BxS: B sequences of S tokens")
+    ap.add_argument("--fold-norms", action="store_true", help="the ckgen layer with its norms folded into the "
+                    "GEMMs; the unfolded one timed beside it")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
@@ -180,10 +192,13 @@ def main() -> int:
     for cfg_name in a.configs.split(","):
         for shape in a.shapes.split(","):
             b, s = (int(v) for v in shape.split("x"))
-            rows.append(run_case(ex, ks, cfg_name, b, s))
+            rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms))
             r = rows[-1]
-            print(f"{cfg_name} {shape}: ckgen {r['device_ms']['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile, "
-                  f"{r['vs_eager']:.3f}x eager", flush=True)
+            d = r["device_ms"]
+            fold = (f"; unfolded {d['ckgen_unfolded']:.3f} ms (folding gains {d['ckgen_unfolded'] / d['ckgen']:.4f}x, "
+                    f"error {r['rel_err']['ckgen']:.2e} vs {r['rel_err']['ckgen_unfolded']:.2e})" if a.fold_norms else "")
+            print(f"{cfg_name} {shape}: ckgen {d['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile, "
+                  f"{r['vs_eager']:.3f}x eager{fold}", flush=True)
     print()
     print_rows(rows)
     ok = [r["vs_compile"] >= GOAL_COMPILE and r["vs_eager"] >= GOAL_EAGER and r["err_ratio"] <= GOAL_ERR

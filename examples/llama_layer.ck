@@ -3,6 +3,9 @@
      x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
        -> llama_attention (causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s))
        -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
+   With the norms folded into the GEMMs (examples/llama_layer.py, Weights.folded):
+     x -> llama_norm_rstd -> llama_qkv_rs (rows scaled by rstd) -> llama_kv_append -> llama_attention
+       -> llama_o_res (s = x + o . Wo^T) -> llama_norm_rstd -> llama_gate_up_rs -> llama_down
 
    The row ops and attention are planned per target. The four projections are families
    (the dispatcher picks a member by shape): one block per arch, large Hopper tiles on sm_90, a small MFMA tile on
@@ -37,6 +40,15 @@ kernel llama_attention {        // causal self-attention of the rotated Q; K / V
   mask = causal
 }
 
+kernel llama_norm_rstd {        // the norms folded into the next GEMM: rstd = 1 / rms(x) per row only (gamma is
+  op = rmsnorm                  // folded into that GEMM's weight, rstd scales its rows: scale_a = row)
+  x = bf16
+  y = none
+  rstd = true
+  weight = none
+  max_cols = 8192
+}
+
 // ---------------------------------------------------------------- the projections, sm_90
 family llama_qkv {
   arch = [sm_90]
@@ -68,6 +80,30 @@ family llama_down {             // out = m . Wd^T + s: the residual stream in th
   schedule in [tile, streamk]
 }
 
+// the folded-norm layer's: A is the un-normalized x (or s), its rows scaled by rstd (scale_a = row); the o
+// projection adds the residual (s = x + o . Wo^T) so that s is written once
+family llama_qkv_rs {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  scale_a = row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+}
+family llama_qkv_bias_rs {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  scale_a = row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+}
+family llama_o_res {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
+family llama_gate_up_rs {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves  scale_a = row
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+}
+
 // ---------------------------------------------------------------- the projections, gfx942 (and the emulator)
 family llama_qkv {
   arch = [gfx942]
@@ -92,5 +128,25 @@ family llama_gate_up {
 family llama_down {
   arch = [gfx942]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
+  tile = 64x64x32  waves = 2x2
+}
+family llama_qkv_rs {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  scale_a = row
+  tile = 64x64x32  waves = 2x2
+}
+family llama_qkv_bias_rs {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  scale_a = row
+  tile = 64x64x32  waves = 2x2
+}
+family llama_o_res {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
+  tile = 64x64x32  waves = 2x2
+}
+family llama_gate_up_rs {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves  scale_a = row
   tile = 64x64x32  waves = 2x2
 }

@@ -1,6 +1,7 @@
 """A Llama-style decoder layer from ckgen kernels (examples/llama_layer.ck), checked against a float64 layer.
 
   python examples/llama_layer.py [--config llama3-8b|qwen2.5-7b] [--target emu|sm_90] [--batch B] [--seq S]
+                                 [--fold-norms]
 
 Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
@@ -76,7 +77,8 @@ CONFIGS = {
 EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
 
 NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_attention", "llama_o", "llama_add_norm",
-         "llama_gate_up", "llama_down")
+         "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs", "llama_qkv_bias_rs", "llama_o_res",
+         "llama_gate_up_rs")
 
 
 def kernels(target: str) -> dict:
@@ -96,6 +98,7 @@ class Weights:
     down: object
     norm_in: object
     norm_post: object
+    folded: bool = False  # norm_in / norm_post multiplied into qkv / gate_up (:meth:`fold`)
 
     @staticmethod
     def random(cfg: Config, seed: int = 0, device: str | None = None) -> Weights:
@@ -113,6 +116,21 @@ class Weights:
                        down=mat(cfg.hidden, cfg.inter),
                        norm_in=_array(1 + 0.1 * rng.standard_normal(cfg.hidden), device),
                        norm_post=_array(1 + 0.1 * rng.standard_normal(cfg.hidden), device))
+
+    def fold(self) -> Weights:
+        """The same layer with each RMS norm's weight folded into the projection after it (done once, at load):
+        qkv[n, k] * norm_in[k] and gate_up[n, k] * norm_post[k], rounded to bf16; the norms then only scale rows
+        (rstd, the GEMMs' ``scale_a = row``). Numpy bf16 bits or torch tensors, as the weights are."""
+        if self.folded:
+            return self
+
+        def scaled(w, g):
+            if isinstance(w, np.ndarray):
+                return to_bf16(from_bf16(w).astype(np.float32) * from_bf16(g).astype(np.float32)[None, :])
+            return (w.float() * g.float()[None, :]).to(w.dtype)
+
+        return dataclasses.replace(self, qkv=scaled(self.qkv, self.norm_in), gate_up=scaled(self.gate_up,
+                                   self.norm_post), folded=True)
 
     @staticmethod
     def from_state_dict(sd: dict, prefix: str = "") -> Weights:
@@ -155,9 +173,15 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
     :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
     K is rotated once, on its way into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the
     prefill's K and V), and Q in place (its columns of ``qkv``) by the same launch: attention has no RoPE of its
-    own. bench/model.py times the steps one by one."""
+    own. bench/model.py times the steps one by one.
+
+    Weights from :meth:`Weights.fold` give the folded-norm layer: ``llama_norm_rstd`` writes each row's rstd only,
+    the qkv and gate-up GEMMs read x and s as they are and scale their rows by it, and the o projection adds the
+    residual (``s = x + o . Wo^T``) so that s is written once, with no add + norm pass."""
     scale = 1.0 / math.sqrt(cfg.head_dim)
     q_n, kv_n = cfg.q_n, cfg.kv_n
+    if w.folded:
+        return _folded_steps(ks, cfg, w, batch, seq, rope)
 
     def norm(e):
         e["h"] = ks["llama_norm"](e["x"], w.norm_in, eps=cfg.eps)
@@ -193,6 +217,31 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
 
     return [("norm", norm), ("qkv", qkv), ("kv_append", kv_append), ("attention", attention), ("o_proj", o_proj),
             ("add_norm", add_norm), ("gate_up", gate_up), ("down", down)]
+
+
+def _folded_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -> list:
+    """:func:`steps` with the norms folded into the GEMMs (``w`` from :meth:`Weights.fold`)."""
+    plain = dict(steps(ks, cfg, dataclasses.replace(w, folded=False), batch, seq, rope))
+    q_n = cfg.q_n
+
+    def norm(e):
+        e["r"] = ks["llama_norm_rstd"](e["x"], eps=cfg.eps)
+
+    def qkv(e):
+        e["qkv"] = (ks["llama_qkv_bias_rs"](e["x"], _t(w.qkv), w.qkv_bias, e["r"]) if w.qkv_bias is not None
+                    else ks["llama_qkv_rs"](e["x"], _t(w.qkv), e["r"]))
+
+    def o_proj(e):
+        e["s"] = ks["llama_o_res"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o), e["x"])  # s = x + o . Wo^T
+
+    def post_norm(e):
+        e["r2"] = ks["llama_norm_rstd"](e["s"], eps=cfg.eps)
+
+    def gate_up(e):
+        e["m"] = ks["llama_gate_up_rs"](e["s"], _t(w.gate_up), e["r2"])  # silu(g) * u of rstd-scaled rows
+
+    return [("norm_rstd", norm), ("qkv", qkv), ("kv_append", plain["kv_append"]), ("attention", plain["attention"]),
+            ("o_proj+res", o_proj), ("norm_rstd", post_norm), ("gate_up", gate_up), ("down", plain["down"])]
 
 
 def forward(layer_steps: list, x) -> object:
@@ -272,32 +321,37 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
-def run_emu(batch: int, seq: int, seed: int = 0) -> float:
-    """The layer on the emulator at :data:`EMU`'s widths; its relative error against float64."""
+def _f64(w: Weights, widen) -> dict:
+    """The weight arrays (not the flag) widened to float64 by ``widen``, for :func:`reference`."""
+    return {f.name: None if getattr(w, f.name) is None else widen(getattr(w, f.name))
+            for f in dataclasses.fields(w) if f.name != "folded"}
+
+
+def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False) -> float:
+    """The layer on the emulator at :data:`EMU`'s widths (``fold``: the norms folded into the GEMMs); its relative
+    error against the float64 layer (unfolded weights)."""
     cfg = EMU
     ks = kernels("emu")
     w = Weights.random(cfg, seed)
     rng = np.random.default_rng(seed + 1)
     x = to_bf16(rng.standard_normal((batch * seq, cfg.hidden)))
-    out = forward(steps(ks, cfg, w, batch, seq, rope_inputs(cfg, batch, seq, None)), x)
-    f64 = {f.name: None if getattr(w, f.name) is None else from_bf16(getattr(w, f.name)).astype(np.float64)
-           for f in dataclasses.fields(w)}
+    out = forward(steps(ks, cfg, w.fold() if fold else w, batch, seq, rope_inputs(cfg, batch, seq, None)), x)
+    f64 = _f64(w, lambda a: from_bf16(a).astype(np.float64))
     return rel_err(from_bf16(out).astype(np.float64), reference(cfg, f64, from_bf16(x).astype(np.float64), batch))
 
 
-def run_gpu(config: str, batch: int, seq: int, seed: int = 0) -> float:
-    """The layer on the GPU at ``config``'s widths; its relative error against float64 (numpy on the host for
-    small token counts)."""
+def run_gpu(config: str, batch: int, seq: int, seed: int = 0, fold: bool = False) -> float:
+    """The layer on the GPU at ``config``'s widths (``fold``: the norms folded into the GEMMs); its relative error
+    against the float64 layer (numpy on the host for small token counts)."""
     import torch
 
     cfg = CONFIGS[config]
     ks = kernels("sm_90")
     w = Weights.random(cfg, seed, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
-    out = forward(steps(ks, cfg, w, batch, seq, rope_inputs(cfg, batch, seq, "cuda")), x)
+    out = forward(steps(ks, cfg, w.fold() if fold else w, batch, seq, rope_inputs(cfg, batch, seq, "cuda")), x)
     torch.cuda.synchronize()
-    f64 = {f.name: None if getattr(w, f.name) is None else getattr(w, f.name).double().cpu().numpy()
-           for f in dataclasses.fields(w)}
+    f64 = _f64(w, lambda a: a.double().cpu().numpy())
     return rel_err(out.double().cpu().numpy(), reference(cfg, f64, x.double().cpu().numpy(), batch))
 
 
@@ -308,10 +362,11 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=2, help="sequences")
     ap.add_argument("--seq", type=int, default=None, help="tokens per sequence (default 9 on emu, 256 on sm_90)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fold-norms", action="store_true", help="the norms folded into the GEMMs (Weights.fold)")
     args = ap.parse_args()
     seq = args.seq or (9 if args.target == "emu" else 256)
-    err = run_emu(args.batch, seq, args.seed) if args.target == "emu" else run_gpu(args.config, args.batch, seq,
-                                                                                    args.seed)
+    err = (run_emu(args.batch, seq, args.seed, args.fold_norms) if args.target == "emu" else
+           run_gpu(args.config, args.batch, seq, args.seed, args.fold_norms))
     tol = 1e-2  # bf16 layers reach 3.5e-3 to 4e-3 (torch's too); a wrong RoPE theta gives 1.9e-2
     name = "emu" if args.target == "emu" else args.config
     print(f"llama layer ({name}) on {args.target}, {args.batch} x {seq} tokens: relative error vs float64 {err:.3e} "

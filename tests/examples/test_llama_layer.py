@@ -30,6 +30,18 @@ def test_llama_layer_example_matches_float64():
     assert _example().run_emu(batch=2, seq=9, seed=3) < 8e-3  # (a wrong RoPE theta gives 1.9e-2)
 
 
+@pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
+def test_llama_layer_with_folded_norms_matches_float64():
+    """The norms folded into the GEMMs (gamma in the weights, rstd scaling the rows, the o projection's residual)
+    against the float64 layer of the unfolded weights: the folding's own bf16 rounding of the weights included."""
+    ex = _example()
+    err = ex.run_emu(batch=2, seq=9, seed=3, fold=True)
+    assert err < 8e-3
+    w = ex.Weights.random(ex.EMU, 3)
+    f = w.fold()
+    assert f.folded and f.fold() is f and not (f.qkv == w.qkv).all() and (f.o == w.o).all()
+
+
 def test_config_refuses_what_the_kernels_cannot_take():
     ex = _example()
     with pytest.raises(ValueError, match="multiple of kv_heads"):
