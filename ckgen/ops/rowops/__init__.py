@@ -69,7 +69,7 @@ class RowOp(Op):
 
     def summary(self, plan: KernelPlan) -> str:
         r, b = plan.spec.params.row, plan.body
-        parts = [f"{r.kind.replace('_', '-')} {r.x.value} -> {r.y.value}"]
+        parts = [f"{r.kind.replace('_', '-')} {r.x.value} -> {r.y.value if r.write_y else 'no y'}"]
         if r.residual:
             parts.append(f"residual {r.residual.value} (s_out)")
         if r.weight or r.bias:
@@ -77,6 +77,8 @@ class RowOp(Op):
                          + f" {r.w_dtype.value}")
         if r.quantized:
             parts.append(f"scale per {r.quant_group} columns" if r.quant_group else "per-row scale")
+        if r.rstd:
+            parts.append("rstd per row")
         cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
         passes = "looped" if b.looped else "single pass"
         if b.cache_tiles:
@@ -110,6 +112,10 @@ class RowOp(Op):
             constants.append(("bool", "kWholeVectors", "true"))
         if b.split:
             constants.append(("int", "kSplit", str(b.split)))
+        if r.rstd:  # (absent otherwise: other kernels' sources as they were)
+            constants.append(("bool", "kRstd", "true"))
+        if not r.write_y:
+            constants.append(("bool", "kWriteY", "false"))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         note = _kinds.header_note(r.row_kind)
