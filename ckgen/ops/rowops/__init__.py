@@ -1,7 +1,8 @@
 """The row ops: ``softmax`` (and log-softmax), ``layernorm`` and ``rmsnorm`` over the last dimension of a
 ``rows x cols`` matrix, each with an optional fused residual add (``s = x + residual``, written beside ``y``) and an
-optional int8 or fp8 output with per-row or per-group (128 columns) scales; and ``quantize`` (y = x or x +
-residual, quantized). One package serves the four registry names: each has a module (``softmax.py``,
+optional int8 or fp8 output with per-row or per-group (128 columns) scales; ``rmsnorm`` also with the per-row
+``rstd`` output (``rstd = true``), with or without y (``y = none``: the norm folded into the next GEMM); and
+``quantize`` (y = x or x + residual, quantized). One package serves the four registry names: each has a module (``softmax.py``,
 ``layernorm.py``, ``rmsnorm.py``, ``quantize.py``) whose ``OP`` is a :class:`RowOp` of that name.
 
 Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
