@@ -2,7 +2,8 @@
 
 The kernels of SPEC (softmax, log-softmax, layer norm, RMS norm; residual, int8, single-pass and looped, rows of
 part of a warp up to 16 warps; looped rows kept in shared memory, row_in = shared, up to 64 KiB of bf16 per row;
-tiles fitted to awkward widths, 2304, 11008 and 17920 columns, with whole-vector tails)
+tiles fitted to awkward widths, 2304, 11008 and 17920 columns, with whole-vector tails; RMS norms with the per-row
+rstd output, with y = bf16 and y = none, with and without a residual: RSTD)
 run through ``ckgen.jit(..., target="sm_90")`` on edge shapes (1 row; 1, 7, 33, 4097, 65537 columns; max_cols) with strided rows (tight, padded, odd: misaligned vectors), against the op's
 float64 reference (``ckgen.ops.rowops.reference``) and against torch; with torch tensors (outputs poisoned, or
 allocated by the backend), numpy arrays, a DLPack-only object and a side stream; in place; and the errors
@@ -40,6 +41,11 @@ kernel gpu_logsoftmax_lds    { op = softmax log = true x = bf16 max_cols = 3001 
 kernel gpu_layernorm_2304    { op = layernorm x = bf16 max_cols = 2304 }
 kernel gpu_addrms_11008      { op = rmsnorm x = bf16 residual = true max_cols = 11008 }
 kernel gpu_layernorm_17920   { op = layernorm x = bf16 max_cols = 17920 }
+kernel gpu_rms_rstd_none     { op = rmsnorm x = bf16 y = none rstd = true max_cols = 4096 }
+kernel gpu_addrms_rstd_none  { op = rmsnorm x = bf16 residual = true y = none rstd = true max_cols = 4096 }
+kernel gpu_rms_rstd_bf16     { op = rmsnorm x = bf16 rstd = true max_cols = 4096 }
+kernel gpu_addrms_rstd_any   { op = rmsnorm x = bf16 residual = true y = none rstd = true eps = 1e-6 }
+kernel gpu_addrms_rstd_32k   { op = rmsnorm x = bf16 residual = true y = none rstd = true max_cols = 32768 }
 """
 NAMES = ["gpu_softmax_bf16", "gpu_logsoftmax_f16", "gpu_softmax_f32_i8", "gpu_layernorm_bf16",
          "gpu_layernorm_f16_res", "gpu_rmsnorm_bf16", "gpu_addrms_bf16", "gpu_addrms_bf16_i8",
@@ -280,3 +286,51 @@ def test_row_cache_long_rows_vs_torch(name):
     ref = _torch_ref(k, ins)
     err = (torch.linalg.norm((y.float() - ref).flatten()) / torch.linalg.norm(ref.flatten())).item()
     assert err <= TOL["bf16"], err
+
+
+RSTD = ["gpu_rms_rstd_none", "gpu_addrms_rstd_none", "gpu_rms_rstd_bf16", "gpu_addrms_rstd_any",
+        "gpu_addrms_rstd_32k"]
+
+
+@pytest.mark.parametrize("name", RSTD)
+def test_rstd_vs_float64(name):
+    """rstd = true (and y = none): 2048 x 4096 (32768 for the long kernel) and ragged widths (1, 7, 100, 1000, 4097
+    where the kernel takes them) with odd strides; every output poisoned first, rstd against float64 (and torch),
+    y and s_out as the other row ops; the padding between rows untouched."""
+    k = kernel(name)
+    r, b = k.plan.spec.params.row, k.plan.body
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(6)
+    big = 32768 if b.max_cols == 32768 else 4096
+    shapes = [(2048, big, "tight")] + [(rows, c, "odd") for rows, c in ((1, 1), (3, 7), (65, 100), (17, 1000),
+                                                                        (9, 4097)) if c <= (b.max_cols or c)]
+    for rows, cols, mode in shapes:
+        stride = {"tight": cols, "odd": cols + 3}[mode]
+        ins = {"x": strided(rows, cols, stride, r.x.value, gen)[1]}
+        if r.residual:
+            ins["residual"] = strided(rows, cols, stride, r.residual.value, gen)[1]
+        if r.weight:
+            ins["weight"] = (torch.rand(cols, generator=gen, device="cuda") + 0.5).to(TORCH[r.w_dtype.value])
+        stores = {}
+        if r.write_y:
+            stores["y"] = strided(rows, cols, stride, r.y.value, poison=True)
+        if r.residual:
+            stores["s_out"] = strided(rows, cols, stride, r.residual.value, poison=True)
+        outs = {n: v for n, (_, v) in stores.items()}
+        outs["rstd"] = torch.full((rows,), float("nan"), device="cuda")
+        before = {n: st.clone() for n, (st, _) in stores.items()}
+        got = k(**ins, **outs)
+        torch.cuda.synchronize()
+        got = got if isinstance(got, tuple) else (got,)
+        assert got[-1] is outs["rstd"], "rstd is returned last"
+        what = f"{name} {rows}x{cols} ({mode})"
+        for n, (st, v) in stores.items():
+            pad = torch.ones_like(st, dtype=torch.bool)
+            pad[: v.shape[0] * v.stride(0)].view(v.shape[0], v.stride(0))[:, : v.shape[1]] = False
+            assert torch.equal(st[pad].view(torch.uint8), before[n][pad].view(torch.uint8)), f"{what}: {n} padding"
+        assert not torch.isnan(outs["rstd"]).any(), f"{what}: rstd rows unwritten"
+        check(k, ins, outs, what)
+        v = (ins["x"].double() if not r.residual else outs["s_out"].double())
+        want = torch.rsqrt(v.pow(2).mean(-1) + r.eps)
+        err = ((outs["rstd"].double() - want).norm() / want.norm()).item()
+        assert err <= 2e-5, f"{what}: rstd vs torch float64 {err:.3e}"

@@ -1,7 +1,8 @@
 """The row ops: ``softmax`` (and log-softmax), ``layernorm`` and ``rmsnorm`` over the last dimension of a
 ``rows x cols`` matrix, each with an optional fused residual add (``s = x + residual``, written beside ``y``) and an
-optional int8 or fp8 output with per-row or per-group (128 columns) scales; and ``quantize`` (y = x or x +
-residual, quantized). One package serves the four registry names: each has a module (``softmax.py``,
+optional int8 or fp8 output with per-row or per-group (128 columns) scales; ``rmsnorm`` also with the per-row
+``rstd`` output (``rstd = true``), with or without y (``y = none``: the norm folded into the next GEMM); and
+``quantize`` (y = x or x + residual, quantized). One package serves the four registry names: each has a module (``softmax.py``,
 ``layernorm.py``, ``rmsnorm.py``, ``quantize.py``) whose ``OP`` is a :class:`RowOp` of that name.
 
 Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
@@ -69,7 +70,7 @@ class RowOp(Op):
 
     def summary(self, plan: KernelPlan) -> str:
         r, b = plan.spec.params.row, plan.body
-        parts = [f"{r.kind.replace('_', '-')} {r.x.value} -> {r.y.value}"]
+        parts = [f"{r.kind.replace('_', '-')} {r.x.value} -> {r.y.value if r.write_y else 'no y'}"]
         if r.residual:
             parts.append(f"residual {r.residual.value} (s_out)")
         if r.weight or r.bias:
@@ -77,6 +78,8 @@ class RowOp(Op):
                          + f" {r.w_dtype.value}")
         if r.quantized:
             parts.append(f"scale per {r.quant_group} columns" if r.quant_group else "per-row scale")
+        if r.rstd:
+            parts.append("rstd per row")
         cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
         passes = "looped" if b.looped else "single pass"
         if b.cache_tiles:
@@ -110,6 +113,10 @@ class RowOp(Op):
             constants.append(("bool", "kWholeVectors", "true"))
         if b.split:
             constants.append(("int", "kSplit", str(b.split)))
+        if r.rstd:  # (absent otherwise: other kernels' sources as they were)
+            constants.append(("bool", "kRstd", "true"))
+        if not r.write_y:
+            constants.append(("bool", "kWriteY", "false"))
         notes = [f"{b.threads} threads; tile {b.tile_cols} columns; LDS {b.lds_bytes} bytes; about "
                  f"{b.registers_estimate} registers per thread (estimate)."]
         note = _kinds.header_note(r.row_kind)

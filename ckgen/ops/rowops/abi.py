@@ -8,6 +8,9 @@ of it (tensors a kernel does not use are ``unused``: NULL)::
     rmsnorm:   x, residual, weight,       y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s, eps
     quantize:  x, residual,               y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y, stride_s
 
+A kernel with ``rstd = true`` (rmsnorm: kinds.py ``RowKind.rstd_entry``) takes ``rstd`` (f32, ``rows`` floats: the
+row's ``1 / sqrt(mean(v^2) + eps)``) right after ``y_scale``; with ``y = none`` its ``y`` is unused (NULL).
+
 x, residual, y and s_out are ``rows x cols`` row-major with a row stride each (elements, >= cols); weight and bias
 are ``cols`` elements; y_scale is ``rows`` floats (int8 / fp8 y only), or with ``quant = group(128)``
 ``rows x groups`` floats, row-major with the row stride ``stride_scale``: such kernels end with two more arguments,
@@ -53,11 +56,15 @@ def abi(spec: KernelSpec) -> Abi:
     if kind.bias:
         args.append(Arg("bias", T, doc="cols elements" if r.bias else "unused: pass NULL (no bias)",
                         dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.bias is None))
-    y_doc = "rows x cols output" + (f", {r.y.value} q with y ~ q * its scale" if r.quantized else "")
-    args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else ()),
+    y_doc = ("rows x cols output" + (f", {r.y.value} q with y ~ q * its scale" if r.quantized else "")
+             if r.write_y else "y = none: no normalized output")
+    args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else (), unused=not r.write_y),
              _matrix("s_out", r.res_dtype, "stride_s", "out", "rows x cols, s = x + residual (the op's input)",
                      unused=not res, aliases=("x", "residual") if r.res_dtype == r.x else ("residual",)),
              _y_scale(r)]
+    if r.rstd:
+        args.append(Arg("rstd", T, doc="rows floats: 1 / sqrt(mean(v^2) + eps) of each row (f32)", dtype=DType.F32,
+                        role="out", dims=("rows",), strides=(1,)))
     bound = cfg.max_cols  # the kernel's declared bound (a single-pass tile holds it; a looped kernel honours it too)
     cols_doc = "columns (the reduced dimension)" + (f"; at most {bound} (max_cols)" if bound is not None else "")
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc=cols_doc, at_most=bound)]
@@ -79,6 +86,9 @@ def abi(spec: KernelSpec) -> Abi:
                             "bytes, zero-filled before first use (calls leave it zero-filled)"))
     doc = f"y = {kind.what} of each row of {'s = x + residual' if res else 'x'}" + (
         f", quantized to {r.y.value} with a scale per {f'{g} columns' if g else 'row'}" if r.quantized else "")
+    if r.rstd:
+        doc = (doc if r.write_y else f"the {kind.what}'s rstd of each row of {'s = x + residual' if res else 'x'}, "
+               "no y") + "; rstd = 1 / sqrt(mean(v^2) + eps) per row"
     return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else ())
 
 

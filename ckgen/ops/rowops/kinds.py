@@ -47,7 +47,9 @@ class RowKind:
     BOUNDED_SINGLE_PASS); ``sgpr_extra``: wave64 scalar registers it costs over the others (registers.py SGPR_MODEL).
     ``what``: its name in prose; ``doc``: the op's line for docs and ``--help`` (the default kind's is the op's).
     ``header``: the device header its kernel includes (:data:`ENTRY_HEADER`, or an outside kind's, which
-    includes it)."""
+    includes it). ``rstd_entry``: the device entry of its kernels with the ``rstd`` output (the row's
+    ``RowScalars::b``, 1/sqrt(var + eps): the DSL key ``rstd`` and ``y = none``; the ABI gains ``rstd`` after
+    ``y_scale``); None: the op has no ``rstd`` key."""
 
     name: str
     op: str
@@ -66,6 +68,7 @@ class RowKind:
     sgpr_extra: int = 0
     header: str = ENTRY_HEADER
     quantizes: bool = False
+    rstd_entry: str | None = None
 
     def __post_init__(self) -> None:
         if self.scalar not in ("scale", "eps", "none"):
@@ -108,7 +111,8 @@ KINDS: dict[str, RowKind] = {k.name: k for k in (
             _NS + "kLayerNorm", 3, _NS + "layernorm_entry", _layernorm, {32: 1.8, 64: 4.5}, weight=True, bias=True,
             bounded=True, sgpr_extra=16),
     RowKind("rmsnorm", "rmsnorm", "RMS norm", "y = RMS norm of each row (v = x or x + residual) [* weight]",
-            _NS + "kRmsNorm", 1, _NS + "rmsnorm_entry", _rmsnorm, {32: 1.3, 64: 2.9}, weight=True, bounded=True),
+            _NS + "kRmsNorm", 1, _NS + "rmsnorm_entry", _rmsnorm, {32: 1.3, 64: 2.9}, weight=True, bounded=True,
+            rstd_entry=_NS + "rmsnorm_rstd_entry"),
     RowKind("quantize", "quantize", "quantization",
             "y = x (or x + residual) quantized to int8 / fp8 with per-row or per-group f32 scales",
             _NS + "kQuantize", 1, _NS + "quantize_entry", _identity, {32: 1.3, 64: 2.9}, scalar="none",

@@ -107,6 +107,11 @@ CACHE_GROUPS = 2
 #: workgroups have (sm_90a, nvcc 13: add + RMS norm, 512 x 2, 66 registers, one workgroup per SM); AMD takes no
 #: such bound (platform_amd.h).
 CACHE_BOUNDED: dict[int, bool] = {32: True, 64: False}
+#: y = none (rstd only) looped kernels, per wave size: (threads from, workgroups per CU / SM) they are compiled for
+#: (CKGEN_LAUNCH_BOUNDS_MIN; 0: unbounded). Unbounded, nvcc 13 gives the sm_90a add + RMS norm rstd kernel of
+#: 512 x 4 94 registers (one workgroup per SM); bounded for two, 64 and no spills (test_rowops_rstd.py). AMD takes
+#: no such bound (platform_amd.h).
+NONE_LOOPED_BOUND: dict[int, tuple[int, int] | None] = {32: (512, 2), 64: None}
 
 
 def _pow2ceil(n: int) -> int:
@@ -310,14 +315,17 @@ def choose_rows(d: RowDraft) -> None:
         raise d.fail("looped", "false", "true, or false with max_cols = <the longest row>",
                      "a single-pass kernel holds one row in one tile: it needs max_cols")
     single = _single_pass(d, n) if n is not None and cfg.looped is not True else None
-    if single is None and n is not None and cfg.looped is not True and cfg.row_in is None:
+    if single is None and n is not None and cfg.looped is None and cfg.row_in is None and not d.row.write_y:
+        d.why.append(f"y = none: no register tile holds {n} vectors; looped from registers (the row is read once "
+                     "either way: no row cache, no register-bounded pass)")
+    elif single is None and n is not None and cfg.looped is not True and cfg.row_in is None:
         line = _bounded_line(d, n) if d.row.row_kind.bounded else None
         single = line[1:3] if line else None
         d.bounded = line is not None
         if line:
             d.why.append(f"no tile of one workgroup's registers holds {n} vectors: the register-bounded single pass "
                          f"({line[1]} threads x {line[2]} vectors, {line[3]} workgroups per CU / SM)")
-    if single is None and n is not None and cfg.looped is None and cfg.row_in is None:
+    if single is None and n is not None and cfg.looped is None and cfg.row_in is None and d.row.write_y:
         _choose_cached(d, n)
         if _cache_bytes(d) <= PLAN_ROW_LDS[w]:
             d.why.append(f"no register tile holds {n} vectors: the row cache ({d.cache_tiles} tiles in shared memory, "
@@ -348,7 +356,9 @@ def choose_rows(d: RowDraft) -> None:
         d.threads_per_row, d.reg_vecs, d.looped = t, r, True
         d.why.append("looped: " + ("looped = true" if cfg.looped else "any cols (no max_cols)" if n is None
                                    else "no single-pass tile or row cache holds max_cols")
-                     + f"; tiles of {t} threads x {r} vectors, a row longer than a tile re-read per pass")
+                     + f"; tiles of {t} threads x {r} vectors, "
+                     + ("the row read once (y = none: one pass)" if not d.row.write_y
+                        else "a row longer than a tile re-read per pass"))
     t = d.threads_per_row
     d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // t, _ceil(w, t))
 
@@ -484,6 +494,9 @@ def bound_registers(d: RowDraft) -> None:
             d.workgroups_per_cu = CACHE_GROUPS
         return
     if d.looped:
+        bound = NONE_LOOPED_BOUND[w]
+        if not d.row.write_y and bound is not None and d.threads >= bound[0]:
+            d.workgroups_per_cu = bound[1]
         return
     line = _bounded_line(d, _ceil(d.cfg.max_cols, d.vec))
     given = d.cfg.threads_per_row is not None and d.cfg.reg_vecs is not None  # a line's tile as the kernel gives it
@@ -567,7 +580,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     d = run_passes(PASSES, RowDraft(spec, target))
     w = target.wave_size
     kind = d.row.row_kind
-    body = RowPlan(header=kind.header, impl=kind.entry, kind=kind.name, vec=d.vec,
+    impl = kind.rstd_entry if d.row.rstd else kind.entry
+    body = RowPlan(header=kind.header, impl=impl, kind=kind.name, vec=d.vec,
                    threads_per_row=d.threads_per_row, waves_per_row=max(1, d.threads_per_row // w),
                    rows_per_workgroup=d.rows_per_workgroup, threads=d.threads, reg_vecs=d.reg_vecs,
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,

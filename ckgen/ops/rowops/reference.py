@@ -32,6 +32,8 @@ TOLERANCES = {DType.F32: 2e-5, DType.F16: 2e-3, DType.BF16: 1e-2, DType.I8: 2.5e
 TOLERANCES.update({DType.E4M3FN: 1e-2, DType.E4M3FNUZ: 1e-2, DType.E5M2: 2e-2, DType.E5M2FNUZ: 2e-2})
 #: y_scale: amax / 127 in f32 against float64
 SCALE_TOLERANCE = 1e-4
+#: rstd (f32 sums of squares and one reciprocal square root) against float64
+RSTD_TOLERANCE = 2e-5
 
 
 def round_to(v: np.ndarray, dt: DType) -> np.ndarray:
@@ -57,8 +59,8 @@ def op_values(kind: str, v: np.ndarray, weight, bias, scale: float, eps: float) 
 
 def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str, float] | None = None
               ) -> dict[str, np.ndarray]:
-    """float64 ``y`` (int8: in quantization steps, unrounded), ``s_out`` and ``y_scale`` of the kernel's used
-    outputs. ``scalars``: scale / eps (default: the ABI's defaults, the DSL's values)."""
+    """float64 ``y`` (int8: in quantization steps, unrounded), ``s_out``, ``y_scale`` and ``rstd`` of the kernel's
+    used outputs (no ``y`` with ``y = none``). ``scalars``: scale / eps (default: the ABI's defaults, the DSL's values)."""
     r = plan.spec.params.row
     sc = {a.name: a.default for a in plan.abi.args if a.kind.value == "scalar"} | dict(scalars or {})
     x = to_float64(arrays["x"], r.x)
@@ -70,7 +72,12 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str
         v = x
     w = to_float64(arrays["weight"], r.w_dtype) if r.weight is not None else None
     b = to_float64(arrays["bias"], r.w_dtype) if r.bias is not None else None
-    y = op_values(r.kind, v, w, b, float(sc.get("scale", 1.0)), float(sc.get("eps", 0.0)))
+    eps = float(sc.get("eps", 0.0))
+    if r.rstd:
+        out["rstd"] = rstd_values(v, eps)
+    if not r.write_y:
+        return out
+    y = op_values(r.kind, v, w, b, float(sc.get("scale", 1.0)), eps)
     if r.quantized:
         out["y_scale"], out["y"] = quantized_values(y, r.y, r.quant_group)
     else:
@@ -78,12 +85,19 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str
     return out
 
 
+def rstd_values(v: np.ndarray, eps: float) -> np.ndarray:
+    """float64 ``1 / sqrt(mean(v^2) + eps)`` of each row of ``v`` (rows x cols, cols >= 1): the rstd output."""
+    return 1.0 / np.sqrt((v * v).mean(axis=-1) + eps)
+
+
 def tolerance(plan: KernelPlan, output: str) -> float:
-    """s_out: exact (one rounding of an exact f32 sum, as the reference); y_scale: :data:`SCALE_TOLERANCE`; y: by
-    its dtype (:data:`TOLERANCES`)."""
+    """s_out: exact (one rounding of an exact f32 sum, as the reference); y_scale: :data:`SCALE_TOLERANCE`; rstd:
+    :data:`RSTD_TOLERANCE`; y: by its dtype (:data:`TOLERANCES`)."""
     r = plan.spec.params.row
     if output == "s_out":
         return 0.0
     if output == "y_scale":
         return SCALE_TOLERANCE
+    if output == "rstd":
+        return RSTD_TOLERANCE
     return TOLERANCES[r.y]

@@ -10,6 +10,10 @@ shape, one row at a time, reducing over the last dimension:
 where ``v = x``, or with a residual ``v = s = x + residual`` rounded to the residual's dtype and written to
 ``s_out``. ``y = i8`` or an fp8 dtype (e4m3fn, e5m2, e4m3fnuz, e5m2fnuz) quantizes y symmetrically with f32
 scales written to ``y_scale``: per row (``quant = row``) or per group of 128 columns (``quant = group(128)``).
+An op whose kind has an rstd entry (kinds.py ``RowKind.rstd_entry``: ``rmsnorm``) takes ``rstd = true``: the
+row's ``1 / sqrt(mean(v^2) + eps)`` is also written to ``rstd`` (f32, one per row); with it, ``y = none`` writes
+no normalized rows at all (the norm folded into the next GEMM: gamma in its weight, ``scale_a = row`` = rstd),
+and then takes no ``weight``.
 
 :func:`build_params` turns the parsed values of one kernel into frozen :class:`RowParams` (defaults resolved
 where they do not depend on the target: dtypes of y, residual, weight and bias follow x's). Legality against the
@@ -38,10 +42,11 @@ QUANT_GROUP = GROUP
 #: the values of quant
 QUANT_WORDS = ("row", f"group({QUANT_GROUP})")
 
+_Y_DOC = ("f16 | bf16 | f32 | i8 | e4m3fn | e5m2 | e4m3fnuz | e5m2fnuz (int8 or fp8 in the target's encoding: "
+          "quantized, with f32 scales written to y_scale; see quant)")
+_Y_NONE_DOC = " | none (with rstd = true: no normalized output, only rstd and s_out; no weight)"
+_X = Key("x", "f16 | bf16 | f32: the input's dtype", required=True)
 _COMMON_HEAD = (
-    Key("x", "f16 | bf16 | f32: the input's dtype", required=True),
-    Key("y", "f16 | bf16 | f32 | i8 | e4m3fn | e5m2 | e4m3fnuz | e5m2fnuz (int8 or fp8 in the target's encoding: "
-             "quantized, with f32 scales written to y_scale; see quant)", default_text="x's dtype"),
     Key("quant", f"row | group({QUANT_GROUP}) (an i8 / fp8 y): one f32 scale per row (y_scale [rows]) or per "
                  f"{QUANT_GROUP} columns of a row (y_scale [rows, ceil(cols / {QUANT_GROUP})], row stride "
                  "stride_scale: the GEMM's scale_a = block(128))", default_text="row"),
@@ -82,6 +87,7 @@ def keys(op: str) -> tuple[Key, ...]:
     """The DSL keys of row op ``op``, from its kinds (kinds.py): the common ones, its runtime scalar's default,
     a boolean key per variant kind, weight and bias where it takes them."""
     base = K.default(op)
+    y = Key("y", _Y_DOC + (_Y_NONE_DOC if base.rstd_entry else ""), default_text="x's dtype")
     own = []
     if base.scalar == "scale":
         own.append(Key("scale", "a finite number: y = softmax(scale * v); the default of the runtime scalar scale",
@@ -94,7 +100,11 @@ def keys(op: str) -> tuple[Key, ...]:
                        default_text="as weight (both, as torch's LayerNorm, or neither)"))
     if base.scalar == "eps":
         own.append(Key("eps", "a finite number >= 0; the default of the runtime scalar eps", default_text="1e-5"))
-    return (*_COMMON_HEAD, *own, *_COMMON_TAIL)
+    if base.rstd_entry:
+        own.append(Key("rstd", "true | false: also write rstd[row] = 1 / sqrt(mean(v^2) + eps), f32, one per row "
+                               "(the ABI's rstd after y_scale); with y = none the only per-row output",
+                       default_text="false"))
+    return (_X, y, *_COMMON_HEAD, *own, *_COMMON_TAIL)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,8 @@ class RowOpSpec:
     scale: float = 1.0
     eps: float = 1e-5
     quant_group: int = 0  # quantized y: 0 one scale per row, else one per quant_group columns
+    rstd: bool = False    # also write rstd[row] (the kind's RowKind.rstd_entry)
+    write_y: bool = True  # False: y = none (rstd only; y is then x's dtype, unused)
 
     def __post_init__(self) -> None:
         if self.op not in K.ops():
@@ -127,6 +139,11 @@ class RowOpSpec:
             raise ValueError(f"{self.variant} is not a variant of {self.op}")
         if self.weight is not None and self.bias is not None and self.weight != self.bias:
             raise ValueError("weight and bias share one dtype")
+        if self.rstd and self.row_kind.rstd_entry is None:
+            raise ValueError(f"{self.op} writes no rstd")
+        if not self.write_y and (not self.rstd or self.weight is not None or self.bias is not None
+                                 or self.y != self.x or self.quant_group):
+            raise ValueError("y = none: rstd, no weight or bias, y's placeholder dtype x's")
 
     @property
     def quantized(self) -> bool:
@@ -159,10 +176,15 @@ class RowOpSpec:
         return self.variant == "log"
 
     def to_json(self) -> dict:
-        return {"op": self.op, "x": self.x.value, "y": self.y.value,
+        d = {"op": self.op, "x": self.x.value, "y": self.y.value,
                 "residual": self.residual.value if self.residual else None,
                 "weight": self.weight.value if self.weight else None, "bias": self.bias.value if self.bias else None,
                 "log": self.log, "scale": self.scale, "eps": self.eps, "quant_group": self.quant_group}
+        if self.rstd:  # (absent otherwise: the descriptions and cache keys of other kernels as they were)
+            d["rstd"] = True
+        if not self.write_y:
+            d["y"] = "none"
+        return d
 
 
 @dataclass(frozen=True)
@@ -230,16 +252,41 @@ def _quant(v: Value, y: DType) -> int:
                 f"{V.did_you_mean(v.text, QUANT_WORDS)}legal: {', '.join(QUANT_WORDS)}")
 
 
+def _rstd(v: dict[str, Value]) -> bool:
+    """``rstd = true | false`` (only an op whose kind has an rstd entry has the key: keys())."""
+    return V.boolean(v["rstd"], "rstd") if "rstd" in v else False
+
+
+def _y_none(v: dict[str, Value], op: str, rstd: bool) -> bool:
+    """Whether ``y = none``: only for an op with the rstd key, and only with ``rstd = true``."""
+    if "y" not in v or not (v["y"].kind == "call" and v["y"].data == ("none", ())):
+        return False
+    dtypes = "f16, bf16, f32, i8, e4m3fn, e5m2, e4m3fnuz, e5m2fnuz"
+    if K.default(op).rstd_entry is None:
+        raise V.err(f"y = none: op = {op} always writes y", v["y"].span,
+                    f"legal: {dtypes} (y = none is op = rmsnorm's, with rstd = true)")
+    if not rstd:
+        raise V.err("y = none: the kernel would write nothing without rstd = true", v["y"].span,
+                    f"add rstd = true (rstd[row] = 1 / sqrt(mean(v^2) + eps)), or give y a dtype: {dtypes}")
+    return True
+
+
 def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
     """The params of one ``op`` kernel from its parsed values (keys of ``keys(op)``)."""
     del ctx
     base = K.default(op)
     x = V.dtype(v["x"], "x")
-    y = V.dtype(v["y"], "y") if "y" in v else x
+    rstd = _rstd(v)
+    write_y = not _y_none(v, op, rstd)
+    y = V.dtype(v["y"], "y") if "y" in v and write_y else x
     residual = _optional_dtype(v["residual"], "residual", x) if "residual" in v else None
     weight = bias = None
     if base.weight:
-        weight = _optional_dtype(v["weight"], "weight", x) if "weight" in v else x
+        weight = _optional_dtype(v["weight"], "weight", x) if "weight" in v else x if write_y else None
+        if weight is not None and not write_y:
+            raise V.err(f"weight = {v['weight'].text}: y = none writes no normalized rows for a weight to scale",
+                        v["weight"].span, "legal with y = none: weight = none (or leave it out); fold the weight "
+                                          "into what consumes rstd (the next GEMM's weight)")
     if base.bias:
         bias = _optional_dtype(v["bias"], "bias", weight or x) if "bias" in v else weight
         if weight is not None and bias is not None and bias != weight:
@@ -254,8 +301,12 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
                 raise V.err(f"{key} = true: {op} takes one of {', '.join(K.variants(op))}", v[key].span,
                             f"{variant} is already true")
             variant = key
+    if "quant" in v and not write_y:
+        raise V.err(f"quant = {v['quant'].text}: y = none writes no y to quantize", v["quant"].span,
+                    "leave quant out with y = none, or give y an i8 / fp8 dtype")
     group = _quant(v["quant"], y) if "quant" in v else 0
-    row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps, quant_group=group)
+    row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps, quant_group=group,
+                    rstd=rstd, write_y=write_y)
 
     max_cols = None
     if "max_cols" in v:

@@ -61,12 +61,15 @@ def _vectors(spec: KernelSpec) -> int | None:
 
 def default_split(spec: KernelSpec) -> int:
     """The split the planner gives a kernel that does not say ``split`` (0: none): rows of more than
-    SPLIT_ROW_BYTES of v, the rest of the cut left to the planner, no int8 output."""
+    SPLIT_ROW_BYTES of v, the rest of the cut left to the planner, no int8 output, a y (``y = none``: the looped
+    plan reads the row once as well)."""
     cfg, row = spec.params.config, spec.params.row
     n = _vectors(spec)
     planned = (cfg.looped is None and cfg.row_in is None and cfg.threads_per_row is None and cfg.reg_vecs is None
                and cfg.rows_per_workgroup is None)
     if n is None or not planned or row.quantized or cfg.max_cols * row.res_dtype.bytes <= SPLIT_ROW_BYTES:
+        return 0
+    if not row.write_y:  # y = none: the looped plan reads the row once too
         return 0
     slices = -(-n // SLICE_VECS)
     return slices if 2 <= slices <= DEFAULT_MAX_SPLIT else 0

@@ -132,11 +132,13 @@ def make_call(p, rows: int, cols: int, mode: str, seed: int, scalars: dict | Non
         ins["weight"] = random_values(rng, (cols,), r.w_dtype)
     if r.bias is not None:
         ins["bias"] = random_values(rng, (cols,), r.w_dtype)
-    outs = {"y": matrix(rows, cols, st["y"], r.y, poison=poison_byte(r.y))}
+    outs = {"y": matrix(rows, cols, st["y"], r.y, poison=poison_byte(r.y))} if r.write_y else {}
     if r.residual is not None:
         outs["s_out"] = matrix(rows, cols, st["s_out"], r.residual, poison=0xFF)
     if r.quantized:
         outs["y_scale"] = np.full(rows, np.nan, np.float32)
+    if r.rstd:
+        outs["rstd"] = np.full(rows, np.nan, np.float32)
     return Call(p, ins, outs, dict(scalars or {}), {k: _base(v).copy() for k, v in outs.items()})
 
 

@@ -32,6 +32,10 @@
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
 //                                    flight together (or kWeightBatch at a time), one access per vector
 //   kQuantGroup (optional, default 0) int8 / fp8 y: 0 one scale per row, G > 0 one per G columns (rowops_quant.h)
+//   kRstd (optional, default false)  also write rstd[row] = the row's RowScalars::b (f32; a kind with kRstd:
+//                                    RMS norm's 1/sqrt(mean(v^2) + eps)), by the row's first thread
+//   kWriteY (optional, default true) false: no y at all (y may be null; needs kRstd, no weight, bias or
+//                                    quantized TOut): the row is read once (pass 1) and only rstd (and s_out) written
 //   kStages (optional, default 0)    staged tiles (rowops_stages.h): ring depth, 0 = direct loads; needs !kLooped and
 //                                    kVec * sizeof(TIn) (and * sizeof(TRes)) a multiple of 16 bytes.
 //                                    rowops::stage_bytes<Cfg>() = kStages * kThreads * kRegVecs * kVec *
@@ -73,6 +77,9 @@ CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
 CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
 CKGEN_CFG_OPTIONAL(WeightBatchOf, kWeightBatch, int, C::kRegVecs);
 CKGEN_CFG_OPTIONAL(WholeVectorsOf, kWholeVectors, bool, false);
+CKGEN_CFG_OPTIONAL(RstdOf, kRstd, bool, false);
+CKGEN_CFG_OPTIONAL(WriteYOf, kWriteY, bool, true);
+CKGEN_CFG_OPTIONAL(KindRstdOf, kRstd, bool, false);  // (of a RowKind<kOp>: its RowScalars::b is rstd)
 CKGEN_CFG_OPTIONAL(BiasL1Of, kBiasL1, int,
                    (CacheTilesOf<C>::value > 0 && C::kHasWeight && C::kHasBias ? kL1Bypass : kL1Default));
 }  // namespace detail
@@ -147,6 +154,11 @@ constexpr bool check_cfg() {
   static_assert(kCt >= 0, "kCacheTiles >= 0");
   static_assert(kCt == 0 || (Cfg::kLooped && kSt == 0), "kCacheTiles > 0 needs kLooped and no kStages");
   static_assert(scratch_bytes<Cfg>() % 16 == 0, "the scratch keeps the row cache 16-byte aligned");
+  static_assert(!detail::RstdOf<Cfg>::value || detail::KindRstdOf<RowKind<Cfg::kOp>>::value,
+                "kRstd: a kind whose RowScalars::b is rstd (RowKind<kOp>::kRstd: RMS norm)");
+  static_assert(detail::WriteYOf<Cfg>::value || (detail::RstdOf<Cfg>::value && !Cfg::kHasWeight && !Cfg::kHasBias &&
+                                                 !QuantOut<typename Cfg::TOut>::kQuant),
+                "kWriteY == false needs kRstd and no weight, bias or quantized TOut");
   return true;
 }
 

@@ -8,6 +8,9 @@
 //   rmsnorm_entry<Cfg>(x, residual, weight, y, s_out, y_scale, rows, cols, <strides>, eps)
 // and, for split rows (Cfg::kSplit > 0), each with a trailing void* workspace (rowops_pipeline_split.h).
 //   quantize_entry<Cfg>(x, residual, y, s_out, y_scale, rows, cols, <strides>)
+//   rmsnorm_rstd_entry<Cfg>(x, residual, weight, y, s_out, y_scale, rstd, rows, cols, <strides>, eps)
+//                      the RMS norm with the rstd output (Cfg::kRstd; kinds.py RowKind.rstd_entry): rstd, rows
+//                      floats, after y_scale; y is null with Cfg::kWriteY == false (y = none)
 // Kernels with per-group scales (Cfg::kQuantGroup > 0, rowops_quant.h) also pass (groups, stride_scale), the
 // last two arguments of their ABI: groups = ceil(cols / G) (checked by the host) and y_scale's row stride.
 // The generated kernel (ckgen/ops/rowops/kernel.hip.j2) is a 1-D workgroup of Cfg::kThreads threads over
@@ -93,6 +96,30 @@ CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::
   static_assert(!Cfg::kHasBias, "rmsnorm_entry: no bias");
   rowops_forward_split<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res,
                             stride_y, stride_s, 1.0f, eps, workspace);
+}
+
+// RMS norm with rstd (Cfg::kRstd): rstd after y_scale; the split form takes the workspace last.
+template <class Cfg>
+CKGEN_DEVICE void rmsnorm_rstd_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                     const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
+                                     float* y_scale, float* rstd, int rows, int cols, long long stride_x,
+                                     long long stride_res, long long stride_y, long long stride_s, float eps,
+                                     int groups = 0, long long stride_scale = 0) {
+  static_assert(!Cfg::kHasBias && detail::RstdOf<Cfg>::value, "rmsnorm_rstd_entry: no bias, kRstd");
+  (void)groups;
+  rowops_forward<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
+                      stride_s, 1.0f, eps, stride_scale, rstd);
+}
+
+template <class Cfg>
+CKGEN_DEVICE void rmsnorm_rstd_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
+                                     const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
+                                     float* y_scale, float* rstd, int rows, int cols, long long stride_x,
+                                     long long stride_res, long long stride_y, long long stride_s, float eps,
+                                     void* workspace) {
+  static_assert(!Cfg::kHasBias && detail::RstdOf<Cfg>::value, "rmsnorm_rstd_entry: no bias, kRstd");
+  rowops_forward_split<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res,
+                            stride_y, stride_s, 1.0f, eps, workspace, rstd);
 }
 
 }  // namespace rowops

@@ -10,7 +10,8 @@
 //   CKGEN_DEVICE void rowops_forward(const TIn* x, const TRes* residual, const TW* weight, const TW* bias,
 //                                    TOut* y, TRes* s_out, float* y_scale, int rows, int cols,
 //                                    long long stride_x, long long stride_res, long long stride_y,
-//                                    long long stride_s, float scale, float eps, long long stride_scale = 0);
+//                                    long long stride_s, float scale, float eps, long long stride_scale = 0,
+//                                    float* rstd = nullptr);
 //   called from a kernel with a 1-D workgroup of Cfg::kThreads threads:
 //     CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(Cfg::kThreads) void k(<the same parameters>) { rowops_forward<Cfg>(...); }
 //   Grid: 1-D, rowops::grid_blocks<Cfg>(rows) workgroups = min(ceil(rows / kRowsPerBlock), kMaxGridBlocks);
@@ -25,8 +26,8 @@
 //
 //   Matrices are row-major with a row stride (elements, >= cols) per tensor: x, residual, y, s_out. weight and
 //   bias are vectors of cols elements. Pointers that may be null: residual and s_out (both non-null exactly
-//   when kResidual), weight (when !kHasWeight), bias (when !kHasBias), y_scale (when y is not quantized); the body
-//   never touches a pointer its Cfg does not use. y may alias x and s_out may alias x or residual (same
+//   when kResidual), weight (when !kHasWeight), bias (when !kHasBias), y_scale (when y is not quantized), rstd
+//   (when !kRstd: else rows floats), y (when !kWriteY); the body never touches a pointer its Cfg does not use. y may alias x and s_out may alias x or residual (same
 //   element type and stride: in-place); no other overlap.
 //
 // ---------------------------------------------------------------- numerics (f32 throughout)
@@ -41,6 +42,8 @@
 //   exact two-pass variance: any offset). Looped: per tile, softmax's running (m, d) (online softmax) and
 //   layer norm's exact (n, mean, M2) of the tile merged into the running moments (Chan et al.); one all-reduce
 //   of the state at the end.
+//   kRstd: rstd[row] = the row's rstd (RMS norm: 1/sqrt(mean(v^2) + eps), the value y is scaled by), f32.
+//   kWriteY == false (y = none): no y; the row is read once (every pipeline's pass 1) and rstd (and s_out) written.
 //   y is cast to TOut (round to nearest even). kQuantI8 (TOut = int8_t): amax = max |y| over the row
 //   (softmax: 1/d, exactly the largest y), y_scale[row] = amax / 127 and q = rne(y * (127 / amax)) saturated
 //   to [-127, 127] (the product by the row's reciprocal may differ from y / scale by one ulp before rounding).
@@ -154,11 +157,12 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
                                       int cols, long long stride_x, long long stride_res, long long stride_y,
                                       long long stride_s, float scale, float eps, long long stride_scale,
-                                      float* lds, unsigned char* stage_mem, bool stage_ok, uint32_t* cache) {
+                                      float* rstd, float* lds, unsigned char* stage_mem, bool stage_ok,
+                                      uint32_t* cache) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   using P = RowProblem<Cfg>;
   const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
-                     stride_y, stride_s, scale, eps, stride_scale};
+                     stride_y, stride_s, scale, eps, stride_scale, rstd};
   (void)stage_mem; (void)stage_ok; (void)cache;
   if (a.cols <= 0) return;
   if constexpr (P::kSingle) {
@@ -188,7 +192,7 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
                                  const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
                                  typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
                                  long long stride_res, long long stride_y, long long stride_s, float scale,
-                                 float eps, long long stride_scale = 0) {
+                                 float eps, long long stride_scale = 0, float* rstd = nullptr) {
   float* lds = nullptr;
 #if defined(CKGEN_PLATFORM_CUDA)
   constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0 && cache_bytes<Cfg>() == 0;
@@ -216,7 +220,7 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
   uint32_t* cache = nullptr;
   if constexpr (cache_bytes<Cfg>() > 0) cache = cache_memory<scratch_bytes<Cfg>(), cache_bytes<Cfg>()>(lds);
   rowops_forward_impl<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
-                           stride_s, scale, eps, stride_scale, lds, stage_mem, stage_ok, cache);
+                           stride_s, scale, eps, stride_scale, rstd, lds, stage_mem, stage_ok, cache);
 }
 
 // Split rows (Cfg::kSplit > 0, rowops_pipeline_split.h): the same arguments and a workspace (zero-filled, left
@@ -226,7 +230,8 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
                                        const typename Cfg::TW* weight, const typename Cfg::TW* bias,
                                        typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
                                        int cols, long long stride_x, long long stride_res, long long stride_y,
-                                       long long stride_s, float scale, float eps, void* workspace) {
+                                       long long stride_s, float scale, float eps, void* workspace,
+                                       float* rstd = nullptr) {
   static_assert(check_cfg<Cfg>(), "Cfg");
   static_assert(split_max<Cfg>() >= 1, "rowops_forward_split: a Cfg with kSplit");
   using P = RowProblem<Cfg>;
@@ -241,7 +246,7 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
   CKGEN_LDS(float, rowops_cluster_slots, 2 * P::State::kN);
 #endif
   const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
-                     stride_y, stride_s, scale, eps};
+                     stride_y, stride_s, scale, eps, 0, rstd};
   if (a.cols <= 0 || a.rows <= 0) return;
   if (a.cols > split_max<Cfg>() * P::kTile) trap("rowops: cols > Cfg::kSplit * Cfg::kTileCols (split rows)");
   const RowEnv<P> e(a, thread_id());

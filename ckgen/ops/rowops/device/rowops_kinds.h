@@ -15,6 +15,8 @@
 //                                red.max / red.sum (RowReduce); mid() is called once the tile's own statistics
 //                                are taken, before the first all-reduce
 //   y(v, rs, c)                  y of one element before weight, bias and the cast / quantization
+//   kRstd (optional, default false) RowScalars::b is the row's rstd = 1/sqrt(var + eps): a Cfg may ask for it
+//                                as an output (Cfg::kRstd, rowops_config.h; RMS norm)
 // c = scale * log2(e) (softmax works in base 2). Every function is forced inline (CKGEN_DEVICE): a kind's math
 // is part of the pipeline step that calls it.
 //
@@ -101,12 +103,13 @@ struct RowKind<kLayerNorm> {
   CKGEN_DEVICE static float y(float v, const RowScalars& rs, float) { return (v - rs.a) * rs.b; }
 };
 
-// RMS norm: the sum of v^2; y = v * rstd
+// RMS norm: the sum of v^2; y = v * rstd (rstd = RowScalars::b: the rstd output, kRstd)
 template <>
 struct RowKind<kRmsNorm> {
   using State = SumState;
   static constexpr bool kWeights = true;
   static constexpr bool kAmaxInScalars = false;
+  static constexpr bool kRstd = true;
 
   template <class Ts, class M>
   CKGEN_DEVICE static void fold(const Ts& ts, M m, float, State& st) {

@@ -7,7 +7,8 @@
 //   2. the S partial states of the row are exchanged (SplitExchange): each workgroup publishes its own and
 //      combines all S in rank order 0 .. S-1 (State::combine), the same sequence in every workgroup, so that
 //      every slice gets bitwise the same row scalars whatever order the workgroups ran in;
-//   3. y of the slice, from the registers (RowGroup::tile_y).
+//   3. y of the slice, from the registers (RowGroup::tile_y); rstd (Cfg::kRstd) by slice 0's workgroup; with
+//      kWriteY false no y.
 // int8 y (the amax pass would need a second exchange), row caches and staged rings are not split.
 //
 // ---------------------------------------------------------------- the exchange through a global workspace
@@ -166,8 +167,11 @@ struct SplitPipeline {
     else P::Kind::fold(ts, BoolConst<true>{}, e.c, st);
     st = exchange(e.tid, red.state(st));
     const RowScalars rs = P::Kind::finish(st, a.cols, a.eps);
-    g.fast = g.fast_tile();
-    g.by_kind(wts, true, rank, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, rank, rs, 1.0f, wts); });
+    if (rank == 0) g.write_rstd(rs);
+    if constexpr (P::kWriteY) {
+      g.fast = g.fast_tile();
+      g.by_kind(wts, true, rank, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, rank, rs, 1.0f, wts); });
+    }
   }
 };
 

@@ -38,6 +38,9 @@ struct RowProblem {
   using Kind = RowKind<kOp>;  // the kind's math (rowops_kinds.h)
   // per-row scales: a pass for amax of y (softmax: 1/d; a kind with kAmaxInScalars has it in the row scalars)
   static constexpr bool kAmaxPass = kQuant && kGroup == 0 && !Kind::kAmaxInScalars;
+  // outputs beside s_out: rstd[row] (RowScalars::b); y (kWriteY false: none, the row read once)
+  static constexpr bool kRstd = detail::RstdOf<Cfg>::value;
+  static constexpr bool kWriteY = detail::WriteYOf<Cfg>::value;
 
   // the tile: kR vectors of kVec elements per thread, kStep columns apart; kTile columns of a row
   static constexpr int kVec = Cfg::kVec;

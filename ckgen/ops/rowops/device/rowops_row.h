@@ -6,8 +6,9 @@
 //   RowGroup<P>       one thread's part of one row group: its columns of each tensor, the tile in registers (buf)
 //                     and where the row ends in it (k); the loads of pass 1 from global memory (x, + residual ->
 //                     s, written to s_out) and of the later passes (s_out or x again), and the output passes:
-//                     output() runs the int8 amax pass (backward over tiles) and the y pass (the other way), each
-//                     starting from the tile the previous pass ended with (still in buf)
+//                     output() writes rstd (P::kRstd) and, unless y = none (P::kWriteY false), runs the int8 amax
+//                     pass (backward over tiles) and the y pass (the other way), each starting from the tile the
+//                     previous pass ended with (still in buf)
 //   GlobalSource<P>   a pipeline's source of v: pass 1 from x (+ residual), later passes from s_out or x
 //   TileWeights<P>    weight and bias of a full aligned tile, all kR vectors loaded before it (in flight together);
 //                     the register-bounded pipeline reads them in batches instead (rowops_pipeline_bounded.h)
@@ -48,6 +49,7 @@ struct RowArgs {
   long long stride_x, stride_res, stride_y, stride_s;
   float scale, eps;
   long long stride_scale = 0;  // y_scale's row stride with per-group scales (P::kGroup > 0)
+  float* rstd = nullptr;       // rows floats (P::kRstd)
 };
 
 template <class P>
@@ -68,7 +70,7 @@ struct RowEnv {
         rt(t % P::kRowThreads),
         c(a.scale * kLog2e),
         x_ok(detail::vec_ok<typename P::TIn, P::kVec>(a.x, a.stride_x)),
-        y_ok(detail::vec_ok<typename P::TOut, P::kVec>(a.y, a.stride_y)) {
+        y_ok(!P::kWriteY || detail::vec_ok<typename P::TOut, P::kVec>(a.y, a.stride_y)) {
     if constexpr (P::kResidual) {
       r_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.residual, a.stride_res);
       s_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.s_out, a.stride_s);
@@ -106,7 +108,7 @@ struct RowGroup {
   // per-vector and per-tile offsets are added to it instead of becoming SGPR bases, one per tensor and vector
   // (which ran out of SGPRs).
   const TIn* xr;
-  TOut* yr;
+  TOut* yr = nullptr;
   const TRes* rr = nullptr;
   TRes* sr = nullptr;
   const TW* wr = nullptr;
@@ -119,7 +121,7 @@ struct RowGroup {
       : a(args), e(env), row(g * P::kRowsPerBlock + env.tid / P::kRowThreads), ncols(row < args.rows ? args.cols : 0) {
     const long long tcol = static_cast<long long>(e.rt) * kVec;
     xr = per_lane(a.x + (row * a.stride_x + tcol));
-    yr = per_lane(a.y + (row * a.stride_y + tcol));
+    if constexpr (P::kWriteY) yr = per_lane(a.y + (row * a.stride_y + tcol));
     if constexpr (P::kResidual) {
       rr = per_lane(a.residual + (row * a.stride_res + tcol));
       sr = per_lane(a.s_out + (row * a.stride_s + tcol));
@@ -317,9 +319,23 @@ struct RowGroup {
     }
     return qmul;
   }
-  // The passes after the statistics: the int8 amax pass, then y (the other way over the tiles).
+  // rstd[row] = the row scalars' b (P::kRstd), by the row's first thread
+  CKGEN_DEVICE void write_rstd(const RowScalars& rs) const {
+    if constexpr (P::kRstd) {
+      if (e.rt == 0 && row < a.rows) gstore(a.rstd + row, rs.b);
+    }
+    (void)rs;
+  }
+  // The outputs after the statistics: rstd, then (unless y = none: P::kWriteY false) y.
   template <class Src, class Wts>
   CKGEN_DEVICE void output(const RowScalars& rs, Src& src, Wts& wts, RowReduce<P>& red) {
+    write_rstd(rs);
+    if constexpr (P::kWriteY) output_y(rs, src, wts, red);
+    (void)src; (void)wts; (void)red;
+  }
+  // The passes of y: the int8 amax pass, then y (the other way over the tiles).
+  template <class Src, class Wts>
+  CKGEN_DEVICE void output_y(const RowScalars& rs, Src& src, Wts& wts, RowReduce<P>& red) {
     const float qmul = quant_pass(rs, src, wts, red);
     const bool forward = P::kAmaxPass;  // starts from the tile the previous pass ended with (still in buf)
     const int n = ntiles();
