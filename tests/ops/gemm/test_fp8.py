@@ -9,6 +9,8 @@ Rung 1: the same kernels compile for gfx942 (clang-19) and gfx950 (clang-22) wit
 loop and no spills or scratch; nvcc builds the OCP ones for sm_90 (mma.sync e4m3 / e5m2 in the PTX, no spills),
 block-scaled ones included (the mma.sync body folds them per K block), and the Hopper body's fp8 entries (wgmma
 m64nNk32 e4m3 / e5m2 in the PTX, no spills; which kernels get that body: test_tma_body.py).
+16-bit kernels take the tensor / row / col scalings too (SCALED16): rung 2 on the emulator against float64, and on
+sm_90 the Hopper body's scaled bf16 entries (wgmma m64nNk16, not serialized, no spills, C stored by TMA).
 """
 
 from __future__ import annotations
