@@ -5,7 +5,8 @@ against the unfused paths, measured in the same run, bf16.
 
 Gate-up (M x 2N x K = 2048 x 28672 x 4096, a Llama-3-8B-like MLP at 2048 tokens): ckgen's ``epilogue = swiglu``
 (halves and interleaved(64): B the merged weight) against ckgen's plain GEMM of the same B followed by torch's
-``silu(g) * u``, and torch (cuBLAS ``x @ W`` then ``silu * mul``). Down (2048 x 4096 x 14336): ckgen's ``epilogue =
+``silu(g) * u``, and torch (cuBLAS ``x @ W`` then ``silu * mul``); and ``fused_gate_up_rs``, the same with an RMSNorm's
+per-row 1/rms applied in the epilogue (``scale_a = row``: the cost of folding the norm into the GEMM). Down (2048 x 4096 x 14336): ckgen's ``epilogue =
 residual`` (out of place) against ckgen's plain GEMM + torch's add, and ``torch.addmm(R, x, W)``. Each ckgen output
 is checked against float64 (C poisoned first); times are medians of CUDA-graph replays (bench/nvh.py).
 """
@@ -52,6 +53,13 @@ def gate_up(ks, out):
         run()
         err = rel_err(c, want)
         rows.append({"kernel": name, "ms": time_graph_ms(run), "err": err})
+    rstd = torch.rand(M, device="cuda", generator=gen) + 0.5  # (an RMSNorm's 1/rms per row)
+    h_rs = h * rstd.double()[:, None]
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    run = raw_call(ks["fused_gate_up_rs"], x, b, C=c, scale_a=rstd)
+    run()
+    err = rel_err(c, torch.nn.functional.silu(h_rs[:, :N]) * h_rs[:, N:])
+    rows.append({"kernel": "fused_gate_up_rs", "ms": time_graph_ms(run), "err": err})
     plain = ks["plain_t128_256"]
     g = torch.empty(M, 2 * N, device="cuda", dtype=torch.bfloat16)
     mm = raw_call(plain, x, b, C=g)

@@ -5,6 +5,8 @@ gated epilogues (``swiglu`` / ``geglu``, ``gate = halves | interleaved(b)``, wit
 Hopper body (``<name>_tma``: checked to be the kernel that ran, through torch's profiler) and on the mma.sync body
 (odd leading dimensions, which the Hopper body refuses), dense, split-K (residual), grouped and masked (the MoE gate-up
 projection). Outputs are poisoned (NaN) first; sizes are awkward (M, N, K not multiples of the tile, N below one tile).
+Scaled bf16 kernels (``scale_a = row``: an RMSNorm's 1/rms folded into the next GEMM; plain and swiglu) run the Hopper
+body where C can be TMA-stored (N a multiple of 8) and the mma.sync body otherwise, both checked through the profiler.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ kernel fz_glu_grouped { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64
   mode = grouped epilogue = swiglu }
 kernel fz_glu_masked { A = bf16 row B = bf16 row C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4
   mode = masked gate = interleaved(64) epilogue = swiglu -> residual }
+kernel fz_rs { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  scale_a = row }
+kernel fz_rs_col { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  scale_a = row scale_b = col epilogue = bias(col) -> gelu }
+kernel fz_rs_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
+kernel fz_rs_glu128 { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  scale_a = row gate = halves epilogue = swiglu }
 """
 TOL = {torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float32: 2e-3}
 
@@ -82,10 +92,14 @@ def _gate_cols(g, n):
     return o, o + n
 
 
-def _ref(k, a, b, bias, res):
-    """float64 reference of one dense / per-group GEMM: chain, gate, residual."""
+def _ref(k, a, b, bias, res, sa=None, sb=None):
+    """float64 reference of one dense / per-group GEMM: scales, chain, gate, residual."""
     g = k.plan.spec.params.gemm
     r = a.double() @ b.double()
+    if sa is not None:
+        r = r * sa.double().reshape(-1, 1)
+    if sb is not None:
+        r = r * sb.double().reshape(1, -1)
     if bias is not None:
         r = r + bias.double()[None, :]
     if g.gated:
@@ -111,9 +125,14 @@ def _dense(name, M, N, K, ld_pad=0, in_place=False):
     bias = (torch.randn(nb, device="cuda", generator=gen) * 0.1).to(ct) if g.has_bias else None
     res = torch.randn(M, N, device="cuda", generator=gen).to(ct) if g.residual else None
     c = res if in_place else torch.full((M, N), float("nan"), device="cuda", dtype=ct)
-    want = _ref(k, a, b, bias, None if res is None else res.clone())
+    # scales: positive, over about two decades (scale_b: per column of B, as many as B's columns when gated)
+    sizes = {"row": M, "col": nb, "tensor": 1}
+    sa, sb = (torch.rand(sizes[kind], device="cuda", generator=gen) * 4 + 0.05 if kind else None
+              for kind in (g.scale_a, g.scale_b))
+    want = _ref(k, a, b, bias, None if res is None else res.clone(), sa, sb)
     args = dict(A=a, B=b, C=c) | ({"bias": bias} if bias is not None else {})
     args |= {"residual": res} if g.residual else {}
+    args |= {n: x for n, x in (("scale_a", sa), ("scale_b", sb)) if x is not None}
     ran = launched(lambda: k(**args))
     assert _err(c, want) < TOL[ct], name
     return ran
@@ -134,6 +153,27 @@ def test_portable_body_against_float64(name):
     """Leading dimensions that are not 16-byte aligned: the Hopper body refuses them, mma.sync runs."""
     ran = _dense(name, 77, 128, 99, ld_pad=1)
     assert f"{name}_tma" not in ran
+
+
+SCALED = ["fz_rs", "fz_rs_col", "fz_rs_glu", "fz_rs_glu128"]
+
+
+@pytest.mark.parametrize("name", SCALED)
+@pytest.mark.parametrize("shape", [(1, 64, 64), (77, 200, 72), (300, 1000, 520), (129, 264, 136), (2048, 4096, 1024)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_scaled_hopper_body_against_float64(name, shape):
+    """Row scales of A (and col / tensor of B) applied in the Hopper body's epilogue: M ragged, N a multiple of 8."""
+    assert kernel(name).plan.body.tma is not None, kernel(name).plan.body.why
+    ran = _dense(name, *shape)
+    assert f"{name}_tma" in ran, (name, ran)
+
+
+@pytest.mark.parametrize("name", SCALED)
+@pytest.mark.parametrize("shape", [(77, 203, 72), (130, 97, 64), (5, 1001, 136)], ids=lambda s: "x".join(map(str, s)))
+def test_scaled_ragged_columns_run_mma_sync(name, shape):
+    """N % 8 != 0: C's rows are not 16-byte aligned for the TMA store, so the mma.sync body runs (same results)."""
+    ran = _dense(name, *shape)
+    assert f"{name}_tma" not in ran and name in ran, (name, ran)
 
 
 @pytest.mark.parametrize("shape", [(130, 203, 136), (257, 261, 64)], ids=lambda s: "x".join(map(str, s)))

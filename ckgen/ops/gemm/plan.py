@@ -396,13 +396,27 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
     return None
 
 
+def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
+    """Why the Hopper body does not take this scaled 16-bit kernel (None: it does, the common tile rules
+    permitting). Tensor / row scales of A and tensor / col scales of B are applied in its epilogue (epi::value, as
+    for fp8), with one block per C tile; block scales are folded per K block by its fp8 path only."""
+    g, cfg = d.g, d.cfg
+    if g.block_scaled:
+        return "it folds block scales for fp8 kernels only"
+    if g.grouped or resolve_schedule(cfg).kind != "tile":
+        return "scaled kernels take it with one block per C tile (schedule = tile), not grouped"
+    return None
+
+
 def plan_tma_body(d: GemmDraft) -> None:
     """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
     ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
     epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by
-    the host entry). 16-bit kernels without scalings take it in any layout; fp8 ones (with any scaling) with A
-    row-major and B column-major on the fp8 tiles (:func:`_fp8_tma_refusal`); why an fp8 kernel does not get it
-    goes to ``d.why`` (``ckgen explain --kernel``)."""
+    the host entry). 16-bit kernels take it in any layout, with tensor / row scales of A and tensor / col scales
+    of B (applied in its epilogue) on one block per C tile (:func:`_scaled16_tma_refusal`); fp8 ones (with any
+    scaling) with A row-major and B column-major on the fp8 tiles (:func:`_fp8_tma_refusal`). Whether a scaled or
+    fp8 kernel gets it, and why not, goes to ``d.why`` (``ckgen explain --kernel``); unscaled 16-bit kernels add
+    nothing there (their plans and cache keys stay as they were)."""
     g, cfg, t = d.g, d.cfg, d.target
     if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
         return
@@ -414,7 +428,10 @@ def plan_tma_body(d: GemmDraft) -> None:
         if why is not None:
             d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
             return
-    elif g.a.dtype not in TMA_BODY_DTYPES or g.scaled or cfg.tile not in TMA_BODY_TILES or not shape_ok:
+    elif g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES or not shape_ok:
+        return
+    elif g.scaled and (why := _scaled16_tma_refusal(d)) is not None:
+        d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
         return
     # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
@@ -438,11 +455,14 @@ def plan_tma_body(d: GemmDraft) -> None:
     stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
     if stages:
         d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
-        if g.a.dtype.fp8 is not None:
-            a, b = (TMA_BODY_FP8_PTX[x.dtype] for x in (g.a, g.b))
-            d.why += (f"Hopper body (TMA + wgmma m64n{cfg.tile[1]}k32.f32.{a}.{b}, {stages} stages of "
-                      f"{tile_bytes} bytes, {warps // 4} consumer warpgroup(s)); the mma.sync body serves operands "
-                      "it cannot take (unaligned, not sm_90)",)
+        if g.a.dtype.fp8 is not None or g.scaled:  # (unscaled 16-bit plans keep their JSON and cache keys)
+            a, b = (TMA_BODY_FP8_PTX.get(x.dtype, x.dtype.value) for x in (g.a, g.b))
+            k = 32 // g.a.dtype.bytes
+            scales = "" if g.a.dtype.fp8 is not None else \
+                f"; scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'} in its epilogue"
+            d.why += (f"Hopper body (TMA + wgmma m64n{cfg.tile[1]}k{k}.f32.{a}.{b}, {stages} stages of "
+                      f"{tile_bytes} bytes, {warps // 4} consumer warpgroup(s){scales}); the mma.sync body serves "
+                      "operands it cannot take (unaligned, not sm_90)",)
 
 
 PASSES = (

@@ -9,10 +9,13 @@ Rung 1: the same kernels compile for gfx942 (clang-19) and gfx950 (clang-22) wit
 loop and no spills or scratch; nvcc builds the OCP ones for sm_90 (mma.sync e4m3 / e5m2 in the PTX, no spills),
 block-scaled ones included (the mma.sync body folds them per K block), and the Hopper body's fp8 entries (wgmma
 m64nNk32 e4m3 / e5m2 in the PTX, no spills; which kernels get that body: test_tma_body.py).
+16-bit kernels take the tensor / row / col scalings too (SCALED16): rung 2 on the emulator against float64, and on
+sm_90 the Hopper body's scaled bf16 entries (wgmma m64nNk16, not serialized, no spills, C stored by TMA).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -55,16 +58,27 @@ CONFIGS = {
                                  "batched = true\nscale_a = tensor\nscale_b = tensor", "v_mfma_f32_32x32x16_fp8_fp8"),
 }
 SHAPES = [(1, 70, 130), (1, 1, 1), (67, 33, 200), (130, 97, 77), (17, 9, 0), (5, 200, 1031), (40, 300, 384)]
+# 16-bit kernels take the same scalings (e.g. an RMSNorm's per-row 1/rms folded into the next GEMM as scale_a = row),
+# plain, with a chain and gated (name -> (arch, body)); on sm_90 the Hopper body takes them too (test_tma_body.py)
+SCALED16 = {
+    "s16_rowcol_942": ("gfx942", "A = bf16 row\nB = bf16 col\nC = bf16 row\ntile = 64x64x32\nwaves = 2x2\n"
+                                 "scale_a = row\nscale_b = col\nepilogue = bias(col) -> relu"),
+    "s16_tensor_col_90a": ("gfx90a", "A = f16 col\nB = f16 row\nC = f32 row\ntile = 32x32x16\nwaves = 1x1\n"
+                                     "scale_a = tensor\nscale_b = col"),
+    "s16_glu_row_950": ("gfx950", "A = bf16 row\nB = bf16 col\nC = bf16 row\ntile = 32x64x32\nwaves = 1x1\n"
+                                  "scale_a = row\nscale_b = tensor\nepilogue = swiglu"),
+}
+SHAPES16 = [(77, 200, 72), (1, 9, 16), (65, 33, 19), (40, 70, 0)]
 
 
 def _source(name: str) -> str:
-    arch, body, _ = CONFIGS[name]
+    arch, body = (CONFIGS.get(name) or SCALED16[name])[:2]
     return f"target {arch}\nkernel {name} {{\n" + "\n".join("  " + line for line in body.splitlines()) + "\n}\n"
 
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, Kernel]:
-    return emu_kernels({n: (CONFIGS[n][0], _source(n)) for n in CONFIGS})
+    return emu_kernels({n: (c[0], _source(n)) for n, c in (CONFIGS | SCALED16).items()})
 
 
 def _sizes(gemm: Kernel, m: int, n: int, k: int) -> dict:
@@ -101,6 +115,16 @@ def _check(gemm: Kernel, ops: dict, sizes: dict) -> None:
 def test_emu_against_float64(kernels, name, shape):
     sizes = _sizes(kernels[name], *shape)
     _check(kernels[name], _inputs(kernels[name], sizes, seed=sum(shape) + 7 * shape[0]), sizes)
+
+
+@pytest.mark.parametrize("shape", SHAPES16, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES16])
+@pytest.mark.parametrize("name", SCALED16)
+def test_emu_scaled_16bit_against_float64(kernels, name, shape):
+    """bf16 / f16 with positive random scales over two decades (a gated kernel's N: C's columns, B has 2N)."""
+    sizes = _sizes(kernels[name], *shape)
+    ops = _inputs(kernels[name], sizes, seed=sum(shape))
+    assert ops["scale_a"] is not None and ops["scale_b"] is not None
+    _check(kernels[name], ops, sizes)
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -268,3 +292,36 @@ def test_nvcc_builds_scaled_fp8_for_sm90(cache):
         assert dict(r.ptx_tensor).get(instr, 0) > 0, (name, r.ptx_tensor)
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
         assert (r.tma_body_of is not None) == name.endswith("_tma")
+
+
+NV16_SPEC = """
+target sm_90
+kernel h16_row_col { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+                     scale_a = row scale_b = col }
+kernel h16_row_col_128 { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+                         scale_a = row scale_b = col }
+kernel h16_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+                 scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
+kernel h16_glu_128 { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+                     scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
+"""
+
+
+def test_nvcc_builds_scaled_16bit_hopper_entries(cache):
+    """Scaled bf16 kernels on the Hopper body (the scales in its epilogue): each `_tma` entry issues the planned
+    wgmma m64nNk16 bf16, which ptxas does not serialize (C7514), without spills or stack, and stores C by TMA (the
+    overlapped TMA-store epilogue is kept)."""
+    from ckgen.backends.nvidia import compiler as nv
+
+    plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV16_SPEC)]
+    assert all(p.body.tma is not None for p in plans), [p.body.why for p in plans]
+    lib = nv.build_cuda_library("nvs16", plans)
+    reports = {r.name: r for r in nv.analyze(lib, plans)}
+    ptx = (lib.entry / "nvs16_sm_90.ptx").read_text()
+    for p in plans:
+        r = reports[f"{p.name}_tma"]
+        instr = f"wgmma.mma_async.sync.aligned.m64n{p.spec.params.config.tile[1]}k16.f32.bf16.bf16"
+        assert dict(r.ptx_tensor).get(instr, 0) > 0, (r.name, r.ptx_tensor)
+        assert r.spill_stores == r.spill_loads == r.stack_bytes == 0 and not r.wgmma_serialized, r
+        body = re.split(r"\.entry ", ptx[ptx.index(f".entry {r.name}("):])[1]  # (to the next entry)
+        assert "cp.async.bulk.tensor.3d.global.shared::cta" in body, r.name

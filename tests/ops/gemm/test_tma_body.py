@@ -136,3 +136,48 @@ def test_explain_prints_the_fp8_body_choice(tmp_path, capsys):
     assert main(["explain", str(src), "--kernel", "f"]) == 0
     assert "why: no Hopper (TMA + wgmma) body: fp8 wgmma reads both operands K-major" in capsys.readouterr().out
 
+
+
+# ---------------------------------------------------------------- scaled 16-bit (scales in the epilogue)
+@pytest.mark.parametrize("layouts", ["A = bf16 row B = bf16 col", "A = f16 col B = f16 row"])
+@pytest.mark.parametrize("scales,epilogue", [
+    ("scale_a = row", ""), ("scale_a = row scale_b = col", "epilogue = bias(col) -> gelu"),
+    ("scale_a = tensor scale_b = tensor", ""), ("scale_b = col", "batched = true"),
+    ("scale_a = row scale_b = tensor", "epilogue = swiglu"), ("scale_a = tensor", "epilogue = bias(col) -> geglu")])
+def test_scaled_16bit_kernels_get_the_body(layouts, scales, epilogue):
+    """Tensor / row scales of A and tensor / col scales of B: the same body, stages and staging as the unscaled
+    kernel (the TMA-store epilogue of 16-bit row-major C kept), and the plan says so."""
+    body = f"{layouts} C = bf16 row {BIG} {epilogue}"
+    p, unscaled = plan(f"{body} {scales}"), plan(body)
+    assert p.body.tma == unscaled.body.tma and p.body.tma is not None
+    (why,) = p.body.why
+    a = layouts.split()[2]
+    assert why.startswith(f"Hopper body (TMA + wgmma m64n256k16.f32.{a}.{a}, {p.body.tma.stages} stages"), why
+    g = p.spec.params.gemm
+    assert f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'} in its epilogue" in why
+
+
+@pytest.mark.parametrize("body,reason", [
+    (f"A = bf16 row B = bf16 col C = bf16 row {BIG} scale_a = row schedule = splitk(2)", "schedule = tile"),
+    (f"A = bf16 row B = bf16 col C = bf16 row {BIG} scale_a = row schedule = streamk", "schedule = tile"),
+    ("A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 scale_a = row "
+     "mode = grouped", "not grouped"),
+    ("A = f16 row B = f16 col C = f16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 "
+     "scale_a = block(128) scale_b = block(128)", "block scales for fp8 kernels only"),
+])
+def test_scaled_16bit_kernels_the_body_refuses_say_why(body, reason):
+    p = plan(body)
+    assert p.body.tma is None
+    (why,) = p.body.why
+    assert why.startswith("no Hopper (TMA + wgmma) body: ") and reason in why and why.endswith("mma.sync body runs it")
+
+
+def test_explain_prints_the_scaled_16bit_body(tmp_path, capsys):
+    from ckgen.cli import main
+
+    src = tmp_path / "s.ck"
+    src.write_text("target sm_90\nkernel s { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 "
+                   "lds_buffers = 4 scale_a = row epilogue = swiglu }\n")
+    assert main(["explain", str(src), "--kernel", "s"]) == 0
+    out = capsys.readouterr().out
+    assert "why: Hopper body (TMA + wgmma m64n256k16.f32.bf16.bf16" in out and "scales A row, B none" in out

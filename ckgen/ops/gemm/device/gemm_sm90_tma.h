@@ -4,9 +4,10 @@
 // in any layout, tiles of 64 or 128 rows x 128 or 256 columns x 64 K, with 4 warps per 64 rows (one consumer
 // warpgroup per 64 rows, each issuing wgmma m64nNk16 with N = the tile's columns), Cfg::kTmaStages stages of
 // Cfg::kTmaSmemBytes in all; and fp8 (OCP e4m3 / e5m2) A row-major and B column-major (fp8 wgmma reads both
-// K-major) on the same tiles with 128 K (one 128-byte row of 128 fp8 elements), wgmma m64nNk32, with the scalings of
-// an epi::Scaled operand: tensor / row / col scales in the epilogue (epi::value), block(128) scales folded per K tile
-// (= one 128-K block) in registers (block_k_loop; tiles of 128 columns, no overlapped epilogue).
+// K-major) on the same tiles with 128 K (one 128-byte row of 128 fp8 elements), wgmma m64nNk32. Both take the
+// scalings of an epi::Scaled operand: tensor / row / col scales in the epilogue (epi::value, epi::gated_value; the
+// overlapped epilogue kept), and fp8 ones block(128) scales folded per K tile (= one 128-K block) in registers
+// (block_k_loop; tiles of 128 columns, no overlapped epilogue).
 // The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
 // entry calls TmaGemm<Cfg>::launch first (TmaGemm: this body with its host side, gemm_sm90_tma_launch.h), which
 // launches it when the device is sm_90 and the operands are TMA-addressable (16-byte aligned base and leading

@@ -55,7 +55,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                        stream, bias);
   }
 
-  // Scaled kernels (fp8 scalings; the `_tma` entry of CKGEN_TMA_GEMM_SCALED_ENTRY): the scale pointers travel
+  // Scaled kernels (fp8 or 16-bit; the `_tma` entry of CKGEN_TMA_GEMM_SCALED_ENTRY): the scale pointers travel
   // after the bias (block scales: with their leading dimensions; kb and nb were checked by the caller).
   template <class Kernel>
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
@@ -253,9 +253,9 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags);    \
   }
 
-// The `<name>_tma` entry of a scaled Cfg (fp8 scalings: epi::Scaled): the scale pointers (and the block scales'
-// leading dimensions, 0 otherwise) after the bias; the epilogue operand is made on the device (tensor scales are
-// read at every launch).
+// The `<name>_tma` entry of a scaled Cfg (epi::Scaled: fp8 or 16-bit operands): the scale pointers (and the block
+// scales' leading dimensions, 0 otherwise) after the bias; the epilogue operand is made on the device (tensor scales
+// are read at every launch).
 #define CKGEN_TMA_GEMM_SCALED_ENTRY(name, Cfg)                                                                 \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
