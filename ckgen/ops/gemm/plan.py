@@ -25,7 +25,9 @@ from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import GATE_BLOCKS, SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.ops.gemm.spec import GATE_BLOCKS, MX_BLOCK, SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.targets import amd_targets
+from ckgen.targets.amd import FEATURE_MFMA_SCALE_F8F6F4, MX_BLOCK_K, MX_INSTRUCTIONS
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
@@ -168,8 +170,46 @@ def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr:
         and tk % instr.k == 0
 
 
+def select_mx_instruction(d: GemmDraft) -> None:
+    """``mx(32)`` scales: a pair, on a target with the block-scaled MFMA (its table: targets.amd.MX_INSTRUCTIONS),
+    with fp8 A and B (the OCP encodings that target takes), a tile that the instruction divides, one workgroup per
+    tile and no batch. The instruction applies the scales per 32 K's itself."""
+    g, cfg, t = d.g, d.cfg, d.target
+    mx = f"mx({MX_BLOCK})"
+    for param, other in (("scale_a", "scale_b"), ("scale_b", "scale_a")):
+        if getattr(g, param) != "mx":
+            raise d.fail(param, getattr(g, param) or "none", mx,
+                         f"{other} = {mx}: MX scales come in pairs (A and B, one E8M0 exponent per 32 K's each)")
+    if FEATURE_MFMA_SCALE_F8F6F4 not in t.features or not MX_INSTRUCTIONS.get(t.name):
+        names = ", ".join(x.name for x in amd_targets() if FEATURE_MFMA_SCALE_F8F6F4 in x.features)
+        raise d.fail("scale_a", mx, f"tensor, row, block({SCALE_BLOCK}) on {t.name}; {mx} on {names}",
+                     f"mx scales need {names}'s scaled MFMA (block-scaled f8f6f4); {t.name} has none")
+    for param, x in (("A", g.a), ("B", g.b)):
+        if x.dtype.fp8 is None:
+            legal = ", ".join(v.value for v in generated_inputs(t) if v.fp8 is not None)
+            raise d.fail(param, x.dtype.value, legal, f"mx scales take 8-bit float operands ({legal})")
+    (instr,) = MX_INSTRUCTIONS[t.name]
+    if cfg.instr is not None and tuple(cfg.instr) != instr.shape:
+        raise d.fail("instr", "x".join(map(str, cfg.instr)), instr.shape_text,
+                     f"mx scales use the block-scaled MFMA, {instr.shape_text} on {t.name}")
+    if not _instruction_fits(cfg.tile, cfg.waves, instr, g.gated is not None):
+        raise d.fail("tile", "x".join(map(str, cfg.tile)),
+                     f"M/waves_m and N/waves_n multiples of {instr.m}, K a multiple of {instr.k} (e.g. 128x128x128 "
+                     "with waves 2x2)", f"the block-scaled MFMA is {instr.shape_text}: a K tile must be whole "
+                     f"instructions (each {instr.k // MX_BLOCK_K} MX blocks of {MX_BLOCK_K})")
+    if resolve_schedule(cfg, g).kind != "tile":
+        raise d.fail("schedule", cfg.schedule.text, "tile", "mx scales are applied by one workgroup per C tile")
+    if g.batched or g.grouped:
+        raise d.fail("batched" if g.batched else "mode", "true" if g.batched else g.mode,
+                     "false" if g.batched else "dense", "mx scales are offered for plain (dense, unbatched) GEMMs")
+    d.instr = instr
+
+
 def select_instruction(d: GemmDraft) -> None:
     g, cfg, t = d.g, d.cfg, d.target
+    if g.mx_scaled:
+        select_mx_instruction(d)
+        return
     cands = t.instructions_for(*_kinds(g), g.acc)
     if cfg.instr is not None:
         instr = t.find_instruction(cfg.instr, *_kinds(g), g.acc)
@@ -261,7 +301,7 @@ def check_gated(d: GemmDraft) -> None:
     if cfg.schedule.kind in ("splitk", "streamk"):
         raise d.fail("schedule", cfg.schedule.text, "tile or auto",
                      f"split-K and stream-K are not implemented for gated epilogues ({g.gated})")
-    if g.scale_b in ("col", "block"):
+    if g.scale_b in ("col", "block", "mx"):
         raise d.fail("scale_b", g.scale_b, "tensor or none",
                      f"a gated epilogue ({g.gated}) takes no per-column scales of B yet")
     half = cfg.tile[1] // cfg.waves[1] // 2
