@@ -71,7 +71,7 @@ FEATURE_XF32 = "xf32"
 #: packed fp32 VALU ops (v_pk_fma_f32, v_pk_mul_f32, v_pk_add_f32): gfx90a+. [llvm FeaturePackedFP32Ops]
 FEATURE_PACKED_FP32 = "packed_fp32"
 #: MFMA block-scaled f8f6f4 (v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4): gfx950. Not in Target.instructions
-#: (the planner must not pick it for a plain GEMM: it takes per-32-K E8M0 scales and its operand format comes
+#: (the planner must not pick it for a plain matrix product: it takes per-32-K E8M0 scales and its operand format comes
 #: from immediates); the entries ckgen uses for `mx` scales are in MX_INSTRUCTIONS. [intr], [mx]
 FEATURE_MFMA_SCALE_F8F6F4 = "mfma_scale_f8f6f4"
 

@@ -148,14 +148,16 @@ def abi(spec: KernelSpec) -> Abi:
 
     args = [a, b, c, bias]
     if g.scale_a is not None or g.scale_b is not None:  # fp8 scalings: f32 device tensors, shared by a batch
-        args += [_scale("scale_a", g.scale_a, "M"), _scale("scale_b", g.scale_b, "N")]
+        # (mx(32) beside block(128) is refused by the planner; its ABI, built first, takes the MX shapes)
+        ka, kb = (("mx" if g.mx_scaled and k == "block" else k) for k in (g.scale_a, g.scale_b))
+        args += [_scale("scale_a", ka, "M"), _scale("scale_b", kb, "N")]
     if g.residual:
         args.append(residual(g, sb("stride_c"), "M x N"))
     args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
              Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
         args.append(Arg("batch", S, doc="matrices in the batch", default=1))
-    if g.block_scaled:
+    if g.block_scaled and not g.mx_scaled:  # (mx with block(128) is refused by the planner)
         args += [Arg("kb", S, doc=f"K blocks of the block scales: ceil(K / {SCALE_BLOCK})"),
                  Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
     if g.mx_scaled:
@@ -174,8 +176,8 @@ def abi(spec: KernelSpec) -> Abi:
                         doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
                             "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
-    blocks = (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else \
-        (("kb", "K", MX_BLOCK),) if g.mx_scaled else ()
+    blocks = (("kb", "K", MX_BLOCK),) if g.mx_scaled else \
+        (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
     return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=gate_divides(g),
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 

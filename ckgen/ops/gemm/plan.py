@@ -25,7 +25,15 @@ from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import GATE_BLOCKS, MX_BLOCK, SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.ops.gemm.spec import (
+    GATE_BLOCKS,
+    MX_BLOCK,
+    SCALE_BLOCK,
+    GemmParams,
+    GemmSpec,
+    TileConfig,
+    resolve_schedule,
+)
 from ckgen.targets import amd_targets
 from ckgen.targets.amd import FEATURE_MFMA_SCALE_F8F6F4, MX_BLOCK_K, MX_INSTRUCTIONS
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
