@@ -178,6 +178,13 @@ def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr:
         and tk % instr.k == 0
 
 
+#: the most accumulator registers per lane an mx kernel may hold (a wave tile of 64x64: 4 fragments of the 32x32x64
+#: instruction). Measured with clang-22 for gfx950 (ckgen report): 64x64 wave tiles compile without spills (up to 256
+#: VGPRs for 128x128x256 on 2x2 waves), 128x64 (128 accumulators) spilled; the calibrated estimate of registers.py
+#: was not fitted on the mx body (each fragment is 8 registers and its scales are loaded per instruction step).
+MX_MAX_ACCUMULATORS = 64
+
+
 def select_mx_instruction(d: GemmDraft) -> None:
     """``mx(32)`` scales: a pair, on a target with the block-scaled MFMA (its table: targets.amd.MX_INSTRUCTIONS),
     with fp8 A and B (the OCP encodings that target takes), a tile that the instruction divides, one workgroup per
@@ -205,6 +212,12 @@ def select_mx_instruction(d: GemmDraft) -> None:
                      f"M/waves_m and N/waves_n multiples of {instr.m}, K a multiple of {instr.k} (e.g. 128x128x128 "
                      "with waves 2x2)", f"the block-scaled MFMA is {instr.shape_text}: a K tile must be whole "
                      f"instructions (each {instr.k // MX_BLOCK_K} MX blocks of {MX_BLOCK_K})")
+    acc = (cfg.tile[0] // cfg.waves[0] // instr.m) * (cfg.tile[1] // cfg.waves[1] // instr.n) * instr.c_regs
+    if acc > MX_MAX_ACCUMULATORS:
+        raise d.fail("tile", "x".join(map(str, cfg.tile)),
+                     f"a wave tile (tile M x N / waves) of at most 64x64 with mx scales, e.g. tile = "
+                     f"{2 * 64}x{2 * 64}x{cfg.tile[2]} with waves = 2x2",
+                     f"{acc} accumulator registers per lane; the mx body spills beyond {MX_MAX_ACCUMULATORS}")
     if resolve_schedule(cfg, g).kind != "tile":
         raise d.fail("schedule", cfg.schedule.text, "tile", "mx scales are applied by one workgroup per C tile")
     if g.batched or g.grouped:

@@ -125,6 +125,7 @@ MXS = "scale_a = mx(32) scale_b = mx(32)"
     ("gfx950", f"{E4} tile = 64x64x32 {MXS}", "tile", "K a multiple of 64"),
     ("gfx950", f"{E4} tile = 32x32x64 waves = 2x2 {MXS}", "tile", "multiples of 32"),
     ("gfx950", f"{E4} tile = 64x64x64 instr = 16x16x32 {MXS}", "instr", "32x32x64"),
+    ("gfx950", f"{E4} tile = 256x128x128 {MXS}", "tile", "at most 64x64"),
     ("gfx950", f"{E4} tile = 64x64x64 schedule = splitk {MXS}", "schedule", "tile"),
     ("gfx950", f"{E4} tile = 64x64x64 batched = true {MXS}", "batched", "false"),
 ])
@@ -156,9 +157,12 @@ def test_rung1_scaled_mfma_no_spills(cache, tmp_path):
         pytest.fail("clang++-22 is missing (tools/install.sh installs it)")
     (ins,) = MX_INSTRUCTIONS["gfx950"]
     src = tmp_path / "mx.ck"
-    src.write_text("target gfx950\n" + "".join(_source(n).split("\n", 1)[1] for n in CONFIGS))
+    # (mx_wide: the largest wave tile mx allows, 64x64, with a 256-deep K tile: the most registers of an mx kernel)
+    src.write_text("target gfx950\n" + "".join(_source(n).split("\n", 1)[1] for n in CONFIGS)
+                   + "kernel mx_wide { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x256 waves = 2x2 "
+                   + MX.replace("\n", " ") + " }\n")
     (lib,) = driver.compile_files([src], ("gfx950",), tmp_path / "out", jobs=2)
-    for name in CONFIGS:
+    for name in [*CONFIGS, "mx_wide"]:
         res = lib.resources[(name, "gfx950")]
         assert res["mfma"].get(ins.mnemonic, 0) > 0 and res["mfma_in_main_loop"] > 0, (name, res["mfma"])
         assert set(res["mfma"]) == {ins.mnemonic}, (name, res["mfma"])
