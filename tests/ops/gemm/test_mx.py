@@ -23,6 +23,7 @@ from ckgen.frontend import load_text
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
+from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.runtime.api import Kernel
 from ckgen.targets import get_target
@@ -86,6 +87,21 @@ def test_scales_matter_per_block(kernels):
     ops = _inputs(gemm, sizes, seed=5)
     ops["scale_a"][1, 3] += 2    # the partial last block (K 96..99), row 1
     _check(gemm, ops, sizes)
+
+
+@needs_clang
+def test_nan_scale_poisons_its_row_only(kernels):
+    """E8M0 0xFF is NaN: row 2's C is NaN, every other row still matches the reference."""
+    gemm = kernels["mx_e4m3"]
+    sizes = {"M": 5, "N": 33, "K": 100, "kb": 4}
+    ops = _inputs(gemm, sizes, seed=9)
+    ops["scale_a"][2, 1] = 0xFF
+    before = {k: (v.copy() if v is not None else None) for k, v in ops.items()}
+    out = to_float64(gemm(**ops), DType.BF16)
+    ref = get_op("gemm").reference(gemm.plan, before, sizes)["C"]
+    assert np.isnan(out[2]).all() and np.isnan(ref[2]).all()
+    keep = [0, 1, 3, 4]
+    assert relative_error(out[keep], ref[keep]) <= get_op("gemm").tolerance(gemm.plan, "C")
 
 
 @needs_clang

@@ -27,6 +27,8 @@
 //            row (r / g) * g * (64 / n) + g * (l / n) + r % g,  col l % n.
 //   e.g. 32x32: row 8 * (r / 4) + 4 * (l / 32) + r % 4;  16x16: row 4 * (l / 16) + r.
 // So a lane's A (B) items are consecutive in k: one LDS vector read of kAItems (kBItems) elements.
+// MX-scaled kernels (epi::Scaled with kScaleMx) use the block-scaled MFMA instead, whose lane layout differs (two
+// runs of 16 k per fragment; gemm_detail::mx_fragment) and which takes each lane's E8M0 scale bytes (compute_mx).
 //
 // Requirements checked at compile time (static_assert, with the member named): see check_cfg().
 #pragma once
