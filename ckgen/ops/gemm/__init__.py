@@ -122,7 +122,7 @@ class GemmOp(Op):
         operand = {"before": names[:names.index("bias")], "after": names[at + 1:]} if g.residual else None
         return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg and not g.mx_scaled else [],
-                "mx_builtins": [i.builtin] if g.mx_scaled else [], "header": b.body.header,
+                "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
                               "CKGEN_TMA_GEMM_SCHED_ENTRY" if b.schedule is not None else

@@ -132,7 +132,10 @@ MXS = "scale_a = mx(32) scale_b = mx(32)"
     ("gfx942", f"{FNUZ} tile = 64x64x64 {MXS}", "scale_a", "mx scales need gfx950's scaled MFMA"),
     ("gfx90a", f"A = f16 row B = f16 col C = f16 row tile = 64x64x64 {MXS}", "scale_a", "need gfx950"),
     ("gfx908", f"A = f16 row B = f16 col C = f16 row tile = 64x64x64 {MXS}", "scale_a", "need gfx950"),
-    ("sm_90", f"{E4} tile = 64x64x64 {MXS}", "scale_a", "need gfx950"),
+    ("gfx942", f"{FNUZ} tile = 64x64x32 {MXS}", "scale_a", "mx(32) on gfx950, sm_90"),
+    ("sm_90", f"{E4} tile = 64x64x64 {MXS}", "tile", "a K tile of 32 on sm_90"),
+    ("sm_90", f"A = e4m3fn row B = e5m2 col C = bf16 row tile = 64x64x32 {MXS}", "B", "e4m3fn"),
+    ("sm_90", f"{E4} tile = 64x64x32 schedule = splitk {MXS}", "schedule", "tile"),
     ("gfx950", f"A = f16 row B = f16 col C = f16 row tile = 64x64x64 {MXS}", "A", "e4m3fn, e5m2"),
     ("gfx950", f"{FNUZ} tile = 64x64x64 {MXS}", "A", "e4m3fn"),
     ("gfx950", f"{E4} tile = 64x64x64 scale_a = mx(32) scale_b = block(128)", "scale_b", "mx(32)"),
@@ -183,3 +186,30 @@ def test_rung1_scaled_mfma_no_spills(cache, tmp_path):
         assert res["mfma"].get(ins.mnemonic, 0) > 0 and res["mfma_in_main_loop"] > 0, (name, res["mfma"])
         assert set(res["mfma"]) == {ins.mnemonic}, (name, res["mfma"])
         assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, (name, res)
+
+
+NV_SPEC = """
+target sm_90
+kernel s90_mx { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x64x32 waves = 2x2 scale_a = mx(32) scale_b = mx(32) }
+kernel s90_mx_e5 { A = e5m2 col B = e5m2 row C = f32 row tile = 64x64x32 waves = 2x2 scale_a = mx(32)
+                   scale_b = mx(32) epilogue = bias(col) -> relu }
+"""
+
+
+def test_nvcc_builds_the_portable_mx_fold_for_sm90(cache):
+    """sm_90 (no block-scaled MFMA): the mma.sync body folds the E8M0 scales per 32-K block; nvcc builds it issuing
+    mma.sync e4m3 / e5m2, without spills or stack (rung 1 for NVIDIA; the GPU run is tests/runtime/test_nvidia_mx.py)."""
+    from ckgen.backends.nvidia import compiler as nv
+
+    try:
+        nv.find_nvcc()
+    except CkgenError as exc:
+        pytest.skip(str(exc))
+    plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV_SPEC)]
+    assert all(p.body.tma is None for p in plans)   # (the Hopper body takes no mx kernel)
+    reports = {r.name: r for r in nv.analyze(nv.build_cuda_library("nvmx", plans), plans)}
+    mma = "mma.sync.aligned.m16n8k32.row.col.f32.{0}.{0}.f32"
+    for name, instr in (("s90_mx", mma.format("e4m3")), ("s90_mx_e5", mma.format("e5m2"))):
+        r = reports[name]
+        assert dict(r.ptx_tensor).get(instr, 0) > 0, (name, r.ptx_tensor)
+        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
