@@ -224,8 +224,10 @@ XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_M
 # 1 = e5m2 (bf8) (2..4 are fp6 / fp4, unused); scale_x is a 32-bit VGPR whose byte opsel_x is the lane's E8M0
 # scale. Sources (facts only; tests/data/mfma_scale_layouts.README.md has the details):
 #   shape, operand types and mnemonic: LLVM IntrinsicsAMDGPU.td (llvm-22) int_amdgcn_mfma_scale_f32_32x32x64_f8f6f4
-#   and clang++-22 -> llvm-objdump-22 (tests/targets/test_amd_mx_compile.py); cycles: llvm-mca-22 -mcpu=gfx950,
-#   RThroughput 8 passes with fp8 operands (x 4 cycles, the method of tools/gen_amd_mfma.py);
+#   and clang++-22 -> llvm-objdump-22 (tests/targets/test_amd_mx_compile.py); cycles (cost models only): 64 with fp8
+#   operands, from the peak rate: the ROCm blog below gives MI355X fp8 as ~32x its fp32 (157.3 TF: ~5 PF dense),
+#   i.e. 2048 flops per SIMD per clock at 256 CUs and 2.4 GHz, and 2 * 32 * 32 * 64 / 2048 = 64 (llvm-mca-22's gfx950
+#   model gives 8 passes, 32 cycles, for every format and for 32x32x16 fp8 alike: not used);
 #   operand lane layout (A, B, C/D) and the format codes: AMD's ROCm blog "Matrix Core Programming on AMD CDNA3
 #   and CDNA4 architecture" (github ROCm/rocm-blogs, blogs/software-tools-optimization/matrix-cores-cdna), its
 #   fp8 32x32x64 example kernel; scale lanes: lane l holds row (A) / column (B) l % 32 of K block l / 32
@@ -234,7 +236,7 @@ XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_M
 #   operand layout was found for it.
 GFX950_MX_MFMA: tuple[MatrixInstr, ...] = (
     _mi("v_mfma_scale_f32_32x32x64_f8f6f4", "__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4", FP8, FP8, F32,
-        32, 32, 64, 1, 8, 8, 16, "ckgen::i32x8_t", "ckgen::i32x8_t", "ckgen::float16_t", 32),
+        32, 32, 64, 1, 8, 8, 16, "ckgen::i32x8_t", "ckgen::i32x8_t", "ckgen::float16_t", 64),
 )
 #: K elements that share one E8M0 scale in the scaled MFMA (the OCP MX block size).
 MX_BLOCK_K = 32
