@@ -82,6 +82,9 @@ def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
     """Values of ``x`` (of ckgen dtype ``dt``) as float64."""
     if dt.fp8 is not None:
         return fp8_values(dt)[np.asarray(x, np.uint8)]
+    if dt == DType.E8M0:  # 2^(e - 127); 0xFF is NaN
+        e = np.asarray(x, np.uint8).astype(np.float64)
+        return np.where(e == 255, np.nan, np.exp2(e - 127))
     return from_bf16(x).astype(np.float64) if dt == DType.BF16 else np.asarray(x).astype(np.float64)
 
 
@@ -97,13 +100,16 @@ def poison(a: np.ndarray) -> np.ndarray:
 
 
 def random_values(rng: np.random.Generator, shape: tuple[int, ...], dt: DType) -> np.ndarray:
-    """Random values of ``dt`` (bf16 as uint16 bits), never zero for integers, uniform in [-1, 1) for floats."""
+    """Random values of ``dt`` (bf16 as uint16 bits), never zero for integers, uniform in [-1, 1) for floats, E8M0
+    exponents 120..134 (scales 2^-7 .. 2^7)."""
     if dt == DType.I8:
         v = rng.integers(-8, 9, size=shape)
         v[v == 0] = 1
         return v.astype(np.int8)
     if dt == DType.I32:
         return rng.integers(-1000, 1000, size=shape).astype(np.int32)
+    if dt == DType.E8M0:  # MX scales 2^-7 .. 2^7
+        return rng.integers(120, 135, size=shape).astype(np.uint8)
     x = rng.uniform(-1.0, 1.0, size=shape)
     if dt.fp8 is not None:
         return to_fp8(x, dt)

@@ -23,6 +23,11 @@ Where the numbers come from (checked 2026, see also the comments on each target)
 * [clang]  tests/targets/test_amd_compile.py: clang++-19 (gfx908/90a/942) and clang++-22 (gfx950)
   accept each builtin with exactly these operand types and emit exactly these mnemonics; xf32 is
   rejected on gfx950.
+* [mx]     The gfx950 block-scaled MFMA (MX_INSTRUCTIONS): AMD's ROCm blog "Matrix Core Programming on AMD CDNA3
+  and CDNA4 architecture" (operand layouts, format codes, E8M0 = 2^(e - 127)), triton's chooseScaledMfmaScaleLayout
+  (which lane's scale byte applies to which row / K block); tests/data/mfma_scale_layouts.json holds the layout
+  as data (tools/gen_mfma_scale_layout.py transcribes the blog's indexing) and tests/runtime/test_emu_mfma_scale.py
+  checks the emulator against it.
 * [occ]    Occupancy (waves per SIMD), the rules ``ckgen report`` applies (ckgen/backends/amd/occupancy.py):
   LLVM AMDGPUBaseInfo.cpp: getTotalNumSGPRs = 800 per SIMD on gfx8/9; getAddressableNumSGPRs = 102;
   getSGPRAllocGranule = 16 on gfx8/9 (reviews.llvm.org/D84194: "16 for GFX9" SGPR blocks); getNumExtraSGPRs:
@@ -65,8 +70,9 @@ FEATURE_F64_MFMA = "f64_mfma"
 FEATURE_XF32 = "xf32"
 #: packed fp32 VALU ops (v_pk_fma_f32, v_pk_mul_f32, v_pk_add_f32): gfx90a+. [llvm FeaturePackedFP32Ops]
 FEATURE_PACKED_FP32 = "packed_fp32"
-#: MFMA block-scaled f8f6f4 (v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4): gfx950. Not in the
-#: table: the operand format is chosen by immediates (cbsz/blgp) and needs per-block scales. [intr]
+#: MFMA block-scaled f8f6f4 (v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4): gfx950. Not in Target.instructions
+#: (the planner must not pick it for a plain matrix product: it takes per-32-K E8M0 scales and its operand format comes
+#: from immediates); the entries ckgen uses for `mx` scales are in MX_INSTRUCTIONS. [intr], [mx]
 FEATURE_MFMA_SCALE_F8F6F4 = "mfma_scale_f8f6f4"
 
 
@@ -212,6 +218,29 @@ GFX950_MFMA: tuple[MatrixInstr, ...] = (
 
 #: Instructions that exist but that the planner must not choose implicitly, per arch.
 XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_MFMA}
+
+# ---- [mx] the block-scaled (OCP microscaling) MFMA that `scale_a = mx(32)` kernels use, per arch. ----
+# Called as builtin(a, b, c, a_format, b_format, opsel_a, scale_a, opsel_b, scale_b): format 0 = e4m3 (fp8),
+# 1 = e5m2 (bf8) (2..4 are fp6 / fp4, unused); scale_x is a 32-bit VGPR whose byte opsel_x is the lane's E8M0
+# scale. Sources (facts only; tests/data/mfma_scale_layouts.README.md has the details):
+#   shape, operand types and mnemonic: LLVM IntrinsicsAMDGPU.td (llvm-22) int_amdgcn_mfma_scale_f32_32x32x64_f8f6f4
+#   and clang++-22 -> llvm-objdump-22 (tests/targets/test_amd_mx_compile.py); cycles (cost models only): 64 with fp8
+#   operands, from the peak rate: the ROCm blog below gives MI355X fp8 as ~32x its fp32 (157.3 TF: ~5 PF dense),
+#   i.e. 2048 flops per SIMD per clock at 256 CUs and 2.4 GHz, and 2 * 32 * 32 * 64 / 2048 = 64 (llvm-mca-22's gfx950
+#   model gives 8 passes, 32 cycles, for every format and for 32x32x16 fp8 alike: not used);
+#   operand lane layout (A, B, C/D) and the format codes: AMD's ROCm blog "Matrix Core Programming on AMD CDNA3
+#   and CDNA4 architecture" (github ROCm/rocm-blogs, blogs/software-tools-optimization/matrix-cores-cdna), its
+#   fp8 32x32x64 example kernel; scale lanes: lane l holds row (A) / column (B) l % 32 of K block l / 32
+#   (triton-lang/triton, LinearLayoutConversions.cpp chooseScaledMfmaScaleLayout, mfmaMDim == 32), and the
+#   blog: "Ax of size 32x2 ... each thread stores 1 entry". The 16x16x128 form is left out: no published fp8
+#   operand layout was found for it.
+GFX950_MX_MFMA: tuple[MatrixInstr, ...] = (
+    _mi("v_mfma_scale_f32_32x32x64_f8f6f4", "__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4", FP8, FP8, F32,
+        32, 32, 64, 1, 8, 8, 16, "ckgen::i32x8_t", "ckgen::i32x8_t", "ckgen::float16_t", 64),
+)
+#: K elements that share one E8M0 scale in the scaled MFMA (the OCP MX block size).
+MX_BLOCK_K = 32
+MX_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx950": GFX950_MX_MFMA}
 
 _CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, simds_per_cu=4,
              sgprs=102,                 # [occ] addressable SGPRs per wave

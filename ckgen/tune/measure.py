@@ -33,6 +33,7 @@ from ckgen.ir.abi import ArgKind, dim_parts, dim_value
 from ckgen.ir.arrays import memory_order, poison, to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
+from ckgen.ir.types import DType
 from ckgen.runtime.api import Kernel, get_backend
 from ckgen.runtime.family import family_plans
 from ckgen.version import __version__
@@ -283,12 +284,13 @@ def fast_launcher(kernel, call):
 
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8", "i32": "int32",
                  "e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2", "e4m3fnuz": "float8_e4m3fnuz",
-                 "e5m2fnuz": "float8_e5m2fnuz"}
+                 "e5m2fnuz": "float8_e5m2fnuz", "e8m0": "uint8"}
 
 
 def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -> dict[str, Any]:
     """Device tensors for every ABI tensor at ``sizes``: uniform in [-1, 1) (small nonzero integers for integer
-    dtypes) for what the kernel reads, 0xFF bytes for what it only writes; laid out as the ABI's strides say."""
+    dtypes, E8M0 exponents 120..134 for mx scales) for what the kernel reads, 0xFF bytes for what it only writes; laid
+    out as the ABI's strides say."""
     import torch
 
 
@@ -305,6 +307,8 @@ def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -
         if a.role == "out":
             t = torch.empty(mem, dtype=dt, device=device)
             t.view(torch.uint8).fill_(0xFF)
+        elif a.dtype == DType.E8M0:  # mx scales: exponents 120..134 (2^-7 .. 2^7), as random_values
+            t = torch.randint(120, 135, mem, generator=gen, device=device, dtype=torch.int32).to(dt)
         elif a.dtype.is_float:
             t = (torch.rand(mem, generator=gen, device=device, dtype=torch.float32) * 2 - 1).to(dt)
         else:

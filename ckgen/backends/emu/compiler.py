@@ -71,9 +71,11 @@ def compiler_version(cxx: str) -> str:
 
 
 def target_builtins(target: Target) -> tuple[str, ...]:
-    """Every matrix builtin the arch has: its table plus instructions the planner never picks (xf32)."""
+    """Every matrix builtin the arch has: its table plus instructions the planner never picks implicitly (xf32,
+    the block-scaled MX MFMA)."""
 
-    instrs = list(target.instructions) + list(amd.XF32_INSTRUCTIONS.get(target.name, ()))
+    instrs = (list(target.instructions) + list(amd.XF32_INSTRUCTIONS.get(target.name, ()))
+              + list(amd.MX_INSTRUCTIONS.get(target.name, ())))
     return tuple(sorted({i.builtin for i in instrs if i.builtin.startswith(BUILTIN_PREFIX)}))
 
 

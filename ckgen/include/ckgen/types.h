@@ -268,6 +268,7 @@ typedef int int4_t __attribute__((ext_vector_type(4)));
 typedef int int16_t __attribute__((ext_vector_type(16)));
 typedef int int32_t __attribute__((ext_vector_type(32)));
 typedef double double4_t __attribute__((ext_vector_type(4)));
+typedef int i32x8_t __attribute__((ext_vector_type(8)));  // 32 fp8 bytes: gfx950 scaled MFMA operands
 #if __clang_major__ >= 17
 typedef __bf16 bf16x8_t __attribute__((ext_vector_type(8)));  // gfx950 bf16 MFMA operands
 #endif

@@ -14,7 +14,7 @@ from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
-from ckgen.ir.types import Layout
+from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm import abi as _abi
 from ckgen.ops.gemm import cost_model as _model
 from ckgen.ops.gemm import plan as _plan
@@ -68,7 +68,7 @@ class GemmOp(Op):
                  ("COperand", i.c_operand)]
         if g.scaled:  # the epilogue operand carries the scale pointers (blocks/epilogue.h)
             kinds = {None: "kScaleNone", "tensor": "kScaleTensor", "row": "kScaleRow", "col": "kScaleCol",
-                     "block": "kScaleBlock"}
+                     "block": "kScaleBlock", "mx": "kScaleMx"}
             types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
                                         f"ckgen::epi::{kinds[g.scale_b]}>"))
         if g.gated:  # swiglu / geglu: the gate activation and B's arrangement (blocks/epilogue.h)
@@ -103,6 +103,9 @@ class GemmOp(Op):
             constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
         if g.gated:
             constants.append(("int", "kGateBlock", str(g.gate_block)))
+        if g.mx_scaled:  # the block-scaled MFMA's operand formats (0: e4m3, 1: e5m2), Cfg::mma_mx (kernel.hip.j2)
+            constants += [("int", "kMxFormatA", str(int(g.a.dtype.matrix_kind == DType.BF8))),
+                          ("int", "kMxFormatB", str(int(g.b.dtype.matrix_kind == DType.BF8)))]
         if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts
             types.append(("TIndex", g.index.cpp))
             constants += [("int", "kGroupMode", "1" if g.mode == "grouped" else "2"),
@@ -118,7 +121,8 @@ class GemmOp(Op):
         at = names.index("residual") if g.residual else 0
         operand = {"before": names[:names.index("bias")], "after": names[at + 1:]} if g.residual else None
         return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
-                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "header": b.body.header,
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg and not g.mx_scaled else [],
+                "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
                               "CKGEN_TMA_GEMM_SCHED_ENTRY" if b.schedule is not None else
@@ -138,6 +142,8 @@ class GemmOp(Op):
         if g.block_scaled:
             blk = _spec.SCALE_BLOCK
             sizes = {"kb": -(-sizes["K"] // blk), "nb": -(-sizes["N"] // blk), **sizes}
+        if g.mx_scaled:
+            sizes = {"kb": -(-sizes["K"] // _spec.MX_BLOCK), **sizes}
         out = super().random_inputs(plan, sizes, rng)
         if g.grouped and sizes.get("groups", 0) > 0:
             n, m = sizes["groups"], sizes["M"]

@@ -2,7 +2,7 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, [scale_a, scale_b,] [residual,] M, N, K, [batch,] [kb, nb,] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
+    A, B, C, bias, [scale_a, scale_b,] [residual,] M, N, K, [batch,] [kb[, nb],] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
     [, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
@@ -12,7 +12,9 @@ arguments exist when the kernel is ``batched``: ``batch`` matrices, item b of X 
 a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` exist when the kernel has scalings
 (``scale_a = tensor | row``, ``scale_b = tensor | col``): f32 device tensors of 1, M or N elements, shared by every
 batch item; one of them is unused (NULL) when only the other operand is scaled. Block scales (``block(128)`` on
-both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. ``workspace`` exists when the kernel's schedule needs one
+both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. MX scales
+(``mx(32)`` on both) are E8M0 bytes, A's M x kb and B's N x kb, row-major, with ``kb`` = ceil(K / 32) (checked) and
+the leading dimensions. ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it). ``residual`` exists when the epilogue ends in
 ``-> residual``: an input R laid out exactly as C (dtype, dims, layout, ``ldc``, ``stride_c``) added after the
 chain, ``C = chain(...) + R``; C may be the very same view as R (in place). A gated epilogue (``swiglu`` /
@@ -48,7 +50,7 @@ from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm.schedule import scheduled_launch
-from ckgen.ops.gemm.spec import SCALE_BLOCK, resolve_schedule
+from ckgen.ops.gemm.spec import MX_BLOCK, SCALE_BLOCK, resolve_schedule
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
 #: the groups `ckgen run` draws when --size does not say (calls take them from the offsets / counts tensor)
@@ -103,6 +105,11 @@ def _scale(name: str, kind: str | None, size: str) -> Arg:
     """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``), blocks (``block``:
     A's M x kb, B's nb x kb, row-major with a leading dimension); unused (NULL) when only the other operand is
     scaled."""
+    if kind == "mx":
+        rows = "M" if name == "scale_a" else "N"
+        what = "row of A" if name == "scale_a" else "column of B"
+        return Arg(name, T, doc=f"{rows} x kb e8m0 bytes: one exponent (2^(e - 127)) per {what} and {MX_BLOCK} K's",
+                   dtype=DType.E8M0, dims=(rows, "kb"), strides=(f"ld_{name}", 1))
     if kind == "block":
         rows, doc = ("M", "M x kb: one f32 per row of A and 128 K's") if name == "scale_a" else \
             ("nb", "nb x kb: one f32 per 128 x 128 block of B (N blocks x K blocks)")
@@ -141,18 +148,22 @@ def abi(spec: KernelSpec) -> Abi:
 
     args = [a, b, c, bias]
     if g.scale_a is not None or g.scale_b is not None:  # fp8 scalings: f32 device tensors, shared by a batch
-        args += [_scale("scale_a", g.scale_a, "M"), _scale("scale_b", g.scale_b, "N")]
+        # (mx(32) beside block(128) is refused by the planner; its ABI, built first, takes the MX shapes)
+        ka, kb = (("mx" if g.mx_scaled and k == "block" else k) for k in (g.scale_a, g.scale_b))
+        args += [_scale("scale_a", ka, "M"), _scale("scale_b", kb, "N")]
     if g.residual:
         args.append(residual(g, sb("stride_c"), "M x N"))
     args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
              Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
         args.append(Arg("batch", S, doc="matrices in the batch", default=1))
-    if g.block_scaled:
+    if g.block_scaled and not g.mx_scaled:  # (mx with block(128) is refused by the planner)
         args += [Arg("kb", S, doc=f"K blocks of the block scales: ceil(K / {SCALE_BLOCK})"),
                  Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
+    if g.mx_scaled:
+        args.append(Arg("kb", S, doc=f"K blocks of the MX scales: ceil(K / {MX_BLOCK})"))
     args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, nb, "K"), ld("ldc", g.c.layout, "N", "M")]
-    if g.block_scaled:
+    if g.block_scaled or g.mx_scaled:
         args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
                  Arg("ld_scale_b", ST, doc="leading dimension of scale_b (>= max(1, kb))", at_least=("kb",))]
     if batched:
@@ -165,7 +176,8 @@ def abi(spec: KernelSpec) -> Abi:
                         doc="scratch of the split-K / stream-K schedule: ckgen_<kernel>_workspace_bytes(M, N, K) bytes, "
                             "zero-filled before first use (calls leave it zero-filled)"))
     empty = ("M", "N", "batch") if batched else ("M", "N")
-    blocks = (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
+    blocks = (("kb", "K", MX_BLOCK),) if g.mx_scaled else \
+        (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
     return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=gate_divides(g),
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 

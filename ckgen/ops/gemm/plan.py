@@ -16,7 +16,7 @@ from functools import partial
 from ckgen.errors import CkgenError, ValidationError
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
-from ckgen.ir.target import MatrixInstr, Target
+from ckgen.ir.target import FEATURE_FP8_OCP, MatrixInstr, Target
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.gemm.abi import abi, grouped_launch, launch
@@ -25,7 +25,17 @@ from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
-from ckgen.ops.gemm.spec import GATE_BLOCKS, SCALE_BLOCK, GemmParams, GemmSpec, TileConfig, resolve_schedule
+from ckgen.ops.gemm.spec import (
+    GATE_BLOCKS,
+    MX_BLOCK,
+    SCALE_BLOCK,
+    GemmParams,
+    GemmSpec,
+    TileConfig,
+    resolve_schedule,
+)
+from ckgen.targets import amd_targets, nvidia_targets
+from ckgen.targets.amd import FEATURE_MFMA_SCALE_F8F6F4, MX_BLOCK_K, MX_INSTRUCTIONS
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
@@ -168,7 +178,79 @@ def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr:
         and tk % instr.k == 0
 
 
+#: the most accumulator registers per lane an mx kernel may hold (a wave tile of 64x64: 4 fragments of the 32x32x64
+#: instruction). Measured with clang-22 for gfx950 (ckgen report): 64x64 wave tiles compile without spills (up to 256
+#: VGPRs for 128x128x256 on 2x2 waves), 128x64 (128 accumulators) spilled; the calibrated estimate of registers.py
+#: was not fitted on the mx body (each fragment is 8 registers and its scales are loaded per instruction step).
+MX_MAX_ACCUMULATORS = 64
+
+
+#: bodies that fold ``mx(32)`` scales per 32-K block in f32 registers (the portable form, on targets without the
+#: block-scaled MFMA that are not refused outright: see select_mx_instruction)
+MX_FOLD_BODIES = ("gemm_mma_sm90.h",)
+
+
+def select_mx_instruction(d: GemmDraft) -> None:
+    """``mx(32)`` scales: a pair, with fp8 A and B (the OCP encodings the target takes), one workgroup per tile and no
+    batch, on a target with the block-scaled MFMA (its table: targets.amd.MX_INSTRUCTIONS), which applies the scales
+    per 32 K's itself (a tile it divides, wave tiles up to 64x64), or on sm_90, whose mma.sync body folds them per
+    32-K block in f32 registers (a K tile of 32; the instruction chosen as for any fp8 kernel). Other AMD targets are
+    refused: their MFMA body does not fold them."""
+    g, cfg, t = d.g, d.cfg, d.target
+    mx = f"mx({MX_BLOCK})"
+    for param, other in (("scale_a", "scale_b"), ("scale_b", "scale_a")):
+        if getattr(g, param) != "mx":
+            raise d.fail(param, getattr(g, param) or "none", mx,
+                         f"{other} = {mx}: MX scales come in pairs (A and B, one E8M0 exponent per 32 K's each)")
+    scaled_mfma = FEATURE_MFMA_SCALE_F8F6F4 in t.features and bool(MX_INSTRUCTIONS.get(t.name))
+    if not scaled_mfma and d.body.header not in MX_FOLD_BODIES:
+        names = ", ".join(x.name for x in amd_targets() if FEATURE_MFMA_SCALE_F8F6F4 in x.features)
+        folds = ", ".join(x.name for x in nvidia_targets() if BODIES[x.platform].header in MX_FOLD_BODIES
+                          and FEATURE_FP8_OCP in x.features)
+        raise d.fail("scale_a", mx, f"tensor, row, block({SCALE_BLOCK}) on {t.name}; {mx} on {names}, {folds}",
+                     f"mx scales need {names}'s scaled MFMA (block-scaled f8f6f4); {t.name} has none")
+    for param, x in (("A", g.a), ("B", g.b)):
+        if x.dtype.fp8 is None:
+            legal = ", ".join(v.value for v in generated_inputs(t) if v.fp8 is not None)
+            raise d.fail(param, x.dtype.value, legal, f"mx scales take 8-bit float operands ({legal})")
+    if resolve_schedule(cfg, g).kind != "tile":
+        raise d.fail("schedule", cfg.schedule.text, "tile", "mx scales are applied by one workgroup per C tile")
+    if g.batched or g.grouped:
+        raise d.fail("batched" if g.batched else "mode", "true" if g.batched else g.mode,
+                     "false" if g.batched else "dense", "mx scales are offered for plain (dense, unbatched) GEMMs")
+    if not scaled_mfma:  # the portable fold: the K tile is one 32-K block
+        if cfg.tile[2] != MX_BLOCK:
+            tile = "x".join(map(str, cfg.tile))
+            raise d.fail("tile", tile, f"a K tile of {MX_BLOCK} on {t.name} (e.g. {cfg.tile[0]}x{cfg.tile[1]}x{MX_BLOCK})",
+                         f"{t.name}'s GEMM body folds mx scales per {MX_BLOCK}-K block, one K tile each")
+        select_plain_instruction(d)
+        return
+    (instr,) = MX_INSTRUCTIONS[t.name]
+    if cfg.instr is not None and tuple(cfg.instr) != instr.shape:
+        raise d.fail("instr", "x".join(map(str, cfg.instr)), instr.shape_text,
+                     f"mx scales use the block-scaled MFMA, {instr.shape_text} on {t.name}")
+    if not _instruction_fits(cfg.tile, cfg.waves, instr, g.gated is not None):
+        raise d.fail("tile", "x".join(map(str, cfg.tile)),
+                     f"M/waves_m and N/waves_n multiples of {instr.m}, K a multiple of {instr.k} (e.g. 128x128x128 "
+                     "with waves 2x2)", f"the block-scaled MFMA is {instr.shape_text}: a K tile must be whole "
+                     f"instructions (each {instr.k // MX_BLOCK_K} MX blocks of {MX_BLOCK_K})")
+    acc = (cfg.tile[0] // cfg.waves[0] // instr.m) * (cfg.tile[1] // cfg.waves[1] // instr.n) * instr.c_regs
+    if acc > MX_MAX_ACCUMULATORS:
+        raise d.fail("tile", "x".join(map(str, cfg.tile)),
+                     f"a wave tile (tile M x N / waves) of at most 64x64 with mx scales, e.g. tile = "
+                     f"{2 * 64}x{2 * 64}x{cfg.tile[2]} with waves = 2x2",
+                     f"{acc} accumulator registers per lane; the mx body spills beyond {MX_MAX_ACCUMULATORS}")
+    d.instr = instr
+
+
 def select_instruction(d: GemmDraft) -> None:
+    if d.g.mx_scaled:
+        select_mx_instruction(d)
+    else:
+        select_plain_instruction(d)
+
+
+def select_plain_instruction(d: GemmDraft) -> None:
     g, cfg, t = d.g, d.cfg, d.target
     cands = t.instructions_for(*_kinds(g), g.acc)
     if cfg.instr is not None:
@@ -261,7 +343,7 @@ def check_gated(d: GemmDraft) -> None:
     if cfg.schedule.kind in ("splitk", "streamk"):
         raise d.fail("schedule", cfg.schedule.text, "tile or auto",
                      f"split-K and stream-K are not implemented for gated epilogues ({g.gated})")
-    if g.scale_b in ("col", "block"):
+    if g.scale_b in ("col", "block", "mx"):
         raise d.fail("scale_b", g.scale_b, "tensor or none",
                      f"a gated epilogue ({g.gated}) takes no per-column scales of B yet")
     half = cfg.tile[1] // cfg.waves[1] // 2
@@ -326,6 +408,7 @@ def estimate_registers(d: GemmDraft) -> None:
     if t.lds_swizzle:
         feats = register_features(d.spec.params, t, i, d.vec, d.lds)
         if g.block_scaled:  # a second set of accumulators: the scaled total beside the current K block's sums
+            # (mx scales on the MFMA body need none: the block-scaled MFMA applies them)
             feats = {**feats, "acc": 2 * feats["acc"]}
         total = estimate(feats)
         acc, frags, stage = feats["acc"], feats["frag"], feats["stage"]
@@ -341,7 +424,8 @@ def estimate_registers(d: GemmDraft) -> None:
         return
     threads = cfg.waves[0] * cfg.waves[1] * t.wave_size
     rep_m, rep_n = cfg.tile[0] // cfg.waves[0] // i.m, cfg.tile[1] // cfg.waves[1] // i.n
-    acc = rep_m * rep_n * i.c_regs * (2 if g.block_scaled else 1)  # block scales: the running total beside a block
+    # block / mx scales folded per block: the running total beside a block
+    acc = rep_m * rep_n * i.c_regs * (2 if g.block_scaled or g.mx_scaled else 1)
     frags = rep_m * i.a_regs + rep_n * i.b_regs
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
     pre = -(-tile_bytes // (threads * 4)) if cfg.prefetch else 0

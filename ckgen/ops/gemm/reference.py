@@ -12,7 +12,7 @@ from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.types import DType
-from ckgen.ops.gemm.spec import GATED, SCALE_BLOCK
+from ckgen.ops.gemm.spec import GATED, MX_BLOCK, SCALE_BLOCK
 
 
 def activation(kind: str, x: np.ndarray) -> np.ndarray:
@@ -53,9 +53,11 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     b = batch3(arrays["B"], g.b.dtype, 3)
     if g.block_scaled:
         r = _block_scaled(a, b, to_float64(arrays["scale_a"], DType.F32), to_float64(arrays["scale_b"], DType.F32), np)
+    elif g.mx_scaled:
+        r = _mx_scaled(a, b, to_float64(arrays["scale_a"], DType.E8M0), to_float64(arrays["scale_b"], DType.E8M0), np)
     else:
         r = a @ b
-    if g.scaled and not g.block_scaled:
+    if g.scaled and not g.block_scaled and not g.mx_scaled:
         r = r * _scales(g, arrays, lambda x: to_float64(x, DType.F32))
     r = g.alpha * r
     if g.beta != 0:
@@ -143,6 +145,17 @@ def _block_scaled(a, b, sa, sb, xp):
     return r
 
 
+def _mx_scaled(a, b, sa, sb, xp):
+    """sum over 32-K blocks kb of (A[:, kb] . B[kb, :]) * sa[:, kb] * sb[:, kb]^T (A: M x K, B: K x N, the scales'
+    values 2^(e - 127) as float64, M x kb and N x kb; the last block is shorter when 32 does not divide K)."""
+    (M, K), N = a.shape, b.shape[-1]
+    r = a[:, :0] @ b[:0, :]
+    for kb in range(-(-K // MX_BLOCK)):
+        ks = slice(kb * MX_BLOCK, min(K, (kb + 1) * MX_BLOCK))
+        r = r + (a[:, ks] @ b[ks, :]) * sa[:M, kb].reshape(-1, 1) * sb[:N, kb].reshape(1, -1)
+    return r
+
+
 def _scales(g, arrays: dict, f64) -> object:
     """scale_a (a column: per row of A, or one value) times scale_b (a row: per column of B, or one value)."""
     sa = f64(arrays["scale_a"]).reshape(-1, 1) if g.scale_a is not None else 1.0
@@ -175,9 +188,13 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
     if g.block_scaled:
         r = _block_scaled(arrays["A"].double(), arrays["B"].double(), arrays["scale_a"].double(),
                           arrays["scale_b"].double(), torch)
+    elif g.mx_scaled:  # (E8M0 bytes as uint8 tensors: 2^(e - 127), 255 NaN)
+        sa, sb = (torch.where(x == 255, torch.nan, torch.exp2(x.double() - 127)) for x in
+                  (arrays["scale_a"], arrays["scale_b"]))
+        r = _mx_scaled(arrays["A"].double(), arrays["B"].double(), sa, sb, torch)
     else:
         r = torch.matmul(batch3(arrays["A"], 3), batch3(arrays["B"], 3))
-    if g.scaled and not g.block_scaled:
+    if g.scaled and not g.block_scaled and not g.mx_scaled:
         r = r * _scales(g, arrays, lambda x: x.double())
     r = g.alpha * r
     if g.beta != 0:

@@ -42,10 +42,12 @@ MODES = ("dense", "grouped", "masked")
 #: dtypes of the offsets / counts tensor of a grouped / masked kernel
 INDEX_DTYPES = (DType.I32, DType.I64)
 #: scalings of A and B (docs/dsl.md, "fp8 scalings"): one f32 for the whole operand, one per row of A / column of B,
-#: or blocks (``block(128)``: A per row and 128 K's, B per 128 x 128 block), applied per K block in registers
-SCALE_A = ("tensor", "row", "block")
-SCALE_B = ("tensor", "col", "block")
+#: or blocks (``block(128)``: A per row and 128 K's, B per 128 x 128 block), applied per K block in registers; or
+#: OCP microscaling (``mx(32)``: one E8M0 exponent per row of A / column of B and 32 K's, applied by the MFMA)
+SCALE_A = ("tensor", "row", "block", "mx")
+SCALE_B = ("tensor", "col", "block", "mx")
 SCALE_BLOCK = 128
+MX_BLOCK = 32
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
@@ -74,10 +76,10 @@ KEYS = (
     Key("index", "i32 or i64: the dtype of the offsets (grouped) or counts (masked) tensor", default_text="i32"),
     Key("gate", f"{GATE_WORDS}: where a gated epilogue (swiglu, geglu) finds the gate and up columns of B",
         default_text="halves"),
-    Key("scale_a", "tensor (one f32), row (M f32) or block(128) (M x ceil(K/128) f32): A's dequantization scale, "
-                   "read from device memory", default_text="none"),
-    Key("scale_b", "tensor (one f32), col (N f32) or block(128) (ceil(N/128) x ceil(K/128) f32): B's "
-                   "dequantization scale", default_text="none"),
+    Key("scale_a", "tensor (one f32), row (M f32), block(128) (M x ceil(K/128) f32) or mx(32) (M x ceil(K/32) "
+                   "e8m0 bytes, gfx950): A's dequantization scale, read from device memory", default_text="none"),
+    Key("scale_b", "tensor (one f32), col (N f32), block(128) (ceil(N/128) x ceil(K/128) f32) or mx(32) (N x "
+                   "ceil(K/32) e8m0 bytes, gfx950): B's dequantization scale", default_text="none"),
 )
 
 
@@ -259,6 +261,11 @@ class GemmSpec:
         return "block" in (self.scale_a, self.scale_b)
 
     @property
+    def mx_scaled(self) -> bool:
+        """OCP microscaling (``mx(32)``): E8M0 scales per 32 K's that the scaled MFMA applies."""
+        return "mx" in (self.scale_a, self.scale_b)
+
+    @property
     def has_bias(self) -> bool:
         return any(op.kind == "bias" for op in self.epilogue)
 
@@ -390,13 +397,14 @@ def _gate(v: Value) -> tuple[str, int]:
 
 
 def _scale(v: Value, param: str, kinds: tuple[str, ...]) -> str:
-    """``tensor``, ``row`` / ``col`` or ``block(128)``."""
-    words = [k if k != "block" else f"block({SCALE_BLOCK})" for k in kinds]
+    """``tensor``, ``row`` / ``col``, ``block(128)`` or ``mx(32)``."""
+    sized = {"block": SCALE_BLOCK, "mx": MX_BLOCK}
+    words = [f"{k}({sized[k]})" if k in sized else k for k in kinds]
     if v.kind == "call":
         name, args = v.data
-        if name in kinds and name != "block" and not args:
+        if name in kinds and name not in sized and not args:
             return name
-        if name == "block" and args == (str(SCALE_BLOCK),):
+        if name in sized and args == (str(sized[name]),):
             return name
     raise V.err(f"{param} = {v.text}: expected one of {', '.join(words)}", v.span,
                 f"{V.did_you_mean(v.text, words)}legal: {', '.join(words)}")

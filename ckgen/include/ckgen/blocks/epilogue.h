@@ -36,6 +36,18 @@ constexpr int kScaleRow = 2;
 constexpr int kScaleCol = 3;
 constexpr int kScaleBlock = 4;   // A: per row and 128 K's (M x kb); B: per 128 x 128 block (nb x kb)
 constexpr int kScaleBlockK = 128;
+constexpr int kScaleMx = 5;      // OCP MX: E8M0 bytes, A M x kb, B N x kb per 32 K's; the scaled MFMA applies them
+constexpr int kScaleMxK = 32;
+
+// The element type of a scale kind's tensor: f32, or an E8M0 byte for MX scales.
+template <int kKind>
+struct ScaleElem {
+  using type = float;
+};
+template <>
+struct ScaleElem<kScaleMx> {
+  using type = uint8_t;
+};
 
 // The epilogue operand of a scaled GEMM: the bias pointer (null without a bias), the f32 scale pointers, and the
 // product of the per-tensor scales (1 for the others), read from device memory at every launch (so that a captured
@@ -46,13 +58,15 @@ struct Scaled {
   static constexpr int kScaleA = kA;
   static constexpr int kScaleB = kB;
   static constexpr bool kBlock = kA == kScaleBlock;
+  static constexpr bool kMx = kA == kScaleMx;  // (then kB is too: the planner pairs them)
+  using TScale = typename ScaleElem<kA>::type;
   const TBias* bias;
-  const float* scale_a;
-  const float* scale_b;
+  const TScale* scale_a;
+  const TScale* scale_b;
   float tensor_scale;
   long long ld_a;  // block scales: leading dimensions of scale_a (M x kb) and scale_b (nb x kb)
   long long ld_b;
-  static CKGEN_DEVICE Scaled make(const TBias* bias, const float* scale_a, const float* scale_b, long long ld_a = 0,
+  static CKGEN_DEVICE Scaled make(const TBias* bias, const TScale* scale_a, const TScale* scale_b, long long ld_a = 0,
                                   long long ld_b = 0) {
     const float ta = kA == kScaleTensor ? gload(scale_a) : 1.0f;
     const float tb = kB == kScaleTensor ? gload(scale_b) : 1.0f;
@@ -66,6 +80,16 @@ struct Scaled {
     return Scaled{bias + d, scale_a, scale_b, tensor_scale, ld_a, ld_b};
   }
   CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
+};
+
+// Whether the operand carries MX scales (the body hands them to the scaled MFMA; the epilogue then scales by 1).
+template <class T>
+struct IsMxScaled {
+  static constexpr bool value = false;
+};
+template <class TBias, int kA, int kB>
+struct IsMxScaled<Scaled<TBias, kA, kB>> {
+  static constexpr bool value = Scaled<TBias, kA, kB>::kMx;
 };
 
 // Whether the operand carries block scales (the body folds them per K block; the epilogue then scales by 1).

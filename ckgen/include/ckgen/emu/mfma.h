@@ -354,3 +354,83 @@ CKGEN_EMU_MFMA(mfma_f32_16x16x32_bf8_bf8, 16, 16, 32, 1, kBF8, kBF8, long, long,
 // clang-format on
 
 #undef CKGEN_EMU_MFMA
+
+// ---- gfx950's block-scaled MFMA with fp8 operands: __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4 ----
+// builtin(a, b, c, a_format, b_format, opsel_a, scale_a, opsel_b, scale_b); format 0 = e4m3fn, 1 = e5m2 (OCP;
+// the fp6 / fp4 formats 2..4 fault). Layout (tests/data/mfma_scale_layouts.json, from AMD's ROCm blog and
+// triton; tests/runtime/test_emu_mfma_scale.py checks this emulation against it):
+//   A(i, k): lane i + 32 * ((k % 32) / 16), byte 16 * (k / 32) + k % 16   (a lane's 32 bytes: two runs of 16 k)
+//   B(k, j): lane j + 32 * ((k % 32) / 16), byte 16 * (k / 32) + k % 16
+//   C(i, j): as the 32x32 single-block instructions above (item r of lane l: row 8 * (r / 4) + 4 * (l / 32) + r % 4)
+//   the scale of A's row i for K block kb = k / 32: byte opsel_a of lane (i + 32 * kb)'s scale_a; of B's column j:
+//   byte opsel_b of lane (j + 32 * kb)'s scale_b. E8M0: 2^(e - 127); 0xFF is NaN.
+// Arithmetic (a model; the hardware's internal rounding is not verified): per K block the 32 products are summed
+// exactly, multiplied by both scales and added to the f32 accumulator with one rounding, block 0 then block 1.
+namespace ckgen {
+namespace emu __attribute__((visibility("hidden"))) {
+namespace mfma {
+
+typedef int i32x8 __attribute__((ext_vector_type(8)));
+
+inline double mx_fp8_decode(uint8_t v, int format) {
+  return format == 1 ? fp8_to_float(fp8_from_bits<fp8_e5m2>(v)) : fp8_to_float(fp8_from_bits<fp8_e4m3fn>(v));
+}
+
+inline double e8m0(uint8_t e) { return e == 0xFF ? NAN : ldexp(1.0, static_cast<int>(e) - 127); }
+
+// Lane l's slot: A (32 bytes), B (32 bytes), C (16 floats), scale_a, scale_b (4 bytes each).
+inline void compute_scaled_32x32x64(Wave& wv, int fa, int fb, int sel_a, int sel_b) {
+  constexpr int W = 64, kC = 64, kScales = 32 + 32 + kC;
+  for (int l = 0; l < W; ++l) {
+    const int j = l % 32, g = l / 32;
+    for (int t = 0; t < 16; ++t) {
+      const int i = 8 * (t / 4) + 4 * g + t % 4;
+      float acc;
+      memcpy(&acc, wv.in[l] + 64 + t * 4, 4);
+      for (int kb = 0; kb < 2; ++kb) {
+        double dot = 0;
+        for (int k = 32 * kb; k < 32 * kb + 32; ++k) {
+          const int lane_k = 32 * ((k % 32) / 16), byte = 16 * (k / 32) + k % 16;
+          dot += mx_fp8_decode(wv.in[i + lane_k][byte], fa) * mx_fp8_decode(wv.in[j + lane_k][32 + byte], fb);
+        }
+        const double sa = e8m0(wv.in[i + 32 * kb][kScales + sel_a]);
+        const double sb = e8m0(wv.in[j + 32 * kb][kScales + 4 + sel_b]);
+        acc = static_cast<float>(static_cast<double>(acc) + dot * sa * sb);
+      }
+      memcpy(wv.out[l] + t * 4, &acc, 4);
+    }
+  }
+}
+
+}  // namespace mfma
+}  // namespace emu
+}  // namespace ckgen
+
+#if !defined(CKGEN_EMU_ARCH_RESTRICT) || defined(CKGEN_EMU_HAS_mfma_scale_f32_32x32x64_f8f6f4)
+inline ::ckgen::emu::mfma::f32x16 __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(
+    ::ckgen::emu::mfma::i32x8 a, ::ckgen::emu::mfma::i32x8 b, ::ckgen::emu::mfma::f32x16 c, int a_format,
+    int b_format, int opsel_a, int scale_a, int opsel_b, int scale_b) {
+  constexpr const char* kName = "__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4";
+  if (a_format < 0 || a_format > 1 || b_format < 0 || b_format > 1)
+    ::ckgen::emu::fault("%s: formats %d, %d: only fp8 (0 = e4m3, 1 = e5m2) is emulated", kName, a_format, b_format);
+  if (opsel_a < 0 || opsel_a > 3 || opsel_b < 0 || opsel_b > 3)
+    ::ckgen::emu::fault("%s: op_sel %d, %d: a byte index 0..3", kName, opsel_a, opsel_b);
+  unsigned char in[32 + 32 + 64 + 8];
+  memcpy(in, &a, 32);
+  memcpy(in + 32, &b, 32);
+  memcpy(in + 64, &c, 64);
+  memcpy(in + 128, &scale_a, 4);
+  memcpy(in + 132, &scale_b, 4);
+  ::ckgen::emu::mfma::f32x16 d;
+  bool partial = false;
+  ::ckgen::emu::wave_collective(kName, in, sizeof in, &d, sizeof d, [&](::ckgen::emu::Wave& wv, int lanes) {
+    if (lanes != 64) {
+      partial = true;
+      return;
+    }
+    ::ckgen::emu::mfma::compute_scaled_32x32x64(wv, a_format, b_format, opsel_a, opsel_b);
+  });
+  if (partial) ::ckgen::emu::fault("%s: issued by a partial wave; MFMA needs all 64 lanes", kName);
+  return d;
+}
+#endif

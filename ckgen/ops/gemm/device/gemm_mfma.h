@@ -27,6 +27,8 @@
 //            row (r / g) * g * (64 / n) + g * (l / n) + r % g,  col l % n.
 //   e.g. 32x32: row 8 * (r / 4) + 4 * (l / 32) + r % 4;  16x16: row 4 * (l / 16) + r.
 // So a lane's A (B) items are consecutive in k: one LDS vector read of kAItems (kBItems) elements.
+// MX-scaled kernels (epi::Scaled with kScaleMx) use the block-scaled MFMA instead, whose lane layout differs (two
+// runs of 16 k per fragment; gemm_detail::mx_fragment) and which takes each lane's E8M0 scale bytes (compute_mx).
 //
 // Requirements checked at compile time (static_assert, with the member named): see check_cfg().
 #pragma once
@@ -125,6 +127,26 @@ CKGEN_DEVICE void fold_block_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&ac
   }
 }
 
+// MX scales (epi::Scaled with kScaleMx: the block-scaled MFMA, Cfg::mma_mx, 32x32x64 with fp8 operands). A lane's
+// 32 operand bytes are two runs of 16 K's, at k0 and k0 + 32 of the instruction's 64 (k0 = 16 * (lane / 32)), rows
+// (columns) lane % 32; its scale word's low byte is the E8M0 exponent of row (column) lane % 32 and the 32-K block
+// lane / 32 of the instruction. Layout: ckgen/emu/mfma.h, tests/data/mfma_scale_layouts.json (AMD's ROCm blog,
+// triton's scale layout). Each run lies in one LDS granule (granules are multiples of kAItems = 32 elements).
+template <class Lds, class T, class Op>
+CKGEN_DEVICE Op mx_fragment(const T* s, int row, int k) {
+  struct Runs {
+    vec<T, 16> lo, hi;
+  } r{lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k))),
+      lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k + 32)))};
+  return bit_cast<Op>(r);
+}
+
+// The E8M0 byte of (row, kb) of an MX scale tensor (rows x kbs, leading dimension ld); 127 (a scale of 1) outside
+// it, where A and B were zero filled.
+CKGEN_DEVICE int mx_scale(const uint8_t* s, long long ld, int row, int rows, int kb, int kbs) {
+  return row < rows && kb < kbs ? static_cast<int>(gload(s + row * ld + kb)) : 127;
+}
+
 }  // namespace gemm_detail
 
 // The kTileM x kTileN tile of C whose first row and column are m0, n0 (gemm_mfma below: the workgroup's;
@@ -203,31 +225,69 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   const int a_off0 = D::LdsA::offset(a_row, a_k0);
   const int b_off0 = D::LdsB::offset(b_col, b_k0);
 
-  auto compute = [&](int buf) {
+  // MX scales (gemm_detail::mx_fragment has the lane layout): per instruction step kk, fragments of two 16-K runs
+  // and each lane's scale bytes for its row of A / column of B and K block.
+  auto compute_mx = [&](const TA* sa, const TB* sb, int kt) {
+    if constexpr (epi::IsMxScaled<epi::Operand<Cfg>>::value) {
+      const int mx_k0 = 16 * (lane / 32);
+      const int kbs = (K + epi::kScaleMxK - 1) / epi::kScaleMxK;
+      const int row0 = m0 + wave_m * Cfg::kWaveTileM + lane % 32;
+      const int col0 = n0 + wave_n * Cfg::kWaveTileN + lane % 32;
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
+        const int k = kk * Cfg::kInstrK + mx_k0;
+        const int kb = (kt * Cfg::kTileK + kk * Cfg::kInstrK) / epi::kScaleMxK + lane / 32;
+        AOp a[Cfg::kRepM];
+        BOp b[Cfg::kRepN];
+        int s_a[Cfg::kRepM], s_b[Cfg::kRepN];
+#pragma unroll
+        for (int i = 0; i < Cfg::kRepM; ++i) {
+          a[i] = gemm_detail::mx_fragment<typename D::LdsA, TA, AOp>(sa, a_row + i * Cfg::kInstrM, k);
+          s_a[i] = gemm_detail::mx_scale(bias.scale_a, bias.ld_a, row0 + i * Cfg::kInstrM, M, kb, kbs);
+        }
+#pragma unroll
+        for (int j = 0; j < Cfg::kRepN; ++j) {
+          b[j] = gemm_detail::mx_fragment<typename D::LdsB, TB, BOp>(sb, b_col + j * Cfg::kInstrN, k);
+          s_b[j] = gemm_detail::mx_scale(bias.scale_b, bias.ld_b, col0 + j * Cfg::kInstrN, N, kb, kbs);
+        }
+#pragma unroll
+        for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+          for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = Cfg::mma_mx(a[i], b[j], acc[i][j], s_a[i], s_b[j]);
+      }
+    }
+  };
+
+  constexpr bool kMx = epi::IsMxScaled<epi::Operand<Cfg>>::value;
+  auto compute = [&](int buf, int kt) {
     const TA* sa = lds_a + buf * D::kLdsAElems;
     const TB* sb = lds_b + buf * D::kLdsBElems;
-    const int a_base = opaque(a_off0);
-    const int b_base = opaque(b_off0);
+    if constexpr (kMx) {
+      compute_mx(sa, sb, kt);
+    } else {
+      const int a_base = opaque(a_off0);
+      const int b_base = opaque(b_off0);
 #pragma unroll
-    for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
-      AOp a[Cfg::kRepM];
-      BOp b[Cfg::kRepN];
+      for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
+        AOp a[Cfg::kRepM];
+        BOp b[Cfg::kRepN];
 #pragma unroll
-      for (int i = 0; i < Cfg::kRepM; ++i) {
-        const int off = D::kAXor ? a_base ^ D::LdsA::xor_step(i * Cfg::kInstrM, kk * Cfg::kInstrK)
-                                 : D::LdsA::offset(a_row + i * Cfg::kInstrM, kk * Cfg::kInstrK + a_k0);
-        a[i] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<TA, kAI>*>(sa + off)));
+        for (int i = 0; i < Cfg::kRepM; ++i) {
+          const int off = D::kAXor ? a_base ^ D::LdsA::xor_step(i * Cfg::kInstrM, kk * Cfg::kInstrK)
+                                   : D::LdsA::offset(a_row + i * Cfg::kInstrM, kk * Cfg::kInstrK + a_k0);
+          a[i] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<TA, kAI>*>(sa + off)));
+        }
+#pragma unroll
+        for (int j = 0; j < Cfg::kRepN; ++j) {
+          const int off = D::kBXor ? b_base ^ D::LdsB::xor_step(j * Cfg::kInstrN, kk * Cfg::kInstrK)
+                                   : D::LdsB::offset(b_col + j * Cfg::kInstrN, kk * Cfg::kInstrK + b_k0);
+          b[j] = bit_cast<BOp>(lds_load(reinterpret_cast<const vec<TB, kBI>*>(sb + off)));
+        }
+#pragma unroll
+        for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+          for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = Cfg::mma(a[i], b[j], acc[i][j]);
       }
-#pragma unroll
-      for (int j = 0; j < Cfg::kRepN; ++j) {
-        const int off = D::kBXor ? b_base ^ D::LdsB::xor_step(j * Cfg::kInstrN, kk * Cfg::kInstrK)
-                                 : D::LdsB::offset(b_col + j * Cfg::kInstrN, kk * Cfg::kInstrK + b_k0);
-        b[j] = bit_cast<BOp>(lds_load(reinterpret_cast<const vec<TB, kBI>*>(sb + off)));
-      }
-#pragma unroll
-      for (int i = 0; i < Cfg::kRepM; ++i)
-#pragma unroll
-        for (int j = 0; j < Cfg::kRepN; ++j) acc[i][j] = Cfg::mma(a[i], b[j], acc[i][j]);
     }
   };
 
@@ -265,7 +325,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
       const int cur = kt & 1;
       const bool more = kt + 1 < nk;
       if (Cfg::kPrefetch == 1 && more) gload_tiles(kt + 1);
-      compute(cur);
+      compute(cur, kt);
       fold_block(kt);
       if (more) {
         if (Cfg::kPrefetch == 0) gload_tiles(kt + 1);
@@ -280,7 +340,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
       lds_store_tiles(0);
       barrier();
       if (Cfg::kPrefetch == 1 && kt + 1 < nk) gload_tiles(kt + 1);
-      compute(0);
+      compute(0, kt);
       fold_block(kt);
       barrier();
     }
@@ -376,6 +436,17 @@ CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B
                             const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
                             int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
                             long long ld_scale_a, long long ld_scale_b) {
+  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
+                 ldc);
+}
+
+// MX-scaled kernels (scale_a / scale_b = mx(32)): E8M0 bytes, A's M x kb and B's N x kb (the host entry checked
+// kb = ceil(K / 32)), with their leading dimensions; the block-scaled MFMA applies them (compute_mx above).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const uint8_t* scale_a, const uint8_t* scale_b, int M,
+                            int N, int K, int /*kb*/, long long lda, long long ldb, long long ldc, long long ld_scale_a,
+                            long long ld_scale_b) {
   gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
                  ldc);
 }

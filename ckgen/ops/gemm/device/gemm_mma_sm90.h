@@ -27,7 +27,9 @@
 // tile kt is computed, one barrier per K tile, fragments of the next k step loaded ahead.
 //
 // Block(128) scales (epi::Scaled with kScaleBlock): each 128-K block's sums are folded, scaled, into a second set of
-// accumulators (fold_block_scales) at the block's last K tile.
+// accumulators (fold_block_scales) at the block's last K tile. MX scales (kScaleMx, E8M0 bytes per row of A / column
+// of B and 32 K's) the same way per 32-K block (fold_mx_scales; the planner makes kTileK 32): the portable form of
+// what gfx950's block-scaled MFMA does in the instruction.
 //
 // The store of C (direct, or staged through shared memory) is Sm90Epilogue, gemm_mma_sm90_epilogue.h.
 //
@@ -84,8 +86,11 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
   static constexpr int kSmemBytes = kStages * kStageBytes;
   // block(128) scales (epi::Scaled with kScaleBlock): acc sums the current 128-K block; at the block's last K tile
   // (or the last one) fold_block adds it, scaled, into a second set (tot), which the epilogue then stores
-  static constexpr bool kBlock = epi::IsBlockScaled<Operand>::value;
-  static_assert(!kBlock || epi::kScaleBlockK % Cfg::kTileK == 0, "block scales: kTileK must divide the 128-block");
+  // mx(32) scales likewise per 32-K block, the factors 2^(e - 127) of E8M0 bytes (fold_mx_scales)
+  static constexpr bool kMx = epi::IsMxScaled<Operand>::value;
+  static constexpr bool kBlock = epi::IsBlockScaled<Operand>::value || kMx;
+  static constexpr int kFoldK = kMx ? epi::kScaleMxK : epi::kScaleBlockK;
+  static_assert(!kBlock || kFoldK % Cfg::kTileK == 0, "block / mx scales: kTileK must divide the scale block");
 
   static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
   static_assert(kThreads == kWarps * 32, "kThreads must be kWavesM * kWavesN * 32");
@@ -258,9 +263,11 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
         }
     auto fold_block = [&](int kt) {
       if constexpr (kBlock) {
-        constexpr int kTilesPerBlock = epi::kScaleBlockK / Cfg::kTileK;
-        if ((kt + 1) % kTilesPerBlock == 0 || kt + 1 == nk)
-          fold_block_scales(tot, acc, bias, kt / kTilesPerBlock, m0 + wrow, n0 + wcol, M, N, g, t);
+        constexpr int kTilesPerBlock = kFoldK / Cfg::kTileK;
+        if ((kt + 1) % kTilesPerBlock == 0 || kt + 1 == nk) {
+          if constexpr (kMx) fold_mx_scales(tot, acc, bias, kt / kTilesPerBlock, m0 + wrow, n0 + wcol, M, N, g, t);
+          else fold_block_scales(tot, acc, bias, kt / kTilesPerBlock, m0 + wrow, n0 + wcol, M, N, g, t);
+        }
       }
     };
 
@@ -376,6 +383,42 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
     }
   }
 
+  // The value 2^(e - 127) of an E8M0 byte (0 gives the subnormal 2^-127, 0xFF NaN), built from its bits.
+  static CKGEN_DEVICE float e8m0(unsigned e) {
+    return bit_cast<float>(e == 0 ? 0x00400000u : e == 0xFFu ? 0x7FC00000u : e << 23);
+  }
+
+  // MX scales: tot += acc * 2^(sa(row, kb) - 127) * 2^(sb(col, kb) - 127) over the warp's fragments (register e of
+  // fragment (i, j): row r0 + 16 i + g + 8 (e / 2), column c0 + 8 j + 2 t + e % 2), then acc = 0; scale_a is
+  // M x kb, scale_b N x kb. Rows / columns past M / N read the last in-range scale (never stored).
+  static CKGEN_DEVICE void fold_mx_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&acc)[Cfg::kRepM][Cfg::kRepN],
+                                          const Operand& op, int kb, int r0, int c0, int M, int N, int g, int t) {
+    float fb[Cfg::kRepN][2];
+#pragma unroll
+    for (int j = 0; j < Cfg::kRepN; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = c0 + 8 * j + 2 * t + h;
+        fb[j][h] = e8m0(gload(op.scale_b + static_cast<long long>(col < N ? col : N - 1) * op.ld_b + kb));
+      }
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i) {
+      float fa[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = r0 + 16 * i + g + 8 * h;
+        fa[h] = e8m0(gload(op.scale_a + static_cast<long long>(row < M ? row : M - 1) * op.ld_a + kb));
+      }
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          tot[i][j].r[e] += acc[i][j].r[e] * (fa[e >> 1] * fb[j][e & 1]);
+          acc[i][j].r[e] = 0;
+        }
+    }
+  }
+
   // the staged epilogue (Epi::store_c_staged) when C is row-major and every warp's buffer fits in the pipeline's
   // shared memory, which it reuses after the main loop
   static constexpr int kOutRepN = Epi::template kOutRN<Cfg::kRepN>;  // fragments of a warp's row of outputs
@@ -427,6 +470,17 @@ CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B,
                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
                            int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
                            long long ld_scale_a, long long ld_scale_b) {
+  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
+                ldc);
+}
+
+// MX-scaled kernels (scale_a / scale_b = mx(32)): E8M0 bytes, A's M x kb and B's N x kb (the host entry checked
+// kb = ceil(K / 32)), with their leading dimensions; folded per 32-K block (fold_mx_scales).
+template <class Cfg>
+CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const uint8_t* scale_a, const uint8_t* scale_b, int M,
+                           int N, int K, int /*kb*/, long long lda, long long ldb, long long ldc, long long ld_scale_a,
+                           long long ld_scale_b) {
   gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
                 ldc);
 }
