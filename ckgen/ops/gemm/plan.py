@@ -32,11 +32,12 @@ from ckgen.ops.gemm.spec import (
     GemmParams,
     GemmSpec,
     TileConfig,
+    gate_run,
     resolve_schedule,
 )
+from ckgen.ops.gemm.tma_body import plan_tma_body
 from ckgen.targets import amd_targets, nvidia_targets
 from ckgen.targets.amd import FEATURE_MFMA_SCALE_F8F6F4, MX_BLOCK_K, MX_INSTRUCTIONS
-from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 #: dtypes the GEMM kernel bodies generate code for (A/B inputs), and legal C dtypes per accumulator.
 CODEGEN_INPUTS = (DType.F16, DType.BF16, DType.F32, DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ)
@@ -321,14 +322,6 @@ def check_kernel_body(d: GemmDraft) -> None:
         rule(d)
 
 
-def gate_run(g: GemmSpec, extent: int) -> int:
-    """Columns of B that a gated tile takes contiguously when each ``extent`` of its N (a wave's, or the Hopper
-    body's whole tile) holds gate columns then up columns: half the extent (halves), or the interleave block when
-    smaller."""
-    half = extent // 2
-    return min(half, g.gate_block) if g.gate == "interleaved" else half
-
-
 def _wave_n(cfg: TileConfig) -> int:
     return cfg.tile[1] // cfg.waves[1]
 
@@ -447,106 +440,6 @@ def plan_epilogue(d: GemmDraft) -> None:
     if g.residual and g.scaled:
         raise d.fail("epilogue", " -> ".join(op.text for op in g.epilogue), "a chain without residual, or no "
                      "scale_a / scale_b", "a residual is not offered with fp8 scalings yet")
-
-
-#: the Hopper body (device/gemm_sm90_tma.h): its dtypes, its tiles (one consumer warpgroup of 4 warps per 64 rows,
-#: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup)
-TMA_BODY_DTYPES = (DType.F16, DType.BF16)
-TMA_BODY_TILES = ((128, 256, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64))
-#: its fp8 kernels (OCP e4m3 / e5m2: wgmma m64nNk32, both operands K-major) and their tiles: K = 128 fp8 elements,
-#: one 128-byte swizzled row of shared memory, and one 128-K block of block scales
-TMA_BODY_FP8_DTYPES = (DType.E4M3FN, DType.E5M2)
-TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma type names)
-TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128))
-TMA_BODY_WARPS_PER_64_ROWS = 4
-TMA_BODY_MAX_STAGES = 8
-
-
-def _fp8_tma_refusal(d: GemmDraft) -> str | None:
-    """Why the Hopper body does not take this fp8 kernel (None: it does, the common tile rules permitting). (Block
-    scales keep two accumulator sets per thread: estimate_registers already refuses them on tiles of 256 columns,
-    so the block-scaled ones here have 128, as the body asserts.)"""
-    g, cfg = d.g, d.cfg
-    tiles = ", ".join("x".join(map(str, x)) for x in TMA_BODY_FP8_TILES)
-    if g.a.layout != Layout.ROW or g.b.layout != Layout.COL:
-        return (f"fp8 wgmma reads both operands K-major: A row and B col (nn.Linear's weight as is); this kernel has "
-                f"A {g.a.layout.value}, B {g.b.layout.value}")
-    if cfg.tile not in TMA_BODY_FP8_TILES:
-        return f"its fp8 tiles are {tiles} (K = 128 fp8 elements: one 128-byte swizzled row)"
-    if g.grouped or resolve_schedule(cfg).kind != "tile":
-        return "fp8 kernels take it with one block per C tile (schedule = tile), not grouped"
-    if g.gated or g.residual:
-        return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
-    return None
-
-
-def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
-    """Why the Hopper body does not take this scaled 16-bit kernel (None: it does, the common tile rules
-    permitting). Tensor / row scales of A and tensor / col scales of B are applied in its epilogue (epi::value, as
-    for fp8), with one block per C tile; block scales are folded per K block by its fp8 path only."""
-    g, cfg = d.g, d.cfg
-    if g.block_scaled:
-        return "it folds block scales for fp8 kernels only"
-    if g.grouped or resolve_schedule(cfg).kind != "tile":
-        return "scaled kernels take it with one block per C tile (schedule = tile), not grouped"
-    return None
-
-
-def plan_tma_body(d: GemmDraft) -> None:
-    """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
-    ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
-    epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by
-    the host entry). 16-bit kernels take it in any layout, with tensor / row scales of A and tensor / col scales
-    of B (applied in its epilogue) on one block per C tile (:func:`_scaled16_tma_refusal`); fp8 ones (with any
-    scaling) with A row-major and B column-major on the fp8 tiles (:func:`_fp8_tma_refusal`). Whether a scaled or
-    fp8 kernel gets it, and why not, goes to ``d.why`` (``ckgen explain --kernel``); unscaled 16-bit kernels add
-    nothing there (their plans and cache keys stay as they were)."""
-    g, cfg, t = d.g, d.cfg, d.target
-    if not {FEATURE_WGMMA, FEATURE_TMA} <= t.features:
-        return
-    warps = cfg.waves[0] * cfg.waves[1]
-    shape_ok = warps == TMA_BODY_WARPS_PER_64_ROWS * cfg.tile[0] // 64 and cfg.lds_buffers >= 2
-    if g.a.dtype in TMA_BODY_FP8_DTYPES:
-        why = _fp8_tma_refusal(d) or (None if shape_ok else
-                                      "it takes 4 warps per 64 rows of the tile and lds_buffers >= 2 (stages)")
-        if why is not None:
-            d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
-            return
-    elif g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES or not shape_ok:
-        return
-    elif g.scaled and (why := _scaled16_tma_refusal(d)) is not None:
-        d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
-        return
-    # a stage: the A and B tiles plus its "full" and "empty" mbarriers; 1024 bytes of alignment slack; the
-    # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
-    # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
-    tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
-    # (grouped: masked stores; gemm_sm90_tma.h kTmaStoreC; a residual is copied into the same boxes)
-    out_n = cfg.tile[1] // 2 if g.gated else cfg.tile[1]
-    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped
-    per_warp = out_n // 64 * 2048 if tma_store else 16 * (128 + 16)
-    if g.gated and g.b.layout == Layout.ROW and gate_run(g, cfg.tile[1]) % 64:
-        legal = [f"interleaved({b})" for b in GATE_BLOCKS if b >= 64]
-        raise d.fail("gate", g.gate_text, ", ".join(["halves", *legal]) + " (or B col-major)",
-                     "the Hopper body loads row-major B in boxes of 64 columns: each must be whole gate or up "
-                     "columns (a smaller block would leave this kernel on the slower mma.sync body)")
-
-    def smem(stages: int) -> int:
-        bars_end = stages * (tile_bytes + 16)
-        epi_offset = -(-bars_end // 1024) * 1024 if tma_store else bars_end
-        return 1024 + epi_offset + warps * per_warp
-
-    stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
-    if stages:
-        d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
-        if g.a.dtype.fp8 is not None or g.scaled:  # (unscaled 16-bit plans keep their JSON and cache keys)
-            a, b = (TMA_BODY_FP8_PTX.get(x.dtype, x.dtype.value) for x in (g.a, g.b))
-            k = 32 // g.a.dtype.bytes
-            scales = "" if g.a.dtype.fp8 is not None else \
-                f"; scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'} in its epilogue"
-            d.why += (f"Hopper body (TMA + wgmma m64n{cfg.tile[1]}k{k}.f32.{a}.{b}, {stages} stages of "
-                      f"{tile_bytes} bytes, {warps // 4} consumer warpgroup(s){scales}); the mma.sync body serves "
-                      "operands it cannot take (unaligned, not sm_90)",)
 
 
 PASSES = (

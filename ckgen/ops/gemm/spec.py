@@ -459,3 +459,11 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         schedule=_schedule(v["schedule"]) if "schedule" in v else Schedule(),
     )
     return GemmParams(gemm, cfg)
+
+
+def gate_run(g: GemmSpec, extent: int) -> int:
+    """Columns of B that a gated tile takes contiguously when each ``extent`` of its N (a wave's, or the Hopper
+    body's whole tile) holds gate columns then up columns: half the extent (halves), or the interleave block when
+    smaller."""
+    half = extent // 2
+    return min(half, g.gate_block) if g.gate == "interleaved" else half

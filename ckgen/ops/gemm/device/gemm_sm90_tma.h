@@ -1,6 +1,6 @@
 // gemm_sm90_tma.h (ckgen/ops/gemm/device): the Hopper GEMM body (sm_90a): TMA loads, warp specialization, wgmma, persistent grid.
 //
-// Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/ops/gemm/plan.py, plan_tma_body): f16 / bf16 A and B
+// Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/ops/gemm/tma_body.py, plan_tma_body): f16 / bf16 A and B
 // in any layout, tiles of 64 or 128 rows x 128 or 256 columns x 64 K, with 4 warps per 64 rows (one consumer
 // warpgroup per 64 rows, each issuing wgmma m64nNk16 with N = the tile's columns), Cfg::kTmaStages stages of
 // Cfg::kTmaSmemBytes in all; and fp8 (OCP e4m3 / e5m2) A row-major and B column-major (fp8 wgmma reads both
