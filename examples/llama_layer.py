@@ -81,9 +81,24 @@ NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_
          "llama_gate_up_rs")
 
 
+class _Kernels(dict):
+    """name -> kernel of :data:`NAMES`, each built (or loaded from the cache) when first looked up: a layer uses
+    only its own (with or without the qkv bias, folded norms or not)."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target = target
+
+    def __missing__(self, name: str):
+        if name not in NAMES:
+            raise KeyError(name)
+        self[name] = kern = ckgen.jit(str(CK), kernel=name, target=self.target)
+        return kern
+
+
 def kernels(target: str) -> dict:
-    """The layer's kernels for ``target`` ("emu" or "sm_90"), built or loaded from the cache on first use."""
-    return {n: ckgen.jit(str(CK), kernel=n, target=target) for n in NAMES}
+    """The layer's kernels for ``target`` ("emu" or "sm_90"), each built or loaded from the cache on first use."""
+    return _Kernels(target)
 
 
 @dataclasses.dataclass

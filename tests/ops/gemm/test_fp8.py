@@ -298,18 +298,14 @@ NV16_SPEC = """
 target sm_90
 kernel h16_row_col { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
                      scale_a = row scale_b = col }
-kernel h16_row_col_128 { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
-                         scale_a = row scale_b = col }
 kernel h16_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
                  scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
-kernel h16_glu_128 { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
-                     scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
 """
 
 
 def test_nvcc_builds_scaled_16bit_hopper_entries(cache):
-    """Scaled bf16 kernels on the Hopper body (the scales in its epilogue): each `_tma` entry issues the planned
-    wgmma m64nNk16 bf16, which ptxas does not serialize (C7514), without spills or stack, and stores C by TMA (the
+    """Scaled bf16 kernels on the Hopper body (the scales in its epilogue; its widest tile, 128x256, where registers
+    are tightest): each `_tma` entry issues the planned wgmma m64nNk16 bf16, which ptxas does not serialize (C7514), without spills or stack, and stores C by TMA (the
     overlapped TMA-store epilogue is kept)."""
     from ckgen.backends.nvidia import compiler as nv
 
