@@ -1,16 +1,21 @@
-"""What the GEMM tests share: the host-compiler marker, the emulator build of a test file's kernel table, and the
-nvcc (sm_90) build of a spec with the checks every Hopper-body build makes."""
+"""What the GEMM tests share: the host-compiler marker, the emulator build of a test file's kernel table, one run
+checked against the op's float64 reference, and the nvcc (sm_90) build of a spec with the checks every Hopper-body
+build makes."""
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import shutil
 
+import numpy as np
 import pytest
 
 from ckgen import driver
 from ckgen.backends import emu
 from ckgen.errors import CkgenError
+from ckgen.ir.arrays import to_float64
+from ckgen.ir.op import relative_error
+from ckgen.ir.registry import get_op
 from ckgen.runtime.api import Kernel, get_backend, plan_for
 
 needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
@@ -24,6 +29,21 @@ def emu_kernels(sources: dict[str, tuple[str, str]]) -> dict[str, Kernel]:
     with cf.ThreadPoolExecutor(max_workers=2) as pool:
         futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
         return {n: f.result() for n, f in futs.items()}
+
+
+def check_against_float64(gemm: Kernel, ops: dict, sizes: dict) -> None:
+    """Run ``gemm`` on ``ops`` (C poisoned unless it is read: beta != 0) and compare C with the op's float64
+    reference within the op's tolerance."""
+    plan, op = gemm.plan, get_op("gemm")
+    g = plan.spec.params.gemm
+    if g.beta == 0:
+        assert np.all(ops["C"].ravel(order="K").view(np.uint8) == 0xFF)   # poisoned
+    before = {k: (v.copy() if v is not None else None) for k, v in ops.items()}
+    out = gemm(**ops)
+    ref = op.reference(plan, before, sizes)["C"]
+    err = relative_error(to_float64(out, g.c.dtype), ref)
+    tol = op.tolerance(plan, "C")
+    assert err <= tol, f"{gemm.name} {sizes}: relative error {err:.3e} > {tol:.1e}"
 
 
 def sm90_library(tmp_path, stem: str, text: str, **compile_kw):

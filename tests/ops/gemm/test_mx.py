@@ -28,7 +28,7 @@ from ckgen.lower import plan_kernel
 from ckgen.runtime.api import Kernel
 from ckgen.targets import get_target
 from ckgen.targets.amd import MX_INSTRUCTIONS
-from tests.ops.gemm.helpers import emu_kernels, needs_clang
+from tests.ops.gemm.helpers import check_against_float64, emu_kernels, needs_clang
 
 MX = "scale_a = mx(32)\nscale_b = mx(32)"
 CONFIGS = {
@@ -54,19 +54,6 @@ def _inputs(gemm: Kernel, sizes: dict, seed: int) -> dict:
     return get_op("gemm").random_inputs(gemm.plan, sizes, np.random.default_rng(seed))
 
 
-def _check(gemm: Kernel, ops: dict, sizes: dict) -> None:
-    plan, op = gemm.plan, get_op("gemm")
-    g = plan.spec.params.gemm
-    if g.beta == 0:
-        assert np.all(ops["C"].ravel(order="K").view(np.uint8) == 0xFF)   # poisoned
-    before = {k: (v.copy() if v is not None else None) for k, v in ops.items()}
-    out = gemm(**ops)
-    ref = op.reference(plan, before, sizes)["C"]
-    err = relative_error(to_float64(out, g.c.dtype), ref)
-    tol = op.tolerance(plan, "C")
-    assert err <= tol, f"{gemm.name} {sizes}: relative error {err:.3e} > {tol:.1e}"
-
-
 @needs_clang
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -76,7 +63,7 @@ def test_emu_against_float64(kernels, name, shape):
     ops = _inputs(kernels[name], sizes, seed=sum(shape) + 7 * m)
     assert ops["scale_a"].dtype == np.uint8 and ops["scale_a"].shape == (m, -(-k // 32))
     assert ops["scale_b"].shape == (n, -(-k // 32))
-    _check(kernels[name], ops, sizes)
+    check_against_float64(kernels[name], ops, sizes)
 
 
 @needs_clang
@@ -86,7 +73,7 @@ def test_scales_matter_per_block(kernels):
     sizes = {"M": 3, "N": 40, "K": 100, "kb": 4}
     ops = _inputs(gemm, sizes, seed=5)
     ops["scale_a"][1, 3] += 2    # the partial last block (K 96..99), row 1
-    _check(gemm, ops, sizes)
+    check_against_float64(gemm, ops, sizes)
 
 
 @needs_clang
