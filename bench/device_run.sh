@@ -17,7 +17,7 @@
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
 #             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
-#             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on bench/shapes/qwen2-7b.txt (never tuned)
+#             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on five models never tuned (bench/shapes/)
 #   sched     issue 13's GPU tests only (tests/runtime/test_nvidia_schedules.py), then memcheck over them
 #   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
 #             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
