@@ -19,9 +19,6 @@ namespace rowops {
 template <class P>
 struct RowReduce {
   typename P::Reduce multi;  // the cross-wave scratch (used when kWavesPerRow > 1)
-  // a register-bounded tile (BatchedWeights): the kinds' one_pass reduces one float at a time (two all-reduces
-  // where a state of 2-3 floats would take one: the registers of the state's shuffles spill such a tile)
-  static constexpr bool kLean = P::kWB < P::kR;
 
   CKGEN_DEVICE explicit RowReduce(float* lds) : multi(lds) {}
 

@@ -37,9 +37,9 @@
 //     evaluated in base 2: one exp2_f32 per element and pass, v_exp_f32 / ex2.approx),
 //     layer norm y = (v - mean) * rstd [* weight] [+ bias], rms norm y = v * rstd [* weight] [+ bias],
 //     rstd = 1/sqrt(var + eps), var = mean((v - mean)^2) (population) or mean(v^2).
-//   Single pass (kLooped == false; the row is in registers): each thread's own softmax (m, d) or layer norm
-//   (n, mean, M2) (the exact two-pass moments of its values: any offset), then one all-reduce of the states
-//   (their merge rules, rowops_math.h). Looped: per tile, softmax's running (m, d) (online softmax) and
+//   Single pass (kLooped == false; the row is in registers): softmax takes m by one all-reduce (max) and d by
+//   a second (sum of 2^(t - m)); layer norm the mean by one all-reduce and sum (v - mean)^2 by a second (the
+//   exact two-pass variance: any offset). Looped: per tile, softmax's running (m, d) (online softmax) and
 //   layer norm's exact (n, mean, M2) of the tile merged into the running moments (Chan et al.); one all-reduce
 //   of the state at the end.
 //   kRstd: rstd[row] = the row's rstd (RMS norm: 1/sqrt(mean(v^2) + eps), the value y is scaled by), f32.

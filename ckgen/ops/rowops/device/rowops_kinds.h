@@ -12,8 +12,7 @@
 //   one_pass(ts, full, e, eps, red, mid)
 //                                the one-pass pipeline: the row scalars of the row in one tile (full: the tile
 //                                is full; e: the thread's RowEnv, e.c and e.inv_cols = 1 / cols), reducing by
-//                                red.state / red.max / red.sum (RowReduce: one all-reduce where the kind can,
-//                                a float at a time when Red::kLean); mid() is called once the tile's own statistics
+//                                red.max / red.sum (RowReduce); mid() is called once the tile's own statistics
 //                                are taken, before the first all-reduce
 //   y(v, rs, c)                  y of one element before weight, bias and the cast / quantization
 //   kRstd (optional, default false) RowScalars::b is the row's rstd = 1/sqrt(var + eps): a Cfg may ask for it
@@ -54,22 +53,14 @@ struct SoftmaxKind {
     if constexpr (kLog) return RowScalars{s.v[0] + log2_f32(s.v[1]), 0.0f};
     else return RowScalars{s.v[0], 1.0f / s.v[1]};
   }
-  // the thread's own (m, d), then one all-reduce of the pairs (combine rescales d to the larger m); Red::kLean:
-  // m by one all-reduce, then d = sum 2^(t - m) by a second
   template <class Ts, class Env, class Red, class Mid>
   CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float eps, Red& red, Mid mid) {
-    if constexpr (Red::kLean) {
-      const float tm = full ? tile_tmax(ts, BoolConst<false>{}, e.c) : tile_tmax(ts, BoolConst<true>{}, e.c);
-      mid();
-      const float m = red.max(tm);
-      const float dl = full ? ts.expsum(BoolConst<false>{}, e.c, m) : ts.expsum(BoolConst<true>{}, e.c, m);
-      return finish(State{{m, red.sum(dl)}}, 0, eps);
-    }
-    State st = State::init();
-    if (full) fold(ts, BoolConst<false>{}, e.c, st);
-    else fold(ts, BoolConst<true>{}, e.c, st);
+    const float tm = full ? tile_tmax(ts, BoolConst<false>{}, e.c) : tile_tmax(ts, BoolConst<true>{}, e.c);
     mid();
-    return finish(red.state(st), 0, eps);
+    const float m = red.max(tm);
+    const float dl = full ? ts.expsum(BoolConst<false>{}, e.c, m) : ts.expsum(BoolConst<true>{}, e.c, m);
+    const float d = red.sum(dl);
+    return finish(State{{m, d}}, 0, eps);
   }
   CKGEN_DEVICE static float y(float v, const RowScalars& rs, float c) {
     if constexpr (kLog) return (v * c - rs.a) * kLn2;
@@ -89,36 +80,25 @@ struct RowKind<kLayerNorm> {
   static constexpr bool kWeights = true;
   static constexpr bool kAmaxInScalars = false;
 
-  // the tile's own exact two-pass (n, mean, M2)
   template <class Ts, class M>
-  CKGEN_DEVICE static State moments(const Ts& ts, M m) {
+  CKGEN_DEVICE static void fold(const Ts& ts, M m, float, State& st) {
     const float n = ts.count(m);
     const float inv = n > 0.0f ? rcp_f32(n) : 0.0f;
     const float mean = ts.sum(m) * inv;
-    return State{{n, mean, ts.m2(m, mean)}};
-  }
-  template <class Ts, class M>
-  CKGEN_DEVICE static void fold(const Ts& ts, M m, float, State& st) {
-    st = MomentState::combine(st, moments(ts, m));
+    st = MomentState::combine(st, MomentState{{n, mean, ts.m2(m, mean)}});
   }
   CKGEN_DEVICE static RowScalars finish(const State& s, int cols, float eps) {
     return RowScalars{s.v[1], rsqrt_f32(s.v[2] / static_cast<float>(cols) + eps)};
   }
-  // the thread's exact two-pass (n, mean, M2) over its tile, then one all-reduce of the triples (Chan's merge);
-  // Red::kLean: the mean by one all-reduce, then sum (v - mean)^2 by a second (the row's exact two-pass variance)
+  // the mean by one all-reduce, then sum (v - mean)^2 by a second (the exact two-pass variance)
   template <class Ts, class Env, class Red, class Mid>
   CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float eps, Red& red, Mid mid) {
-    if constexpr (Red::kLean) {
-      const float sl = full ? ts.sum(BoolConst<false>{}) : ts.sum(BoolConst<true>{});
-      mid();
-      const float mean = red.sum(sl) * e.inv_cols;
-      const float ml = full ? ts.m2(BoolConst<false>{}, mean) : ts.m2(BoolConst<true>{}, mean);
-      return RowScalars{mean, rsqrt_f32(red.sum(ml) * e.inv_cols + eps)};
-    }
-    const State st = full ? moments(ts, BoolConst<false>{}) : moments(ts, BoolConst<true>{});
+    const float sl = full ? ts.sum(BoolConst<false>{}) : ts.sum(BoolConst<true>{});
     mid();
-    const State r = red.state(st);
-    return RowScalars{r.v[1], rsqrt_f32(r.v[2] * e.inv_cols + eps)};
+    const float mean = red.sum(sl) * e.inv_cols;
+    const float ml = full ? ts.m2(BoolConst<false>{}, mean) : ts.m2(BoolConst<true>{}, mean);
+    const float m2 = red.sum(ml);
+    return RowScalars{mean, rsqrt_f32(m2 * e.inv_cols + eps)};
   }
   CKGEN_DEVICE static float y(float v, const RowScalars& rs, float) { return (v - rs.a) * rs.b; }
 };

@@ -1,7 +1,7 @@
 // rowops_pipeline_one_pass.h (ckgen/ops/rowops/device): the one-pass pipeline of the row ops (Cfg::kLooped ==
 // false): the row is one tile in registers, read once (cols <= kTileCols) and y written once. Its statistics are
-// the kind's one_pass (rowops_kinds.h): one all-reduce of the threads' states (softmax (m, d), layer norm
-// (n, mean, M2), RMS norm sum v^2, quantize amax). Then RowGroup::output (rowops_row.h).
+// the kind's one_pass (rowops_kinds.h): softmax m (max) then d (sum of 2^(t - m)); layer norm the mean then
+// sum (v - mean)^2 (the exact two-pass variance); RMS norm one all-reduce (sum v^2). Then RowGroup::output (rowops_row.h).
 //
 //   OnePassPipeline<P, Src, Wts>::run   one row group: Src GlobalSource (rowops_row.h) or StagedSource (below);
 //                                       Wts TileWeights, or BatchedWeights (rowops_pipeline_bounded.h)
