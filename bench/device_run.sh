@@ -17,7 +17,8 @@
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
 #             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
-#             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on five models never tuned (bench/shapes/)
+#             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on five models never tuned (bench/shapes/);
+#             DISPATCH_DB=path skips the tuning and builds from that database, DISPATCH_ARGS adds options (e.g. --quick)
 #   sched     issue 13's GPU tests only (tests/runtime/test_nvidia_schedules.py), then memcheck over them
 #   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
 #             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
@@ -193,15 +194,16 @@ if clk and pw:
 PY
 ;;
     dispatch)
+      if [ -n "${DISPATCH_DB:-}" ]; then cp "$DISPATCH_DB" "$OUT/tune.jsonl"; echo "tuning database: $DISPATCH_DB"; else
       timeout 480 python3 -m ckgen tune bench/dispatch_nv.ck --family lin --target sm_90 \
         --shapes-file bench/shapes/mistral-7b.txt --db "$OUT/tune.jsonl" --reps 10 --inner 10 --warmup 3 \
         > "$OUT/tune.txt" 2>&1
-      echo "tune rc $?"; grep -E "^\[|ckgen tune:" "$OUT/tune.txt" | tail -32
+      echo "tune rc $?"; grep -E "^\[|ckgen tune:" "$OUT/tune.txt" | tail -32; fi
       timeout 240 python3 -m ckgen compile bench/dispatch_nv.ck --arch sm_90 --tuning "$OUT/tune.jsonl" -o "$OUT/lib" \
         > "$OUT/compile.txt" 2>&1
       echo "compile rc $?"; tail -3 "$OUT/compile.txt"
       timeout 420 python3 bench/dispatch.py --lib "$OUT/lib/libdispatch_nv.so" --db "$OUT/tune.jsonl" \
-        --json "$OUT/dispatch.json" > "$OUT/dispatch.txt" 2>&1
+        --json "$OUT/dispatch.json" ${DISPATCH_ARGS:-} > "$OUT/dispatch.txt" 2>&1
       echo "dispatch rc $?"; tail -80 "$OUT/dispatch.txt" ;;
     sched)
       timeout 300 $PYTEST tests/runtime/test_nvidia_schedules.py > "$OUT/pytest_sched.txt" 2>&1; echo "pytest sched rc $?"
