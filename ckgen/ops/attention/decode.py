@@ -12,7 +12,8 @@ length (``seqlens_k``). The split is chosen per call from the shape (the target'
 The tiling and its checks are the attention op's (``plan.py``: tile, instruction, waves, LDS, registers) with the
 decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator) and
 ``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
-run the prefill bodies' score / softmax / P.V stages on each K/V tile; ``device/attention_decode_common.h`` holds
+run the prefill bodies' score / softmax / P.V stages on each K/V tile (NVIDIA ``warp_split = keys``: the warps share
+16 rows and each runs them on its slice of the tile's keys, ``device/attention_decode_nv_keys.h``); ``device/attention_decode_common.h`` holds
 what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
 (``seqlens_q``) let one batch mix decode steps and prefill chunks. With ``rope``, Q is rotated as it is loaded, at
 position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the sequence); K is read as the cache holds
@@ -44,8 +45,9 @@ MASKS = ("none", "causal")
 #: how the waves of a workgroup share a K/V tile: rows (each its own 16-row blocks, every key) or keys (NVIDIA: the
 #: 16 rows shared, each wave N / waves keys; the waves' softmax states merged after the walk)
 WARP_SPLITS = ("rows", "keys")
-#: warp_split = keys without a written tile: 16 rows x 64 keys, 4 warps of 16 keys
-KEY_SPLIT_TILE = ((16, 64), 4)
+#: warp_split = keys without a written tile, per head dim: 16 rows x 64 keys over 4 warps of 16 keys (d256: 32 keys
+#: over 2 warps, as the row split's 32-key tiles: 72 KiB of shared memory with 2 stages)
+KEY_SPLIT_TILE = {64: ((16, 64), 4), 128: ((16, 64), 4), 256: ((16, 32), 2)}
 PAGE_SIZES = (16, 32, 64, 128, 256)
 #: the decode body per target platform: (header in device/, entry template)
 BODIES = {"amd": ("attention_decode_amd.h", "ckgen::attention_decode_amd"),
@@ -148,7 +150,8 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
 def _decode_defaults(d: _plan.AttentionDraft) -> None:
     """The decode tiling where the kernel leaves it out: DEFAULT_TILE (AMD: keys per tile at most the page size), a
     16-row instruction on AMD, Q in registers (NVIDIA, but d256), LDS buffers (AMD 1, NVIDIA 2); a written AMD tile
-    wider than a page is refused."""
+    wider than a page is refused. ``warp_split = keys`` (refused on AMD) sets the draft's ``split_keys`` (the
+    attention passes then check and estimate a wave's share of the keys) and takes KEY_SPLIT_TILE."""
     cfg = d.cfg
     (bm, bn), waves = DEFAULT_TILE[(d.target.platform, d.a.head_dim)]
     page = d.spec.params.page_size
@@ -157,7 +160,7 @@ def _decode_defaults(d: _plan.AttentionDraft) -> None:
             raise d.fail("warp_split", "keys", "rows (or leave it out)",
                          "the AMD decode body splits its waves along the rows only (keys: the NVIDIA body)")
         d.split_keys = True
-        (bm, bn), waves = KEY_SPLIT_TILE
+        (bm, bn), waves = KEY_SPLIT_TILE[d.a.head_dim]
     planned = []
     if cfg.tile is None:  # AMD: a K/V tile lies in one page
         cfg = replace(cfg, tile=(bm, min(bn, page) if page and d.amd else bn))

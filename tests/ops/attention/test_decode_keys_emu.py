@@ -15,7 +15,8 @@ from ckgen.errors import ValidationError
 from ckgen.ops.attention import decode_reference as R
 from ckgen.runtime.api import plan_for
 from tests.ops.attention import harness as H
-from tests.ops.attention.test_decode_emu import _call, _check
+from tests.ops.attention.test_decode_emu import _call as _call_fresh
+from tests.ops.attention.test_decode_emu import _check
 
 SOURCE = """
 target sm_90
@@ -24,8 +25,15 @@ kernel dk_f16_d64_causal_p16 { op = attention_decode  dtype = f16  head_dim = 64
   warp_split = keys  tile = 16x64  waves = 2  lds_buffers = 1 }
 kernel dk_f16_d64_causal_w4n128 { op = attention_decode  dtype = f16  head_dim = 64  mask = causal
   warp_split = keys  tile = 16x128  waves = 4  kv_barriers = 1 }
+kernel dk_f16_d64_p32_gptj_qsmem { op = attention_decode  dtype = f16  head_dim = 64  page_size = 32  mask = causal
+  rope = gptj  warp_split = keys  tile = 16x32  waves = 2  q_in_regs = false }
 """
-NAMES = ("dk_bf16_d128", "dk_f16_d64_causal_p16", "dk_f16_d64_causal_w4n128")
+NAMES = ("dk_bf16_d128", "dk_f16_d64_causal_p16", "dk_f16_d64_causal_w4n128", "dk_f16_d64_p32_gptj_qsmem")
+
+
+def _call(k, inp, **kw):
+    """test_decode_emu's call with the poisoned O and LSE of random_inputs (every row computed must be written)."""
+    return _call_fresh(k, inp, O=inp["O"], LSE=inp["LSE"], **kw)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +47,9 @@ def test_plan(kernels):
     assert (b.block_m, b.block_n, b.waves, b.split_keys, b.rows_per_wave) == (16, 64, 4, True, 16)
     assert b.mma_per_tile == 32 and b.lds_buffers == 2
     assert kernels["dk_f16_d64_causal_w4n128"].plan.body.mma_per_tile == 2 * 4 * 4
+    d256 = plan_for("kernel k { op = attention_decode  dtype = bf16  head_dim = 256  warp_split = keys }\n", "k",
+                    "nvidia", "sm_90").body
+    assert (d256.block_m, d256.block_n, d256.waves, d256.q_in_regs) == (16, 32, 2, False)
 
 
 @pytest.mark.parametrize("sq, splits", [(1, 1), (1, 3), (4, 2), (5, 0)])
@@ -68,7 +79,20 @@ def test_chunked_prefill_wide_tile(kernels):
     sizes = dict(batch=3, heads=2, heads_kv=1, seqlen_q=13, seqlen_k=200)
     inp = R.random_inputs(k.plan, sizes, np.random.default_rng(13), lengths=[200, 13, 130])
     for splits in (1, 2):
+        inp["O"].fill(np.nan)  # poisoned again for the second call
+        inp["LSE"].fill(np.nan)
         _check(k, inp, sizes, _call(k, inp, num_splits=splits))
+
+
+@pytest.mark.parametrize("sq, splits", [(1, 2), (3, 1)])
+def test_rope_q_in_shared_memory(kernels, sq, splits):
+    """RoPE on Q (rotated in the shared Q tile at len - sq + token) with Q re-read from shared memory by both warps
+    (16 keys each of 32-key tiles), pages of 32, causal."""
+    k = kernels["dk_f16_d64_p32_gptj_qsmem"]
+    sizes = dict(batch=4, heads=8, heads_kv=2, seqlen_q=sq, max_pages=4)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(60 + sq), lengths=[128, 33, 31, 3])
+    out = k(**{n: v for n, v in inp.items() if v is not None}, num_splits=splits)
+    _check(k, inp, sizes, out)
 
 
 def test_workspace_left_zero(kernels):
