@@ -33,7 +33,7 @@ kernel gpu_dec_f16_d64_p16_w8 { op = attention_decode  dtype = f16  head_dim = 6
   waves = 8 }
 kernel gpu_dec_bf16_d128_keys { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys }
 kernel gpu_dec_f16_d128_causal_p16_keys { op = attention_decode  dtype = f16  head_dim = 128  mask = causal
-  page_size = 16  warp_split = keys  tile = 16x128  waves = 4  lds_buffers = 3 }
+  page_size = 16  warp_split = keys  lds_buffers = 3 }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -268,7 +268,7 @@ def test_key_split_contiguous(sq, splits):
 
 @pytest.mark.parametrize("sq, splits", [(1, 0), (4, 1), (37, 2)])
 def test_key_split_paged_causal(sq, splits):
-    """warp_split = keys over a paged cache (pages of 16 shuffled; 128-key tiles: 32 keys per warp, 3 stages),
+    """warp_split = keys over a paged cache (pages of 16 shuffled; 64-key tiles: 16 keys per warp, 3 stages),
     causal with 1 and 4 tokens and a 37-token chunk; lengths at page boundaries +-1, 1, 0 and long."""
     k = kernel("gpu_dec_f16_d128_causal_p16_keys")
     p = problem(k, 7, 32, 8, sq, [16, 17, 15, 3001, 1, 0, 200], seed=40 + sq)

@@ -175,15 +175,14 @@ def check_tile(d: AttentionDraft) -> None:
     lo, hi = TILE_RANGE
     if not (lo <= bm <= hi and lo <= bn <= hi):
         raise d.refuse("tile", tile, f"M and N in {lo}..{hi}", "tile out of range")
+    blocks = tuple(b * unit for b in d.body.rows_per_wave)
     if d.split_keys:
         _check_split_keys(d)
-        return
-    blocks = tuple(b * unit for b in d.body.rows_per_wave)
-    if bm % (w * unit) or bm // (w * unit) not in d.body.rows_per_wave:
+    elif bm % (w * unit) or bm // (w * unit) not in d.body.rows_per_wave:
         raise d.refuse("tile", tile, f"tile M = waves x ({' or '.join(map(str, blocks))}) queries per wave "
                                      f"(waves = {d.show('waves', w)}, instruction {i.shape_text})",
                        f"{bm} queries do not split into {w} waves of whole {unit}-query instruction blocks")
-    if bn % i.m or bn % i.k or (not d.amd and bn % 16):
+    elif bn % i.m or bn % i.k or (not d.amd and bn % 16):
         step = max(i.m, i.k, 16 if not d.amd else 1)
         raise d.refuse("tile", tile, f"tile N a multiple of {step} (instruction {i.shape_text})",
                        "the keys of a tile do not split into whole instructions")
@@ -197,7 +196,8 @@ def _check_split_keys(d: AttentionDraft) -> None:
     O += P.V per wave."""
     (bm, bn), w, i = d.tile, d.waves, d.instr
     if bm != i.m or bn % (w * 16):
-        legal = ", ".join(f"16x{16 * w * k}" for k in (1, 2, 4) if 16 * w * k <= TILE_RANGE[1]) or "none"
+        ns = list(range(16 * w, TILE_RANGE[1] + 1, 16 * w))
+        legal = ", ".join(f"16x{n}" for n in ns[:4]) + (", ..." if len(ns) > 4 else "") or "none (fewer waves)"
         raise d.refuse("tile", f"{bm}x{bn}", f"with warp_split = keys and waves = {d.show('waves', w)}: {legal} "
                        f"(M = {i.m}, N a multiple of 16 x waves)",
                        "the waves share one 16-row block and each takes a whole number of 16-key steps")

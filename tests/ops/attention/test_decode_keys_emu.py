@@ -106,7 +106,7 @@ def test_workspace_left_zero(kernels):
 
 
 @pytest.mark.parametrize("body, target, match", [
-    ("warp_split = keys  tile = 32x64  waves = 4", "sm_90", r"(?s)tile = 32x64.*16x64, 16x128, 16x256"),
+    ("warp_split = keys  tile = 32x64  waves = 4", "sm_90", r"(?s)tile = 32x64.*16x64, 16x128, 16x192, 16x256 \(M = 16"),
     ("warp_split = keys  tile = 16x96  waves = 4", "sm_90", r"(?s)tile = 16x96.*N a multiple of 16 x waves"),
     ("warp_split = keys", "gfx942", r"(?s)warp_split = keys.*AMD decode body.*legal: rows"),
     ("tile = 16x64  waves = 4", "sm_90", r"(?s)tile = 16x64.*queries per wave"),
