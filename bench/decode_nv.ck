@@ -1,9 +1,9 @@
 // Decode kernels for bench/decode.py (op = attention_decode, sm_90, bf16, one query token per sequence): a few
 // candidate configurations per head dim and K/V layout; the benchmark checks each against float64 / SDPA and the
 // fastest correct one counts per case. Names: dec_bf16_d<D>[_p<page>]_m<rows>w<warps>n<keys per tile>s<cp.async
-// stages>. The first of each group is what the planner chooses when nothing is written (ckgen/ops/attention/
-// decode.py: 32 packed rows, 2 warps, 64-key tiles, 2 stages, Q in registers; d256: Q in shared memory, 32-key
-// tiles).
+// stages>[k: warp_split = keys, the warps share the rows and split each tile's keys]. The first of each group is
+// what the planner chooses when nothing is written (ckgen/ops/attention/decode.py: 32 packed rows, 2 warps, 64-key
+// tiles, 2 stages, Q in registers; d256: Q in shared memory, 32-key tiles).
 target sm_90
 
 // ---- contiguous K/V [batch, seqlen_k, heads_kv, d]
@@ -13,11 +13,18 @@ kernel dec_bf16_d128_m32w2n64s3 { op = attention_decode  dtype = bf16  head_dim 
 kernel dec_bf16_d128_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  tile = 64x64  waves = 4 }
 kernel dec_bf16_d128_m32w2n32s4 { op = attention_decode  dtype = bf16  head_dim = 128  tile = 32x32  waves = 2
   lds_buffers = 4 }
+// warp_split = keys: the 4 warps share 16 rows, each 16 (n128: 32) keys of every tile (batch-1 GQA: 4 real rows)
+kernel dec_bf16_d128_m16w4n64s2k { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys }
+kernel dec_bf16_d128_m16w4n64s3k { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys
+  lds_buffers = 3 }
+kernel dec_bf16_d128_m16w4n128s2k { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys
+  tile = 16x128  waves = 4 }
 kernel dec_bf16_d64_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64 }
 kernel dec_bf16_d64_m32w2n64s4 { op = attention_decode  dtype = bf16  head_dim = 64  lds_buffers = 4 }
 kernel dec_bf16_d256_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256 }
 kernel dec_bf16_d256_m16w1n32s3 { op = attention_decode  dtype = bf16  head_dim = 256  tile = 16x32  waves = 1
   lds_buffers = 3 }
+kernel dec_bf16_d256_m16w2n32s2k { op = attention_decode  dtype = bf16  head_dim = 256  warp_split = keys }
 
 // ---- paged K/V [num_pages, 16, heads_kv, d] with a block table (64-key tiles over 4 pages)
 kernel dec_bf16_d128_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16 }
@@ -25,6 +32,10 @@ kernel dec_bf16_d128_p16_m16w1n64s2 { op = attention_decode  dtype = bf16  head_
   tile = 16x64  waves = 1 }
 kernel dec_bf16_d128_p16_m32w2n64s3 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
   lds_buffers = 3 }
+kernel dec_bf16_d128_p16_m16w4n64s2k { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  warp_split = keys }
+kernel dec_bf16_d128_p16_m16w4n64s3k { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  warp_split = keys  lds_buffers = 3 }
 kernel dec_bf16_d64_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 16 }
 kernel dec_bf16_d256_p16_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 16 }
 

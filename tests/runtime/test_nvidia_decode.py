@@ -7,7 +7,8 @@ causal decode with several query tokens and a chunked prefill (seqlen_q < the ke
 bottom-right causal); outputs poisoned first; bitwise repeatable results with a split (the combine's order is
 fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call); a step
 appended to the paged cache (op = attention_kv_append) and then decoded; per-sequence query lengths
-(seqlens_q) mixing decode steps and prefill chunks.
+(seqlens_q) mixing decode steps and prefill chunks; the warps splitting each tile's keys (warp_split = keys: GQA
+32/8 with 1 and 4 tokens, contiguous and paged, causal chunks, the warps' states merged; bitwise repeatable).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ kernel gpu_prefill_bf16_d128_causal_p64 { op = attention_decode  dtype = bf16  h
   page_size = 64  tile = 64x64  waves = 4 }
 kernel gpu_dec_f16_d64_p16_w8 { op = attention_decode  dtype = f16  head_dim = 64  page_size = 16  tile = 128x64
   waves = 8 }
+kernel gpu_dec_bf16_d128_keys { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys }
+kernel gpu_dec_f16_d128_causal_p16_keys { op = attention_decode  dtype = f16  head_dim = 128  mask = causal
+  page_size = 16  warp_split = keys  lds_buffers = 3 }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -248,3 +252,24 @@ def test_append_rope():
         got = kc[i, pos:pos + t].double()
         assert float((got - ref).norm() / ref.norm()) < 1e-2
         assert torch.equal(vc[i, pos:pos + t], vn[i])
+
+
+@pytest.mark.parametrize("sq, splits", [(1, 0), (1, 1), (4, 7), (5, 3)])
+def test_key_split_contiguous(sq, splits):
+    """warp_split = keys (16 rows shared by 4 warps, 16 keys each per 64-key tile): GQA 32/8 with 1, 4 and 5 tokens
+    (4, 16 and 20 packed rows: one and two row tiles), lengths 1000, 1, 0, 65; repeatable bitwise."""
+    k = kernel("gpu_dec_bf16_d128_keys")
+    p = problem(k, 4, 32, 8, sq, [1000, 1, 0, 65], seed=30 + sq)
+    out = call(k, p, num_splits=splits)
+    check(k, p, out, causal=False)
+    again = call(k, p, num_splits=splits)
+    assert torch.equal(out[0], again[0]) and torch.equal(out[1], again[1])
+
+
+@pytest.mark.parametrize("sq, splits", [(1, 0), (4, 1), (37, 2)])
+def test_key_split_paged_causal(sq, splits):
+    """warp_split = keys over a paged cache (pages of 16 shuffled; 64-key tiles: 16 keys per warp, 3 stages),
+    causal with 1 and 4 tokens and a 37-token chunk; lengths at page boundaries +-1, 1, 0 and long."""
+    k = kernel("gpu_dec_f16_d128_causal_p16_keys")
+    p = problem(k, 7, 32, 8, sq, [16, 17, 15, 3001, 1, 0, 200], seed=40 + sq)
+    check(k, p, call(k, p, num_splits=splits), causal=True)

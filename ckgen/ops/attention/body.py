@@ -84,10 +84,11 @@ class AttentionPlan:
     registers: RegisterEstimate
     planned: tuple[str, ...] = field(default=())  # the parameters the table chose (not written in the DSL)
     wgmma: WgmmaBodyPlan | None = None  # sm_90: the Hopper body the host entry tries first
+    split_keys: bool = False          # decode warp_split = keys: the waves share the rows, each N / waves keys
 
     @property
     def rows_per_wave(self) -> int:
-        return self.block_m // self.waves
+        return self.block_m if self.split_keys else self.block_m // self.waves
 
     def to_json(self) -> dict:
         i = self.instr
@@ -98,7 +99,8 @@ class AttentionPlan:
                 "kv_barriers": self.kv_barriers, "vec": self.vec,
                 "lds_k_stride": self.lds_k_stride, "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
                 "mma_per_tile": self.mma_per_tile, "registers_estimate": self.registers.to_json(),
-                "planned": list(self.planned), "wgmma": self.wgmma.to_json() if self.wgmma else None}
+                "planned": list(self.planned), "warp_split": "keys" if self.split_keys else "rows",
+                "wgmma": self.wgmma.to_json() if self.wgmma else None}
 
 
 def cfg_members(b: AttentionPlan, head_dim: int, wave_size: int, threads: int, amd: bool):

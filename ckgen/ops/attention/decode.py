@@ -12,7 +12,8 @@ length (``seqlens_k``). The split is chosen per call from the shape (the target'
 The tiling and its checks are the attention op's (``plan.py``: tile, instruction, waves, LDS, registers) with the
 decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator) and
 ``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
-run the prefill bodies' score / softmax / P.V stages on each K/V tile; ``device/attention_decode_common.h`` holds
+run the prefill bodies' score / softmax / P.V stages on each K/V tile (NVIDIA ``warp_split = keys``: the warps share
+16 rows and each runs them on its slice of the tile's keys, ``device/attention_decode_nv_keys.h``); ``device/attention_decode_common.h`` holds
 what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
 (``seqlens_q``) let one batch mix decode steps and prefill chunks. With ``rope``, Q is rotated as it is loaded, at
 position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the sequence); K is read as the cache holds
@@ -41,6 +42,12 @@ from ckgen.ops.attention.rope import parse as parse_rope
 from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS, AttentionConfig, AttentionSpec
 
 MASKS = ("none", "causal")
+#: how the waves of a workgroup share a K/V tile: rows (each its own 16-row blocks, every key) or keys (NVIDIA: the
+#: 16 rows shared, each wave N / waves keys; the waves' softmax states merged after the walk)
+WARP_SPLITS = ("rows", "keys")
+#: warp_split = keys without a written tile, per head dim: 16 rows x 64 keys over 4 warps of 16 keys (d256: 32 keys
+#: over 2 warps, as the row split's 32-key tiles: 72 KiB of shared memory with 2 stages)
+KEY_SPLIT_TILE = {64: ((16, 64), 4), 128: ((16, 64), 4), 256: ((16, 32), 2)}
 PAGE_SIZES = (16, 32, 64, 128, 256)
 #: the decode body per target platform: (header in device/, entry template)
 BODIES = {"amd": ("attention_decode_amd.h", "ckgen::attention_decode_amd"),
@@ -61,7 +68,11 @@ KEYS = (
         default_text="contiguous K/V"),
     Key("tile", "MxN: packed query rows per workgroup x keys per K/V tile (AMD: N <= page_size)",
         default_text="planned per target and head dim (AMD: N at most page_size)"),
-    Key("waves", "waves per workgroup, all along the rows", default_text="planned"),
+    Key("waves", "waves per workgroup, all along the rows (warp_split = keys: along the keys of a tile)",
+        default_text="planned"),
+    Key("warp_split", "rows or keys: how the waves share a K/V tile; keys (NVIDIA): tile M = 16, every wave the 16 "
+        "rows and N / waves keys of each tile (N a multiple of 16 x waves), the waves' softmax states merged at the "
+        "end (batch-1 GQA decode: few rows)", default_text="rows"),
     Key("lds_buffers", "K/V tiles in LDS: 1 or 2 on AMD, 1..4 cp.async stages on NVIDIA",
         default_text="planned per target"),
     Key("instr", "MxNxK of an f32-accumulating matrix instruction of the target, or auto", default_text="planned"),
@@ -83,13 +94,17 @@ class DecodeParams:
     attn: AttentionSpec
     config: AttentionConfig
     page_size: int = 0
+    warp_split: str = "rows"
 
     def __post_init__(self) -> None:
         if self.attn.mask not in MASKS or self.attn.varlen or (self.page_size and self.page_size not in PAGE_SIZES):
             raise ValueError("DecodeParams: mask none/causal, no varlen, page_size 0 or 16..256 (powers of 2)")
+        if self.warp_split not in WARP_SPLITS:
+            raise ValueError(f"DecodeParams: warp_split is one of {', '.join(WARP_SPLITS)}")
 
     def to_json(self) -> dict:
-        return {"attention": self.attn.to_json(), "config": self.config.to_json(), "page_size": self.page_size}
+        return {"attention": self.attn.to_json(), "config": self.config.to_json(), "page_size": self.page_size,
+                "warp_split": self.warp_split}
 
 
 def read_problem(v: dict[str, Value], op: str) -> tuple[DType, int, int]:
@@ -128,16 +143,24 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
         body="mma_sync",
     )
     rope = parse_rope(v["rope"], hd) if "rope" in v else None
-    return DecodeParams(AttentionSpec(dt, hd, mask, rope=rope), cfg, page)
+    split = V.word(v["warp_split"], "warp_split", WARP_SPLITS) if "warp_split" in v else "rows"
+    return DecodeParams(AttentionSpec(dt, hd, mask, rope=rope), cfg, page, split)
 
 
 def _decode_defaults(d: _plan.AttentionDraft) -> None:
     """The decode tiling where the kernel leaves it out: DEFAULT_TILE (AMD: keys per tile at most the page size), a
     16-row instruction on AMD, Q in registers (NVIDIA, but d256), LDS buffers (AMD 1, NVIDIA 2); a written AMD tile
-    wider than a page is refused."""
+    wider than a page is refused. ``warp_split = keys`` (refused on AMD) sets the draft's ``split_keys`` (the
+    attention passes then check and estimate a wave's share of the keys) and takes KEY_SPLIT_TILE."""
     cfg = d.cfg
     (bm, bn), waves = DEFAULT_TILE[(d.target.platform, d.a.head_dim)]
     page = d.spec.params.page_size
+    if d.spec.params.warp_split == "keys":
+        if d.amd:
+            raise d.fail("warp_split", "keys", "rows (or leave it out)",
+                         "the AMD decode body splits its waves along the rows only (keys: the NVIDIA body)")
+        d.split_keys = True
+        (bm, bn), waves = KEY_SPLIT_TILE[d.a.head_dim]
     planned = []
     if cfg.tile is None:  # AMD: a K/V tile lies in one page
         cfg = replace(cfg, tile=(bm, min(bn, page) if page and d.amd else bn))
@@ -176,7 +199,7 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                          waves=d.waves, lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
                          kv_barriers=d.kv_barriers, vec=d.vec, lds_k_stride=d.lds_k_stride,
                          lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes, mma_per_tile=d.mma_per_tile,
-                         registers=d.registers, planned=tuple(dict.fromkeys(d.planned)))
+                         registers=d.registers, planned=tuple(dict.fromkeys(d.planned)), split_keys=d.split_keys)
     threads = d.waves * target.wave_size
     return KernelPlan(spec=spec, target=target, body=body, abi=_abi.abi(spec),
                       launch=_abi.launch(spec, threads, d.tile[0], d.tile[1],
@@ -207,8 +230,9 @@ class DecodeOp(Op):
         a, b, page = plan.spec.params.attn, plan.body, plan.spec.params.page_size
         kv = f"pages of {page}" if page else "contiguous K/V"
         rope = f", RoPE {a.rope.text} on Q" if a.rope else ""
+        split = ", warp_split keys" if b.split_keys else ""
         return (f"{a.dtype.value} d{a.head_dim}, mask {a.mask}, {kv}{rope}, split-KV; tile {b.block_m}x{b.block_n}, "
-                f"waves {b.waves}, lds_buffers {b.lds_buffers}, instr {b.instr.shape_text}")
+                f"waves {b.waves}{split}, lds_buffers {b.lds_buffers}, instr {b.instr.shape_text}")
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg of the decode body: the prefill AMD body's members (its stages run each K/V tile) plus
@@ -220,7 +244,7 @@ class DecodeOp(Op):
         ints.append(("kPageSize", plan.spec.params.page_size))
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:
-            constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
+            constants += [("bool", "kQInRegs", _bool(b.q_in_regs)), ("bool", "kWarpSplitKeys", _bool(b.split_keys))]
         constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),
                       ("bool", "kGqa", "true")]
         constants += a.rope.constants() if a.rope else []

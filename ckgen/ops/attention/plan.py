@@ -53,6 +53,8 @@ class AttentionDraft(Draft):
     mma_per_tile: int = 0
     registers: RegisterEstimate | None = None
     wgmma: WgmmaBodyPlan | None = None
+    #: the decode body's ``warp_split = keys`` (NVIDIA): the waves share the tile's rows, each takes N / waves keys
+    split_keys: bool = False
 
     @property
     def a(self) -> AttentionSpec:
@@ -76,6 +78,13 @@ class AttentionDraft(Draft):
 
     def refuse(self, param: str, value: object, legal: str, reason: str):
         return self.fail(param, self.show(param, value), legal, reason)
+
+
+def _wave_tile(d: AttentionDraft) -> tuple[int, int]:
+    """(queries, keys) one wave computes per K/V tile: its rows of the tile against every key, or (split_keys) every
+    row against its N / waves keys."""
+    (bm, bn), w = d.tile, d.waves
+    return (bm, bn // w) if d.split_keys else (bm // w, bn)
 
 
 def _q_unit(d: AttentionDraft) -> int:
@@ -142,7 +151,10 @@ def plan_waves(d: AttentionDraft) -> None:
         d.waves = cfg.waves
         return
     d.planned.append("waves")
-    bm = d.tile[0]
+    (bm, bn), unit = d.tile, _q_unit(d)
+    if d.split_keys:  # the keys of a tile in whole k16 steps per wave
+        d.waves = next(w for w in (4, 2, 8, 1) if bn % (w * unit) == 0 or w == 1)
+        return
     for w in (kg.waves, 8, 4, 2, 1):
         if bm % (w * unit) == 0 and bm // (w * unit) in d.body.rows_per_wave:
             d.waves = w
@@ -164,17 +176,31 @@ def check_tile(d: AttentionDraft) -> None:
     if not (lo <= bm <= hi and lo <= bn <= hi):
         raise d.refuse("tile", tile, f"M and N in {lo}..{hi}", "tile out of range")
     blocks = tuple(b * unit for b in d.body.rows_per_wave)
-    if bm % (w * unit) or bm // (w * unit) not in d.body.rows_per_wave:
+    if d.split_keys:
+        _check_split_keys(d)
+    elif bm % (w * unit) or bm // (w * unit) not in d.body.rows_per_wave:
         raise d.refuse("tile", tile, f"tile M = waves x ({' or '.join(map(str, blocks))}) queries per wave "
                                      f"(waves = {d.show('waves', w)}, instruction {i.shape_text})",
                        f"{bm} queries do not split into {w} waves of whole {unit}-query instruction blocks")
-    if bn % i.m or bn % i.k or (not d.amd and bn % 16):
+    elif bn % i.m or bn % i.k or (not d.amd and bn % 16):
         step = max(i.m, i.k, 16 if not d.amd else 1)
         raise d.refuse("tile", tile, f"tile N a multiple of {step} (instruction {i.shape_text})",
                        "the keys of a tile do not split into whole instructions")
     if hd % i.m or hd % i.k:
         raise d.refuse("instr", i.shape_text, "an instruction whose M and K divide the head dim",
                        f"head_dim {hd} does not split into whole instructions")
+
+
+def _check_split_keys(d: AttentionDraft) -> None:
+    """warp_split = keys: one 16-row instruction block shared by the waves, the keys of a tile in whole k16 steps of
+    O += P.V per wave."""
+    (bm, bn), w, i = d.tile, d.waves, d.instr
+    if bm != i.m or bn % (w * 16):
+        ns = list(range(16 * w, TILE_RANGE[1] + 1, 16 * w))
+        legal = ", ".join(f"16x{n}" for n in ns[:4]) + (", ..." if len(ns) > 4 else "") or "none (fewer waves)"
+        raise d.refuse("tile", f"{bm}x{bn}", f"with warp_split = keys and waves = {d.show('waves', w)}: {legal} "
+                       f"(M = {i.m}, N a multiple of 16 x waves)",
+                       "the waves share one 16-row block and each takes a whole number of 16-key steps")
 
 
 def plan_pipeline(d: AttentionDraft) -> None:
@@ -225,13 +251,19 @@ def plan_pipeline(d: AttentionDraft) -> None:
 def _lds_layout(d: AttentionDraft, buffers: int) -> int:
     """LDS bytes at ``buffers`` K/V buffers (sets the AMD strides and vector width)."""
     (bm, bn), hd, eb = d.tile, d.a.head_dim, d.a.dtype.bytes
-    if not d.amd:  # swizzled tiles: Q, then stages of K and V
-        return eb * (bm * hd + buffers * 2 * bn * hd)
+    if not d.amd:  # swizzled tiles: Q, then stages of K and V (split_keys: or the waves' states, if larger)
+        return eb * bm * hd + max(eb * buffers * 2 * bn * hd, key_merge_bytes(hd, d.waves) if d.split_keys else 0)
     items = d.instr.a_items(d.target.wave_size)
     d.vec = VECTOR_BYTES // eb
     d.lds_k_stride = hd + max(d.target.lds_pad_bytes // eb, d.vec)
     d.lds_v_stride = bn + max(4, items)
     return buffers * (bn * d.lds_k_stride + hd * d.lds_v_stride) * eb
+
+
+def key_merge_bytes(head_dim: int, waves: int) -> int:
+    """split_keys: the waves' softmax states merged after the walk (device/attention_decode_nv_keys.h, KeyMerge):
+    per wave 16 rows of head_dim + 8 floats of O, then 16 maxima and 16 sums."""
+    return waves * (16 * (head_dim + 8) + 32) * 4
 
 
 def plan_lds(d: AttentionDraft) -> None:
@@ -263,8 +295,8 @@ def estimate_registers(d: AttentionDraft) -> None:
     dies), Q (when in registers) and the three ldmatrix lane offsets against 255, calibrated with ptxas -v (sm_90):
     every configuration estimated at most 227 compiles without spills (d64 128x128 with Q in shared memory: 227,
     255 registers), those estimated 259 and more spill (the same with Q in registers: 259)."""
-    (bm, bn), hd, i, t = d.tile, d.a.head_dim, d.instr, d.target
-    rows = bm // d.waves
+    hd, i, t = d.a.head_dim, d.instr, d.target
+    rows, bn = _wave_tile(d)
     if d.amd:
         lanes = t.wave_size
         qb, ci, ai = rows // i.n, i.c_items(lanes), i.a_items(lanes)
@@ -283,7 +315,7 @@ def estimate_registers(d: AttentionDraft) -> None:
         d.mma_per_tile = 2 * mb * (bn // 8) * (hd // 16)
     if est.total > est.budget:
         param = "q_in_regs" if not d.amd and d.q_in_regs and est.total - mb * (hd // 16) * 4 <= est.budget else "tile"
-        value = str(d.q_in_regs).lower() if param == "q_in_regs" else f"{bm}x{bn}"
+        value = str(d.q_in_regs).lower() if param == "q_in_regs" else f"{d.tile[0]}x{d.tile[1]}"
         legal = ("false (Q re-read from shared memory)" if param == "q_in_regs" else
                  f"a tile with fewer queries per wave or keys per tile: at most {est.budget} registers per lane")
         raise d.refuse(param, value, legal,

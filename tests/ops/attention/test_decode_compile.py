@@ -6,8 +6,8 @@ planned MFMA in the main loop a whole number of times the plan's count per K/V t
 LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at least one wave per SIMD. The appends
 include ``rotate_q`` (the queries rotated in the same launch).
 NVIDIA (sm_90 built as sm_90a, sm_80; nvcc + ptxas -v): no spills, no stack, the planned dynamic shared memory,
-and the plan's mma.sync count per K/V tile inside a loop of the PTX. The appends: no matrix instruction, no
-spills, no LDS.
+and the plan's mma.sync count per K/V tile inside a loop of the PTX (per warp: with warp_split = keys a warp's share
+of the keys). The appends: no matrix instruction, no spills, no LDS.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ kernel r1dn_f16_d256_p16 { op = attention_decode  dtype = f16  head_dim = 256  p
 kernel r1an_f16_d64_rope { op = attention_kv_append  dtype = f16  head_dim = 64  rope = true  arch = [sm_90] }
 kernel r1dn_bf16_d128_p16_rope_gptj64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
   rope = gptj(64)  arch = [sm_90] }
+kernel r1dn_bf16_d128_p16_keys { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  warp_split = keys  arch = [sm_90] }
 kernel r1an_bf16_d128_q { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16  rope = neox
   rotate_q = true  arch = [sm_90] }
 """
@@ -80,7 +82,7 @@ def nv_lib():
 def test_nvidia_builds_match_the_plan(nv_lib):
     lib, plans, reports = nv_lib
     by = {(r.name, r.arch): r for r in reports}
-    assert len(plans) == 7
+    assert len(plans) == 8
     for p in plans:
         r = by[(p.name, p.arch)]
         what = f"{p.name} on {p.arch}: {r}"

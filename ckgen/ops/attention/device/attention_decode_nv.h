@@ -7,15 +7,18 @@
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
 // Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
 // same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: a tile may
-// span pages). The launch passes Cfg::kLdsBytes of dynamic shared memory, as for the prefill body; the split
+// span pages). The launch passes Cfg::kLdsBytes (>= kSmemBytes) of dynamic shared memory; the split
 // hand-off's ticket is the Q tile's first word once every warp is done with it. The Q tile holds the workgroup's
 // packed rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down
 // with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
 // are read from the block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
-// and LSE (or the split's slot) are written straight from the accumulators.
+// and LSE (or the split's slot) are written straight from the accumulators. Warps split the rows (warp w: rows
+// [16 kMB w, 16 kMB (w + 1)), every key of a tile) or, with Cfg::kWarpSplitKeys, the keys (every warp the 16 rows,
+// kBlockN / kWarps keys of each tile; their states merged at the end: attention_decode_nv_keys.h).
 #pragma once
 
 #include "attention_decode_common.h"
+#include "attention_decode_nv_keys.h"
 #include "attention_fwd_nv.h"
 
 namespace ckgen {
@@ -23,20 +26,28 @@ namespace attn_dec {
 
 template <class Cfg>
 struct DecodeNv {
-  using F = attn_nv::Fwd<Cfg>;
+  using F = attn_nv::Fwd<Cfg>;  // the tiles, the copy ring and the Q fragments
+  using M = attn_nv::Fwd<typename WarpMath<Cfg>::type>;  // one warp's math: F, or F's stages on the warp's keys
+  using Merge = KeyMerge<Cfg>;
   using T = typename Cfg::T;
   using Args = attn::Args<Cfg>;
   using TileQ = typename F::TileQ;
   using TileKV = typename F::TileKV;
-  static constexpr int kD = F::kD, kBM = F::kBM, kBN = F::kBN, kMB = F::kMB, kNB = F::kNB, kDB = F::kDB;
-  static constexpr int kKK = F::kKK, kStages = F::kStages, kThreads = F::kThreads, kQM = F::kQM, kQK = F::kQK;
-  static constexpr bool kJoint = F::kJoint;
+  static constexpr int kD = F::kD, kBM = F::kBM, kBN = F::kBN, kMB = F::kMB, kNB = M::kNB, kDB = F::kDB;
+  static constexpr int kKK = M::kKK, kStages = F::kStages, kThreads = F::kThreads, kQM = M::kQM, kQK = M::kQK;
+  static constexpr bool kJoint = F::kJoint, kSplit = F::kSplitKeys;
+  static_assert(M::kMB == kMB, "one warp's math covers the warp's rows");
+  // shared memory: the Q tile, then the K/V stages or (key split, after the walk) the warps' states
+  static constexpr int kSmemBytes =
+      kSplit && F::kKOff + Merge::kBytes > F::kSmemBytes ? F::kKOff + Merge::kBytes : F::kSmemBytes;
+  static_assert(Cfg::kLdsBytes >= kSmemBytes, "kLdsBytes: the Q tile + max(K/V stages, the key split's warp states)");
   static constexpr int kEB = static_cast<int>(sizeof(T));
   static_assert(!Cfg::kVarlen, "the decode body takes per-sequence lengths (seqlens_k), not cu_seqlens");
 
   struct Ctx {
     int tid, lane, g, t4;  // the lane's mma row group (lane / 4) and column pair (lane % 4)
-    int wrow;              // the warp's first row in the tile
+    int warp, wrow;        // the warp, its first row in the tile
+    int wkey0;             // its first key in a K/V tile (key split; else 0)
     int row0;              // the tile's first packed row
     int keys0;             // the keys the fewest-seeing row (token 0) sees
     float sl2;             // scale * log2(e)
@@ -211,7 +222,7 @@ struct DecodeNv {
   // Iteration j of the split's walk, with attention_fwd_nv.h's copy ring.
   template <bool kVec>
   static CKGEN_DEVICE void tile_step(const Args& p, const Work& w, const Ctx& c, const KvCopy<kVec>& kv,
-                                     const typename F::Lanes& ln, const u32x4_t (&qf)[kQM][kQK], int j,
+                                     const typename M::Lanes& ln, const u32x4_t (&qf)[kQM][kQK], int j,
                                      f32x4_t (&o)[kMB][kDB], float (&m)[kMB][2], float (&l)[kMB][2]) {
     const int st = j % kStages;
     if constexpr (kJoint) {
@@ -225,17 +236,18 @@ struct DecodeNv {
       kv.load_v(j + kStages - 1);
     }
     f32x4_t s[kMB][kNB];
-    F::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st));
-    const int n0 = (kv.t_last - j) * kBN;
-    if (n0 + kBN > c.keys0) mask_tile(p, w, c, n0, s);
+    const uint32_t sub = static_cast<uint32_t>(c.wkey0 * F::kRowBytes);  // the warp's keys of the tile
+    M::scores(s, qf, c.s0, ln, F::k_stage(c.s0, st) + sub);
+    const int n0 = (kv.t_last - j) * kBN + c.wkey0;
+    if (n0 + M::kBN > c.keys0) mask_tile(p, w, c, n0, s);
     u32x4_t pa[kMB][kKK];
-    F::softmax(s, o, m, l, c.sl2, c.lane, pa);
+    M::softmax(s, o, m, l, c.sl2, c.lane, pa);
     if constexpr (!kJoint) {
       nv::cp_async_wait<2 * kStages - 2>();  // V[j] landed
       barrier();
       kv.load_k(j + kStages);
     }
-    F::pv(o, pa, F::v_stage(c.s0, st), ln.v);
+    M::pv(o, pa, F::v_stage(c.s0, st) + sub, ln.v);
   }
 
   template <bool kVec>
@@ -252,9 +264,9 @@ struct DecodeNv {
         return true;
       });
     }
-    const typename F::Lanes ln(c.lane, c.wrow);
+    const typename M::Lanes ln(c.lane, c.wrow);
     u32x4_t qf[kQM][kQK];
-    if constexpr (Cfg::kQInRegs) F::load_q(c.s0, ln.q, qf);
+    if constexpr (Cfg::kQInRegs) M::load_q(c.s0, ln.q, qf);
 #pragma unroll 1
     for (int j = 0; j < kv.nt; ++j) tile_step<kVec>(p, w, c, kv, ln, qf, j, o, m, l);
     nv::cp_async_wait<0>();
@@ -293,6 +305,47 @@ struct DecodeNv {
       }
   }
 
+  // Key split: the warps' states merged (KeyMerge, in the K/V stages once every warp is done with them), then the
+  // 16 rows' O / l and LSE (or this split's slot) written by all threads, 4 columns each.
+  static CKGEN_DEVICE void finish_merged(const Args& p, const Work& w, const Ctx& c, unsigned char* smem,
+                                         const f32x4_t (&o)[kMB][kDB], const float (&m)[kMB][2],
+                                         const float (&l)[kMB][2], const Slots<Cfg>* slots) {
+    float* area = reinterpret_cast<float*>(smem + F::kKOff);
+    barrier();  // every warp's last P.V read of the stages
+    Merge::put(area, o, m, l, c.warp, c.lane);
+    barrier();
+    constexpr int kQuads = kD / 4;
+#pragma unroll 1
+    for (int e = c.tid; e < kBM * kQuads; e += kThreads) {
+      const int lr = e / kQuads, d0 = e % kQuads * 4;
+      int head, s;
+      if (!row_of(p, w, c.row0 + lr, head, s)) continue;
+      float out[4], lse;
+      Merge::row(area, lr, d0, p.scale, c.sl2, out, lse);
+      if (slots != nullptr) {
+        if (d0 == 0) gstore(slots->lse_of(w, lr), lse);
+        float* so = slots->o_row(w, lr) + d0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) gstore(so + i, out[i]);
+        continue;
+      }
+      if (p.LSE != nullptr && d0 == 0) gstore(p.LSE + w.b * p.lse_batch_stride + head * p.lse_head_stride + s, lse);
+      T* orow = p.O + w.b * p.o_batch_stride + s * p.o_seq_stride + head * p.o_head_stride + d0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) gstore(orow + i, from_float<T>(out[i]));
+    }
+  }
+
+  static CKGEN_DEVICE void finish_rows(const Args& p, const Work& w, const Ctx& c, unsigned char* smem,
+                                       const f32x4_t (&o)[kMB][kDB], const float (&m)[kMB][2],
+                                       const float (&l)[kMB][2], const Slots<Cfg>* slots) {
+    if constexpr (kSplit) {
+      finish_merged(p, w, c, smem, o, m, l, slots);
+    } else {
+      finish(p, w, c, o, m, l, slots);
+    }
+  }
+
   template <bool kVec>
   static CKGEN_DEVICE void body(const Args& p, const Work& w, unsigned char* smem, int* ticket) {
     Ctx c;
@@ -300,7 +353,9 @@ struct DecodeNv {
     c.lane = c.tid & 31;
     c.g = c.lane >> 2;
     c.t4 = c.lane & 3;
-    c.wrow = (c.tid >> 5) * F::kRW;
+    c.warp = c.tid >> 5;
+    c.wrow = kSplit ? 0 : c.warp * F::kRW;
+    c.wkey0 = kSplit ? c.warp * M::kBN : 0;
     c.row0 = w.rt * kBM;
     c.keys0 = keys_of<Cfg::kMask>(p, w, 0);
     c.sl2 = p.scale * attn::kLog2e;
@@ -310,11 +365,11 @@ struct DecodeNv {
     F::init(o, m_run, l_run);
     if (w.t1 > w.t0) mainloop<kVec>(p, w, c, smem, o, m_run, l_run);
     if (w.splits == 1) {
-      finish(p, w, c, o, m_run, l_run, nullptr);
+      finish_rows(p, w, c, smem, o, m_run, l_run, nullptr);
       return;
     }
     const Slots<Cfg> slots(p, w);
-    finish(p, w, c, o, m_run, l_run, &slots);
+    finish_rows(p, w, c, smem, o, m_run, l_run, &slots);
     if (last_to_arrive(slots.counter, w.splits, c.tid, ticket)) combine<Cfg>(p, w, slots, c.tid);
   }
 };
@@ -328,7 +383,7 @@ CKGEN_DEVICE void decode_nv(const attn::Args<Cfg>& p) {
   extern __shared__ __align__(1024) unsigned char ckgen_attn_smem[];
   unsigned char* smem = ckgen_attn_smem;
 #else
-  CKGEN_LDS(unsigned char, smem, D::F::kSmemBytes);
+  CKGEN_LDS(unsigned char, smem, D::kSmemBytes);
 #endif
   // the split hand-off's ticket: the Q tile's first word (last_to_arrive's first barrier ends every read of it)
   int* ticket = reinterpret_cast<int*>(smem);

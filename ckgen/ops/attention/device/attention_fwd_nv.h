@@ -126,6 +126,20 @@ CKGEN_DEVICE float finish_quad_row(float m, float l, float scale, float& lse, in
   return attn::finish_row(m, attn::lanes_sum<1, 4>(l, lane), scale, lse);
 }
 
+// Whether Cfg splits the keys of each K/V tile over its warps (the decode body's warp_split = keys: member
+// kWarpSplitKeys, attention_decode_nv_keys.h): then every warp has all kBlockM = 16 rows. Cfgs without the member
+// split the rows.
+template <class C, class = bool>
+struct SplitKeysOf {
+  static constexpr bool value = false;
+};
+template <class C>
+struct SplitKeysOf<C, decltype(static_cast<bool>(C::kWarpSplitKeys))> {
+  static constexpr bool value = C::kWarpSplitKeys;
+};
+template <class Cfg>
+constexpr bool kSplitKeys = SplitKeysOf<Cfg>::value;
+
 // The body's stages, after CK Tile's block pipelines; body (below) runs them top to bottom:
 //   init        O = 0 and the row statistics (m: running max of the unscaled logits, -inf; l: this lane's share of
 //               the row sum, 0) of the lane's rows g and g + 8 (h) of each of the warp's kMB m16 blocks
@@ -143,7 +157,8 @@ struct Fwd {
   static constexpr int kBN = Cfg::kBlockN;
   static constexpr int kWarps = Cfg::kWarps;
   static constexpr int kThreads = Cfg::kThreads;
-  static constexpr int kRW = kBM / kWarps;  // rows per warp
+  static constexpr bool kSplitKeys = attn_nv::kSplitKeys<Cfg>;  // the decode body's key split: all rows per warp
+  static constexpr int kRW = kSplitKeys ? kBM : kBM / kWarps;  // rows per warp
   static constexpr int kMB = kRW / 16;      // m16 blocks per warp
   static constexpr int kNB = kBN / 8;       // n8 blocks of S
   static constexpr int kDB = kD / 8;        // n8 blocks of O
@@ -167,7 +182,8 @@ struct Fwd {
   static_assert(IsSame<T, f16>::value || IsSame<T, bf16>::value, "T must be ckgen::f16 or ckgen::bf16");
   static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
   static_assert(kThreads == kWarps * 32, "kThreads must be kWarps * 32");
-  static_assert(kBM % (16 * kWarps) == 0, "kBlockM must be a multiple of 16 * kWarps");
+  static_assert(kSplitKeys ? kBM == 16 && kBN % (16 * kWarps) == 0 : kBM % (16 * kWarps) == 0,
+                "kBlockM must be a multiple of 16 * kWarps (key split: kBlockM 16, kBlockN a multiple of 16 * kWarps)");
   static_assert(kBN % 16 == 0, "kBlockN must be a multiple of 16");
   static_assert(kD % 16 == 0 && TileQ::kCPR >= 8, "kHeadDim must be 64, 128 or 256");
   static_assert(kStages >= 1, "kStages must be >= 1");
@@ -545,6 +561,7 @@ template <class Cfg>
 CKGEN_DEVICE void fwd(const attn::Args<Cfg>& p) {
   using F = Fwd<Cfg>;
   using T = typename Cfg::T;
+  static_assert(!F::kSplitKeys, "the prefill body splits the rows over its warps (kWarpSplitKeys: decode only)");
   const int tile = grid_dim(0) - 1 - block_id(0);
   const int m0 = tile * Cfg::kBlockM;
   attn::Problem pr;
