@@ -299,7 +299,9 @@ def estimate_registers(d: AttentionDraft) -> None:
     next tile's global loads, 32 of state, against 512 / waves_per_eu. NVIDIA: O, S, half of P (packed from S as S
     dies), Q (when in registers) and the three ldmatrix lane offsets against 255, calibrated with ptxas -v (sm_90):
     every configuration estimated at most 227 compiles without spills (d64 128x128 with Q in shared memory: 227,
-    255 registers), those estimated 259 and more spill (the same with Q in registers: 259)."""
+    255 registers), those estimated 259 and more spill (the same with Q in registers: 259). Not counted: the paged
+    decode copy's page ids; the decode key split at 32 rows, d128, paged with Q in registers (estimated 215) spills,
+    so the decode planner places Q in shared memory there (decode.py, _key_split_q_place)."""
     hd, i, t = d.a.head_dim, d.instr, d.target
     rows, bn = _wave_tile(d)
     if d.amd:

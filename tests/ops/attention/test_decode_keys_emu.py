@@ -79,6 +79,17 @@ def test_plan_32_rows(kernels):
     p = kernels["dk_bf16_d128_causal_p16_m32"].plan.body
     assert (p.block_m, p.q_in_regs, "q_in_regs" in p.planned) == (32, False, True)
 
+    def body(text):
+        src = f"kernel k {{ op = attention_decode  dtype = bf16  warp_split = keys  {text} }}\n"
+        return plan_for(src, "k", "nvidia", "sm_90").body
+
+    # more than 16 keys per warp: Q planned in shared memory (32x128 over 4 warps); a written choice is kept; d64
+    # keeps Q in registers
+    assert not body("head_dim = 128  tile = 32x128  waves = 4").q_in_regs
+    assert body("head_dim = 128  tile = 32x128  waves = 8").q_in_regs
+    assert body("head_dim = 128  tile = 32x64  waves = 4  page_size = 16  q_in_regs = true").q_in_regs
+    assert body("head_dim = 64  tile = 32x128  waves = 4  page_size = 16").q_in_regs
+
 
 @pytest.mark.parametrize("heads, sq, splits", [(32, 1, 1), (32, 1, 3), (16, 2, 2), (16, 3, 0)])
 def test_mqa_32_rows_contiguous(kernels, heads, sq, splits):
@@ -152,13 +163,16 @@ def test_workspace_left_zero(kernels):
     ("warp_split = keys  tile = 32x64  waves = 8", "sm_90", r"(?s)tile = 32x64.*waves = 8: 16xN or 32xN, N = 128, 256"),
     ("warp_split = keys  tile = 16x96  waves = 4", "sm_90", r"(?s)tile = 16x96.*N a multiple of 16 x waves"),
     ("warp_split = keys", "gfx942", r"(?s)warp_split = keys.*AMD decode body.*legal: rows"),
+    ("warp_split = keys  tile = 32x32  waves = 2  head_dim = 256", "sm_90", r"(?s)tile = 32x32.*256 for O"),
     ("tile = 16x64  waves = 4", "sm_90", r"(?s)tile = 16x64.*queries per wave"),
     ("warp_split = cols", "sm_90", r"(?s)warp_split.*rows, keys"),
 ])
 def test_refused_by_name(body, target, match):
     """Key split tiles other than (16 or 32) x (16 x waves x k) refused with the legal ones; AMD refuses the split; without
-    it a 16-row tile over 4 warps keeps its old refusal; an unknown split is named."""
-    src = f"kernel bad {{ op = attention_decode  dtype = f16  head_dim = 64  {body} }}\n"
+    it a 16-row tile over 4 warps keeps its old refusal; an unknown split is named; d256 at 32 rows is over the
+    registers (O alone 256 per lane)."""
+    hd = "" if "head_dim" in body else "head_dim = 64  "
+    src = f"kernel bad {{ op = attention_decode  dtype = f16  {hd}{body} }}\n"
     platform = "amd" if target.startswith("gfx") else "nvidia"
     with pytest.raises(Exception, match=match) as e:
         plan_for(src, "bad", platform, target)
