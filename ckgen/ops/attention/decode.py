@@ -13,12 +13,12 @@ The tiling and its checks are the attention op's (``plan.py``: tile, instruction
 decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator) and
 ``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
 run the prefill bodies' score / softmax / P.V stages on each K/V tile (NVIDIA ``warp_split = keys``: the warps share
-16 or 32 rows and each runs them on its slice of the tile's keys, ``device/attention_decode_nv_keys.h``); ``device/attention_decode_common.h`` holds
-what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
-(``seqlens_q``) let one batch mix decode steps and prefill chunks. With ``rope``, Q is rotated as it is loaded, at
-position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the sequence); K is read as the cache holds
-it, rotated by ``attention_kv_append``. ``kv_append.py`` is the op that writes a step's
-keys and values into the cache.
+16 or 32 rows and each runs them on its slice of the tile's keys, ``device/attention_decode_nv_keys.h``);
+``device/attention_decode_common.h`` holds what they share (the contract, the packed rows, the split hand-off).
+Optional per-sequence query counts (``seqlens_q``) let one batch mix decode steps and prefill chunks. With
+``rope``, Q is rotated as it is loaded, at position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the
+sequence); K is read as the cache holds it, rotated by ``attention_kv_append``. ``kv_append.py`` is the op that
+writes a step's keys and values into the cache.
 """
 
 from __future__ import annotations

@@ -168,9 +168,9 @@ def test_workspace_left_zero(kernels):
     ("warp_split = cols", "sm_90", r"(?s)warp_split.*rows, keys"),
 ])
 def test_refused_by_name(body, target, match):
-    """Key split tiles other than (16 or 32) x (16 x waves x k) refused with the legal ones; AMD refuses the split; without
-    it a 16-row tile over 4 warps keeps its old refusal; an unknown split is named; d256 at 32 rows is over the
-    registers (O alone 256 per lane)."""
+    """Key split tiles other than (16 or 32) x (16 x waves x k) refused with the legal ones; AMD refuses the split;
+    without it a 16-row tile over 4 warps keeps its old refusal; an unknown split is named; d256 at 32 rows is over
+    the registers (O alone 256 per lane)."""
     hd = "" if "head_dim" in body else "head_dim = 64  "
     src = f"kernel bad {{ op = attention_decode  dtype = f16  {hd}{body} }}\n"
     platform = "amd" if target.startswith("gfx") else "nvidia"

@@ -1,13 +1,15 @@
 // attention_decode_nv_keys.h (ckgen/ops/attention/device): the NVIDIA decode body's key split (warp_split = keys,
 // Cfg::kWarpSplitKeys; ops/attention/decode.py). The kWarps warps of a workgroup share its kBlockM = 16 or 32 packed
-// rows (one or two m16 blocks per warp: kMB) and warp w takes keys [w * kBN / kWarps, (w + 1) * kBN / kWarps) of every K/V tile; every thread still issues
-// the cp.async copies of whole tiles (attention_decode_nv.h's ring, unchanged). Used by attention_decode_nv.h:
+// rows (one or two m16 blocks per warp: kMB) and warp w takes keys [w * kBN / kWarps, (w + 1) * kBN / kWarps) of
+// every K/V tile; every thread still issues the cp.async copies of whole tiles (attention_decode_nv.h's ring,
+// unchanged). Used by attention_decode_nv.h:
 //
 //   WarpMath<Cfg>::type  the Cfg of one warp's math: Cfg itself, or (key split) Cfg with kBlockN / kWarps keys,
 //                        one warp of 32 threads; attn_nv::Fwd of it runs scores / softmax / pv on the warp's
-//                        sub-tile (all kBlockM rows: kMB = kBlockM / 16 blocks, as the row split's 32-row warps). The swizzle of a tile line depends on (line & 7) only (nv::SmemTile, 16-byte
-//                        chunks: kHeadDim >= 64), so the sub-tile at key k0 (a multiple of 16) is the whole tile's
-//                        bytes from k0 * kRowBytes on, laid out as a tile of its own.
+//                        sub-tile (all kBlockM rows: kMB = kBlockM / 16 blocks, as the row split's 32-row warps).
+//                        The swizzle of a tile line depends on (line & 7) only (nv::SmemTile, 16-byte chunks:
+//                        kHeadDim >= 64), so the sub-tile at key k0 (a multiple of 16) is the whole tile's bytes
+//                        from k0 * kRowBytes on, laid out as a tile of its own.
 //   KeyMerge<Cfg>        after the walk: each warp's online-softmax state (m: running max of its logits, l: the
 //                        quad's row sums, O unnormalized) to shared memory (the K/V stages, free once the ring
 //                        drained), then the merged rows in fixed warp order (deterministic):
