@@ -19,6 +19,10 @@ kernel dec_bf16_d128_m16w4n64s3k { op = attention_decode  dtype = bf16  head_dim
   lds_buffers = 3 }
 kernel dec_bf16_d128_m16w4n128s2k { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys
   tile = 16x128  waves = 4 }
+// ... at 32 rows: every warp both m16 blocks against its 16 keys (MQA 32/1 or GQA 8 x 4 tokens: a KV head's 32
+// packed rows read each K/V tile once; ptxas sm_90: 255 registers, no spill)
+kernel dec_bf16_d128_m32w4n64s2k { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys
+  tile = 32x64  waves = 4 }
 kernel dec_bf16_d64_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64 }
 kernel dec_bf16_d64_m32w2n64s4 { op = attention_decode  dtype = bf16  head_dim = 64  lds_buffers = 4 }
 kernel dec_bf16_d256_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256 }
@@ -36,6 +40,9 @@ kernel dec_bf16_d128_p16_m16w4n64s2k { op = attention_decode  dtype = bf16  head
   warp_split = keys }
 kernel dec_bf16_d128_p16_m16w4n64s3k { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
   warp_split = keys  lds_buffers = 3 }
+// 32 rows over a paged cache: Q planned in shared memory (with it in registers ptxas spills 40/68 bytes; 253, none)
+kernel dec_bf16_d128_p16_m32w4n64s2k { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  warp_split = keys  tile = 32x64  waves = 4 }
 kernel dec_bf16_d64_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 16 }
 kernel dec_bf16_d256_p16_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 16 }
 

@@ -8,7 +8,8 @@ bottom-right causal); outputs poisoned first; bitwise repeatable results with a 
 fixed); a call captured in a CUDA graph and replayed (the workspace is left zero-filled by each call); a step
 appended to the paged cache (op = attention_kv_append) and then decoded; per-sequence query lengths
 (seqlens_q) mixing decode steps and prefill chunks; the warps splitting each tile's keys (warp_split = keys: GQA
-32/8 with 1 and 4 tokens, contiguous and paged, causal chunks, the warps' states merged; bitwise repeatable).
+32/8 with 1 and 4 tokens, contiguous and paged, causal chunks, the warps' states merged; bitwise repeatable; 32-row
+tiles with MQA packing: 32/1 and 16/1 x 2 and 3 tokens, contiguous and paged causal).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ kernel gpu_dec_f16_d64_p16_w8 { op = attention_decode  dtype = f16  head_dim = 6
 kernel gpu_dec_bf16_d128_keys { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys }
 kernel gpu_dec_f16_d128_causal_p16_keys { op = attention_decode  dtype = f16  head_dim = 128  mask = causal
   page_size = 16  warp_split = keys  lds_buffers = 3 }
+kernel gpu_dec_bf16_d128_keys_m32 { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys
+  tile = 32x64  waves = 4 }
+kernel gpu_dec_bf16_d128_causal_p16_keys_m32 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  warp_split = keys  tile = 32x64  waves = 4 }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -272,4 +277,27 @@ def test_key_split_paged_causal(sq, splits):
     causal with 1 and 4 tokens and a 37-token chunk; lengths at page boundaries +-1, 1, 0 and long."""
     k = kernel("gpu_dec_f16_d128_causal_p16_keys")
     p = problem(k, 7, 32, 8, sq, [16, 17, 15, 3001, 1, 0, 200], seed=40 + sq)
+    check(k, p, call(k, p, num_splits=splits), causal=True)
+
+
+@pytest.mark.parametrize("heads, sq, splits", [(32, 1, 0), (32, 1, 1), (16, 2, 5), (16, 3, 3)])
+def test_key_split_32_rows_mqa(heads, sq, splits):
+    """warp_split = keys at 32 rows (4 warps, each both m16 blocks against 16 keys of every 64-key tile): MQA packing
+    (one KV head: 32 heads x 1 token, 16 x 2; 16 x 3 = 48 rows, two row tiles), lengths 1000, 1, 0, 65; repeatable
+    bitwise."""
+    k = kernel("gpu_dec_bf16_d128_keys_m32")
+    p = problem(k, 4, heads, 1, sq, [1000, 1, 0, 65], seed=50 + sq)
+    out = call(k, p, num_splits=splits)
+    check(k, p, out, causal=False)
+    again = call(k, p, num_splits=splits)
+    assert torch.equal(out[0], again[0]) and torch.equal(out[1], again[1])
+
+
+@pytest.mark.parametrize("heads, sq, splits", [(32, 1, 0), (16, 2, 1), (16, 3, 4)])
+def test_key_split_32_rows_mqa_paged_causal(heads, sq, splits):
+    """The same over a paged cache (pages of 16 shuffled, Q re-read from shared memory as planned), causal: lengths
+    at page boundaries +-1, 1, 0 and long."""
+    k = kernel("gpu_dec_bf16_d128_causal_p16_keys_m32")
+    assert not k.plan.body.q_in_regs
+    p = problem(k, 7, heads, 1, sq, [16, 17, 15, 3001, 1, 0, 200], seed=60 + sq)
     check(k, p, call(k, p, num_splits=splits), causal=True)

@@ -13,12 +13,12 @@ The tiling and its checks are the attention op's (``plan.py``: tile, instruction
 decode defaults below; the device bodies are ``device/attention_decode_amd.h`` (AMD MFMA, also the emulator) and
 ``device/attention_decode_nv.h`` (NVIDIA mma.sync with the cp.async ring, also the emulator as warps of 32), which
 run the prefill bodies' score / softmax / P.V stages on each K/V tile (NVIDIA ``warp_split = keys``: the warps share
-16 rows and each runs them on its slice of the tile's keys, ``device/attention_decode_nv_keys.h``); ``device/attention_decode_common.h`` holds
-what they share (the contract, the packed rows, the split hand-off). Optional per-sequence query counts
-(``seqlens_q``) let one batch mix decode steps and prefill chunks. With ``rope``, Q is rotated as it is loaded, at
-position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the sequence); K is read as the cache holds
-it, rotated by ``attention_kv_append``. ``kv_append.py`` is the op that writes a step's
-keys and values into the cache.
+16 or 32 rows and each runs them on its slice of the tile's keys, ``device/attention_decode_nv_keys.h``);
+``device/attention_decode_common.h`` holds what they share (the contract, the packed rows, the split hand-off).
+Optional per-sequence query counts (``seqlens_q``) let one batch mix decode steps and prefill chunks. With
+``rope``, Q is rotated as it is loaded, at position ``seqlens_k[b] - sq + token`` (the tokens are the last sq of the
+sequence); K is read as the cache holds it, rotated by ``attention_kv_append``. ``kv_append.py`` is the op that
+writes a step's keys and values into the cache.
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS, AttentionConfig, Attenti
 
 MASKS = ("none", "causal")
 #: how the waves of a workgroup share a K/V tile: rows (each its own 16-row blocks, every key) or keys (NVIDIA: the
-#: 16 rows shared, each wave N / waves keys; the waves' softmax states merged after the walk)
+#: 16 or 32 rows shared, each wave N / waves keys; the waves' softmax states merged after the walk)
 WARP_SPLITS = ("rows", "keys")
 #: warp_split = keys without a written tile, per head dim: 16 rows x 64 keys over 4 warps of 16 keys (d256: 32 keys
-#: over 2 warps, as the row split's 32-key tiles: 72 KiB of shared memory with 2 stages)
+#: over 2 warps, as the row split's 32-key tiles: 72 KiB of shared memory with 2 stages). A written tile may have 32
+#: rows (plan.KEY_SPLIT_BLOCKS: two m16 blocks per warp, for MQA / wide GQA groups that fill more than 16 rows), d64
+#: and d128 (d256: O alone would take 256 registers)
 KEY_SPLIT_TILE = {64: ((16, 64), 4), 128: ((16, 64), 4), 256: ((16, 32), 2)}
 PAGE_SIZES = (16, 32, 64, 128, 256)
 #: the decode body per target platform: (header in device/, entry template)
@@ -70,15 +72,15 @@ KEYS = (
         default_text="planned per target and head dim (AMD: N at most page_size)"),
     Key("waves", "waves per workgroup, all along the rows (warp_split = keys: along the keys of a tile)",
         default_text="planned"),
-    Key("warp_split", "rows or keys: how the waves share a K/V tile; keys (NVIDIA): tile M = 16, every wave the 16 "
-        "rows and N / waves keys of each tile (N a multiple of 16 x waves), the waves' softmax states merged at the "
-        "end (batch-1 GQA decode: few rows)", default_text="rows"),
+    Key("warp_split", "rows or keys: how the waves share a K/V tile; keys (NVIDIA): tile M = 16 or 32, every wave "
+        "all M rows and N / waves keys of each tile (N a multiple of 16 x waves), the waves' softmax states merged "
+        "at the end (decode with few KV heads per batch: GQA 16 rows, MQA 32)", default_text="rows"),
     Key("lds_buffers", "K/V tiles in LDS: 1 or 2 on AMD, 1..4 cp.async stages on NVIDIA",
         default_text="planned per target"),
     Key("instr", "MxNxK of an f32-accumulating matrix instruction of the target, or auto", default_text="planned"),
     Key("waves_per_eu", "AMD: at least this many waves per SIMD (1..8)", default_text="planned per target"),
     Key("q_in_regs", "NVIDIA: true or false, Q fragments held in registers (else re-read from shared memory)",
-        default_text="true (d256: false)"),
+        default_text="true (false: d256; warp_split = keys at 32 rows and d128, paged or > 16 keys per warp)"),
     Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 or 1 (lds_buffers >= 2)", default_text="planned"),
     Key("rope", "rotate Q as it is loaded at positions seqlens_k - seqlens_q + token (K comes rotated, by "
         "attention_kv_append) with the table cos_sin: neox, gptj, neox(rot), gptj(rot), true (= neox) or false",
@@ -188,9 +190,23 @@ def _decode_defaults(d: _plan.AttentionDraft) -> None:
     d.planned.extend(planned)
 
 
-#: the attention op's passes (its Hopper body aside) after the decode defaults
-PASSES = (_decode_defaults,) + tuple(
-    p for p in _plan.PASSES if p is not _plan.plan_wgmma_body)
+def _key_split_q_place(d: _plan.AttentionDraft) -> None:
+    """warp_split = keys at 32 rows and d128 (O of two m16 blocks: 128 registers): a planned q_in_regs becomes false
+    over a paged cache (the page ids of three tiles stay in registers) or with more than 16 keys per warp. ptxas
+    (sm_90, 2 stages) with Q in registers / in shared memory: 32x64 waves 4 contiguous 255 registers, no spill (kept);
+    paged 16: 255 with 40/68 bytes spilled / 253, none; 32x128 waves 4: 255, 212/304 / 252, none; 32x128 waves 8
+    paged 16: 255, 108/84 / 252, none."""
+    if not (d.split_keys and d.tile[0] > 16 and d.a.head_dim >= 128 and d.q_in_regs and "q_in_regs" in d.planned):
+        return
+    if d.spec.params.page_size or d.tile[1] // d.waves > 16:
+        d.q_in_regs = False
+
+
+#: the attention op's passes (its Hopper body aside) after the decode defaults, the key split's Q placement before
+#: the register estimate
+PASSES = (_decode_defaults,) + tuple(p for p in _plan.PASSES if p not in (_plan.plan_wgmma_body,
+                                                                          _plan.estimate_registers)) + (
+    _key_split_q_place, _plan.estimate_registers)
 
 
 def plan(spec: KernelSpec, target: Target) -> KernelPlan:

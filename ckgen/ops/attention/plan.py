@@ -24,6 +24,8 @@ from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 MAX_THREADS = 1024
 TILE_RANGE = (16, 256)        # queries per workgroup and keys per tile
+#: warp_split = keys: the 16-row instruction blocks every wave holds (tile M = 16 or 32; O doubles at 32)
+KEY_SPLIT_BLOCKS = (1, 2)
 VECTOR_BYTES = 16             # AMD: widest global access per lane
 #: the device body per target platform
 BODIES = {
@@ -192,15 +194,17 @@ def check_tile(d: AttentionDraft) -> None:
 
 
 def _check_split_keys(d: AttentionDraft) -> None:
-    """warp_split = keys: one 16-row instruction block shared by the waves, the keys of a tile in whole k16 steps of
-    O += P.V per wave."""
+    """warp_split = keys: one or two 16-row instruction blocks (tile M = 16 or 32: KEY_SPLIT_BLOCKS) shared by the
+    waves, the keys of a tile in whole k16 steps of O += P.V per wave."""
     (bm, bn), w, i = d.tile, d.waves, d.instr
-    if bm != i.m or bn % (w * 16):
+    rows = tuple(b * i.m for b in KEY_SPLIT_BLOCKS)
+    if bm not in rows or bn % (w * 16):
         ns = list(range(16 * w, TILE_RANGE[1] + 1, 16 * w))
-        legal = ", ".join(f"16x{n}" for n in ns[:4]) + (", ..." if len(ns) > 4 else "") or "none (fewer waves)"
+        n_text = ", ".join(map(str, ns[:4])) + (", ..." if len(ns) > 4 else "")
+        legal = " or ".join(f"{m}xN" for m in rows) + f", N = {n_text}" if ns else "none (fewer waves)"
         raise d.refuse("tile", f"{bm}x{bn}", f"with warp_split = keys and waves = {d.show('waves', w)}: {legal} "
-                       f"(M = {i.m}, N a multiple of 16 x waves)",
-                       "the waves share one 16-row block and each takes a whole number of 16-key steps")
+                       f"(M = {' or '.join(map(str, rows))}, N a multiple of 16 x waves)",
+                       "the waves share one or two 16-row blocks and each takes a whole number of 16-key steps")
 
 
 def plan_pipeline(d: AttentionDraft) -> None:
@@ -252,7 +256,8 @@ def _lds_layout(d: AttentionDraft, buffers: int) -> int:
     """LDS bytes at ``buffers`` K/V buffers (sets the AMD strides and vector width)."""
     (bm, bn), hd, eb = d.tile, d.a.head_dim, d.a.dtype.bytes
     if not d.amd:  # swizzled tiles: Q, then stages of K and V (split_keys: or the waves' states, if larger)
-        return eb * bm * hd + max(eb * buffers * 2 * bn * hd, key_merge_bytes(hd, d.waves) if d.split_keys else 0)
+        merge = key_merge_bytes(hd, d.waves, bm) if d.split_keys else 0
+        return eb * bm * hd + max(eb * buffers * 2 * bn * hd, merge)
     items = d.instr.a_items(d.target.wave_size)
     d.vec = VECTOR_BYTES // eb
     d.lds_k_stride = hd + max(d.target.lds_pad_bytes // eb, d.vec)
@@ -260,10 +265,10 @@ def _lds_layout(d: AttentionDraft, buffers: int) -> int:
     return buffers * (bn * d.lds_k_stride + hd * d.lds_v_stride) * eb
 
 
-def key_merge_bytes(head_dim: int, waves: int) -> int:
+def key_merge_bytes(head_dim: int, waves: int, rows: int = 16) -> int:
     """split_keys: the waves' softmax states merged after the walk (device/attention_decode_nv_keys.h, KeyMerge):
-    per wave 16 rows of head_dim + 8 floats of O, then 16 maxima and 16 sums."""
-    return waves * (16 * (head_dim + 8) + 32) * 4
+    per wave ``rows`` (tile M: 16 or 32) rows of head_dim + 8 floats of O, then ``rows`` maxima and sums."""
+    return waves * (rows * (head_dim + 8) + 2 * rows) * 4
 
 
 def plan_lds(d: AttentionDraft) -> None:
@@ -294,7 +299,9 @@ def estimate_registers(d: AttentionDraft) -> None:
     next tile's global loads, 32 of state, against 512 / waves_per_eu. NVIDIA: O, S, half of P (packed from S as S
     dies), Q (when in registers) and the three ldmatrix lane offsets against 255, calibrated with ptxas -v (sm_90):
     every configuration estimated at most 227 compiles without spills (d64 128x128 with Q in shared memory: 227,
-    255 registers), those estimated 259 and more spill (the same with Q in registers: 259)."""
+    255 registers), those estimated 259 and more spill (the same with Q in registers: 259). Not counted: the paged
+    decode copy's page ids; the decode key split at 32 rows, d128, paged with Q in registers (estimated 215) spills,
+    so the decode planner places Q in shared memory there (decode.py, _key_split_q_place)."""
     hd, i, t = d.a.head_dim, d.instr, d.target
     rows, bn = _wave_tile(d)
     if d.amd:

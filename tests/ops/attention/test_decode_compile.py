@@ -7,7 +7,8 @@ LDS (plus the split hand-off's ticket), the workgroup size, an occupancy of at l
 include ``rotate_q`` (the queries rotated in the same launch).
 NVIDIA (sm_90 built as sm_90a, sm_80; nvcc + ptxas -v): no spills, no stack, the planned dynamic shared memory,
 and the plan's mma.sync count per K/V tile inside a loop of the PTX (per warp: with warp_split = keys a warp's share
-of the keys). The appends: no matrix instruction, no spills, no LDS.
+of the keys; at 32 rows both m16 blocks, Q in registers contiguous and in shared memory paged, as planned). The
+appends: no matrix instruction, no spills, no LDS.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ kernel r1dn_bf16_d128_p16_rope_gptj64 { op = attention_decode  dtype = bf16  hea
   rope = gptj(64)  arch = [sm_90] }
 kernel r1dn_bf16_d128_p16_keys { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
   warp_split = keys  arch = [sm_90] }
+kernel r1dn_bf16_d128_keys_m32 { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys
+  tile = 32x64  waves = 4  arch = [sm_90] }
+kernel r1dn_bf16_d128_p16_keys_m32 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16
+  warp_split = keys  tile = 32x64  waves = 4  arch = [sm_90] }
 kernel r1an_bf16_d128_q { op = attention_kv_append  dtype = bf16  head_dim = 128  page_size = 16  rope = neox
   rotate_q = true  arch = [sm_90] }
 """
@@ -82,7 +87,7 @@ def nv_lib():
 def test_nvidia_builds_match_the_plan(nv_lib):
     lib, plans, reports = nv_lib
     by = {(r.name, r.arch): r for r in reports}
-    assert len(plans) == 8
+    assert len(plans) == 10
     for p in plans:
         r = by[(p.name, p.arch)]
         what = f"{p.name} on {p.arch}: {r}"

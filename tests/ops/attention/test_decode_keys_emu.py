@@ -3,7 +3,9 @@ packed rows, each takes N / waves keys of every K/V tile, their softmax states m
 the emulator (warps of 32) against float64: GQA 32/8-like packing with 1 and 4 query tokens (and 5: two row
 tiles), lengths 0, 1, page boundaries +-1 and a batch of mixed lengths, seqlen_k not a multiple of the split,
 contiguous and paged K/V, causal decode and a chunked prefill, 2 and 4 warps, 16 and 32 keys per warp; the
-workspace left zero-filled; the planner's choices and refusals.
+workspace left zero-filled; the planner's choices and refusals. 32-row tiles (two m16 blocks per warp, the bench's
+d128 32x64 over 4 warps): MQA-like packing (32/1 one token, 16/1 two and three tokens: one and two row tiles),
+contiguous with Q in registers and paged 16 causal with Q in shared memory (planned), several splits.
 """
 
 from __future__ import annotations
@@ -27,8 +29,13 @@ kernel dk_f16_d64_causal_w4n128 { op = attention_decode  dtype = f16  head_dim =
   warp_split = keys  tile = 16x128  waves = 4  kv_barriers = 1 }
 kernel dk_f16_d64_p32_gptj_qsmem { op = attention_decode  dtype = f16  head_dim = 64  page_size = 32  mask = causal
   rope = gptj  warp_split = keys  tile = 16x32  waves = 2  q_in_regs = false }
+kernel dk_bf16_d128_m32 { op = attention_decode  dtype = bf16  head_dim = 128  warp_split = keys  tile = 32x64
+  waves = 4 }
+kernel dk_bf16_d128_causal_p16_m32 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  warp_split = keys  tile = 32x64  waves = 4 }
 """
-NAMES = ("dk_bf16_d128", "dk_f16_d64_causal_p16", "dk_f16_d64_causal_w4n128", "dk_f16_d64_p32_gptj_qsmem")
+NAMES = ("dk_bf16_d128", "dk_f16_d64_causal_p16", "dk_f16_d64_causal_w4n128", "dk_f16_d64_p32_gptj_qsmem",
+         "dk_bf16_d128_m32", "dk_bf16_d128_causal_p16_m32")
 
 
 def _call(k, inp, **kw):
@@ -59,6 +66,51 @@ def test_contiguous_gqa(kernels, sq, splits):
     k = kernels["dk_bf16_d128"]
     sizes = dict(batch=5, heads=16, heads_kv=4, seqlen_q=sq, seqlen_k=300)
     inp = R.random_inputs(k.plan, sizes, np.random.default_rng(sq * 10 + splits), lengths=[300, 1, 0, 129, 63])
+    _check(k, inp, sizes, _call(k, inp, num_splits=splits))
+
+
+def test_plan_32_rows(kernels):
+    """32x64 over 4 warps: every warp both m16 blocks against its 16 keys (2 x 2 x 2 x 8 mma per tile); shared
+    memory the Q tile + the warps' states (4 x (32 x 136 + 64) floats, over the 64 KiB of K/V stages); Q in
+    registers, but planned in shared memory over a paged cache (ptxas: spills with it in registers)."""
+    b = kernels["dk_bf16_d128_m32"].plan.body
+    assert (b.block_m, b.block_n, b.waves, b.split_keys, b.rows_per_wave, b.q_in_regs) == (32, 64, 4, True, 32, True)
+    assert b.mma_per_tile == 64 and b.lds_bytes == 2 * 32 * 128 + 4 * (32 * 136 + 64) * 4
+    p = kernels["dk_bf16_d128_causal_p16_m32"].plan.body
+    assert (p.block_m, p.q_in_regs, "q_in_regs" in p.planned) == (32, False, True)
+
+    def body(text):
+        src = f"kernel k {{ op = attention_decode  dtype = bf16  warp_split = keys  {text} }}\n"
+        return plan_for(src, "k", "nvidia", "sm_90").body
+
+    # more than 16 keys per warp: Q planned in shared memory (32x128 over 4 warps); a written choice is kept; d64
+    # keeps Q in registers
+    assert not body("head_dim = 128  tile = 32x128  waves = 4").q_in_regs
+    assert body("head_dim = 128  tile = 32x128  waves = 8").q_in_regs
+    assert body("head_dim = 128  tile = 32x64  waves = 4  page_size = 16  q_in_regs = true").q_in_regs
+    assert body("head_dim = 64  tile = 32x128  waves = 4  page_size = 16").q_in_regs
+
+
+@pytest.mark.parametrize("heads, sq, splits", [(32, 1, 1), (32, 1, 3), (16, 2, 2), (16, 3, 0)])
+def test_mqa_32_rows_contiguous(kernels, heads, sq, splits):
+    """MQA-like packing, one KV head: 32 heads x 1 token and 16 x 2 (32 rows, one tile), 16 x 3 (48 rows: two row
+    tiles, the second half empty); 200 keys in 64-key tiles (4: not a multiple of 3 splits), lengths 200, 1, 0, 65,
+    129."""
+    k = kernels["dk_bf16_d128_m32"]
+    sizes = dict(batch=5, heads=heads, heads_kv=1, seqlen_q=sq, seqlen_k=200)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(70 + sq * 10 + splits), lengths=[200, 1, 0, 65, 129])
+    _check(k, inp, sizes, _call(k, inp, num_splits=splits))
+
+
+@pytest.mark.parametrize("heads, sq, splits", [(32, 1, 1), (16, 2, 3), (16, 3, 2)])
+def test_mqa_32_rows_paged_causal(kernels, heads, sq, splits):
+    """Pages of 16 (random order), 64-key tiles over 4 pages, Q re-read from shared memory for both m16 blocks,
+    causal (with 2 and 3 tokens the rows of one tile see different key counts); lengths at page boundaries +-1, 1,
+    0, mixed; one and two row tiles, 1 to 3 splits."""
+    k = kernels["dk_bf16_d128_causal_p16_m32"]
+    sizes = dict(batch=7, heads=heads, heads_kv=1, seqlen_q=sq, max_pages=6, num_pages=48)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(80 + sq * 10 + splits),
+                          lengths=[80, 15, 16, 17, 1, 0, 33])
     _check(k, inp, sizes, _call(k, inp, num_splits=splits))
 
 
@@ -106,16 +158,21 @@ def test_workspace_left_zero(kernels):
 
 
 @pytest.mark.parametrize("body, target, match", [
-    ("warp_split = keys  tile = 32x64  waves = 4", "sm_90", r"(?s)tile = 32x64.*16x64, 16x128, 16x192, 16x256 \(M = 16"),
+    ("warp_split = keys  tile = 48x64  waves = 4", "sm_90",
+     r"(?s)tile = 48x64.*16xN or 32xN, N = 64, 128, 192, 256 \(M = 16 or 32"),
+    ("warp_split = keys  tile = 32x64  waves = 8", "sm_90", r"(?s)tile = 32x64.*waves = 8: 16xN or 32xN, N = 128, 256"),
     ("warp_split = keys  tile = 16x96  waves = 4", "sm_90", r"(?s)tile = 16x96.*N a multiple of 16 x waves"),
     ("warp_split = keys", "gfx942", r"(?s)warp_split = keys.*AMD decode body.*legal: rows"),
+    ("warp_split = keys  tile = 32x32  waves = 2  head_dim = 256", "sm_90", r"(?s)tile = 32x32.*256 for O"),
     ("tile = 16x64  waves = 4", "sm_90", r"(?s)tile = 16x64.*queries per wave"),
     ("warp_split = cols", "sm_90", r"(?s)warp_split.*rows, keys"),
 ])
 def test_refused_by_name(body, target, match):
-    """Key split tiles other than 16 x (16 x waves x k) refused with the legal ones; AMD refuses the split; without
-    it a 16-row tile over 4 warps keeps its old refusal; an unknown split is named."""
-    src = f"kernel bad {{ op = attention_decode  dtype = f16  head_dim = 64  {body} }}\n"
+    """Key split tiles other than (16 or 32) x (16 x waves x k) refused with the legal ones; AMD refuses the split;
+    without it a 16-row tile over 4 warps keeps its old refusal; an unknown split is named; d256 at 32 rows is over
+    the registers (O alone 256 per lane)."""
+    hd = "" if "head_dim" in body else "head_dim = 64  "
+    src = f"kernel bad {{ op = attention_decode  dtype = f16  {hd}{body} }}\n"
     platform = "amd" if target.startswith("gfx") else "nvidia"
     with pytest.raises(Exception, match=match) as e:
         plan_for(src, "bad", platform, target)

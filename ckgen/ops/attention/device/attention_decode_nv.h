@@ -13,8 +13,8 @@
 // with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
 // are read from the block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
 // and LSE (or the split's slot) are written straight from the accumulators. Warps split the rows (warp w: rows
-// [16 kMB w, 16 kMB (w + 1)), every key of a tile) or, with Cfg::kWarpSplitKeys, the keys (every warp the 16 rows,
-// kBlockN / kWarps keys of each tile; their states merged at the end: attention_decode_nv_keys.h).
+// [16 kMB w, 16 kMB (w + 1)), every key of a tile) or, with Cfg::kWarpSplitKeys, the keys (every warp the kBlockM =
+// 16 or 32 rows, kBlockN / kWarps keys of each tile; their states merged at the end: attention_decode_nv_keys.h).
 #pragma once
 
 #include "attention_decode_common.h"
@@ -306,7 +306,7 @@ struct DecodeNv {
   }
 
   // Key split: the warps' states merged (KeyMerge, in the K/V stages once every warp is done with them), then the
-  // 16 rows' O / l and LSE (or this split's slot) written by all threads, 4 columns each.
+  // kBlockM rows' O / l and LSE (or this split's slot) written by all threads, 4 columns each.
   static CKGEN_DEVICE void finish_merged(const Args& p, const Work& w, const Ctx& c, unsigned char* smem,
                                          const f32x4_t (&o)[kMB][kDB], const float (&m)[kMB][2],
                                          const float (&l)[kMB][2], const Slots<Cfg>* slots) {

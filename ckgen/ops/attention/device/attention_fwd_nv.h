@@ -127,8 +127,8 @@ CKGEN_DEVICE float finish_quad_row(float m, float l, float scale, float& lse, in
 }
 
 // Whether Cfg splits the keys of each K/V tile over its warps (the decode body's warp_split = keys: member
-// kWarpSplitKeys, attention_decode_nv_keys.h): then every warp has all kBlockM = 16 rows. Cfgs without the member
-// split the rows.
+// kWarpSplitKeys, attention_decode_nv_keys.h): then every warp has all kBlockM = 16 or 32 rows (kMB = 1 or 2 m16
+// blocks against its keys). Cfgs without the member split the rows.
 template <class C, class = bool>
 struct SplitKeysOf {
   static constexpr bool value = false;
@@ -182,8 +182,9 @@ struct Fwd {
   static_assert(IsSame<T, f16>::value || IsSame<T, bf16>::value, "T must be ckgen::f16 or ckgen::bf16");
   static_assert(Cfg::kWaveSize == 32, "kWaveSize: NVIDIA warps have 32 threads");
   static_assert(kThreads == kWarps * 32, "kThreads must be kWarps * 32");
-  static_assert(kSplitKeys ? kBM == 16 && kBN % (16 * kWarps) == 0 : kBM % (16 * kWarps) == 0,
-                "kBlockM must be a multiple of 16 * kWarps (key split: kBlockM 16, kBlockN a multiple of 16 * kWarps)");
+  static_assert(kSplitKeys ? (kBM == 16 || kBM == 32) && kBN % (16 * kWarps) == 0 : kBM % (16 * kWarps) == 0,
+                "kBlockM must be a multiple of 16 * kWarps (key split: kBlockM 16 or 32, kBlockN a multiple of "
+                "16 * kWarps)");
   static_assert(kBN % 16 == 0, "kBlockN must be a multiple of 16");
   static_assert(kD % 16 == 0 && TileQ::kCPR >= 8, "kHeadDim must be 64, 128 or 256");
   static_assert(kStages >= 1, "kStages must be >= 1");
