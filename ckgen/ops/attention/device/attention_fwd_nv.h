@@ -129,14 +129,7 @@ CKGEN_DEVICE float finish_quad_row(float m, float l, float scale, float& lse, in
 // Whether Cfg splits the keys of each K/V tile over its warps (the decode body's warp_split = keys: member
 // kWarpSplitKeys, attention_decode_nv_keys.h): then every warp has all kBlockM = 16 or 32 rows (kMB = 1 or 2 m16
 // blocks against its keys). Cfgs without the member split the rows.
-template <class C, class = bool>
-struct SplitKeysOf {
-  static constexpr bool value = false;
-};
-template <class C>
-struct SplitKeysOf<C, decltype(static_cast<bool>(C::kWarpSplitKeys))> {
-  static constexpr bool value = C::kWarpSplitKeys;
-};
+CKGEN_CFG_OPTIONAL(SplitKeysOf, kWarpSplitKeys, bool, false);
 template <class Cfg>
 constexpr bool kSplitKeys = SplitKeysOf<Cfg>::value;
 

@@ -18,14 +18,7 @@ namespace attn {
 
 enum : int { kRopeNone = 0, kRopeNeox = 1, kRopeGptj = 2 };
 
-template <class C, class = int>
-struct RopeStyleOf {
-  static constexpr int value = kRopeNone;
-};
-template <class C>
-struct RopeStyleOf<C, decltype(static_cast<int>(C::kRopeStyle))> {
-  static constexpr int value = C::kRopeStyle;
-};
+CKGEN_CFG_OPTIONAL(RopeStyleOf, kRopeStyle, int, kRopeNone);
 // Whether Cfg rotates (it has kRopeStyle and kRopeDim).
 template <class Cfg>
 constexpr bool kRope = RopeStyleOf<Cfg>::value != kRopeNone;
