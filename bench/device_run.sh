@@ -49,7 +49,8 @@
 #   rowops    the row ops' GPU tests (tests/runtime/test_nvidia_rowops.py), `ckgen run` on two of them, then
 #             bench/rowops.py --quick: softmax / layer norm / RMS norm / add + RMS norm at open models' widths vs
 #             copy, torch eager, torch.compile, all by CUDA-graph replay (ROWOPS_BENCH_ARGS adds options, e.g.
-#             --no-compile --candidates)
+#             --no-compile --candidates). Its planned kernels are one library of about 200 (bench/rowops_widths_nv.ck,
+#             built as one job: about 5 minutes on the device when not prebuilt; a PREBUILD regex must match rowops_widths)
 #   rowops-widths  bench/rowops.py on the widths of bench/shapes/hidden_sizes.txt of the kinds ROWOPS_KINDS (default
 #             hidden; also intermediate, vocab, decode, comma-separated), part ROWOPS_PART (default 1/1: K/N, every
 #             N-th shape from the K-th) ($OUT/rowops_widths.txt and .json); each run must fit one 10-minute call
