@@ -1,6 +1,6 @@
 """Session-wide builds of the row ops' test kernels (tests/ops/rowops/harness.py), all started on first use so
-that the AMD, emulator and nvcc compilers overlap: the gfx90a / gfx942 / gfx950 library (rung 1), one emulator
-library per gfx942 kernel through ``ckgen.jit`` (rung 2), the sm_90 plans on the emulator as warp32 (one
+that the AMD, emulator and nvcc compilers overlap: the gfx90a / gfx942 / gfx950 library (rung 1), the gfx942
+plans on the emulator in two libraries (rung 2: one host compile each, one per core), the sm_90 plans on the emulator as warp32 (one
 library), and the sm_90 nvcc build. Every build goes through ckgen's build cache."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ def _start(tmp_path_factory) -> dict[str, Future]:
     if not _futures:
         out = tmp_path_factory.mktemp("rowops_build")
         _pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
-        for name in H.NAMES:
-            _futures[f"emu:{name}"] = _pool.submit(H.jit_emu, name)
+        half = len(H.NAMES) // 2  # two emulator libraries, one per core (a library is one host compile)
+        for i, names in enumerate((H.NAMES[:half], H.NAMES[half:])):
+            _futures[f"emu:{i}"] = _pool.submit(H.emu_library, names, f"rowops_tests_emu{i}")
         _futures["emu_nv"] = _pool.submit(H.build_nv_on_emu, H.NV_ON_EMU)
         _futures["amd"] = _pool.submit(H.build_amd, out)
         _futures["nvcc"] = _pool.submit(H.build_nvcc, out)
@@ -43,7 +44,7 @@ def nv_build(tmp_path_factory):
 def emu_kernels(tmp_path_factory):
     """name -> the gfx942 plan's Kernel on the emulator (ckgen.jit)."""
     f = _start(tmp_path_factory)
-    return {name: f[f"emu:{name}"].result() for name in H.NAMES}
+    return {**f["emu:0"].result(), **f["emu:1"].result()}
 
 
 @pytest.fixture(scope="session")

@@ -177,11 +177,12 @@ def check_call(c: Call, what: str = "") -> None:
 
 
 # ------------------------------------------------------------------------------------------ builds
-def jit_emu(name: str):
-    """The gfx942 plan of kernel ``name`` on the emulator, through ckgen.jit (cached build)."""
-    import ckgen
+def emu_library(names, stem: str) -> dict:
+    """The gfx942 plans of ``names`` on the emulator, from one library (one host compile; cached); name -> Kernel
+    (the JIT's callable: the same binding and checks as ``ckgen.jit``)."""
+    from ckgen.runtime.api import emu_kernels
 
-    return ckgen.jit(SOURCE, kernel=name, target="emu", arch="gfx942")
+    return emu_kernels([plan(n) for n in names], stem)
 
 
 def build_amd(out):
