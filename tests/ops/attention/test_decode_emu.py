@@ -1,5 +1,5 @@
 """Rung 2 for ``op = attention_decode``: the gfx942 plans run on the emulator (the same generated source as the code
-object: MFMA lane layouts, LDS, the workspace counters and fences) through ``ckgen.jit``, and the sm_90 plans (the
+object: MFMA lane layouts, LDS, the workspace counters and fences; one emulator library), and the sm_90 plans (the
 mma.sync body: warps of 32, ldmatrix / cp.async emulated; tests/ops/attention/harness.py), against float64
 (``decode_reference``): split-KV with 1, several, more splits than key tiles and the automatic choice; GQA packing
 (several row tiles per KV head); lengths 0, 1, page boundaries +-1, sequences of different lengths in one batch,
@@ -41,7 +41,8 @@ PLATFORMS = ("amd", "nv")
 
 @pytest.fixture(scope="module")
 def all_kernels():
-    out = {("amd", n): ckgen.jit(SOURCE, kernel=n, target="emu", arch="gfx942") for n in NAMES}
+    amd = H.emu_group([plan_for(SOURCE, n, "amd", "gfx942") for n in NAMES], "decode_amd_emu")  # one host compile
+    out = {("amd", n): k for n, k in amd.items()}
     nv_src = SOURCE.replace("target gfx942", "target sm_90")
     nv = H.emu_group([plan_for(nv_src, n, "nvidia", "sm_90") for n in NAMES], "decode_nv_emu")
     out.update({("nv", n): k for n, k in nv.items()})
