@@ -22,6 +22,7 @@ from ckgen.ir.quant import quantized_values
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.ops.rowops.reference import reference
+from ckgen.runtime.api import emu_kernels
 
 SOURCE = """
 target gfx942
@@ -47,10 +48,10 @@ SHAPES = ((1, 1), (3, 129), (2, 1000), (4, 4096), (2, 4097), (1, 20000))
 
 @pytest.fixture(scope="module")
 def kernels():
-    out = {}
-    for name, (_, arch) in SPECS.items():
-        src = SOURCE if arch == "gfx942" else SOURCE_OCP
-        out[name] = ckgen.jit(src, kernel=name, target="emu", arch=arch)
+    out = {}  # one emulator library per arch (one host compile each)
+    for arch in ("gfx942", "gfx950"):
+        plans = [plan_kernel(spec, a) for spec, a in SPECS.values() if a == arch]
+        out.update(emu_kernels(plans, f"rowops_quant_emu_{arch}"))
     return out
 
 
