@@ -185,6 +185,8 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
             built = build_library(plat, lib_stem, group, out_dir=out_dir, jobs=jobs,
                                   host_sources=dispatch_sources(lib_stem, tables))
             libs.append(Library(stem, built.library, header, tuple(group), built.resources, tuple(tables)))
+            if notes is not None:
+                notes.extend(spill_notes(built.resources))
             views.update({t.name: header_view(t) for t in tables})
         atomic_write(header, render_header(stem, ps, list(views.values())))
     manifest = {
@@ -199,6 +201,27 @@ def compile_files(paths: list[str | Path], arches: tuple[str, ...], out_dir: Pat
     }
     atomic_write(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return libs
+
+
+#: the manifest resources that count a kernel's register spills, per vendor's report (AMD: VGPR / SGPR spills and
+#: scratch; NVIDIA: ptxas's spill stores and loads, in bytes)
+SPILL_KEYS = ("vgpr_spills", "sgpr_spills", "scratch_bytes", "spill_stores", "spill_loads")
+
+
+def spill_notes(resources: dict[tuple[str, str], dict]) -> list[str]:
+    """One line per (kernel, arch) of a built library whose code object spills registers (a kernel's Hopper body,
+    nested under ``tma_body``, counts as the kernel): the build succeeded, but the kernel is slower than planned."""
+    out = []
+    for (name, arch), res in sorted(resources.items()):
+        for part in (res, res.get("tma_body") or {}):
+            spilled = {k: part[k] for k in SPILL_KEYS if part.get(k)}
+            if spilled:
+                what = ", ".join(f"{k} {v}" for k, v in spilled.items())
+                out.append(f"{name} on {arch} spills registers ({what}): it runs, but slower than planned; a "
+                           "smaller tile, fewer buffers or stages, or Q kept in shared memory (attention: "
+                           "q_in_regs = false) usually avoids it (`ckgen report` shows its resources)")
+                break
+    return out
 
 
 def report(path: str | Path, arches: tuple[str, ...], jobs: int, notes: list[str] | None = None):
