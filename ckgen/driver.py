@@ -218,8 +218,8 @@ def spill_notes(resources: dict[tuple[str, str], dict]) -> list[str]:
             if spilled:
                 what = ", ".join(f"{k} {v}" for k, v in spilled.items())
                 out.append(f"{name} on {arch} spills registers ({what}): it runs, but slower than planned; a "
-                           "smaller tile, fewer buffers or stages, or Q kept in shared memory (attention: "
-                           "q_in_regs = false) usually avoids it (`ckgen report` shows its resources)")
+                           "smaller tile, fewer buffers or stages, or fewer operands kept in registers usually "
+                           "avoids it (`ckgen report` shows its resources)")
                 break
     return out
 
