@@ -16,19 +16,24 @@ from ckgen.errors import CkgenError
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
-from ckgen.runtime.api import Kernel, get_backend, plan_for
+from ckgen.runtime.api import Kernel, plan_for
+from ckgen.runtime.api import emu_kernels as api_emu_kernels
 
 needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
 
 def emu_kernels(sources: dict[str, tuple[str, str]]) -> dict[str, Kernel]:
-    """name -> (arch, .ck source holding it): each kernel planned for its AMD arch and built for the emulator,
-    two at a time."""
-    backend = get_backend("emu")
-    plans = {n: plan_for(src, n, "amd", arch) for n, (arch, src) in sources.items()}
+    """name -> (arch, .ck source holding it): each kernel planned for its AMD arch and built for the emulator, in
+    two libraries per arch built side by side (a library is one host compile)."""
+    plans = [plan_for(src, n, "amd", arch) for n, (arch, src) in sources.items()]
+    groups = []
+    for arch in sorted({p.arch for p in plans}):
+        mine = [p for p in plans if p.arch == arch]
+        half = (len(mine) + 1) // 2
+        groups += [(f"gemm_emu_{arch}_{i}", g) for i, g in enumerate((mine[:half], mine[half:])) if g]
     with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {n: pool.submit(Kernel, p, backend) for n, p in plans.items()}
-        return {n: f.result() for n, f in futs.items()}
+        futs = [pool.submit(api_emu_kernels, g, stem) for stem, g in groups]
+        return {n: k for f in futs for n, k in f.result().items()}
 
 
 def check_against_float64(gemm: Kernel, ops: dict, sizes: dict) -> None:
