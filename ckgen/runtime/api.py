@@ -194,10 +194,23 @@ class Kernel:
         self._prepared[key] = prepare(self.plan, self.backend, self.handle, call, tensors, named)
 
 
-def emu_kernels(plans, stem: str = "emu_kernels") -> dict:
-    """name -> :class:`Kernel` on the emulator for every plan (one arch, distinct names), all from one emu library
-    (:func:`ckgen.backends.emu.build_library`: one host compile instead of one per kernel)."""
+def emu_kernels(plans, stem: str = "emu_kernels", jobs: int = 1) -> dict:
+    """name -> :class:`Kernel` on the emulator for every plan (distinct names), from one emu library per arch
+    (:func:`ckgen.backends.emu.build_library`: one host compile instead of one per kernel), or with ``jobs`` > 1
+    from up to ``jobs`` libraries per arch, each a share of its plans, built side by side (one host compiler each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from ckgen.backends.emu import prebuilt_backend
 
-    backend = prebuilt_backend(plans, stem)
-    return {p.name: Kernel(p, backend) for p in plans}
+    plans = list(plans)
+    if len({p.name for p in plans}) != len(plans):
+        raise CkgenError("emu_kernels: the plans' kernel names must be distinct (one arch per name)")
+    groups = []  # (arch, share index, plans)
+    for arch in sorted({p.arch for p in plans}):
+        mine = [p for p in plans if p.arch == arch]
+        n = max(1, min(jobs, len(mine)))
+        groups += [(arch, i, mine[i::n]) for i in range(n)]
+    stems = [stem] if len(groups) == 1 else [f"{stem}_{arch}_{i}" for arch, i, _ in groups]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        backends = list(pool.map(prebuilt_backend, [g[2] for g in groups], stems))
+    return {p.name: Kernel(p, backend) for (_, _, ps), backend in zip(groups, backends, strict=True) for p in ps}

@@ -200,3 +200,10 @@ def test_an_arch_of_another_vendor_is_not_replaced_silently():
     with pytest.warns(CkgenWarning, match="kernel 'k' names only sm_90; planning it for gfx942"):
         plan = api.plan_for(src, None, "amd", None)
     assert plan.arch == "gfx942"
+
+
+def test_emu_kernels_refuses_a_name_on_two_arches():
+    text = "kernel dup { op = softmax x = bf16 }"
+    plans = [api.plan_for(text, "dup", "amd", arch) for arch in ("gfx942", "gfx90a")]
+    with pytest.raises(CkgenError, match="names must be distinct"):
+        api.emu_kernels(plans, "dup_emu", jobs=2)

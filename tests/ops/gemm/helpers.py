@@ -4,7 +4,6 @@ build makes."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import shutil
 
 import numpy as np
@@ -25,15 +24,7 @@ needs_clang = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_C
 def emu_kernels(sources: dict[str, tuple[str, str]]) -> dict[str, Kernel]:
     """name -> (arch, .ck source holding it): each kernel planned for its AMD arch and built for the emulator, in
     two libraries per arch built side by side (a library is one host compile)."""
-    plans = [plan_for(src, n, "amd", arch) for n, (arch, src) in sources.items()]
-    groups = []
-    for arch in sorted({p.arch for p in plans}):
-        mine = [p for p in plans if p.arch == arch]
-        half = (len(mine) + 1) // 2
-        groups += [(f"gemm_emu_{arch}_{i}", g) for i, g in enumerate((mine[:half], mine[half:])) if g]
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        futs = [pool.submit(api_emu_kernels, g, stem) for stem, g in groups]
-        return {n: k for f in futs for n, k in f.result().items()}
+    return api_emu_kernels([plan_for(src, n, "amd", arch) for n, (arch, src) in sources.items()], "gemm_emu", jobs=2)
 
 
 def check_against_float64(gemm: Kernel, ops: dict, sizes: dict) -> None:

@@ -21,9 +21,7 @@ def _start(tmp_path_factory) -> dict[str, Future]:
     if not _futures:
         out = tmp_path_factory.mktemp("rowops_build")
         _pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
-        half = len(H.NAMES) // 2  # two emulator libraries, one per core (a library is one host compile)
-        for i, names in enumerate((H.NAMES[:half], H.NAMES[half:])):
-            _futures[f"emu:{i}"] = _pool.submit(H.emu_library, names, f"rowops_tests_emu{i}")
+        _futures["emu"] = _pool.submit(H.emu_library, H.NAMES)
         _futures["emu_nv"] = _pool.submit(H.build_nv_on_emu, H.NV_ON_EMU)
         _futures["amd"] = _pool.submit(H.build_amd, out)
         _futures["nvcc"] = _pool.submit(H.build_nvcc, out)
@@ -44,7 +42,7 @@ def nv_build(tmp_path_factory):
 def emu_kernels(tmp_path_factory):
     """name -> the gfx942 plan's Kernel on the emulator (ckgen.jit)."""
     f = _start(tmp_path_factory)
-    return {**f["emu:0"].result(), **f["emu:1"].result()}
+    return f["emu"].result()
 
 
 @pytest.fixture(scope="session")

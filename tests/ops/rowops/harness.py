@@ -177,12 +177,12 @@ def check_call(c: Call, what: str = "") -> None:
 
 
 # ------------------------------------------------------------------------------------------ builds
-def emu_library(names, stem: str) -> dict:
-    """The gfx942 plans of ``names`` on the emulator, from one library (one host compile; cached); name -> Kernel
-    (the JIT's callable: the same binding and checks as ``ckgen.jit``)."""
+def emu_library(names) -> dict:
+    """The gfx942 plans of ``names`` on the emulator, from two libraries built side by side (a library is one host
+    compile; cached); name -> Kernel (the JIT's callable: the same binding and checks as ``ckgen.jit``)."""
     from ckgen.runtime.api import emu_kernels
 
-    return emu_kernels([plan(n) for n in names], stem)
+    return emu_kernels([plan(n) for n in names], "rowops_tests_emu", jobs=2)
 
 
 def build_amd(out):

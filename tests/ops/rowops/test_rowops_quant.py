@@ -48,11 +48,7 @@ SHAPES = ((1, 1), (3, 129), (2, 1000), (4, 4096), (2, 4097), (1, 20000))
 
 @pytest.fixture(scope="module")
 def kernels():
-    out = {}  # one emulator library per arch (one host compile each)
-    for arch in ("gfx942", "gfx950"):
-        plans = [plan_kernel(spec, a) for spec, a in SPECS.values() if a == arch]
-        out.update(emu_kernels(plans, f"rowops_quant_emu_{arch}"))
-    return out
+    return emu_kernels([plan_kernel(spec, arch) for spec, arch in SPECS.values()], "rowops_quant_emu", jobs=2)
 
 
 def _view(rows: int, cols: int, stride: int, dt: DType, rng, poison: int | None = None) -> np.ndarray:
