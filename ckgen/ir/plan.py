@@ -133,12 +133,14 @@ class Launch:
 @dataclass(frozen=True)
 class Entry:
     """A device kernel of the generated source: its symbol, workgroup size and dynamic LDS; ``variant_of``
-    names the kernel whose alternative body it is (None for the main entry)."""
+    names the kernel whose alternative body it is, ``part_of`` the kernel whose host entry launches it too (e.g.
+    a split-KV combine after the splits); both None for the main entry."""
 
     name: str
     threads: int
     lds_bytes: int
     variant_of: str | None = None
+    part_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ class KernelPlan:
         return {"spec": self.spec.to_json(), "arch": self.target.name, "op": self.op, "body": self.body.to_json(),
                 "abi": self.abi.to_json(), "launch": self.launch.to_json(),
                 "entries": [{"name": e.name, "threads": e.threads, "lds_bytes": e.lds_bytes,
-                             "variant_of": e.variant_of} for e in self.entries]}
+                             "variant_of": e.variant_of, "part_of": e.part_of} for e in self.entries]}
 
 
 def split_axes(launch: Launch) -> list[tuple[int, GridDim]]:

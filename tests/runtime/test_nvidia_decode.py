@@ -185,7 +185,7 @@ def test_split_results_repeat_bitwise():
 
 def test_cuda_graph_replay():
     """A split call captured in a CUDA graph and replayed with new queries: each replay computes the new result
-    (the workspace's counters and slots are back to zero after every call)."""
+    (the workspace's slots are back to zero after every call)."""
     k = kernel("gpu_dec_f16_d128_causal_p16")
     p = problem(k, 2, 8, 2, 1, [900, 64], seed=8)
     o = torch.empty_like(p["Q"])

@@ -54,7 +54,8 @@ def compile_plans(stem: str, plans: Sequence, out_dir: Path, jobs: int = 1,
                   host_sources: Mapping[str, str] | None = None) -> LibraryResult:
     """``out_dir/lib<stem>.so`` of AMD ``plans`` (any of their arches) and ``host_sources`` (more host translation
     units: dispatchers), with everything the build found (code objects, toolchains, reports per (kernel, arch))."""
-    kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch) for p in plans]
+    kernels = [KernelSource(name=p.name, source=render_kernel(p), arch=p.arch,
+                            extra=tuple(e.name for e in p.entries[1:])) for p in plans]
     return build_amd_library(stem, kernels, render_launchers(stem, list(plans), "amd"),
                              sorted({p.arch for p in plans}), Path(out_dir), jobs,
                              extra_sources=dict(host_sources or {}) or None)

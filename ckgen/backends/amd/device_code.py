@@ -67,12 +67,14 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class KernelSource:
     """One kernel: ``name`` is its ``extern "C"`` symbol, ``source`` the HIP text, ``flags`` extra clang
     flags. ``arch`` None: built for every arch of the library; else only for that arch (generated
-    sources are per arch: give one KernelSource per (kernel, arch))."""
+    sources are per arch: give one KernelSource per (kernel, arch)). ``extra``: the other ``extern "C"`` kernels
+    its source defines (e.g. a combine kernel its host entry also launches)."""
 
     name: str
     source: str
     flags: tuple[str, ...] = ()
     arch: str | None = None
+    extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -139,8 +141,9 @@ def compile_kernel(kernel: KernelSource, target: Target, tc: Toolchain,
 
 # ------------------------------------------------------------------------------------------ link
 def link_code_object(names: Sequence[str], objects: Sequence[Path], target: Target, tc: Toolchain,
-                     cache: cache_mod.Cache) -> Path:
-    """One code object for ``target`` holding the kernels ``names`` (compiled into ``objects``)."""
+                     cache: cache_mod.Cache, extra: Sequence[str] = ()) -> Path:
+    """One code object for ``target`` holding the kernels ``names`` (compiled into ``objects``) and the ``extra``
+    kernels their sources also define."""
     parts = {
         "what": "amdgpu-code-object", "schema": SCHEMA, "arch": target.name, "toolchain": tc.key(),
         "objects": [[n, cache_mod.file_sha256(o)] for n, o in zip(names, objects, strict=True)],
@@ -174,7 +177,7 @@ def link_code_object(names: Sequence[str], objects: Sequence[Path], target: Targ
         run_tool([str(tc.lld), "-shared", "--no-undefined", *stripped, str(note_obj), "-o", str(co)],
                  f"linking the {target.name} code object")
         shutil.rmtree(work)
-        check_code_object(co, names, tc, target.name)
+        check_code_object(co, [*names, *extra], tc, target.name)
 
     return cache.get_or_build(parts, build) / CODE_OBJECT_FILE
 
@@ -241,7 +244,8 @@ def build_device_code(kernels: Sequence[KernelSource], targets: Sequence[Target]
         results = list(pool.map(one, tasks))
         objs = {(k.name, t.name): r[0] for (k, t), r in zip(tasks, results, strict=True)}
         cos = list(pool.map(lambda t: link_code_object(
-            names_of[t.name], [objs[(n, t.name)] for n in names_of[t.name]], t, tcs[t.name], cache), targets))
+            names_of[t.name], [objs[(n, t.name)] for n in names_of[t.name]], t, tcs[t.name], cache,
+            [x for k, tt in tasks if tt is t for x in k.extra]), targets))
     compiled = tuple((k.name, t.name) for (k, t), r in zip(tasks, results, strict=True) if r[1])
     reused = tuple((k.name, t.name) for (k, t), r in zip(tasks, results, strict=True) if not r[1])
     logs = {(k.name, t.name): r[0].parent / "compile.log" for (k, t), r in zip(tasks, results, strict=True)}

@@ -256,6 +256,7 @@ class NvKernelReport:
     warps_per_sm: int
     occupancy_limiter: str                       # registers | smem | threads | blocks
     tma_body_of: str | None = None               # set on a ``<kernel>_tma`` entry: that kernel's name
+    part_of: str | None = None                   # set on an entry the kernel's host entry also launches
     wgmma_serialized: bool = False               # ptxas C7514: it made the wgmmas wait for each other
     extra: dict = field(default_factory=dict)
 
@@ -374,7 +375,7 @@ def analyze(lib: CudaLibrary, plans) -> list[NvKernelReport]:
         ptx_all = ptx_tensor_instructions((lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text())
         # the kernel's entry, and its Hopper body's entry when it has one
         for e in p.entries:
-            name, threads, dyn, tma_of = e.name, e.threads, e.lds_bytes, e.variant_of
+            name, threads, dyn, tma_of, part_of = e.name, e.threads, e.lds_bytes, e.variant_of, e.part_of
             res = ptxas.get((name, p.arch))
             if res is None:
                 raise BuildError(f"kernel '{name}': no ptxas resource report for {p.arch}")
@@ -386,20 +387,23 @@ def analyze(lib: CudaLibrary, plans) -> list[NvKernelReport]:
                 sass_tensor_in_main_loop=in_loop if sass_file.is_file() else None, registers=res["registers"],
                 spill_stores=res["spill_stores"], spill_loads=res["spill_loads"], stack_bytes=res["stack_bytes"],
                 static_smem=res["static_smem"], dynamic_smem=dyn, threads=threads, blocks_per_sm=blocks,
-                warps_per_sm=warps, occupancy_limiter=limiter, tma_body_of=tma_of,
+                warps_per_sm=warps, occupancy_limiter=limiter, tma_body_of=tma_of, part_of=part_of,
                 wgmma_serialized=res["wgmma_serialized"]))
     return reports
 
 
 def resources(reports: list[NvKernelReport]) -> dict[tuple[str, str], dict]:
-    """Manifest resources per (kernel, arch); a kernel's Hopper body is nested under ``tma_body``."""
+    """Manifest resources per (kernel, arch); a kernel's Hopper body is nested under ``tma_body``, the entries its
+    host entry also launches under ``parts`` (by name)."""
     out: dict[tuple[str, str], dict] = {}
-    for r in sorted(reports, key=lambda r: r.tma_body_of is not None):
-        d = {k: v for k, v in r.to_json().items() if k not in ("name", "arch", "extra", "tma_body_of")}
-        if r.tma_body_of is None:
-            out[(r.name, r.arch)] = d
-        else:
+    for r in sorted(reports, key=lambda r: r.tma_body_of is not None or r.part_of is not None):
+        d = {k: v for k, v in r.to_json().items() if k not in ("name", "arch", "extra", "tma_body_of", "part_of")}
+        if r.tma_body_of is not None:
             out[(r.tma_body_of, r.arch)]["tma_body"] = {"entry": r.name, **d}
+        elif r.part_of is not None:
+            out[(r.part_of, r.arch)].setdefault("parts", {})[r.name] = d
+        else:
+            out[(r.name, r.arch)] = d
     return out
 
 

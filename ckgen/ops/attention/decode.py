@@ -220,7 +220,9 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     return KernelPlan(spec=spec, target=target, body=body, abi=_abi.abi(spec),
                       launch=_abi.launch(spec, threads, d.tile[0], d.tile[1],
                                          _abi.workers(target.cus, target.lds_bytes_per_cu, d.lds_bytes)),
-                      entries=(Entry(spec.name, threads, d.lds_bytes),))
+                      entries=(Entry(spec.name, threads, d.lds_bytes),
+                               Entry(f"{spec.name}_combine", _abi.combine_threads(spec.params.attn.head_dim), 0,
+                                     part_of=spec.name)))
 
 
 def _bool(x: bool) -> str:
@@ -252,12 +254,12 @@ class DecodeOp(Op):
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg of the decode body: the prefill AMD body's members (its stages run each K/V tile) plus
-        kPageSize (0: contiguous)."""
+        kPageSize (0: contiguous) and kCombineLanes (the combine kernel's lanes per 4 columns)."""
         a, b, t = plan.spec.params.attn, plan.body, plan.target
         i, amd = b.instr, t.platform == "amd"
         extra, ints = cfg_members(b, a.head_dim, t.wave_size, plan.threads, amd)
         types = [("T", a.dtype.cpp), *extra]
-        ints.append(("kPageSize", plan.spec.params.page_size))
+        ints += [("kPageSize", plan.spec.params.page_size), ("kCombineLanes", _abi.COMBINE_LANES)]
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:
             constants += [("bool", "kQInRegs", _bool(b.q_in_regs)), ("bool", "kWarpSplitKeys", _bool(b.split_keys))]
@@ -268,7 +270,8 @@ class DecodeOp(Op):
                  f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
         header, impl = BODIES[t.platform]
         return {"types": types, "constants": constants, "header": header, "impl": impl,
-                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes, "tma_entry": False}
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes, "tma_entry": False,
+                "combine_entry": True, "combine_threads": _abi.combine_threads(a.head_dim)}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

@@ -21,9 +21,10 @@ With ``rope``: the tensor ``cos_sin`` (f32 ``[rope_positions, rot]``) after ``se
 sequence b is rotated at position ``seqlens_k[b] - sq + s``.
 
 ``num_splits`` (0, the default: chosen from the shape) is how many workgroups share one sequence's keys; the
-host entry computes ``splits`` (:func:`splits_expr`) and, with more than one, the workspace holds every split's
-normalized partial output and log-sum-exp plus one counter per row tile; the last workgroup of a row tile to
-finish combines them in split order (deterministic) and leaves the workspace zero-filled.
+host entry computes ``splits`` (:func:`splits_expr`) and passes it on as ``num_splits``; with more than one, every
+split writes its normalized partial output and log-sum-exp to the workspace, and the host entry then launches the
+kernel's ``<name>_combine`` (COMBINE_PRELAUNCH), whose workgroups merge one row each in split order
+(deterministic) and leave the workspace zero-filled.
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ MAX_SPLITS = 256
 MIN_TILES_PER_SPLIT = 4
 #: the most workgroups per CU (SM) the automatic split aims at (fewer when the LDS lets fewer share one)
 MAX_WORKGROUPS_PER_CU = 4
-COUNTER_ALIGN = 256
+#: threads of the combine kernel per 4 columns of a row, each taking every COMBINE_LANES-th split (Cfg::kCombineLanes)
+COMBINE_LANES = 8
+#: the host code that launches the split kernel and then its combine kernel (templates of ckgen/ops/)
+COMBINE_PRELAUNCH = "attention/decode_launch.cpp.j2"
 
 
 def abi(spec: KernelSpec) -> Abi:
@@ -137,14 +141,23 @@ def splits_expr(block_m: int, block_n: int, page_size: int, workers: int) -> E.E
     return E.emax(1, E.emin(MAX_SPLITS, chosen))
 
 
+def combine_threads(head_dim: int) -> int:
+    """The combine kernel's workgroup: COMBINE_LANES threads per 4 columns of one row."""
+    return head_dim // 4 * COMBINE_LANES
+
+
 def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, workers: int) -> Launch:
     """Grid x = row tiles x splits (x = tile * splits + split), y = heads_kv, z = batch; the workspace holds, when
-    splits > 1, one int counter per row tile (COUNTER_ALIGN-aligned), then per row tile and split block_m rows of
-    head_dim normalized f32 outputs and block_m f32 LSEs."""
+    splits > 1, per row tile and split block_m rows of head_dim normalized f32 outputs, then per row tile and split
+    block_m f32 LSEs. ``combine_blocks`` and ``combine_threads``: the combine kernel's grid x (a workgroup per row)
+    and workgroup (:func:`combine_threads`)."""
     d, page = spec.params.attn.head_dim, spec.params.page_size
     tiles = E.mul("batch", "heads_kv", row_tiles_expr(block_m))
     multi = E.emin(1, E.add("splits", -1))  # 0 when one workgroup takes all the keys: no workspace
-    ws = E.mul(multi, E.add(E.align(E.mul(tiles, 4), COUNTER_ALIGN), E.mul(tiles, "splits", block_m * (d + 1) * 4)))
-    return Launch(threads=threads, values=(("splits", splits_expr(block_m, block_n, page, workers)),),
+    ws = E.mul(multi, E.mul(tiles, "splits", block_m * (d + 1) * 4))
+    values = (("splits", splits_expr(block_m, block_n, page, workers)),
+              ("combine_blocks", E.mul(row_tiles_expr(block_m), block_m)),
+              ("combine_threads", combine_threads(d)))
+    return Launch(threads=threads, values=values, prelaunch=COMBINE_PRELAUNCH,
                   grid=(GridDim(expr=E.mul(row_tiles_expr(block_m), "splits")), GridDim("heads_kv", split=False),
                         GridDim("batch", split=False)), workspace=ws)

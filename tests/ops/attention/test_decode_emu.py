@@ -1,6 +1,6 @@
 """Rung 2 for ``op = attention_decode``: the gfx942 plans run on the emulator (the same generated source as the code
-object: MFMA lane layouts, LDS, the workspace counters and fences; one emulator library), and the sm_90 plans (the
-mma.sync body: warps of 32, ldmatrix / cp.async emulated; tests/ops/attention/harness.py), against float64
+object: MFMA lane layouts, LDS, the workspace slots and the combine kernel; one emulator library), and the sm_90
+plans (the mma.sync body: warps of 32, ldmatrix / cp.async emulated; tests/ops/attention/harness.py), against float64
 (``decode_reference``): split-KV with 1, several, more splits than key tiles and the automatic choice; GQA packing
 (several row tiles per KV head); lengths 0, 1, page boundaries +-1, sequences of different lengths in one batch,
 seqlen_k not a multiple of the split; contiguous and paged K/V (pages in a random order), causal decode and a
@@ -197,7 +197,7 @@ def test_query_lengths_per_sequence(kernels):
 
 
 def test_workspace_left_zero(kernels):
-    """A caller's workspace: zero-filled on entry, zero-filled again after a 6-way split (counters and slots)."""
+    """A caller's workspace: zero-filled on entry, zero-filled again after a 6-way split (every slot)."""
     k = kernels["dec_f16_d64"]
     sizes = dict(batch=2, heads=4, heads_kv=2, seqlen_q=1, seqlen_k=400)
     inp = R.random_inputs(k.plan, sizes, np.random.default_rng(3), lengths=[400, 250])

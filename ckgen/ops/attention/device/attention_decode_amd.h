@@ -219,7 +219,6 @@ CKGEN_DEVICE void decode(const attn::Args<Cfg>& p) {
   if (!has_rows<Cfg>(w)) return;  // a row tile past this sequence's rows
   CKGEN_LDS(T, lds_k, Cfg::kLdsBuffers * D::S::kKElems);
   CKGEN_LDS(T, lds_v, Cfg::kLdsBuffers * D::S::kVElems);
-  CKGEN_LDS(int, ticket, 1);
 
   typename D::F::Ctx fc;
   fc.tid = thread_id();
@@ -243,8 +242,7 @@ CKGEN_DEVICE void decode(const attn::Args<Cfg>& p) {
     return;
   }
   const Slots<Cfg> slots(p, w);
-  D::finish(p, w, row0, fc.lane, o, m_run, l_run, &slots);
-  if (last_to_arrive(slots.counter, w.splits, fc.tid, ticket)) combine<Cfg>(p, w, slots, fc.tid);
+  D::finish(p, w, row0, fc.lane, o, m_run, l_run, &slots);  // the combine kernel merges the slots
 }
 
 }  // namespace attn_dec

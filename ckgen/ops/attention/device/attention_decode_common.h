@@ -1,6 +1,6 @@
 // attention_decode_common.h (ckgen/ops/attention/device): what the decode bodies of op = attention_decode share
 // (ops/attention/decode.py): the argument contract, where a workgroup works, the packed rows, the key range of a
-// row, and the split-KV hand-off (workspace slots, the last workgroup's combine). The bodies are
+// row, and the split-KV hand-off (workspace slots, the combine kernel). The bodies are
 // attention_decode_amd.h (MFMA, wave64; also the emulator) and attention_decode_nv.h (mma.sync, warp32; also the
 // emulator with CKGEN_EMU_WAVE_SIZE=32). Their ABI:
 //
@@ -34,13 +34,13 @@
 // Grid: x = row_tiles * splits (row tile x / splits, split x % splits; row_tiles = ceil(rows / kBlockM)),
 // y = heads_kv, z = batch. Split sp of a sequence with nt = ceil(len / kBlockN) key tiles takes the tiles
 // [sp * per, min(nt, (sp + 1) * per)), per = ceil(nt / splits) (possibly none). With splits == 1 the workgroup
-// writes O and LSE itself. Otherwise it writes its rows' normalized output and LSE (f32) to its slot of the
-// workspace, and the last workgroup of the row tile to arrive (a device-scope counter) combines the slots in
-// split order: LSE = log(sum_s exp(LSE_s)), O = sum_s exp(LSE_s - LSE) O_s (deterministic: no order depends on
-// timing), then zeroes the slots and the counter (the workspace contract: zero-filled on entry and on exit).
-// Workspace: ints counters[tiles] (padded to 256 bytes), floats o[tiles][splits][kBlockM][kHeadDim],
-// floats lse[tiles][splits][kBlockM]; tiles = batch * heads_kv * row_tiles, tile (b, hk, rt) =
-// (b * heads_kv + hk) * row_tiles + rt.
+// writes O and LSE itself. Otherwise it writes its rows' normalized output and LSE (f32; a split with no keys:
+// 0 and -inf) to its slot of the workspace, and the host entry then launches <kernel>_combine (combine below; the
+// split count in num_splits), whose workgroups merge the slots of a few rows each, in split order:
+// LSE = log(sum_s exp(LSE_s)), O = sum_s exp(LSE_s - LSE) O_s (deterministic: no order depends on timing), then
+// zero the slots they read (the workspace contract: zero-filled on entry and on exit).
+// Workspace: floats o[tiles][splits][kBlockM][kHeadDim], floats lse[tiles][splits][kBlockM];
+// tiles = batch * heads_kv * row_tiles, tile (b, hk, rt) = (b * heads_kv + hk) * row_tiles + rt.
 #pragma once
 
 #include "attention_common.h"
@@ -125,24 +125,21 @@ CKGEN_DEVICE float slot_load(const float* p) {
 #endif
 }
 
-// The row tile's slots in the workspace: o (split 0's first row; a split is kBlockM x kHeadDim floats), lse (split
-// 0's; kBlockM floats a split) and its counter.
+// The row tile's slots in the workspace: o (split 0's first row; a split is kBlockM x kHeadDim floats) and lse
+// (split 0's; kBlockM floats a split).
 template <class Cfg>
 struct Slots {
   float* o;
   float* lse;
-  int* counter;
 
   template <class P>
   CKGEN_DEVICE Slots(const P& p, const Work& w) {
     constexpr int kD = Cfg::kHeadDim, kBM = Cfg::kBlockM;
     const long long tiles = static_cast<long long>(p.batch) * p.heads_kv * w.row_tiles;
     const long long tile = (static_cast<long long>(w.b) * p.heads_kv + w.hk) * w.row_tiles + w.rt;
-    char* ws = static_cast<char*>(p.workspace);
-    float* all_o = reinterpret_cast<float*>(ws + (tiles * 4 + 255) / 256 * 256);
+    float* all_o = static_cast<float*>(p.workspace);
     o = all_o + tile * w.splits * kBM * kD;
     lse = all_o + tiles * w.splits * kBM * kD + tile * w.splits * kBM;
-    counter = reinterpret_cast<int*>(ws) + tile;
   }
   // this split's row lr: its kHeadDim outputs and its LSE
   CKGEN_DEVICE float* o_row(const Work& w, int lr) const {
@@ -151,69 +148,86 @@ struct Slots {
   CKGEN_DEVICE float* lse_of(const Work& w, int lr) const { return lse + w.sp * Cfg::kBlockM + lr; }
 };
 
-// After every thread stored its rows to its slot: true in the one workgroup (the last to arrive) that combines the
-// row tile; it has reset the counter. ticket: a workgroup-shared int.
-CKGEN_DEVICE bool last_to_arrive(int* counter, int splits, int tid, int* ticket) {
-  fence_device();  // release this workgroup's slot
-  barrier();
-  if (tid == 0) lds_store(ticket, atomic_add(counter, 1));
-  barrier();
-  if (lds_load(ticket) != splits - 1) return false;
-  if (tid == 0) gstore(counter, 0);
-  fence_device();  // acquire the other splits' slots
-  return true;
+// 4 consecutive floats of a slot (16-byte aligned) another workgroup wrote: one vector load.
+CKGEN_DEVICE vec<float, 4> slot_load4(const float* p) {
+#if defined(__CUDACC__)
+  const float4 f = __ldcg(reinterpret_cast<const float4*>(p));
+  return vec<float, 4>{{f.x, f.y, f.z, f.w}};
+#else
+  return gload(reinterpret_cast<const vec<float, 4>*>(p));
+#endif
 }
 
-// The last workgroup of a row tile: LSE and O of its rows from every split's slot, in split order, then the slot
-// rows the splits wrote zeroed.
+// exp(x - m) for a maximum m >= x; 0 when m is -inf (then x is -inf too).
+CKGEN_DEVICE float exp_below(float x, float m) { return m == attn::kNegInf ? 0.0f : exp_f32(x - m); }
+
+// <kernel>_combine: after the split kernel, with p.num_splits = its split count (> 1). Grid: x = row_tiles *
+// kBlockM (row tile x / kBlockM, its row x % kBlockM), y = heads_kv, z = batch; a workgroup of kHeadDim / 4 *
+// Cfg::kCombineLanes threads takes one row: each quad (4 columns) is kCombineLanes adjacent lanes, lane j taking
+// the splits j, j + kCombineLanes, ... So that the reads of many splits are in flight at once, no load depends on
+// a sum: the row's max LSE (each lane's, then the lanes' by xor shuffles), then each lane's sums of
+// exp(LSE_s - max) and exp(LSE_s - max) O_s, added across the lanes by xor shuffles (a fixed order: the same bits
+// every run). Lane 0 of a quad writes O (quad 0 also LSE); then every thread zeroes the slots it read.
 template <class Cfg, class P>
-CKGEN_DEVICE void combine(const P& p, const Work& w, const Slots<Cfg>& sl, int tid) {
+CKGEN_DEVICE void combine(const P& p) {
   using T = typename Cfg::T;
-  constexpr int kD = Cfg::kHeadDim, kBM = Cfg::kBlockM, kQuads = kD / 4;
-  for (int e = tid; e < kBM * kQuads; e += Cfg::kThreads) {
-    const int lr = e / kQuads, d0 = (e % kQuads) * 4;
-    int h, s;
-    if (!row_of(p, w, w.rt * kBM + lr, h, s)) continue;
-    // one pass over the splits in split order (online log-sum-exp: m the running max, sum the running sum of
-    // exp(LSE_s - m), acc the running sum of exp(LSE_s - m) O_s), unrolled so that 8 splits' slot reads are in
-    // flight at once; a split with LSE -inf (no keys) adds nothing
-    float m = attn::kNegInf, sum = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 8
-    for (int sp = 0; sp < w.splits; ++sp) {
-      const float x = slot_load(sl.lse + sp * kBM + lr);
-      const float* src = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
-      float so[4];
+  constexpr int kD = Cfg::kHeadDim, kBM = Cfg::kBlockM, kLanes = Cfg::kCombineLanes;
+  Work w{};
+  w.group = p.heads / p.heads_kv;
+  w.row_tiles = (w.group * p.seqlen_q + kBM - 1) / kBM;
+  w.splits = p.num_splits;
+  w.rt = block_id(0) / kBM;
+  w.hk = block_id(1);
+  w.b = block_id(2);
+  w.sq = p.seqlens_q != nullptr ? gload(p.seqlens_q + w.b) : p.seqlen_q;  // checked by the split kernel
+  w.rows = w.group * w.sq;
+  const int lr = block_id(0) % kBM;
+  int h, s;
+  if (!row_of(p, w, w.rt * kBM + lr, h, s)) return;  // the whole workgroup: a row past the sequence's rows
+  const int t = thread_id(), lane = lane_id(), d0 = t / kLanes * 4, j = t % kLanes;
+  const Slots<Cfg> sl(p, w);
+  float* lse = sl.lse + lr;
+  float* o = sl.o + static_cast<long long>(lr) * kD + d0;
+  const long long o_split = static_cast<long long>(kBM) * kD;
+  float m = attn::kNegInf;
+#pragma unroll 4
+  for (int sp = j; sp < w.splits; sp += kLanes) m = attn::fmax_f32(m, slot_load(lse + sp * kBM));
+  m = attn::lanes_max<1, kLanes>(m, lane);
+  float sum = 0.0f;
+  vec<float, 4> acc{{0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll 4
+  for (int sp = j; sp < w.splits; sp += kLanes) {
+    const float wt = exp_below(slot_load(lse + sp * kBM), m);
+    const vec<float, 4> so = slot_load4(o + sp * o_split);
+    sum += wt;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) so[i] = slot_load(src + i);
-      const float mn = attn::fmax_f32(m, x);
-      if (mn != attn::kNegInf) {
-        const float a = exp_f32(m - mn), b = exp_f32(x - mn);
-        sum = sum * a + b;
+    for (int c = 0; c < 4; ++c) acc.v[c] += wt * so.v[c];
+  }
+  sum = attn::lanes_sum<1, kLanes>(sum, lane);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[i] = acc[i] * a + b * so[i];
-        m = mn;
-      }
-    }
-    const float lse = m != attn::kNegInf ? m + log_f32(sum) : attn::kNegInf;
+  for (int c = 0; c < 4; ++c) acc.v[c] = attn::lanes_sum<1, kLanes>(acc.v[c], lane);
+  if (j == 0) {
     const float inv = m != attn::kNegInf ? 1.0f / sum : 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[i] *= inv;
-    if (d0 == 0 && p.LSE != nullptr) gstore(p.LSE + w.b * p.lse_batch_stride + h * p.lse_head_stride + s, lse);
     T* orow = p.O + w.b * p.o_batch_stride + s * p.o_seq_stride + h * p.o_head_stride + d0;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) gstore(orow + i, from_float<T>(acc[i]));
+    for (int c = 0; c < 4; ++c) gstore(orow + c, from_float<T>(acc.v[c] * inv));
+    if (d0 == 0 && p.LSE != nullptr)
+      gstore(p.LSE + w.b * p.lse_batch_stride + h * p.lse_head_stride + s,
+             m != attn::kNegInf ? m + log_f32(sum) : attn::kNegInf);
   }
-  barrier();  // every slot is read
-  // zero what the splits wrote: the rows inside the sequence's rows (finish skips the others)
-  const int valid = w.rows - w.rt * kBM < kBM ? w.rows - w.rt * kBM : kBM;
-  for (int e = tid; e < w.splits * valid * kQuads; e += Cfg::kThreads) {
-    const int sp = e / (valid * kQuads), lr = e / kQuads % valid, d0 = e % kQuads * 4;
-    float* dst = sl.o + (static_cast<long long>(sp) * kBM + lr) * kD + d0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) gstore(dst + i, 0.0f);
-  }
-  for (int e = tid; e < w.splits * valid; e += Cfg::kThreads) gstore(sl.lse + e / valid * kBM + e % valid, 0.0f);
+  const vec<float, 4> zero{{0.0f, 0.0f, 0.0f, 0.0f}};
+  for (int sp = j; sp < w.splits; sp += kLanes) gstore(reinterpret_cast<vec<float, 4>*>(o + sp * o_split), zero);
+  barrier();  // every thread has read the row's LSEs
+  if (d0 == 0)
+    for (int sp = j; sp < w.splits; sp += kLanes) gstore(lse + sp * kBM, 0.0f);
 }
 
 }  // namespace attn_dec
+
+// The entry body of <kernel>_combine (its arguments: the decode kernel's).
+template <class Cfg, class... A>
+CKGEN_DEVICE void attention_decode_combine(A... args) {
+  attn_dec::combine<Cfg>(attn::Args<Cfg>{args...});
+}
+
 }  // namespace ckgen

@@ -7,8 +7,8 @@
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
 // Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
 // same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: a tile may
-// span pages). The launch passes Cfg::kLdsBytes (>= kSmemBytes) of dynamic shared memory; the split
-// hand-off's ticket is the Q tile's first word once every warp is done with it. The Q tile holds the workgroup's
+// span pages). The launch passes Cfg::kLdsBytes (>= kSmemBytes) of dynamic shared memory. The Q tile holds the
+// workgroup's
 // packed rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down
 // with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
 // are read from the block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
@@ -347,7 +347,7 @@ struct DecodeNv {
   }
 
   template <bool kVec>
-  static CKGEN_DEVICE void body(const Args& p, const Work& w, unsigned char* smem, int* ticket) {
+  static CKGEN_DEVICE void body(const Args& p, const Work& w, unsigned char* smem) {
     Ctx c;
     c.tid = thread_id();
     c.lane = c.tid & 31;
@@ -369,8 +369,7 @@ struct DecodeNv {
       return;
     }
     const Slots<Cfg> slots(p, w);
-    finish_rows(p, w, c, smem, o, m_run, l_run, &slots);
-    if (last_to_arrive(slots.counter, w.splits, c.tid, ticket)) combine<Cfg>(p, w, slots, c.tid);
+    finish_rows(p, w, c, smem, o, m_run, l_run, &slots);  // the combine kernel merges the slots
   }
 };
 
@@ -385,8 +384,6 @@ CKGEN_DEVICE void decode_nv(const attn::Args<Cfg>& p) {
 #else
   CKGEN_LDS(unsigned char, smem, D::kSmemBytes);
 #endif
-  // the split hand-off's ticket: the Q tile's first word (last_to_arrive's first barrier ends every read of it)
-  int* ticket = reinterpret_cast<int*>(smem);
   constexpr int kEB = D::kEB;
   const bool vec = nv::aligned16(p.Q, p.q_batch_stride, kEB) && nv::aligned16(p.Q, p.q_seq_stride, kEB) &&
                    nv::aligned16(p.Q, p.q_head_stride, kEB) && nv::aligned16(p.K, p.k_page_stride, kEB) &&
@@ -394,9 +391,9 @@ CKGEN_DEVICE void decode_nv(const attn::Args<Cfg>& p) {
                    nv::aligned16(p.V, p.v_page_stride, kEB) && nv::aligned16(p.V, p.v_seq_stride, kEB) &&
                    nv::aligned16(p.V, p.v_head_stride, kEB);
   if (vec) {
-    D::template body<true>(p, w, smem, ticket);
+    D::template body<true>(p, w, smem);
   } else {
-    D::template body<false>(p, w, smem, ticket);
+    D::template body<false>(p, w, smem);
   }
 }
 
