@@ -42,9 +42,12 @@ T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
 #: the most workgroups that share one sequence's keys (the override ``num_splits`` included)
 MAX_SPLITS = 256
 #: an automatic split gives each workgroup at least this many K/V tiles of the capacity
-MIN_TILES_PER_SPLIT = 4
-#: the most workgroups per CU (SM) the automatic split aims at (fewer when the LDS lets fewer share one)
-MAX_WORKGROUPS_PER_CU = 4
+MIN_TILES_PER_SPLIT = 1
+#: the most workgroups per CU (SM) the automatic split aims at (fewer when the LDS lets fewer share one). Both
+#: chosen on the H200 with the combine kernel (bench/debug/decode_splits.py on GQA 32/8 d128 batch 1-8 with
+#: 512-8192 keys and MQA 32/1 b1 x 32768, b8 x 8192: bench/runs/2026-12-04_decode_small_splits.txt and
+#: 2026-12-04_decode_splits_combine_kernel.txt); 4 and 4 while the last workgroup merged the splits one by one
+MAX_WORKGROUPS_PER_CU = 2
 #: threads of the combine kernel per 4 columns of a row, each taking every COMBINE_LANES-th split (Cfg::kCombineLanes)
 COMBINE_LANES = 8
 #: the host code that launches the split kernel and then its combine kernel (templates of ckgen/ops/)
