@@ -29,6 +29,11 @@ kernel dec_bf16_d256_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim 
 kernel dec_bf16_d256_m16w1n32s3 { op = attention_decode  dtype = bf16  head_dim = 256  tile = 16x32  waves = 1
   lds_buffers = 3 }
 kernel dec_bf16_d256_m16w2n32s2k { op = attention_decode  dtype = bf16  head_dim = 256  warp_split = keys }
+// d64 with the key split (GQA's few rows per KV head: a 16-row tile, each warp 16 or 32 keys of every tile)
+kernel dec_bf16_d64_m16w4n64s2k { op = attention_decode  dtype = bf16  head_dim = 64  warp_split = keys
+  tile = 16x64  waves = 4 }
+kernel dec_bf16_d64_m16w4n128s2k { op = attention_decode  dtype = bf16  head_dim = 64  warp_split = keys
+  tile = 16x128  waves = 4 }
 
 // ---- paged K/V [num_pages, 16, heads_kv, d] with a block table (64-key tiles over 4 pages)
 kernel dec_bf16_d128_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 16 }
@@ -45,6 +50,10 @@ kernel dec_bf16_d128_p16_m32w4n64s2k { op = attention_decode  dtype = bf16  head
   warp_split = keys  tile = 32x64  waves = 4 }
 kernel dec_bf16_d64_p16_m32w2n64s2 { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 16 }
 kernel dec_bf16_d256_p16_m32w2n32s2 { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 16 }
+kernel dec_bf16_d64_p16_m16w4n64s2k { op = attention_decode  dtype = bf16  head_dim = 64  page_size = 16
+  warp_split = keys  tile = 16x64  waves = 4 }
+kernel dec_bf16_d256_p16_m16w2n32s2k { op = attention_decode  dtype = bf16  head_dim = 256  page_size = 16
+  warp_split = keys }
 
 // ---- chunked prefill (causal, bottom-right: a chunk of queries at the end of longer keys; --prefill)
 kernel pre_bf16_d128_causal_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
