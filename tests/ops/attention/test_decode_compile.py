@@ -19,6 +19,7 @@ import shutil
 import pytest
 
 from ckgen import driver
+from ckgen.backends.nvidia.compiler import resources as nvidia_resources
 from tests.ops.attention import harness as H
 from tests.ops.attention.test_attention_compile import AMD_ARCHES, ops_in_loops
 
@@ -97,6 +98,11 @@ def test_nvidia_builds_match_the_plan(nv_lib):
             continue
         assert r.static_smem == 0 and r.dynamic_smem == p.body.lds_bytes, what
         assert r.registers <= 255 and r.blocks_per_sm >= 1, what
+        # the split-KV combine kernel its host entry launches after it: reported as a part, no spills
+        c = by[(f"{p.name}_combine", p.arch)]
+        assert c.part_of == p.name and c.threads == p.spec.params.attn.head_dim // 4 * 8, c
+        assert c.spill_stores == c.spill_loads == c.stack_bytes == 0 and not c.ptx_tensor, c
+        assert nvidia_resources(reports)[(p.name, p.arch)]["parts"][c.name]["registers"] == c.registers
         ptx = (lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text()
         body = re.split(r"^\s*\.(?:visible\s+)?\.?entry\s+", ptx, flags=re.M)
         text = next(b for b in body if b.startswith(p.name + "("))
