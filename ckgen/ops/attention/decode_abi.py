@@ -91,7 +91,7 @@ def abi(spec: KernelSpec) -> Abi:
         *([Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", a.rope.dim), strides=("cs_pos_stride", 1),
                doc=f"f32 [rope_positions, {a.rope.dim}]: per position the {a.rope.dim // 2} cosines, then the sines "
                "(vLLM's cos_sin_cache; ckgen.rope_table builds it)")] if a.rope else []),
-        Arg("workspace", ArgKind.WORKSPACE, doc="split-KV partials and counters (zero-filled; left zero-filled)"),
+        Arg("workspace", ArgKind.WORKSPACE, doc="split-KV partials (zero-filled; left zero-filled)"),
         Arg("batch", S, doc="sequences"),
         Arg("heads", S, doc="query heads"),
         Arg("heads_kv", S, doc="key/value heads (heads is a multiple)"),
