@@ -59,13 +59,13 @@ def amd_libs(tmp_path_factory):
     if not arches:
         pytest.skip("clang++-19 / clang++-22 not installed")
     libs = driver.compile_files([src], arches, out, jobs=2)
-    return {(p.name, p.arch): (p, lib.resources[(p.name, p.arch)]) for lib in libs for p in lib.plans}
+    return {(p.name, p.arch): (p, lib.resources[(p.name, p.arch)], lib.resources) for lib in libs for p in lib.plans}
 
 
 def test_amd_code_objects_match_the_plan(amd_libs):
     assert {a for _, a in amd_libs} >= {a for a, cc in AMD_ARCHES.items() if shutil.which(cc)}
     assert len({n for n, _ in amd_libs}) == 6
-    for (name, arch), (plan, res) in sorted(amd_libs.items()):
+    for (name, arch), (plan, res, every) in sorted(amd_libs.items()):
         b = plan.body
         what = f"{name} on {arch}: {res}"
         if plan.op == "attention_kv_append":  # loads and stores only
@@ -75,6 +75,10 @@ def test_amd_code_objects_match_the_plan(amd_libs):
         # the one-buffer main loop may be unrolled (clang-19 unrolls it by 2): whole tiles' worth per iteration
         assert res["mfma_in_main_loop"] and res["mfma_in_main_loop"] % b.mma_per_tile == 0, what
         assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, what
+        # the split-KV combine kernel in the same code object: one row per workgroup, no LDS, no spills
+        comb = every[(f"{name}_combine", arch)]
+        assert comb["workgroup_size"] == plan.spec.params.attn.head_dim // 4 * 8 and not comb["mfma"], comb
+        assert comb["vgpr_spills"] == comb["sgpr_spills"] == comb["scratch_bytes"] == comb["lds_bytes"] == 0, comb
         assert b.lds_bytes <= res["lds_bytes"] <= b.lds_bytes + 16, what
         assert res["workgroup_size"] == plan.threads and res["wavefront_size"] == 64, what
         assert res["waves_per_simd"] >= 1, what
