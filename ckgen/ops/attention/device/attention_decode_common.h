@@ -36,7 +36,7 @@
 // [sp * per, min(nt, (sp + 1) * per)), per = ceil(nt / splits) (possibly none). With splits == 1 the workgroup
 // writes O and LSE itself. Otherwise it writes its rows' normalized output and LSE (f32; a split with no keys:
 // 0 and -inf) to its slot of the workspace, and the host entry then launches <kernel>_combine (combine below; the
-// split count in num_splits), whose workgroups merge the slots of a few rows each, in split order:
+// split count in num_splits), whose workgroups merge the slots of one row each, in split order:
 // LSE = log(sum_s exp(LSE_s)), O = sum_s exp(LSE_s - LSE) O_s (deterministic: no order depends on timing), then
 // zero the slots they read (the workspace contract: zero-filled on entry and on exit).
 // Workspace: floats o[tiles][splits][kBlockM][kHeadDim], floats lse[tiles][splits][kBlockM];
