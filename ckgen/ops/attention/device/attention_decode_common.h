@@ -189,14 +189,20 @@ CKGEN_DEVICE void combine(const P& p) {
   float* lse = sl.lse + lr;
   float* o = sl.o + static_cast<long long>(lr) * kD + d0;
   const long long o_split = static_cast<long long>(kBM) * kD;
+  const int mine = (w.splits - j + kLanes - 1) / kLanes;  // this lane's splits: j + i * kLanes, i < mine
   float m = attn::kNegInf;
+#if defined(__CUDACC__)  // (clang for AMD does not unroll these two loops on request; it warns, and unrolls as it likes)
 #pragma unroll 4
-  for (int sp = j; sp < w.splits; sp += kLanes) m = attn::fmax_f32(m, slot_load(lse + sp * kBM));
+#endif
+  for (int i = 0; i < mine; ++i) m = attn::fmax_f32(m, slot_load(lse + (j + i * kLanes) * kBM));
   m = attn::lanes_max<1, kLanes>(m, lane);
   float sum = 0.0f;
   vec<float, 4> acc{{0.0f, 0.0f, 0.0f, 0.0f}};
+#if defined(__CUDACC__)
 #pragma unroll 4
-  for (int sp = j; sp < w.splits; sp += kLanes) {
+#endif
+  for (int i = 0; i < mine; ++i) {
+    const int sp = j + i * kLanes;
     const float wt = exp_below(slot_load(lse + sp * kBM), m);
     const vec<float, 4> so = slot_load4(o + sp * o_split);
     sum += wt;
