@@ -210,10 +210,11 @@ SPILL_KEYS = ("vgpr_spills", "sgpr_spills", "scratch_bytes", "spill_stores", "sp
 
 def spill_notes(resources: dict[tuple[str, str], dict]) -> list[str]:
     """One line per (kernel, arch) of a built library whose code object spills registers (a kernel's Hopper body,
-    nested under ``tma_body``, counts as the kernel): the build succeeded, but the kernel is slower than planned."""
+    nested under ``tma_body``, and the entries its host entry also launches, under ``parts``, count as the kernel):
+    the build succeeded, but the kernel is slower than planned."""
     out = []
     for (name, arch), res in sorted(resources.items()):
-        for part in (res, res.get("tma_body") or {}):
+        for part in (res, res.get("tma_body") or {}, *(res.get("parts") or {}).values()):
             spilled = {k: part[k] for k in SPILL_KEYS if part.get(k)}
             if spilled:
                 what = ", ".join(f"{k} {v}" for k, v in spilled.items())
