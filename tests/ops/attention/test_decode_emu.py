@@ -99,6 +99,15 @@ def test_contiguous_splits(kernels, splits):
     _check(k, inp, sizes, _call(k, inp, num_splits=splits))
 
 
+def test_more_splits_than_combine_lanes(kernels):
+    """19 splits (the combine kernel's 8 lanes per 4 columns take 2-3 each), GQA 8/2, one token: at length 1250
+    (20 tiles of 64) 10 splits take 2 tiles and 9 none, at 1200 every split one tile, at 64 only the first."""
+    k = kernels["dec_f16_d64"]
+    sizes = dict(batch=3, heads=8, heads_kv=2, seqlen_q=1, seqlen_k=1250)
+    inp = R.random_inputs(k.plan, sizes, np.random.default_rng(19), lengths=[1250, 1200, 64])
+    _check(k, inp, sizes, _call(k, inp, num_splits=19))
+
+
 def test_mha_odd_heads(kernels):
     """No GQA (3 query heads over 3 KV heads: one row per head and token), 2 tokens, 3 splits over 130 keys."""
     k = kernels["dec_f16_d64"]
