@@ -84,7 +84,7 @@ class AttentionOp(Op):
         header = WGMMA_HEADER if b.wgmma is not None else b.body.header
         return {"types": types, "constants": constants, "header": header, "impl": b.body.impl,
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes,
-                "tma_entry": b.wgmma is not None, "combine_entry": False, "combine_threads": 0}
+                "tma_entry": b.wgmma is not None}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

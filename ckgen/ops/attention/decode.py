@@ -233,7 +233,7 @@ class DecodeOp(Op):
     name = "attention_decode"
     doc = "decode attention for serving: split-KV, GQA-packed rows, contiguous or paged KV cache"
     keys = KEYS
-    kernel_template = "attention/kernel.hip.j2"
+    kernel_template = "attention/decode_kernel.hip.j2"
 
     def build_params(self, values, ctx):
         return build_params(values, ctx)
@@ -270,8 +270,8 @@ class DecodeOp(Op):
                  f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
         header, impl = BODIES[t.platform]
         return {"types": types, "constants": constants, "header": header, "impl": impl,
-                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes, "tma_entry": False,
-                "combine_entry": True, "combine_threads": _abi.combine_threads(a.head_dim)}
+                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes,
+                "combine_threads": plan.entries[1].threads}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

@@ -194,7 +194,7 @@ class KvAppendOp(Op):
         constants += p.rope.constants() if p.rope else []
         return {"types": [("T", p.dtype.cpp)], "constants": constants,
                 "header": "attention_kv_append.h", "impl": "ckgen::attention_kv_append", "mma_builtins": [],
-                "notes": [f"{THREADS} threads, {plan.body.vec} elements per copy"], "tma_entry": False, "combine_entry": False, "combine_threads": 0}
+                "notes": [f"{THREADS} threads, {plan.body.vec} elements per copy"], "tma_entry": False}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         """The caches after the step (and with rotate_q the rotated queries), in float64."""

@@ -53,19 +53,27 @@ struct Work {
   int b, hk, rt, sp, splits, row_tiles, group, sq, rows, len, t0, t1;
 };
 
+// What the split kernel and the combine kernel derive alike: the sequence b (block z), the KV head hk (block y),
+// the group, the row tiles, the sequence's query tokens sq (checked) and its packed rows.
 template <class Cfg, class P>
-CKGEN_DEVICE Work make_work(const P& p) {
-  Work w;
+CKGEN_DEVICE Work sequence_rows(const P& p) {
+  Work w{};
   w.group = p.heads / p.heads_kv;
   w.row_tiles = (w.group * p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM;
-  w.splits = grid_dim(0) / w.row_tiles;
-  w.rt = block_id(0) / w.splits;
-  w.sp = block_id(0) % w.splits;
   w.hk = block_id(1);
   w.b = block_id(2);
   w.sq = p.seqlens_q != nullptr ? gload(p.seqlens_q + w.b) : p.seqlen_q;
   if (w.sq < 0 || w.sq > p.seqlen_q) trap("attention_decode: seqlens_q[b] outside 0..seqlen_q");
   w.rows = w.group * w.sq;
+  return w;
+}
+
+template <class Cfg, class P>
+CKGEN_DEVICE Work make_work(const P& p) {
+  Work w = sequence_rows<Cfg>(p);
+  w.splits = grid_dim(0) / w.row_tiles;
+  w.rt = block_id(0) / w.splits;
+  w.sp = block_id(0) % w.splits;
   w.len = gload(p.seqlens_k + w.b);
   const long long cap = Cfg::kPageSize ? static_cast<long long>(p.max_pages) * Cfg::kPageSize : p.seqlen_k;
   if (w.len < 0 || w.len > cap) trap("attention_decode: seqlens_k[b] outside 0..capacity");
@@ -172,15 +180,9 @@ template <class Cfg, class P>
 CKGEN_DEVICE void combine(const P& p) {
   using T = typename Cfg::T;
   constexpr int kD = Cfg::kHeadDim, kBM = Cfg::kBlockM, kLanes = Cfg::kCombineLanes;
-  Work w{};
-  w.group = p.heads / p.heads_kv;
-  w.row_tiles = (w.group * p.seqlen_q + kBM - 1) / kBM;
+  Work w = sequence_rows<Cfg>(p);
   w.splits = p.num_splits;
   w.rt = block_id(0) / kBM;
-  w.hk = block_id(1);
-  w.b = block_id(2);
-  w.sq = p.seqlens_q != nullptr ? gload(p.seqlens_q + w.b) : p.seqlen_q;  // checked by the split kernel
-  w.rows = w.group * w.sq;
   const int lr = block_id(0) % kBM;
   int h, s;
   if (!row_of(p, w, w.rt * kBM + lr, h, s)) return;  // the whole workgroup: a row past the sequence's rows
