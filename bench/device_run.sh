@@ -65,9 +65,10 @@
 #             4096x32768, the 512x2 row-cache kernels)
 #   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
 #             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
-#   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_prepared.py), then bench/overhead.py: host
-#             time per call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the
-#             same size, and device time of both by CUDA-graph replay ($OUT/overhead.json)
+#   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_{fastcall,prepared}.py, test_torch_ops.py;
+#             a RuntimeWarning, e.g. fastcall.cpp failing to build, is an error), then bench/overhead.py: host time per
+#             call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the same
+#             size, and device time of both by CUDA-graph replay ($OUT/overhead.json); then bench/overhead_profile.py
 #   moe       issue 24: the MoE GPU tests (tests/runtime/test_nvidia_moe.py), memcheck over them (but the CUDA-graph
 #             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-full: every bench/moe.py case;
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
@@ -120,10 +121,13 @@ for STAGE in "$@"; do
     launch-floor)
       nvcc -O2 -o /tmp/launch_floor bench/launch_floor.cu -lcuda && /tmp/launch_floor | tee "$OUT/launch_floor.txt" ;;
     overhead)
-      timeout 300 $PYTEST tests/runtime/test_nvidia_prepared.py > "$OUT/pytest_prepared.txt" 2>&1
+      timeout 300 $PYTEST -W error::RuntimeWarning tests/runtime/test_nvidia_fastcall.py \
+        tests/runtime/test_nvidia_prepared.py tests/runtime/test_torch_ops.py > "$OUT/pytest_prepared.txt" 2>&1
       echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
       timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
-      echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt" ;;
+      echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt"
+      timeout 200 python3 bench/overhead_profile.py --calls 10000 > "$OUT/overhead_profile.txt" 2>&1
+      echo "overhead profile rc $?"; cat "$OUT/overhead_profile.txt" ;;
     elementwise)
       timeout 200 $PYTEST tests/runtime/test_nvidia_elementwise.py > "$OUT/pytest_elementwise.txt" 2>&1
       echo "pytest -m gpu (elementwise) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_elementwise.txt" | tail -8

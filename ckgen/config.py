@@ -12,6 +12,8 @@ looking at ``os.environ``. Variables:
 - ``CKGEN_NO_CACHE``: set to 1 to bypass the cache (still writes results).
 - ``CKGEN_POISON``: set to 1 to poison (0xFF bytes) the outputs a prepared call allocates too, as the full
   binding always does (the test suite sets it; default: prepared calls leave new outputs unfilled).
+- ``CKGEN_FASTCALL``: set to 0 to keep the cuda backend's repeated calls on the Python prepared path instead of the
+  compiled one (ckgen/backends/nvidia/fastcall.cpp, a torch extension built into the cache on first use; default 1).
 
 Besides the environment, :func:`available_memory` reads how much memory this process may still take
 (``/proc/meminfo`` and the cgroup's limit): ``ckgen run`` checks its arrays against it.
@@ -41,6 +43,7 @@ class Settings:
     jobs: int
     no_cache: bool
     poison: bool = False
+    fastcall: bool = True
 
 
 def _from_env(env: dict[str, str]) -> Settings:
@@ -59,6 +62,7 @@ def _from_env(env: dict[str, str]) -> Settings:
         jobs=max(1, jobs),
         no_cache=env.get("CKGEN_NO_CACHE", "") not in ("", "0"),
         poison=env.get("CKGEN_POISON", "") not in ("", "0"),
+        fastcall=env.get("CKGEN_FASTCALL", "1").strip() != "0",
     )
 
 

@@ -6,7 +6,8 @@
   ``array_info`` describes an operand (or raises RuntimeFailure naming it); ``new_output`` / ``new_workspace``
   allocate; ``launch(handle, call)`` runs a checked call; ``to_host`` reads an array on the host. The prepared-call
   hooks (``fast_operand``, ``fast_workspace``, ``fast_output``, ``fast_launcher``; :mod:`ckgen.runtime.prepared`)
-  are optional: a backend without them runs every call through the full checks.
+  are optional: a backend without them runs every call through the full checks. So is a compiled prepared call
+  (``native_launcher``, ``native_spec``: the cuda backend's), which serves a prepared signature with no Python.
 - ``BuiltLibrary``: what every compiler's ``build_library`` returns (the one build path: plans -> sources -> the
   backend's compiler -> the build cache).
 - numpy helpers the drivers share (host outputs, byte bounds, the numpy fast path).
@@ -130,6 +131,23 @@ class Backend(ABC):
         """A callable ``(args, live) -> None`` launching ``handle`` with a prepared argument list (see
         :mod:`ckgen.runtime.prepared`) on the current stream."""
         raise NotImplementedError
+
+    # ---- the compiled prepared call (the cuda backend's ckgen/backends/nvidia/fastcall.cpp); None: there is none
+    def native_launcher(self) -> Any:
+        """A new callable holding prepared signatures (``add(spec)``, ``clear()``, ``size``): called with a call's
+        arguments it launches and returns the outputs, returns the entry's nonzero status as an int, or None when
+        the call must take the Python path. None when the backend has none."""
+        return None
+
+    def native_spec(self, handle: Any, key: tuple, prep: Any) -> Any:
+        """What ``native_launcher().add`` takes for prepared signature ``key`` (:func:`ckgen.runtime.prepared.
+        call_key`'s) of ``handle``, recorded as ``prep``."""
+        raise NotImplementedError
+
+    def raise_status(self, handle: Any, status: int, what: str | None = None) -> None:
+        """Raise the RuntimeFailure of a nonzero status from ``handle``'s entry (``what``: who failed, by default
+        the kernel's name)."""
+        raise RuntimeFailure(f"{what or 'kernel ' + repr(handle.plan.name)}: status {status}")
 
 
 def host_argtypes(abi: Abi) -> list:

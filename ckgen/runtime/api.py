@@ -17,7 +17,9 @@
     check is :mod:`ckgen.runtime.binding`'s, the same for every op and backend: dtypes (bf16 travels as
     uint16 bit patterns, see :func:`ckgen.ir.arrays.to_bf16`), shapes that agree, layouts, strides,
     unused tensors None, no output aliasing an input. Outputs left out are allocated (unless the kernel reads
-    them). Returns the output, or a tuple of the outputs in ABI order when there are several.
+    them). Returns the output, or a tuple of the outputs in ABI order when there are several. A repeated call
+    signature skips all that (:mod:`ckgen.runtime.prepared`); on the cuda backend with torch tensors it is served
+    by compiled code, with no Python beyond this method (ckgen/backends/nvidia/fastcall.cpp).
 
 Backends
     ``target`` names a backend of :mod:`ckgen.backends` (``emu``, ``hip``, ``cuda``); its driver honours
@@ -112,6 +114,7 @@ class Kernel:
         self.abi: Abi = plan.abi
         self.handle = backend.build(plan)
         self._prepared: dict = {}
+        self._native = backend.native_launcher()  # the compiled prepared call (None: the backend has none)
 
     def __repr__(self) -> str:
         return (f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r}): "
@@ -161,6 +164,13 @@ class Kernel:
         return bind(self.plan, self.backend, arrays, sizes, scalars, stream, workspace)
 
     def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        native = self._native
+        if native is not None and stream is None and workspace is None:
+            out = native(*tensors, **named)
+            if out is not None:
+                if type(out) is int:
+                    self.backend.raise_status(self.handle, out)
+                return out
         op = self.backend.fast_operand
         keyed = None
         if op is not None and stream is None and workspace is None:
@@ -191,7 +201,12 @@ class Kernel:
             return
         if len(self._prepared) >= MAX_ENTRIES:
             self._prepared.clear()
-        self._prepared[key] = prepare(self.plan, self.backend, self.handle, call, tensors, named)
+            if self._native is not None:
+                self._native.clear()
+        prep = self._prepared[key] = prepare(self.plan, self.backend, self.handle, call, tensors, named)
+        if self._native is not None:
+            prep.native = self.backend.native_spec(self.handle, key, prep)
+            self._native.add(prep.native)
 
 
 def emu_kernels(plans, stem: str = "emu_kernels", jobs: int = 1) -> dict:

@@ -59,6 +59,7 @@ class DispatchKernel:
         self._binder = dataclasses.replace(first, abi=first.abi.without_workspace())
         self.abi = self._binder.abi
         self._chosen: dict = {}  # call signature (ckgen.runtime.prepared.call_key) -> member Kernel
+        self._native = backend.native_launcher()  # the members' compiled prepared calls, by call signature
 
     def __repr__(self) -> str:
         return (f"DispatchKernel({self.name!r}, {len(self.table.members)} kernels, {len(self.table.tuned)} tuned shapes, "
@@ -102,6 +103,13 @@ class DispatchKernel:
         """Bind, choose and run; a call signature seen before reuses its choice and the member's prepared
         launch (:mod:`ckgen.runtime.prepared`): no binding, no choice."""
 
+        native = self._native
+        if native is not None and stream is None and workspace is None:
+            out = native(*tensors, **named)
+            if out is not None:
+                if type(out) is int:  # (the status texts are the same in every member's library)
+                    self.backend.raise_status(next(iter(self._kernels.values())).handle, out, f"family '{self.name}'")
+                return out
         op = self.backend.fast_operand
         keyed = None
         if op is not None and stream is None and workspace is None:
@@ -115,8 +123,14 @@ class DispatchKernel:
         if keyed is not None:
             if len(self._chosen) >= MAX_ENTRIES:
                 self._chosen.clear()
+                if native is not None:
+                    native.clear()
             self._chosen[keyed[0]] = member
-            return member(*tensors, **named)  # positional as given: the member prepares this signature
+            out = member(*tensors, **named)  # positional as given: the member prepares this signature
+            prep = member._prepared.get(keyed[0])
+            if native is not None and prep is not None and prep.native is not None:
+                native.add(prep.native)
+            return out
         return member(stream=stream, workspace=workspace if member.abi.workspace is not None else None,
                       **args, **sizes_named)
 

@@ -22,6 +22,8 @@ Contract:
   leaves it zero-filled, docs/dsl.md) and calls the backend's ``fast_launcher(handle, plan)`` with
   ``(args, live)``: ``args`` one value per ABI argument (tensors and workspace as addresses), ``live`` the
   operand objects per tensor slot in ABI order then the workspace (None where absent).
+- ``Prepared.allocs`` holds per output the caller left out ``(slot, live index, maker, address getter, maker
+  without poison)``; a backend with a compiled prepared call (``native_spec``) reads the last.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ class Prepared:
     """One signature's launch, ready to patch (see the module docstring)."""
 
     __slots__ = ("template", "fill", "allocs", "ws_slot", "ws_need", "checks", "spans", "ret", "launch",
-                 "workspace", "n_live", "like_idx")
+                 "workspace", "n_live", "like_idx", "native")
 
     def run(self, objs: list, ptrs: list) -> Any:
         spans = self.spans
@@ -107,7 +109,7 @@ class Prepared:
             args[slot] = ptrs[idx]
             live[li] = objs[idx]
         outs = []
-        for slot, li, make, ptr_of in self.allocs:
+        for slot, li, make, ptr_of, _ in self.allocs:
             o = make()
             args[slot] = ptr_of(o)
             live[li] = o
@@ -159,6 +161,7 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
                 index[key] = k
             k += 1
     p = Prepared()
+    p.native = None  # the backend's compiled form (Backend.native_spec), set by the caller that has one
     p.template = [None] * len(abi.args)
     p.fill, p.allocs, p.checks, p.ret = [], [], [], []
     p.spans = [0] * k
@@ -180,10 +183,10 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
                 p.fill.append((j, li, index[a.name]))
                 p.spans[index[a.name]] = _span(info, np.dtype(info.dtype).itemsize)
             else:  # allocated by bind: allocate the same way, without poison (unless CKGEN_POISON asks for it)
-                make = backend.fast_output(v, info)
+                raw = make = backend.fast_output(v, info)
                 if settings().poison:
                     make = _poisoned(make, backend.poison_output)
-                p.allocs.append((j, li, make, backend.fast_ptr))
+                p.allocs.append((j, li, make, backend.fast_ptr, raw))
             if a.writes and not a.unused:
                 p.ret.append(li)
         elif a.kind == ArgKind.WORKSPACE:

@@ -42,7 +42,9 @@ from ckgen.backends.base import (
     pack_slots,
     packed_entry,
 )
+from ckgen.backends.nvidia import native
 from ckgen.backends.nvidia.compiler import build_cuda_library
+from ckgen.config import settings
 from ckgen.errors import RuntimeFailure
 from ckgen.ir.abi import ArgKind
 from ckgen.ir.arrays import torch_dtype_name
@@ -227,8 +229,13 @@ class CudaBackend(Backend):
 
     def fast_workspace(self, nbytes: int, like: Any) -> tuple:
         """One zero-filled buffer per (device, current stream), grown when needed (kernels leave it zero-filled;
-        buffers outgrown stay alive, as a captured CUDA graph may still use them)."""
+        buffers outgrown stay alive, as a captured CUDA graph may still use them); the compiled prepared call's
+        buffers when it is built (native.py), so that both paths share one per stream."""
         dev = like.get_device()
+        mod = native.module()
+        if mod is not None:
+            ws = mod.workspace(dev, _raw_stream(dev), int(nbytes))
+            return ws, ws.data_ptr()
         key = (dev, _raw_stream(dev))
         ws = self._ws.get(key)
         if ws is None or ws.numel() < nbytes:
@@ -251,9 +258,26 @@ class CudaBackend(Backend):
                 with torch.cuda.device(dev):
                     status = entry(args.buffer_info()[0], raw_stream(dev))
             if status:
-                self._ws.clear()
+                self._drop_workspaces()
                 check(handle, status)
         return launch
+
+    def native_launcher(self) -> Any:
+        return native.launcher()
+
+    def native_spec(self, handle: CudaKernel, key: tuple, prep: Any) -> tuple:
+        return native.spec(handle.packed, key, prep, settings().poison)
+
+    def raise_status(self, handle: CudaKernel, status: int, what: str | None = None) -> None:
+        self._drop_workspaces()
+        self._check(handle, status, what)
+
+    def _drop_workspaces(self) -> None:
+        """Forget the workspaces after a failed launch (a kernel that failed may have left one dirty)."""
+        self._ws.clear()
+        mod = native.module()
+        if mod is not None:
+            mod.drop_workspaces()
 
     # ------------------------------------------------------------------ launch
     def _stream(self, stream: Any, kinds: set[str]) -> int:
@@ -307,9 +331,9 @@ class CudaBackend(Backend):
                 for a, v in zip(call.plan.abi.args, call.values, strict=True)]
         return handle.entry(*args, stream or None)
 
-    def _check(self, handle: CudaKernel, status: int) -> None:
+    def _check(self, handle: CudaKernel, status: int, what: str | None = None) -> None:
         if status != 0:
-            raise RuntimeFailure(f"kernel '{handle.plan.name}' on {handle.plan.arch}: status {status}: "
+            raise RuntimeFailure(f"{what or 'kernel ' + repr(handle.plan.name)} on {handle.plan.arch}: status {status}: "
                                  f"{handle.status_text(status)}")
 
     def _launch_host(self, handle: CudaKernel, call: Call) -> None:
