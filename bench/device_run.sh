@@ -121,7 +121,7 @@ for STAGE in "$@"; do
     launch-floor)
       nvcc -O2 -o /tmp/launch_floor bench/launch_floor.cu -lcuda && /tmp/launch_floor | tee "$OUT/launch_floor.txt" ;;
     overhead)
-      timeout 300 $PYTEST -W error::RuntimeWarning tests/runtime/test_nvidia_fastcall.py \
+      timeout 300 $PYTEST -W "error:ckgen:RuntimeWarning" tests/runtime/test_nvidia_fastcall.py \
         tests/runtime/test_nvidia_prepared.py tests/runtime/test_torch_ops.py > "$OUT/pytest_prepared.txt" 2>&1
       echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
       timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
