@@ -139,6 +139,12 @@ class Backend(ABC):
         the call must take the Python path. None when the backend has none."""
         return None
 
+    def native_class(self, base: type) -> type | None:
+        """A subclass of ``base`` (Kernel, DispatchKernel) whose calls reach compiled code first: it serves the
+        signatures added to the instance (as a ``native_launcher``'s) and calls ``self._full_call(*args, **kwargs)``
+        for the rest and ``self._raise_status(status)`` on a failed launch. None when the backend has none."""
+        return None
+
     def native_spec(self, handle: Any, key: tuple, prep: Any) -> Any:
         """What ``native_launcher().add`` takes for prepared signature ``key`` (:func:`ckgen.runtime.prepared.
         call_key`'s) of ``handle``, recorded as ``prep``."""

@@ -44,7 +44,15 @@ from ckgen.ir.arrays import from_bf16, numpy_dtype, poison, to_bf16
 from ckgen.lower import plan_kernel
 from ckgen.runtime.binding import bind, call_form, positional
 from ckgen.runtime.family import jit_family
-from ckgen.runtime.prepared import MAX_ENTRIES, MISS, cacheable, call_key, prepare
+from ckgen.runtime.prepared import (
+    MAX_ENTRIES,
+    MISS,
+    cacheable,
+    call_key,
+    native_launcher,
+    new_callable,
+    prepare,
+)
 from ckgen.targets import arch_for, default_target, get_target
 
 __all__ = ["ArrayInfo", "Backend", "Call", "Kernel", "emu_kernels", "from_bf16", "get_backend", "jit", "numpy_dtype",
@@ -103,7 +111,13 @@ def jit(source: str | Path, kernel: str | None = None, target: str = "emu", arch
 
 
 class Kernel:
-    """One planned kernel built for one backend; call it with its tensors (see the module docstring)."""
+    """One planned kernel built for one backend; call it with its tensors (see the module docstring).
+
+    ``Kernel(plan, backend)`` makes an instance of the backend's compiled subclass when it has one
+    (:func:`ckgen.runtime.prepared.new_callable`): calls with a prepared signature then run no Python at all."""
+
+    def __new__(cls, plan: Any = None, backend: Backend | None = None):
+        return new_callable(cls, backend)
 
     def __init__(self, plan: Any, backend: Backend):
         self.plan = plan
@@ -114,7 +128,7 @@ class Kernel:
         self.abi: Abi = plan.abi
         self.handle = backend.build(plan)
         self._prepared: dict = {}
-        self._native = backend.native_launcher()  # the compiled prepared call (None: the backend has none)
+        self._native = native_launcher(self, backend)
 
     def __repr__(self) -> str:
         return (f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r}): "
@@ -169,8 +183,15 @@ class Kernel:
             out = native(*tensors, **named)
             if out is not None:
                 if type(out) is int:
-                    self.backend.raise_status(self.handle, out)
+                    self._raise_status(out)
                 return out
+        return self._full_call(*tensors, stream=stream, workspace=workspace, **named)
+
+    def _raise_status(self, status: int) -> None:
+        self.backend.raise_status(self.handle, status)
+
+    def _full_call(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        """A call the compiled prepared call did not serve: the Python prepared path, else binding and launch."""
         op = self.backend.fast_operand
         keyed = None
         if op is not None and stream is None and workspace is None:

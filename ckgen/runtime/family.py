@@ -19,7 +19,7 @@ from ckgen.errors import CkgenError
 from ckgen.ir.abi import ArgKind
 from ckgen.lower.pipeline import Pruned, plan_all
 from ckgen.runtime.binding import call_form
-from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key
+from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key, native_launcher, new_callable
 from ckgen.targets import arch_for, get_target
 
 
@@ -45,7 +45,11 @@ def family_plans(specs, family: str, vendor: str, arch: str | None):
 
 
 class DispatchKernel:
-    """A family behind one callable (see the module docstring)."""
+    """A family behind one callable (see the module docstring); of the backend's compiled subclass when it has one
+    (as :class:`ckgen.runtime.api.Kernel`)."""
+
+    def __new__(cls, table: Table | None = None, backend: Any = None):
+        return new_callable(cls, backend)
 
     def __init__(self, table: Table, backend: Any):
         self.table = table
@@ -59,7 +63,7 @@ class DispatchKernel:
         self._binder = dataclasses.replace(first, abi=first.abi.without_workspace())
         self.abi = self._binder.abi
         self._chosen: dict = {}  # call signature (ckgen.runtime.prepared.call_key) -> member Kernel
-        self._native = backend.native_launcher()  # the members' compiled prepared calls, by call signature
+        self._native = native_launcher(self, backend)  # the members' compiled prepared calls, by call signature
 
     def __repr__(self) -> str:
         return (f"DispatchKernel({self.name!r}, {len(self.table.members)} kernels, {len(self.table.tuned)} tuned shapes, "
@@ -107,9 +111,18 @@ class DispatchKernel:
         if native is not None and stream is None and workspace is None:
             out = native(*tensors, **named)
             if out is not None:
-                if type(out) is int:  # (the status texts are the same in every member's library)
-                    self.backend.raise_status(next(iter(self._kernels.values())).handle, out, f"family '{self.name}'")
+                if type(out) is int:
+                    self._raise_status(out)
                 return out
+        return self._full_call(*tensors, stream=stream, workspace=workspace, **named)
+
+    def _raise_status(self, status: int) -> None:
+        # (the status texts are the same in every member's library)
+        self.backend.raise_status(next(iter(self._kernels.values())).handle, status, f"family '{self.name}'")
+
+    def _full_call(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
+        """A call the compiled prepared call did not serve: a member chosen before, else the full choice."""
+        native = self._native
         op = self.backend.fast_operand
         keyed = None
         if op is not None and stream is None and workspace is None:

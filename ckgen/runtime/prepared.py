@@ -220,3 +220,20 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
 def call_objs(tensors: tuple, named: dict) -> list:
     """The operand list :func:`call_key` builds (positional, then named non-scalars), without signatures."""
     return list(tensors) + [v for v in named.values() if type(v) not in _SCALARS]
+
+
+def new_callable(cls: type, backend: Any) -> Any:
+    """A new, uninitialized instance of ``cls`` (a callable of kernels: Kernel, DispatchKernel) for ``backend``: of
+    the backend's compiled subclass of ``cls`` (``Backend.native_class``: its calls reach compiled code first, which
+    serves prepared signatures and hands the rest to ``_full_call``) when it has one, else of ``cls``."""
+    if backend is not None and not getattr(cls, "native_call", False):
+        sub = backend.native_class(cls)
+        if sub is not None:
+            return sub.__new__(sub)
+    return object.__new__(cls)
+
+
+def native_launcher(obj: Any, backend: Any) -> Any:
+    """Where ``obj`` (made by :func:`new_callable`) records its prepared signatures for compiled launches: ``obj``
+    itself when it is of a compiled class, else a launcher of the backend's (None when it has none)."""
+    return obj if getattr(type(obj), "native_call", False) else backend.native_launcher()

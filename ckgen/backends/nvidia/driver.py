@@ -265,6 +265,9 @@ class CudaBackend(Backend):
     def native_launcher(self) -> Any:
         return native.launcher()
 
+    def native_class(self, base: type) -> type | None:
+        return native.native_class(base)
+
     def native_spec(self, handle: CudaKernel, key: tuple, prep: Any) -> tuple:
         return native.spec(handle.packed, key, prep, settings().poison)
 

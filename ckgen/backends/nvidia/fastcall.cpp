@@ -13,7 +13,9 @@
 // calls the kernel's packed host entry ckgen_<kernel>_packed(slots, stream) (ckgen/host_api.h) on the current
 // stream. It returns the outputs as the Python path does (the one output, or a tuple in ABI order), the entry's
 // nonzero status as an int, or None when no signature matches or an overlap needs the full checks: the caller
-// then takes the Python path, which checks everything and raises or runs as it does for a first call.
+// then takes the Python path, which checks everything and raises or runs as it does for a first call. A Python
+// class derived from Launcher (ckgen's Kernel and DispatchKernel, native.py) is called with no Python frame at
+// all: its methods _full_call and _raise_status take the None and status cases.
 //
 // The workspace: one zero-filled uint8 tensor per (device, stream), grown when a kernel needs more (every kernel
 // leaves it zero-filled; a buffer outgrown stays alive, as a captured CUDA graph may still use it); dropped after
@@ -332,20 +334,44 @@ struct Launcher {
   long long hits;
 };
 
+extern PyTypeObject LauncherType;
+
+// A subclass's method `name` (an interned str) called with a call's vectorcall arguments.
+PyObject* call_method(PyObject* self, PyObject* name, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  std::vector<PyObject*> stack(static_cast<size_t>(n) + 1);
+  stack[0] = self;
+  for (Py_ssize_t i = 0; i < n; ++i) stack[i + 1] = args[i];
+  return PyObject_VectorcallMethod(name, stack.data(), static_cast<size_t>(nargs) + 1, kwnames);
+}
+
 PyObject* launcher_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(self_);
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  const bool sub = Py_TYPE(self_) != &LauncherType;  // a Python callable built on a Launcher (native.py's)
   thread_local std::vector<uintptr_t> ptrs;
   for (const Entry& e : *self->entries) {
     if (!matches(e, args, nargs, kwnames, ptrs)) continue;
     if (c10::cuda::current_device() != e.device) break;  // the Python path switches devices
     ++self->hits;
+    PyObject* out;
     try {
-      return launch(e, args, nargs, ptrs);
+      out = launch(e, args, nargs, ptrs);
     } catch (const std::exception& ex) {
       PyErr_SetString(PyExc_RuntimeError, ex.what());
       return nullptr;
     }
+    if (sub && out != nullptr && PyLong_CheckExact(out)) {  // a nonzero status: the subclass raises its error
+      PyObject* status = out;
+      static PyObject* raise_status = PyUnicode_InternFromString("_raise_status");
+      out = call_method(self_, raise_status, &status, 1, nullptr);
+      Py_DECREF(status);
+    }
+    return out;
+  }
+  if (sub) {
+    static PyObject* full_call = PyUnicode_InternFromString("_full_call");
+    return call_method(self_, full_call, args, nargs, kwnames);
   }
   Py_RETURN_NONE;
 }
@@ -412,11 +438,14 @@ constexpr unsigned long kVectorcallFlag = Py_TPFLAGS_HAVE_VECTORCALL;
 constexpr unsigned long kVectorcallFlag = _Py_TPFLAGS_HAVE_VECTORCALL;
 #endif
 
+// A Python class may derive from Launcher (ahead of its other bases, so that calls reach launcher_call): a call that
+// matches no signature then goes to its method _full_call(*args, **kwargs), and a nonzero status to
+// _raise_status(status), instead of returning None or the status.
 PyTypeObject LauncherType = [] {
   PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
   t.tp_name = "ckgen_fastcall.Launcher";
   t.tp_basicsize = sizeof(Launcher);
-  t.tp_flags = Py_TPFLAGS_DEFAULT | kVectorcallFlag;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | kVectorcallFlag;
   t.tp_new = launcher_new;
   t.tp_dealloc = launcher_dealloc;
   t.tp_call = PyVectorcall_Call;

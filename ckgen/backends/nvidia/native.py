@@ -7,6 +7,8 @@ Contract:
   JSON of the source's hash, the torch, CUDA and Python versions), loads it once per process and returns it; None
   when torch is missing, ``CKGEN_FASTCALL=0`` turned it off, or the build failed (warned once, with the reason):
   calls then take the Python prepared path (:mod:`ckgen.runtime.prepared`), which computes the same.
+- :func:`native_class` derives a callable class (Kernel, DispatchKernel) from the extension's Launcher, so that
+  its instances are launchers themselves; :func:`launcher` makes a plain one.
 - :func:`spec` turns one prepared signature (the key :func:`ckgen.runtime.prepared.call_key` made and the
   :class:`~ckgen.runtime.prepared.Prepared` recorded from its fully checked first call) into the tuple a
   ``Launcher.add`` takes; fastcall.cpp's header says what a Launcher checks and does with it.
@@ -62,6 +64,23 @@ def launcher() -> Any:
     """A new, empty Launcher, or None without the extension."""
     mod = module()
     return None if mod is None else mod.Launcher()
+
+
+_classes: dict[type, type] = {}
+
+
+def native_class(base: type) -> type | None:
+    """``base`` (Kernel, DispatchKernel) derived from the extension's Launcher, placed first so that a call reaches
+    the compiled code with no Python frame (fastcall.cpp's header); None without the extension."""
+    mod = module()
+    if mod is None:
+        return None
+    cls = _classes.get(base)
+    if cls is None:
+        cls = _classes[base] = type(base.__name__, (mod.Launcher, base),
+                                    {"__module__": base.__module__, "__qualname__": base.__qualname__,
+                                     "__doc__": base.__doc__, "native_call": True})
+    return cls
 
 
 def spec(entry: Any, key: tuple, prep: Any, poison: bool) -> tuple:
