@@ -66,6 +66,7 @@ def test_the_wheel_carries_license_examples_and_the_new_name(venv):
     examples = sorted(p.name for p in (ROOT / "examples").glob("*.ck"))
     assert sorted(Path(n).name for n in names if n.startswith("ckgen/_data/examples/")) == examples
     assert any(n.endswith("licenses/LICENSE") for n in names)
+    assert "ckgen/backends/nvidia/fastcall.cpp" in names  # the compiled prepared call's source (native.py builds it)
     meta = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     assert "Name: ckgen-compiler" in meta and "License-Expression: MIT" in meta
     out = run([venv["bin"] / "ckgen", "examples", "--copy", venv["work"] / "ex"], cwd=venv["work"], env=venv["env"])
