@@ -7,7 +7,7 @@
   allocate; ``launch(handle, call)`` runs a checked call; ``to_host`` reads an array on the host. The prepared-call
   hooks (``fast_operand``, ``fast_workspace``, ``fast_output``, ``fast_launcher``; :mod:`ckgen.runtime.prepared`)
   are optional: a backend without them runs every call through the full checks. So is a compiled prepared call
-  (``native_launcher``, ``native_spec``: the cuda backend's), which serves a prepared signature with no Python.
+  (``native_class``, ``native_spec``: the cuda backend's), which serves a prepared signature with no Python.
 - ``BuiltLibrary``: what every compiler's ``build_library`` returns (the one build path: plans -> sources -> the
   backend's compiler -> the build cache).
 - numpy helpers the drivers share (host outputs, byte bounds, the numpy fast path).
@@ -133,20 +133,14 @@ class Backend(ABC):
         raise NotImplementedError
 
     # ---- the compiled prepared call (the cuda backend's ckgen/backends/nvidia/fastcall.cpp); None: there is none
-    def native_launcher(self) -> Any:
-        """A new callable holding prepared signatures (``add(spec)``, ``clear()``, ``size``): called with a call's
-        arguments it launches and returns the outputs, returns the entry's nonzero status as an int, or None when
-        the call must take the Python path. None when the backend has none."""
-        return None
-
     def native_class(self, base: type) -> type | None:
         """A subclass of ``base`` (Kernel, DispatchKernel) whose calls reach compiled code first: it serves the
-        signatures added to the instance (as a ``native_launcher``'s) and calls ``self._full_call(*args, **kwargs)``
+        signatures added to the instance (``add(spec)``, ``clear()``) and calls ``self._full_call(*args, **kwargs)``
         for the rest and ``self._raise_status(status)`` on a failed launch. None when the backend has none."""
         return None
 
     def native_spec(self, handle: Any, key: tuple, prep: Any) -> Any:
-        """What ``native_launcher().add`` takes for prepared signature ``key`` (:func:`ckgen.runtime.prepared.
+        """What an instance of ``native_class(...)`` takes in ``add`` for prepared signature ``key`` (:func:`ckgen.runtime.prepared.
         call_key`'s) of ``handle``, recorded as ``prep``."""
         raise NotImplementedError
 

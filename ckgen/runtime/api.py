@@ -49,7 +49,7 @@ from ckgen.runtime.prepared import (
     MISS,
     cacheable,
     call_key,
-    native_launcher,
+    compiled_self,
     new_callable,
     prepare,
 )
@@ -128,7 +128,7 @@ class Kernel:
         self.abi: Abi = plan.abi
         self.handle = backend.build(plan)
         self._prepared: dict = {}
-        self._native = native_launcher(self, backend)
+        self._native = compiled_self(self)
 
     def __repr__(self) -> str:
         return (f"Kernel({self.name!r}, op={self.op!r}, arch={self.arch!r}, target={self.backend.name!r}): "
@@ -178,20 +178,8 @@ class Kernel:
         return bind(self.plan, self.backend, arrays, sizes, scalars, stream, workspace)
 
     def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
-        native = self._native
-        if native is not None and stream is None and workspace is None:
-            out = native(*tensors, **named)
-            if out is not None:
-                if type(out) is int:
-                    self._raise_status(out)
-                return out
-        return self._full_call(*tensors, stream=stream, workspace=workspace, **named)
-
-    def _raise_status(self, status: int) -> None:
-        self.backend.raise_status(self.handle, status)
-
-    def _full_call(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
-        """A call the compiled prepared call did not serve: the Python prepared path, else binding and launch."""
+        """The Python prepared path, else binding and launch. An instance of the backend's compiled class is called
+        by compiled code first, which hands here (as ``_full_call``) the calls it does not serve."""
         op = self.backend.fast_operand
         keyed = None
         if op is not None and stream is None and workspace is None:
@@ -206,6 +194,12 @@ class Kernel:
             self._remember(keyed[0], call, tensors, named)
         outs = call.outputs()
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    _full_call = __call__
+
+    def _raise_status(self, status: int) -> None:
+        """A failed compiled launch (fastcall.cpp calls this with the entry's status)."""
+        self.backend.raise_status(self.handle, status)
 
     def run_prepared(self, key: tuple, objs: list, ptrs: list) -> Any:
         """Launch the prepared call of signature ``key`` (see :mod:`ckgen.runtime.prepared`); MISS when there is

@@ -19,7 +19,7 @@ from ckgen.errors import CkgenError
 from ckgen.ir.abi import ArgKind
 from ckgen.lower.pipeline import Pruned, plan_all
 from ckgen.runtime.binding import call_form
-from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key, native_launcher, new_callable
+from ckgen.runtime.prepared import MAX_ENTRIES, MISS, call_key, compiled_self, new_callable
 from ckgen.targets import arch_for, get_target
 
 
@@ -63,7 +63,7 @@ class DispatchKernel:
         self._binder = dataclasses.replace(first, abi=first.abi.without_workspace())
         self.abi = self._binder.abi
         self._chosen: dict = {}  # call signature (ckgen.runtime.prepared.call_key) -> member Kernel
-        self._native = native_launcher(self, backend)  # the members' compiled prepared calls, by call signature
+        self._native = compiled_self(self)  # where the members' prepared signatures go for compiled launches
 
     def __repr__(self) -> str:
         return (f"DispatchKernel({self.name!r}, {len(self.table.members)} kernels, {len(self.table.tuned)} tuned shapes, "
@@ -105,23 +105,9 @@ class DispatchKernel:
 
     def __call__(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
         """Bind, choose and run; a call signature seen before reuses its choice and the member's prepared
-        launch (:mod:`ckgen.runtime.prepared`): no binding, no choice."""
+        launch (:mod:`ckgen.runtime.prepared`): no binding, no choice. An instance of the backend's compiled class
+        is called by compiled code first, which hands here (as ``_full_call``) the calls it does not serve."""
 
-        native = self._native
-        if native is not None and stream is None and workspace is None:
-            out = native(*tensors, **named)
-            if out is not None:
-                if type(out) is int:
-                    self._raise_status(out)
-                return out
-        return self._full_call(*tensors, stream=stream, workspace=workspace, **named)
-
-    def _raise_status(self, status: int) -> None:
-        # (the status texts are the same in every member's library)
-        self.backend.raise_status(next(iter(self._kernels.values())).handle, status, f"family '{self.name}'")
-
-    def _full_call(self, *tensors: Any, stream: Any = None, workspace: Any = None, **named: Any) -> Any:
-        """A call the compiled prepared call did not serve: a member chosen before, else the full choice."""
         native = self._native
         op = self.backend.fast_operand
         keyed = None
@@ -146,6 +132,12 @@ class DispatchKernel:
             return out
         return member(stream=stream, workspace=workspace if member.abi.workspace is not None else None,
                       **args, **sizes_named)
+
+    _full_call = __call__
+
+    def _raise_status(self, status: int) -> None:
+        """A failed compiled launch of a member (the status texts are the same in every member's library)."""
+        self.backend.raise_status(next(iter(self._kernels.values())).handle, status, f"family '{self.name}'")
 
     def _choose(self, tensors: tuple, stream: Any, named: dict) -> tuple:
         """(member, tensors by name, sizes given by name) for this call, after the full checks through the members' common ABI."""

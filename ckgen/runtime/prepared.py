@@ -233,7 +233,7 @@ def new_callable(cls: type, backend: Any) -> Any:
     return object.__new__(cls)
 
 
-def native_launcher(obj: Any, backend: Any) -> Any:
-    """Where ``obj`` (made by :func:`new_callable`) records its prepared signatures for compiled launches: ``obj``
-    itself when it is of a compiled class, else a launcher of the backend's (None when it has none)."""
-    return obj if getattr(type(obj), "native_call", False) else backend.native_launcher()
+def compiled_self(obj: Any) -> Any:
+    """``obj`` (made by :func:`new_callable`) when it is of a backend's compiled class, where its prepared signatures
+    are then added (``add(spec)``, ``clear()``); None otherwise."""
+    return obj if getattr(type(obj), "native_call", False) else None

@@ -262,9 +262,6 @@ class CudaBackend(Backend):
                 check(handle, status)
         return launch
 
-    def native_launcher(self) -> Any:
-        return native.launcher()
-
     def native_class(self, base: type) -> type | None:
         return native.native_class(base)
 

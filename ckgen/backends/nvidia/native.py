@@ -8,7 +8,7 @@ Contract:
   when torch is missing, ``CKGEN_FASTCALL=0`` turned it off, or the build failed (warned once, with the reason):
   calls then take the Python prepared path (:mod:`ckgen.runtime.prepared`), which computes the same.
 - :func:`native_class` derives a callable class (Kernel, DispatchKernel) from the extension's Launcher, so that
-  its instances are launchers themselves; :func:`launcher` makes a plain one.
+  its instances are launchers themselves.
 - :func:`spec` turns one prepared signature (the key :func:`ckgen.runtime.prepared.call_key` made and the
   :class:`~ckgen.runtime.prepared.Prepared` recorded from its fully checked first call) into the tuple a
   ``Launcher.add`` takes; fastcall.cpp's header says what a Launcher checks and does with it.
@@ -58,12 +58,6 @@ def module() -> Any:
         return None
     mod.set_tensor_types((torch.Tensor, torch.nn.Parameter))
     return mod
-
-
-def launcher() -> Any:
-    """A new, empty Launcher, or None without the extension."""
-    mod = module()
-    return None if mod is None else mod.Launcher()
 
 
 _classes: dict[type, type] = {}
