@@ -65,7 +65,7 @@
 #             4096x32768, the 512x2 row-cache kernels)
 #   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
 #             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
-#   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_{fastcall,prepared}.py, test_torch_ops.py;
+#   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_prepared.py, test_torch_ops.py;
 #             a RuntimeWarning, e.g. fastcall.cpp failing to build, is an error), then bench/overhead.py: host time per
 #             call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the same
 #             size, and device time of both by CUDA-graph replay ($OUT/overhead.json); then bench/overhead_profile.py
@@ -121,8 +121,8 @@ for STAGE in "$@"; do
     launch-floor)
       nvcc -O2 -o /tmp/launch_floor bench/launch_floor.cu -lcuda && /tmp/launch_floor | tee "$OUT/launch_floor.txt" ;;
     overhead)
-      timeout 300 $PYTEST -W "error:ckgen:RuntimeWarning" tests/runtime/test_nvidia_fastcall.py \
-        tests/runtime/test_nvidia_prepared.py tests/runtime/test_torch_ops.py > "$OUT/pytest_prepared.txt" 2>&1
+      timeout 300 $PYTEST -W "error:ckgen:RuntimeWarning" tests/runtime/test_nvidia_prepared.py \
+        tests/runtime/test_torch_ops.py > "$OUT/pytest_prepared.txt" 2>&1
       echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
       timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
       echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt"
