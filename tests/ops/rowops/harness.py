@@ -213,7 +213,8 @@ def build_nvcc(out):
 
 def build_nv_on_emu(names, plans=None, stem: str = "rowops_nv_emu") -> dict:
     """The sm_90 plans of ``names`` (warp32 configurations; or ``plans`` as given) on the emulator: one library
-    built with a 32-lane wave and the CUDA build's tail path (CKGEN_ROWOPS_PREDICATED_TAIL=1); name -> Kernel."""
+    built with a 32-lane wave and the CUDA build's tail path and group-scale stores (CKGEN_ROWOPS_PREDICATED_TAIL=1,
+    CKGEN_ROWOPS_GROUP_SCALES_AFTER=1); name -> Kernel."""
     import dataclasses
 
     from ckgen.targets import get_target
@@ -221,7 +222,7 @@ def build_nv_on_emu(names, plans=None, stem: str = "rowops_nv_emu") -> dict:
     plans = plans if plans is not None else [plan(n, "sm_90") for n in names]
     # a 32-lane wave with sm_90's shared memory per workgroup (the row cache of a 64 KiB row and its scratch)
     target = dataclasses.replace(get_target("gfx942"), wave_size=32, lds_bytes=get_target("sm_90").lds_bytes)
-    return build_on_emu(plans, stem, target, ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1"])
+    return build_on_emu(plans, stem, target, ["-DCKGEN_ROWOPS_PREDICATED_TAIL=1", "-DCKGEN_ROWOPS_GROUP_SCALES_AFTER=1"])
 
 
 def build_on_emu(plans, stem: str, target, extra: list[str]) -> dict:

@@ -36,6 +36,19 @@
 #endif
 #endif
 
+// Per-group scales (tile_y_group, rowops_row.h) stored after the tile's loop rather than inside it: a store under a
+// per-thread branch in each unrolled vector's step kept nvcc from scheduling the steps tightly (sm_90a, 1x128 fp8:
+// quantize at 4096 columns 61 -> 46 registers, add + RMS norm 64 -> 60, RMS norm at 7168 112 -> 75: one more
+// workgroup per SM each). On AMD the in-loop store stays: after the loop, gfx942's layer norm at 3000 columns
+// spilled 6 SGPRs (at the 106 limit either way). The NVIDIA plans' emulator builds set it as the CUDA build does.
+#ifndef CKGEN_ROWOPS_GROUP_SCALES_AFTER
+#if defined(CKGEN_PLATFORM_CUDA)
+#define CKGEN_ROWOPS_GROUP_SCALES_AFTER 1
+#else
+#define CKGEN_ROWOPS_GROUP_SCALES_AFTER 0
+#endif
+#endif
+
 #if defined(CKGEN_PLATFORM_CUDA)
 #define CKGEN_ROWOPS_ASYNC 1
 #elif defined(CKGEN_PLATFORM_EMU) && CKGEN_EMU_WAVE_SIZE == 32

@@ -260,13 +260,18 @@ struct RowGroup {
 
   // y of the tile in buf quantized per group of P::kGroup columns (rowops_quant.h), stored with the groups'
   // scales: every vector of this thread lies in one group, reduced over the group's threads. Every thread of
-  // the row takes every step (the group's butterfly); vectors past the row count as amax 0.
+  // the row takes every step (the group's butterfly); vectors past the row count as amax 0. The group's first
+  // thread stores the scale: inside the loop, or with CKGEN_ROWOPS_GROUP_SCALES_AFTER (rowops_frag.h) after it,
+  // all of the tile's at once.
   template <class M, class Fast, class Wts>
   CKGEN_ROWOPS_STEP_FORCED void tile_y_group(M, Fast, int tile, const RowScalars& rs, Wts& wts) {
     const Stats ts{buf, k};
     constexpr int kLanes = P::kGroup / kVec;
+    constexpr bool kAfter = CKGEN_ROWOPS_GROUP_SCALES_AFTER;
+    float scale[kR];  // (kAfter) the scales of this thread's groups
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
+      scale[j] = 1.0f;
       if (!ts.live(M{}, j)) continue;  // uniform over the row's threads
       const bool in = !M::value || k.nv(j) > 0;
       float o[kVec];
@@ -283,8 +288,12 @@ struct RowGroup {
       }
       amax = group_amax<P>(amax);
       if (!in) continue;
-      const long long col = static_cast<long long>(Pol::col0(tile, j)) + static_cast<long long>(e.rt) * kVec;
-      if (e.rt % kLanes == 0) gstore(a.y_scale + (row * a.stride_scale + col / P::kGroup), quant_scale<P>(amax));
+      if constexpr (kAfter) {
+        scale[j] = quant_scale<P>(amax);
+      } else {
+        const long long col = Pol::col0(tile, j) + static_cast<long long>(e.rt) * kVec;
+        if (e.rt % kLanes == 0) gstore(a.y_scale + (row * a.stride_scale + col / P::kGroup), quant_scale<P>(amax));
+      }
       const float qmul = quant_mul<P>(amax);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) o[i] *= qmul;
@@ -293,6 +302,19 @@ struct RowGroup {
       else if constexpr (M::value) detail::store<TOut, kVec>(yr + Pol::col0(tile, j), k.nv(j), e.y_ok, f);
       else detail::store<TOut, kVec>(yr + Pol::col0(tile, j), kVec, e.y_ok, f);
     }
+    if constexpr (kAfter) {
+      // vector j's group: column col0(tile, 0) + j * kStep + rt * kVec of the row (col0 and kStep are multiples of
+      // the group, rowops_quant.h)
+      float* const sr = a.y_scale + (row * a.stride_scale + (Pol::col0(tile, 0) + static_cast<long long>(e.rt) * kVec) /
+                                                               P::kGroup);
+      if (e.rt % kLanes == 0) {
+#pragma unroll
+        for (int j = 0; j < kR; ++j) {
+          if (ts.live(M{}, j) && (!M::value || k.nv(j) > 0)) gstore(sr + j * (P::kStep / P::kGroup), scale[j]);
+        }
+      }
+    }
+    (void)scale;
   }
 
   // Per-row scales (int8 or fp8 y, P::kGroup == 0): the y -> q multiplier (kMax / amax), y_scale written; amax
