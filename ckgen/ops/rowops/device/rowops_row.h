@@ -305,6 +305,7 @@ struct RowGroup {
     if constexpr (kAfter) {
       // vector j's group: column col0(tile, 0) + j * kStep + rt * kVec of the row (col0 and kStep are multiples of
       // the group, rowops_quant.h)
+      static_assert(P::kStep % P::kGroup == 0 && P::kTile % P::kGroup == 0, "a group lies within a vector step");
       float* const sr = a.y_scale + (row * a.stride_scale + (Pol::col0(tile, 0) + static_cast<long long>(e.rt) * kVec) /
                                                                P::kGroup);
       if (e.rt % kLanes == 0) {
