@@ -1,21 +1,21 @@
 // fastcall.cpp (ckgen/backends/nvidia): the compiled prepared call of the cuda backend, built as a torch extension
 // by ckgen/backends/nvidia/native.py.
 //
-// A Launcher holds the prepared signatures of one Python callable (a kernel, or a family's members), each recorded
-// by ckgen.runtime.prepared after a fully checked first call (Launcher.add; the spec's layout is native.py's
-// `spec`). Calling the Launcher with the callable's arguments looks for a signature that matches them exactly:
-// per operand None, or a torch.Tensor / nn.Parameter (not a subclass) on that CUDA device with that dtype, sizes,
-// strides and data address mod 16; per keyword the same name in the same place and, for a scalar, the same type
-// and value. The current device must be the operands'. On a match it checks that no written operand's bytes
+// A Launcher is the base of a Python callable (ckgen's Kernel and DispatchKernel, derived from it by native.py ahead
+// of their other bases, so that a call reaches launcher_call with no Python frame). It holds the callable's prepared
+// signatures (a kernel's, or a family's members'), each recorded by ckgen.runtime.prepared after a fully checked
+// first call (Launcher.add; the spec's layout is native.py's `spec`). A call looks for a signature that matches its
+// arguments exactly: per operand None, or a torch.Tensor / nn.Parameter (not a subclass) on that CUDA device with
+// that dtype, sizes, strides and data address mod 16; per keyword the same name in the same place and, for a
+// scalar, the same type and value. The current device must be the operands'. On a match it checks that no written operand's bytes
 // overlap another operand's (the same view where the ABI lets an output alias an input passes), allocates the
 // outputs the caller left out (torch's caching allocator, on the current stream; 0xFF bytes when the spec asks
 // for poison), takes the per-(device, stream) workspace, patches the addresses into the packed argument slots and
 // calls the kernel's packed host entry ckgen_<kernel>_packed(slots, stream) (ckgen/host_api.h) on the current
-// stream. It returns the outputs as the Python path does (the one output, or a tuple in ABI order), the entry's
-// nonzero status as an int, or None when no signature matches or an overlap needs the full checks: the caller
-// then takes the Python path, which checks everything and raises or runs as it does for a first call. A Python
-// class derived from Launcher (ckgen's Kernel and DispatchKernel, native.py) is called with no Python frame at
-// all: its methods _full_call and _raise_status take the None and status cases.
+// stream. It returns the outputs as the Python path does (the one output, or a tuple in ABI order). A nonzero
+// status goes to the object's method _raise_status(status); a call that matches no signature, or whose overlap
+// needs the full checks, to its _full_call(*args, **kwargs): the Python path, which checks everything and raises or
+// runs as it does for a first call.
 //
 // The workspace: one zero-filled uint8 tensor per (device, stream), grown when a kernel needs more (every kernel
 // leaves it zero-filled; a buffer outgrown stays alive, as a captured CUDA graph may still use it); dropped after
@@ -334,9 +334,7 @@ struct Launcher {
   long long hits;
 };
 
-extern PyTypeObject LauncherType;
-
-// A subclass's method `name` (an interned str) called with a call's vectorcall arguments.
+// The object's method `name` (an interned str) called with a call's vectorcall arguments.
 PyObject* call_method(PyObject* self, PyObject* name, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
   std::vector<PyObject*> stack(static_cast<size_t>(n) + 1);
@@ -348,7 +346,6 @@ PyObject* call_method(PyObject* self, PyObject* name, PyObject* const* args, Py_
 PyObject* launcher_call(PyObject* self_, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(self_);
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  const bool sub = Py_TYPE(self_) != &LauncherType;  // a Python callable built on a Launcher (native.py's)
   thread_local std::vector<uintptr_t> ptrs;
   for (const Entry& e : *self->entries) {
     if (!matches(e, args, nargs, kwnames, ptrs)) continue;
@@ -361,7 +358,7 @@ PyObject* launcher_call(PyObject* self_, PyObject* const* args, size_t nargsf, P
       PyErr_SetString(PyExc_RuntimeError, ex.what());
       return nullptr;
     }
-    if (sub && out != nullptr && PyLong_CheckExact(out)) {  // a nonzero status: the subclass raises its error
+    if (out != nullptr && PyLong_CheckExact(out)) {  // a nonzero status: the object raises its error
       PyObject* status = out;
       static PyObject* raise_status = PyUnicode_InternFromString("_raise_status");
       out = call_method(self_, raise_status, &status, 1, nullptr);
@@ -369,11 +366,8 @@ PyObject* launcher_call(PyObject* self_, PyObject* const* args, size_t nargsf, P
     }
     return out;
   }
-  if (sub) {
-    static PyObject* full_call = PyUnicode_InternFromString("_full_call");
-    return call_method(self_, full_call, args, nargs, kwnames);
-  }
-  Py_RETURN_NONE;
+  static PyObject* full_call = PyUnicode_InternFromString("_full_call");
+  return call_method(self_, full_call, args, nargs, kwnames);
 }
 
 PyObject* launcher_new(PyTypeObject* type, PyObject*, PyObject*) {
@@ -438,9 +432,7 @@ constexpr unsigned long kVectorcallFlag = Py_TPFLAGS_HAVE_VECTORCALL;
 constexpr unsigned long kVectorcallFlag = _Py_TPFLAGS_HAVE_VECTORCALL;
 #endif
 
-// A Python class may derive from Launcher (ahead of its other bases, so that calls reach launcher_call): a call that
-// matches no signature then goes to its method _full_call(*args, **kwargs), and a nonzero status to
-// _raise_status(status), instead of returning None or the status.
+// A base type only: a derived class provides _full_call and _raise_status (the header).
 PyTypeObject LauncherType = [] {
   PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
   t.tp_name = "ckgen_fastcall.Launcher";

@@ -5,16 +5,15 @@
 //   template <class Cfg, class... A> CKGEN_DEVICE void attention_decode_nv(A... args);
 //
 // Arguments, rows, key ranges, the grid and the split-KV hand-off: attention_decode_common.h.
-// Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the
-// same swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: a tile may
-// span pages). The launch passes Cfg::kLdsBytes (>= kSmemBytes) of dynamic shared memory. The Q tile holds the
-// workgroup's
-// packed rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down
-// with 16-byte cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids
-// are read from the block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O
-// and LSE (or the split's slot) are written straight from the accumulators. Warps split the rows (warp w: rows
-// [16 kMB w, 16 kMB (w + 1)), every key of a tile) or, with Cfg::kWarpSplitKeys, the keys (every warp the kBlockM =
-// 16 or 32 rows, kBlockN / kWarps keys of each tile; their states merged at the end: attention_decode_nv_keys.h).
+// Cfg: the members of attention_fwd_nv.h's Cfg (its stages scores, softmax and pv run each K/V tile from the same
+// swizzled shared-memory tiles and cp.async ring) plus kPageSize (0: contiguous; any page size: a tile may span pages).
+// The launch passes Cfg::kLdsBytes (>= kSmemBytes) of dynamic shared memory. The Q tile holds the workgroup's packed
+// rows (per-row addresses; zeros past the rows); the split's K/V tiles are walked from its last one down with 16-byte
+// cp.async copies (per element when unaligned), the same for both layouts; paged, a tile's page ids are read from the
+// block table two tiles ahead (PageMap, KvCopy), so that no copy waits on a block-table read. O and LSE (or the split's
+// slot) are written straight from the accumulators. Warps split the rows (warp w: rows [16 kMB w, 16 kMB (w + 1)),
+// every key of a tile) or, with Cfg::kWarpSplitKeys, the keys (every warp the kBlockM = 16 or 32 rows, kBlockN / kWarps
+// keys of each tile; their states merged at the end: attention_decode_nv_keys.h).
 #pragma once
 
 #include "attention_decode_common.h"
