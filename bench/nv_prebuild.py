@@ -7,8 +7,8 @@ bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_*.py (th
 ``bench/device_run.sh rowops`` runs with ``ckgen run``; and
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
 dispatcher with: only that small host file is compiled on the device), bench/rowops_widths_nv.ck (the planned
-kernel of every op and model width bench/rowops.py times) and bench/rowops_nv.ck (its --candidates), as
-bench/rowops.py loads them.
+kernel of every op and model width bench/rowops.py times; and, as a second library, those plans before the weighted
+single-pass rule, its --before) and bench/rowops_nv.ck (its --candidates), as bench/rowops.py loads them.
 
   CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
@@ -18,11 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import rowops_shapes  # noqa: E402
 
 
 def main() -> int:
@@ -35,6 +38,7 @@ def main() -> int:
     args = ap.parse_args()
     # (source, kernel name or None for the whole file as one library, label); the long whole-file builds first
     jobs: list = [(lib, None, lib) for lib in ("bench/rowops_widths_nv.ck", "bench/dispatch_nv.ck", "bench/rowops_nv.ck")]
+    jobs.append(("bench/rowops_widths_nv.ck", None, "bench/rowops_widths_nv.ck before"))  # bench/rowops.py --before
     from ckgen import driver
     from ckgen.frontend import load_file, load_text
 
@@ -70,11 +74,13 @@ def main() -> int:
         jobs = [j for j in jobs if re.search(args.only, j[1] or "") or re.search(args.only, j[2])]
 
     def one(job):
-        src, name, _ = job
+        src, name, label = job
         t0 = time.perf_counter()
         if name is None:  # the whole file as one library (`ckgen compile FILE --arch sm_90`, rowops.library)
-            plans = driver.plan(driver.load([src], ("sm_90",)), ("sm_90",))[Path(src).stem]
-            lib = build_cuda_library(Path(src).stem, plans)
+            plans, stem = driver.plan(driver.load([src], ("sm_90",)), ("sm_90",))[Path(src).stem], Path(src).stem
+            if label.endswith(" before"):  # its plans before the weighted single-pass rule (rowops.library)
+                plans, stem = rowops_shapes.before(plans), f"{stem}_before"
+            lib = build_cuda_library(stem, plans)
             return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib.library.stat().st_size
         plan = plan_for(src, name, "nvidia", "sm_90")
         lib = build_cuda_library(plan.name, [plan])

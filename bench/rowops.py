@@ -3,7 +3,7 @@ torch.compile, every side timed as device time by CUDA-graph replay (nvh.time_gr
 a graph of 10 calls, per call; no host launch path, no torch.compile guards), bf16.
 
   python bench/rowops.py [--quick] [--kinds hidden,intermediate,vocab,decode] [--ops softmax,layernorm,...]
-                         [--shapes 4096x2304,...] [--candidates] [--no-compile] [--part K/N] [--json OUT]
+                         [--shapes 4096x2304,...] [--candidates] [--before] [--no-compile] [--part K/N] [--json OUT]
 
 Shapes (bench/rowops_shapes.py, from bench/shapes/hidden_sizes.txt: 44 open models' hidden, intermediate and
 vocabulary sizes, each with its source model): every hidden and intermediate width at the rows that make >= 64 MiB
@@ -16,7 +16,8 @@ bench/rowops_widths_nv.ck has one).
 ckgen's figure of record at a width is ckgen's planned kernel for it (bench/rowops_widths_nv.ck: max_cols = the
 width and nothing else given, so threads, vectors, rows per workgroup and pipeline are the planner's choice);
 ``--candidates`` also times the hand-picked kernels of bench/rowops_nv.ck that take the shape (shown, not of
-record). Each kernel is checked against a float64 reference on 64 sampled rows (outputs poisoned with NaN first;
+record); ``--before`` the planned kernels the weighted single-pass rule changed as they were planned before it
+(rowops_shapes.before; shown, not of record). Each kernel is checked against a float64 reference on 64 sampled rows (outputs poisoned with NaN first;
 s exactly x + residual rounded), then timed through its C entry point. GB/s counts the bytes the op must move: x
 read and y written (4 bytes per element), plus the residual read and s written for addrmsnorm (8); weight and
 bias (one row) are left out. Copy: ``y.copy_(x)`` of the same matrix (read + write), timed per shape. torch.compile
@@ -83,10 +84,11 @@ TORCH_OPS = {"softmax": softmax_op, "layernorm": layernorm_op, "rmsnorm": rmsnor
 
 
 
-def library(spec: Path) -> dict:
+def library(spec: Path, variant=None) -> dict:
     """Every kernel of ``spec`` planned for sm_90, built by ckgen's toolchain into ONE library (cached;
     bench/nv_prebuild.py builds it ahead, from the same relative path: the same cache key), each behind the JIT's
-    callable (the cuda backend's binding and launch); name -> Kernel."""
+    callable (the cuda backend's binding and launch); name -> Kernel. ``variant``: plans -> other plans (with
+    names of their own) built instead, into a library named after it."""
     from ckgen import driver
     from ckgen.backends.nvidia.compiler import build_cuda_library
     from ckgen.backends.nvidia.driver import CudaBackend, CudaKernel
@@ -94,7 +96,10 @@ def library(spec: Path) -> dict:
 
     arg = os.path.relpath(spec, HERE.parent)
     plans = driver.plan(driver.load([arg], ("sm_90",)), ("sm_90",))[spec.stem]
-    path = build_cuda_library(spec.stem, plans).library
+    stem = spec.stem
+    if variant is not None:
+        plans, stem = variant(plans), f"{spec.stem}_{variant.__name__}"
+    path = build_cuda_library(stem, plans).library
 
     class OneLibrary(CudaBackend):
         def build(self, plan):
@@ -187,6 +192,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--shapes", help="rows x cols instead of the shapes file, e.g. 4096x2304,1024x128256")
     ap.add_argument("--candidates", action="store_true", help="also time bench/rowops_nv.ck's hand-picked kernels")
+    ap.add_argument("--before", action="store_true", help="also time each planned kernel the weighted single-pass "
+                    "rule changed as it was before it (rung 3 A/B of that rule)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--part", default="1/1", help="K/N: every N-th shape from the K-th (split a long run)")
     a = ap.parse_args(argv)
@@ -201,7 +208,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     planned = library(WIDTHS_SPEC)
     cands = {n: k for n, k in library(CANDIDATES_SPEC).items() if n.split("_")[0] in ops} if a.candidates else {}
-    print(f"{torch.cuda.get_device_name()}: {len(planned)} planned + {len(cands)} candidate ckgen kernels loaded in "
+    olds = library(WIDTHS_SPEC, RS.before) if a.before else {}
+    print(f"{torch.cuda.get_device_name()}: {len(planned)} planned + {len(cands) + len(olds)} candidate ckgen kernels loaded in "
           f"{time.perf_counter() - t0:.1f} s; {len(todo)} shapes", flush=True)
     compiled = {}
     # each (op, shape) compiles once: raise dynamo's per-function recompile limit (8 by default; past it the
@@ -232,6 +240,9 @@ def main(argv=None) -> int:
                 ms, why = time_kernel(planned[name], op, t, cols)
                 note = plan_note(planned[name])
             cand = {}
+            if name + "_before" in olds:
+                cms, cwhy = time_kernel(olds[name + "_before"], op, t, cols)
+                cand[name + "_before"] = cms if cms else cwhy
             for cname, kern in cands.items():
                 if cname.startswith(op + "_") and takes(kern, cols):
                     cms, cwhy = time_kernel(kern, op, t, cols)

@@ -17,6 +17,7 @@ norm; a vocabulary width at 1024 rows with softmax; decode rows (1, 16, 64) at e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,27 @@ def main(argv=None) -> int:
     for s in shapes(widths, a.quick):
         print(f"{s.kind:12s} {s.rows:6d} x {s.cols:<6d} {','.join(s.ops):40s} {', '.join(s.models)}")
     return 0
+
+
+
+def before(plans) -> list:
+    """The plans the weighted single-pass rule changed (WEIGHTED_SINGLE_PASS_REGISTERS, ckgen/ops/rowops/registers.py:
+    weight and bias a vector at a time, registers bounded) as they were before it (the whole tile's weight and bias,
+    no bound), each named ``<kernel>_before``: ``--before`` times them beside the planned kernel of their width."""
+    from ckgen.ops.rowops.registers import estimate_registers
+
+    out = []
+    for p in plans:
+        b = p.body
+        if not any("a vector at a time" in why for why in b.why):
+            continue
+        name = p.name + "_before"
+        est = estimate_registers(p.spec.params.row, b.vec, b.reg_vecs, b.looped, b.wave_size, b.threads_per_row)
+        out.append(dataclasses.replace(
+            p, spec=dataclasses.replace(p.spec, name=name),
+            entries=(dataclasses.replace(p.entries[0], name=name),) + p.entries[1:],
+            body=dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, registers_estimate=est)))
+    return out
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@
 // a failed launch. native.py's workspace() hands the same buffers to the Python path.
 #include <Python.h>
 
-#include <ATen/ops/empty_strided.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
@@ -284,7 +284,9 @@ PyObject* launch(const Entry& e, PyObject* const* args, Py_ssize_t nargs, const 
   std::vector<at::Tensor> outs;
   outs.reserve(e.allocs.size());
   for (const Alloc& a : e.allocs) {
-    outs.push_back(at::empty_strided(a.sizes, a.strides, at::TensorOptions().dtype(a.dtype).device(at::kCUDA, e.device)));
+    // torch's caching allocator, without the dispatcher's round trip of at::empty_strided (the same tensor)
+    outs.emplace_back(at::detail::empty_strided_cuda(a.sizes, a.strides, a.dtype,
+                                                     at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(e.device))));
     const at::Tensor& o = outs.back();
     if (e.poison && o.storage().nbytes() > 0) cudaMemsetAsync(o.storage().mutable_data(), 0xFF, o.storage().nbytes(), stream);
     slots[a.slot] = reinterpret_cast<int64_t>(o.data_ptr());

@@ -38,6 +38,7 @@ from ckgen.ops.rowops.registers import (
     PLAN_REGISTERS,
     SGPR_PLAN_LIMIT,
     SPLIT_SGPR,
+    WEIGHTED_SINGLE_PASS_REGISTERS,
     WHOLE_SGPR,
     estimate_registers,
     planning_budget,
@@ -483,7 +484,8 @@ def plan_lds(d: RowDraft) -> None:
 
 def bound_registers(d: RowDraft) -> None:
     """A single pass of a BOUNDED_SINGLE_PASS line's tile (its threads, one row per workgroup) is compiled for the
-    line's workgroups per CU / SM, weight and bias read in batches; a row-cache kernel whose estimate fits
+    line's workgroups per CU / SM, weight and bias read in batches; another single pass with weights as
+    WEIGHTED_SINGLE_PASS_REGISTERS says; a row-cache kernel whose estimate fits
     CACHE_GROUPS workgroups, for CACHE_GROUPS where CACHE_BOUNDED says so; split rows as split.SPLIT_BOUNDED says."""
     w = d.target.wave_size
     if d.split:
@@ -503,6 +505,16 @@ def bound_registers(d: RowDraft) -> None:
     if (d.bounded or given) and line is not None and line[1:3] == (d.threads_per_row, d.reg_vecs) \
             and d.threads == line[1]:
         d.workgroups_per_cu, d.weight_vecs = line[3], line[4]
+        return
+    regs, r = WEIGHTED_SINGLE_PASS_REGISTERS[w], d.row
+    if regs is not None and d.reg_vecs >= 2 and (r.weight, r.bias) != (None, None) and not r.quantized and r.write_y:
+        d.weight_vecs = 1
+        file = PLAN_REGISTERS[w][1]
+        if estimate_registers(r, d.vec, d.reg_vecs, False, w, d.threads_per_row) * d.threads * FIT_GROUPS > file:
+            d.workgroups_per_cu = max(1, file // (regs * d.threads))  # (else left to the compiler: below regs)
+        d.why.append(f"weight and bias read a vector at a time (at most about {regs} registers per thread"
+                     + (f", compiled for {d.workgroups_per_cu} workgroup(s) per CU / SM" if d.workgroups_per_cu else "")
+                     + "): more workgroups overlap one another's reductions and stores")
 
 
 def check_registers(d: RowDraft) -> None:
@@ -512,6 +524,8 @@ def check_registers(d: RowDraft) -> None:
     budget = register_budget(d.target, d.threads)
     if d.workgroups_per_cu:  # the compiler holds the kernel to the bounded budget (bound_registers)
         est = min(est, register_budget(d.target, d.threads * d.workgroups_per_cu))
+    if d.weight_vecs == 1 and WEIGHTED_SINGLE_PASS_REGISTERS[w] is not None:  # (measured: bound_registers)
+        est = min(est, WEIGHTED_SINGLE_PASS_REGISTERS[w])
     if est > budget:
         fits = [r for r in range(1, MAX_REG_VECS + 1)
                 if estimate_registers(d.row, d.vec, r, d.looped, w, t) <= budget]

@@ -69,7 +69,7 @@ def test_nothing_given_is_a_looped_kernel_for_any_cols() -> None:
     ("softmax", "x = bf16 max_cols = 32768", False),      # keeps the row cache (measured faster)
     ("softmax", "x = bf16 max_cols = 32768 threads_per_row = 512 reg_vecs = 8 looped = false", True),
     ("layernorm", "x = bf16 residual = true max_cols = 32768", False), ("rmsnorm", "x = bf16 y = i8 max_cols = 32768", False),
-    ("layernorm", "x = bf16 max_cols = 16384", False),     # one workgroup's SINGLE_PASS line holds it
+    ("layernorm", "x = bf16 max_cols = 16384", False),     # one workgroup's SINGLE_PASS line holds it (weighted rule)
     ("layernorm", "x = bf16 max_cols = 32768 row_in = shared", False),
 ])
 def test_register_bounded_single_pass(op: str, body: str, bounded: bool) -> None:
@@ -83,12 +83,42 @@ def test_register_bounded_single_pass(op: str, body: str, bounded: bool) -> None
         assert (b.threads_per_row, b.reg_vecs, b.looped, b.workgroups_per_cu, b.weight_vecs) == (512, 8, False, 2, 2)
         assert "CKGEN_LAUNCH_BOUNDS_MIN(512, 2)" in src and "kWeightBatch = 2;" in src
         assert b.registers_estimate == 64 and "registers for 2 workgroups per CU / SM" in get_op(op).summary(p)
+    elif not b.looped and op != "softmax" and not p.spec.params.row.quantized:  # test_weighted_single_pass
+        assert (b.threads, b.weight_vecs, b.workgroups_per_cu) == (512, 1, 2) and "kWeightBatch = 1;" in src
     else:  # (row caches: bounded for CACHE_GROUPS workgroups on NVIDIA, test_row_cache_is_planned_...)
         assert b.weight_vecs == 0 and "kWeightBatch" not in src
         assert b.workgroups_per_cu == (2 if b.cache_tiles else 0)
     if "row_in" not in body:  # (gfx942's LDS holds no 64 KiB row cache beside the scratch)
         amd = plan1(body.replace("threads_per_row = 512 reg_vecs = 8 looped = false", ""), "gfx942", op).body
         assert amd.workgroups_per_cu == 0 and amd.weight_vecs == 0
+
+
+@pytest.mark.parametrize("op,body,threads,weighted,groups", [
+    ("layernorm", "x = bf16 max_cols = 11008", 256, True, 0), ("layernorm", "x = bf16 max_cols = 4096", 256, True, 0),
+    ("rmsnorm", "x = f16 max_cols = 7168", 256, True, 0), ("rmsnorm", "x = bf16 max_cols = 11008", 512, True, 0),
+    ("layernorm", "x = bf16 residual = true max_cols = 11008", 512, True, 2),  # one workgroup by its estimate
+    ("layernorm", "x = bf16 weight = none max_cols = 4096", 256, False, 0),   # neither weight nor bias
+    ("rmsnorm", "x = bf16 y = i8 max_cols = 7168", 256, False, 0),           # a quantized y keeps the whole tile
+    ("softmax", "x = bf16 max_cols = 11008", 256, False, 0),
+    ("layernorm", "x = bf16 max_cols = 512 threads_per_row = 64 reg_vecs = 1", 256, False, 0),  # one vector per thread
+])
+def test_weighted_single_pass(op: str, body: str, threads: int, weighted: bool, groups: int) -> None:
+    """WEIGHTED_SINGLE_PASS_REGISTERS: on sm_90 a single pass of two or more vectors per thread with a weight or bias
+    (and no quantized y) reads them a vector at a time, estimated at 64 registers per thread; compiled for the
+    workgroups per SM that leave 64 registers only where its whole-tile estimate left room for one; gfx942 keeps its
+    plan (no bound, the whole tile's weights)."""
+    p = plan1(body, "sm_90", op)
+    b, src = p.body, render_kernel(p)
+    assert b.threads == threads and not b.looped
+    if weighted:
+        assert (b.weight_vecs, b.workgroups_per_cu) == (1, groups) and b.registers_estimate <= 64
+        bound = f"CKGEN_LAUNCH_BOUNDS_MIN({threads}, 2)" if groups else f"CKGEN_LAUNCH_BOUNDS({threads})"
+        assert "kWeightBatch = 1;" in src and bound in src
+        assert any("a vector at a time" in why for why in b.why)
+    else:
+        assert b.weight_vecs == 0 and "kWeightBatch" not in src and b.workgroups_per_cu == 0
+    amd = plan1(body, "gfx942", op).body
+    assert amd.weight_vecs == 0 and amd.workgroups_per_cu == 0
 
 
 def test_bounded_lines_are_consistent() -> None:

@@ -21,7 +21,7 @@ template <class P>
 struct BatchedWeights {
   static_assert(P::kWB >= 1 && P::kWB < P::kR && P::kR % P::kWB == 0, "kWeightBatch: a divisor of kRegVecs below it");
   static constexpr bool kWhole = P::kWhole;  // whole-vector tiles take the fast path (RowGroup::by_kind)
-  typename P::FW wt[P::kR], bt[P::kR];
+  typename P::FW wt[P::kWB], bt[P::kWB];  // the batch vector j is in (wt[j % kWB])
 
   template <class M>
   CKGEN_DEVICE void prefetch(const RowGroup<P>&, int, M) {}
@@ -31,15 +31,15 @@ struct BatchedWeights {
   CKGEN_ROWOPS_STEP void get(const RowGroup<P>& g, int tile, int j, typename P::FW& w, typename P::FW& b, M) {
     if (j % P::kWB == 0) {
 #pragma unroll
-      for (int i = j; i < j + P::kWB; ++i) {
-        const bool in = !M::value || g.k.nv(i) > 0;
-        if constexpr (P::kHasWeight) wt[i] = weight_or_zero<P, false>(g.wr + RowPolicy<P>::col0(tile, i), in);
-        if constexpr (P::kHasBias) bt[i] = weight_or_zero<P, true>(g.br + RowPolicy<P>::col0(tile, i), in);
+      for (int i = 0; i < P::kWB; ++i) {
+        const bool in = !M::value || g.k.nv(j + i) > 0;
+        if constexpr (P::kHasWeight) wt[i] = weight_or_zero<P, false>(g.wr + RowPolicy<P>::col0(tile, j + i), in);
+        if constexpr (P::kHasBias) bt[i] = weight_or_zero<P, true>(g.br + RowPolicy<P>::col0(tile, j + i), in);
         (void)in;
       }
     }
-    if constexpr (P::kHasWeight) w = wt[j];
-    if constexpr (P::kHasBias) b = bt[j];
+    if constexpr (P::kHasWeight) w = wt[j % P::kWB];
+    if constexpr (P::kHasBias) b = bt[j % P::kWB];
     (void)w; (void)b;
   }
 };
