@@ -4,7 +4,8 @@ strided, poisoned arrays and checking it against the op's float64 reference.
 ``SOURCE`` holds one kernel per variant the issue names, covering between them every op (softmax, log-softmax,
 layer norm, RMS norm), every input dtype, int8 outputs, residuals (same and other dtype), weight / bias on and
 off, single-pass and looped rows (on sm_90 also register-bounded single passes of 32768 columns: ln_bf16_long,
-rms_f16_long), looped rows kept in shared memory (row_in = shared: a residual of another dtype,
+rms_f16_long; weights read a vector at a time, f32 ones and a 512-thread residual tile compiled for two workgroups
+per SM among them: ln_f16_w32, ln_res_9000), looped rows kept in shared memory (row_in = shared: a residual of another dtype,
 int8, rows sharing a wave, vectors of 4 bytes, a whole 64 KiB row on AMD), rows of one thread, of part of a wave, of a wave and of several waves (LDS),
 planned and given parameters. Rung 1 compiles them for gfx90a / gfx942 / gfx950 (and sm_90); rung 2 runs their
 gfx942 plans on the emulator through ``ckgen.jit`` and their sm_90 plans (warp32, the CUDA tail path) on the
@@ -60,6 +61,8 @@ kernel rms_f16_long  { op = rmsnorm x = f16 max_cols = 30000 }
 kernel ln_bf16_2304  { op = layernorm x = bf16 max_cols = 2304 }
 kernel rms_res_11008 { op = rmsnorm x = bf16 residual = true max_cols = 11008 }
 kernel sm_bf16_5376  { op = softmax x = bf16 scale = 0.7 max_cols = 5376 }
+kernel ln_f16_w32    { op = layernorm x = f16 weight = f32 max_cols = 3000 }
+kernel ln_res_9000   { op = layernorm x = bf16 residual = true max_cols = 9000 }
 """
 SPECS = {s.name: s for s in load_text(SOURCE, "rowops_tests.ck")}
 NAMES: tuple[str, ...] = tuple(SPECS)
@@ -68,7 +71,8 @@ AMD_ARCHES: dict[str, int] = {"gfx942": 19, "gfx90a": 19, "gfx950": 22}
 #: the kernels the sm_90 plans of which also run on the emulator (warp32, predicated tails)
 NV_ON_EMU = ("sm_bf16", "sm_f16_i8_sub", "lsm_f16_res", "ln_bf16_wb", "ln_res_f16", "rms_bf16_w", "rms_res_i8",
              "sm_bf16_wide", "sm_bf16_lds", "lsm_f16_lds", "ln_bf16_lds", "rms_f32_lds", "rms_bf16_lds2",
-             "ln_bf16_long", "rms_f16_long", "ln_bf16_2304", "rms_res_11008", "sm_bf16_5376")
+             "ln_bf16_long", "rms_f16_long", "ln_bf16_2304", "rms_res_11008", "sm_bf16_5376", "ln_f16_w32",
+             "ln_res_9000")
 #: looped kernels that also get one row of more than 262144 columns
 LONG_ROWS = {"rms_f32_long": 262144, "sm_f32_looped": 262147}
 
