@@ -17,7 +17,9 @@ ckgen's figure of record at a width is ckgen's planned kernel for it (bench/rowo
 width and nothing else given, so threads, vectors, rows per workgroup and pipeline are the planner's choice);
 ``--candidates`` also times the hand-picked kernels of bench/rowops_nv.ck that take the shape (shown, not of
 record); ``--before`` the planned kernels the weighted single-pass rule changed as they were planned before it
-(rowops_shapes.before; shown, not of record). Each kernel is checked against a float64 reference on 64 sampled rows (outputs poisoned with NaN first;
+(rowops_shapes.before; shown, not of record).
+
+Each kernel is checked against a float64 reference on 64 sampled rows (outputs poisoned with NaN first;
 s exactly x + residual rounded), then timed through its C entry point. GB/s counts the bytes the op must move: x
 read and y written (4 bytes per element), plus the residual read and s written for addrmsnorm (8); weight and
 bias (one row) are left out. Copy: ``y.copy_(x)`` of the same matrix (read + write), timed per shape. torch.compile
@@ -209,7 +211,8 @@ def main(argv=None) -> int:
     planned = library(WIDTHS_SPEC)
     cands = {n: k for n, k in library(CANDIDATES_SPEC).items() if n.split("_")[0] in ops} if a.candidates else {}
     olds = library(WIDTHS_SPEC, RS.before) if a.before else {}
-    print(f"{torch.cuda.get_device_name()}: {len(planned)} planned + {len(cands) + len(olds)} candidate ckgen kernels loaded in "
+    print(f"{torch.cuda.get_device_name()}: {len(planned)} planned + {len(cands) + len(olds)} candidate ckgen kernels "
+          f"loaded in "
           f"{time.perf_counter() - t0:.1f} s; {len(todo)} shapes", flush=True)
     compiled = {}
     # each (op, shape) compiles once: raise dynamo's per-function recompile limit (8 by default; past it the

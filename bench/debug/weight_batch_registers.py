@@ -5,8 +5,9 @@ WEIGHTED_SINGLE_PASS_REGISTERS, ckgen/ops/rowops/registers.py), at every row wid
     PYTHONPATH=. python3 bench/debug/weight_batch_registers.py [--kinds ln,rms,addln,fp8rms,...] [--widths 4096,...]
 
 Each kernel is planned by ckgen for sm_90 from its row alone (max_cols), then built twice: as planned, and as
-bench/rowops_shapes.py's before() restores it (the plan without the rule: the same generated source as before it). Kernels the rule leaves alone (looped, split, row-cached, register-bounded
-lines, one vector per thread, quantized y) are listed as such.
+bench/rowops_shapes.py's before() restores it (the plan without the rule: the same generated source as before it).
+Kernels the rule leaves alone (looped, split, row-cached, register-bounded lines, one vector per thread, quantized y)
+are listed as such.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def main() -> int:
             shown.append((k, w, tile, b.workgroups_per_cu))
     lib = build_cuda_library("weight_batch_registers", plans)
     rep = {r.name: r for r in analyze(lib, plans)}
-    print(f"{'kind':10s} {'width':>6s} {'tile':10s} {'bound':>5s} | before: regs spill WG/SM | planned: regs spill WG/SM")
+    print(f"{'kind':10s} {'width':>6s} {'tile':10s} {'bound':>5s} | before: regs spill WG/SM |"
+          " planned: regs spill WG/SM")
     for k, w, tile, bound in shown:
         a, o = rep[f"{k}_{w}_wv0_before"], rep[f"{k}_{w}_wv1"]
         print(f"{k:10s} {w:6d} {tile:10s} {bound:5d} | {a.registers:12d} {a.spill_stores:5d} {a.blocks_per_sm:5d} |"

@@ -26,6 +26,7 @@
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
+#include <c10/util/SmallVector.h>
 #include <cuda_runtime_api.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -281,8 +282,7 @@ PyObject* launch(const Entry& e, PyObject* const* args, Py_ssize_t nargs, const 
   }
   std::memcpy(slots, e.slots.data(), e.slots.size() * 8);
   for (const auto& [slot, idx] : e.fill) slots[slot] = static_cast<int64_t>(ptrs[idx]);
-  std::vector<at::Tensor> outs;
-  outs.reserve(e.allocs.size());
+  c10::SmallVector<at::Tensor, 4> outs;  // (no heap allocation for up to 4 outputs)
   for (const Alloc& a : e.allocs) {
     // torch's caching allocator, without the dispatcher's round trip of at::empty_strided (the same tensor)
     outs.emplace_back(at::detail::empty_strided_cuda(a.sizes, a.strides, a.dtype,

@@ -38,9 +38,10 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: this) workgroups (CKGEN_LAUNCH_BOUNDS_MIN); the others are left to ptxas, which keeps them at 37-64 (bounded for
 #: 4 workgroups of 256 threads, it takes all 64). sm_90a, nvcc 13, the planner's tiles at every width of
 #: bench/shapes/hidden_sizes.txt (bench/debug/weight_batch_registers.py,
-#: bench/runs/2026-12-04_weight_batch_registers.txt): layer norm at 11008 columns 115 -> 60 registers (2 -> 4
-#: workgroups of 256 per SM), at 7168 104 -> 60, at 4096 60 -> 48 (4 -> 5). The workgroups that overlap one
-#: another's reductions and stores are what the rows at these widths lacked (62-87% of copy at 2 workgroups or fewer,
+#: bench/runs/2026-12-04_weight_batch_registers.txt: 155 kernels, more workgroups per SM in 107, fewer in none; one
+#: spill, ptxas's choice: RMS norm at 6912, 4 bytes at 48 registers): layer norm at 11008 columns 115 -> 60
+#: registers (2 -> 4 workgroups of 256 per SM), at 7168 104 -> 60, at 4096 60 -> 48 (4 -> 5). The workgroups that
+#: overlap one another's reductions and stores are what the rows at these widths lacked (62-87% of copy at 2 workgroups or fewer,
 #: bench/runs/2026-12-04_rowops_quick_widths.txt). A quantized y keeps the whole tile: its amax pass and y pass then
 #: read the weights twice, and ptxas spilled 4 bytes at some widths (RMS norm with fp8 y at 3584, 7168).
 #: gfx942 (clang 19) gives layer norm the same VGPRs either way (100 / 98 at 11008): wave64 keeps its plans.
