@@ -29,6 +29,8 @@ KINDS = {
     "fp8rms": "op = rmsnorm x = bf16 y = e4m3fn eps = 1e-6 max_cols = {w}",
     "fp8addrms": "op = rmsnorm x = bf16 residual = true y = e4m3fn eps = 1e-6 max_cols = {w}",
     "grprms": "op = rmsnorm x = bf16 y = e4m3fn quant = group(128) eps = 1e-6 max_cols = {w}",
+    "grpaddrms": "op = rmsnorm x = bf16 residual = true y = e4m3fn quant = group(128) eps = 1e-6 max_cols = {w}",
+    "grpln": "op = layernorm x = bf16 y = e4m3fn quant = group(128) max_cols = {w}",
     "i8ln": "op = layernorm x = bf16 y = i8 max_cols = {w}",
     "f16ln32": "op = layernorm x = f16 weight = f32 max_cols = {w}",
 }

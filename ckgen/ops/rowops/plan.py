@@ -507,7 +507,8 @@ def bound_registers(d: RowDraft) -> None:
         d.workgroups_per_cu, d.weight_vecs = line[3], line[4]
         return
     regs, r = WEIGHTED_SINGLE_PASS_REGISTERS[w], d.row
-    if regs is not None and d.reg_vecs >= 2 and (r.weight, r.bias) != (None, None) and not r.quantized and r.write_y:
+    if regs is not None and d.reg_vecs >= 2 and (r.weight, r.bias) != (None, None) and r.write_y \
+            and (r.quant_group or not r.quantized):  # (per-row scales: the amax pass reads the weights again)
         d.weight_vecs = 1
         file = PLAN_REGISTERS[w][1]
         if estimate_registers(r, d.vec, d.reg_vecs, False, w, d.threads_per_row) * d.threads * FIT_GROUPS > file:

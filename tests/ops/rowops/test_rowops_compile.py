@@ -12,7 +12,8 @@ Per (kernel, AMD arch), from the code object's disassembly and metadata (``ckgen
 * 16-byte vector loads of x (16-byte vectors) (``global_load_dwordx4``) and vector stores of y of ``vec`` elements;
 * no scratch (no scratch_/buffer_ accesses, .private_segment_fixed_size 0), no VGPR or SGPR spills;
 * LDS == the plan's, workgroup == the plan's threads, wave64.
-nvcc: every kernel builds for sm_90a with no spill stores or loads, no stack frame, within its register budget.
+nvcc: every kernel builds for sm_90a with no spill stores or loads, no stack frame (or a spill ptxas traded for occupancy,
+checked by building the plan bounded for it: harness.assert_nv_spill_free), within its register budget.
 """
 
 from __future__ import annotations
@@ -87,14 +88,14 @@ def test_code_object(disasm, name: str, arch: str) -> None:
     assert rep.workgroup_size == b.threads and rep.wavefront_size == 64
 
 
-def test_nvcc_build_has_no_spills(nv_build) -> None:
+def test_nvcc_build_has_no_spills(nv_build, tmp_path) -> None:
     lib, reports = nv_build
     if lib is None:
         pytest.skip(reports)
     assert set(reports) == set(H.NAMES)
     for name, r in reports.items():
         p = H.plan(name, "sm_90")
-        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (name, r)
+        H.assert_nv_spill_free(p, r, tmp_path)  # (or a spill ptxas traded for occupancy, checked)
         assert r.registers <= register_budget(p.target, p.body.threads), (name, r.registers)
         assert r.threads == p.body.threads
 

@@ -98,13 +98,14 @@ def test_register_bounded_single_pass(op: str, body: str, bounded: bool) -> None
     ("rmsnorm", "x = f16 max_cols = 7168", 256, True, 0), ("rmsnorm", "x = bf16 max_cols = 11008", 512, True, 0),
     ("layernorm", "x = bf16 residual = true max_cols = 11008", 512, True, 2),  # one workgroup by its estimate
     ("layernorm", "x = bf16 weight = none max_cols = 4096", 256, False, 0),   # neither weight nor bias
-    ("rmsnorm", "x = bf16 y = i8 max_cols = 7168", 256, False, 0),           # a quantized y keeps the whole tile
+    ("rmsnorm", "x = bf16 y = i8 max_cols = 7168", 256, False, 0),           # per-row scales keep the whole tile
+    ("rmsnorm", "x = bf16 y = i8 quant = group(128) max_cols = 7168", 256, True, 0),  # per-group: one pass
     ("softmax", "x = bf16 max_cols = 11008", 256, False, 0),
     ("layernorm", "x = bf16 max_cols = 512 threads_per_row = 64 reg_vecs = 1", 256, False, 0),  # one vector per thread
 ])
 def test_weighted_single_pass(op: str, body: str, threads: int, weighted: bool, groups: int) -> None:
     """WEIGHTED_SINGLE_PASS_REGISTERS: on sm_90 a single pass of two or more vectors per thread with a weight or bias
-    (and no quantized y) reads them a vector at a time, estimated at 64 registers per thread; compiled for the
+    (and no per-row quantized y) reads them a vector at a time, estimated at 64 registers per thread; compiled for the
     workgroups per SM that leave 64 registers only where its whole-tile estimate left room for one; gfx942 keeps its
     plan (no bound, the whole tile's weights)."""
     p = plan1(body, "sm_90", op)

@@ -40,6 +40,8 @@ SOURCE_OCP = """
 target gfx950
 kernel rms_ocp_grp      { op = rmsnorm x = bf16 residual = true y = e4m3fn quant = group(128) }
 kernel quant_ocp_row    { op = quantize x = bf16 y = e4m3fn max_cols = 8192 }
+kernel ln_ocp_grp       { op = layernorm x = f16 y = e4m3fn quant = group(128) max_cols = 3000 }
+kernel rms_ocp_grp_4096 { op = rmsnorm x = bf16 residual = true y = e4m3fn quant = group(128) max_cols = 4096 }
 """
 SPECS = {s.name: (s, "gfx942") for s in load_text(SOURCE, "quant.ck")} | \
     {s.name: (s, "gfx950") for s in load_text(SOURCE_OCP, "quant_ocp.ck")}
@@ -126,7 +128,8 @@ def test_quantized_rows_on_the_emulator(kernels, name: str) -> None:
 
 
 def test_sm90_plans_on_the_emulator() -> None:
-    """The OCP kernels' sm_90 plans (warp32 rows, the CUDA build's predicated tails) on the emulator."""
+    """The OCP kernels' sm_90 plans (warp32 rows, the CUDA build's predicated tails; single passes with group scales
+    reading their weights a vector at a time: ln_ocp_grp, rms_ocp_grp_4096) on the emulator."""
     from tests.ops.rowops import harness as H
 
     plans = [plan_kernel(s, "sm_90") for s, arch in SPECS.values() if arch == "gfx950"]
@@ -239,9 +242,11 @@ def test_code_objects_have_no_spills(amd_objects, name: str) -> None:
 
 
 def test_nvcc_sm90_builds_the_ocp_kernels(tmp_path) -> None:
-    """The OCP (e4m3fn) kernels' sm_90 plans build with nvcc: no spills, no stack frame."""
+    """The OCP (e4m3fn) kernels' sm_90 plans build with nvcc: no spills, no stack frame (or ptxas's trade for
+    occupancy: harness.assert_nv_spill_free)."""
     from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.errors import ToolchainError
+    from tests.ops.rowops import harness as H
 
     plans = [plan_kernel(s, "sm_90") for s, arch in SPECS.values() if arch == "gfx950"]
     try:
@@ -250,8 +255,8 @@ def test_nvcc_sm90_builds_the_ocp_kernels(tmp_path) -> None:
         pytest.skip(str(exc))
     reports = {r.name: r for r in nvidia.analyze(lib, plans)}
     assert set(reports) == {p.name for p in plans}
-    for name, r in reports.items():
-        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (name, r)
+    for p in plans:  # (a spill ptxas traded for occupancy: checked by building the plan bounded for it)
+        H.assert_nv_spill_free(p, reports[p.name], tmp_path)
 
 
 def test_group_scales_feed_a_block_scaled_fp8_gemm(kernels) -> None:
