@@ -513,9 +513,9 @@ def bound_registers(d: RowDraft) -> None:
         file = PLAN_REGISTERS[w][1]
         if estimate_registers(r, d.vec, d.reg_vecs, False, w, d.threads_per_row) * d.threads * FIT_GROUPS > file:
             d.workgroups_per_cu = max(1, file // (regs * d.threads))  # (else left to the compiler: below regs)
-        d.why.append(f"weight and bias read a vector at a time (at most about {regs} registers per thread"
-                     + (f", compiled for {d.workgroups_per_cu} workgroup(s) per CU / SM" if d.workgroups_per_cu else "")
-                     + "): more workgroups overlap one another's reductions and stores")
+        bound = f", compiled for {d.workgroups_per_cu} workgroup(s) per CU / SM" if d.workgroups_per_cu else ""
+        d.why.append(f"weight and bias read a vector at a time (at most about {regs} registers per thread{bound}): "
+                     "more workgroups overlap one another's reductions and stores")
 
 
 def check_registers(d: RowDraft) -> None:

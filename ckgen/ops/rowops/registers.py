@@ -30,23 +30,19 @@ REG_WIDE_ROW: dict[int, tuple[int, int]] = {32: (64, 0), 64: (16, 48)}
 #: per wave size: (most registers per thread, registers per CU / SM) the planner stays within
 PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072)}
 #: per wave size, the registers per thread a single pass (not looped, split or cached) of two or more vectors per
-#: thread of a row with a weight or bias, and no y quantized per row, takes when it reads its weight and bias one vector at a
-#: time as the outputs are computed (the body's kWeightBatch = 1) instead of the whole tile's before them (None: it
-#: keeps the whole tile). The planner then estimates it at this many. A tile whose whole-weight estimate leaves no
-#: room for two workgroups per SM (the ones the kernel would compile for one: add + layer norm or layer norm of 512 x
-#: 3-4, which ptxas took to 87-126 registers, one workgroup per SM) is compiled for PLAN_REGISTERS' file / (threads *
-#: this) workgroups (CKGEN_LAUNCH_BOUNDS_MIN); the others are left to ptxas, which keeps them at 37-64 (bounded for
-#: 4 workgroups of 256 threads, it takes all 64). sm_90a, nvcc 13, the planner's tiles at every width of
-#: bench/shapes/hidden_sizes.txt (bench/debug/weight_batch_registers.py,
-#: bench/runs/2026-12-04_weight_batch_registers.txt: 155 kernels, more workgroups per SM in 107, fewer in none; one
-#: spill, ptxas's choice: RMS norm at 6912, 4 bytes at 48 registers): layer norm at 11008 columns 115 -> 60
-#: registers (2 -> 4 workgroups of 256 per SM), at 7168 104 -> 60, at 4096 60 -> 48 (4 -> 5). The workgroups that
-#: overlap one another's reductions and stores are what the rows at these widths lacked (62-87% of copy at 2 workgroups or fewer,
-#: bench/runs/2026-12-04_rowops_quick_widths.txt). With 1 x 128 group scales (one pass over the tile): 93 kernels,
-#: more workgroups in 54, fewer in none, no spills (RMS norm with fp8 y at 7168 75 -> 64 registers, 3 -> 4). A y
-#: quantized per row keeps the whole tile: its amax pass and y pass would read the weights twice, and ptxas spilled 4
-#: bytes at some widths (RMS norm with fp8 y at 3584, 7168).
-#: gfx942 (clang 19) gives layer norm the same VGPRs either way (100 / 98 at 11008): wave64 keeps its plans.
+#: thread, with a weight or bias and no y quantized per row, takes when it reads weight and bias one vector at a
+#: time as its outputs are computed (the body's kWeightBatch = 1) rather than the whole tile's before them; None: it
+#: keeps the whole tile. The planner estimates such a kernel at this many. One whose whole-tile estimate leaves no
+#: room for two workgroups per SM (512 x 3-4 tiles of layer norm and of the residual norms: ptxas took them to 80-126
+#: registers, one workgroup) is compiled for file / (threads * this) workgroups (CKGEN_LAUNCH_BOUNDS_MIN); the rest
+#: are left to ptxas, which keeps them at 37-64 (given any bound, it fills it: 38 -> 55 at RMS norm 4096).
+#: sm_90a, nvcc 13, the planner's tiles at every width of bench/shapes/hidden_sizes.txt
+#: (bench/debug/weight_batch_registers.py, bench/runs/2026-12-04_weight_batch_registers.txt): 155 kernels of the
+#: norms, more workgroups per SM in 107 and fewer in none (layer norm at 11008 columns 115 -> 60 registers, 2 -> 4
+#: workgroups of 256); with 1 x 128 group scales 93 kernels, more in 54, fewer in none. Those rows ran at 62-87% of
+#: copy with two workgroups or fewer (bench/runs/2026-12-04_rowops_quick_widths.txt). Per-row scales keep the whole
+#: tile (the amax pass would read the weights again; ptxas spilled 4 bytes at RMS norm with fp8 y at 3584, 7168).
+#: gfx942 (clang 19) allocates layer norm the same VGPRs either way (100 / 98 at 11008): wave64 keeps its plans.
 WEIGHTED_SINGLE_PASS_REGISTERS: dict[int, int | None] = {32: 64, 64: None}
 #: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
 #: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
