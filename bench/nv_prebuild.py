@@ -79,7 +79,7 @@ def main() -> int:
         if name is None:  # the whole file as one library (`ckgen compile FILE --arch sm_90`, rowops.library)
             plans, stem = driver.plan(driver.load([src], ("sm_90",)), ("sm_90",))[Path(src).stem], Path(src).stem
             if label.endswith(" before"):  # its plans before the weighted single-pass rule (rowops.library)
-                plans, stem = rowops_shapes.before(plans), f"{stem}_before"
+                plans, stem = rowops_shapes.before(plans), f"{stem}_{rowops_shapes.before.__name__}"
             lib = build_cuda_library(stem, plans)
             return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib.library.stat().st_size
         plan = plan_for(src, name, "nvidia", "sm_90")

@@ -140,12 +140,13 @@ def before(plans) -> list:
     """The plans the weighted single-pass rule changed (WEIGHTED_SINGLE_PASS_REGISTERS, ckgen/ops/rowops/registers.py:
     weight and bias a vector at a time, registers bounded) as they were before it (the whole tile's weight and bias,
     no bound), each named ``<kernel>_before``: ``--before`` times them beside the planned kernel of their width."""
+    from ckgen.ops.rowops.plan import WEIGHTS_A_VECTOR_AT_A_TIME
     from ckgen.ops.rowops.registers import estimate_registers
 
     out = []
     for p in plans:
         b = p.body
-        if not any("a vector at a time" in why for why in b.why):
+        if not any(why.startswith(WEIGHTS_A_VECTOR_AT_A_TIME) for why in b.why):
             continue
         name = p.name + "_before"
         est = estimate_registers(p.spec.params.row, b.vec, b.reg_vecs, b.looped, b.wave_size, b.threads_per_row)

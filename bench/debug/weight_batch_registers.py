@@ -49,27 +49,26 @@ def main() -> int:
     lines = ["target sm_90"]
     for k in kinds:
         for w in ws:
-            for form in (0, 1):
-                lines.append(f"kernel {k}_{w}_wv{form} {{ {KINDS[k].format(w=w)} }}")
+            lines.append(f"kernel {k}_{w} {{ {KINDS[k].format(w=w)} }}")
     src = Path(tempfile.mkdtemp()) / "weight_batch.ck"
     src.write_text("\n".join(lines) + "\n")
     plans, shown = [], []
     for k in kinds:
         for w in ws:
-            b = plan_for(str(src), f"{k}_{w}_wv1", "nvidia", "sm_90").body
+            p = plan_for(str(src), f"{k}_{w}", "nvidia", "sm_90")
+            b, old = p.body, rowops_shapes.before([p])
             tile = f"{b.threads_per_row}x{b.reg_vecs}x{b.rows_per_workgroup}"
-            if not any("a vector at a time" in why for why in b.why):
+            if not old:
                 print(f"{k:10s} {w:6d} {tile:10s} left alone (looped, split, a bounded line, one vector, quantized)")
                 continue
-            (old,) = rowops_shapes.before([plan_for(str(src), f"{k}_{w}_wv0", "nvidia", "sm_90")])
-            plans += [old, plan_for(str(src), f"{k}_{w}_wv1", "nvidia", "sm_90")]
+            plans += [*old, p]
             shown.append((k, w, tile, b.workgroups_per_cu))
     lib = build_cuda_library("weight_batch_registers", plans)
     rep = {r.name: r for r in analyze(lib, plans)}
     print(f"{'kind':10s} {'width':>6s} {'tile':10s} {'bound':>5s} | before: regs spill WG/SM |"
           " planned: regs spill WG/SM")
     for k, w, tile, bound in shown:
-        a, o = rep[f"{k}_{w}_wv0_before"], rep[f"{k}_{w}_wv1"]
+        a, o = rep[f"{k}_{w}_before"], rep[f"{k}_{w}"]
         print(f"{k:10s} {w:6d} {tile:10s} {bound:5d} | {a.registers:12d} {a.spill_stores:5d} {a.blocks_per_sm:5d} |"
               f" {o.registers:13d} {o.spill_stores:5d} {o.blocks_per_sm:5d}")
     return 0

@@ -82,6 +82,8 @@ BOUNDED_SINGLE_PASS: dict[int, tuple[tuple[int, int, int, int, int], ...]] = {32
 #: looped rows, per wave size: (threads_per_row, reg_vecs) with no bound on cols (one wave per row, tiles of
 #: 4 vectors per thread), and for rows longer than one single-pass tile (max_cols given)
 LOOPED: dict[int, tuple[int, int]] = {32: (32, 4), 64: (64, 4)}
+#: the reason (RowPlan.why) a plan gives when WEIGHTED_SINGLE_PASS_REGISTERS applied (bench/rowops_shapes.py before())
+WEIGHTS_A_VECTOR_AT_A_TIME = "weight and bias read a vector at a time"
 #: the fitted single pass (_fitted): the most vectors per thread it gives a row, and the step in which it counts
 #: idle vector slots of a tile as equal (a tile within 4 % of the row is as good as an exact one; beyond, fewer
 #: idle threads win over the preferred vectors per thread)
@@ -514,7 +516,7 @@ def bound_registers(d: RowDraft) -> None:
         if estimate_registers(r, d.vec, d.reg_vecs, False, w, d.threads_per_row) * d.threads * FIT_GROUPS > file:
             d.workgroups_per_cu = max(1, file // (regs * d.threads))  # (else left to the compiler: below regs)
         bound = f", compiled for {d.workgroups_per_cu} workgroup(s) per CU / SM" if d.workgroups_per_cu else ""
-        d.why.append(f"weight and bias read a vector at a time (at most about {regs} registers per thread{bound}): "
+        d.why.append(f"{WEIGHTS_A_VECTOR_AT_A_TIME} (at most about {regs} registers per thread{bound}): "
                      "more workgroups overlap one another's reductions and stores")
 
 
