@@ -12,7 +12,9 @@
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
 #   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8{,_hopper}.py), then bench/fp8.py --quick
 #             (per-tensor, per-row/col and block(128) scaled fp8 vs torch._scaled_mm, CUDA-graph replays); fp8-full:
-#             the whole table
+#             the whole table; fp8-dispatch: bench/fp8.py --dispatch $FP8_DISPATCH_ARGS (the untuned fp8 dispatchers of
+#             bench/fp8_dispatch_nv.ck on the nn.Linear shapes and on Qwen2-7B's, bench/shapes/qwen2-7b.txt; --quick:
+#             every third shape)
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
@@ -182,6 +184,10 @@ for STAGE in "$@"; do
       quick=$([ "$STAGE" = fp8 ] && echo --quick)
       timeout 500 python3 bench/fp8.py $quick --json "$OUT/fp8.json" > "$OUT/fp8.txt" 2>&1
       echo "fp8 bench rc $?"; tail -25 "$OUT/fp8.txt" ;;
+    fp8-dispatch)
+      timeout 560 python3 bench/fp8.py --dispatch ${FP8_DISPATCH_ARGS:-} --json "$OUT/fp8_dispatch.json" \
+        > "$OUT/fp8_dispatch.txt" 2>&1
+      echo "fp8 dispatch bench rc $?"; grep -E "geomean|^through" "$OUT/fp8_dispatch.txt" ;;
     bmm)
       # SM clock and power sampled every 200 ms while it runs (read only: the card's settings are left alone)
       nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 200 \

@@ -1,7 +1,7 @@
 """fp8 GEMM on the GPU (issue 26): ckgen's scaled fp8 kernels (through the JIT, target sm_90) against
 torch._scaled_mm (cuBLASLt), measured in the same run: e4m3 x e4m3 -> bf16, A row-major, B column-major.
 
-  python bench/fp8.py [--quick] [--only REGEX] [--json OUT]
+  python bench/fp8.py [--quick] [--only REGEX] [--json OUT] [--dispatch [LIST ...]]
 
 Three scalings: per-tensor (one f32 per operand; torch "tensorwise"), per-row of A / per-column of B (torch
 "rowwise") and block(128) pairs (A 1 x 128, B 128 x 128; torch's blockwise _scaled_mm where this torch has it:
@@ -16,12 +16,22 @@ decoded fp8 inputs times the scales (C poisoned with NaN first; relative error <
 CUDA-graph replays (nvh.time_graph_ms: device time), interleaved with torch._scaled_mm over ROUNDS rounds, each
 side's median counting, as bench/bmm.py does; the fastest correct kernel per shape counts. Prints TFLOP/s and the
 ratio ckgen / torch per shape and scaling.
+
+--dispatch: the same comparison through ckgen's dispatchers instead of the fastest kernel, the issue's "through the
+dispatcher": one family per scaling in bench/fp8_dispatch_nv.ck, untuned (the GEMM cost model picks the member per
+shape: Hopper tiles with one workgroup per tile, split-K or stream-K, a 16-row split-K tile for decode shapes),
+on the nn.Linear shapes above at M = 1 .. 8192 and on each LIST (bench/shapes/*.txt; default: Qwen2-7B's layers,
+bench/shapes/qwen2-7b.txt, at token counts 1 .. 4096). The member's device time is what is timed (a dispatcher's
+host time: bench/overhead.py). Prints each shape's member and the geomean / min ratio per scaling and list. The
+cost model's one fp8 figure (block scales with one consumer warpgroup) was read from this benchmark's 4096 / 14336
+shapes at M >= 2048: the Qwen2-7B list is the figure of record.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -35,6 +45,8 @@ from nvh import jit_file, median, raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "fp8_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
+DISPATCH_SPEC_ARG = "bench/fp8_dispatch_nv.ck"
+DISPATCH_LISTS = ["bench/shapes/qwen2-7b.txt"]
 SQUARE = [(4096, 4096, 4096), (8192, 8192, 8192)]
 LINEAR_NK = [(4096, 4096), (14336, 4096), (4096, 14336)]
 LINEAR_M = [1, 16, 128, 2048, 8192]
@@ -83,7 +95,24 @@ def torch_scales(sa, sb, scaling):
     return sa.t().contiguous().t(), sb.t()
 
 
-def bench_shape(M, N, K, kernels, gen):
+def every_kernel(kernels):
+    """The candidates of bench/fp8_nv.ck per scaling: every kernel named fp8_<scaling>_*."""
+    return lambda scaling, M, N, K: {n: k for n, k in kernels.items() if n.startswith(f"fp8_{scaling}_")}
+
+
+def dispatched(families):
+    """The one candidate per scaling that its dispatcher (bench/fp8_dispatch_nv.ck) picks at M x N x K."""
+    def pick(scaling, M, N, K):
+        d = families[scaling]
+        sizes = {"M": M, "N": N, "K": K, "kb": -(-K // BLK), "nb": -(-N // BLK)}
+        name = d.explain(*(sizes[a.name] for a in d.abi.sizes)).kernel
+        return {name: d.kernel(name)}
+    return pick
+
+
+def bench_shape(M, N, K, candidates, gen):
+    """Every scaling at M x N x K: torch._scaled_mm (both accumulations) and ``candidates(scaling, M, N, K)``
+    (name -> kernel), checked, then timed in interleaved rounds; the fastest correct candidate counts."""
     a, b, scales = operands(M, N, K, gen)
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     rows = {}
@@ -112,11 +141,8 @@ def bench_shape(M, N, K, kernels, gen):
                 continue
             torch_calls[fast] = torch_mm
             torch_err = err if torch_err is None else torch_err
-        family = f"fp8_{scaling}_"
         calls, per = {}, {}
-        for n, kern in kernels.items():
-            if not n.startswith(family):
-                continue
+        for n, kern in candidates(scaling, M, N, K).items():
             c.view(torch.int16).fill_(-1)  # poison (NaN)
             flat = (sa, sb) if scaling == "block" else (sa.reshape(-1), sb.reshape(-1))
             calls[n] = raw_call(kern, a, b, *flat, C=c)
@@ -148,28 +174,15 @@ def bench_shape(M, N, K, kernels, gen):
     return rows
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", help="a regex over the kernel names of bench/fp8_nv.ck (e.g. _h for the Hopper ones)")
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    os.chdir(HERE.parent)
-    t0 = time.perf_counter()
-    kernels = jit_file(SPEC_ARG, args.only)
-    print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes = QUICK if args.quick else SQUARE + [(m, n, k) for (n, k) in LINEAR_NK for m in LINEAR_M]
-    props = torch.cuda.get_device_properties(0)
-    out = {"device": props.name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "fp8": []}
-    for (M, N, K) in shapes:
-        out["fp8"].append({"M": M, "N": N, "K": K, **bench_shape(M, N, K, kernels, gen)})
-    print()
-    print(f"fp8 GEMM e4m3 -> bf16 on {props.name} (TFLOP/s, CUDA-graph replays; torch = _scaled_mm as called by "
-          "default / with use_fast_accum=True; ratio = ckgen / each)")
+def table(title, rows, props, members=False) -> None:
+    """Print one table of bench_shape's rows (TFLOP/s and the ratios per scaling), with the candidate that counted
+    (``members``), and the geomean / min ratio to torch per scaling (shapes torch refuses left out)."""
+    print(f"\n{title}: fp8 GEMM e4m3 -> bf16 on {props.name} (TFLOP/s, CUDA-graph replays; torch = _scaled_mm as "
+          "called by default / with use_fast_accum=True; ratio = ckgen / each)")
     print(f"{'M x N x K':>20} " + " ".join(f"{s + ': torch':>15} {'fast':>6} {'ckgen':>6} {'ratio':>11}"
                                            for s in SCALINGS))
-    for r in out["fp8"]:
+    ratios = {s: [] for s in SCALINGS}
+    for r in rows:
         shape = (r["M"], r["N"], r["K"])
         cols = []
         for s in SCALINGS:
@@ -177,7 +190,56 @@ def main() -> int:
             tk = tflops(*shape, r[s]["ckgen_ms"] or 0.0)
             ratio = f"{tk / tt if tt else 0:.2f}/{tk / tf if tf else 0:.2f}"
             cols.append(f"{tt:15.0f} {tf:6.0f} {tk:6.0f} {ratio:>11}")
-        print(f"{'x'.join(map(str, shape)):>20} " + " ".join(cols))
+            if tt and tk:
+                ratios[s].append(tk / tt)
+        picked = "  " + " ".join(str(r[s]["ckgen_best"]) for s in SCALINGS) if members else ""
+        print(f"{'x'.join(map(str, shape)):>20} " + " ".join(cols) + picked)
+    for s, xs in ratios.items():
+        if xs:
+            geo = math.exp(sum(math.log(x) for x in xs) / len(xs))
+            print(f"  {s}: geomean {geo:.3f}x torch._scaled_mm (default accumulation), min {min(xs):.2f}x over "
+                  f"{len(xs)} shapes")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="a regex over the kernel names of bench/fp8_nv.ck (e.g. _h for the Hopper ones)")
+    ap.add_argument("--json")
+    ap.add_argument("--dispatch", nargs="*", metavar="LIST",
+                    help="through the untuned dispatchers of bench/fp8_dispatch_nv.ck instead: the nn.Linear shapes "
+                         f"and each LIST of shapes (default: {' '.join(DISPATCH_LISTS)})")
+    args = ap.parse_args()
+    os.chdir(HERE.parent)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    props = torch.cuda.get_device_properties(0)
+    out = {"device": props.name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    linear = [(m, n, k) for (n, k) in LINEAR_NK for m in LINEAR_M]
+    t0 = time.perf_counter()
+    if args.dispatch is None:
+        kernels = jit_file(SPEC_ARG, args.only)
+        print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
+        shapes = QUICK if args.quick else SQUARE + linear
+        out["fp8"] = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, every_kernel(kernels), gen)}
+                      for (M, N, K) in shapes]
+        table("fastest kernel of bench/fp8_nv.ck per shape", out["fp8"], props)
+    else:
+        from dispatch import read_shapes
+
+        from ckgen.runtime.api import jit
+
+        families = {s: jit(DISPATCH_SPEC_ARG, kernel=f"fp8d_{s}", target="sm_90") for s in SCALINGS}
+        print(f"ckgen: {len(families)} dispatchers in {time.perf_counter() - t0:.1f} s", flush=True)
+        lists = [("nn.Linear 4096 / 14336 (the block-fold figure of the cost model read here)", linear)]
+        lists += [(f"{path} (untuned: the figure of record)", [s for s, _ in read_shapes(Path(path))])
+                  for path in (args.dispatch or DISPATCH_LISTS)]
+        out["dispatch"] = {}
+        for title, shapes in lists:
+            if args.quick:
+                shapes = shapes[::3]
+            rows = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, dispatched(families), gen)} for (M, N, K) in shapes]
+            out["dispatch"][title] = rows
+            table(f"through the dispatcher, {title}", rows, props, members=True)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

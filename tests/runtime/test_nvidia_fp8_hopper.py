@@ -6,7 +6,9 @@ M = 1, N not a multiple of the tile's N, K not a multiple of 128 (the block scal
 whose operands TMA can address (K a multiple of 16; 16-bit row-major C rows 16-byte aligned) must launch the
 ``<kernel>_tma`` entry, the others the mma.sync one (checked with the torch profiler), and both must be right: the
 mma.sync body folds block scales per K block too. Block scales are read at every launch (a replayed graph sees new
-ones). The Hopper body accumulates whole K in the wgmma accumulators (tensor / row / col scales: like
+ones). Split-K and stream-K kernels with tensor / row / col scales (fp8, and a bf16 one) take the Hopper body too:
+their parts meet unscaled and the last contributor scales the sum; their workspace is zero-filled again after each
+call and the deterministic ones give the same bits twice. The Hopper body accumulates whole K in the wgmma accumulators (tensor / row / col scales: like
 torch._scaled_mm's use_fast_accum=True), folding each 128-K block in f32 registers only for block scales; the f32-C
 tolerance allows the fp8 wgmma accumulator's shorter sums.
 """
@@ -35,14 +37,25 @@ kernel gh8_block_f32 { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 64x12
   scale_a = block(128)  scale_b = block(128) }
 kernel gh8_bmm_rowwise { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x128  waves = 2x4  lds_buffers = 4
   scale_a = row  scale_b = col  batched = true }
+kernel gh8_tensor_splitk { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 64x128x128  waves = 1x4  lds_buffers = 4
+  scale_a = tensor  scale_b = tensor  schedule = splitk }
+kernel gh8_rowwise_splitk_atomic { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 64x256x128  waves = 1x4
+  prefetch = 0  lds_buffers = 4  scale_a = row  scale_b = col  schedule = splitk(atomic) }
+kernel gh8_rowcol_streamk_bias { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x128x128  waves = 2x4
+  lds_buffers = 4  scale_a = row  scale_b = col  epilogue = bias(col) -> relu  schedule = streamk }
+kernel gh16_row_splitk { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4
+  scale_a = row  schedule = splitk }
 """
-NAMES = ["gh8_tensor", "gh8_rowwise", "gh8_e5m2_col_bias_f32", "gh8_block", "gh8_block_f32"]
+#: the scheduled kernels (split-K, stream-K; a 16-bit one with its row scale too): their parts meet unscaled, the
+#: last contributor scales the sum
+SCHEDULED = ["gh8_tensor_splitk", "gh8_rowwise_splitk_atomic", "gh8_rowcol_streamk_bias", "gh16_row_splitk"]
+NAMES = ["gh8_tensor", "gh8_rowwise", "gh8_e5m2_col_bias_f32", "gh8_block", "gh8_block_f32", *SCHEDULED]
 #: TMA-addressable: K % 16 == 0, N % 8 == 0 (bf16 C rows for the TMA store); M = 1, N and K off the tiles
 HOPPER_SHAPES = [(1, 264, 128), (1, 4096, 4096), (17, 200, 208), (129, 264, 400), (300, 1000, 1008),
                  (1000, 1104, 320), (2048, 1024, 4000)]
 #: not TMA-addressable (K odd: A's rows are not 16-byte aligned): the mma.sync body
 PORTABLE_SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 201)]
-FP8 = {"e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+DTYPES = {"e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "bf16": torch.bfloat16}
 BLK = 128
 
 
@@ -54,7 +67,7 @@ def kernel(name):
 
 def operands(name, M, N, K, gen):
     g = kernel(name).plan.spec.params.gemm
-    dt = FP8[g.a.dtype.value]
+    dt = DTYPES[g.a.dtype.value]
     a = (torch.randn(M, K, device="cuda", generator=gen) * 2).to(dt)
     b = (torch.randn(N, K, device="cuda", generator=gen) * 2).to(dt).t()  # K x N column-major
     kb, nb = -(-K // BLK), -(-N // BLK)
@@ -141,6 +154,26 @@ def test_agrees_with_scaled_mm(name):
     ref = reference(g, a, b, sa, sb, None)
     assert rel(got, ref) <= 1.6e-2 and rel(want, ref) <= 1.6e-2
     assert rel(got, want.double()) <= 1.6e-2
+
+
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_scheduled_workspace_and_bits(name):
+    """A scheduled kernel's workspace (passed explicitly, zero-filled) is zero-filled again after the call, on a
+    decode shape (M = 16: split over the K range) and a few-tile one; split-K without atomics and stream-K give the
+    same bits twice."""
+    k = kernel(name)
+    for shape in [(16, 4096, 4096), (256, 1024, 8192)]:
+        gen = torch.Generator(device="cuda").manual_seed(shape[0])
+        g, a, b, sa, sb, bias = operands(name, *shape, gen)
+        ws = torch.zeros(max(1, k.workspace_bytes(M=shape[0], N=shape[1], K=shape[2])), dtype=torch.uint8,
+                         device="cuda")
+        named = {n: v for n, v in (("scale_a", sa), ("scale_b", sb), ("bias", bias)) if v is not None}
+        outs = [k(A=a, B=b, workspace=ws, **named).clone() for _ in range(2)]
+        torch.cuda.synchronize()
+        assert int(torch.count_nonzero(ws)) == 0, (name, shape)
+        assert rel(outs[0], reference(g, a, b, sa, sb, bias)) <= tolerance(g), (name, shape)
+        if "atomic" not in name:
+            assert torch.equal(outs[0].view(torch.uint8), outs[1].view(torch.uint8)), (name, shape)
 
 
 def test_graph_replay_reads_new_block_scales():

@@ -125,6 +125,7 @@ class GemmOp(Op):
                 "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [], "header": b.body.header,
                 "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
+                              "CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY" if b.schedule is not None and g.scaled else
                               "CKGEN_TMA_GEMM_SCHED_ENTRY" if b.schedule is not None else
                               "CKGEN_TMA_GEMM_SCALED_ENTRY" if g.scaled else "CKGEN_TMA_GEMM_ENTRY"),
                 # scheduled kernels: let the compiler use every register one workgroup per CU allows (nvcc's

@@ -41,6 +41,11 @@ WGMMA_SPEEDUP = 2.0
 #: the same tile's one-tile-per-workgroup schedule on the full-wave shapes of the tuning set (8192 x 4096 x 4096,
 #: 8192 x 28672 x 4096, 8192 x 4096 x 14336: bench/runs/2026-12-03_dispatch.txt), where the two should be equal
 SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.68}
+#: block(128) scales on the Hopper body, per consumer warpgroups of the tile: each warpgroup waits for a K tile's
+#: wgmmas before folding them into its sums, and with one (64-row tiles) nothing feeds the tensor cores meanwhile:
+#: 694-703 TFLOP/s against 885-906 for the two-warpgroup 128-row tile at M = 2048 / 8192
+#: (bench/runs/2026-12-04_fp8_h_block_prefetch.txt; the shapes bench/fp8.py's dispatcher table reports as tuned)
+BLOCK_FOLD_EFFICIENCY = {1: 0.78}
 BANDWIDTH_EFFICIENCY = 0.85
 LAUNCH_S = 2.5e-6
 FIXUP_S = 1.0e-6
@@ -60,15 +65,18 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
     per_cu_clk = t.simds_per_cu * 2.0 * i.m * i.n * i.k * i.blocks / i.cycles
     body = "tma" if b.tma is not None else ("mma_sync" if t.platform == "cuda" else "mfma")
     sp = b.schedule
-    flops = (per_cu_clk * t.cus * clock * EFFICIENCY[body] * (WGMMA_SPEEDUP if body == "tma" else 1.0)
+    # the body's share of its peaks (block scales on the Hopper body: less with one consumer warpgroup)
+    eff = EFFICIENCY[body] * (BLOCK_FOLD_EFFICIENCY.get(cfg.tile[0] // 64, 1.0) if body == "tma" and g.block_scaled
+                              else 1.0)
+    flops = (per_cu_clk * t.cus * clock * eff * (WGMMA_SPEEDUP if body == "tma" else 1.0)
              * SCHEDULE_EFFICIENCY.get((body, sp.kind if sp is not None else "tile"), 1.0))
     per_cu = 1 if b.tma is not None else max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
     kind = KINDS[sp.kind] if sp is not None else 0
     wm, wn = cfg.waves
     lds_kstep = cfg.tile[2] * (wn * cfg.tile[0] * g.a.dtype.bytes + wm * cfg.tile[1] * g.b.dtype.bytes)
-    lds_rate = t.cus * t.lds_banks * t.lds_bank_bytes * clock * EFFICIENCY[body]
+    lds_rate = t.cus * t.lds_banks * t.lds_bank_bytes * clock * eff
     load_kstep = cfg.tile[2] * (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes)
-    load_rate = t.cus * L1_BYTES_PER_CU_CLK * clock * EFFICIENCY[body]
+    load_rate = t.cus * L1_BYTES_PER_CU_CLK * clock * eff
     # A gated epilogue's tile writes half its N columns of C from twice as many of B: the model's tile N is C's
     # (tile counts), its B bytes per column of C double, and its rate halves (a unit's flops are those of the
     # whole tile, 2 x tile M x tile N x tile K, which estimate() counts from C's tile N)

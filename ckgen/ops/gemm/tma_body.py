@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm.body import TmaBodyPlan
-from ckgen.ops.gemm.spec import GATE_BLOCKS, gate_run, resolve_schedule
+from ckgen.ops.gemm.spec import GATE_BLOCKS, gate_run
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 if TYPE_CHECKING:
@@ -38,8 +38,8 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
                 f"A {g.a.layout.value}, B {g.b.layout.value}")
     if cfg.tile not in TMA_BODY_FP8_TILES:
         return f"its fp8 tiles are {tiles} (K = 128 fp8 elements: one 128-byte swizzled row)"
-    if g.grouped or resolve_schedule(cfg).kind != "tile":
-        return "fp8 kernels take it with one block per C tile (schedule = tile), not grouped"
+    if g.grouped:
+        return "fp8 kernels take it outside mode = grouped / masked"
     if g.gated or g.residual:
         return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
     return None
@@ -48,12 +48,13 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
 def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
     """Why the Hopper body does not take this scaled 16-bit kernel (None: it does, the common tile rules
     permitting). Tensor / row scales of A and tensor / col scales of B are applied in its epilogue (epi::value, as
-    for fp8), with one block per C tile; block scales are folded per K block by its fp8 path only."""
-    g, cfg = d.g, d.cfg
+    for fp8; split-K / stream-K: to the sum of the parts); block scales are folded per K block by its fp8 path
+    only."""
+    g = d.g
     if g.block_scaled:
         return "it folds block scales for fp8 kernels only"
-    if g.grouped or resolve_schedule(cfg).kind != "tile":
-        return "scaled kernels take it with one block per C tile (schedule = tile), not grouped"
+    if g.grouped:
+        return "scaled kernels take it outside mode = grouped / masked"
     return None
 
 

@@ -254,12 +254,17 @@ kernel h8_block { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x128 
                   scale_a = block(128) scale_b = block(128) }
 kernel h8_bmm { A = e4m3fn row B = e4m3fn col C = f16 row tile = 64x128x128 waves = 2x2 lds_buffers = 4
                 scale_a = row batched = true }
+kernel h8_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 waves = 1x4 lds_buffers = 4
+                   scale_a = tensor scale_b = tensor schedule = splitk }
+kernel h8_streamk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4
+                    scale_a = row scale_b = col epilogue = bias(col) schedule = streamk }
 """
 
 
 def test_nvcc_builds_scaled_fp8_for_sm90(cache):
     """The mma.sync kernels (s90_*) issue mma.sync e4m3 / e5m2 without spills; each h8_* kernel's Hopper entry
-    (`_tma`) issues the planned wgmma m64nNk32 (e4m3 / e5m2) and neither spills nor uses a stack (their mma.sync
+    (`_tma`; split-K and stream-K ones too) issues the planned wgmma m64nNk32 (e4m3 / e5m2) and neither spills nor
+    uses a stack (their mma.sync
     entries build beside them; several spill, as the 16-bit 128x256 one does: they serve only operands the
     Hopper body cannot take)."""
     from ckgen.backends.nvidia import compiler as nv
@@ -272,6 +277,7 @@ def test_nvcc_builds_scaled_fp8_for_sm90(cache):
             "s90_f8_block": mma.format("e4m3"),  # (block scales folded per K block)
             "h8_tensor_tma": wgmma.format(256, "e4m3"), "h8_rowcol_tma": wgmma.format(128, "e5m2"),
             "h8_block_tma": wgmma.format(128, "e4m3"), "h8_bmm_tma": wgmma.format(128, "e4m3"),
+            "h8_splitk_tma": wgmma.format(128, "e4m3"), "h8_streamk_tma": wgmma.format(256, "e4m3"),
             "h8_rowcol": mma.format("e5m2")}
     for name, instr in want.items():
         r = reports[name]
@@ -286,6 +292,8 @@ kernel h16_row_col { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 wa
                      scale_a = row scale_b = col }
 kernel h16_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
                  scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
+kernel h16_splitk { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+                    scale_a = row schedule = splitk(atomic) }
 """
 
 

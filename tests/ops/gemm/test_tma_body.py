@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ckgen.codegen import render_kernel
 from ckgen.frontend import load_text
 from ckgen.lower import plan_kernel
 from ckgen.targets import get_target
@@ -101,6 +102,26 @@ def test_fp8_k_major_kernels_get_the_body(scales):
     assert why.startswith(f"Hopper body (TMA + wgmma m64n{n}k32.f32.e4m3.e4m3")
 
 
+@pytest.mark.parametrize("types,tile,scales", [
+    (F8, "64x128x128 waves = 1x4", "scale_a = tensor scale_b = tensor"),
+    (F8, "128x256x128 waves = 2x4", "scale_a = row scale_b = col epilogue = bias(col)"),
+    (F8, "128x128x128 waves = 2x4", ""),
+    ("A = bf16 row B = bf16 col C = bf16 row", "128x256x64 waves = 2x4", "scale_a = row scale_b = tensor"),
+    ("A = f16 col B = f16 row C = f16 row", "64x128x64 waves = 1x4", "scale_b = col")])
+@pytest.mark.parametrize("schedule", ["splitk", "splitk(3)", "splitk(atomic)", "streamk"])
+def test_scheduled_scaled_kernels_get_the_body(types, tile, scales, schedule):
+    """Split-K and stream-K with tensor / row / col scales (fp8 or 16-bit): the same body and stages as the one
+    tile per workgroup kernel (the parts meet unscaled; the last contributor scales their sum), and the generated
+    source defines the scaled scheduled entry."""
+    body = f"{types} tile = {tile} lds_buffers = 4 {scales}"
+    p, whole = plan(f"{body} schedule = {schedule}"), plan(body)
+    assert p.body.tma == whole.body.tma and p.body.tma is not None
+    assert p.body.schedule is not None and p.body.why == whole.body.why
+    src = render_kernel(p)
+    macro = "CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY" if scales.startswith("scale") else "CKGEN_TMA_GEMM_SCHED_ENTRY"
+    assert f"{macro}(k, " in src
+
+
 def test_fp8_e5m2_names_its_wgmma():
     p = plan("A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves = 1x4 lds_buffers = 2 scale_b = col")
     assert p.body.tma is not None and "m64n128k32.f32.e5m2.e5m2" in p.body.why[0]
@@ -110,7 +131,7 @@ def test_fp8_e5m2_names_its_wgmma():
     ("A = e4m3fn col B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4", "K-major"),
     ("A = e4m3fn row B = e4m3fn row C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4", "B row"),
     (f"{F8} tile = 128x256x64 waves = 2x4 lds_buffers = 4", "fp8 tiles are"),
-    (f"{F8} tile = 128x256x128 waves = 2x4 lds_buffers = 4 schedule = splitk", "schedule = tile"),
+    (f"{F8} tile = 128x128x128 waves = 2x4 lds_buffers = 4 mode = grouped", "mode = grouped / masked"),
     (f"{F8} tile = 128x128x128 waves = 4x4 lds_buffers = 4", "4 warps per 64 rows"),
     (f"{F8} tile = 128x256x128 waves = 2x4 lds_buffers = 1", "lds_buffers >= 2"),
 ])
@@ -158,10 +179,8 @@ def test_scaled_16bit_kernels_get_the_body(layouts, scales, epilogue):
 
 
 @pytest.mark.parametrize("body,reason", [
-    (f"A = bf16 row B = bf16 col C = bf16 row {BIG} scale_a = row schedule = splitk(2)", "schedule = tile"),
-    (f"A = bf16 row B = bf16 col C = bf16 row {BIG} scale_a = row schedule = streamk", "schedule = tile"),
     ("A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 scale_a = row "
-     "mode = grouped", "not grouped"),
+     "mode = grouped", "mode = grouped / masked"),
     ("A = f16 row B = f16 col C = f16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 "
      "scale_a = block(128) scale_b = block(128)", "block scales for fp8 kernels only"),
 ])

@@ -88,20 +88,11 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   static int launch_with(Kernel kernel, const TA* A, const TB* B, TC* C, int M, int N, int K, int batch, long long lda,
                          long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
                          long long stride_bias, void* stream, EpiArgs... epi) {
-    if (K <= 0 || !aligned16(A, lda, kEB) || !aligned16(B, ldb, kEB) || (stride_a * kEB) % 16 ||
-        (stride_b * kEB) % 16)
-      return kNotApplicable;
     int sms = 0;
-    if (!sm90_device(&sms)) return kNotApplicable;  // (the portable path reports a failed query)
-    CUtensorMap ta, tb;
+    CUtensorMap ta, tb, tcm;
     const int nba = stride_a == 0 ? 1 : batch, nbb = stride_b == 0 ? 1 : batch;
-    // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
-    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, kRowElems, Cfg::kTileM)
-                          : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, kRowElems, kBBoxRows)
-                          : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
-    CUtensorMap tcm = ta;  // unused unless kTmaStoreC
-    if (!ok_a || !ok_b || !encode_c(&tcm, C, M, N, ldc, batch, stride_c)) return kNotApplicable;
+    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, batch, nba, nbb, lda, ldb, ldc, stride_a, stride_b, stride_c, &sms))
+      return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
                             ((N + kOutN - 1) / kOutN) * batch;
     if (tiles > 0x7fffffffLL) return kNotApplicable;
@@ -110,6 +101,24 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
                              kSmemBytes, stream, ta, tb, tcm, C, epi..., M, N, K, batch, ldc, stride_c, stride_bias,
                              flags);
+  }
+
+  // The tensor maps of A, B (nba / nbb items) and C (batch items; with kTmaStoreC) and the device's SM count, or
+  // false when the body cannot take these operands (see launch()).
+  static bool maps(CUtensorMap* ta, CUtensorMap* tb, CUtensorMap* tc, const TA* A, const TB* B, TC* C, int M, int N,
+                   int K, int batch, int nba, int nbb, long long lda, long long ldb, long long ldc,
+                   long long stride_a, long long stride_b, long long stride_c, int* sms) {
+    if (K <= 0 || !aligned16(A, lda, kEB) || !aligned16(B, ldb, kEB) || (stride_a * kEB) % 16 ||
+        (stride_b * kEB) % 16)
+      return false;
+    if (!sm90_device(sms)) return false;  // (the portable path reports a failed query)
+    // (inner extent, outer extent, leading dimension, items, batch stride, box inner, box outer) per operand layout
+    const bool ok_a = kAK ? encode(ta, A, K, M, lda, nba, stride_a, kRowElems, Cfg::kTileM)
+                          : encode(ta, A, M, K, lda, nba, stride_a, 64, 64);
+    const bool ok_b = kBK ? encode(tb, B, K, kBCols * N, ldb, nbb, stride_b, kRowElems, kBBoxRows)
+                          : encode(tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
+    *tc = *ta;  // unused unless kTmaStoreC
+    return ok_a && ok_b && encode_c(tc, C, M, N, ldc, batch, stride_c);
   }
 
   // Grouped kernels (kGroupMode 1): A is M x K (every group's rows), `index` the groups' end rows; masked
@@ -152,29 +161,38 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   }
 
   // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
-  // blocks (stream-K); the workspace as gemm_work.h lays it out.
+  // blocks (stream-K); the workspace as gemm_work.h lays it out. Scaled ones (tensor / row / col scales, fp8 or
+  // 16-bit: CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY) take the scale pointers after the bias; the partial sums meet
+  // unscaled and the last contributor scales their sum (gemm_sched::finish_tile).
   template <class Kernel>
   static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                           long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
                           void* stream) {
-    static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_sched: 16-bit operands, no scales");
-    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2)) return kNotApplicable;
+    static_assert(!epi::IsScaled<Operand>::value, "launch_sched with an operand: an unscaled Cfg");
+    return launch_sched_with(kernel, A, B, C, M, N, K, lda, ldb, ldc, workspace, splits, workers, stream, bias);
+  }
+  template <class Kernel>
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                          const float* scale_b, int M, int N, int K, long long lda, long long ldb, long long ldc,
+                          void* workspace, int splits, int workers, void* stream) {
+    static_assert(epi::IsScaled<Operand>::value && !kBlock, "launch_sched with scales: a tensor / row / col scaled Cfg");
+    return launch_sched_with(kernel, A, B, C, M, N, K, lda, ldb, ldc, workspace, splits, workers, stream, bias,
+                             scale_a, scale_b, 0LL, 0LL);
+  }
+  template <class Kernel, class... EpiArgs>
+  static int launch_sched_with(Kernel kernel, const TA* A, const TB* B, TC* C, int M, int N, int K, long long lda,
+                               long long ldb, long long ldc, void* workspace, int splits, int workers, void* stream,
+                               EpiArgs... epi) {
     int sms = 0;
-    if (!sm90_device(&sms)) return kNotApplicable;
-    CUtensorMap ta, tb;
-    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, 1, 0, 64, Cfg::kTileM) : encode(&ta, A, M, K, lda, 1, 0, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, 1, 0, 64, kBBoxRows)
-                          : encode(&tb, B, kBCols * N, K, ldb, 1, 0, 64, 64);
-    if (!ok_a || !ok_b) return kNotApplicable;
-    CUtensorMap tcm = ta;  // unused unless kTmaStoreC
-    if (!encode_c(&tcm, C, M, N, ldc, 1, 0)) return kNotApplicable;
+    CUtensorMap ta, tb, tcm;
+    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, 1, 1, 1, lda, ldb, ldc, 0LL, 0LL, 0LL, &sms)) return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
     if (blocks > sms) blocks = sms;
     if (blocks < 1 || tiles * splits > 0x7fffffffLL) return kNotApplicable;
     static int configured = 0;
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(blocks), 1u, 1u, kThreads, kSmemBytes, stream,
-                             ta, tb, tcm, C, bias, M, N, K, 1, ldc, 0LL, 0LL, 0, workspace, splits < 1 ? 1 : splits);
+                             ta, tb, tcm, C, epi..., M, N, K, 1, ldc, 0LL, 0LL, 0, workspace, splits < 1 ? 1 : splits);
   }
 
   // Kernels whose epilogue ends in `-> residual` (Operand is an epi::Residual): the residual R follows the bias in
@@ -241,6 +259,19 @@ struct TmaGemm : TmaGemmBody<Cfg> {
       void* workspace, int splits) {                                                                           \
     ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, flags,     \
                                    workspace, splits);                                                         \
+  }
+
+// The `<name>_tma` entry of a scaled scheduled Cfg (tensor / row / col scales): both of the above.
+#define CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY(name, Cfg)                                                           \
+  extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
+      const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \
+      const __grid_constant__ ::ckgen::nv::TensorMap tc, typename Cfg::TC* C, const typename Cfg::TBias* bias,   \
+      const float* scale_a, const float* scale_b, long long ld_scale_a, long long ld_scale_b, int M, int N, int K, \
+      int batch, long long ldc, long long stride_c, long long stride_bias, int flags, void* workspace,           \
+      int splits) {                                                                                            \
+    ::ckgen::nv::TmaGemm<Cfg>::run(ta, tb, tc, C,                                                              \
+                                   Cfg::EpiOperand::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, \
+                                   K, batch, ldc, stride_c, stride_bias, flags, workspace, splits);            \
   }
 
 // The `<name>_tma` device entry of a Cfg planned with the Hopper body (the kernel template emits one

@@ -1,0 +1,50 @@
+// The fp8 dispatchers of bench/fp8.py (issue 26: "through the dispatcher"): one family per scaling, e4m3 x e4m3 ->
+// bf16, A row-major, B column-major (nn.Linear's weight as is). Untuned: the GEMM cost model picks the member per
+// shape (ckgen/ops/gemm/cost_model.py), nothing here was timed to choose it. Members: the Hopper body's fp8 tiles
+// with one workgroup per tile and, where the tiles do not fill the GPU, the K range split (split-K) or shared out
+// (stream-K); for decode shapes a 16-row mma.sync tile with split-K. Block scales fold per 128-K block, one
+// workgroup per tile.
+target sm_90
+
+family fp8d_tensor {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile in [128x256x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
+}
+family fp8d_tensor {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile in [128x128x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk, streamk]
+}
+family fp8d_tensor {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile in [64x128x128]  waves = 1x4  lds_buffers = 4  schedule in [tile, splitk]
+}
+family fp8d_tensor {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile in [16x128x64]  waves = 1x4  lds_buffers = 6  schedule = splitk
+}
+
+family fp8d_rowwise {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
+  tile in [128x256x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
+}
+family fp8d_rowwise {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
+  tile in [128x128x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk, streamk]
+}
+family fp8d_rowwise {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
+  tile in [64x128x128]  waves = 1x4  lds_buffers = 4  schedule in [tile, splitk]
+}
+family fp8d_rowwise {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
+  tile in [16x128x64]  waves = 1x4  lds_buffers = 6  schedule = splitk
+}
+
+family fp8d_block {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
+  tile in [128x128x128]  waves = 2x4  lds_buffers = 4
+}
+family fp8d_block {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
+  tile in [64x128x128]  waves = 1x4  lds_buffers = 4
+}
