@@ -19,7 +19,8 @@ the table says which). Device time: the median of 15 replays of a CUDA graph of 
 a fraction of the copy bandwidth, and the ratios to the faster SDPA backend. Exit status 1 when a kernel fails
 numerics or a case has no correct kernel. --prefill adds chunked-prefill cases (a chunk of 256..2048 causal query
 tokens at the end of 4096..32768 keys, GQA 32/8 d128) against SDPA flash with the lower-right causal mask, in
-TFLOP/s, contiguous and paged. --ordered also times each paged kernel with the pages in order (block table
+TFLOP/s, contiguous and paged, and op = attention's Hopper kernels on the contiguous cache (these cases' sequences
+share one length). --ordered also times each paged kernel with the pages in order (block table
 0, 1, 2, ...: each sequence's pages adjacent, as the contiguous cache) and prints, per case, the best paged kernel's
 time with shuffled and with ordered pages next to the best contiguous time: what the kernel costs for the block
 table apart from what scattered pages cost the memory system (address translation, DRAM locality).
@@ -163,12 +164,18 @@ def time_kernel(kern, q, k, v, o, named, splits_list):
 
 
 PREFILL = ((4, 512, 4096), (4, 512, 16384), (1, 2048, 32768), (16, 256, 8192))  # batch, chunk, keys
+#: op = attention kernels of bench/attention_nv.ck that --prefill also runs on the contiguous cache (a batch whose
+#: sequences share one length: K and V dense [batch, keys, heads_kv, d]): the Hopper body's causal d128 tiles
+DENSE_PREFILL = ("bf16_d128_causal_wg128x128s2", "bf16_d128_causal_wg128x64s4")
 
 
 def prefill(args, good, bw) -> int:
     """Chunked prefill: a chunk of ``sq`` query tokens at the end of ``sk`` keys per sequence, causal bottom-right,
     GQA 32/8 d128, against SDPA flash with the lower-right causal mask (torch.nn.attention.bias.causal_lower_right),
-    contiguous and paged (pages of 16, shuffled); TFLOP/s = 4 * b * h * d * (visible pairs) / time."""
+    contiguous and paged (pages of 16, shuffled); TFLOP/s = 4 * b * h * d * (visible pairs) / time. Besides the
+    decode kernels (any lengths, pages), op = attention's Hopper kernels (DENSE_PREFILL, marked "dense") on the
+    contiguous cache, whose sequences here share one length: the route for such a batch."""
+    dense = {f"{n} (dense)": k for n, k in jit_file("bench/attention_nv.ck", "|".join(DENSE_PREFILL)).items()}
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.bias import causal_lower_right
     rc = 0
@@ -203,6 +210,19 @@ def prefill(args, good, bw) -> int:
         order = torch.arange(pages, dtype=torch.int32, device="cuda").reshape(b, sk // PAGE)
         shuffled = torch.randperm(pages, device="cuda", generator=gen).to(torch.int32).reshape(b, sk // PAGE)
         o = torch.empty_like(q)
+        for n, kern in dense.items():
+            o.fill_(float("nan"))
+            kern(q, k, v, O=o)
+            torch.cuda.synchronize()
+            diff = float((o.float() - ref.float()).norm() / ref.float().norm()) if ref is not None else None
+            if diff is not None and not diff <= TOL:
+                print(f"  {name}: {n} differs from SDPA ({diff})")
+                rc = 1
+                continue
+            t = time_graph_ms(raw_call(kern, q, k, v, O=o), warmup=3, reps=15, inner=5)
+            ratio = f"{t_fl / t:5.2f}x" if t_fl else "  n/a"
+            flash = f"{fl / t_fl / 1e9:8.1f}" if t_fl else "     n/a"
+            print(f"{name:30} {n:40} {fl / t / 1e9:8.1f} {flash} {ratio}", flush=True)
         for n, kern in good.items():
             a = kern.plan.spec.params.attn
             if a.mask != "causal" or a.head_dim != d:
