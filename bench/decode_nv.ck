@@ -61,8 +61,11 @@ kernel pre_bf16_d128_causal_m64w4n64s2 { op = attention_decode  dtype = bf16  he
 kernel pre_bf16_d128_causal_m128w8n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   tile = 128x64  waves = 8 }
 // two m16 blocks per warp (each K / V fragment read from shared memory feeds both), Q re-read from shared memory:
-// the shape of the attention op's mma.sync prefill tile (m128w4n64s2q); the paged form spills (44 bytes), not offered
+// the shape of the attention op's mma.sync prefill tile (m128w4n64s2q); paged, 64-key tiles spill (44 bytes at
+// pages of 16), 32-key ones do not (251 registers)
 kernel pre_bf16_d128_causal_m128w4n64s2q { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   tile = 128x64  waves = 4  q_in_regs = false }
+kernel pre_bf16_d128_causal_p16_m128w4n32s2q { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  tile = 128x32  waves = 4  q_in_regs = false }
 kernel pre_bf16_d128_causal_p16_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 16  tile = 64x64  waves = 4 }

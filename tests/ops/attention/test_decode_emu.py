@@ -283,15 +283,17 @@ def test_bad_spec_named(body, match):
         ckgen.jit(src, kernel="bad", target="emu", arch="gfx942")
 
 
-def test_nv_chunked_prefill_two_row_blocks_per_warp():
-    """NVIDIA, a chunked-prefill tile of 128 rows on 4 warps (two m16 blocks per warp, Q re-read from shared memory:
-    bench/decode_nv.ck's prefill candidate), causal over a contiguous cache: 37 tokens at the end of 100, 37 and 64
-    keys, GQA 4/2 (74 rows per KV head: one partial tile), 1 and 2 splits."""
+@pytest.mark.parametrize("shape", ["tile = 128x64", "page_size = 16  tile = 128x32"])
+def test_nv_chunked_prefill_two_row_blocks_per_warp(shape):
+    """NVIDIA, chunked-prefill tiles of 128 rows on 4 warps (two m16 blocks per warp, Q re-read from shared memory:
+    bench/decode_nv.ck's prefill candidates), causal, contiguous and in pages of 16 (random order): 37 tokens at the
+    end of 100, 37 and 64 keys, GQA 4/2 (74 rows per KV head: one partial tile), 1 and 2 splits."""
     src = ("target sm_90\nkernel pre_rows { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal\n"
-           "  tile = 128x64  waves = 4  q_in_regs = false }\n")
+           f"  {shape}  waves = 4  q_in_regs = false }}\n")
     k = H.emu_group([plan_for(src, "pre_rows", "nvidia", "sm_90")], "decode_nv_emu_pre")["pre_rows"]
     assert (k.plan.body.block_m, k.plan.body.waves, k.plan.body.q_in_regs) == (128, 4, False)
-    sizes = dict(batch=3, heads=4, heads_kv=2, seqlen_q=37, seqlen_k=100)
+    paged = "page_size" in shape
+    sizes = dict(batch=3, heads=4, heads_kv=2, seqlen_q=37, **({"max_pages": 7} if paged else {"seqlen_k": 100}))
     inp = R.random_inputs(k.plan, sizes, np.random.default_rng(128), lengths=[100, 37, 64])
     for splits in (1, 2):
         _check(k, inp, sizes, _call(k, inp, num_splits=splits))
