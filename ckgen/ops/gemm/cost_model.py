@@ -41,7 +41,9 @@ EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60}
 WGMMA_SPEEDUP = 2.0
 #: a schedule's share of its body's throughput where it is not 1: stream-K on the Hopper body ran at 0.65-0.71 of
 #: the same tile's one-tile-per-workgroup schedule on the full-wave shapes of the tuning set (8192 x 4096 x 4096,
-#: 8192 x 28672 x 4096, 8192 x 4096 x 14336: bench/runs/2026-12-03_dispatch.txt), where the two should be equal
+#: 8192 x 28672 x 4096, 8192 x 4096 x 14336: bench/runs/2026-12-03_dispatch.txt), where the two should be equal.
+#: That was before stream-K took whole tiles while they make two waves (gemm_work.h, 2026-12-05): its shares had put
+#: the tiles at work at once all over C, every A and B panel at once (more than L2 holds); kept until re-measured
 SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.68}
 #: block(128) scales on the Hopper body, per consumer warpgroups of the tile: each warpgroup waits for a K tile's
 #: wgmmas before folding them into its sums, and with one (64-row tiles) nothing feeds the tensor cores meanwhile:

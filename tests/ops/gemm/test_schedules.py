@@ -35,9 +35,14 @@ KERNELS = {
                                 "schedule = splitk(4, atomic)"),
     "stk_f32": ("gfx950", "A = f32 col B = f32 col C = f32 row alpha = 2.0 tile = 32x32x8 waves = 1x1 "
                           "epilogue = bias(row) -> relu schedule = streamk"),
+    # 220 stream-K workers: shapes of two waves of tiles or more take whole tiles before sharing the last ones
+    "stk_waves_f16": ("gfx90a", "A = f16 row B = f16 col C = f16 row tile = 32x32x8 waves = 1x1 "
+                                "schedule = streamk"),
 }
 SHAPES = [(1, 1, 1), (37, 70, 45), (70, 33, 300), (5, 100, 7), (16, 16, 0)]
 DETERMINISTIC = ("sk3_f16_gelu", "skauto_i8", "stk_f32")
+#: (M, N, K) of stk_waves_f16 with 220 workers: 441 tiles (220 whole, 221 shared: some tiles split over two
+#: workers), 660 tiles (440 whole, then exactly one tile per worker: no fix-up), 230 tiles (one wave: all shared)
 
 
 def _source(name: str) -> str:
@@ -70,6 +75,19 @@ def test_numerics_and_clean_workspace(kernels, name):
         err = relative_error(to_float64(out, k.plan.abi["C"].dtype), ref)
         assert err <= tol, f"{name} {M}x{N}x{K}: relative error {err:.3e} > {tol:.1e}"
         assert not ws.any(), f"{name} {M}x{N}x{K}: the workspace is not zero-filled after the call"
+
+
+@needs_clang
+@pytest.mark.parametrize("shape", [(672, 672, 24), (960, 704, 20), (320, 736, 41)])
+def test_stream_k_whole_tiles_then_shared(kernels, shape):
+    """Stream-K with two waves of tiles or more: each worker's whole tiles (w, w + P, ...) before its share of the
+    last tiles' K iterations; right, and the workspace left zero-filled."""
+    k = kernels["stk_waves_f16"]
+    assert k.plan.body.schedule.workers == 220
+    out, ref, ws = _run(k, *shape, seed=sum(shape))
+    err = relative_error(to_float64(out, k.plan.abi["C"].dtype), ref)
+    assert err <= get_op("gemm").tolerance(k.plan, "C"), (shape, err)
+    assert not ws.any()
 
 
 @needs_clang

@@ -8,8 +8,13 @@
 // Work. The C tiles are numbered t = tm * tiles_n + tn; a tile has kt = max(1, ceil(K / kTileK)) K tiles.
 //   split-K:  S splits per tile (S = grid z on the portable bodies, an argument of the Hopper body); split s
 //             of tile t computes K tiles [s * kt / S, (s + 1) * kt / S).
-//   stream-K: P workers (the persistent grid) share the T = tiles * kt K-tile iterations evenly (worker w
-//             takes T / P of them, one more when w < T % P), cut at tile boundaries into segments.
+//   stream-K: P workers (the persistent grid). When the tiles make at least two waves of workers, the first
+//             D = (tiles / P - 1) * P tiles are taken whole, as the tile schedule takes them (worker w: tiles w,
+//             w + P, ...: the workers at work at once hold neighbouring tiles, whose A and B panels L2 shares);
+//             the last R = tiles - D tiles (P <= R < 2P; all of them with fewer tiles) have their R * kt K-tile
+//             iterations shared evenly (worker w takes R * kt / P of them, one more when w < R * kt % P), cut at
+//             tile boundaries into segments. (Shared out from the first tile, each worker's contiguous range put
+//             the tiles at work at once all over C: every A and B panel at once, more than L2 holds.)
 // Each Seg is one tile's K range for one workgroup; `count` workgroups contribute to its tile.
 //
 // Workspace (bytes; the planner's launch.workspace says the same): [counters: tiles ints, padded to 256 bytes]
@@ -142,10 +147,11 @@ CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
   return g;
 }
 
-// The segments of stream-K worker w of P (P <= tiles * kt): seg(j) is its j-th (false past the last). The
-// iterations are chunks of c K tiles, c the smallest power of two that keeps tiles * ceil(kt / c) below 2^30
-// (c = 1 on any practical shape), so that everything is 32-bit arithmetic; nothing is carried from one
-// segment to the next (the persistent loop keeps few registers live).
+// The segments of stream-K worker w of P (P <= tiles * kt): seg(j) is its j-th (false past the last): its whole
+// tiles first (the data-parallel waves, see the top of the file), then its share of the last tiles' iterations.
+// Those iterations are chunks of c K tiles, c the smallest power of two that keeps R * ceil(kt / c) below 2^30
+// (c = 1 on any practical shape), so that everything is 32-bit arithmetic; nothing is carried from one segment to
+// the next (the persistent loop keeps few registers live).
 struct StreamK {
   int tiles, kt, P, w;
 
@@ -168,10 +174,24 @@ struct StreamK {
   }
 
   static CKGEN_DEVICE bool seg_raw(int j, int tiles, int kt, int P, int w, Seg& g) {
+    const int whole = tiles >= 2 * P ? tiles / P - 1 : 0;  // the worker's whole tiles (data-parallel waves)
+    if (j < whole) {
+      g.tile = w + j * P;
+      g.kt0 = 0;
+      g.kt1 = kt;
+      g.count = 1;
+      g.slot = g.slot0 = g.slot_base = 2 * w;  // (unused: a whole tile goes straight to C)
+      g.slot_step = 2;
+      g.reads = 1;
+      return true;
+    }
+    j -= whole;
+    const int base = whole * P;  // the shared tiles base .. tiles - 1
+    const int rest = tiles - base;
     int c = 1;
-    while (static_cast<long long>(tiles) * ((kt + c - 1) / c) >= (1LL << 30)) c *= 2;
+    while (static_cast<long long>(rest) * ((kt + c - 1) / c) >= (1LL << 30)) c *= 2;
     const int kc = (kt + c - 1) / c;
-    const Even ev(tiles * kc, P);
+    const Even ev(rest * kc, P);
     const int first = ev.start(w);
     const int end = ev.start(w + 1);
     const int t = first / kc + j;
@@ -180,7 +200,7 @@ struct StreamK {
     const int e = b + kc;
     const int pos = first > b ? first : b;
     const int stop = end < e ? end : e;
-    g.tile = t;
+    g.tile = base + t;
     g.kt0 = (pos - b) * c;
     g.kt1 = (stop - b) * c < kt ? (stop - b) * c : kt;
     const int lo = ev.owner(b);
