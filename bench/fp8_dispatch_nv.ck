@@ -2,9 +2,10 @@
 // bf16, A row-major, B column-major (nn.Linear's weight as is). Untuned: the GEMM cost model picks the member per
 // shape (ckgen/ops/gemm/cost_model.py), nothing here was timed to choose it. Members: the Hopper body's fp8 tiles
 // with one workgroup per tile and, where the tiles do not fill the GPU, the K range split (split-K) or shared out
-// (stream-K); for decode shapes a 16-row mma.sync tile with split-K. Block scales fold per 128-K block, one
-// workgroup per tile; their 64-row tile comes first, as the dispatcher takes the first of members the model rates
-// alike (the decode shapes, where reading B bounds both tiles: the 64-row one computes half the padding rows).
+// (stream-K); for decode shapes a 16-row mma.sync tile with split-K. Block scales fold per 128-K block (split-K
+// pieces start on whole blocks); their 64-row tile comes first, as the dispatcher takes the first of members the
+// model rates alike (the decode shapes, where reading B bounds both tiles: the 64-row one computes half the padding
+// rows).
 target sm_90
 
 family fp8d_tensor {
@@ -43,9 +44,9 @@ family fp8d_rowwise {
 
 family fp8d_block {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
-  tile in [64x128x128]  waves = 1x4  lds_buffers = 4
+  tile in [64x128x128]  waves = 1x4  lds_buffers = 4  schedule in [tile, splitk]
 }
 family fp8d_block {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
-  tile in [128x128x128]  waves = 2x4  lds_buffers = 4
+  tile in [128x128x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
 }

@@ -294,3 +294,19 @@ def test_model_prefers_one_tile_per_workgroup_to_stream_k_on_the_hopper_body():
     (t,) = tables(family_plans(load_file(ex), "llama_qkv", "nvidia", "sm_90"), [], "llama_qkv")
     for shape in [(2048, 28672, 4096), (8192, 28672, 4096), (2048, 4096, 14336), (8192, 4096, 4096)]:
         assert choose(t, shape).kernel.endswith("_scheduletile"), shape
+
+
+def test_model_reads_the_batch_of_batched_kernels_only():
+    """Sizes past M, N, K are a batched kernel's batch; a block-scaled kernel's kb and nb are not (they were read as
+    a batch of kb items: 112 at K = 14336, which hid split-K's advantage at decode shapes). The same in the C model
+    (test_generated_c_chooses_like_python_and_runs compares the two)."""
+    from ckgen.ops.gemm.cost_model import estimate, traits
+
+    block, batched = (plan_all([s], ("sm_90",))[0] for s in load_text(
+        "kernel b { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 waves = 1x4 lds_buffers = 4 "
+        "scale_a = block(128) scale_b = block(128) schedule = splitk }\n"
+        "kernel m { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 "
+        "batched = true }", "m.ck", ("sm_90",)))
+    tb, tm = traits(block), traits(batched)
+    assert estimate(tb, (16, 4096, 14336, 112, 32)) == estimate(tb, (16, 4096, 14336))
+    assert estimate(tm, (512, 4096, 4096, 8)) > 7 * estimate(tm, (512, 4096, 4096, 1))

@@ -6,9 +6,10 @@ M = 1, N not a multiple of the tile's N, K not a multiple of 128 (the block scal
 whose operands TMA can address (K a multiple of 16; 16-bit row-major C rows 16-byte aligned) must launch the
 ``<kernel>_tma`` entry, the others the mma.sync one (checked with the torch profiler), and both must be right: the
 mma.sync body folds block scales per K block too. Block scales are read at every launch (a replayed graph sees new
-ones). Split-K and stream-K kernels with tensor / row / col scales (fp8, and a bf16 one) take the Hopper body too:
-their parts meet unscaled and the last contributor scales the sum; their workspace is zero-filled again after each
-call and the deterministic ones give the same bits twice. The Hopper body accumulates whole K in the wgmma accumulators (tensor / row / col scales: like
+ones). Split-K and stream-K kernels take the Hopper body too (fp8 with every scaling, and a bf16 one with a row
+scale): tensor / row / col-scaled parts meet unscaled and the last contributor scales the sum, block-scaled ones
+are folded per 128-K tile before they meet; their workspace is zero-filled again after each call and the
+deterministic ones give the same bits twice. The Hopper body accumulates whole K in the wgmma accumulators (tensor / row / col scales: like
 torch._scaled_mm's use_fast_accum=True), folding each 128-K block in f32 registers only for block scales; the f32-C
 tolerance allows the fp8 wgmma accumulator's shorter sums.
 """
@@ -45,10 +46,15 @@ kernel gh8_rowcol_streamk_bias { A = e4m3fn row  B = e4m3fn col  C = bf16 row  t
   lds_buffers = 4  scale_a = row  scale_b = col  epilogue = bias(col) -> relu  schedule = streamk }
 kernel gh16_row_splitk { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4
   scale_a = row  schedule = splitk }
+kernel gh8_block_splitk { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 64x128x128  waves = 1x4  lds_buffers = 4
+  scale_a = block(128)  scale_b = block(128)  schedule = splitk }
+kernel gh8_block_streamk_f32 { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 128x128x128  waves = 2x4
+  lds_buffers = 4  scale_a = block(128)  scale_b = block(128)  schedule = streamk }
 """
-#: the scheduled kernels (split-K, stream-K; a 16-bit one with its row scale too): their parts meet unscaled, the
-#: last contributor scales the sum
-SCHEDULED = ["gh8_tensor_splitk", "gh8_rowwise_splitk_atomic", "gh8_rowcol_streamk_bias", "gh16_row_splitk"]
+#: the scheduled kernels (split-K, stream-K; a 16-bit one with its row scale too): their parts meet unscaled and the
+#: last contributor scales the sum; block-scaled parts are folded per K tile (one block) before they meet
+SCHEDULED = ["gh8_tensor_splitk", "gh8_rowwise_splitk_atomic", "gh8_rowcol_streamk_bias", "gh16_row_splitk",
+             "gh8_block_splitk", "gh8_block_streamk_f32"]
 NAMES = ["gh8_tensor", "gh8_rowwise", "gh8_e5m2_col_bias_f32", "gh8_block", "gh8_block_f32", *SCHEDULED]
 #: TMA-addressable: K % 16 == 0, N % 8 == 0 (bf16 C rows for the TMA store); M = 1, N and K off the tiles
 HOPPER_SHAPES = [(1, 264, 128), (1, 4096, 4096), (17, 200, 208), (129, 264, 400), (300, 1000, 1008),

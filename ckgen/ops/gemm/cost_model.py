@@ -33,7 +33,7 @@ from ckgen.ops.gemm.spec import MAX_SPLITS
 
 TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "workers", "slots", "flops_per_s",
           "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits",
-          "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s")
+          "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s", "batched")
 KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
 #: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md)
 EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60}
@@ -94,7 +94,7 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
             float(g.a.dtype.bytes), float(g.b.dtype.bytes * half), float(g.c.dtype.bytes),
             LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS),
-            float(lds_kstep), lds_rate, float(load_kstep), load_rate)
+            float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched))
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -102,11 +102,12 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
-    """Seconds one call at sizes ``s`` = (M, N, K[, batch]) should take (the model of the module docstring).
-    Keep in step with ``model.cpp.j2``: the same operations in the same order."""
+    """Seconds one call at sizes ``s`` (the ABI's sizes in order: M, N, K, then the batch of a batched kernel, or
+    other sizes the model does not read: block scales' kb, nb, a grouped kernel's groups) should take (the model of
+    the module docstring). Keep in step with ``model.cpp.j2``: the same operations in the same order."""
     tm, tn, tk, kind = int(t[0]), int(t[1]), int(t[2]), int(t[3])
     m, n, k = s[0], s[1], s[2]
-    batch = s[3] if len(s) > 3 else 1
+    batch = s[3] if t[20] and len(s) > 3 else 1
     if m == 0 or n == 0 or batch == 0:
         return t[13]
     tiles = _cdiv(m, tm) * _cdiv(n, tn) * batch

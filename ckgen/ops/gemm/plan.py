@@ -163,8 +163,13 @@ def check_scales(d: GemmDraft) -> None:
     if SCALE_BLOCK % cfg.tile[2]:
         raise d.fail("tile", "x".join(map(str, cfg.tile)), f"a tile K dividing {SCALE_BLOCK} (32, 64, 128)",
                      f"a K tile must lie in one {SCALE_BLOCK}-block of the block scales")
-    if resolve_schedule(cfg, g).kind != "tile":
-        raise d.fail("schedule", cfg.schedule.text, "tile", "block scales are applied by one workgroup per C tile")
+    if resolve_schedule(cfg, g).kind != "tile" and (cfg.tile[2] != SCALE_BLOCK or
+                                                    (SCALE_BLOCK % cfg.tile[1] and cfg.tile[1] % SCALE_BLOCK)):
+        tile = f"{cfg.tile[0]}x{min(cfg.tile[1], SCALE_BLOCK)}x{SCALE_BLOCK}"
+        raise d.fail("schedule", cfg.schedule.text, f"tile, or a K tile of {SCALE_BLOCK} and an N tile dividing or "
+                     f"a multiple of {SCALE_BLOCK} (e.g. tile = {tile})",
+                     f"split-K / stream-K pieces of a block-scaled kernel start on whole {SCALE_BLOCK}-K blocks "
+                     f"(each K tile one block) and fold scales per tile of columns within one block")
     if g.batched:
         raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 

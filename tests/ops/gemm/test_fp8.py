@@ -53,6 +53,13 @@ CONFIGS = {
     "f8_block_k32_942": ("gfx942", "A = e5m2fnuz row\nB = e5m2fnuz col\nC = f16 row\ntile = 32x32x32\nwaves = 1x1\n"
                                    "instr = 16x16x32\nscale_a = block(128)\nscale_b = block(128)",
                          "v_mfma_f32_16x16x32_bf8_bf8"),
+    # block scales with the K range split (K tiles of one block: each piece starts on a whole block)
+    "f8_block_splitk_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 32x64x128\n"
+                                      "waves = 1x2\nscale_a = block(128)\nscale_b = block(128)\nschedule = splitk(3)",
+                            "v_mfma_f32_32x32x16_fp8_fp8"),
+    "f8_block_streamk_950": ("gfx950", "A = e4m3fn row\nB = e4m3fn col\nC = f32 row\ntile = 32x32x128\nwaves = 1x1\n"
+                                       "scale_a = block(128)\nscale_b = block(128)\nepilogue = bias(col)\n"
+                                       "schedule = streamk", "v_mfma_f32_32x32x16_fp8_fp8"),
     "f8_batched_942": ("gfx942", "A = e4m3fnuz row\nB = e4m3fnuz col\nC = bf16 row\ntile = 64x64x64\nwaves = 2x2\n"
                                  "batched = true\nscale_a = tensor\nscale_b = tensor", "v_mfma_f32_32x32x16_fp8_fp8"),
 }
@@ -178,7 +185,8 @@ def test_host_entry_checks_the_block_counts(kernels):
     ("gfx942", "scale_a = block(128) scale_b = col tile = 64x64x64", "scale_b", "block(128)"),
     ("gfx942", "scale_a = tensor scale_b = block(128) tile = 64x64x64", "scale_a", "block(128)"),
     ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x256", "tile", "dividing 128"),
-    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule", "tile"),
+    ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule",
+     "a K tile of 128"),
     ("gfx942", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 batched = true", "batched", "false"),
     ("sm_90", "scale_a = block(128) scale_b = col tile = 64x64x64", "scale_b", "block(128)"),
     ("sm_90", "scale_a = block(128) scale_b = block(128) tile = 64x64x64 schedule = splitk", "schedule", "tile"),
@@ -258,6 +266,8 @@ kernel h8_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 
                    scale_a = tensor scale_b = tensor schedule = splitk }
 kernel h8_streamk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4
                     scale_a = row scale_b = col epilogue = bias(col) schedule = streamk }
+kernel h8_block_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 waves = 1x4 lds_buffers = 4
+                         scale_a = block(128) scale_b = block(128) schedule = splitk }
 """
 
 
@@ -278,6 +288,7 @@ def test_nvcc_builds_scaled_fp8_for_sm90(cache):
             "h8_tensor_tma": wgmma.format(256, "e4m3"), "h8_rowcol_tma": wgmma.format(128, "e5m2"),
             "h8_block_tma": wgmma.format(128, "e4m3"), "h8_bmm_tma": wgmma.format(128, "e4m3"),
             "h8_splitk_tma": wgmma.format(128, "e4m3"), "h8_streamk_tma": wgmma.format(256, "e4m3"),
+            "h8_block_splitk_tma": wgmma.format(128, "e4m3"),
             "h8_rowcol": mma.format("e5m2")}
     for name, instr in want.items():
         r = reports[name]

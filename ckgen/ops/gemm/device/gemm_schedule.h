@@ -59,7 +59,8 @@ CKGEN_DEVICE void run_segment(const Seg& g, const Problem& pb, Workspace<typenam
   const typename Cfg::TB* b = Cfg::kBRowMajor ? B + static_cast<long long>(k0) * ldb + n0
                                               : B + static_cast<long long>(n0) * ldb + k0;
   auto* slot = reinterpret_cast<typename P::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
-  tile<P>(a, b, slot, nullptr, mr, nr, k1 > k0 ? k1 - k0 : 0, lda, ldb, kSlotRowMajor ? Cfg::kTileN : Cfg::kTileM);
+  tile<P>(a, b, slot, PartialOperand<Cfg>::make(bias, k0 / epi::kScaleBlockK, m0, n0), mr, nr, k1 > k0 ? k1 - k0 : 0,
+          lda, ldb, kSlotRowMajor ? Cfg::kTileN : Cfg::kTileM);
   finish_tile<Cfg, kSlotRowMajor, BlockSync>(g, ws, C, bias, ldc, m0, n0, mr, nr, thread_id(), Cfg::kThreads, ticket);
 }
 
@@ -98,6 +99,16 @@ CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B
                             const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
                             int K, long long lda, long long ldb, long long ldc, void* workspace) {
   scheduled<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc, workspace);
+}
+
+// Block-scaled kernels: the K and N block counts (checked by the host entry) and the scales' leading dimensions.
+template <class Cfg>
+CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                            int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
+                            long long ld_scale_a, long long ld_scale_b, void* workspace) {
+  scheduled<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
+                 ldc, workspace);
 }
 
 }  // namespace gemm_sched

@@ -235,8 +235,8 @@ struct TmaGemmBody {
                     Cfg::kTileK == kRowElems,
                 "the TMA body's tiles are 64 or 128 x 128 or 256 x (128 bytes of K: 64 16-bit, 128 fp8 elements)");
   static_assert(!kF8 || (kAK && kBK), "fp8 wgmma reads both operands K-major: A row-major, B column-major");
-  static_assert(!kBlock || (kF8 && Cfg::kTileN == 128 && kKind == gemm_sched::kTile && kGroupMode == 0),
-                "block scales: fp8 tiles of 128 columns (two accumulator sets per thread), one block per C tile");
+  static_assert(!kBlock || (kF8 && Cfg::kTileN == 128 && kGroupMode == 0),
+                "block scales: fp8 tiles of 128 columns (two accumulator sets per thread), not grouped");
   static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
@@ -589,8 +589,10 @@ struct TmaGemmBody {
     const int mr = M - m0 < Cfg::kTileM ? M - m0 : Cfg::kTileM;
     const int nr = N - n0 < Cfg::kTileN ? N - n0 : Cfg::kTileN;
     auto* slot = reinterpret_cast<typename Partial::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
-    Sm90Gemm<Partial>::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot, nullptr, mr, nr,
-                                                Cfg::kTileN, lane >> 2, lane & 3);
+    // (block scales: the sums are folded already; the partial operand scales them by 1)
+    Sm90Gemm<Partial>::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot,
+                                                gemm_sched::PartialOperand<Cfg>::make(bias, 0, 0, 0), mr, nr, Cfg::kTileN,
+                                                lane >> 2, lane & 3);
     gemm_sched::finish_tile<Cfg, true, ConsumerSync>(g, ws, C, bias, ldc, m0, n0, mr, nr, tid, 128 * kConsumers, ticket);
     ConsumerSync::sync();  // the ticket is read by every consumer before the next piece's finish writes it
   }

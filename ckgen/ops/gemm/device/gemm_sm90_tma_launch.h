@@ -161,9 +161,10 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   }
 
   // The scheduled kernels (split-K, stream-K; never batched): `splits` per tile (split-K), at most `workers`
-  // blocks (stream-K); the workspace as gemm_work.h lays it out. Scaled ones (tensor / row / col scales, fp8 or
-  // 16-bit: CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY) take the scale pointers after the bias; the partial sums meet
-  // unscaled and the last contributor scales their sum (gemm_sched::finish_tile).
+  // blocks (stream-K); the workspace as gemm_work.h lays it out. Scaled ones (fp8 or 16-bit:
+  // CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY) take the scale pointers after the bias (block scales: with their leading
+  // dimensions); tensor / row / col-scaled partial sums meet unscaled and the last contributor scales their sum
+  // (gemm_sched::finish_tile), block-scaled ones are folded per K tile (one block) before they meet.
   template <class Kernel>
   static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
                           long long lda, long long ldb, long long ldc, void* workspace, int splits, int workers,
@@ -178,6 +179,15 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     static_assert(epi::IsScaled<Operand>::value && !kBlock, "launch_sched with scales: a tensor / row / col scaled Cfg");
     return launch_sched_with(kernel, A, B, C, M, N, K, lda, ldb, ldc, workspace, splits, workers, stream, bias,
                              scale_a, scale_b, 0LL, 0LL);
+  }
+  template <class Kernel>
+  static int launch_sched(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                          const float* scale_b, int M, int N, int K, int /*kb*/, int /*nb*/, long long lda,
+                          long long ldb, long long ldc, long long ld_scale_a, long long ld_scale_b, void* workspace,
+                          int splits, int workers, void* stream) {
+    static_assert(kBlock, "launch_sched with block scales: a block(128)-scaled Cfg");
+    return launch_sched_with(kernel, A, B, C, M, N, K, lda, ldb, ldc, workspace, splits, workers, stream, bias,
+                             scale_a, scale_b, ld_scale_a, ld_scale_b);
   }
   template <class Kernel, class... EpiArgs>
   static int launch_sched_with(Kernel kernel, const TA* A, const TB* B, TC* C, int M, int N, int K, long long lda,
@@ -261,7 +271,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                                    workspace, splits);                                                         \
   }
 
-// The `<name>_tma` entry of a scaled scheduled Cfg (tensor / row / col scales): both of the above.
+// The `<name>_tma` entry of a scaled scheduled Cfg (any scaling but mx): both of the above.
 #define CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY(name, Cfg)                                                           \
   extern "C" __global__ void __launch_bounds__(::ckgen::nv::TmaGemm<Cfg>::kThreads, 1) name##_tma(             \
       const __grid_constant__ ::ckgen::nv::TensorMap ta, const __grid_constant__ ::ckgen::nv::TensorMap tb,    \

@@ -76,6 +76,25 @@ struct FromFloat<gemm_sched::AddF32> {
 
 namespace gemm_sched {
 
+// The epilogue operand of a piece's partial sums: none (they are not scaled: finish_tile scales their sum), except
+// block scales, which the body folds per K block in its K loop: the piece, computed as a problem of its own at the
+// tile's origin (m0, n0), keeps them from that origin and its first block kb0 on (the planner gives such kernels K
+// tiles of one block, so a piece starts on a whole block, and tiles whose columns never straddle a 128-column
+// block), and no bias.
+template <class Cfg, bool kFolds = epi::IsBlockScaled<epi::Operand<Cfg>>::value>
+struct PartialOperand {
+  using type = const typename Cfg::TBias*;
+  static CKGEN_DEVICE type make(const epi::Operand<Cfg>&, int, int, int) { return nullptr; }
+};
+template <class Cfg>
+struct PartialOperand<Cfg, true> {
+  using type = epi::Operand<Cfg>;
+  static CKGEN_DEVICE type make(const type& op, int kb0, int m0, int n0) {
+    return type{nullptr, op.scale_a + m0 * op.ld_a + kb0, op.scale_b + (n0 / epi::kScaleBlockK) * op.ld_b + kb0,
+                op.tensor_scale, op.ld_a, op.ld_b};
+  }
+};
+
 // A Cfg whose epilogue writes the raw accumulators (of type TOut) to a slot: kTileM x kTileN, row-major
 // (ld kTileN) when kRow, else column-major (ld kTileM).
 template <class Cfg, class TOut, bool kRow>
@@ -89,7 +108,7 @@ struct PartialCfg : Cfg {
   static constexpr bool kIntegerEpilogue = true;  // integer accumulators stay exact
   static constexpr int kVecC = 4;
   using Epilogue = epi::Chain<>;
-  using EpiOperand = const typename Cfg::TBias*;  // partial sums are not scaled (finish_tile scales the sum)
+  using EpiOperand = typename PartialOperand<Cfg>::type;
 };
 
 // ---------------------------------------------------------------- pieces of work
