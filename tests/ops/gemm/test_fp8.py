@@ -274,13 +274,19 @@ kernel h8_block_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x12
 def test_nvcc_builds_scaled_fp8_for_sm90(cache):
     """The mma.sync kernels (s90_*) issue mma.sync e4m3 / e5m2 without spills; each h8_* kernel's Hopper entry
     (`_tma`; split-K and stream-K ones too) issues the planned wgmma m64nNk32 (e4m3 / e5m2) and neither spills nor
-    uses a stack (their mma.sync
+    uses a stack; block-scaled ones of 128 rows take turns between their two consumer warpgroups (their mma.sync
     entries build beside them; several spill, as the 16-bit 128x256 one does: they serve only operands the
     Hopper body cannot take)."""
     from ckgen.backends.nvidia import compiler as nv
 
     plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV_SPEC)]
-    reports = {r.name: r for r in nv.analyze(nv.build_cuda_library("nvfp8", plans), plans)}
+    lib = nv.build_cuda_library("nvfp8", plans)
+    reports = {r.name: r for r in nv.analyze(lib, plans)}
+    ptx = (lib.entry / "nvfp8_sm_90.ptx").read_text()
+    # block scales on 128 rows: the two consumer warpgroups take turns (named barriers 2 and 3); on 64 rows, one
+    for name, turns in (("h8_block_tma", True), ("h8_block_splitk_tma", False)):
+        body = re.split(r"\.entry ", ptx[ptx.index(f".entry {name}("):])[1]
+        assert ("bar.arrive 2, 256;" in body and "bar.sync 3, 256;" in body) == turns, name
     mma = "mma.sync.aligned.m16n8k32.row.col.f32.{0}.{0}.f32"
     wgmma = "wgmma.mma_async.sync.aligned.m64n{0}k32.f32.{1}.{1}"
     want = {"s90_f8_tensor": mma.format("e4m3"), "s90_f8_rowcol": mma.format("e5m2"),

@@ -7,7 +7,7 @@
 // K-major) on the same tiles with 128 K (one 128-byte row of 128 fp8 elements), wgmma m64nNk32. Both take the
 // scalings of an epi::Scaled operand: tensor / row / col scales in the epilogue (epi::value, epi::gated_value; the
 // overlapped epilogue kept), and fp8 ones block(128) scales folded per K tile (= one 128-K block) in registers
-// (block_k_loop; tiles of 128 columns, no overlapped epilogue).
+// (gemm_sm90_block_scales.h; tiles of 128 columns, no overlapped epilogue).
 // The generated source adds a second kernel entry, `<kernel>_tma`, that calls TmaGemm<Cfg>::run; the host
 // entry calls TmaGemm<Cfg>::launch first (TmaGemm: this body with its host side, gemm_sm90_tma_launch.h), which
 // launches it when the device is sm_90 and the operands are TMA-addressable (16-byte aligned base and leading
@@ -56,6 +56,7 @@
 
 #include "gemm_group_walk.h"
 #include "gemm_mma_sm90.h"
+#include "gemm_sm90_block_scales.h"
 #include "gemm_work.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
@@ -348,6 +349,7 @@ struct TmaGemmBody {
     uint32_t phase = 0;  // ... and the parity of its "full" phase
     int prev = 0;        // the stage of the latest issued K tile, released once its group is complete
     int issued = 0;      // K tiles of the coming tile already issued (by the overlapped epilogue): 0 or 1
+    bool turned = false;  // (block scales) warpgroup 0 has issued a K tile: its next ones wait for their turn
     float d[4 * kFrags];
     zero(d);
     Pieces work(M, N, nk, batch, splits, index);
@@ -367,8 +369,8 @@ struct TmaGemmBody {
         if (g.count == 1) prefetch_residual(Cb, biasb, row0, m0, n0, Mg, N, ldc, lane, st);  // (a whole tile)
       }
       if constexpr (kBlock) {
-        block_k_loop(d, s0, full0, empty0, wg, s, phase, g.kt0, g.kt1, biasb, Mg, m0 + wg * 64 + (warp & 3) * 16,
-                     n0, lane);
+        BlockScaleLoop<TmaGemmBody>::run(d, s0, full0, empty0, wg, s, phase, g.kt0, g.kt1, biasb, Mg,
+                                         m0 + wg * 64 + (warp & 3) * 16, n0, lane, turned);
       } else {
         for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
           const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
@@ -419,6 +421,7 @@ struct TmaGemmBody {
         Epi::template store_c<1, kFrags>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane >> 2, lane & 3);
       }
     }
+    if constexpr (kBlock) BlockScaleLoop<TmaGemmBody>::finish(wg, turned);
     if constexpr (kTmaStoreC) {
       if (lane == 0) bulk_wait<0>();  // every C store of this warp has landed before the kernel ends
     }
@@ -427,39 +430,6 @@ struct TmaGemmBody {
   static CKGEN_DEVICE void zero(float (&d)[4 * kFrags]) {
 #pragma unroll
     for (int i = 0; i < 4 * kFrags; ++i) d[i] = 0.0f;
-  }
-
-  // Block scales (kBlock): K tiles kt0 .. kt1-1 of the tile into d (zeroed by the caller), the warp's rows
-  // r0 .. r0+15 of C. Each K tile is one 128-K block kb = kt: its wgmmas overwrite `part`; after the group
-  // completes, the stage is released and d += part * scale_a(row, kb) * scale_b(n0 / 128, kb) (scale_a at rows
-  // r0 + lane/4 and +8, clamped to M - 1; scale_b of the tile's 128 columns). A block's scales are read two K
-  // tiles ahead, so that their latency (a global load each) hides behind the tensor cores' work instead of
-  // stalling every fold. The wait per K tile leaves the tensor cores to the other consumer warpgroup while this
-  // one folds (pairs of blocks with two sets of sums, the second block's wgmmas running through the first's fold,
-  // measured about 2% slower on the H200).
-  static CKGEN_DEVICE void block_k_loop(float (&d)[4 * kFrags], uint32_t s0, uint32_t full0, uint32_t empty0, int wg,
-                                        int& s, uint32_t& phase, int kt0, int kt1, const Operand& op, int M, int r0,
-                                        int n0, int lane) {
-    const int ra = r0 + (lane >> 2), rb = ra + 8;
-    const float* sa0 = op.scale_a + static_cast<long long>(ra < M ? ra : M - 1) * op.ld_a;
-    const float* sa1 = op.scale_a + static_cast<long long>(rb < M ? rb : M - 1) * op.ld_a;
-    const float* sb = op.scale_b + static_cast<long long>(n0 / epi::kScaleBlockK) * op.ld_b;
-    // the scales of blocks kt (x0) and kt + 1 (x1), in registers (shifted down each K tile; past kt1: unread)
-    float b0 = 0.0f, a00 = 0.0f, a10 = 0.0f, b1 = 0.0f, a01 = 0.0f, a11 = 0.0f;
-    if (kt0 < kt1) b0 = gload(sb + kt0), a00 = gload(sa0 + kt0), a10 = gload(sa1 + kt0);
-    if (kt0 + 1 < kt1) b1 = gload(sb + kt0 + 1), a01 = gload(sa0 + kt0 + 1), a11 = gload(sa1 + kt0 + 1);
-    float part[4 * kFrags];
-    zero(part);  // (overwritten by each block's first wgmma; defined for the asm's read-write operands)
-    for (int kt = kt0; kt < kt1; ++kt) {
-      const int cur = issue_k_tile<true>(part, s0, full0, wg, s, phase);
-      const float f0 = a00 * b0, f1 = a10 * b0;
-      b0 = b1, a00 = a01, a10 = a11;
-      if (kt + 2 < kt1) b1 = gload(sb + kt + 2), a01 = gload(sa0 + kt + 2), a11 = gload(sa1 + kt + 2);
-      wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(empty0 + 8 * cur);
-#pragma unroll
-      for (int i = 0; i < 4 * kFrags; ++i) d[i] += part[i] * ((i & 2) ? f1 : f0);  // register 4j + 2h + e: row +8h
-    }
   }
 
   // Waits until stage s is full, then issues its K tile's wgmmas (this warpgroup's 64 rows) into d as one
