@@ -274,9 +274,9 @@ kernel h8_block_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x12
 def test_nvcc_builds_scaled_fp8_for_sm90(cache):
     """The mma.sync kernels (s90_*) issue mma.sync e4m3 / e5m2 without spills; each h8_* kernel's Hopper entry
     (`_tma`; split-K and stream-K ones too) issues the planned wgmma m64nNk32 (e4m3 / e5m2) and neither spills nor
-    uses a stack; block-scaled ones of 128 rows take turns between their two consumer warpgroups (their mma.sync
-    entries build beside them; several spill, as the 16-bit 128x256 one does: they serve only operands the
-    Hopper body cannot take)."""
+    uses a stack, and a block-scaled one of 128 rows has its two consumer warpgroups take turns (named barriers 2
+    and 3). Their mma.sync entries build beside them; several spill, as the 16-bit 128x256 one does: they serve
+    only operands the Hopper body cannot take."""
     from ckgen.backends.nvidia import compiler as nv
 
     plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV_SPEC)]
