@@ -43,6 +43,12 @@ CASES = [  # name, batch, heads_q, heads_kv, seqlen, d, mask
     ("b4 h32/8 s4096 d128 causal (GQA)", 4, 32, 8, 4096, 128, "causal"),
     ("b8 h32 s2048 d64", 8, 32, 32, 2048, 64, "none"),
     ("b8 h32 s2048 d64 causal", 8, 32, 32, 2048, 64, "causal"),
+    # issue 23's short sequences and head dim 256 (Gemma's 16 heads of 256)
+    ("b32 h32 s512 d128", 32, 32, 32, 512, 128, "none"),
+    ("b32 h32 s512 d128 causal", 32, 32, 32, 512, 128, "causal"),
+    ("b64 h32 s256 d128 causal", 64, 32, 32, 256, 128, "causal"),
+    ("b16 h16 s1024 d256", 16, 16, 16, 1024, 256, "none"),
+    ("b4 h16 s4096 d256 causal", 4, 16, 16, 4096, 256, "causal"),
 ]
 
 

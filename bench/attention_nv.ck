@@ -25,8 +25,13 @@ kernel bf16_d64_causal_wg128x128s3 { op = attention  dtype = bf16  head_dim = 64
   wgmma_tile = 128x128  wgmma_stages = 3 }
 kernel bf16_d64_causal_wg192x64s3 { op = attention  dtype = bf16  head_dim = 64  mask = causal
   wgmma_tile = 192x64  wgmma_stages = 3 }
+kernel bf16_d256_none_wg128x64s2 { op = attention  dtype = bf16  head_dim = 256  mask = none }
+kernel bf16_d256_causal_wg128x64s2 { op = attention  dtype = bf16  head_dim = 256  mask = causal }
 
 // ---- the mma.sync body
+
+kernel bf16_d256_none_m128w8n32s1q { op = attention  dtype = bf16  head_dim = 256  mask = none  body = mma_sync }
+kernel bf16_d256_causal_m128w8n32s1q { op = attention  dtype = bf16  head_dim = 256  mask = causal  body = mma_sync }
 
 kernel bf16_d128_none_m128w4n64s2q { op = attention  dtype = bf16  head_dim = 128  mask = none
   tile = 128x64  waves = 4  lds_buffers = 2  q_in_regs = false  body = mma_sync }

@@ -236,7 +236,7 @@ PY
         --size batch=2,heads=8,heads_kv=2,seqlen_q=333,seqlen_k=1000 2>&1 | tee -a "$OUT/ckgen_run.txt"
       timeout 300 python3 bench/attention.py --kernels "${ATTN_BENCH_KERNELS:-_wg|_m128w4n64s2[qr]\$}" \
         --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
-      echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -11 "$OUT/attention.txt" ;;
+      echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -16 "$OUT/attention.txt" ;;
     attention-hopper-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "(w128x64 or f16_d64- or f16_d128_window) and not runs_wh" \

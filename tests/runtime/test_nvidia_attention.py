@@ -3,9 +3,9 @@ kernels called through the JIT with torch CUDA tensors, against a float64 refere
 inputs: BSHD and BHSD (and rows not 16-byte aligned), GQA / MQA, causal with seqlen_q != seqlen_k (bottom-right),
 sliding windows, variable-length batches, d64 / d128 / d256, odd lengths; outputs poisoned (the backend's NaN
 fill) and padding untouched; the ``ckgen::attention`` custom op under torch.compile (inductor).
-The dense f16 / bf16 d64 / d128 kernels are planned with the Hopper body (TMA + wgmma, attention_fwd_sm90.h) as
-well, which the host entry runs when the operands are 16-byte aligned (BSHD, BHSD) and keys exist; rows padded by 3
-elements ("odd"), seqlen_k = 0 and the ``body = mma_sync`` / varlen / d256 kernels run the mma.sync body
+The dense f16 / bf16 d64 / d128 / d256 kernels are planned with the Hopper body (TMA + wgmma, attention_fwd_sm90.h)
+as well, which the host entry runs when the operands are 16-byte aligned (BSHD, BHSD) and keys exist; rows padded
+by 3 elements ("odd"), seqlen_k = 0 and the ``body = mma_sync`` / varlen kernels run the mma.sync body
 (test_the_hopper_body_runs_where_it_applies checks which kernel was launched, with the torch profiler).
 ``bench/nv_prebuild.py`` builds these kernels (SPEC) into the carried cache ahead of a run.
 """
@@ -125,6 +125,7 @@ DENSE = [  # (kernel, batch, sq, sk, heads, heads_kv, layout, window)
     ("gpu_attn_bf16_d64_window", 1, 300, 100, 2, 1, "odd", (0, 0)),
     ("gpu_attn_bf16_d256_causal", 2, 129, 200, 2, 2, "bshd", None),
     ("gpu_attn_bf16_d256_causal", 1, 70, 17, 2, 1, "bhsd", None),
+    ("gpu_attn_bf16_d256_causal", 1, 1000, 1300, 4, 2, "bshd", None),
     ("gpu_attn_bf16_d128_w8_s3", 2, 1000, 1000, 4, 4, "bshd", None),
     ("gpu_attn_bf16_d128_w8_s3", 1, 77, 1300, 4, 2, "odd", None),
     # the Hopper body's tiles, masks and dtypes (aligned layouts; "odd" falls back)
@@ -238,6 +239,8 @@ def launched(fn) -> set[str]:
     ("gpu_attn_bf16_d128_causal", "bshd", 300, True),
     ("gpu_attn_bf16_d128_causal", "bhsd", 300, True),
     ("gpu_attn_f16_d64", "bshd", 300, True),
+    ("gpu_attn_bf16_d256_causal", "bhsd", 300, True),    # (128 x 64 tiles: O takes 128 registers per thread)
+    ("gpu_attn_bf16_d256_causal", "odd", 300, False),
     ("gpu_attn_bf16_d128_causal", "odd", 300, False),    # rows not 16-byte aligned: the mma.sync body
     ("gpu_attn_bf16_d128", "bshd", 0, False),             # no keys: the mma.sync body (O = 0, LSE = -inf)
     ("gpu_attn_bf16_d128_mma_sync", "bshd", 300, False),  # not planned

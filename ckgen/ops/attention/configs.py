@@ -65,4 +65,5 @@ class WgmmaKnownGood:
 WGMMA_TABLE: dict[int, WgmmaKnownGood] = {
     64: WgmmaKnownGood((192, 128), 2),
     128: WgmmaKnownGood((128, 128), 2),
+    256: WgmmaKnownGood((128, 64), 2),
 }

@@ -333,8 +333,11 @@ def estimate_registers(d: AttentionDraft) -> None:
 
 #: the Hopper body (device/attention_fwd_sm90.h): its head dims, its tiles (64 queries per consumer warpgroup, 2 or
 #: 3 of them; keys per tile = the N of the S wgmma, the K of the O wgmma), its K/V stages
-WGMMA_HEAD_DIMS = (64, 128)
+WGMMA_HEAD_DIMS = (64, 128, 256)
 WGMMA_QUERIES = (128, 192)
+#: per head dim, the most queries per tile: at 256 a consumer warpgroup holds O (64 x 256 f32) in 128 registers,
+#: which three warpgroups' 160 each leave no room around (ptxas: "insufficient registers" at 192 x 64)
+WGMMA_MAX_QUERIES = {64: 192, 128: 192, 256: 128}
 WGMMA_KEYS = (64, 128)
 WGMMA_STAGES = (2, 3, 4)
 
@@ -345,7 +348,7 @@ def _wgmma_smem(hd: int, bm: int, bn: int, stages: int) -> int:
 
 
 def plan_wgmma_body(d: AttentionDraft) -> None:
-    """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64 or 128 also get the Hopper body
+    """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64, 128 or 256 also get the Hopper body
     (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
     with ``wgmma_tile`` and ``wgmma_stages`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
     count shrinks to fit the shared memory). The portable body stays the run-time fallback (with ``rope`` both
@@ -369,10 +372,11 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
         return
     kg = WGMMA_TABLE[a.head_dim]
     tile = cfg.wgmma_tile if cfg.wgmma_tile is not None else kg.tile
-    if tile[0] not in WGMMA_QUERIES or tile[1] not in WGMMA_KEYS:
+    queries = [q for q in WGMMA_QUERIES if q <= WGMMA_MAX_QUERIES[a.head_dim]]
+    if tile[0] not in queries or tile[1] not in WGMMA_KEYS:
         raise d.fail("wgmma_tile", _text(tile),
-                     f"M in {', '.join(map(str, WGMMA_QUERIES))} (64 queries per consumer warpgroup) x N in "
-                     f"{', '.join(map(str, WGMMA_KEYS))}", "not a tile of the Hopper body")
+                     f"M in {', '.join(map(str, queries))} (64 queries per consumer warpgroup) x N in "
+                     f"{', '.join(map(str, WGMMA_KEYS))}", f"not a tile of the Hopper body at head_dim {a.head_dim}")
     if cfg.wgmma_stages is not None and cfg.wgmma_stages not in WGMMA_STAGES:
         raise d.fail("wgmma_stages", cfg.wgmma_stages, ", ".join(map(str, WGMMA_STAGES)),
                      "unsupported K/V pipeline depth of the Hopper body")

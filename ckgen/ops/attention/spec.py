@@ -50,8 +50,9 @@ KEYS = (
     Key("kv_barriers", "NVIDIA: barriers per K/V tile, 2 (K and V copied as separate groups) or 1 (one group, "
         "lds_buffers >= 2)", default_text="planned per target"),
     Key("body", "auto, wgmma or mma_sync: whether the kernel also gets the Hopper body (TMA + wgmma, sm_90; dense "
-        "f16/bf16, head_dim 64 or 128), tried first at run time", default_text="auto"),
-    Key("wgmma_tile", "MxN of the Hopper body: 128 or 192 queries (2 or 3 consumer warpgroups) x 64 or 128 keys",
+        "f16/bf16, head_dim 64, 128 or 256), tried first at run time", default_text="auto"),
+    Key("wgmma_tile", "MxN of the Hopper body: 128 or 192 queries (2 or 3 consumer warpgroups; head_dim 256: 128) x "
+        "64 or 128 keys",
         default_text="planned per head dim"),
     Key("wgmma_stages", "K/V tiles in flight in the Hopper body (2..4, within shared memory)",
         default_text="planned"),

@@ -1,5 +1,5 @@
 """The attention op's Hopper body (TMA + wgmma, ``device/attention_fwd_sm90.h``) in the planner, without a GPU:
-sm_90 plans it by default for dense f16 / bf16 kernels of head dim 64 and 128 as a second entry ``<name>_tma``
+sm_90 plans it by default for dense f16 / bf16 kernels of head dim 64, 128 and 256 as a second entry ``<name>_tma``
 (the mma.sync body stays the first entry and the run-time fallback), never elsewhere; its DSL parameters are
 validated by name with their legal values; the generated host entry tries it first; and (with nvcc) the
 kernel builds for sm_90a without spills, with the planned shared memory and wgmma in the PTX."""
@@ -18,6 +18,7 @@ from tests.ops.attention.test_attention_plan import kern, refusal
     (128, "bf16", "none", (128, 128)),
     (128, "f16", "causal", (128, 128)),
     (64, "bf16", "window", (192, 128)),
+    (256, "bf16", "causal", (128, 64)),   # (O takes 128 registers of a consumer warpgroup: two of them, 64 keys)
 ])
 def test_sm90_plans_the_hopper_body_by_default(hd, dt, mask, tile):
     p = kern(f"dtype = {dt}  head_dim = {hd}  mask = {mask}", "sm_90")
@@ -38,7 +39,6 @@ def test_sm90_plans_the_hopper_body_by_default(hd, dt, mask, tile):
 
 @pytest.mark.parametrize("arch,body", [
     ("sm_80", "dtype = bf16  head_dim = 128"),                       # no wgmma / TMA
-    ("sm_90", "dtype = bf16  head_dim = 256"),                       # head dim
     ("sm_90", "dtype = bf16  head_dim = 128  varlen = true"),        # packed sequences
     ("sm_90", "dtype = bf16  head_dim = 128  body = mma_sync"),      # asked not to
     ("gfx942", "dtype = bf16  head_dim = 128"),
@@ -64,9 +64,13 @@ def test_written_hopper_parameters_are_kept():
     ("sm_80", "body = wgmma", "body", "body = auto or mma_sync"),
     ("sm_90", "body = wgmma  varlen = true", "body", "body = auto or mma_sync"),
     ("gfx942", "wgmma_tile = 128x128", "wgmma_tile", "body = auto or mma_sync"),
+    ("sm_90", "head_dim = 256  wgmma_tile = 192x64", "wgmma_tile", "M in 128 (64"),
+    ("sm_90", "head_dim = 256  wgmma_tile = 128x128", "wgmma_tile", "<= 232448 bytes"),
 ])
 def test_hopper_refusals_name_param_value_and_legal(arch, body, param, legal):
-    e = refusal(f"dtype = bf16  head_dim = 128  {body}", arch)
+    if "head_dim" not in body:
+        body = f"head_dim = 128  {body}"
+    e = refusal(f"dtype = bf16  {body}", arch)
     assert e.param == param, e.render()
     assert legal in e.render(), e.render()
 
@@ -86,6 +90,7 @@ kernel s90_bf16_d128_causal { op = attention  dtype = bf16  head_dim = 128  mask
 kernel s90_f16_d64_window { op = attention  dtype = f16  head_dim = 64  mask = window  arch = [sm_90] }
 kernel s90_bf16_d64_128x128s3 { op = attention  dtype = bf16  head_dim = 64  wgmma_tile = 128x128  wgmma_stages = 3
   arch = [sm_90] }
+kernel s90_f16_d256_causal { op = attention  dtype = f16  head_dim = 256  mask = causal  arch = [sm_90] }
 """
 
 

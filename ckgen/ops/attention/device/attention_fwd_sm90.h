@@ -69,7 +69,7 @@ struct Fwd {
   static constexpr int kNotApplicable = -1;
 
   static_assert(IsSame<T, f16>::value || IsSame<T, bf16>::value, "T must be ckgen::f16 or ckgen::bf16");
-  static_assert(kD == 64 || kD == 128, "the Hopper body takes kHeadDim 64 or 128");
+  static_assert(kD == 64 || kD == 128 || kD == 256, "the Hopper body takes kHeadDim 64, 128 or 256");
   static_assert(kBM == 128 || kBM == 192, "kSm90BlockM: 2 or 3 consumer warpgroups of 64 rows (128 or 192)");
   static_assert(kBN == 64 || kBN == 128, "kSm90BlockN must be 64 or 128");
   static_assert(kS >= 2, "kSm90Stages must be >= 2");
