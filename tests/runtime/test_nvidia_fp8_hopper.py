@@ -171,8 +171,9 @@ def test_scheduled_workspace_and_bits(name):
     for shape in [(16, 4096, 4096), (256, 1024, 8192)]:
         gen = torch.Generator(device="cuda").manual_seed(shape[0])
         g, a, b, sa, sb, bias = operands(name, *shape, gen)
-        ws = torch.zeros(max(1, k.workspace_bytes(M=shape[0], N=shape[1], K=shape[2])), dtype=torch.uint8,
-                         device="cuda")
+        sizes = {"M": shape[0], "N": shape[1], "K": shape[2], "kb": -(-shape[2] // BLK), "nb": -(-shape[1] // BLK)}
+        ws = torch.zeros(max(1, k.workspace_bytes(**{a.name: sizes[a.name] for a in k.abi.sizes})),
+                         dtype=torch.uint8, device="cuda")
         named = {n: v for n, v in (("scale_a", sa), ("scale_b", sb), ("bias", bias)) if v is not None}
         outs = [k(A=a, B=b, workspace=ws, **named).clone() for _ in range(2)]
         torch.cuda.synchronize()
