@@ -169,7 +169,8 @@ def check_scales(d: GemmDraft) -> None:
         raise d.fail("schedule", cfg.schedule.text, f"tile, or a K tile of {SCALE_BLOCK} and an N tile dividing or "
                      f"a multiple of {SCALE_BLOCK} (e.g. tile = {tile})",
                      f"split-K / stream-K pieces of a block-scaled kernel start on whole {SCALE_BLOCK}-K blocks "
-                     f"(each K tile one block) and fold scales per tile of columns within one block")
+                     f"(each K tile one block), and a tile's columns lie within one {SCALE_BLOCK}-column block of "
+                     "B's scales or cover whole ones")
     if g.batched:
         raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 

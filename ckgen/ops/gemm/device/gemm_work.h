@@ -199,7 +199,7 @@ struct StreamK {
       g.kt0 = 0;
       g.kt1 = kt;
       g.count = 1;
-      g.slot = g.slot0 = g.slot_base = 2 * w;  // (unused: a whole tile goes straight to C)
+      g.slot = g.slot0 = g.slot_base = 2 * w;  // (Hopper: straight to C; portable: through slot 2w, finished at once)
       g.slot_step = 2;
       g.reads = 1;
       return true;
