@@ -17,7 +17,8 @@
 #             every third shape)
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
-#   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl),
+#   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl;
+#             bench/debug/streamk_efficiency.py on it: stream-K against the tile schedule),
 #             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
 #             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on five models never tuned (bench/shapes/);
 #             DISPATCH_DB=path skips the tuning and builds from that database, DISPATCH_ARGS adds options (e.g. --quick)
@@ -210,6 +211,8 @@ PY
         --shapes-file bench/shapes/mistral-7b.txt --db "$OUT/tune.jsonl" --reps 10 --inner 10 --warmup 3 \
         > "$OUT/tune.txt" 2>&1
       echo "tune rc $?"; grep -E "^\[|ckgen tune:" "$OUT/tune.txt" | tail -32; fi
+      python3 bench/debug/streamk_efficiency.py "$OUT/tune.jsonl" > "$OUT/streamk_efficiency.txt" 2>&1
+      tail -1 "$OUT/streamk_efficiency.txt"  # (the cost model's SCHEDULE_EFFICIENCY, from the tuning set)
       timeout 240 python3 -m ckgen compile bench/dispatch_nv.ck --arch sm_90 --tuning "$OUT/tune.jsonl" -o "$OUT/lib" \
         > "$OUT/compile.txt" 2>&1
       echo "compile rc $?"; tail -3 "$OUT/compile.txt"
