@@ -111,9 +111,9 @@ def reference(g, a, b, sa, sb, bias):
     return r
 
 
-def call(name, a, b, sa, sb, bias):
+def call(name, a, b, sa, sb, bias, **extra):
     named = {k: v for k, v in (("scale_a", sa), ("scale_b", sb), ("bias", bias)) if v is not None}
-    return kernel(name)(A=a, B=b, **named)
+    return kernel(name)(A=a, B=b, **named, **extra)
 
 
 def launched(fn) -> set[str]:
@@ -174,8 +174,7 @@ def test_scheduled_workspace_and_bits(name):
         sizes = {"M": shape[0], "N": shape[1], "K": shape[2], "kb": -(-shape[2] // BLK), "nb": -(-shape[1] // BLK)}
         ws = torch.zeros(max(1, k.workspace_bytes(**{a.name: sizes[a.name] for a in k.abi.sizes})),
                          dtype=torch.uint8, device="cuda")
-        named = {n: v for n, v in (("scale_a", sa), ("scale_b", sb), ("bias", bias)) if v is not None}
-        outs = [k(A=a, B=b, workspace=ws, **named).clone() for _ in range(2)]
+        outs = [call(name, a, b, sa, sb, bias, workspace=ws).clone() for _ in range(2)]
         torch.cuda.synchronize()
         assert int(torch.count_nonzero(ws)) == 0, (name, shape)
         assert rel(outs[0], reference(g, a, b, sa, sb, bias)) <= tolerance(g), (name, shape)

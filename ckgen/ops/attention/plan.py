@@ -333,11 +333,8 @@ def estimate_registers(d: AttentionDraft) -> None:
 
 #: the Hopper body (device/attention_fwd_sm90.h): its head dims, its tiles (64 queries per consumer warpgroup, 2 or
 #: 3 of them; keys per tile = the N of the S wgmma, the K of the O wgmma), its K/V stages
-WGMMA_HEAD_DIMS = (64, 128, 256)
+WGMMA_HEAD_DIMS = tuple(WGMMA_TABLE)
 WGMMA_QUERIES = (128, 192)
-#: per head dim, the most queries per tile: at 256 a consumer warpgroup holds O (64 x 256 f32) in 128 registers,
-#: which three warpgroups' 160 each leave no room around (ptxas: "insufficient registers" at 192 x 64)
-WGMMA_MAX_QUERIES = {64: 192, 128: 192, 256: 128}
 WGMMA_KEYS = (64, 128)
 WGMMA_STAGES = (2, 3, 4)
 
@@ -372,7 +369,7 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
         return
     kg = WGMMA_TABLE[a.head_dim]
     tile = cfg.wgmma_tile if cfg.wgmma_tile is not None else kg.tile
-    queries = [q for q in WGMMA_QUERIES if q <= WGMMA_MAX_QUERIES[a.head_dim]]
+    queries = [q for q in WGMMA_QUERIES if q <= kg.max_queries]
     if tile[0] not in queries or tile[1] not in WGMMA_KEYS:
         raise d.fail("wgmma_tile", _text(tile),
                      f"M in {', '.join(map(str, queries))} (64 queries per consumer warpgroup) x N in "

@@ -104,7 +104,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   }
 
   // The tensor maps of A, B (nba / nbb items) and C (batch items; with kTmaStoreC) and the device's SM count, or
-  // false when the body cannot take these operands (see launch()).
+  // false when the body cannot take these operands (see launch()). Every launch below builds its maps here.
   static bool maps(CUtensorMap* ta, CUtensorMap* tb, CUtensorMap* tc, const TA* A, const TB* B, TC* C, int M, int N,
                    int K, int batch, int nba, int nbb, long long lda, long long ldb, long long ldc,
                    long long stride_a, long long stride_b, long long stride_c, int* sms) {
@@ -139,24 +139,18 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                             long long stride_b, long long stride_c, long long stride_bias, void* stream) {
     static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
     static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_grouped: 16-bit operands, no scales");
-    if (K <= 0 || !aligned16(A, lda, 2) || !aligned16(B, ldb, 2) || (stride_a * 2) % 16 || (stride_b * 2) % 16)
-      return kNotApplicable;
     int sms = 0;
-    if (!sm90_device(&sms)) return kNotApplicable;
-    CUtensorMap ta, tb;
+    CUtensorMap ta, tb, tcm;  // (no C map: a grouped kernel's C is not TMA-stored)
     const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
-    const bool ok_a = kAK ? encode(&ta, A, K, M, lda, nba, stride_a, 64, Cfg::kTileM)
-                          : encode(&ta, A, M, K, lda, nba, stride_a, 64, 64);
-    const bool ok_b = kBK ? encode(&tb, B, K, kBCols * N, ldb, nbb, stride_b, 64, kBBoxRows)
-                          : encode(&tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
-    if (!ok_a || !ok_b) return kNotApplicable;
+    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, groups, nba, nbb, lda, ldb, ldc, stride_a, stride_b, stride_c, &sms))
+      return kNotApplicable;
     const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + kOutN - 1) / kOutN;
     const long long bound = (kGroupMode == 1 ? tiles_m + groups : tiles_m * groups) * tiles_n;
     if (bound > 0x7fffffffLL || bound < 1) return kNotApplicable;
     const int flags = (nba == 1 ? kBroadcastA : 0) | (nbb == 1 ? kBroadcastB : 0);
     static int configured = 0;
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(bound < sms ? bound : sms), 1u, 1u, kThreads,
-                             kSmemBytes, stream, ta, tb, ta, C, bias, static_cast<const void*>(index), M, N, K, groups,
+                             kSmemBytes, stream, ta, tb, tcm, C, bias, static_cast<const void*>(index), M, N, K, groups,
                              ldc, stride_c, stride_bias, flags);
   }
 
