@@ -6,8 +6,8 @@ optional int8 or fp8 output with per-row or per-group (128 columns) scales; ``rm
 ``layernorm.py``, ``rmsnorm.py``, ``quantize.py``) whose ``OP`` is a :class:`RowOp` of that name.
 
 Its parts: ``kinds.py`` (the kind table: one row per kind drives the keys, docs, ABI, entries, state size, kOp
-and reference; adding a kind is one row plus its math), ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list
-and the tables per wave size), ``registers.py`` (the register model: estimates and budgets), ``split.py`` (split
+and reference; adding a kind is one row plus its math), ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list),
+``tiles.py`` (the tile tables per wave size and the choosers reading them), ``registers.py`` (the register model: estimates and budgets), ``split.py`` (split
 rows: whether a kernel splits its rows over workgroups, its planning pass, workspace and launch;
 ``split_launch.cpp.j2``, its host launch), ``body.py`` (the plan), ``abi.py`` (the C ABI and launch),
 ``reference.py`` (float64), ``kernel.hip.j2`` (the template), ``device/`` (``rowops_entry.h``, one entry per op; ``rowops_forward.h``,

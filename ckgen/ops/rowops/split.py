@@ -22,7 +22,7 @@ from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 
 #: rows of v (max_cols x the bytes of v) longer than this are split by default: NVIDIA's row cache planning limit
-#: (plan.PLAN_ROW_LDS, the larger of the two wave sizes'), so that no target would keep the row in shared memory
+#: (tiles.PLAN_ROW_LDS, the larger of the two wave sizes'), so that no target would keep the row in shared memory
 SPLIT_ROW_BYTES = 96 * 1024
 #: vectors of one slice the default split aims at: the single-pass tables' 512 threads x 4 vectors line
 SLICE_VECS = 2048

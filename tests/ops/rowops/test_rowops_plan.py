@@ -17,8 +17,9 @@ from ckgen.ir.plan import GridDim
 from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
-from ckgen.ops.rowops.plan import BOUNDED_SINGLE_PASS, SINGLE_PASS, WEIGHTS_A_VECTOR_AT_A_TIME
+from ckgen.ops.rowops.plan import WEIGHTS_A_VECTOR_AT_A_TIME
 from ckgen.ops.rowops.registers import REG_MODEL, estimate_registers
+from ckgen.ops.rowops.tiles import BOUNDED_SINGLE_PASS, SINGLE_PASS
 
 AMD, NV = ("gfx908", "gfx90a", "gfx942", "gfx950"), ("sm_80", "sm_90")
 
