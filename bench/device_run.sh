@@ -12,7 +12,8 @@
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
 #   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8{,_hopper}.py), then bench/fp8.py --quick
 #             (per-tensor, per-row/col and block(128) scaled fp8 vs torch._scaled_mm, CUDA-graph replays); fp8-full:
-#             the whole table; fp8-dispatch: bench/fp8.py --dispatch $FP8_DISPATCH_ARGS (the untuned fp8 dispatchers of
+#             the whole table; fp8-bench: the whole table without the tests (FP8_BENCH_ARGS adds options to either,
+#             e.g. --only _h); fp8-dispatch: bench/fp8.py --dispatch $FP8_DISPATCH_ARGS (the untuned fp8 dispatchers of
 #             bench/fp8_dispatch_nv.ck on the nn.Linear shapes and on Qwen2-7B's, bench/shapes/qwen2-7b.txt; --quick:
 #             every third shape)
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
@@ -178,12 +179,14 @@ for STAGE in "$@"; do
       CKGEN_ROWOPS_CLUSTERS=0 timeout 280 python3 bench/rowops.py --kinds vocab --candidates --no-compile \
         --json "$OUT/rowops_split_ws.json" > "$OUT/rowops_split_ws.txt" 2>&1
       echo "rowops bench (vocab, workspace) rc $?"; tail -30 "$OUT/rowops_split_ws.txt" ;;
-    fp8|fp8-full)
-      timeout 300 $PYTEST tests/runtime/test_nvidia_fp8.py tests/runtime/test_nvidia_fp8_hopper.py \
-        > "$OUT/fp8_tests.txt" 2>&1
-      echo "fp8 tests rc $?"; tail -3 "$OUT/fp8_tests.txt"
+    fp8|fp8-full|fp8-bench)
+      if [ "$STAGE" != fp8-bench ]; then
+        timeout 300 $PYTEST tests/runtime/test_nvidia_fp8.py tests/runtime/test_nvidia_fp8_hopper.py \
+          > "$OUT/fp8_tests.txt" 2>&1
+        echo "fp8 tests rc $?"; tail -3 "$OUT/fp8_tests.txt"
+      fi
       quick=$([ "$STAGE" = fp8 ] && echo --quick)
-      timeout 500 python3 bench/fp8.py $quick --json "$OUT/fp8.json" > "$OUT/fp8.txt" 2>&1
+      timeout 500 python3 bench/fp8.py $quick ${FP8_BENCH_ARGS:-} --json "$OUT/fp8.json" > "$OUT/fp8.txt" 2>&1
       echo "fp8 bench rc $?"; tail -25 "$OUT/fp8.txt" ;;
     fp8-dispatch)
       timeout 560 python3 bench/fp8.py --dispatch ${FP8_DISPATCH_ARGS:-} --json "$OUT/fp8_dispatch.json" \
