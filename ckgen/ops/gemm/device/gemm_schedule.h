@@ -61,7 +61,7 @@ CKGEN_DEVICE void run_segment(const Seg& g, const Problem& pb, Workspace<typenam
   auto* slot = reinterpret_cast<typename P::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
   tile<P>(a, b, slot, PartialOperand<Cfg>::make(bias, k0 / epi::kScaleBlockK, m0, n0), mr, nr, k1 > k0 ? k1 - k0 : 0,
           lda, ldb, kSlotRowMajor ? Cfg::kTileN : Cfg::kTileM);
-  finish_tile<Cfg, kSlotRowMajor, BlockSync>(g, ws, C, bias, ldc, m0, n0, mr, nr, thread_id(), Cfg::kThreads, ticket);
+  finish_tile<Cfg, kSlotRowMajor, BlockSync, Cfg::kThreads>(g, ws, C, bias, ldc, m0, n0, mr, nr, thread_id(), ticket);
 }
 
 // The scheduled kernel's body: the GEMM's arguments and the workspace (the ABI's last argument).

@@ -563,7 +563,8 @@ struct TmaGemmBody {
     Sm90Gemm<Partial>::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot,
                                                 gemm_sched::PartialOperand<Cfg>::make(bias, 0, 0, 0), mr, nr, Cfg::kTileN,
                                                 lane >> 2, lane & 3);
-    gemm_sched::finish_tile<Cfg, true, ConsumerSync>(g, ws, C, bias, ldc, m0, n0, mr, nr, tid, 128 * kConsumers, ticket);
+    gemm_sched::finish_tile<Cfg, true, ConsumerSync, 128 * kConsumers>(g, ws, C, bias, ldc, m0, n0, mr, nr, tid,
+                                                                         ticket);
     ConsumerSync::sync();  // the ticket is read by every consumer before the next piece's finish writes it
   }
 #endif

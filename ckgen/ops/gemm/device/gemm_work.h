@@ -260,20 +260,67 @@ CKGEN_DEVICE T load_slot(const T* p) {
 #endif
 }
 
+// Vectors of 4 accumulators a thread of finish_tile sums at once. AMD: 2 (with 4, the scalar addresses of the
+// unrolled loads took gfx90a's stream-K kernel of 128 x 128 tiles from 80 to 100 SGPRs, 14 spilled).
+#if defined(CKGEN_PLATFORM_CUDA)
+constexpr int kFinishBatch = 4;
+#else
+constexpr int kFinishBatch = 2;
+#endif
+
+// Zeroes the first n (0..4) accumulators of a slot's vector of 4 (the workspace's zero-on-exit contract).
+template <class TAcc>
+CKGEN_DEVICE void zero_slot(TAcc* p, int n) {
+  if (n == 4) {
+    vec<TAcc, 4> z;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) z.v[j] = TAcc(0);
+    gstore(reinterpret_cast<vec<TAcc, 4>*>(p), z);
+  } else {
+    for (int j = 0; j < n; ++j) gstore(p + j, TAcc(0));
+  }
+}
+
 // The barrier of a group that is the whole workgroup.
 struct BlockSync {
   static CKGEN_DEVICE void sync() { barrier(); }
 };
 
+// Stores 4 sums of a slot line (the first lim in range) through Cfg's epilogue into C at (row, col) and along the
+// slot's line: one vector store where C's contiguous dimension is the line's (c_aligned) and all 4 are in range.
+template <class Cfg, bool kSlotRow>
+CKGEN_DEVICE void store_four(const typename Cfg::TAcc (&sum)[4], int lim, int row, int col, typename Cfg::TC* C,
+                             long long ldc, bool c_aligned, epi::Operand<Cfg> bias) {
+  using TC = typename Cfg::TC;
+  auto off_of = [&](int j) -> long long {
+    const int rr = kSlotRow ? row : row + j;
+    const int cc = kSlotRow ? col + j : col;
+    return Cfg::kCRowMajor ? static_cast<long long>(rr) * ldc + cc : static_cast<long long>(cc) * ldc + rr;
+  };
+  if (c_aligned && lim == 4) {
+    vec<TC, 4> out;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      out.v[j] = epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C, off_of(j), bias);
+    gstore(reinterpret_cast<vec<TC, 4>*>(C + off_of(0)), out);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (j < lim)
+        gstore(C + off_of(j), epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C,
+                                                off_of(j), bias));
+  }
+}
+
 // ---------------------------------------------------------------- finishing a tile
-// Called by every thread of the group that computed segment g (tid in 0..nthreads-1) after it stored its
+// Called by every thread of the group that computed segment g (tid in 0..kGroupThreads-1) after it stored its
 // partial into its slot. Sync::sync() is the group's barrier; ticket is a group-shared int. The last
 // contributor sums the slots (kTileM x kTileN, row-major when kSlotRow), applies Cfg's epilogue, writes the
 // tile of C at (m0, n0) (mr x nr elements in range) and zeroes the slots and the counter.
-template <class Cfg, bool kSlotRow, class Sync>
+template <class Cfg, bool kSlotRow, class Sync, int kGroupThreads>
 CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, typename Cfg::TC* C,
                               epi::Operand<Cfg> bias, long long ldc, int m0, int n0, int mr, int nr, int tid,
-                              int nthreads, int* ticket) {
+                              int* ticket) {
   using TAcc = typename Cfg::TAcc;
   using TC = typename Cfg::TC;
   constexpr int kTM = Cfg::kTileM;
@@ -294,60 +341,50 @@ CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, ty
   // C's contiguous dimension is the slot's: 4 results go as one vector store when aligned and in range.
   constexpr bool kSameDir = Cfg::kCRowMajor == kSlotRow;
   const bool c_aligned = kSameDir && (reinterpret_cast<unsigned long long>(C) % (4 * sizeof(TC))) == 0 && ldc % 4 == 0;
-  for (int q = tid; q < kSlot / 4; q += nthreads) {
-    const int e0 = q * 4;
-    const int line = e0 / kLine;  // row (kSlotRow) or column
-    const int pos = e0 % kLine;
-    const int r0 = kSlotRow ? line : pos;
-    const int c0 = kSlotRow ? pos : line;
-    if (r0 >= mr || c0 >= nr) continue;
-    const int lim = kSlotRow ? nr - c0 : mr - r0;  // elements of the 4 in range
-    TAcc sum[4];
-    if (lim >= 4) {
-      const vec<TAcc, 4> v0 = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(0)) * kSlot + e0));
+  // A thread sums kBatch vectors of 4 at once (q, q + kGroupThreads, ...): the loads of one slot's kBatch vectors go
+  // out together, so the sum takes `reads` round trips to L2 per kBatch vectors instead of per vector.
+  constexpr int kBatch = kFinishBatch;
+  for (int q0 = tid; q0 < kSlot / 4; q0 += kBatch * kGroupThreads) {
+    int lim[kBatch];  // elements of vector u in range: 0..4
+    TAcc sum[kBatch][4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) sum[j] = v0.v[j];
-      for (int i = 1; i < g.reads; ++i) {
-        const vec<TAcc, 4> v = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0));
+    for (int u = 0; u < kBatch; ++u) {
+      const int e0 = (q0 + u * kGroupThreads) * 4;
+      const int line = e0 / kLine, pos = e0 % kLine;  // row and column (kSlotRow), else column and row
+      const int r0 = kSlotRow ? line : pos, c0 = kSlotRow ? pos : line;
+      const int left = kSlotRow ? nr - c0 : mr - r0;
+      lim[u] = e0 >= kSlot || r0 >= mr || c0 >= nr ? 0 : (left < 4 ? left : 4);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) sum[j] += v.v[j];
-      }
-      vec<TAcc, 4> z;
+      for (int j = 0; j < 4; ++j) sum[u][j] = TAcc(0);
+    }
+    for (int i = 0; i < g.reads; ++i) {
+      TAcc* slot = ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot;
+      vec<TAcc, 4> v[kBatch];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) z.v[j] = TAcc(0);
-      for (int i = 0; i < g.reads; ++i)
-        gstore(reinterpret_cast<vec<TAcc, 4>*>(ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0), z);
-    } else {
+      for (int u = 0; u < kBatch; ++u) {
+        TAcc* p = slot + (q0 + u * kGroupThreads) * 4;
+        if (lim[u] == 4) {
+          v[u] = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(p));
+        } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        sum[j] = TAcc(0);
-        if (j >= lim) continue;
-        for (int i = 0; i < g.reads; ++i) {
-          TAcc* p = ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot + e0 + j;
-          sum[j] += load_slot(p);
-          gstore(p, TAcc(0));
+          for (int j = 0; j < 4; ++j) v[u].v[j] = j < lim[u] ? load_slot(p + j) : TAcc(0);
         }
       }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum[u][j] += v[u].v[j];
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) zero_slot(slot + (q0 + u * kGroupThreads) * 4, lim[u]);
     }
-    const int row = m0 + r0;
-    const int col = n0 + c0;
-    auto off_of = [&](int j) -> long long {
-      const int rr = kSlotRow ? row : row + j;
-      const int cc = kSlotRow ? col + j : col;
-      return Cfg::kCRowMajor ? static_cast<long long>(rr) * ldc + cc : static_cast<long long>(cc) * ldc + rr;
-    };
-    if (kSameDir && c_aligned && lim >= 4) {
-      vec<TC, 4> out;
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        out.v[j] = epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C, off_of(j), bias);
-      gstore(reinterpret_cast<vec<TC, 4>*>(C + off_of(0)), out);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (j < lim)
-          gstore(C + off_of(j), epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C,
-                                                  off_of(j), bias));
+    for (int u = 0; u < kBatch; ++u) {
+      if (lim[u] == 0) continue;
+      const int e0 = (q0 + u * kGroupThreads) * 4;
+      const int line = e0 / kLine, pos = e0 % kLine;
+      store_four<Cfg, kSlotRow>(sum[u], lim[u], m0 + (kSlotRow ? line : pos), n0 + (kSlotRow ? pos : line), C, ldc,
+                                c_aligned, bias);
     }
   }
 }
