@@ -260,10 +260,14 @@ CKGEN_DEVICE T load_slot(const T* p) {
 #endif
 }
 
-// Vectors of 4 accumulators a thread of finish_tile sums at once. AMD: 2 (with 4, the scalar addresses of the
-// unrolled loads took gfx90a's stream-K kernel of 128 x 128 tiles from 80 to 100 SGPRs, 14 spilled).
+// Vectors of 4 accumulators a thread of finish_tile sums at once: the slots' loads of that many go out together.
+// One at a time, the last contributor of a 64 x 128 tile on the Hopper body (128 consumer threads, 16 vectors
+// each) waited for 16 x `reads` round trips to L2 in turn (the reading of split-K at M = 64 being slower than at
+// M = 16, whose rows past M are skipped: bench/runs/2026-12-03_tune_mistral7b_sm90_cold_l2.jsonl); 8: 2 x reads.
+// AMD: 2 (with 4, the scalar addresses of the unrolled loads took gfx90a's stream-K kernel of 128 x 128 tiles
+// from 80 to 100 SGPRs, 14 spilled).
 #if defined(CKGEN_PLATFORM_CUDA)
-constexpr int kFinishBatch = 4;
+constexpr int kFinishBatch = 8;
 #else
 constexpr int kFinishBatch = 2;
 #endif
