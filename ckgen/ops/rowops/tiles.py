@@ -3,7 +3,8 @@
 Tables are per wave size, so that every target of one wave size gets the same tile; each chooser takes the pass
 draft (``plan.RowDraft``: the spec, target, ``vec`` and any split chosen so far) and returns a tile
 ``(threads_per_row, reg_vecs)`` or None where none fits the register estimate's planning budget
-(:mod:`ckgen.ops.rowops.registers`). Only :func:`choose_cached` writes the draft (the row cache's tile and tiles).
+(:mod:`ckgen.ops.rowops.registers`). :func:`choose_cached` writes its tile into the draft; it and
+:func:`single_pass` add their reasons to ``d.why``; the others only read the draft.
 """
 
 from __future__ import annotations
