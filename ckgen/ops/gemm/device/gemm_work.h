@@ -345,8 +345,11 @@ CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, ty
   // C's contiguous dimension is the slot's: 4 results go as one vector store when aligned and in range.
   constexpr bool kSameDir = Cfg::kCRowMajor == kSlotRow;
   const bool c_aligned = kSameDir && (reinterpret_cast<unsigned long long>(C) % (4 * sizeof(TC))) == 0 && ldc % 4 == 0;
-  // A thread sums kBatch vectors of 4 at once (q, q + kGroupThreads, ...): the loads of one slot's kBatch vectors go
-  // out together, so the sum takes `reads` round trips to L2 per kBatch vectors instead of per vector.
+  // Slot element e's row and column in the tile.
+  auto row_of = [](int e) { return kSlotRow ? e / kLine : e % kLine; };
+  auto col_of = [](int e) { return kSlotRow ? e % kLine : e / kLine; };
+  // A thread sums kFinishBatch vectors of 4 at once (q, q + kGroupThreads, ...): the loads of one slot's vectors go
+  // out together, so the sum takes `reads` round trips to L2 per kFinishBatch vectors instead of per vector.
   constexpr int kBatch = kFinishBatch;
   for (int q0 = tid; q0 < kSlot / 4; q0 += kBatch * kGroupThreads) {
     int lim[kBatch];  // elements of vector u in range: 0..4
@@ -354,8 +357,7 @@ CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, ty
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int e0 = (q0 + u * kGroupThreads) * 4;
-      const int line = e0 / kLine, pos = e0 % kLine;  // row and column (kSlotRow), else column and row
-      const int r0 = kSlotRow ? line : pos, c0 = kSlotRow ? pos : line;
+      const int r0 = row_of(e0), c0 = col_of(e0);
       const int left = kSlotRow ? nr - c0 : mr - r0;
       lim[u] = e0 >= kSlot || r0 >= mr || c0 >= nr ? 0 : (left < 4 ? left : 4);
 #pragma unroll
@@ -386,9 +388,7 @@ CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, ty
     for (int u = 0; u < kBatch; ++u) {
       if (lim[u] == 0) continue;
       const int e0 = (q0 + u * kGroupThreads) * 4;
-      const int line = e0 / kLine, pos = e0 % kLine;
-      store_four<Cfg, kSlotRow>(sum[u], lim[u], m0 + (kSlotRow ? line : pos), n0 + (kSlotRow ? pos : line), C, ldc,
-                                c_aligned, bias);
+      store_four<Cfg, kSlotRow>(sum[u], lim[u], m0 + row_of(e0), n0 + col_of(e0), C, ldc, c_aligned, bias);
     }
   }
 }
