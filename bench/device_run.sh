@@ -66,7 +66,9 @@
 #   probe     bench/probe.py under ncu (hardware counters, --clock-control none): the kernels torch.bmm runs, then
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
 #             at 64x1024x1024x128) and torch.bmm there, and of PROBE_ROWOPS (default: layer norm and RMS norm,
-#             4096x32768, the 512x2 row-cache kernels)
+#             4096x32768, the 512x2 row-cache kernels) and of PROBE_GEMM (default none: M x N x K:member of
+#             bench/dispatch_nv.ck[:kernel regex], or M x N x K:torch:regex for torch.mm); an empty PROBE_BMM /
+#             PROBE_ROWOPS skips those
 #   carveout  bench/carveout_probe.cu (built there with nvcc): the row-cache layer norm / RMS norm / softmax at 4096x32768
 #             with the shared-memory carveout unset and set (does a larger L1 keep weight and bias out of the L2?)
 #   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_prepared.py, test_torch_ops.py;
@@ -263,18 +265,23 @@ PY
     probe)
       for shape in 64x1024x1024x128 8x4096x4096x1024 512x128x128x128; do python3 bench/probe.py bmm $shape torch; done \
         2>&1 | tee "$OUT/probe.txt"
-      NCU="ncu --clock-control none --launch-count 1 --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active"
-      for spec in ${PROBE_BMM:-64x1024x1024x128:bmm_bf16_t128_256_64_w24_s4:_tma 64x1024x1024x128:torch:nvjet|gemm|xmma|cutlass|sm90}; do
+      NCU="ncu --clock-control none --launch-count 1 --metrics gpu__time_duration.sum,launch__grid_size,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active"
+      for spec in ${PROBE_BMM-64x1024x1024x128:bmm_bf16_t128_256_64_w24_s4:_tma 64x1024x1024x128:torch:nvjet|gemm|xmma|cutlass|sm90}; do
         IFS=: read -r shape kern rx <<< "$spec"
         echo "## ncu bmm $shape $kern" >> "$OUT/probe.txt"
         timeout 120 $NCU -k "regex:$rx" python3 bench/probe.py bmm "$shape" "$kern" >> "$OUT/probe.txt" 2>&1
       done
-      for spec in ${PROBE_ROWOPS:-4096x32768:layernorm_s32768_t512x2r1 4096x32768:rmsnorm_s32768_t512x2r1}; do
+      for spec in ${PROBE_ROWOPS-4096x32768:layernorm_s32768_t512x2r1 4096x32768:rmsnorm_s32768_t512x2r1}; do
         IFS=: read -r shape kern <<< "$spec"
         echo "## ncu rowops $shape $kern" >> "$OUT/probe.txt"
         timeout 120 $NCU -k "regex:$kern" python3 bench/probe.py rowops "$shape" "$kern" >> "$OUT/probe.txt" 2>&1
       done
-      echo "probe done"; grep -E "^##|torch.bmm|gpu__time|throughput|hit_rate|bytes" "$OUT/probe.txt" | head -80 ;;
+      for spec in ${PROBE_GEMM-}; do
+        IFS=: read -r shape kern rx <<< "$spec"
+        echo "## ncu gemm $shape $kern" >> "$OUT/probe.txt"
+        timeout 120 $NCU -k "regex:${rx:-$kern}" python3 bench/probe.py gemm "$shape" "$kern" >> "$OUT/probe.txt" 2>&1
+      done
+      echo "probe done"; grep -E "^##|torch.bmm|Context|grid_size|gpu__time|throughput|hit_rate|bytes" "$OUT/probe.txt" | head -150 ;;
     carveout)
       build_probe bench/carveout_probe.cu /tmp/carveout_probe && /tmp/carveout_probe 2>&1 | tee "$OUT/carveout.txt" ;;
     persistent)

@@ -3,6 +3,9 @@
   python bench/probe.py bmm SHAPE KERNEL        e.g. bmm 64x1024x1024x128 bmm_bf16_t128_256_64_w24_s4
   python bench/probe.py bmm SHAPE torch         torch.bmm on that shape; prints the names of the kernels it runs
   python bench/probe.py rowops SHAPE KERNEL     e.g. rowops 4096x32768 layernorm_s32768_t512x2r1 (bench/rowops_nv.ck)
+  python bench/probe.py gemm SHAPE KERNEL       e.g. gemm 512x4096x14336 lin_tile128x128x64_schedulestreamk (a member of
+                                                bench/dispatch_nv.ck's family: A M x K row-major, B = W^T of W [N, K];
+                                                torch: torch.mm of the same operands)
 
 Wrap it in `ncu --clock-control none -k regex:NAME ...` to read one launch's counters (bench/device_run.sh stage
 `probe`). Inputs are random; nothing is checked here (bench/bmm.py and bench/rowops.py check and time).
@@ -60,12 +63,30 @@ def rowops(shape: str, kernel: str) -> None:
     torch.cuda.synchronize()
 
 
+def gemm(shape: str, kernel: str) -> None:
+    from ckgen.runtime.api import jit
+
+    M, N, K = (int(v) for v in shape.split("x"))
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    if kernel == "torch":
+        k = torch.mm
+    else:
+        k = jit("bench/dispatch_nv.ck", kernel=kernel, target="sm_90")  # (the prepared call keeps its workspace)
+    for _ in range(REPEAT):
+        k(a, w.t())
+    torch.cuda.synchronize()
+
+
+PROBES = {"bmm": bmm, "rowops": rowops, "gemm": gemm}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[0] not in ("bmm", "rowops"):
+    if len(argv) != 3 or argv[0] not in PROBES:
         print(__doc__, file=sys.stderr)
         return 2
     os.chdir(HERE.parent)
-    {"bmm": bmm, "rowops": rowops}[argv[0]](argv[1], argv[2])
+    PROBES[argv[0]](argv[1], argv[2])
     return 0
 
 
