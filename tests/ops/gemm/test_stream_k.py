@@ -1,9 +1,9 @@
 """The stream-K partition (``StreamK::seg_raw`` of ckgen/ops/gemm/device/gemm_work.h), built for the host and
 enumerated for every worker over many (tiles, K tiles, workers): every K iteration of every tile is computed by
 exactly one segment; a tile's contributors agree on their count, and the slots its finisher reads are theirs in K
-order; with two waves of tiles or more each worker first takes whole tiles w, w + P, ... (the tile schedule's
-order), and only the last P..2P-1 tiles are shared out by iterations, at most two segments of a worker sharing
-a tile with others (its first and its last: the two slots per worker of the workspace)."""
+order; each worker first takes whole tiles w, w + P, ... (the tile schedule's order), and only the last R < P tiles
+are split, along K into S = min(kt, P / R) equal parts that start at the same K tile in every split tile, at most
+one part per worker (its slot 2w + 1)"""
 
 from __future__ import annotations
 
@@ -52,18 +52,22 @@ def test_every_iteration_once_and_the_fix_up_agrees(segments, tiles, kt, P):
     per_tile: dict[int, list[tuple[int, dict]]] = {}
     for w in range(P):
         segs = segments(tiles, kt, P, w)
-        whole = tiles // P - 1 if tiles >= 2 * P else 0
+        whole = tiles // P
+        rest = tiles - whole * P
+        S = min(kt, P // rest) if rest else 0
         for j, g in enumerate(segs):
             assert 0 <= g["tile"] < tiles and 0 <= g["kt0"] < g["kt1"] <= kt, (w, j, g)
             covered[g["tile"], g["kt0"]:g["kt1"]] += 1
             per_tile.setdefault(g["tile"], []).append((w, g))
             if j < whole:  # the data-parallel waves: whole tiles w, w + P, ...
                 assert (g["tile"], g["kt0"], g["kt1"], g["count"]) == (w + j * P, 0, kt, 1), (w, j, g)
-            else:
-                assert g["tile"] >= whole * P
+            else:  # the worker's part of a split tile: every split tile cut at the same K tiles
+                assert j == whole and g["tile"] >= whole * P and g["count"] == S, (w, j, g)
+                start = [i * (kt // S) + min(i, kt % S) for i in (w % S, w % S + 1)]  # Even(kt, S)
+                assert [g["kt0"], g["kt1"]] == start, (w, j, g)
+        assert len(segs) == whole + (1 if w < rest * S else 0), (w, segs)
         shared = [g for g in segs if g["count"] > 1]
-        assert len(shared) <= 2 and len({g["slot"] for g in shared}) == len(shared)
-        assert all(g["slot"] in (2 * w, 2 * w + 1) for g in shared)
+        assert len(shared) <= 1 and all(g["slot"] == 2 * w + 1 for g in shared)
     assert (covered == 1).all(), "a K iteration computed twice or never"
     for t, contrib in per_tile.items():
         contrib.sort(key=lambda x: x[1]["kt0"])

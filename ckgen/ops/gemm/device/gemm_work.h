@@ -8,18 +8,19 @@
 // Work. The C tiles are numbered t = tm * tiles_n + tn; a tile has kt = max(1, ceil(K / kTileK)) K tiles.
 //   split-K:  S splits per tile (S = grid z on the portable bodies, an argument of the Hopper body); split s
 //             of tile t computes K tiles [s * kt / S, (s + 1) * kt / S).
-//   stream-K: P workers (the persistent grid). When the tiles make at least two waves of workers, the first
-//             D = (tiles / P - 1) * P tiles are taken whole, as the tile schedule takes them (worker w: tiles w,
-//             w + P, ...: the workers at work at once hold neighbouring tiles, whose A and B panels L2 shares);
-//             the last R = tiles - D tiles (P <= R < 2P; all of them with fewer tiles) have their R * kt K-tile
-//             iterations shared evenly (worker w takes R * kt / P of them, one more when w < R * kt % P), cut at
-//             tile boundaries into segments. (Shared out from the first tile, each worker's contiguous range put
-//             the tiles at work at once all over C: every A and B panel at once, more than L2 holds.)
+//   stream-K: P workers (the persistent grid). The first D = (tiles / P) * P tiles are taken whole, as the tile
+//             schedule takes them (worker w: tiles w, w + P, ...: the workers at work at once hold neighbouring
+//             tiles at the same K, whose A and B panels L2 shares). The last R = tiles - D tiles (R < P) are split
+//             along K into S = min(kt, P / R) equal parts, one per worker (worker w < R * S: tile D + w / S, part
+//             w % S), so that the parts at work at once read the same K range of their tiles. (Sharing the R * kt
+//             iterations evenly, each worker's contiguous range cut at tile boundaries, put every worker at
+//             another K: on the H100 that read 6x the DRAM bytes of the tile schedule at 2048 x 4096 x 14336 and
+//             ran at half its speed: bench/runs/2026-12-05_h100_streamk_probe.txt.)
 // Each Seg is one tile's K range for one workgroup; `count` workgroups contribute to its tile.
 //
 // Workspace (bytes; the planner's launch.workspace says the same): [counters: tiles ints, padded to 256 bytes]
 // [slots: kTileM * kTileN accumulators each]. Slots: split-K tiles * S (deterministic; slot t * S + s) or
-// tiles (atomic; slot t); stream-K 2 per worker (slot 2w: the worker's first segment, 2w + 1: its last).
+// tiles (atomic; slot t); stream-K 2 per worker (slot 2w: its whole tiles', 2w + 1: its part of a split tile).
 // Contract: the workspace is zero on entry, and every launch leaves it zero: the workgroup that finishes a
 // tile resets its counter and zeroes the slots it read.
 //
@@ -167,10 +168,8 @@ CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
 }
 
 // The segments of stream-K worker w of P (P <= tiles * kt): seg(j) is its j-th (false past the last): its whole
-// tiles first (the data-parallel waves, see the top of the file), then its share of the last tiles' iterations.
-// Those iterations are chunks of c K tiles, c the smallest power of two that keeps R * ceil(kt / c) below 2^30
-// (c = 1 on any practical shape), so that everything is 32-bit arithmetic; nothing is carried from one segment to
-// the next (the persistent loop keeps few registers live).
+// tiles first (the data-parallel waves, see the top of the file), then its part of one of the last R tiles (none
+// when w >= R * S). Nothing is carried from one segment to the next (the persistent loop keeps few registers live).
 struct StreamK {
   int tiles, kt, P, w;
 
@@ -193,42 +192,30 @@ struct StreamK {
   }
 
   static CKGEN_DEVICE bool seg_raw(int j, int tiles, int kt, int P, int w, Seg& g) {
-    const int whole = tiles >= 2 * P ? tiles / P - 1 : 0;  // the worker's whole tiles (data-parallel waves)
+    const int whole = tiles / P;  // the worker's whole tiles (data-parallel waves)
+    g.slot_step = 2;
     if (j < whole) {
       g.tile = w + j * P;
       g.kt0 = 0;
       g.kt1 = kt;
       g.count = 1;
       g.slot = g.slot0 = g.slot_base = 2 * w;  // (Hopper: straight to C; portable: through slot 2w, finished at once)
-      g.slot_step = 2;
       g.reads = 1;
       return true;
     }
-    j -= whole;
-    const int base = whole * P;  // the shared tiles base .. tiles - 1
-    const int rest = tiles - base;
-    int c = 1;
-    while (static_cast<long long>(rest) * ((kt + c - 1) / c) >= (1LL << 30)) c *= 2;
-    const int kc = (kt + c - 1) / c;
-    const Even ev(rest * kc, P);
-    const int first = ev.start(w);
-    const int end = ev.start(w + 1);
-    const int t = first / kc + j;
-    const int b = t * kc;
-    if (first >= end || b >= end) return false;
-    const int e = b + kc;
-    const int pos = first > b ? first : b;
-    const int stop = end < e ? end : e;
-    g.tile = base + t;
-    g.kt0 = (pos - b) * c;
-    g.kt1 = (stop - b) * c < kt ? (stop - b) * c : kt;
-    const int lo = ev.owner(b);
-    g.count = ev.owner(e - 1) - lo + 1;
-    g.slot = 2 * w + (first >= b ? 0 : 1);
-    g.slot0 = 2 * lo + (ev.start(lo) >= b ? 0 : 1);
-    g.slot_base = 2 * lo;
-    g.slot_step = 2;
-    g.reads = g.count;
+    const int rest = tiles - whole * P;  // the split tiles whole * P .. tiles - 1
+    if (j > whole || rest == 0) return false;
+    const int S = P / rest < kt ? P / rest : kt;  // parts per split tile (P / rest >= 1)
+    if (w >= rest * S) return false;
+    const Even ev(kt, S);
+    const int part = w % S;
+    g.tile = whole * P + w / S;
+    g.kt0 = ev.start(part);
+    g.kt1 = ev.start(part + 1);
+    g.count = S;
+    g.slot = S > 1 ? 2 * w + 1 : 2 * w;
+    g.slot0 = g.slot_base = g.slot - 2 * part;  // part i of the tile: worker w - part + i, slot 2 (w - part + i) + 1
+    g.reads = S;
     return true;
   }
 };
