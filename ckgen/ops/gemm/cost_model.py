@@ -5,7 +5,8 @@ seconds, and ``model.cpp.j2`` is the same model in C for the generated dispatche
 The model is a wave-quantization and roofline estimate, meant to rank kernels and to scale measured times to
 nearby shapes, not to predict absolute times:
 
-- work units: C tiles (x splits for split-K; the workers' even shares of all K iterations for stream-K), run in
+- work units: C tiles (x splits for split-K; for stream-K the workers, each with its whole tiles and its part of
+  one of the last tiles split along K), run in
   waves of ``slots`` concurrent workgroups (the target's CUs x the workgroups one CU holds); a partial wave costs
   a full one;
 - compute time: waves x one unit's FLOPs at the body's share of the target's tensor throughput (the throughput of
@@ -43,8 +44,9 @@ WGMMA_SPEEDUP = 2.0
 #: a schedule's share of its body's throughput where it is not 1: stream-K on the Hopper body ran at 0.65-0.71 of
 #: the same tile's one-tile-per-workgroup schedule on the full-wave shapes of the tuning set (8192 x 4096 x 4096,
 #: 8192 x 28672 x 4096, 8192 x 4096 x 14336: bench/runs/2026-12-03_dispatch.txt), where the two should be equal.
-#: That was before stream-K took whole tiles while they make two waves (gemm_work.h, 2026-12-05): its shares had put
-#: the tiles at work at once all over C, every A and B panel at once (more than L2 holds); kept until re-measured
+#: That was before stream-K took every full wave of tiles whole and split only the last tiles, at the same K
+#: (gemm_work.h, 2026-12-05): its even shares had put every worker at another K, 6x the tile schedule's DRAM bytes
+#: (bench/runs/2026-12-05_h100_streamk_probe.txt); kept until re-measured
 SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.68}
 #: block(128) scales on the Hopper body, per consumer warpgroups of the tile: each warpgroup waits for a K tile's
 #: wgmmas before folding them into its sums, and with one (64-row tiles) nothing feeds the tensor cores meanwhile:
@@ -120,9 +122,10 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
         else:
             splits = max(1, min(int(t[5]) // max(1, tiles), kt // int(t[14]), int(t[15])))
         units, per_unit = tiles * splits, _cdiv(kt, splits)
-    elif kind == 2:
+    elif kind == 2:  # each worker's whole tiles, then its part of one of the last tiles (gemm_work.h StreamK)
         units = min(int(t[6]), tiles * kt)
-        per_unit = _cdiv(tiles * kt, units)
+        whole, rest = divmod(tiles, units)
+        per_unit = whole * kt + (_cdiv(kt, min(kt, units // rest)) if rest else 0)
     else:
         units, per_unit = tiles, kt
     slots = int(t[7])

@@ -193,13 +193,13 @@ struct StreamK {
 
   static CKGEN_DEVICE bool seg_raw(int j, int tiles, int kt, int P, int w, Seg& g) {
     const int whole = tiles / P;  // the worker's whole tiles (data-parallel waves)
-    g.slot_step = 2;
     if (j < whole) {
       g.tile = w + j * P;
       g.kt0 = 0;
       g.kt1 = kt;
       g.count = 1;
       g.slot = g.slot0 = g.slot_base = 2 * w;  // (Hopper: straight to C; portable: through slot 2w, finished at once)
+      g.slot_step = 2;
       g.reads = 1;
       return true;
     }
@@ -207,15 +207,11 @@ struct StreamK {
     if (j > whole || rest == 0) return false;
     const int S = P / rest < kt ? P / rest : kt;  // parts per split tile (P / rest >= 1)
     if (w >= rest * S) return false;
-    const Even ev(kt, S);
     const int part = w % S;
-    g.tile = whole * P + w / S;
-    g.kt0 = ev.start(part);
-    g.kt1 = ev.start(part + 1);
-    g.count = S;
-    g.slot = S > 1 ? 2 * w + 1 : 2 * w;
+    g = splitk_seg(whole * P + w / S, part, S, kt, false);  // (a deterministic split-K unit, but for its slots)
+    g.slot = 2 * w + 1;
     g.slot0 = g.slot_base = g.slot - 2 * part;  // part i of the tile: worker w - part + i, slot 2 (w - part + i) + 1
-    g.reads = S;
+    g.slot_step = 2;
     return true;
   }
 };
