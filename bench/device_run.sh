@@ -10,6 +10,9 @@
 #   gpu       every GPU test (pytest -m gpu), then `ckgen run` on both GEMM bodies
 #   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
+#   cluster   the Hopper body's clusters (cluster = 2, TMA multicast of B): their GPU tests (-k c2 in
+#             tests/runtime/test_nvidia_{cuda,gemm_fused}.py), memcheck over their edge shapes, then
+#             bench/gemm_cluster.py $CLUSTER_ARGS (cluster 1 vs 2 vs cuBLAS, graph-timed; e.g. --quick)
 #   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8{,_hopper}.py), then bench/fp8.py --quick
 #             (per-tensor, per-row/col and block(128) scaled fp8 vs torch._scaled_mm, CUDA-graph replays); fp8-full:
 #             the whole table; fp8-bench: the whole table without the tests (FP8_BENCH_ARGS adds options to either,
@@ -115,6 +118,16 @@ for STAGE in "$@"; do
     gemm)
       timeout 300 python3 bench/gemm.py --quick --json "$OUT/gemm_quick.json" > "$OUT/gemm_quick.txt" 2>&1
       echo "gemm rc $?"; tail -12 "$OUT/gemm_quick.txt" ;;
+    cluster)
+      timeout 300 $PYTEST tests/runtime/test_nvidia_cuda.py tests/runtime/test_nvidia_gemm_fused.py -k "c2" \
+        > "$OUT/pytest_cluster.txt" 2>&1
+      echo "pytest -m gpu (clusters) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_cluster.txt" | tail -8
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+        tests/runtime/test_nvidia_cuda.py -k "c2 and pad0 and edge" > "$OUT/memcheck_cluster.txt" 2>&1
+      echo "memcheck (clusters) rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_cluster.txt" | tail -3
+      timeout 420 python3 bench/gemm_cluster.py $CLUSTER_ARGS --json "$OUT/gemm_cluster.json" \
+        > "$OUT/gemm_cluster.txt" 2>&1
+      echo "gemm_cluster rc $?"; tail -40 "$OUT/gemm_cluster.txt" ;;
     gemm-full)
       timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
       echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;

@@ -53,7 +53,7 @@ def main() -> int:
     for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck",
                   "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/fp8_nv.ck",
                   "bench/decode_nv.ck", "bench/quant_nv.ck", "bench/fp8_dispatch_nv.ck",
-                  "bench/gemm_fused_nv.ck"):
+                  "bench/gemm_fused_nv.ck", "bench/gemm_cluster_nv.ck"):
         for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
             jobs.append((bench, s.name, bench))
     jobs += [("examples/rowops.ck", k, "examples/rowops.ck") for k in ("layernorm_bf16", "add_rmsnorm_bf16_i8")]

@@ -49,6 +49,18 @@ kernel gpu_bf16_rr_hopper64x256_gelu { A = bf16 row  B = bf16 row  C = bf16 col 
   lds_buffers = 3  prefetch = 0  epilogue = bias(col) -> gelu -> cast(bf16) }
 kernel gpu_bf16_bmm_hopper128x128 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x128x64  waves = 2x4
   lds_buffers = 4  batched = true }
+kernel gpu_bf16_rc_wgmma_c2 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4
+  cluster = 2 }
+kernel gpu_bf16_rr_hopper_c2 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x256x64  waves = 2x4
+  lds_buffers = 4  cluster = 2 }
+kernel gpu_f16_cc_hopper_beta_c2 { A = f16 col  B = f16 col  C = f16 col  tile = 128x256x64  waves = 4x2
+  lds_buffers = 2  alpha = 0.5  beta = 1.0  cluster = 2 }
+kernel gpu_bf16_rc_hopper64x128_c2 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 64x128x64  waves = 2x2
+  lds_buffers = 4  cluster = 2 }
+kernel gpu_f16_cr_hopper128x128_c2 { A = f16 col  B = f16 row  C = f32 row  tile = 128x128x64  waves = 2x4
+  lds_buffers = 4  epilogue = bias(row) -> relu -> cast(f32)  cluster = 2 }
+kernel gpu_f16_bmm_hopper_c2 { A = f16 row  B = f16 col  C = f16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4
+  batched = true  cluster = 2 }
 """
 
 SHAPES = [(1, 1, 1), (17, 33, 7), (129, 257, 65), (300, 200, 1000), (1000, 1100, 300), (256, 512, 640)]
@@ -98,7 +110,12 @@ def rel(out, ref):
 TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper", "gpu_f16_cc_hopper_beta",
              # the smaller Hopper tiles: wgmma m64n128 (TMA-stored C; f32 C through the staged stores, MN-major A
              # and B) and one consumer warpgroup of m64n256 (column-major C)
-             "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu"]
+             "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu",
+             # clusters of two M-adjacent tiles sharing B by TMA multicast (K-major B in half-tile boxes, MN-major
+             # B in 64-column boxes; the shapes below give odd M tile counts, whose last cluster's second tile
+             # lies past M)
+             "gpu_bf16_rc_wgmma_c2", "gpu_bf16_rr_hopper_c2", "gpu_f16_cc_hopper_beta_c2",
+             "gpu_bf16_rc_hopper64x128_c2", "gpu_f16_cr_hopper128x128_c2"]
 NAMES = ["gpu_bf16_rr", "gpu_f16_cc_gelu", "gpu_bf16_cr_beta", "gpu_f16_rc_rowbias_relu", "gpu_i8_rc",
          "gpu_i8_rr_i8out", "gpu_f32_rr", *TMA_NAMES]
 #: shapes whose leading dimensions are 16-byte multiples (M, N, K multiples of 8), which the TMA body takes: M, N and
@@ -254,7 +271,8 @@ def test_errors_are_clear():
 
 
 # ------------------------------------------------------------------------------ strided-batched GEMM
-BMM_NAMES = ["gpu_bf16_bmm", "gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128"]
+BMM_NAMES = ["gpu_bf16_bmm", "gpu_f16_bmm_hopper", "gpu_bf16_bmm_hopper_mn", "gpu_bf16_bmm_hopper128x128",
+             "gpu_f16_bmm_hopper_c2"]
 
 
 def batched(batch, rows, cols, row_major, dt, gen):

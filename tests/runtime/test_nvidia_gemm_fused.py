@@ -43,6 +43,14 @@ kernel fz_rs_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 wave
   scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
 kernel fz_rs_glu128 { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
   scale_a = row gate = halves epilogue = swiglu }
+kernel fz_res_c2 { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  epilogue = residual cluster = 2 }
+kernel fz_glu_c2 { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  epilogue = swiglu cluster = 2 }
+kernel fz_glu_il_c2 { A = bf16 row B = bf16 row C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  gate = interleaved(64) epilogue = bias(col) -> geglu -> residual cluster = 2 }
+kernel fz_rs_c2 { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  scale_a = row cluster = 2 }
 """
 TOL = {torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float32: 2e-3}
 
@@ -138,8 +146,10 @@ def _dense(name, M, N, K, ld_pad=0, in_place=False):
     return ran
 
 
-@pytest.mark.parametrize("name", ["fz_res", "fz_res_gelu", "fz_glu", "fz_glu_il", "fz_glu_il16"])
-@pytest.mark.parametrize("shape", [(1, 64, 64), (300, 200, 136), (129, 1000, 520)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", ["fz_res", "fz_res_gelu", "fz_glu", "fz_glu_il", "fz_glu_il16",
+                                  "fz_res_c2", "fz_glu_c2", "fz_glu_il_c2"])
+@pytest.mark.parametrize("shape", [(1, 64, 64), (300, 200, 136), (129, 1000, 520), (2056, 1032, 264)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_hopper_body_against_float64(name, shape):
     M, N, K = shape
     if kernel(name).plan.spec.params.gemm.gate == "interleaved":
@@ -155,7 +165,7 @@ def test_portable_body_against_float64(name):
     assert f"{name}_tma" not in ran
 
 
-SCALED = ["fz_rs", "fz_rs_col", "fz_rs_glu", "fz_rs_glu128"]
+SCALED = ["fz_rs", "fz_rs_col", "fz_rs_glu", "fz_rs_glu128", "fz_rs_c2"]
 
 
 @pytest.mark.parametrize("name", SCALED)

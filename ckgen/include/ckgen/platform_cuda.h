@@ -170,12 +170,9 @@ inline int status_of(cudaError_t e) {
 // When its static shared memory plus `smem_bytes` of dynamic shared memory exceed the default 48 KiB, the
 // kernel's dynamic shared-memory limit is raised first (once per kernel and size; `*configured` remembers
 // it, one flag per call site): a 48 KiB pipeline beside a 4-byte static ticket needs it too.
-template <class... KArgs, class... Args>
-inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
-                  unsigned threads, int smem_bytes, void* stream, Args... args) {
-  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
+// (configure_smem: that raise alone, a ckgen status; launch_cluster_grid in blocks/nv_cluster.h uses it too.)
+inline int configure_smem(const void* f, int* configured, int smem_bytes) {
   if (smem_bytes > 0 && *configured != smem_bytes) {
-    const void* f = reinterpret_cast<const void*>(kernel);
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, f);
     if (e == cudaSuccess && fa.sharedSizeBytes + static_cast<size_t>(smem_bytes) > 48 * 1024)
@@ -186,6 +183,14 @@ inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsign
     }
     *configured = smem_bytes;
   }
+  return 0;
+}
+
+template <class... KArgs, class... Args>
+inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
+                  unsigned threads, int smem_bytes, void* stream, Args... args) {
+  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
+  if (const int st = configure_smem(reinterpret_cast<const void*>(kernel), configured, smem_bytes)) return st;
   // Clear an error left by someone else so that it is not reported as ours.
   (void)cudaGetLastError();
   kernel<<<dim3(gx, gy, gz), dim3(threads), static_cast<size_t>(smem_bytes),

@@ -92,6 +92,8 @@ class GemmOp(Op):
                      ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
         if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
             ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
+            if b.tma.cluster > 1:
+                ints.append(("kTmaCluster", b.tma.cluster))
         if b.schedule is not None:  # split-K / stream-K (gemm_work.h)
             ints += [("kSchedule", {"splitk": 1, "streamk": 2}[b.schedule.kind])]
         constants += [("int", name, str(v)) for name, v in ints]

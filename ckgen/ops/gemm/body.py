@@ -71,13 +71,17 @@ class TmaBodyPlan:
     threads: int        # 128 per consumer warpgroup (the kernel's waves) + 128 for the producer warpgroup
     stages: int         # TMA pipeline depth (as many as fit)
     smem_bytes: int     # dynamic shared memory: stages x (A + B tiles + 2 mbarriers) + epilogue staging + 1024 slack
+    cluster: int = 1    # thread blocks per cluster along M (2: M-adjacent tiles share B's loads by TMA multicast)
 
     def __post_init__(self) -> None:
         if self.threads % 128 or self.threads < 256 or self.stages < 2 or self.smem_bytes <= 0:
             raise ValueError("TmaBodyPlan: threads must be whole warpgroups (>= 2), stages >= 2, shared memory positive")
 
     def to_json(self) -> dict:
-        return {"threads": self.threads, "stages": self.stages, "smem_bytes": self.smem_bytes}
+        d = {"threads": self.threads, "stages": self.stages, "smem_bytes": self.smem_bytes}
+        if self.cluster > 1:  # (plans without a cluster keep their JSON and cache keys)
+            d["cluster"] = self.cluster
+        return d
 
 
 @dataclass(frozen=True)

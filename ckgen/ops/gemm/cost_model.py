@@ -41,13 +41,13 @@ KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
 EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60}
 #: the Hopper body's wgmma issues twice the work of mma.sync per SM and clock
 WGMMA_SPEEDUP = 2.0
-#: a schedule's share of its body's throughput where it is not 1: stream-K on the Hopper body ran at 0.65-0.71 of
-#: the same tile's one-tile-per-workgroup schedule on the full-wave shapes of the tuning set (8192 x 4096 x 4096,
-#: 8192 x 28672 x 4096, 8192 x 4096 x 14336: bench/runs/2026-12-03_dispatch.txt), where the two should be equal.
-#: That was before stream-K took every full wave of tiles whole and split only the last tiles, at the same K
-#: (gemm_work.h, 2026-12-05): its even shares had put every worker at another K, 6x the tile schedule's DRAM bytes
-#: (bench/runs/2026-12-05_h100_streamk_probe.txt); kept until re-measured
-SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.68}
+#: a schedule's share of its body's throughput where it is not 1: the median of the tile schedule's time over
+#: stream-K's on the Hopper body, over the 16 shapes of two waves of tiles or more of the Mistral-7B tuning set
+#: (bench/debug/streamk_efficiency.py on bench/runs/2026-12-05b_tune_mistral7b_h200.jsonl: 0.93, H200), with
+#: stream-K taking every full wave of tiles whole and splitting only the last ones along K (gemm_work.h). Stream-K
+#: keeps the tile schedule's plain epilogue (not the overlapped one), hence less than 1. (The earlier partition,
+#: even shares at a different K per worker, measured 0.68.)
+SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.93}
 #: block(128) scales on the Hopper body, per consumer warpgroups of the tile: each warpgroup waits for a K tile's
 #: wgmmas before folding them into its sums, and with one (64-row tiles) nothing feeds the tensor cores meanwhile:
 #: 694-703 TFLOP/s against 885-906 for the two-warpgroup 128-row tile at M = 2048 / 8192

@@ -64,6 +64,9 @@ KEYS = (
     Key("instr", "MxNxK of a matrix instruction of the target, or auto", default_text="the best legal one"),
     Key("lds_buffers", "1..the target body's maximum (2 on AMD, 6 on NVIDIA)", default_text="2"),
     Key("prefetch", "0 or 1", default_text="1"),
+    Key("cluster", "1, 2 or auto: thread blocks per cluster of the Hopper body (sm_90), along M; 2: two M-adjacent "
+                   "tiles load their shared B tile once, by TMA multicast (tile schedule, dense, no block scales)",
+        default_text="auto"),
     Key("vec_a", "a power of two, at most 16 bytes, dividing the tile's contiguous extent", default_text="chosen"),
     Key("vec_b", "as vec_a", default_text="chosen"),
     Key("vec_c", "as vec_a", default_text="chosen"),
@@ -131,6 +134,15 @@ def resolve_schedule(cfg: TileConfig, gemm: GemmSpec | None = None) -> Schedule:
         return s
     gated = gemm is not None and gemm.gated is not None
     return Schedule("splitk") if cfg.tile[0] <= SMALL_M_TILE and not gated else Schedule("tile")
+
+
+def _cluster(v: Value) -> int:
+    """``cluster = 1 | 2 | auto`` (auto: 0)."""
+    if v.kind == "call" and v.data == ("auto", ()):
+        return 0
+    if v.kind != "number" or v.text.strip() not in ("1", "2"):
+        raise V.err(f"cluster = {v.text}: expected a cluster size", v.span, "legal: 1, 2 or auto")
+    return int(v.text)
 
 
 def _schedule(v: Value) -> Schedule:
@@ -301,6 +313,7 @@ class TileConfig:
     vec_b: int | None = None
     vec_c: int | None = None
     schedule: Schedule = Schedule()
+    cluster: int = 0  # the Hopper body's cluster size along M; 0: the planner's choice (``auto``)
 
     def __post_init__(self) -> None:
         if len(self.tile) != 3 or len(self.waves) != 2:
@@ -314,6 +327,8 @@ class TileConfig:
              "prefetch": self.prefetch, "vec_a": self.vec_a, "vec_b": self.vec_b, "vec_c": self.vec_c}
         if self.schedule != Schedule():  # (kernels with the default keep their canonical JSON and cache keys)
             d["schedule"] = self.schedule.to_json()
+        if self.cluster:  # (likewise kernels with cluster = auto)
+            d["cluster"] = self.cluster
         return d
 
 
@@ -457,6 +472,7 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         vec_b=V.integer(v["vec_b"], "vec_b", 1, 64) if "vec_b" in v else None,
         vec_c=V.integer(v["vec_c"], "vec_c", 1, 64) if "vec_c" in v else None,
         schedule=_schedule(v["schedule"]) if "schedule" in v else Schedule(),
+        cluster=_cluster(v["cluster"]) if "cluster" in v else 0,
     )
     return GemmParams(gemm, cfg)
 

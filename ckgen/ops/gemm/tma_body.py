@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm.body import TmaBodyPlan
-from ckgen.ops.gemm.spec import GATE_BLOCKS, gate_run
+from ckgen.ops.gemm.spec import GATE_BLOCKS, gate_run, resolve_schedule
 from ckgen.targets.nvidia import FEATURE_TMA, FEATURE_WGMMA
 
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma ty
 TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128))
 TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
+#: the cluster size ``cluster = auto`` gives the kernels that can take one (:func:`_cluster`)
+TMA_AUTO_CLUSTER = 1
 
 
 def _fp8_tma_refusal(d: GemmDraft) -> str | None:
@@ -58,7 +60,33 @@ def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
     return None
 
 
+def _cluster(d: GemmDraft) -> int:
+    """The Hopper body's cluster size along M: ``cluster``, or for ``auto`` :data:`TMA_AUTO_CLUSTER` where the
+    kernel can take a cluster (else 1). Clusters pair M-adjacent tiles of the tile schedule (device/gemm_sm90_tma.h:
+    each CTA loads half of the B tile and multicasts it to both), so a split-K / stream-K schedule, a grouped walk or
+    block scales (whose fold waits for each K tile) take none."""
+    g = d.g
+    why = ("a split-K / stream-K schedule" if resolve_schedule(d.cfg, g).uses_workspace else
+           f"mode = {g.mode}" if g.grouped else "block(128) scales" if g.block_scaled else None)
+    if d.cfg.cluster == 0:
+        return 1 if why else TMA_AUTO_CLUSTER
+    if d.cfg.cluster > 1 and why:
+        raise d.fail("cluster", d.cfg.cluster, "1 or auto",
+                     f"the Hopper body's clusters pair tiles of the tile schedule, dense, without block scales; this "
+                     f"kernel has {why}")
+    return d.cfg.cluster
+
+
 def plan_tma_body(d: GemmDraft) -> None:
+    """:func:`_plan_tma_body`; a kernel that asks for a cluster must get the Hopper body (only it has clusters)."""
+    _plan_tma_body(d)
+    if d.cfg.cluster > 1 and d.tma is None:
+        raise d.fail("cluster", d.cfg.cluster, "1 or auto",
+                     f"thread-block clusters are the Hopper body's (TMA + wgmma), which this kernel does not get on "
+                     f"{d.target.name}")
+
+
+def _plan_tma_body(d: GemmDraft) -> None:
     """On targets with wgmma and TMA, kernels of one of the Hopper body's tiles, with 4 warps per 64 rows (and
     ``lds_buffers >= 2``) also get that body, with as many pipeline stages as fit in shared memory beside its
     epilogue staging; the portable body stays the fallback for operands it cannot take (chosen at run time by
@@ -104,7 +132,8 @@ def plan_tma_body(d: GemmDraft) -> None:
 
     stages = max((n for n in range(2, TMA_BODY_MAX_STAGES + 1) if smem(n) <= t.lds_bytes), default=0)
     if stages:
-        d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages))
+        d.tma = TmaBodyPlan(threads=warps * t.wave_size + 128, stages=stages, smem_bytes=smem(stages),
+                            cluster=_cluster(d))
         if g.a.dtype.fp8 is not None or g.scaled:  # (unscaled 16-bit plans keep their JSON and cache keys)
             a, b = (TMA_BODY_FP8_PTX.get(x.dtype, x.dtype.value) for x in (g.a, g.b))
             k = 32 // g.a.dtype.bytes

@@ -200,3 +200,51 @@ def test_explain_prints_the_scaled_16bit_body(tmp_path, capsys):
     assert main(["explain", str(src), "--kernel", "s"]) == 0
     out = capsys.readouterr().out
     assert "why: Hopper body (TMA + wgmma m64n256k16.f32.bf16.bf16" in out and "scales A row, B none" in out
+
+
+# ------------------------------------------------------------------------------ clusters (TMA multicast of B)
+@pytest.mark.parametrize("body", [f"A = bf16 row B = bf16 col C = bf16 row {BIG}",
+                                  f"A = bf16 row B = bf16 row C = bf16 row {BIG} epilogue = swiglu",
+                                  "A = f16 col B = f16 row C = f32 row tile = 64x128x64 waves = 2x2 lds_buffers = 4"])
+def test_cluster_2_pairs_tiles_of_the_hopper_body(body):
+    p = plan(f"{body} cluster = 2")
+    assert p.body.tma.cluster == 2
+    assert p.to_json()["body"]["tma"]["cluster"] == 2
+    assert p.spec.params.config.to_json()["cluster"] == 2
+    assert "kTmaCluster = 2" in render_kernel(p)
+
+
+def test_cluster_auto_and_1_keep_the_plan_and_its_json():
+    auto = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG}")
+    one = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG} cluster = 1")
+    assert auto.body.tma.cluster == one.body.tma.cluster == 1
+    assert "cluster" not in auto.to_json()["body"]["tma"] and "cluster" not in auto.spec.params.config.to_json()
+    assert "kTmaCluster" not in render_kernel(auto)
+
+
+@pytest.mark.parametrize("arch,body,why", [
+    ("sm_90", f"A = bf16 row B = bf16 col C = bf16 row {BIG} schedule = splitk", "split-K / stream-K"),
+    ("sm_90", f"A = bf16 row B = bf16 col C = bf16 row {BIG} schedule = streamk", "split-K / stream-K"),
+    ("sm_90", f"A = bf16 row B = bf16 col C = bf16 row {BIG} mode = grouped", "mode = grouped"),
+    ("sm_90", "A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x128 waves = 2x4 lds_buffers = 4 "
+              "scale_a = block(128) scale_b = block(128)", "block(128) scales"),
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x32 waves = 2x2 lds_buffers = 4",
+     "does not get on sm_90"),
+    ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x32 waves = 2x2 lds_buffers = 2",
+     "does not get on gfx942"),
+])
+def test_cluster_2_where_the_hopper_body_has_none_is_refused(arch, body, why):
+    from ckgen.errors import CkgenError
+
+    with pytest.raises(CkgenError) as e:
+        plan(f"{body} cluster = 2", arch)
+    assert "cluster" in str(e.value) and why in str(e.value) and "1 or auto" in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["3", "0", "two", "1.5"])
+def test_cluster_values_are_1_2_or_auto(value):
+    from ckgen.errors import CkgenError
+
+    with pytest.raises(CkgenError) as e:
+        plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG} cluster = {value}")
+    assert "t.ck:1:" in str(e.value) and "1, 2 or auto" in str(e.value)

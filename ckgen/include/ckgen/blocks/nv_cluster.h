@@ -19,6 +19,10 @@
 //     sizes first (H100 / H200 take 16). Host queries only: cache the answer.
 //   launch_cluster(kernel, gx, cluster, threads, smem, stream, args...) -> cudaError_t: a 1-D grid of gx blocks
 //     (a multiple of `cluster`) in clusters of `cluster` x 1 x 1 by cudaLaunchKernelEx (capturable in a graph).
+//   launch_cluster_grid(kernel, &configured, &fit, units, cluster, threads, smem, stream, args...) -> ckgen status:
+//     a persistent grid of min(units, the clusters that fit at once) clusters of `cluster` blocks (the shared-memory
+//     limit raised as cuda_host::launch does; `fit` caches the occupancy query, one per call site); -1 and nothing
+//     launched when no such cluster fits; 0 and nothing launched when units == 0.
 #pragma once
 
 #include "ckgen/blocks/nv_wgmma.h"  // sm90_device (host)
@@ -115,6 +119,29 @@ inline cudaError_t launch_cluster(void (*kernel)(KArgs...), unsigned gx, unsigne
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = cluster_config(attr, gx, cluster, threads, smem, stream);
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
+template <class... KArgs, class... Args>
+inline int launch_cluster_grid(void (*kernel)(KArgs...), int* configured, int* fit, long long units, unsigned cluster,
+                               unsigned threads, int smem, void* stream, Args... args) {
+  if (units <= 0) return 0;
+  const void* f = reinterpret_cast<const void*>(kernel);
+  if (const int st = cuda_host::configure_smem(f, configured, smem)) return st;
+  if (*fit == 0) {  // the clusters that fit on the device at once (-1: none, or the query failed)
+    cudaLaunchAttribute attr[1];
+    const cudaLaunchConfig_t cfg = cluster_config(attr, cluster, cluster, threads, static_cast<size_t>(smem), nullptr);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, f, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    *fit = n > 0 ? n : -1;
+  }
+  if (*fit < 0) return -1;
+  const long long clusters_ = units < *fit ? units : *fit;
+  (void)cudaGetLastError();  // (an error left by someone else is not reported as ours)
+  return cuda_host::status_of(launch_cluster(kernel, static_cast<unsigned>(clusters_ * cluster), cluster, threads,
+                                             static_cast<size_t>(smem), stream, args...));
 }
 
 }  // namespace nv

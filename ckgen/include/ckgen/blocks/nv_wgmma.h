@@ -24,8 +24,12 @@
 //                            operands (N = 128 or 256), both K-major (a k32 step adds 32 bytes); scale_d = 0: D = A.B
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
+//   mbar_arrive_cluster(bar, cta)   an arrive on the barrier at the same shared address in CTA `cta` of the
+//                            cluster (release at cluster scope; `cta` may be this CTA)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
 //   tma_load_3d(dst, map, c0, c1, c2, bar)   the same for a 3-D tensor map
+//   tma_load_3d_multicast(dst, map, c0, c1, c2, bar, mask)   the same box into the CTAs of the cluster in `mask`
+//                            (bit r: rank r), at the same shared addresses dst and bar in each
 //   tma_load_4d / tma_store_4d   the same for 4-D tensor maps
 //   tma_store_3d(map, src, c0, c1, c2)   one box from shared memory to global memory (a bulk group; out-of-range
 //                            elements are not written); bulk_commit / bulk_wait_read<N> (the source shared
@@ -295,6 +299,11 @@ CKGEN_DEVICE void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 CKGEN_DEVICE void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+CKGEN_DEVICE void mbar_arrive_cluster(uint32_t bar, int cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
 // Returns once the phase of parity `parity` has completed (parity 1 of a fresh barrier: at once).
 CKGEN_DEVICE void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
@@ -321,6 +330,15 @@ CKGEN_DEVICE void tma_load_3d(uint32_t dst, const TensorMap* map, int c0, int c1
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+CKGEN_DEVICE void tma_load_3d_multicast(uint32_t dst, const TensorMap* map, int c0, int c1, int c2, uint32_t bar,
+                                       uint32_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(static_cast<uint16_t>(mask))
       : "memory");
 }
 

@@ -58,6 +58,7 @@
 #include "gemm_mma_sm90.h"
 #include "gemm_sm90_block_scales.h"
 #include "gemm_work.h"
+#include "ckgen/blocks/nv_cluster.h"
 #include "ckgen/blocks/nv_wgmma.h"
 
 namespace ckgen {
@@ -66,6 +67,8 @@ namespace nv {
 // mode = grouped (1) / masked (2) Cfgs (gemm_group_walk.h); their index dtype and per-row bias
 CKGEN_CFG_OPTIONAL(GroupModeOf, kGroupMode, int, 0);
 CKGEN_CFG_OPTIONAL(BiasRowOf, kBiasRow, bool, false);
+// thread-block cluster of the tile schedule: kTmaCluster M-adjacent tiles sharing their B tile (header comment)
+CKGEN_CFG_OPTIONAL(ClusterOf, kTmaCluster, int, 1);
 template <class C, class = void>
 struct IndexOf {
   using type = int;
@@ -116,7 +119,11 @@ struct TmaGemmBody {
   using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kTileN, kGateBlock>;
   static constexpr int kCBoxes = kOutN / 64;  // a warp's 16 x 64 boxes of C (TMA-store epilogue)
   static constexpr int kBCols = kGated ? 2 : 1;                    // B's columns per column of C
-  static constexpr int kBBoxRows = kGated ? kGateRun : Cfg::kTileN;  // a K-major B box's rows
+  // B's boxes per stage: K-major, kBBoxes boxes of kBBoxRows rows (a run of gate / up columns, or 1 / kCluster of
+  // the tile); MN-major, boxes of 64 columns. With a cluster, CTA r loads boxes r, r + kCluster, ... for all.
+  static constexpr int kCluster = ClusterOf<Cfg>::value;
+  static constexpr int kBBoxRows = kGated ? kGateRun : Cfg::kTileN / kCluster;  // a K-major B box's rows
+  static constexpr int kBBoxes = kBK ? Cfg::kTileN / kBBoxRows : Cfg::kTileN / 64;
   static constexpr int kBarOffset = kStages * kStageBytes;
   // The epilogue's staging space, one region per consumer warp (its 16 rows x kTileN columns of C):
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
@@ -151,7 +158,7 @@ struct TmaGemmBody {
     int tiles, kt, splits, u, stride, j;
     gemm_sched::StreamK sk;
     CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
-        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0)), stride(grid_dim(0)), j(0),
+        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0) / kCluster), stride(grid_dim(0) / kCluster), j(0),
           sk(block_id(0), grid_dim(0), tiles_, kt_) {}
     CKGEN_DEVICE bool next(gemm_sched::Seg& g) {
       if constexpr (kKind == gemm_sched::kStreamK) {
@@ -192,13 +199,14 @@ struct TmaGemmBody {
   struct Pieces {
     Work work;
     gemm_grouped::GroupCursor<Cfg, Groups> cursor;
-    int tiles_m, tiles_n, M, nk, t;
+    int tiles_m, tiles_n, M, nk, t;  // (tiles_m: M's tiles, or with a cluster its runs of kCluster tiles)
     CKGEN_DEVICE Pieces(int M_, int N, int nk_, int batch, int splits, const void* index)
-        : work(kGroupMode ? 0 : ((M_ + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN) * batch,
-               nk_, splits),
+        : work(kGroupMode ? 0 : cluster_rows(M_) * ((N + kOutN - 1) / kOutN) * batch, nk_, splits),
           cursor(Groups{static_cast<const TIndex*>(index), M_}, kGroupMode ? batch : 0, N),
-          tiles_m((M_ + Cfg::kTileM - 1) / Cfg::kTileM), tiles_n((N + kOutN - 1) / kOutN), M(M_),
-          nk(nk_), t(block_id(0)) {}
+          tiles_m(cluster_rows(M_)), tiles_n((N + kOutN - 1) / kOutN), M(M_), nk(nk_), t(block_id(0)) {}
+    static CKGEN_DEVICE int cluster_rows(int M_) {
+      return ((M_ + Cfg::kTileM - 1) / Cfg::kTileM + kCluster - 1) / kCluster;
+    }
     CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
       if constexpr (kGroupMode != 0) {
         if (!cursor.seek(t)) return false;
@@ -213,6 +221,7 @@ struct TmaGemmBody {
       } else {
         if (!work.next(g)) return false;
         tile_origin(g.tile, tiles_m, tiles_n, p.b, p.m0, p.n0);
+        if constexpr (kCluster > 1) p.m0 = p.m0 * kCluster + cluster_rank() * Cfg::kTileM;  // (maybe past M)
         p.row0 = 0;
         p.rows = M;
         return true;
@@ -240,6 +249,9 @@ struct TmaGemmBody {
                 "block scales: fp8 tiles of 128 columns (two accumulator sets per thread), not grouped");
   static_assert(Cfg::kThreads == 128 * kConsumers, "kWavesM * kWavesN must be 4 warps per consumer warpgroup");
   static_assert(kStages >= 2, "kTmaStages must be >= 2");
+  static_assert(kCluster == 1 || (kCluster == 2 && kKind == gemm_sched::kTile && kGroupMode == 0 && !kBlock &&
+                                  kBBoxes % kCluster == 0),
+                "kTmaCluster: 1, or 2 on the tile schedule, not grouped, not block-scaled (the planner's rule)");
   static_assert(kSmemBytes == Cfg::kTmaSmemBytes, "kTmaSmemBytes (planned) differs from what this body lays out");
 
   // Tile t of the order (batch item by batch item, each in the grouped order) -> its batch item, first row
@@ -269,66 +281,28 @@ struct TmaGemmBody {
     const int warp = tid >> 5;
     if (tid == 0) {
       for (int s = 0; s < kStages; ++s) {
-        mbar_init(full0 + 8 * s, 1);                   // the producer's arrive + the TMA bytes
-        mbar_init(empty0 + 8 * s, 4 * kConsumers);     // one arrive per consumer warp
+        mbar_init(full0 + 8 * s, 1);                           // the producer's arrive + the TMA bytes
+        mbar_init(empty0 + 8 * s, 4 * kConsumers * kCluster);  // one arrive per consumer warp of the cluster
       }
       mbar_init_fence();
     }
-    barrier();
+    if constexpr (kCluster > 1) cluster_sync();  // (the peers' barriers are initialized before any use)
+    else barrier();
     const int tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM;
     const int tiles_n = (N + kOutN - 1) / kOutN;
     const int tiles = tiles_m * tiles_n * batch;
     const int nk = (K + Cfg::kTileK - 1) / Cfg::kTileK;
     if (warp / 4 == kConsumers) {
       setmaxnreg_dec<40>();
-      if (tid != 128 * kConsumers) return;
-      int s = 0;
-      uint32_t phase = 0;
-      Pieces work(M, N, nk, batch, splits, index);
-      gemm_sched::Seg g;
-      Place p;
-      while (work.next(g, p)) {
-        const int m0 = p.row0 + p.m0;  // A's first row of the tile
-        const int n0 = p.n0;
-        const int ba = (flags & kBroadcastA) ? 0 : p.b;
-        const int bb = (flags & kBroadcastB) ? 0 : p.b;
-        for (int kt = g.kt0; kt < g.kt1; ++kt) {
-          mbar_wait(empty0 + 8 * s, phase ^ 1);
-          const uint32_t full = full0 + 8 * s;
-          mbar_expect_tx(full, kStageBytes);
-          const uint32_t sa = s0 + s * kStageBytes;
-          const uint32_t sb = sa + kABytes;
-          const int k0 = kt * Cfg::kTileK;
-          if constexpr (kAK) {
-            tma_load_3d(sa, &ta, k0, m0, ba, full);
-          } else {
-#pragma unroll
-            for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
-          }
-          if constexpr (kGated) {
-            const GateRows rows{n0, N};
-#pragma unroll
-            for (int r = 0; r < Cfg::kTileN; r += kBK ? kGateRun : 64) {
-              const int col = static_cast<int>(rows.phys(r));  // a run of kGateRun columns of B
-              if constexpr (kBK) tma_load_3d(sb + r * kRow, &tb, k0, col, bb, full);
-              else tma_load_3d(sb + (r / 64) * kBox, &tb, col, k0, bb, full);
-            }
-          } else if constexpr (kBK) {
-            tma_load_3d(sb, &tb, k0, n0, bb, full);
-          } else {
-#pragma unroll
-            for (int j = 0; j < Cfg::kTileN / 64; ++j) tma_load_3d(sb + j * kBox, &tb, n0 + 64 * j, k0, bb, full);
-          }
-          if (++s == kStages) {
-            s = 0;
-            phase ^= 1;
-          }
-        }
-      }
+      if (tid == 128 * kConsumers) produce(ta, tb, s0, full0, empty0, M, N, nk, batch, splits, index, flags);
     } else {
       setmaxnreg_inc<232>();
       consume(s0, full0, empty0, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, tiles, nk, workspace, splits,
               index);
+    }
+    if constexpr (kCluster > 1) {  // no CTA leaves while a peer may still arrive on its barriers or write its stages
+      __syncwarp();
+      cluster_sync();
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -336,6 +310,70 @@ struct TmaGemmBody {
   }
 
 #if defined(CKGEN_NV_WGMMA)
+  // The producer (one thread): for each K tile of the block's pieces, waits until its stage is empty (in every CTA
+  // of the cluster), then loads A's tile and B's boxes (with a cluster: this CTA's share of them, multicast to
+  // every CTA), all completing on the stage's "full" barrier.
+  static CKGEN_DEVICE void produce(const TensorMap& ta, const TensorMap& tb, uint32_t s0, uint32_t full0,
+                                   uint32_t empty0, int M, int N, int nk, int batch, int splits, const void* index,
+                                   int flags) {
+    const int rank = kCluster > 1 ? cluster_rank() : 0;
+    int s = 0;
+    uint32_t phase = 0;
+    Pieces work(M, N, nk, batch, splits, index);
+    gemm_sched::Seg g;
+    Place p;
+    while (work.next(g, p)) {
+      const int m0 = p.row0 + p.m0;  // A's first row of the tile
+      const int n0 = p.n0;
+      const int ba = (flags & kBroadcastA) ? 0 : p.b;
+      const int bb = (flags & kBroadcastB) ? 0 : p.b;
+      for (int kt = g.kt0; kt < g.kt1; ++kt) {
+        mbar_wait(empty0 + 8 * s, phase ^ 1);
+        const uint32_t full = full0 + 8 * s;
+        mbar_expect_tx(full, kStageBytes);
+        const uint32_t sa = s0 + s * kStageBytes;
+        const uint32_t sb = sa + kABytes;
+        const int k0 = kt * Cfg::kTileK;
+        if constexpr (kAK) {
+          tma_load_3d(sa, &ta, k0, m0, ba, full);
+        } else {
+#pragma unroll
+          for (int j = 0; j < Cfg::kTileM / 64; ++j) tma_load_3d(sa + j * kBox, &ta, m0 + 64 * j, k0, ba, full);
+        }
+#pragma unroll
+        for (int j = 0; j < kBBoxes; ++j) {
+          if (kCluster > 1 && j % kCluster != rank) continue;
+          const int r = j * (kBK ? kBBoxRows : 64);  // the box's first row (K-major) / column (MN-major) in the tile
+          int col = n0 + r;
+          if constexpr (kGated) col = static_cast<int>(GateRows{n0, N}.phys(r));  // a run of gate or up columns
+          if constexpr (kBK) load_b(sb + r * kRow, &tb, k0, col, bb, full);
+          else load_b(sb + j * kBox, &tb, col, k0, bb, full);
+        }
+        if (++s == kStages) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  }
+
+  // One box of B into this CTA's stage, or with a cluster into every CTA's (the same shared address in each).
+  static CKGEN_DEVICE void load_b(uint32_t dst, const TensorMap* tb, int c0, int c1, int c2, uint32_t full) {
+    if constexpr (kCluster > 1) tma_load_3d_multicast(dst, tb, c0, c1, c2, full, (1u << kCluster) - 1u);
+    else tma_load_3d(dst, tb, c0, c1, c2, full);
+  }
+
+  // Frees a stage (one arrive of a consumer warp): on its "empty" barrier in every CTA of the cluster, whose
+  // producers all write into it.
+  static CKGEN_DEVICE void release(uint32_t empty) {
+    if constexpr (kCluster > 1) {
+#pragma unroll
+      for (int c = 0; c < kCluster; ++c) mbar_arrive_cluster(empty, c);
+    } else {
+      mbar_arrive(empty);
+    }
+  }
+
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
                                    Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                    long long stride_bias, int tiles, int nk, void* workspace, int splits,
@@ -375,11 +413,11 @@ struct TmaGemmBody {
         for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
           const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
           wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
-          if (kt > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+          if (kt > g.kt0 && lane == 0) release(empty0 + 8 * prev);
           prev = cur;
         }
         wgmma_wait<0>();
-        if (g.kt1 > g.kt0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+        if (g.kt1 > g.kt0 && lane == 0) release(empty0 + 8 * prev);
       }
       COp acc[1][kFrags];
 #pragma unroll

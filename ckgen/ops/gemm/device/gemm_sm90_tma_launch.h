@@ -26,6 +26,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   using Body::kBlock;
   using Body::kBroadcastA;
   using Body::kBroadcastB;
+  using Body::kCluster;
   using Body::kEB;
   using Body::kF8;
   using Body::kGroupMode;
@@ -98,6 +99,14 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     if (tiles > 0x7fffffffLL) return kNotApplicable;
     const int flags = (nba == 1 && batch > 1 ? kBroadcastA : 0) | (nbb == 1 && batch > 1 ? kBroadcastB : 0);
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
+    if constexpr (kCluster > 1) {  // clusters of kCluster M-adjacent tiles, as many as fit at once
+      static int fit = 0;
+      const long long units = static_cast<long long>(((M + Cfg::kTileM - 1) / Cfg::kTileM + kCluster - 1) / kCluster) *
+                              ((N + kOutN - 1) / kOutN) * batch;
+      const int st = launch_cluster_grid(kernel, &configured, &fit, units, kCluster, kThreads, kSmemBytes, stream, ta,
+                                         tb, tcm, C, epi..., M, N, K, batch, ldc, stride_c, stride_bias, flags);
+      return st == -1 ? kNotApplicable : st;
+    }
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(tiles < sms ? tiles : sms), 1u, 1u, kThreads,
                              kSmemBytes, stream, ta, tb, tcm, C, epi..., M, N, K, batch, ldc, stride_c, stride_bias,
                              flags);
