@@ -12,7 +12,9 @@
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
 #   cluster   the Hopper body's clusters (cluster = 2, TMA multicast of B): their GPU tests (-k c2 in
 #             tests/runtime/test_nvidia_{cuda,gemm_fused}.py), memcheck over their edge shapes, then
-#             bench/gemm_cluster.py $CLUSTER_ARGS (cluster 1 vs 2 vs cuBLAS, graph-timed; e.g. --quick)
+#             bench/gemm_cluster.py $CLUSTER_ARGS (cluster 1 vs 2 vs cuBLAS, graph-timed; e.g. --quick);
+#             cluster-probe: ncu (launch statistics, speed of light, occupancy) on one launch each of the 128x256
+#             and 128x128 pairs at the first decision shape
 #   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8{,_hopper}.py), then bench/fp8.py --quick
 #             (per-tensor, per-row/col and block(128) scaled fp8 vs torch._scaled_mm, CUDA-graph replays); fp8-full:
 #             the whole table; fp8-bench: the whole table without the tests (FP8_BENCH_ARGS adds options to either,
@@ -128,6 +130,12 @@ for STAGE in "$@"; do
       timeout 420 python3 bench/gemm_cluster.py $CLUSTER_ARGS --json "$OUT/gemm_cluster.json" \
         > "$OUT/gemm_cluster.txt" 2>&1
       echo "gemm_cluster rc $?"; tail -40 "$OUT/gemm_cluster.txt" ;;
+    cluster-probe)
+      timeout 300 ncu --clock-control none --section LaunchStats --section SpeedOfLight --section Occupancy \
+        -k "regex:lin(256|128)_c[12]_tma" --launch-count 4 python3 bench/gemm_cluster.py --decide-only \
+        --pairs "lin(256|128)" --limit 1 > "$OUT/cluster_probe.txt" 2>&1
+      echo "ncu rc $?"; grep -E "lin(256|128)_c|Duration|Grid Size|Cluster|Registers|Compute \(SM\) Thr|Memory Thr|Waves" \
+        "$OUT/cluster_probe.txt" | head -80 ;;
     gemm-full)
       timeout 400 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
       echo "gemm rc $?"; tail -34 "$OUT/gemm.txt" ;;

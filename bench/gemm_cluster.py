@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def case(kernels, pair, M, N, K):
     return time_graphs_interleaved_ms({"cublas": peer, **calls}), err, same
 
 
-def table(kernels, title: str, lists, quick: bool) -> list[dict]:
+def table(kernels, title: str, lists, quick: bool, pairs: str | None = None, limit: int = 0) -> list[dict]:
     rows = []
     print(f"\n{title}")
     print(f"{'kernel':8} {'M x N x K':>18} {'layer':10} {'cuBLAS us':>9} {'c1 us':>8} {'c2 us':>8} {'c2/c1':>6} "
@@ -81,7 +82,9 @@ def table(kernels, title: str, lists, quick: bool) -> list[dict]:
     for lst in lists:
         todo = shapes(lst)
         for pair, layer in PAIRS.items():
-            for (M, N, K, name) in (todo[::3] if quick else todo):
+            if pairs and not re.search(pairs, pair):
+                continue
+            for (M, N, K, name) in (todo[::3] if quick else todo)[:limit or None]:
                 if layer and not name.startswith(layer):
                     continue
                 t, err, same = case(kernels, pair, M, N, K)
@@ -107,13 +110,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true", help="every third shape of each list")
+    ap.add_argument("--pairs", help="only the kernel pairs matching this regex (lin256, lin128, glu256, res256)")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many shapes per list and pair")
+    ap.add_argument("--decide-only", action="store_true", help="the decision set only")
     args = ap.parse_args()
     os.chdir(HERE.parent)
     kernels = jit_file(SPEC_ARG)
     props = torch.cuda.get_device_properties(0)
     print(f"device: {props.name}, torch {torch.__version__}")
-    rows = table(kernels, f"Decision set ({DECIDE}, M >= {MIN_M})", [DECIDE], args.quick)
-    rows += table(kernels, "Figure of record (models not used to decide)", RECORD, args.quick)
+    rows = table(kernels, f"Decision set ({DECIDE}, M >= {MIN_M})", [DECIDE], args.quick, args.pairs, args.limit)
+    if not args.decide_only:
+        rows += table(kernels, "Figure of record (models not used to decide)", RECORD, args.quick, args.pairs,
+                      args.limit)
     if args.json:
         Path(args.json).write_text(json.dumps({"device": props.name, "rows": rows}, indent=1))
     return 0 if all(r["same"] and r["err"] < 1e-2 for r in rows) else 1

@@ -25,7 +25,8 @@
 //   wgmma_fence / wgmma_commit / wgmma_wait<N>
 //   mbar_init / mbar_expect_tx / mbar_arrive / mbar_wait(bar, parity)   shared-memory mbarriers (CTA scope)
 //   mbar_arrive_cluster(bar, cta)   an arrive on the barrier at the same shared address in CTA `cta` of the
-//                            cluster (release at cluster scope; `cta` may be this CTA)
+//                            cluster (the default release semantics at CTA scope, as for a local arrive;
+//                            `cta` may be this CTA)
 //   tma_load_2d(dst, map, c0, c1, bar)   one box of a 2-D tensor map into shared memory, completing on bar
 //   tma_load_3d(dst, map, c0, c1, c2, bar)   the same for a 3-D tensor map
 //   tma_load_3d_multicast(dst, map, c0, c1, c2, bar, mask)   the same box into the CTAs of the cluster in `mask`
@@ -302,7 +303,7 @@ CKGEN_DEVICE void mbar_arrive(uint32_t bar) {
 CKGEN_DEVICE void mbar_arrive_cluster(uint32_t bar, int cta) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 // Returns once the phase of parity `parity` has completed (parity 1 of a fresh barrier: at once).
 CKGEN_DEVICE void mbar_wait(uint32_t bar, uint32_t parity) {

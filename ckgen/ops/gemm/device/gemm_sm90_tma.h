@@ -367,8 +367,10 @@ struct TmaGemmBody {
   // producers all write into it.
   static CKGEN_DEVICE void release(uint32_t empty) {
     if constexpr (kCluster > 1) {
+      const int rank = cluster_rank();
+      mbar_arrive(empty);
 #pragma unroll
-      for (int c = 0; c < kCluster; ++c) mbar_arrive_cluster(empty, c);
+      for (int c = 1; c < kCluster; ++c) mbar_arrive_cluster(empty, (rank + c) % kCluster);
     } else {
       mbar_arrive(empty);
     }
