@@ -7,6 +7,9 @@ dispatcher ``lin`` (bench/dispatch_nv.ck, cost model, no tuning database), softm
 
 Host time: ``time.perf_counter()`` around each Python call, in batches of ``--batch`` calls with a synchronize
 between batches (outside the timed region, so the launch queue never fills); the median over ``--calls`` calls.
+The sides of a case (ckgen, torch, the Python path) take turns batch by batch: the lent hosts' speed moves by up to
+1.5x within one process (bench/debug/overhead_state.py: torch.mm 12.0 to 18.6 us at one size), and turns let such
+moves reach every side alike.
 Device time: ``--graph-calls`` calls captured into one CUDA graph, replayed ``--replays`` times between two events.
 ckgen's calls go through the compiled prepared call (ckgen/backends/nvidia/fastcall.cpp); the ``python path`` column
 times the same calls with it set aside (the Python prepared path), in the same run.
@@ -42,20 +45,29 @@ HOST_LIMIT_US = 5.0
 RATIO_LIMIT = 2.0
 
 
-def host_us(fn, calls: int, batch: int) -> float:
-    """Median host time of one call of ``fn`` in microseconds (batches separated by a synchronize)."""
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    clock = time.perf_counter
-    while len(times) < calls:
-        for _ in range(batch):
-            t0 = clock()
+def host_us_turns(fns: dict, calls: int, batch: int) -> dict:
+    """Median host time of one call of each of ``fns`` (name -> fn) in microseconds: batches of ``batch`` calls,
+    separated by a synchronize, the sides taking turns until each has made ``calls`` calls."""
+    for fn in fns.values():
+        for _ in range(20):
             fn()
-            times.append(clock() - t0)
-        torch.cuda.synchronize()
-    return statistics.median(times) * 1e6
+    torch.cuda.synchronize()
+    times: dict = {name: [] for name in fns}
+    clock = time.perf_counter
+    while min(len(t) for t in times.values()) < calls:
+        for name, fn in fns.items():
+            ts = times[name]
+            for _ in range(batch):
+                t0 = clock()
+                fn()
+                ts.append(clock() - t0)
+            torch.cuda.synchronize()
+    return {name: statistics.median(ts) * 1e6 for name, ts in times.items()}
+
+
+def host_us(fn, calls: int, batch: int) -> float:
+    """Median host time of one call of ``fn`` in microseconds (host_us_turns of one side)."""
+    return host_us_turns({"fn": fn}, calls, batch)["fn"]
 
 
 def graph_us(fn, graph_calls: int, replays: int) -> float:
@@ -144,9 +156,10 @@ def main() -> int:
     for name, obj, a, kw, ref in cases():
         plain = python_path(obj)
         ck = functools.partial(obj, *a, **kw)
-        row = {"case": name, "ckgen_host_us": host_us(ck, args.calls, args.batch),
-               "torch_host_us": host_us(ref, args.calls, args.batch),
-               "python_path_us": host_us(functools.partial(plain, *a, **kw), args.calls, args.batch)}
+        host = host_us_turns({"ckgen": ck, "torch": ref, "python": functools.partial(plain, *a, **kw)}, args.calls,
+                             args.batch)
+        row = {"case": name, "ckgen_host_us": host["ckgen"], "torch_host_us": host["torch"],
+               "python_path_us": host["python"]}
         try:
             row["ckgen_graph_us"] = graph_us(ck, args.graph_calls, args.replays)
             row["graph_capture"] = "ok"
