@@ -6,6 +6,8 @@
   python bench/probe.py gemm SHAPE KERNEL       e.g. gemm 512x4096x14336 lin_tile128x128x64_schedulestreamk (a member of
                                                 bench/dispatch_nv.ck's family: A M x K row-major, B = W^T of W [N, K];
                                                 torch: torch.mm of the same operands)
+  python bench/probe.py gemm SHAPE FILE.ck@NAME the same for kernel NAME of FILE.ck (N: B's columns; a gated kernel
+                                                writes N / 2; a residual one gets a random R)
 
 Wrap it in `ncu --clock-control none -k regex:NAME ...` to read one launch's counters (bench/device_run.sh stage
 `probe`). Inputs are random; nothing is checked here (bench/bmm.py and bench/rowops.py check and time).
@@ -69,12 +71,17 @@ def gemm(shape: str, kernel: str) -> None:
     M, N, K = (int(v) for v in shape.split("x"))
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    named = {}
     if kernel == "torch":
         k = torch.mm
     else:
-        k = jit("bench/dispatch_nv.ck", kernel=kernel, target="sm_90")  # (the prepared call keeps its workspace)
+        spec, _, name = kernel.rpartition("@")
+        k = jit(spec or "bench/dispatch_nv.ck", kernel=name, target="sm_90")  # (the prepared call keeps its workspace)
+        g = k.plan.spec.params.gemm
+        if g.residual:
+            named["residual"] = torch.randn(M, N // 2 if g.gated else N, device="cuda").to(torch.bfloat16)
     for _ in range(REPEAT):
-        k(a, w.t())
+        k(a, w.t(), **named)
     torch.cuda.synchronize()
 
 
