@@ -25,7 +25,9 @@ TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma ty
 TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128))
 TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
-#: the cluster size ``cluster = auto`` gives the kernels that can take one (:func:`_cluster`)
+#: the cluster size ``cluster = auto`` gives the kernels that can take one (:func:`_cluster`): none, since clusters of
+#: two ran at 0.94-0.99x the same kernels without on every shape of the Mistral-7B decision set of
+#: bench/gemm_cluster.py (H100, bench/runs/2026-12-05b_h100_cluster.txt)
 TMA_AUTO_CLUSTER = 1
 
 
