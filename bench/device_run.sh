@@ -12,7 +12,8 @@
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
 #   cluster   the Hopper body's clusters (cluster = 2, TMA multicast of B): their GPU tests (-k c2 in
 #             tests/runtime/test_nvidia_{cuda,gemm_fused}.py), memcheck over their edge shapes, then
-#             bench/gemm_cluster.py $CLUSTER_ARGS (cluster 1 vs 2 vs cuBLAS, graph-timed; e.g. --quick);
+#             bench/gemm_cluster.py $CLUSTER_ARGS (cluster 1 vs 2 vs cuBLAS, graph-timed; e.g. --quick, or
+#             --residual-ab: the plain vs the residual 128x256 kernel and mm vs addmm, one case per down projection);
 #             cluster-probe: ncu (launch statistics, speed of light, occupancy) on one launch each of the 128x256
 #             and 128x128 pairs at the first decision shape
 #   fp8       issue 26: the fp8 GEMM GPU tests (tests/runtime/test_nvidia_fp8{,_hopper}.py), then bench/fp8.py --quick

@@ -10,6 +10,9 @@ cluster = 1 and the cluster = 2 kernel as CUDA graphs in interleaved rounds (nvh
 the two ckgen outputs must agree bit for bit (the same sums in the same order) and match an fp32 reference.
 
     python3 bench/gemm_cluster.py [--json OUT] [--quick]
+    python3 bench/gemm_cluster.py --residual-ab     the residual epilogue's own cost instead: on the down projections
+                                                    of every list, the plain and the residual 128x256 kernel (cluster 1)
+                                                    beside torch.mm and torch.addmm, all four in one interleaved case
 """
 
 from __future__ import annotations
@@ -74,6 +77,33 @@ def case(kernels, pair, M, N, K):
     return time_graphs_interleaved_ms({"cublas": peer, **calls}), err, same
 
 
+def residual_ab(kernels, lists) -> list[dict]:
+    """Plain and residual 128x256 kernels, torch.mm and torch.addmm on each list's down projections, in one case each
+    (times across cases of a run are not comparable: the card's clocks move between them)."""
+    rows = []
+    print(f"\n{'M x N x K':>18} {'mm us':>8} {'addmm us':>8} {'plain us':>8} {'resid us':>8} {'resid/plain':>11} "
+          f"{'addmm/mm':>8}")
+    for lst in lists:
+        for (M, N, K, name) in shapes(lst):
+            if not name.startswith("down"):
+                continue
+            gen = torch.Generator(device="cuda")
+            gen.manual_seed(M + N + K)
+            a = (torch.randn(M, K, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
+            b = (torch.randn(N, K, device="cuda", generator=gen) * 0.05).to(torch.bfloat16).t()
+            r = torch.randn(M, N, device="cuda", generator=gen).to(torch.bfloat16)
+            c_plain, c_res, full = (torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            t = time_graphs_interleaved_ms({
+                "mm": lambda: torch.mm(a, b, out=full),  # noqa: B023
+                "addmm": lambda: torch.addmm(r, a, b, out=full),  # noqa: B023
+                "plain": raw_call(kernels["lin256_c1"], a, b, C=c_plain),
+                "resid": raw_call(kernels["res256_c1"], a, b, C=c_res, residual=r)})
+            rows.append({"list": lst, "M": M, "N": N, "K": K, **{f"{k}_ms": v for k, v in t.items()}})
+            print(f"{f'{M}x{N}x{K}':>18} {t['mm'] * 1e3:8.1f} {t['addmm'] * 1e3:8.1f} {t['plain'] * 1e3:8.1f} "
+                  f"{t['resid'] * 1e3:8.1f} {t['resid'] / t['plain']:11.3f} {t['addmm'] / t['mm']:8.3f}", flush=True)
+    return rows
+
+
 def table(kernels, title: str, lists, quick: bool, pairs: str | None = None, limit: int = 0) -> list[dict]:
     rows = []
     print(f"\n{title}")
@@ -113,11 +143,18 @@ def main() -> int:
     ap.add_argument("--pairs", help="only the kernel pairs matching this regex (lin256, lin128, glu256, res256)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many shapes per list and pair")
     ap.add_argument("--decide-only", action="store_true", help="the decision set only")
+    ap.add_argument("--residual-ab", action="store_true",
+                    help="the residual epilogue's cost (plain vs residual kernel, mm vs addmm) instead of clusters")
     args = ap.parse_args()
     os.chdir(HERE.parent)
     kernels = jit_file(SPEC_ARG)
     props = torch.cuda.get_device_properties(0)
     print(f"device: {props.name}, torch {torch.__version__}")
+    if args.residual_ab:
+        rows = residual_ab(kernels, [DECIDE, *RECORD])
+        if args.json:
+            Path(args.json).write_text(json.dumps({"device": props.name, "rows": rows}, indent=1))
+        return 0
     rows = table(kernels, f"Decision set ({DECIDE}, M >= {MIN_M})", [DECIDE], args.quick, args.pairs, args.limit)
     if not args.decide_only:
         rows += table(kernels, "Figure of record (models not used to decide)", RECORD, args.quick, args.pairs,
