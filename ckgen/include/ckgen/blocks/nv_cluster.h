@@ -95,6 +95,18 @@ inline cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* attr, unsigned gx,
 
 // Whether at least one cluster of `cluster` blocks of `kernel` fits on the current device at once (non-portable
 // sizes above 8 allowed for the kernel first). Host API calls only (no stream work): callers cache the answer.
+// (max_active_clusters: how many such clusters fit at once, 0 when none or the query fails.)
+inline int max_active_clusters(const void* f, unsigned cluster, unsigned threads, size_t smem) {
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(attr, cluster, cluster, threads, smem, nullptr);
+  int fits = 0;
+  if (cudaOccupancyMaxActiveClusters(&fits, f, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return fits;
+}
+
 template <class... KArgs>
 inline bool cluster_fits(void (*kernel)(KArgs...), unsigned cluster, unsigned threads, size_t smem) {
   const void* f = reinterpret_cast<const void*>(kernel);
@@ -102,14 +114,7 @@ inline bool cluster_fits(void (*kernel)(KArgs...), unsigned cluster, unsigned th
     (void)cudaGetLastError();
     return false;
   }
-  cudaLaunchAttribute attr[1];
-  const cudaLaunchConfig_t cfg = cluster_config(attr, cluster, cluster, threads, smem, nullptr);
-  int fits = 0;
-  if (cudaOccupancyMaxActiveClusters(&fits, f, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return fits >= 1;
+  return max_active_clusters(f, cluster, threads, smem) >= 1;
 }
 
 // Launch `kernel` on gx blocks (a multiple of `cluster`) in clusters of `cluster` (cluster_fits first).
@@ -128,13 +133,7 @@ inline int launch_cluster_grid(void (*kernel)(KArgs...), int* configured, int* f
   const void* f = reinterpret_cast<const void*>(kernel);
   if (const int st = cuda_host::configure_smem(f, configured, smem)) return st;
   if (*fit == 0) {  // the clusters that fit on the device at once (-1: none, or the query failed)
-    cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg = cluster_config(attr, cluster, cluster, threads, static_cast<size_t>(smem), nullptr);
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, f, &cfg) != cudaSuccess) {
-      (void)cudaGetLastError();
-      n = 0;
-    }
+    const int n = max_active_clusters(f, cluster, threads, static_cast<size_t>(smem));
     *fit = n > 0 ? n : -1;
   }
   if (*fit < 0) return -1;

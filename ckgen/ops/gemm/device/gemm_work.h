@@ -145,11 +145,6 @@ struct Even {
   int q, r;
   CKGEN_DEVICE Even(int n, int p) : q(n / p), r(n % p) {}
   CKGEN_DEVICE int start(int i) const { return i * q + (i < r ? i : r); }
-  // The part holding item k.
-  CKGEN_DEVICE int owner(int k) const {
-    const int big = r * (q + 1);
-    return k < big ? k / (q + 1) : r + (k - big) / q;
-  }
 };
 
 // Split s of S of tile t (S <= kt: no split is empty).
