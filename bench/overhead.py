@@ -13,9 +13,12 @@ moves reach every side alike.
 Device time: ``--graph-calls`` calls captured into one CUDA graph, replayed ``--replays`` times between two events.
 ckgen's calls go through the compiled prepared call (ckgen/backends/nvidia/fastcall.cpp); the ``python path`` column
 times the same calls with it set aside (the Python prepared path), in the same run.
+``--cpu N`` pins the benchmark's thread to CPU N once the kernels are built (``os.sched_setaffinity``; the CUDA
+driver's and torch's own threads keep theirs), to see whether the host's two speeds follow the thread moving
+between cores; the table says which.
 The acceptance of issue 22: the ckgen median at most 5 us and at most 2x the torch op's.
 
-    python3 bench/overhead.py [--json out.json] [--calls 20000]
+    python3 bench/overhead.py [--json out.json] [--calls 20000] [--cpu N]
 """
 
 from __future__ import annotations
@@ -148,12 +151,17 @@ def main() -> int:
     ap.add_argument("--graph-calls", type=int, default=50)
     ap.add_argument("--replays", type=int, default=50)
     ap.add_argument("--json")
+    ap.add_argument("--cpu", type=int, help="pin the benchmark's thread to this CPU (after building)")
     args = ap.parse_args()
     os.chdir(HERE.parent)
     props = torch.cuda.get_device_properties(0)
-    print(f"device: {props.name}, torch {torch.__version__}, Python {sys.version.split()[0]}")
+    pinned = "not pinned" if args.cpu is None else f"thread pinned to CPU {args.cpu}"
+    print(f"device: {props.name}, torch {torch.__version__}, Python {sys.version.split()[0]}, {pinned}")
+    todo = cases()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
     rows = []
-    for name, obj, a, kw, ref in cases():
+    for name, obj, a, kw, ref in todo:
         plain = python_path(obj)
         ck = functools.partial(obj, *a, **kw)
         host = host_us_turns({"ckgen": ck, "torch": ref, "python": functools.partial(plain, *a, **kw)}, args.calls,
@@ -183,8 +191,8 @@ def main() -> int:
     print(f"acceptance: ckgen host median <= {HOST_LIMIT_US} us and <= {RATIO_LIMIT}x torch, graph capture ok: "
           f"{sum(r['ok'] for r in rows)}/{len(rows)}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": props.name, "torch": torch.__version__, "rows": rows},
-                                              indent=1))
+        Path(args.json).write_text(json.dumps({"device": props.name, "torch": torch.__version__, "cpu": args.cpu,
+                                               "rows": rows}, indent=1))
     return 0 if all(r["ok"] for r in rows) else 1
 
 
