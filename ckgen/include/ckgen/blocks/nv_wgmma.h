@@ -39,12 +39,13 @@
 //   setmaxnreg_inc<N> / setmaxnreg_dec<N>   warpgroup register reallocation
 // Host side (any pass): sm90_device(&sms) whether the current device runs the sm_90a code (its SM count into sms);
 // encode_sw128_u16(map, base, rank, dims, strides, box) a tensor map in the form the Hopper bodies load and store;
-// encode_sw128(..., elem_bytes) the same over 8- or 16-bit elements.
+// encode_sw128(..., elem_bytes) the same over 8- or 16-bit elements (a thread's recent maps reused: nv_map_cache.h).
 #pragma once
 
 #include <cuda.h>           // CUtensorMap
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
+#include "ckgen/blocks/nv_map_cache.h"
 #include "ckgen/platform_cuda.h"
 #include "ckgen/types.h"
 
@@ -98,16 +99,27 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // A tensor map over 16-bit elements as the Hopper bodies use them: 128-byte swizzle, 256-byte L2 promotion, elements
 // out of range read as zeros (and not written). `rank` dimensions, dims[0] contiguous; strides[0 .. rank-2]: the
 // byte strides of dims 1 ..; box[rank]: the box in elements. False when the driver has no encoder or refuses it.
-// encode_sw128 is the same over elements of `elem_bytes` (1: 8-bit, e.g. fp8 operands; 2: 16-bit).
+// encode_sw128 is the same over elements of `elem_bytes` (1: 8-bit, e.g. fp8 operands; 2: 16-bit). The maps a host
+// thread encoded last are kept (blocks/nv_map_cache.h): the same inputs again copy the kept map.
+constexpr int kRecentMaps = 8;  // per host thread and library: a launch's two to four maps, twice over
 inline bool encode_sw128(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims,
                          const cuuint64_t* strides, const cuuint32_t* box, int elem_bytes) {
+  static_assert(sizeof(cuuint64_t) == sizeof(std::uint64_t) && sizeof(cuuint32_t) == sizeof(std::uint32_t),
+                "MapKey copies the encoder's dims, strides and box as they are");
+  const MapKey key = MapKey::of(base, rank, reinterpret_cast<const std::uint64_t*>(dims),
+                                reinterpret_cast<const std::uint64_t*>(strides),
+                                reinterpret_cast<const std::uint32_t*>(box), elem_bytes);
+  thread_local MapCache<CUtensorMap, kRecentMaps> recent;
+  if (recent.find(key, map)) return true;
   const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
   const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
   const CUtensorMapDataType type = elem_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
-  return fn != nullptr && (elem_bytes == 1 || elem_bytes == 2) &&
-         fn(map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides, box, elem_strides,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  const bool ok = fn != nullptr && (elem_bytes == 1 || elem_bytes == 2) && rank >= 1 && rank <= 5 &&
+                  fn(map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides, box,
+                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  if (ok) recent.put(key, *map);
+  return ok;
 }
 inline bool encode_sw128_u16(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims,
                              const cuuint64_t* strides, const cuuint32_t* box) {
