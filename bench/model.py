@@ -13,8 +13,8 @@ same torch code in float64.
 Device time of record: each layer captured into a CUDA graph and replayed (every side; nothing of the host's launch
 path counts), the three sides in interleaved rounds (a clock drift over the run reaches each alike). Host overhead is reported separately: wall time per layer of back-to-back eager calls (``eager ms``
 columns; torch.compile's Python guards and ckgen's prepared calls included). The per-step breakdown times each
-step of the two layers alone (graph replay), every step of both layers in the same interleaved rounds. Accuracy: relative error against float64, ckgen's and torch bf16
-eager's, and their ratio (issue 28 asks <= 1.2).
+step of the two layers alone (graph replay), every step of both layers in the same interleaved rounds. Accuracy:
+relative error against float64, ckgen's and torch bf16 eager's, and their ratio (issue 28 asks <= 1.2).
 ``--fold-norms``: the ckgen layer is examples/llama_layer.py's folded-norm one (the RMS norms' weights folded into
 the qkv and gate-up weights, rstd scaling those GEMMs' rows, the o projection adding the residual), and the
 unfolded layer runs as a fourth side of the same interleaved rounds (``ckgen_unfolded``), so both are compared in
