@@ -80,8 +80,7 @@
 #   overhead  issue 22: the prepared-call GPU tests (tests/runtime/test_nvidia_prepared.py, test_torch_ops.py;
 #             a RuntimeWarning, e.g. fastcall.cpp failing to build, is an error), then bench/overhead.py: host time per
 #             call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the same
-#             size, and device time of both by CUDA-graph replay ($OUT/overhead.json); the same with the benchmark's
-#             thread pinned to CPU $OVERHEAD_CPU (default 3; $OUT/overhead_pinned.json); then bench/overhead_profile.py
+#             size, and device time of both by CUDA-graph replay ($OUT/overhead.json); then bench/overhead_profile.py
 #   moe       issue 24: the MoE GPU tests (tests/runtime/test_nvidia_moe.py), memcheck over them (but the CUDA-graph
 #             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-full: every bench/moe.py case;
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
@@ -155,9 +154,6 @@ for STAGE in "$@"; do
       echo "pytest -m gpu (prepared) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_prepared.txt" | tail -8
       timeout 420 python3 bench/overhead.py --json "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
       echo "overhead bench rc $?"; tail -12 "$OUT/overhead.txt"
-      timeout 300 python3 bench/overhead.py --cpu "${OVERHEAD_CPU:-3}" --json "$OUT/overhead_pinned.json" \
-        > "$OUT/overhead_pinned.txt" 2>&1
-      echo "overhead bench, pinned, rc $?"; tail -10 "$OUT/overhead_pinned.txt"
       timeout 200 python3 bench/overhead_profile.py --calls 10000 > "$OUT/overhead_profile.txt" 2>&1
       echo "overhead profile rc $?"; cat "$OUT/overhead_profile.txt" ;;
     elementwise)

@@ -28,8 +28,7 @@ struct MapKey {
 
   static MapKey of(const void* base, int rank, const std::uint64_t* dims, const std::uint64_t* strides,
                    const std::uint32_t* box, int elem_bytes) {
-    MapKey k;
-    std::memset(&k, 0, sizeof k);  // (padding too: keys compare as bytes)
+    MapKey k{};  // (the dims, strides and box past the rank stay 0: the arrays compare whole)
     k.base = base;
     k.rank = rank;
     k.elem_bytes = elem_bytes;
@@ -39,7 +38,11 @@ struct MapKey {
     std::memcpy(k.box, box, sizeof(std::uint32_t) * n);
     return k;
   }
-  bool operator==(const MapKey& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
+  bool operator==(const MapKey& o) const {  // (field by field: a copy need not keep the struct's padding bytes)
+    return base == o.base && rank == o.rank && elem_bytes == o.elem_bytes &&
+           std::memcmp(dims, o.dims, sizeof dims) == 0 && std::memcmp(strides, o.strides, sizeof strides) == 0 &&
+           std::memcmp(box, o.box, sizeof box) == 0;
+  }
 };
 
 template <class Map, int kN>
