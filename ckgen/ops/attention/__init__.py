@@ -69,6 +69,8 @@ class AttentionOp(Op):
             ints += [("kSm90BlockM", b.wgmma.block_m), ("kSm90BlockN", b.wgmma.block_n),
                      ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
         constants = [("int", n, str(v)) for n, v in ints]
+        if b.wgmma is not None:
+            constants.append(("bool", "kSm90OBuffer", _bool(b.wgmma.o_buffer)))
         if not amd:
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
         constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", _bool(a.varlen)),
@@ -79,7 +81,9 @@ class AttentionOp(Op):
         if b.wgmma is not None:
             w = b.wgmma
             notes.append(f"Hopper body (<name>_tma): {w.block_m}x{w.block_n}, {w.stages} K/V stages, {w.threads} "
-                         f"threads, {w.smem_bytes} bytes of shared memory.")
+                         f"threads, {w.smem_bytes} bytes of shared memory"
+                         f"{', O staged in a tile of its own' if w.o_buffer else ', O staged in the Q tile'}; a persistent "
+                         "grid over pairs of query tiles.")
         # the Hopper body's header includes the portable one (attention_fwd_nv.h)
         header = WGMMA_HEADER if b.wgmma is not None else b.body.header
         return {"types": types, "constants": constants, "header": header, "impl": b.body.impl,

@@ -339,9 +339,10 @@ WGMMA_KEYS = (64, 128)
 WGMMA_STAGES = (2, 3, 4)
 
 
-def _wgmma_smem(hd: int, bm: int, bn: int, stages: int) -> int:
-    """Q tile + stages x (K + V tiles) (16-bit) + 1 + 4 x stages mbarriers + 1024 bytes of alignment slack."""
-    return 1024 + 2 * hd * (bm + 2 * stages * bn) + 8 * (1 + 4 * stages)
+def _wgmma_smem(hd: int, bm: int, bn: int, stages: int, o_buffer: bool = False) -> int:
+    """Q tile + stages x (K + V tiles) (16-bit) (+ an O tile) + 2 + 4 x stages mbarriers + 1024 bytes of alignment
+    slack (attention_fwd_sm90.h lays them out so)."""
+    return 1024 + 2 * hd * (bm * (2 if o_buffer else 1) + 2 * stages * bn) + 8 * (2 + 4 * stages)
 
 
 def plan_wgmma_body(d: AttentionDraft) -> None:
@@ -386,8 +387,9 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
         raise d.fail("wgmma_tile" if cfg.wgmma_stages is None else "wgmma_stages",
                      _text(tile) if cfg.wgmma_stages is None else stages, f"<= {t.lds_bytes} bytes of shared memory",
                      f"the Hopper body needs {need} bytes (tile {_text(tile)}, {stages} stages, head_dim {a.head_dim})")
+    o_buffer = _wgmma_smem(a.head_dim, *tile, stages, True) <= t.lds_bytes  # else O is staged in the Q tile
     d.wgmma = WgmmaBodyPlan(block_m=tile[0], block_n=tile[1], stages=stages, threads=128 * (tile[0] // 64 + 1),
-                            smem_bytes=need)
+                            smem_bytes=_wgmma_smem(a.head_dim, *tile, stages, o_buffer), o_buffer=o_buffer)
 
 
 def _text(v) -> str:

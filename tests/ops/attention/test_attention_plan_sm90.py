@@ -25,13 +25,17 @@ def test_sm90_plans_the_hopper_body_by_default(hd, dt, mask, tile):
     w = p.body.wgmma
     assert w is not None and (w.block_m, w.block_n) == tile and w.stages == 2
     assert w.threads == 128 * (tile[0] // 64 + 1)
-    assert w.smem_bytes == 1024 + 2 * hd * (tile[0] + 2 * 2 * tile[1]) + 8 * 9 <= p.target.lds_bytes
+    # Q (and an O tile where it fits: not at d256) + 2 stages of K and V + 10 mbarriers + 1024 alignment slack
+    o_tile = hd < 256
+    assert w.o_buffer == o_tile
+    assert w.smem_bytes == 1024 + 2 * hd * (tile[0] * (1 + o_tile) + 2 * 2 * tile[1]) + 8 * 10 <= p.target.lds_bytes
     assert [e.name for e in p.entries] == ["k", "k_tma"]
     assert p.entries[1].threads == w.threads and p.entries[1].lds_bytes == w.smem_bytes
     assert p.launch.prelaunch == "attention/tma_launch.cpp.j2"
     src = render_kernel(p)
     assert '#include "attention_fwd_sm90.h"' in src and "CKGEN_ATTENTION_SM90_ENTRY(k, ckgen_gen::k_cfg)" in src
     assert f"kSm90BlockM = {tile[0]}" in src and f"kSm90SmemBytes = {w.smem_bytes}" in src
+    assert f"kSm90OBuffer = {str(o_tile).lower()}" in src
     host = render_launchers("t", [p], "cuda", kernel_files=["k.cu"])
     assert "ckgen::attn_sm90::Fwd<ckgen_gen::k_cfg>::launch(k_tma, " in host
     assert host.index("k_tma") < host.index("CKGEN_LAUNCH(k,")  # tried first, the mma.sync entry after it

@@ -173,7 +173,7 @@ struct Fwd {
       const int row = c.qw0 + qb * kN + c.lane_q;
       const bool in = row < c.pr.sq;
       const T* src = p.Q + c.pr.q + static_cast<long long>(in ? row : 0) * p.q_seq_stride;
-      const float* cs = in ? attn::query_rope_row<Cfg>(p, row) : nullptr;
+      const float* cs = in ? attn::query_rope_row<Cfg>(p, block_id(2), row) : nullptr;
 #pragma unroll
       for (int dc = 0; dc < kDC; ++dc)
         qf[qb][dc] = bit_cast<BOp>(

@@ -468,7 +468,7 @@ struct Fwd {
     if constexpr (attn::kRope<Cfg>) {
       rope_q(smem, c.tid, [&](int r, const float*& cs) {
         if (c.m0 + r >= pr.sq) return false;
-        cs = attn::query_rope_row<Cfg>(p, c.m0 + r);
+        cs = attn::query_rope_row<Cfg>(p, block_id(2), c.m0 + r);
         return true;
       });
     }

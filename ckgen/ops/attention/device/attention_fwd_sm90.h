@@ -12,24 +12,35 @@
 //   kSm90BlockN      keys per K/V tile: 64 or 128 (the N of the S wgmma, the K of the O wgmma)
 //   kSm90Stages      K/V tiles in flight (each a K and a V stage), >= 2
 //   kSm90SmemBytes   the dynamic shared memory (checked against what this body lays out)
+//   kSm90OBuffer     O staged for its TMA store in a tile of its own (the next tile's Q then loads during the
+//                    epilogue), else in the Q tile (the next Q loads once the store has read it)
 //   kRopeStyle, kRopeDim  only with rotary embedding (attention_rope.h): each consumer warpgroup rotates its 64 rows
 //                    of the Q tile in shared memory once TMA landed them (rope_q), before its first wgmma
 //
-// Block (kThreads = 128 * (consumers + 1)), query tile (grid_x - 1 - block x) of head y, batch item z:
+// Persistent grid (Tiles): x = min(pairs, SMs) blocks of kThreads = 128 * (consumers + 1), one per SM (the
+// register reallocation below fills the SM's file). The work is pairs of query tiles of one head and batch item: the
+// i-th tile from the end (the heaviest under a causal mask) and its mirror, the i-th from the start, so that every
+// pair holds about the same work under a causal mask and exactly the same under none; block x takes pairs x,
+// x + grid_x, ... (pairs of one head next to each other: their K/V stay in L2). The K/V ring's stages and phases
+// run on across a block's tiles, so the next tile's first K/V tiles (and, with kSm90OBuffer, its Q) load while the
+// consumers finish the current one.
 //   warpgroup `consumers` (the last), the producer: gives up registers (setmaxnreg), one thread issues the TMA
-//     copies (128-byte swizzle; rows past the sequence arrive as zeros): Q once, then per visited K/V tile
-//     (walked from the last down, masked tiles first, as the mma.sync body) K into stage j % S once the
-//     consumers freed it ("k empty"), completing on "k full", then V likewise.
+//     copies (128-byte swizzle; rows past the sequence arrive as zeros): per tile and visited K/V tile (walked
+//     from the last down, masked tiles first, as the mma.sync body) K into the next stage of the ring once the
+//     consumers freed it ("k empty"), completing on "k full", then V likewise; after the tile's first K, its Q
+//     once the consumers freed the Q tile ("q empty"), completing on "q full".
 //   warpgroups 0 .. consumers-1: query rows 64w .. 64w+63 (setmaxnreg up). Per K/V tile j, with the product of
 //     tile j-1 overlapping the softmax of tile j (FlashAttention-3's intra-warpgroup pipelining):
 //       issue S_j = Q.K_j^T (wgmma from shared memory, kD/16 k16 steps); issue O += P_{j-1}.V_{j-1} (wgmma,
 //       P from registers); wait for S_j, free K stage; mask (tiles with a hidden pair only), online softmax of
 //       S_j (attn_nv::softmax_rows: the accumulator layout of wgmma is mma.sync's per warp); wait for the
 //       product, free V stage; rescale O; P_j = S_j rounded to T (attn_nv::pack_p) ... and the last product.
-//     Epilogue: O / l rounded to T into the warpgroup's rows of the Q tile (swizzled), one TMA store per
-//     64-column box (rows past the sequence are not written), LSE straight from the lanes.
+//     Epilogue: O / l rounded to T into the warpgroup's rows of the O tile (kSm90OBuffer) or of the Q tile
+//     (swizzled), one TMA store per 64-column box (rows past the sequence are not written), LSE straight from the
+//     lanes. Each warpgroup frees the Q tile once its wgmmas are done (O tile) or its store has read Q's (Q tile).
 // Shared memory (1024-byte aligned): Q [kD/64 boxes of kBlockM rows x 128 B] | S x K [kD/64 boxes of kBlockN
-// rows x 128 B] | S x V (the same) | mbarriers: q full, k full[S], k empty[S], v full[S], v empty[S].
+// rows x 128 B] | S x V (the same) | O (as Q; kSm90OBuffer only) | mbarriers: q full, q empty, k full[S],
+// k empty[S], v full[S], v empty[S].
 // Operand forms (nv_wgmma.h): Q and K are K-major (d contiguous; k16 step k at box k/4, +32 (k%4) bytes); V is
 // MN-major for O = P.V (keys are K, d is N: k16 step kk at +2048 kk, the next 64 d one box (kBlockN x 128 B)
 // further: LBO).
@@ -61,8 +72,10 @@ struct Fwd {
   static constexpr int kKVBytes = kBN * kD * 2;
   static constexpr int kKOff = kQBytes;
   static constexpr int kVOff = kKOff + kS * kKVBytes;
-  static constexpr int kBarOff = kVOff + kS * kKVBytes;
-  static constexpr int kSmemBytes = 1024 + kBarOff + 8 * (1 + 4 * kS);  // 1024: alignment slack
+  static constexpr bool kOBuf = Cfg::kSm90OBuffer;
+  static constexpr int kOOff = kVOff + kS * kKVBytes;  // the O tile (kOBuf), else O is staged at the Q tile
+  static constexpr int kBarOff = kOOff + (kOBuf ? kQBytes : 0);
+  static constexpr int kSmemBytes = 1024 + kBarOff + 8 * (2 + 4 * kS);  // 1024: alignment slack
   // register reallocation: producer down, consumers up, within the 64 K registers of the SM
   static constexpr int kProducerRegs = kCons == 2 ? 24 : 32;
   static constexpr int kConsumerRegs = kCons == 2 ? 240 : 160;
@@ -102,81 +115,95 @@ struct Fwd {
   // A thread's pairs go 16 at a time (attn::RopeBatch): the table reads of a batch (a position, then its cosine and
   // sine) are all issued before any rotation, so their latencies overlap (one after another they cost about 30 us
   // per tile), and those of the first batch before the wait for Q (q_full), so that they overlap its copy too.
-  static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int tid, uint32_t q_full) {
+  static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int b, int tid, uint32_t q_full,
+                                  uint32_t q_phase, bool& bad) {
     constexpr int kHalf = Cfg::kRopeDim / 2;
     using Batch = attn::RopeBatch<Cfg::kRopeStyle, Cfg::kRopeDim, 64 * kHalf, 128, 16>;
     const int row0 = m0 + wg * 64;  // the sequence row of the warpgroup's first Q row
+    // (an opaque copy of the thread's first pair, so that the compiler cannot hoist the pairs' addresses out of
+    // the block's loop over tiles and keep them in registers through every main loop)
 #pragma unroll 1
     for (int i0 = tid & 127; i0 < Batch::kPairs; i0 += Batch::kStep) {
-      Batch b;
-      b.read(i0, [&](int r, const float*& cs) {
+      Batch batch;
+      batch.read(i0, [&](int r, const float*& cs) {
         if (row0 + r >= p.seqlen_q) return false;
-        cs = attn::query_rope_row<Cfg>(p, row0 + r);
+        const long long pos = attn::query_position<Cfg>(p, b, row0 + r);
+        const bool in = pos >= 0 && pos < p.rope_positions;
+        bad |= !in;  // (the block traps once its tiles are done: see Ring)
+        cs = p.cos_sin + (in ? pos : 0) * p.cs_pos_stride;
         return true;
       });
-      nv::mbar_wait(q_full, 0);  // (at once after the first batch)
-      b.apply(i0, [&](int r, int col) { return lds_elem(q_elem(q_base, r, col)); },
+      nv::mbar_wait(q_full, q_phase);  // (at once after the first batch)
+      batch.apply(i0, [&](int r, int col) { return lds_elem(q_elem(q_base, r, col)); },
               [&](int r, int col, float v) { sts_elem(q_elem(q_base, r, col), v); });
     }
-    nv::mbar_wait(q_full, 0);  // a thread without pairs (rot < 4) has not waited yet
+    nv::mbar_wait(q_full, q_phase);  // a thread without pairs (rot < 4) has not waited yet
     nv::fence_proxy_async_shared();
     wg_sync(wg);
   }
 #endif
+
+  // Pairs of query tiles (the grid rule above): ceil(tiles / 2) per head and batch item. Host and device.
+  static __host__ __device__ long long pair_count(int seqlen_q, int heads, int batch) {
+    const long long mt = (seqlen_q + kBM - 1) / kBM;
+    return (mt + 1) / 2 * heads * batch;
+  }
+  // The block's query tiles in the order of the grid rule: `while (tiles.next(m0, h, b))` gives each one's first
+  // query row m0, head h and batch item b.
+  struct Tiles {
+    int mt, px, heads, t = -1;  // query tiles per head and item, pairs of them; t: the current pair's tile (-1: none)
+    long long pairs, q;         // pairs in all, the current one
+    CKGEN_DEVICE explicit Tiles(const Args& p)
+        : mt((p.seqlen_q + kBM - 1) / kBM), px((mt + 1) / 2), heads(p.heads),
+          pairs(pair_count(p.seqlen_q, p.heads, p.batch)), q(block_id(0)) {}
+    CKGEN_DEVICE bool next(int& m0, int& h, int& b) {
+      for (; q < pairs; q += grid_dim(0), t = -1) {
+        const int i = static_cast<int>(q % px);
+        if (t < 0 || t > i) {  // the pair's first tile (the i-th from the end), then its mirror (i) if another
+          t = t < 0 ? mt - 1 - i : i;
+          const long long hb = q / px;
+          h = static_cast<int>(hb % heads);
+          b = static_cast<int>(hb / heads);
+          m0 = t * kBM;
+          return true;
+        }
+      }
+      return false;
+    }
+  };
 
   static CKGEN_DEVICE void run(const TensorMap& tq, const TensorMap& tk, const TensorMap& tv, const TensorMap& to,
                                const Args& p) {
 #if defined(CKGEN_NV_WGMMA)
     extern __shared__ __align__(1024) unsigned char ckgen_attn_smem[];
     const uint32_t s0 = (nv::smem_addr(ckgen_attn_smem) + 1023u) & ~1023u;
-    const uint32_t q_full = s0 + kBarOff;
-    const uint32_t k_full = q_full + 8, k_empty = k_full + 8 * kS, v_full = k_empty + 8 * kS,
-                   v_empty = v_full + 8 * kS;
+    const Bars bars{s0 + kBarOff};
     const int tid = thread_id();
     const int warp = tid >> 5;
     if (tid == 0) {
-      nv::mbar_init(q_full, 1);
+      nv::mbar_init(bars.q_full, 1);
+      nv::mbar_init(bars.q_empty(), kCons);  // one arrive per consumer warpgroup
       for (int s = 0; s < kS; ++s) {
-        nv::mbar_init(k_full + 8 * s, 1);  // the producer's arrive + the TMA bytes
-        nv::mbar_init(v_full + 8 * s, 1);
-        nv::mbar_init(k_empty + 8 * s, 4 * kCons);  // one arrive per consumer warp
-        nv::mbar_init(v_empty + 8 * s, 4 * kCons);
+        nv::mbar_init(bars.k_full() + 8 * s, 1);  // the producer's arrive + the TMA bytes
+        nv::mbar_init(bars.v_full() + 8 * s, 1);
+        nv::mbar_init(bars.k_empty() + 8 * s, 4 * kCons);  // one arrive per consumer warp
+        nv::mbar_init(bars.v_empty() + 8 * s, 4 * kCons);
       }
       nv::mbar_init_fence();
     }
     barrier();
-    const int h = block_id(1), b = block_id(2);
-    const int m0 = (grid_dim(0) - 1 - block_id(0)) * kBM;
-    const int sq = p.seqlen_q, sk = p.seqlen_k;
-    const attn::Mask mask = attn::make_mask<Cfg::kMask>(sq, sk, p.window_left, p.window_right);
-    const int r1 = m0 + kBM < sq ? m0 + kBM : sq;
-    const attn::TileWalk<kBN> walk(mask, m0, r1);
+    const attn::Mask mask0 = attn::make_mask<Cfg::kMask>(p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
     if (warp / 4 == kCons) {
       nv::setmaxnreg_dec<kProducerRegs>();
-      if (tid == 128 * kCons) {
-        const int hk = Cfg::kGqa ? h / (p.heads / p.heads_kv) : h;
-        nv::mbar_expect_tx(q_full, kQBytes);
-#pragma unroll
-        for (int x = 0; x < kDBoxes; ++x) nv::tma_load_4d(s0 + x * kBM * 128, &tq, 64 * x, m0, h, b, q_full);
-        for (int j = 0; j < walk.nt; ++j) {
-          const int st = j % kS;
-          const uint32_t ph = (j / kS) & 1;
-          const int n0 = walk.n0(j);
-          nv::mbar_wait(k_empty + 8 * st, ph ^ 1);
-          nv::mbar_expect_tx(k_full + 8 * st, kKVBytes);
-#pragma unroll
-          for (int x = 0; x < kDBoxes; ++x)
-            nv::tma_load_4d(s0 + kKOff + st * kKVBytes + x * kBN * 128, &tk, 64 * x, n0, hk, b, k_full + 8 * st);
-          nv::mbar_wait(v_empty + 8 * st, ph ^ 1);
-          nv::mbar_expect_tx(v_full + 8 * st, kKVBytes);
-#pragma unroll
-          for (int x = 0; x < kDBoxes; ++x)
-            nv::tma_load_4d(s0 + kVOff + st * kKVBytes + x * kBN * 128, &tv, 64 * x, n0, hk, b, v_full + 8 * st);
-        }
-      }
+      if (tid == 128 * kCons) produce(tq, tk, tv, p, s0, bars, mask0);
     } else {
       nv::setmaxnreg_inc<kConsumerRegs>();
-      consume(to, p, s0, q_full, k_full, k_empty, v_full, v_empty, mask, walk, m0, h, b);
+      Ring ring;
+      Tiles tiles(p);
+      int m0, h, b;
+      while (tiles.next(m0, h, b)) consume(to, p, s0, bars, mask0, ring, m0, h, b);
+      if (ring.bad_position) trap(attn::kQueryPositionError);
+      if ((tid & 127) == 0) nv::bulk_wait<0>();  // the shared memory stays the block's until the stores have read it
     }
 #else
     __trap();  // the host entry launches this kernel only on sm_90 devices, where the sm_90a code runs
@@ -184,10 +211,65 @@ struct Fwd {
   }
 
 #if defined(CKGEN_NV_WGMMA)
-  static CKGEN_DEVICE void consume(const TensorMap& to, const Args& p, uint32_t s0, uint32_t q_full,
-                                   uint32_t k_full, uint32_t k_empty, uint32_t v_full, uint32_t v_empty,
-                                   const attn::Mask& mask, const attn::TileWalk<kBN>& walk, int m0, int h,
-                                   int b) {
+  // The block's mbarriers (shared addresses, at fixed offsets from the first: no registers of their own).
+  struct Bars {
+    uint32_t q_full;
+    CKGEN_DEVICE uint32_t q_empty() const { return q_full + 8; }
+    CKGEN_DEVICE uint32_t k_full() const { return q_full + 16; }
+    CKGEN_DEVICE uint32_t k_empty() const { return q_full + 16 + 8 * kS; }
+    CKGEN_DEVICE uint32_t v_full() const { return q_full + 16 + 16 * kS; }
+    CKGEN_DEVICE uint32_t v_empty() const { return q_full + 16 + 24 * kS; }
+  };
+  // Where a thread is in the block's run of tiles: K/V tiles and query tiles passed (stage = kv % S, phase = its
+  // parity of kv / S; the Q tile's phase: the parity of tiles).
+  // bad_position: a rotary position outside the table was met (rope_q reads row 0 instead): the thread traps after
+  // its last tile (a trap site inside the loop over tiles makes ptxas spill the main loop's registers).
+  struct Ring {
+    int kv = 0, tiles = 0;
+    bool bad_position = false;
+  };
+
+  // The producer's thread: per tile of the block, K and V of every visited K/V tile, and Q after the first K (so
+  // that a K/V stage freed before the Q tile is does not wait for it).
+  static CKGEN_DEVICE void produce(const TensorMap& tq, const TensorMap& tk, const TensorMap& tv, const Args& p,
+                                   uint32_t s0, const Bars& bars, const attn::Mask& mask) {
+    Ring ring;
+    Tiles tiles(p);
+    int m0, h, b;
+    while (tiles.next(m0, h, b)) {
+      const int r1 = m0 + kBM < p.seqlen_q ? m0 + kBM : p.seqlen_q;
+      const attn::TileWalk<kBN> walk(mask, m0, r1);
+      const int hk = Cfg::kGqa ? h / (p.heads / p.heads_kv) : h;
+      auto load_q = [&] {
+        nv::mbar_wait(bars.q_empty(), (ring.tiles & 1) ^ 1);
+        nv::mbar_expect_tx(bars.q_full, kQBytes);
+#pragma unroll
+        for (int x = 0; x < kDBoxes; ++x) nv::tma_load_4d(s0 + x * kBM * 128, &tq, 64 * x, m0, h, b, bars.q_full);
+      };
+      if (walk.nt == 0) load_q();
+      for (int j = 0; j < walk.nt; ++j, ++ring.kv) {
+        const int st = ring.kv % kS;
+        const uint32_t ph = (ring.kv / kS) & 1;
+        const int n0 = walk.n0(j);
+        nv::mbar_wait(bars.k_empty() + 8 * st, ph ^ 1);
+        nv::mbar_expect_tx(bars.k_full() + 8 * st, kKVBytes);
+#pragma unroll
+        for (int x = 0; x < kDBoxes; ++x)
+          nv::tma_load_4d(s0 + kKOff + st * kKVBytes + x * kBN * 128, &tk, 64 * x, n0, hk, b, bars.k_full() + 8 * st);
+        if (j == 0) load_q();
+        nv::mbar_wait(bars.v_empty() + 8 * st, ph ^ 1);
+        nv::mbar_expect_tx(bars.v_full() + 8 * st, kKVBytes);
+#pragma unroll
+        for (int x = 0; x < kDBoxes; ++x)
+          nv::tma_load_4d(s0 + kVOff + st * kKVBytes + x * kBN * 128, &tv, 64 * x, n0, hk, b, bars.v_full() + 8 * st);
+      }
+      ++ring.tiles;
+    }
+  }
+
+  // A consumer thread's part of the query tile at row m0 of head h, item b.
+  static CKGEN_DEVICE void consume(const TensorMap& to, const Args& p, uint32_t s0, const Bars& bars,
+                                   const attn::Mask& mask, Ring& ring, int m0, int h, int b) {
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -197,19 +279,24 @@ struct Fwd {
     const int row = m0 + wg * 64 + wl * 16 + g;       // sequence row of the lane's h = 0 values (h = 1: + 8)
     const float sl2 = p.scale * attn::kLog2e;
     const uint32_t q_base = s0 + wg * 64 * 128;
+    const uint32_t o_base = (kOBuf ? s0 + kOOff : s0) + wg * 64 * 128;
+    const int r1 = m0 + kBM < p.seqlen_q ? m0 + kBM : p.seqlen_q;
+    const attn::TileWalk<kBN> walk(mask, m0, r1);
+    const int kv0 = ring.kv;
     float o[kD / 2];
     float s[kBN / 2];
     uint32_t pa[kKK][4];
     float m_run[2] = {attn::kNegInf, attn::kNegInf}, l_run[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
     auto& s4 = *reinterpret_cast<f32x4_t(*)[kNB]>(s);
     auto& o4 = *reinterpret_cast<f32x4_t(*)[kDB]>(o);
     auto& pa4 = *reinterpret_cast<u32x4_t(*)[kKK]>(pa);
+    // the ring's stage and phase of the walk's j-th K/V tile
+    auto stage = [&](int j) { return (kv0 + j) % kS; };
+    auto phase = [&](int j) -> uint32_t { return ((kv0 + j) / kS) & 1; };
 
     // S_j = Q . K_j^T into s (one commit group)
     auto issue_s = [&](int j) {
-      const uint32_t kb = s0 + kKOff + (j % kS) * kKVBytes;
+      const uint32_t kb = s0 + kKOff + stage(j) * kKVBytes;
 #pragma unroll
       for (int i = 0; i < kBN / 2; ++i) s[i] = 0.0f;
       nv::wgmma_fence();
@@ -221,7 +308,7 @@ struct Fwd {
     };
     // O += P_j . V_j (one commit group)
     auto issue_pv = [&](int j) {
-      const uint32_t vb = s0 + kVOff + (j % kS) * kKVBytes;
+      const uint32_t vb = s0 + kVOff + stage(j) * kKVBytes;
       nv::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kKK; ++kk) nv::wgmma_rs_m64k16<kD, T, 1>(o, pa[kk], nv::sw128_desc(vb + 2048 * kk, kBN * 128));
@@ -234,47 +321,53 @@ struct Fwd {
       attn_nv::softmax_rows<kNB>(s4, m_run, l_run, sl2, alpha, lane);
     };
     auto release = [&](uint32_t bar, int j) {
-      if (lane == 0) nv::mbar_arrive(bar + 8 * (j % kS));
+      if (lane == 0) nv::mbar_arrive(bar + 8 * stage(j));
     };
-    auto phase = [](int j) -> uint32_t { return (j / kS) & 1; };
 
-    // Q landed (also before the epilogue reuses the Q tile when there is no key); rope_q waits itself, after its
-    // first table reads
+    // Q landed (also before the epilogue when there is no key); rope_q waits itself, after its first table reads
     if constexpr (attn::kRope<Cfg>)
-      rope_q(p, q_base, wg, m0, tid, q_full);
+      rope_q(p, q_base, wg, m0, b, tid, bars.q_full, ring.tiles & 1, ring.bad_position);
     else
-      nv::mbar_wait(q_full, 0);
+      nv::mbar_wait(bars.q_full, ring.tiles & 1);
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
     const int nt = walk.nt;
     if (nt > 0) {
       float alpha[2];
-      nv::mbar_wait(k_full, 0);
+      nv::mbar_wait(bars.k_full() + 8 * stage(0), phase(0));
       issue_s(0);
       nv::wgmma_wait<0>();
-      release(k_empty, 0);
+      release(bars.k_empty(), 0);
       softmax(0, alpha);
       attn_nv::pack_p<T, kKK>(s4, pa4);
 #pragma unroll 1
       for (int j = 1; j < nt; ++j) {
-        nv::mbar_wait(k_full + 8 * (j % kS), phase(j));
+        nv::mbar_wait(bars.k_full() + 8 * stage(j), phase(j));
         issue_s(j);
-        nv::mbar_wait(v_full + 8 * ((j - 1) % kS), phase(j - 1));
+        nv::mbar_wait(bars.v_full() + 8 * stage(j - 1), phase(j - 1));
         issue_pv(j - 1);
         nv::wgmma_wait<1>();  // S_j is complete, the product may still run
-        release(k_empty, j);
+        release(bars.k_empty(), j);
         softmax(j, alpha);
         nv::wgmma_wait<0>();
-        release(v_empty, j - 1);
+        release(bars.v_empty(), j - 1);
         attn_nv::rescale_rows<kDB>(o4, alpha);
         attn_nv::pack_p<T, kKK>(s4, pa4);
       }
-      nv::mbar_wait(v_full + 8 * ((nt - 1) % kS), phase(nt - 1));
+      nv::mbar_wait(bars.v_full() + 8 * stage(nt - 1), phase(nt - 1));
       issue_pv(nt - 1);
       nv::wgmma_wait<0>();
-      release(v_empty, nt - 1);
+      release(bars.v_empty(), nt - 1);
     }
+    ring.kv = kv0 + nt;
+    ++ring.tiles;
 
-    // ---- epilogue: O / l -> T -> the warpgroup's rows of the Q tile (swizzled as TMA reads it) -> TMA stores
+    // ---- epilogue: O / l -> T -> the warpgroup's rows of the O (or Q) tile (swizzled as TMA reads it) -> TMA
+    // stores, by the warpgroup's first thread (`leader`), which also frees the Q tile
+    const bool leader = wl == 0 && lane == 0;
+    if (kOBuf && leader) nv::bulk_wait_read<0>();  // the previous tile's stores have read the O tile
     wg_sync(wg);  // every wgmma of the warpgroup (the readers of its Q rows) is complete
+    if (kOBuf && leader) nv::mbar_arrive(bars.q_empty());
     float inv[2];
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
@@ -289,16 +382,19 @@ struct Fwd {
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int r = wl * 16 + g + 8 * hh;  // row in the warpgroup's 64
-        const uint32_t addr = q_base + (nb >> 3) * kBM * 128 + r * 128 + (((nb & 7) ^ (r & 7)) << 4) + 4 * t4;
+        const uint32_t addr = o_base + (nb >> 3) * kBM * 128 + r * 128 + (((nb & 7) ^ (r & 7)) << 4) + 4 * t4;
         sts32(addr, pack2<T>(o[4 * nb + 2 * hh] * inv[hh], o[4 * nb + 2 * hh + 1] * inv[hh]));
       }
     nv::fence_proxy_async_shared();
     wg_sync(wg);
-    if (wl == 0 && lane == 0) {
+    if (leader) {
 #pragma unroll
-      for (int x = 0; x < kDBoxes; ++x) nv::tma_store_4d(&to, q_base + x * kBM * 128, 64 * x, m0 + wg * 64, h, b);
+      for (int x = 0; x < kDBoxes; ++x) nv::tma_store_4d(&to, o_base + x * kBM * 128, 64 * x, m0 + wg * 64, h, b);
       nv::bulk_commit();
-      nv::bulk_wait<0>();  // the shared memory stays the block's until the stores have read it
+      if (!kOBuf) {
+        nv::bulk_wait_read<0>();  // the stores have read the Q tile's rows: the next Q may land there
+        nv::mbar_arrive(bars.q_empty());
+      }
     }
   }
 #endif
@@ -310,7 +406,8 @@ struct Fwd {
   template <class Kernel>
   static int launch(Kernel kernel, const Args& p, void* stream) {
     if (p.seqlen_k <= 0 || p.seqlen_q <= 0) return kNotApplicable;
-    if (!nv::sm90_device()) return kNotApplicable;  // (the portable path reports a failed query)
+    int sms = 0;
+    if (!nv::sm90_device(&sms)) return kNotApplicable;  // (the portable path reports a failed query)
     CUtensorMap tq, tk, tv, tom;
     if (!encode(&tq, p.Q, p.seqlen_q, p.heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, kBM) ||
         !encode(&tk, p.K, p.seqlen_k, p.heads_kv, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, kBN) ||
@@ -318,9 +415,9 @@ struct Fwd {
         !encode(&tom, p.O, p.seqlen_q, p.heads, p.batch, p.o_seq_stride, p.o_head_stride, p.o_batch_stride, 64))
       return kNotApplicable;
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
-    return cuda_host::launch(kernel, &configured, static_cast<unsigned>((p.seqlen_q + kBM - 1) / kBM),
-                             static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch), kThreads, kSmemBytes,
-                             stream, tq, tk, tv, tom, p);
+    const long long pairs = pair_count(p.seqlen_q, p.heads, p.batch);  // the persistent grid: one block per SM
+    return cuda_host::launch(kernel, &configured, static_cast<unsigned>(pairs < sms ? pairs : sms), 1u, 1u, kThreads,
+                             kSmemBytes, stream, tq, tk, tv, tom, p);
   }
 
   // A 4-D tensor map over [batch][seq][heads][d] with element strides (seq, head, batch) (any order: BSHD and

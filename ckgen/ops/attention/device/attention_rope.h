@@ -114,20 +114,27 @@ CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long 
   return cos_sin + pos * stride;
 }
 
-// Prefill (op = attention, rotary Cfg): the table row of query row `row` of this block's sequence (grid z, the
-// batch): its position is positions[b * pos_batch_stride + row] (dense, [batch, seqlen_q]) or
-// positions[cu_seqlens_q[b] + row] (varlen, [total_q]); outside 0..rope_positions-1 traps.
+// Prefill (op = attention, rotary Cfg): the position of query row `row` of batch item b's sequence:
+// positions[b * pos_batch_stride + row] (dense, [batch, seqlen_q]) or positions[cu_seqlens_q[b] + row] (varlen,
+// [total_q]).
 template <class Cfg, class P>
-CKGEN_DEVICE const float* query_rope_row(const P& p, int row) {
-  const int b = block_id(2);
+CKGEN_DEVICE long long query_position(const P& p, int b, int row) {
   long long at;
   if constexpr (Cfg::kVarlen) {
     at = static_cast<long long>(gload(p.cu_seqlens_q + b)) + row;
   } else {
     at = b * p.pos_batch_stride + row;
   }
-  return rope_row(p.cos_sin, p.cs_pos_stride, gload(p.positions + at), p.rope_positions,
-                  "attention: a positions entry outside 0..rope_positions-1 (the rows of cos_sin)");
+  return gload(p.positions + at);
+}
+
+constexpr const char* kQueryPositionError =
+    "attention: a positions entry outside 0..rope_positions-1 (the rows of cos_sin)";
+
+// The table row of that position (query_position); outside 0..rope_positions-1 traps.
+template <class Cfg, class P>
+CKGEN_DEVICE const float* query_rope_row(const P& p, int b, int row) {
+  return rope_row(p.cos_sin, p.cs_pos_stride, query_position<Cfg>(p, b, row), p.rope_positions, kQueryPositionError);
 }
 
 // Decode (op = attention_decode, rotary Cfg): the table row of query token s of a sequence of len keys and sq query
