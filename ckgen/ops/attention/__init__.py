@@ -52,7 +52,8 @@ class AttentionOp(Op):
         q = ", Q in registers" if b.q_in_regs else ", Q in shared memory"
         q += ", one barrier per K/V tile" if b.kv_barriers == 1 else ""
         w = b.wgmma
-        hopper = (f"; Hopper body {w.block_m}x{w.block_n}, {w.stages} stages (fallback: "
+        hopper = (f"; Hopper body {w.block_m}x{w.block_n}, {w.stages} stages{', persistent' if w.persistent else ''} "
+                  "(fallback: "
                   if w is not None else "; ")
         rope = f", RoPE {a.rope.text} on Q" if a.rope else ""
         return (f"{a.dtype.value} d{a.head_dim}, mask {mask}{', varlen' if a.varlen else ''}{rope}{hopper}tile "
@@ -70,7 +71,8 @@ class AttentionOp(Op):
                      ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
         constants = [("int", n, str(v)) for n, v in ints]
         if b.wgmma is not None:
-            constants.append(("bool", "kSm90OBuffer", _bool(b.wgmma.o_buffer)))
+            constants += [("bool", "kSm90Persistent", _bool(b.wgmma.persistent)),
+                          ("bool", "kSm90OBuffer", _bool(b.wgmma.o_buffer))]
         if not amd:
             constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
         constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", _bool(a.varlen)),
@@ -82,8 +84,8 @@ class AttentionOp(Op):
             w = b.wgmma
             notes.append(f"Hopper body (<name>_tma): {w.block_m}x{w.block_n}, {w.stages} K/V stages, {w.threads} "
                          f"threads, {w.smem_bytes} bytes of shared memory"
-                         f"{', O staged in a tile of its own' if w.o_buffer else ', O staged in the Q tile'}; a persistent "
-                         "grid over pairs of query tiles.")
+                         f"{', O staged in a tile of its own' if w.o_buffer else ', O staged in the Q tile'}; "
+                         f"{'a persistent grid over pairs of query tiles' if w.persistent else 'a block per query tile'}.")
         # the Hopper body's header includes the portable one (attention_fwd_nv.h)
         header = WGMMA_HEADER if b.wgmma is not None else b.body.header
         return {"types": types, "constants": constants, "header": header, "impl": b.body.impl,

@@ -55,7 +55,8 @@ class WgmmaBodyPlan:
     stages: int         # K/V tiles in flight (a K and a V stage each)
     threads: int        # 128 per consumer warpgroup + 128 for the producer warpgroup
     smem_bytes: int     # Q tile + stages x (K + V tiles) (+ O tile) + mbarriers + 1024 alignment slack
-    o_buffer: bool      # O staged in a tile of its own (the next Q loads during the epilogue), else in Q's
+    persistent: bool    # one block per SM walking pairs of query tiles, else one block per query tile
+    o_buffer: bool      # O staged in a tile of its own (persistent: the next Q loads during the epilogue), else in Q's
 
     def __post_init__(self) -> None:
         if self.block_m % 64 or self.threads != 128 * (self.block_m // 64 + 1) or self.stages < 2:
@@ -63,7 +64,8 @@ class WgmmaBodyPlan:
 
     def to_json(self) -> dict:
         return {"tile": [self.block_m, self.block_n], "stages": self.stages, "threads": self.threads,
-                "smem_bytes": self.smem_bytes, "o_buffer": self.o_buffer}
+                "smem_bytes": self.smem_bytes, "persistent": self.persistent,
+                "o_buffer": self.o_buffer}
 
 
 @dataclass(frozen=True)

@@ -56,17 +56,19 @@ def known_good(platform: str, head_dim: int) -> KnownGood:
 class WgmmaKnownGood:
     """The Hopper body's tile (queries x keys: 64 queries per consumer warpgroup) and K/V stages per head dim, and
     the most queries a tile of that head dim may have (at 256 a consumer warpgroup holds O, 64 x 256 f32, in 128
-    registers, which three warpgroups' 160 each leave no room around: ptxas refuses 192 x 64)."""
+    registers, which three warpgroups' 160 each leave no room around: ptxas refuses 192 x 64), and its grid
+    (``wgmma_grid``: persistent, or one block per query tile)."""
 
     tile: tuple[int, int]
     stages: int
     max_queries: int = 192
+    grid: str = "persistent"
 
 
 #: head_dim -> the Hopper body's configuration (FlashAttention-3's forward shapes on the H100: d128 128 x 128 with
 #: 2 consumer warpgroups, d64 192 x 128 with 3), to be replaced by the H200 measurements of bench/attention.py
 WGMMA_TABLE: dict[int, WgmmaKnownGood] = {
-    64: WgmmaKnownGood((192, 128), 2),
+    64: WgmmaKnownGood((192, 128), 2, grid="tiles"),
     128: WgmmaKnownGood((128, 128), 2),
     256: WgmmaKnownGood((128, 64), 2, max_queries=128),
 }

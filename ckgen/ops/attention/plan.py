@@ -348,11 +348,12 @@ def _wgmma_smem(hd: int, bm: int, bn: int, stages: int, o_buffer: bool = False) 
 def plan_wgmma_body(d: AttentionDraft) -> None:
     """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64, 128 or 256 also get the Hopper body
     (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
-    with ``wgmma_tile`` and ``wgmma_stages`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
+    with ``wgmma_tile``, ``wgmma_stages`` and ``wgmma_grid`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
     count shrinks to fit the shared memory). The portable body stays the run-time fallback (with ``rope`` both
     rotate Q in shared memory once it landed)."""
     cfg, a, t = d.cfg, d.a, d.target
-    written = [(n, v) for n, v in (("wgmma_tile", cfg.wgmma_tile), ("wgmma_stages", cfg.wgmma_stages)) if v is not None]
+    written = [(n, v) for n, v in (("wgmma_tile", cfg.wgmma_tile), ("wgmma_stages", cfg.wgmma_stages),
+                                   ("wgmma_grid", cfg.wgmma_grid)) if v is not None]
     if cfg.body == "mma_sync":
         if written:
             raise d.fail(written[0][0], _text(written[0][1]), "(leave it out with body = mma_sync)",
@@ -387,9 +388,11 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
         raise d.fail("wgmma_tile" if cfg.wgmma_stages is None else "wgmma_stages",
                      _text(tile) if cfg.wgmma_stages is None else stages, f"<= {t.lds_bytes} bytes of shared memory",
                      f"the Hopper body needs {need} bytes (tile {_text(tile)}, {stages} stages, head_dim {a.head_dim})")
-    o_buffer = _wgmma_smem(a.head_dim, *tile, stages, True) <= t.lds_bytes  # else O is staged in the Q tile
+    persistent = (cfg.wgmma_grid or kg.grid) == "persistent"
+    o_buffer = persistent and _wgmma_smem(a.head_dim, *tile, stages, True) <= t.lds_bytes  # else O goes through Q's
     d.wgmma = WgmmaBodyPlan(block_m=tile[0], block_n=tile[1], stages=stages, threads=128 * (tile[0] // 64 + 1),
-                            smem_bytes=_wgmma_smem(a.head_dim, *tile, stages, o_buffer), o_buffer=o_buffer)
+                            smem_bytes=_wgmma_smem(a.head_dim, *tile, stages, o_buffer), persistent=persistent,
+                            o_buffer=o_buffer)
 
 
 def _text(v) -> str:

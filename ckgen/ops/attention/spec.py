@@ -24,6 +24,7 @@ MASKS = ("none", "causal", "window")
 #: the device bodies a kernel may ask for: auto (the Hopper body where the target and kernel allow it, with the
 #: portable one as its run-time fallback), wgmma (the same, refused where it cannot be planned), mma_sync (none)
 BODY_CHOICES = ("auto", "wgmma", "mma_sync")
+GRID_CHOICES = ("persistent", "tiles")
 #: largest window extent written in the DSL (the runtime scalars take any int32)
 WINDOW_MAX = 2**31 - 1
 
@@ -56,6 +57,8 @@ KEYS = (
         default_text="planned per head dim"),
     Key("wgmma_stages", "K/V tiles in flight in the Hopper body (2..4, within shared memory)",
         default_text="planned"),
+    Key("wgmma_grid", "the Hopper body's grid: persistent (one block per SM walking pairs of query tiles) or tiles "
+        "(one block per query tile)", default_text="planned per head dim"),
 )
 
 
@@ -101,12 +104,15 @@ class AttentionConfig:
     body: str = "auto"
     wgmma_tile: tuple[int, int] | None = None
     wgmma_stages: int | None = None
+    wgmma_grid: str | None = None
 
     def __post_init__(self) -> None:
         if self.tile is not None and len(self.tile) != 2:
             raise ValueError("tile is MxN")
         if self.wgmma_tile is not None and len(self.wgmma_tile) != 2:
             raise ValueError("wgmma_tile is MxN")
+        if self.wgmma_grid is not None and self.wgmma_grid not in GRID_CHOICES:
+            raise ValueError(f"wgmma_grid is one of {', '.join(GRID_CHOICES)}")
         if self.body not in BODY_CHOICES:
             raise ValueError(f"body is one of {', '.join(BODY_CHOICES)}")
         if self.instr is not None and len(self.instr) != 3:
@@ -116,7 +122,8 @@ class AttentionConfig:
         return {"tile": list(self.tile) if self.tile else None, "waves": self.waves, "lds_buffers": self.lds_buffers,
                 "q_in_regs": self.q_in_regs, "instr": list(self.instr) if self.instr else None,
                 "waves_per_eu": self.waves_per_eu, "kv_barriers": self.kv_barriers, "body": self.body,
-                "wgmma_tile": list(self.wgmma_tile) if self.wgmma_tile else None, "wgmma_stages": self.wgmma_stages}
+                "wgmma_tile": list(self.wgmma_tile) if self.wgmma_tile else None, "wgmma_stages": self.wgmma_stages,
+                "wgmma_grid": self.wgmma_grid}
 
 
 @dataclass(frozen=True)
@@ -167,5 +174,6 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> AttentionParams:
         body=V.word(v["body"], "body", BODY_CHOICES) if "body" in v else "auto",
         wgmma_tile=V.dims(v["wgmma_tile"], "wgmma_tile", 2) if "wgmma_tile" in v else None,
         wgmma_stages=V.integer(v["wgmma_stages"], "wgmma_stages", 1, 8) if "wgmma_stages" in v else None,
+        wgmma_grid=V.word(v["wgmma_grid"], "wgmma_grid", GRID_CHOICES) if "wgmma_grid" in v else None,
     )
     return AttentionParams(attn, cfg)

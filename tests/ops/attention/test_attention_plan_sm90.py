@@ -10,6 +10,7 @@ import pytest
 
 from ckgen.codegen import render_kernel
 from ckgen.codegen.render import render_launchers
+from ckgen.errors import CkgenError
 from tests.ops.attention import harness as H
 from tests.ops.attention.test_attention_plan import kern, refusal
 
@@ -25,8 +26,10 @@ def test_sm90_plans_the_hopper_body_by_default(hd, dt, mask, tile):
     w = p.body.wgmma
     assert w is not None and (w.block_m, w.block_n) == tile and w.stages == 2
     assert w.threads == 128 * (tile[0] // 64 + 1)
-    # Q (and an O tile where it fits: not at d256) + 2 stages of K and V + 10 mbarriers + 1024 alignment slack
-    o_tile = hd < 256
+    # the planned grid (WGMMA_TABLE): persistent but at d64; Q (and, persistent, an O tile where it fits: not at
+    # d256) + 2 stages of K and V + 10 mbarriers + 1024 alignment slack
+    assert w.persistent == (hd != 64)
+    o_tile = hd == 128
     assert w.o_buffer == o_tile
     assert w.smem_bytes == 1024 + 2 * hd * (tile[0] * (1 + o_tile) + 2 * 2 * tile[1]) + 8 * 10 <= p.target.lds_bytes
     assert [e.name for e in p.entries] == ["k", "k_tma"]
@@ -35,7 +38,7 @@ def test_sm90_plans_the_hopper_body_by_default(hd, dt, mask, tile):
     src = render_kernel(p)
     assert '#include "attention_fwd_sm90.h"' in src and "CKGEN_ATTENTION_SM90_ENTRY(k, ckgen_gen::k_cfg)" in src
     assert f"kSm90BlockM = {tile[0]}" in src and f"kSm90SmemBytes = {w.smem_bytes}" in src
-    assert f"kSm90OBuffer = {str(o_tile).lower()}" in src
+    assert f"kSm90OBuffer = {str(o_tile).lower()}" in src and f"kSm90Persistent = {str(hd != 64).lower()}" in src
     host = render_launchers("t", [p], "cuda", kernel_files=["k.cu"])
     assert "ckgen::attn_sm90::Fwd<ckgen_gen::k_cfg>::launch(k_tma, " in host
     assert host.index("k_tma") < host.index("CKGEN_LAUNCH(k,")  # tried first, the mma.sync entry after it
@@ -57,6 +60,13 @@ def test_written_hopper_parameters_are_kept():
     w = kern("dtype = f16  head_dim = 64  wgmma_tile = 128x64  wgmma_stages = 4", "sm_90").body.wgmma
     assert (w.block_m, w.block_n, w.stages, w.threads) == (128, 64, 4, 384)
     assert kern("dtype = f16  head_dim = 128  body = wgmma", "sm_90").body.wgmma is not None
+    w = kern("dtype = bf16  head_dim = 128  wgmma_grid = tiles", "sm_90").body.wgmma
+    assert not w.persistent and not w.o_buffer  # a block per tile stages O in the Q tile, as before the grid existed
+    assert w.smem_bytes == 1024 + 2 * 128 * (128 + 2 * 2 * 128) + 8 * 10
+    w = kern("dtype = bf16  head_dim = 64  wgmma_grid = persistent", "sm_90").body.wgmma
+    assert w.persistent and w.o_buffer
+    with pytest.raises(CkgenError, match="wgmma_grid = static: expected one of persistent, tiles"):
+        kern("dtype = bf16  head_dim = 128  wgmma_grid = static", "sm_90")
 
 
 @pytest.mark.parametrize("arch,body,param,legal", [
@@ -65,6 +75,7 @@ def test_written_hopper_parameters_are_kept():
     ("sm_90", "wgmma_stages = 5", "wgmma_stages", "2, 3, 4"),
     ("sm_90", "wgmma_tile = 192x128  wgmma_stages = 4", "wgmma_stages", "<= 232448 bytes"),
     ("sm_90", "body = mma_sync  wgmma_stages = 2", "wgmma_stages", "(leave it out with body = mma_sync)"),
+    ("sm_90", "body = mma_sync  wgmma_grid = tiles", "wgmma_grid", "(leave it out with body = mma_sync)"),
     ("sm_80", "body = wgmma", "body", "body = auto or mma_sync"),
     ("sm_90", "body = wgmma  varlen = true", "body", "body = auto or mma_sync"),
     ("gfx942", "wgmma_tile = 128x128", "wgmma_tile", "body = auto or mma_sync"),

@@ -12,6 +12,8 @@
 //   kSm90BlockN      keys per K/V tile: 64 or 128 (the N of the S wgmma, the K of the O wgmma)
 //   kSm90Stages      K/V tiles in flight (each a K and a V stage), >= 2
 //   kSm90SmemBytes   the dynamic shared memory (checked against what this body lays out)
+//   kSm90Persistent  the persistent grid below, else one block per query tile (x: the tile, from the last; y: the
+//                    head; z: the batch item)
 //   kSm90OBuffer     O staged for its TMA store in a tile of its own (the next tile's Q then loads during the
 //                    epilogue), else in the Q tile (the next Q loads once the store has read it)
 //   kRopeStyle, kRopeDim  only with rotary embedding (attention_rope.h): each consumer warpgroup rotates its 64 rows
@@ -72,6 +74,7 @@ struct Fwd {
   static constexpr int kKVBytes = kBN * kD * 2;
   static constexpr int kKOff = kQBytes;
   static constexpr int kVOff = kKOff + kS * kKVBytes;
+  static constexpr bool kPersistent = Cfg::kSm90Persistent;
   static constexpr bool kOBuf = Cfg::kSm90OBuffer;
   static constexpr int kOOff = kVOff + kS * kKVBytes;  // the O tile (kOBuf), else O is staged at the Q tile
   static constexpr int kBarOff = kOOff + (kOBuf ? kQBytes : 0);
@@ -149,7 +152,7 @@ struct Fwd {
     return (mt + 1) / 2 * heads * batch;
   }
   // The block's query tiles in the order of the grid rule: `while (tiles.next(m0, h, b))` gives each one's first
-  // query row m0, head h and batch item b.
+  // query row m0, head h and batch item b (without kPersistent: the block's one tile).
   struct Tiles {
     int mt, px, heads, t = -1;  // query tiles per head and item, pairs of them; t: the current pair's tile (-1: none)
     long long pairs, q;         // pairs in all, the current one
@@ -157,6 +160,12 @@ struct Fwd {
         : mt((p.seqlen_q + kBM - 1) / kBM), px((mt + 1) / 2), heads(p.heads),
           pairs(pair_count(p.seqlen_q, p.heads, p.batch)), q(block_id(0)) {}
     CKGEN_DEVICE bool next(int& m0, int& h, int& b) {
+      if constexpr (!kPersistent) {
+        m0 = (grid_dim(0) - 1 - block_id(0)) * kBM;
+        h = block_id(1);
+        b = block_id(2);
+        return t++ < 0;
+      }
       for (; q < pairs; q += grid_dim(0), t = -1) {
         const int i = static_cast<int>(q % px);
         if (t < 0 || t > i) {  // the pair's first tile (the i-th from the end), then its mirror (i) if another
@@ -415,6 +424,10 @@ struct Fwd {
         !encode(&tom, p.O, p.seqlen_q, p.heads, p.batch, p.o_seq_stride, p.o_head_stride, p.o_batch_stride, 64))
       return kNotApplicable;
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
+    if constexpr (!kPersistent)
+      return cuda_host::launch(kernel, &configured, static_cast<unsigned>((p.seqlen_q + kBM - 1) / kBM),
+                               static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch), kThreads, kSmemBytes,
+                               stream, tq, tk, tv, tom, p);
     const long long pairs = pair_count(p.seqlen_q, p.heads, p.batch);  // the persistent grid: one block per SM
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(pairs < sms ? pairs : sms), 1u, 1u, kThreads,
                              kSmemBytes, stream, tq, tk, tv, tom, p);
