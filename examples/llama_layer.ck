@@ -1,7 +1,7 @@
 /* The kernels of a Llama-style decoder layer (examples/llama_layer.py): every step of the layer is one of these.
 
      x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
-       -> llama_attention (causal, GQA) -> llama_o -> llama_add_norm (s = x + o, y = rmsnorm(s))
+       -> llama_attention (causal, GQA) -> llama_o_res (s = x + o . Wo^T: the residual fused) -> llama_norm
        -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
    With the norms folded into the GEMMs (examples/llama_layer.py, Weights.folded):
      x -> llama_norm_rstd -> llama_qkv_rs (rows scaled by rstd) -> llama_kv_append -> llama_attention
@@ -15,13 +15,6 @@ target gfx942, sm_90
 kernel llama_norm {             // y = rmsnorm(x) * weight
   op = rmsnorm
   x = bf16
-  max_cols = 8192
-}
-
-kernel llama_add_norm {         // s = x + residual (written to s_out), y = rmsnorm(s) * weight
-  op = rmsnorm
-  x = bf16
-  residual = true
   max_cols = 8192
 }
 
@@ -59,12 +52,6 @@ family llama_qkv {
 family llama_qkv_bias {         // Qwen2-style q / k / v biases
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
-  schedule in [tile, streamk]
-}
-family llama_o {
-  arch = [sm_90]
-  A = bf16 row  B = bf16 col  C = bf16 row
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
@@ -113,11 +100,6 @@ family llama_qkv {
 family llama_qkv_bias {
   arch = [gfx942]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
-  tile = 64x64x32  waves = 2x2
-}
-family llama_o {
-  arch = [gfx942]
-  A = bf16 row  B = bf16 col  C = bf16 row
   tile = 64x64x32  waves = 2x2
 }
 family llama_gate_up {

@@ -12,7 +12,8 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
     in place
   o = attention(q, k, v)             llama_attention (no RoPE of its own; causal; GQA: heads / heads_kv query
                                      heads per K/V head)
-  s = x + o . Wo^T, y = rmsnorm(s)   llama_o, llama_add_norm
+  s = x + o . Wo^T                   llama_o_res (the residual in the GEMM's epilogue: s is written once)
+  y = rmsnorm(s)                     llama_norm
   m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up (SwiGLU in the GEMM's epilogue)
   out = s + m . Wd^T                 llama_down (the residual in the GEMM's epilogue)
 
@@ -76,9 +77,8 @@ CONFIGS = {
 #: the emulator's configuration: small, with the qkv bias and a hidden size that is not a power of two
 EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
 
-NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_attention", "llama_o", "llama_add_norm",
-         "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs", "llama_qkv_bias_rs", "llama_o_res",
-         "llama_gate_up_rs")
+NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_attention", "llama_o_res",
+         "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs", "llama_qkv_bias_rs", "llama_gate_up_rs")
 
 
 class _Kernels(dict):
@@ -188,11 +188,11 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
     :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
     K is rotated once, on its way into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the
     prefill's K and V), and Q in place (its columns of ``qkv``) by the same launch: attention has no RoPE of its
-    own. bench/model.py times the steps one by one.
+    own. The o projection adds the residual in its epilogue (``s = x + o . Wo^T``), so that s is written once and
+    the post-attention norm only reads it. bench/model.py times the steps one by one.
 
     Weights from :meth:`Weights.fold` give the folded-norm layer: ``llama_norm_rstd`` writes each row's rstd only,
-    the qkv and gate-up GEMMs read x and s as they are and scale their rows by it, and the o projection adds the
-    residual (``s = x + o . Wo^T``) so that s is written once, with no add + norm pass."""
+    and the qkv and gate-up GEMMs read x and s as they are and scale their rows by it."""
     scale = 1.0 / math.sqrt(cfg.head_dim)
     q_n, kv_n = cfg.q_n, cfg.kv_n
     if w.folded:
@@ -219,10 +219,10 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
         e["o"], _ = ks["llama_attention"](q, e["kc"], e["vc"], scale=scale)
 
     def o_proj(e):
-        e["a"] = ks["llama_o"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o))
+        e["s"] = ks["llama_o_res"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o), e["x"])  # s = x + o . Wo^T
 
-    def add_norm(e):
-        e["y"], e["s"] = ks["llama_add_norm"](e["a"], e["x"], w.norm_post, eps=cfg.eps)
+    def post_norm(e):
+        e["y"] = ks["llama_norm"](e["s"], w.norm_post, eps=cfg.eps)
 
     def gate_up(e):
         e["m"] = ks["llama_gate_up"](e["y"], _t(w.gate_up))  # silu(y . Wg^T) * (y . Wu^T), fused
@@ -230,14 +230,13 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
     def down(e):
         e["out"] = ks["llama_down"](e["m"], _t(w.down), e["s"])  # m . Wd^T + s, fused
 
-    return [("norm", norm), ("qkv", qkv), ("kv_append", kv_append), ("attention", attention), ("o_proj", o_proj),
-            ("add_norm", add_norm), ("gate_up", gate_up), ("down", down)]
+    return [("norm", norm), ("qkv", qkv), ("kv_append", kv_append), ("attention", attention), ("o_proj+res", o_proj),
+            ("post_norm", post_norm), ("gate_up", gate_up), ("down", down)]
 
 
 def _folded_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -> list:
     """:func:`steps` with the norms folded into the GEMMs (``w`` from :meth:`Weights.fold`)."""
     plain = dict(steps(ks, cfg, dataclasses.replace(w, folded=False), batch, seq, rope))
-    q_n = cfg.q_n
 
     def norm(e):
         e["r"] = ks["llama_norm_rstd"](e["x"], eps=cfg.eps)
@@ -246,9 +245,6 @@ def _folded_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope:
         e["qkv"] = (ks["llama_qkv_bias_rs"](e["x"], _t(w.qkv), w.qkv_bias, e["r"]) if w.qkv_bias is not None
                     else ks["llama_qkv_rs"](e["x"], _t(w.qkv), e["r"]))
 
-    def o_proj(e):
-        e["s"] = ks["llama_o_res"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o), e["x"])  # s = x + o . Wo^T
-
     def post_norm(e):
         e["r2"] = ks["llama_norm_rstd"](e["s"], eps=cfg.eps)
 
@@ -256,7 +252,7 @@ def _folded_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope:
         e["m"] = ks["llama_gate_up_rs"](e["s"], _t(w.gate_up), e["r2"])  # silu(g) * u of rstd-scaled rows
 
     return [("norm_rstd", norm), ("qkv", qkv), ("kv_append", plain["kv_append"]), ("attention", plain["attention"]),
-            ("o_proj+res", o_proj), ("norm_rstd", post_norm), ("gate_up", gate_up), ("down", plain["down"])]
+            ("o_proj+res", plain["o_proj+res"]), ("norm_rstd", post_norm), ("gate_up", gate_up), ("down", plain["down"])]
 
 
 def forward(layer_steps: list, x) -> object:

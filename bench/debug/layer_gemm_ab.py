@@ -22,7 +22,7 @@ from model import _example  # noqa: E402
 from nvh import raw_call, time_graphs_interleaved_ms  # noqa: E402
 
 # projection -> (family, env input, weight attribute, env residual or None)
-PROJ = {"qkv": ("llama_qkv", "h", "qkv", None), "o": ("llama_o", None, "o", None),
+PROJ = {"qkv": ("llama_qkv", "h", "qkv", None), "o": ("llama_o_res", None, "o", "x"),
         "gate_up": ("llama_gate_up", "y", "gate_up", None), "down": ("llama_down", "m", "down", "s")}
 
 

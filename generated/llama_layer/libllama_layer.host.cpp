@@ -50,44 +50,6 @@ CKGEN_API int ckgen_llama_norm_packed(const ckgen_slot* args, void* stream) {
   return ckgen_llama_norm(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), const_cast<void*>(args[5].p), args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].f, stream);
 }
 
-// llama_add_norm: rmsnorm bf16 -> bf16, residual bf16 (s_out), weight bf16; 256 threads x 4 vectors of 8 per row (tile 8192), 1 row(s) per workgroup, single pass, cols <= 8192
-CKGEN_API int ckgen_llama_add_norm(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
-  if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (cols < 0 || cols > 8192) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_x < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_res < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_y < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (stride_s < ckgen_at_least_1(cols)) return CKGEN_ERROR_INVALID_VALUE;
-  if (rows == 0 || cols == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!x && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!residual && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!weight && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!y && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!s_out && rows != 0 && cols != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  const int64_t grid_x_ = (rows < 1048576 ? rows : 1048576), grid_y_ = 1, grid_z_ = 1;
-  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* x_ = static_cast<const ckgen::bf16*>(x);
-  const ckgen::bf16* residual_ = static_cast<const ckgen::bf16*>(residual);
-  const ckgen::bf16* weight_ = static_cast<const ckgen::bf16*>(weight);
-  ckgen::bf16* y_ = static_cast<ckgen::bf16*>(y);
-  ckgen::bf16* s_out_ = static_cast<ckgen::bf16*>(s_out);
-  float* y_scale_ = static_cast<float*>(y_scale);
-  int rows_ = static_cast<int>(rows);
-  int cols_ = static_cast<int>(cols);
-  long long stride_x_ = static_cast<long long>(stride_x);
-  long long stride_res_ = static_cast<long long>(stride_res);
-  long long stride_y_ = static_cast<long long>(stride_y);
-  long long stride_s_ = static_cast<long long>(stride_s);
-  float eps_ = static_cast<float>(eps);
-  return CKGEN_LAUNCH(llama_add_norm, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
-                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, x_, residual_, weight_, y_, s_out_, y_scale_, rows_, cols_, stride_x_, stride_res_, stride_y_, stride_s_, eps_);
-}
-
-// ckgen_llama_add_norm with its arguments in slots (ckgen/host_api.h)
-CKGEN_API int ckgen_llama_add_norm_packed(const ckgen_slot* args, void* stream) {
-  return ckgen_llama_add_norm(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), const_cast<void*>(args[5].p), args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].f, stream);
-}
-
 // llama_kv_append: bf16 d128, contiguous cache, RoPE neox(128) on K and Q
 CKGEN_API int ckgen_llama_kv_append(const void* K_new, const void* V_new, void* K_cache, void* V_cache, const void* seqlens_k, const void* block_table, const void* cos_sin, void* Q, int64_t batch, int64_t seqlen_new, int64_t heads_kv, int64_t seqlen_k, int64_t num_pages, int64_t max_pages, int64_t rope_positions, int64_t heads, int64_t kn_batch_stride, int64_t kn_seq_stride, int64_t kn_head_stride, int64_t vn_batch_stride, int64_t vn_seq_stride, int64_t vn_head_stride, int64_t k_page_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_page_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t bt_batch_stride, int64_t cs_pos_stride, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, void* stream) {
   if (batch < 0 || batch > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -361,48 +323,6 @@ CKGEN_API int ckgen_llama_qkv_bias_1(const void* A, const void* B, void* C, cons
 // ckgen_llama_qkv_bias_1 with its arguments in slots (ckgen/host_api.h)
 CKGEN_API int ckgen_llama_qkv_bias_1_packed(const ckgen_slot* args, void* stream) {
   return ckgen_llama_qkv_bias_1(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
-}
-
-// llama_o_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x32, waves 2x2, instr 32x32x8
-CKGEN_API int ckgen_llama_o_1(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
-  if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
-  if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
-  if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
-  if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 64), grid_z_ = 1;
-  if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M
-    const int64_t step_ = 65535LL * 64;
-    for (int64_t off_ = 0; off_ < M; off_ += step_) {
-      const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
-      const int status_ = ckgen_llama_o_1(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, part_, N, K, lda, ldb, ldc, stream);
-      if (status_ != CKGEN_SUCCESS) return status_;
-    }
-    return CKGEN_SUCCESS;
-  }
-  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
-  const ckgen::bf16* A_ = static_cast<const ckgen::bf16*>(A);
-  const ckgen::bf16* B_ = static_cast<const ckgen::bf16*>(B);
-  ckgen::bf16* C_ = static_cast<ckgen::bf16*>(C);
-  const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
-  int M_ = static_cast<int>(M);
-  int N_ = static_cast<int>(N);
-  int K_ = static_cast<int>(K);
-  long long lda_ = static_cast<long long>(lda);
-  long long ldb_ = static_cast<long long>(ldb);
-  long long ldc_ = static_cast<long long>(ldc);
-  return CKGEN_LAUNCH(llama_o_1, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
-                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, M_, N_, K_, lda_, ldb_, ldc_);
-}
-
-// ckgen_llama_o_1 with its arguments in slots (ckgen/host_api.h)
-CKGEN_API int ckgen_llama_o_1_packed(const ckgen_slot* args, void* stream) {
-  return ckgen_llama_o_1(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }
 
 // llama_gate_up_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue swiglu; gate halves; tile 64x64x32, waves 2x2, instr 16x16x16
