@@ -269,7 +269,7 @@ PY
       echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -16 "$OUT/attention.txt" ;;
     attention-hopper-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
-        tests/runtime/test_nvidia_attention.py -k "(w128x64 or f16_d64- or f16_d128_window) and not runs_wh" \
+        tests/runtime/test_nvidia_attention.py -k "(w128x64 or f16_d64- or f16_d128_window or h140x) and not runs_wh" \
         > "$OUT/memcheck_attention_hopper.txt" 2>&1
       echo "memcheck attention hopper rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention_hopper.txt" | tail -3 ;;
     decode)

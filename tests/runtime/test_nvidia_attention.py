@@ -6,7 +6,8 @@ fill) and padding untouched; the ``ckgen::attention`` custom op under torch.comp
 The dense f16 / bf16 d64 / d128 / d256 kernels are planned with the Hopper body (TMA + wgmma, attention_fwd_sm90.h)
 as well, which the host entry runs when the operands are 16-byte aligned (BSHD, BHSD) and keys exist; rows padded
 by 3 elements ("odd"), seqlen_k = 0 and the ``body = mma_sync`` / varlen kernels run the mma.sync body
-(test_the_hopper_body_runs_where_it_applies checks which kernel was launched, with the torch profiler).
+(test_the_hopper_body_runs_where_it_applies checks which kernel was launched, with the torch profiler); the last
+dense cases give the Hopper body's persistent grid more pairs of query tiles than the GPU has SMs.
 ``bench/nv_prebuild.py`` builds these kernels (SPEC) into the carried cache ahead of a run.
 """
 
@@ -41,6 +42,8 @@ kernel gpu_attn_bf16_d64_causal_w128x64s3 { op = attention  dtype = bf16  head_d
 kernel gpu_attn_bf16_d128_causal_w128x64s4 { op = attention  dtype = bf16  head_dim = 128  mask = causal
   wgmma_tile = 128x64  wgmma_stages = 4 }
 kernel gpu_attn_bf16_d128_mma_sync { op = attention  dtype = bf16  head_dim = 128  body = mma_sync }
+kernel gpu_attn_bf16_d64_causal_persistent { op = attention  dtype = bf16  head_dim = 64  mask = causal
+  wgmma_grid = persistent }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -145,6 +148,13 @@ DENSE = [  # (kernel, batch, sq, sk, heads, heads_kv, layout, window)
     ("gpu_attn_bf16_d128_causal", 2, 1024, 1024, 4, 2, "bshd", None),
     ("gpu_attn_f16_d64_causal", 1, 1000, 1000, 4, 4, "bshd", None),
     ("gpu_attn_bf16_d64_window", 1, 1000, 1000, 2, 2, "bhsd", (100, 0)),
+    # the persistent grid (wgmma_grid, planned for d128 / d256) with more pairs of query tiles than SMs, so that a
+    # block walks several pairs: even and odd tile counts (a pair of one tile), GQA, the O tile of its own (d128,
+    # d64 written persistent) and O through the Q tile (d256)
+    ("gpu_attn_bf16_d128", 1, 300, 300, 140, 28, "bshd", None),
+    ("gpu_attn_bf16_d128_causal", 3, 1000, 1000, 48, 8, "bshd", None),
+    ("gpu_attn_bf16_d256_causal", 2, 1100, 1100, 16, 8, "bhsd", None),
+    ("gpu_attn_bf16_d64_causal_persistent", 2, 1000, 1000, 32, 8, "bshd", None),
 ]
 
 
