@@ -23,7 +23,9 @@
 // register reallocation below fills the SM's file). The work is pairs of query tiles of one head and batch item: the
 // i-th tile from the end (the heaviest under a causal mask) and its mirror, the i-th from the start, so that every
 // pair holds about the same work under a causal mask and exactly the same under none; block x takes pairs x,
-// x + grid_x, ... (pairs of one head next to each other: their K/V stay in L2). The K/V ring's stages and phases
+// x + grid_x, ... (pairs of one head next to each other: their K/V stay in L2). With an odd tile count each head's
+// middle tile is a pair of its own, of half the work: those come after all whole pairs, so that a static stride
+// gives every block whole pairs until the light units even out the last round. The K/V ring's stages and phases
 // run on across a block's tiles, so the next tile's first K/V tiles (and, with kSm90OBuffer, its Q) load while the
 // consumers finish the current one.
 //   warpgroup `consumers` (the last), the producer: gives up registers (setmaxnreg), one thread issues the TMA
@@ -154,11 +156,13 @@ struct Fwd {
   // The block's query tiles in the order of the grid rule: `while (tiles.next(m0, h, b))` gives each one's first
   // query row m0, head h and batch item b (without kPersistent: the block's one tile).
   struct Tiles {
-    int mt, px, heads, t = -1;  // query tiles per head and item, pairs of them; t: the current pair's tile (-1: none)
-    long long pairs, q;         // pairs in all, the current one
+    int mt, half, heads, t = -1;  // query tiles per head and item, whole pairs of them; t: the pair's tile (-1: none)
+    long long whole, pairs, q;    // whole pairs in all (first), pairs in all (then each head's middle tile when mt is
+                                  // odd: the light units close the walk), the current pair
     CKGEN_DEVICE explicit Tiles(const Args& p)
-        : mt((p.seqlen_q + kBM - 1) / kBM), px((mt + 1) / 2), heads(p.heads),
-          pairs(pair_count(p.seqlen_q, p.heads, p.batch)), q(block_id(0)) {}
+        : mt((p.seqlen_q + kBM - 1) / kBM), half(mt / 2), heads(p.heads),
+          whole(static_cast<long long>(half) * p.heads * p.batch), pairs(pair_count(p.seqlen_q, p.heads, p.batch)),
+          q(block_id(0)) {}
     CKGEN_DEVICE bool next(int& m0, int& h, int& b) {
       if constexpr (!kPersistent) {
         m0 = (grid_dim(0) - 1 - block_id(0)) * kBM;
@@ -167,10 +171,19 @@ struct Fwd {
         return t++ < 0;
       }
       for (; q < pairs; q += grid_dim(0), t = -1) {
-        const int i = static_cast<int>(q % px);
-        if (t < 0 || t > i) {  // the pair's first tile (the i-th from the end), then its mirror (i) if another
-          t = t < 0 ? mt - 1 - i : i;
-          const long long hb = q / px;
+        long long hb;
+        int first, second;  // the pair's tiles: the i-th from the end, then the i-th (a middle tile: itself alone)
+        if (q < whole) {
+          const int i = static_cast<int>(q % half);
+          hb = q / half;
+          first = mt - 1 - i;
+          second = i;
+        } else {
+          hb = q - whole;
+          first = second = half;
+        }
+        if (t < 0 || t > second) {
+          t = t < 0 ? first : second;
           h = static_cast<int>(hb % heads);
           b = static_cast<int>(hb / heads);
           m0 = t * kBM;
