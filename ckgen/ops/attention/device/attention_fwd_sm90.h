@@ -169,7 +169,12 @@ struct Fwd {
         h = block_id(1);
         b = block_id(2);
         return t++ < 0;
+      } else {
+        return next_pair_tile(m0, h, b);
       }
+    }
+    // The persistent walk's next tile (the grid rule above).
+    CKGEN_DEVICE bool next_pair_tile(int& m0, int& h, int& b) {
       for (; q < pairs; q += grid_dim(0), t = -1) {
         long long hb;
         int first, second;  // the pair's tiles: the i-th from the end, then the i-th (a middle tile: itself alone)
