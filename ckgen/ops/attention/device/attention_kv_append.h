@@ -86,13 +86,16 @@ CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, lon
   vc += row * p.v_seq_stride;
 }
 
-template <class Cfg>
-CKGEN_DEVICE void append_kv(const attn::Args<Cfg>& p, long long i) {
+// Item i of the KV part (I: unsigned when every item index fits in 32 bits, else long long: 64-bit divisions by a
+// run-time divisor cost several times the 32-bit ones, and every thread makes two).
+template <class Cfg, class I>
+CKGEN_DEVICE void append_kv(const attn::Args<Cfg>& p, I i) {
   using T = typename Cfg::T;
   constexpr int kHalf = Cfg::kHeadDim / Cfg::kVec / 2;  // chunk pairs (ch, ch + kHalf) per (token, head)
   const int b = block_id(1);
-  const int ch = static_cast<int>(i % kHalf), h = static_cast<int>(i / kHalf % p.heads_kv);
-  const int t = static_cast<int>(i / (static_cast<long long>(kHalf) * p.heads_kv));
+  const I heads_kv = static_cast<I>(p.heads_kv);
+  const int ch = static_cast<int>(i % kHalf), h = static_cast<int>(i / kHalf % heads_kv);
+  const int t = static_cast<int>(i / (static_cast<I>(kHalf) * heads_kv));
   const long long pos = static_cast<long long>(gload(p.seqlens_k + b)) + t;
   long long kc, vc;
   cache_rows<Cfg>(p, b, pos, kc, vc);
@@ -134,14 +137,15 @@ CKGEN_DEVICE int q_elem(int u0, int k, int n, bool& ok) {
 // Thread j of the query part (kRotateQ): its run of pairs of one query row, read whole (two kVec vectors when the run
 // is full, the layout allows and Q's base and strides are aligned; else element by element), rotated in f32 at table
 // row cs, rounded to T once and written back.
-template <class Cfg>
-CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j) {
+template <class Cfg, class I>
+CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, I j) {
   using T = typename Cfg::T;
   constexpr int kV = Cfg::kVec, kHalf = Cfg::kRopeDim / 2, kStyle = Cfg::kRopeStyle;
   constexpr int kUnits = (kHalf + kV - 1) / kV;
   constexpr bool kRunsAligned = kStyle == attn::kRopeGptj || kHalf % kV == 0;  // both vectors start at kV multiples
-  const int b = block_id(1), u = static_cast<int>(j % kUnits), h = static_cast<int>(j / kUnits % p.heads);
-  const int t = static_cast<int>(j / (static_cast<long long>(kUnits) * p.heads));
+  const I heads = static_cast<I>(p.heads);
+  const int b = block_id(1), u = static_cast<int>(j % kUnits), h = static_cast<int>(j / kUnits % heads);
+  const int t = static_cast<int>(j / (static_cast<I>(kUnits) * heads));
   const long long pos = static_cast<long long>(gload(p.seqlens_k + b)) + t;
   const float* cs = attn::rope_row(p.cos_sin, p.cs_pos_stride, pos, p.rope_positions,
                                    "attention_kv_append: seqlens_k[b] + token past cos_sin's positions (Q)");
@@ -191,19 +195,32 @@ CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, long long j) {
   }
 }
 
+// This thread's item (the grid rule above), its index of type I.
+template <class Cfg, class I>
+CKGEN_DEVICE void append_item(const attn::Args<Cfg>& p, long long i, long long kv_items, long long q_items) {
+  if (i < kv_items) {
+    append_kv<Cfg>(p, static_cast<I>(i));
+    return;
+  }
+  if constexpr (Cfg::kRotateQ) {
+    if (i - kv_items < q_items) rotate_q<Cfg>(p, static_cast<I>(i - kv_items));
+  }
+}
+
 template <class Cfg>
 CKGEN_DEVICE void append(const attn::Args<Cfg>& p) {
   const long long i = static_cast<long long>(block_id(0)) * Cfg::kThreads + thread_id();
   const long long kv_items = static_cast<long long>(p.seqlen_new) * p.heads_kv * (Cfg::kHeadDim / Cfg::kVec / 2);
-  if (i < kv_items) {
-    append_kv<Cfg>(p, i);
-    return;
-  }
+  long long q_items = 0;
   if constexpr (Cfg::kRotateQ) {
     static_assert(Cfg::kRope, "kRotateQ needs a rotary Cfg");
     constexpr int kUnits = (Cfg::kRopeDim / 2 + Cfg::kVec - 1) / Cfg::kVec;
-    if (i - kv_items < static_cast<long long>(p.seqlen_new) * p.heads * kUnits) rotate_q<Cfg>(p, i - kv_items);
+    q_items = static_cast<long long>(p.seqlen_new) * p.heads * kUnits;
   }
+  if (kv_items + q_items <= 0x7fffffffLL)
+    append_item<Cfg, unsigned>(p, i, kv_items, q_items);
+  else
+    append_item<Cfg, long long>(p, i, kv_items, q_items);
 }
 
 }  // namespace attn_append
