@@ -348,9 +348,10 @@ def _wgmma_smem(hd: int, bm: int, bn: int, stages: int, o_buffer: bool = False) 
 def plan_wgmma_body(d: AttentionDraft) -> None:
     """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64, 128 or 256 also get the Hopper body
     (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
-    with ``wgmma_tile``, ``wgmma_stages`` and ``wgmma_grid`` written or from the table (``configs.WGMMA_TABLE``; a planned stage
-    count shrinks to fit the shared memory). The portable body stays the run-time fallback (with ``rope`` both
-    rotate Q in shared memory once it landed)."""
+    with ``wgmma_tile``, ``wgmma_stages`` and ``wgmma_grid`` written or from the table (``configs.WGMMA_TABLE``; a
+    planned stage count shrinks to fit the shared memory; a persistent grid stages O in a tile of its own where that
+    fits too). The portable body stays the run-time fallback (with ``rope`` both rotate Q in shared memory once it
+    landed)."""
     cfg, a, t = d.cfg, d.a, d.target
     written = [(n, v) for n, v in (("wgmma_tile", cfg.wgmma_tile), ("wgmma_stages", cfg.wgmma_stages),
                                    ("wgmma_grid", cfg.wgmma_grid)) if v is not None]

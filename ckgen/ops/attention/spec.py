@@ -24,6 +24,7 @@ MASKS = ("none", "causal", "window")
 #: the device bodies a kernel may ask for: auto (the Hopper body where the target and kernel allow it, with the
 #: portable one as its run-time fallback), wgmma (the same, refused where it cannot be planned), mma_sync (none)
 BODY_CHOICES = ("auto", "wgmma", "mma_sync")
+#: the Hopper body's grids: persistent (one block per SM walking pairs of query tiles), tiles (a block per query tile)
 GRID_CHOICES = ("persistent", "tiles")
 #: largest window extent written in the DSL (the runtime scalars take any int32)
 WINDOW_MAX = 2**31 - 1
