@@ -55,6 +55,12 @@ family llama_qkv_bias {         // Qwen2-style q / k / v biases
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
+family llama_o_res {            // s = x + o . Wo^T: the residual stream written once
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
 family llama_gate_up {          // SwiGLU fused: B is the merged gate_up weight (gate rows, then up rows)
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves
@@ -67,8 +73,7 @@ family llama_down {             // out = m . Wd^T + s: the residual stream in th
   schedule in [tile, streamk]
 }
 
-// the folded-norm layer's: A is the un-normalized x (or s), its rows scaled by rstd (scale_a = row); the o
-// projection adds the residual (s = x + o . Wo^T) so that s is written once
+// the folded-norm layer's: A is the un-normalized x (or s), its rows scaled by rstd (scale_a = row)
 family llama_qkv_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  scale_a = row
@@ -78,12 +83,6 @@ family llama_qkv_bias_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  scale_a = row
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
-}
-family llama_o_res {
-  arch = [sm_90]
-  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
-  schedule in [tile, streamk]
 }
 family llama_gate_up_rs {
   arch = [sm_90]
@@ -100,6 +99,11 @@ family llama_qkv {
 family llama_qkv_bias {
   arch = [gfx942]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
+  tile = 64x64x32  waves = 2x2
+}
+family llama_o_res {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
   tile = 64x64x32  waves = 2x2
 }
 family llama_gate_up {
@@ -120,11 +124,6 @@ family llama_qkv_rs {
 family llama_qkv_bias_rs {
   arch = [gfx942]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  scale_a = row
-  tile = 64x64x32  waves = 2x2
-}
-family llama_o_res {
-  arch = [gfx942]
-  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
   tile = 64x64x32  waves = 2x2
 }
 family llama_gate_up_rs {

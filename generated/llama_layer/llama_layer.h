@@ -173,6 +173,22 @@ int ckgen_llama_qkv_1(const void* A, const void* B, void* C, const void* bias, i
  */
 int ckgen_llama_qkv_bias_1(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
 
+/* llama_o_res_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue residual; tile 64x64x32, waves 2x2, instr 32x32x8
+ * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
+ *   A: M x K
+ *   B: K x N
+ *   C: M x N
+ *   bias: unused: pass NULL
+ *   residual: M x N: added after the epilogue chain; C's dtype, layout and leading dimension
+ *   M: rows of A and C
+ *   N: columns of B and C
+ *   K: columns of A, rows of B (0: C = epilogue(beta * C))
+ *   lda: leading dimension (>= max(1, K))
+ *   ldb: leading dimension (>= max(1, K))
+ *   ldc: leading dimension (>= max(1, N))
+ */
+int ckgen_llama_o_res_1(const void* A, const void* B, void* C, const void* bias, const void* residual, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
+
 /* llama_gate_up_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue swiglu; gate halves; tile 64x64x32, waves 2x2, instr 16x16x16
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
  *   A: M x K
@@ -237,22 +253,6 @@ int ckgen_llama_qkv_rs_1(const void* A, const void* B, void* C, const void* bias
  *   ldc: leading dimension (>= max(1, N))
  */
 int ckgen_llama_qkv_bias_rs_1(const void* A, const void* B, void* C, const void* bias, const void* scale_a, const void* scale_b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
-
-/* llama_o_res_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue residual; tile 64x64x32, waves 2x2, instr 32x32x8
- * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
- *   A: M x K
- *   B: K x N
- *   C: M x N
- *   bias: unused: pass NULL
- *   residual: M x N: added after the epilogue chain; C's dtype, layout and leading dimension
- *   M: rows of A and C
- *   N: columns of B and C
- *   K: columns of A, rows of B (0: C = epilogue(beta * C))
- *   lda: leading dimension (>= max(1, K))
- *   ldb: leading dimension (>= max(1, K))
- *   ldc: leading dimension (>= max(1, N))
- */
-int ckgen_llama_o_res_1(const void* A, const void* B, void* C, const void* bias, const void* residual, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
 
 /* llama_gate_up_rs_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue swiglu; gate halves; scales A row, B none; tile 64x64x32, waves 2x2, instr 16x16x16
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
