@@ -16,7 +16,7 @@ columns; torch.compile's Python guards and ckgen's prepared calls included). The
 step of the two layers alone (graph replay), every step of both layers in the same interleaved rounds. Accuracy:
 relative error against float64, ckgen's and torch bf16 eager's, and their ratio (issue 28 asks <= 1.2).
 ``--fold-norms``: the ckgen layer is examples/llama_layer.py's folded-norm one (the RMS norms' weights folded into
-the qkv and gate-up weights, rstd scaling those GEMMs' rows, the o projection adding the residual), and the
+the qkv and gate-up weights; norms that write only each row's rstd, which scales those GEMMs' rows), and the
 unfolded layer runs as a fourth side of the same interleaved rounds (``ckgen_unfolded``), so both are compared in
 one run.
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.

@@ -125,17 +125,14 @@ struct Fwd {
     constexpr int kHalf = Cfg::kRopeDim / 2;
     using Batch = attn::RopeBatch<Cfg::kRopeStyle, Cfg::kRopeDim, 64 * kHalf, 128, 16>;
     const int row0 = m0 + wg * 64;  // the sequence row of the warpgroup's first Q row
-    // (an opaque copy of the thread's first pair, so that the compiler cannot hoist the pairs' addresses out of
-    // the block's loop over tiles and keep them in registers through every main loop)
 #pragma unroll 1
     for (int i0 = tid & 127; i0 < Batch::kPairs; i0 += Batch::kStep) {
       Batch batch;
       batch.read(i0, [&](int r, const float*& cs) {
         if (row0 + r >= p.seqlen_q) return false;
-        const long long pos = attn::query_position<Cfg>(p, b, row0 + r);
-        const bool in = pos >= 0 && pos < p.rope_positions;
-        bad |= !in;  // (the block traps once its tiles are done: see Ring)
-        cs = p.cos_sin + (in ? pos : 0) * p.cs_pos_stride;
+        // (a position outside the table: the block traps once its tiles are done, see Ring)
+        cs = attn::rope_row_or_first(p.cos_sin, p.cs_pos_stride, attn::query_position<Cfg>(p, b, row0 + r),
+                                     p.rope_positions, bad);
         return true;
       });
       nv::mbar_wait(q_full, q_phase);  // (at once after the first batch)

@@ -114,6 +114,15 @@ CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long 
   return cos_sin + pos * stride;
 }
 
+// rope_row without its trap, for a caller that traps later (outside a loop, where a trap site costs registers): the
+// row of pos when it is inside 0..positions-1, else row 0 with `bad` set.
+CKGEN_DEVICE const float* rope_row_or_first(const float* cos_sin, long long stride, long long pos,
+                                            long long positions, bool& bad) {
+  const bool in = pos >= 0 && pos < positions;
+  bad |= !in;
+  return cos_sin + (in ? pos : 0) * stride;
+}
+
 // Prefill (op = attention, rotary Cfg): the position of query row `row` of batch item b's sequence:
 // positions[b * pos_batch_stride + row] (dense, [batch, seqlen_q]) or positions[cu_seqlens_q[b] + row] (varlen,
 // [total_q]).
