@@ -1,13 +1,16 @@
-"""The cos / sin table of rotary position embeddings (RoPE), built on the host in float64.
+"""Rotary position embeddings (RoPE), shared by the ops that rotate (attention, the K/V append, the GEMM epilogue).
 
-:func:`rope_table` is the run-time form of a rotary embedding's frequencies (theta, linear or llama3 scaling) that
-kernels with ``rope`` read: vLLM's ``cos_sin_cache`` layout, f32 ``[positions, rot]``. Exported as
-``ckgen.rope_table``; the ops that rotate document the styles and which elements pair up.
+A :class:`Rope` is a style and a rotary dim ``rot`` (even; dims past ``rot`` of each head pass through). Pair ``i``
+(``i < rot / 2``) of a head's row at position ``pos`` is ``(x, y)`` = elements ``(i, i + rot / 2)`` (``neox``,
+rotate-half) or ``(2 i, 2 i + 1)`` (``gptj``, interleaved), rotated by table row ``pos``:
+``x' = x cos - y sin, y' = y cos + x sin`` (:func:`apply`, float64). :func:`rope_table` builds that table on the
+host in float64: vLLM's ``cos_sin_cache`` layout, f32 ``[positions, rot]``, exported as ``ckgen.rope_table``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,3 +60,73 @@ def rope_table(positions: int, rot: int, theta: float = 10000.0, scaling: dict |
     return np.concatenate([np.cos(ang), np.sin(ang)], axis=1).astype(np.float32)
 
 
+#: the styles, each with the code the device header knows it by (attn::kRopeNeox, attn::kRopeGptj)
+STYLES = {"neox": "ckgen::attn::kRopeNeox", "gptj": "ckgen::attn::kRopeGptj"}
+
+
+@dataclass(frozen=True)
+class Rope:
+    """A rotary embedding: ``style`` (neox or gptj) over the first ``dim`` elements of the head dim."""
+
+    style: str
+    dim: int
+
+    def __post_init__(self) -> None:
+        if self.style not in STYLES or self.dim < 2 or self.dim % 2:
+            raise ValueError("Rope: style neox or gptj, an even rotary dim >= 2")
+
+    def to_json(self) -> dict:
+        return {"style": self.style, "dim": self.dim}
+
+    @property
+    def text(self) -> str:
+        return f"{self.style}({self.dim})"
+
+    def constants(self) -> list[tuple[str, str, str]]:
+        """The Cfg members the bodies read (device/attention_rope.h): kRopeStyle, kRopeDim."""
+        return [("int", "kRopeStyle", STYLES[self.style]), ("int", "kRopeDim", str(self.dim))]
+
+
+def pair_index(rope: Rope) -> tuple[np.ndarray, np.ndarray]:
+    """The element indices (x, y) of the rot / 2 rotated pairs."""
+    i = np.arange(rope.dim // 2)
+    return (i, i + rope.dim // 2) if rope.style == "neox" else (2 * i, 2 * i + 1)
+
+
+def apply(x: np.ndarray, cs: np.ndarray, rope: Rope) -> np.ndarray:
+    """``x [..., d]`` rotated in float64 by the table rows ``cs [..., rot]`` (broadcast against x's leading dims);
+    elements past the rotary dim unchanged."""
+    out = np.array(x, np.float64, copy=True)
+    cs = np.asarray(cs, np.float64)
+    h = rope.dim // 2
+    c, s = cs[..., :h], cs[..., h:]
+    xi, yi = pair_index(rope)
+    a, b = out[..., xi].copy(), out[..., yi].copy()
+    out[..., xi] = a * c - b * s
+    out[..., yi] = b * c + a * s
+    return out
+
+
+def rope_interleave(w, head_dim: int, rot: int | None = None):
+    """The rows of a rotate-half (``neox``) q or k projection, ``w`` [heads * head_dim, ...] (an nn.Linear weight,
+    or its bias), reordered per head so that each pair (i, i + rot / 2) lands on rows (2 i, 2 i + 1): the ``gptj``
+    order the GEMM's rotary epilogue (``rope = gptj(head_dim, rot)``) rotates. Applied to both q's and k's weights
+    it leaves every q.k, hence attention, unchanged (the inverse of the permutation HF's Llama conversion applies
+    to Meta's interleaved checkpoints); rows past ``rot`` of each head keep their place. numpy or torch; returns a
+    new array. Bad arguments raise ValueError naming the argument."""
+    rot = head_dim if rot is None else rot
+    if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)) or head_dim < 2 or head_dim % 2:
+        raise ValueError(f"rope_interleave: head_dim = {head_dim!r}: expected an even integer >= 2")
+    if isinstance(rot, bool) or not isinstance(rot, (int, np.integer)) or rot < 2 or rot % 2 or rot > head_dim:
+        raise ValueError(f"rope_interleave: rot = {rot!r}: expected an even integer in 2..head_dim ({head_dim})")
+    rows = int(w.shape[0])
+    if rows % head_dim:
+        raise ValueError(f"rope_interleave: w has {rows} rows: expected a multiple of head_dim ({head_dim})")
+    h = rot // 2
+    head = np.concatenate([np.stack([np.arange(h), np.arange(h) + h], axis=1).reshape(-1), np.arange(rot, head_dim)])
+    idx = (np.arange(rows // head_dim)[:, None] * head_dim + head[None, :]).reshape(-1)
+    if isinstance(w, np.ndarray):
+        return w[idx]
+    import torch
+
+    return w[torch.as_tensor(idx, device=w.device)]

@@ -20,42 +20,13 @@ DSL: ``rope = false`` (default), ``rope = neox`` / ``rope = gptj`` (rot = head_d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
 from ckgen.frontend import values as V
-from ckgen.ir.rope import rope_table
+from ckgen.ir.rope import STYLES, Rope, apply, pair_index, rope_table
 from ckgen.ir.spec import Value
 
-__all__ = ["Rope", "apply", "pair_index", "parse", "rope_table"]
+__all__ = ["STYLES", "Rope", "apply", "pair_index", "parse", "rope_table"]
 
-#: the styles, each with the code the device header knows it by (attn::kRopeNeox, attn::kRopeGptj)
-STYLES = {"neox": "ckgen::attn::kRopeNeox", "gptj": "ckgen::attn::kRopeGptj"}
 LEGAL = "false, true (= neox), neox, gptj, neox(rot) or gptj(rot) with rot even, 2..head_dim"
-
-
-@dataclass(frozen=True)
-class Rope:
-    """A rotary embedding: ``style`` (neox or gptj) over the first ``dim`` elements of the head dim."""
-
-    style: str
-    dim: int
-
-    def __post_init__(self) -> None:
-        if self.style not in STYLES or self.dim < 2 or self.dim % 2:
-            raise ValueError("Rope: style neox or gptj, an even rotary dim >= 2")
-
-    def to_json(self) -> dict:
-        return {"style": self.style, "dim": self.dim}
-
-    @property
-    def text(self) -> str:
-        return f"{self.style}({self.dim})"
-
-    def constants(self) -> list[tuple[str, str, str]]:
-        """The Cfg members the bodies read (device/attention_rope.h): kRopeStyle, kRopeDim."""
-        return [("int", "kRopeStyle", STYLES[self.style]), ("int", "kRopeDim", str(self.dim))]
 
 
 def parse(v: Value, head_dim: int, param: str = "rope") -> Rope | None:
@@ -73,23 +44,3 @@ def parse(v: Value, head_dim: int, param: str = "rope") -> Rope | None:
         raise V.err(f"{param} = {v.text}: the rotary dim must be an even integer in 2..{head_dim} (head_dim)",
                     v.span, f"e.g. {style}({head_dim // 2}); legal: {LEGAL}")
     return Rope(style, rot)
-
-
-def pair_index(rope: Rope) -> tuple[np.ndarray, np.ndarray]:
-    """The element indices (x, y) of the rot / 2 rotated pairs."""
-    i = np.arange(rope.dim // 2)
-    return (i, i + rope.dim // 2) if rope.style == "neox" else (2 * i, 2 * i + 1)
-
-
-def apply(x: np.ndarray, cs: np.ndarray, rope: Rope) -> np.ndarray:
-    """``x [..., d]`` rotated in float64 by the table rows ``cs [..., rot]`` (broadcast against x's leading dims);
-    elements past the rotary dim unchanged."""
-    out = np.array(x, np.float64, copy=True)
-    cs = np.asarray(cs, np.float64)
-    h = rope.dim // 2
-    c, s = cs[..., :h], cs[..., h:]
-    xi, yi = pair_index(rope)
-    a, b = out[..., xi].copy(), out[..., yi].copy()
-    out[..., xi] = a * c - b * s
-    out[..., yi] = b * c + a * s
-    return out

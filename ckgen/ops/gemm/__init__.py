@@ -12,6 +12,7 @@ import numpy as np
 from ckgen.codegen.escape import f32_literal
 from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.rope import rope_table
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType, Layout
@@ -31,6 +32,10 @@ def _bool(x: bool) -> str:
 
 def _float(x: float) -> str:
     return f32_literal(x)
+
+
+#: the rotary epilogue's arguments, in the order epi::Rotary::make takes them after the bias (abi.rope_args)
+OPERAND_ROPE = ["positions", "cos_sin", "rope_positions", "rope_cols", "cs_pos_stride"]
 
 
 class GemmOp(Op):
@@ -75,6 +80,8 @@ class GemmOp(Op):
             types.append(("Gate", GATE_TYPES[g.gated]))
         if g.residual:  # the residual R travels with the bias (blocks/epilogue.h); the entry builds the pair
             types.append(("EpiOperand", f"ckgen::epi::Residual<{b.bias_dtype.cpp}, {g.c.dtype.cpp}>"))
+        if g.rope is not None:  # the rotary inputs travel with the bias (blocks/epilogue.h, blocks/rope.h)
+            types.append(("EpiOperand", f"ckgen::epi::Rotary<{b.bias_dtype.cpp}>"))
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
                 ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
@@ -105,6 +112,8 @@ class GemmOp(Op):
             constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
         if g.gated:
             constants.append(("int", "kGateBlock", str(g.gate_block)))
+        if g.rope is not None:
+            constants += [("int", "kRopeHead", str(g.rope_head)), ("int", "kRopeDim", str(g.rope.dim))]
         if g.mx_scaled:  # the block-scaled MFMA's operand formats (0: e4m3, 1: e5m2), Cfg::mma_mx (kernel.hip.j2)
             constants += [("int", "kMxFormatA", str(int(g.a.dtype.matrix_kind == DType.BF8))),
                           ("int", "kMxFormatB", str(int(g.b.dtype.matrix_kind == DType.BF8)))]
@@ -119,9 +128,14 @@ class GemmOp(Op):
         if b.grouping is not None:
             notes.append(f"mode {b.grouping.mode}: one persistent launch of at most {b.grouping.workers} workgroups "
                          "walks every group's tiles.")
+        # the arguments the entry folds into the epilogue operand (EpiOperand::make), and those around them
         names = [a.name for a in plan.abi.args]
-        at = names.index("residual") if g.residual else 0
-        operand = {"before": names[:names.index("bias")], "after": names[at + 1:]} if g.residual else None
+        folded = (["residual"] if g.residual else []) + (OPERAND_ROPE if g.rope is not None else [])
+        operand = None
+        if folded:
+            make = ["bias", *folded] + (["C"] if g.residual else [])
+            operand = {"before": names[:names.index("bias")], "make": make,
+                       "after": [n for n in names[names.index("bias") + 1:] if n not in folded]}
         return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg and not g.mx_scaled else [],
                 "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [], "header": b.body.header,
@@ -140,14 +154,20 @@ class GemmOp(Op):
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
         """The base's random arrays, with the block scales' counts (kb, nb) derived from K and N when the caller
         leaves them out; a grouped kernel's offsets split the M rows at random cut points (some groups empty), a
-        masked kernel's counts are random in 0..M."""
+        masked kernel's counts are random in 0..M; a rotary kernel's table is ckgen.rope_table's (rope_positions:
+        M unless given) with positions drawn from it."""
         g = plan.spec.params.gemm
         if g.block_scaled:
             blk = _spec.SCALE_BLOCK
             sizes = {"kb": -(-sizes["K"] // blk), "nb": -(-sizes["N"] // blk), **sizes}
         if g.mx_scaled:
             sizes = {"kb": -(-sizes["K"] // _spec.MX_BLOCK), **sizes}
+        if g.rope is not None:  # a real table, positions anywhere in it
+            sizes = {**sizes, "rope_positions": sizes.get("rope_positions") or max(sizes["M"], 1)}
         out = super().random_inputs(plan, sizes, rng)
+        if g.rope is not None:
+            out["cos_sin"] = rope_table(sizes["rope_positions"], g.rope.dim)
+            out["positions"] = rng.integers(0, sizes["rope_positions"], sizes["M"]).astype(np.int32)
         if g.grouped and sizes.get("groups", 0) > 0:
             n, m = sizes["groups"], sizes["M"]
             idx = (np.sort(rng.integers(0, m + 1, n)) if g.mode == "grouped" else rng.integers(0, m + 1, n))

@@ -2,8 +2,9 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, [scale_a, scale_b,] [residual,] M, N, K, [batch,] [kb[, nb],] lda, ldb, ldc[, ld_scale_a, ld_scale_b]
-    [, stride_a, stride_b, stride_c, stride_bias][, workspace], stream
+    A, B, C, bias, [scale_a, scale_b,] [residual,] [positions, cos_sin, rope_positions, rope_cols, cs_pos_stride,]
+    M, N, K, [batch,] [kb[, nb],] lda, ldb, ldc[, ld_scale_a, ld_scale_b][, stride_a, stride_b, stride_c, stride_bias]
+    [, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
 between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
@@ -19,7 +20,11 @@ the leading dimensions. ``workspace`` exists when the kernel's schedule needs on
 ``-> residual``: an input R laid out exactly as C (dtype, dims, layout, ``ldc``, ``stride_c``) added after the
 chain, ``C = chain(...) + R``; C may be the very same view as R (in place). A gated epilogue (``swiglu`` /
 ``geglu``) takes B of ``2*N`` columns (gate and up, placed as ``gate`` says; ``ldb`` at least 2N when row-major) and
-``bias(col)`` of 2N; N is C's columns; ``gate = interleaved(b)`` requires N to be a multiple of b (``divides``).
+``bias(col)`` of 2N; N is C's columns; ``gate = interleaved(b)`` requires N to be a multiple of b (``divides``). The rotary epilogue (``rope = gptj(hd[,
+rot])``) takes ``positions`` (int32 ``[M]``: row i's position, in 0..rope_positions-1; a device-resident one outside
+gives that row NaNs in the rotated columns, never a read outside the table), the table ``cos_sin`` (f32
+``[rope_positions, rot]``, ``cs_pos_stride`` apart; ``ckgen.rope_table``) and ``rope_cols``: columns
+[0, rope_cols) are rotated (q and k of a fused qkv projection; the rest, v, pass through), a multiple of hd.
 
 Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
 B) take::
@@ -101,6 +106,20 @@ def residual(g, stride: str | None, doc: str, outer: str = "batch") -> Arg:
                    doc=f"{doc}: added after the epilogue chain; C's dtype, layout and leading dimension")
 
 
+def rope_args(g) -> list[Arg]:
+    """The rotary epilogue's inputs (module docstring)."""
+    rot = g.rope.dim
+    return [Arg("positions", T, dtype=DType.I32, dims=("M",), strides=(1,),
+                value_range=(0, E.add("rope_positions", -1)),
+                doc="int32 [M]: each row's position (its row of cos_sin), 0..rope_positions-1"),
+            Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", rot), strides=("cs_pos_stride", 1),
+                doc=f"f32 [rope_positions, {rot}]: per position the {rot // 2} cosines, then the sines "
+                    "(ckgen.rope_table)"),
+            Arg("rope_positions", S, default=0, doc="rows of cos_sin"),
+            Arg("rope_cols", S, doc=f"columns rotated from 0 (a multiple of {g.rope_head}; the rest pass through)"),
+            Arg("cs_pos_stride", ST, doc="elements between positions of cos_sin")]
+
+
 def _scale(name: str, kind: str | None, size: str) -> Arg:
     """A scale tensor: one f32 (``tensor``), one per row of A / column of B (length ``size``), blocks (``block``:
     A's M x kb, B's nb x kb, row-major with a leading dimension); unused (NULL) when only the other operand is
@@ -153,6 +172,8 @@ def abi(spec: KernelSpec) -> Abi:
         args += [_scale("scale_a", ka, "M"), _scale("scale_b", kb, "N")]
     if g.residual:
         args.append(residual(g, sb("stride_c"), "M x N"))
+    if g.rope is not None:
+        args += rope_args(g)
     args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
              Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
     if batched:
@@ -178,7 +199,8 @@ def abi(spec: KernelSpec) -> Abi:
     empty = ("M", "N", "batch") if batched else ("M", "N")
     blocks = (("kb", "K", MX_BLOCK),) if g.mx_scaled else \
         (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
-    return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=gate_divides(g),
+    divides = gate_divides(g) + (((g.rope_head, "rope_cols"),) if g.rope is not None else ())
+    return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=divides,
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 
 

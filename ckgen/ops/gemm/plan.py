@@ -352,6 +352,31 @@ def check_gated(d: GemmDraft) -> None:
                      f"half a wave's N extent ({half} columns) must be whole blocks, or lie in one")
 
 
+def check_rope(d: GemmDraft) -> None:
+    """``rope = gptj(...)``: the rotation pairs two finished outputs of one row, so every output is finished by one
+    workgroup (no split-K / stream-K), in a float C laid out row-major (the layout attention reads), of a plain
+    dense GEMM without gate, residual or scales."""
+    g, cfg = d.g, d.cfg
+    if g.rope is None:
+        return
+    rope = f"rope = {g.rope_text}"
+    if resolve_schedule(cfg, g).kind != "tile":
+        raise d.fail("schedule", cfg.schedule.text, "tile or auto", f"{rope}: split-K and stream-K are not "
+                     "implemented for a rotary epilogue (the pair is rotated once its sums are whole)")
+    if g.gated or g.residual:
+        raise d.fail("epilogue", " -> ".join(op.text for op in g.epilogue), "none, a bias, an activation",
+                     f"{rope}: a gated or residual epilogue does not combine with the rotation")
+    if g.scaled:
+        raise d.fail("scale_a" if g.scale_a else "scale_b", g.scale_a or g.scale_b, "none",
+                     f"{rope}: fp8 scalings do not combine with the rotation yet")
+    if g.batched or g.grouped:
+        raise d.fail("batched" if g.batched else "mode", "true" if g.batched else g.mode, "a dense, unbatched GEMM",
+                     f"{rope}: the positions are per row of one matrix")
+    if g.c.layout != Layout.ROW or g.c.dtype not in (DType.F16, DType.BF16, DType.F32) or g.acc != DType.F32:
+        raise d.fail("C", f"{g.c.dtype.value} {g.c.layout.value}", "f16, bf16 or f32, row-major (f32 accumulation)",
+                     f"{rope}: the rotated outputs are written row-major in a float dtype")
+
+
 def choose_vectors(d: GemmDraft) -> None:
     g, cfg = d.g, d.cfg
     (tm, tn, tk) = cfg.tile
@@ -456,6 +481,7 @@ PASSES = (
     check_tile,           # tile divisible by waves x instruction; pipeline depth
     check_kernel_body,    # the shape rules of the target's device body
     check_gated,          # gated epilogues: schedule, scales, interleave block
+    check_rope,           # the rotary epilogue: schedule, layout, no gate / residual / scales
     choose_vectors,       # global vector widths
     plan_lds,             # LDS layout, bytes and capacity
     estimate_registers,   # register budget

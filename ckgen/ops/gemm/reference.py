@@ -36,6 +36,28 @@ def _gate(g, r):
     return activation(GATED[g.gated], r[..., gi]) * r[..., ui]
 
 
+def rope_columns(g, r, positions, cos_sin, rope_cols: int):
+    """``r`` [M, N] (float64, numpy or torch) with columns [0, rope_cols) rotated per head of ``g.rope_head`` (pairs
+    (2i, 2i + 1), ``rope.dim`` rotated elements a head) at each row's position; rows whose position lies outside
+    the table become NaN in those columns (the kernel's rule)."""
+    head, rot = g.rope_head, g.rope.dim
+    cols = min(int(rope_cols), r.shape[-1]) // head * head
+    if cols == 0:
+        return r
+    xp = np if isinstance(r, np.ndarray) else __import__("torch")
+    pos = positions.reshape(-1)
+    inside = (pos >= 0) & (pos < cos_sin.shape[0])
+    cs = cos_sin[xp.where(inside, pos, 0)]
+    c, s = cs[:, None, : rot // 2], cs[:, None, rot // 2: rot]
+    out = r.clone() if xp is not np else r.copy()
+    q = out[:, :cols].reshape(r.shape[0], cols // head, head)
+    x, y = q[..., 0:rot:2].clone() if xp is not np else q[..., 0:rot:2].copy(), q[..., 1:rot:2]
+    q[..., 0:rot:2] = x * c - y * s
+    q[..., 1:rot:2] = y * c + x * s
+    out[:, :cols] = xp.where(inside[:, None], q.reshape(r.shape[0], cols), xp.nan)
+    return out
+
+
 def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> dict[str, np.ndarray]:
     """``{"C": float64 result}``. ``arrays`` holds A, B, C (its values before the call) and bias as passed
     (batched: 3-D, or 2-D / 1-D when broadcast)."""
@@ -70,6 +92,9 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
             r = activation(op.kind, r)
     if g.gated:
         r = _gate(g, r)
+    if g.rope is not None:
+        r = rope_columns(g, r, np.asarray(arrays["positions"]), to_float64(arrays["cos_sin"], DType.F32),
+                         sizes["rope_cols"])
     if g.residual:
         r = r + to_float64(arrays["residual"], g.c.dtype)
     if not g.c.dtype.is_float:
@@ -217,6 +242,8 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
         else:
             gate = 0.5 * gate * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (gate + 0.044715 * gate ** 3)))
         r = gate * up
+    if g.rope is not None:
+        r = rope_columns(g, r, arrays["positions"].long(), arrays["cos_sin"].double(), sizes["rope_cols"])
     if g.residual:
         r = r + arrays["residual"].double()
     if not g.c.dtype.is_float:

@@ -2,7 +2,8 @@
 
 ``C = epilogue(alpha * A @ B + beta * C)`` cast to C's dtype; A is MxK, B is KxN, C is MxN. The chain may end in
 ``residual`` (``+ R``, an input laid out as C) and may be gated (``swiglu`` / ``geglu``: B is K x 2N, gate and up
-columns as ``gate`` says, C = act(gate) * up). With
+columns as ``gate`` says, C = act(gate) * up). ``rope = gptj(head_dim[, rot])`` rotates the finished values of
+adjacent column pairs (the qkv projection's rotary embedding, written rotated: :data:`ROPE_WORDS`). With
 ``batched = true`` every operand gains a leading batch dimension with its own batch stride (0 broadcasts). With
 ``mode = grouped`` (or ``masked``) it is G GEMMs sharing N and K with rows per group given at run time (the
 mixture-of-experts layouts: :mod:`ckgen.ops.gemm.abi`).
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
+from ckgen.ir.rope import Rope
 from ckgen.ir.spec import TensorSpec, Value
 from ckgen.ir.types import DType
 
@@ -48,6 +50,9 @@ SCALE_A = ("tensor", "row", "block", "mx")
 SCALE_B = ("tensor", "col", "block", "mx")
 SCALE_BLOCK = 128
 MX_BLOCK = 32
+#: the rotary embedding of the epilogue (docs/dsl.md, "RoPE in the GEMM epilogue"): adjacent columns (2i, 2i + 1) of
+#: each head of ``head_dim`` columns are a pair (gptj); a lane holds both or its neighbour does, on every body
+ROPE_WORDS = "none, gptj(head_dim) or gptj(head_dim, rot): head_dim even in 2..1024, rot even in 2..head_dim"
 #: split counts a kernel may fix (splitk(S))
 MIN_SPLITS, MAX_SPLITS = 2, 64
 
@@ -83,6 +88,8 @@ KEYS = (
                    "e8m0 bytes, gfx950): A's dequantization scale, read from device memory", default_text="none"),
     Key("scale_b", "tensor (one f32), col (N f32), block(128) (ceil(N/128) x ceil(K/128) f32) or mx(32) (N x "
                    "ceil(K/32) e8m0 bytes, gfx950): B's dequantization scale", default_text="none"),
+    Key("rope", f"{ROPE_WORDS}: the epilogue rotates the columns [0, rope_cols) of each row at its position "
+                "(positions, cos_sin at run time)", default_text="none"),
 )
 
 
@@ -127,13 +134,13 @@ SMALL_M_TILE = 64
 
 def resolve_schedule(cfg: TileConfig, gemm: GemmSpec | None = None) -> Schedule:
     """The schedule a kernel runs: its own, or for ``auto`` split-K (count per call) when the tile has at most
-    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise (always for a gated epilogue, which split-K
-    does not take). Target-independent (the ABI follows it)."""
+    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise (always for a gated or rotary epilogue, which
+    split-K does not take). Target-independent (the ABI follows it)."""
     s = cfg.schedule
     if s.kind != "auto":
         return s
-    gated = gemm is not None and gemm.gated is not None
-    return Schedule("splitk") if cfg.tile[0] <= SMALL_M_TILE and not gated else Schedule("tile")
+    whole = gemm is not None and (gemm.gated is not None or gemm.rope is not None)
+    return Schedule("splitk") if cfg.tile[0] <= SMALL_M_TILE and not whole else Schedule("tile")
 
 
 def _cluster(v: Value) -> int:
@@ -220,8 +227,16 @@ class GemmSpec:
     #: gated epilogues: ``halves`` or ``interleaved`` with ``gate_block`` columns per block (None: not gated)
     gate: str | None = None
     gate_block: int = 0
+    #: rotary embedding of the finished values (None: none): ``rope.dim`` rotated elements of each ``rope_head``
+    #: columns (style gptj: adjacent pairs)
+    rope: Rope | None = None
+    rope_head: int = 0
 
     def __post_init__(self) -> None:
+        if (self.rope is None) != (self.rope_head == 0) or (
+                self.rope is not None and (self.rope.style != "gptj" or self.rope_head % 2
+                                           or self.rope.dim > self.rope_head)):
+            raise ValueError(f"rope {self.rope} over heads of {self.rope_head}")
         if sum(1 for op in self.epilogue if op.kind == "bias") > 1:
             raise ValueError("at most one bias in the epilogue")
         if any(op.kind == "residual" for op in self.epilogue[:-1]):
@@ -296,7 +311,13 @@ class GemmSpec:
             d["scale_a"], d["scale_b"] = self.scale_a, self.scale_b
         if self.gate is not None:  # (likewise ungated ones)
             d["gate"] = {"form": self.gate, "block": self.gate_block}
+        if self.rope is not None:  # (likewise unrotated ones)
+            d["rope"] = {**self.rope.to_json(), "head": self.rope_head}
         return d
+
+    @property
+    def rope_text(self) -> str:
+        return f"gptj({self.rope_head})" if self.rope.dim == self.rope_head else f"gptj({self.rope_head}, {self.rope.dim})"
 
 
 @dataclass(frozen=True)
@@ -411,6 +432,27 @@ def _gate(v: Value) -> tuple[str, int]:
                 f"{V.did_you_mean(v.text, GATE_FORMS)}{legal}")
 
 
+def _rope(v: Value) -> tuple[Rope | None, int]:
+    """``rope = none | gptj(head_dim) | gptj(head_dim, rot)``: (the rotation, head_dim), or (None, 0)."""
+    legal = f"legal: {ROPE_WORDS}"
+    if v.kind == "call" and v.data == ("none", ()):
+        return None, 0
+    if v.kind == "call" and v.data[0] == "neox":
+        raise V.err(f"rope = {v.text}: the GEMM epilogue rotates adjacent column pairs only (gptj)", v.span,
+                    "for rotate-half weights, reorder the q and k rows with ckgen.rope_interleave (q.k unchanged) "
+                    "and write rope = gptj(head_dim)")
+    if v.kind != "call" or v.data[0] != "gptj" or not 1 <= len(v.data[1]) <= 2:
+        raise V.err(f"rope = {v.text}: expected gptj(head_dim) or gptj(head_dim, rot)", v.span, legal)
+    nums = [int(a) if a.isdigit() and len(a) <= 5 else -1 for a in v.data[1]]
+    head, rot = nums[0], nums[-1]
+    if head % 2 or not 2 <= head <= 1024:
+        raise V.err(f"rope = {v.text}: head_dim must be an even integer in 2..1024", v.span, legal)
+    if rot % 2 or not 2 <= rot <= head:
+        raise V.err(f"rope = {v.text}: the rotary dim must be an even integer in 2..{head} (head_dim)", v.span,
+                    f"e.g. gptj({head}, {head // 2}); {legal}")
+    return Rope("gptj", rot), head
+
+
 def _scale(v: Value, param: str, kinds: tuple[str, ...]) -> str:
     """``tensor``, ``row`` / ``col``, ``block(128)`` or ``mx(32)``."""
     sized = {"block": SCALE_BLOCK, "mx": MX_BLOCK}
@@ -455,10 +497,12 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         raise V.err(f"beta = {v['beta'].text}: a gated epilogue takes beta = 0", v["beta"].span,
                     f"legal: beta = 0 (C has half B's columns); add C's old values with epilogue = {gated} -> residual "
                     "(R = C)")
+    rope, rope_head = _rope(v["rope"]) if "rope" in v else (None, 0)
     gemm = GemmSpec(a, b, c, acc,
                     alpha=V.f32(v["alpha"], "alpha") if "alpha" in v else 1.0,
                     beta=V.f32(v["beta"], "beta") if "beta" in v else 0.0,
                     epilogue=epilogue, batched=batched, mode=mode, index=index, gate=gate, gate_block=gate_block,
+                    rope=rope, rope_head=rope_head,
                     scale_a=_scale(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
                     scale_b=_scale(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
     instr = None

@@ -7,6 +7,11 @@
 // A Cfg with `using EpiOperand = epi::Residual<TBias, TC>` (epilogue `... -> residual`) passes the bias pointer with
 // the residual R: value() adds R at C's element after the chain (D = chain(alpha * acc + beta * C) + R).
 //
+// A Cfg with `using EpiOperand = epi::Rotary<TBias>` (rope = gptj(kRopeHead[, kRopeDim])) passes the bias pointer
+// with the rotary inputs: the finished values of columns (2i, 2i + 1) of a row are rotated as a pair (rope_pair; on
+// bodies whose lanes hold one column each, rope_lane with the neighbour's value) when 2i < cols and
+// 2i % kRopeHead < kRopeDim, at the row's position: pair i' = (2i % kRopeHead) / 2 of table row positions[row].
+//
 // Gated epilogues (swiglu, geglu): a Cfg with `using Gate = epi::Silu` (or Gelu) and `kGateBlock` has B of 2 N
 // columns and C of N: C = Gate(chain(gate)) * chain(up) (+ R), the chain (a bias at most) applied to the gate and
 // the up value at their own columns of B. Output column o takes gate column gate_col(o) and up column
@@ -23,6 +28,7 @@
 
 #include "ckgen/blocks/activation.h"
 #include "ckgen/blocks/fp8.h"
+#include "ckgen/blocks/rope.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {
@@ -128,6 +134,33 @@ struct IsResidual<Residual<TBias, TC>> {
   static constexpr bool value = true;
 };
 
+// The epilogue operand of a rotary Cfg (rope = gptj(...)): the bias pointer, each row's position, the cos / sin
+// table (positions rows, cs_stride apart) and the columns rotated from 0. `+ d` moves the bias only.
+template <class TBias>
+struct Rotary {
+  const TBias* bias;
+  const int* positions;
+  const float* cos_sin;
+  int npos;
+  int cols;
+  long long cs_stride;
+  static CKGEN_DEVICE Rotary make(const TBias* bias, const int* positions, const float* cos_sin, int npos, int cols,
+                                  long long cs_stride) {
+    return Rotary{bias, positions, cos_sin, npos, cols, cs_stride};
+  }
+  CKGEN_DEVICE Rotary operator+(long long d) const { return Rotary{bias + d, positions, cos_sin, npos, cols, cs_stride}; }
+  CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
+};
+
+template <class T>
+struct IsRotary {
+  static constexpr bool value = false;
+};
+template <class TBias>
+struct IsRotary<Rotary<TBias>> {
+  static constexpr bool value = true;
+};
+
 template <class T>
 struct IsScaled {
   static constexpr bool value = false;
@@ -148,6 +181,11 @@ struct OperandOf<Cfg, decltype(void(static_cast<typename Cfg::EpiOperand*>(nullp
 // What the GEMM bodies pass to the epilogue: const TBias* unless the Cfg declares its EpiOperand.
 template <class Cfg>
 using Operand = typename OperandOf<Cfg>::type;
+// Whether Cfg's epilogue rotates (rope = gptj(...): its operand is an epi::Rotary).
+template <class Cfg>
+constexpr bool rotary() {
+  return IsRotary<Operand<Cfg>>::value;
+}
 
 template <class T>
 CKGEN_DEVICE const T* bias_ptr(const T* p) {
@@ -159,6 +197,10 @@ CKGEN_DEVICE const T* bias_ptr(const Scaled<T, kA, kB>& s) {
 }
 template <class T, class TC>
 CKGEN_DEVICE const T* bias_ptr(const Residual<T, TC>& s) {
+  return s.bias;
+}
+template <class T>
+CKGEN_DEVICE const T* bias_ptr(const Rotary<T>& s) {
   return s.bias;
 }
 
@@ -259,7 +301,43 @@ struct IsInt< ::int32_t> {
 template <class Cfg>
 constexpr bool reads_memory() {
   return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads || IsScaled<Operand<Cfg>>::value ||
-         IsResidual<Operand<Cfg>>::value;
+         IsResidual<Operand<Cfg>>::value || IsRotary<Operand<Cfg>>::value;
+}
+
+// ---------------------------------------------------------------- the rotary epilogue
+// The cosine and sine of the pair holding column col of row `row` (c = 1, s = 0: col is not rotated; NaN: the row's
+// position lies outside the table). row < M.
+template <class Cfg>
+CKGEN_DEVICE void rope_angle(const Operand<Cfg>& r, int row, int col, float& c, float& s) {
+  constexpr int kHead = Cfg::kRopeHead, kRot = Cfg::kRopeDim;
+  const int d = col % kHead;
+  c = 1.0f;
+  s = 0.0f;
+  if (col >= r.cols || d >= kRot) return;
+  const float* cs = rope::row(r.cos_sin, r.cs_stride, gload(r.positions + row), r.npos);
+  if (cs == nullptr) {
+    c = s = bit_cast<float>(0x7fc00000u);  // a quiet NaN
+    return;
+  }
+  c = gload(cs + d / 2);
+  s = gload(cs + kRot / 2 + d / 2);
+}
+
+// The finished values v0, v1 of (row, col), (row, col + 1), col even, rotated as a pair.
+template <class Cfg>
+CKGEN_DEVICE void rope_pair(float& v0, float& v1, int row, int col, const Operand<Cfg>& r) {
+  float c, s;
+  rope_angle<Cfg>(r, row, col, c, s);
+  rope::rotate(v0, v1, c, s);
+}
+
+// The finished value v of (row, col) rotated, p being its partner's (column col ^ 1 of the row): a lane that holds
+// one column of the pair.
+template <class Cfg>
+CKGEN_DEVICE float rope_lane(float v, float p, int row, int col, const Operand<Cfg>& r) {
+  float c, s;
+  rope_angle<Cfg>(r, row, col, c, s);
+  return (col & 1) ? v * c + p * s : v * c - p * s;
 }
 
 // The value one accumulator gives C before the cast: alpha * acc (times the scales of a scaled operand), plus

@@ -62,6 +62,7 @@ struct Derived {
   using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateOf<Cfg>::kBlock>;
   static constexpr int kOutRepN = kGated ? Cfg::kRepN / 2 : Cfg::kRepN;       // fragments written per row
   static constexpr int kOutWaveN = kGated ? Cfg::kWaveTileN / 2 : Cfg::kWaveTileN;
+  static constexpr bool kRope = epi::rotary<Cfg>();  // rope = gptj(...): finished values rotated in pairs
   // Accumulator registers per lane; more than half the 256 arch VGPRs are pinned in AGPRs (pin_agpr,
   // ckgen/blocks/mfma.h): with the body's other registers (about 90 to 150) they would not fit beside them.
   static constexpr int kAccRegs = Cfg::kRepM * Cfg::kRepN * static_cast<int>(sizeof(typename Cfg::COperand) / 4);
@@ -359,9 +360,32 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 #pragma unroll
       for (int j = 0; j < Cfg::kRepN; ++j) pin_agpr(acc[i][j]);
   }
-  // item r of fragment (i, j) at (row, col): one accumulator, or a gated pair (j and j + kRepN / 2)
+  // Rotary Cfg (rope = gptj(...)): every accumulator finished in place (value()), then rotated with its partner,
+  // column col ^ 1 of the same rows in lane ^ 1 (MfmaLayout: lane % kInstrN is the column); every lane of the wave
+  // takes part in the exchange (values past M / N are 0 and not rotated). Row-major C (the planner's rule).
+  if constexpr (D::kRope) {
+    static_assert(Cfg::kCRowMajor && Cfg::kInstrN % 2 == 0, "rotary epilogue: row-major C, pairs in lanes l, l ^ 1");
+#pragma unroll
+    for (int i = 0; i < Cfg::kRepM; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kRepN; ++j)
+#pragma unroll
+        for (int r = 0; r < Cfg::kCItems; ++r) {
+          const int row = m0 + wave_m * Cfg::kWaveTileM + i * Cfg::kInstrM + L::c_row(r, lane);
+          const int col = n0 + wave_n * Cfg::kWaveTileN + j * Cfg::kInstrN + L::c_col(0, lane);
+          const bool in = row < M && col < N;
+          const float v = in ? epi::value<Cfg>(acc[i][j][r], row, col, C, static_cast<long long>(row) * ldc + col,
+                                               bias)
+                             : 0.0f;
+          const float p = shfl_xor<1>(v);
+          acc[i][j][r] = in && (col ^ 1) < N ? epi::rope_lane<Cfg>(v, p, row, col, bias) : v;
+        }
+  }
+  // item r of fragment (i, j) at (row, col): one accumulator, a gated pair (j and j + kRepN / 2), or a rotated value
   auto finish = [&](int i, int j, int r, int row, int col, long long off) -> TC {
-    if constexpr (D::kGated)
+    if constexpr (D::kRope)
+      return from_float<TC>(acc[i][j][r]);
+    else if constexpr (D::kGated)
       return epi::finish_gated<Cfg>(acc[i][j][r], acc[i][j + Cfg::kRepN / 2][r], row, col, N, C, off, bias);
     else
       return epi::finish<Cfg>(acc[i][j][r], row, col, C, off, bias);

@@ -37,6 +37,7 @@ struct Sm90Epilogue {
   using COp = typename Cfg::COperand;
   using Operand = epi::Operand<Cfg>;  // the bias pointer, or with the scales (epilogue.h)
   static constexpr bool kGated = epi::gated<Cfg>();
+  static constexpr bool kRope = epi::rotary<Cfg>();  // rope = gptj(...): pairs rotated (pack_pair)
   static constexpr int kOutN = epi::out_tile_n<Cfg>();  // columns of C a tile writes
 
   // ---- epilogue through shared memory (row-major C): per warp, 16 rows x (kSub * 8) columns at a time go from
@@ -50,6 +51,16 @@ struct Sm90Epilogue {
   // fragments of RN a row of outputs takes (gated: the gates)
   template <int RN>
   static constexpr int kOutRN = kGated ? RN / 2 : RN;
+
+  // The finished values of (row, col), (row, col + 1) as C's pair: rotated first by a rotary Cfg when both are in C
+  // (col is even: every caller's column is n0 + ... + 2t).
+  static CKGEN_DEVICE vec<TC, 2> pack_pair(float v0, float v1, bool both, int row, int col, Operand bias) {
+    if constexpr (kRope) {
+      if (both) epi::rope_pair<Cfg>(v0, v1, row, col, bias);
+    }
+    if constexpr (sizeof(TC) == 2) return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+    else return vec<TC, 2>{from_float<TC>(v0), from_float<TC>(v1)};
+  }
 
   // The outputs at (row, col) and (row, col + 1) of accumulators a0, a1, as staged: finish() on each; with
   // kChecked, an output past M / N is zero and reads nothing. Unchecked calls past M / N are allowed only when
@@ -65,14 +76,14 @@ struct Sm90Epilogue {
                   "kResidualIn: 16-bit C, a residual operand");
     const bool in0 = !kChecked || (row < M && col < N);
     const bool in1 = !kChecked || (row < M && col + 1 < N);
-    if constexpr (sizeof(TC) == 2) {
+    if constexpr (sizeof(TC) == 2 || kRope) {
       auto value = [&](AccT a, AccT u, int c, long long o, int e) {
         if constexpr (kResidualIn) return value_of<false>(a, u, row, c, C, o, bias, N) + to_float(r.v[e]);
         else return value_of(a, u, row, c, C, o, bias, N);
       };
       const float v0 = in0 ? value(a0, u0, col, off, 0) : 0.0f;
       const float v1 = in1 ? value(a1, u1, col + 1, off + 1, 1) : 0.0f;
-      return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+      return pack_pair(v0, v1, in0 && in1, row, col, bias);
     } else {
       vec<TC, 2> out;
       out.v[0] = in0 ? finish_of(a0, u0, row, col, C, off, bias, N) : zero<TC>();
@@ -86,10 +97,10 @@ struct Sm90Epilogue {
     static_assert(!kGated, "pair: a gated Cfg passes the up accumulators too");
     const bool in0 = !kChecked || (row < M && col < N);
     const bool in1 = !kChecked || (row < M && col + 1 < N);
-    if constexpr (sizeof(TC) == 2) {
+    if constexpr (sizeof(TC) == 2 || kRope) {
       const float v0 = in0 ? epi::value<Cfg>(a0, row, col, C, off, bias) : 0.0f;
       const float v1 = in1 ? epi::value<Cfg>(a1, row, col + 1, C, off + 1, bias) : 0.0f;
-      return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
+      return pack_pair(v0, v1, in0 && in1, row, col, bias);
     } else {
       vec<TC, 2> out;
       out.v[0] = in0 ? epi::finish<Cfg>(a0, row, col, C, off, bias) : zero<TC>();
@@ -193,6 +204,22 @@ struct Sm90Epilogue {
     auto finish = [&](int i, int j, int e, int row, int col, long long off) -> TC {
       return finish_of(acc[i][j].r[e], acc[i][j + kUp].r[e], row, col, C, off, bias, N);
     };
+    if constexpr (kRope) {  // (row-major C: the planner's rule) every output through pair(), bounds-checked
+#pragma unroll
+      for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < ORN; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wrow + i * 16 + g + h * 8, col = n0 + ocol + j * 8 + 2 * t;
+            if (row >= M) continue;
+            const long long off = static_cast<long long>(row) * ldc + col;
+            const vec<TC, 2> v = pair<true>(acc[i][j].r[2 * h], acc[i][j].r[2 * h + 1], row, col, C, off, bias, M, N);
+            if (col < N) gstore(C + off, v.v[0]);
+            if (col + 1 < N) gstore(C + off + 1, v.v[1]);
+          }
+      return;
+    }
     const bool pair_ok = Cfg::kCRowMajor && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC))) == 0 &&
                          (ldc % 2) == 0;
     if constexpr (Cfg::kCRowMajor) {

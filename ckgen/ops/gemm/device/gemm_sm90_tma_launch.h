@@ -232,6 +232,15 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     return launch_sched(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
 
+  // Rotary kernels (rope = gptj(...); Operand is an epi::Rotary): the rotary inputs follow the bias in the host
+  // entry's arguments (positions, cos_sin, rope_positions, rope_cols, cs_pos_stride) and travel in the operand.
+  template <class Kernel, class... Rest>
+  static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const int* positions,
+                    const float* cos_sin, int npos, int cols, long long cs_stride, Rest... rest) {
+    static_assert(epi::IsRotary<Operand>::value, "launch with rotary inputs: a Cfg whose EpiOperand is epi::Rotary");
+    return launch(kernel, A, B, C, Operand{bias, positions, cos_sin, npos, cols, cs_stride}, rest...);
+  }
+
   // The tensor map C is TMA-stored through (kTmaStoreC; otherwise nothing to do: true), or false when C cannot
   // be: its base, leading dimension or batch stride not 16-byte aligned, or N not a multiple of 8 (the H200 was
   // seen to write a row's last 16-byte chunk whole, past N).
