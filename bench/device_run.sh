@@ -41,7 +41,7 @@
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
-#   tests     the GPU tests named in $TESTS (paths, -k ...)
+#   tests     the GPU tests named in $TESTS (paths, -k ...); tests-memcheck: the same under compute-sanitizer memcheck
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
@@ -143,6 +143,10 @@ for STAGE in "$@"; do
     tests)
       timeout 200 $PYTEST $TESTS > "$OUT/pytest_tests.txt" 2>&1
       echo "pytest -m gpu $TESTS rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_tests.txt" | tail -8 ;;
+    tests-memcheck)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool memcheck --leak-check no $PYTEST $TESTS \
+        -k "not runs_wh" > "$OUT/memcheck_tests.txt" 2>&1
+      echo "memcheck $TESTS rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_tests.txt" | tail -3 ;;
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
       echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;
@@ -163,7 +167,7 @@ for STAGE in "$@"; do
       echo "elementwise bench rc $?"; tail -14 "$OUT/elementwise.txt" ;;
     model)
       timeout 120 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
-      timeout 300 python3 bench/model.py ${MODEL_ARGS:-} --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
+      timeout 400 python3 bench/model.py ${MODEL_ARGS:-} --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
       echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
     quant)
       timeout 200 $PYTEST tests/runtime/test_nvidia_quant.py > "$OUT/pytest_quant.txt" 2>&1

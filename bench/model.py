@@ -2,7 +2,8 @@
 through the Python API: prepared calls) against the same layer in torch, eager and ``torch.compile`` (default
 mode), measured in the same run, bf16 (issue 28).
 
-  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms] [--json OUT]
+  python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms]
+                        [--rope-at qkv|append] [--rope-ab] [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -18,7 +19,9 @@ relative error against float64, ckgen's and torch bf16 eager's, and their ratio 
 ``--fold-norms``: the ckgen layer is examples/llama_layer.py's folded-norm one (the RMS norms' weights folded into
 the qkv and gate-up weights; norms that write only each row's rstd, which scales those GEMMs' rows), and the
 unfolded layer runs as a fourth side of the same interleaved rounds (``ckgen_unfolded``), so both are compared in
-one run.
+one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_layer.py's ``rope_at``: ``qkv``, the
+qkv GEMM's epilogue, attention reading its output, the default; ``append``, the K/V append that also fills a
+cache). ``--rope-ab``: the other place's layer runs as a further side of the same rounds (``ckgen_<place>``).
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -127,12 +130,13 @@ def time_steps(sides: dict, x) -> dict:
             for side, layer_steps in sides.items()}
 
 
-def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False) -> dict:
+def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "qkv",
+             rope_ab: bool = False) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
     rope = ex.rope_inputs(cfg, batch, seq, "cuda")
-    ck_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope)
+    ck_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope, rope_at)
     cos, sin = rope_tables(ex, cfg, batch, seq, torch.bfloat16)
     t_steps = torch_steps(cfg, w, batch, cos, sin)
 
@@ -150,9 +154,14 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False) ->
         errs = {"ckgen": rel_err(out_ck, ref), "eager": rel_err(out_eager, ref), "compile": rel_err(out_comp, ref)}
         sides = {"ckgen": ck, "eager": eager, "compile": compiled}
         if fold:
-            unfolded = ex.steps(ks, cfg, w, batch, seq, rope)
+            unfolded = ex.steps(ks, cfg, w, batch, seq, rope, rope_at)
             sides["ckgen_unfolded"] = lambda: ex.forward(unfolded, x)
             errs["ckgen_unfolded"] = rel_err(sides["ckgen_unfolded"](), ref)
+        if rope_ab:
+            other = next(p for p in ex.ROPE_AT if p != rope_at)
+            other_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope, other)
+            sides[f"ckgen_{other}"] = lambda: ex.forward(other_steps, x)
+            errs[f"ckgen_{other}"] = rel_err(sides[f"ckgen_{other}"](), ref)
         del ref
         dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
@@ -189,6 +198,9 @@ def main() -> int:
     ap.add_argument("--shapes", default="1x2048,4x512,1x8192", help="BxS: B sequences of S tokens")
     ap.add_argument("--fold-norms", action="store_true", help="the ckgen layer with its norms folded into the "
                     "GEMMs; the unfolded one timed beside it")
+    ap.add_argument("--rope-at", choices=("qkv", "append"), default="qkv", help="where the ckgen layer rotates q "
+                    "and k: the qkv GEMM's epilogue or the K/V append (examples/llama_layer.py's rope_at)")
+    ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at the other place timed beside it")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
@@ -198,13 +210,16 @@ def main() -> int:
     for cfg_name in a.configs.split(","):
         for shape in a.shapes.split(","):
             b, s = (int(v) for v in shape.split("x"))
-            rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms))
+            rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms, a.rope_at, a.rope_ab))
             r = rows[-1]
             d = r["device_ms"]
             fold = (f"; unfolded {d['ckgen_unfolded']:.3f} ms (folding gains {d['ckgen_unfolded'] / d['ckgen']:.4f}x, "
                     f"error {r['rel_err']['ckgen']:.2e} vs {r['rel_err']['ckgen_unfolded']:.2e})" if a.fold_norms else "")
             print(f"{cfg_name} {shape}: ckgen {d['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile, "
                   f"{r['vs_eager']:.3f}x eager{fold}", flush=True)
+            for side in (k for k in d if k.startswith("ckgen_") and k != "ckgen_unfolded"):
+                print(f"  {side}: {d[side]:.3f} ms ({d[side] / d['ckgen']:.4f}x the layer's time, "
+                      f"{d['compile'] / d[side]:.3f}x compile; error {r['rel_err'][side]:.2e})")
     print()
     print_rows(rows)
     ok = [r["vs_compile"] >= GOAL_COMPILE and r["vs_eager"] >= GOAL_EAGER and r["err_ratio"] <= GOAL_ERR

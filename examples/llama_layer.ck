@@ -1,8 +1,11 @@
 /* The kernels of a Llama-style decoder layer (examples/llama_layer.py): every step of the layer is one of these.
 
+     x -> llama_norm -> llama_qkv_rope (+ bias: llama_qkv_bias_rope; q and k rotated in the epilogue)
+       -> llama_attention (causal, GQA; q, k, v read from qkv) -> llama_o_res (s = x + o . Wo^T: the residual
+       fused) -> llama_norm -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
+   Rotating in the K/V append instead (rope_at = "append": the serving form, which also fills a KV cache):
      x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
-       -> llama_attention (causal, GQA) -> llama_o_res (s = x + o . Wo^T: the residual fused) -> llama_norm
-       -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
+       -> llama_attention -> ... as above
    With the norms folded into the GEMMs (examples/llama_layer.py, Weights.folded):
      x -> llama_norm_rstd -> llama_qkv_rs (rows scaled by rstd) -> llama_kv_append -> llama_attention
        -> llama_o_res (s = x + o . Wo^T) -> llama_norm_rstd -> llama_gate_up_rs -> llama_down
@@ -55,6 +58,16 @@ family llama_qkv_bias {         // Qwen2-style q / k / v biases
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
+family llama_qkv_rope {         // q and k rotated (RoPE) in the epilogue: the q / k weight rows in pair order
+  arch = [sm_90]                // (ckgen.rope_interleave), columns [0, rope_cols) rotated, v passes
+  A = bf16 row  B = bf16 col  C = bf16 row  rope = gptj(128)
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+}
+family llama_qkv_bias_rope {
+  arch = [sm_90]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  rope = gptj(128)
+  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+}
 family llama_o_res {            // s = x + o . Wo^T: the residual stream written once
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
@@ -99,6 +112,16 @@ family llama_qkv {
 family llama_qkv_bias {
   arch = [gfx942]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
+  tile = 64x64x32  waves = 2x2
+}
+family llama_qkv_rope {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  rope = gptj(128)
+  tile = 64x64x32  waves = 2x2
+}
+family llama_qkv_bias_rope {
+  arch = [gfx942]
+  A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  rope = gptj(128)
   tile = 64x64x32  waves = 2x2
 }
 family llama_o_res {

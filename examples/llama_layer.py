@@ -1,21 +1,25 @@
 """A Llama-style decoder layer from ckgen kernels (examples/llama_layer.ck), checked against a float64 layer.
 
   python examples/llama_layer.py [--config llama3-8b|qwen2.5-7b] [--target emu|sm_90] [--batch B] [--seq S]
-                                 [--fold-norms]
+                                 [--fold-norms] [--rope-at qkv|append]
 
 Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
   h = rmsnorm(x)                     llama_norm
-  qkv = h . Wqkv^T (+ bias)          llama_qkv / llama_qkv_bias (family: the dispatcher picks the tile)
-  k rotated (RoPE) into the K cache,  llama_kv_append (a contiguous cache [batch, seq, kv_heads, head_dim];
-    v into the V cache, q rotated      q rotated in place by the same launch)
-    in place
-  o = attention(q, k, v)             llama_attention (no RoPE of its own; causal; GQA: heads / heads_kv query
-                                     heads per K/V head)
+  qkv = h . Wqkv^T (+ bias),         llama_qkv_rope / llama_qkv_bias_rope (family: the dispatcher picks the tile;
+    q and k rotated (RoPE)             the rotation in the GEMM's epilogue, on q / k weight rows in pair order:
+                                       Weights.interleave_rope, once at load)
+  o = attention(q, k, v)             llama_attention (q, k, v read from qkv as they lie; no RoPE of its own;
+                                     causal; GQA: heads / heads_kv query heads per K/V head)
   s = x + o . Wo^T                   llama_o_res (the residual in the GEMM's epilogue: s is written once)
   y = rmsnorm(s)                     llama_norm
   m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up (SwiGLU in the GEMM's epilogue)
   out = s + m . Wd^T                 llama_down (the residual in the GEMM's epilogue)
+
+``rope_at = "append"`` (and the folded-norm layer, whose qkv GEMM scales rows) rotates in a step of its own
+instead, the serving form that also fills a KV cache: qkv = h . Wqkv^T (llama_qkv / llama_qkv_bias), then k rotated
+into a contiguous K cache [batch, seq, kv_heads, head_dim], v into the V cache and q rotated in place by one launch
+(llama_kv_append); attention reads the caches.
 
 The dimensions are configurable (:class:`Config`; ``head_dim`` is the attention kernel's, 128); weights are random
 (:meth:`Weights.random`) or given (:meth:`Weights.from_state_dict`: a Hugging Face layer's tensors). On the emulator
@@ -77,8 +81,11 @@ CONFIGS = {
 #: the emulator's configuration: small, with the qkv bias and a hidden size that is not a power of two
 EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
 
-NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_kv_append", "llama_attention", "llama_o_res",
-         "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs", "llama_qkv_bias_rs", "llama_gate_up_rs")
+NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_qkv_rope", "llama_qkv_bias_rope", "llama_kv_append",
+         "llama_attention", "llama_o_res", "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs",
+         "llama_qkv_bias_rs", "llama_gate_up_rs")
+#: where the layer rotates q and k: in the qkv GEMM's epilogue, or in the K/V append (which also fills a cache)
+ROPE_AT = ("qkv", "append")
 
 
 class _Kernels(dict):
@@ -114,6 +121,7 @@ class Weights:
     norm_in: object
     norm_post: object
     folded: bool = False  # norm_in / norm_post multiplied into qkv / gate_up (:meth:`fold`)
+    interleaved: bool = False  # q / k rows of qkv in the rotary epilogue's pair order (:meth:`interleave_rope`)
 
     @staticmethod
     def random(cfg: Config, seed: int = 0, device: str | None = None) -> Weights:
@@ -146,6 +154,23 @@ class Weights:
 
         return dataclasses.replace(self, qkv=scaled(self.qkv, self.norm_in), gate_up=scaled(self.gate_up,
                                    self.norm_post), folded=True)
+
+    def interleave_rope(self, cfg: Config) -> Weights:
+        """The same layer with the q and k rows of qkv (and of its bias) in the rotary epilogue's pair order
+        (ckgen.rope_interleave per head: rotate-half pair (i, i + 64) on rows (2i, 2i + 1)), done once at load: q.k,
+        hence the layer's output, is unchanged. Numpy bf16 bits or torch tensors, as the weights are."""
+        if self.interleaved:
+            return self
+        qk = cfg.q_n + cfg.kv_n
+
+        def rows(t):
+            if t is None:
+                return None
+            head = ckgen.rope_interleave(t[:qk], cfg.head_dim)
+            return np.concatenate([head, t[qk:]]) if isinstance(t, np.ndarray) else __import__("torch").cat(
+                [head, t[qk:]])
+
+        return dataclasses.replace(self, qkv=rows(self.qkv), qkv_bias=rows(self.qkv_bias), interleaved=True)
 
     @staticmethod
     def from_state_dict(sd: dict, prefix: str = "") -> Weights:
@@ -181,22 +206,29 @@ def _t(w):
     return w.T
 
 
-def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -> list:
+def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict, rope_at: str = "qkv") -> list:
     """The layer as named steps, each one kernel of ``ks``: ``(name, fn)`` with ``fn(env)`` reading its inputs from
     the dict ``env`` and storing its outputs there. ``env["x"]`` is the input [batch * seq, hidden] (``batch``
     sequences of ``seq`` tokens, causal each); the last step stores ``env["out"]``. ``rope``: the RoPE inputs of
     :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
-    K is rotated once, on its way into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the
-    prefill's K and V), and Q in place (its columns of ``qkv``) by the same launch: attention has no RoPE of its
-    own. The o projection adds the residual in its epilogue (``s = x + o . Wo^T``), so that s is written once and
-    the post-attention norm only reads it. bench/model.py times the steps one by one.
+    ``rope_at = "qkv"``: the qkv GEMM writes q and k rotated (its epilogue; the q / k weight rows interleaved here,
+    once) and attention reads q, k and v from its output as they lie. ``"append"``: K is rotated once, on its way
+    into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the prefill's K and V), and Q in
+    place (its columns of ``qkv``) by the same launch. Attention has no RoPE of its own either way. The o projection
+    adds the residual in its epilogue (``s = x + o . Wo^T``), so that s is written once and the post-attention norm
+    only reads it. bench/model.py times the steps one by one.
 
-    Weights from :meth:`Weights.fold` give the folded-norm layer: ``llama_norm_rstd`` writes each row's rstd only,
-    and the qkv and gate-up GEMMs read x and s as they are and scale their rows by it."""
+    Weights from :meth:`Weights.fold` give the folded-norm layer (its K/V append rotates: the qkv GEMM scales its
+    rows): ``llama_norm_rstd`` writes each row's rstd only, and the qkv and gate-up GEMMs read x and s as they are
+    and scale their rows by it."""
+    if rope_at not in ROPE_AT:
+        raise ValueError(f"rope_at = {rope_at!r}: expected one of {ROPE_AT}")
     scale = 1.0 / math.sqrt(cfg.head_dim)
     q_n, kv_n = cfg.q_n, cfg.kv_n
     if w.folded:
         return _folded_steps(ks, cfg, w, batch, seq, rope)
+    if rope_at == "qkv":
+        return _rope_qkv_steps(ks, cfg, w, batch, seq, rope)
 
     def norm(e):
         e["h"] = ks["llama_norm"](e["x"], w.norm_in, eps=cfg.eps)
@@ -234,9 +266,32 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -
             ("post_norm", post_norm), ("gate_up", gate_up), ("down", down)]
 
 
+def _rope_qkv_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -> list:
+    """:func:`steps` with q and k rotated by the qkv GEMM's epilogue and attention on views of its output."""
+    plain = dict(steps(ks, cfg, w, batch, seq, rope, rope_at="append"))
+    wi = w.interleave_rope(cfg)
+    q_n, kv_n, scale = cfg.q_n, cfg.kv_n, 1.0 / math.sqrt(cfg.head_dim)
+    rot = {"positions": rope["positions"], "cos_sin": rope["cos_sin"], "rope_cols": q_n + kv_n}
+
+    def qkv(e):
+        e["qkv"] = (ks["llama_qkv_bias_rope"](e["h"], _t(wi.qkv), wi.qkv_bias, **rot) if wi.qkv_bias is not None
+                    else ks["llama_qkv_rope"](e["h"], _t(wi.qkv), **rot))
+
+    def attention(e):
+        t = e["qkv"]  # q, k (rotated, in pair order: q.k as the model's) and v, each a view
+        q = t[:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)
+        k = t[:, q_n:q_n + kv_n].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+        v = t[:, q_n + kv_n:].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
+        e["o"], _ = ks["llama_attention"](q, k, v, scale=scale)
+
+    return [("norm", plain["norm"]), ("qkv_rope", qkv), ("attention", attention),
+            ("o_proj+res", plain["o_proj+res"]), ("post_norm", plain["post_norm"]), ("gate_up", plain["gate_up"]),
+            ("down", plain["down"])]
+
+
 def _folded_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict) -> list:
     """:func:`steps` with the norms folded into the GEMMs (``w`` from :meth:`Weights.fold`)."""
-    plain = dict(steps(ks, cfg, dataclasses.replace(w, folded=False), batch, seq, rope))
+    plain = dict(steps(ks, cfg, dataclasses.replace(w, folded=False), batch, seq, rope, rope_at="append"))
 
     def norm(e):
         e["r"] = ks["llama_norm_rstd"](e["x"], eps=cfg.eps)
@@ -271,10 +326,12 @@ def rope_angles(cfg: Config, batch: int, seq: int) -> np.ndarray:
 
 
 def rope_inputs(cfg: Config, batch: int, seq: int, device: str | None) -> dict:
-    """What the rotating kernel (llama_kv_append) reads: ``cos_sin`` (f32 [seq, head_dim], ckgen.rope_table at
-    ``cfg.theta``) and ``seqlens`` (int32 [batch]: the caches' lengths before the step, 0: the tokens' positions
-    are 0..seq-1). numpy (``device`` None) or torch tensors on ``device``."""
+    """What the rotating kernels read: ``cos_sin`` (f32 [seq, head_dim], ckgen.rope_table at ``cfg.theta``),
+    ``positions`` (int32 [batch * seq]: each token's, 0..seq-1 per sequence; the qkv GEMM's epilogue) and
+    ``seqlens`` (int32 [batch]: the caches' lengths before the step, 0: the tokens' positions are 0..seq-1;
+    llama_kv_append). numpy (``device`` None) or torch tensors on ``device``."""
     arrays = {"cos_sin": ckgen.rope_table(seq, cfg.head_dim, theta=cfg.theta),
+              "positions": np.tile(np.arange(seq, dtype=np.int32), batch),
               "seqlens": np.zeros(batch, dtype=np.int32)}
     if device is None:
         return arrays
@@ -335,10 +392,10 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
 def _f64(w: Weights, widen) -> dict:
     """The weight arrays (not the flag) widened to float64 by ``widen``, for :func:`reference`."""
     return {f.name: None if getattr(w, f.name) is None else widen(getattr(w, f.name))
-            for f in dataclasses.fields(w) if f.name != "folded"}
+            for f in dataclasses.fields(w) if f.name not in ("folded", "interleaved")}
 
 
-def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False) -> float:
+def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False, rope_at: str = "qkv") -> float:
     """The layer on the emulator at :data:`EMU`'s widths (``fold``: the norms folded into the GEMMs); its relative
     error against the float64 layer (unfolded weights)."""
     cfg = EMU
@@ -346,12 +403,12 @@ def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False) -> float:
     w = Weights.random(cfg, seed)
     rng = np.random.default_rng(seed + 1)
     x = to_bf16(rng.standard_normal((batch * seq, cfg.hidden)))
-    out = forward(steps(ks, cfg, w.fold() if fold else w, batch, seq, rope_inputs(cfg, batch, seq, None)), x)
+    out = forward(steps(ks, cfg, w.fold() if fold else w, batch, seq, rope_inputs(cfg, batch, seq, None), rope_at), x)
     f64 = _f64(w, lambda a: from_bf16(a).astype(np.float64))
     return rel_err(from_bf16(out).astype(np.float64), reference(cfg, f64, from_bf16(x).astype(np.float64), batch))
 
 
-def run_gpu(config: str, batch: int, seq: int, seed: int = 0, fold: bool = False) -> float:
+def run_gpu(config: str, batch: int, seq: int, seed: int = 0, fold: bool = False, rope_at: str = "qkv") -> float:
     """The layer on the GPU at ``config``'s widths (``fold``: the norms folded into the GEMMs); its relative error
     against the float64 layer (numpy on the host for small token counts)."""
     import torch
@@ -360,7 +417,8 @@ def run_gpu(config: str, batch: int, seq: int, seed: int = 0, fold: bool = False
     ks = kernels("sm_90")
     w = Weights.random(cfg, seed, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
-    out = forward(steps(ks, cfg, w.fold() if fold else w, batch, seq, rope_inputs(cfg, batch, seq, "cuda")), x)
+    out = forward(steps(ks, cfg, w.fold() if fold else w, batch, seq, rope_inputs(cfg, batch, seq, "cuda"), rope_at),
+                  x)
     torch.cuda.synchronize()
     f64 = _f64(w, lambda a: a.double().cpu().numpy())
     return rel_err(out.double().cpu().numpy(), reference(cfg, f64, x.double().cpu().numpy(), batch))
@@ -374,10 +432,12 @@ def main() -> int:
     ap.add_argument("--seq", type=int, default=None, help="tokens per sequence (default 9 on emu, 256 on sm_90)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fold-norms", action="store_true", help="the norms folded into the GEMMs (Weights.fold)")
+    ap.add_argument("--rope-at", choices=ROPE_AT, default="qkv", help="where q and k are rotated: the qkv GEMM's "
+                    "epilogue (default) or the K/V append, which also fills a cache (the folded layer always)")
     args = ap.parse_args()
     seq = args.seq or (9 if args.target == "emu" else 256)
-    err = (run_emu(args.batch, seq, args.seed, args.fold_norms) if args.target == "emu" else
-           run_gpu(args.config, args.batch, seq, args.seed, args.fold_norms))
+    err = (run_emu(args.batch, seq, args.seed, args.fold_norms, args.rope_at) if args.target == "emu" else
+           run_gpu(args.config, args.batch, seq, args.seed, args.fold_norms, args.rope_at))
     tol = 1e-2  # bf16 layers reach 3.5e-3 to 4e-3 (torch's too); a wrong RoPE theta gives 1.9e-2
     name = "emu" if args.target == "emu" else args.config
     print(f"llama layer ({name}) on {args.target}, {args.batch} x {seq} tokens: relative error vs float64 {err:.3e} "

@@ -64,6 +64,6 @@ struct down_proj_cfg {
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void down_proj(
     const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, const ckgen::bf16* residual, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  // the epilogue operand: the bias with the residual R (ckgen/blocks/epilogue.h, epi::Residual)
+  // the epilogue operand: the bias with the residual R or the rotary inputs (ckgen/blocks/epilogue.h)
   ckgen::gemm_mfma<ckgen_gen::down_proj_cfg>(A, B, C, ckgen_gen::down_proj_cfg::EpiOperand::make(bias, residual, C), M, N, K, lda, ldb, ldc);
 }
