@@ -1,6 +1,6 @@
 """What the GEMM tests share: the host-compiler marker, the emulator build of a test file's kernel table, one run
-checked against the op's float64 reference, and the nvcc (sm_90) build of a spec with the checks every Hopper-body
-build makes."""
+checked against the op's float64 reference, the AMD code objects of a spec with the checks every rung-1 build makes,
+and the nvcc (sm_90) build of a spec with the checks every Hopper-body build makes."""
 
 from __future__ import annotations
 
@@ -66,3 +66,22 @@ def assert_entries_clean(lib, hopper: bool = True) -> None:
             body = res["tma_body"]
             assert body["entry"] == f"{name}_tma" and body["spill_stores"] == 0, (name, body)
             assert any(k.startswith("wgmma.mma_async") for k, _ in body["ptx_tensor"]), (name, body)
+
+
+#: the AMD arches rung-1 GEMM tests build for, each with the clang that targets it
+RUNG1_ARCHES = [("gfx90a", "clang++-19"), ("gfx942", "clang++-19"), ("gfx950", "clang++-22")]
+
+
+def amd_library(tmp_path, stem: str, text: str, arch: str, clang: str):
+    """``text`` (a .ck source) compiled for ``arch`` (ckgen compile's path), every kernel's planned MFMA in its main
+    loop and no spills or scratch; skips without ``clang``."""
+    if shutil.which(clang) is None:
+        pytest.skip(f"{clang} is not installed")
+    src = tmp_path / f"{stem}.ck"
+    src.write_text(text)
+    (lib,) = driver.compile_files([src], (arch,), tmp_path / "out", jobs=2)
+    for p in lib.plans:
+        res = lib.resources[(p.name, arch)]
+        assert res["mfma"].get(p.body.instr.mnemonic, 0) > 0 and res["mfma_in_main_loop"] > 0, (p.name, res["mfma"])
+        assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, (p.name, res)
+    return lib

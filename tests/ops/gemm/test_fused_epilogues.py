@@ -10,8 +10,6 @@ last are located DSL errors.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -21,7 +19,14 @@ from ckgen.ir.arrays import poison, to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.runtime.api import Kernel, plan_for
-from tests.ops.gemm.helpers import assert_entries_clean, emu_kernels, needs_clang, sm90_library
+from tests.ops.gemm.helpers import (
+    RUNG1_ARCHES,
+    amd_library,
+    assert_entries_clean,
+    emu_kernels,
+    needs_clang,
+    sm90_library,
+)
 
 # name -> (arch, body): small tiles, so the sizes below cover several tiles and edge tiles
 KERNELS = {
@@ -271,20 +276,10 @@ kernel r1_glu { A = bf16 row B = bf16 row C = bf16 row tile = 64x128x32 waves = 
 """
 
 
-@pytest.mark.parametrize("arch,clang", [("gfx90a", "clang++-19"), ("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
+@pytest.mark.parametrize("arch,clang", RUNG1_ARCHES)
 def test_fused_kernels_compile_with_their_mfma_and_no_spills(tmp_path, arch, clang):
     """Rung 1: the residual and gated epilogues in AMD code objects, the planned MFMA in the main loop, no spills."""
-    from ckgen import driver
-
-    if shutil.which(clang) is None:
-        pytest.skip(f"{clang} is not installed")
-    src = tmp_path / "fused.ck"
-    src.write_text(RUNG1_CK)
-    (lib,) = driver.compile_files([src], (arch,), tmp_path / "out", jobs=2)
-    for p in lib.plans:
-        res = lib.resources[(p.name, arch)]
-        assert res["mfma"].get(p.body.instr.mnemonic, 0) > 0 and res["mfma_in_main_loop"] > 0, (p.name, res["mfma"])
-        assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, (p.name, res)
+    amd_library(tmp_path, "fused", RUNG1_CK, arch, clang)
     header = (tmp_path / "out" / "fused.h").read_text()
     assert "const void* residual" in header
 

@@ -13,8 +13,6 @@ rung): both NVIDIA entries without spills, the Hopper one issuing wgmma.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -26,7 +24,14 @@ from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.ir.rope import Rope, apply
 from ckgen.runtime.api import Kernel, plan_for
-from tests.ops.gemm.helpers import assert_entries_clean, emu_kernels, needs_clang, sm90_library
+from tests.ops.gemm.helpers import (
+    RUNG1_ARCHES,
+    amd_library,
+    assert_entries_clean,
+    emu_kernels,
+    needs_clang,
+    sm90_library,
+)
 
 # name -> (arch, body): head dims that split tiles (64 in a 32-wide wave tile), partial rotary, bias first
 KERNELS = {
@@ -193,20 +198,10 @@ kernel r1_rope16 { A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 2
 """
 
 
-@pytest.mark.parametrize("arch,clang", [("gfx90a", "clang++-19"), ("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
+@pytest.mark.parametrize("arch,clang", RUNG1_ARCHES)
 def test_rotary_kernels_compile_with_their_mfma_and_no_spills(tmp_path, arch, clang):
     """Rung 1: the rotary epilogue in AMD code objects, the planned MFMA in the main loop, no spills."""
-    from ckgen import driver
-
-    if shutil.which(clang) is None:
-        pytest.skip(f"{clang} is not installed")
-    src = tmp_path / "rot.ck"
-    src.write_text(RUNG1_CK)
-    (lib,) = driver.compile_files([src], (arch,), tmp_path / "out", jobs=2)
-    for p in lib.plans:
-        res = lib.resources[(p.name, arch)]
-        assert res["mfma"].get(p.body.instr.mnemonic, 0) > 0 and res["mfma_in_main_loop"] > 0, (p.name, res["mfma"])
-        assert res["vgpr_spills"] == res["sgpr_spills"] == res["scratch_bytes"] == 0, (p.name, res)
+    amd_library(tmp_path, "rot", RUNG1_CK, arch, clang)
     header = (tmp_path / "out" / "rot.h").read_text()
     assert "const void* positions, const void* cos_sin, int64_t rope_positions, int64_t rope_cols" in header
 
