@@ -41,6 +41,9 @@ def _launch(kernel: Kernel, tiles_m: int, tiles_n: int, tiles_k: int, seed: int 
     """One checked call over whole tiles: [(output, error, tolerance)] and the LDS sites it reached."""
     c = kernel.plan.spec.params.config
     sizes = {"m": tiles_m * c.tile[0], "n": tiles_n * c.tile[1], "k": tiles_k * c.tile[2]}
+    g = kernel.plan.spec.params.gemm
+    if g.rope is not None:  # a rotary kernel's columns rotated: whole heads within N
+        sizes["rope_cols"] = sizes["n"] // g.rope_head * g.rope_head
     results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(seed))
     return results, kernel.handle.library.lds_sites()
 

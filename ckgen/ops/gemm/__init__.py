@@ -80,7 +80,7 @@ class GemmOp(Op):
             types.append(("Gate", GATE_TYPES[g.gated]))
         if g.residual:  # the residual R travels with the bias (blocks/epilogue.h); the entry builds the pair
             types.append(("EpiOperand", f"ckgen::epi::Residual<{b.bias_dtype.cpp}, {g.c.dtype.cpp}>"))
-        if g.rope is not None:  # the rotary inputs travel with the bias (blocks/epilogue.h, blocks/rope.h)
+        if g.rope is not None:  # the rotary inputs travel with the bias (blocks/epilogue.h)
             types.append(("EpiOperand", f"ckgen::epi::Rotary<{b.bias_dtype.cpp}>"))
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),

@@ -10,7 +10,8 @@
 // A Cfg with `using EpiOperand = epi::Rotary<TBias>` (rope = gptj(kRopeHead[, kRopeDim])) passes the bias pointer
 // with the rotary inputs: the finished values of columns (2i, 2i + 1) of a row are rotated as a pair (rope_pair; on
 // bodies whose lanes hold one column each, rope_lane with the neighbour's value) when 2i < cols and
-// 2i % kRopeHead < kRopeDim, at the row's position: pair i' = (2i % kRopeHead) / 2 of table row positions[row].
+// 2i % kRopeHead < kRopeDim, at the row's position: pair i' = (2i % kRopeHead) / 2 of table row positions[row] (the
+// table: ckgen/ir/rope.py, vLLM's cos_sin_cache layout).
 //
 // Gated epilogues (swiglu, geglu): a Cfg with `using Gate = epi::Silu` (or Gelu) and `kGateBlock` has B of 2 N
 // columns and C of N: C = Gate(chain(gate)) * chain(up) (+ R), the chain (a bias at most) applied to the gate and
@@ -28,7 +29,6 @@
 
 #include "ckgen/blocks/activation.h"
 #include "ckgen/blocks/fp8.h"
-#include "ckgen/blocks/rope.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {
@@ -305,38 +305,43 @@ constexpr bool reads_memory() {
 }
 
 // ---------------------------------------------------------------- the rotary epilogue
-// The cosine and sine of the pair holding column col of row `row` (c = 1, s = 0: col is not rotated; NaN: the row's
-// position lies outside the table). row < M.
+// The cosine and sine of the pair holding column col of row `row` (c = 1, s = 0: not rotated, also when `in` is
+// false: the pair is not wholly inside C; NaN: the row's position lies outside the table). The table is read only
+// for a rotated pair of a row inside it. (The Hopper body's TMA-store epilogue gathers a tile's entries into shared
+// memory instead: gemm_sm90_tma_store.h, finish_rotated.)
 template <class Cfg>
-CKGEN_DEVICE void rope_angle(const Operand<Cfg>& r, int row, int col, float& c, float& s) {
+CKGEN_DEVICE void rope_angle(const Operand<Cfg>& r, int row, int col, bool in, float& c, float& s) {
   constexpr int kHead = Cfg::kRopeHead, kRot = Cfg::kRopeDim;
   const int d = col % kHead;
   c = 1.0f;
   s = 0.0f;
-  if (col >= r.cols || d >= kRot) return;
-  const float* cs = rope::row(r.cos_sin, r.cs_stride, gload(r.positions + row), r.npos);
-  if (cs == nullptr) {
+  if (!in || col >= r.cols || d >= kRot) return;
+  const int pos = gload(r.positions + row);
+  if (pos < 0 || pos >= r.npos) {
     c = s = bit_cast<float>(0x7fc00000u);  // a quiet NaN
     return;
   }
-  c = gload(cs + d / 2);
-  s = gload(cs + kRot / 2 + d / 2);
+  const float* cs = r.cos_sin + static_cast<long long>(pos) * r.cs_stride + d / 2;
+  c = gload(cs);
+  s = gload(cs + kRot / 2);
 }
 
-// The finished values v0, v1 of (row, col), (row, col + 1), col even, rotated as a pair.
+// The finished values v0, v1 of (row, col), (row, col + 1), col even, rotated as a pair when both are in C (`in`).
 template <class Cfg>
-CKGEN_DEVICE void rope_pair(float& v0, float& v1, int row, int col, const Operand<Cfg>& r) {
+CKGEN_DEVICE void rope_pair(float& v0, float& v1, int row, int col, bool in, const Operand<Cfg>& r) {
   float c, s;
-  rope_angle<Cfg>(r, row, col, c, s);
-  rope::rotate(v0, v1, c, s);
+  rope_angle<Cfg>(r, row, col, in, c, s);
+  const float x = v0;
+  v0 = x * c - v1 * s;
+  v1 = v1 * c + x * s;
 }
 
 // The finished value v of (row, col) rotated, p being its partner's (column col ^ 1 of the row): a lane that holds
-// one column of the pair.
+// one column of the pair (`in`: both are in C, else v is returned as is).
 template <class Cfg>
-CKGEN_DEVICE float rope_lane(float v, float p, int row, int col, const Operand<Cfg>& r) {
+CKGEN_DEVICE float rope_lane(float v, float p, int row, int col, bool in, const Operand<Cfg>& r) {
   float c, s;
-  rope_angle<Cfg>(r, row, col, c, s);
+  rope_angle<Cfg>(r, row, col, in, c, s);
   return (col & 1) ? v * c + p * s : v * c - p * s;
 }
 

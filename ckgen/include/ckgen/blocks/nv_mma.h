@@ -35,6 +35,10 @@ CKGEN_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__
 CKGEN_DEVICE void cp_async16(uint32_t dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
 }
+// 4 bytes (cp.async.ca: the L1 keeps the line for a neighbour's copy).
+CKGEN_DEVICE void cp_async4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
+}
 // Copies src_bytes (0..16) and zero-fills the rest of the 16 bytes.
 CKGEN_DEVICE void cp_async16_zfill(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));

@@ -378,7 +378,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
                                                bias)
                              : 0.0f;
           const float p = shfl_xor<1>(v);
-          acc[i][j][r] = in && (col ^ 1) < N ? epi::rope_lane<Cfg>(v, p, row, col, bias) : v;
+          acc[i][j][r] = epi::rope_lane<Cfg>(v, p, row, col, in && (col ^ 1) < N, bias);
         }
   }
   // item r of fragment (i, j) at (row, col): one accumulator, a gated pair (j and j + kRepN / 2), or a rotated value

@@ -55,9 +55,10 @@ struct Sm90Epilogue {
   // The finished values of (row, col), (row, col + 1) as C's pair: rotated first by a rotary Cfg when both are in C
   // (col is even: every caller's column is n0 + ... + 2t).
   static CKGEN_DEVICE vec<TC, 2> pack_pair(float v0, float v1, bool both, int row, int col, Operand bias) {
-    if constexpr (kRope) {
-      if (both) epi::rope_pair<Cfg>(v0, v1, row, col, bias);
-    }
+    if constexpr (kRope) epi::rope_pair<Cfg>(v0, v1, row, col, both, bias);
+    return pack(v0, v1);
+  }
+  static CKGEN_DEVICE vec<TC, 2> pack(float v0, float v1) {
     if constexpr (sizeof(TC) == 2) return bit_cast<vec<TC, 2>>(pack2<TC>(v0, v1));
     else return vec<TC, 2>{from_float<TC>(v0), from_float<TC>(v1)};
   }

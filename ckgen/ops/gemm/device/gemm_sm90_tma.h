@@ -91,6 +91,7 @@ struct IndexOf<C, decltype(void(sizeof(typename C::TIndex)))> {
 
 template <class Cfg>
 struct TmaGemmBody {
+  using Config = Cfg;
   using TA = typename Cfg::TA;
   using TB = typename Cfg::TB;
   using TC = typename Cfg::TC;

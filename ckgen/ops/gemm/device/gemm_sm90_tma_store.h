@@ -2,7 +2,8 @@
 // kTmaStoreC: 16-bit row-major C of a dense kernel), one consumer warp's 16 rows of a tile at a time:
 //   prefetch_residual  a residual R's rows -> the warp's staging, by cp.async, while the tile's main loop runs;
 //   finish_c           the accumulators -> the finished, converted outputs in registers (COut, half their size),
-//                      so that the next tile may be issued into the accumulators before the outputs are staged;
+//                      so that the next tile may be issued into the accumulators before the outputs are staged
+//                      (a rotary Cfg: finish_rotated, its cos / sin gathered into the warp's staging first);
 //   store_c_tma        COut -> the warp's swizzled staging boxes -> TMA stores that run on while the warp goes on.
 // Body is the TmaGemmBody<Cfg> that uses it: its types (TC, Operand, COp, Epi) and tile constants (kFrags,
 // kOutFrags, kOutN, kCBoxes, kGated, kResidual, kResChunk).
@@ -16,6 +17,7 @@ namespace nv {
 
 template <class Body>
 struct TmaStoreEpilogue {
+  using Config = typename Body::Config;
   using TC = typename Body::TC;
   using Operand = typename Body::Operand;
   using COp = typename Body::COp;
@@ -26,6 +28,7 @@ struct TmaStoreEpilogue {
   static constexpr int kCBoxes = Body::kCBoxes;
   static constexpr bool kGated = Body::kGated;
   static constexpr bool kResidual = Body::kResidual;
+  static constexpr bool kRope = epi::IsRotary<Operand>::value;
   static constexpr int kResChunk = Body::kResChunk;
 
 #if defined(CKGEN_NV_WGMMA)
@@ -67,6 +70,10 @@ struct TmaStoreEpilogue {
   static CKGEN_DEVICE void finish_c(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
                                     Operand bias, int M, int N, long long ldc, int lane, const unsigned char* sp,
                                     COut& out) {
+    if constexpr (kRope) {
+      finish_rotated(acc, row0, m0, n0, C, bias, M, N, ldc, lane, sp, out);
+      return;
+    }
     const int g = lane >> 2, t = lane & 3;
     auto pairs = [&](auto checked) {
       constexpr int kUp = kGated ? kFrags / 2 : 0;  // (gated: fragment j's up is j + kUp)
@@ -92,6 +99,88 @@ struct TmaStoreEpilogue {
     };
     if (Epi::unchecked(m0 + row0, n0, 16, kOutN, M, N)) pairs(BoolConst<false>{});
     else pairs(BoolConst<true>{});
+  }
+
+  // Rotary Cfgs (rope = gptj(...)): the cosines and sines of the warp's 16 rows for the 32 pairs of one 64-column
+  // segment of the tile (fragments 8 sg .. 8 sg + 7, pair p at column n0 + 64 sg + 2p) -> the warp's staging, by
+  // 4-byte cp.async: lane p copies its pair's entries of every row, so no registers wait on them and all are in
+  // flight at once (read one by one from global memory, the pairs' table reads cost 25 us per 128 x 256 tile on an
+  // H100: the table does not stay in an L1 beside the pipeline). 4 KiB: the cosine of (row r, pair p) at word
+  // r * 32 + (p ^ 4 (r & 7)) (conflict-free for these writes and for finish_rotated's reads), the sines 2 KiB on.
+  // pos_lane: lane r's row position (lanes 0..15; 0 past M). Pairs not rotated, rows past M and positions outside
+  // the table copy entries of table row 0 (never a read outside the table; finish_rotated drops them); a table of
+  // no rows is not read.
+  static CKGEN_DEVICE void gather_rope(const Operand& r, int pos_lane, int sg, int n0, int N, int lane, uint32_t st) {
+    constexpr int kHead = Config::kRopeHead, kRot = Config::kRopeDim;
+    const int col = n0 + 64 * sg + 2 * lane, d = col % kHead;
+    const bool rotated = col + 1 < N && col < r.cols && d < kRot;
+    const float* base = r.cos_sin + (rotated ? d / 2 : 0);
+    if (r.npos > 0) {
+#pragma unroll
+      for (int row = 0; row < 16; ++row) {
+        const int pos = __shfl_sync(0xffffffffu, pos_lane, row);
+        const float* src = base + (pos >= 0 && pos < r.npos ? static_cast<long long>(pos) * r.cs_stride : 0);
+        const uint32_t w = st + 4 * (row * 32 + (lane ^ (4 * (row & 7))));
+        cp_async4(w, src);
+        cp_async4(w + 2048, src + kRot / 2);
+      }
+    }
+    cp_async_commit();
+  }
+
+  // finish_c of a rotary Cfg: per 64-column segment, its table entries gathered into the staging (gather_rope), then
+  // each pair of outputs finished (Epi::value_of), rotated at its row's position and converted. A pair is rotated
+  // when both outputs lie in C, its column is below rope_cols and its head dim below kRopeDim; a row whose position
+  // lies outside the table gets NaN there. The staging is the warp's C staging: free once the previous tile's TMA
+  // stores have read it, and store_c_tma overwrites it after.
+  static CKGEN_DEVICE void finish_rotated(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
+                                          Operand bias, int M, int N, long long ldc, int lane,
+                                          const unsigned char* sp, COut& out) {
+    static_assert(kOutFrags % 8 == 0 && !kGated && !kResidual, "rotary: whole 64-column segments, plain outputs");
+    static_assert(kCBoxes * 2048 >= 4096, "rotary: a segment's table takes 4 KiB of the warp's staging");
+    constexpr int kHead = Config::kRopeHead, kRot = Config::kRopeDim;
+    const int g = lane >> 2, t = lane & 3;
+    const int prow = m0 + row0 + (lane & 15);
+    const int pos_lane = prow < M ? gload(bias.positions + prow) : 0;
+    bool inside[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int pos = __shfl_sync(0xffffffffu, pos_lane, g + 8 * h);
+      inside[h] = pos >= 0 && pos < bias.npos;
+    }
+    const float* tab = reinterpret_cast<const float*>(sp);
+    const float nan = bit_cast<float>(0x7fc00000u);  // a quiet NaN
+    if (lane == 0) bulk_wait_read<0>();  // the previous tile's TMA stores have read the staging
+    __syncwarp();
+#pragma unroll
+    for (int sg = 0; sg < kOutFrags / 8; ++sg) {
+      gather_rope(bias, pos_lane, sg, n0, N, lane, smem_addr(sp));
+      cp_async_wait<0>();
+      __syncwarp();
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int j = 8 * sg + jj;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = m0 + row0 + g + 8 * h, col = n0 + 8 * j + 2 * t, r = g + 8 * h;
+          const long long off = static_cast<long long>(row) * ldc + col;
+          const bool in0 = row < M && col < N, in1 = row < M && col + 1 < N;
+          float v0 = in0 ? Epi::value_of(acc[0][j].r[2 * h], acc[0][j].r[2 * h], row, col, C, off, bias, N) : 0.0f;
+          float v1 =
+              in1 ? Epi::value_of(acc[0][j].r[2 * h + 1], acc[0][j].r[2 * h + 1], row, col + 1, C, off + 1, bias, N)
+                  : 0.0f;
+          const int w = r * 32 + ((4 * jj + t) ^ (4 * (r & 7)));
+          const bool rot = in0 && in1 && col < bias.cols && col % kHead < kRot;
+          const float c = !rot ? 1.0f : inside[h] ? tab[w] : nan;
+          const float s = !rot ? 0.0f : inside[h] ? tab[w + 512] : nan;
+          const float x = v0;
+          v0 = x * c - v1 * s;
+          v1 = v1 * c + x * s;
+          out.v[j][h] = Epi::pack(v0, v1);
+        }
+      }
+      __syncwarp();  // every read of this segment's table done before the next gather overwrites it
+    }
   }
 
   // out (finish_c's) -> the warp's kCBoxes swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7):
