@@ -326,16 +326,16 @@ CKGEN_API int ckgen_llama_qkv_bias_1_packed(const ckgen_slot* args, void* stream
 }
 
 // llama_qkv_rope_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x32, waves 2x2, instr 32x32x8
-CKGEN_API int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t rope_positions, int64_t rope_cols, int64_t cs_pos_stride, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (rope_positions < 0 || rope_positions > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (rope_cols < 0 || rope_cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+CKGEN_API int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (cs_pos_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (rope_positions < 0 || rope_positions > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (rope_cols < 0 || rope_cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
+  if (cs_pos_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
   if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
@@ -348,7 +348,7 @@ CKGEN_API int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, cons
     const int64_t step_ = 65535LL * 64;
     for (int64_t off_ = 0; off_ < M; off_ += step_) {
       const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
-      const int status_ = ckgen_llama_qkv_rope_1(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, ckgen_advance(positions, off_, 4), cos_sin, rope_positions, rope_cols, cs_pos_stride, part_, N, K, lda, ldb, ldc, stream);
+      const int status_ = ckgen_llama_qkv_rope_1(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, ckgen_advance(positions, off_, 4), cos_sin, part_, N, K, rope_positions, rope_cols, lda, ldb, ldc, cs_pos_stride, stream);
       if (status_ != CKGEN_SUCCESS) return status_;
     }
     return CKGEN_SUCCESS;
@@ -360,17 +360,17 @@ CKGEN_API int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, cons
   const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
   const int32_t* positions_ = static_cast<const int32_t*>(positions);
   const float* cos_sin_ = static_cast<const float*>(cos_sin);
-  int rope_positions_ = static_cast<int>(rope_positions);
-  int rope_cols_ = static_cast<int>(rope_cols);
-  long long cs_pos_stride_ = static_cast<long long>(cs_pos_stride);
   int M_ = static_cast<int>(M);
   int N_ = static_cast<int>(N);
   int K_ = static_cast<int>(K);
+  int rope_positions_ = static_cast<int>(rope_positions);
+  int rope_cols_ = static_cast<int>(rope_cols);
   long long lda_ = static_cast<long long>(lda);
   long long ldb_ = static_cast<long long>(ldb);
   long long ldc_ = static_cast<long long>(ldc);
+  long long cs_pos_stride_ = static_cast<long long>(cs_pos_stride);
   return CKGEN_LAUNCH(llama_qkv_rope_1, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
-                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, positions_, cos_sin_, rope_positions_, rope_cols_, cs_pos_stride_, M_, N_, K_, lda_, ldb_, ldc_);
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, positions_, cos_sin_, M_, N_, K_, rope_positions_, rope_cols_, lda_, ldb_, ldc_, cs_pos_stride_);
 }
 
 // ckgen_llama_qkv_rope_1 with its arguments in slots (ckgen/host_api.h)
@@ -379,16 +379,16 @@ CKGEN_API int ckgen_llama_qkv_rope_1_packed(const ckgen_slot* args, void* stream
 }
 
 // llama_qkv_bias_rope_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col); tile 64x64x32, waves 2x2, instr 32x32x8
-CKGEN_API int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t rope_positions, int64_t rope_cols, int64_t cs_pos_stride, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream) {
-  if (rope_positions < 0 || rope_positions > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (rope_cols < 0 || rope_cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+CKGEN_API int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (K < 0 || K > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
-  if (cs_pos_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (rope_positions < 0 || rope_positions > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (rope_cols < 0 || rope_cols > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (lda < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldb < ckgen_at_least_1(K)) return CKGEN_ERROR_INVALID_VALUE;
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
+  if (cs_pos_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
   if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
@@ -402,7 +402,7 @@ CKGEN_API int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C,
     const int64_t step_ = 65535LL * 64;
     for (int64_t off_ = 0; off_ < M; off_ += step_) {
       const int64_t part_ = M - off_ < step_ ? M - off_ : step_;
-      const int status_ = ckgen_llama_qkv_bias_rope_1(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, ckgen_advance(positions, off_, 4), cos_sin, rope_positions, rope_cols, cs_pos_stride, part_, N, K, lda, ldb, ldc, stream);
+      const int status_ = ckgen_llama_qkv_bias_rope_1(ckgen_advance(A, off_ * lda, 2), B, ckgen_advance(C, off_ * ldc, 2), bias, ckgen_advance(positions, off_, 4), cos_sin, part_, N, K, rope_positions, rope_cols, lda, ldb, ldc, cs_pos_stride, stream);
       if (status_ != CKGEN_SUCCESS) return status_;
     }
     return CKGEN_SUCCESS;
@@ -414,17 +414,17 @@ CKGEN_API int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C,
   const ckgen::bf16* bias_ = static_cast<const ckgen::bf16*>(bias);
   const int32_t* positions_ = static_cast<const int32_t*>(positions);
   const float* cos_sin_ = static_cast<const float*>(cos_sin);
-  int rope_positions_ = static_cast<int>(rope_positions);
-  int rope_cols_ = static_cast<int>(rope_cols);
-  long long cs_pos_stride_ = static_cast<long long>(cs_pos_stride);
   int M_ = static_cast<int>(M);
   int N_ = static_cast<int>(N);
   int K_ = static_cast<int>(K);
+  int rope_positions_ = static_cast<int>(rope_positions);
+  int rope_cols_ = static_cast<int>(rope_cols);
   long long lda_ = static_cast<long long>(lda);
   long long ldb_ = static_cast<long long>(ldb);
   long long ldc_ = static_cast<long long>(ldc);
+  long long cs_pos_stride_ = static_cast<long long>(cs_pos_stride);
   return CKGEN_LAUNCH(llama_qkv_bias_rope_1, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
-                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, positions_, cos_sin_, rope_positions_, rope_cols_, cs_pos_stride_, M_, N_, K_, lda_, ldb_, ldc_);
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, A_, B_, C_, bias_, positions_, cos_sin_, M_, N_, K_, rope_positions_, rope_cols_, lda_, ldb_, ldc_, cs_pos_stride_);
 }
 
 // ckgen_llama_qkv_bias_rope_1 with its arguments in slots (ckgen/host_api.h)

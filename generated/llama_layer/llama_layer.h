@@ -181,17 +181,17 @@ int ckgen_llama_qkv_bias_1(const void* A, const void* B, void* C, const void* bi
  *   bias: unused: pass NULL
  *   positions: int32 [M]: each row's position (its row of cos_sin), 0..rope_positions-1
  *   cos_sin: f32 [rope_positions, 128]: per position the 64 cosines, then the sines (ckgen.rope_table)
- *   rope_positions: rows of cos_sin
- *   rope_cols: columns rotated from 0 (a multiple of 128; the rest pass through)
- *   cs_pos_stride: elements between positions of cos_sin
  *   M: rows of A and C
  *   N: columns of B and C
  *   K: columns of A, rows of B (0: C = epilogue(beta * C))
+ *   rope_positions: rows of cos_sin
+ *   rope_cols: columns rotated from 0 (a multiple of 128; the rest pass through)
  *   lda: leading dimension (>= max(1, K))
  *   ldb: leading dimension (>= max(1, K))
  *   ldc: leading dimension (>= max(1, N))
+ *   cs_pos_stride: elements between positions of cos_sin
  */
-int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t rope_positions, int64_t rope_cols, int64_t cs_pos_stride, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
+int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream);
 
 /* llama_qkv_bias_rope_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col); tile 64x64x32, waves 2x2, instr 32x32x8
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
@@ -201,17 +201,17 @@ int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bi
  *   bias: length N (bias(col))
  *   positions: int32 [M]: each row's position (its row of cos_sin), 0..rope_positions-1
  *   cos_sin: f32 [rope_positions, 128]: per position the 64 cosines, then the sines (ckgen.rope_table)
- *   rope_positions: rows of cos_sin
- *   rope_cols: columns rotated from 0 (a multiple of 128; the rest pass through)
- *   cs_pos_stride: elements between positions of cos_sin
  *   M: rows of A and C
  *   N: columns of B and C
  *   K: columns of A, rows of B (0: C = epilogue(beta * C))
+ *   rope_positions: rows of cos_sin
+ *   rope_cols: columns rotated from 0 (a multiple of 128; the rest pass through)
  *   lda: leading dimension (>= max(1, K))
  *   ldb: leading dimension (>= max(1, K))
  *   ldc: leading dimension (>= max(1, N))
+ *   cs_pos_stride: elements between positions of cos_sin
  */
-int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t rope_positions, int64_t rope_cols, int64_t cs_pos_stride, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
+int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream);
 
 /* llama_o_res_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue residual; tile 64x64x32, waves 2x2, instr 32x32x8
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype

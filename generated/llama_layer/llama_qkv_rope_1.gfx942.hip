@@ -65,7 +65,7 @@ struct llama_qkv_rope_1_cfg {
 }  // namespace ckgen_gen
 
 CKGEN_GLOBAL CKGEN_LAUNCH_BOUNDS(256) void llama_qkv_rope_1(
-    const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, const int32_t* positions, const float* cos_sin, int rope_positions, int rope_cols, long long cs_pos_stride, int M, int N, int K, long long lda, long long ldb, long long ldc) {
+    const ckgen::bf16* A, const ckgen::bf16* B, ckgen::bf16* C, const ckgen::bf16* bias, const int32_t* positions, const float* cos_sin, int M, int N, int K, int rope_positions, int rope_cols, long long lda, long long ldb, long long ldc, long long cs_pos_stride) {
   // the epilogue operand: the bias with the residual R or the rotary inputs (ckgen/blocks/epilogue.h)
   ckgen::gemm_mfma<ckgen_gen::llama_qkv_rope_1_cfg>(A, B, C, ckgen_gen::llama_qkv_rope_1_cfg::EpiOperand::make(bias, positions, cos_sin, rope_positions, rope_cols, cs_pos_stride), M, N, K, lda, ldb, ldc);
 }

@@ -34,7 +34,8 @@ def _float(x: float) -> str:
     return f32_literal(x)
 
 
-#: the rotary epilogue's arguments, in the order epi::Rotary::make takes them after the bias (abi.rope_args)
+#: the rotary epilogue's arguments, in the order epi::Rotary::make takes them after the bias (abi.rope_args places
+#: them in the ABI)
 OPERAND_ROPE = ["positions", "cos_sin", "rope_positions", "rope_cols", "cs_pos_stride"]
 
 

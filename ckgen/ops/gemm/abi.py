@@ -2,9 +2,9 @@
 
 Every GEMM kernel takes, in order::
 
-    A, B, C, bias, [scale_a, scale_b,] [residual,] [positions, cos_sin, rope_positions, rope_cols, cs_pos_stride,]
-    M, N, K, [batch,] [kb[, nb],] lda, ldb, ldc[, ld_scale_a, ld_scale_b][, stride_a, stride_b, stride_c, stride_bias]
-    [, workspace], stream
+    A, B, C, bias, [scale_a, scale_b,] [residual,] [positions, cos_sin,] M, N, K, [rope_positions, rope_cols,]
+    [batch,] [kb[, nb],] lda, ldb, ldc[, cs_pos_stride][, ld_scale_a, ld_scale_b][, stride_a, stride_b, stride_c,
+    stride_bias][, workspace], stream
 
 A is MxK, B is KxN, C is MxN, each row- or column-major as the spec says; ``ld*`` is the stride in elements
 between rows (row-major) or columns (column-major). ``bias`` is NULL unless the epilogue has a bias
@@ -106,18 +106,19 @@ def residual(g, stride: str | None, doc: str, outer: str = "batch") -> Arg:
                    doc=f"{doc}: added after the epilogue chain; C's dtype, layout and leading dimension")
 
 
-def rope_args(g) -> list[Arg]:
-    """The rotary epilogue's inputs (module docstring)."""
+def rope_args(g) -> tuple[list[Arg], list[Arg], list[Arg]]:
+    """The rotary epilogue's inputs (module docstring): its tensors (after the bias), sizes (after K: the dispatcher
+    and the cost model read M, N, K first) and stride (after ldc)."""
     rot = g.rope.dim
-    return [Arg("positions", T, dtype=DType.I32, dims=("M",), strides=(1,),
-                value_range=(0, E.add("rope_positions", -1)),
-                doc="int32 [M]: each row's position (its row of cos_sin), 0..rope_positions-1"),
-            Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", rot), strides=("cs_pos_stride", 1),
-                doc=f"f32 [rope_positions, {rot}]: per position the {rot // 2} cosines, then the sines "
-                    "(ckgen.rope_table)"),
-            Arg("rope_positions", S, default=0, doc="rows of cos_sin"),
-            Arg("rope_cols", S, doc=f"columns rotated from 0 (a multiple of {g.rope_head}; the rest pass through)"),
-            Arg("cs_pos_stride", ST, doc="elements between positions of cos_sin")]
+    tensors = [Arg("positions", T, dtype=DType.I32, dims=("M",), strides=(1,),
+                   value_range=(0, E.add("rope_positions", -1)),
+                   doc="int32 [M]: each row's position (its row of cos_sin), 0..rope_positions-1"),
+               Arg("cos_sin", T, dtype=DType.F32, dims=("rope_positions", rot), strides=("cs_pos_stride", 1),
+                   doc=f"f32 [rope_positions, {rot}]: per position the {rot // 2} cosines, then the sines "
+                       "(ckgen.rope_table)")]
+    sizes = [Arg("rope_positions", S, default=0, doc="rows of cos_sin"),
+             Arg("rope_cols", S, doc=f"columns rotated from 0 (a multiple of {g.rope_head}; the rest pass through)")]
+    return tensors, sizes, [Arg("cs_pos_stride", ST, doc="elements between positions of cos_sin")]
 
 
 def _scale(name: str, kind: str | None, size: str) -> Arg:
@@ -172,10 +173,10 @@ def abi(spec: KernelSpec) -> Abi:
         args += [_scale("scale_a", ka, "M"), _scale("scale_b", kb, "N")]
     if g.residual:
         args.append(residual(g, sb("stride_c"), "M x N"))
-    if g.rope is not None:
-        args += rope_args(g)
+    rope_tensors, rope_sizes, rope_strides = rope_args(g) if g.rope is not None else ([], [], [])
+    args += rope_tensors
     args += [Arg("M", S, doc="rows of A and C"), Arg("N", S, doc="columns of B and C"),
-             Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")]
+             Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))")] + rope_sizes
     if batched:
         args.append(Arg("batch", S, doc="matrices in the batch", default=1))
     if g.block_scaled and not g.mx_scaled:  # (mx with block(128) is refused by the planner)
@@ -184,6 +185,7 @@ def abi(spec: KernelSpec) -> Abi:
     if g.mx_scaled:
         args.append(Arg("kb", S, doc=f"K blocks of the MX scales: ceil(K / {MX_BLOCK})"))
     args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, nb, "K"), ld("ldc", g.c.layout, "N", "M")]
+    args += rope_strides
     if g.block_scaled or g.mx_scaled:
         args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
                  Arg("ld_scale_b", ST, doc="leading dimension of scale_b (>= max(1, kb))", at_least=("kb",))]

@@ -188,8 +188,30 @@ def test_unrotated_kernels_keep_their_abi_and_json():
     assert "positions" not in names and "rope" not in str(plain.spec.params.to_json())
     rot = plan_for(f"target gfx942\nkernel p {{ {BASE} rope = gptj(128, 64) }}", "p", "amd", "gfx942")
     names = [a.name for a in rot.abi.args]
-    assert names[4:9] == ["positions", "cos_sin", "rope_positions", "rope_cols", "cs_pos_stride"]
+    # (the sizes after K: the dispatcher and the cost model read M, N, K first)
+    assert names[4:11] == ["positions", "cos_sin", "M", "N", "K", "rope_positions", "rope_cols"]
+    assert names[11:15] == ["lda", "ldb", "ldc", "cs_pos_stride"]
     assert rot.spec.params.to_json()["gemm"]["rope"] == {"style": "gptj", "dim": 64, "head": 128}
+
+
+def test_the_dispatcher_reads_m_n_k_of_a_rotary_family():
+    """A rotary family's dispatcher and cost model see M, N, K as the shape's first sizes (the rotary sizes come
+    after them): at the Llama-3-8B qkv shape the model picks the member the plain family picks."""
+    from pathlib import Path
+
+    from ckgen.frontend import load_file
+    from ckgen.ops.gemm.cost_model import estimate, traits
+    from ckgen.runtime.family import family_plans
+
+    ex = load_file(Path(__file__).resolve().parents[3] / "examples" / "llama_layer.ck")
+    values = {"M": 2048, "N": 6144, "K": 4096, "rope_positions": 2048, "rope_cols": 5120}
+    best = {}
+    for fam in ("llama_qkv", "llama_qkv_rope"):
+        plans = [p for p in family_plans(ex, fam, "nvidia", "sm_90") if p.body.schedule is None]
+        times = {p.spec.params.config.tile: estimate(traits(p), tuple(values[a.name] for a in p.abi.sizes))
+                 for p in plans}  # (the sizes in the ABI's order, as the dispatcher passes them)
+        best[fam] = min(times, key=times.get)
+    assert best["llama_qkv_rope"] == best["llama_qkv"], best
 
 
 RUNG1_CK = """
@@ -203,7 +225,8 @@ def test_rotary_kernels_compile_with_their_mfma_and_no_spills(tmp_path, arch, cl
     """Rung 1: the rotary epilogue in AMD code objects, the planned MFMA in the main loop, no spills."""
     amd_library(tmp_path, "rot", RUNG1_CK, arch, clang)
     header = (tmp_path / "out" / "rot.h").read_text()
-    assert "const void* positions, const void* cos_sin, int64_t rope_positions, int64_t rope_cols" in header
+    assert ("const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, "
+            "int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream") in header
 
 
 NV_CK = """

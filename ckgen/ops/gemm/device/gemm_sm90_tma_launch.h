@@ -232,13 +232,16 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     return launch_sched(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
 
-  // Rotary kernels (rope = gptj(...); Operand is an epi::Rotary): the rotary inputs follow the bias in the host
-  // entry's arguments (positions, cos_sin, rope_positions, rope_cols, cs_pos_stride) and travel in the operand.
-  template <class Kernel, class... Rest>
+  // Rotary kernels (rope = gptj(...); Operand is an epi::Rotary): the host entry's arguments with the rotary inputs
+  // (positions, cos_sin after the bias; rope_positions, rope_cols after K; cs_pos_stride after ldc), which travel
+  // in the operand.
+  template <class Kernel>
   static int launch(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const int* positions,
-                    const float* cos_sin, int npos, int cols, long long cs_stride, Rest... rest) {
+                    const float* cos_sin, int M, int N, int K, int npos, int cols, long long lda, long long ldb,
+                    long long ldc, long long cs_stride, void* stream) {
     static_assert(epi::IsRotary<Operand>::value, "launch with rotary inputs: a Cfg whose EpiOperand is epi::Rotary");
-    return launch(kernel, A, B, C, Operand{bias, positions, cos_sin, npos, cols, cs_stride}, rest...);
+    return launch(kernel, A, B, C, Operand{bias, positions, cos_sin, npos, cols, cs_stride}, M, N, K, lda, ldb, ldc,
+                  stream);
   }
 
   // The tensor map C is TMA-stored through (kTmaStoreC; otherwise nothing to do: true), or false when C cannot
