@@ -422,6 +422,7 @@ struct TmaGemmBody {
       if constexpr (kResidual && kTmaStoreC) {
         if (g.count == 1) Store::prefetch_residual(Cb, biasb, row0, m0, n0, Mg, N, ldc, lane, st);  // (a whole tile)
       }
+      if constexpr (Store::kRopePrefetch) Store::prefetch_rope(biasb, row0, m0, n0, Mg, N, lane, st);
       if constexpr (kBlock) {
         BlockScaleLoop<TmaGemmBody>::run(d, s0, full0, empty0, wg, s, phase, g.kt0, g.kt1, biasb, Mg,
                                          m0 + wg * 64 + (warp & 3) * 16, n0, lane, turned);

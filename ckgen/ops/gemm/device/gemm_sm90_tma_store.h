@@ -30,6 +30,13 @@ struct TmaStoreEpilogue {
   static constexpr bool kResidual = Body::kResidual;
   static constexpr bool kRope = epi::IsRotary<Operand>::value;
   static constexpr int kResChunk = Body::kResChunk;
+  // Rotary Cfgs whose tiles hold whole heads (every tile starts at a head: kOutN a multiple of kRopeHead) of at most
+  // 16 x kCBoxes rotated pairs (rot / 2, a multiple of 32): the tile's cos / sin fit the warp's staging (16 rows x
+  // rot / 2 pairs x 8 bytes) and are prefetched during the main loop (prefetch_rope); others gather 64 columns'
+  // worth at a time in the epilogue.
+  static constexpr int kRopePairs = kRope ? Config::kRopeDim / 2 : 0;
+  static constexpr bool kRopePrefetch =
+      kRope && kRopePairs <= 16 * kCBoxes && kRopePairs % 32 == 0 && kOutN % Config::kRopeHead == 0;
 
 #if defined(CKGEN_NV_WGMMA)
   // The TMA-store epilogue's outputs of the warp's 16 rows (row0 .. row0+15 of the tile) x kTileN columns, in
@@ -101,7 +108,36 @@ struct TmaStoreEpilogue {
     else pairs(BoolConst<true>{});
   }
 
-  // Rotary Cfgs (rope = gptj(...)): the cosines and sines of the warp's 16 rows for the 32 pairs of one 64-column
+  // kRopePrefetch: the cosines and sines of every pair i < kRopePairs of the warp's 16 rows -> the warp's staging by
+  // 4-byte cp.async, issued at the start of the tile's main loop so that they land while it runs (one commit
+  // group; finish_rotated waits for it). The cosine of (row r, pair i) at word r * kRopePairs + (i ^ 4 (r & 7)),
+  // the sines 16 * kRopePairs words on (conflict-free for these writes and for finish_rotated's reads). Rows past
+  // M and positions outside the table copy table row 0 (a table of no rows is not read). The staging is first
+  // released by the warp's previous TMA stores (bulk_wait_read), as for a residual.
+  static CKGEN_DEVICE void prefetch_rope(const Operand& r, int row0, int m0, int n0, int M, int N, int lane,
+                                         uint32_t st) {
+    constexpr int kSines = 4 * 16 * kRopePairs;  // bytes
+    const int prow = m0 + row0 + (lane & 15);
+    const int pos_lane = prow < M ? gload(r.positions + prow) : 0;
+    if (lane == 0) bulk_wait_read<0>();
+    __syncwarp();
+    if (r.npos > 0) {
+#pragma unroll 1
+      for (int row = 0; row < 16; ++row) {
+        const int pos = __shfl_sync(0xffffffffu, pos_lane, row);
+        const float* src = r.cos_sin + (pos >= 0 && pos < r.npos ? static_cast<long long>(pos) * r.cs_stride : 0);
+#pragma unroll
+        for (int i = lane; i < kRopePairs; i += 32) {
+          const uint32_t w = st + 4 * (row * kRopePairs + (i ^ (4 * (row & 7))));
+          cp_async4(w, src + i);
+          cp_async4(w + kSines, src + Config::kRopeDim / 2 + i);
+        }
+      }
+    }
+    cp_async_commit();
+  }
+
+  // Rotary Cfgs (rope = gptj(...)) without kRopePrefetch: the cosines and sines of the warp's 16 rows for the 32 pairs of one 64-column
   // segment of the tile (fragments 8 sg .. 8 sg + 7, pair p at column n0 + 64 sg + 2p) -> the warp's staging, by
   // 4-byte cp.async: lane p copies its pair's entries of every row, so no registers wait on them and all are in
   // flight at once (read one by one from global memory, the pairs' table reads cost 25 us per 128 x 256 tile on an
@@ -114,9 +150,9 @@ struct TmaStoreEpilogue {
     constexpr int kHead = Config::kRopeHead, kRot = Config::kRopeDim;
     const int col = n0 + 64 * sg + 2 * lane, d = col % kHead;
     const bool rotated = col + 1 < N && col < r.cols && d < kRot;
-    const float* base = r.cos_sin + (rotated ? d / 2 : 0);
+    const float* base = r.cos_sin + (rotated ? d / 2 : lane % (kRot / 2));  // (distinct lanes, distinct words)
     if (r.npos > 0) {
-#pragma unroll
+#pragma unroll 4
       for (int row = 0; row < 16; ++row) {
         const int pos = __shfl_sync(0xffffffffu, pos_lane, row);
         const float* src = base + (pos >= 0 && pos < r.npos ? static_cast<long long>(pos) * r.cs_stride : 0);
@@ -128,8 +164,8 @@ struct TmaStoreEpilogue {
     cp_async_commit();
   }
 
-  // finish_c of a rotary Cfg: per 64-column segment, its table entries gathered into the staging (gather_rope), then
-  // each pair of outputs finished (Epi::value_of), rotated at its row's position and converted. A pair is rotated
+  // finish_c of a rotary Cfg: the tile's table entries prefetched into the staging (kRopePrefetch), or per 64-column
+  // segment gathered there (gather_rope), then each pair of outputs finished (Epi::value_of), rotated at its row's position and converted. A pair is rotated
   // when both outputs lie in C, its column is below rope_cols and its head dim below kRopeDim; a row whose position
   // lies outside the table gets NaN there. The staging is the warp's C staging: free once the previous tile's TMA
   // stores have read it, and store_c_tma overwrites it after.
@@ -150,13 +186,19 @@ struct TmaStoreEpilogue {
     }
     const float* tab = reinterpret_cast<const float*>(sp);
     const float nan = bit_cast<float>(0x7fc00000u);  // a quiet NaN
-    if (lane == 0) bulk_wait_read<0>();  // the previous tile's TMA stores have read the staging
+    if constexpr (kRopePrefetch) {
+      cp_async_wait<0>();  // prefetch_rope's copies have landed
+    } else if (lane == 0) {
+      bulk_wait_read<0>();  // the previous tile's TMA stores have read the staging
+    }
     __syncwarp();
 #pragma unroll
     for (int sg = 0; sg < kOutFrags / 8; ++sg) {
-      gather_rope(bias, pos_lane, sg, n0, N, lane, smem_addr(sp));
-      cp_async_wait<0>();
-      __syncwarp();
+      if constexpr (!kRopePrefetch) {
+        gather_rope(bias, pos_lane, sg, n0, N, lane, smem_addr(sp));
+        cp_async_wait<0>();
+        __syncwarp();
+      }
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj) {
         const int j = 8 * sg + jj;
@@ -169,17 +211,28 @@ struct TmaStoreEpilogue {
           float v1 =
               in1 ? Epi::value_of(acc[0][j].r[2 * h + 1], acc[0][j].r[2 * h + 1], row, col + 1, C, off + 1, bias, N)
                   : 0.0f;
-          const int w = r * 32 + ((4 * jj + t) ^ (4 * (r & 7)));
-          const bool rot = in0 && in1 && col < bias.cols && col % kHead < kRot;
+          // (n0 is a multiple of kOutN; prefetched: also of kRopeHead, so d = 8j % kHead + 2t, its pair 4j' + t)
+          const int d = kRopePrefetch ? (8 * j) % kHead + 2 * t : col % kHead;
+          const bool rot = in0 && in1 && col < bias.cols && d < kRot;
+          int w, sines;  // the pair's words in the staging: prefetch_rope's layout, or gather_rope's
+          if constexpr (kRopePrefetch) {
+            w = r * kRopePairs + (((((8 * j) % kHead) / 2 % kRopePairs) ^ (4 * g)) + t);
+            sines = 16 * kRopePairs;
+          } else {
+            w = r * 32 + ((4 * jj + t) ^ (4 * (r & 7)));
+            sines = 512;
+          }
           const float c = !rot ? 1.0f : inside[h] ? tab[w] : nan;
-          const float s = !rot ? 0.0f : inside[h] ? tab[w + 512] : nan;
+          const float s = !rot ? 0.0f : inside[h] ? tab[w + sines] : nan;
           const float x = v0;
           v0 = x * c - v1 * s;
           v1 = v1 * c + x * s;
           out.v[j][h] = Epi::pack(v0, v1);
         }
       }
-      __syncwarp();  // every read of this segment's table done before the next gather overwrites it
+      // this segment's reads done before the next gather overwrites the staging (prefetched: the barrier keeps the
+      // table reads of the whole tile from being hoisted beside the accumulators)
+      __syncwarp();
     }
   }
 
