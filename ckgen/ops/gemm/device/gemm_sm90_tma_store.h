@@ -15,6 +15,10 @@
 namespace ckgen {
 namespace nv {
 
+// A rotary Cfg's kRopeDim and kRopeHead (0 and 1 for any other Cfg, which has neither member)
+CKGEN_CFG_OPTIONAL(RopeDimOf, kRopeDim, int, 0);
+CKGEN_CFG_OPTIONAL(RopeHeadOf, kRopeHead, int, 1);
+
 template <class Body>
 struct TmaStoreEpilogue {
   using Config = typename Body::Config;
@@ -34,9 +38,9 @@ struct TmaStoreEpilogue {
   // 16 x kCBoxes rotated pairs (rot / 2, a multiple of 32): the tile's cos / sin fit the warp's staging (16 rows x
   // rot / 2 pairs x 8 bytes) and are prefetched during the main loop (prefetch_rope); others gather 64 columns'
   // worth at a time in the epilogue.
-  static constexpr int kRopePairs = kRope ? Config::kRopeDim / 2 : 0;
-  static constexpr bool kRopePrefetch =
-      kRope && kRopePairs <= 16 * kCBoxes && kRopePairs % 32 == 0 && kOutN % Config::kRopeHead == 0;
+  static constexpr int kRopePairs = RopeDimOf<Config>::value / 2;  // (0 without rope)
+  static constexpr bool kRopePrefetch = kRope && kRopePairs <= 16 * kCBoxes && kRopePairs % 32 == 0 &&
+                                        kOutN % RopeHeadOf<Config>::value == 0;
 
 #if defined(CKGEN_NV_WGMMA)
   // The TMA-store epilogue's outputs of the warp's 16 rows (row0 .. row0+15 of the tile) x kTileN columns, in
