@@ -19,9 +19,9 @@ relative error against float64, ckgen's and torch bf16 eager's, and their ratio 
 ``--fold-norms``: the ckgen layer is examples/llama_layer.py's folded-norm one (the RMS norms' weights folded into
 the qkv and gate-up weights; norms that write only each row's rstd, which scales those GEMMs' rows), and the
 unfolded layer runs as a fourth side of the same interleaved rounds (``ckgen_unfolded``), so both are compared in
-one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_layer.py's ``rope_at``: ``qkv``, the
-qkv GEMM's epilogue, attention reading its output, the default; ``append``, the K/V append that also fills a
-cache). ``--rope-ab``: the other place's layer runs as a further side of the same rounds (``ckgen_<place>``).
+one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_layer.py's ``rope_at``: ``append``,
+the K/V append that also fills a cache, the default; ``qkv``, the qkv GEMM's epilogue, attention reading its
+output). ``--rope-ab``: the other place's layer runs as a further side of the same rounds (``ckgen_<place>``).
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -130,7 +130,7 @@ def time_steps(sides: dict, x) -> dict:
             for side, layer_steps in sides.items()}
 
 
-def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "qkv",
+def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "append",
              rope_ab: bool = False) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
@@ -198,8 +198,8 @@ def main() -> int:
     ap.add_argument("--shapes", default="1x2048,4x512,1x8192", help="BxS: B sequences of S tokens")
     ap.add_argument("--fold-norms", action="store_true", help="the ckgen layer with its norms folded into the "
                     "GEMMs; the unfolded one timed beside it")
-    ap.add_argument("--rope-at", choices=("qkv", "append"), default="qkv", help="where the ckgen layer rotates q "
-                    "and k: the qkv GEMM's epilogue or the K/V append (examples/llama_layer.py's rope_at)")
+    ap.add_argument("--rope-at", choices=("qkv", "append"), default="append", help="where the ckgen layer rotates "
+                    "q and k: the K/V append or the qkv GEMM's epilogue (examples/llama_layer.py's rope_at)")
     ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at the other place timed beside it")
     ap.add_argument("--json")
     a = ap.parse_args()

@@ -1,11 +1,11 @@
 /* The kernels of a Llama-style decoder layer (examples/llama_layer.py): every step of the layer is one of these.
 
-     x -> llama_norm -> llama_qkv_rope (+ bias: llama_qkv_bias_rope; q and k rotated in the epilogue)
-       -> llama_attention (causal, GQA; q, k, v read from qkv) -> llama_o_res (s = x + o . Wo^T: the residual
-       fused) -> llama_norm -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
-   Rotating in the K/V append instead (rope_at = "append": the serving form, which also fills a KV cache):
      x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
-       -> llama_attention -> ... as above
+       -> llama_attention (causal, GQA) -> llama_o_res (s = x + o . Wo^T: the residual fused) -> llama_norm
+       -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
+   Rotating in the qkv GEMM's epilogue instead (rope_at = "qkv"):
+     x -> llama_norm -> llama_qkv_rope (+ bias: llama_qkv_bias_rope) -> llama_attention (q, k, v read from qkv)
+       -> ... as above
    With the norms folded into the GEMMs (examples/llama_layer.py, Weights.folded):
      x -> llama_norm_rstd -> llama_qkv_rs (rows scaled by rstd) -> llama_kv_append -> llama_attention
        -> llama_o_res (s = x + o . Wo^T) -> llama_norm_rstd -> llama_gate_up_rs -> llama_down

@@ -6,20 +6,21 @@
 Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
   h = rmsnorm(x)                     llama_norm
-  qkv = h . Wqkv^T (+ bias),         llama_qkv_rope / llama_qkv_bias_rope (family: the dispatcher picks the tile;
-    q and k rotated (RoPE)             the rotation in the GEMM's epilogue, on q / k weight rows in pair order:
-                                       Weights.interleave_rope, once at load)
-  o = attention(q, k, v)             llama_attention (q, k, v read from qkv as they lie; no RoPE of its own;
-                                     causal; GQA: heads / heads_kv query heads per K/V head)
+  qkv = h . Wqkv^T (+ bias)          llama_qkv / llama_qkv_bias (family: the dispatcher picks the tile)
+  k rotated (RoPE) into the K cache,  llama_kv_append (a contiguous cache [batch, seq, kv_heads, head_dim];
+    v into the V cache, q rotated      q rotated in place by the same launch)
+    in place
+  o = attention(q, k, v)             llama_attention (no RoPE of its own; causal; GQA: heads / heads_kv query
+                                     heads per K/V head)
   s = x + o . Wo^T                   llama_o_res (the residual in the GEMM's epilogue: s is written once)
   y = rmsnorm(s)                     llama_norm
   m = silu(y . Wg^T) * (y . Wu^T)    llama_gate_up (SwiGLU in the GEMM's epilogue)
   out = s + m . Wd^T                 llama_down (the residual in the GEMM's epilogue)
 
-``rope_at = "append"`` (and the folded-norm layer, whose qkv GEMM scales rows) rotates in a step of its own
-instead, the serving form that also fills a KV cache: qkv = h . Wqkv^T (llama_qkv / llama_qkv_bias), then k rotated
-into a contiguous K cache [batch, seq, kv_heads, head_dim], v into the V cache and q rotated in place by one launch
-(llama_kv_append); attention reads the caches.
+``--rope-at qkv`` rotates q and k in the qkv GEMM's epilogue instead (llama_qkv_rope / llama_qkv_bias_rope, on q / k
+weight rows in pair order: Weights.interleave_rope, once at load) and attention reads q, k and v from the GEMM's
+output as they lie: one step fewer, no cache. It measured 0.6-2.3% slower than the append on an H100
+(docs/performance.md, fifteenth session); the folded-norm layer (its qkv GEMM scales rows) always appends.
 
 The dimensions are configurable (:class:`Config`; ``head_dim`` is the attention kernel's, 128); weights are random
 (:meth:`Weights.random`) or given (:meth:`Weights.from_state_dict`: a Hugging Face layer's tensors). On the emulator
@@ -206,15 +207,15 @@ def _t(w):
     return w.T
 
 
-def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict, rope_at: str = "qkv") -> list:
+def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict, rope_at: str = "append") -> list:
     """The layer as named steps, each one kernel of ``ks``: ``(name, fn)`` with ``fn(env)`` reading its inputs from
     the dict ``env`` and storing its outputs there. ``env["x"]`` is the input [batch * seq, hidden] (``batch``
     sequences of ``seq`` tokens, causal each); the last step stores ``env["out"]``. ``rope``: the RoPE inputs of
     :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
-    ``rope_at = "qkv"``: the qkv GEMM writes q and k rotated (its epilogue; the q / k weight rows interleaved here,
-    once) and attention reads q, k and v from its output as they lie. ``"append"``: K is rotated once, on its way
-    into the sequence's K cache (``llama_kv_append``, a contiguous cache here: the prefill's K and V), and Q in
-    place (its columns of ``qkv``) by the same launch. Attention has no RoPE of its own either way. The o projection
+    ``rope_at = "append"`` (default): K is rotated once, on its way into the sequence's K cache (``llama_kv_append``,
+    a contiguous cache here: the prefill's K and V), and Q in place (its columns of ``qkv``) by the same launch.
+    ``"qkv"``: the qkv GEMM writes q and k rotated (its epilogue; the q / k weight rows interleaved here, once) and
+    attention reads q, k and v from its output as they lie. Attention has no RoPE of its own either way. The o projection
     adds the residual in its epilogue (``s = x + o . Wo^T``), so that s is written once and the post-attention norm
     only reads it. bench/model.py times the steps one by one.
 
@@ -395,7 +396,7 @@ def _f64(w: Weights, widen) -> dict:
             for f in dataclasses.fields(w) if f.name not in ("folded", "interleaved")}
 
 
-def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False, rope_at: str = "qkv") -> float:
+def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False, rope_at: str = "append") -> float:
     """The layer on the emulator at :data:`EMU`'s widths (``fold``: the norms folded into the GEMMs); its relative
     error against the float64 layer (unfolded weights)."""
     cfg = EMU
@@ -408,7 +409,8 @@ def run_emu(batch: int, seq: int, seed: int = 0, fold: bool = False, rope_at: st
     return rel_err(from_bf16(out).astype(np.float64), reference(cfg, f64, from_bf16(x).astype(np.float64), batch))
 
 
-def run_gpu(config: str, batch: int, seq: int, seed: int = 0, fold: bool = False, rope_at: str = "qkv") -> float:
+def run_gpu(config: str, batch: int, seq: int, seed: int = 0, fold: bool = False,
+            rope_at: str = "append") -> float:
     """The layer on the GPU at ``config``'s widths (``fold``: the norms folded into the GEMMs); its relative error
     against the float64 layer (numpy on the host for small token counts)."""
     import torch
@@ -432,8 +434,8 @@ def main() -> int:
     ap.add_argument("--seq", type=int, default=None, help="tokens per sequence (default 9 on emu, 256 on sm_90)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fold-norms", action="store_true", help="the norms folded into the GEMMs (Weights.fold)")
-    ap.add_argument("--rope-at", choices=ROPE_AT, default="qkv", help="where q and k are rotated: the qkv GEMM's "
-                    "epilogue (default) or the K/V append, which also fills a cache (the folded layer always)")
+    ap.add_argument("--rope-at", choices=ROPE_AT, default="append", help="where q and k are rotated: the K/V "
+                    "append, which also fills a cache (default; the folded layer always), or the qkv GEMM's epilogue")
     args = ap.parse_args()
     seq = args.seq or (9 if args.target == "emu" else 256)
     err = (run_emu(args.batch, seq, args.seed, args.fold_norms, args.rope_at) if args.target == "emu" else

@@ -1,8 +1,8 @@
 """examples/llama_layer.py on the emulator (rung 2): a Llama-style decoder layer, every step a ckgen kernel (norms,
-the qkv projection with its bias and RoPE in its epilogue, causal GQA attention on views of its output, the o /
-gate-up / down projections through their one-member families, SwiGLU, the residual adds), and the same rotating in
-the K/V append, against a float64 layer, at a hidden size that is not a power of two and two sequences of an odd
-length."""
+the qkv projection with its bias, RoPE in the K/V append, causal GQA attention, the o / gate-up / down projections
+through their one-member families, SwiGLU, the residual adds), and the same with RoPE in the qkv projection's
+epilogue and attention on views of its output, against a float64 layer, at a hidden size that is not a power of
+two and two sequences of an odd length."""
 
 from __future__ import annotations
 
@@ -30,16 +30,16 @@ def _example():
 def test_llama_layer_example_matches_float64():
     """The layer, then the same with the norms folded into the GEMMs (gamma in the weights, rstd scaling the rows,
     the o projection's residual) against the float64 layer of the unfolded weights, the folding's own bf16
-    rounding of the weights included; then the layer rotating in its K/V append. (One test: the layers share most
-    kernels, built once.) Without the q / k rows in pair order the rotary epilogue's layer is far off."""
+    rounding of the weights included; then the layer rotating in its qkv GEMM's epilogue. (One test: the layers share
+    most kernels, built once.) Without the q / k rows in pair order the rotary epilogue's layer is far off."""
     ex = _example()
     assert ex.run_emu(batch=2, seq=9, seed=3) < 8e-3  # (a wrong RoPE theta gives 1.9e-2)
     assert ex.run_emu(batch=2, seq=9, seed=3, fold=True) < 8e-3
-    assert ex.run_emu(batch=2, seq=9, seed=3, rope_at="append") < 8e-3
+    assert ex.run_emu(batch=2, seq=9, seed=3, rope_at="qkv") < 8e-3
     real = ex.Weights.interleave_rope
     try:
         ex.Weights.interleave_rope = lambda self, cfg: self
-        assert ex.run_emu(batch=2, seq=9, seed=3) > 5e-2
+        assert ex.run_emu(batch=2, seq=9, seed=3, rope_at="qkv") > 5e-2
     finally:
         ex.Weights.interleave_rope = real
     w = ex.Weights.random(ex.EMU, 3)
