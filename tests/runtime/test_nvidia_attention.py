@@ -18,6 +18,7 @@ import math
 import pytest
 
 from ckgen.errors import RuntimeFailure
+from tests.runtime.gpu_helpers import launched
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
@@ -233,16 +234,6 @@ def test_varlen_vs_float64(name, lq, lk, h, hkv, window):
     o2, _ = kern(q, k, v, cq, ck, **named)
     torch.cuda.synchronize()
     assert torch.equal(o2, o)
-
-
-def launched(fn) -> set[str]:
-    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
 
 
 @pytest.mark.parametrize("name,layout,sk,tma", [

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ckgen.errors import RuntimeFailure
+from tests.runtime.gpu_helpers import launched
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
@@ -159,16 +160,6 @@ def test_torch_edge_shapes(name, pad):
                          ids=[f"{n}-pad{p}" for n in TMA_NAMES for p in (0, 8)])
 def test_tma_edge_shapes(name, pad):
     check_shapes(name, TMA_SHAPES, pad)
-
-
-def launched(fn) -> set[str]:
-    """Names of the GPU kernels that fn() launches (torch's profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.key for e in prof.key_averages()}
 
 
 @pytest.mark.parametrize("name", TMA_NAMES)

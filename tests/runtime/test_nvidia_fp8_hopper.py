@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.runtime.gpu_helpers import launched
+
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
@@ -115,16 +117,6 @@ def reference(g, a, b, sa, sb, bias):
 def call(name, a, b, sa, sb, bias, **extra):
     named = {k: v for k, v in (("scale_a", sa), ("scale_b", sb), ("bias", bias)) if v is not None}
     return kernel(name)(A=a, B=b, **named, **extra)
-
-
-def launched(fn) -> set[str]:
-    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
 
 
 def tolerance(g) -> float:

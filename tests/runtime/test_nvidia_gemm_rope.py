@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.runtime.gpu_helpers import launched
+
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
@@ -34,15 +36,6 @@ def kernel(name):
     from ckgen.runtime.api import jit
 
     return jit(SPEC, kernel=name, target="sm_90")
-
-
-def launched(fn) -> set[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.key for e in prof.key_averages()}
 
 
 def _run(name, M, N, K, cols, ld_pad=0, profile=False):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.runtime.gpu_helpers import launched
+
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (the lent device)")]
@@ -78,16 +80,6 @@ def attend(q, k, v):
     mask = torch.arange(sk, device=q.device)[None, :] <= torch.arange(sq, device=q.device)[:, None] + sk - sq
     p = torch.softmax(s.masked_fill(~mask, float("-inf")), -1)
     return torch.einsum("hqk,khd->qhd", p, vv)
-
-
-def launched(fn) -> set[str]:
-    """The names of the CUDA kernels ``fn()`` launches (torch profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
 
 
 @pytest.mark.parametrize("name, tma", [("gr_prefill_bf16_d128_neox64", False),
