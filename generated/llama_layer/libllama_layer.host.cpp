@@ -325,7 +325,7 @@ CKGEN_API int ckgen_llama_qkv_bias_1_packed(const ckgen_slot* args, void* stream
   return ckgen_llama_qkv_bias_1(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].i, args[5].i, args[6].i, args[7].i, args[8].i, args[9].i, stream);
 }
 
-// llama_qkv_rope_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x32, waves 2x2, instr 32x32x8
+// llama_qkv_rope_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; rope gptj(128); tile 64x64x32, waves 2x2, instr 32x32x8
 CKGEN_API int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
@@ -378,7 +378,7 @@ CKGEN_API int ckgen_llama_qkv_rope_1_packed(const ckgen_slot* args, void* stream
   return ckgen_llama_qkv_rope_1(args[0].p, args[1].p, const_cast<void*>(args[2].p), args[3].p, args[4].p, args[5].p, args[6].i, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, stream);
 }
 
-// llama_qkv_bias_rope_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col); tile 64x64x32, waves 2x2, instr 32x32x8
+// llama_qkv_bias_rope_1: bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col); rope gptj(128); tile 64x64x32, waves 2x2, instr 32x32x8
 CKGEN_API int ckgen_llama_qkv_bias_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream) {
   if (M < 0 || M > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
   if (N < 0 || N > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;

@@ -173,7 +173,7 @@ int ckgen_llama_qkv_1(const void* A, const void* B, void* C, const void* bias, i
  */
 int ckgen_llama_qkv_bias_1(const void* A, const void* B, void* C, const void* bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, void* stream);
 
-/* llama_qkv_rope_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; tile 64x64x32, waves 2x2, instr 32x32x8
+/* llama_qkv_rope_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue none; rope gptj(128); tile 64x64x32, waves 2x2, instr 32x32x8
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
  *   A: M x K
  *   B: K x N
@@ -193,7 +193,7 @@ int ckgen_llama_qkv_bias_1(const void* A, const void* B, void* C, const void* bi
  */
 int ckgen_llama_qkv_rope_1(const void* A, const void* B, void* C, const void* bias, const void* positions, const void* cos_sin, int64_t M, int64_t N, int64_t K, int64_t rope_positions, int64_t rope_cols, int64_t lda, int64_t ldb, int64_t ldc, int64_t cs_pos_stride, void* stream);
 
-/* llama_qkv_bias_rope_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col); tile 64x64x32, waves 2x2, instr 32x32x8
+/* llama_qkv_bias_rope_1 (op gemm): bf16 row x bf16 col -> bf16 row (acc f32), alpha 1, beta 0, epilogue bias(col); rope gptj(128); tile 64x64x32, waves 2x2, instr 32x32x8
  * C = epilogue(alpha * A.B + beta * C), cast to C's dtype
  *   A: M x K
  *   B: K x N

@@ -61,7 +61,8 @@ class GemmOp(Op):
         batch = "batched " if g.batched else (f"{g.mode} ({g.index.value} index) " if g.grouped else "")
         return (f"{batch}{g.a.dtype.value} {g.a.layout.value} x {g.b.dtype.value} {g.b.layout.value} -> "
                 f"{g.c.dtype.value} {g.c.layout.value} (acc {g.acc.value}), alpha {g.alpha:g}, beta {g.beta:g}, "
-                f"epilogue {ep}; " + (f"gate {g.gate_text}; " if g.gated else "") + (f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'}; " if g.scaled else "")
+                f"epilogue {ep}; " + (f"gate {g.gate_text}; " if g.gated else "")
+                + (f"rope {g.rope_text}; " if g.rope is not None else "") + (f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'}; " if g.scaled else "")
                 + f"tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
                 f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 

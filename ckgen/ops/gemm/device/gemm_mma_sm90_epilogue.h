@@ -13,6 +13,8 @@
 //                              16 rows x 8k columns at a time, written out as 16-byte row-contiguous stores
 //   pair, value_of, finish_of, unchecked
 //                              one pair of outputs as staged (also the Hopper body's TMA store of C)
+// Rotary Cfgs (rope = gptj(...), blocks/epilogue.h): pair() rotates each pair of finished outputs (pack_pair), and
+// store_c writes every output through pair().
 // Every output is bounds-checked against M and N (or, when the epilogue reads no memory, computed and dropped):
 // no access leaves C, the bias or the residual. Cfg members read: TC, COperand, kTileM, kCRowMajor, the
 // epilogue's (epi::Operand, gated, out_tile_n, finish, value), and optionally kAddStores.
