@@ -11,8 +11,8 @@ __all__ = ["CkgenError", "__version__", "jit", "rope_interleave", "rope_table"]
 
 def __getattr__(name: str):
     """``ckgen.jit`` (ckgen.runtime.api.jit), ``ckgen.rope_table`` (the rotary embedding's cos / sin table) and
-    ``ckgen.rope_interleave`` (rotate-half q / k weights in the GEMM epilogue's pair order; both in ckgen.ir.rope),
-    imported on first use so ``import ckgen`` stays light."""
+    ``ckgen.rope_interleave`` (rotate-half q / k weights in the pair order a rotary epilogue takes; both in
+    ckgen.ir.rope), imported on first use so ``import ckgen`` stays light."""
     if name == "jit":
         from ckgen.runtime.api import jit
 

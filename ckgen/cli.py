@@ -224,7 +224,7 @@ def _cmd_examples(a) -> int:
     if a.copy is None:
         width = max(len(ex.path.name) for ex in chosen) + 2
         for ex in chosen:
-            lines = textwrap.wrap(ex.summary, max(40, 110 - width)) or [""]
+            lines = textwrap.wrap(ex.summary, max(40, 110 - width), break_on_hyphens=False) or [""]
             print(ex.path.name.ljust(width) + lines[0])
             for line in lines[1:]:
                 print(" " * width + line)

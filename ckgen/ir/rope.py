@@ -1,4 +1,4 @@
-"""Rotary position embeddings (RoPE), shared by the ops that rotate (attention, the K/V append, the GEMM epilogue).
+"""Rotary position embeddings (RoPE), shared by every op that rotates (the DSL key ``rope`` of each).
 
 A :class:`Rope` is a style and a rotary dim ``rot`` (even; dims past ``rot`` of each head pass through). Pair ``i``
 (``i < rot / 2``) of a head's row at position ``pos`` is ``(x, y)`` = elements ``(i, i + rot / 2)`` (``neox``,
@@ -110,10 +110,10 @@ def apply(x: np.ndarray, cs: np.ndarray, rope: Rope) -> np.ndarray:
 def rope_interleave(w, head_dim: int, rot: int | None = None):
     """The rows of a rotate-half (``neox``) q or k projection, ``w`` [heads * head_dim, ...] (an nn.Linear weight,
     or its bias), reordered per head so that each pair (i, i + rot / 2) lands on rows (2 i, 2 i + 1): the ``gptj``
-    order the GEMM's rotary epilogue (``rope = gptj(head_dim, rot)``) rotates. Applied to both q's and k's weights
-    it leaves every q.k, hence attention, unchanged (the inverse of the permutation HF's Llama conversion applies
-    to Meta's interleaved checkpoints); rows past ``rot`` of each head keep their place. numpy or torch; returns a
-    new array. Bad arguments raise ValueError naming the argument."""
+    order a projection's rotary epilogue (``rope = gptj(head_dim, rot)``) rotates. Applied to both q's and k's weights
+    it leaves every q.k unchanged (the inverse of the permutation HF's Llama conversion applies to Meta's interleaved
+    checkpoints); rows past ``rot`` of each head keep their place. numpy or torch; returns a new array. Bad
+    arguments raise ValueError naming the argument."""
     rot = head_dim if rot is None else rot
     if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)) or head_dim < 2 or head_dim % 2:
         raise ValueError(f"rope_interleave: head_dim = {head_dim!r}: expected an even integer >= 2")

@@ -135,7 +135,7 @@ def check_call(kern: Kernel, values: dict[str, int], rng: np.random.Generator) -
     op = get_op(kern.plan.op)
     arrays = op.random_inputs(kern.plan, values, rng)
     before = {k: (v.copy() if v is not None else None) for k, v in arrays.items()}
-    # sizes no array's shape gives (e.g. a rotary GEMM's rope_cols) go with the call
+    # sizes no array's shape gives (e.g. a rotary epilogue's rope_cols) go with the call
     dims = {d for a in kern.plan.abi.tensors for d in a.dims if isinstance(d, str)}
     free = {s.name: values[s.name] for s in kern.plan.abi.sizes if s.name not in dims and s.name in values}
     t0 = time.perf_counter()
