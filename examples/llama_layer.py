@@ -19,7 +19,7 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
 ``--rope-at qkv`` rotates q and k in the qkv GEMM's epilogue instead (llama_qkv_rope / llama_qkv_bias_rope, on q / k
 weight rows in pair order: Weights.interleave_rope, once at load) and attention reads q, k and v from the GEMM's
-output as they lie: one step fewer, no cache. It measured 0.6-2.3% slower than the append on an H100
+output as they lie: one step fewer, no cache. It measured 0.7-3.3% slower than the append on an H100
 (docs/performance.md, fifteenth session); the folded-norm layer (its qkv GEMM scales rows) always appends.
 
 The dimensions are configurable (:class:`Config`; ``head_dim`` is the attention kernel's, 128); weights are random
