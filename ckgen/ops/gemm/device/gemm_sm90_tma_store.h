@@ -141,8 +141,9 @@ struct TmaStoreEpilogue {
     cp_async_commit();
   }
 
-  // Rotary Cfgs (rope = gptj(...)) without kRopePrefetch: the cosines and sines of the warp's 16 rows for the 32 pairs of one 64-column
-  // segment of the tile (fragments 8 sg .. 8 sg + 7, pair p at column n0 + 64 sg + 2p) -> the warp's staging, by
+  // Rotary Cfgs (rope = gptj(...)) without kRopePrefetch: the cosines and sines of the warp's 16 rows for the 32
+  // pairs of one 64-column segment of the tile (fragments 8 sg .. 8 sg + 7, pair p at column n0 + 64 sg + 2p) -> the
+  // warp's staging, by
   // 4-byte cp.async: lane p copies its pair's entries of every row, so no registers wait on them and all are in
   // flight at once (read one by one from global memory, the pairs' table reads cost 25 us per 128 x 256 tile on an
   // H100: the table does not stay in an L1 beside the pipeline). 4 KiB: the cosine of (row r, pair p) at word
@@ -169,9 +170,9 @@ struct TmaStoreEpilogue {
   }
 
   // finish_c of a rotary Cfg: the tile's table entries prefetched into the staging (kRopePrefetch), or per 64-column
-  // segment gathered there (gather_rope), then each pair of outputs finished (Epi::value_of), rotated at its row's position and converted. A pair is rotated
-  // when both outputs lie in C, its column is below rope_cols and its head dim below kRopeDim; a row whose position
-  // lies outside the table gets NaN there. The staging is the warp's C staging: free once the previous tile's TMA
+  // segment gathered there (gather_rope), then each pair of outputs finished (Epi::value_of), rotated at its row's
+  // position and converted. A pair is rotated when both outputs lie in C, its column is below rope_cols and its head
+  // dim below kRopeDim; a row whose position lies outside the table gets NaN there. The staging is the warp's C staging: free once the previous tile's TMA
   // stores have read it, and store_c_tma overwrites it after.
   static CKGEN_DEVICE void finish_rotated(const COp (&acc)[1][kFrags], int row0, int m0, int n0, const TC* C,
                                           Operand bias, int M, int N, long long ldc, int lane,
