@@ -120,6 +120,10 @@ def test_bad_rotary_inputs_are_refused(kernels):
         k(**bad, rope_cols=128)
     with pytest.raises(CkgenError, match="cos_sin"):
         k(**dict(arrays, cos_sin=arrays["cos_sin"][:, :64]), rope_cols=128)
+    with pytest.raises(CkgenError, match="positions"):  # the wrong length
+        k(**dict(arrays, positions=arrays["positions"][:5]), rope_cols=128)
+    with pytest.raises(CkgenError, match="positions"):  # the wrong dtype
+        k(**dict(arrays, positions=arrays["positions"].astype(np.int64)), rope_cols=128)
 
 
 def test_rope_interleave_keeps_q_dot_k():
