@@ -34,11 +34,6 @@ def _float(x: float) -> str:
     return f32_literal(x)
 
 
-#: the rotary epilogue's arguments, in the order epi::Rotary::make takes them after the bias (abi.rope_args places
-#: them in the ABI)
-OPERAND_ROPE = ["positions", "cos_sin", "rope_positions", "rope_cols", "cs_pos_stride"]
-
-
 class GemmOp(Op):
     name = "gemm"
     doc = "C = epilogue(alpha * A.B + beta * C) on matrix cores, optionally strided-batched"
@@ -132,7 +127,9 @@ class GemmOp(Op):
                          "walks every group's tiles.")
         # the arguments the entry folds into the epilogue operand (EpiOperand::make), and those around them
         names = [a.name for a in plan.abi.args]
-        folded = (["residual"] if g.residual else []) + (OPERAND_ROPE if g.rope is not None else [])
+        # (the rotary inputs in abi.rope_args' order, the order epi::Rotary::make takes them after the bias)
+        rope = [a.name for part in _abi.rope_args(g) for a in part] if g.rope is not None else []
+        folded = (["residual"] if g.residual else []) + rope
         operand = None
         if folded:
             make = ["bias", *folded] + (["C"] if g.residual else [])
