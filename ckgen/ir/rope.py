@@ -93,15 +93,21 @@ def pair_index(rope: Rope) -> tuple[np.ndarray, np.ndarray]:
     return (i, i + rope.dim // 2) if rope.style == "neox" else (2 * i, 2 * i + 1)
 
 
-def apply(x: np.ndarray, cs: np.ndarray, rope: Rope) -> np.ndarray:
+def apply(x, cs, rope: Rope):
     """``x [..., d]`` rotated in float64 by the table rows ``cs [..., rot]`` (broadcast against x's leading dims);
-    elements past the rotary dim unchanged."""
-    out = np.array(x, np.float64, copy=True)
-    cs = np.asarray(cs, np.float64)
+    elements past the rotary dim unchanged. numpy arrays (or what ``np.array`` takes), or torch tensors (computed on
+    their device); a new array."""
+    xi, yi = pair_index(rope)
+    if hasattr(x, "clone"):  # torch
+        import torch
+
+        out, cs = x.double().clone(), cs.double()
+        xi, yi = (torch.as_tensor(v, device=x.device) for v in (xi, yi))
+    else:
+        out, cs = np.array(x, np.float64, copy=True), np.asarray(cs, np.float64)
     h = rope.dim // 2
     c, s = cs[..., :h], cs[..., h:]
-    xi, yi = pair_index(rope)
-    a, b = out[..., xi].copy(), out[..., yi].copy()
+    a, b = out[..., xi], out[..., yi]  # (index arrays: copies, in both)
     out[..., xi] = a * c - b * s
     out[..., yi] = b * c + a * s
     return out

@@ -11,6 +11,7 @@ from ckgen.ir.activations import ACTIVATIONS
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
+from ckgen.ir.rope import apply as apply_rope
 from ckgen.ir.types import DType
 from ckgen.ops.gemm.spec import GATED, MX_BLOCK, SCALE_BLOCK
 
@@ -47,13 +48,9 @@ def rope_columns(g, r, positions, cos_sin, rope_cols: int):
     xp = np if isinstance(r, np.ndarray) else __import__("torch")
     pos = positions.reshape(-1)
     inside = (pos >= 0) & (pos < cos_sin.shape[0])
-    cs = cos_sin[xp.where(inside, pos, 0)]
-    c, s = cs[:, None, : rot // 2], cs[:, None, rot // 2: rot]
-    out = r.clone() if xp is not np else r.copy()
-    q = out[:, :cols].reshape(r.shape[0], cols // head, head)
-    x, y = q[..., 0:rot:2].clone() if xp is not np else q[..., 0:rot:2].copy(), q[..., 1:rot:2]
-    q[..., 0:rot:2] = x * c - y * s
-    q[..., 1:rot:2] = y * c + x * s
+    cs = cos_sin[xp.where(inside, pos, 0)][:, None, :rot]
+    q = apply_rope(r[:, :cols].reshape(r.shape[0], cols // head, head), cs, g.rope)
+    out = r.copy() if xp is np else r.clone()
     out[:, :cols] = xp.where(inside[:, None], q.reshape(r.shape[0], cols), xp.nan)
     return out
 
