@@ -305,25 +305,41 @@ constexpr bool reads_memory() {
 }
 
 // ---------------------------------------------------------------- the rotary epilogue
+// Whether the pair holding column col (head dim d = col % kRopeHead) is rotated: both its outputs lie in C (`in`),
+// col is below rope_cols and d below kRopeDim.
+template <class Cfg>
+CKGEN_DEVICE bool rope_rotates(const Operand<Cfg>& r, int col, int d, bool in) {
+  return in && col < r.cols && d < Cfg::kRopeDim;
+}
+
+// The cosine and sine a rotated pair gets when its row's position lies outside the table: a quiet NaN.
+CKGEN_DEVICE float rope_outside() { return bit_cast<float>(0x7fc00000u); }
+
+// (v0, v1) <- (v0 c - v1 s, v1 c + v0 s), in f32.
+CKGEN_DEVICE void rope_rotate(float& v0, float& v1, float c, float s) {
+  const float x = v0;
+  v0 = x * c - v1 * s;
+  v1 = v1 * c + x * s;
+}
+
 // The cosine and sine of the pair holding column col of row `row` (c = 1, s = 0: not rotated, also when `in` is
 // false: the pair is not wholly inside C; NaN: the row's position lies outside the table). The table is read only
 // for a rotated pair of a row inside it. (The Hopper body's TMA-store epilogue gathers a tile's entries into shared
 // memory instead: gemm_sm90_tma_store.h, finish_rotated.)
 template <class Cfg>
 CKGEN_DEVICE void rope_angle(const Operand<Cfg>& r, int row, int col, bool in, float& c, float& s) {
-  constexpr int kHead = Cfg::kRopeHead, kRot = Cfg::kRopeDim;
-  const int d = col % kHead;
+  const int d = col % Cfg::kRopeHead;
   c = 1.0f;
   s = 0.0f;
-  if (!in || col >= r.cols || d >= kRot) return;
+  if (!rope_rotates<Cfg>(r, col, d, in)) return;
   const int pos = gload(r.positions + row);
   if (pos < 0 || pos >= r.npos) {
-    c = s = bit_cast<float>(0x7fc00000u);  // a quiet NaN
+    c = s = rope_outside();
     return;
   }
   const float* cs = r.cos_sin + static_cast<long long>(pos) * r.cs_stride + d / 2;
   c = gload(cs);
-  s = gload(cs + kRot / 2);
+  s = gload(cs + Cfg::kRopeDim / 2);
 }
 
 // The finished values v0, v1 of (row, col), (row, col + 1), col even, rotated as a pair when both are in C (`in`).
@@ -331,9 +347,7 @@ template <class Cfg>
 CKGEN_DEVICE void rope_pair(float& v0, float& v1, int row, int col, bool in, const Operand<Cfg>& r) {
   float c, s;
   rope_angle<Cfg>(r, row, col, in, c, s);
-  const float x = v0;
-  v0 = x * c - v1 * s;
-  v1 = v1 * c + x * s;
+  rope_rotate(v0, v1, c, s);
 }
 
 // The finished value v of (row, col) rotated, p being its partner's (column col ^ 1 of the row): a lane that holds

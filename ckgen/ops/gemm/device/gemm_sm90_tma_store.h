@@ -154,7 +154,7 @@ struct TmaStoreEpilogue {
   static CKGEN_DEVICE void gather_rope(const Operand& r, int pos_lane, int sg, int n0, int N, int lane, uint32_t st) {
     constexpr int kHead = Config::kRopeHead, kRot = Config::kRopeDim;
     const int col = n0 + 64 * sg + 2 * lane, d = col % kHead;
-    const bool rotated = col + 1 < N && col < r.cols && d < kRot;
+    const bool rotated = epi::rope_rotates<Config>(r, col, d, col + 1 < N);
     const float* base = r.cos_sin + (rotated ? d / 2 : lane % (kRot / 2));  // (distinct lanes, distinct words)
     if (r.npos > 0) {
 #pragma unroll 4
@@ -179,7 +179,7 @@ struct TmaStoreEpilogue {
                                           const unsigned char* sp, COut& out) {
     static_assert(kOutFrags % 8 == 0 && !kGated && !kResidual, "rotary: whole 64-column segments, plain outputs");
     static_assert(kCBoxes * 2048 >= 4096, "rotary: a segment's table takes 4 KiB of the warp's staging");
-    constexpr int kHead = Config::kRopeHead, kRot = Config::kRopeDim;
+    constexpr int kHead = Config::kRopeHead;
     const int g = lane >> 2, t = lane & 3;
     const int prow = m0 + row0 + (lane & 15);
     const int pos_lane = prow < M ? gload(bias.positions + prow) : 0;
@@ -190,7 +190,7 @@ struct TmaStoreEpilogue {
       inside[h] = pos >= 0 && pos < bias.npos;
     }
     const float* tab = reinterpret_cast<const float*>(sp);
-    const float nan = bit_cast<float>(0x7fc00000u);  // a quiet NaN
+    const float nan = epi::rope_outside();
     if constexpr (kRopePrefetch) {
       cp_async_wait<0>();  // prefetch_rope's copies have landed
     } else if (lane == 0) {
@@ -218,7 +218,7 @@ struct TmaStoreEpilogue {
                   : 0.0f;
           // (n0 is a multiple of kOutN; prefetched: also of kRopeHead, so d = 8j % kHead + 2t, its pair 4j' + t)
           const int d = kRopePrefetch ? (8 * j) % kHead + 2 * t : col % kHead;
-          const bool rot = in0 && in1 && col < bias.cols && d < kRot;
+          const bool rot = epi::rope_rotates<Config>(bias, col, d, in0 && in1);
           int w, sines;  // the pair's words in the staging: prefetch_rope's layout, or gather_rope's
           if constexpr (kRopePrefetch) {
             w = r * kRopePairs + (((((8 * j) % kHead) / 2 % kRopePairs) ^ (4 * g)) + t);
@@ -229,9 +229,7 @@ struct TmaStoreEpilogue {
           }
           const float c = !rot ? 1.0f : inside[h] ? tab[w] : nan;
           const float s = !rot ? 0.0f : inside[h] ? tab[w + sines] : nan;
-          const float x = v0;
-          v0 = x * c - v1 * s;
-          v1 = v1 * c + x * s;
+          epi::rope_rotate(v0, v1, c, s);
           out.v[j][h] = Epi::pack(v0, v1);
         }
       }
