@@ -112,61 +112,55 @@ struct TmaStoreEpilogue {
     else pairs(BoolConst<true>{});
   }
 
-  // kRopePrefetch: the cosines and sines of every pair i < kRopePairs of the warp's 16 rows -> the warp's staging by
-  // 4-byte cp.async, issued at the start of the tile's main loop so that they land while it runs (one commit
-  // group; finish_rotated waits for it). The cosine of (row r, pair i) at word r * kRopePairs + (i ^ 4 (r & 7)),
-  // the sines 16 * kRopePairs words on (conflict-free for these writes and for finish_rotated's reads). Rows past
-  // M and positions outside the table copy table row 0 (a table of no rows is not read). The staging is first
-  // released by the warp's previous TMA stores (bulk_wait_read), as for a residual.
-  static CKGEN_DEVICE void prefetch_rope(const Operand& r, int row0, int m0, int n0, int M, int N, int lane,
-                                         uint32_t st) {
-    constexpr int kSines = 4 * 16 * kRopePairs;  // bytes
-    const int prow = m0 + row0 + (lane & 15);
-    const int pos_lane = prow < M ? gload(r.positions + prow) : 0;
-    if (lane == 0) bulk_wait_read<0>();
-    __syncwarp();
+  // The table entries of the warp's 16 rows -> the warp's staging, by 4-byte cp.async (one commit group): entry
+  // i < kEntries of row r (lane i % 32 copies it) is the cosine at column col(i) of the table row of r's position, at
+  // word r * kEntries + (i ^ 4 (r & 7)), and its sine (column col(i) + rot / 2) 16 * kEntries words on:
+  // conflict-free for these writes and for finish_rotated's reads. No registers wait on the copies, so all are in
+  // flight at once. pos_lane: lane r's row position (lanes 0..15). Rows past M and positions outside the table copy
+  // table row 0 (never a read outside it; finish_rotated drops them); a table of no rows is not read. kUnroll: rows
+  // per unrolled step.
+  template <int kEntries, int kUnroll, class Col>
+  static CKGEN_DEVICE void copy_rope_rows(const Operand& r, int pos_lane, int lane, uint32_t st, Col col) {
+    static_assert(kEntries % 32 == 0, "copy_rope_rows: whole warps of entries");
     if (r.npos > 0) {
-#pragma unroll 1
+#pragma unroll kUnroll
       for (int row = 0; row < 16; ++row) {
         const int pos = __shfl_sync(0xffffffffu, pos_lane, row);
         const float* src = r.cos_sin + (pos >= 0 && pos < r.npos ? static_cast<long long>(pos) * r.cs_stride : 0);
 #pragma unroll
-        for (int i = lane; i < kRopePairs; i += 32) {
-          const uint32_t w = st + 4 * (row * kRopePairs + (i ^ (4 * (row & 7))));
-          cp_async4(w, src + i);
-          cp_async4(w + kSines, src + Config::kRopeDim / 2 + i);
+        for (int k = 0; k < kEntries / 32; ++k) {
+          const int i = lane + 32 * k;
+          const uint32_t w = st + 4 * (row * kEntries + (i ^ (4 * (row & 7))));
+          cp_async4(w, src + col(i));
+          cp_async4(w + 4 * 16 * kEntries, src + col(i) + Config::kRopeDim / 2);
         }
       }
     }
     cp_async_commit();
   }
 
-  // Rotary Cfgs (rope = gptj(...)) without kRopePrefetch: the cosines and sines of the warp's 16 rows for the 32
-  // pairs of one 64-column segment of the tile (fragments 8 sg .. 8 sg + 7, pair p at column n0 + 64 sg + 2p) -> the
-  // warp's staging, by
-  // 4-byte cp.async: lane p copies its pair's entries of every row, so no registers wait on them and all are in
-  // flight at once (read one by one from global memory, the pairs' table reads cost 25 us per 128 x 256 tile on an
-  // H100: the table does not stay in an L1 beside the pipeline). 4 KiB: the cosine of (row r, pair p) at word
-  // r * 32 + (p ^ 4 (r & 7)) (conflict-free for these writes and for finish_rotated's reads), the sines 2 KiB on.
-  // pos_lane: lane r's row position (lanes 0..15; 0 past M). Pairs not rotated, rows past M and positions outside
-  // the table copy entries of table row 0 (never a read outside the table; finish_rotated drops them); a table of
-  // no rows is not read.
+  // kRopePrefetch: every pair i < kRopePairs of the warp's 16 rows (copy_rope_rows), issued at the start of the
+  // tile's main loop so that the copies land while it runs (finish_rotated waits for them). The staging is first
+  // released by the warp's previous TMA stores (bulk_wait_read), as for a residual.
+  static CKGEN_DEVICE void prefetch_rope(const Operand& r, int row0, int m0, int n0, int M, int N, int lane,
+                                         uint32_t st) {
+    const int prow = m0 + row0 + (lane & 15);
+    const int pos_lane = prow < M ? gload(r.positions + prow) : 0;
+    if (lane == 0) bulk_wait_read<0>();
+    __syncwarp();
+    copy_rope_rows<kRopePairs, 1>(r, pos_lane, lane, st, [](int i) { return i; });
+  }
+
+  // Rotary Cfgs without kRopePrefetch: the 32 pairs of one 64-column segment of the tile (fragments 8 sg .. 8 sg + 7,
+  // pair p at column n0 + 64 sg + 2p) of the warp's 16 rows (copy_rope_rows: 4 KiB), gathered in the epilogue (read
+  // one by one from global memory instead, the pairs' table reads cost 25 us per 128 x 256 tile on an H100: the
+  // table does not stay in an L1 beside the pipeline). A pair not rotated copies a column of its own (32 lanes on
+  // one word measured slower).
   static CKGEN_DEVICE void gather_rope(const Operand& r, int pos_lane, int sg, int n0, int N, int lane, uint32_t st) {
-    constexpr int kHead = Config::kRopeHead, kRot = Config::kRopeDim;
-    const int col = n0 + 64 * sg + 2 * lane, d = col % kHead;
-    const bool rotated = epi::rope_rotates<Config>(r, col, d, col + 1 < N);
-    const float* base = r.cos_sin + (rotated ? d / 2 : lane % (kRot / 2));  // (distinct lanes, distinct words)
-    if (r.npos > 0) {
-#pragma unroll 4
-      for (int row = 0; row < 16; ++row) {
-        const int pos = __shfl_sync(0xffffffffu, pos_lane, row);
-        const float* src = base + (pos >= 0 && pos < r.npos ? static_cast<long long>(pos) * r.cs_stride : 0);
-        const uint32_t w = st + 4 * (row * 32 + (lane ^ (4 * (row & 7))));
-        cp_async4(w, src);
-        cp_async4(w + 2048, src + kRot / 2);
-      }
-    }
-    cp_async_commit();
+    constexpr int kRot = Config::kRopeDim;
+    const int col = n0 + 64 * sg + 2 * lane, d = col % Config::kRopeHead;
+    const int off = epi::rope_rotates<Config>(r, col, d, col + 1 < N) ? d / 2 : lane % (kRot / 2);
+    copy_rope_rows<32, 4>(r, pos_lane, lane, st, [off](int) { return off; });
   }
 
   // finish_c of a rotary Cfg: the tile's table entries prefetched into the staging (kRopePrefetch), or per 64-column
