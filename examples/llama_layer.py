@@ -167,9 +167,9 @@ class Weights:
         def rows(t):
             if t is None:
                 return None
-            head = ckgen.rope_interleave(t[:qk], cfg.head_dim)
-            return np.concatenate([head, t[qk:]]) if isinstance(t, np.ndarray) else __import__("torch").cat(
-                [head, t[qk:]])
+            out = t.copy() if isinstance(t, np.ndarray) else t.clone()
+            out[:qk] = ckgen.rope_interleave(t[:qk], cfg.head_dim)
+            return out
 
         return dataclasses.replace(self, qkv=rows(self.qkv), qkv_bias=rows(self.qkv_bias), interleaved=True)
 
