@@ -3,7 +3,7 @@ through the Python API: prepared calls) against the same layer in torch, eager a
 mode), measured in the same run, bf16 (issue 28).
 
   python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms]
-                        [--rope-at qkv|append] [--rope-ab] [--json OUT]
+                        [--rope-at qkv|append|attention] [--rope-ab] [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -21,7 +21,8 @@ the qkv and gate-up weights; norms that write only each row's rstd, which scales
 unfolded layer runs as a fourth side of the same interleaved rounds (``ckgen_unfolded``), so both are compared in
 one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_layer.py's ``rope_at``: ``append``,
 the K/V append that also fills a cache, the default; ``qkv``, the qkv GEMM's epilogue, attention reading its
-output). ``--rope-ab``: the other place's layer runs as a further side of the same rounds (``ckgen_<place>``).
+output; ``attention``, k in the append and q in attention as each tile loads). ``--rope-ab``: each other place's
+layer runs as a further side of the same rounds (``ckgen_<place>``), its steps in the breakdown too.
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -157,16 +158,17 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
             unfolded = ex.steps(ks, cfg, w, batch, seq, rope, rope_at)
             sides["ckgen_unfolded"] = lambda: ex.forward(unfolded, x)
             errs["ckgen_unfolded"] = rel_err(sides["ckgen_unfolded"](), ref)
-        if rope_ab:
-            other = next(p for p in ex.ROPE_AT if p != rope_at)
-            other_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope, other)
-            sides[f"ckgen_{other}"] = lambda: ex.forward(other_steps, x)
+        step_sides = {"ckgen": ck_steps, "eager": t_steps}
+        for other in (p for p in ex.ROPE_AT if rope_ab and p != rope_at):
+            step_sides[f"ckgen_{other}"] = other_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope,
+                                                                  other)
+            sides[f"ckgen_{other}"] = lambda s=other_steps: ex.forward(s, x)
             errs[f"ckgen_{other}"] = rel_err(sides[f"ckgen_{other}"](), ref)
         del ref
         dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
-        pieces = time_steps({"ckgen": ck_steps, "eager": t_steps}, x)
+        pieces = time_steps(step_sides, x)
     return {"config": cfg_name, "batch": batch, "seq": seq, "device_ms": dev, "eager_ms": wall, "rel_err": errs,
             "vs_compile": dev["compile"] / dev["ckgen"], "vs_eager": dev["eager"] / dev["ckgen"],
             "err_ratio": errs["ckgen"] / errs["eager"], "pieces": pieces}
@@ -186,25 +188,25 @@ def print_rows(rows: list[dict]) -> None:
               f"{r['err_ratio']:5.2f}")
     for r in rows:
         print(f"\nsteps, {r['config']} {r['batch']}x{r['seq']} (device ms, each step alone):")
-        for side in ("ckgen", "eager"):
-            parts = r["pieces"][side]
+        for side, parts in r["pieces"].items():
             total = sum(t for _, t in parts)
             print(f"  {side:>5}: " + "  ".join(f"{n} {t:.3f}" for n, t in parts) + f"  | sum {total:.3f}")
 
 
 def main() -> int:
+    ex = _example()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default="llama3-8b,qwen2.5-7b")
     ap.add_argument("--shapes", default="1x2048,4x512,1x8192", help="BxS: B sequences of S tokens")
     ap.add_argument("--fold-norms", action="store_true", help="the ckgen layer with its norms folded into the "
                     "GEMMs; the unfolded one timed beside it")
-    ap.add_argument("--rope-at", choices=("qkv", "append"), default="append", help="where the ckgen layer rotates "
-                    "q and k: the K/V append or the qkv GEMM's epilogue (examples/llama_layer.py's rope_at)")
-    ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at the other place timed beside it")
+    ap.add_argument("--rope-at", choices=ex.ROPE_AT, default="append", help="where the ckgen layer rotates q and k: "
+                    "the K/V append, the qkv GEMM's epilogue, or k in the append and q in attention "
+                    "(examples/llama_layer.py's rope_at)")
+    ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at each other place timed beside it")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
-    ex = _example()
     ks = ex.kernels("sm_90")
     rows = []
     for cfg_name in a.configs.split(","):

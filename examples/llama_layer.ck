@@ -3,6 +3,9 @@
      x -> llama_norm -> llama_qkv (+ bias: llama_qkv_bias) -> llama_kv_append (k and q rotated, v: the cache)
        -> llama_attention (causal, GQA) -> llama_o_res (s = x + o . Wo^T: the residual fused) -> llama_norm
        -> llama_gate_up (SwiGLU fused) -> llama_down (out = s + down: the residual fused)
+   Rotating Q in attention instead (rope_at = "attention"):
+     x -> llama_norm -> llama_qkv -> llama_kv_append_k (k rotated, v: the cache) -> llama_attention_rope
+       (Q rotated as each tile is loaded) -> ... as above
    Rotating in the qkv GEMM's epilogue instead (rope_at = "qkv"):
      x -> llama_norm -> llama_qkv_rope (+ bias: llama_qkv_bias_rope) -> llama_attention (q, k, v read from qkv)
        -> ... as above
@@ -34,6 +37,21 @@ kernel llama_attention {        // causal self-attention of the rotated Q; K / V
   dtype = bf16
   head_dim = 128
   mask = causal
+}
+
+kernel llama_kv_append_k {      // K rotated and V written into the cache; Q left as it is (rope_at = "attention":
+  op = attention_kv_append      // llama_attention_rope rotates each Q tile once it is loaded)
+  dtype = bf16
+  head_dim = 128
+  rope = neox
+}
+
+kernel llama_attention_rope {   // as llama_attention, Q rotated on load at the run-time positions
+  op = attention
+  dtype = bf16
+  head_dim = 128
+  mask = causal
+  rope = neox
 }
 
 kernel llama_norm_rstd {        // the norms folded into the next GEMM: rstd = 1 / rms(x) per row only (gamma is

@@ -1,7 +1,7 @@
 """A Llama-style decoder layer from ckgen kernels (examples/llama_layer.ck), checked against a float64 layer.
 
   python examples/llama_layer.py [--config llama3-8b|qwen2.5-7b] [--target emu|sm_90] [--batch B] [--seq S]
-                                 [--fold-norms] [--rope-at qkv|append]
+                                 [--fold-norms] [--rope-at qkv|append|attention]
 
 Every step is a ckgen kernel; torch / numpy only allocate (and view):
 
@@ -21,6 +21,8 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
 weight rows in pair order: Weights.interleave_rope, once at load) and attention reads q, k and v from the GEMM's
 output as they lie: one step fewer, no cache. It measured 0.7-3.3% slower than the append on an H100
 (docs/performance.md, fifteenth session); the folded-norm layer (its qkv GEMM scales rows) always appends.
+``--rope-at attention`` rotates only k in the append (llama_kv_append_k) and q in attention, each Q tile once it is
+loaded (llama_attention_rope): the append then reads and writes K and V only.
 
 The dimensions are configurable (:class:`Config`; ``head_dim`` is the attention kernel's, 128); weights are random
 (:meth:`Weights.random`) or given (:meth:`Weights.from_state_dict`: a Hugging Face layer's tensors). On the emulator
@@ -83,10 +85,11 @@ CONFIGS = {
 EMU = Config(hidden=192, heads=2, kv_heads=1, inter=320, theta=10000.0, qkv_bias=True)
 
 NAMES = ("llama_norm", "llama_qkv", "llama_qkv_bias", "llama_qkv_rope", "llama_qkv_bias_rope", "llama_kv_append",
-         "llama_attention", "llama_o_res", "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs",
+         "llama_kv_append_k", "llama_attention", "llama_attention_rope", "llama_o_res", "llama_gate_up", "llama_down", "llama_norm_rstd", "llama_qkv_rs",
          "llama_qkv_bias_rs", "llama_gate_up_rs")
-#: where the layer rotates q and k: in the qkv GEMM's epilogue, or in the K/V append (which also fills a cache)
-ROPE_AT = ("qkv", "append")
+#: where the layer rotates q and k: in the qkv GEMM's epilogue, in the K/V append (which also fills a cache), or
+#: k in the append and q in attention (each Q tile once it is loaded)
+ROPE_AT = ("qkv", "append", "attention")
 
 
 class _Kernels(dict):
@@ -214,8 +217,9 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict, r
     :func:`rope_inputs`. Arrays of one framework: numpy bf16 bits on the emulator, torch tensors on the GPU.
     ``rope_at = "append"`` (default): K is rotated once, on its way into the sequence's K cache (``llama_kv_append``,
     a contiguous cache here: the prefill's K and V), and Q in place (its columns of ``qkv``) by the same launch.
+    ``"attention"``: the append rotates K only and attention rotates each Q tile once it has loaded it.
     ``"qkv"``: the qkv GEMM writes q and k rotated (its epilogue; the q / k weight rows interleaved here, once) and
-    attention reads q, k and v from its output as they lie. Attention has no RoPE of its own either way. The o projection
+    attention reads q, k and v from its output as they lie. The o projection
     adds the residual in its epilogue (``s = x + o . Wo^T``), so that s is written once and the post-attention norm
     only reads it. bench/model.py times the steps one by one.
 
@@ -238,18 +242,26 @@ def steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope: dict, r
         e["qkv"] = (ks["llama_qkv_bias"](e["h"], _t(w.qkv), w.qkv_bias) if w.qkv_bias is not None
                     else ks["llama_qkv"](e["h"], _t(w.qkv)))
 
+    q_in_attention = rope_at == "attention"
+
     def kv_append(e):
         t = e["qkv"]
         k = t[:, q_n:q_n + kv_n].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
         v = t[:, q_n + kv_n:].reshape(batch, seq, cfg.kv_heads, cfg.head_dim)
-        q = t[:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)  # a view: rotated in place
         e["kc"], e["vc"] = _empty_like(k), _empty_like(v)
-        ks["llama_kv_append"](k, v, seqlens_k=rope["seqlens"], cos_sin=rope["cos_sin"], K_cache=e["kc"],
-                              V_cache=e["vc"], Q=q)
+        cache = dict(seqlens_k=rope["seqlens"], cos_sin=rope["cos_sin"], K_cache=e["kc"], V_cache=e["vc"])
+        if q_in_attention:
+            ks["llama_kv_append_k"](k, v, **cache)
+        else:  # Q (a view of qkv) rotated in place by the same launch
+            ks["llama_kv_append"](k, v, Q=t[:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim), **cache)
 
     def attention(e):
-        q = e["qkv"][:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)  # rotated by kv_append
-        e["o"], _ = ks["llama_attention"](q, e["kc"], e["vc"], scale=scale)
+        q = e["qkv"][:, :q_n].reshape(batch, seq, cfg.heads, cfg.head_dim)
+        if q_in_attention:  # rotated as each tile is loaded
+            e["o"], _ = ks["llama_attention_rope"](q, e["kc"], e["vc"], positions=rope["positions"].reshape(batch, seq),
+                                                   cos_sin=rope["cos_sin"], scale=scale)
+        else:  # rotated by kv_append
+            e["o"], _ = ks["llama_attention"](q, e["kc"], e["vc"], scale=scale)
 
     def o_proj(e):
         e["s"] = ks["llama_o_res"](e["o"].reshape(e["x"].shape[0], q_n), _t(w.o), e["x"])  # s = x + o . Wo^T
@@ -435,7 +447,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fold-norms", action="store_true", help="the norms folded into the GEMMs (Weights.fold)")
     ap.add_argument("--rope-at", choices=ROPE_AT, default="append", help="where q and k are rotated: the K/V "
-                    "append, which also fills a cache (default; the folded layer always), or the qkv GEMM's epilogue")
+                    "append, which also fills a cache (default; the folded layer always), the qkv GEMM's epilogue, or k in the "
+                    "append and q in attention")
     args = ap.parse_args()
     seq = args.seq or (9 if args.target == "emu" else 256)
     err = (run_emu(args.batch, seq, args.seed, args.fold_norms, args.rope_at) if args.target == "emu" else

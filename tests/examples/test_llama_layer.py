@@ -30,12 +30,14 @@ def _example():
 def test_llama_layer_example_matches_float64():
     """The layer, then the same with the norms folded into the GEMMs (gamma in the weights, rstd scaling the rows,
     the o projection's residual) against the float64 layer of the unfolded weights, the folding's own bf16
-    rounding of the weights included; then the layer rotating in its qkv GEMM's epilogue. (One test: the layers share
+    rounding of the weights included; then the layer rotating in its qkv GEMM's epilogue, and the one rotating q in
+    attention. (One test: the layers share
     most kernels, built once.) Without the q / k rows in pair order the rotary epilogue's layer is far off."""
     ex = _example()
     assert ex.run_emu(batch=2, seq=9, seed=3) < 8e-3  # (a wrong RoPE theta gives 1.9e-2)
     assert ex.run_emu(batch=2, seq=9, seed=3, fold=True) < 8e-3
     assert ex.run_emu(batch=2, seq=9, seed=3, rope_at="qkv") < 8e-3
+    assert ex.run_emu(batch=2, seq=9, seed=3, rope_at="attention") < 8e-3
     real = ex.Weights.interleave_rope
     try:
         ex.Weights.interleave_rope = lambda self, cfg: self
@@ -49,7 +51,7 @@ def test_llama_layer_example_matches_float64():
     qk = ex.EMU.q_n + ex.EMU.kv_n
     assert i.interleave_rope(ex.EMU) is i and (i.qkv[qk:] == w.qkv[qk:]).all() and (i.qkv[1] == w.qkv[64]).all()
     with pytest.raises(ValueError, match="rope_at"):
-        ex.steps({}, ex.EMU, w, 1, 2, {}, rope_at="attention")
+        ex.steps({}, ex.EMU, w, 1, 2, {}, rope_at="gemm")
 
 
 def test_config_refuses_what_the_kernels_cannot_take():
