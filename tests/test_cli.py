@@ -45,9 +45,10 @@ def test_compile_writes_library_header_manifest(compiled):
     manifest = json.loads((compiled / "manifest.json").read_text())
     kernels = {k["name"]: k for k in manifest["kernels"]}
     # 22 GEMMs (4 scheduled; 2 in gemm_2waves.ck, 2 batched, 3 grouped, 2 fused: residual and SwiGLU), 3 attention,
-    # 6 row ops, 5 MoE routing, 3 element-wise; llama_layer.ck: 2 norms (one rstd-only), the K/V append, attention,
-    # 10 one-member GEMM families (their gfx942 blocks; the sm_90 blocks' members are pruned on AMD)
-    assert len(kernels) == 22 + 6 + 3 + 5 + 3 + 14
+    # 6 row ops, 5 MoE routing, 3 element-wise; llama_layer.ck: 2 norms (one rstd-only), two K/V appends (with and
+    # without Q), attention with and without RoPE, 10 one-member GEMM families (their gfx942 blocks; the sm_90
+    # blocks' members are pruned on AMD)
+    assert len(kernels) == 22 + 6 + 3 + 5 + 3 + 16
     bmm = kernels["bmm_bf16"]  # the strided-batched example: the batch and a stride per operand in its ABI
     assert "int64_t batch" in bmm["signature"] and "int64_t stride_a" in bmm["signature"]
     k = kernels["gemm_f16_nt"]

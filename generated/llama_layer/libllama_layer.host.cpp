@@ -207,6 +207,162 @@ CKGEN_API int ckgen_llama_attention_packed(const ckgen_slot* args, void* stream)
   return ckgen_llama_attention(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].p, args[6].p, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, args[16].i, args[17].i, args[18].i, args[19].i, args[20].i, args[21].i, args[22].i, args[23].i, args[24].i, args[25].i, args[26].f, args[27].i32, args[28].i32, stream);
 }
 
+// llama_kv_append_k: bf16 d128, contiguous cache, RoPE neox(128) on K
+CKGEN_API int ckgen_llama_kv_append_k(const void* K_new, const void* V_new, void* K_cache, void* V_cache, const void* seqlens_k, const void* block_table, const void* cos_sin, int64_t batch, int64_t seqlen_new, int64_t heads_kv, int64_t seqlen_k, int64_t num_pages, int64_t max_pages, int64_t rope_positions, int64_t kn_batch_stride, int64_t kn_seq_stride, int64_t kn_head_stride, int64_t vn_batch_stride, int64_t vn_seq_stride, int64_t vn_head_stride, int64_t k_page_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_page_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t bt_batch_stride, int64_t cs_pos_stride, void* stream) {
+  if (batch < 0 || batch > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (seqlen_new < 0 || seqlen_new > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (heads_kv < 0 || heads_kv > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (seqlen_k < 0 || seqlen_k > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (num_pages < 0 || num_pages > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (max_pages < 0 || max_pages > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (rope_positions < 0 || rope_positions > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (kn_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (kn_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (kn_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (vn_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (vn_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (vn_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (k_page_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (k_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (k_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (v_page_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (v_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (v_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (cs_pos_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (batch == 0 || seqlen_new == 0 || heads_kv == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!K_new && batch != 0 && seqlen_new != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!V_new && batch != 0 && seqlen_new != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!K_cache && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!V_cache && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!seqlens_k && batch != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!cos_sin && rope_positions != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  const int64_t grid_x_ = ckgen_ceil_div(((int64_t)seqlen_new * (int64_t)heads_kv * (int64_t)8), (int64_t)256), grid_y_ = batch, grid_z_ = 1;
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* K_new_ = static_cast<const ckgen::bf16*>(K_new);
+  const ckgen::bf16* V_new_ = static_cast<const ckgen::bf16*>(V_new);
+  ckgen::bf16* K_cache_ = static_cast<ckgen::bf16*>(K_cache);
+  ckgen::bf16* V_cache_ = static_cast<ckgen::bf16*>(V_cache);
+  const int32_t* seqlens_k_ = static_cast<const int32_t*>(seqlens_k);
+  const int32_t* block_table_ = static_cast<const int32_t*>(block_table);
+  const float* cos_sin_ = static_cast<const float*>(cos_sin);
+  int batch_ = static_cast<int>(batch);
+  int seqlen_new_ = static_cast<int>(seqlen_new);
+  int heads_kv_ = static_cast<int>(heads_kv);
+  int seqlen_k_ = static_cast<int>(seqlen_k);
+  int num_pages_ = static_cast<int>(num_pages);
+  int max_pages_ = static_cast<int>(max_pages);
+  int rope_positions_ = static_cast<int>(rope_positions);
+  long long kn_batch_stride_ = static_cast<long long>(kn_batch_stride);
+  long long kn_seq_stride_ = static_cast<long long>(kn_seq_stride);
+  long long kn_head_stride_ = static_cast<long long>(kn_head_stride);
+  long long vn_batch_stride_ = static_cast<long long>(vn_batch_stride);
+  long long vn_seq_stride_ = static_cast<long long>(vn_seq_stride);
+  long long vn_head_stride_ = static_cast<long long>(vn_head_stride);
+  long long k_page_stride_ = static_cast<long long>(k_page_stride);
+  long long k_seq_stride_ = static_cast<long long>(k_seq_stride);
+  long long k_head_stride_ = static_cast<long long>(k_head_stride);
+  long long v_page_stride_ = static_cast<long long>(v_page_stride);
+  long long v_seq_stride_ = static_cast<long long>(v_seq_stride);
+  long long v_head_stride_ = static_cast<long long>(v_head_stride);
+  long long bt_batch_stride_ = static_cast<long long>(bt_batch_stride);
+  long long cs_pos_stride_ = static_cast<long long>(cs_pos_stride);
+  return CKGEN_LAUNCH(llama_kv_append_k, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, K_new_, V_new_, K_cache_, V_cache_, seqlens_k_, block_table_, cos_sin_, batch_, seqlen_new_, heads_kv_, seqlen_k_, num_pages_, max_pages_, rope_positions_, kn_batch_stride_, kn_seq_stride_, kn_head_stride_, vn_batch_stride_, vn_seq_stride_, vn_head_stride_, k_page_stride_, k_seq_stride_, k_head_stride_, v_page_stride_, v_seq_stride_, v_head_stride_, bt_batch_stride_, cs_pos_stride_);
+}
+
+// ckgen_llama_kv_append_k with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_llama_kv_append_k_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_llama_kv_append_k(args[0].p, args[1].p, const_cast<void*>(args[2].p), const_cast<void*>(args[3].p), args[4].p, args[5].p, args[6].p, args[7].i, args[8].i, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, args[16].i, args[17].i, args[18].i, args[19].i, args[20].i, args[21].i, args[22].i, args[23].i, args[24].i, args[25].i, args[26].i, args[27].i, stream);
+}
+
+// llama_attention_rope: bf16 d128, mask causal, RoPE neox(128) on Q; tile 128x32, waves 4, lds_buffers 2, Q in registers, instr 32x32x8
+CKGEN_API int ckgen_llama_attention_rope(const void* Q, const void* K, const void* V, void* O, void* LSE, const void* cu_seqlens_q, const void* cu_seqlens_k, const void* positions, const void* cos_sin, int64_t batch, int64_t heads, int64_t heads_kv, int64_t seqlen_q, int64_t seqlen_k, int64_t rope_positions, int64_t q_batch_stride, int64_t q_seq_stride, int64_t q_head_stride, int64_t k_batch_stride, int64_t k_seq_stride, int64_t k_head_stride, int64_t v_batch_stride, int64_t v_seq_stride, int64_t v_head_stride, int64_t o_batch_stride, int64_t o_seq_stride, int64_t o_head_stride, int64_t lse_batch_stride, int64_t lse_head_stride, int64_t pos_batch_stride, int64_t cs_pos_stride, float scale, int32_t window_left, int32_t window_right, void* stream) {
+  if (batch < 0 || batch > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (heads < 0 || heads > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (heads_kv < 0 || heads_kv > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (seqlen_q < 0 || seqlen_q > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (seqlen_k < 0 || seqlen_k > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (rope_positions < 0 || rope_positions > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;
+  if (!(scale >= 1.1754943508222875e-38f && scale <= 3.4028234663852886e+38f)) return CKGEN_ERROR_INVALID_VALUE;
+  if (q_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (q_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (q_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (k_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (k_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (k_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (v_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (v_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (v_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (o_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (o_seq_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (o_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (lse_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (lse_head_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (pos_batch_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (cs_pos_stride < 0) return CKGEN_ERROR_INVALID_VALUE;
+  if (batch == 0 || heads == 0 || seqlen_q == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
+  if (!Q && batch != 0 && seqlen_q != 0 && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!K && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!V && batch != 0 && seqlen_k != 0 && heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!O && batch != 0 && seqlen_q != 0 && heads != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!LSE && batch != 0 && heads != 0 && seqlen_q != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!positions && batch != 0 && seqlen_q != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!cos_sin && rope_positions != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (heads_kv < 1 || heads % heads_kv != 0) return CKGEN_ERROR_INVALID_VALUE;
+  const int64_t grid_x_ = ckgen_ceil_div(seqlen_q, 128), grid_y_ = heads, grid_z_ = batch;
+  if (grid_z_ > 65535) {  // over the launch limit: consecutive sub-problems along batch
+    const int64_t step_ = 65535LL * 1;
+    for (int64_t off_ = 0; off_ < batch; off_ += step_) {
+      const int64_t part_ = batch - off_ < step_ ? batch - off_ : step_;
+      const int status_ = ckgen_llama_attention_rope(ckgen_advance(Q, off_ * q_batch_stride, 2), ckgen_advance(K, off_ * k_batch_stride, 2), ckgen_advance(V, off_ * v_batch_stride, 2), ckgen_advance(O, off_ * o_batch_stride, 2), ckgen_advance(LSE, off_ * lse_batch_stride, 4), cu_seqlens_q, cu_seqlens_k, ckgen_advance(positions, off_ * pos_batch_stride, 4), cos_sin, part_, heads, heads_kv, seqlen_q, seqlen_k, rope_positions, q_batch_stride, q_seq_stride, q_head_stride, k_batch_stride, k_seq_stride, k_head_stride, v_batch_stride, v_seq_stride, v_head_stride, o_batch_stride, o_seq_stride, o_head_stride, lse_batch_stride, lse_head_stride, pos_batch_stride, cs_pos_stride, scale, window_left, window_right, stream);
+      if (status_ != CKGEN_SUCCESS) return status_;
+    }
+    return CKGEN_SUCCESS;
+  }
+  if (grid_x_ > 2147483647 || grid_y_ > 65535 || grid_z_ > 65535) return CKGEN_ERROR_INVALID_VALUE;
+  const ckgen::bf16* Q_ = static_cast<const ckgen::bf16*>(Q);
+  const ckgen::bf16* K_ = static_cast<const ckgen::bf16*>(K);
+  const ckgen::bf16* V_ = static_cast<const ckgen::bf16*>(V);
+  ckgen::bf16* O_ = static_cast<ckgen::bf16*>(O);
+  float* LSE_ = static_cast<float*>(LSE);
+  const int32_t* cu_seqlens_q_ = static_cast<const int32_t*>(cu_seqlens_q);
+  const int32_t* cu_seqlens_k_ = static_cast<const int32_t*>(cu_seqlens_k);
+  const int32_t* positions_ = static_cast<const int32_t*>(positions);
+  const float* cos_sin_ = static_cast<const float*>(cos_sin);
+  int batch_ = static_cast<int>(batch);
+  int heads_ = static_cast<int>(heads);
+  int heads_kv_ = static_cast<int>(heads_kv);
+  int seqlen_q_ = static_cast<int>(seqlen_q);
+  int seqlen_k_ = static_cast<int>(seqlen_k);
+  int rope_positions_ = static_cast<int>(rope_positions);
+  long long q_batch_stride_ = static_cast<long long>(q_batch_stride);
+  long long q_seq_stride_ = static_cast<long long>(q_seq_stride);
+  long long q_head_stride_ = static_cast<long long>(q_head_stride);
+  long long k_batch_stride_ = static_cast<long long>(k_batch_stride);
+  long long k_seq_stride_ = static_cast<long long>(k_seq_stride);
+  long long k_head_stride_ = static_cast<long long>(k_head_stride);
+  long long v_batch_stride_ = static_cast<long long>(v_batch_stride);
+  long long v_seq_stride_ = static_cast<long long>(v_seq_stride);
+  long long v_head_stride_ = static_cast<long long>(v_head_stride);
+  long long o_batch_stride_ = static_cast<long long>(o_batch_stride);
+  long long o_seq_stride_ = static_cast<long long>(o_seq_stride);
+  long long o_head_stride_ = static_cast<long long>(o_head_stride);
+  long long lse_batch_stride_ = static_cast<long long>(lse_batch_stride);
+  long long lse_head_stride_ = static_cast<long long>(lse_head_stride);
+  long long pos_batch_stride_ = static_cast<long long>(pos_batch_stride);
+  long long cs_pos_stride_ = static_cast<long long>(cs_pos_stride);
+  float scale_ = static_cast<float>(scale);
+  int window_left_ = static_cast<int>(window_left);
+  int window_right_ = static_cast<int>(window_right);
+  return CKGEN_LAUNCH(llama_attention_rope, static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_),
+                      static_cast<unsigned>(grid_z_), 256u, 0u, stream, Q_, K_, V_, O_, LSE_, cu_seqlens_q_, cu_seqlens_k_, positions_, cos_sin_, batch_, heads_, heads_kv_, seqlen_q_, seqlen_k_, rope_positions_, q_batch_stride_, q_seq_stride_, q_head_stride_, k_batch_stride_, k_seq_stride_, k_head_stride_, v_batch_stride_, v_seq_stride_, v_head_stride_, o_batch_stride_, o_seq_stride_, o_head_stride_, lse_batch_stride_, lse_head_stride_, pos_batch_stride_, cs_pos_stride_, scale_, window_left_, window_right_);
+}
+
+// ckgen_llama_attention_rope with its arguments in slots (ckgen/host_api.h)
+CKGEN_API int ckgen_llama_attention_rope_packed(const ckgen_slot* args, void* stream) {
+  return ckgen_llama_attention_rope(args[0].p, args[1].p, args[2].p, const_cast<void*>(args[3].p), const_cast<void*>(args[4].p), args[5].p, args[6].p, args[7].p, args[8].p, args[9].i, args[10].i, args[11].i, args[12].i, args[13].i, args[14].i, args[15].i, args[16].i, args[17].i, args[18].i, args[19].i, args[20].i, args[21].i, args[22].i, args[23].i, args[24].i, args[25].i, args[26].i, args[27].i, args[28].i, args[29].i, args[30].i, args[31].f, args[32].i32, args[33].i32, stream);
+}
+
 // llama_norm_rstd: rmsnorm bf16 -> no y, rstd per row; 256 threads x 4 vectors of 8 per row (tile 8192), 1 row(s) per workgroup, single pass, cols <= 8192
 CKGEN_API int ckgen_llama_norm_rstd(const void* x, const void* residual, const void* weight, void* y, void* s_out, void* y_scale, void* rstd, int64_t rows, int64_t cols, int64_t stride_x, int64_t stride_res, int64_t stride_y, int64_t stride_s, float eps, void* stream) {
   if (rows < 0 || rows > INT32_MAX) return CKGEN_ERROR_INVALID_VALUE;

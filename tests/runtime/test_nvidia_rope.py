@@ -28,6 +28,10 @@ kernel gr_prefill_bf16_d128_neox64 { op = attention  dtype = bf16  head_dim = 12
 kernel gr_prefill_bf16_d128_neox64_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal
   rope = neox(64)  body = wgmma }
 kernel gr_prefill_f16_d64_gptj_wgmma { op = attention  dtype = f16  head_dim = 64  rope = gptj(48)  body = wgmma }
+kernel gr_prefill_bf16_d128_neox_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox
+  body = wgmma }
+kernel gr_prefill_bf16_d128_neox40_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal
+  rope = neox(40)  body = wgmma }
 kernel gr_prefill_f16_d64_gptj_varlen { op = attention  dtype = f16  head_dim = 64  mask = causal  varlen = true
   rope = gptj }
 kernel gr_append_f16_d128_p16_gptj { op = attention_kv_append  dtype = f16  head_dim = 128  page_size = 16
@@ -124,6 +128,34 @@ def test_hopper_body_gptj_partial_offsets():
         qr = rope(q[i].double(), cs[pos[i].long()][:, None], "gptj", 48)
         s = torch.einsum("qhd,khd->hqk", qr, k[i].double().repeat_interleave(h // hk, 1)) / d ** 0.5
         want = torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v[i].double().repeat_interleave(h // hk, 1))
+        assert float((out["o"][i].double() - want).norm() / want.norm()) < TOL[dt]
+
+
+@pytest.mark.parametrize("name, rot, stride, offset", [
+    ("gr_prefill_bf16_d128_neox_wgmma", 128, 128, 0),    # 16-byte chunks, table rows read 16 bytes at a time
+    ("gr_prefill_bf16_d128_neox_wgmma", 128, 130, 1),    # 16-byte chunks, table rows not 16-byte aligned
+    ("gr_prefill_bf16_d128_neox40_wgmma", 40, 40, 0)])   # rot / 2 = 20: pair by pair (attn::RopeBatch)
+def test_hopper_body_rotation_paths(name, rot, stride, offset):
+    """The Hopper body's two ways of rotating Q (by 16-byte chunks where the rotary dim allows, else pair by pair), a
+    table whose rows are or are not 16-byte aligned, a last query tile cut short (rows past the sequence are not
+    rotated), positions from per-sequence offsets; K given rotated."""
+    att = kernel(name)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    b, n, h, hk, d, dt = 2, 200, 4, 2, 128, torch.bfloat16
+    q = torch.randn(b, n, h, d, device="cuda", generator=g).to(dt)
+    k0, v = (torch.randn(b, n, hk, d, device="cuda", generator=g).to(dt) for _ in "kv")
+    pos = torch.stack([3 + torch.arange(n, device="cuda"), 90 + torch.arange(n, device="cuda")]).to(torch.int32)
+    cs = table(512, rot)
+    store = torch.full((512 * stride + offset,), float("nan"), device="cuda")
+    cs_view = store[offset:].as_strided((512, rot), (stride, 1))
+    cs_view.copy_(cs)
+    out = {}
+    names = launched(lambda: out.setdefault("o", att(q, rope(k0.double(), cs[pos.long()][:, :, None], "neox", rot)
+                                                      .to(dt), v, positions=pos, cos_sin=cs_view)[0]))
+    assert f"{name}_tma" in names, names
+    for i in range(b):
+        rows = cs[pos[i].long()][:, None]
+        want = attend(rope(q[i].double(), rows, "neox", rot), rope(k0[i].double(), rows, "neox", rot), v[i].double())
         assert float((out["o"][i].double() - want).norm() / want.norm()) < TOL[dt]
 
 

@@ -39,6 +39,8 @@ kernel r1n_f16_d64_rope_gptj { op = attention  dtype = f16  head_dim = 64  mask 
   arch = [sm_90, sm_80] }
 kernel r1n_bf16_d128_rope64_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(64)
   body = wgmma  arch = [sm_90] }
+kernel r1n_bf16_d128_rope40_wgmma { op = attention  dtype = bf16  head_dim = 128  mask = causal  rope = neox(40)
+  body = wgmma  arch = [sm_90] }
 """
 AMD_ARCHES = {"gfx90a": "clang++-19", "gfx942": "clang++-19", "gfx950": "clang++-22"}
 
@@ -121,11 +123,14 @@ def test_nvidia_builds_match_the_plan(nv_lib):
             assert max(ops_in_loops(text, op)) > 0, f"{p.name}: {op} missing from the loops"
 
 
-def test_nvidia_hopper_body_with_rope_builds(nv_lib):
+@pytest.mark.parametrize("name, access", [("r1n_bf16_d128_rope64_wgmma", "v4.u32"),  # by 16-byte chunks
+                                          ("r1n_bf16_d128_rope40_wgmma", "u16")])    # rot / 2 = 20: pair by pair
+def test_nvidia_hopper_body_with_rope_builds(nv_lib, name, access):
     """The Hopper body's in-place rotation of Q (body = wgmma with rope): its entry builds without spills or stack,
-    and its PTX reads and writes the Q tile's 16-bit elements before the first wgmma."""
+    and its PTX reads and writes the Q tile before the first wgmma, 16 bytes at a time where the rotary dim splits
+    into 16-byte units (attn::RopeChunks), else one 16-bit element at a time."""
     lib, plans, reports = nv_lib
-    (p,) = [p for p in plans if p.name == "r1n_bf16_d128_rope64_wgmma"]
+    (p,) = [p for p in plans if p.name == name]
     assert p.body.wgmma is not None
     tma = [r for r in reports if r.name == f"{p.name}_tma" and r.arch == "sm_90"]
     assert len(tma) == 1 and tma[0].spill_stores == tma[0].spill_loads == tma[0].stack_bytes == 0, tma
@@ -133,5 +138,6 @@ def test_nvidia_hopper_body_with_rope_builds(nv_lib):
     body = re.split(r"^\s*\.(?:visible\s+)?\.?entry\s+", ptx, flags=re.M)
     text = next(b for b in body if b.startswith(f"{p.name}_tma("))
     first_wgmma = text.index("wgmma.mma_async")
-    assert "ld.shared.u16" in text[:first_wgmma] and "st.shared.u16" in text[:first_wgmma]
+    assert f"ld.shared.{access}" in text[:first_wgmma] and f"st.shared.{access}" in text[:first_wgmma]
+    assert (access == "u16") == ("ld.shared.u16" in text[:first_wgmma])
     assert "fence.proxy.async.shared::cta" in text[:first_wgmma]

@@ -17,7 +17,8 @@
 //   kSm90OBuffer     O staged for its TMA store in a tile of its own (the next tile's Q then loads during the
 //                    epilogue), else in the Q tile (the next Q loads once the store has read it)
 //   kRopeStyle, kRopeDim  only with rotary embedding (attention_rope.h): each consumer warpgroup rotates its 64 rows
-//                    of the Q tile in shared memory once TMA landed them (rope_q), before its first wgmma
+//                    of the Q tile in shared memory once TMA landed them (rope_q: by 16-byte chunks where the
+//                    rotary dim allows, else pair by pair), before its first wgmma
 //
 // Persistent grid (Tiles): x = min(pairs, SMs) blocks of kThreads = 128 * (consumers + 1), one per SM (the
 // register reallocation below fills the SM's file). The work is pairs of query tiles of one head and batch item: the
@@ -101,6 +102,16 @@ struct Fwd {
   static CKGEN_DEVICE void sts32(uint32_t addr, uint32_t v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
   }
+  static CKGEN_DEVICE void lds128(uint32_t addr, uint32_t (&w)[4]) {
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "r"(addr)
+                 : "memory");
+  }
+  static CKGEN_DEVICE void sts128(uint32_t addr, const uint32_t (&w)[4]) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                 : "memory");
+  }
   static CKGEN_DEVICE float lds_elem(uint32_t addr) {
     uint16_t v;
     asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
@@ -116,21 +127,73 @@ struct Fwd {
   }
   // Rotary Cfg (attn::kRope<Cfg>): once Q landed, the warpgroup's 64 rows rotated in place (attention_rope.h; rows
   // past the sequence stay zeros), then the proxy fence (generic-proxy writes before wgmma's async-proxy reads)
-  // and the warpgroup's barrier. Each warpgroup's S products read only its own rows.
-  // A thread's pairs go 16 at a time (attn::RopeBatch): the table reads of a batch (a position, then its cosine and
-  // sine) are all issued before any rotation, so their latencies overlap (one after another they cost about 30 us
-  // per tile), and those of the first batch before the wait for Q (q_full), so that they overlap its copy too.
+  // and the warpgroup's barrier. Each warpgroup's S products read only its own rows. The table reads are issued
+  // before the wait for Q (q_full), so that their latency overlaps its copy.
   static CKGEN_DEVICE void rope_q(const Args& p, uint32_t q_base, int wg, int m0, int b, int tid, uint32_t q_full,
                                   uint32_t q_phase, bool& bad) {
+    if constexpr (attn::RopeChunks<Cfg::kRopeStyle, Cfg::kRopeDim>::kOk)
+      rope_q_chunks(p, q_base, m0 + wg * 64, b, tid, q_full, q_phase, bad);
+    else
+      rope_q_pairs(p, q_base, m0 + wg * 64, b, tid, q_full, q_phase, bad);
+    nv::fence_proxy_async_shared();
+    wg_sync(wg);
+  }
+  // rope_q where the rotary dim splits into 16-byte units (attn::RopeChunks: rot a multiple of 16 for neox, of 8 for
+  // gptj): two threads per row, each taking every other unit of it, two units (16 or 8 pairs) at a time: their table
+  // values read at once (16-byte loads where aligned; the first two units' before the wait for Q, so that their
+  // latency overlaps its copy), then 16-byte shared loads and stores (the 128-byte swizzle keeps a chunk whole; a
+  // warp's 16 rows x 2 units fill each 128-byte wavefront with 8 distinct chunks). (All of a thread's units at once,
+  // 64 table values at rot 128, spilled 60 bytes under the body's 168 registers: sm_90a, nvcc 13.)
+  static CKGEN_DEVICE void rope_q_chunks(const Args& p, uint32_t q_base, int row0, int b, int tid, uint32_t q_full,
+                                         uint32_t q_phase, bool& bad) {
+    using R = attn::RopeChunks<Cfg::kRopeStyle, Cfg::kRopeDim>;
+    constexpr int kMine = (R::kUnits + 1) / 2, kAtOnce = 2;  // units of this thread (the last may lie past the row's)
+    const int r = (tid & 127) >> 1, u0 = tid & 1;
+    const bool live = row0 + r < p.seqlen_q;
+    const float* cs = nullptr;
+    if (live)  // (a position outside the table: the block traps once its tiles are done, see Ring)
+      cs = attn::rope_row_or_first(p.cos_sin, p.cs_pos_stride, attn::query_position<Cfg>(p, b, row0 + r),
+                                   p.rope_positions, bad);
+    const bool wide = R::vec_ok(p.cos_sin, p.cs_pos_stride);
+#pragma unroll
+    for (int k0 = 0; k0 < kMine; k0 += kAtOnce) {
+      float c[kAtOnce][R::kPairs], s[kAtOnce][R::kPairs];
+#pragma unroll
+      for (int k = 0; k < kAtOnce; ++k)
+        if (live && u0 + 2 * (k0 + k) < R::kUnits) R::read(cs, u0 + 2 * (k0 + k), c[k], s[k], wide);
+      if (k0 == 0) nv::mbar_wait(q_full, q_phase);
+      if (!live) return;
+#pragma unroll
+      for (int k = 0; k < kAtOnce; ++k) {
+        const int u = u0 + 2 * (k0 + k);
+        if (u >= R::kUnits) break;
+        uint32_t x[4], y[4];
+        const uint32_t xa = q_elem(q_base, r, R::x_col(u));
+        lds128(xa, x);
+        if constexpr (R::kNeox) {
+          const uint32_t ya = q_elem(q_base, r, R::y_col(u));
+          lds128(ya, y);
+          R::template rotate<T>(x, y, c[k], s[k]);
+          sts128(ya, y);
+        } else {
+          R::template rotate<T>(x, y, c[k], s[k]);
+        }
+        sts128(xa, x);
+      }
+    }
+  }
+  // rope_q for other rotary dims: a thread's pairs go 16 at a time (attn::RopeBatch): the table reads of a batch (a
+  // position, then its cosine and sine) are all issued before any rotation, so their latencies overlap (one after
+  // another they cost about 30 us per tile), and those of the first batch before the wait for Q.
+  static CKGEN_DEVICE void rope_q_pairs(const Args& p, uint32_t q_base, int row0, int b, int tid, uint32_t q_full,
+                                        uint32_t q_phase, bool& bad) {
     constexpr int kHalf = Cfg::kRopeDim / 2;
     using Batch = attn::RopeBatch<Cfg::kRopeStyle, Cfg::kRopeDim, 64 * kHalf, 128, 16>;
-    const int row0 = m0 + wg * 64;  // the sequence row of the warpgroup's first Q row
 #pragma unroll 1
     for (int i0 = tid & 127; i0 < Batch::kPairs; i0 += Batch::kStep) {
       Batch batch;
       batch.read(i0, [&](int r, const float*& cs) {
         if (row0 + r >= p.seqlen_q) return false;
-        // (a position outside the table: the block traps once its tiles are done, see Ring)
         cs = attn::rope_row_or_first(p.cos_sin, p.cs_pos_stride, attn::query_position<Cfg>(p, b, row0 + r),
                                      p.rope_positions, bad);
         return true;
@@ -140,8 +203,6 @@ struct Fwd {
               [&](int r, int col, float v) { sts_elem(q_elem(q_base, r, col), v); });
     }
     nv::mbar_wait(q_full, q_phase);  // a thread without pairs (rot < 4) has not waited yet
-    nv::fence_proxy_async_shared();
-    wg_sync(wg);
   }
 #endif
 

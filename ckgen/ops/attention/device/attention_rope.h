@@ -107,6 +107,76 @@ struct RopeBatch {
   }
 };
 
+// A row's rotation by 16-byte chunks of a 16-bit T (8 elements), for bodies that hold the row in shared memory:
+// unit u of a row is 8 rotate-half pairs (neox: pairs 8u.., x in the chunk at column 8u, y in the chunk at
+// rot / 2 + 8u) or the 4 interleaved pairs of one chunk (gptj: columns 8u..8u+7). kOk: rot splits into whole units.
+//   read(cs, u, c, s, wide) unit u's kPairs cosines and sines of table row cs (16-byte loads where wide: cs 16-byte
+//                           aligned; else one float at a time)
+//   rotate(x, y, c, s)      the unit's chunks (x, and y for neox; four 32-bit words each) rotated in f32 and rounded
+//                           to T once (the same arithmetic as RopeBatch::apply)
+template <int kStyle, int kRot>
+struct RopeChunks {
+  static constexpr int kHalf = kRot / 2;
+  static constexpr bool kNeox = kStyle == kRopeNeox;
+  static constexpr int kPairs = kNeox ? 8 : 4;                // pairs per unit
+  static constexpr int kUnits = kNeox ? kHalf / 8 : kRot / 8;  // units per row
+  static constexpr bool kOk = kNeox ? kHalf % 8 == 0 : kRot % 8 == 0;
+
+  static CKGEN_DEVICE int x_col(int u) { return 8 * u; }
+  static CKGEN_DEVICE int y_col(int u) { return kHalf + 8 * u; }  // (neox)
+  // Whether table rows at cos_sin + k * stride are 16-byte aligned for read().
+  static CKGEN_DEVICE bool vec_ok(const float* cos_sin, long long stride) {
+    return kHalf % 4 == 0 && stride % 4 == 0 && reinterpret_cast<unsigned long long>(cos_sin) % 16 == 0;
+  }
+  static CKGEN_DEVICE void read(const float* cs, int u, float (&c)[kPairs], float (&s)[kPairs], bool wide) {
+    const float* cu = cs + kPairs * u;
+    if (wide) {
+#pragma unroll
+      for (int k = 0; k < kPairs / 4; ++k) {
+        const vec<float, 4> a = gload(reinterpret_cast<const vec<float, 4>*>(cu) + k);
+        const vec<float, 4> b = gload(reinterpret_cast<const vec<float, 4>*>(cu + kHalf) + k);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          c[4 * k + e] = a.v[e];
+          s[4 * k + e] = b.v[e];
+        }
+      }
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < kPairs; ++e) {
+      c[e] = gload(cu + e);
+      s[e] = gload(cu + kHalf + e);
+    }
+  }
+  template <class T>
+  static CKGEN_DEVICE float elem(const uint32_t (&w)[4], int k) {
+    return to_float(bit_cast<T>(static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)))));
+  }
+  template <class T>
+  static CKGEN_DEVICE void rotate(uint32_t (&x)[4], uint32_t (&y)[4], const float (&c)[kPairs],
+                                  const float (&s)[kPairs]) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (kNeox) {  // pair e: x element e, y element e
+        float xo[2], yo[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int e = 2 * k + h;
+          const float a = elem<T>(x, e), b = elem<T>(y, e);
+          xo[h] = a * c[e] - b * s[e];
+          yo[h] = b * c[e] + a * s[e];
+        }
+        x[k] = pack2<T>(xo[0], xo[1]);
+        y[k] = pack2<T>(yo[0], yo[1]);
+      } else {  // pair k: elements 2k, 2k + 1 of x (word k)
+        const float a = elem<T>(x, 2 * k), b = elem<T>(x, 2 * k + 1);
+        x[k] = pack2<T>(a * c[k] - b * s[k], b * c[k] + a * s[k]);
+      }
+    }
+  }
+};
+
 // Row pos of the table (traps when pos is outside 0..positions-1; `who` names the kernel and the argument).
 CKGEN_DEVICE const float* rope_row(const float* cos_sin, long long stride, long long pos, long long positions,
                                    const char* who) {
