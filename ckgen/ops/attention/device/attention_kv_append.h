@@ -15,7 +15,8 @@
 // V likewise. seqlens_k holds the lengths before the step (they are not updated: the caller adds seqlen_new).
 // A position past the capacity (seqlen_k, or max_pages * P) or a page id outside 0..num_pages-1 traps.
 // Cfg::kRope: the key is rotated on the way (rotary embedding: Cfg::kRopeStyle, kRopeDim, the pairs and the table
-// row of position pos as attention_rope.h defines them; computed in f32, rounded to T once); pos must be
+// row of position pos as attention_rope.h defines them; computed in f32, rounded to T once; by 16-byte units where
+// the vectors, style and rotary dim allow: rotate_k_chunks); pos must be
 // < rope_positions (else trap). Without kRope, cos_sin is not read (may be null) and Cfg has no kRopeStyle.
 //
 // Cfg::kRotateQ (rotary Cfg only): the ABI also has T* Q [batch, seqlen_new, heads, kHeadDim] (strides q_batch_,
@@ -86,6 +87,41 @@ CKGEN_DEVICE void cache_rows(const attn::Args<Cfg>& p, int b, long long pos, lon
   vc += row * p.v_seq_stride;
 }
 
+// Thread's two K chunks (columns d0 and d1 = d0 + kHeadDim / 2, read from kn, written to kd) rotated by 16-byte
+// units (attn::RopeChunks) where vectors, the style and the rotary dim allow: rotate-half over the whole head (the
+// chunks are each other's partners: unit d0 / 8) or interleaved with rot a multiple of 8 (each chunk a unit of its
+// own, a chunk past rot copied). Returns false, having written nothing, otherwise (the caller rotates element by
+// element). wide: the table's rows are 16-byte aligned (RopeChunks::vec_ok).
+template <class Cfg, class T>
+CKGEN_DEVICE bool rotate_k_chunks(const T* kn, T* kd, int d0, int d1, const float* cs, bool vec, bool wide) {
+  using R = attn::RopeChunks<Cfg::kRopeStyle, Cfg::kRopeDim>;
+  constexpr bool kHalves = R::kNeox && Cfg::kRopeDim == Cfg::kHeadDim, kAlone = !R::kNeox && R::kOk;
+  if constexpr (sizeof(T) != 2 || Cfg::kVec != 8 || !(kHalves || kAlone)) {
+    return false;
+  } else {
+    if (!vec) return false;
+    auto x = bit_cast<ckgen::vec<uint32_t, 4>>(load_chunk<T, 8>(kn + d0, true));
+    auto y = bit_cast<ckgen::vec<uint32_t, 4>>(load_chunk<T, 8>(kn + d1, true));
+    float c[R::kPairs], s[R::kPairs];
+    if constexpr (kHalves) {
+      R::read(cs, d0 / 8, c, s, wide);
+      R::template rotate<T>(x.v, y.v, c, s);
+    } else {
+      if (d0 < Cfg::kRopeDim) {
+        R::read(cs, d0 / 8, c, s, wide);
+        R::template rotate<T>(x.v, y.v, c, s);  // (interleaved: y is not touched)
+      }
+      if (d1 < Cfg::kRopeDim) {
+        R::read(cs, d1 / 8, c, s, wide);
+        R::template rotate<T>(y.v, x.v, c, s);
+      }
+    }
+    store_chunk<T, 8>(kd + d0, bit_cast<ckgen::vec<T, 8>>(x), true);
+    store_chunk<T, 8>(kd + d1, bit_cast<ckgen::vec<T, 8>>(y), true);
+    return true;
+  }
+}
+
 // Item i of the KV part (I: unsigned when every item index fits in 32 bits, else long long: 64-bit divisions by a
 // run-time divisor cost several times the 32-bit ones, and every thread makes two).
 template <class Cfg, class I>
@@ -109,8 +145,11 @@ CKGEN_DEVICE void append_kv(const attn::Args<Cfg>& p, I i) {
     const float* cs = attn::rope_row(p.cos_sin, p.cs_pos_stride, pos, p.rope_positions,
                                      "attention_kv_append: seqlens_k[b] + token past cos_sin's positions");
     constexpr int kStyle = Cfg::kRopeStyle, kRot = Cfg::kRopeDim;
-    store_chunk<T, Cfg::kVec>(kd + d0, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d0, cs), vec);
-    store_chunk<T, Cfg::kVec>(kd + d1, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d1, cs), vec);
+    using R = attn::RopeChunks<kStyle, kRot>;
+    if (!rotate_k_chunks<Cfg>(kn, kd, d0, d1, cs, vec, R::vec_ok(p.cos_sin, p.cs_pos_stride))) {
+      store_chunk<T, Cfg::kVec>(kd + d0, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d0, cs), vec);
+      store_chunk<T, Cfg::kVec>(kd + d1, attn::rope_run<kStyle, kRot, Cfg::kVec>(kn, d1, cs), vec);
+    }
   } else {
     store_chunk<T, Cfg::kVec>(kd + d0, load_chunk<T, Cfg::kVec>(kn + d0, vec), vec);
     store_chunk<T, Cfg::kVec>(kd + d1, load_chunk<T, Cfg::kVec>(kn + d1, vec), vec);
@@ -140,7 +179,7 @@ CKGEN_DEVICE int q_elem(int u0, int k, int n, bool& ok) {
 template <class Cfg, class I>
 CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, I j) {
   using T = typename Cfg::T;
-  constexpr int kV = Cfg::kVec, kHalf = Cfg::kRopeDim / 2, kStyle = Cfg::kRopeStyle;
+  constexpr int kV = Cfg::kVec, kRot = Cfg::kRopeDim, kHalf = kRot / 2, kStyle = Cfg::kRopeStyle;
   constexpr int kUnits = (kHalf + kV - 1) / kV;
   constexpr bool kRunsAligned = kStyle == attn::kRopeGptj || kHalf % kV == 0;  // both vectors start at kV multiples
   const I heads = static_cast<I>(p.heads);
@@ -170,13 +209,25 @@ CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, I j) {
     const int off = q_elem<kStyle, kV, kHalf>(u0, k, n, ok);
     r[k] = vec ? to_float(k < kV ? a.v[k] : c.v[k - kV]) : ok ? to_float(gload(q + off)) : 0.f;
   }
+  float cc[kV], ss[kV];  // the run's cosines and sines (all kV of them on the vector path: n == kV there)
+  if (vec) {
+    attn::rope_table_run<kHalf>(cs, u0, cc, ss, kV % 4 == 0 && attn::RopeChunks<kStyle, kRot>::vec_ok(p.cos_sin,
+                                                                                                      p.cs_pos_stride));
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      if (e >= n) break;
+      cc[e] = gload(cs + u0 + e);
+      ss[e] = gload(cs + kHalf + u0 + e);
+    }
+  }
 #pragma unroll
   for (int e = 0; e < kV; ++e) {
     if (e >= n) break;
     const int xi = kStyle == attn::kRopeNeox ? e : 2 * e, yi = kStyle == attn::kRopeNeox ? kV + e : 2 * e + 1;
-    const float cc = gload(cs + u0 + e), ss = gload(cs + kHalf + u0 + e), x = r[xi], y = r[yi];
-    r[xi] = x * cc - y * ss;
-    r[yi] = y * cc + x * ss;
+    const float x = r[xi], y = r[yi];
+    r[xi] = x * cc[e] - y * ss[e];
+    r[yi] = y * cc[e] + x * ss[e];
   }
   if (vec) {
 #pragma unroll

@@ -107,6 +107,34 @@ struct RopeBatch {
   }
 };
 
+// The cosines and sines of kN consecutive pairs from pair i0 (i0 + kN <= kHalf) of table row cs: 16-byte loads where
+// wide (then cs + i0 and cs + kHalf + i0 must be 16-byte aligned: RopeChunks::vec_ok and i0 % 4 == 0), else one float
+// at a time.
+template <int kHalf, int kN>
+CKGEN_DEVICE void rope_table_run(const float* cs, int i0, float (&c)[kN], float (&s)[kN], bool wide) {
+  const float* ci = cs + i0;
+  if constexpr (kN % 4 == 0) {
+    if (wide) {
+#pragma unroll
+      for (int k = 0; k < kN / 4; ++k) {
+        const vec<float, 4> a = gload(reinterpret_cast<const vec<float, 4>*>(ci) + k);
+        const vec<float, 4> b = gload(reinterpret_cast<const vec<float, 4>*>(ci + kHalf) + k);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          c[4 * k + e] = a.v[e];
+          s[4 * k + e] = b.v[e];
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kN; ++e) {
+    c[e] = gload(ci + e);
+    s[e] = gload(ci + kHalf + e);
+  }
+}
+
 // A row's rotation by 16-byte chunks of a 16-bit T (8 elements), for bodies that hold the row in shared memory:
 // unit u of a row is 8 rotate-half pairs (neox: pairs 8u.., x in the chunk at column 8u, y in the chunk at
 // rot / 2 + 8u) or the 4 interleaved pairs of one chunk (gptj: columns 8u..8u+7). kOk: rot splits into whole units.
@@ -129,25 +157,7 @@ struct RopeChunks {
     return kHalf % 4 == 0 && stride % 4 == 0 && reinterpret_cast<unsigned long long>(cos_sin) % 16 == 0;
   }
   static CKGEN_DEVICE void read(const float* cs, int u, float (&c)[kPairs], float (&s)[kPairs], bool wide) {
-    const float* cu = cs + kPairs * u;
-    if (wide) {
-#pragma unroll
-      for (int k = 0; k < kPairs / 4; ++k) {
-        const vec<float, 4> a = gload(reinterpret_cast<const vec<float, 4>*>(cu) + k);
-        const vec<float, 4> b = gload(reinterpret_cast<const vec<float, 4>*>(cu + kHalf) + k);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          c[4 * k + e] = a.v[e];
-          s[4 * k + e] = b.v[e];
-        }
-      }
-      return;
-    }
-#pragma unroll
-    for (int e = 0; e < kPairs; ++e) {
-      c[e] = gload(cu + e);
-      s[e] = gload(cu + kHalf + e);
-    }
+    rope_table_run<kHalf>(cs, kPairs * u, c, s, wide);
   }
   template <class T>
   static CKGEN_DEVICE float elem(const uint32_t (&w)[4], int k) {
