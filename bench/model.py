@@ -3,7 +3,7 @@ through the Python API: prepared calls) against the same layer in torch, eager a
 mode), measured in the same run, bf16 (issue 28).
 
   python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms]
-                        [--rope-at qkv|append|attention] [--rope-ab] [--json OUT]
+                        [--rope-at qkv|append|attention] [--rope-ab] [--streamk-ab] [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -23,6 +23,8 @@ one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_la
 the K/V append that also fills a cache, the default; ``qkv``, the qkv GEMM's epilogue, attention reading its
 output; ``attention``, k in the append and q in attention as each tile loads). ``--rope-ab``: each other place's
 layer runs as a further side of the same rounds (``ckgen_<place>``), its steps in the breakdown too.
+``--streamk-ab``: likewise the layer with its qkv, o and down projections pinned to their 128x256 stream-K member
+(``ckgen_streamk``; the families' dispatcher picks the tile schedule there untuned).
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -131,8 +133,28 @@ def time_steps(sides: dict, x) -> dict:
             for side, layer_steps in sides.items()}
 
 
+class Pinned(dict):
+    """The layer's kernels with each family of ``members`` (family -> member suffix) replaced by that member (a
+    schedule A/B: the dispatcher's cost model picks between the tile schedule and stream-K untuned)."""
+
+    def __init__(self, ks, members: dict) -> None:
+        super().__init__()
+        self.ks, self.members = ks, members
+
+    def __missing__(self, name: str):
+        k = self.ks[name]
+        if name in self.members:
+            k = k.kernel(f"{name}_{self.members[name]}")
+        self[name] = k
+        return k
+
+
+#: --streamk-ab: the families with a stream-K member of the 128x256 tile, pinned to it
+STREAMK = {f: "tile128x256x64_schedulestreamk" for f in ("llama_qkv", "llama_qkv_bias", "llama_o_res", "llama_down")}
+
+
 def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "append",
-             rope_ab: bool = False) -> dict:
+             rope_ab: bool = False, streamk_ab: bool = False) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
@@ -159,6 +181,11 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
             sides["ckgen_unfolded"] = lambda: ex.forward(unfolded, x)
             errs["ckgen_unfolded"] = rel_err(sides["ckgen_unfolded"](), ref)
         step_sides = {"ckgen": ck_steps, "eager": t_steps}
+        if streamk_ab:
+            step_sides["ckgen_streamk"] = sk_steps = ex.steps(Pinned(ks, STREAMK), cfg, w.fold() if fold else w, batch,
+                                                              seq, rope, rope_at)
+            sides["ckgen_streamk"] = lambda: ex.forward(sk_steps, x)
+            errs["ckgen_streamk"] = rel_err(sides["ckgen_streamk"](), ref)
         for other in (p for p in ex.ROPE_AT if rope_ab and p != rope_at):
             step_sides[f"ckgen_{other}"] = other_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope,
                                                                   other)
@@ -204,6 +231,8 @@ def main() -> int:
                     "the K/V append, the qkv GEMM's epilogue, or k in the append and q in attention "
                     "(examples/llama_layer.py's rope_at)")
     ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at each other place timed beside it")
+    ap.add_argument("--streamk-ab", action="store_true", help="the layer with its qkv, o and down projections pinned "
+                    "to their 128x256 stream-K member, timed beside it")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
@@ -212,7 +241,7 @@ def main() -> int:
     for cfg_name in a.configs.split(","):
         for shape in a.shapes.split(","):
             b, s = (int(v) for v in shape.split("x"))
-            rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms, a.rope_at, a.rope_ab))
+            rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms, a.rope_at, a.rope_ab, a.streamk_ab))
             r = rows[-1]
             d = r["device_ms"]
             fold = (f"; unfolded {d['ckgen_unfolded']:.3f} ms (folding gains {d['ckgen_unfolded'] / d['ckgen']:.4f}x, "

@@ -5,7 +5,10 @@ calls it, output allocated) and its chosen member through the raw C entry, on th
 random operands of the same shapes, beside torch (mm, or addmm with the residual); then the kernels the family call
 launches (torch profiler).
 
-  python bench/debug/layer_gemm_ab.py [--config llama3-8b] [--shapes 1x2048,1x8192]
+  python bench/debug/layer_gemm_ab.py [--config llama3-8b] [--shapes 1x2048,1x8192] [--members]
+
+``--members``: every member of each family through its raw C entry in the same case (e.g. the tile schedule
+against stream-K at the layer's shapes: the dispatcher's cost model picks between them untuned).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def kernels_run(fn) -> list[str]:
     return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
 
 
-def case(ex, ks, cfg_name: str, batch: int, seq: int) -> None:
+def case(ex, ks, cfg_name: str, batch: int, seq: int, members: bool = False) -> None:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
@@ -44,10 +47,10 @@ def case(ex, ks, cfg_name: str, batch: int, seq: int) -> None:
     env["o2"] = env["o"].reshape(x.shape[0], cfg.q_n)
     for proj, (fam_name, a_key, w_key, r_key) in PROJ.items():
         one(ks[fam_name], f"{cfg_name} {batch}x{seq} {proj:8}", env[a_key or "o2"], getattr(w, w_key).T,
-            env[r_key] if r_key else None, fam_name == "llama_gate_up")
+            env[r_key] if r_key else None, fam_name == "llama_gate_up", members)
 
 
-def one(fam, label: str, a, b, r, gated: bool) -> None:
+def one(fam, label: str, a, b, r, gated: bool, members: bool = False) -> None:
     M, K = a.shape
     out_n = b.shape[1] // 2 if gated else b.shape[1]  # (N: C's columns; a gated B has 2N)
     choice = fam.explain(M, out_n, K)
@@ -63,6 +66,10 @@ def one(fam, label: str, a, b, r, gated: bool) -> None:
         "member_rand": raw_call(member, ra, b, *res_rand, C=c2),
         "torch": (lambda: torch.addmm(r, a, b, out=full)) if r is not None else (lambda: torch.mm(a, b, out=full)),
     }
+    for m in fam.table.members if members else ():
+        if m.name != choice.kernel:
+            sides[m.name.removeprefix(fam.name + "_")] = raw_call(fam.kernel(m.name), a, b, *res,
+                                                                  C=torch.empty_like(c1))
     t = time_graphs_interleaved_ms(sides, rounds=11)
     names = kernels_run(sides["family"])
     print(f"{label} {M}x{out_n}x{K}: " + "  ".join(f"{k} {v * 1e3:7.1f}" for k, v in t.items())
@@ -72,6 +79,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="llama3-8b")
     ap.add_argument("--shapes", default="1x2048,1x8192")
+    ap.add_argument("--members", action="store_true", help="also every other member of each family (raw entries)")
     args = ap.parse_args()
     ex = _example()
     ks = ex.kernels("sm_90")
@@ -79,7 +87,7 @@ def main() -> int:
     with torch.no_grad():
         for s in args.shapes.split(","):
             batch, seq = map(int, s.split("x"))
-            case(ex, ks, args.config, batch, seq)
+            case(ex, ks, args.config, batch, seq, args.members)
     return 0
 
 

@@ -25,7 +25,8 @@
 //     previous stage is then free, and each warp arrives on its "empty" mbarrier. After the last K tile:
 //     the epilogue (Sm90Gemm::store_c, shared with the mma.sync body), straight from the accumulators,
 //     while the producer already fills the stages with the block's next tile.
-//     Epilogue overlap (kOverlapEpilogue: whole tiles, 16-bit row-major C stored by TMA): the epilogue's
+//     Epilogue overlap (kOverlapEpilogue: whole tiles of the tile and stream-K schedules, 16-bit row-major C
+//     stored by TMA): the epilogue's
 //     outputs are first finished and packed into registers (COut, half the accumulators' registers), then the
 //     next tile's first K tile of wgmmas is issued into the zeroed accumulators, and only then are the outputs
 //     staged in shared memory and TMA-stored, so the tensor cores work through the staging stores. That K
@@ -161,40 +162,48 @@ struct TmaGemmBody {
                 "fp8 operands: no gated or residual epilogue on the Hopper body (the planner refuses it)");
   static_assert(!kGated || (kBK ? kGateRun % 8 == 0 : kGateRun % 64 == 0),
                 "gated: B's runs of gate / up columns are whole TMA boxes (8 rows K-major, 64 columns MN-major)");
-  // The next tile's first wgmmas go out before this tile's staging stores (header comment).
-  static constexpr bool kOverlapEpilogue = kKind == gemm_sched::kTile && kTmaStoreC && !kBlock;
+  // The next tile's first wgmmas go out before this tile's staging stores (header comment): the tile schedule's
+  // tiles, and stream-K's whole tiles (Work keeps no stream-K state live through them: with it, ptxas spilled 4
+  // bytes at 168 registers in the residual and fp8-scaled kernels; sm_90a, nvcc 13).
+  static constexpr bool kOverlapEpilogue = kTmaStoreC && !kBlock && kKind != gemm_sched::kSplitK;
   static constexpr bool kAtomic = gemm_sched::ScheduleOf<Cfg>::atomic;
   using Partial = gemm_sched::PartialCfg<Cfg, typename Select<kAtomic, gemm_sched::AddF32, float>::type, true>;
 
-  // The block's pieces of work, in order: whole tiles b, b + grid, ... (kTile); units (tile, split) likewise
-  // (kSplitK, `splits` per tile); or the segments of stream-K worker b of grid (kStreamK).
+  // The block's pieces of work, in order: first its whole tiles b, b + grid, ... (next_whole: every tile of the
+  // tile schedule; stream-K's data-parallel waves, the first (tiles / grid) * grid tiles; split-K's tiles when
+  // there is one split), then its parts of tiles (next_part: split-K's units (tile, split) b, b + grid, ... of
+  // tiles * splits; stream-K's segments of worker b of grid past its whole tiles). The whole tiles' walk is the
+  // same code for every schedule (the consumers' overlapped epilogue keeps wgmmas in flight across it, which
+  // ptxas serializes after control flow it cannot prove uniform).
   struct Work {
-    int tiles, kt, splits, u, stride, j;
-    gemm_sched::StreamK sk;
+    int tiles, kt, splits, u, stride, whole, j;  // (j: stream-K's next segment, -1 until the parts begin)
     CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
-        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0) / kCluster), stride(grid_dim(0) / kCluster), j(0),
-          sk(block_id(0), grid_dim(0), tiles_, kt_) {}
-    CKGEN_DEVICE bool next(gemm_sched::Seg& g) {
-      if constexpr (kKind == gemm_sched::kStreamK) {
-        return sk.seg(j++, g);
-      } else {
-        if (u >= tiles * splits) return false;
-        if constexpr (kKind == gemm_sched::kSplitK) {
-          g = gemm_sched::splitk_seg(u / splits, u % splits, splits, kt, kAtomic);
-        } else {
-          g.tile = u;
-          g.kt0 = 0;
-          g.kt1 = kt;
-          g.count = 1;
-        }
+        : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0) / kCluster), stride(grid_dim(0) / kCluster),
+          whole(kKind == gemm_sched::kTile ? tiles_
+                : kKind == gemm_sched::kStreamK ? tiles_ / (grid_dim(0) / kCluster) * (grid_dim(0) / kCluster)
+                : splits_ == 1 ? tiles_ : 0),
+          j(-1) {}
+    CKGEN_DEVICE bool next_whole(gemm_sched::Seg& g) {
+      if (u >= whole) return false;
+      g.tile = u;
+      g.kt0 = 0;
+      g.kt1 = kt;
+      g.count = 1;
+      u += stride;
+      return true;
+    }
+    CKGEN_DEVICE bool next_part(gemm_sched::Seg& g) {
+      if constexpr (kKind == gemm_sched::kStreamK) {  // (StreamK's segments past the worker's whole tiles)
+        if (j < 0) j = tiles / grid_dim(0);
+        return gemm_sched::StreamK(block_id(0), grid_dim(0), tiles, kt).seg(j++, g);
+      } else if constexpr (kKind == gemm_sched::kSplitK) {
+        if (whole > 0 || u >= tiles * splits) return false;
+        g = gemm_sched::splitk_seg(u / splits, u % splits, splits, kt, kAtomic);
         u += stride;
         return true;
+      } else {
+        return false;
       }
-    }
-    // Whether there is a next piece, and which (what next() returns next), without taking it.
-    CKGEN_DEVICE bool peek(gemm_sched::Seg& g) const {
-      Work ahead = *this;
-      return ahead.next(g);
     }
   };
 
@@ -221,7 +230,8 @@ struct TmaGemmBody {
     static CKGEN_DEVICE int cluster_rows(int M_) {
       return ((M_ + Cfg::kTileM - 1) / Cfg::kTileM + kCluster - 1) / kCluster;
     }
-    CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
+    // The next whole tile (with kGroupMode: of the group walk), or false; its place.
+    CKGEN_DEVICE bool next_whole(gemm_sched::Seg& g, Place& p) {
       if constexpr (kGroupMode != 0) {
         if (!cursor.seek(t)) return false;
         const gemm_grouped::GroupTile tl = cursor.at(t);
@@ -233,18 +243,33 @@ struct TmaGemmBody {
         p = Place{tl.g, kGroupMode == 1 ? tl.row0 : 0, tl.rows, tl.m0, tl.n0};
         return true;
       } else {
-        if (!work.next(g)) return false;
-        tile_origin(g.tile, tiles_m, tiles_n, p.b, p.m0, p.n0);
-        if constexpr (kCluster > 1) p.m0 = p.m0 * kCluster + cluster_rank() * Cfg::kTileM;  // (maybe past M)
-        p.row0 = 0;
-        p.rows = M;
-        return true;
+        return work.next_whole(g) && place(g, p);
       }
     }
-    // Whether there is a next piece, and which (what next() returns next), without taking it.
-    CKGEN_DEVICE bool peek(gemm_sched::Seg& g, Place& p) const {
+    // The next part of a tile (after every whole tile), or false; its place.
+    CKGEN_DEVICE bool next_part(gemm_sched::Seg& g, Place& p) {
+      if constexpr (kGroupMode != 0) {
+        return false;
+      } else {
+        return work.next_part(g) && place(g, p);
+      }
+    }
+    // Every piece in order (the producer's walk).
+    CKGEN_DEVICE bool next(gemm_sched::Seg& g, Place& p) {
+      if constexpr (kKind == gemm_sched::kTile || kGroupMode != 0) return next_whole(g, p);
+      else return next_whole(g, p) || next_part(g, p);
+    }
+    CKGEN_DEVICE bool place(const gemm_sched::Seg& g, Place& p) const {
+      tile_origin(g.tile, tiles_m, tiles_n, p.b, p.m0, p.n0);
+      if constexpr (kCluster > 1) p.m0 = p.m0 * kCluster + cluster_rank() * Cfg::kTileM;  // (maybe past M)
+      p.row0 = 0;
+      p.rows = M;
+      return true;
+    }
+    // Whether there is a next whole tile, and which (what next_whole() returns next), without taking it.
+    CKGEN_DEVICE bool peek_whole(gemm_sched::Seg& g, Place& p) const {
       Pieces ahead = *this;
-      return ahead.next(g, p);
+      return ahead.next_whole(g, p);
     }
   };
 
@@ -390,6 +415,11 @@ struct TmaGemmBody {
     }
   }
 
+  // The consumers' walk: first the pieces that are whole tiles (every piece of the tile schedule and of grouped
+  // kernels; stream-K's data-parallel waves), stored to C with the overlapped epilogue where the Cfg has it; then
+  // the parts of tiles (split-K's units, stream-K's last tiles), each into its slot and finished by the last
+  // contributor. Two loops, so that no path re-enters the first with its accumulators' wgmmas not in flight after
+  // a branch ptxas cannot prove uniform (the fix-up's ticket): such a join made it serialize every wgmma (C7514).
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
                                    Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                    long long stride_bias, int tiles, int nk, void* workspace, int splits,
@@ -399,6 +429,7 @@ struct TmaGemmBody {
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wg = warp >> 2;
+    const int row0 = wg * 64 + (warp & 3) * 16;  // this warp's first row of the tile
     int s = 0;           // the stage of the next K tile to issue (the producer's order) ...
     uint32_t phase = 0;  // ... and the parity of its "full" phase
     int prev = 0;        // the stage of the latest issued K tile, released once its group is complete
@@ -409,44 +440,45 @@ struct TmaGemmBody {
     Pieces work(M, N, nk, batch, splits, index);
     gemm_sched::Seg g;
     Place p;
-    while (work.next(g, p)) {
-      const int b = p.b, m0 = p.m0, n0 = p.n0;
-      const int Mg = p.rows;  // the tile's M: the group's rows (grouped / masked), else M
-      TC* const Cb = C + b * stride_c + (Cfg::kCRowMajor ? p.row0 * ldc : p.row0);
-      const Operand biasb =
-          bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? p.row0 : b * stride_bias) : bias;
-      if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
-      const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
-      unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
-      const int row0 = wg * 64 + (warp & 3) * 16;
-      if constexpr (kResidual && kTmaStoreC) {
-        if (g.count == 1) Store::prefetch_residual(Cb, biasb, row0, m0, n0, Mg, N, ldc, lane, st);  // (a whole tile)
-      }
-      if constexpr (Store::kRopePrefetch) Store::prefetch_rope(biasb, row0, m0, n0, Mg, N, lane, st);
+    // C of a piece's batch item (or group), and its bias / epilogue operand
+    auto c_of = [&](const Place& q) { return C + q.b * stride_c + (Cfg::kCRowMajor ? q.row0 * ldc : q.row0); };
+    auto bias_of = [&](const Place& q) {
+      return bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? q.row0 : q.b * stride_bias) : bias;
+    };
+    // The piece's K loop into d (after the `issued` K tiles the overlapped epilogue issued), then its sums as
+    // the epilogue's accumulator fragments.
+    auto k_loop = [&](const gemm_sched::Seg& sg, const Operand& biasb, int Mg, int m0, int n0,
+                      COp (&acc)[1][kFrags]) {
       if constexpr (kBlock) {
-        BlockScaleLoop<TmaGemmBody>::run(d, s0, full0, empty0, wg, s, phase, g.kt0, g.kt1, biasb, Mg,
-                                         m0 + wg * 64 + (warp & 3) * 16, n0, lane, turned);
+        BlockScaleLoop<TmaGemmBody>::run(d, s0, full0, empty0, wg, s, phase, sg.kt0, sg.kt1, biasb, Mg, m0 + row0,
+                                         n0, lane, turned);
       } else {
-        for (int kt = g.kt0 + issued; kt < g.kt1; ++kt) {
+        for (int kt = sg.kt0 + issued; kt < sg.kt1; ++kt) {
           const int cur = issue_k_tile(d, s0, full0, wg, s, phase);
           wgmma_wait<1>();  // the previous K tile's group is complete: its stage may be refilled
-          if (kt > g.kt0 && lane == 0) release(empty0 + 8 * prev);
+          if (kt > sg.kt0 && lane == 0) release(empty0 + 8 * prev);
           prev = cur;
         }
         wgmma_wait<0>();
-        if (g.kt1 > g.kt0 && lane == 0) release(empty0 + 8 * prev);
+        if (sg.kt1 > sg.kt0 && lane == 0) release(empty0 + 8 * prev);
       }
-      COp acc[1][kFrags];
 #pragma unroll
       for (int j = 0; j < kFrags; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
-      if constexpr (kKind != gemm_sched::kTile) {
-        if (g.count > 1) {  // a part of the tile: into its slot, then finish the tile if this block is the last
-          finish_part(g, acc, workspace, tiles, Cb, biasb, Mg, N, ldc, m0, n0, tid, wg, warp, lane);
-          continue;
-        }
-      }
+    };
+    while (work.next_whole(g, p)) {
+      const int b = p.b, m0 = p.m0, n0 = p.n0;
+      const int Mg = p.rows;  // the tile's M: the group's rows (grouped / masked), else M
+      TC* const Cb = c_of(p);
+      const Operand biasb = bias_of(p);
+      if constexpr (!kOverlapEpilogue) zero(d);  // (the overlapped epilogue zeroed them before issuing)
+      const uint32_t st = s0 + kEpiOffset + warp * kEpiWarpBytes;  // this warp's staging (shared address)
+      unsigned char* const sp = ckgen_smem + (st - smem_addr(ckgen_smem));
+      if constexpr (kResidual && kTmaStoreC) Store::prefetch_residual(Cb, biasb, row0, m0, n0, Mg, N, ldc, lane, st);
+      if constexpr (Store::kRopePrefetch) Store::prefetch_rope(biasb, row0, m0, n0, Mg, N, lane, st);
+      COp acc[1][kFrags];
+      k_loop(g, biasb, Mg, m0, n0, acc);
       if constexpr (kTmaStoreC) {
         if constexpr (kResidual) {
           cp_async_wait<0>();
@@ -457,7 +489,7 @@ struct TmaGemmBody {
         if constexpr (kOverlapEpilogue) {
           gemm_sched::Seg next;
           Place next_place;
-          if (!work.peek(next, next_place)) {  // the block's last tile
+          if (!work.peek_whole(next, next_place)) {  // the block's last whole tile
             Store::store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
             break;
           }
@@ -474,6 +506,16 @@ struct TmaGemmBody {
         Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane, sp);
       } else {
         Epi::template store_c<1, kFrags>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane >> 2, lane & 3);
+      }
+    }
+    if constexpr (kKind != gemm_sched::kTile) {  // the parts of tiles: into their slots, the last one finishing
+      issued = 0;
+      while (work.next_part(g, p)) {
+        zero(d);
+        const Operand biasb = bias_of(p);
+        COp acc[1][kFrags];
+        k_loop(g, biasb, p.rows, p.m0, p.n0, acc);
+        finish_part(g, acc, workspace, tiles, c_of(p), biasb, p.rows, N, ldc, p.m0, p.n0, tid, wg, warp, lane);
       }
     }
     if constexpr (kBlock) BlockScaleLoop<TmaGemmBody>::finish(wg, turned);
