@@ -9,6 +9,7 @@ Text a user typed (paths, names, doc strings) only ever reaches generated code t
 
 - :func:`f32_literal`: a float as a C++ ``float`` literal that denotes exactly its f32 value (the shortest
   decimal that parses back to it; never ``inf`` or ``nan``: the frontend bounds scalars).
+- :func:`bool_literal`: a truth value as ``true`` / ``false`` (the ops' kernel views, for their Cfg constants).
 
 Identifiers are never escaped: the frontend refuses kernel names that are not safe C identifiers
 (:mod:`ckgen.frontend.names`).
@@ -59,3 +60,8 @@ def f32_literal(x: float) -> str:
     if not any(c in text for c in ".eE"):
         text += ".0"
     return f"{text}f"
+
+
+def bool_literal(x: bool) -> str:
+    """``x`` as the C++ literal ``true`` or ``false``."""
+    return "true" if x else "false"

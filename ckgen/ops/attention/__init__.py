@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.codegen.escape import bool_literal
 from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
@@ -25,10 +26,6 @@ from ckgen.ops.attention.body import cfg_members
 WGMMA_HEADER = "attention_fwd_sm90.h"
 MASK_CONSTANTS = {"none": "ckgen::attn::kMaskNone", "causal": "ckgen::attn::kMaskCausal",
                   "window": "ckgen::attn::kMaskWindow"}
-
-
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
 
 
 class AttentionOp(Op):
@@ -71,11 +68,11 @@ class AttentionOp(Op):
                      ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
         constants = [("int", n, str(v)) for n, v in ints]
         if b.wgmma is not None:
-            constants += [("bool", "kSm90Persistent", _bool(b.wgmma.persistent)),
-                          ("bool", "kSm90OBuffer", _bool(b.wgmma.o_buffer))]
+            constants += [("bool", "kSm90Persistent", bool_literal(b.wgmma.persistent)),
+                          ("bool", "kSm90OBuffer", bool_literal(b.wgmma.o_buffer))]
         if not amd:
-            constants.append(("bool", "kQInRegs", _bool(b.q_in_regs)))
-        constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", _bool(a.varlen)),
+            constants.append(("bool", "kQInRegs", bool_literal(b.q_in_regs)))
+        constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", bool_literal(a.varlen)),
                       ("bool", "kGqa", "true")]
         constants += a.rope.constants() if a.rope else []
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "

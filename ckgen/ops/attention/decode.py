@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ckgen.codegen.escape import bool_literal
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key, Op
 from ckgen.ir.plan import Entry, KernelPlan
@@ -225,10 +226,6 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                                      part_of=spec.name)))
 
 
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
-
-
 class DecodeOp(Op):
     name = "attention_decode"
     doc = "decode attention for serving: split-KV, GQA-packed rows, contiguous or paged KV cache"
@@ -262,7 +259,7 @@ class DecodeOp(Op):
         ints += [("kPageSize", plan.spec.params.page_size), ("kCombineLanes", _abi.COMBINE_LANES)]
         constants = [("int", n, str(v)) for n, v in ints]
         if not amd:
-            constants += [("bool", "kQInRegs", _bool(b.q_in_regs)), ("bool", "kWarpSplitKeys", _bool(b.split_keys))]
+            constants += [("bool", "kQInRegs", bool_literal(b.q_in_regs)), ("bool", "kWarpSplitKeys", bool_literal(b.split_keys))]
         constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),
                       ("bool", "kGqa", "true")]
         constants += a.rope.constants() if a.rope else []

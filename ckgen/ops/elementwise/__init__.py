@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.codegen.escape import bool_literal
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE, Op
 from ckgen.ir.plan import KernelPlan
@@ -24,10 +25,6 @@ from ckgen.ops.elementwise import abi as _abi
 from ckgen.ops.elementwise import plan as _plan
 from ckgen.ops.elementwise import spec as _spec
 from ckgen.ops.elementwise.fns import evaluate, step_type
-
-
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
 
 
 class ElementwiseOp(Op):
@@ -56,7 +53,7 @@ class ElementwiseOp(Op):
         p, b = plan.spec.params, plan.body
         types = [("TA", p.a.cpp), ("TB", (p.b or p.a).cpp), ("TC", (p.c or p.a).cpp), ("TY", p.y.cpp),
                  ("Expr", "ckgen::ew::Expr<" + ", ".join(step_type(s) for s in p.steps) + ">")]
-        constants = [("bool", "kHasB", _bool(p.b is not None)), ("bool", "kHasC", _bool(p.c is not None)),
+        constants = [("bool", "kHasB", bool_literal(p.b is not None)), ("bool", "kHasC", bool_literal(p.c is not None)),
                      ("int", "kVec", str(b.vec)), ("int", "kThreads", str(b.threads)),
                      ("int", "kUnroll", str(b.unroll)), ("int", "kLdsBytes", "0")]
         if p.quant_group:

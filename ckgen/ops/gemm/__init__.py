@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ckgen.codegen.escape import f32_literal
+from ckgen.codegen.escape import bool_literal, f32_literal
 from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.rope import rope_table
@@ -24,10 +24,6 @@ from ckgen.ops.gemm import spec as _spec
 
 #: the gate activation of each gated epilogue (blocks/epilogue.h ops)
 GATE_TYPES = {"swiglu": "ckgen::epi::Silu", "geglu": "ckgen::epi::Gelu"}
-
-
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
 
 
 def _float(x: float) -> str:
@@ -91,9 +87,9 @@ class GemmOp(Op):
                 ("kLdsBGranule", lds.b.granule), ("kLdsBSwizzleBits", lds.b.low_bits),
                 ("kLdsBMnLanes", lds.b.mn_lanes), ("kLdsBMnPiece", lds.b.mn_piece),
                 ("kLdsABytes", lds.a_bytes), ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
-        constants = [("bool", "kARowMajor", _bool(g.a.layout == Layout.ROW)),
-                     ("bool", "kBRowMajor", _bool(g.b.layout == Layout.ROW)),
-                     ("bool", "kCRowMajor", _bool(g.c.layout == Layout.ROW))]
+        constants = [("bool", "kARowMajor", bool_literal(g.a.layout == Layout.ROW)),
+                     ("bool", "kBRowMajor", bool_literal(g.b.layout == Layout.ROW)),
+                     ("bool", "kCRowMajor", bool_literal(g.c.layout == Layout.ROW))]
         if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
             ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
             if b.tma.cluster > 1:
@@ -104,9 +100,9 @@ class GemmOp(Op):
         constants += [("unsigned long long", "kLdsASwizzle", f"{lds.a.packed_table:#x}ull"),
                       ("unsigned long long", "kLdsBSwizzle", f"{lds.b.packed_table:#x}ull")]
         constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
-                      ("bool", "kHasBias", _bool(g.has_bias)), ("bool", "kIntegerEpilogue", _bool(b.integer_epilogue))]
+                      ("bool", "kHasBias", bool_literal(g.has_bias)), ("bool", "kIntegerEpilogue", bool_literal(b.integer_epilogue))]
         if b.schedule is not None:
-            constants.append(("bool", "kAtomicSplitK", _bool(b.schedule.atomic)))
+            constants.append(("bool", "kAtomicSplitK", bool_literal(b.schedule.atomic)))
         if g.gated:
             constants.append(("int", "kGateBlock", str(g.gate_block)))
         if g.rope is not None:
@@ -117,7 +113,7 @@ class GemmOp(Op):
         if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts
             types.append(("TIndex", g.index.cpp))
             constants += [("int", "kGroupMode", "1" if g.mode == "grouped" else "2"),
-                          ("bool", "kBiasRow", _bool(g.bias_axis == "row"))]
+                          ("bool", "kBiasRow", bool_literal(g.bias_axis == "row"))]
         notes = [f"instruction {i.mnemonic}; LDS {lds.total_bytes} bytes in {lds.buffers} buffer(s); "
                  f"{plan.threads} threads."]
         if b.schedule is not None:

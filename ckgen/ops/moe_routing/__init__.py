@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.codegen.escape import bool_literal
 from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
@@ -16,10 +17,6 @@ from ckgen.ir.target import Target
 from ckgen.ops.moe_routing import plan as _plan
 from ckgen.ops.moe_routing import reference as _ref
 from ckgen.ops.moe_routing import spec as _spec
-
-
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
 
 
 class MoeRoutingOp(Op):
@@ -51,9 +48,9 @@ class MoeRoutingOp(Op):
         r, b = plan.spec.params, plan.body
         types = [("TLogit", r.logits.cpp), ("TX", r.x.cpp)]
         constants = [("int", "kExperts", str(max(1, r.experts))), ("int", "kTopK", str(r.top_k)),
-                     ("int", "kThreads", str(b.threads)), ("bool", "kSigmoid", _bool(r.score == "sigmoid")),
-                     ("bool", "kRenormalize", _bool(r.renormalize)), ("int", "kGroups", str(r.expert_groups)),
-                     ("int", "kTopGroups", str(r.top_groups)), ("bool", "kCorrection", _bool(r.correction)),
+                     ("int", "kThreads", str(b.threads)), ("bool", "kSigmoid", bool_literal(r.score == "sigmoid")),
+                     ("bool", "kRenormalize", bool_literal(r.renormalize)), ("int", "kGroups", str(r.expert_groups)),
+                     ("int", "kTopGroups", str(r.top_groups)), ("bool", "kCorrection", bool_literal(r.correction)),
                      ("int", "kLdsBytes", "0")]  # (dynamic shared memory: none; the sort's LDS is static)
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl,
                 "notes": [f"stage {r.stage}; {b.threads} threads."]}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.codegen.escape import bool_literal
 from ckgen.ir.op import Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.spec import KernelSpec
@@ -35,10 +36,6 @@ from ckgen.ops.rowops import plan as _plan
 from ckgen.ops.rowops import reference as _ref
 from ckgen.ops.rowops import registers as _registers
 from ckgen.ops.rowops import spec as _spec
-
-
-def _bool(x: bool) -> str:
-    return "true" if x else "false"
 
 
 class RowOp(Op):
@@ -95,14 +92,14 @@ class RowOp(Op):
         """The body's Cfg (device/rowops_forward.h) as (alias, C++ type) and (C++ type, member, literal) lists."""
         r, b = plan.spec.params.row, plan.body
         types = [("TIn", r.x.cpp), ("TRes", r.res_dtype.cpp), ("TW", r.w_dtype.cpp), ("TOut", r.y.cpp)]
-        constants = [("int", "kOp", r.row_kind.kop), ("bool", "kHasWeight", _bool(r.weight is not None)),
-                     ("bool", "kHasBias", _bool(r.bias is not None)),
-                     ("bool", "kResidual", _bool(r.residual is not None)), ("bool", "kQuantI8", _bool(r.y == DType.I8))]
+        constants = [("int", "kOp", r.row_kind.kop), ("bool", "kHasWeight", bool_literal(r.weight is not None)),
+                     ("bool", "kHasBias", bool_literal(r.bias is not None)),
+                     ("bool", "kResidual", bool_literal(r.residual is not None)), ("bool", "kQuantI8", bool_literal(r.y == DType.I8))]
         ints = [("kVec", b.vec), ("kWaveSize", b.wave_size), ("kRowThreads", b.threads_per_row),
                 ("kWavesPerRow", b.waves_per_row), ("kRowsPerBlock", b.rows_per_workgroup), ("kThreads", b.threads),
                 ("kRegVecs", b.reg_vecs), ("kTileCols", b.tile_cols)]
         constants += [("int", name, str(v)) for name, v in ints]
-        constants += [("bool", "kLooped", _bool(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
+        constants += [("bool", "kLooped", bool_literal(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
         if r.quant_group:
             constants.append(("int", "kQuantGroup", str(r.quant_group)))
         if b.cache_tiles:
