@@ -23,7 +23,7 @@ one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_la
 the K/V append that also fills a cache, the default; ``qkv``, the qkv GEMM's epilogue, attention reading its
 output; ``attention``, k in the append and q in attention as each tile loads). ``--rope-ab``: each other place's
 layer runs as a further side of the same rounds (``ckgen_<place>``), its steps in the breakdown too.
-``--streamk-ab``: likewise the layer with its qkv, o and down projections pinned to their 128x256 stream-K member
+``--streamk-ab``: likewise the layer with its four projections pinned to their 128x256 stream-K member
 (``ckgen_streamk``; the families' dispatcher picks the tile schedule there untuned).
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
@@ -150,7 +150,8 @@ class Pinned(dict):
 
 
 #: --streamk-ab: the families with a stream-K member of the 128x256 tile, pinned to it
-STREAMK = {f: "tile128x256x64_schedulestreamk" for f in ("llama_qkv", "llama_qkv_bias", "llama_o_res", "llama_down")}
+STREAMK = {f: "tile128x256x64_schedulestreamk"
+           for f in ("llama_qkv", "llama_qkv_bias", "llama_o_res", "llama_gate_up", "llama_down")}
 
 
 def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "append",
@@ -231,8 +232,8 @@ def main() -> int:
                     "the K/V append, the qkv GEMM's epilogue, or k in the append and q in attention "
                     "(examples/llama_layer.py's rope_at)")
     ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at each other place timed beside it")
-    ap.add_argument("--streamk-ab", action="store_true", help="the layer with its qkv, o and down projections pinned "
-                    "to their 128x256 stream-K member, timed beside it")
+    ap.add_argument("--streamk-ab", action="store_true", help="the layer with its four projections pinned to their "
+                    "128x256 stream-K member, timed beside it")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")

@@ -96,6 +96,7 @@ family llama_gate_up {          // SwiGLU fused: B is the merged gate_up weight 
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
 }
 family llama_down {             // out = m . Wd^T + s: the residual stream in the same pass
   arch = [sm_90]

@@ -1,7 +1,8 @@
 """Residual and gated GEMM epilogues on a real NVIDIA GPU (marked ``gpu``: the lent device; issue 28 items 1 and 2).
 
 Against a float64 reference computed with torch on the GPU: the residual (``-> residual``, also in place) and the
-gated epilogues (``swiglu`` / ``geglu``, ``gate = halves | interleaved(b)``, with a bias and a residual) on the
+gated epilogues (``swiglu`` / ``geglu``, ``gate = halves | interleaved(b)``, with a bias and a residual, whole or in
+split-K / stream-K pieces) on the
 Hopper body (``<name>_tma``: checked to be the kernel that ran, through torch's profiler) and on the mma.sync body
 (odd leading dimensions, which the Hopper body refuses), dense, split-K (residual), grouped and masked (the MoE gate-up
 projection). Outputs are poisoned (NaN) first; sizes are awkward (M, N, K not multiples of the tile, N below one tile).
@@ -33,6 +34,10 @@ kernel fz_glu_il { A = bf16 row B = bf16 row C = bf16 row tile = 128x256x64 wave
   gate = interleaved(64) epilogue = bias(col) -> geglu -> residual }
 kernel fz_glu_il16 { A = f16 row B = f16 col C = f16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
   gate = interleaved(16) epilogue = swiglu }
+kernel fz_glu_stk { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+  schedule = streamk epilogue = swiglu }
+kernel fz_glu_sk_il { A = bf16 row B = bf16 row C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  gate = interleaved(64) schedule = splitk epilogue = bias(col) -> swiglu -> residual }
 kernel fz_glu_grouped { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
   mode = grouped epilogue = swiglu }
 kernel fz_glu_masked { A = bf16 row B = bf16 row C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4
@@ -113,7 +118,7 @@ def _ref(k, a, b, bias, res, sa=None, sb=None):
     return r
 
 
-def _dense(name, M, N, K, ld_pad=0, in_place=False):
+def _dense(name, M, N, K, ld_pad=0, in_place=False, workspace=False):
     k = kernel(name)
     g = k.plan.spec.params.gemm
     gen = torch.Generator(device="cuda")
@@ -134,8 +139,13 @@ def _dense(name, M, N, K, ld_pad=0, in_place=False):
     args = dict(A=a, B=b, C=c) | ({"bias": bias} if bias is not None else {})
     args |= {"residual": res} if g.residual else {}
     args |= {n: x for n, x in (("scale_a", sa), ("scale_b", sb)) if x is not None}
+    ws = None
+    if workspace:  # (given, so that the call's zero-on-exit contract can be checked)
+        ws = torch.zeros(max(1, k.workspace_bytes(M=M, N=N, K=K)), dtype=torch.uint8, device="cuda")
+        args["workspace"] = ws
     ran = launched(lambda: k(**args))
     assert _err(c, want) < TOL[ct], name
+    assert ws is None or int(torch.count_nonzero(ws)) == 0, (name, "workspace not zero-filled after the call")
     return ran
 
 
@@ -197,6 +207,22 @@ def test_residual_ragged_columns(shape):
     assert "fz_res_tma" not in ran, ran
     assert _err(c, want) < TOL[torch.bfloat16]
     assert torch.isnan(c.as_strided((M, ld), (ld, 1))[:, N:]).all(), "wrote past N"
+
+
+@pytest.mark.parametrize("name", ["fz_glu_stk", "fz_glu_sk_il"])
+@pytest.mark.parametrize("shape", [(1, 64, 64), (300, 200, 136), (16, 1000, 4096), (1024, 3712, 520),
+                                   (2048, 4352, 300)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("pad", [0, 1])
+def test_gated_split_and_stream_k(name, shape, pad):
+    """Gated tiles in split-K / stream-K pieces: raw gate and up sums in the slots, paired by the tile's finisher;
+    the Hopper body (pad 0) and mma.sync (pad 1: leading dimensions it refuses), the workspace zero after. With
+    128 x 256 tiles, 1024 x 3712 makes 132 + 100 tiles (one stream-K wave, then a shared tail) and 2048 x 4352 two
+    waves and 8 tiles (parts at the same K)."""
+    M, N, K = shape
+    if kernel(name).plan.spec.params.gemm.gate == "interleaved":
+        N = -(-N // 64) * 64
+    ran = _dense(name, M, N, K, ld_pad=pad, workspace=True)
+    assert (f"{name}_tma" in ran) == (pad == 0), (name, ran)
 
 
 @pytest.mark.parametrize("name", ["fz_res", "fz_res_gelu", "fz_res_sk"])

@@ -268,7 +268,8 @@ def launch(spec: KernelSpec, threads: int, tma: bool, schedule=None) -> Launch:
         raise ValueError("grouped kernels launch with grouped_launch")
     if schedule is not None and schedule.kind != "tile":
 
-        return scheduled_launch(cfg.tile, threads, schedule,
+        out_tile = (cfg.tile[0], out_tile_n(spec), cfg.tile[2])  # (tiles of C: half the N of B's for a gated one)
+        return scheduled_launch(out_tile, threads, schedule,
                                 prelaunch="gemm/tma_sched_launch.cpp.j2" if tma else None)
     z = GridDim("batch") if spec.params.gemm.batched else GridDim()
     # (gated: no sub-problems along N, whose slices would move B's up columns)

@@ -333,15 +333,12 @@ def _wave_n(cfg: TileConfig) -> int:
 
 
 def check_gated(d: GemmDraft) -> None:
-    """Gated epilogues (swiglu, geglu): one workgroup per tile (split-K would sum gate and up apart), no column
-    scales of B, and an interleave block that either divides half a wave's N extent or is a multiple of it (so
-    that each half of every wave's extent is whole blocks of gate or up columns)."""
+    """Gated epilogues (swiglu, geglu): no column scales of B, and an interleave block that either divides half a
+    wave's N extent or is a multiple of it (so that each half of every wave's extent is whole blocks of gate or up
+    columns). Split-K and stream-K pieces keep the raw gate and up sums; the tile's finisher pairs them."""
     g, cfg = d.g, d.cfg
     if g.gated is None:
         return
-    if cfg.schedule.kind in ("splitk", "streamk"):
-        raise d.fail("schedule", cfg.schedule.text, "tile or auto",
-                     f"split-K and stream-K are not implemented for gated epilogues ({g.gated})")
     if g.scale_b in ("col", "block", "mx"):
         raise d.fail("scale_b", g.scale_b, "tensor or none",
                      f"a gated epilogue ({g.gated}) takes no per-column scales of B yet")

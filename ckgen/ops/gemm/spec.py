@@ -134,8 +134,9 @@ SMALL_M_TILE = 64
 
 def resolve_schedule(cfg: TileConfig, gemm: GemmSpec | None = None) -> Schedule:
     """The schedule a kernel runs: its own, or for ``auto`` split-K (count per call) when the tile has at most
-    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise (always for a gated or rotary epilogue, which
-    split-K does not take). Target-independent (the ABI follows it)."""
+    :data:`SMALL_M_TILE` rows and one workgroup per tile otherwise (always for a rotary epilogue, which split-K does
+    not take, and for a gated one, which keeps the ABI it had before gated pieces existed: ``splitk`` splits it).
+    Target-independent (the ABI follows it)."""
     s = cfg.schedule
     if s.kind != "auto":
         return s

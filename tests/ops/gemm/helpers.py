@@ -59,13 +59,14 @@ def sm90_library(tmp_path, stem: str, text: str, **compile_kw):
 
 def assert_entries_clean(lib, hopper: bool = True) -> None:
     """Every kernel's entry of ``lib`` without spills or stack; with ``hopper``, each also has its `<name>_tma`
-    Hopper entry, without spills, issuing wgmma."""
+    Hopper entry, without spills, issuing wgmma that ptxas did not serialize."""
     for (name, _), res in lib.resources.items():
         assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
         if hopper:
             body = res["tma_body"]
             assert body["entry"] == f"{name}_tma" and body["spill_stores"] == 0, (name, body)
             assert any(k.startswith("wgmma.mma_async") for k, _ in body["ptx_tensor"]), (name, body)
+            assert not body.get("wgmma_serialized"), (name, body)
 
 
 #: the AMD arches rung-1 GEMM tests build for, each with the clang that targets it

@@ -3,7 +3,8 @@
 
 Rung 2: the emulator against the float64 reference at awkward sizes (M, N, K not multiples of the tile, M = 1,
 N below one tile, K = 0), outputs poisoned, random inputs: residual with and without bias / activation / beta, in
-place (C the very same view as R), integer C exactly, batched, split-K and stream-K, grouped and masked.
+place (C the very same view as R), integer C exactly, batched, split-K and stream-K, grouped and masked; gated
+ones whole, in split-K and stream-K pieces (halves, interleaved, atomic), grouped and masked.
 Bad input: a residual of the wrong dtype or shape is a CkgenError naming the argument; chains with residual not
 last are located DSL errors.
 """
@@ -53,6 +54,13 @@ KERNELS = {
                             "epilogue = bias(row) -> swiglu"),
     "glu_il64": ("gfx950", "A = bf16 row B = bf16 col C = bf16 row alpha = 0.5 tile = 32x128x32 waves = 1x2 "
                            "gate = interleaved(64) epilogue = geglu"),
+    # gated pieces (split-K / stream-K: raw gate and up sums, paired by the tile's finisher)
+    "glu_splitk": ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x64x16 waves = 1x1 schedule = splitk(3) "
+                             "epilogue = bias(col) -> swiglu -> residual"),
+    "glu_streamk_waves": ("gfx90a", "A = bf16 col B = bf16 row C = f32 col tile = 64x64x32 waves = 2x2 "
+                                    "instr = 16x16x16 schedule = streamk epilogue = bias(row) -> swiglu"),
+    "glu_splitk_il16": ("gfx942", "A = f16 row B = f16 row C = f16 row tile = 32x64x16 waves = 1x1 "
+                                  "gate = interleaved(16) schedule = splitk(2, atomic) epilogue = geglu"),
     "glu_fp8": ("gfx942", "A = e4m3fnuz row B = e4m3fnuz col C = bf16 row tile = 32x64x32 waves = 1x1 scale_a = row "
                           "scale_b = tensor epilogue = swiglu"),
     "glu_grouped": ("gfx942", "A = f16 row B = f16 row C = f16 row tile = 32x64x16 waves = 1x1 mode = grouped "
@@ -141,6 +149,31 @@ def test_gated_against_float64(kernels, name, shape):
 
 
 @needs_clang
+@pytest.mark.parametrize("name", ["glu_splitk", "glu_streamk_waves", "glu_splitk_il16"])
+def test_gated_pieces_leave_the_workspace_zero(kernels, name):
+    """Split-K / stream-K pieces of a gated tile write the raw gate and up sums of every column of B's tile; the
+    tile's finisher pairs them and zeroes them all, those of outputs past N (a row's last tile) too."""
+    k = kernels[name]
+    for M, N, K in [(37, 48, 19), (70, 16, 45), (5, 80, 130)]:
+        sizes = {"M": M, "N": N, "K": K}
+        arrays = _inputs(k, sizes, seed=M + N + K)
+        ws = np.zeros(max(1, k.workspace_bytes(**sizes)), np.uint8)
+        before = {n: (v.copy() if v is not None else None) for n, v in arrays.items()}
+        out = k(**arrays, workspace=ws)
+        ref = get_op("gemm").reference(k.plan, before, sizes)["C"]
+        err = relative_error(to_float64(out, k.plan.abi["C"].dtype), ref)
+        assert err <= get_op("gemm").tolerance(k.plan, "C"), (name, M, N, K, err)
+        assert not ws.any(), (name, M, N, K, "workspace not zero-filled after the call")
+    # an infinity in A: B's zero-filled columns past N then sum to NaN in the slots (inf * 0); still zero after
+    sizes = {"M": 9, "N": 16, "K": 20}
+    arrays = _inputs(k, sizes, seed=5)
+    arrays["A"][0, 0] = 0x7F80 if arrays["A"].dtype == np.uint16 else np.inf  # (bf16 arrays hold their bits)
+    ws = np.zeros(max(1, k.workspace_bytes(**sizes)), np.uint8)
+    k(**arrays, workspace=ws)
+    assert not ws.any(), (name, "workspace not zero-filled after a call with an infinity in A")
+
+
+@needs_clang
 @pytest.mark.parametrize("name", ["res_grouped", "res_masked", "glu_grouped", "glu_masked"])
 @pytest.mark.parametrize("groups", GROUPS, ids=lambda g: "-".join(map(str, g)) or "none")
 def test_grouped_and_masked(kernels, name, groups):
@@ -215,8 +248,6 @@ def test_gated_dsl_errors_are_located(body, match, where):
                "epilogue = swiglu", "gate", "half a wave's N extent"),
     ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x32x16 waves = 1x1 instr = 32x32x8 epilogue = swiglu",
      "tile", "gate and up fragments"),
-    ("gfx942", "A = f16 row B = f16 col C = f16 row tile = 32x64x16 waves = 1x1 schedule = splitk(2) "
-               "epilogue = swiglu", "schedule", "not implemented for gated"),
     ("sm_90", "A = bf16 row B = bf16 row C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4 "
               "gate = interleaved(32) epilogue = swiglu", "gate", "boxes of 64 columns"),
 ])
@@ -271,6 +302,10 @@ def test_residual_abi_follows_c():
 
 RUNG1_CK = """
 kernel r1_res { A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 2x2 epilogue = bias(col) -> gelu -> residual }
+kernel r1_glu_sk { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x32 waves = 2x2 schedule = splitk
+                   epilogue = swiglu -> residual }
+kernel r1_glu_stk { A = f16 row B = f16 row C = f16 row tile = 64x128x32 waves = 2x2 schedule = streamk
+                    gate = interleaved(32) epilogue = bias(col) -> geglu }
 kernel r1_glu { A = bf16 row B = bf16 row C = bf16 row tile = 64x128x32 waves = 2x2 mode = grouped
                 gate = interleaved(32) epilogue = bias(col) -> swiglu -> residual }
 """
@@ -290,6 +325,10 @@ kernel hop_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves 
                  epilogue = bias(col) -> swiglu -> residual }
 kernel hop_glu_m { A = f16 row B = f16 row C = f16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4 mode = masked
                    gate = interleaved(64) epilogue = geglu }
+kernel hop_glu_stk { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+                     schedule = streamk epilogue = swiglu }
+kernel hop_glu_sk { A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+                    schedule = splitk epilogue = bias(col) -> swiglu -> residual }
 """
 
 

@@ -374,6 +374,9 @@ CKGEN_DEVICE float value(AccT acc, int row, int col, const typename Cfg::TC* C, 
 }
 
 // ---------------------------------------------------------------- gated epilogues
+// A derived Cfg's Gate that takes its base's away (declared, never defined: GateOf's sizeof test fails on it;
+// sizeof(void) would not, being 1 in GNU C++).
+struct NoGate;
 template <class Cfg, class = void>
 struct GateOf {
   static constexpr bool kGated = false;
@@ -387,6 +390,15 @@ struct GateOf<Cfg, decltype(void(sizeof(typename Cfg::Gate)))> {
 template <class Cfg>
 constexpr bool gated() {
   return GateOf<Cfg>::kGated;
+}
+// How a body reads B: as gate and up columns (blk::GatedRows, in blocks of GateBlockOf) for a gated Cfg, and for
+// the partial-sum Cfg of one (gemm_work.h PartialCfg: a split-K / stream-K piece keeps both halves raw, kGatedLoads,
+// and applies no gate: its Gate is void).
+CKGEN_CFG_OPTIONAL(GatedLoadsOf, kGatedLoads, bool, false);
+CKGEN_CFG_OPTIONAL(GateBlockOf, kGateBlock, int, 0);
+template <class Cfg>
+constexpr bool gated_loads() {
+  return gated<Cfg>() || GatedLoadsOf<Cfg>::value;
 }
 // The columns of C one tile writes: kTileN, or half of it (gate and up) for a gated Cfg.
 template <class Cfg>

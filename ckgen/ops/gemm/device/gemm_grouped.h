@@ -37,9 +37,9 @@ CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typenam
                        epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
                        int m0, int n0) {
 #if defined(CKGEN_PLATFORM_CUDA)
-  nv::Sm90Gemm<C>::run_tile(A, B, Cp, bias, M, N, K, lda, ldb, ldc, m0, n0);
+  nv::Sm90Gemm<C>::run_tile(A, B, Cp, bias, M, N, K, lda, ldb, ldc, m0, n0, n0, N);
 #else
-  gemm_mfma_tile<C>(A, B, Cp, bias, M, N, K, lda, ldb, ldc, m0, n0);
+  gemm_mfma_tile<C>(A, B, Cp, bias, M, N, K, lda, ldb, ldc, m0, n0, n0, N);
 #endif
 }
 

@@ -59,7 +59,8 @@ struct Derived {
   // Gated epilogues (swiglu, geglu): B's tile holds, per wave, gate columns then the matching up columns
   // (blk::GatedRows); fragment j < kRepN / 2 is a gate, j + kRepN / 2 its up; the tile writes kTileN / 2 columns.
   static constexpr bool kGated = epi::gated<Cfg>();
-  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateOf<Cfg>::kBlock>;
+  static constexpr bool kGatedB = epi::gated_loads<Cfg>();  // B read as gate / up columns (a gated Cfg, or its piece)
+  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateBlockOf<Cfg>::value>;
   static constexpr int kOutRepN = kGated ? Cfg::kRepN / 2 : Cfg::kRepN;       // fragments written per row
   static constexpr int kOutWaveN = kGated ? Cfg::kWaveTileN / 2 : Cfg::kWaveTileN;
   static constexpr bool kRope = epi::rotary<Cfg>();  // rope = gptj(...): finished values rotated in pairs
@@ -152,11 +153,12 @@ CKGEN_DEVICE int mx_scale(const uint8_t* s, long long ld, int row, int rows, int
 
 // The kTileM x kTileN tile of C whose first row and column are m0, n0 (gemm_mfma below: the workgroup's;
 // the split-K / stream-K schedules of gemm_schedule.h call it once per piece of work). A gated Cfg's tile is
-// kTileM x kTileN / 2 of C (n0 and N count C's columns; B has 2 N).
+// kTileM x kTileN / 2 of C (n0 and N count C's columns; B has 2 N). B read as gate / up columns (kGatedB) comes
+// from the output columns gn0.. of gN (B has 2 gN): n0, N but for a gated Cfg's pieces, which write the raw tile.
 template <class Cfg>
 CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                                  epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
-                                 long long ldc, int m0, int n0) {
+                                 long long ldc, int m0, int n0, int gn0, int gN) {
   static_assert(gemm_detail::check_cfg<Cfg>(), "Cfg");
   using D = gemm_detail::Derived<Cfg>;
   using TA = typename Cfg::TA;
@@ -182,13 +184,13 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 
   // Tile origins in global memory (64-bit offsets).
   const TA* a_tile = Cfg::kARowMajor ? A + static_cast<long long>(m0) * lda : A + m0;
-  const TB* b_tile = D::kGated ? B : Cfg::kBRowMajor ? B + n0 : B + static_cast<long long>(n0) * ldb;
+  const TB* b_tile = D::kGatedB ? B : Cfg::kBRowMajor ? B + n0 : B + static_cast<long long>(n0) * ldb;
   const bool a_aligned = blk::is_aligned(A, lda, Cfg::kVecA);
   // (gated halves with row-major B: the up columns start at N, aligned for kVecB only when N is)
   const bool b_aligned = blk::is_aligned(B, ldb, Cfg::kVecB) &&
-                         (!D::kGated || !Cfg::kBRowMajor || epi::GateOf<Cfg>::kBlock || N % Cfg::kVecB == 0);
+                         (!D::kGatedB || !Cfg::kBRowMajor || epi::GateBlockOf<Cfg>::value || gN % Cfg::kVecB == 0);
   const int m_left = M - m0;
-  const int n_left = N - n0;
+  const int n_left = D::kGatedB ? gN - gn0 : N - n0;
 
   typename D::LoadA la;
   typename D::LoadB lb;
@@ -197,7 +199,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
     const TA* pa = Cfg::kARowMajor ? a_tile + k0 : a_tile + static_cast<long long>(k0) * lda;
     const TB* pb = Cfg::kBRowMajor ? b_tile + static_cast<long long>(k0) * ldb : b_tile + k0;
     la.load(pa, lda, m_left, K - k0, a_aligned, tid);
-    if constexpr (D::kGated) lb.load(pb, ldb, n_left, K - k0, b_aligned, tid, typename D::GateRows{n0, N});
+    if constexpr (D::kGatedB) lb.load(pb, ldb, n_left, K - k0, b_aligned, tid, typename D::GateRows{gn0, gN});
     else lb.load(pb, ldb, n_left, K - k0, b_aligned, tid);
   };
   auto lds_store_tiles = [&](int buf) {
@@ -437,8 +439,8 @@ template <class Cfg>
 CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
                             epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                             long long ldc) {
-  gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM,
-                      block_id(0) * epi::out_tile_n<Cfg>());
+  const int n0 = block_id(0) * epi::out_tile_n<Cfg>();
+  gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, n0, n0, N);
 }
 
 // The strided-batched form (a Cfg planned with batched = true; grid z = batch): workgroup z computes matrix

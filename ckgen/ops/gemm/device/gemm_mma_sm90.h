@@ -82,7 +82,8 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
   // columns (blk::GatedRows); fragment j < RN / 2 is a gate, j + RN / 2 its up; a tile writes kOutN columns of C.
   using Epi::kGated;
   using Epi::kOutN;
-  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateOf<Cfg>::kBlock>;
+  static constexpr bool kGatedB = epi::gated_loads<Cfg>();  // B read as gate / up columns (a gated Cfg, or its piece)
+  using GateRows = blk::GatedRows<Cfg::kTileN, Cfg::kWaveTileN, epi::GateBlockOf<Cfg>::value>;
   static constexpr int kSmemBytes = kStages * kStageBytes;
   // block(128) scales (epi::Scaled with kScaleBlock): acc sums the current 128-K block; at the block's last K tile
   // (or the last one) fold_block adds it, scaled, into a second set (tot), which the epilogue then stores
@@ -114,34 +115,36 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
     const int tiles_m = grid_dim(1);
     int tm, tn;
     grouped_tile(block_id(1) * tiles_n + block_id(0), tiles_m, tiles_n, kGroupM, tm, tn);
-    run_tile(A, B, C, bias, M, N, K, lda, ldb, ldc, tm * Cfg::kTileM, tn * kOutN);
+    const int n0 = tn * kOutN;
+    run_tile(A, B, C, bias, M, N, K, lda, ldb, ldc, tm * Cfg::kTileM, n0, n0, N);
   }
 
   // The tile of C whose first row and column are m0, n0 (the split-K / stream-K schedules of gemm_schedule.h
-  // call it once per piece of work).
+  // call it once per piece of work). B read as gate / up columns (kGatedB) comes from the output columns gn0.. of
+  // gN (B has 2 gN): n0, N but for a gated Cfg's pieces, which write the raw tile.
   static CKGEN_DEVICE void run_tile(const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
-                                    long long lda, long long ldb, long long ldc, int m0, int n0) {
+                                    long long lda, long long ldb, long long ldc, int m0, int n0, int gn0, int gN) {
     // Two copies of the body: 16-byte cp.async when both operands' lines are 16-byte aligned,
     // per-element loads otherwise (kept apart so that the fast path carries no slow-path registers).
     // (gated halves with row-major B: the up columns start at N, on 16-byte chunks only when N is a multiple; the
     // other Cfgs keep the plain test, which nvcc compiles to fewer registers than one with a folded extra term)
-    constexpr bool kUpAtN = kGated && Cfg::kBRowMajor && epi::GateOf<Cfg>::kBlock == 0;
+    constexpr bool kUpAtN = kGatedB && Cfg::kBRowMajor && epi::GateBlockOf<Cfg>::value == 0;
     if constexpr (kUpAtN) {
-      if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB) && (N * kEB) % 16 == 0) {
-        body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB) && (gN * kEB) % 16 == 0) {
+        body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0, gn0, gN);
       } else {
-        body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+        body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0, gn0, gN);
       }
     } else if (aligned16(A, lda, kEB) && aligned16(B, ldb, kEB)) {
-      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      body<true>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0, gn0, gN);
     } else {
-      body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0);
+      body<false>(A, B, C, bias, M, N, K, lda, ldb, ldc, m0, n0, gn0, gN);
     }
   }
 
   template <bool kVec>
   static CKGEN_DEVICE void body(const TA* A, const TB* B, TC* C, Operand bias, int M, int N, int K,
-                                long long lda, long long ldb, long long ldc, int m0, int n0) {
+                                long long lda, long long ldb, long long ldc, int m0, int n0, int gn0, int gN) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
@@ -154,14 +157,14 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
 
     // A: lines are M (K-contiguous) or K; B: lines are N (K-contiguous) or K.
     const typename TileA::template Loader<kVec, !kAK> la(A, lda, kAK ? m0 : 0, kAK ? 0 : m0, tid);
-    const int bn0 = kGated ? 0 : n0;  // (gated: the map places B's columns)
+    const int bn0 = kGatedB ? 0 : n0;  // (gate / up columns: the map places B's columns)
     const typename TileB::template Loader<kVec, !kBK> lb(B, ldb, kBK ? bn0 : 0, kBK ? 0 : bn0, tid);
     auto load_stage = [&](int kt, int stage) {
       const uint32_t sa = s0 + stage * kStageBytes;
       const uint32_t sb = sa + TileA::kBytes;
       const int k0 = kt * Cfg::kTileK;
       la.load(sa, A, k0, kAK ? M : K, kAK ? K : M, tid);
-      if constexpr (kGated) lb.load_mapped(sb, B, k0, N - n0, K, tid, GateRows{n0, N});
+      if constexpr (kGatedB) lb.load_mapped(sb, B, k0, gN - gn0, K, tid, GateRows{gn0, gN});
       else lb.load(sb, B, k0, kBK ? N : K, kBK ? K : N, tid);
     };
 

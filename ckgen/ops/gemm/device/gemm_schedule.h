@@ -21,21 +21,29 @@
 namespace ckgen {
 namespace gemm_sched {
 
+// tile<C>: the piece's tile at the origin of its (offset) operands; B read as gate / up columns starts at the
+// output columns gn0 of gN (the body's gated_loads Cfgs: B is not offset then).
 #if defined(CKGEN_PLATFORM_CUDA)
 constexpr bool kSlotRowMajor = true;  // the mma.sync epilogue stores row pairs
 template <class C>
 CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typename C::TC* Cp,
-                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  nv::Sm90Gemm<C>::run_tile(A, B, Cp, bias, M, N, K, lda, ldb, ldc, 0, 0);
+                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
+                       int gn0, int gN) {
+  nv::Sm90Gemm<C>::run_tile(A, B, Cp, bias, M, N, K, lda, ldb, ldc, 0, 0, gn0, gN);
 }
 #else
 constexpr bool kSlotRowMajor = false;  // MFMA accumulators hold runs of rows: column-major slots store vectors
 template <class C>
 CKGEN_DEVICE void tile(const typename C::TA* A, const typename C::TB* B, typename C::TC* Cp,
-                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc) {
-  gemm_mfma_tile<C>(A, B, Cp, bias, M, N, K, lda, ldb, ldc, 0, 0);
+                       epi::Operand<C> bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
+                       int gn0, int gN) {
+  gemm_mfma_tile<C>(A, B, Cp, bias, M, N, K, lda, ldb, ldc, 0, 0, gn0, gN);
 }
 #endif
+// The width of the runs of gate, then up, columns in a gated Cfg's slot (the body's warp / wave N extent:
+// blk::GatedRows), 0 for other Cfgs.
+template <class Cfg>
+constexpr int kSlotGateWave = epi::gated<Cfg>() ? Cfg::kWaveTileN : 0;
 
 // The slot element type of a Cfg: its accumulator, or the atomic adder.
 template <class Cfg>
@@ -48,20 +56,25 @@ CKGEN_DEVICE void run_segment(const Seg& g, const Problem& pb, Workspace<typenam
                               epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
                               long long ldc, int* ticket) {
   using P = PartialCfg<Cfg, SlotOut<Cfg>, kSlotRowMajor>;
+  constexpr int kOutN = epi::out_tile_n<Cfg>();
+  constexpr bool kGated = epi::gated<Cfg>();
   const int m0 = (g.tile / pb.tiles_n) * Cfg::kTileM;
-  const int n0 = (g.tile % pb.tiles_n) * Cfg::kTileN;
+  const int n0 = (g.tile % pb.tiles_n) * kOutN;
   const int k0 = g.kt0 * Cfg::kTileK;
   const int k1 = g.kt1 * Cfg::kTileK < K ? g.kt1 * Cfg::kTileK : K;
   const int mr = M - m0 < Cfg::kTileM ? M - m0 : Cfg::kTileM;
-  const int nr = N - n0 < Cfg::kTileN ? N - n0 : Cfg::kTileN;
+  const int nr = N - n0 < kOutN ? N - n0 : kOutN;
   const typename Cfg::TA* a = Cfg::kARowMajor ? A + static_cast<long long>(m0) * lda + k0
                                               : A + m0 + static_cast<long long>(k0) * lda;
-  const typename Cfg::TB* b = Cfg::kBRowMajor ? B + static_cast<long long>(k0) * ldb + n0
-                                              : B + static_cast<long long>(n0) * ldb + k0;
+  const int bn0 = kGated ? 0 : n0;  // (gated: the piece reads B's gate / up columns of output columns n0..)
+  const typename Cfg::TB* b = Cfg::kBRowMajor ? B + static_cast<long long>(k0) * ldb + bn0
+                                              : B + static_cast<long long>(bn0) * ldb + k0;
   auto* slot = reinterpret_cast<typename P::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
-  tile<P>(a, b, slot, PartialOperand<Cfg>::make(bias, k0 / epi::kScaleBlockK, m0, n0), mr, nr, k1 > k0 ? k1 - k0 : 0,
-          lda, ldb, kSlotRowMajor ? Cfg::kTileN : Cfg::kTileM);
-  finish_tile<Cfg, kSlotRowMajor, BlockSync, Cfg::kThreads>(g, ws, C, bias, ldc, m0, n0, mr, nr, thread_id(), ticket);
+  // (a gated piece writes the raw gate and up sums of all kTileN columns; finish_tile pairs them)
+  tile<P>(a, b, slot, PartialOperand<Cfg>::make(bias, k0 / epi::kScaleBlockK, m0, n0), mr, kGated ? Cfg::kTileN : nr,
+          k1 > k0 ? k1 - k0 : 0, lda, ldb, kSlotRowMajor ? Cfg::kTileN : Cfg::kTileM, n0, N);
+  finish_tile<Cfg, kSlotRowMajor, BlockSync, Cfg::kThreads, kSlotGateWave<Cfg>>(g, ws, C, bias, ldc, m0, n0, mr, nr,
+                                                                                 thread_id(), ticket, N);
 }
 
 // The scheduled kernel's body: the GEMM's arguments and the workspace (the ABI's last argument).
@@ -72,7 +85,7 @@ CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B
   constexpr int kKind = ScheduleOf<Cfg>::value;
   static_assert(kKind == kSplitK || kKind == kStreamK, "gemm_sched::scheduled: kSchedule is kSplitK or kStreamK");
   CKGEN_LDS(int, ticket, 4);
-  const Problem pb(M, N, K, Cfg::kTileM, Cfg::kTileN, Cfg::kTileK);
+  const Problem pb(M, N, K, Cfg::kTileM, epi::out_tile_n<Cfg>(), Cfg::kTileK);
   const Workspace<typename Cfg::TAcc> ws(workspace, pb.tiles);
   if constexpr (kKind == kSplitK) {
     const Seg g = splitk_seg(block_id(1) * pb.tiles_n + block_id(0), block_id(2), grid_dim(2), pb.kt,
@@ -86,7 +99,7 @@ CKGEN_DEVICE void scheduled(const typename Cfg::TA* A, const typename Cfg::TB* B
       // (the problem and the workspace recomputed per segment from opaque sizes: nothing scalar lives across
       // the body but the kernel's arguments)
       const int m = CKGEN_UNIFORM(opaque(M)), n = CKGEN_UNIFORM(opaque(N)), k = CKGEN_UNIFORM(opaque(K));
-      const Problem pj(m, n, k, Cfg::kTileM, Cfg::kTileN, Cfg::kTileK);
+      const Problem pj(m, n, k, Cfg::kTileM, epi::out_tile_n<Cfg>(), Cfg::kTileK);
       run_segment<Cfg>(g, pj, Workspace<typename Cfg::TAcc>(workspace, pj.tiles), A, B, C, bias, m, n, k, lda, ldb,
                        ldc, ticket);
     }

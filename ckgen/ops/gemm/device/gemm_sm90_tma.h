@@ -564,14 +564,15 @@ struct TmaGemmBody {
     __shared__ int ticket[4];
     const gemm_sched::Workspace<float> ws(workspace, tiles);
     const int mr = M - m0 < Cfg::kTileM ? M - m0 : Cfg::kTileM;
-    const int nr = N - n0 < Cfg::kTileN ? N - n0 : Cfg::kTileN;
+    const int nr = N - n0 < kOutN ? N - n0 : kOutN;  // (the tile's columns of C)
     auto* slot = reinterpret_cast<typename Partial::TC*>(ws.slots + static_cast<long long>(g.slot) * Cfg::kTileM * Cfg::kTileN);
-    // (block scales: the sums are folded already; the partial operand scales them by 1)
+    // (block scales: the sums are folded already; the partial operand scales them by 1. Gated: the raw gate and up
+    // sums of all kTileN columns, gates in the first half: GateRows over the whole tile)
     Sm90Gemm<Partial>::template store_c<1, kFrags>(acc, wg * 64 + (warp & 3) * 16, 0, 0, 0, slot,
-                                                gemm_sched::PartialOperand<Cfg>::make(bias, 0, 0, 0), mr, nr, Cfg::kTileN,
-                                                lane >> 2, lane & 3);
-    gemm_sched::finish_tile<Cfg, true, ConsumerSync, 128 * kConsumers>(g, ws, C, bias, ldc, m0, n0, mr, nr, tid,
-                                                                         ticket);
+                                                gemm_sched::PartialOperand<Cfg>::make(bias, 0, 0, 0), mr,
+                                                kGated ? Cfg::kTileN : nr, Cfg::kTileN, lane >> 2, lane & 3);
+    gemm_sched::finish_tile<Cfg, true, ConsumerSync, 128 * kConsumers, kGated ? Cfg::kTileN : 0>(
+        g, ws, C, bias, ldc, m0, n0, mr, nr, tid, ticket, N);
     ConsumerSync::sync();  // the ticket is read by every consumer before the next piece's finish writes it
   }
 #endif

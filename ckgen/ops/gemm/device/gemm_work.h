@@ -101,10 +101,13 @@ struct PartialOperand<Cfg, true> {
 };
 
 // A Cfg whose epilogue writes the raw accumulators (of type TOut) to a slot: kTileM x kTileN, row-major
-// (ld kTileN) when kRow, else column-major (ld kTileM).
+// (ld kTileN) when kRow, else column-major (ld kTileM). A gated Cfg's piece applies no gate (epi::NoGate: not
+// epi::gated) but reads B as gate and up columns still (kGatedLoads), writing both halves' sums.
 template <class Cfg, class TOut, bool kRow>
 struct PartialCfg : Cfg {
   using TC = TOut;
+  using Gate = epi::NoGate;
+  static constexpr bool kGatedLoads = epi::gated<Cfg>();
   static constexpr bool kAddStores = IsSame<TOut, AddF32>::value;  // atomic slots: every store through gstore
   static constexpr float kAlpha = 1.0f;
   static constexpr float kBeta = 0.0f;
@@ -302,11 +305,11 @@ struct BlockSync {
   static CKGEN_DEVICE void sync() { barrier(); }
 };
 
-// Stores 4 sums of a slot line (the first lim in range) through Cfg's epilogue into C at (row, col) and along the
-// slot's line: one vector store where C's contiguous dimension is the line's (c_aligned) and all 4 are in range.
-template <class Cfg, bool kSlotRow>
-CKGEN_DEVICE void store_four(const typename Cfg::TAcc (&sum)[4], int lim, int row, int col, typename Cfg::TC* C,
-                             long long ldc, bool c_aligned, epi::Operand<Cfg> bias) {
+// Stores 4 outputs of a line (the first lim in range) through Cfg's epilogue into C at (row, col) and along the
+// line: fin(j, row, col, off) gives output j's value; one vector store where C's contiguous dimension is the line's
+// (c_aligned) and all 4 are in range.
+template <class Cfg, bool kSlotRow, class Fin>
+CKGEN_DEVICE void store_four(Fin fin, int lim, int row, int col, typename Cfg::TC* C, long long ldc, bool c_aligned) {
   using TC = typename Cfg::TC;
   auto off_of = [&](int j) -> long long {
     const int rr = kSlotRow ? row : row + j;
@@ -316,16 +319,23 @@ CKGEN_DEVICE void store_four(const typename Cfg::TAcc (&sum)[4], int lim, int ro
   if (c_aligned && lim == 4) {
     vec<TC, 4> out;
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      out.v[j] = epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C, off_of(j), bias);
+    for (int j = 0; j < 4; ++j) out.v[j] = fin(j, kSlotRow ? row : row + j, kSlotRow ? col + j : col, off_of(j));
     gstore(reinterpret_cast<vec<TC, 4>*>(C + off_of(0)), out);
   } else {
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      if (j < lim)
-        gstore(C + off_of(j), epi::finish<Cfg>(sum[j], kSlotRow ? row : row + j, kSlotRow ? col + j : col, C,
-                                                off_of(j), bias));
+      if (j < lim) gstore(C + off_of(j), fin(j, kSlotRow ? row : row + j, kSlotRow ? col + j : col, off_of(j)));
   }
+}
+
+// Output j of a vector of sums (the sum, or with kGated the gate and up sums) through Cfg's epilogue.
+template <class Cfg, bool kGated, class TAcc, int kP>
+CKGEN_DEVICE typename Cfg::TC finish_sums(const TAcc (&su)[kP][4], int j, int row, int col, int N,
+                                          const typename Cfg::TC* C, long long off, epi::Operand<Cfg> bias) {
+  if constexpr (kGated)
+    return epi::finish_gated<Cfg>(su[0][j], su[1][j], row, col, N, C, off, bias);
+  else
+    return epi::finish<Cfg>(su[0][j], row, col, C, off, bias);
 }
 
 // ---------------------------------------------------------------- finishing a tile
@@ -333,16 +343,27 @@ CKGEN_DEVICE void store_four(const typename Cfg::TAcc (&sum)[4], int lim, int ro
 // partial into its slot. Sync::sync() is the group's barrier; ticket is a group-shared int. The last
 // contributor sums the slots (kTileM x kTileN, row-major when kSlotRow), applies Cfg's epilogue, writes the
 // tile of C at (m0, n0) (mr x nr elements in range) and zeroes the slots and the counter.
-template <class Cfg, bool kSlotRow, class Sync, int kGroupThreads>
+// A gated Cfg (kGateWave > 0): the slots hold the raw sums of all kTileN columns of B's tile, in runs of kGateWave
+// columns whose first half are gates and second half the matching ups (blk::GatedRows: the body's warp / wave N
+// extent); output column o (of the tile's kTileN / 2) pairs slot columns gate(o) and gate(o) + kGateWave / 2. Its
+// contributors write every column of their rows in range, so the finisher zeroes the columns of outputs past nr too.
+// N: C's columns (a gated epilogue finds an output's bias / scale columns of B from it).
+template <class Cfg, bool kSlotRow, class Sync, int kGroupThreads, int kGateWave = 0>
 CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, typename Cfg::TC* C,
                               epi::Operand<Cfg> bias, long long ldc, int m0, int n0, int mr, int nr, int tid,
-                              int* ticket) {
+                              int* ticket, int N = 0) {
   using TAcc = typename Cfg::TAcc;
   using TC = typename Cfg::TC;
+  constexpr bool kGated = kGateWave > 0;
+  static_assert(kGated == epi::gated<Cfg>(), "finish_tile: kGateWave is the gated Cfg's slot run width");
   constexpr int kTM = Cfg::kTileM;
   constexpr int kTN = Cfg::kTileN;
+  constexpr int kOutN = kGated ? kTN / 2 : kTN;  // the tile's columns of C
+  constexpr int kHalfW = kGated ? kGateWave / 2 : 1;
+  static_assert(!kGated || (kTN % (2 * kHalfW) == 0 && kHalfW % 4 == 0), "gate / up runs of whole vectors of 4");
   constexpr int kSlot = kTM * kTN;
-  constexpr int kLine = kSlotRow ? kTN : kTM;  // slot elements along its contiguous dimension
+  constexpr int kOut = kTM * kOutN;            // outputs of the tile
+  constexpr int kLine = kSlotRow ? kOutN : kTM;  // outputs along the slot's contiguous dimension
   static_assert(kLine % 4 == 0, "slot lines hold a multiple of 4 accumulators");
   fence_device();  // release this thread's partial stores at device scope
   Sync::sync();
@@ -357,50 +378,81 @@ CKGEN_DEVICE void finish_tile(const Seg& g, Workspace<typename Cfg::TAcc> ws, ty
   // C's contiguous dimension is the slot's: 4 results go as one vector store when aligned and in range.
   constexpr bool kSameDir = Cfg::kCRowMajor == kSlotRow;
   const bool c_aligned = kSameDir && (reinterpret_cast<unsigned long long>(C) % (4 * sizeof(TC))) == 0 && ldc % 4 == 0;
-  // Slot element e's row and column in the tile.
+  // Output element e's row and column in the tile, and the slot elements its sums sit at (gated: gate, then up).
   auto row_of = [](int e) { return kSlotRow ? e / kLine : e % kLine; };
   auto col_of = [](int e) { return kSlotRow ? e % kLine : e / kLine; };
+  auto gate_of = [](int c) { return kGated ? (c / kHalfW) * kGateWave + c % kHalfW : c; };
+  auto at = [](int r, int c) { return kSlotRow ? r * kTN + c : c * kTM + r; };
+  constexpr int kParts = kGated ? 2 : 1;  // slot vectors per output vector: the sum, or the gate and up sums
   // A thread sums kFinishBatch vectors of 4 at once (q, q + kGroupThreads, ...): the loads of one slot's vectors go
-  // out together, so the sum takes `reads` round trips to L2 per kFinishBatch vectors instead of per vector.
-  constexpr int kBatch = kFinishBatch;
-  for (int q0 = tid; q0 < kSlot / 4; q0 += kBatch * kGroupThreads) {
+  // out together, so the sum takes `reads` round trips to L2 per kFinishBatch vectors instead of per vector. (A
+  // gated output reads two: half as many outputs at once, the same registers.)
+  constexpr int kBatch = kFinishBatch / kParts > 0 ? kFinishBatch / kParts : 1;
+  for (int q0 = tid; q0 < kOut / 4; q0 += kBatch * kGroupThreads) {
     int lim[kBatch];  // elements of vector u in range: 0..4
-    TAcc sum[kBatch][4];
+    int pos[kBatch][kParts];
+    TAcc sum[kBatch][kParts][4];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int e0 = (q0 + u * kGroupThreads) * 4;
       const int r0 = row_of(e0), c0 = col_of(e0);
       const int left = kSlotRow ? nr - c0 : mr - r0;
-      lim[u] = e0 >= kSlot || r0 >= mr || c0 >= nr ? 0 : (left < 4 ? left : 4);
+      lim[u] = e0 >= kOut || r0 >= mr || c0 >= nr ? 0 : (left < 4 ? left : 4);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) sum[u][j] = TAcc(0);
+      for (int h = 0; h < kParts; ++h) {
+        pos[u][h] = at(r0, gate_of(c0) + h * kHalfW);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum[u][h][j] = TAcc(0);
+      }
     }
     for (int i = 0; i < g.reads; ++i) {
       TAcc* slot = ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot;
-      vec<TAcc, 4> v[kBatch];
+      vec<TAcc, 4> v[kBatch][kParts];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        TAcc* p = slot + (q0 + u * kGroupThreads) * 4;
-        if (lim[u] == 4) {
-          v[u] = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(p));
-        } else {
+      for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) v[u].v[j] = j < lim[u] ? load_slot(p + j) : TAcc(0);
+        for (int h = 0; h < kParts; ++h) {
+          TAcc* p = slot + pos[u][h];
+          if (lim[u] == 4) {
+            v[u][h] = load_slot(reinterpret_cast<const vec<TAcc, 4>*>(p));
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) v[u][h].v[j] = j < lim[u] ? load_slot(p + j) : TAcc(0);
+          }
         }
-      }
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
+      for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) sum[u][j] += v[u].v[j];
-      }
+        for (int h = 0; h < kParts; ++h)
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) zero_slot(slot + (q0 + u * kGroupThreads) * 4, lim[u]);
+          for (int j = 0; j < 4; ++j) sum[u][h][j] += v[u][h].v[j];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+        for (int h = 0; h < kParts; ++h) zero_slot(slot + pos[u][h], lim[u]);
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      if (lim[u] == 0) continue;
-      const int e0 = (q0 + u * kGroupThreads) * 4;
-      store_four<Cfg, kSlotRow>(sum[u], lim[u], m0 + row_of(e0), n0 + col_of(e0), C, ldc, c_aligned, bias);
+      const TAcc(&su)[kParts][4] = sum[u];
+      auto fin = [&su, N, C, bias](int j, int row, int col, long long off) -> TC {
+        return finish_sums<Cfg, kGated>(su, j, row, col, N, C, off, bias);
+      };
+      if (lim[u] > 0) {
+        const int e0 = (q0 + u * kGroupThreads) * 4;
+        store_four<Cfg, kSlotRow>(fin, lim[u], m0 + row_of(e0), n0 + col_of(e0), C, ldc, c_aligned);
+      }
+    }
+  }
+  if constexpr (kGated) {  // the columns of outputs past nr (the last tile of a row): zeroes, as the pieces wrote them
+    if (nr < kOutN) {
+      const int cols = 2 * (kOutN - nr);
+      for (int i = 0; i < g.reads; ++i) {
+        TAcc* slot = ws.slots + static_cast<long long>(g.slot_of(i)) * kSlot;
+        for (int e = tid; e < mr * cols; e += kGroupThreads) {
+          const int r = e / cols, c = nr + (e % cols) / 2;
+          gstore(slot + at(r, gate_of(c) + (e % 2) * kHalfW), TAcc(0));
+        }
+      }
     }
   }
 }
