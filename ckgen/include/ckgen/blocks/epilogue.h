@@ -393,7 +393,7 @@ constexpr bool gated() {
 }
 // How a body reads B: as gate and up columns (blk::GatedRows, in blocks of GateBlockOf) for a gated Cfg, and for
 // the partial-sum Cfg of one (gemm_work.h PartialCfg: a split-K / stream-K piece keeps both halves raw, kGatedLoads,
-// and applies no gate: its Gate is void).
+// and applies no gate: its Gate is epi::NoGate).
 CKGEN_CFG_OPTIONAL(GatedLoadsOf, kGatedLoads, bool, false);
 CKGEN_CFG_OPTIONAL(GateBlockOf, kGateBlock, int, 0);
 template <class Cfg>
