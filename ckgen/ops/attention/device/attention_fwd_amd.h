@@ -165,9 +165,12 @@ struct Fwd {
     }
   }
 
-  // Rotary Cfg (attn::kRope<Cfg>): the same operands, each element rotated at its row's position
-  // (attention_rope.h: element by element from global memory with its pair's partner; once per block).
+  // Rotary Cfg (attn::kRope<Cfg>): the same operands, each rotated at its row's position once per block
+  // (attention_rope.h: rope_vec, the operand's run, its partners' run and their table entries read as vectors where
+  // aligned; else rope_run, element by element with its pair's partner).
   static CKGEN_DEVICE void load_q_rope(const Args& p, const Ctx& c, BOp (&qf)[kQB][kDC]) {
+    const bool al = blk::is_aligned(p.Q + c.pr.q, p.q_seq_stride, kBI);
+    const bool wide = attn::RopeChunks<Cfg::kRopeStyle, Cfg::kRopeDim>::vec_ok(p.cos_sin, p.cs_pos_stride);
 #pragma unroll
     for (int qb = 0; qb < kQB; ++qb) {
       const int row = c.qw0 + qb * kN + c.lane_q;
@@ -177,7 +180,7 @@ struct Fwd {
 #pragma unroll
       for (int dc = 0; dc < kDC; ++dc)
         qf[qb][dc] = bit_cast<BOp>(
-            attn::rope_run<Cfg::kRopeStyle, Cfg::kRopeDim, kBI>(src, L::b_k0(c.lane) + dc * kK, cs));
+            attn::rope_vec<Cfg::kRopeStyle, Cfg::kRopeDim, kBI>(src, L::b_k0(c.lane) + dc * kK, cs, al, wide));
     }
   }
 

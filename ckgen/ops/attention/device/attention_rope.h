@@ -135,6 +135,54 @@ CKGEN_DEVICE void rope_table_run(const float* cs, int i0, float (&c)[kN], float 
   }
 }
 
+// rope_run's kN elements from d0 (a multiple of kN) when they load as vectors: the run, its partners' run (rotate-half:
+// d0 +- rot / 2; interleaved: the run itself) and their table entries read whole (x 16-byte aligned: `aligned`;
+// the table where RopeChunks::vec_ok), rotated in f32 as rope_elem does and rounded to T once. kOk: the runs never
+// straddle a half of rot (rotate-half: rot / 2 a multiple of kN; interleaved: kN even); otherwise, or unaligned,
+// rope_run. Zeros where cs is null.
+template <int kStyle, int kRot, int kN, class T>
+CKGEN_DEVICE vec<T, kN> rope_vec(const T* x, int d0, const float* cs, bool aligned, bool wide) {
+  constexpr int kHalf = kRot / 2;
+  constexpr bool kNeox = kStyle == kRopeNeox;
+  constexpr bool kOk = kNeox ? kHalf % kN == 0 : kN % 2 == 0;
+  if constexpr (!kOk) {
+    return rope_run<kStyle, kRot, kN>(x, d0, cs);
+  } else {
+    if (cs == nullptr) {
+      vec<T, kN> z;
+#pragma unroll
+      for (int e = 0; e < kN; ++e) z.v[e] = zero<T>();
+      return z;
+    }
+    if (!aligned) return rope_run<kStyle, kRot, kN>(x, d0, cs);
+    const vec<T, kN> a = gload(reinterpret_cast<const vec<T, kN>*>(x + d0));
+    if (d0 >= kRot) return a;
+    vec<T, kN> out;
+    if constexpr (kNeox) {
+      const bool first = d0 < kHalf;  // x of its pairs (else y)
+      const int i0 = first ? d0 : d0 - kHalf;
+      const vec<T, kN> b = gload(reinterpret_cast<const vec<T, kN>*>(x + (first ? d0 + kHalf : d0 - kHalf)));
+      float c[kN], s[kN];
+      rope_table_run<kHalf>(cs, i0, c, s, wide && i0 % 4 == 0);
+#pragma unroll
+      for (int e = 0; e < kN; ++e) {
+        const float u = to_float(a.v[e]), v = to_float(b.v[e]);
+        out.v[e] = from_float<T>(first ? u * c[e] - v * s[e] : u * c[e] + v * s[e]);
+      }
+    } else {
+      float c[kN / 2], s[kN / 2];
+      rope_table_run<kHalf>(cs, d0 / 2, c, s, wide && (d0 / 2) % 4 == 0);
+#pragma unroll
+      for (int e = 0; e < kN / 2; ++e) {
+        const float u = to_float(a.v[2 * e]), v = to_float(a.v[2 * e + 1]);
+        out.v[2 * e] = from_float<T>(u * c[e] - v * s[e]);
+        out.v[2 * e + 1] = from_float<T>(v * c[e] + u * s[e]);
+      }
+    }
+    return out;
+  }
+}
+
 // A row's rotation by 16-byte chunks of a 16-bit T (8 elements), for bodies that hold the row in shared memory:
 // unit u of a row is 8 rotate-half pairs (neox: pairs 8u.., x in the chunk at column 8u, y in the chunk at
 // rot / 2 + 8u) or the 4 interleaved pairs of one chunk (gptj: columns 8u..8u+7). kOk: rot splits into whole units.
