@@ -42,8 +42,7 @@ NAMES = ["gpu_sched_sk_hopper", "gpu_sched_stk_hopper_gelu", "gpu_sched_decode_a
          "gpu_sched_stk_hopper64x256"]
 DETERMINISTIC = [n for n in NAMES if "atomic" not in n]
 #: the last two: 272 tiles of 128 x 256 (two waves of 132 stream-K workers and 8 tiles more: whole tiles first, the
-#: last 8 in 16 parts each), 232 (one wave and 100 tiles: too many for two parts each, their iterations shared:
-#: StreamK::shared_tail)
+#: last 8 in 16 parts each), 232 (one wave and 100 tiles: too many for two parts each, each taken whole)
 SHAPES = [(1, 1, 1), (17, 33, 7), (1, 4096, 4096), (16, 1000, 3000), (64, 1024, 8192), (129, 264, 520),
           (300, 520, 72), (1000, 1100, 300), (2048, 4352, 300), (1024, 7424, 520)]
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i8": torch.int8, "i32": torch.int32}

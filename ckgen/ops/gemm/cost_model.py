@@ -6,8 +6,7 @@ The model is a wave-quantization and roofline estimate, meant to rank kernels an
 nearby shapes, not to predict absolute times:
 
 - work units: C tiles (x splits for split-K; for stream-K the workers, each with its whole tiles and its part of
-  one of the last tiles split along K, or its share of the last tiles' K iterations where fewer than two parts per
-  tile fit), run in
+  one of the last tiles split along K), run in
   waves of ``slots`` concurrent workgroups (the target's CUs x the workgroups one CU holds); a partial wave costs
   a full one;
 - compute time: waves x one unit's FLOPs at the body's share of the target's tensor throughput (the throughput of
@@ -47,10 +46,9 @@ WGMMA_SPEEDUP = 2.0
 #: (bench/debug/streamk_efficiency.py on bench/runs/2026-12-05b_tune_mistral7b_h200.jsonl: 0.93, H200), with
 #: stream-K taking every full wave of tiles whole and splitting only the last ones along K (gemm_work.h), its whole
 #: tiles then stored with the plain epilogue, not the overlapped one. (The earlier partition, even shares at a
-#: different K per worker, measured 0.68.) Since then (not yet measured, so the figure stays): stream-K's whole
-#: tiles take the overlapped epilogue, and last tiles too many for two parts each share their K iterations
-#: (StreamK::shared_tail), which the model counts; with 1.0 here the model would give the Llama layer's qkv, o and
-#: down projections stream-K (1.1-3% under the tile schedule's estimate); bench/model.py --streamk-ab measures that.
+#: different K per worker, measured 0.68.) Since then stream-K's whole tiles take the overlapped epilogue; not yet
+#: re-measured on the tuning set, so the figure stays (bench/model.py --streamk-ab times the Llama layer with its
+#: projections pinned to stream-K).
 SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.93}
 #: block(128) scales on the Hopper body, per consumer warpgroups of the tile: each warpgroup waits for a K tile's
 #: wgmmas before folding them into its sums, and with one (64-row tiles) nothing feeds the tensor cores meanwhile:
@@ -129,13 +127,7 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
     elif kind == 2:  # each worker's whole tiles, then its part of one of the last tiles (gemm_work.h StreamK)
         units = min(int(t[6]), tiles * kt)
         whole, rest = divmod(tiles, units)
-        if not rest:
-            tail = 0
-        elif units < 2 * rest and kt > 1:  # the last tiles' iterations shared evenly (StreamK::shared_tail)
-            tail = _cdiv(rest * kt, units)
-        else:  # each of the last tiles in units // rest parts at the same K
-            tail = _cdiv(kt, min(kt, units // rest))
-        per_unit = whole * kt + tail
+        per_unit = whole * kt + (_cdiv(kt, min(kt, units // rest)) if rest else 0)
     else:
         units, per_unit = tiles, kt
     slots = int(t[7])

@@ -15,16 +15,15 @@
 //             w % S), so that the parts at work at once read the same K range of their tiles. (Sharing all
 //             tiles' iterations evenly, each worker's contiguous range cut at tile boundaries, put every worker at
 //             another K: on the H100 that read 6x the DRAM bytes of the tile schedule at 2048 x 4096 x 14336 and
-//             ran at half its speed: bench/runs/2026-12-05_h100_streamk_probe.txt.) When S would be 1 (R > P / 2,
-//             where splitting in parts gains nothing: a whole tile's time either way), the R * kt iterations of the
-//             last tiles alone are shared evenly instead (StreamK::shared_tail): a worker's range meets at most
-//             two of them.
+//             ran at half its speed: bench/runs/2026-12-05_h100_streamk_probe.txt. Sharing only the last tiles'
+//             iterations so, when fewer than two parts per tile fit, was tried on 2026-12-05 and lost as much on
+//             the H100: the Llama-3-8B down projection at 2048 tokens 0.657 ms against the tile schedule's 0.354,
+//             bench/runs/2026-12-05f_h100_model_streamk_ab.txt.)
 // Each Seg is one tile's K range for one workgroup; `count` workgroups contribute to its tile.
 //
 // Workspace (bytes; the planner's launch.workspace says the same): [counters: tiles ints, padded to 256 bytes]
 // [slots: kTileM * kTileN accumulators each]. Slots: split-K tiles * S (deterministic; slot t * S + s) or
-// tiles (atomic; slot t); stream-K 2 per worker (slot 2w: its whole tiles' and its second segment of a shared
-// tail, 2w + 1: its part of a split tile or its first segment of a shared tail).
+// tiles (atomic; slot t); stream-K 2 per worker (slot 2w: its whole tiles', 2w + 1: its part of a split tile).
 // Contract: the workspace is zero on entry, and every launch leaves it zero: the workgroup that finishes a
 // tile resets its counter and zeroes the slots it read.
 //
@@ -152,8 +151,6 @@ struct Even {
   int q, r;
   CKGEN_DEVICE Even(int n, int p) : q(n / p), r(n % p) {}
   CKGEN_DEVICE int start(int i) const { return i * q + (i < r ? i : r); }
-  // The part item x (< n) falls in.
-  CKGEN_DEVICE int worker_of(int x) const { return x < r * (q + 1) ? x / (q + 1) : r + (x - r * (q + 1)) / q; }
 };
 
 // Split s of S of tile t (S <= kt: no split is empty).
@@ -173,7 +170,7 @@ CKGEN_DEVICE Seg splitk_seg(int t, int s, int S, int kt, bool atomic) {
 
 // The segments of stream-K worker w of P (P <= tiles * kt): seg(j) is its j-th (false past the last): its whole
 // tiles first (the data-parallel waves, see the top of the file), then its part of one of the last R tiles (none
-// when w >= R * S), or its one or two segments of the shared tail. Nothing is carried from one segment to the next (the persistent loop keeps few registers live).
+// when w >= R * S). Nothing is carried from one segment to the next (the persistent loop keeps few registers live).
 struct StreamK {
   int tiles, kt, P, w;
 
@@ -208,9 +205,7 @@ struct StreamK {
       return true;
     }
     const int rest = tiles - whole * P;  // the split tiles whole * P .. tiles - 1
-    if (j > whole + 1 || rest == 0) return false;
-    if (P < 2 * rest && kt > 1) return shared_tail(j - whole, whole * P, rest * kt, kt, P, w, g);
-    if (j > whole) return false;
+    if (j > whole || rest == 0) return false;
     const int S = P / rest < kt ? P / rest : kt;  // parts per split tile (P / rest >= 1)
     if (w >= rest * S) return false;
     const int part = w % S;
@@ -218,32 +213,6 @@ struct StreamK {
     g.slot = 2 * w + 1;
     g.slot0 = g.slot_base = g.slot - 2 * part;  // part i of the tile: worker w - part + i, slot 2 (w - part + i) + 1
     g.slot_step = 2;
-    return true;
-  }
-
-  // The last tiles when fewer than two parts per tile would fit (P / 2 < rest < P): their n = rest * kt iterations,
-  // in tile-major order from tile t0, shared evenly by the P workers (Even(n, P): at most kt each, so a worker's
-  // range meets at most two tiles: its segment i = 0 ends in the first, i = 1 starts the second). With one part
-  // per tile those tiles would take a whole tile's time; shared, the tail takes rest / P of it plus the fix-up (the
-  // parts at work at once sit at different K, but only the last tiles' panels, which L2 holds). Slots: a worker's
-  // segment 0 is slot 2w + 1, its segment 1 slot 2w (free by then: its whole tiles are finished).
-  static CKGEN_DEVICE bool shared_tail(int i, int t0, int n, int kt, int P, int w, Seg& g) {
-    const Even ev(n, P);
-    const int b = ev.start(w), e = ev.start(w + 1);  // the worker's iterations [b, e) of the tail
-    if (b >= e) return false;
-    const int a = b / kt + i;  // the tile of segment i
-    const int lo = a * kt > b ? a * kt : b, hi = (a + 1) * kt < e ? (a + 1) * kt : e;
-    if (lo >= hi) return false;  // (i = 1: the range ends with the first tile)
-    const int ws = ev.worker_of(a * kt), we = ev.worker_of((a + 1) * kt - 1);  // the tile's first and last workers
-    g.tile = t0 + a;
-    g.kt0 = lo - a * kt;
-    g.kt1 = hi - a * kt;
-    g.count = we - ws + 1;
-    g.slot = 2 * w + 1 - i;
-    g.slot0 = ev.start(ws) < a * kt ? 2 * ws : 2 * ws + 1;  // ws's segment 1 when its range began a tile earlier
-    g.slot_base = 2 * ws + 1;  // contributor c > 0: worker ws + c, whose range begins in this tile (its segment 0)
-    g.slot_step = 2;
-    g.reads = g.count;
     return true;
   }
 };
