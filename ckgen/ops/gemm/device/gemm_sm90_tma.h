@@ -180,15 +180,9 @@ struct TmaGemmBody {
     CKGEN_DEVICE Work(int tiles_, int kt_, int splits_)
         : tiles(tiles_), kt(kt_), splits(splits_), u(block_id(0) / kCluster), stride(grid_dim(0) / kCluster),
           whole(kKind == gemm_sched::kTile ? tiles_
-                : kKind == gemm_sched::kStreamK ? stream_k_whole(tiles_, kt_, grid_dim(0))
+                : kKind == gemm_sched::kStreamK ? gemm_sched::StreamK::whole_tiles(tiles_, kt_, grid_dim(0))
                 : splits_ == 1 ? tiles_ : 0),
           j(-1) {}
-    // Stream-K's tiles taken whole: its full waves, and the last tiles too when they would not split (one part
-    // each: StreamK's S = min(kt, P / rest) is 1), which are then whole tiles as the tile schedule's.
-    static CKGEN_DEVICE int stream_k_whole(int tiles_, int kt_, int P) {
-      const int dp = tiles_ / P * P, rest = tiles_ - dp;
-      return rest == 0 || P / rest < 2 || kt_ == 1 ? tiles_ : dp;
-    }
     CKGEN_DEVICE bool next_whole(gemm_sched::Seg& g) {
       if (u >= whole) return false;
       g.tile = u;

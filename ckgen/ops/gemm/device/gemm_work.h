@@ -12,7 +12,8 @@
 //             schedule takes them (worker w: tiles w, w + P, ...: the workers at work at once hold neighbouring
 //             tiles at the same K, whose A and B panels L2 shares). The last R = tiles - D tiles (R < P) are split
 //             along K into S = min(kt, P / R) equal parts, one per worker (worker w < R * S: tile D + w / S, part
-//             w % S), so that the parts at work at once read the same K range of their tiles. (Sharing all
+//             w % S), so that the parts at work at once read the same K range of their tiles; when S would be 1
+//             they are whole tiles too (StreamK::whole_tiles). (Sharing all
 //             tiles' iterations evenly, each worker's contiguous range cut at tile boundaries, put every worker at
 //             another K: on the H100 that read 6x the DRAM bytes of the tile schedule at 2048 x 4096 x 14336 and
 //             ran at half its speed: bench/runs/2026-12-05_h100_streamk_probe.txt. Sharing only the last tiles'
@@ -192,9 +193,17 @@ struct StreamK {
     return CKGEN_UNIFORM(ok ? 1 : 0) != 0;
   }
 
+  // Parts per last tile when rest (0 < rest < P) tiles remain past the full waves: S = min(kt, P / rest).
+  static CKGEN_DEVICE int parts(int rest, int kt, int P) { return P / rest < kt ? P / rest : kt; }
+  // The tiles taken whole (worker w: tiles w, w + P, ... below it): the full waves, and the last tiles too when they
+  // would not split (one part each), so that those are whole tiles as the tile schedule's.
+  static CKGEN_DEVICE int whole_tiles(int tiles, int kt, int P) {
+    const int rest = tiles % P;
+    return rest == 0 || parts(rest, kt, P) == 1 ? tiles : tiles - rest;
+  }
+
   static CKGEN_DEVICE bool seg_raw(int j, int tiles, int kt, int P, int w, Seg& g) {
-    const int whole = tiles / P;  // the worker's whole tiles (data-parallel waves)
-    if (j < whole) {
+    if (w + j * P < whole_tiles(tiles, kt, P)) {  // a whole tile
       g.tile = w + j * P;
       g.kt0 = 0;
       g.kt1 = kt;
@@ -204,9 +213,10 @@ struct StreamK {
       g.reads = 1;
       return true;
     }
+    const int whole = tiles / P;           // the worker's tiles of the full waves
     const int rest = tiles - whole * P;  // the split tiles whole * P .. tiles - 1
-    if (j > whole || rest == 0) return false;
-    const int S = P / rest < kt ? P / rest : kt;  // parts per split tile (P / rest >= 1)
+    if (j != whole || whole_tiles(tiles, kt, P) == tiles) return false;
+    const int S = parts(rest, kt, P);  // (>= 2)
     if (w >= rest * S) return false;
     const int part = w % S;
     g = splitk_seg(whole * P + w / S, part, S, kt, false);  // (a deterministic split-K unit, but for its slots)
