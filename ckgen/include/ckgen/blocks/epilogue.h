@@ -29,6 +29,7 @@
 
 #include "ckgen/blocks/activation.h"
 #include "ckgen/blocks/fp8.h"
+#include "ckgen/blocks/rope.h"
 #include "ckgen/platform.h"
 
 namespace ckgen {
@@ -314,13 +315,6 @@ CKGEN_DEVICE bool rope_rotates(const Operand<Cfg>& r, int col, int d, bool in) {
 
 // The cosine and sine a rotated pair gets when its row's position lies outside the table: a quiet NaN.
 CKGEN_DEVICE float rope_outside() { return bit_cast<float>(0x7fc00000u); }
-
-// (v0, v1) <- (v0 c - v1 s, v1 c + v0 s), in f32.
-CKGEN_DEVICE void rope_rotate(float& v0, float& v1, float c, float s) {
-  const float x = v0;
-  v0 = x * c - v1 * s;
-  v1 = v1 * c + x * s;
-}
 
 // The cosine and sine of the pair holding column col of row `row` (c = 1, s = 0: not rotated, also when `in` is
 // false: the pair is not wholly inside C; NaN: the row's position lies outside the table). The table is read only

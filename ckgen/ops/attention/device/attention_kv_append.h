@@ -225,9 +225,7 @@ CKGEN_DEVICE void rotate_q(const attn::Args<Cfg>& p, I j) {
   for (int e = 0; e < kV; ++e) {
     if (e >= n) break;
     const int xi = kStyle == attn::kRopeNeox ? e : 2 * e, yi = kStyle == attn::kRopeNeox ? kV + e : 2 * e + 1;
-    const float x = r[xi], y = r[yi];
-    r[xi] = x * cc[e] - y * ss[e];
-    r[yi] = y * cc[e] + x * ss[e];
+    rope_rotate(r[xi], r[yi], cc[e], ss[e]);
   }
   if (vec) {
 #pragma unroll

@@ -10,6 +10,7 @@
 // has neither member.
 #pragma once
 
+#include "ckgen/blocks/rope.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
@@ -100,9 +101,10 @@ struct RopeBatch {
       const int i = i0 + kStride * u, r = i / kHalf;
       int x, y;
       rope_pair<kStyle, kRot>(i % kHalf, x, y);
-      const float a = ld(r, x), b = ld(r, y);
-      st(r, x, a * c[u] - b * s[u]);
-      st(r, y, b * c[u] + a * s[u]);
+      float a = ld(r, x), b = ld(r, y);
+      rope_rotate(a, b, c[u], s[u]);
+      st(r, x, a);
+      st(r, y, b);
     }
   }
 };
@@ -165,18 +167,20 @@ CKGEN_DEVICE vec<T, kN> rope_vec(const T* x, int d0, const float* cs, bool align
       float c[kN], s[kN];
       rope_table_run<kHalf>(cs, i0, c, s, wide && i0 % 4 == 0);
 #pragma unroll
-      for (int e = 0; e < kN; ++e) {
-        const float u = to_float(a.v[e]), v = to_float(b.v[e]);
-        out.v[e] = from_float<T>(first ? u * c[e] - v * s[e] : u * c[e] + v * s[e]);
+      for (int e = 0; e < kN; ++e) {  // (x, y) of pair i0 + e: this run's element and its partner, in pair order
+        float x = to_float(first ? a.v[e] : b.v[e]), y = to_float(first ? b.v[e] : a.v[e]);
+        rope_rotate(x, y, c[e], s[e]);
+        out.v[e] = from_float<T>(first ? x : y);
       }
     } else {
       float c[kN / 2], s[kN / 2];
       rope_table_run<kHalf>(cs, d0 / 2, c, s, wide && (d0 / 2) % 4 == 0);
 #pragma unroll
       for (int e = 0; e < kN / 2; ++e) {
-        const float u = to_float(a.v[2 * e]), v = to_float(a.v[2 * e + 1]);
-        out.v[2 * e] = from_float<T>(u * c[e] - v * s[e]);
-        out.v[2 * e + 1] = from_float<T>(v * c[e] + u * s[e]);
+        float x = to_float(a.v[2 * e]), y = to_float(a.v[2 * e + 1]);
+        rope_rotate(x, y, c[e], s[e]);
+        out.v[2 * e] = from_float<T>(x);
+        out.v[2 * e + 1] = from_float<T>(y);
       }
     }
     return out;
@@ -188,8 +192,8 @@ CKGEN_DEVICE vec<T, kN> rope_vec(const T* x, int d0, const float* cs, bool align
 // rot / 2 + 8u) or the 4 interleaved pairs of one chunk (gptj: columns 8u..8u+7). kOk: rot splits into whole units.
 //   read(cs, u, c, s, wide) unit u's kPairs cosines and sines of table row cs (16-byte loads where wide: cs 16-byte
 //                           aligned; else one float at a time)
-//   rotate(x, y, c, s)      the unit's chunks (x, and y for neox; four 32-bit words each) rotated in f32 and rounded
-//                           to T once (the same arithmetic as RopeBatch::apply)
+//   rotate(x, y, c, s)      the unit's chunks (x, and y for neox; four 32-bit words each) rotated in f32
+//                           (rope_rotate) and rounded to T once
 template <int kStyle, int kRot>
 struct RopeChunks {
   static constexpr int kHalf = kRot / 2;
@@ -221,15 +225,16 @@ struct RopeChunks {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int e = 2 * k + h;
-          const float a = elem<T>(x, e), b = elem<T>(y, e);
-          xo[h] = a * c[e] - b * s[e];
-          yo[h] = b * c[e] + a * s[e];
+          xo[h] = elem<T>(x, e);
+          yo[h] = elem<T>(y, e);
+          rope_rotate(xo[h], yo[h], c[e], s[e]);
         }
         x[k] = pack2<T>(xo[0], xo[1]);
         y[k] = pack2<T>(yo[0], yo[1]);
       } else {  // pair k: elements 2k, 2k + 1 of x (word k)
-        const float a = elem<T>(x, 2 * k), b = elem<T>(x, 2 * k + 1);
-        x[k] = pack2<T>(a * c[k] - b * s[k], b * c[k] + a * s[k]);
+        float a = elem<T>(x, 2 * k), b = elem<T>(x, 2 * k + 1);
+        rope_rotate(a, b, c[k], s[k]);
+        x[k] = pack2<T>(a, b);
       }
     }
   }

@@ -223,7 +223,7 @@ struct TmaStoreEpilogue {
           }
           const float c = !rot ? 1.0f : inside[h] ? tab[w] : nan;
           const float s = !rot ? 0.0f : inside[h] ? tab[w + sines] : nan;
-          epi::rope_rotate(v0, v1, c, s);
+          rope_rotate(v0, v1, c, s);
           out.v[j][h] = Epi::pack(v0, v1);
         }
       }
