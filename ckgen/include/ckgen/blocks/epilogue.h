@@ -182,6 +182,26 @@ struct OperandOf<Cfg, decltype(void(static_cast<typename Cfg::EpiOperand*>(nullp
 // What the GEMM bodies pass to the epilogue: const TBias* unless the Cfg declares its EpiOperand.
 template <class Cfg>
 using Operand = typename OperandOf<Cfg>::type;
+
+// Row-bound epilogues: a body whose thread finishes few rows of a tile may read a row scale (scale_a = row) once per
+// row instead of once per output. RowBound<Cfg>::type is the Cfg whose operand has that row's scale folded into its
+// tensor scale (kScaleTensor: scale_at then reads nothing), made by bind(op, row, in) (0 for a row past M, `in`
+// false); for any other Cfg it is Cfg itself and bind returns the operand.
+template <class Cfg, class Op = Operand<Cfg>>
+struct RowBound {
+  using type = Cfg;
+  static CKGEN_DEVICE Op bind(const Op& op, int, bool) { return op; }
+};
+template <class Cfg, class TBias, int kB>
+struct RowBound<Cfg, Scaled<TBias, kScaleRow, kB>> {
+  using Bound = Scaled<TBias, kScaleTensor, kB>;
+  struct type : Cfg {
+    using EpiOperand = Bound;
+  };
+  static CKGEN_DEVICE Bound bind(const Scaled<TBias, kScaleRow, kB>& s, int row, bool in) {
+    return Bound{s.bias, nullptr, s.scale_b, s.tensor_scale * (in ? gload(s.scale_a + row) : 0.0f), s.ld_a, s.ld_b};
+  }
+};
 // Whether Cfg's epilogue rotates (rope = gptj(...): its operand is an epi::Rotary).
 template <class Cfg>
 constexpr bool rotary() {
@@ -297,11 +317,22 @@ struct IsInt< ::int32_t> {
   static constexpr bool value = true;
 };
 
-// Whether the epilogue of Cfg reads memory: beta * C, a bias, scales or a residual. When it does not, value() may
-// run past M / N.
+// Whether a scaled operand's scales are read per output (row, column, block or MX scales; per-tensor scales are
+// read once, by make(), and a bias is the chain's read).
+template <class T>
+struct ReadsScales {
+  static constexpr bool value = false;
+};
+template <class TBias, int kA, int kB>
+struct ReadsScales<Scaled<TBias, kA, kB>> {
+  static constexpr bool value = kA > kScaleTensor || kB > kScaleTensor;
+};
+
+// Whether the epilogue of Cfg reads memory: beta * C, a bias, per-output scales or a residual. When it does not,
+// value() may run past M / N.
 template <class Cfg>
 constexpr bool reads_memory() {
-  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads || IsScaled<Operand<Cfg>>::value ||
+  return Cfg::kBeta != 0.0f || Cfg::Epilogue::kReads || ReadsScales<Operand<Cfg>>::value ||
          IsResidual<Operand<Cfg>>::value || IsRotary<Operand<Cfg>>::value;
 }
 

@@ -86,6 +86,11 @@ struct TmaStoreEpilogue {
       return;
     }
     const int g = lane >> 2, t = lane & 3;
+    // the operands of the thread's two rows (a row scale read once per row: epi::RowBound)
+    using Bound = epi::RowBound<Config>;
+    using RowEpi = Sm90Epilogue<typename Bound::type>;  // (Epi itself unless the rows are scaled)
+    const epi::Operand<typename Bound::type> ops[2] = {Bound::bind(bias, m0 + row0 + g, m0 + row0 + g < M),
+                                                       Bound::bind(bias, m0 + row0 + g + 8, m0 + row0 + g + 8 < M)};
     auto pairs = [&](auto checked) {
       constexpr int kUp = kGated ? kFrags / 2 : 0;  // (gated: fragment j's up is j + kUp)
 #pragma unroll
@@ -97,9 +102,9 @@ struct TmaStoreEpilogue {
           const long long off = static_cast<long long>(row) * ldc + col;
           vec<TC, 2> r{};  // (a residual's pair, from the staging)
           if constexpr (kResidual) r = *reinterpret_cast<const vec<TC, 2>*>(sp + staged(j, g + 8 * h, t));
-          out.v[j][h] = Epi::template pair<decltype(checked)::value, kResidual>(
+          out.v[j][h] = RowEpi::template pair<decltype(checked)::value, kResidual>(
               acc[0][j].r[2 * h], acc[0][j].r[2 * h + 1], acc[0][j + kUp].r[2 * h], acc[0][j + kUp].r[2 * h + 1],
-              row, col, C, off, bias, M, N, r);
+              row, col, C, off, ops[h], M, N, r);
         }
         // A residual's reads stay within kResChunk fragments (a compiler barrier): hoisted for the whole tile, they
         // would not fit beside the accumulators and the outputs in the consumers' registers.
@@ -108,7 +113,7 @@ struct TmaStoreEpilogue {
         }
       }
     };
-    if (Epi::unchecked(m0 + row0, n0, 16, kOutN, M, N)) pairs(BoolConst<false>{});
+    if (RowEpi::unchecked(m0 + row0, n0, 16, kOutN, M, N)) pairs(BoolConst<false>{});
     else pairs(BoolConst<true>{});
   }
 
