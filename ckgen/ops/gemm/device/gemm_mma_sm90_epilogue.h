@@ -147,9 +147,15 @@ struct Sm90Epilogue {
     const int g = lane >> 2, t = lane & 3;
     const int ocol = kGated ? wcol / 2 : wcol;  // the warp's first column of C
     const bool vec_ok = aligned16(C, ldc, static_cast<int>(sizeof(TC)));
-    const bool fast = unchecked(m0 + wrow, n0 + ocol, 16 * RM, 8 * ORN, M, N);  // (the drain below checks anyway)
+    using Bound = epi::RowBound<Cfg>;
+    using RowEpi = Sm90Epilogue<typename Bound::type>;  // (this struct itself unless the rows are scaled)
+    const bool fast = RowEpi::unchecked(m0 + wrow, n0 + ocol, 16 * RM, 8 * ORN, M, N);  // (the drain checks anyway)
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
+      // the operands of the thread's two rows of fragment row i (a row scale read once per row: epi::RowBound)
+      const int r0 = m0 + wrow + i * 16 + g;
+      const epi::Operand<typename Bound::type> ops[2] = {Bound::bind(bias, r0, r0 < M),
+                                                         Bound::bind(bias, r0 + 8, r0 + 8 < M)};
 #pragma unroll
       for (int j0 = 0; j0 < ORN; j0 += kSub) {
         auto stage_pairs = [&](auto checked) {
@@ -162,12 +168,13 @@ struct Sm90Epilogue {
               const long long off = static_cast<long long>(row) * ldc + col;
               vec<TC, 2>* dst = reinterpret_cast<vec<TC, 2>*>(stage + (g + h * 8) * kPitch + (jj * 8 + 2 * t) * sizeof(TC));
               if constexpr (kGated)
-                *dst = pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1],
-                                                      acc[i][j0 + jj + kUp].r[2 * h],
-                                                      acc[i][j0 + jj + kUp].r[2 * h + 1], row, col, C, off, bias, M, N);
+                *dst = RowEpi::template pair<decltype(checked)::value>(
+                    acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1], acc[i][j0 + jj + kUp].r[2 * h],
+                    acc[i][j0 + jj + kUp].r[2 * h + 1], row, col, C, off, ops[h], M, N);
               else
-                *dst = pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h], acc[i][j0 + jj].r[2 * h + 1], row, col,
-                                                      C, off, bias, M, N);
+                *dst = RowEpi::template pair<decltype(checked)::value>(acc[i][j0 + jj].r[2 * h],
+                                                                       acc[i][j0 + jj].r[2 * h + 1], row, col, C, off,
+                                                                       ops[h], M, N);
             }
           }
         };
