@@ -185,12 +185,12 @@ using Operand = typename OperandOf<Cfg>::type;
 
 // Row-bound epilogues: a body whose thread finishes few rows of a tile may read a row scale (scale_a = row) once per
 // row instead of once per output. RowBound<Cfg>::type is the Cfg whose operand has that row's scale folded into its
-// tensor scale (kScaleTensor: scale_at then reads nothing), made by bind(op, row, in) (0 for a row past M, `in`
-// false); for any other Cfg it is Cfg itself and bind returns the operand.
+// tensor scale (kScaleTensor: scale_at then reads nothing), made by bind(op, row, M) (0 for a row past M, read
+// nowhere); for any other Cfg it is Cfg itself and bind returns the operand.
 template <class Cfg, class Op = Operand<Cfg>>
 struct RowBound {
   using type = Cfg;
-  static CKGEN_DEVICE Op bind(const Op& op, int, bool) { return op; }
+  static CKGEN_DEVICE Op bind(const Op& op, int, int) { return op; }
 };
 template <class Cfg, class TBias, int kB>
 struct RowBound<Cfg, Scaled<TBias, kScaleRow, kB>> {
@@ -198,8 +198,9 @@ struct RowBound<Cfg, Scaled<TBias, kScaleRow, kB>> {
   struct type : Cfg {
     using EpiOperand = Bound;
   };
-  static CKGEN_DEVICE Bound bind(const Scaled<TBias, kScaleRow, kB>& s, int row, bool in) {
-    return Bound{s.bias, nullptr, s.scale_b, s.tensor_scale * (in ? gload(s.scale_a + row) : 0.0f), s.ld_a, s.ld_b};
+  static CKGEN_DEVICE Bound bind(const Scaled<TBias, kScaleRow, kB>& s, int row, int M) {
+    return Bound{s.bias, nullptr, s.scale_b, s.tensor_scale * (row < M ? gload(s.scale_a + row) : 0.0f), s.ld_a,
+                 s.ld_b};
   }
 };
 // Whether Cfg's epilogue rotates (rope = gptj(...): its operand is an epi::Rotary).

@@ -154,8 +154,7 @@ struct Sm90Epilogue {
     for (int i = 0; i < RM; ++i) {
       // the operands of the thread's two rows of fragment row i (a row scale read once per row: epi::RowBound)
       const int r0 = m0 + wrow + i * 16 + g;
-      const epi::Operand<typename Bound::type> ops[2] = {Bound::bind(bias, r0, r0 < M),
-                                                         Bound::bind(bias, r0 + 8, r0 + 8 < M)};
+      const epi::Operand<typename Bound::type> ops[2] = {Bound::bind(bias, r0, M), Bound::bind(bias, r0 + 8, M)};
 #pragma unroll
       for (int j0 = 0; j0 < ORN; j0 += kSub) {
         auto stage_pairs = [&](auto checked) {

@@ -89,8 +89,8 @@ struct TmaStoreEpilogue {
     // the operands of the thread's two rows (a row scale read once per row: epi::RowBound)
     using Bound = epi::RowBound<Config>;
     using RowEpi = Sm90Epilogue<typename Bound::type>;  // (Epi itself unless the rows are scaled)
-    const epi::Operand<typename Bound::type> ops[2] = {Bound::bind(bias, m0 + row0 + g, m0 + row0 + g < M),
-                                                       Bound::bind(bias, m0 + row0 + g + 8, m0 + row0 + g + 8 < M)};
+    const epi::Operand<typename Bound::type> ops[2] = {Bound::bind(bias, m0 + row0 + g, M),
+                                                       Bound::bind(bias, m0 + row0 + g + 8, M)};
     auto pairs = [&](auto checked) {
       constexpr int kUp = kGated ? kFrags / 2 : 0;  // (gated: fragment j's up is j + kUp)
 #pragma unroll
