@@ -38,10 +38,10 @@ def main() -> int:
         with torch.no_grad():
             t = time_graphs_interleaved_ms(sides, rounds=15, inner=10)
         mb = m * n * 2 / 1e6
-        print(f"{m}x{n} (x: {mb:.1f} MB): copy {t['copy'] * 1e3:.1f} us ({2 * mb / t['copy'] / 1e6:.2f} TB/s)")
+        print(f"{m}x{n} (x: {mb:.1f} MB): copy {t['copy'] * 1e3:.1f} us ({2 * mb / t['copy'] / 1e3:.2f} TB/s)")
         for name in ks:
             moved = 2 * mb if "_norm_" in name else mb
-            print(f"  {name:>14}: {t[name] * 1e3:7.1f} us  {moved / t[name] / 1e6:5.2f} TB/s")
+            print(f"  {name:>14}: {t[name] * 1e3:7.1f} us  {moved / t[name] / 1e3:5.2f} TB/s")
     return 0
 
 
