@@ -4,7 +4,7 @@ random order, a step crossing page boundaries), exactly, and nothing else of the
 (element by element); an append followed by ``attention_decode`` over the grown cache against float64; positions
 past the capacity and page ids outside the cache trap, bad shapes are refused by name; ``rotate_q``: the step's
 queries rotated in place in the same launch (gptj and neox, rot dims below head_dim with a scalar tail, query heads
-4x and 1x heads_kv, odd and empty steps, a padded Q row), bad Q / heads refused by name.
+4x and 1x heads_kv, odd and empty steps, a padded Q row, steps of several blocks of each part), bad Q / heads refused by name.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def _append(k, inp):
 @pytest.mark.parametrize("name, sizes, lens", [
     ("app_bf16_d128_p16", dict(batch=3, seqlen_new=5, heads_kv=2, max_pages=4), [0, 13, 59]),
     ("app_f16_d64", dict(batch=2, seqlen_new=3, heads_kv=4, seqlen_k=40), [37, 0]),
+    # 1120 items: five blocks of 256 threads, the last short
+    ("app_f16_d64", dict(batch=1, seqlen_new=70, heads_kv=4, seqlen_k=80), [9]),
 ])
 def test_append_lands_exactly(kernels, name, sizes, lens):
     """Positions from 0, across a page boundary (13 + 5) and up to the last slot (59 + 5 = 64 of 4 pages x 16)."""
@@ -210,6 +212,8 @@ def _rel(got, want):
     ("appq_neox36_f16_d64_p16", dict(batch=3, seqlen_new=5, heads_kv=3, heads=3, max_pages=3)),
     ("appq_neox_f16_d64", dict(batch=2, seqlen_new=1, heads_kv=1, heads=4, seqlen_k=17)),
     ("appq_neox_f16_d64", dict(batch=3, seqlen_new=7, heads_kv=2, heads=2, seqlen_k=9)),
+    # 1120 K / V items and 2240 Q items: 14 blocks of 256 threads, the KV part ending inside the fifth
+    ("appq_neox_f16_d64", dict(batch=2, seqlen_new=70, heads_kv=4, heads=8, seqlen_k=75)),
 ])
 def test_append_rotate_q(kernels, name, sizes):
     """Q rotated in place against float64 (dims past rot bit-equal), K rotated and V copied as without rotate_q."""
