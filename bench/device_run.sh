@@ -48,6 +48,9 @@
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
 #             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild);
 #             MODEL_ARGS adds options, e.g. --fold-norms or --configs llama3-8b
+#   layer-probe  issue 28: bench/debug/layer_clocks.py (the folded and unfolded layers under sustained replay, the SM
+#             clock and power sampled) and bench/debug/layer_prefix.py (every prefix of four layers as one graph beside
+#             each step alone: where a composed layer's time exceeds its steps'); prebuild llama first
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -169,6 +172,11 @@ for STAGE in "$@"; do
       timeout 120 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
       timeout 400 python3 bench/model.py ${MODEL_ARGS:-} --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
       echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
+    layer-probe)
+      timeout 150 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
+      echo "layer_clocks rc $?"; tail -12 "$OUT/layer_clocks.txt"
+      timeout 240 python3 bench/debug/layer_prefix.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_prefix.txt" 2>&1
+      echo "layer_prefix rc $?"; tail -24 "$OUT/layer_prefix.txt" ;;
     quant)
       timeout 200 $PYTEST tests/runtime/test_nvidia_quant.py > "$OUT/pytest_quant.txt" 2>&1
       echo "pytest -m gpu (quant) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_quant.txt" | tail -8
