@@ -4,8 +4,8 @@ against a sum of 5.940 for its steps alone (H200, 2026-12-06), while the unfolde
   python bench/debug/layer_prefix.py [--configs llama3-8b] [--shapes 1x8192,1x2048]
 
 For each configuration and shape, every prefix steps[:k] (k = 1 .. all) of four layers is captured as a CUDA graph
-and replayed, all graphs in interleaved rounds (bench/nvh.py): the unfolded layer, the folded one, and the two
-halves swapped (``fold_in``: the first norm folded into qkv, the post-attention norm not; ``fold_post``: the other
+and replayed, all graphs in interleaved rounds (bench/nvh.py): the unfolded layer, the folded one, and the two with
+one norm folded (``fold_in``: the first norm folded into qkv, the post-attention norm not; ``fold_post``: the other
 way round). A prefix's increment over the one before is what its last step costs inside the layer, printed beside
 that step timed alone (its graph replayed on its own, as bench/model.py's breakdown does).
 """
