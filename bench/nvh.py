@@ -95,7 +95,7 @@ def time_ms(fn, warmup: int = 5, reps: int = 20, inner: int = 10) -> float:
     return _median_ms(calls, reps, inner)
 
 
-def _graph(fn, warmup: int, inner: int):
+def capture_graph(fn, warmup: int, inner: int):
     """A CUDA graph of ``inner`` back-to-back calls of fn (after ``warmup`` eager calls), replayed once."""
     for _ in range(warmup):
         fn()
@@ -112,7 +112,7 @@ def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float
     """Median over ``reps`` replays of a CUDA graph of ``inner`` back-to-back calls of fn, per call: device time
     without the host's launch path (METHOD.md: for short kernels, time graph replays). fn must launch on torch's
     current stream (the capture stream while capturing) and must have run once outside capture (first-call setup)."""
-    g = _graph(fn, warmup, inner)
+    g = capture_graph(fn, warmup, inner)
     torch.cuda.synchronize()
     return _median_ms(g.replay, reps, inner)
 
@@ -121,7 +121,7 @@ def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inne
     """time_graph_ms for every side of ``fns`` (name -> fn), one graph each, timed in ``rounds`` interleaved rounds
     (one replay of each side per round, in turn), so that a drift of the clocks over the run reaches every side
     alike: per side the median over the rounds, per call."""
-    graphs = {name: _graph(fn, warmup, inner) for name, fn in fns.items()}
+    graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
     for _ in range(rounds):

@@ -25,6 +25,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from model import _example  # noqa: E402
+from nvh import capture_graph  # noqa: E402
 
 
 def samples(path: str) -> list:
@@ -47,14 +48,9 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int, replays: int, rounds: int) 
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
     rope = ex.rope_inputs(cfg, batch, seq, "cuda")
     sides = {"unfolded": ex.steps(ks, cfg, w, batch, seq, rope), "folded": ex.steps(ks, cfg, w.fold(), batch, seq, rope)}
-    graphs = {}
-    with torch.no_grad():
-        for name, st in sides.items():
-            ex.forward(st, x)  # (loads and warms every kernel before the capture)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                ex.forward(st, x)
-            graphs[name] = g
+    with torch.no_grad():  # (one warm-up call loads every kernel before the capture)
+        graphs = {name: capture_graph(lambda st=st: ex.forward(st, x), warmup=1, inner=1)
+                  for name, st in sides.items()}
     torch.cuda.synchronize()
     windows = {n: [] for n in graphs}
     times = {n: [] for n in graphs}

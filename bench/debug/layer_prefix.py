@@ -48,9 +48,7 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int) -> None:
     sides = layers(ex, ks, cfg, w, batch, seq, rope)
     fns = {}
     for name, st in sides.items():
-        env = {"x": x}
-        for _, fn in st:
-            fn(env)
+        env = run_steps(st, x)
         for k in range(1, len(st) + 1):  # the prefixes, each on a fresh environment of its own
             fns[(name, "prefix", k)] = lambda st=st[:k]: run_steps(st, x)
         for i, (_, fn) in enumerate(st):  # each step alone, on the whole layer's intermediates
