@@ -48,6 +48,9 @@
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
 #             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild);
 #             MODEL_ARGS adds options, e.g. --fold-norms or --configs llama3-8b
+#   streamk-eff  ckgen tune of bench/debug/streamk_nv.ck (the 128x256 and 128x128 tiles, tile schedule and stream-K)
+#             on the Mistral-7B shapes of M = 512, 2048, 8192, then bench/debug/streamk_efficiency.py on its database
+#             (SCHEDULE_EFFICIENCY of ckgen/ops/gemm/cost_model.py; prebuild streamk_nv first)
 #   layer-probe  issue 28: bench/debug/layer_clocks.py (the folded and unfolded layers under sustained replay, the SM
 #             clock and power sampled) and bench/debug/layer_prefix.py (every prefix of four layers as one graph beside
 #             each step alone: where a composed layer's time exceeds its steps'); prebuild llama first
@@ -172,6 +175,12 @@ for STAGE in "$@"; do
       timeout 120 python3 examples/llama_layer.py --target sm_90 --config qwen2.5-7b 2>&1 | tail -2
       timeout 400 python3 bench/model.py ${MODEL_ARGS:-} --json "$OUT/model.json" > "$OUT/model.txt" 2>&1
       echo "model bench rc $?"; tail -30 "$OUT/model.txt" ;;
+    streamk-eff)
+      grep -E '^(512|2048|8192)x' bench/shapes/mistral-7b.txt > "$OUT/streamk_shapes.txt"
+      timeout 300 python3 -m ckgen tune bench/debug/streamk_nv.ck --family sk --target sm_90 \
+        --shapes-file "$OUT/streamk_shapes.txt" --db "$OUT/streamk_tune.jsonl" --reps 10 --inner 10 --warmup 3 \
+        > "$OUT/streamk_tune.txt" 2>&1
+      echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tune.jsonl" | tee "$OUT/streamk_eff.txt" ;;
     layer-probe)
       timeout 150 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
       echo "layer_clocks rc $?"; tail -12 "$OUT/layer_clocks.txt"
