@@ -151,7 +151,8 @@ class Pinned(dict):
 
 #: --streamk-ab: the families with a stream-K member of the 128x256 tile, pinned to it
 STREAMK = {f: "tile128x256x64_schedulestreamk"
-           for f in ("llama_qkv", "llama_qkv_bias", "llama_o_res", "llama_gate_up", "llama_down")}
+           for f in ("llama_qkv", "llama_qkv_bias", "llama_o_res", "llama_gate_up", "llama_down", "llama_qkv_rs",
+                     "llama_qkv_bias_rs", "llama_gate_up_rs")}
 
 
 def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "append",

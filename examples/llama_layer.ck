@@ -110,16 +110,19 @@ family llama_qkv_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  scale_a = row
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
 }
 family llama_qkv_bias_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  scale_a = row
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
 }
 family llama_gate_up_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = swiglu  gate = halves  scale_a = row
   tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
 }
 
 // ---------------------------------------------------------------- the projections, gfx942 (and the emulator)
