@@ -6,7 +6,7 @@
 # a file, e.g. its PTX, fails the cache's verification and is rebuilt there) and .whl (lark's wheel: the device
 # image lacks it). The last line says how many libraries were built on the device anyway (0 expected).
 # Every stage writes its full log under $OUT and prints a short summary; stages run in the order given:
-#   info      device facts (nvidia-smi, nvcc)
+#   info      device facts (nvidia-smi: clocks now and at most, the power limits, the temperature; nvcc)
 #   gpu       every GPU test (pytest -m gpu), then `ckgen run` on both GEMM bodies
 #   memcheck  compute-sanitizer memcheck over the GPU tests' edge shapes
 #   gemm      bench/gemm.py --quick (4096^3, 8192^3) ; gemm-full: the whole GEMM table
@@ -109,7 +109,8 @@ for STAGE in "$@"; do
   echo "=== $STAGE $(date +%H:%M:%S)"
   case "$STAGE" in
     info)
-      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/smi.txt"
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit,enforced.power.limit,temperature.gpu \
+        --format=csv,noheader | tee "$OUT/smi.txt"
       nvcc --version | tail -2 ;;
     gpu)
       timeout 420 $PYTEST tests/runtime > "$OUT/pytest_gpu.txt" 2>&1; echo "pytest -m gpu rc $?"
