@@ -42,6 +42,7 @@
 #   (the memcheck stages leave out the tests that read from torch's profiler which entry ran, *_runs_wh*: CUPTI
 #   does not start under compute-sanitizer)
 #   tests     the GPU tests named in $TESTS (paths, -k ...); tests-memcheck: the same under compute-sanitizer memcheck
+#             (its -k is $TESTS_K, default "not runs_wh")
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
@@ -152,7 +153,7 @@ for STAGE in "$@"; do
       echo "pytest -m gpu $TESTS rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_tests.txt" | tail -8 ;;
     tests-memcheck)
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 compute-sanitizer --tool memcheck --leak-check no $PYTEST $TESTS \
-        -k "not runs_wh" > "$OUT/memcheck_tests.txt" 2>&1
+        -k "${TESTS_K:-not runs_wh}" > "$OUT/memcheck_tests.txt" 2>&1
       echo "memcheck $TESTS rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_tests.txt" | tail -3 ;;
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1

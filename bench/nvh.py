@@ -117,19 +117,23 @@ def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float
     return _median_ms(g.replay, reps, inner)
 
 
-def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inner: int = 3) -> dict:
+def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inner: int = 3,
+                               replays: int = 1) -> dict:
     """time_graph_ms for every side of ``fns`` (name -> fn), one graph each, timed in ``rounds`` interleaved rounds
-    (one replay of each side per round, in turn), so that a drift of the clocks over the run reaches every side
-    alike: per side the median over the rounds, per call. Each round starts one side later than the one before, so
-    that no side always runs first (after the host's pause) or always after the same neighbour (a card warmed by
-    it)."""
+    (``replays`` back-to-back replays of each side per round, in turn, between two events), so that a drift of the
+    clocks over the run reaches every side alike: per side the median over the rounds, per call. Each round starts
+    one side later than the one before, so that no side always runs first (after the host's pause) or always after
+    the same neighbour (a card warmed by it). ``replays`` > 1 times the steady state of a loop that keeps the card
+    busy (the host's wait after each sample idles it: a card coming back from idle runs its first milliseconds
+    slower)."""
     graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
     names = list(graphs)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(_median_ms(graphs[name].replay, 1, inner))
+            times[name].append(_median_ms(lambda g=graphs[name]: [g.replay() for _ in range(replays)], 1,
+                                          inner * replays))
     return {name: median(ts) for name, ts in times.items()}
 
 
