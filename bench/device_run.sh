@@ -52,9 +52,11 @@
 #   streamk-eff  ckgen tune of bench/debug/streamk_nv.ck (the 128x256 and 128x128 tiles, tile schedule and stream-K)
 #             on the Mistral-7B shapes of M = 512, 2048, 8192, then bench/debug/streamk_efficiency.py on its database
 #             (SCHEDULE_EFFICIENCY of ckgen/ops/gemm/cost_model.py; prebuild streamk_nv first)
-#   layer-probe  issue 28: bench/debug/layer_clocks.py (the folded and unfolded layers under sustained replay, the SM
-#             clock and power sampled) and bench/debug/layer_prefix.py (every prefix of four layers as one graph beside
-#             each step alone: where a composed layer's time exceeds its steps'); prebuild llama first
+#   layer-clocks  issue 28: bench/debug/layer_clocks.py alone (ckgen's two layers, torch.compile's and eager's under
+#             sustained replay: time, SM clock, power and energy per layer)
+#   layer-probe  issue 28: bench/debug/layer_clocks.py (as layer-clocks) and bench/debug/layer_prefix.py (every
+#             prefix of four layers as one graph beside each step alone: where a composed layer's time exceeds its
+#             steps'); prebuild llama first
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -183,6 +185,9 @@ for STAGE in "$@"; do
         --shapes-file "$OUT/streamk_shapes.txt" --db "$OUT/streamk_tune.jsonl" --reps 10 --inner 10 --warmup 3 \
         > "$OUT/streamk_tune.txt" 2>&1
       echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tune.jsonl" | tee "$OUT/streamk_eff.txt" ;;
+    layer-clocks)
+      timeout 300 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
+      echo "layer_clocks rc $?"; tail -24 "$OUT/layer_clocks.txt" ;;
     layer-probe)
       timeout 150 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
       echo "layer_clocks rc $?"; tail -12 "$OUT/layer_clocks.txt"

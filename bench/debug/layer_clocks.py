@@ -1,12 +1,16 @@
-"""Is the folded-norm layer's loss at 8192 tokens on the H200 a clock effect? (issue 28: the folded layer ran 0.983x
-the unfolded one's speed there, 2026-12-06, while on an H100 the two tie and each layer equals its steps' sum.)
+"""Clock, power and energy per layer of ckgen's layers and torch's under a sustained load (issue 28: timed in the
+steady state, 8 replays per sample, ckgen's lead over torch.compile was 2-5 points smaller than with one replay per
+sample on an H100, 2026-12-06; a layer that draws more power runs at a lower clock once the card is at its limit).
 
-  python bench/debug/layer_clocks.py [--configs llama3-8b] [--shapes 1x8192,1x2048] [--replays 40] [--rounds 5]
+  python bench/debug/layer_clocks.py [--configs llama3-8b] [--shapes 1x8192,1x2048] [--window-ms 300] [--rounds 5]
+                                     [--no-torch]
 
-Each layer (unfolded, folded) is captured as one CUDA graph and replayed ``--replays`` times back to back (a
-sustained load, as a serving loop runs it), the two layers taking turns for ``--rounds`` rounds, while nvidia-smi
+Each layer (ckgen unfolded and folded; torch.compile and eager, as bench/model.py builds them) is captured as one
+CUDA graph and replayed back to back for about ``--window-ms`` per window (a sustained load, as a serving loop runs
+it), the layers taking turns for ``--rounds`` rounds, each round starting with the next layer, while nvidia-smi
 samples the SM clock and the power draw every 50 ms (read only: the card's settings are left alone). Prints per
-layer its time per replay and the median clock and power of the samples taken inside its windows.
+layer its time per replay, the median clock and power of the samples inside its windows, and their product, the
+energy per layer (mJ).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from model import _example  # noqa: E402
+from model import _example, rope_tables, torch_steps  # noqa: E402
 from nvh import capture_graph  # noqa: E402
 
 
@@ -41,32 +45,47 @@ def samples(path: str) -> list:
     return out
 
 
-def run(ex, ks, cfg_name: str, batch: int, seq: int, replays: int, rounds: int) -> tuple:
-    """Times the two layers in turns; returns (title, layer -> per-window ms, layer -> wall-clock windows)."""
+def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: int, with_torch: bool) -> tuple:
+    """Times the layers in turns; returns (title, layer -> per-window ms, layer -> wall-clock windows)."""
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
     rope = ex.rope_inputs(cfg, batch, seq, "cuda")
-    sides = {"unfolded": ex.steps(ks, cfg, w, batch, seq, rope), "folded": ex.steps(ks, cfg, w.fold(), batch, seq, rope)}
-    with torch.no_grad():  # (one warm-up call loads every kernel before the capture)
-        graphs = {name: capture_graph(lambda st=st: ex.forward(st, x), warmup=1, inner=1)
-                  for name, st in sides.items()}
-    torch.cuda.synchronize()
-    windows = {n: [] for n in graphs}
-    times = {n: [] for n in graphs}
-    for _ in range(rounds):
-        for name, g in graphs.items():
+    unfolded, folded = ex.steps(ks, cfg, w, batch, seq, rope), ex.steps(ks, cfg, w.fold(), batch, seq, rope)
+    sides = {"unfolded": lambda: ex.forward(unfolded, x), "folded": lambda: ex.forward(folded, x)}
+    if with_torch:
+        cos, sin = rope_tables(ex, cfg, batch, seq, torch.bfloat16)
+        t_steps = torch_steps(cfg, w, batch, cos, sin)
+        sides["eager"] = lambda: ex.forward(t_steps, x)
+        sides["compile"] = torch.compile(sides["eager"])
+    with torch.no_grad():  # (warm-up calls load every kernel and compile torch's layer before the capture)
+        graphs = {name: capture_graph(fn, warmup=2, inner=1) for name, fn in sides.items()}
+        torch.cuda.synchronize()
+        replays = {}
+        for name, g in graphs.items():  # replays per window: about window_ms of this layer
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            g.replay()
+            end.record()
+            end.synchronize()
+            replays[name] = max(1, round(window_ms / start.elapsed_time(end)))
+    names = list(graphs)
+    windows = {n: [] for n in names}
+    times = {n: [] for n in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            g = graphs[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             t0 = time.time()
             start.record()
-            for _ in range(replays):
+            for _ in range(replays[name]):
                 g.replay()
             end.record()
             end.synchronize()
             windows[name].append((t0, time.time()))
-            times[name].append(start.elapsed_time(end) / replays)
+            times[name].append(start.elapsed_time(end) / replays[name])
             time.sleep(0.3)  # (a pause, as between the benchmark's rounds)
-    return f"{cfg_name} {batch}x{seq}: {replays} replays back to back per window, {rounds} windows per layer", \
+    return f"{cfg_name} {batch}x{seq}: windows of about {window_ms:.0f} ms of back-to-back replays, {rounds} per layer", \
         times, windows
 
 
@@ -76,9 +95,10 @@ def report(title: str, times: dict, windows: dict, rows: list) -> None:
         inside = [r for r in rows if any(a <= r[0] <= b for a, b in windows[name])]
         clk = statistics.median(r[1] for r in inside) if inside else float("nan")
         pw = statistics.median(r[2] for r in inside) if inside else float("nan")
-        print(f"  {name:>9}: {statistics.median(times[name]):.3f} ms per layer (windows "
-              + " ".join(f"{t:.3f}" for t in times[name]) + f"); SM clock median {clk:.0f} MHz, power median "
-              f"{pw:.0f} W over {len(inside)} samples")
+        ms = statistics.median(times[name])
+        print(f"  {name:>9}: {ms:.3f} ms per layer (windows " + " ".join(f"{t:.3f}" for t in times[name])
+              + f"); SM clock median {clk:.0f} MHz, power median {pw:.0f} W over {len(inside)} samples: "
+              f"{pw * ms:.0f} mJ per layer")
 
 
 def main() -> int:
@@ -86,8 +106,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default="llama3-8b")
     ap.add_argument("--shapes", default="1x8192,1x2048")
-    ap.add_argument("--replays", type=int, default=40)
+    ap.add_argument("--window-ms", type=float, default=300.0)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-torch", action="store_true", help="ckgen's two layers only")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     ks = ex.kernels("sm_90")
@@ -100,7 +121,7 @@ def main() -> int:
         for cfg_name in a.configs.split(","):
             for shape in a.shapes.split(","):
                 b, s = (int(v) for v in shape.split("x"))
-                cases.append(run(ex, ks, cfg_name, b, s, a.replays, a.rounds))
+                cases.append(run(ex, ks, cfg_name, b, s, a.window_ms, a.rounds, not a.no_torch))
         time.sleep(0.2)
     finally:
         smi.terminate()
