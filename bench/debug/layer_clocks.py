@@ -10,12 +10,14 @@ CUDA graph and replayed back to back for about ``--window-ms`` per window (a sus
 it), the layers taking turns for ``--rounds`` rounds, each round starting with the next layer, while nvidia-smi
 samples the SM clock and the power draw every 50 ms (read only: the card's settings are left alone). Prints per
 layer its time per replay, the median clock and power of the samples inside its windows, and their product, the
-energy per layer (mJ).
+energy per layer (mJ); then how often each clock event reason (why the clock sits below its ceiling: power,
+thermal, ...) and temperature was seen over the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import subprocess
 import sys
@@ -116,6 +118,11 @@ def main() -> int:
         log = f.name
     smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader",
                             "-lms", "50"], stdout=open(log, "w"), stderr=subprocess.DEVNULL)
+    # why the clock is below its ceiling (a bit mask, nvidia-smi -q's "Clocks Event Reasons"), sampled by a second
+    # nvidia-smi so that a driver without the field leaves the clock and power samples alone
+    reasons = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks_event_reasons.active,temperature.gpu",
+                                "--format=csv,noheader", "-lms", "200"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
     cases = []
     try:
         for cfg_name in a.configs.split(","):
@@ -124,8 +131,11 @@ def main() -> int:
                 cases.append(run(ex, ks, cfg_name, b, s, a.window_ms, a.rounds, not a.no_torch))
         time.sleep(0.2)
     finally:
-        smi.terminate()
+        for proc in (smi, reasons):
+            proc.terminate()
         smi.wait()
+    seen = collections.Counter(line.strip() for line in reasons.communicate()[0].splitlines() if line.strip())
+    print("clock event reasons (mask, temperature: samples):", dict(seen.most_common(12)))
     rows = samples(log)
     for case in cases:
         report(*case, rows)
