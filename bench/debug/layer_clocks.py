@@ -120,9 +120,10 @@ def main() -> int:
                             "-lms", "50"], stdout=open(log, "w"), stderr=subprocess.DEVNULL)
     # why the clock is below its ceiling (a bit mask, nvidia-smi -q's "Clocks Event Reasons"), sampled by a second
     # nvidia-smi so that a driver without the field leaves the clock and power samples alone
+    reasons_log = log + ".reasons"
     reasons = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks_event_reasons.active,temperature.gpu",
-                                "--format=csv,noheader", "-lms", "200"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                                "--format=csv,noheader", "-lms", "200"], stdout=open(reasons_log, "w"),
+                               stderr=subprocess.STDOUT)
     cases = []
     try:
         for cfg_name in a.configs.split(","):
@@ -133,8 +134,8 @@ def main() -> int:
     finally:
         for proc in (smi, reasons):
             proc.terminate()
-        smi.wait()
-    seen = collections.Counter(line.strip() for line in reasons.communicate()[0].splitlines() if line.strip())
+            proc.wait()
+    seen = collections.Counter(line.strip() for line in Path(reasons_log).read_text().splitlines() if line.strip())
     print("clock event reasons (mask, temperature: samples):", dict(seen.most_common(12)))
     rows = samples(log)
     for case in cases:
