@@ -10,8 +10,9 @@ CUDA graph and replayed back to back for about ``--window-ms`` per window (a sus
 it), the layers taking turns for ``--rounds`` rounds, each round starting with the next layer, while nvidia-smi
 samples the SM clock and the power draw every 50 ms (read only: the card's settings are left alone). Prints per
 layer its time per replay, the median clock and power of the samples inside its windows, and their product, the
-energy per layer (mJ); then how often each clock event reason (why the clock sits below its ceiling: power,
-thermal, ...) and temperature was seen over the run.
+energy per layer (mJ), and the clock event reasons seen in its windows with the temperature (nvidia-smi's bit
+mask of why the clock sits below its ceiling, as nvidia-smi -q names them: 0x1 idle, 0x4 software power cap, 0x8
+hardware slowdown, 0x20 software thermal slowdown, 0x40 hardware thermal slowdown, 0x80 hardware power brake).
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ from model import _example, rope_tables, torch_steps  # noqa: E402
 from nvh import capture_graph  # noqa: E402
 
 
-def samples(path: str) -> list:
-    """(unix time, SM MHz, W) rows of nvidia-smi's CSV (timestamp, clocks.sm, power.draw)."""
+def samples(path: str, numeric: bool = True) -> list:
+    """(unix time, field, field) rows of nvidia-smi's CSV (timestamp and two fields: clocks.sm and power.draw as
+    numbers, or any two as text)."""
     out = []
     for line in Path(path).read_text().splitlines():
         f = line.split(", ")
         try:
             t = datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-            out.append((t, float(f[1].split()[0]), float(f[2].split()[0])))
+            out.append((t, float(f[1].split()[0]), float(f[2].split()[0])) if numeric else (t, f[1], f[2]))
         except (ValueError, IndexError):
             continue
     return out
@@ -91,16 +93,18 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: i
         times, windows
 
 
-def report(title: str, times: dict, windows: dict, rows: list) -> None:
+def report(title: str, times: dict, windows: dict, rows: list, reasons: list) -> None:
     print(f"\n{title}")
     for name in times:
         inside = [r for r in rows if any(a <= r[0] <= b for a, b in windows[name])]
+        why = collections.Counter(f"{r[1]} at {r[2]} C" for r in reasons
+                                  if any(a <= r[0] <= b for a, b in windows[name]))
         clk = statistics.median(r[1] for r in inside) if inside else float("nan")
         pw = statistics.median(r[2] for r in inside) if inside else float("nan")
         ms = statistics.median(times[name])
         print(f"  {name:>9}: {ms:.3f} ms per layer (windows " + " ".join(f"{t:.3f}" for t in times[name])
               + f"); SM clock median {clk:.0f} MHz, power median {pw:.0f} W over {len(inside)} samples: "
-              f"{pw * ms:.0f} mJ per layer")
+              f"{pw * ms:.0f} mJ per layer; clock event reasons {dict(why.most_common(3))}")
 
 
 def main() -> int:
@@ -121,7 +125,7 @@ def main() -> int:
     # why the clock is below its ceiling (a bit mask, nvidia-smi -q's "Clocks Event Reasons"), sampled by a second
     # nvidia-smi so that a driver without the field leaves the clock and power samples alone
     reasons_log = log + ".reasons"
-    reasons = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks_event_reasons.active,temperature.gpu",
+    reasons = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks_event_reasons.active,temperature.gpu",
                                 "--format=csv,noheader", "-lms", "200"], stdout=open(reasons_log, "w"),
                                stderr=subprocess.STDOUT)
     cases = []
@@ -135,11 +139,11 @@ def main() -> int:
         for proc in (smi, reasons):
             proc.terminate()
             proc.wait()
-    seen = collections.Counter(line.strip() for line in Path(reasons_log).read_text().splitlines() if line.strip())
-    print("clock event reasons (mask, temperature: samples):", dict(seen.most_common(12)))
-    rows = samples(log)
+    rows, why = samples(log), samples(reasons_log, numeric=False)
+    if not why:
+        print("(no clock event reasons sampled:", Path(reasons_log).read_text()[:200], ")")
     for case in cases:
-        report(*case, rows)
+        report(*case, rows, why)
     return 0
 
 
