@@ -3,7 +3,7 @@ steady state, 8 replays per sample, ckgen's lead over torch.compile was 2-5 poin
 sample on an H100, 2026-12-06; a layer that draws more power runs at a lower clock once the card is at its limit).
 
   python bench/debug/layer_clocks.py [--configs llama3-8b] [--shapes 1x8192,1x2048] [--window-ms 300] [--rounds 5]
-                                     [--no-torch]
+                                     [--no-torch] [--inner 1]
 
 Each layer (ckgen unfolded and folded; torch.compile and eager, as bench/model.py builds them) is captured as one
 CUDA graph and replayed back to back for about ``--window-ms`` per window (a sustained load, as a serving loop runs
@@ -49,7 +49,8 @@ def samples(path: str, numeric: bool = True) -> list:
     return out
 
 
-def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: int, with_torch: bool) -> tuple:
+def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: int, with_torch: bool,
+        inner: int) -> tuple:
     """Times the layers in turns; returns (title, layer -> per-window ms, layer -> wall-clock windows)."""
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
@@ -63,7 +64,7 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: i
         sides["eager"] = lambda: ex.forward(t_steps, x)
         sides["compile"] = torch.compile(sides["eager"])
     with torch.no_grad():  # (warm-up calls load every kernel and compile torch's layer before the capture)
-        graphs = {name: capture_graph(fn, warmup=2, inner=1) for name, fn in sides.items()}
+        graphs = {name: capture_graph(fn, warmup=2, inner=inner) for name, fn in sides.items()}
         torch.cuda.synchronize()
         replays = {}
         for name, g in graphs.items():  # replays per window: about window_ms of this layer
@@ -72,7 +73,7 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: i
             g.replay()
             end.record()
             end.synchronize()
-            replays[name] = max(1, round(window_ms / start.elapsed_time(end)))
+            replays[name] = max(1, round(window_ms / start.elapsed_time(end)))  # (graphs of `inner` layers)
     names = list(graphs)
     windows = {n: [] for n in names}
     times = {n: [] for n in names}
@@ -87,9 +88,10 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: i
             end.record()
             end.synchronize()
             windows[name].append((t0, time.time()))
-            times[name].append(start.elapsed_time(end) / replays[name])
+            times[name].append(start.elapsed_time(end) / (replays[name] * inner))
             time.sleep(0.3)  # (a pause, as between the benchmark's rounds)
-    return f"{cfg_name} {batch}x{seq}: windows of about {window_ms:.0f} ms of back-to-back replays, {rounds} per layer", \
+    return f"{cfg_name} {batch}x{seq}: windows of about {window_ms:.0f} ms of back-to-back replays of {inner} " \
+        f"layer(s), {rounds} per layer", \
         times, windows
 
 
@@ -115,6 +117,7 @@ def main() -> int:
     ap.add_argument("--window-ms", type=float, default=300.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true", help="ckgen's two layers only")
+    ap.add_argument("--inner", type=int, default=1, help="layers per graph (bench/model.py captures 3)")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     ks = ex.kernels("sm_90")
@@ -133,7 +136,7 @@ def main() -> int:
         for cfg_name in a.configs.split(","):
             for shape in a.shapes.split(","):
                 b, s = (int(v) for v in shape.split("x"))
-                cases.append(run(ex, ks, cfg_name, b, s, a.window_ms, a.rounds, not a.no_torch))
+                cases.append(run(ex, ks, cfg_name, b, s, a.window_ms, a.rounds, not a.no_torch, a.inner))
         time.sleep(0.2)
     finally:
         for proc in (smi, reasons):
