@@ -53,7 +53,8 @@
 #             on the Mistral-7B shapes of M = 512, 2048, 8192, then bench/debug/streamk_efficiency.py on its database
 #             (SCHEDULE_EFFICIENCY of ckgen/ops/gemm/cost_model.py; prebuild streamk_nv first)
 #   layer-clocks  issue 28: bench/debug/layer_clocks.py alone (ckgen's two layers, torch.compile's and eager's under
-#             sustained replay: time, SM clock, power and energy per layer)
+#             sustained replay: time, SM clock, power and energy per layer), then Llama at 1x2048 with graphs of
+#             three layers (--inner 3, as bench/model.py captures them)
 #   layer-probe  issue 28: bench/debug/layer_clocks.py (as layer-clocks) and bench/debug/layer_prefix.py (every
 #             prefix of four layers as one graph beside each step alone: where a composed layer's time exceeds its
 #             steps'); prebuild llama first
@@ -187,7 +188,9 @@ for STAGE in "$@"; do
       echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tune.jsonl" | tee "$OUT/streamk_eff.txt" ;;
     layer-clocks)
       timeout 300 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
-      echo "layer_clocks rc $?"; tail -24 "$OUT/layer_clocks.txt" ;;
+      echo "layer_clocks rc $?"; tail -24 "$OUT/layer_clocks.txt"
+      timeout 120 python3 bench/debug/layer_clocks.py --shapes 1x2048 --inner 3 > "$OUT/layer_clocks_inner3.txt" 2>&1
+      echo "layer_clocks --inner 3 rc $?"; tail -6 "$OUT/layer_clocks_inner3.txt" ;;
     layer-probe)
       timeout 150 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
       echo "layer_clocks rc $?"; tail -12 "$OUT/layer_clocks.txt"
