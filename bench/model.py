@@ -15,8 +15,9 @@ Device time of record: each layer captured into a CUDA graph (three layers in a 
 times back to back per sample (every side; nothing of the host's launch path counts, and the card stays busy as in a
 serving loop), the sides in interleaved rounds, each round starting with the next side (a clock drift over the run
 reaches each alike). The ``1 replay`` columns time one replay per sample (the card idles while the host waits for
-it: the method of record until 2026-12-06, printed beside for comparison). Host overhead is reported separately: wall time per layer of back-to-back eager calls (``eager ms``
-columns; torch.compile's Python guards and ckgen's prepared calls included). The per-step breakdown times each
+it: the method of record until 2026-12-06, printed beside for comparison). Host overhead is reported separately:
+wall time per layer of back-to-back eager calls (``eager ms`` columns; torch.compile's Python guards and ckgen's
+prepared calls included). The per-step breakdown times each
 step of the two layers alone (graph replay), every step of both layers in the same interleaved rounds. Accuracy:
 relative error against float64, ckgen's and torch bf16 eager's, and their ratio (issue 28 asks <= 1.2).
 ``--fold-norms``: the ckgen layer is examples/llama_layer.py's folded-norm one (the RMS norms' weights folded into
@@ -26,7 +27,7 @@ one run. ``--rope-at``: where the ckgen layer rotates q and k (examples/llama_la
 the K/V append that also fills a cache, the default; ``qkv``, the qkv GEMM's epilogue, attention reading its
 output; ``attention``, k in the append and q in attention as each tile loads). ``--rope-ab``: each other place's
 layer runs as a further side of the same rounds (``ckgen_<place>``), its steps in the breakdown too.
-``--streamk-ab``: likewise the layer with its four projections pinned to their 128x256 stream-K member
+``--streamk-ab``: likewise the layer with its projections pinned to their 128x256 stream-K member
 (``ckgen_streamk``; the families' dispatcher picks the tile schedule there untuned).
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
@@ -239,7 +240,7 @@ def main() -> int:
                     "the K/V append, the qkv GEMM's epilogue, or k in the append and q in attention "
                     "(examples/llama_layer.py's rope_at)")
     ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at each other place timed beside it")
-    ap.add_argument("--streamk-ab", action="store_true", help="the layer with its four projections pinned to their "
+    ap.add_argument("--streamk-ab", action="store_true", help="the layer with its projections pinned to their "
                     "128x256 stream-K member, timed beside it")
     ap.add_argument("--replays", type=int, default=8, help="back-to-back replays of each side's graph per sample")
     ap.add_argument("--json")

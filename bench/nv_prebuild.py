@@ -1,8 +1,9 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/layer_nv.ck,
-bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck, bench/fp8_dispatch_nv.ck, bench/quant_nv.ck, bench/gemm_fused_nv.ck, bench/debug/norm_fit_nv.ck,
-bench/debug/streamk_nv.ck (one library per kernel, as their benchmarks JIT them) and
+bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck, bench/fp8_dispatch_nv.ck, bench/quant_nv.ck,
+bench/gemm_fused_nv.ck, bench/debug/norm_fit_nv.ck, bench/debug/streamk_nv.ck (one library per kernel, as their
+benchmarks JIT them) and
 bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_*.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py), examples/llama_layer.ck's
 (bench/model.py) and the two examples/rowops.ck kernels
 ``bench/device_run.sh rowops`` runs with ``ckgen run``; and

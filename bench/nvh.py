@@ -124,8 +124,7 @@ def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inne
     clocks over the run reaches every side alike: per side the median over the rounds, per call. Each round starts
     one side later than the one before, so that no side always runs first (after the host's pause) or always after
     the same neighbour (a card warmed by it). ``replays`` > 1 times the steady state of a loop that keeps the card
-    busy (the host's wait after each sample idles it: a card coming back from idle runs its first milliseconds
-    slower)."""
+    busy; with one replay per sample the card idles while the host waits for each sample."""
     graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
