@@ -48,7 +48,8 @@
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
 #             eager and torch.compile, graph-timed, with the per-step breakdown (prebuild them first: stage prebuild);
-#             MODEL_ARGS adds options, e.g. --fold-norms or --configs llama3-8b
+#             MODEL_ARGS adds options, e.g. --fold-norms, --configs llama3-8b or
+#             --cluster-ab (the layer with bench/layer_cluster_nv.ck's cluster = 2 projections beside it)
 #   streamk-eff  ckgen tune of bench/debug/streamk_nv.ck (the 128x256 and 128x128 tiles, tile schedule and stream-K)
 #             on the Mistral-7B shapes of M = 512, 2048, 8192, then bench/debug/streamk_efficiency.py on its database
 #             (SCHEDULE_EFFICIENCY of ckgen/ops/gemm/cost_model.py; prebuild streamk_nv first)

@@ -3,7 +3,8 @@ through the Python API: prepared calls) against the same layer in torch, eager a
 mode), measured in the same run, bf16 (issue 28).
 
   python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms]
-                        [--rope-at qkv|append|attention] [--rope-ab] [--streamk-ab] [--replays 8] [--json OUT]
+                        [--rope-at qkv|append|attention] [--rope-ab] [--streamk-ab] [--cluster-ab] [--replays 8]
+                        [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -28,7 +29,8 @@ the K/V append that also fills a cache, the default; ``qkv``, the qkv GEMM's epi
 output; ``attention``, k in the append and q in attention as each tile loads). ``--rope-ab``: each other place's
 layer runs as a further side of the same rounds (``ckgen_<place>``), its steps in the breakdown too.
 ``--streamk-ab``: likewise the layer with its projections pinned to their 128x256 stream-K member
-(``ckgen_streamk``; the families' dispatcher picks the tile schedule there untuned).
+(``ckgen_streamk``; the families' dispatcher picks the tile schedule there untuned). ``--cluster-ab``: likewise with
+its projections replaced by bench/layer_cluster_nv.ck's 128x256 kernels with clusters of two (``ckgen_cluster``).
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -46,7 +48,7 @@ import torch.nn.functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from nvh import rel_err, time_graphs_interleaved_ms, time_ms  # noqa: E402
+from nvh import jit_file, rel_err, time_graphs_interleaved_ms, time_ms  # noqa: E402
 
 GOAL_COMPILE, GOAL_EAGER, GOAL_ERR = 1.05, 1.2, 1.2
 
@@ -138,17 +140,19 @@ def time_steps(sides: dict, x) -> dict:
 
 
 class Pinned(dict):
-    """The layer's kernels with each family of ``members`` (family -> member suffix) replaced by that member (a
-    schedule A/B: the dispatcher's cost model picks between the tile schedule and stream-K untuned)."""
+    """The layer's kernels with each family of ``members`` replaced: family -> a member suffix (that member of the
+    family: a schedule A/B, the dispatcher's cost model picking between the tile schedule and stream-K untuned), or
+    family -> a kernel of its own (another .ck file's: --cluster-ab)."""
 
     def __init__(self, ks, members: dict) -> None:
         super().__init__()
         self.ks, self.members = ks, members
 
     def __missing__(self, name: str):
-        k = self.ks[name]
-        if name in self.members:
-            k = k.kernel(f"{name}_{self.members[name]}")
+        m = self.members.get(name)
+        k = self.ks[name] if m is None or isinstance(m, str) else m
+        if isinstance(m, str):
+            k = k.kernel(f"{name}_{m}")
         self[name] = k
         return k
 
@@ -160,7 +164,7 @@ STREAMK = {f: "tile128x256x64_schedulestreamk"
 
 
 def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "append",
-             rope_ab: bool = False, streamk_ab: bool = False, replays: int = 8) -> dict:
+             rope_ab: bool = False, streamk_ab: bool = False, replays: int = 8, cluster: dict | None = None) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
@@ -192,6 +196,11 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
                                                               seq, rope, rope_at)
             sides["ckgen_streamk"] = lambda: ex.forward(sk_steps, x)
             errs["ckgen_streamk"] = rel_err(sides["ckgen_streamk"](), ref)
+        if cluster:
+            step_sides["ckgen_cluster"] = c2_steps = ex.steps(Pinned(ks, cluster), cfg, w.fold() if fold else w, batch,
+                                                              seq, rope, rope_at)
+            sides["ckgen_cluster"] = lambda: ex.forward(c2_steps, x)
+            errs["ckgen_cluster"] = rel_err(sides["ckgen_cluster"](), ref)
         for other in (p for p in ex.ROPE_AT if rope_ab and p != rope_at):
             step_sides[f"ckgen_{other}"] = other_steps = ex.steps(ks, cfg, w.fold() if fold else w, batch, seq, rope,
                                                                   other)
@@ -242,17 +251,20 @@ def main() -> int:
     ap.add_argument("--rope-ab", action="store_true", help="the layer rotating at each other place timed beside it")
     ap.add_argument("--streamk-ab", action="store_true", help="the layer with its projections pinned to their "
                     "128x256 stream-K member, timed beside it")
+    ap.add_argument("--cluster-ab", action="store_true", help="the layer with its projections replaced by "
+                    "bench/layer_cluster_nv.ck's cluster = 2 kernels, timed beside it")
     ap.add_argument("--replays", type=int, default=8, help="back-to-back replays of each side's graph per sample")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     ks = ex.kernels("sm_90")
+    cluster = jit_file("bench/layer_cluster_nv.ck") if a.cluster_ab else None
     rows = []
     for cfg_name in a.configs.split(","):
         for shape in a.shapes.split(","):
             b, s = (int(v) for v in shape.split("x"))
             rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms, a.rope_at, a.rope_ab, a.streamk_ab,
-                                 a.replays))
+                                 a.replays, cluster))
             r = rows[-1]
             d = r["device_ms"]
             fold = (f"; unfolded {d['ckgen_unfolded']:.3f} ms (folding gains {d['ckgen_unfolded'] / d['ckgen']:.4f}x, "
