@@ -56,6 +56,9 @@
 #   layer-clocks  issue 28: bench/debug/layer_clocks.py alone (ckgen's two layers, torch.compile's and eager's under
 #             sustained replay: time, SM clock, power and energy per layer), then Llama at 1x2048 with graphs of
 #             three layers (--inner 3, as bench/model.py captures them)
+#   layer-gemms  issue 28: bench/debug/layer_gemm_ab.py --members for both configurations at LAYER_GEMM_SHAPES
+#             (default 1x2048): each projection's family call, its chosen member, every other member and torch, on
+#             the layer's own data (e.g. Qwen2.5-7B's qkv with bias: 0.143 ms against eager's 0.097 at 2048 tokens)
 #   layer-probe  issue 28: bench/debug/layer_clocks.py (as layer-clocks) and bench/debug/layer_prefix.py (every
 #             prefix of four layers as one graph beside each step alone: where a composed layer's time exceeds its
 #             steps'); prebuild llama first
@@ -192,6 +195,12 @@ for STAGE in "$@"; do
       echo "layer_clocks rc $?"; tail -24 "$OUT/layer_clocks.txt"
       timeout 120 python3 bench/debug/layer_clocks.py --shapes 1x2048 --inner 3 > "$OUT/layer_clocks_inner3.txt" 2>&1
       echo "layer_clocks --inner 3 rc $?"; tail -6 "$OUT/layer_clocks_inner3.txt" ;;
+    layer-gemms)
+      for c in llama3-8b qwen2.5-7b; do
+        timeout 200 python3 bench/debug/layer_gemm_ab.py --config $c --shapes ${LAYER_GEMM_SHAPES:-1x2048} --members \
+          > "$OUT/layer_gemms_$c.txt" 2>&1
+        echo "layer_gemm_ab $c rc $?"; grep -E " us \|" "$OUT/layer_gemms_$c.txt" | cut -c1-400
+      done ;;
     layer-probe)
       timeout 150 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
       echo "layer_clocks rc $?"; tail -12 "$OUT/layer_clocks.txt"

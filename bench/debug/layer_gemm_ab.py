@@ -5,7 +5,7 @@ calls it, output allocated) and its chosen member through the raw C entry, on th
 random operands of the same shapes, beside torch (mm, or addmm with the residual); then the kernels the family call
 launches (torch profiler).
 
-  python bench/debug/layer_gemm_ab.py [--config llama3-8b] [--shapes 1x2048,1x8192] [--members]
+  python bench/debug/layer_gemm_ab.py [--config llama3-8b|qwen2.5-7b] [--shapes 1x2048,1x8192] [--members]
 
 ``--members``: every member of each family through its raw C entry in the same case (e.g. the tile schedule
 against stream-K at the layer's shapes: the dispatcher's cost model picks between them untuned).
@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from model import _example  # noqa: E402
 from nvh import raw_call, time_graphs_interleaved_ms  # noqa: E402
 
-# projection -> (family, env input, weight attribute, env residual or None)
+# projection -> (family, env input, weight attribute, env residual or None); a configuration with q / k / v biases
+# (Qwen2.5-7B) runs llama_qkv_bias, its bias in the residual's place (the family's third operand; torch's addmm)
 PROJ = {"qkv": ("llama_qkv", "h", "qkv", None), "o": ("llama_o_res", None, "o", "x"),
         "gate_up": ("llama_gate_up", "y", "gate_up", None), "down": ("llama_down", "m", "down", "s")}
 
@@ -46,8 +47,11 @@ def case(ex, ks, cfg_name: str, batch: int, seq: int, members: bool = False) -> 
         fn(env)
     env["o2"] = env["o"].reshape(x.shape[0], cfg.q_n)
     for proj, (fam_name, a_key, w_key, r_key) in PROJ.items():
-        one(ks[fam_name], f"{cfg_name} {batch}x{seq} {proj:8}", env[a_key or "o2"], getattr(w, w_key).T,
-            env[r_key] if r_key else None, fam_name == "llama_gate_up", members)
+        r = env[r_key] if r_key else None
+        if proj == "qkv" and w.qkv_bias is not None:
+            fam_name, r = "llama_qkv_bias", w.qkv_bias
+        one(ks[fam_name], f"{cfg_name} {batch}x{seq} {proj:8}", env[a_key or "o2"], getattr(w, w_key).T, r,
+            fam_name == "llama_gate_up", members)
 
 
 def one(fam, label: str, a, b, r, gated: bool, members: bool = False) -> None:
