@@ -16,7 +16,9 @@ Device time of record: each layer captured into a CUDA graph (three layers in a 
 times back to back per sample (every side; nothing of the host's launch path counts, and the card stays busy as in a
 serving loop), the sides in interleaved rounds, each round starting with the next side (a clock drift over the run
 reaches each alike). The ``1 replay`` columns time one replay per sample (the card idles while the host waits for
-it: the method of record until 2026-12-06, printed beside for comparison). Host overhead is reported separately:
+it: the method of record until 2026-12-06, printed beside for comparison). Each case's line also gives the ratio to
+torch.compile round by round (the two layers' samples of one round ran next to each other): its median and
+quartiles, the spread to read the ratio of record against. Host overhead is reported separately:
 wall time per layer of back-to-back eager calls (``eager ms`` columns; torch.compile's Python guards and ckgen's
 prepared calls included). The per-step breakdown times each
 step of the two layers alone (graph replay), every step of both layers in the same interleaved rounds. Accuracy:
@@ -207,7 +209,8 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
             sides[f"ckgen_{other}"] = lambda s=other_steps: ex.forward(s, x)
             errs[f"ckgen_{other}"] = rel_err(sides[f"ckgen_{other}"](), ref)
         del ref
-        dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3, replays=replays)
+        rounds: dict = {}
+        dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3, replays=replays, samples=rounds)
         dev1 = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
@@ -215,7 +218,15 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
     return {"config": cfg_name, "batch": batch, "seq": seq, "device_ms": dev, "device_ms_1replay": dev1,
             "eager_ms": wall, "rel_err": errs, "vs_compile": dev["compile"] / dev["ckgen"],
             "vs_compile_1replay": dev1["compile"] / dev1["ckgen"], "vs_eager": dev["eager"] / dev["ckgen"],
+            "vs_compile_rounds": paired(rounds["compile"], rounds["ckgen"]),
             "err_ratio": errs["ckgen"] / errs["eager"], "pieces": pieces}
+
+
+def paired(peer: list, ours: list) -> tuple:
+    """The per-round ratios peer / ours (the two sides' samples of one round ran next to each other): their lower
+    quartile, median and upper quartile, a spread to read the ratio of medians against."""
+    r = sorted(p / o for p, o in zip(peer, ours, strict=True))
+    return r[len(r) // 4], r[len(r) // 2], r[(3 * len(r)) // 4]
 
 
 def print_rows(rows: list[dict]) -> None:
@@ -269,9 +280,10 @@ def main() -> int:
             d = r["device_ms"]
             fold = (f"; unfolded {d['ckgen_unfolded']:.3f} ms (folding gains {d['ckgen_unfolded'] / d['ckgen']:.4f}x, "
                     f"error {r['rel_err']['ckgen']:.2e} vs {r['rel_err']['ckgen_unfolded']:.2e})" if a.fold_norms else "")
+            q1, q2, q3 = r["vs_compile_rounds"]
             print(f"{cfg_name} {shape}: ckgen {d['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile "
-                  f"({r['vs_compile_1replay']:.3f}x by 1 replay per sample), {r['vs_eager']:.3f}x eager{fold}",
-                  flush=True)
+                  f"(per round {q2:.3f}x, quartiles {q1:.3f}-{q3:.3f}; {r['vs_compile_1replay']:.3f}x by 1 replay "
+                  f"per sample), {r['vs_eager']:.3f}x eager{fold}", flush=True)
             for side in (k for k in d if k.startswith("ckgen_") and k != "ckgen_unfolded"):
                 print(f"  {side}: {d[side]:.3f} ms ({d[side] / d['ckgen']:.4f}x the layer's time, "
                       f"{d['compile'] / d[side]:.3f}x compile; error {r['rel_err'][side]:.2e})")

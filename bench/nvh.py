@@ -118,13 +118,14 @@ def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float
 
 
 def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inner: int = 3,
-                               replays: int = 1) -> dict:
+                               replays: int = 1, samples: dict | None = None) -> dict:
     """time_graph_ms for every side of ``fns`` (name -> fn), one graph each, timed in ``rounds`` interleaved rounds
     (``replays`` back-to-back replays of each side per round, in turn, between two events), so that a drift of the
     clocks over the run reaches every side alike: per side the median over the rounds, per call. Each round starts
     one side later than the one before, so that no side always runs first (after the host's pause) or always after
     the same neighbour (a card warmed by it). ``replays`` > 1 times the steady state of a loop that keeps the card
-    busy; with one replay per sample the card idles while the host waits for each sample."""
+    busy; with one replay per sample the card idles while the host waits for each sample. ``samples``: a dict to
+    receive every side's per-round times (in round order: round r's samples of two sides ran next to each other)."""
     graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
@@ -133,6 +134,8 @@ def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inne
         for name in names[r % len(names):] + names[:r % len(names)]:
             times[name].append(_median_ms(lambda g=graphs[name]: [g.replay() for _ in range(replays)], 1,
                                           inner * replays))
+    if samples is not None:
+        samples.update(times)
     return {name: median(ts) for name, ts in times.items()}
 
 
