@@ -124,16 +124,14 @@ def rope_tables(ex, cfg, batch: int, seq: int, dtype):
     return ang.cos()[:, None, :].to(dtype), ang.sin()[:, None, :].to(dtype)
 
 
-def time_steps(sides: dict, x) -> dict:
+def time_steps(ex, sides: dict, x) -> dict:
     """Each step's device time alone (graph replay) on the intermediates of one run of its whole layer, for every
     side (name -> its steps), all steps of all sides in interleaved rounds (timed one side after the other, the
     second side's steps had run on a card warmed by the first's: up to 12% apart on a 0.3 ms GEMM, H100).
     Returns side -> [(step, ms)]."""
     fns = {}
     for side, layer_steps in sides.items():
-        env = {"x": x}
-        for _, fn in layer_steps:
-            fn(env)
+        env = ex.run_steps(layer_steps, x)
         for i, (_, fn) in enumerate(layer_steps):
             fns[(side, i)] = lambda fn=fn, env=env: fn(env)
     t = time_graphs_interleaved_ms(fns, warmup=2, rounds=7, inner=5)
@@ -214,7 +212,7 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
         dev1 = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
-        pieces = time_steps(step_sides, x)
+        pieces = time_steps(ex, step_sides, x)
     return {"config": cfg_name, "batch": batch, "seq": seq, "device_ms": dev, "device_ms_1replay": dev1,
             "eager_ms": wall, "rel_err": errs, "vs_compile": dev["compile"] / dev["ckgen"],
             "vs_compile_1replay": dev1["compile"] / dev1["ckgen"], "vs_eager": dev["eager"] / dev["ckgen"],

@@ -323,12 +323,18 @@ def _folded_steps(ks: dict, cfg: Config, w: Weights, batch: int, seq: int, rope:
             ("o_proj+res", plain["o_proj+res"]), ("norm_rstd", post_norm), ("gate_up", gate_up), ("down", plain["down"])]
 
 
-def forward(layer_steps: list, x) -> object:
-    """The layer's output on ``x``: every step of :func:`steps` in order."""
+def run_steps(layer_steps: list, x) -> dict:
+    """Steps of :func:`steps` (all, or a prefix) in order on ``x``: the environment of their intermediates by name
+    (``x``, ``h``, ``qkv``, ..., ``out`` after the last step)."""
     env = {"x": x}
     for _, fn in layer_steps:
         fn(env)
-    return env["out"]
+    return env
+
+
+def forward(layer_steps: list, x) -> object:
+    """The layer's output on ``x``: every step of :func:`steps` in order."""
+    return run_steps(layer_steps, x)["out"]
 
 
 def rope_angles(cfg: Config, batch: int, seq: int) -> np.ndarray:

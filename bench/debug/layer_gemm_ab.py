@@ -42,9 +42,7 @@ def case(ex, ks, cfg_name: str, batch: int, seq: int, members: bool = False) -> 
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
     rope = ex.rope_inputs(cfg, batch, seq, "cuda")
-    env = {"x": x}
-    for _, fn in ex.steps(ks, cfg, w, batch, seq, rope):
-        fn(env)
+    env = ex.run_steps(ex.steps(ks, cfg, w, batch, seq, rope), x)
     env["o2"] = env["o"].reshape(x.shape[0], cfg.q_n)
     for proj, (fam_name, a_key, w_key, r_key) in PROJ.items():
         r = env[r_key] if r_key else None

@@ -32,14 +32,6 @@ def layers(ex, ks, cfg, w, batch: int, seq: int, rope) -> dict:
             "fold_post": plain[:5] + folded[5:]}
 
 
-def run_steps(layer_steps: list, x) -> dict:
-    """Steps in order on a fresh environment (a prefix has no output of its own)."""
-    env = {"x": x}
-    for _, fn in layer_steps:
-        fn(env)
-    return env
-
-
 def run(ex, ks, cfg_name: str, batch: int, seq: int) -> None:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
@@ -48,9 +40,9 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int) -> None:
     sides = layers(ex, ks, cfg, w, batch, seq, rope)
     fns = {}
     for name, st in sides.items():
-        env = run_steps(st, x)
+        env = ex.run_steps(st, x)
         for k in range(1, len(st) + 1):  # the prefixes, each on a fresh environment of its own
-            fns[(name, "prefix", k)] = lambda st=st[:k]: run_steps(st, x)
+            fns[(name, "prefix", k)] = lambda st=st[:k]: ex.run_steps(st, x)
         for i, (_, fn) in enumerate(st):  # each step alone, on the whole layer's intermediates
             fns[(name, "alone", i)] = lambda fn=fn, env=env: fn(env)
     with torch.no_grad():
