@@ -117,21 +117,26 @@ def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float
     return _median_ms(g.replay, reps, inner)
 
 
+def round_order(names: list, r: int) -> list:
+    """The sides' order in interleaved round r: each round starts one side later than the one before, so that no
+    side always runs first (after the host's pause) or always after the same neighbour (a card warmed by it)."""
+    return names[r % len(names):] + names[:r % len(names)]
+
+
 def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inner: int = 3,
                                replays: int = 1, samples: dict | None = None) -> dict:
     """time_graph_ms for every side of ``fns`` (name -> fn), one graph each, timed in ``rounds`` interleaved rounds
     (``replays`` back-to-back replays of each side per round, in turn, between two events), so that a drift of the
-    clocks over the run reaches every side alike: per side the median over the rounds, per call. Each round starts
-    one side later than the one before, so that no side always runs first (after the host's pause) or always after
-    the same neighbour (a card warmed by it). ``replays`` > 1 times the steady state of a loop that keeps the card
+    clocks over the run reaches every side alike: per side the median over the rounds, per call. The sides take
+    turns in :func:`round_order`. ``replays`` > 1 times the steady state of a loop that keeps the card
     busy; with one replay per sample the card idles while the host waits for each sample. ``samples``: a dict to
-    receive every side's per-round times (in round order: round r's samples of two sides ran next to each other)."""
+    receive every side's per-round times (in round order: round r's samples of all sides ran within the same round)."""
     graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
     names = list(graphs)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in round_order(names, r):
             times[name].append(_median_ms(lambda g=graphs[name]: [g.replay() for _ in range(replays)], 1,
                                           inner * replays))
     if samples is not None:

@@ -32,7 +32,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from model import _example, rope_tables, torch_steps  # noqa: E402
-from nvh import capture_graph  # noqa: E402
+from nvh import capture_graph, round_order  # noqa: E402
 
 
 def samples(path: str, numeric: bool = True) -> list:
@@ -78,7 +78,7 @@ def run(ex, ks, cfg_name: str, batch: int, seq: int, window_ms: float, rounds: i
     windows = {n: [] for n in names}
     times = {n: [] for n in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in round_order(names, r):
             g = graphs[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             t0 = time.time()
