@@ -17,7 +17,7 @@ times back to back per sample (every side; nothing of the host's launch path cou
 serving loop), the sides in interleaved rounds, each round starting with the next side (a clock drift over the run
 reaches each alike). The ``1 replay`` columns time one replay per sample (the card idles while the host waits for
 it: the method of record until 2026-12-06, printed beside for comparison). Each case's line also gives the ratio to
-torch.compile round by round (the two layers' samples of one round ran within the same round): its median and
+torch.compile round by round (the ratio of the two layers' samples of one round, taken on a card in one state): its median and
 quartiles, the spread to read the ratio of record against. Host overhead is reported separately:
 wall time per layer of back-to-back eager calls (``eager ms`` columns; torch.compile's Python guards and ckgen's
 prepared calls included). The per-step breakdown times each
@@ -221,7 +221,7 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
 
 
 def paired(peer: list, ours: list) -> tuple:
-    """The per-round ratios peer / ours (the two sides' samples of one round ran within the same round): their lower
+    """The per-round ratios peer / ours (the two sides' samples of one round, taken on a card in one state): their lower
     quartile, median and upper quartile, a spread to read the ratio of medians against."""
     r = sorted(p / o for p, o in zip(peer, ours, strict=True))
     return r[len(r) // 4], r[len(r) // 2], r[(3 * len(r)) // 4]

@@ -130,7 +130,7 @@ def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inne
     clocks over the run reaches every side alike: per side the median over the rounds, per call. The sides take
     turns in :func:`round_order`. ``replays`` > 1 times the steady state of a loop that keeps the card
     busy; with one replay per sample the card idles while the host waits for each sample. ``samples``: a dict to
-    receive every side's per-round times (in round order: round r's samples of all sides ran within the same round)."""
+    receive every side's per-round times (in round order, so that the sides' r-th samples come from one round)."""
     graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
