@@ -60,9 +60,9 @@
 #   layer-gemms  issue 28: bench/debug/layer_gemm_ab.py --members for both configurations at LAYER_GEMM_SHAPES
 #             (default 1x2048): each projection's family call, its chosen member, every other member and torch, on
 #             the layer's own data (e.g. Qwen2.5-7B's qkv with bias: 0.143 ms against eager's 0.097 at 2048 tokens)
-#   layer-probe  issue 28: bench/debug/layer_clocks.py (as layer-clocks) and bench/debug/layer_prefix.py (every
-#             prefix of four layers as one graph beside each step alone: where a composed layer's time exceeds its
-#             steps'); prebuild llama first
+#   layer-prefix  issue 28: bench/debug/layer_prefix.py (every prefix of four layers as one graph beside each step
+#             alone: where a composed layer's time exceeds its steps'); prebuild llama first. (The stage layer-probe
+#             of the 2026-12-06 logs was layer_clocks.py, then this: now layer-clocks layer-prefix)
 #   layer     issue 22: bench/layer.py, a Llama-3-8B decoder layer from the Python callables against the same kernels
 #             through their raw C entries (wall time per layer), and the callables' layer as one CUDA graph
 #   elementwise  issue 28: the element-wise op's GPU tests (tests/runtime/test_nvidia_elementwise.py), then
@@ -202,9 +202,7 @@ for STAGE in "$@"; do
           > "$OUT/layer_gemms_$c.txt" 2>&1
         echo "layer_gemm_ab $c rc $?"; grep -E " us \|" "$OUT/layer_gemms_$c.txt" | cut -c1-400
       done ;;
-    layer-probe)
-      timeout 150 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
-      echo "layer_clocks rc $?"; tail -12 "$OUT/layer_clocks.txt"
+    layer-prefix)
       timeout 240 python3 bench/debug/layer_prefix.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_prefix.txt" 2>&1
       echo "layer_prefix rc $?"; tail -24 "$OUT/layer_prefix.txt" ;;
     quant)
