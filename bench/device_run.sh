@@ -113,6 +113,8 @@ build_probe() {
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site CKGEN_CACHE_DIR=$PWD/.nvcache
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
 PYTEST="python3 -m pytest -q -p no:cacheprovider -n 0 -m gpu"  # one process: the GPU tests share one device
+# every memcheck stage's prefix: no caching allocator (memcheck sees each tensor's own bounds), no profiler in the tests
+MEMCHECK="env PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 compute-sanitizer --tool memcheck --leak-check no"
 MARK=$(mktemp); trap 'echo "=== libraries built on the device: $(find .nvcache -name ckgen-manifest.json -newer "$MARK" 2>/dev/null | wc -l)"' EXIT
 for STAGE in "$@"; do
   echo "=== $STAGE $(date +%H:%M:%S)"
@@ -131,7 +133,7 @@ for STAGE in "$@"; do
       python3 -m ckgen run bench/bmm_nv.ck --kernel bmm_bf16_t128_256_64_w24_s4 --target sm_90 \
         --size m=264,n=520,k=136,batch=3 2>&1 | tee -a "$OUT/ckgen_run.txt" ;;
     memcheck)
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 300 $MEMCHECK $PYTEST \
         tests/runtime -k "(pad0 or numpy or errors or batched) and not runs_wh" > "$OUT/memcheck.txt" 2>&1
       echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.txt" | tail -3 ;;
     gemm)
@@ -141,7 +143,7 @@ for STAGE in "$@"; do
       timeout 300 $PYTEST tests/runtime/test_nvidia_cuda.py tests/runtime/test_nvidia_gemm_fused.py -k "c2" \
         > "$OUT/pytest_cluster.txt" 2>&1
       echo "pytest -m gpu (clusters) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_cluster.txt" | tail -8
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 240 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_cuda.py -k "c2 and pad0 and edge" > "$OUT/memcheck_cluster.txt" 2>&1
       echo "memcheck (clusters) rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_cluster.txt" | tail -3
       timeout 420 python3 bench/gemm_cluster.py $CLUSTER_ARGS --json "$OUT/gemm_cluster.json" \
@@ -160,7 +162,7 @@ for STAGE in "$@"; do
       timeout 200 $PYTEST $TESTS > "$OUT/pytest_tests.txt" 2>&1
       echo "pytest -m gpu $TESTS rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_tests.txt" | tail -8 ;;
     tests-memcheck)
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 200 compute-sanitizer --tool memcheck --leak-check no $PYTEST $TESTS \
+      timeout 200 $MEMCHECK $PYTEST $TESTS \
         -k "${TESTS_K:-not runs_wh}" > "$OUT/memcheck_tests.txt" 2>&1
       echo "memcheck $TESTS rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_tests.txt" | tail -3 ;;
     prebuild)
@@ -227,13 +229,13 @@ for STAGE in "$@"; do
         --json "$OUT/rowops_widths.json" ${ROWOPS_BENCH_ARGS:-} > "$OUT/rowops_widths.txt" 2>&1
       echo "rowops bench (${ROWOPS_KINDS:-hidden} ${ROWOPS_PART:-1/1}) rc $?"; grep -A40 "pairs at" "$OUT/rowops_widths.txt" ;;
     rowops-memcheck)
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 300 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_rowops.py -k "edge_shapes or in_place or numpy" > "$OUT/memcheck_rowops.txt" 2>&1
       echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_rowops.txt" | tail -3 ;;
     rowops-split)
       timeout 240 $PYTEST tests/runtime/test_nvidia_rowops_split.py > "$OUT/pytest_rowops_split.txt" 2>&1
       echo "pytest -m gpu (rowops split) rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_rowops_split.txt" | tail -8
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 240 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_rowops_split.py -k float64 > "$OUT/memcheck_rowops_split.txt" 2>&1
       echo "memcheck rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_rowops_split.txt" | tail -3 ;;
     rowops-split-bench)
@@ -289,7 +291,7 @@ PY
     sched)
       timeout 300 $PYTEST tests/runtime/test_nvidia_schedules.py > "$OUT/pytest_sched.txt" 2>&1; echo "pytest sched rc $?"
       grep -E "passed|failed|Error" "$OUT/pytest_sched.txt" | tail -8
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 300 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_schedules.py -k "pad0 or missing" > "$OUT/memcheck_sched.txt" 2>&1
       echo "memcheck sched rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_sched.txt" | tail -3 ;;
     attention)
@@ -308,20 +310,20 @@ PY
         --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
       echo "bench attention rc $?"; grep -E "FAIL|differs" "$OUT/attention.txt" | head; tail -16 "$OUT/attention.txt" ;;
     attention-hopper-memcheck)
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 280 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "(w128x64 or f16_d64- or f16_d128_window or h140x) and not runs_wh" \
         > "$OUT/memcheck_attention_hopper.txt" 2>&1
       echo "memcheck attention hopper rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention_hopper.txt" | tail -3 ;;
     decode)
       timeout 240 $PYTEST tests/runtime/test_nvidia_decode.py > "$OUT/pytest_decode.txt" 2>&1
       echo "pytest decode rc $?"; grep -E "passed|failed|Error" "$OUT/pytest_decode.txt" | tail -8
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 240 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 240 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_decode.py -k "page or prefill" > "$OUT/memcheck_decode.txt" 2>&1
       echo "memcheck decode rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_decode.txt" | tail -3
       timeout 500 python3 bench/decode.py ${DECODE_BENCH_ARGS:-} --json "$OUT/decode.json" > "$OUT/decode.txt" 2>&1
       echo "bench decode rc $?"; grep -E "FAIL|differs" "$OUT/decode.txt" | head; grep -A80 "^case" "$OUT/decode.txt" ;;
     attention-memcheck)
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 280 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 280 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "(odd or q1k1 or k0 or 4seq or 3seq) and not runs_wh" > "$OUT/memcheck_attention.txt" 2>&1
       echo "memcheck attention rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_attention.txt" | tail -3 ;;
     probe)
@@ -354,7 +356,7 @@ PY
     moe)
       timeout 300 $PYTEST tests/runtime/test_nvidia_moe.py > "$OUT/pytest_moe.txt" 2>&1; echo "pytest moe rc $?"
       grep -E "passed|failed|Error" "$OUT/pytest_moe.txt" | tail -8
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 CKGEN_TEST_NO_PROFILER=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no $PYTEST \
+      timeout 300 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_moe.py -k "not graph" > "$OUT/memcheck_moe.txt" 2>&1
       echo "memcheck moe rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_moe.txt" | tail -3
       timeout 420 python3 bench/moe.py --quick --json "$OUT/moe.json" > "$OUT/moe.txt" 2>&1; echo "moe rc $?"
