@@ -29,6 +29,7 @@ table apart from what scattered pages cost the memory system (address translatio
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -169,10 +170,23 @@ PREFILL = ((4, 512, 4096), (4, 512, 16384), (1, 2048, 32768), (16, 256, 8192))  
 DENSE_PREFILL = ("bf16_d128_causal_wg128x128s2", "bf16_d128_causal_wg128x64s4")
 
 
+def kernels_run(fn, prefix: str) -> str:
+    """Runs fn() once under torch's profiler: the CUDA kernels it launched whose names start with ``prefix`` (which
+    entries of a ckgen kernel ran)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return ", ".join(sorted({e.name for e in prof.events()
+                             if e.device_type == torch.autograd.DeviceType.CUDA and e.name.startswith(prefix)}))
+
+
 def prefill(args, good, bw) -> int:
     """Chunked prefill: a chunk of ``sq`` query tokens at the end of ``sk`` keys per sequence, causal bottom-right,
     GQA 32/8 d128, against SDPA flash with the lower-right causal mask (torch.nn.attention.bias.causal_lower_right),
-    contiguous and paged (pages of 16, shuffled); TFLOP/s = 4 * b * h * d * (visible pairs) / time. Besides the
+    contiguous and paged (pages of 16, shuffled); TFLOP/s = 4 * b * h * d * (visible pairs) / time; each decode
+    kernel's note names the entries its call ran (a kernel with body = wgmma: its Hopper prefill entry). Besides the
     decode kernels (any lengths, pages), op = attention's Hopper kernels (DENSE_PREFILL, marked "dense") on the
     contiguous cache, whose sequences here share one length: the route for such a batch."""
     dense = {f"{n} (dense)": k for n, k in jit_file("bench/attention_nv.ck", "|".join(DENSE_PREFILL)).items()}
@@ -222,8 +236,7 @@ def prefill(args, good, bw) -> int:
                          {**named, "block_table": shuffled} if paged else named))
         for n, kern, kk, vv, checked, timed in runs:
             o.fill_(float("nan"))
-            kern(q, kk, vv, O=o, **checked)
-            torch.cuda.synchronize()
+            entry = kernels_run(functools.partial(kern, q, kk, vv, O=o, **checked), n.split()[0])
             diff = float((o.float() - ref.float()).norm() / ref.float().norm()) if ref is not None else None
             if diff is not None and not diff <= TOL:
                 print(f"  {name}: {n} differs from SDPA ({diff})")
@@ -233,7 +246,7 @@ def prefill(args, good, bw) -> int:
                 t, note = time_graph_ms(raw_call(kern, q, kk, vv, O=o), warmup=3, reps=15, inner=5), ""
             else:
                 t, used = time_kernel(kern, q, kk, vv, o, timed, [])
-                note = f"  (splits {used})"
+                note = f"  (splits {used}; ran {entry})"
             ratio = f"{t_fl / t:5.2f}x" if t_fl else "  n/a"
             flash = f"{fl / t_fl / 1e9:8.1f}" if t_fl else "     n/a"
             print(f"{name:30} {n:40} {fl / t / 1e9:8.1f} {flash} {ratio}{note}", flush=True)

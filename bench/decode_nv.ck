@@ -69,3 +69,11 @@ kernel pre_bf16_d128_causal_p16_m128w4n32s2q { op = attention_decode  dtype = bf
   page_size = 16  tile = 128x32  waves = 4  q_in_regs = false }
 kernel pre_bf16_d128_causal_p16_m64w4n64s2 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 16  tile = 64x64  waves = 4 }
+// the Hopper prefill entry (body = wgmma: the attention op's TMA + wgmma body on the cache, attention_decode_sm90.h),
+// which the host entry runs for these chunks (one split, no seqlens_q); the decode body (64x64) for other calls
+kernel pre_bf16_d128_causal_wg128x128 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  tile = 64x64  waves = 4  body = wgmma }
+kernel pre_bf16_d128_causal_p16_wg128x128 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  tile = 64x64  waves = 4  body = wgmma }
+kernel pre_bf16_d128_causal_p16_wg128x64s4 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  tile = 64x64  waves = 4  body = wgmma  wgmma_tile = 128x64  wgmma_stages = 4 }

@@ -35,7 +35,8 @@
 #   attention-memcheck  compute-sanitizer memcheck over the attention GPU tests' edge shapes
 #   decode    issue 27: the decode GPU tests (tests/runtime/test_nvidia_decode.py), memcheck over their edge shapes, then
 #             bench/decode.py (numerics, then % of the copy bandwidth and ratios to SDPA flash / cuDNN, contiguous and
-#             paged; DECODE_BENCH_ARGS adds options, e.g. --quick or --splits 1,4,16)
+#             paged; DECODE_BENCH_ARGS adds options, e.g. --quick or --splits 1,4,16); decode-bench: bench/decode.py
+#             alone (e.g. DECODE_BENCH_ARGS='--quick --prefill --only q --kernels pre_': the chunked-prefill table)
 #   attention-hopper  the attention GPU tests, `ckgen run` of the Hopper body (TMA + wgmma), then bench/attention.py on
 #             the Hopper kernels and the planned mma.sync ones only (ATTN_BENCH_KERNELS, a regex, overrides)
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
@@ -322,6 +323,9 @@ PY
       echo "memcheck decode rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_decode.txt" | tail -3
       timeout 500 python3 bench/decode.py ${DECODE_BENCH_ARGS:-} --json "$OUT/decode.json" > "$OUT/decode.txt" 2>&1
       echo "bench decode rc $?"; grep -E "FAIL|differs" "$OUT/decode.txt" | head; grep -A80 "^case" "$OUT/decode.txt" ;;
+    decode-bench)
+      timeout 400 python3 bench/decode.py ${DECODE_BENCH_ARGS:-} --json "$OUT/decode.json" > "$OUT/decode.txt" 2>&1
+      echo "bench decode rc $?"; grep -E "FAIL|differs|^prefill|^b[0-9]" "$OUT/decode.txt" | head -60 ;;
     attention-memcheck)
       timeout 280 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "(odd or q1k1 or k0 or 4seq or 3seq) and not runs_wh" > "$OUT/memcheck_attention.txt" 2>&1

@@ -9,12 +9,17 @@ fixed); a call captured in a CUDA graph and replayed (the workspace is left zero
 appended to the paged cache (op = attention_kv_append) and then decoded; per-sequence query lengths
 (seqlens_q) mixing decode steps and prefill chunks; the warps splitting each tile's keys (warp_split = keys: GQA
 32/8 with 1 and 4 tokens, contiguous and paged, causal chunks, the warps' states merged; bitwise repeatable; 32-row
-tiles with MQA packing: 32/1 and 16/1 x 2 and 3 tokens, contiguous and paged causal).
+tiles with MQA packing: 32/1 and 16/1 x 2 and 3 tokens, contiguous and paged causal); the Hopper prefill entry
+(body = wgmma: TMA + wgmma on the cache) on prefill chunks, contiguous and paged (pages of 16 and 32 smaller than
+its key tile, 256 larger), GQA / MHA / MQA, d64 / d128 / d256, lengths 0, 1, page boundaries +-1, every K/V row past
+a sequence's keys NaN-poisoned, and the calls it leaves to the decode body (a split, seqlens_q, a short chunk).
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tests.runtime.gpu_helpers import launched
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
@@ -39,6 +44,13 @@ kernel gpu_dec_bf16_d128_keys_m32 { op = attention_decode  dtype = bf16  head_di
   tile = 32x64  waves = 4 }
 kernel gpu_dec_bf16_d128_causal_p16_keys_m32 { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
   page_size = 16  warp_split = keys  tile = 32x64  waves = 4 }
+kernel gpu_pre_bf16_d128_causal_p16_wg { op = attention_decode  dtype = bf16  head_dim = 128  mask = causal
+  page_size = 16  body = wgmma }
+kernel gpu_pre_f16_d64_wg { op = attention_decode  dtype = f16  head_dim = 64  body = wgmma }
+kernel gpu_pre_bf16_d256_causal_p256_wg { op = attention_decode  dtype = bf16  head_dim = 256  mask = causal
+  page_size = 256  body = wgmma }
+kernel gpu_pre_bf16_d128_p32_wg64 { op = attention_decode  dtype = bf16  head_dim = 128  page_size = 32  body = wgmma
+  wgmma_tile = 128x64 }
 """
 TORCH = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 5e-3, "bf16": 2.5e-2}
@@ -301,3 +313,55 @@ def test_key_split_32_rows_mqa_paged_causal(heads, sq, splits):
     assert not k.plan.body.q_in_regs
     p = problem(k, 7, heads, 1, sq, [16, 17, 15, 3001, 1, 0, 200], seed=60 + sq)
     check(k, p, call(k, p, num_splits=splits), causal=True)
+
+
+def poison_past_keys(kern, p):
+    """NaN in every K/V row the decode contract does not read: past each sequence's keys (contiguous), or in the
+    rest of its last page and in every page it does not hold (paged)."""
+    page, lens = kern.plan.spec.params.page_size, p["seqlens_k"].tolist()
+    for x in "KV":
+        t = p[x]
+        if not page:
+            for b, n in enumerate(lens):
+                t[b, n:] = float("nan")
+            continue
+        keep = torch.zeros(t.shape[:2], dtype=torch.bool, device="cuda")
+        for b, n in enumerate(lens):
+            for j in range(-(-n // page)):
+                keep[int(p["block_table"][b, j]), : min(page, n - j * page)] = True
+        t[~keep] = float("nan")
+
+
+@pytest.mark.parametrize("name, heads, heads_kv, sq, lens", [
+    ("gpu_pre_bf16_d128_causal_p16_wg", 8, 2, 100, [700, 100, 0, 15, 16, 17, 129]),
+    ("gpu_pre_f16_d64_wg", 6, 6, 200, [1000, 1, 383, 64]),
+    ("gpu_pre_bf16_d256_causal_p256_wg", 4, 1, 64, [513, 255, 256, 64, 3]),
+    ("gpu_pre_bf16_d128_p32_wg64", 8, 4, 130, [97, 31, 33, 4096]),
+])
+def test_prefill_entry(name, heads, heads_kv, sq, lens):
+    """A prefill chunk on the Hopper entry (and not the decode body) against float64: rows that see no key (causal
+    chunks longer than the keys, empty sequences) O = 0 and LSE = -inf; NaN past the keys never reaches O."""
+    k = kernel(name)
+    p = problem(k, len(lens), heads, heads_kv, sq, lens, seed=len(lens))
+    poison_past_keys(k, p)
+    o = torch.full_like(p["Q"], float("nan"))
+    lse = torch.full((len(lens), heads, sq), float("nan"), device="cuda")
+    ran = launched(lambda: call(k, p, O=o, LSE=lse))
+    assert ran is None or (f"{name}_tma" in ran and name not in ran), ran
+    check(k, p, (o, lse), causal=k.plan.spec.params.attn.mask == "causal")
+
+
+@pytest.mark.parametrize("sq, kw", [(100, {"num_splits": 2}), (100, {"seqlens_q": [100, 40]}), (16, {})])
+def test_prefill_entry_leaves_other_calls_to_the_decode_body(sq, kw):
+    """A split, per-sequence query counts or a chunk under half the entry's query tile: the decode body runs."""
+    k = kernel("gpu_pre_bf16_d128_causal_p16_wg")
+    p = problem(k, 2, 8, 2, sq, [300, 150], seed=sq)
+    poison_past_keys(k, p)
+    if "seqlens_q" in kw:
+        kw = {"seqlens_q": torch.tensor(kw["seqlens_q"], dtype=torch.int32, device="cuda")}
+    out = []
+    ran = launched(lambda: out.append(call(k, p, **kw)))
+    assert ran is None or ("gpu_pre_bf16_d128_causal_p16_wg" in ran and not any(n.endswith("_tma") for n in ran)), ran
+    if "seqlens_q" not in kw:
+        check(k, p, out[0], causal=True)
+

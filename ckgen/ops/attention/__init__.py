@@ -20,7 +20,7 @@ from ckgen.ops.attention import abi as _abi
 from ckgen.ops.attention import plan as _plan
 from ckgen.ops.attention import reference as _ref
 from ckgen.ops.attention import spec as _spec
-from ckgen.ops.attention.body import cfg_members
+from ckgen.ops.attention.body import cfg_members, wgmma_members
 
 #: the Hopper body's header (device/), which also brings the portable NVIDIA body
 WGMMA_HEADER = "attention_fwd_sm90.h"
@@ -63,26 +63,17 @@ class AttentionOp(Op):
         i, amd = b.instr, t.platform == "amd"
         extra, ints = cfg_members(b, a.head_dim, t.wave_size, plan.threads, amd)
         types = [("T", a.dtype.cpp), *extra]
-        if b.wgmma is not None:  # the Hopper body's own tiling (attention_fwd_sm90.h checks the bytes)
-            ints += [("kSm90BlockM", b.wgmma.block_m), ("kSm90BlockN", b.wgmma.block_n),
-                     ("kSm90Stages", b.wgmma.stages), ("kSm90SmemBytes", b.wgmma.smem_bytes)]
-        constants = [("int", n, str(v)) for n, v in ints]
-        if b.wgmma is not None:
-            constants += [("bool", "kSm90Persistent", bool_literal(b.wgmma.persistent)),
-                          ("bool", "kSm90OBuffer", bool_literal(b.wgmma.o_buffer))]
+        w_ints, w_bools, w_notes = wgmma_members(b.wgmma)
+        constants = [("int", n, str(v)) for n, v in ints + w_ints]
+        constants += [("bool", n, bool_literal(v)) for n, v in w_bools]
         if not amd:
             constants.append(("bool", "kQInRegs", bool_literal(b.q_in_regs)))
         constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", bool_literal(a.varlen)),
                       ("bool", "kGqa", "true")]
         constants += a.rope.constants() if a.rope else []
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
-                 f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
-        if b.wgmma is not None:
-            w = b.wgmma
-            notes.append(f"Hopper body (<name>_tma): {w.block_m}x{w.block_n}, {w.stages} K/V stages, {w.threads} "
-                         f"threads, {w.smem_bytes} bytes of shared memory"
-                         f"{', O staged in a tile of its own' if w.o_buffer else ', O staged in the Q tile'}; "
-                         f"{'a persistent grid over pairs of query tiles' if w.persistent else 'a block per query tile'}.")
+                 f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}.",
+                 *w_notes]
         # the Hopper body's header includes the portable one (attention_fwd_nv.h)
         header = WGMMA_HEADER if b.wgmma is not None else b.body.header
         return {"types": types, "constants": constants, "header": header, "impl": b.body.impl,

@@ -122,3 +122,19 @@ def cfg_members(b: AttentionPlan, head_dim: int, wave_size: int, threads: int, a
     ints += [("kWarps", b.waves), ("kWaveSize", wave_size), ("kThreads", threads), ("kStages", b.lds_buffers),
              ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
     return [], ints
+
+
+def wgmma_members(w: WgmmaBodyPlan | None) -> tuple[list, list, list[str]]:
+    """The Cfg members of the Hopper body (``device/attention_fwd_sm90.h`` checks the bytes) and its note, both
+    attention ops': (int members, bool members as (name, value), notes); all empty without one."""
+    if w is None:
+        return [], [], []
+    ints = [("kSm90BlockM", w.block_m), ("kSm90BlockN", w.block_n), ("kSm90Stages", w.stages),
+            ("kSm90SmemBytes", w.smem_bytes)]
+    bools = [("kSm90Persistent", w.persistent), ("kSm90OBuffer", w.o_buffer)]
+    note = (f"Hopper body (<name>_tma): {w.block_m}x{w.block_n}, {w.stages} K/V stages, {w.threads} threads, "
+            f"{w.smem_bytes} bytes of shared memory"
+            f"{', O staged in a tile of its own' if w.o_buffer else ', O staged in the Q tile'}; "
+            f"{'a persistent grid over pairs of query tiles' if w.persistent else 'a block per query tile'}.")
+    return ints, bools, [note]
+

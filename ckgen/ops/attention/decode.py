@@ -38,9 +38,17 @@ from ckgen.lower.draft import run_passes
 from ckgen.ops.attention import decode_abi as _abi
 from ckgen.ops.attention import decode_reference as _ref
 from ckgen.ops.attention import plan as _plan
-from ckgen.ops.attention.body import AttentionPlan, cfg_members
+from ckgen.ops.attention.body import AttentionPlan, cfg_members, wgmma_members
 from ckgen.ops.attention.rope import parse as parse_rope
-from ckgen.ops.attention.spec import DTYPES, HEAD_DIMS, AttentionConfig, AttentionSpec
+from ckgen.ops.attention.spec import (
+    BODY_CHOICES,
+    DTYPES,
+    GRID_CHOICES,
+    HEAD_DIMS,
+    AttentionConfig,
+    AttentionSpec,
+)
+from ckgen.ops.attention.spec import KEYS as SPEC_KEYS
 
 MASKS = ("none", "causal")
 #: how the waves of a workgroup share a K/V tile: rows (each its own 16-row blocks, every key) or keys (NVIDIA: the
@@ -55,6 +63,8 @@ PAGE_SIZES = (16, 32, 64, 128, 256)
 #: the decode body per target platform: (header in device/, entry template)
 BODIES = {"amd": ("attention_decode_amd.h", "ckgen::attention_decode_amd"),
           "cuda": ("attention_decode_nv.h", "ckgen::attention_decode_nv")}
+#: the header of a kernel with the Hopper prefill entry (it includes the NVIDIA decode body's)
+PREFILL_HEADER = "attention_decode_sm90.h"
 #: decode defaults per (platform, head dim): (rows, keys) per workgroup and waves, 16 rows per wave (a group of
 #: query heads x a few tokens); keys per tile shrink with the head dim so that the next tile's loads and O^T stay
 #: in registers. AMD with one LDS buffer (gfx942, clang-19: 194, 148 and 186 VGPRs, 18 KiB of LDS: 2, 3 and 2
@@ -86,6 +96,10 @@ KEYS = (
     Key("rope", "rotate Q as it is loaded at positions seqlens_k - seqlens_q + token (K comes rotated, by "
         "attention_kv_append) with the table cos_sin: neox, gptj, neox(rot), gptj(rot), true (= neox) or false",
         default_text="false"),
+    Key("body", "mma_sync, auto or wgmma: auto and wgmma add the Hopper prefill entry (TMA + wgmma, sm_90; no rope), "
+        "which the host entry runs for a call with one split, no seqlens_q and seqlen_q >= half its query tile "
+        "(prefill chunks); wgmma refuses a kernel it cannot take", default_text="mma_sync (the decode body alone)"),
+    *(k for k in SPEC_KEYS if k.name in ("wgmma_tile", "wgmma_stages", "wgmma_grid")),
 )
 
 
@@ -143,7 +157,10 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> DecodeParams:
         waves_per_eu=V.integer(v["waves_per_eu"], "waves_per_eu", 1, 8) if "waves_per_eu" in v else None,
         q_in_regs=V.boolean(v["q_in_regs"], "q_in_regs") if "q_in_regs" in v else None,
         kv_barriers=V.integer(v["kv_barriers"], "kv_barriers", 1, 2) if "kv_barriers" in v else None,
-        body="mma_sync",
+        body=V.word(v["body"], "body", BODY_CHOICES) if "body" in v else "mma_sync",
+        wgmma_tile=V.dims(v["wgmma_tile"], "wgmma_tile", 2) if "wgmma_tile" in v else None,
+        wgmma_stages=V.integer(v["wgmma_stages"], "wgmma_stages", 1, 8) if "wgmma_stages" in v else None,
+        wgmma_grid=V.word(v["wgmma_grid"], "wgmma_grid", GRID_CHOICES) if "wgmma_grid" in v else None,
     )
     rope = parse_rope(v["rope"], hd) if "rope" in v else None
     split = V.word(v["warp_split"], "warp_split", WARP_SPLITS) if "warp_split" in v else "rows"
@@ -203,11 +220,27 @@ def _key_split_q_place(d: _plan.AttentionDraft) -> None:
         d.q_in_regs = False
 
 
-#: the attention op's passes (its Hopper body aside) after the decode defaults, the key split's Q placement before
-#: the register estimate
+def _prefill_body(d: _plan.AttentionDraft) -> None:
+    """``body = auto | wgmma``: the Hopper prefill entry (``device/attention_decode_sm90.h``), planned by the
+    attention op's pass (its tile, stages and grid, written or from its table). It reads Q as loaded: with ``rope``
+    ``auto`` plans none and ``wgmma`` (or a written wgmma_* parameter) is refused."""
+    cfg = d.cfg
+    if d.a.rope is not None and cfg.body != "mma_sync":
+        written = [n for n in ("wgmma_tile", "wgmma_stages", "wgmma_grid") if getattr(cfg, n) is not None]
+        if cfg.body == "wgmma" or written:
+            param = "body" if cfg.body == "wgmma" else written[0]
+            value = "wgmma" if cfg.body == "wgmma" else _plan._text(getattr(cfg, param))
+            raise d.fail(param, value, "body = auto or mma_sync (and no wgmma_* parameters) with rope",
+                         "the Hopper prefill entry does not rotate Q (the decode body does)")
+        return
+    _plan.plan_wgmma_body(d)
+
+
+#: the attention op's passes after the decode defaults, the key split's Q placement before the register estimate,
+#: the Hopper prefill entry last
 PASSES = (_decode_defaults,) + tuple(p for p in _plan.PASSES if p not in (_plan.plan_wgmma_body,
                                                                           _plan.estimate_registers)) + (
-    _key_split_q_place, _plan.estimate_registers)
+    _key_split_q_place, _plan.estimate_registers, _prefill_body)
 
 
 def plan(spec: KernelSpec, target: Target) -> KernelPlan:
@@ -216,14 +249,18 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                          waves=d.waves, lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
                          kv_barriers=d.kv_barriers, vec=d.vec, lds_k_stride=d.lds_k_stride,
                          lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes, mma_per_tile=d.mma_per_tile,
-                         registers=d.registers, planned=tuple(dict.fromkeys(d.planned)), split_keys=d.split_keys)
+                         registers=d.registers, planned=tuple(dict.fromkeys(d.planned)), split_keys=d.split_keys,
+                         wgmma=d.wgmma)
     threads = d.waves * target.wave_size
+    entries = [Entry(spec.name, threads, d.lds_bytes),
+               Entry(f"{spec.name}_combine", _abi.combine_threads(spec.params.attn.head_dim), 0, part_of=spec.name)]
+    if d.wgmma is not None:
+        entries.append(Entry(f"{spec.name}_tma", d.wgmma.threads, d.wgmma.smem_bytes, variant_of=spec.name))
     return KernelPlan(spec=spec, target=target, body=body, abi=_abi.abi(spec),
                       launch=_abi.launch(spec, threads, d.tile[0], d.tile[1],
-                                         _abi.workers(target.cus, target.lds_bytes_per_cu, d.lds_bytes)),
-                      entries=(Entry(spec.name, threads, d.lds_bytes),
-                               Entry(f"{spec.name}_combine", _abi.combine_threads(spec.params.attn.head_dim), 0,
-                                     part_of=spec.name)))
+                                         _abi.workers(target.cus, target.lds_bytes_per_cu, d.lds_bytes),
+                                         tma=d.wgmma is not None),
+                      entries=tuple(entries))
 
 
 class DecodeOp(Op):
@@ -246,29 +283,36 @@ class DecodeOp(Op):
         kv = f"pages of {page}" if page else "contiguous K/V"
         rope = f", RoPE {a.rope.text} on Q" if a.rope else ""
         split = ", warp_split keys" if b.split_keys else ""
+        w = b.wgmma
+        hopper = (f"; Hopper prefill entry {w.block_m}x{w.block_n}, {w.stages} stages"
+                  f"{', persistent' if w.persistent else ''}" if w is not None else "")
         return (f"{a.dtype.value} d{a.head_dim}, mask {a.mask}, {kv}{rope}, split-KV; tile {b.block_m}x{b.block_n}, "
-                f"waves {b.waves}{split}, lds_buffers {b.lds_buffers}, instr {b.instr.shape_text}")
+                f"waves {b.waves}{split}, lds_buffers {b.lds_buffers}, instr {b.instr.shape_text}{hopper}")
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg of the decode body: the prefill AMD body's members (its stages run each K/V tile) plus
-        kPageSize (0: contiguous) and kCombineLanes (the combine kernel's lanes per 4 columns)."""
+        kPageSize (0: contiguous) and kCombineLanes (the combine kernel's lanes per 4 columns); with the Hopper
+        prefill entry also the Hopper body's members."""
         a, b, t = plan.spec.params.attn, plan.body, plan.target
         i, amd = b.instr, t.platform == "amd"
         extra, ints = cfg_members(b, a.head_dim, t.wave_size, plan.threads, amd)
         types = [("T", a.dtype.cpp), *extra]
-        ints += [("kPageSize", plan.spec.params.page_size), ("kCombineLanes", _abi.COMBINE_LANES)]
+        w_ints, w_bools, w_notes = wgmma_members(b.wgmma)
+        ints += [("kPageSize", plan.spec.params.page_size), ("kCombineLanes", _abi.COMBINE_LANES), *w_ints]
         constants = [("int", n, str(v)) for n, v in ints]
+        constants += [("bool", n, bool_literal(v)) for n, v in w_bools]
         if not amd:
             constants += [("bool", "kQInRegs", bool_literal(b.q_in_regs)), ("bool", "kWarpSplitKeys", bool_literal(b.split_keys))]
         constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),
                       ("bool", "kGqa", "true")]
         constants += a.rope.constants() if a.rope else []
         notes = [f"instruction {i.mnemonic}, {b.mma_per_tile} per wave and K/V tile; LDS {b.lds_bytes} bytes "
-                 f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}."]
+                 f"({b.lds_buffers} K/V buffer(s)); {plan.threads} threads; planned: {', '.join(b.planned) or 'none'}.",
+                 *(f"prefill entry: {n}" for n in w_notes)]
         header, impl = BODIES[t.platform]
-        return {"types": types, "constants": constants, "header": header, "impl": impl,
-                "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes,
-                "combine_threads": plan.entries[1].threads}
+        return {"types": types, "constants": constants, "header": PREFILL_HEADER if b.wgmma else header,
+                "impl": impl, "mma_builtins": [i.builtin] if i.builtin_in_cfg else [], "notes": notes,
+                "combine_threads": plan.entries[1].threads, "tma_entry": b.wgmma is not None}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays, sizes)

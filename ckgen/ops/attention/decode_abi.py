@@ -50,8 +50,10 @@ MIN_TILES_PER_SPLIT = 1
 MAX_WORKGROUPS_PER_CU = 2
 #: threads of the combine kernel per 4 columns of a row, each taking every COMBINE_LANES-th split (Cfg::kCombineLanes)
 COMBINE_LANES = 8
-#: the host code that launches the split kernel and then its combine kernel (templates of ckgen/ops/)
+#: the host code that launches the split kernel and then its combine kernel (templates of ckgen/ops/); with the
+#: Hopper prefill entry the host code that tries it first, then the former
 COMBINE_PRELAUNCH = "attention/decode_launch.cpp.j2"
+PREFILL_PRELAUNCH = "attention/decode_tma_launch.cpp.j2"
 
 
 def abi(spec: KernelSpec) -> Abi:
@@ -149,11 +151,12 @@ def combine_threads(head_dim: int) -> int:
     return head_dim // 4 * COMBINE_LANES
 
 
-def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, workers: int) -> Launch:
+def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, workers: int, tma: bool = False) -> Launch:
     """Grid x = row tiles x splits (x = tile * splits + split), y = heads_kv, z = batch; the workspace holds, when
     splits > 1, per row tile and split block_m rows of head_dim normalized f32 outputs, then per row tile and split
     block_m f32 LSEs. ``combine_blocks`` and ``combine_threads``: the combine kernel's grid x (a workgroup per row)
-    and workgroup (:func:`combine_threads`)."""
+    and workgroup (:func:`combine_threads`). With the Hopper prefill entry (``tma``) the host entry tries it first,
+    once the split is chosen (its own grid: ``device/attention_decode_sm90.h``)."""
     d, page = spec.params.attn.head_dim, spec.params.page_size
     tiles = E.mul("batch", "heads_kv", row_tiles_expr(block_m))
     multi = E.emin(1, E.add("splits", -1))  # 0 when one workgroup takes all the keys: no workspace
@@ -161,6 +164,6 @@ def launch(spec: KernelSpec, threads: int, block_m: int, block_n: int, workers: 
     values = (("splits", splits_expr(block_m, block_n, page, workers)),
               ("combine_blocks", E.mul(row_tiles_expr(block_m), block_m)),
               ("combine_threads", combine_threads(d)))
-    return Launch(threads=threads, values=values, prelaunch=COMBINE_PRELAUNCH,
+    return Launch(threads=threads, values=values, prelaunch=PREFILL_PRELAUNCH if tma else COMBINE_PRELAUNCH,
                   grid=(GridDim(expr=E.mul(row_tiles_expr(block_m), "splits")), GridDim("heads_kv", split=False),
                         GridDim("batch", split=False)), workspace=ws)

@@ -6,7 +6,10 @@
 // launched) so that the mma.sync entry (attention_fwd_nv.h, same results) runs instead.
 //
 // Parameters, masks, numerics, LSE and the grid rule: attention_common.h (dense batches; a varlen kernel is never
-// planned with this body: the C ABI has no total token count to bound the tensor maps with). Cfg members besides
+// planned with this body: the C ABI has no total token count to bound the tensor maps with). Where K and V come
+// from is the body's second parameter, a K/V source (`Src`, below: DenseKv, the attention op's [batch, seq, heads,
+// d] tensors; attention_decode_sm90.h: the decode op's cache, contiguous or paged): each tile's mask, the TMA copies
+// of one K or V tile, their bytes, the tensor maps, whether the body applies to a call. Cfg members besides
 // those of attention_fwd_nv.h (T, kHeadDim 64 or 128, kMask, kGqa):
 //   kSm90BlockM      queries per block: 64 per consumer warpgroup, 2 or 3 consumer warpgroups (128 or 192)
 //   kSm90BlockN      keys per K/V tile: 64 or 128 (the N of the S wgmma, the K of the O wgmma)
@@ -59,7 +62,76 @@ namespace attn_sm90 {
 
 using nv::TensorMap;
 
+// A 4-D tensor map over [items][seq][heads][kD] with element strides (seq, head, item) (any order: BSHD and BHSD
+// alike), boxes of 64 d x `rows` sequence rows of one head and item, 128-byte swizzle. False when an extent is not
+// positive, the base or a stride (of a dimension longer than 1) is not 16-byte aligned, or the driver refuses.
+template <int kD>
+bool encode_rows(CUtensorMap* map, const void* base, long long seq, long long heads, long long items, long long ss,
+                 long long hs, long long is, unsigned rows) {
+  if (reinterpret_cast<uintptr_t>(base) % 16 || seq <= 0 || heads <= 0 || items <= 0) return false;
+  const long long extent[3] = {seq, heads, items};
+  long long stride[3] = {ss * 2, hs * 2, is * 2};
+  long long packed = kD * 2;  // a dimension of extent 1 gets the packed stride (its own is never used)
+  for (int i = 0; i < 3; ++i) {
+    if (extent[i] == 1) stride[i] = packed;
+    if (stride[i] <= 0 || stride[i] % 16 || stride[i] >= (1LL << 40)) return false;
+    packed = stride[i] * extent[i];
+  }
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(kD), static_cast<cuuint64_t>(seq),
+                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(items)};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(stride[0]), static_cast<cuuint64_t>(stride[1]),
+                                 static_cast<cuuint64_t>(stride[2])};
+  const cuuint32_t box[4] = {64, rows, 1, 1};
+  return nv::encode_sw128_u16(map, base, 4, dims, strides, box);
+}
+
+// The K/V source of the attention op (the body's default `Src`): K and V dense [batch, seqlen_k, heads_kv, d], one
+// mask for every item. What a source gives the body:
+//   kZeroTail            whether the rows of a sequence's last K/V tile past its keys must be zeroed in shared
+//                        memory before O += P.V reads V (here they lie past the tensor map and arrive as zeros)
+//   kChecked, kError     whether mask() and tile() check lengths and pages (setting `bad`; the block then traps
+//                        with kError after its walk), and the message
+//   mask(p, b, bad)      the visibility rule of item b's problems
+//   Tile, tile(p, mask, b, n0, bad)  what the copies of K/V tile [n0, n0 + kBlockN) of item b need (made before
+//                        the producer waits for a free stage); bytes(tile) what one K (or V) tile's copies bring
+//   load(p, map, dst, tile, hk, bar, bad)  the TMA copies of one K or V tile into the stage at dst (kD / 64 boxes
+//                        of kBlockN rows of 128 bytes), completing on bar
+//   applicable(p), encode_kv(&tk, &tv, p)  host: whether the body takes the call, K's and V's tensor maps
 template <class Cfg>
+struct DenseKv {
+  using Args = attn::Args<Cfg>;
+  static constexpr int kBN = Cfg::kSm90BlockN, kDBoxes = Cfg::kHeadDim / 64;
+  static constexpr bool kZeroTail = false, kChecked = false;
+  static constexpr const char* kError = "";
+  struct Tile {
+    int n0, b;
+  };
+
+  static CKGEN_DEVICE attn::Mask mask(const Args& p, int /*b*/, bool& /*bad*/) {
+    return attn::make_mask<Cfg::kMask>(p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
+  }
+  static CKGEN_DEVICE Tile tile(const Args& /*p*/, const attn::Mask& /*mask*/, int b, int n0, bool& /*bad*/) {
+    return {n0, b};
+  }
+  static CKGEN_DEVICE int bytes(const Tile& /*t*/) { return kBN * 128 * kDBoxes; }
+  static CKGEN_DEVICE void load(const Args& /*p*/, const TensorMap& map, uint32_t dst, const Tile& t, int hk,
+                                uint32_t bar, bool& /*bad*/) {
+#if defined(CKGEN_NV_WGMMA)
+#pragma unroll
+    for (int x = 0; x < kDBoxes; ++x) nv::tma_load_4d(dst + x * kBN * 128, &map, 64 * x, t.n0, hk, t.b, bar);
+#endif
+  }
+  static bool applicable(const Args& p) { return p.seqlen_k > 0; }
+  static bool encode_kv(CUtensorMap* tk, CUtensorMap* tv, const Args& p) {
+    constexpr int kD = Cfg::kHeadDim;
+    return encode_rows<kD>(tk, p.K, p.seqlen_k, p.heads_kv, p.batch, p.k_seq_stride, p.k_head_stride,
+                           p.k_batch_stride, kBN) &&
+           encode_rows<kD>(tv, p.V, p.seqlen_k, p.heads_kv, p.batch, p.v_seq_stride, p.v_head_stride,
+                           p.v_batch_stride, kBN);
+  }
+};
+
+template <class Cfg, class Src = DenseKv<Cfg>>
 struct Fwd {
   using T = typename Cfg::T;
   using Args = attn::Args<Cfg>;  // the kernel's arguments (attention_common.h)
@@ -82,7 +154,8 @@ struct Fwd {
   static constexpr int kOOff = kVOff + kS * kKVBytes;  // the O tile (kOBuf), else O is staged at the Q tile
   static constexpr int kBarOff = kOOff + (kOBuf ? kQBytes : 0);
   static constexpr int kSmemBytes = 1024 + kBarOff + 8 * (2 + 4 * kS);  // 1024: alignment slack
-  // register reallocation: producer down, consumers up, within the 64 K registers of the SM
+  // register reallocation: producer down, consumers up, within the registers the launch gave the block (168 x 384
+  // at two consumer warpgroups: setmaxnreg.inc waits for what the producer's dec released; 32 + 2 x 240 waits forever)
   static constexpr int kProducerRegs = kCons == 2 ? 24 : 32;
   static constexpr int kConsumerRegs = kCons == 2 ? 240 : 160;
   static constexpr int kNotApplicable = -1;
@@ -101,6 +174,11 @@ struct Fwd {
   static CKGEN_DEVICE void wg_sync(int w) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory"); }
   static CKGEN_DEVICE void sts32(uint32_t addr, uint32_t v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+  }
+  static CKGEN_DEVICE uint32_t lds32(uint32_t addr) {
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
   }
   static CKGEN_DEVICE void lds128(uint32_t addr, uint32_t (&w)[4]) {
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
@@ -274,20 +352,22 @@ struct Fwd {
         nv::mbar_init(bars.k_empty() + 8 * s, 4 * kCons);  // one arrive per consumer warp
         nv::mbar_init(bars.v_empty() + 8 * s, 4 * kCons);
       }
+      if constexpr (Src::kChecked) sts32(bars.bad(), 0u);
       nv::mbar_init_fence();
     }
     barrier();
-    const attn::Mask mask0 = attn::make_mask<Cfg::kMask>(p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
     if (warp / 4 == kCons) {
       nv::setmaxnreg_dec<kProducerRegs>();
-      if (tid == 128 * kCons) produce(tq, tk, tv, p, s0, bars, mask0);
+      if (tid == 128 * kCons) produce(tq, tk, tv, p, s0, bars);
     } else {
       nv::setmaxnreg_inc<kConsumerRegs>();
       Ring ring;
       Tiles tiles(p);
       int m0, h, b;
-      while (tiles.next(m0, h, b)) consume(to, p, s0, bars, mask0, ring, m0, h, b);
+      while (tiles.next(m0, h, b)) consume(to, p, s0, bars, ring, m0, h, b);
       if (ring.bad_position) trap(attn::kQueryPositionError);
+      if constexpr (Src::kChecked)  // a bad length (this thread's walk) or page (the producer's flag)
+        if (ring.bad_kv || lds32(bars.bad()) != 0) trap(Src::kError);
       if ((tid & 127) == 0) nv::bulk_wait<0>();  // the shared memory stays the block's until the stores have read it
     }
 #else
@@ -296,7 +376,9 @@ struct Fwd {
   }
 
 #if defined(CKGEN_NV_WGMMA)
-  // The block's mbarriers (shared addresses, at fixed offsets from the first: no registers of their own).
+  // The block's mbarriers (shared addresses, at fixed offsets from the first: no registers of their own), and after
+  // them the source's error flag (bad(): a 32-bit word in the alignment slack, of which at least 16 bytes follow the
+  // mbarriers: the dynamic shared memory starts 16-byte aligned).
   struct Bars {
     uint32_t q_full;
     CKGEN_DEVICE uint32_t q_empty() const { return q_full + 8; }
@@ -304,24 +386,31 @@ struct Fwd {
     CKGEN_DEVICE uint32_t k_empty() const { return q_full + 16 + 8 * kS; }
     CKGEN_DEVICE uint32_t v_full() const { return q_full + 16 + 16 * kS; }
     CKGEN_DEVICE uint32_t v_empty() const { return q_full + 16 + 24 * kS; }
+    CKGEN_DEVICE uint32_t bad() const { return q_full + 16 + 32 * kS; }
   };
   // Where a thread is in the block's run of tiles: K/V tiles and query tiles passed (stage = kv % S, phase = its
   // parity of kv / S; the Q tile's phase: the parity of tiles).
-  // bad_position: a rotary position outside the table was met (rope_q reads row 0 instead): the thread traps after
-  // its last tile (a trap site inside the loop over tiles makes ptxas spill the main loop's registers).
+  // bad_position: a rotary position outside the table was met (rope_q reads row 0 instead), bad_kv: the source
+  // met a bad length (Src::mask): the thread traps after its last tile (a trap site inside the loop over tiles makes
+  // ptxas spill the main loop's registers).
   struct Ring {
     int kv = 0, tiles = 0;
-    bool bad_position = false;
+    bool bad_position = false, bad_kv = false;
   };
 
   // The producer's thread: per tile of the block, K and V of every visited K/V tile, and Q after the first K (so
-  // that a K/V stage freed before the Q tile is does not wait for it).
+  // that a K/V stage freed before the Q tile is does not wait for it). What a K/V tile's copies need (Src::tile: a
+  // paged cache's page ids) is read before the wait for its stage, so that its latency overlaps the wait. A bad
+  // page id (the copies then bring zeros: TMA fills coordinates outside the map) sets the block's flag, read by the
+  // consumers after their walk (a trap site in this loop makes ptxas spill it).
   static CKGEN_DEVICE void produce(const TensorMap& tq, const TensorMap& tk, const TensorMap& tv, const Args& p,
-                                   uint32_t s0, const Bars& bars, const attn::Mask& mask) {
+                                   uint32_t s0, const Bars& bars) {
     Ring ring;
     Tiles tiles(p);
+    bool bad = false;  // (a bad length: the consumers find it too)
     int m0, h, b;
     while (tiles.next(m0, h, b)) {
+      const attn::Mask mask = Src::mask(p, b, bad);
       const int r1 = m0 + kBM < p.seqlen_q ? m0 + kBM : p.seqlen_q;
       const attn::TileWalk<kBN> walk(mask, m0, r1);
       const int hk = Cfg::kGqa ? h / (p.heads / p.heads_kv) : h;
@@ -335,26 +424,44 @@ struct Fwd {
       for (int j = 0; j < walk.nt; ++j, ++ring.kv) {
         const int st = ring.kv % kS;
         const uint32_t ph = (ring.kv / kS) & 1;
-        const int n0 = walk.n0(j);
+        const typename Src::Tile kv = Src::tile(p, mask, b, walk.n0(j), bad);
+        const int bytes = Src::bytes(kv);
         nv::mbar_wait(bars.k_empty() + 8 * st, ph ^ 1);
-        nv::mbar_expect_tx(bars.k_full() + 8 * st, kKVBytes);
-#pragma unroll
-        for (int x = 0; x < kDBoxes; ++x)
-          nv::tma_load_4d(s0 + kKOff + st * kKVBytes + x * kBN * 128, &tk, 64 * x, n0, hk, b, bars.k_full() + 8 * st);
+        nv::mbar_expect_tx(bars.k_full() + 8 * st, bytes);
+        Src::load(p, tk, s0 + kKOff + st * kKVBytes, kv, hk, bars.k_full() + 8 * st, bad);
+        if (Src::kChecked && bad) sts32(bars.bad(), 1u);  // before the arrives below: the consumers trap after
         if (j == 0) load_q();
         nv::mbar_wait(bars.v_empty() + 8 * st, ph ^ 1);
-        nv::mbar_expect_tx(bars.v_full() + 8 * st, kKVBytes);
-#pragma unroll
-        for (int x = 0; x < kDBoxes; ++x)
-          nv::tma_load_4d(s0 + kVOff + st * kKVBytes + x * kBN * 128, &tv, 64 * x, n0, hk, b, bars.v_full() + 8 * st);
+        nv::mbar_expect_tx(bars.v_full() + 8 * st, bytes);
+        Src::load(p, tv, s0 + kVOff + st * kKVBytes, kv, hk, bars.v_full() + 8 * st, bad);
       }
       ++ring.tiles;
     }
   }
 
+  // Src::kZeroTail: the walk's first K/V tile (the one that may hold the sequence's last key) has `keep` rows of
+  // keys; the consumer warpgroups zero its V rows from `keep` on (what the copies brought from past the keys, or
+  // an earlier tile's rows where no page was read) once V landed, so that O += P.V adds 0 x 0 there and never a
+  // NaN of a stale row, then meet (named barrier 1 + kCons, after the proxy fence) before either reads V. Whole
+  // 128-byte rows: the swizzle permutes 16-byte chunks within a row.
+  static CKGEN_DEVICE void zero_v_tail(uint32_t s0, const Bars& bars, int keep, int st, uint32_t ph, int tid) {
+    if (keep >= kBN) return;  // the same for every consumer thread (one mask, one tile)
+    const int first = keep > 0 ? keep : 0;
+    const int per_box = (kBN - first) * 8;  // 16-byte chunks of one 64-column box's rows [first, kBN)
+    const uint32_t vb = s0 + kVOff + st * kKVBytes;
+    const uint32_t zero[4] = {0u, 0u, 0u, 0u};
+    nv::mbar_wait(bars.v_full() + 8 * st, ph);
+    for (int i = tid; i < per_box * kDBoxes; i += 128 * kCons) {
+      const int x = i / per_box, c = i % per_box;
+      sts128(vb + x * kBN * 128 + (first + c / 8) * 128 + (c % 8) * 16, zero);
+    }
+    nv::fence_proxy_async_shared();
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kCons), "r"(128 * kCons) : "memory");
+  }
+
   // A consumer thread's part of the query tile at row m0 of head h, item b.
-  static CKGEN_DEVICE void consume(const TensorMap& to, const Args& p, uint32_t s0, const Bars& bars,
-                                   const attn::Mask& mask, Ring& ring, int m0, int h, int b) {
+  static CKGEN_DEVICE void consume(const TensorMap& to, const Args& p, uint32_t s0, const Bars& bars, Ring& ring,
+                                   int m0, int h, int b) {
     const int tid = thread_id();
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -365,6 +472,7 @@ struct Fwd {
     const float sl2 = p.scale * attn::kLog2e;
     const uint32_t q_base = s0 + wg * 64 * 128;
     const uint32_t o_base = (kOBuf ? s0 + kOOff : s0) + wg * 64 * 128;
+    const attn::Mask mask = Src::mask(p, b, ring.bad_kv);
     const int r1 = m0 + kBM < p.seqlen_q ? m0 + kBM : p.seqlen_q;
     const attn::TileWalk<kBN> walk(mask, m0, r1);
     const int kv0 = ring.kv;
@@ -425,6 +533,7 @@ struct Fwd {
       release(bars.k_empty(), 0);
       softmax(0, alpha);
       attn_nv::pack_p<T, kKK>(s4, pa4);
+      if constexpr (Src::kZeroTail) zero_v_tail(s0, bars, mask.sk - walk.n0(0), stage(0), phase(0), tid);
 #pragma unroll 1
       for (int j = 1; j < nt; ++j) {
         nv::mbar_wait(bars.k_full() + 8 * stage(j), phase(j));
@@ -486,18 +595,20 @@ struct Fwd {
 
   // ------------------------------------------------------------------------------------------ host side
   // Launches `kernel` (the generated `<kernel>_tma` entry) and returns a ckgen status, or kNotApplicable (nothing
-  // launched) when the device is not sm_90, the driver has no tensor maps, seqlen_k is 0, or a base or a stride of
-  // Q, K, V, O is not 16-byte aligned. The caller (the host entry) checked the sizes, the heads and the grid.
+  // launched) when the device is not sm_90, the driver has no tensor maps, the source does not take the call
+  // (Src::applicable; DenseKv: seqlen_k is 0), seqlen_q is 0, or a base or a stride of Q, K, V, O is not 16-byte
+  // aligned. The caller (the host entry) checked the sizes and the heads.
   template <class Kernel>
   static int launch(Kernel kernel, const Args& p, void* stream) {
-    if (p.seqlen_k <= 0 || p.seqlen_q <= 0) return kNotApplicable;
+    if (p.seqlen_q <= 0 || p.heads > 65535 || p.batch > 65535 || !Src::applicable(p)) return kNotApplicable;
     int sms = 0;
     if (!nv::sm90_device(&sms)) return kNotApplicable;  // (the portable path reports a failed query)
     CUtensorMap tq, tk, tv, tom;
-    if (!encode(&tq, p.Q, p.seqlen_q, p.heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, kBM) ||
-        !encode(&tk, p.K, p.seqlen_k, p.heads_kv, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, kBN) ||
-        !encode(&tv, p.V, p.seqlen_k, p.heads_kv, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, kBN) ||
-        !encode(&tom, p.O, p.seqlen_q, p.heads, p.batch, p.o_seq_stride, p.o_head_stride, p.o_batch_stride, 64))
+    if (!encode_rows<kD>(&tq, p.Q, p.seqlen_q, p.heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride,
+                         kBM) ||
+        !Src::encode_kv(&tk, &tv, p) ||
+        !encode_rows<kD>(&tom, p.O, p.seqlen_q, p.heads, p.batch, p.o_seq_stride, p.o_head_stride, p.o_batch_stride,
+                         64))
       return kNotApplicable;
     static int configured = 0;  // the kernel's shared-memory limit, raised once (cuda_host::launch)
     if constexpr (!kPersistent)
@@ -508,39 +619,18 @@ struct Fwd {
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(pairs < sms ? pairs : sms), 1u, 1u, kThreads,
                              kSmemBytes, stream, tq, tk, tv, tom, p);
   }
-
-  // A 4-D tensor map over [batch][seq][heads][d] with element strides (seq, head, batch) (any order: BSHD and
-  // BHSD alike), boxes of 64 d x `rows` sequence rows of one head and item, 128-byte swizzle. False when the
-  // base or a stride (of a dimension longer than 1) is not 16-byte aligned, or the driver refuses.
-  static bool encode(CUtensorMap* map, const void* base, long long seq, long long heads, long long items,
-                     long long ss, long long hs, long long bs, unsigned rows) {
-    if (reinterpret_cast<uintptr_t>(base) % 16) return false;
-    const long long extent[3] = {seq, heads, items};
-    long long stride[3] = {ss * 2, hs * 2, bs * 2};
-    long long packed = kD * 2;  // a dimension of extent 1 gets the packed stride (its own is never used)
-    for (int i = 0; i < 3; ++i) {
-      if (extent[i] == 1) stride[i] = packed;
-      if (stride[i] <= 0 || stride[i] % 16 || stride[i] >= (1LL << 40)) return false;
-      packed = stride[i] * extent[i];
-    }
-    const cuuint64_t dims[4] = {static_cast<cuuint64_t>(kD), static_cast<cuuint64_t>(seq),
-                                static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(items)};
-    const cuuint64_t strides[3] = {static_cast<cuuint64_t>(stride[0]), static_cast<cuuint64_t>(stride[1]),
-                                   static_cast<cuuint64_t>(stride[2])};
-    const cuuint32_t box[4] = {64, rows, 1, 1};
-    return nv::encode_sw128_u16(map, base, 4, dims, strides, box);
-  }
 };
 
 }  // namespace attn_sm90
 }  // namespace ckgen
 
-// The `<name>_tma` device entry of a Cfg planned with the Hopper body (the kernel template emits one line; the
-// tensor maps travel as __grid_constant__ parameters).
-#define CKGEN_ATTENTION_SM90_ENTRY(name, Cfg)                                                                   \
-  extern "C" __global__ void __launch_bounds__(::ckgen::attn_sm90::Fwd<Cfg>::kThreads, 1) name##_tma(           \
+// The `<name>_tma` device entry of a Cfg planned with the Hopper body `Body` (Fwd<Cfg> or Fwd<Cfg, a source>; the
+// kernel template emits one line; the tensor maps travel as __grid_constant__ parameters).
+#define CKGEN_ATTENTION_SM90_BODY_ENTRY(name, Body, Cfg)                                                        \
+  extern "C" __global__ void __launch_bounds__(Body::kThreads, 1) name##_tma(                                   \
       const __grid_constant__ ::ckgen::nv::TensorMap tq, const __grid_constant__ ::ckgen::nv::TensorMap tk,     \
       const __grid_constant__ ::ckgen::nv::TensorMap tv, const __grid_constant__ ::ckgen::nv::TensorMap to,     \
       const ::ckgen::attn::Args<Cfg> p) {                                                                       \
-    ::ckgen::attn_sm90::Fwd<Cfg>::run(tq, tk, tv, to, p);                                                       \
+    Body::run(tq, tk, tv, to, p);                                                                               \
   }
+#define CKGEN_ATTENTION_SM90_ENTRY(name, Cfg) CKGEN_ATTENTION_SM90_BODY_ENTRY(name, ::ckgen::attn_sm90::Fwd<Cfg>, Cfg)
