@@ -332,13 +332,14 @@ def poison_past_keys(kern, p):
         t[~keep] = float("nan")
 
 
-@pytest.mark.parametrize("name, heads, heads_kv, sq, lens", [
-    ("gpu_pre_bf16_d128_causal_p16_wg", 8, 2, 100, [700, 100, 0, 15, 16, 17, 129]),
-    ("gpu_pre_f16_d64_wg", 6, 6, 200, [1000, 1, 383, 64]),
-    ("gpu_pre_bf16_d256_causal_p256_wg", 4, 1, 64, [513, 255, 256, 64, 3]),
-    ("gpu_pre_bf16_d128_p32_wg64", 8, 4, 130, [97, 31, 33, 4096]),
+@pytest.mark.parametrize("name, heads, heads_kv, sq, lens, splits", [
+    ("gpu_pre_bf16_d128_causal_p16_wg", 8, 2, 100, [700, 100, 0, 15, 16, 17, 129], 0),
+    ("gpu_pre_f16_d64_wg", 6, 6, 200, [1000, 1, 383, 64], 0),
+    # MQA with few row tiles: the automatic split would be > 1 (the decode body's); one split asked for
+    ("gpu_pre_bf16_d256_causal_p256_wg", 4, 1, 64, [513, 255, 256, 64, 3], 1),
+    ("gpu_pre_bf16_d128_p32_wg64", 8, 4, 130, [97, 31, 33, 4096], 0),
 ])
-def test_prefill_entry(name, heads, heads_kv, sq, lens):
+def test_prefill_entry(name, heads, heads_kv, sq, lens, splits):
     """A prefill chunk on the Hopper entry (and not the decode body) against float64: rows that see no key (causal
     chunks longer than the keys, empty sequences) O = 0 and LSE = -inf; NaN past the keys never reaches O."""
     k = kernel(name)
@@ -346,7 +347,7 @@ def test_prefill_entry(name, heads, heads_kv, sq, lens):
     poison_past_keys(k, p)
     o = torch.full_like(p["Q"], float("nan"))
     lse = torch.full((len(lens), heads, sq), float("nan"), device="cuda")
-    ran = launched(lambda: call(k, p, O=o, LSE=lse))
+    ran = launched(lambda: call(k, p, O=o, LSE=lse, num_splits=splits))
     assert ran is None or (f"{name}_tma" in ran and name not in ran), ran
     check(k, p, (o, lse), causal=k.plan.spec.params.attn.mask == "causal")
 
