@@ -7,9 +7,10 @@
 //
 // Parameters, masks, numerics, LSE and the grid rule: attention_common.h (dense batches; a varlen kernel is never
 // planned with this body: the C ABI has no total token count to bound the tensor maps with). Where K and V come
-// from is the body's second parameter, a K/V source (`Src`, below: DenseKv, the attention op's [batch, seq, heads,
-// d] tensors; attention_decode_sm90.h: the decode op's cache, contiguous or paged): each tile's mask, the TMA copies
-// of one K or V tile, their bytes, the tensor maps, whether the body applies to a call. Cfg members besides
+// from is the body's second parameter, a K/V source (`Src`; attention_sm90_kv.h: its contract and DenseKv, the
+// attention op's [batch, seq, heads, d] tensors; attention_decode_sm90.h: the decode op's cache, contiguous or
+// paged): each tile's mask, the TMA copies of one K or V tile, their bytes, the tensor maps, whether the body
+// applies to a call. Cfg members besides
 // those of attention_fwd_nv.h (T, kHeadDim 64 or 128, kMask, kGqa):
 //   kSm90BlockM      queries per block: 64 per consumer warpgroup, 2 or 3 consumer warpgroups (128 or 192)
 //   kSm90BlockN      keys per K/V tile: 64 or 128 (the N of the S wgmma, the K of the O wgmma)
