@@ -13,7 +13,8 @@
 //
 // K and V by TMA (CacheKv below): contiguous, one box of kSm90BlockN rows of [batch][capacity][heads_kv][d] per 64
 // columns and tile; paged, boxes of min(page, kSm90BlockN) rows of [num_pages][page][heads_kv][d], the page of each
-// from the block table (read before the producer waits for the stage), none past the sequence's last key. The rows
+// from the block table (its entries prefetched into L1 before the producer waits for the stage, read as each box is
+// issued), none past the sequence's last key. The rows
 // of the last tile past the sequence's keys (the rest of its last page, pages not read, the contiguous cache's
 // rows past len) are zeroed in shared memory before P.V reads them (Src::kZeroTail). A length outside 0..capacity
 // or a page id outside 0..num_pages-1 traps after the walk (the copies bring zeros meanwhile: TMA fills coordinates
@@ -26,7 +27,7 @@
 namespace ckgen {
 namespace attn_sm90 {
 
-// The decode op's KV cache as the Hopper body's K/V source (the members: DenseKv in attention_fwd_sm90.h).
+// The decode op's KV cache as the Hopper body's K/V source (the contract: attention_sm90_kv.h).
 template <class Cfg>
 struct CacheKv {
   using Args = attn::Args<Cfg>;
@@ -58,7 +59,7 @@ struct CacheKv {
   // Paged: the tile's block-table entries are prefetched into L1 here (before the producer waits for the stage),
   // and read by load() (K's, then V's: L1 hits) as each box is issued: holding a tile's page ids across the wait
   // spilled the producer's 24 registers at pages of 16.
-  static CKGEN_DEVICE Tile tile(const Args& p, const attn::Mask& mask, int b, int n0, bool& /*bad*/) {
+  static CKGEN_DEVICE Tile tile(const Args& p, const attn::Mask& mask, int b, int n0) {
     Tile t{nullptr, n0, b, 1};
     if constexpr (kP != 0) {
       const int left = (mask.sk - n0 + kRows - 1) / kRows;  // boxes that hold keys (>= 1: the walk's tiles do)

@@ -331,7 +331,8 @@ struct Fwd {
 
   // The producer's thread: per tile of the block, K and V of every visited K/V tile, and Q after the first K (so
   // that a K/V stage freed before the Q tile is does not wait for it). What a K/V tile's copies need (Src::tile: a
-  // paged cache's page ids) is read before the wait for its stage, so that its latency overlaps the wait. A bad
+  // paged cache's block-table entries, prefetched) is made before the wait for its stage, so that its latency
+  // overlaps the wait. A bad
   // page id (the copies then bring zeros: TMA fills coordinates outside the map) sets the block's flag, read by the
   // consumers after their walk (a trap site in this loop makes ptxas spill it).
   static CKGEN_DEVICE void produce(const TensorMap& tq, const TensorMap& tk, const TensorMap& tv, const Args& p,
@@ -355,7 +356,7 @@ struct Fwd {
       for (int j = 0; j < walk.nt; ++j, ++ring.kv) {
         const int st = ring.kv % kS;
         const uint32_t ph = (ring.kv / kS) & 1;
-        const typename Src::Tile kv = Src::tile(p, mask, b, walk.n0(j), bad);
+        const typename Src::Tile kv = Src::tile(p, mask, b, walk.n0(j));
         const int bytes = Src::bytes(kv);
         nv::mbar_wait(bars.k_empty() + 8 * st, ph ^ 1);
         nv::mbar_expect_tx(bars.k_full() + 8 * st, bytes);

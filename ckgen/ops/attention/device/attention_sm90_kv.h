@@ -39,11 +39,11 @@ bool encode_rows(CUtensorMap* map, const void* base, long long seq, long long he
 // mask for every item. What a source gives the body:
 //   kZeroTail            whether the rows of a sequence's last K/V tile past its keys must be zeroed in shared
 //                        memory before O += P.V reads V (here they lie past the tensor map and arrive as zeros)
-//   kChecked, kError     whether mask() and tile() check lengths and pages (setting `bad`; the block then traps
+//   kChecked, kError     whether mask() and load() check lengths and pages (setting `bad`; the block then traps
 //                        with kError after its walk), and the message
 //   mask(p, b, bad)      the visibility rule of item b's problems
-//   Tile, tile(p, mask, b, n0, bad)  what the copies of K/V tile [n0, n0 + kBlockN) of item b need (made before
-//                        the producer waits for a free stage); bytes(tile) what one K (or V) tile's copies bring
+//   Tile, tile(p, mask, b, n0)  what the copies of K/V tile [n0, n0 + kBlockN) of item b need (made before the
+//                        producer waits for a free stage); bytes(tile) what one K (or V) tile's copies bring
 //   load(p, map, dst, tile, hk, bar, bad)  the TMA copies of one K or V tile into the stage at dst (kD / 64 boxes
 //                        of kBlockN rows of 128 bytes), completing on bar
 //   applicable(p), encode_kv(&tk, &tv, p)  host: whether the body takes the call, K's and V's tensor maps
@@ -60,7 +60,7 @@ struct DenseKv {
   static CKGEN_DEVICE attn::Mask mask(const Args& p, int /*b*/, bool& /*bad*/) {
     return attn::make_mask<Cfg::kMask>(p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
   }
-  static CKGEN_DEVICE Tile tile(const Args& /*p*/, const attn::Mask& /*mask*/, int b, int n0, bool& /*bad*/) {
+  static CKGEN_DEVICE Tile tile(const Args& /*p*/, const attn::Mask& /*mask*/, int b, int n0) {
     return {n0, b};
   }
   static CKGEN_DEVICE int bytes(const Tile& /*t*/) { return kBN * 128 * kDBoxes; }
