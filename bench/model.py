@@ -4,7 +4,7 @@ mode), measured in the same run, bf16 (issue 28).
 
   python bench/model.py [--configs llama3-8b,qwen2.5-7b] [--shapes 1x2048,4x512,1x8192] [--fold-norms]
                         [--rope-at qkv|append|attention] [--rope-ab] [--streamk-ab] [--cluster-ab] [--replays 8]
-                        [--json OUT]
+                        [--blocked] [--json OUT]
 
 Configurations: examples/llama_layer.py's ``llama3-8b`` (hidden 4096, 32 / 8 heads of 128, intermediate 14336)
 and ``qwen2.5-7b`` (hidden 3584: not a power of two, 28 / 4 heads, intermediate 18944, q / k / v biases). Token
@@ -33,6 +33,8 @@ layer runs as a further side of the same rounds (``ckgen_<place>``), its steps i
 ``--streamk-ab``: likewise the layer with its projections pinned to their 128x256 stream-K member
 (``ckgen_streamk``; the families' dispatcher picks the tile schedule there untuned). ``--cluster-ab``: likewise with
 its projections replaced by bench/layer_cluster_nv.ck's 128x256 kernels with clusters of two (``ckgen_cluster``).
+``--blocked``: the steady state timed a second way, every sample of one side before the next side's (no other graph
+between two samples of a side), printed beside the interleaved figure: what the interleaving costs each side.
 Goal (issue 28): ckgen >= 1.05x torch.compile and >= 1.2x eager at every shape of both configurations.
 """
 
@@ -164,7 +166,8 @@ STREAMK = {f: "tile128x256x64_schedulestreamk"
 
 
 def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, rope_at: str = "append",
-             rope_ab: bool = False, streamk_ab: bool = False, replays: int = 8, cluster: dict | None = None) -> dict:
+             rope_ab: bool = False, streamk_ab: bool = False, replays: int = 8, cluster: dict | None = None,
+             blocked: bool = False) -> dict:
     cfg = ex.CONFIGS[cfg_name]
     w = ex.Weights.random(cfg, 0, "cuda")
     x = torch.randn(batch * seq, cfg.hidden, device="cuda").to(torch.bfloat16)
@@ -210,13 +213,14 @@ def run_case(ex, ks, cfg_name: str, batch: int, seq: int, fold: bool = False, ro
         rounds: dict = {}
         dev = time_graphs_interleaved_ms(sides, rounds=15, inner=3, replays=replays, samples=rounds)
         dev1 = time_graphs_interleaved_ms(sides, rounds=15, inner=3)
+        devb = time_graphs_interleaved_ms(sides, rounds=15, inner=3, replays=replays, blocked=True) if blocked else None
         wall = {"ckgen": time_ms(ck, reps=9, inner=3), "eager": time_ms(eager, reps=9, inner=3),
                 "compile": time_ms(compiled, reps=9, inner=3)}
         pieces = time_steps(ex, step_sides, x)
     return {"config": cfg_name, "batch": batch, "seq": seq, "device_ms": dev, "device_ms_1replay": dev1,
             "eager_ms": wall, "rel_err": errs, "vs_compile": dev["compile"] / dev["ckgen"],
             "vs_compile_1replay": dev1["compile"] / dev1["ckgen"], "vs_eager": dev["eager"] / dev["ckgen"],
-            "vs_compile_rounds": paired(rounds["compile"], rounds["ckgen"]),
+            "vs_compile_rounds": paired(rounds["compile"], rounds["ckgen"]), "device_ms_blocked": devb,
             "err_ratio": errs["ckgen"] / errs["eager"], "pieces": pieces}
 
 
@@ -263,6 +267,7 @@ def main() -> int:
     ap.add_argument("--cluster-ab", action="store_true", help="the layer with its projections replaced by "
                     "bench/layer_cluster_nv.ck's cluster = 2 kernels, timed beside it")
     ap.add_argument("--replays", type=int, default=8, help="back-to-back replays of each side's graph per sample")
+    ap.add_argument("--blocked", action="store_true", help="also every sample of one side before the next side's")
     ap.add_argument("--json")
     a = ap.parse_args()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
@@ -273,7 +278,7 @@ def main() -> int:
         for shape in a.shapes.split(","):
             b, s = (int(v) for v in shape.split("x"))
             rows.append(run_case(ex, ks, cfg_name, b, s, a.fold_norms, a.rope_at, a.rope_ab, a.streamk_ab,
-                                 a.replays, cluster))
+                                 a.replays, cluster, a.blocked))
             r = rows[-1]
             d = r["device_ms"]
             fold = (f"; unfolded {d['ckgen_unfolded']:.3f} ms (folding gains {d['ckgen_unfolded'] / d['ckgen']:.4f}x, "
@@ -282,6 +287,9 @@ def main() -> int:
             print(f"{cfg_name} {shape}: ckgen {d['ckgen']:.3f} ms, {r['vs_compile']:.3f}x compile "
                   f"(per round {q2:.3f}x, quartiles {q1:.3f}-{q3:.3f}; {r['vs_compile_1replay']:.3f}x by 1 replay "
                   f"per sample), {r['vs_eager']:.3f}x eager{fold}", flush=True)
+            if r["device_ms_blocked"]:
+                print("  blocked (each side's samples in a row): " + ", ".join(
+                    f"{k} {v:.3f} ms ({v / d[k]:.3f}x interleaved)" for k, v in r["device_ms_blocked"].items()))
             for side in (k for k in d if k.startswith("ckgen_") and k != "ckgen_unfolded"):
                 print(f"  {side}: {d[side]:.3f} ms ({d[side] / d['ckgen']:.4f}x the layer's time, "
                       f"{d['compile'] / d[side]:.3f}x compile; error {r['rel_err'][side]:.2e})")

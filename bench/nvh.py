@@ -124,21 +124,24 @@ def round_order(names: list, r: int) -> list:
 
 
 def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inner: int = 3,
-                               replays: int = 1, samples: dict | None = None) -> dict:
+                               replays: int = 1, samples: dict | None = None, blocked: bool = False) -> dict:
     """time_graph_ms for every side of ``fns`` (name -> fn), one graph each, timed in ``rounds`` interleaved rounds
     (``replays`` back-to-back replays of each side per round, in turn, between two events), so that a drift of the
     clocks over the run reaches every side alike: per side the median over the rounds, per call. The sides take
     turns in :func:`round_order`. ``replays`` > 1 times the steady state of a loop that keeps the card
     busy; with one replay per sample the card idles while the host waits for each sample. ``samples``: a dict to
-    receive every side's per-round times (in round order, so that the sides' r-th samples come from one round)."""
+    receive every side's per-round times (in round order, so that the sides' r-th samples come from one round).
+    ``blocked``: every round of one side, then every round of the next (no side runs between two samples of
+    another: what the interleaving itself costs a side shows against the interleaved figure)."""
     graphs = {name: capture_graph(fn, warmup, inner) for name, fn in fns.items()}
     torch.cuda.synchronize()
     times: dict = {name: [] for name in fns}
     names = list(graphs)
-    for r in range(rounds):
-        for name in round_order(names, r):
-            times[name].append(_median_ms(lambda g=graphs[name]: [g.replay() for _ in range(replays)], 1,
-                                          inner * replays))
+    order = ([n for n in names for _ in range(rounds)] if blocked else
+             [n for r in range(rounds) for n in round_order(names, r)])
+    for name in order:
+        times[name].append(_median_ms(lambda g=graphs[name]: [g.replay() for _ in range(replays)], 1,
+                                      inner * replays))
     if samples is not None:
         samples.update(times)
     return {name: median(ts) for name, ts in times.items()}
