@@ -15,14 +15,14 @@ from ckgen.lower import plan_kernel
 from ckgen.runtime.binding import bind
 
 
-def kern(body: str, arch: str = "gfx942"):
-    (spec,) = load_text(f"kernel k {{ op = attention {body} }}", "t.ck", default_arches=(arch,))
+def kern(body: str, arch: str = "gfx942", op: str = "attention"):
+    (spec,) = load_text(f"kernel k {{ op = {op} {body} }}", "t.ck", default_arches=(arch,))
     return plan_kernel(spec, arch)
 
 
-def refusal(body: str, arch: str = "gfx942") -> ValidationError:
+def refusal(body: str, arch: str = "gfx942", op: str = "attention") -> ValidationError:
     with pytest.raises(ValidationError) as e:
-        kern(body, arch)
+        kern(body, arch, op)
     return e.value
 
 

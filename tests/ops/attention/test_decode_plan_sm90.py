@@ -11,22 +11,18 @@ import pytest
 
 from ckgen.codegen import render_kernel
 from ckgen.codegen.render import render_launchers
-from ckgen.errors import SpecError, ValidationError
-from ckgen.frontend import load_text
-from ckgen.lower import plan_kernel
+from ckgen.errors import SpecError
 from ckgen.ops.attention.decode import OP
 from tests.ops.attention import harness as H
+from tests.ops.attention import test_attention_plan as attention_plan
 
 
 def kern(body: str, arch: str = "sm_90"):
-    (spec,) = load_text(f"kernel k {{ op = attention_decode {body} }}", "t.ck", default_arches=(arch,))
-    return plan_kernel(spec, arch)
+    return attention_plan.kern(body, arch, "attention_decode")
 
 
-def refusal(body: str, arch: str = "sm_90") -> ValidationError:
-    with pytest.raises(ValidationError) as e:
-        kern(body, arch)
-    return e.value
+def refusal(body: str, arch: str = "sm_90"):
+    return attention_plan.refusal(body, arch, "attention_decode")
 
 
 @pytest.mark.parametrize("body,tile", [
