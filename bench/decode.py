@@ -17,10 +17,11 @@ automatic one (from the shape and the SM count) unless --splits gives counts to 
 the table says which). Device time: the median of 15 replays of a CUDA graph of 5 calls, per call
 (nvh.time_graph_ms). Reported per case: ckgen's best contiguous and paged time, the K/V bytes read per second as
 a fraction of the copy bandwidth, and the ratios to the faster SDPA backend. Exit status 1 when a kernel fails
-numerics or a case has no correct kernel. --prefill adds chunked-prefill cases (a chunk of 256..2048 causal query
+numerics or a case has no correct kernel. --prefill adds chunked-prefill cases (a chunk of 128..2048 causal query
 tokens at the end of 4096..32768 keys, GQA 32/8 d128) against SDPA flash with the lower-right causal mask, in
 TFLOP/s, contiguous and paged, and op = attention's Hopper kernels on the contiguous cache (these cases' sequences
-share one length). --ordered also times each paged kernel with the pages in order (block table
+share one length); with --splits, each decode kernel's row per split count too (--splits 1: a body = wgmma
+kernel's Hopper prefill entry where the automatic split is more than one). --ordered also times each paged kernel with the pages in order (block table
 0, 1, 2, ...: each sequence's pages adjacent, as the contiguous cache) and prints, per case, the best paged kernel's
 time with shuffled and with ordered pages next to the best contiguous time: what the kernel costs for the block
 table apart from what scattered pages cost the memory system (address translation, DRAM locality).
@@ -149,22 +150,24 @@ def cases(args):
     return [(b, sk, hq, hk, d) for hq, hk, d in heads for b in BATCHES for sk in SEQLENS]
 
 
+def time_split(kern, q, k, v, o, named, sp):
+    """(ms, the split it ran: ``auto=N`` for the automatic one) of one call with ``num_splits = sp``."""
+    t = time_graph_ms(raw_call(kern, q, k, v, O=o, num_splits=sp, **named), warmup=3, reps=15, inner=5)
+    env = {"batch": q.shape[0], "heads": q.shape[2], "heads_kv": k.shape[2], "seqlen_q": q.shape[1],
+           "seqlen_k": k.shape[1], "num_pages": k.shape[0], "max_pages": named.get("block_table", q).shape[1],
+           "num_splits": sp}
+    used = kern.plan.launch.environment(env)["splits"]
+    return t, used if sp else f"auto={used}"
+
+
 def time_kernel(kern, q, k, v, o, named, splits_list):
     """(ms, splits) of the fastest of the automatic split and ``splits_list``."""
-    best = None
-    for sp in (0, *splits_list):
-        run = raw_call(kern, q, k, v, O=o, num_splits=sp, **named)
-        t = time_graph_ms(run, warmup=3, reps=15, inner=5)
-        env = {"batch": q.shape[0], "heads": q.shape[2], "heads_kv": k.shape[2], "seqlen_q": q.shape[1],
-               "seqlen_k": k.shape[1], "num_pages": k.shape[0], "max_pages": named.get("block_table", q).shape[1],
-               "num_splits": sp}
-        used = kern.plan.launch.environment(env)["splits"]
-        if best is None or t < best[0]:
-            best = (t, used if sp else f"auto={used}")
-    return best
+    return min((time_split(kern, q, k, v, o, named, sp) for sp in (0, *splits_list)), key=lambda x: x[0])
 
 
-PREFILL = ((4, 512, 4096), (4, 512, 16384), (1, 2048, 32768), (16, 256, 8192))  # batch, chunk, keys
+#: batch, chunk, keys; the last two: chunks whose automatic split (the decode body's rule) is more than one, where
+#: --splits 1 shows what the Hopper prefill entry would give
+PREFILL = ((4, 512, 4096), (4, 512, 16384), (1, 2048, 32768), (16, 256, 8192), (1, 256, 8192), (2, 128, 4096))
 #: op = attention kernels of bench/attention_nv.ck that --prefill also runs on the contiguous cache (a batch whose
 #: sequences share one length: K and V dense [batch, keys, heads_kv, d]): the Hopper body's causal d128 tiles
 DENSE_PREFILL = ("bf16_d128_causal_wg128x128s2", "bf16_d128_causal_wg128x64s4")
@@ -182,13 +185,14 @@ def kernels_run(fn, prefix: str) -> str:
                              if e.device_type == torch.autograd.DeviceType.CUDA and e.name.startswith(prefix)}))
 
 
-def prefill(args, good, bw) -> int:
+def prefill(args, good, bw, splits) -> int:
     """Chunked prefill: a chunk of ``sq`` query tokens at the end of ``sk`` keys per sequence, causal bottom-right,
     GQA 32/8 d128, against SDPA flash with the lower-right causal mask (torch.nn.attention.bias.causal_lower_right),
     contiguous and paged (pages of 16, shuffled); TFLOP/s = 4 * b * h * d * (visible pairs) / time; each decode
-    kernel's note names the entries its call ran (a kernel with body = wgmma: its Hopper prefill entry). Besides the
-    decode kernels (any lengths, pages), op = attention's Hopper kernels (DENSE_PREFILL, marked "dense") on the
-    contiguous cache, whose sequences here share one length: the route for such a batch."""
+    kernel's note names the entries its call ran (a kernel with body = wgmma: its Hopper prefill entry), a row for
+    the automatic split and one for each of ``splits``. Besides the decode kernels (any lengths, pages), op =
+    attention's Hopper kernels (DENSE_PREFILL, marked "dense") on the contiguous cache, whose sequences here share
+    one length: the route for such a batch."""
     dense = {f"{n} (dense)": k for n, k in jit_file("bench/attention_nv.ck", "|".join(DENSE_PREFILL)).items()}
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.bias import causal_lower_right
@@ -243,13 +247,19 @@ def prefill(args, good, bw) -> int:
                 rc = 1
                 continue
             if n in dense:
-                t, note = time_graph_ms(raw_call(kern, q, kk, vv, O=o), warmup=3, reps=15, inner=5), ""
-            else:
-                t, used = time_kernel(kern, q, kk, vv, o, timed, [])
-                note = f"  (splits {used}; ran {entry})"
-            ratio = f"{t_fl / t:5.2f}x" if t_fl else "  n/a"
-            flash = f"{fl / t_fl / 1e9:8.1f}" if t_fl else "     n/a"
-            print(f"{name:30} {n:40} {fl / t / 1e9:8.1f} {flash} {ratio}{note}", flush=True)
+                timings = [(time_graph_ms(raw_call(kern, q, kk, vv, O=o), warmup=3, reps=15, inner=5), "")]
+            else:  # the automatic split, then each of --splits (a row each: which entry each one runs)
+                timings = []
+                for sp in (0, *splits):
+                    if sp:
+                        entry = kernels_run(functools.partial(kern, q, kk, vv, O=o, num_splits=sp, **checked),
+                                            n.split()[0])
+                    t, used = time_split(kern, q, kk, vv, o, timed, sp)
+                    timings.append((t, f"  (splits {used}; ran {entry})"))
+            for t, note in timings:
+                ratio = f"{t_fl / t:5.2f}x" if t_fl else "  n/a"
+                flash = f"{fl / t_fl / 1e9:8.1f}" if t_fl else "     n/a"
+                print(f"{name:30} {n:40} {fl / t / 1e9:8.1f} {flash} {ratio}{note}", flush=True)
         del q, k, v, o, kp, vp, ref
         torch.cuda.empty_cache()
     return rc
@@ -349,7 +359,7 @@ def main() -> int:
         torch.cuda.empty_cache()
 
     if args.prefill:
-        rc |= prefill(args, good, bw)
+        rc |= prefill(args, good, bw, splits_list)
 
     def pct(x):
         return f"{x * 100:5.1f}%" if x else "   n/a"
