@@ -42,7 +42,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from attention import time_sdpa  # noqa: E402  (bench/attention.py: SDPA's graph-timed device time per backend)
-from nvh import jit_file, raw_call, time_graph_ms  # noqa: E402
+from nvh import jit_file, kernels_run, raw_call, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "decode_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)
@@ -173,18 +173,6 @@ PREFILL = ((4, 512, 4096), (4, 512, 16384), (1, 2048, 32768), (16, 256, 8192), (
 DENSE_PREFILL = ("bf16_d128_causal_wg128x128s2", "bf16_d128_causal_wg128x64s4")
 
 
-def kernels_run(fn, prefix: str) -> str:
-    """Runs fn() once under torch's profiler: the CUDA kernels it launched whose names start with ``prefix`` (which
-    entries of a ckgen kernel ran)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return ", ".join(sorted({e.name for e in prof.events()
-                             if e.device_type == torch.autograd.DeviceType.CUDA and e.name.startswith(prefix)}))
-
-
 def prefill(args, good, bw, splits) -> int:
     """Chunked prefill: a chunk of ``sq`` query tokens at the end of ``sk`` keys per sequence, causal bottom-right,
     GQA 32/8 d128, against SDPA flash with the lower-right causal mask (torch.nn.attention.bias.causal_lower_right),
@@ -240,7 +228,7 @@ def prefill(args, good, bw, splits) -> int:
                          {**named, "block_table": shuffled} if paged else named))
         for n, kern, kk, vv, checked, timed in runs:
             o.fill_(float("nan"))
-            entry = kernels_run(functools.partial(kern, q, kk, vv, O=o, **checked), n.split()[0])
+            entry = ", ".join(kernels_run(functools.partial(kern, q, kk, vv, O=o, **checked), n.split()[0]))
             diff = float((o.float() - ref.float()).norm() / ref.float().norm()) if ref is not None else None
             if diff is not None and not diff <= TOL:
                 print(f"  {name}: {n} differs from SDPA ({diff})")
@@ -252,8 +240,8 @@ def prefill(args, good, bw, splits) -> int:
                 timings = []
                 for sp in (0, *splits):
                     if sp:
-                        entry = kernels_run(functools.partial(kern, q, kk, vv, O=o, num_splits=sp, **checked),
-                                            n.split()[0])
+                        entry = ", ".join(kernels_run(functools.partial(kern, q, kk, vv, O=o, num_splits=sp,
+                                                                        **checked), n.split()[0]))
                     t, used = time_split(kern, q, kk, vv, o, timed, sp)
                     timings.append((t, f"  (splits {used}; ran {entry})"))
             for t, note in timings:

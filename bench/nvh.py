@@ -147,6 +147,18 @@ def time_graphs_interleaved_ms(fns: dict, warmup: int = 3, rounds: int = 9, inne
     return {name: median(ts) for name, ts in times.items()}
 
 
+def kernels_run(fn, prefix: str = "") -> list[str]:
+    """Runs fn() once under torch's profiler: the names of the CUDA kernels it launched that start with ``prefix``
+    (which entries of a ckgen kernel ran), sorted."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sorted({e.name for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA and e.name.startswith(prefix)})
+
+
 def raw_call(kern, *args, **named):
     """A zero-overhead closure over a ckgen kernel's C entry point: the call is bound (every check) and run once
     through the JIT, then replayed with the same argument values on the current stream; the closure keeps the call

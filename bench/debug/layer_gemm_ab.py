@@ -22,19 +22,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from model import _example  # noqa: E402
-from nvh import raw_call, time_graphs_interleaved_ms  # noqa: E402
+from nvh import kernels_run, raw_call, time_graphs_interleaved_ms  # noqa: E402
 
 # projection -> (family, env input, weight attribute, env residual or None); a configuration with q / k / v biases
 # (Qwen2.5-7B) runs llama_qkv_bias, its bias in the residual's place (the family's third operand; torch's addmm)
 PROJ = {"qkv": ("llama_qkv", "h", "qkv", None), "o": ("llama_o_res", None, "o", "x"),
         "gate_up": ("llama_gate_up", "y", "gate_up", None), "down": ("llama_down", "m", "down", "s")}
-
-
-def kernels_run(fn) -> list[str]:
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
 
 
 def case(ex, ks, cfg_name: str, batch: int, seq: int, members: bool = False) -> None:
