@@ -222,18 +222,10 @@ def _key_split_q_place(d: _plan.AttentionDraft) -> None:
 
 def _prefill_body(d: _plan.AttentionDraft) -> None:
     """``body = auto | wgmma``: the Hopper prefill entry (``device/attention_decode_sm90.h``), planned by the
-    attention op's pass (its tile, stages and grid, written or from its table). It reads Q as loaded: with ``rope``
-    ``auto`` plans none and ``wgmma`` (or a written wgmma_* parameter) is refused."""
-    cfg = d.cfg
-    if d.a.rope is not None and cfg.body != "mma_sync":
-        written = [n for n in ("wgmma_tile", "wgmma_stages", "wgmma_grid") if getattr(cfg, n) is not None]
-        if cfg.body == "wgmma" or written:
-            param = "body" if cfg.body == "wgmma" else written[0]
-            value = "wgmma" if cfg.body == "wgmma" else _plan._text(getattr(cfg, param))
-            raise d.fail(param, value, "body = auto or mma_sync (and no wgmma_* parameters) with rope",
-                         "the Hopper prefill entry does not rotate Q (the decode body does)")
-        return
-    _plan.plan_wgmma_body(d)
+    attention op's pass (its tile, stages and grid, written or from its table). It reads Q as loaded, so not with
+    ``rope`` (the decode body rotates Q)."""
+    _plan.plan_wgmma_body(d, ("rope", "Q rotated as it is loaded (rope: the decode body rotates it)")
+                          if d.a.rope is not None else None)
 
 
 #: the attention op's passes after the decode defaults, the key split's Q placement before the register estimate,

@@ -345,13 +345,14 @@ def _wgmma_smem(hd: int, bm: int, bn: int, stages: int, o_buffer: bool = False) 
     return 1024 + 2 * hd * (bm * (2 if o_buffer else 1) + 2 * stages * bn) + 8 * (2 + 4 * stages)
 
 
-def plan_wgmma_body(d: AttentionDraft) -> None:
+def plan_wgmma_body(d: AttentionDraft, without: tuple[str, str] | None = None) -> None:
     """On targets with wgmma and TMA, dense f16/bf16 kernels of head dim 64, 128 or 256 also get the Hopper body
     (``body = auto``, the default; ``body = wgmma`` refuses a kernel it cannot take; ``body = mma_sync`` never),
     with ``wgmma_tile``, ``wgmma_stages`` and ``wgmma_grid`` written or from the table (``configs.WGMMA_TABLE``; a
     planned stage count shrinks to fit the shared memory; a persistent grid stages O in a tile of its own where that
     fits too). The portable body stays the run-time fallback (with ``rope`` both rotate Q in shared memory once it
-    landed)."""
+    landed). ``without``: (a DSL key, what of it) the calling op's Hopper entry does not take, beside the target's
+    and the kernel's reasons (the decode op: ``rope``): skipped under ``auto``, refused under ``wgmma``."""
     cfg, a, t = d.cfg, d.a, d.target
     written = [(n, v) for n, v in (("wgmma_tile", cfg.wgmma_tile), ("wgmma_stages", cfg.wgmma_stages),
                                    ("wgmma_grid", cfg.wgmma_grid)) if v is not None]
@@ -364,11 +365,13 @@ def plan_wgmma_body(d: AttentionDraft) -> None:
            f"head_dim {a.head_dim} (the Hopper body takes {' or '.join(map(str, WGMMA_HEAD_DIMS))})"
            if a.head_dim not in WGMMA_HEAD_DIMS else
            "varlen kernels (the C ABI has no total token count to bound the tensor maps with)" if a.varlen else None)
+    legal = "body = auto or mma_sync (and no wgmma_* parameters)"
+    if why is None and without is not None:
+        why, legal = without[1], f"{legal} with {without[0]}"
     if why is not None:
         if cfg.body == "wgmma" or written:
             param, value = ("body", "wgmma") if cfg.body == "wgmma" else (written[0][0], _text(written[0][1]))
-            raise d.fail(param, value, "body = auto or mma_sync (and no wgmma_* parameters)",
-                         f"the Hopper body does not take {why}")
+            raise d.fail(param, value, legal, f"the Hopper body does not take {why}")
         return
     kg = WGMMA_TABLE[a.head_dim]
     tile = cfg.wgmma_tile if cfg.wgmma_tile is not None else kg.tile
