@@ -237,3 +237,22 @@ def build_nv(text: str, filename: str, stem: str):
     plans = [plan_kernel(s, a) for s in load_text(text, filename) for a in s.arches]
     lib = nvidia.build_cuda_library(stem, plans)
     return lib, plans, nvidia.analyze(lib, plans)
+
+
+def check_hopper_entry(lib, plan, reports: dict) -> None:
+    """The Hopper entry ``<name>_tma`` of an attention or decode plan (``plan.body.wgmma``) as built by
+    :func:`build_nv`: the planned dynamic shared memory (no static) and threads, the S and O wgmma of its tile at
+    least once per k16 step in the PTX, and in its own PTX the TMA copies and the register reallocation.
+    ``reports``: (entry name, arch) -> report."""
+    w, a = plan.body.wgmma, plan.spec.params.attn
+    r = reports[(f"{plan.name}_tma", plan.arch)]
+    assert r.dynamic_smem == w.smem_bytes and r.static_smem == 0 and r.threads == w.threads, r
+    dt, hd = a.dtype.value, a.head_dim
+    tensor = dict(r.ptx_tensor)
+    assert tensor.get(f"wgmma.mma_async.sync.aligned.m64n{w.block_n}k16.f32.{dt}.{dt}", 0) >= hd // 16, tensor
+    assert tensor.get(f"wgmma.mma_async.sync.aligned.m64n{hd}k16.f32.{dt}.{dt}", 0) >= w.block_n // 16, tensor
+    ptx = (lib.entry / f"{lib.stem}_{plan.arch}.ptx").read_text()
+    entry = ptx[ptx.index(f".entry {plan.name}_tma("):]
+    entry = entry[: entry.find(".entry ", 10) if ".entry " in entry[10:] else len(entry)]
+    assert "cp.async.bulk.tensor.4d" in entry and "setmaxnreg" in entry, plan.name
+

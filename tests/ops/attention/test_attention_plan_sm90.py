@@ -121,13 +121,4 @@ def test_hopper_entries_build_for_sm90a_without_spills():
         if p.body.wgmma is None:
             assert p.arch == "sm_80" and len(p.entries) == 1
             continue
-        r = reports[(f"{p.name}_tma", p.arch)]
-        assert r.dynamic_smem == p.body.wgmma.smem_bytes and r.threads == p.body.wgmma.threads, r
-        dt = p.spec.params.attn.dtype.value
-        tensor = dict(r.ptx_tensor)
-        hd, bn = p.spec.params.attn.head_dim, p.body.wgmma.block_n
-        s_op = f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dt}.{dt}"
-        o_op = f"wgmma.mma_async.sync.aligned.m64n{hd}k16.f32.{dt}.{dt}"
-        assert tensor.get(s_op, 0) >= hd // 16 and tensor.get(o_op, 0) >= bn // 16, tensor
-        ptx = (lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text()
-        assert f"{p.name}_tma(" in ptx and "cp.async.bulk.tensor.4d" in ptx and "setmaxnreg" in ptx
+        H.check_hopper_entry(lib, p, reports)

@@ -100,14 +100,4 @@ def test_prefill_entries_build_for_sm90a_without_spills():
             r = reports[(e.name, p.arch)]
             assert r.spill_stores == r.spill_loads == r.stack_bytes == 0, f"{e.name}: {r}"
             assert r.blocks_per_sm >= 1, f"{e.name}: {r}"
-        w = p.body.wgmma
-        r = reports[(f"{p.name}_tma", p.arch)]
-        assert r.dynamic_smem == w.smem_bytes and r.static_smem == 0 and r.threads == w.threads, r
-        dt, hd = p.spec.params.attn.dtype.value, p.spec.params.attn.head_dim
-        tensor = dict(r.ptx_tensor)
-        assert tensor.get(f"wgmma.mma_async.sync.aligned.m64n{w.block_n}k16.f32.{dt}.{dt}", 0) >= hd // 16, tensor
-        assert tensor.get(f"wgmma.mma_async.sync.aligned.m64n{hd}k16.f32.{dt}.{dt}", 0) >= w.block_n // 16, tensor
-        ptx = (lib.entry / f"{lib.stem}_{p.arch}.ptx").read_text()
-        entry = ptx[ptx.index(f".entry {p.name}_tma("):]
-        entry = entry[: entry.find(".entry ", 10) if ".entry " in entry[10:] else len(entry)]
-        assert "cp.async.bulk.tensor.4d" in entry and "setmaxnreg" in entry, p.name
+        H.check_hopper_entry(lib, p, reports)
