@@ -103,6 +103,10 @@ struct Fwd {
 #if defined(CKGEN_NV_WGMMA)
   // Warpgroup w's barrier (named barrier 1 + w; barrier 0 is the block's).
   static CKGEN_DEVICE void wg_sync(int w) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + w) : "memory"); }
+  // Every consumer warpgroup's barrier (named barrier 1 + kCons, after the warpgroups').
+  static CKGEN_DEVICE void consumers_sync() {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(1 + kCons), "n"(128 * kCons) : "memory");
+  }
   static CKGEN_DEVICE void sts32(uint32_t addr, uint32_t v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
   }
@@ -388,7 +392,7 @@ struct Fwd {
       sts128(vb + x * kBN * 128 + (first + c / 8) * 128 + (c % 8) * 16, zero);
     }
     nv::fence_proxy_async_shared();
-    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kCons), "r"(128 * kCons) : "memory");
+    consumers_sync();
   }
 
   // A consumer thread's part of the query tile at row m0 of head h, item b.
