@@ -144,9 +144,11 @@ def test_nvcc_build(tmp_path) -> None:
         p = next(q for q in plans if q.name == r.name)
         assert r.blocks_per_sm >= max(1, p.body.workgroups_per_cu), (r.name, r.registers, r.blocks_per_sm)
     ptx = (lib.entry / f"{lib.stem}_sm_90.ptx").read_text()
-    # the cluster exchange (distributed shared memory, barrier.cluster) beside the workspace one (atomics)
-    for want in ("barrier.cluster.arrive.release", "barrier.cluster.wait.acquire", "mapa.shared::cluster",
-                 "ld.shared::cluster", "%cluster_nctarank", "atom.global.add", "nanosleep"):
+    # the cluster exchange (partials stored into the peers' shared memory, completing on their mbarriers; the next
+    # rows' slices by cp.async, or into L2) beside the workspace one (atomics)
+    for want in ("st.async.shared::cluster.mbarrier::complete_tx::bytes", "mbarrier.try_wait.parity.acquire.cluster",
+                 "mapa.shared::cluster", "barrier.cluster.arrive.release", "%cluster_nctarank", "cp.async.cg",
+                 "prefetch.global.L2", "atom.global.add", "nanosleep"):
         assert ptx.count(want) >= len(plans), want
 
 

@@ -11,8 +11,15 @@
 //                           release / acquire: shared-memory writes before it are seen by every CTA after it).
 //                           Call it from every thread, converged (.aligned). A CTA whose shared memory peers read
 //                           must not exit before they have read it: end with cluster_sync().
-//   load_peer(p, rank)      the float at the same shared-memory offset as p (this CTA's) in CTA `rank` of the
-//                           cluster (mapa.shared::cluster + ld.shared::cluster)
+//   Peer barriers: an mbarrier (uint64_t in shared memory) whose phases complete on bytes peers store into this
+//   CTA (sm_90, every compile pass; nv_wgmma.h's mbar_* are sm_90a's, for TMA):
+//   peer_bar_init(bar, count) one thread: init with `count` arrivals, made visible to the cluster (then cluster_sync
+//                           before any peer stores)
+//   peer_bar_expect(bar, bytes) one arrival announcing `bytes` of stores the phase must also see complete
+//   store_peer_async(p, v, bar, rank)  v into the float at p's offset in CTA `rank`, completing 4 bytes on the
+//                           mbarrier at bar's offset there (st.async ... complete_tx: no fence, no barrier)
+//   peer_bar_wait(bar, parity) returns once the phase of parity `parity` has completed, with cluster-scope acquire:
+//                           what peers stored into this CTA by store_peer_async in that phase is visible after it
 // Host side:
 //   cluster_fits(kernel, cluster, threads, smem) -> bool: a cluster of that many blocks fits on the current device
 //     (cudaOccupancyMaxActiveClusters); above 8 (the portable size) the kernel is allowed non-portable cluster
@@ -62,17 +69,53 @@ __device__ __forceinline__ void cluster_sync() {
 #endif
 }
 
-__device__ __forceinline__ float load_peer(const float* p, int rank) {
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void peer_bar_init(uint64_t* bar, unsigned count) {
 #if CKGEN_NV_CLUSTERS
-  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  unsigned remote;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #else
-  (void)rank;
-  return *p;
+  (void)bar; (void)count;
+#endif
+}
+
+__device__ __forceinline__ void peer_bar_expect(uint64_t* bar, unsigned bytes) {
+#if CKGEN_NV_CLUSTERS
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+#else
+  (void)bar; (void)bytes;
+#endif
+}
+
+__device__ __forceinline__ void store_peer_async(const float* p, float v, uint64_t* bar, int rank) {
+#if CKGEN_NV_CLUSTERS
+  unsigned remote, rbar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(smem_addr(bar)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(remote), "f"(v),
+               "r"(rbar)
+               : "memory");
+#else
+  (void)p; (void)v; (void)bar; (void)rank;
+#endif
+}
+
+__device__ __forceinline__ void peer_bar_wait(uint64_t* bar, unsigned parity) {
+#if CKGEN_NV_CLUSTERS
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  (void)bar; (void)parity;
 #endif
 }
 

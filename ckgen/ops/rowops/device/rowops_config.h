@@ -104,6 +104,16 @@ constexpr int stage_bytes() {
   return stages<Cfg>() > 0 ? stages<Cfg>() * stage_chunks<Cfg>() * Cfg::kThreads * 16 : 0;
 }
 
+// Split rows in a cluster (rowops_pipeline_split.h): the depth of the ring of a CTA's next slices, and its dynamic
+// shared memory (bytes; 0 without cp.async or where a vector of x or the residual is not whole 16-byte chunks).
+constexpr int kSplitStages = 2;
+template <class Cfg>
+constexpr int split_stage_bytes() {
+  constexpr bool whole = Cfg::kVec * sizeof(typename Cfg::TIn) % 16 == 0 &&
+                         (!Cfg::kResidual || Cfg::kVec * sizeof(typename Cfg::TRes) % 16 == 0);
+  return CKGEN_ROWOPS_ASYNC && whole ? kSplitStages * stage_chunks<Cfg>() * Cfg::kThreads * 16 : 0;
+}
+
 template <class Cfg>
 using Reducer = red::MultiWave<Cfg::kThreads / Cfg::kWaveSize, Cfg::kWavesPerRow, RowKind<Cfg::kOp>::State::kN>;
 

@@ -243,7 +243,8 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
   CKGEN_LDS(unsigned long long, rowops_ticket, 1);
   CKGEN_LDS(float, rowops_row_state, P::State::kN);
 #if defined(CKGEN_PLATFORM_CUDA)
-  CKGEN_LDS(float, rowops_cluster_slots, 2 * P::State::kN);
+  CKGEN_LDS(float, rowops_cluster_slots, 2 * ClusterRowExchange<P>::kMaxSplit * P::State::kN);
+  CKGEN_LDS(uint64_t, rowops_cluster_bars, 2);
 #endif
   const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
                      stride_y, stride_s, scale, eps, 0, rstd};
@@ -253,7 +254,12 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
   RowReduce<P> red(lds);
 #if defined(CKGEN_PLATFORM_CUDA)
   if (nv::cluster_size() > 1) {  // launched in clusters (sm_90): the exchange through distributed shared memory
-    run_split_cluster(a, e, red, rowops_cluster_slots, rowops_row_state);
+    unsigned char* ring = nullptr;  // the ring of the next rows' slices, where the launch gave its bytes
+    if constexpr (split_stage_bytes<Cfg>() > 0) {
+      extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
+      if (detail::dynamic_smem_bytes() >= static_cast<unsigned>(split_stage_bytes<Cfg>())) ring = rowops_dyn_smem;
+    }
+    run_split_cluster(a, e, red, rowops_cluster_slots, rowops_cluster_bars, ring);
     return;
   }
 #endif

@@ -62,12 +62,13 @@ struct StagedSource {
   CKGEN_DEVICE StagedSource(const RowGroup<P>& grp, const typename P::Ring& r, int s, long long gi)
       : ring(r), a(grp.a), e(grp.e), stage(s), g(gi) {}
 
-  // Issue the copies of row group grp into stage s (this thread's vectors; nothing for rows past the end).
+  // Issue the copies of tile `tile` of row group grp into stage s (this thread's vectors; nothing for rows past
+  // the end).
   CKGEN_ROWOPS_STEP static void issue(const typename P::Ring& ring, const RowArgs<P>& a, const RowEnv<P>& e, int s,
-                                 long long grp) {
+                                 long long grp, int tile = 0) {
     const long long row = grp * P::kRowsPerBlock + e.tid / P::kRowThreads;
-    const typename P::Counts k = RowPolicy<P>::counts(row < a.rows ? a.cols : 0, 0, e.rt);
-    const long long tcol = static_cast<long long>(e.rt) * P::kVec;
+    const typename P::Counts k = RowPolicy<P>::counts(row < a.rows ? a.cols : 0, tile, e.rt);
+    const long long tcol = static_cast<long long>(e.rt) * P::kVec + RowPolicy<P>::col0(tile, 0);
     const typename P::TRes* rr = nullptr;
     if constexpr (P::kResidual) rr = a.residual + (row * a.stride_res + tcol);
     ring.issue(s, a.x + (row * a.stride_x + tcol), rr, k);

@@ -32,19 +32,24 @@
 //
 // ---------------------------------------------------------------- the exchange in a thread-block cluster (sm_90)
 // Where the host entry launches the kernel in clusters of S CTAs (launch_split_clusters: an sm_90 device, 2 <= S
-// <= 16, a cluster of S fits, CKGEN_ROWOPS_CLUSTERS is not 0), cluster c takes rows c, c + clusters, ...; CTA r of
-// it holds slice r. Per row, thread 0 of each CTA writes its partial state into its own shared memory (two slots,
-// by row parity), the cluster synchronizes (barrier.cluster, release / acquire), and thread 0 reads the S
-// partials from the CTAs' shared memory (distributed shared memory, nv::load_peer) in rank order: no workspace,
-// no atomics, no spinning. A slot is written again two rows later, after the next row's cluster barrier, which
-// every CTA passes only once its reads of the slot are done; a last cluster barrier keeps every CTA's shared
-// memory until its peers have read it. Otherwise (other devices, a cluster that does not fit) the host launches
-// as usual and the workspace exchange runs (the body reads the cluster size it was launched with).
+// <= 16, a cluster of S fits, CKGEN_ROWOPS_CLUSTERS is not 0), on a persistent grid (at most as many clusters as
+// fit on the device at once), cluster c takes rows c, c + clusters, ...; CTA r of it holds slice r. The CTA's
+// slices of the cluster's next kSplitStages rows are in flight meanwhile: copied by cp.async into a ring in
+// dynamic shared memory (rowops::split_stage_bytes<Cfg>(), which the host gives where the cluster still fits
+// with it), or, without the ring, the next row's slice asked into L2 (prefetch_next). Either way the DRAM reads of
+// the next rows overlap this row's reductions, exchange and stores. Per row, thread 0 of each CTA stores its
+// partial state into a slot of every CTA of the cluster (distributed shared memory, st.async), each store
+// completing its bytes on that CTA's mbarrier (two slots and mbarriers, by row parity: ClusterRowExchange); every
+// thread waits on its own CTA's mbarrier and combines the S partials in rank order: no workspace, no atomics, no
+// spinning, and no cluster-wide barrier per row (whose release would also wait for the previous row's y stores).
+// A cluster barrier after the mbarriers' initialization (every CTA runs before anyone stores into it) and one
+// before exit.
 #pragma once
 
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 #include "rowops_default_policy.h"
+#include "rowops_pipeline_one_pass.h"
 #include "rowops_problem.h"
 #include "rowops_row.h"
 #if defined(CKGEN_PLATFORM_CUDA)
@@ -153,18 +158,20 @@ struct SplitPipeline {
   using State = typename P::State;
 
   // Slice `rank` of `row`: the workgroup's partial state, the row's by `exchange` (State(tid, partial): the row's
-  // state in every thread), y of the slice.
-  template <class X>
+  // state in every thread), y of the slice. The slice comes from source(g) (GlobalSource, or the cluster path's
+  // ring: SplitRingSource), refilled once its values are folded.
+  template <class X, class MakeSource>
   CKGEN_DEVICE static void run(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, long long row, int rank,
-                               const X& exchange) {
+                               const X& exchange, const MakeSource& source) {
     RowGroup<P> g(a, e, row);
-    GlobalSource<P> src(g);
+    auto src = source(g);
     TileWeights<P> wts;
     src.first(g, rank);
     State st = State::init();
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
     if (g.k.full) P::Kind::fold(ts, BoolConst<false>{}, e.c, st);
     else P::Kind::fold(ts, BoolConst<true>{}, e.c, st);
+    src.refill();
     st = exchange(e.tid, red.state(st));
     const RowScalars rs = P::Kind::finish(st, a.cols, a.eps);
     if (rank == 0) g.write_rstd(rs);
@@ -192,64 +199,146 @@ CKGEN_DEVICE void run_split(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P
     }
     const long long row = static_cast<long long>(t / static_cast<unsigned>(nsplit));
     const int rank = static_cast<int>(t % static_cast<unsigned>(nsplit));
-    SplitPipeline<P>::run(a, e, red, row, rank, GlobalRowExchange<P>{w, row, rank, nsplit, shared});
+    SplitPipeline<P>::run(a, e, red, row, rank, GlobalRowExchange<P>{w, row, rank, nsplit, shared},
+                          [](const RowGroup<P>& g) { return GlobalSource<P>(g); });
   }
 }
 
 #if defined(CKGEN_PLATFORM_CUDA)
-// The row's state through the cluster's shared memory (above): slots, 2 kN floats; shared, kN floats.
+// The row's state through the cluster's shared memory (above). `slots`: 2 x kMaxSplit x kN floats, slice r's
+// partial of a row of parity p at (p * kMaxSplit + r) * kN in every CTA; `bars`: an mbarrier per parity (one
+// arrival, thread 0's, and kN x 4 bytes from each slice). Thread 0 stores the CTA's partial into every CTA's slot
+// (st.async, completing bytes on that CTA's mbarrier); every thread waits for its CTA's mbarrier and combines the S
+// partials in rank order. No cluster barrier: the row's exchange waits for nothing but the S partials. A slot and
+// its mbarrier are used again two rows later: a peer writes them (for row i + 2) only once it has this CTA's
+// partial of row i + 1, which thread 0 sends after the workgroup barrier below, which every thread reaches after
+// its reads of row i's slots; and a peer's phase of row i + 2 cannot complete before this CTA's of row i has.
 template <class P>
 struct ClusterRowExchange {
   using State = typename P::State;
+  static constexpr int kMaxSplit = 16;
   float* slots;
-  float* shared;
-  int parity, nsplit;
+  uint64_t* bars;
+  int parity, rank, nsplit;
+  unsigned phase;  // the phase of bars[parity] this row completes (its uses so far, mod 2)
 
   CKGEN_DEVICE State operator()(int tid, State st) const {
-    float* mine = slots + parity * State::kN;
+    float* mine = slots + parity * kMaxSplit * State::kN;
+    uint64_t* bar = bars + parity;
+    barrier();  // every thread's reads of the previous row's slots are done (above)
     if (tid == 0) {
+      nv::peer_bar_expect(bar, static_cast<unsigned>(nsplit * State::kN * 4));
+      for (int r = 0; r < nsplit; ++r) {
 #pragma unroll
-      for (int i = 0; i < State::kN; ++i) mine[i] = st.v[i];
+        for (int i = 0; i < State::kN; ++i) nv::store_peer_async(mine + rank * State::kN + i, st.v[i], bar, r);
+      }
+    }
+    nv::peer_bar_wait(bar, phase);
+    State acc = slot(mine, 0);
+    for (int r = 1; r < nsplit; ++r) acc = State::combine(acc, slot(mine, r));
+    return acc;
+  }
+  CKGEN_DEVICE static State slot(const float* s, int r) {
+    State t;
+#pragma unroll
+    for (int i = 0; i < State::kN; ++i) t.v[i] = s[r * State::kN + i];
+    return t;
+  }
+  // thread 0: the two mbarriers initialized; then every thread of every CTA: cluster_sync (the peers' barriers are
+  // ready, and every CTA of the cluster runs, before anyone stores into a peer)
+  CKGEN_DEVICE static void init(uint64_t* bars, int tid) {
+    if (tid == 0) {
+      nv::peer_bar_init(bars, 1);
+      nv::peer_bar_init(bars + 1, 1);
     }
     nv::cluster_sync();
-    if (tid == 0) {
-      State acc = peer(mine, 0);
-      for (int r = 1; r < nsplit; ++r) acc = State::combine(acc, peer(mine, r));
-#pragma unroll
-      for (int i = 0; i < State::kN; ++i) shared[i] = acc.v[i];
-    }
-    barrier();
-#pragma unroll
-    for (int i = 0; i < State::kN; ++i) st.v[i] = shared[i];
-    return st;
-  }
-  CKGEN_DEVICE static State peer(const float* slot, int rank) {
-    State s;
-#pragma unroll
-    for (int i = 0; i < State::kN; ++i) s.v[i] = nv::load_peer(slot + i, rank);
-    return s;
   }
 };
 
-// The rows of this cluster: S = the cluster's size = ceil(cols / kTile) (checked: a trap).
+// Ask for this thread's vectors of slice `rank` of `row` (x, and the residual) to be brought into L2 (nothing past
+// the last row or the row's end): a hint, no value is read.
+template <class P>
+CKGEN_DEVICE void prefetch_next(const RowArgs<P>& a, const RowEnv<P>& e, long long row, int rank) {
+  if (row >= a.rows) return;
+  RowGroup<P> g(a, e, row);
+  g.set_tile(rank);
+#pragma unroll
+  for (int j = 0; j < P::kR; ++j) {
+    if (g.k.nv(j) <= 0) continue;
+    const long long c = RowPolicy<P>::col0(rank, j);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(g.xr + c));
+    if constexpr (P::kResidual) asm volatile("prefetch.global.L2 [%0];" ::"l"(g.rr + c));
+  }
+}
+
+// The cluster path's source of a slice: stage `stage` of the CTA's ring (StagedSource::first), which refill()
+// gives to the slice of row `next` (kSplitStages rows of the cluster ahead) once its values are folded.
+template <class P>
+struct SplitRingSource : StagedSource<P> {
+  long long next;
+  int rank;
+
+  CKGEN_DEVICE SplitRingSource(const RowGroup<P>& g, const typename P::Ring& r, int s, long long nx, int rk)
+      : StagedSource<P>(g, r, s, nx), next(nx), rank(rk) {}
+  CKGEN_ROWOPS_STEP void refill() {
+    if (next < this->a.rows) StagedSource<P>::issue(this->ring, this->a, this->e, this->stage, next, rank);
+    detail::cp_commit();
+  }
+};
+
+template <class P>
+CKGEN_DEVICE ClusterRowExchange<P> exchange(float* slots, uint64_t* bars, int it, int rank, int nsplit) {
+  return ClusterRowExchange<P>{slots, bars, it & 1, rank, nsplit, static_cast<unsigned>((it >> 1) & 1)};
+}
+
+// The rows of this cluster: S = the cluster's size = ceil(cols / kTile) (checked: a trap). With `ring` (the
+// launch gave split_stage_bytes of dynamic shared memory) and aligned x (and residual): each CTA's slices of the
+// cluster's next kSplitStages rows are in flight in its ring by cp.async while a row is reduced, exchanged and
+// written; else direct loads, the next row's slice asked into L2 (prefetch_next).
 template <class P>
 CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
-                                    float* shared) {
+                                    uint64_t* bars, unsigned char* ring_mem) {
   const int nsplit = nv::cluster_size();
   if (nsplit != (a.cols - 1) / P::kTile + 1) trap("rowops: a cluster of other than ceil(cols / kTileCols) CTAs");
   const int rank = nv::cluster_rank();
-  int parity = 0;
-  for (long long row = nv::cluster_id(); row < a.rows; row += nv::clusters()) {
-    SplitPipeline<P>::run(a, e, red, row, rank, ClusterRowExchange<P>{slots, shared, parity, nsplit});
-    parity ^= 1;
+  ClusterRowExchange<P>::init(bars, e.tid);
+  int it = 0;  // rows of this cluster so far: parity it % 2, phase (it / 2) % 2
+  const int stride = nv::clusters();
+  const long long first = nv::cluster_id();
+  if constexpr (split_stage_bytes<typename P::Cfg>() > 0) {
+    if (ring_mem != nullptr && e.x_ok && (!P::kResidual || e.r_ok)) {
+      const typename P::Ring ring(ring_mem, e.tid);
+#pragma unroll 1
+      for (int s = 0; s < kSplitStages; ++s) {  // prologue: the first kSplitStages rows in flight
+        if (first + s * stride < a.rows) StagedSource<P>::issue(ring, a, e, s, first + s * stride, rank);
+        detail::cp_commit();
+      }
+      int stage = 0;
+      for (long long row = first; row < a.rows; row += stride) {
+        detail::cp_wait<kSplitStages - 1>();  // this row's copies (the oldest pending group) have landed
+        const long long next = row + static_cast<long long>(kSplitStages) * stride;
+        SplitPipeline<P>::run(a, e, red, row, rank, exchange<P>(slots, bars, it++, rank, nsplit),
+                              [&](const RowGroup<P>& g) { return SplitRingSource<P>(g, ring, stage, next, rank); });
+        stage = stage + 1 == kSplitStages ? 0 : stage + 1;
+      }
+      detail::cp_wait<0>();
+      nv::cluster_sync();  // no CTA of the cluster exits while another may still store into it
+      return;
+    }
   }
-  nv::cluster_sync();  // the peers' reads of this CTA's slots are done before it exits
+  for (long long row = first; row < a.rows; row += stride) {
+    prefetch_next(a, e, row + stride, rank);
+    SplitPipeline<P>::run(a, e, red, row, rank, exchange<P>(slots, bars, it++, rank, nsplit),
+                          [](const RowGroup<P>& g) { return GlobalSource<P>(g); });
+  }
+  nv::cluster_sync();  // no CTA of the cluster exits while another may still store into it
 }
 
-// Host: launch `kernel` in clusters of S = ceil(cols / Cfg::kTileCols) CTAs (grid: `grid` rounded down to a
-// multiple of S, at least S), or return -1 with nothing launched where the cluster path does not apply (not an
-// sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0 in the environment, no cluster of S fits: asked once per
-// device and S, or the launch failed). The per-call cost: a getenv and a cudaGetDevice.
+// Host: launch `kernel` in clusters of S = ceil(cols / Cfg::kTileCols) CTAs on a persistent grid (`grid` / S
+// clusters, at least one, at most as many as fit on the device at once), or return -1 with nothing launched where
+// the cluster path does not apply (not an sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0 in the
+// environment, no cluster of S fits: asked once per device and S, or the launch failed). The per-call cost: a
+// getenv and a cudaGetDevice.
 template <class Cfg, class... KArgs, class... Args>
 inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int cols, unsigned threads, void* stream,
                                  Args... args) {
@@ -257,24 +346,40 @@ inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int c
   const bool enabled = env == nullptr || strcmp(env, "0") != 0;
   const int nsplit = cols > 0 ? (cols - 1) / Cfg::kTileCols + 1 : 0;
   if (!enabled || nsplit < 2 || nsplit > 16 || !nv::sm90_device()) return -1;
-  // whether a cluster of nsplit fits, per device (the last one asked, per host thread): 0 unknown, 1 yes, -1 no
+  // how many clusters of nsplit fit at once, per device (the last one asked, per host thread): 0 unknown, -1 none
   thread_local int dev_cached = -1;
-  thread_local signed char fits[17] = {};
+  thread_local int fits[17] = {};
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();
     return -1;
   }
   if (dev != dev_cached) {
-    for (signed char& f : fits) f = 0;
+    for (int& f : fits) f = 0;
     dev_cached = dev;
   }
-  if (fits[nsplit] == 0) fits[nsplit] = nv::cluster_fits(kernel, static_cast<unsigned>(nsplit), threads, 0) ? 1 : -1;
+  thread_local int smem[17] = {};  // the ring's bytes the launch gives (0 where a cluster fits only without it)
+  if (fits[nsplit] == 0) {
+    const void* f = reinterpret_cast<const void*>(kernel);
+    int n = 0;
+    if (nv::cluster_fits(kernel, static_cast<unsigned>(nsplit), threads, 0)) {
+      int configured = 0;  // (the attribute is the kernel's, per device: set again for every device asked)
+      smem[nsplit] = cuda_host::configure_smem(f, &configured, split_stage_bytes<Cfg>()) == 0
+                         ? split_stage_bytes<Cfg>() : 0;
+      n = nv::max_active_clusters(f, static_cast<unsigned>(nsplit), threads, static_cast<size_t>(smem[nsplit]));
+      if (n <= 0 && smem[nsplit] > 0) {
+        smem[nsplit] = 0;
+        n = nv::max_active_clusters(f, static_cast<unsigned>(nsplit), threads, 0);
+      }
+    }
+    fits[nsplit] = n > 0 ? n : -1;
+  }
   if (fits[nsplit] < 0) return -1;
-  const long long gx = grid / nsplit > 0 ? grid / nsplit * nsplit : nsplit;
+  const long long clusters = grid / nsplit < fits[nsplit] ? grid / nsplit : fits[nsplit];
+  const long long gx = (clusters > 0 ? clusters : 1) * nsplit;
   (void)cudaGetLastError();
   const cudaError_t e = nv::launch_cluster(kernel, static_cast<unsigned>(gx), static_cast<unsigned>(nsplit), threads,
-                                           0, stream, args...);
+                                           static_cast<size_t>(smem[nsplit]), stream, args...);
   if (e == cudaSuccess) return 0;
   (void)cudaGetLastError();
   return -1;
