@@ -102,6 +102,5 @@ kernel softmax_v256000_t256x4   { op = softmax x = bf16 scale = 0.7  threads_per
 kernel softmax_v256000_t256x8   { op = softmax x = bf16 scale = 0.7  threads_per_row = 256  reg_vecs = 8  max_cols = 256000  split = 16 }
 kernel softmax_v256000_t128x8   { op = softmax x = bf16 scale = 0.7  threads_per_row = 128  reg_vecs = 8  max_cols = 256000  split = 32 }
 kernel softmax_v256000_t1024x2  { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 2  max_cols = 256000  split = 16 }
-kernel softmax_v256000_t1024x4  { op = softmax x = bf16 scale = 0.7  threads_per_row = 1024  reg_vecs = 4  max_cols = 256000  split = 8 }
-kernel softmax_v256000_t512x8   { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 8  max_cols = 256000  split = 16 }
+kernel softmax_v256000_t512x6   { op = softmax x = bf16 scale = 0.7  threads_per_row = 512  reg_vecs = 6  max_cols = 256000  split = 11 }
 kernel softmax_v256000_looped   { op = softmax x = bf16 scale = 0.7  max_cols = 256000  split = 1 }

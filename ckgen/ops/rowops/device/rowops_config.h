@@ -104,9 +104,11 @@ constexpr int stage_bytes() {
   return stages<Cfg>() > 0 ? stages<Cfg>() * stage_chunks<Cfg>() * Cfg::kThreads * 16 : 0;
 }
 
-// Split rows in a cluster (rowops_pipeline_split.h): the depth of the ring of a CTA's next slices, and its dynamic
-// shared memory (bytes; 0 without cp.async or where a vector of x or the residual is not whole 16-byte chunks).
-constexpr int kSplitStages = 2;
+// Split rows in a cluster (rowops_pipeline_split.h, run_split_ring): the depth of the ring of a CTA's slices (the
+// row whose y is written, the next, whose partial is in the exchange, and the copies of the one after), and its
+// dynamic shared memory (bytes; 0 without cp.async or where a vector of x or the residual is not whole 16-byte
+// chunks).
+constexpr int kSplitStages = 3;
 template <class Cfg>
 constexpr int split_stage_bytes() {
   constexpr bool whole = Cfg::kVec * sizeof(typename Cfg::TIn) % 16 == 0 &&

@@ -157,6 +157,25 @@ struct SplitPipeline {
                 "ring or int8 y");
   using State = typename P::State;
 
+  // The workgroup's partial state of the slice in g.buf (all-reduced over its threads).
+  CKGEN_ROWOPS_STEP static State partial(const RowGroup<P>& g, RowReduce<P>& red) {
+    State st = State::init();
+    const typename RowGroup<P>::Stats ts{g.buf, g.k};
+    if (g.k.full) P::Kind::fold(ts, BoolConst<false>{}, g.e.c, st);
+    else P::Kind::fold(ts, BoolConst<true>{}, g.e.c, st);
+    return red.state(st);
+  }
+  // The slice's outputs from the row's state st and the slice in g.buf: rstd (slice 0), y.
+  CKGEN_ROWOPS_STEP static void output(RowGroup<P>& g, const State& st, int rank) {
+    const RowScalars rs = P::Kind::finish(st, g.a.cols, g.a.eps);
+    if (rank == 0) g.write_rstd(rs);
+    if constexpr (P::kWriteY) {
+      TileWeights<P> wts;
+      g.fast = g.fast_tile();
+      g.by_kind(wts, true, rank, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, rank, rs, 1.0f, wts); });
+    }
+  }
+
   // Slice `rank` of `row`: the workgroup's partial state, the row's by `exchange` (State(tid, partial): the row's
   // state in every thread), y of the slice. The slice comes from source(g) (GlobalSource, or the cluster path's
   // ring: SplitRingSource), refilled once its values are folded.
@@ -165,20 +184,10 @@ struct SplitPipeline {
                                const X& exchange, const MakeSource& source) {
     RowGroup<P> g(a, e, row);
     auto src = source(g);
-    TileWeights<P> wts;
     src.first(g, rank);
-    State st = State::init();
-    const typename RowGroup<P>::Stats ts{g.buf, g.k};
-    if (g.k.full) P::Kind::fold(ts, BoolConst<false>{}, e.c, st);
-    else P::Kind::fold(ts, BoolConst<true>{}, e.c, st);
+    const State st = partial(g, red);
     src.refill();
-    st = exchange(e.tid, red.state(st));
-    const RowScalars rs = P::Kind::finish(st, a.cols, a.eps);
-    if (rank == 0) g.write_rstd(rs);
-    if constexpr (P::kWriteY) {
-      g.fast = g.fast_tile();
-      g.by_kind(wts, true, rank, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, rank, rs, 1.0f, wts); });
-    }
+    output(g, exchange(e.tid, st), rank);
   }
 };
 
@@ -205,38 +214,50 @@ CKGEN_DEVICE void run_split(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P
 }
 
 #if defined(CKGEN_PLATFORM_CUDA)
-// The row's state through the cluster's shared memory (above). `slots`: 2 x kMaxSplit x kN floats, slice r's
-// partial of a row of parity p at (p * kMaxSplit + r) * kN in every CTA; `bars`: an mbarrier per parity (one
-// arrival, thread 0's, and kN x 4 bytes from each slice). Thread 0 stores the CTA's partial into every CTA's slot
-// (st.async, completing bytes on that CTA's mbarrier); every thread waits for its CTA's mbarrier and combines the S
-// partials in rank order. No cluster barrier: the row's exchange waits for nothing but the S partials. A slot and
-// its mbarrier are used again two rows later: a peer writes them (for row i + 2) only once it has this CTA's
-// partial of row i + 1, which thread 0 sends after the workgroup barrier below, which every thread reaches after
-// its reads of row i's slots; and a peer's phase of row i + 2 cannot complete before this CTA's of row i has.
+// The row's state through the cluster's shared memory (above). `slots`: kSets x kMaxSplit x kN floats, slice r's
+// partial of the cluster's it-th row at ((it % kSets) * kMaxSplit + r) * kN in every CTA; `bars`: an mbarrier per
+// set (one arrival, thread 0's, and kN x 4 bytes from each slice). send: thread 0 stores the CTA's partial into
+// every CTA's slot (st.async, completing bytes on that CTA's mbarrier); receive: every thread waits for its CTA's
+// mbarrier and combines the S partials in rank order. No cluster barrier: a row's exchange waits for nothing but
+// its S partials. A set is used again kSets rows later. Each CTA runs, per row i, send(i) then receive(i - d)
+// (d = 0, or 1 in the pipelined path: run_split_cluster), and send(i) starts with a workgroup barrier, which every
+// thread reaches after its reads of receive(i - 1 - d). A peer stores into set i % kSets (for row i + kSets) only
+// after its receive(i + kSets - d), which needs this CTA's send(i + kSets - d), which follows this CTA's receive(i)
+// as long as kSets - d >= 1 + d: kSets = 4 covers d <= 1 (and the mbarrier's phase of row i completes before any
+// of row i + kSets starts, by the same chain).
 template <class P>
 struct ClusterRowExchange {
   using State = typename P::State;
-  static constexpr int kMaxSplit = 16;
+  static constexpr int kMaxSplit = 16, kSets = 4;
   float* slots;
   uint64_t* bars;
-  int parity, rank, nsplit;
-  unsigned phase;  // the phase of bars[parity] this row completes (its uses so far, mod 2)
+  int set, rank, nsplit;
+  unsigned phase;  // the phase of bars[set] this row completes (its uses so far, mod 2)
 
-  CKGEN_DEVICE State operator()(int tid, State st) const {
-    float* mine = slots + parity * kMaxSplit * State::kN;
-    uint64_t* bar = bars + parity;
-    barrier();  // every thread's reads of the previous row's slots are done (above)
+  CKGEN_DEVICE ClusterRowExchange(float* sl, uint64_t* b, int it, int rk, int ns)
+      : slots(sl), bars(b), set(it % kSets), rank(rk), nsplit(ns), phase(static_cast<unsigned>((it / kSets) & 1)) {}
+
+  CKGEN_DEVICE void send(int tid, const State& st) const {
+    float* mine = slots + set * kMaxSplit * State::kN;
+    barrier();  // every thread's reads of the rows received before are done (above)
     if (tid == 0) {
-      nv::peer_bar_expect(bar, static_cast<unsigned>(nsplit * State::kN * 4));
+      nv::peer_bar_expect(bars + set, static_cast<unsigned>(nsplit * State::kN * 4));
       for (int r = 0; r < nsplit; ++r) {
 #pragma unroll
-        for (int i = 0; i < State::kN; ++i) nv::store_peer_async(mine + rank * State::kN + i, st.v[i], bar, r);
+        for (int i = 0; i < State::kN; ++i) nv::store_peer_async(mine + rank * State::kN + i, st.v[i], bars + set, r);
       }
     }
-    nv::peer_bar_wait(bar, phase);
+  }
+  CKGEN_DEVICE State receive() const {
+    const float* mine = slots + set * kMaxSplit * State::kN;
+    nv::peer_bar_wait(bars + set, phase);
     State acc = slot(mine, 0);
     for (int r = 1; r < nsplit; ++r) acc = State::combine(acc, slot(mine, r));
     return acc;
+  }
+  CKGEN_DEVICE State operator()(int tid, const State& st) const {
+    send(tid, st);
+    return receive();
   }
   CKGEN_DEVICE static State slot(const float* s, int r) {
     State t;
@@ -244,12 +265,11 @@ struct ClusterRowExchange {
     for (int i = 0; i < State::kN; ++i) t.v[i] = s[r * State::kN + i];
     return t;
   }
-  // thread 0: the two mbarriers initialized; then every thread of every CTA: cluster_sync (the peers' barriers are
+  // thread 0: the mbarriers initialized; then every thread of every CTA: cluster_sync (the peers' barriers are
   // ready, and every CTA of the cluster runs, before anyone stores into a peer)
   CKGEN_DEVICE static void init(uint64_t* bars, int tid) {
     if (tid == 0) {
-      nv::peer_bar_init(bars, 1);
-      nv::peer_bar_init(bars + 1, 1);
+      for (int i = 0; i < kSets; ++i) nv::peer_bar_init(bars + i, 1);
     }
     nv::cluster_sync();
   }
@@ -271,8 +291,9 @@ CKGEN_DEVICE void prefetch_next(const RowArgs<P>& a, const RowEnv<P>& e, long lo
   }
 }
 
-// The cluster path's source of a slice: stage `stage` of the CTA's ring (StagedSource::first), which refill()
-// gives to the slice of row `next` (kSplitStages rows of the cluster ahead) once its values are folded.
+// The cluster path's source of a slice: stage `stage` of the CTA's ring. first (StagedSource::first: v into
+// g.buf, s stored with a residual), reread (v again from the stage: s recomputed, not stored), refill (the stage
+// to the slice of row `next`, or an empty copy group past the last row: one group per call either way).
 template <class P>
 struct SplitRingSource : StagedSource<P> {
   long long next;
@@ -280,6 +301,22 @@ struct SplitRingSource : StagedSource<P> {
 
   CKGEN_DEVICE SplitRingSource(const RowGroup<P>& g, const typename P::Ring& r, int s, long long nx, int rk)
       : StagedSource<P>(g, r, s, nx), next(nx), rank(rk) {}
+  CKGEN_ROWOPS_STEP void reread(RowGroup<P>& g) const {
+    g.set_tile(rank);
+    if constexpr (P::kResidual) {
+      typename P::FX xv[P::kR];
+      typename P::FR rv[P::kR];
+#pragma unroll
+      for (int j = 0; j < P::kR; ++j) {
+        xv[j] = this->ring.read_x(this->stage, j, g.k.nv(j));
+        rv[j] = this->ring.read_r(this->stage, j, g.k.nv(j));
+      }
+      g.sum_residual(xv, rv);
+    } else {
+#pragma unroll
+      for (int j = 0; j < P::kR; ++j) g.buf[j] = this->ring.read_x(this->stage, j, g.k.nv(j));
+    }
+  }
   CKGEN_ROWOPS_STEP void refill() {
     if (next < this->a.rows) StagedSource<P>::issue(this->ring, this->a, this->e, this->stage, next, rank);
     detail::cp_commit();
@@ -287,14 +324,57 @@ struct SplitRingSource : StagedSource<P> {
 };
 
 template <class P>
-CKGEN_DEVICE ClusterRowExchange<P> exchange(float* slots, uint64_t* bars, int it, int rank, int nsplit) {
-  return ClusterRowExchange<P>{slots, bars, it & 1, rank, nsplit, static_cast<unsigned>((it >> 1) & 1)};
+CKGEN_DEVICE void split_wait_oldest() {  // all but the newest kSplitStages - 2 copy groups have landed
+  detail::cp_wait<kSplitStages - 2>();
+}
+
+// The ring path of run_split_cluster, pipelined by one row: per row i of the cluster, (A) slice i + 1 from its
+// stage, its partial state sent to the peers; (B) row i's state received, slice i read again from its stage, y
+// written, and the stage refilled with row i + kSplitStages. The exchange of row i + 1 is in flight while row i's
+// y is computed and stored, and the stage of row i stays in the ring until then: kSplitStages = 3 holds rows i,
+// i + 1 and the copies of row i + 2.
+template <class P>
+CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
+                                 uint64_t* bars, const typename P::Ring& ring, int rank, int nsplit) {
+  static_assert(kSplitStages == 3, "run_split_ring: rows i and i + 1 in the ring, row i + 2 in flight");
+  const int stride = nv::clusters();
+  const long long first = nv::cluster_id();
+#pragma unroll 1
+  for (int s = 0; s < kSplitStages; ++s) {  // prologue: the first kSplitStages rows in flight, a group each
+    if (first + s * stride < a.rows) StagedSource<P>::issue(ring, a, e, s, first + s * stride, rank);
+    detail::cp_commit();
+  }
+  auto source = [&](const RowGroup<P>& g, long long row, int it) {
+    return SplitRingSource<P>(g, ring, it % kSplitStages, row + static_cast<long long>(kSplitStages) * stride, rank);
+  };
+  auto send = [&](long long row, int it) {  // (A) the partial of the it-th row
+    RowGroup<P> g(a, e, row);
+    source(g, row, it).first(g, rank);
+    ClusterRowExchange<P>(slots, bars, it, rank, nsplit).send(e.tid, SplitPipeline<P>::partial(g, red));
+  };
+  if (first < a.rows) {
+    detail::cp_wait<kSplitStages - 1>();  // row 0's group (of the prologue's three)
+    send(first, 0);
+  }
+  int it = 0;
+  for (long long row = first; row < a.rows; row += stride, ++it) {
+    if (row + stride < a.rows) {
+      split_wait_oldest<P>();  // row i + 1's group: pending are it and row i + 2's
+      send(row + stride, it + 1);
+    }
+    RowGroup<P> g(a, e, row);  // (B) row i
+    auto src = source(g, row, it);
+    const typename P::State st = ClusterRowExchange<P>(slots, bars, it, rank, nsplit).receive();
+    src.reread(g);
+    SplitPipeline<P>::output(g, st, rank);
+    src.refill();
+  }
+  detail::cp_wait<0>();
 }
 
 // The rows of this cluster: S = the cluster's size = ceil(cols / kTile) (checked: a trap). With `ring` (the
-// launch gave split_stage_bytes of dynamic shared memory) and aligned x (and residual): each CTA's slices of the
-// cluster's next kSplitStages rows are in flight in its ring by cp.async while a row is reduced, exchanged and
-// written; else direct loads, the next row's slice asked into L2 (prefetch_next).
+// launch gave split_stage_bytes of dynamic shared memory) and aligned x (and residual): run_split_ring; else direct
+// loads, each row's exchange waited for before its y, the next row's slice asked into L2 (prefetch_next).
 template <class P>
 CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
                                     uint64_t* bars, unsigned char* ring_mem) {
@@ -302,34 +382,21 @@ CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, Row
   if (nsplit != (a.cols - 1) / P::kTile + 1) trap("rowops: a cluster of other than ceil(cols / kTileCols) CTAs");
   const int rank = nv::cluster_rank();
   ClusterRowExchange<P>::init(bars, e.tid);
-  int it = 0;  // rows of this cluster so far: parity it % 2, phase (it / 2) % 2
-  const int stride = nv::clusters();
-  const long long first = nv::cluster_id();
+  bool done = false;
   if constexpr (split_stage_bytes<typename P::Cfg>() > 0) {
     if (ring_mem != nullptr && e.x_ok && (!P::kResidual || e.r_ok)) {
-      const typename P::Ring ring(ring_mem, e.tid);
-#pragma unroll 1
-      for (int s = 0; s < kSplitStages; ++s) {  // prologue: the first kSplitStages rows in flight
-        if (first + s * stride < a.rows) StagedSource<P>::issue(ring, a, e, s, first + s * stride, rank);
-        detail::cp_commit();
-      }
-      int stage = 0;
-      for (long long row = first; row < a.rows; row += stride) {
-        detail::cp_wait<kSplitStages - 1>();  // this row's copies (the oldest pending group) have landed
-        const long long next = row + static_cast<long long>(kSplitStages) * stride;
-        SplitPipeline<P>::run(a, e, red, row, rank, exchange<P>(slots, bars, it++, rank, nsplit),
-                              [&](const RowGroup<P>& g) { return SplitRingSource<P>(g, ring, stage, next, rank); });
-        stage = stage + 1 == kSplitStages ? 0 : stage + 1;
-      }
-      detail::cp_wait<0>();
-      nv::cluster_sync();  // no CTA of the cluster exits while another may still store into it
-      return;
+      run_split_ring(a, e, red, slots, bars, typename P::Ring(ring_mem, e.tid), rank, nsplit);
+      done = true;
     }
   }
-  for (long long row = first; row < a.rows; row += stride) {
-    prefetch_next(a, e, row + stride, rank);
-    SplitPipeline<P>::run(a, e, red, row, rank, exchange<P>(slots, bars, it++, rank, nsplit),
-                          [](const RowGroup<P>& g) { return GlobalSource<P>(g); });
+  if (!done) {
+    const int stride = nv::clusters();
+    int it = 0;
+    for (long long row = nv::cluster_id(); row < a.rows; row += stride) {
+      prefetch_next(a, e, row + stride, rank);
+      SplitPipeline<P>::run(a, e, red, row, rank, ClusterRowExchange<P>(slots, bars, it++, rank, nsplit),
+                            [](const RowGroup<P>& g) { return GlobalSource<P>(g); });
+    }
   }
   nv::cluster_sync();  // no CTA of the cluster exits while another may still store into it
 }
@@ -363,8 +430,16 @@ inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int c
     const void* f = reinterpret_cast<const void*>(kernel);
     int n = 0;
     if (nv::cluster_fits(kernel, static_cast<unsigned>(nsplit), threads, 0)) {
-      int configured = 0;  // (the attribute is the kernel's, per device: set again for every device asked)
-      smem[nsplit] = cuda_host::configure_smem(f, &configured, split_stage_bytes<Cfg>()) == 0
+      // the ring where the device's opt-in limit holds it beside the kernel's static shared memory (the attribute
+      // is the kernel's, per device: set again for every device asked)
+      int optin = 0, configured = 0;
+      cudaFuncAttributes fa;
+      const bool room = split_stage_bytes<Cfg>() > 0 &&
+                        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+                        cudaFuncGetAttributes(&fa, f) == cudaSuccess &&
+                        fa.sharedSizeBytes + static_cast<size_t>(split_stage_bytes<Cfg>()) <= static_cast<size_t>(optin);
+      (void)cudaGetLastError();
+      smem[nsplit] = room && cuda_host::configure_smem(f, &configured, split_stage_bytes<Cfg>()) == 0
                          ? split_stage_bytes<Cfg>() : 0;
       n = nv::max_active_clusters(f, static_cast<unsigned>(nsplit), threads, static_cast<size_t>(smem[nsplit]));
       if (n <= 0 && smem[nsplit] > 0) {

@@ -139,8 +139,8 @@ struct RowGroup {
   CKGEN_ROWOPS_STEP void load_vecs(F (&out)[kR], const T* src, bool ok, int tile) const {
     detail::load_tile<P::kStep>(out, src + Pol::col0(tile, 0), k, ok);
   }
-  // buf = s = x + residual rounded to TRes, written to s_out
-  CKGEN_DEVICE void add_residual(const FX (&xv)[kR], const FR (&rv)[kR], int tile) {
+  // buf = s = x + residual rounded to TRes
+  CKGEN_DEVICE void sum_residual(const FX (&xv)[kR], const FR (&rv)[kR]) {
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
       float sv[kVec];
@@ -148,6 +148,10 @@ struct RowGroup {
       for (int i = 0; i < kVec; ++i) sv[i] = detail::elem(xv[j], i) + detail::elem(rv[j], i);
       buf[j] = detail::pack<TRes, kVec>(sv);
     }
+  }
+  // buf = s = x + residual rounded to TRes, written to s_out
+  CKGEN_DEVICE void add_residual(const FX (&xv)[kR], const FR (&rv)[kR], int tile) {
+    sum_residual(xv, rv);
 #pragma unroll
     for (int j = 0; j < kR; ++j)
       if (k.full || j * P::kStep < k.rem) detail::store<TRes, kVec>(sr + Pol::col0(tile, j), k.nv(j), e.s_ok, buf[j]);
