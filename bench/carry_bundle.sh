@@ -7,7 +7,7 @@
 # then run with carry [".carry", ".whl"]: tar xzf .carry/bundle.tgz && OUT=... bash bench/device_run.sh STAGE...
 set -eu
 cd "$(dirname "$0")/.."
-mkdir -p .carry
+mkdir -p .carry bench/_build  # (bench/_build: the probes' builds; empty on a fresh clone)
 rm -f .carry/bundle.tgz
 tar -czf .carry/bundle.tgz .nvcache bench/_build
 size=$(stat -c %s .carry/bundle.tgz)

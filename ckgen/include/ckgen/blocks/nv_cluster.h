@@ -32,6 +32,7 @@
 //     launched when no such cluster fits; 0 and nothing launched when units == 0.
 #pragma once
 
+#include "ckgen/blocks/nv_mma.h"     // smem_addr
 #include "ckgen/blocks/nv_wgmma.h"  // sm90_device (host)
 #include "ckgen/platform_cuda.h"
 
@@ -67,10 +68,6 @@ __device__ __forceinline__ void cluster_sync() {
 #else
   __syncthreads();
 #endif
-}
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 __device__ __forceinline__ void peer_bar_init(uint64_t* bar, unsigned count) {

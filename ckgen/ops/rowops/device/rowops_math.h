@@ -94,20 +94,31 @@ constexpr float kLn2 = 0.693147180559945309f;
 // elements of vector j; rem: the row's columns from the tile's start). Each takes a BoolConst kM: false for a full
 // tile (every element counts), true for a partial one (only the valid elements; vectors wholly past the row, the
 // same for every thread of the row, are skipped).
+// A partial tile of whole vectors (TileStats: M): a BoolConst<true> whose elements need no check of their own.
+struct WholeVectors : BoolConst<true> {};
+template <class M>
+struct IsWholeVectors : BoolConst<false> {};
+template <>
+struct IsWholeVectors<WholeVectors> : BoolConst<true> {};
+
 template <int kR, int kVec, int kStep, class FS, class K>
 struct TileStats {
   const FS (&buf)[kR];
   const K& k;
 
-  // vector j can hold a valid element for some thread of the row (uniform over the row's threads)
+  // M: BoolConst<false> a full tile; BoolConst<true> a partial one, each element checked; WholeVectors a partial
+  // one of whole vectors (the row a whole number of them): each of the thread's vectors valid or not as a whole.
+  // vector j holds a valid element for some thread of the row (uniform over the row's threads), or, of whole
+  // vectors, for this thread
   template <class M>
   CKGEN_DEVICE bool live(M, int j) const {
-    if constexpr (M::value) return j * kStep < k.rem;
+    if constexpr (IsWholeVectors<M>::value) return k.nv(j) > 0;
+    else if constexpr (M::value) return j * kStep < k.rem;
     else return true;
   }
   template <class M>
   CKGEN_DEVICE bool valid(M, int j, int e) const {
-    if constexpr (M::value) return e < k.nv(j);
+    if constexpr (M::value && !IsWholeVectors<M>::value) return e < k.nv(j);
     else return true;
   }
   // acc = f(acc, v, valid) over the elements v of the live vectors, in order (valid: a constant true for a full

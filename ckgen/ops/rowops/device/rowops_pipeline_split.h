@@ -1,6 +1,8 @@
 // rowops_pipeline_split.h (ckgen/ops/rowops/device): split rows (Cfg::kSplit > 0): a row longer than one
-// workgroup holds in registers is cut into S = ceil(cols / kTileCols) slices of one tile each (S <= kSplit), each
-// slice held in the registers of one workgroup for the whole op, so that x is read from global memory once:
+// workgroup holds in registers is cut into S = ceil(cols / kTileCols) slices (S <= kSplit) of one tile at most
+// (balanced, slice_of, in the cluster path and on the emulator; one whole tile each but the last in the ticket
+// path elsewhere: kBalancedTickets), each slice held in the registers of one workgroup for the whole op, so that x
+// is read from global memory once:
 //   1. the workgroup loads its slice (x, + residual -> s, written to s_out) and folds it into the kind's per-row
 //      state (RowKind::fold, the looped pipeline's: softmax (m, d), layer norm (n, mean, M2), RMS norm sum v^2),
 //      all-reduced over its threads (RowReduce::state);
@@ -150,6 +152,38 @@ struct GlobalRowExchange {
   }
 };
 
+// Which slices the ticket path (run_split) takes: slice_of's balanced ones on the emulator (where registers cost
+// nothing: rung 2 checks slice_of against float64 there), slices of one whole tile each elsewhere (slice r from
+// column r * kTileCols): moved per ticket, a slice's pointers spill (sm_90a softmax 512 x 4 at 64 registers: 8
+// bytes; gfx942's residual layer norm: 10 SGPRs). The cluster path (sm_90) moves them once per workgroup and
+// always takes balanced slices.
+#if defined(CKGEN_PLATFORM_EMU)
+constexpr bool kBalancedTickets = true;
+#else
+constexpr bool kBalancedTickets = false;
+#endif
+
+// Slice `rank` of `nsplit` of every row, as a row of its own: columns [rank * w, min((rank + 1) * w, cols)), w =
+// ceil(ceil(cols / kVec) / nsplit) vectors (the slices of a row differ by at most one vector each; none is empty
+// for nsplit = ceil(cols / kTileCols), and w <= kTileCols): the tensors' pointers moved to its first column (a
+// whole number of vectors: aligned where the row is), cols its length. The row's length stays the caller's (the
+// statistics' finish).
+template <class P>
+CKGEN_DEVICE RowArgs<P> slice_of(const RowArgs<P>& a, int rank, int nsplit) {
+  const int vecs = (a.cols + P::kVec - 1) / P::kVec;
+  const int w = (vecs + nsplit - 1) / nsplit * P::kVec;
+  const int start = rank * w < a.cols ? rank * w : a.cols;
+  RowArgs<P> s = a;
+  s.cols = a.cols - start < w ? a.cols - start : w;
+  s.x += start;
+  if (s.residual != nullptr) s.residual += start;
+  if (s.weight != nullptr) s.weight += start;
+  if (s.bias != nullptr) s.bias += start;
+  if (s.y != nullptr) s.y += start;
+  if (s.s_out != nullptr) s.s_out += start;
+  return s;
+}
+
 template <class P>
 struct SplitPipeline {
   static_assert(P::kSingle && P::kRowsPerBlock == 1 && !P::kCached && P::kStages == 0 && !P::kQuantI8,
@@ -162,32 +196,35 @@ struct SplitPipeline {
     State st = State::init();
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
     if (g.k.full) P::Kind::fold(ts, BoolConst<false>{}, g.e.c, st);
+    else if (g.a.cols % P::kVec == 0) P::Kind::fold(ts, WholeVectors{}, g.e.c, st);  // (balanced slices)
     else P::Kind::fold(ts, BoolConst<true>{}, g.e.c, st);
     return red.state(st);
   }
-  // The slice's outputs from the row's state st and the slice in g.buf: rstd (slice 0), y.
-  CKGEN_ROWOPS_STEP static void output(RowGroup<P>& g, const State& st, int rank) {
-    const RowScalars rs = P::Kind::finish(st, g.a.cols, g.a.eps);
+  // The slice's outputs from the row's state st (a row of `cols`) and the slice in g.buf (tile `tile` of g's
+  // row): rstd (slice 0), y.
+  CKGEN_ROWOPS_STEP static void output(RowGroup<P>& g, const State& st, int rank, int cols, int tile = 0) {
+    const RowScalars rs = P::Kind::finish(st, cols, g.a.eps);
     if (rank == 0) g.write_rstd(rs);
     if constexpr (P::kWriteY) {
       TileWeights<P> wts;
       g.fast = g.fast_tile();
-      g.by_kind(wts, true, rank, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, rank, rs, 1.0f, wts); });
+      g.by_kind(wts, true, tile, [&](auto kM, auto kFast) { g.tile_y(kM, kFast, tile, rs, 1.0f, wts); });
     }
   }
 
-  // Slice `rank` of `row`: the workgroup's partial state, the row's by `exchange` (State(tid, partial): the row's
-  // state in every thread), y of the slice. The slice comes from source(g) (GlobalSource, or the cluster path's
-  // ring: SplitRingSource), refilled once its values are folded.
+  // Slice `rank` of `row`: tile `tile` of sa's row (slice_of's args and tile 0, or the row's and tile rank; cols:
+  // the row's length): the workgroup's partial state, the row's by `exchange` (State(tid, partial): the row's state
+  // in every thread), y of the slice. The slice comes from source(g) (GlobalSource, or the cluster path's ring:
+  // SplitRingSource), refilled once its values are folded.
   template <class X, class MakeSource>
-  CKGEN_DEVICE static void run(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, long long row, int rank,
-                               const X& exchange, const MakeSource& source) {
-    RowGroup<P> g(a, e, row);
+  CKGEN_DEVICE static void run(const RowArgs<P>& sa, int cols, const RowEnv<P>& e, RowReduce<P>& red, long long row,
+                               int rank, int tile, const X& exchange, const MakeSource& source) {
+    RowGroup<P> g(sa, e, row);
     auto src = source(g);
-    src.first(g, rank);
+    src.first(g, tile);
     const State st = partial(g, red);
     src.refill();
-    output(g, exchange(e.tid, st), rank);
+    output(g, exchange(e.tid, st), rank, cols, tile);
   }
 };
 
@@ -208,8 +245,12 @@ CKGEN_DEVICE void run_split(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P
     }
     const long long row = static_cast<long long>(t / static_cast<unsigned>(nsplit));
     const int rank = static_cast<int>(t % static_cast<unsigned>(nsplit));
-    SplitPipeline<P>::run(a, e, red, row, rank, GlobalRowExchange<P>{w, row, rank, nsplit, shared},
-                          [](const RowGroup<P>& g) { return GlobalSource<P>(g); });
+    const GlobalRowExchange<P> ex{w, row, rank, nsplit, shared};
+    auto source = [](const RowGroup<P>& g) { return GlobalSource<P>(g); };
+    if constexpr (kBalancedTickets)
+      SplitPipeline<P>::run(slice_of(a, rank, nsplit), a.cols, e, red, row, rank, 0, ex, source);
+    else
+      SplitPipeline<P>::run(a, a.cols, e, red, row, rank, rank, ex, source);
   }
 }
 
@@ -275,34 +316,33 @@ struct ClusterRowExchange {
   }
 };
 
-// Ask for this thread's vectors of slice `rank` of `row` (x, and the residual) to be brought into L2 (nothing past
-// the last row or the row's end): a hint, no value is read.
+// Ask for this thread's vectors of the slice (sa: slice_of) of `row` (x, and the residual) to be brought into L2
+// (nothing past the last row or the slice's end): a hint, no value is read.
 template <class P>
-CKGEN_DEVICE void prefetch_next(const RowArgs<P>& a, const RowEnv<P>& e, long long row, int rank) {
-  if (row >= a.rows) return;
-  RowGroup<P> g(a, e, row);
-  g.set_tile(rank);
+CKGEN_DEVICE void prefetch_next(const RowArgs<P>& sa, const RowEnv<P>& e, long long row) {
+  if (row >= sa.rows) return;
+  RowGroup<P> g(sa, e, row);
+  g.set_tile(0);
 #pragma unroll
   for (int j = 0; j < P::kR; ++j) {
     if (g.k.nv(j) <= 0) continue;
-    const long long c = RowPolicy<P>::col0(rank, j);
+    const long long c = RowPolicy<P>::col0(0, j);
     asm volatile("prefetch.global.L2 [%0];" ::"l"(g.xr + c));
     if constexpr (P::kResidual) asm volatile("prefetch.global.L2 [%0];" ::"l"(g.rr + c));
   }
 }
 
-// The cluster path's source of a slice: stage `stage` of the CTA's ring. first (StagedSource::first: v into
+// The cluster path's source of a slice (its RowArgs: slice_of): stage `stage` of the CTA's ring. first (StagedSource::first: v into
 // g.buf, s stored with a residual), reread (v again from the stage: s recomputed, not stored), refill (the stage
 // to the slice of row `next`, or an empty copy group past the last row: one group per call either way).
 template <class P>
 struct SplitRingSource : StagedSource<P> {
   long long next;
-  int rank;
 
-  CKGEN_DEVICE SplitRingSource(const RowGroup<P>& g, const typename P::Ring& r, int s, long long nx, int rk)
-      : StagedSource<P>(g, r, s, nx), next(nx), rank(rk) {}
+  CKGEN_DEVICE SplitRingSource(const RowGroup<P>& g, const typename P::Ring& r, int s, long long nx)
+      : StagedSource<P>(g, r, s, nx), next(nx) {}
   CKGEN_ROWOPS_STEP void reread(RowGroup<P>& g) const {
-    g.set_tile(rank);
+    g.set_tile(0);
     if constexpr (P::kResidual) {
       typename P::FX xv[P::kR];
       typename P::FR rv[P::kR];
@@ -318,7 +358,7 @@ struct SplitRingSource : StagedSource<P> {
     }
   }
   CKGEN_ROWOPS_STEP void refill() {
-    if (next < this->a.rows) StagedSource<P>::issue(this->ring, this->a, this->e, this->stage, next, rank);
+    if (next < this->a.rows) StagedSource<P>::issue(this->ring, this->a, this->e, this->stage, next);
     detail::cp_commit();
   }
 };
@@ -334,22 +374,22 @@ CKGEN_DEVICE void split_wait_oldest() {  // all but the newest kSplitStages - 2 
 // y is computed and stored, and the stage of row i stays in the ring until then: kSplitStages = 3 holds rows i,
 // i + 1 and the copies of row i + 2.
 template <class P>
-CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
+CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, int cols, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
                                  uint64_t* bars, const typename P::Ring& ring, int rank, int nsplit) {
   static_assert(kSplitStages == 3, "run_split_ring: rows i and i + 1 in the ring, row i + 2 in flight");
   const int stride = nv::clusters();
   const long long first = nv::cluster_id();
 #pragma unroll 1
   for (int s = 0; s < kSplitStages; ++s) {  // prologue: the first kSplitStages rows in flight, a group each
-    if (first + s * stride < a.rows) StagedSource<P>::issue(ring, a, e, s, first + s * stride, rank);
+    if (first + s * stride < a.rows) StagedSource<P>::issue(ring, a, e, s, first + s * stride);
     detail::cp_commit();
   }
   auto source = [&](const RowGroup<P>& g, long long row, int it) {
-    return SplitRingSource<P>(g, ring, it % kSplitStages, row + static_cast<long long>(kSplitStages) * stride, rank);
+    return SplitRingSource<P>(g, ring, it % kSplitStages, row + static_cast<long long>(kSplitStages) * stride);
   };
   auto send = [&](long long row, int it) {  // (A) the partial of the it-th row
     RowGroup<P> g(a, e, row);
-    source(g, row, it).first(g, rank);
+    source(g, row, it).first(g, 0);
     ClusterRowExchange<P>(slots, bars, it, rank, nsplit).send(e.tid, SplitPipeline<P>::partial(g, red));
   };
   if (first < a.rows) {
@@ -366,7 +406,7 @@ CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, const RowEnv<P>& e, RowRed
     auto src = source(g, row, it);
     const typename P::State st = ClusterRowExchange<P>(slots, bars, it, rank, nsplit).receive();
     src.reread(g);
-    SplitPipeline<P>::output(g, st, rank);
+    SplitPipeline<P>::output(g, st, rank, cols);
     src.refill();
   }
   detail::cp_wait<0>();
@@ -381,11 +421,12 @@ CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, Row
   const int nsplit = nv::cluster_size();
   if (nsplit != (a.cols - 1) / P::kTile + 1) trap("rowops: a cluster of other than ceil(cols / kTileCols) CTAs");
   const int rank = nv::cluster_rank();
+  const RowArgs<P> sa = slice_of(a, rank, nsplit);
   ClusterRowExchange<P>::init(bars, e.tid);
   bool done = false;
   if constexpr (split_stage_bytes<typename P::Cfg>() > 0) {
     if (ring_mem != nullptr && e.x_ok && (!P::kResidual || e.r_ok)) {
-      run_split_ring(a, e, red, slots, bars, typename P::Ring(ring_mem, e.tid), rank, nsplit);
+      run_split_ring(sa, a.cols, e, red, slots, bars, typename P::Ring(ring_mem, e.tid), rank, nsplit);
       done = true;
     }
   }
@@ -393,8 +434,8 @@ CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, Row
     const int stride = nv::clusters();
     int it = 0;
     for (long long row = nv::cluster_id(); row < a.rows; row += stride) {
-      prefetch_next(a, e, row + stride, rank);
-      SplitPipeline<P>::run(a, e, red, row, rank, ClusterRowExchange<P>(slots, bars, it++, rank, nsplit),
+      prefetch_next(sa, e, row + stride);
+      SplitPipeline<P>::run(sa, a.cols, e, red, row, rank, 0, ClusterRowExchange<P>(slots, bars, it++, rank, nsplit),
                             [](const RowGroup<P>& g) { return GlobalSource<P>(g); });
     }
   }
