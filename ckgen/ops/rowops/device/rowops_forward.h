@@ -243,8 +243,9 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
   CKGEN_LDS(unsigned long long, rowops_ticket, 1);
   CKGEN_LDS(float, rowops_row_state, P::State::kN);
 #if defined(CKGEN_PLATFORM_CUDA)
-  CKGEN_LDS(float, rowops_cluster_slots, ClusterRowExchange<P>::kSets * ClusterRowExchange<P>::kMaxSplit * P::State::kN);
-  CKGEN_LDS(uint64_t, rowops_cluster_bars, ClusterRowExchange<P>::kSets);
+  using Exchange = ClusterRowExchange<P>;
+  CKGEN_LDS(float, rowops_cluster_slots, Exchange::kSets * Exchange::kMaxSplit * P::State::kN);
+  CKGEN_LDS(uint64_t, rowops_cluster_bars, Exchange::kSets);
 #endif
   const RowArgs<P> a{x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res,
                      stride_y, stride_s, scale, eps, 0, rstd};

@@ -11,7 +11,8 @@
 //   finish(st, cols, eps)        the row scalars from the row's reduced state
 //   one_pass(ts, full, e, eps, red, mid)
 //                                the one-pass pipeline: the row scalars of the row in one tile (full: the tile
-//                                is full; e: the thread's RowEnv, e.c and e.inv_cols = 1 / cols), reducing by
+//                                is full; e: the thread's RowEnv, e.c, e.inv_cols = 1 / cols and false, a
+//                                partial tile's mask: by_mask, rowops_math.h), reducing by
 //                                red.max / red.sum (RowReduce); mid() is called once the tile's own statistics
 //                                are taken, before the first all-reduce
 //   y(v, rs, c)                  y of one element before weight, bias and the cast / quantization
@@ -55,10 +56,12 @@ struct SoftmaxKind {
   }
   template <class Ts, class Env, class Red, class Mid>
   CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float eps, Red& red, Mid mid) {
-    const float tm = full ? tile_tmax(ts, BoolConst<false>{}, e.c) : tile_tmax(ts, BoolConst<true>{}, e.c);
+    const float tm = by_mask(full, e.vec_row,
+        [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return tile_tmax(ts, mk, e.c); });
     mid();
     const float m = red.max(tm);
-    const float dl = full ? ts.expsum(BoolConst<false>{}, e.c, m) : ts.expsum(BoolConst<true>{}, e.c, m);
+    const float dl = by_mask(full, e.vec_row,
+        [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return ts.expsum(mk, e.c, m); });
     const float d = red.sum(dl);
     return finish(State{{m, d}}, 0, eps);
   }
@@ -93,10 +96,10 @@ struct RowKind<kLayerNorm> {
   // the mean by one all-reduce, then sum (v - mean)^2 by a second (the exact two-pass variance)
   template <class Ts, class Env, class Red, class Mid>
   CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float eps, Red& red, Mid mid) {
-    const float sl = full ? ts.sum(BoolConst<false>{}) : ts.sum(BoolConst<true>{});
+    const float sl = by_mask(full, e.vec_row, [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return ts.sum(mk); });
     mid();
     const float mean = red.sum(sl) * e.inv_cols;
-    const float ml = full ? ts.m2(BoolConst<false>{}, mean) : ts.m2(BoolConst<true>{}, mean);
+    const float ml = by_mask(full, e.vec_row, [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return ts.m2(mk, mean); });
     const float m2 = red.sum(ml);
     return RowScalars{mean, rsqrt_f32(m2 * e.inv_cols + eps)};
   }
@@ -120,7 +123,7 @@ struct RowKind<kRmsNorm> {
   }
   template <class Ts, class Env, class Red, class Mid>
   CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float eps, Red& red, Mid mid) {
-    const float sl = full ? ts.sumsq(BoolConst<false>{}) : ts.sumsq(BoolConst<true>{});
+    const float sl = by_mask(full, e.vec_row, [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return ts.sumsq(mk); });
     mid();
     const float ss = red.sum(sl);
     return RowScalars{0.0f, rsqrt_f32(ss * e.inv_cols + eps)};
@@ -155,8 +158,8 @@ struct RowKind<kQuantize> {
   }
   CKGEN_DEVICE static RowScalars finish(const State& s, int, float) { return RowScalars{0.0f, s.v[0]}; }
   template <class Ts, class Env, class Red, class Mid>
-  CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env&, float, Red& red, Mid mid) {
-    const float l = full ? amax(ts, BoolConst<false>{}) : amax(ts, BoolConst<true>{});
+  CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float, Red& red, Mid mid) {
+    const float l = by_mask(full, e.vec_row, [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return amax(ts, mk); });
     mid();
     return RowScalars{0.0f, red.max(l)};
   }

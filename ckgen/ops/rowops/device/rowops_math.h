@@ -32,15 +32,20 @@
 // passes (RowGroup::by_kind, tile_amax, tile_y). Left to clang's choice under -fgpu-rdc, it kept one as a call and
 // the row tile went to scratch (examples/rowops.ck layernorm_bf16: 16832 bytes of scratch, 4-12 SGPR spills on
 // gfx90a/942/950); forcing every step instead spills SGPRs in add_rmsnorm_bf16_i8 on gfx942.
+// CKGEN_ROWOPS_LAMBDA_FORCED: after a lambda's parameters, the same for a lambda (by_mask's: as a call, a kind's
+// statistic spilled 12 SGPRs in gfx942's int8 RMS norm).
 #if defined(CKGEN_PLATFORM_AMD)
 #define CKGEN_ROWOPS_STEP __attribute__((device)) inline
 #define CKGEN_ROWOPS_STEP_FORCED __attribute__((device, always_inline)) inline
+#define CKGEN_ROWOPS_LAMBDA_FORCED __attribute__((always_inline))
 #elif defined(CKGEN_PLATFORM_CUDA)
 #define CKGEN_ROWOPS_STEP __device__ inline
 #define CKGEN_ROWOPS_STEP_FORCED __device__ inline
+#define CKGEN_ROWOPS_LAMBDA_FORCED
 #else
 #define CKGEN_ROWOPS_STEP inline
 #define CKGEN_ROWOPS_STEP_FORCED inline
+#define CKGEN_ROWOPS_LAMBDA_FORCED
 #endif
 
 namespace ckgen {
@@ -100,6 +105,27 @@ template <class M>
 struct IsWholeVectors : BoolConst<false> {};
 template <>
 struct IsWholeVectors<WholeVectors> : BoolConst<true> {};
+
+// AMD keeps two masks (full, each element checked): a third instantiation of a tile's statistics cost wave64 SGPRs
+// (gfx90a's residual RMS norm spilled one).
+#if defined(CKGEN_PLATFORM_AMD)
+constexpr bool kWholeVectorMasks = false;
+#else
+constexpr bool kWholeVectorMasks = true;
+#endif
+
+// f(m) with m the mask type of a tile: BoolConst<false> a full tile, WholeVectors a partial one of a row of whole
+// vectors (`whole`: cols % kVec == 0, e.g. RowEnv::vec_row; not on AMD: kWholeVectorMasks), BoolConst<true> another
+// partial one. f: a generic lambda marked CKGEN_ROWOPS_LAMBDA_FORCED.
+template <class F>
+CKGEN_DEVICE auto by_mask(bool full, bool whole, F&& f) {
+  if (full) return f(BoolConst<false>{});
+  if constexpr (kWholeVectorMasks) {
+    if (whole) return f(WholeVectors{});
+  }
+  (void)whole;
+  return f(BoolConst<true>{});
+}
 
 template <int kR, int kVec, int kStep, class FS, class K>
 struct TileStats {

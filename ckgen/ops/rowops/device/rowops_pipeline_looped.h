@@ -34,8 +34,7 @@ struct LoopedStats {
     State st = State::init();
     for (int t = 0; t < g.ntiles(); ++t) {
       src.first(g, t);
-      if (g.k.full) tile(g, BoolConst<false>{}, st);
-      else tile(g, BoolConst<true>{}, st);
+      by_mask(g.k.full, g.e.vec_row, [&](auto m) CKGEN_ROWOPS_LAMBDA_FORCED { tile(g, m, st); });
     }
     st = red.state(st);
     return P::Kind::finish(st, g.a.cols, g.a.eps);

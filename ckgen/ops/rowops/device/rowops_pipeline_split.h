@@ -195,9 +195,7 @@ struct SplitPipeline {
   CKGEN_ROWOPS_STEP static State partial(const RowGroup<P>& g, RowReduce<P>& red) {
     State st = State::init();
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
-    if (g.k.full) P::Kind::fold(ts, BoolConst<false>{}, g.e.c, st);
-    else if (g.a.cols % P::kVec == 0) P::Kind::fold(ts, WholeVectors{}, g.e.c, st);  // (balanced slices)
-    else P::Kind::fold(ts, BoolConst<true>{}, g.e.c, st);
+    by_mask(g.k.full, g.e.vec_row, [&](auto m) CKGEN_ROWOPS_LAMBDA_FORCED { P::Kind::fold(ts, m, g.e.c, st); });
     return red.state(st);
   }
   // The slice's outputs from the row's state st (a row of `cols`) and the slice in g.buf (tile `tile` of g's
@@ -332,9 +330,10 @@ CKGEN_DEVICE void prefetch_next(const RowArgs<P>& sa, const RowEnv<P>& e, long l
   }
 }
 
-// The cluster path's source of a slice (its RowArgs: slice_of): stage `stage` of the CTA's ring. first (StagedSource::first: v into
-// g.buf, s stored with a residual), reread (v again from the stage: s recomputed, not stored), refill (the stage
-// to the slice of row `next`, or an empty copy group past the last row: one group per call either way).
+// The cluster path's source of a slice (its RowArgs: slice_of): stage `stage` of the CTA's ring. first
+// (StagedSource::first: v into g.buf, s stored with a residual), reread (v again from the stage: s recomputed, not
+// stored), refill (the stage to the slice of row `next`, or an empty copy group past the last row: one group per
+// call either way).
 template <class P>
 struct SplitRingSource : StagedSource<P> {
   long long next;
@@ -475,10 +474,11 @@ inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int c
       // is the kernel's, per device: set again for every device asked)
       int optin = 0, configured = 0;
       cudaFuncAttributes fa;
-      const bool room = split_stage_bytes<Cfg>() > 0 &&
+      const size_t ring = static_cast<size_t>(split_stage_bytes<Cfg>());
+      const bool room = ring > 0 &&
                         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
                         cudaFuncGetAttributes(&fa, f) == cudaSuccess &&
-                        fa.sharedSizeBytes + static_cast<size_t>(split_stage_bytes<Cfg>()) <= static_cast<size_t>(optin);
+                        fa.sharedSizeBytes + ring <= static_cast<size_t>(optin);
       (void)cudaGetLastError();
       smem[nsplit] = room && cuda_host::configure_smem(f, &configured, split_stage_bytes<Cfg>()) == 0
                          ? split_stage_bytes<Cfg>() : 0;

@@ -60,6 +60,8 @@ struct RowEnv {
   bool x_ok, y_ok, r_ok = false, s_ok = false, w_ok = false, b_ok = false;  // vector accesses (vec_ok)
   bool whole = false;  // P::kWhole, the row is whole vectors (cols % kVec == 0) and y, weight, bias are aligned:
                        // a partial tile takes the fast path with a predicate per vector (RowGroup::by_kind)
+  bool vec_row;        // the row is whole vectors (cols % kVec == 0): a partial tile's statistics check each of a
+                       // thread's vectors as a whole, not each element (TileStats, WholeVectors)
   long long ngroups;  // row groups of kRowsPerBlock rows
   int gstride;        // the grid: a workgroup takes every gstride-th row group
   float inv_cols;
@@ -70,7 +72,8 @@ struct RowEnv {
         rt(t % P::kRowThreads),
         c(a.scale * kLog2e),
         x_ok(detail::vec_ok<typename P::TIn, P::kVec>(a.x, a.stride_x)),
-        y_ok(!P::kWriteY || detail::vec_ok<typename P::TOut, P::kVec>(a.y, a.stride_y)) {
+        y_ok(!P::kWriteY || detail::vec_ok<typename P::TOut, P::kVec>(a.y, a.stride_y)),
+        vec_row(kWholeVectorMasks && a.cols % P::kVec == 0) {
     if constexpr (P::kResidual) {
       r_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.residual, a.stride_res);
       s_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.s_out, a.stride_s);
