@@ -35,17 +35,17 @@
 // ---------------------------------------------------------------- the exchange in a thread-block cluster (sm_90)
 // Where the host entry launches the kernel in clusters of S CTAs (launch_split_clusters: an sm_90 device, 2 <= S
 // <= 16, a cluster of S fits, CKGEN_ROWOPS_CLUSTERS is not 0), on a persistent grid (at most as many clusters as
-// fit on the device at once), cluster c takes rows c, c + clusters, ...; CTA r of it holds slice r. The CTA's
-// slices of the cluster's next kSplitStages rows are in flight meanwhile: copied by cp.async into a ring in
-// dynamic shared memory (rowops::split_stage_bytes<Cfg>(), which the host gives where the cluster still fits
-// with it), or, without the ring, the next row's slice asked into L2 (prefetch_next). Either way the DRAM reads of
-// the next rows overlap this row's reductions, exchange and stores. Per row, thread 0 of each CTA stores its
-// partial state into a slot of every CTA of the cluster (distributed shared memory, st.async), each store
-// completing its bytes on that CTA's mbarrier (two slots and mbarriers, by row parity: ClusterRowExchange); every
-// thread waits on its own CTA's mbarrier and combines the S partials in rank order: no workspace, no atomics, no
-// spinning, and no cluster-wide barrier per row (whose release would also wait for the previous row's y stores).
-// A cluster barrier after the mbarriers' initialization (every CTA runs before anyone stores into it) and one
-// before exit.
+// fit on the device at once), cluster c takes rows c, c + clusters, ...; CTA r of it holds slice r. Its slices
+// come through a ring in dynamic shared memory filled by cp.async (rowops::split_stage_bytes<Cfg>(), which the host
+// gives where the cluster still fits with it: run_split_ring), pipelined by one row (row i + 1's partial is sent
+// before row i's state is awaited and its y written); without the ring, each row waits for its own exchange and
+// the next row's slice is asked into L2 (prefetch_next). Either way the DRAM reads of the next rows overlap this
+// row's reductions, exchange and stores. Per row, thread 0 of each CTA stores its partial state into a slot of
+// every CTA of the cluster (distributed shared memory, st.async), each store completing its bytes on that CTA's
+// mbarrier (kSets slot sets and mbarriers: ClusterRowExchange); every thread waits on its own CTA's mbarrier and
+// combines the S partials in rank order: no workspace, no atomics, no spinning, and no cluster-wide barrier per
+// row (whose release would also wait for the previous row's y stores). A cluster barrier after the mbarriers'
+// initialization (every CTA runs before anyone stores into it) and one before exit.
 #pragma once
 
 #include "ckgen/platform.h"
@@ -362,11 +362,6 @@ struct SplitRingSource : StagedSource<P> {
   }
 };
 
-template <class P>
-CKGEN_DEVICE void split_wait_oldest() {  // all but the newest kSplitStages - 2 copy groups have landed
-  detail::cp_wait<kSplitStages - 2>();
-}
-
 // The ring path of run_split_cluster, pipelined by one row: per row i of the cluster, (A) slice i + 1 from its
 // stage, its partial state sent to the peers; (B) row i's state received, slice i read again from its stage, y
 // written, and the stage refilled with row i + kSplitStages. The exchange of row i + 1 is in flight while row i's
@@ -398,7 +393,7 @@ CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, int cols, const RowEnv<P>&
   int it = 0;
   for (long long row = first; row < a.rows; row += stride, ++it) {
     if (row + stride < a.rows) {
-      split_wait_oldest<P>();  // row i + 1's group: pending are it and row i + 2's
+      detail::cp_wait<kSplitStages - 2>();  // row i + 1's group landed (pending: it and row i + 2's)
       send(row + stride, it + 1);
     }
     RowGroup<P> g(a, e, row);  // (B) row i
