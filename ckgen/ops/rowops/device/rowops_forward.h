@@ -207,9 +207,8 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
   bool stage_ok = false;
   if constexpr (stage_bytes<Cfg>() > 0) {
 #if defined(CKGEN_PLATFORM_CUDA)
-    extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
-    stage_mem = rowops_dyn_smem;
-    stage_ok = detail::dynamic_smem_bytes() >= static_cast<unsigned>(stage_bytes<Cfg>());
+    stage_mem = detail::dynamic_smem(stage_bytes<Cfg>());
+    stage_ok = stage_mem != nullptr;
 #else
     using Chunk = vec<uint32_t, 4>;
     CKGEN_LDS(Chunk, rowops_stages, stage_bytes<Cfg>() / 16);
@@ -256,10 +255,7 @@ CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typenam
 #if defined(CKGEN_PLATFORM_CUDA)
   if (nv::cluster_size() > 1) {  // launched in clusters (sm_90): the exchange through distributed shared memory
     unsigned char* ring = nullptr;  // the ring of the next rows' slices, where the launch gave its bytes
-    if constexpr (split_stage_bytes<Cfg>() > 0) {
-      extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
-      if (detail::dynamic_smem_bytes() >= static_cast<unsigned>(split_stage_bytes<Cfg>())) ring = rowops_dyn_smem;
-    }
+    if constexpr (split_stage_bytes<Cfg>() > 0) ring = detail::dynamic_smem(split_stage_bytes<Cfg>());
     run_split_cluster(a, e, red, rowops_cluster_slots, rowops_cluster_bars, ring);
     return;
   }

@@ -304,6 +304,11 @@ CKGEN_DEVICE unsigned dynamic_smem_bytes() {
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
   return n;
 }
+// The launch's dynamic shared memory where it holds `bytes` (a staged ring's), else null: the launch gave less.
+CKGEN_DEVICE unsigned char* dynamic_smem(int bytes) {
+  extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
+  return dynamic_smem_bytes() >= static_cast<unsigned>(bytes) ? rowops_dyn_smem : nullptr;
+}
 #else
 inline uint32_t smem_u32(const void* p) { return ::ckgen::nv::smem_addr(p); }
 inline void cp16(uint32_t dst, const void* src, int bytes) { ::ckgen::nv::cp_async16_zfill(dst, src, bytes); }

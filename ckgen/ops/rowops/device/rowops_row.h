@@ -73,7 +73,7 @@ struct RowEnv {
         c(a.scale * kLog2e),
         x_ok(detail::vec_ok<typename P::TIn, P::kVec>(a.x, a.stride_x)),
         y_ok(!P::kWriteY || detail::vec_ok<typename P::TOut, P::kVec>(a.y, a.stride_y)),
-        vec_row(kWholeVectorMasks && a.cols % P::kVec == 0) {
+        vec_row(a.cols % P::kVec == 0) {
     if constexpr (P::kResidual) {
       r_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.residual, a.stride_res);
       s_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.s_out, a.stride_s);

@@ -174,11 +174,10 @@ struct RowCache {
 template <int kScratch, int kCacheBytes>
 CKGEN_DEVICE uint32_t* cache_memory(float*& scratch) {
 #if defined(CKGEN_PLATFORM_CUDA)
-  extern __shared__ __align__(16) unsigned char rowops_dyn_smem[];
-  if (detail::dynamic_smem_bytes() < static_cast<unsigned>(kScratch + kCacheBytes))
-    trap("rowops: the launch gives less dynamic shared memory than Cfg::kLdsBytes (the row cache)");
-  scratch = kScratch > 0 ? reinterpret_cast<float*>(rowops_dyn_smem) : nullptr;
-  return reinterpret_cast<uint32_t*>(rowops_dyn_smem + kScratch);
+  unsigned char* mem = detail::dynamic_smem(kScratch + kCacheBytes);
+  if (mem == nullptr) trap("rowops: the launch gives less dynamic shared memory than Cfg::kLdsBytes (the row cache)");
+  scratch = kScratch > 0 ? reinterpret_cast<float*>(mem) : nullptr;
+  return reinterpret_cast<uint32_t*>(mem + kScratch);
 #else
   (void)scratch;
   using Chunk = vec<uint32_t, 4>;
