@@ -85,6 +85,9 @@
 #             workspace path), then memcheck over its float64 test
 #   rowops-split-bench  bench/rowops.py --kinds vocab --candidates --no-compile twice: with clusters
 #             ($OUT/rowops_split.txt) and CKGEN_ROWOPS_CLUSTERS=0, the workspace exchange ($OUT/rowops_split_ws.txt)
+#   split-clusters  bench/debug/split_clusters.py: split rows timed at every cluster size a row takes
+#             (CKGEN_ROWOPS_CLUSTERS=S), public widths then held-out ones (bench/debug/split_heldout_nv.ck), SPLIT_CLUSTERS_ARGS added to
+#             both ($OUT/split_clusters.txt)
 #   probe     bench/probe.py under ncu (hardware counters, --clock-control none): the kernels torch.bmm runs, then
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
 #             at 64x1024x1024x128) and torch.bmm there, and of PROBE_ROWOPS (default: layer norm and RMS norm,
@@ -246,6 +249,11 @@ for STAGE in "$@"; do
       CKGEN_ROWOPS_CLUSTERS=0 timeout 280 python3 bench/rowops.py --kinds vocab --candidates --no-compile \
         --json "$OUT/rowops_split_ws.json" > "$OUT/rowops_split_ws.txt" 2>&1
       echo "rowops bench (vocab, workspace) rc $?"; tail -30 "$OUT/rowops_split_ws.txt" ;;
+    split-clusters)
+      { timeout 280 python3 bench/debug/split_clusters.py ${SPLIT_CLUSTERS_ARGS:-}
+        timeout 280 python3 bench/debug/split_clusters.py --spec bench/debug/split_heldout_nv.ck ${SPLIT_CLUSTERS_ARGS:-}; } \
+        > "$OUT/split_clusters.txt" 2>&1
+      echo "split clusters rc $?"; cat "$OUT/split_clusters.txt" ;;
     fp8|fp8-full|fp8-bench)
       if [ "$STAGE" != fp8-bench ]; then
         timeout 300 $PYTEST tests/runtime/test_nvidia_fp8.py tests/runtime/test_nvidia_fp8_hopper.py \

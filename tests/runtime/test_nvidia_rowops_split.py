@@ -2,7 +2,8 @@
 
 Vocabulary-wide rows (32000 .. 256000 columns, primes and tails) of softmax, log-softmax, layer norm and RMS norm
 (with residuals) split over several workgroups, each path: the thread-block cluster exchange (sm_90, the default
-where a cluster fits) and the workspace exchange (``CKGEN_ROWOPS_CLUSTERS=0``), against the op's float64 reference
+where a cluster fits, also with more CTAs than the plan's: ``CKGEN_ROWOPS_CLUSTERS=N``) and the workspace exchange
+(``CKGEN_ROWOPS_CLUSTERS=0``), against the op's float64 reference
 and against torch; a caller's workspace reused and left zero-filled; rows past the grid (more rows than the
 launch's workgroups hold at once).
 """
@@ -47,13 +48,16 @@ def shapes(k):
     return [(1 + i % 3, c, modes[i % 3]) for i, c in enumerate(sorted(set(cols)))]
 
 
-@pytest.fixture(params=["clusters", "workspace"])
+@pytest.fixture(params=["clusters", "clusters5", "clusters16", "workspace"])
 def path(request, monkeypatch):
-    """The exchange: thread-block clusters where they fit (sm_90), or the workspace (CKGEN_ROWOPS_CLUSTERS=0)."""
-    if request.param == "workspace":
-        monkeypatch.setenv("CKGEN_ROWOPS_CLUSTERS", "0")
-    else:
+    """The exchange: thread-block clusters where they fit (sm_90), of the planned size or of 5 or 16 CTAs wherever
+    the row takes that many (CKGEN_ROWOPS_CLUSTERS=N: shorter slices than a tile; rows that do not take N keep the
+    planned size), or the workspace (CKGEN_ROWOPS_CLUSTERS=0)."""
+    env = {"workspace": "0", "clusters5": "5", "clusters16": "16"}.get(request.param)
+    if env is None:
         monkeypatch.delenv("CKGEN_ROWOPS_CLUSTERS", raising=False)
+    else:
+        monkeypatch.setenv("CKGEN_ROWOPS_CLUSTERS", env)
     return request.param
 
 

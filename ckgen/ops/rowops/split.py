@@ -125,7 +125,8 @@ def choose(d, n: int | None, tile_of: Callable[[object, int], tuple[int, int] | 
         if bad:
             raise d.fail(key, value, legal, f"split = {s}: the rows are split over workgroups")
     first, found = s, None
-    while found is None and s <= (s if cfg.split else MAX_SPLIT):  # a default split: more slices if need be
+    most = s if cfg.split else MAX_SPLIT  # a default split: more slices if need be; a given one: that one
+    while found is None and s <= most:
         d.split = s
         found = tile_of(d, _cdiv(n, s))
         s += found is None

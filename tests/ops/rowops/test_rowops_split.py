@@ -96,6 +96,8 @@ def test_other_kernels_keep_their_plans() -> None:
     ("op = softmax x = bf16 max_cols = 9000 split = 0", "split"),
     ("op = softmax x = bf16 max_cols = 9000 split = 2 threads_per_row = 16", "threads_per_row"),
     ("op = softmax x = bf16 max_cols = 9000 split = 2 threads_per_row = 64 reg_vecs = 1", "reg_vecs"),
+    # a split given is the split: where no tile holds its slices, an error (not silently more slices)
+    ("op = layernorm x = bf16 residual = true max_cols = 256000 split = 16", "split"),
 ])
 def test_bad_split_is_a_clear_error(line: str, param: str) -> None:
     with pytest.raises(CkgenError) as e:

@@ -34,8 +34,9 @@
 //
 // ---------------------------------------------------------------- the exchange in a thread-block cluster (sm_90)
 // Where the host entry launches the kernel in clusters of S CTAs (launch_split_clusters: an sm_90 device, 2 <= S
-// <= 16, a cluster of S fits, CKGEN_ROWOPS_CLUSTERS is not 0), on a persistent grid (at most as many clusters as
-// fit on the device at once), cluster c takes rows c, c + clusters, ...; CTA r of it holds slice r. Its slices
+// <= 16, a cluster of S fits, CKGEN_ROWOPS_CLUSTERS is not 0; S = cluster_size_for(cols): ceil(cols / kTileCols),
+// or 8 or 16 above it where the slices stay long), on a persistent grid (at most as many clusters as fit on the
+// device at once), cluster c takes rows c, c + clusters, ...; CTA r of it holds balanced slice r. Its slices
 // come through a ring in dynamic shared memory filled by cp.async (rowops::split_stage_bytes<Cfg>(), which the host
 // gives where the cluster still fits with it: run_split_ring), pipelined by one row (row i + 1's partial is sent
 // before row i's state is awaited and its y written); without the ring, each row waits for its own exchange and
@@ -253,6 +254,30 @@ CKGEN_DEVICE void run_split(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P
 }
 
 #if defined(CKGEN_PLATFORM_CUDA)
+// Whether a cluster of `nsplit` CTAs may take a row of `cols` (P: the Cfg's tile and vector): at least ceil(cols /
+// kTileCols) (no slice longer than a tile), at most ClusterRowExchange::kMaxSplit, and no slice empty (slice_of's
+// last one starts inside the row).
+template <class Cfg>
+CKGEN_HD bool cluster_takes(int cols, int nsplit) {
+  const int vecs = (cols + Cfg::kVec - 1) / Cfg::kVec;
+  return cols > 0 && nsplit >= (cols - 1) / Cfg::kTileCols + 1 && nsplit <= 16 &&
+         (nsplit - 1) * ((vecs + nsplit - 1) / nsplit) < vecs;
+}
+
+// The cluster's size for a row of `cols` (0 for an empty row): S = ceil(cols / kTileCols), raised to 8 (from 5..7)
+// or 16 (from 9..15) where the row's balanced slices still hold two thirds of a tile each. Measured on an H100
+// (bench/debug/split_clusters.py, softmax, 1024 rows, 512 x 4 slices at two per SM): clusters of 8 and 16 ran
+// well above those of 5-7 and 10-13 with slices of at least 1446 of the tile's 2048 vectors (100352 columns: 74%
+// of copy at 7, 86% at 8), and below them with 1280 or fewer (151936: 69% at 10, 61% at 16).
+template <class Cfg>
+CKGEN_HD int cluster_size_for(int cols) {
+  if (cols <= 0) return 0;
+  const int s = (cols - 1) / Cfg::kTileCols + 1, vecs = (cols + Cfg::kVec - 1) / Cfg::kVec;
+  const int up = s > 4 && s < 8 ? 8 : (s > 8 && s < 16 ? 16 : s);
+  const bool long_slices = 3 * ((vecs + up - 1) / up) >= 2 * (Cfg::kTileCols / Cfg::kVec);
+  return up != s && long_slices && cluster_takes<Cfg>(cols, up) ? up : s;
+}
+
 // The row's state through the cluster's shared memory (above). `slots`: kSets x kMaxSplit x kN floats, slice r's
 // partial of the cluster's it-th row at ((it % kSets) * kMaxSplit + r) * kN in every CTA; `bars`: an mbarrier per
 // set (one arrival, thread 0's, and kN x 4 bytes from each slice). send: thread 0 stores the CTA's partial into
@@ -406,14 +431,15 @@ CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, int cols, const RowEnv<P>&
   detail::cp_wait<0>();
 }
 
-// The rows of this cluster: S = the cluster's size = ceil(cols / kTile) (checked: a trap). With `ring` (the
+// The rows of this cluster: S = the cluster's size (cluster_size_for, or as the environment says; cluster_takes
+// checked: a trap). With `ring` (the
 // launch gave split_stage_bytes of dynamic shared memory) and aligned x (and residual): run_split_ring; else direct
 // loads, each row's exchange waited for before its y, the next row's slice asked into L2 (prefetch_next).
 template <class P>
 CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
                                     uint64_t* bars, unsigned char* ring_mem) {
   const int nsplit = nv::cluster_size();
-  if (nsplit != (a.cols - 1) / P::kTile + 1) trap("rowops: a cluster of other than ceil(cols / kTileCols) CTAs");
+  if (!cluster_takes<typename P::Cfg>(a.cols, nsplit)) trap("rowops: a cluster whose slices do not fit the row");
   const int rank = nv::cluster_rank();
   const RowArgs<P> sa = slice_of(a, rank, nsplit);
   ClusterRowExchange<P>::init(bars, e.tid);
@@ -436,17 +462,18 @@ CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, Row
   nv::cluster_sync();  // no CTA of the cluster exits while another may still store into it
 }
 
-// Host: launch `kernel` in clusters of S = ceil(cols / Cfg::kTileCols) CTAs on a persistent grid (`grid` / S
-// clusters, at least one, at most as many as fit on the device at once), or return -1 with nothing launched where
-// the cluster path does not apply (not an sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0 in the
-// environment, no cluster of S fits: asked once per device and S, or the launch failed). The per-call cost: a
-// getenv and a cudaGetDevice.
+// Host: launch `kernel` in clusters of S = cluster_size_for(cols) CTAs (CKGEN_ROWOPS_CLUSTERS=N in the
+// environment: N, where cluster_takes says the row takes it) on a persistent grid (`grid` / S clusters, at least
+// one, at most as many as fit on the device at once), or return -1 with nothing launched where the cluster path
+// does not apply (not an sm_90 device, S outside 2..16, CKGEN_ROWOPS_CLUSTERS=0, no cluster of S fits: asked once
+// per device and S, or the launch failed). The per-call cost: a getenv and a cudaGetDevice.
 template <class Cfg, class... KArgs, class... Args>
 inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int cols, unsigned threads, void* stream,
                                  Args... args) {
   const char* env = getenv("CKGEN_ROWOPS_CLUSTERS");  // (read per call: a process may switch paths)
   const bool enabled = env == nullptr || strcmp(env, "0") != 0;
-  const int nsplit = cols > 0 ? (cols - 1) / Cfg::kTileCols + 1 : 0;
+  const int want = env != nullptr ? atoi(env) : 0;  // N >= 2: clusters of N CTAs where they take the row
+  const int nsplit = want >= 2 && cluster_takes<Cfg>(cols, want) ? want : cluster_size_for<Cfg>(cols);
   if (!enabled || nsplit < 2 || nsplit > 16 || !nv::sm90_device()) return -1;
   // how many clusters of nsplit fit at once, per device (the last one asked, per host thread): 0 unknown, -1 none
   thread_local int dev_cached = -1;
