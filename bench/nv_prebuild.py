@@ -10,8 +10,8 @@ bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_*.py (th
 whole files as one library each: bench/dispatch_nv.ck (the object ckgen compile --tuning links its generated
 dispatcher with: only that small host file is compiled on the device), bench/rowops_widths_nv.ck (the planned
 kernel of every op and model width bench/rowops.py times; and, as a second library, those plans before the weighted
-single-pass rule, its --before), bench/rowops_nv.ck (its --candidates), bench/debug/split_heldout_nv.ck and
-bench/debug/split_tiles_nv.ck (bench/debug/split_clusters.py --spec), as bench/rowops.py loads them.
+single-pass rule, its --before), bench/rowops_nv.ck (its --candidates), bench/debug/split_heldout_nv.ck,
+split_tiles_nv.ck and split_validate_nv.ck (bench/debug/split_clusters.py --spec), as bench/rowops.py loads them.
 
   CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
@@ -41,7 +41,8 @@ def main() -> int:
     args = ap.parse_args()
     # (source, kernel name or None for the whole file as one library, label); the long whole-file builds first
     jobs: list = [(lib, None, lib) for lib in ("bench/rowops_widths_nv.ck", "bench/dispatch_nv.ck", "bench/rowops_nv.ck",
-                                              "bench/debug/split_heldout_nv.ck", "bench/debug/split_tiles_nv.ck")]
+                                              "bench/debug/split_heldout_nv.ck", "bench/debug/split_tiles_nv.ck",
+                                              "bench/debug/split_validate_nv.ck")]
     jobs.append(("bench/rowops_widths_nv.ck", None, "bench/rowops_widths_nv.ck before"))  # bench/rowops.py --before
     from ckgen import driver
     from ckgen.frontend import load_file, load_text

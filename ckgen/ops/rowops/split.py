@@ -50,6 +50,18 @@ SPLIT_BOUNDED: dict[int, tuple[tuple[str, int, int, int], ...]] = {
     64: (),
 }
 
+#: wide slices, per wave size: kind -> (threads, fewest vectors, most vectors, most slices, narrow cuts kept). A
+#: default split of such a kind is cut into S = ceil(n / (threads x fewest)) slices, or ceil(n / (threads x most))
+#: where that passes the most, each held by threads x max(fewest, ceil(ceil(n / S) / threads)) vectors (about 127
+#: registers: one workgroup per SM); a row of more vectors, or whose cut into slices of SLICE_VECS is one of the
+#: narrow cuts kept, keeps slices of SLICE_VECS. nvcc 13, sm_90a, on an H100, bf16 softmax, 1024 rows
+#: (bench/runs/2026-12-06e_h100_split_tiles_wide.txt, ..._wide_slices.txt): 86-95% of copy at 50304-186000 columns
+#: with 3-4 or 7-8 such slices, against 56-89% with slices of 512 x 4 at two per SM; more slices ran at 50-77%; but
+#: where the narrow cut is 7 or 8 slices (a cluster of 8 at run time: cluster_size_for), it ran 2-8 points ahead of
+#: 5-6 wide ones (100352: 86.0 / 83.9%, 108000: 89.1 / 81.5%, 119000: 86.1 / 81.4%)
+WIDE_SLICES: dict[int, dict[str, tuple[int, int, int, int, tuple[int, ...]]]] = {
+    32: {"softmax": (512, 5, 6, 8, (7, 8))}, 64: {}}
+
 
 def _vectors(spec: KernelSpec) -> int | None:
     cfg, row = spec.params.config, spec.params.row
@@ -97,6 +109,22 @@ def launch(threads: int, tile_cols: int, split: int, state_floats: int) -> Launc
                   workspace=workspace_expr(split, state_floats))
 
 
+def wide_tile(kind: str, wave_size: int, n: int, split: int) -> tuple[int, int] | None:
+    """(threads, reg_vecs) of a wide slice of a row of ``n`` vectors split at most ``split`` ways (WIDE_SLICES), or
+    None where the kind has none, the row's narrow cut is one the table keeps, or the row needs more slices than
+    the table's most."""
+    line = WIDE_SLICES[wave_size].get(kind)
+    if line is None or _cdiv(n, SLICE_VECS) in line[4]:
+        return None
+    threads, fewest, most, most_slices, _ = line
+    slices = _cdiv(n, threads * fewest)
+    if slices > most_slices:
+        slices = _cdiv(n, threads * most)
+    if slices > min(most_slices, split):
+        return None
+    return threads, max(fewest, _cdiv(_cdiv(n, slices), threads))
+
+
 def bounded_groups(kind: str, wave_size: int, threads: int, reg_vecs: int) -> int:
     """The workgroups per CU / SM a split-row tile is compiled for (SPLIT_BOUNDED; 0: as the estimate gives)."""
     return next((g for k, t, r, g in SPLIT_BOUNDED[wave_size] if (k, t, r) == (kind, threads, reg_vecs)), 0)
@@ -126,6 +154,8 @@ def choose(d, n: int | None, tile_of: Callable[[object, int], tuple[int, int] | 
             raise d.fail(key, value, legal, f"split = {s}: the rows are split over workgroups")
     first, found = s, None
     most = s if cfg.split else MAX_SPLIT  # a default split: more slices if need be; a given one: that one
+    if cfg.split is None and t_given is None and cfg.reg_vecs is None:
+        d.split, found = s, wide_tile(d.row.row_kind.name, w, n, s)
     while found is None and s <= most:
         d.split = s
         found = tile_of(d, _cdiv(n, s))
@@ -140,8 +170,10 @@ def choose(d, n: int | None, tile_of: Callable[[object, int], tuple[int, int] | 
                      f"{cfg.max_cols} columns")
     (d.threads_per_row, d.reg_vecs), d.looped, d.rows_per_workgroup = found, False, 1
     how = f"split = {cfg.split}" if cfg.split else f"rows of more than {SPLIT_ROW_BYTES // 1024} KiB of v"
-    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into at most {s} slices of "
-                 f"{_cdiv(n, s)} vectors, one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} vectors, tile "
-                 f"{d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
+    cut = _cdiv(cfg.max_cols, d.tile_cols)
+    wide = ", a wide slice: one workgroup per SM" if cut < s else ""
+    d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into {cut} slices of at most "
+                 f"{_cdiv(n, cut)} vectors (kSplit {s}), one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} "
+                 f"vectors{wide}, tile {d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
                  "(a thread-block cluster on sm_90 where one fits, else the workspace) and combined in slice order; "
                  "a call of cols takes ceil(cols / tile) slices")

@@ -53,6 +53,17 @@ def test_planner_splits_vocabulary_rows() -> None:
         assert p.launch.grid[0].count({"rows": 1024, "cols": 128256}) == 1024 * 8
         assert p.launch.workspace_bytes({"rows": 1024, "cols": 128256}) == 256 + 4096 + 1024 * 8 * 2 * 4
     assert plan("ln_vocab", "sm_90").body.split == 16 and plan("rms_vocab", "sm_90").body.split == 10
+    # sm_90 softmax: wide slices (split.WIDE_SLICES), 512 x 5 vectors, ceil(n / 2560) of them; the kernel's kSplit
+    # (the ABI) stays the target-free default. Not where the narrow cut is 7 or 8 slices (128256 columns: 8)
+    src = "target sm_90\nkernel w { op = softmax x = bf16 max_cols = 151936 }\n"
+    wide = plan_kernel(load_text(src, "w.ck")[0], "sm_90").body
+    assert (wide.threads_per_row, wide.reg_vecs, wide.split) == (512, 5, 10) and -(-151936 // wide.tile_cols) == 8
+    assert (plan("sm_vocab", "sm_90").body.reg_vecs, plan("sm_vocab", "sm_90").body.workgroups_per_cu) == (4, 2)
+    assert S.wide_tile("softmax", 32, 21250, 11) == (512, 6)  # 170000 columns: 7 slices of 512 x 6
+    assert S.wide_tile("softmax", 32, 6288, 4) == (512, 5)    # 50304: 3 slices of 512 x 5
+    for n, split in ((32000, 16), (16032, 8), (12544, 7)):     # 256000: too many; 128256, 100352: narrow 8 and 7
+        assert S.wide_tile("softmax", 32, n, split) is None
+    assert S.wide_tile("rmsnorm", 32, 18992, 10) is None and S.wide_tile("softmax", 64, 18992, 10) is None
     # the host entries: the emulator runs kSplit workgroups at once, CUDA tries a cluster launch first, AMD launches
     # as usual; the kernel's Cfg says kSplit
     from ckgen.codegen import render_kernel, render_launchers
@@ -135,8 +146,10 @@ def test_nvcc_build(tmp_path) -> None:
     from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.errors import ToolchainError
 
-    plans = [plan(n, "sm_90") for n in SPECS]
+    wide = load_text("target sm_90\nkernel sm_5x512 { op = softmax x = bf16 max_cols = 151936 }\n", "w.ck")[0]
+    plans = [plan(n, "sm_90") for n in SPECS] + [plan_kernel(wide, "sm_90")]
     assert plans[0].body.workgroups_per_cu == 2  # softmax slices of 512 x 4: two per SM (split.SPLIT_BOUNDED)
+    assert plans[-1].body.reg_vecs == 5  # and a wide one (split.WIDE_SLICES): one per SM
     try:
         lib = nvidia.build_cuda_library("rowops_split_nv", plans, tmp_path)
     except ToolchainError as exc:
