@@ -151,9 +151,9 @@ def before(plans) -> list:
         name = p.name + "_before"
         est = estimate_registers(p.spec.params.row, b.vec, b.reg_vecs, b.looped, b.wave_size, b.threads_per_row)
         out.append(dataclasses.replace(
-            p, spec=dataclasses.replace(p.spec, name=name),
-            entries=(dataclasses.replace(p.entries[0], name=name),) + p.entries[1:],
-            body=dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, registers_estimate=est)))
+            p, spec=dataclasses.replace(p.spec, name=name), entries=(dataclasses.replace(p.entries[0], name=name),),
+            launch=dataclasses.replace(p.launch, prelaunch=None),
+            body=dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, few_groups=0, registers_estimate=est)))
     return out
 
 

@@ -134,7 +134,8 @@ class Launch:
 class Entry:
     """A device kernel of the generated source: its symbol, workgroup size and dynamic LDS; ``variant_of``
     names the kernel whose alternative body it is, ``part_of`` the kernel whose host entry launches it too (e.g.
-    a split-KV combine after the splits); both None for the main entry."""
+    a split-KV combine after the splits) or in its place for some calls (a row op's few-rows entry); both None for
+    the main entry."""
 
     name: str
     threads: int

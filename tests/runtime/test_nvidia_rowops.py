@@ -158,6 +158,26 @@ def test_edge_shapes_vs_float64(name):
         check(k, ins, outs, f"{name} {rows}x{cols} ({mode})")
 
 
+@pytest.mark.parametrize("name", ["gpu_layernorm_2304", "gpu_rmsnorm_bf16", "gpu_addrms_11008"])
+def test_few_rows_entry(name):
+    """A kernel whose weights are read in batches launches <name>_few for grids of at most few_groups workgroups
+    (checked through torch's profiler) and its own entry past that; both against float64."""
+    from tests.runtime.gpu_helpers import launched
+
+    k = kernel(name)
+    b = k.plan.body
+    assert b.few_groups > 0
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(5)
+    for groups, want in ((1, f"{name}_few"), (b.few_groups, f"{name}_few"), (b.few_groups + 1, name)):
+        rows = groups * b.rows_per_workgroup
+        ins, outs, _ = operands(k, rows, b.max_cols - b.vec, "odd", gen)
+        ran = launched(lambda ins=ins, outs=outs: k(**ins, **outs))
+        if ran is not None:
+            assert want in ran and not ({name, f"{name}_few"} - {want}) & ran, (rows, ran)
+        check(k, ins, outs, f"{name} {rows}x{b.max_cols - b.vec} ({want})")
+
+
 def _torch_ref(k, ins, scale=None, eps=None):
     """What torch computes for the kernel (float32 math), for the float outputs."""
     import torch.nn.functional as F

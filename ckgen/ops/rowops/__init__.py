@@ -110,6 +110,8 @@ class RowOp(Op):
             constants.append(("bool", "kWholeVectors", "true"))
         if b.split:
             constants.append(("int", "kSplit", str(b.split)))
+        if b.few_groups:
+            constants.append(("int", "kFewGroups", str(b.few_groups)))
         if r.rstd:  # (absent otherwise: other kernels' sources as they were)
             constants.append(("bool", "kRstd", "true"))
         if not r.write_y:
@@ -124,7 +126,7 @@ class RowOp(Op):
         # bounds the registers for more (a register-bounded single pass)
         one = b.registers_estimate * b.threads * 2 > _registers.PLAN_REGISTERS[b.wave_size][1]
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": notes,
-                "workgroups_per_cu": b.workgroups_per_cu or int(one)}
+                "workgroups_per_cu": b.workgroups_per_cu or int(one), "few_entry": bool(b.few_groups)}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
         return _ref.reference(plan, arrays)

@@ -107,6 +107,12 @@ def _y_scale(r) -> Arg:
                dtype=DType.F32, role="out", dims=("rows",), strides=(1,))
 
 
-def launch(threads: int, rows_per_workgroup: int) -> Launch:
-    """x walks row groups of ``rows_per_workgroup`` rows, at most :data:`GRID_CAP` workgroups."""
-    return Launch(threads=threads, grid=(GridDim("rows", rows_per_workgroup, cap=GRID_CAP), GridDim(), GridDim()))
+#: the host-side template of a kernel with a few-rows entry (RowPlan.few_groups): small grids launch <name>_few
+FEW_PRELAUNCH = "rowops/few_launch.cpp.j2"
+
+
+def launch(threads: int, rows_per_workgroup: int, few: bool = False) -> Launch:
+    """x walks row groups of ``rows_per_workgroup`` rows, at most :data:`GRID_CAP` workgroups; ``few``: the host
+    entry launches the few-rows entry instead for small grids (FEW_PRELAUNCH)."""
+    return Launch(threads=threads, grid=(GridDim("rows", rows_per_workgroup, cap=GRID_CAP), GridDim(), GridDim()),
+                  prelaunch=FEW_PRELAUNCH if few else None)

@@ -220,6 +220,18 @@ def build_nvcc(out):
 OCCUPANCY_SPILL_BYTES = 8
 
 
+def assert_nv_entries_spill_free(plans, reports: dict, out) -> None:
+    """Every entry of the sm_90 ``plans`` has a report in ``reports`` (name -> report) and no spill: the kernel's
+    own (assert_nv_spill_free) and its few-rows entry (RowPlan.few_groups: compiled for one workgroup per SM, no
+    spill and no stack frame at all)."""
+    assert set(reports) == {e.name for p in plans for e in p.entries}
+    for p in plans:
+        assert_nv_spill_free(p, reports[p.name], out)
+        for e in p.entries[1:]:
+            r = reports[e.name]
+            assert e.name == f"{p.name}_few" and (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), r
+
+
 def assert_nv_spill_free(p, r, out) -> None:
     """An sm_90 build report ``r`` of plan ``p``: no spills and no stack frame, or a spill ptxas traded for occupancy.
     Left to bound a kernel itself (no workgroups_per_cu: CKGEN_LAUNCH_BOUNDS(threads) alone), ptxas sometimes stores
@@ -232,7 +244,8 @@ def assert_nv_spill_free(p, r, out) -> None:
     b = p.body
     assert b.workgroups_per_cu == 0 and r.spill_stores <= OCCUPANCY_SPILL_BYTES, (p.name, r)
     bounded = dataclasses.replace(p, body=dataclasses.replace(b, workgroups_per_cu=r.blocks_per_sm))
-    (again,) = nvidia.analyze(nvidia.build_cuda_library(f"{p.name}_bounded", [bounded], out), [bounded])
+    again = next(a for a in nvidia.analyze(nvidia.build_cuda_library(f"{p.name}_bounded", [bounded], out),
+                                           [bounded]) if a.name == p.name)
     assert (again.spill_stores, again.spill_loads, again.stack_bytes) == (0, 0, 0), (p.name, again)
     assert again.blocks_per_sm == r.blocks_per_sm, (p.name, again.blocks_per_sm, r.blocks_per_sm)
 

@@ -51,6 +51,21 @@ def test_nvidia_plans_on_the_emulator(nv_emu_kernels, name: str) -> None:
         H.check_call(c, f"{name} (sm_90 plan) {rows}x{cols} ({mode})")
 
 
+@pytest.mark.parametrize("name", [n for n in H.NV_ON_EMU if H.plan(n, "sm_90").body.few_groups])
+def test_nvidia_plans_past_the_few_rows_entry(nv_emu_kernels, name: str) -> None:
+    """A plan with weights read in batches launches <name>_few for grids of at most few_groups workgroups (every
+    shape above); one more row group takes the batched entry, checked here on the emulator, and the grid's
+    boundary itself the few-rows one."""
+    k = nv_emu_kernels[name]
+    b = k.plan.body
+    assert [e.name for e in k.plan.entries] == [name, f"{name}_few"] and b.weight_vecs < b.reg_vecs
+    cols = min(b.max_cols, 2 * b.vec + 1)
+    for i, groups in enumerate((b.few_groups, b.few_groups + 1)):
+        c = H.make_call(k.plan, groups * b.rows_per_workgroup, cols, "odd", seed=17 + i)
+        H.run(k, c)
+        H.check_call(c, f"{name} (sm_90 plan) {groups} row groups of {cols} columns")
+
+
 @pytest.mark.parametrize("name,scalars", [("sm_bf16", {"scale": -2.5}), ("lsm_f16_res", {"scale": 0.25}),
                                           ("ln_bf16_wb", {"eps": 0.5}), ("rms_res_bf16", {"eps": 3.0})])
 def test_runtime_scalars(emu_kernels, name: str, scalars: dict) -> None:

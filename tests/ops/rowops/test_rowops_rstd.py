@@ -245,7 +245,8 @@ def test_nvcc_build(tmp_path) -> None:
     except ToolchainError as exc:
         pytest.skip(str(exc))
     for r in nvidia.analyze(lib, plans):
-        p = next(q for q in plans if q.name == r.name)
+        p = next(q for q in plans if r.name in {e.name for e in q.entries})  # (and its few-rows entry: one per SM)
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
         assert r.registers <= register_budget(p.target, p.body.threads), (r.name, r.registers)
-        assert r.blocks_per_sm >= max(1, p.body.workgroups_per_cu), (r.name, r.registers, r.blocks_per_sm)
+        want = max(1, p.body.workgroups_per_cu) if r.name == p.name else 1
+        assert r.blocks_per_sm >= want, (r.name, r.registers, r.blocks_per_sm)
