@@ -333,11 +333,12 @@ def plan_few_rows(d: RowDraft) -> None:
     a second entry, <name>_few, that loads a tile's weight and bias at once and is not bounded; the host entry
     launches it for grids of at most one workgroup per CU / SM (the target's count), where nothing else would
     overlap the batches' waits. Measured (H100, bench/runs/2026-12-06e_h100_decode_before.txt): decode rows (1-64
-    rows of 896-16384 columns) ran 14% faster by geomean with the whole tile's weights, up to 1.53x."""
+    rows of 896-16384 columns) took 14% less time by geomean (1.16x) with the whole tile's weights, up to 1.53x."""
     if d.weight_vecs and d.weight_vecs < d.reg_vecs and not d.split and not d.looped:
         d.few_groups = d.target.cus
-        d.why.append(f"grids of at most {d.few_groups} workgroups (one per CU / SM: a few rows) launch <name>_few, "
-                     "the same tile with the whole tile's weight and bias loaded at once, registers not bounded")
+        d.why.append(f"grids of at most {d.few_groups} workgroups (one per CU / SM: a few rows) launch "
+                     f"{d.spec.name}_few, the same tile with the whole tile's weight and bias loaded at once, "
+                     "registers not bounded")
 
 
 def check_registers(d: RowDraft) -> None:
@@ -407,7 +408,7 @@ PASSES = (
     bound_registers,   # registers for two workgroups per SM: BOUNDED_SINGLE_PASS tiles, row caches (CACHE_BOUNDED)
     check_registers,   # the tile in registers against the target's budget
     plan_whole_vectors,  # partial tiles of whole-vector rows: the fast path, predicated (not batched weights)
-    plan_few_rows,     # batched weights: a second entry with the whole tile's weights for grids of one wave
+    plan_few_rows,     # batched weights: a second entry, the whole tile's weights, for grids of one per SM at most
     explain_registers,   # the estimate, in words
 )
 

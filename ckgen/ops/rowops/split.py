@@ -9,8 +9,9 @@ every target of a library shares. By default a row is split when ``max_cols`` ro
 into ``ceil(vectors / SLICE_VECS)`` slices (at most :data:`DEFAULT_MAX_SPLIT`; more, up to :data:`MAX_SPLIT`, where
 no tile of the target holds such a slice); the kernel may say ``split = N`` (2 .. MAX_SPLIT: at most N workgroups
 per row) or ``split = 1`` (never). The planner (``plan.py``'s choose_rows, :func:`choose`) fits one tile to a
-slice of ``ceil(vectors / kSplit)`` vectors; a call splits a row of ``cols`` into ``ceil(cols / tile)`` slices (at
-most kSplit).
+slice of ``ceil(vectors / kSplit)`` vectors, or, for the kinds :data:`WIDE_SLICES` names, a wider slice at one
+workgroup per SM (fewer slices: :func:`wide_tile`); a call splits a row of ``cols`` into ``ceil(cols / tile)``
+slices (at most kSplit).
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def choose(d, n: int | None, tile_of: Callable[[object, int], tuple[int, int] | 
     cut = _cdiv(cfg.max_cols, d.tile_cols)
     wide = ", a wide slice: one workgroup per SM" if cut < s else ""
     d.why.append(f"split rows ({how}): a row of max_cols = {cfg.max_cols} is cut into {cut} slices of at most "
-                 f"{_cdiv(n, cut)} vectors (kSplit {s}), one per workgroup ({d.threads_per_row} threads x {d.reg_vecs} "
-                 f"vectors{wide}, tile {d.tile_cols}), each held in registers: x read once, the slices' partial statistics exchanged "
-                 "(a thread-block cluster on sm_90 where one fits, else the workspace) and combined in slice order; "
-                 "a call of cols takes ceil(cols / tile) slices")
+                 f"{_cdiv(n, cut)} vectors (kSplit {s}), one per workgroup ({d.threads_per_row} threads x "
+                 f"{d.reg_vecs} vectors{wide}, tile {d.tile_cols}), each held in registers: x read once, the "
+                 "slices' partial statistics exchanged (a thread-block cluster on sm_90 where one fits, else the "
+                 "workspace) and combined in slice order; a call of cols takes ceil(cols / tile) slices")
