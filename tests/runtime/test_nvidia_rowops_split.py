@@ -1,11 +1,11 @@
 """Split rows (ckgen/ops/rowops/split.py) on a real NVIDIA GPU (marked ``gpu``: ladder rung 3, the lent H200).
 
 Vocabulary-wide rows (32000 .. 256000 columns, primes and tails) of softmax, log-softmax, layer norm and RMS norm
-(with residuals) split over several workgroups, each path: the thread-block cluster exchange (sm_90, the default
-where a cluster fits, also with more CTAs than the plan's: ``CKGEN_ROWOPS_CLUSTERS=N``) and the workspace exchange
-(``CKGEN_ROWOPS_CLUSTERS=0``), against the op's float64 reference
-and against torch; a caller's workspace reused and left zero-filled; rows past the grid (more rows than the
-launch's workgroups hold at once).
+(with residuals) split over several workgroups (softmax also in wide slices of 512 x 6, one workgroup per SM), each
+path: the thread-block cluster exchange (sm_90, the default where a cluster fits, also with more CTAs than the
+plan's: ``CKGEN_ROWOPS_CLUSTERS=N``) and the workspace exchange (``CKGEN_ROWOPS_CLUSTERS=0``), against the op's
+float64 reference and against torch; a caller's workspace reused and left zero-filled; rows past the grid (more rows
+than the launch's workgroups hold at once).
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ kernel gpu_split_ln_res    { op = layernorm x = bf16 residual = true max_cols = 
 kernel gpu_split_rms_res   { op = rmsnorm x = bf16 residual = f32 max_cols = 151936 }
 kernel gpu_split_sm_t256     { op = softmax x = bf16 max_cols = 256000 split = 32 threads_per_row = 256 reg_vecs = 4 }
 kernel gpu_split_rms_small { op = rmsnorm x = f32 max_cols = 1009 split = 3 }
+kernel gpu_split_sm_wide   { op = softmax x = bf16 scale = 0.7 max_cols = 170000 }
 """
 NAMES = ["gpu_split_softmax", "gpu_split_logsm", "gpu_split_ln_res", "gpu_split_rms_res", "gpu_split_sm_t256",
-         "gpu_split_rms_small"]
+         "gpu_split_rms_small", "gpu_split_sm_wide"]
 _kernels: dict = {}
 
 
@@ -78,6 +79,7 @@ def test_split_rows_vs_float64(name, path):
 
 
 @pytest.mark.parametrize("name,rows,cols", [("gpu_split_softmax", 1024, 128256), ("gpu_split_ln_res", 1024, 128256),
+                                            ("gpu_split_sm_wide", 1024, 151936),
                                             ("gpu_split_rms_res", 1024, 151936), ("gpu_split_sm_t256", 16500, 32003)])
 def test_split_rows_vs_torch(name, rows, cols, path):
     """1024 rows of 128256 / 151936 columns (softmax: the issue's shape), and 16500 rows of the prime 32003 in 4

@@ -24,6 +24,7 @@ kernel rms_vocab  { op = rmsnorm x = bf16 residual = f32 max_cols = 151936 }
 kernel sm_f32_s3  { op = softmax x = f32 max_cols = 1009 split = 3 }
 kernel ln_f16_s5  { op = layernorm x = f16 bias = none max_cols = 4099 split = 5 }
 kernel rms_s2     { op = rmsnorm x = bf16 weight = none max_cols = 1000 split = 2 threads_per_row = 64 }
+kernel sm_wide    { op = softmax x = bf16 scale = 0.7 max_cols = 170000 }
 """
 SPECS = {s.name: s for s in load_text(SOURCE, "rowops_split.ck")}
 #: (rows, cols, stride mode) per kernel on the emulator: the widths named above, primes, tails, one slice
@@ -35,6 +36,8 @@ SHAPES = {
     "sm_f32_s3": [(5, 1009, "odd"), (4, 384, "tight"), (3, 385, "mixed"), (2, 7, "pad")],
     "ln_f16_s5": [(3, 4099, "mixed"), (6, 2053, "odd")],
     "rms_s2": [(9, 1000, "tight"), (2, 513, "odd")],
+    # sm_90: 7 wide slices of 512 x 6 (split.WIDE_SLICES); a call of 151936 takes 7, one of 40961 two
+    "sm_wide": [(2, 170000, "tight"), (1, 151936, "odd"), (3, 40961, "mixed")],
 }
 ARCHES = tuple(H.AMD_ARCHES)
 
@@ -60,6 +63,7 @@ def test_planner_splits_vocabulary_rows() -> None:
     assert (wide.threads_per_row, wide.reg_vecs, wide.split) == (512, 5, 10) and -(-151936 // wide.tile_cols) == 8
     assert (plan("sm_vocab", "sm_90").body.reg_vecs, plan("sm_vocab", "sm_90").body.workgroups_per_cu) == (4, 2)
     assert S.wide_tile("softmax", 32, 21250, 11) == (512, 6)  # 170000 columns: 7 slices of 512 x 6
+    assert (plan("sm_wide", "sm_90").body.reg_vecs, plan("sm_wide", "sm_90").body.split) == (6, 11)
     assert S.wide_tile("softmax", 32, 6288, 4) == (512, 5)    # 50304: 3 slices of 512 x 5
     for n, split in ((32000, 16), (16032, 8), (12544, 7)):     # 256000: too many; 128256, 100352: narrow 8 and 7
         assert S.wide_tile("softmax", 32, n, split) is None
