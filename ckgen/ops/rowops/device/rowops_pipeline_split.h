@@ -268,7 +268,9 @@ CKGEN_HD bool cluster_takes(int cols, int nsplit) {
 // or 16 (from 9..15) where the row's balanced slices still hold two thirds of a tile each. Measured on an H100
 // (bench/debug/split_clusters.py, softmax, 1024 rows, 512 x 4 slices at two per SM): clusters of 8 and 16 ran
 // well above those of 5-7 and 10-13 with slices of at least 1446 of the tile's 2048 vectors (100352 columns: 74%
-// of copy at 7, 86% at 8), and below them with 1280 or fewer (151936: 69% at 10, 61% at 16).
+// of copy at 7, 86% at 8), and below them with 1280 or fewer (151936: 69% at 10, 61% at 16). With the wide slices
+// of split.py's WIDE_SLICES (one workgroup per SM) 7 -> 8 gained at four of six widths (140000: 87 -> 91%) and lost
+// 1.6 and 3.4 points at two (170000, 132000; bench/runs/2026-12-06e_h100_split_tiles_wide.txt, ..._wide_slices.txt).
 template <class Cfg>
 CKGEN_HD int cluster_size_for(int cols) {
   if (cols <= 0) return 0;
