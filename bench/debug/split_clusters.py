@@ -28,18 +28,18 @@ from nvh import raw_call, time_graphs_interleaved_ms  # noqa: E402
 ENV = "CKGEN_ROWOPS_CLUSTERS"
 #: (op, cols, rows): the public widths the planner splits (the vocabulary rows, and Llama-3.1-405B's intermediate
 #: width for the norms), then the held-out ones (split_heldout_nv.ck)
-CASES = [("softmax", c, r) for c in (50304, 65024, 100352, 128256, 151936, 256000) for r in (1024,)] + \
+CASES = [("softmax", c, 1024) for c in (50304, 65024, 100352, 128256, 151936, 256000)] + \
         [(op, 53248, 384) for op in ("rmsnorm", "addrmsnorm", "layernorm")]
 
 
 def slices_taken(kern, cols: int, wanted: list[int]) -> list[int]:
-    """The S of ``wanted`` a row of ``cols`` takes (rowops_pipeline_split.h cluster_takes), the planned one first."""
+    """The least S (ceil(cols / tile)), then those of ``wanted`` a row of ``cols`` takes (rowops_pipeline_split.h
+    cluster_takes)."""
     b = kern.plan.body
     tile = b.threads_per_row * b.reg_vecs * b.vec
     vecs = -(-cols // b.vec)
-    planned = -(-cols // tile)
-    ok = [s for s in wanted if planned < s <= 16 and (s - 1) * (-(-vecs // s)) < vecs]
-    return [planned] + ok
+    least = -(-cols // tile)
+    return [least] + [s for s in wanted if least < s <= 16 and (s - 1) * (-(-vecs // s)) < vecs]
 
 
 def main() -> int:
