@@ -86,8 +86,8 @@
 #   rowops-split-bench  bench/rowops.py --kinds vocab --candidates --no-compile twice: with clusters
 #             ($OUT/rowops_split.txt) and CKGEN_ROWOPS_CLUSTERS=0, the workspace exchange ($OUT/rowops_split_ws.txt)
 #   split-clusters  bench/debug/split_clusters.py: split rows timed at every cluster size a row takes
-#             (CKGEN_ROWOPS_CLUSTERS=S), public widths then held-out ones (bench/debug/split_heldout_nv.ck), SPLIT_CLUSTERS_ARGS added to
-#             both ($OUT/split_clusters.txt)
+#             (CKGEN_ROWOPS_CLUSTERS=S), public widths then held-out ones (bench/debug/split_heldout_nv.ck);
+#             SPLIT_CLUSTERS_ARGS is added to both ($OUT/split_clusters.txt)
 #   probe     bench/probe.py under ncu (hardware counters, --clock-control none): the kernels torch.bmm runs, then
 #             time, DRAM / L2 / L1 throughput and hit rates of one launch of PROBE_BMM (default: the 128x256 bmm kernel
 #             at 64x1024x1024x128) and torch.bmm there, and of PROBE_ROWOPS (default: layer norm and RMS norm,

@@ -166,9 +166,9 @@ constexpr bool kBalancedTickets = false;
 
 // Slice `rank` of `nsplit` of every row, as a row of its own: columns [rank * w, min((rank + 1) * w, cols)), w =
 // ceil(ceil(cols / kVec) / nsplit) vectors (the slices of a row differ by at most one vector each; none is empty
-// for nsplit = ceil(cols / kTileCols), and w <= kTileCols): the tensors' pointers moved to its first column (a
-// whole number of vectors: aligned where the row is), cols its length. The row's length stays the caller's (the
-// statistics' finish).
+// and w <= kTileCols for nsplit = ceil(cols / kTileCols), or any nsplit cluster_takes): the tensors' pointers moved
+// to its first column (a whole number of vectors: aligned where the row is), cols its length. The row's length
+// stays the caller's (the statistics' finish).
 template <class P>
 CKGEN_DEVICE RowArgs<P> slice_of(const RowArgs<P>& a, int rank, int nsplit) {
   const int vecs = (a.cols + P::kVec - 1) / P::kVec;
@@ -254,13 +254,16 @@ CKGEN_DEVICE void run_split(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P
 }
 
 #if defined(CKGEN_PLATFORM_CUDA)
-// Whether a cluster of `nsplit` CTAs may take a row of `cols` (P: the Cfg's tile and vector): at least ceil(cols /
-// kTileCols) (no slice longer than a tile), at most ClusterRowExchange::kMaxSplit, and no slice empty (slice_of's
-// last one starts inside the row).
+// The most CTAs of a row's cluster: 16, the non-portable cluster size H100 / H200 allow (ClusterRowExchange's slots).
+constexpr int kClusterMaxSplit = 16;
+
+// Whether a cluster of `nsplit` CTAs may take a row of `cols` (Cfg: the tile and vector): at least ceil(cols /
+// kTileCols) (no slice longer than a tile), at most kClusterMaxSplit, and no slice empty (slice_of's last one starts
+// inside the row).
 template <class Cfg>
 CKGEN_HD bool cluster_takes(int cols, int nsplit) {
   const int vecs = (cols + Cfg::kVec - 1) / Cfg::kVec;
-  return cols > 0 && nsplit >= (cols - 1) / Cfg::kTileCols + 1 && nsplit <= 16 &&
+  return cols > 0 && nsplit >= (cols - 1) / Cfg::kTileCols + 1 && nsplit <= kClusterMaxSplit &&
          (nsplit - 1) * ((vecs + nsplit - 1) / nsplit) < vecs;
 }
 
@@ -294,7 +297,7 @@ CKGEN_HD int cluster_size_for(int cols) {
 template <class P>
 struct ClusterRowExchange {
   using State = typename P::State;
-  static constexpr int kMaxSplit = 16, kSets = 4;
+  static constexpr int kMaxSplit = kClusterMaxSplit, kSets = 4;
   float* slots;
   uint64_t* bars;
   int set, rank, nsplit;
@@ -434,9 +437,9 @@ CKGEN_DEVICE void run_split_ring(const RowArgs<P>& a, int cols, const RowEnv<P>&
 }
 
 // The rows of this cluster: S = the cluster's size (cluster_size_for, or as the environment says; cluster_takes
-// checked: a trap). With `ring` (the
-// launch gave split_stage_bytes of dynamic shared memory) and aligned x (and residual): run_split_ring; else direct
-// loads, each row's exchange waited for before its y, the next row's slice asked into L2 (prefetch_next).
+// checked: a trap). With `ring` (the launch gave split_stage_bytes of dynamic shared memory) and aligned x (and
+// residual): run_split_ring; else direct loads, each row's exchange waited for before its y, the next row's slice
+// asked into L2 (prefetch_next).
 template <class P>
 CKGEN_DEVICE void run_split_cluster(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<P>& red, float* slots,
                                     uint64_t* bars, unsigned char* ring_mem) {
@@ -476,10 +479,10 @@ inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int c
   const bool enabled = env == nullptr || strcmp(env, "0") != 0;
   const int want = env != nullptr ? atoi(env) : 0;  // N >= 2: clusters of N CTAs where they take the row
   const int nsplit = want >= 2 && cluster_takes<Cfg>(cols, want) ? want : cluster_size_for<Cfg>(cols);
-  if (!enabled || nsplit < 2 || nsplit > 16 || !nv::sm90_device()) return -1;
+  if (!enabled || nsplit < 2 || nsplit > kClusterMaxSplit || !nv::sm90_device()) return -1;
   // how many clusters of nsplit fit at once, per device (the last one asked, per host thread): 0 unknown, -1 none
   thread_local int dev_cached = -1;
-  thread_local int fits[17] = {};
+  thread_local int fits[kClusterMaxSplit + 1] = {};
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -489,7 +492,7 @@ inline int launch_split_clusters(void (*kernel)(KArgs...), long long grid, int c
     for (int& f : fits) f = 0;
     dev_cached = dev;
   }
-  thread_local int smem[17] = {};  // the ring's bytes the launch gives (0 where a cluster fits only without it)
+  thread_local int smem[kClusterMaxSplit + 1] = {};  // the ring's bytes the launch gives (0 where a cluster fits only without it)
   if (fits[nsplit] == 0) {
     const void* f = reinterpret_cast<const void*>(kernel);
     int n = 0;
