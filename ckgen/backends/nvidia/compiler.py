@@ -12,7 +12,8 @@ Contract:
   every arch of ``plans`` (``-gencode`` SASS + PTX per arch) into ``<stem>.o`` and links ``lib<stem>.so``,
   cached in the build cache (key: sources, nvcc version, flags, arches, header hashes), and copies the library
   into ``out_dir`` atomically when given. The cache entry also holds ``ptxas.log`` (``-Xptxas -v``),
-  ``<stem>_<arch>.ptx`` and, when ``cuobjdump`` is found, ``<stem>.sass``. ``host_sources`` (name -> C++ text,
+  ``<stem>_<arch>.ptx`` (the PTX that build compiled, kept from its intermediate files: one nvcc pass) and,
+  when ``cuobjdump`` is found, ``<stem>.sass``. ``host_sources`` (name -> C++ text,
   host code only: e.g. generated dispatchers) are compiled on their own and linked with that object into the
   published library (a second cache entry), so that changing them never recompiles the kernels.
 - :func:`analyze(lib, plans)` -> one :class:`NvKernelReport` per (kernel entry, arch), the ``<kernel>_tma``
@@ -181,8 +182,9 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
         for name, text in files.items():
             (d / name).write_text(text)
         inc = [*include_flags(), "-I."]
-        log = run_tool([nvcc.path, *flags, *inc, "-c", "launchers.cu", "-o", f"{stem}.o"], f"nvcc build of {lib_name}",
-                       cwd=d)
+        (d / "keep").mkdir()  # nvcc's intermediate files: the PTX it compiled is kept from there (below)
+        log = run_tool([nvcc.path, *flags, *inc, "-c", "launchers.cu", "-o", f"{stem}.o", "--keep", "--keep-dir",
+                        "keep"], f"nvcc build of {lib_name}", cwd=d)
         _reproducible(d / f"{stem}.o")
         run_tool([nvcc.path, "-shared", f"{stem}.o", "-o", lib_name], f"nvcc link of {lib_name}", cwd=d)
         check_host_exits(d / lib_name)
@@ -191,10 +193,15 @@ def build_cuda_library(stem: str, plans, out_dir: Path | None = None, nvcc: Nvcc
         warnings = [ln for ln in log.splitlines() if "warning" in ln.lower()]
         if warnings:
             current().warning(f"nvcc build of {lib_name}:\n" + "\n".join(warnings))
-        for t in targets:
-            virt = nvcc_arch_flags(t)[0].split("arch=", 1)[1].split(",", 1)[0]  # compute_90a ...
-            run_tool([nvcc.path, "-std=c++17", "-O3", "-ptx", f"-arch={virt}", "--expt-relaxed-constexpr", *inc,
-                      "launchers.cu", "-o", f"{stem}_{t.name}.ptx"], f"nvcc -ptx of {stem}", cwd=d)
+        virts = [nvcc_arch_flags(t)[0].split("arch=", 1)[1].split(",", 1)[0] for t in targets]  # compute_90a ...
+        for t, virt in zip(targets, virts, strict=True):
+            # the PTX the build compiled (its flags, e.g. --prec-div=false): launchers.ptx for one virtual arch,
+            # launchers.<virtual arch>.ptx for several
+            kept = d / "keep" / ("launchers.ptx" if len(virts) == 1 else f"launchers.{virt}.ptx")
+            if not kept.is_file():
+                raise BuildError(f"nvcc build of {lib_name}: no PTX kept for {virt} ({kept.name})")
+            kept.replace(d / f"{stem}_{t.name}.ptx")
+        shutil.rmtree(d / "keep")
         dump = nvcc.cuobjdump
         if dump:
             try:
