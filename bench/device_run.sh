@@ -103,6 +103,9 @@
 #   moe       issue 24: the MoE GPU tests (tests/runtime/test_nvidia_moe.py), memcheck over them (but the CUDA-graph
 #             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-full: every bench/moe.py case;
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
+#   weights-probe bench/rowops_weights_probe.cu (built there): layer norm at intermediate widths as planned, beside
+#             variants of the same tile (the next weight vector asked for ahead, the first before the all-reduces,
+#             one all-reduce of the moments, x kept out of the L1) and a diagnostic (no bias), graph-timed
 #   persistent bench/rowops_persistent_probe.cu (built there): layer norm at 4096x32768, the row cache against single-pass
 #             kernels (1024 x 4 on a persistent grid with the staged ring; the row in registers, 512 x 8 at two
 #             workgroups per SM), then one launch of each under ncu
@@ -365,6 +368,8 @@ PY
         && ncu --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_bytes.sum \
              /tmp/persistent_probe once > "$OUT/persistent_ncu.txt" 2>&1; echo "ncu rc $?"
       grep -E "^  k_|duration|dram__|lts__|l1tex__" "$OUT/persistent_ncu.txt" | sed -E 's/ +/ /g' | head -60 ;;
+    weights-probe)
+      build_probe bench/rowops_weights_probe.cu /tmp/weights_probe && /tmp/weights_probe 2>&1 | tee "$OUT/weights_probe.txt" ;;
     moe)
       timeout 300 $PYTEST tests/runtime/test_nvidia_moe.py > "$OUT/pytest_moe.txt" 2>&1; echo "pytest moe rc $?"
       grep -E "passed|failed|Error" "$OUT/pytest_moe.txt" | tail -8

@@ -1,12 +1,15 @@
-// bench/rowops_probe.h: what the row-op probes (bench/carveout_probe.cu, bench/rowops_persistent_probe.cu) share:
-// CK (return 1 from main with the CUDA error), median_ms (the median of 30 launches after 3 warm-ups, CUDA events
-// around each), and the inputs: a 4096 x 32768 bf16 x and 32768-element weight and bias, uniform in [-1, 1) from a
-// fixed LCG, on the device.
+// bench/rowops_probe.h: what the row-op probes (bench/carveout_probe.cu, bench/rowops_persistent_probe.cu,
+// bench/rowops_weights_probe.cu) share: CK (return 1 from main with the CUDA error), median_ms (the median of 30
+// launches after 3 warm-ups, CUDA events around each), capture / replay_ms (CUDA-graph replay: kGraphLaunches
+// launches per graph, ms per launch), the inputs (uniform in [-1, 1) from a fixed LCG as bf16 bits: make_inputs, a
+// 4096 x 32768 x and 32768-element weight and bias on the device; fill, any host vector), and the checks (a float64
+// layer norm's relative norm error; max |a - b|).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +45,50 @@ float median_ms(F f) {
   return t[t.size() / 2];
 }
 
+// the median of v (by value)
+inline float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// f(stream) kGraphLaunches times on a capturing stream, the graph instantiated into *exec
+constexpr int kGraphLaunches = 20;
+template <class F>
+cudaError_t capture(cudaGraphExec_t* exec, F f) {
+  cudaStream_t s;
+  cudaGraph_t g;
+  cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return e;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  for (int i = 0; i < kGraphLaunches; ++i) f(s);
+  e = cudaStreamEndCapture(s, &g);
+  if (e != cudaSuccess) return e;
+  e = cudaGraphInstantiate(exec, g, 0);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  return e;
+}
+
+// ms per launch of a graph from capture: the median of 10 replays after 2 warm-ups, events around each
+inline float replay_ms(cudaGraphExec_t exec) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int i = 0; i < 12; ++i) {
+    cudaEventRecord(a);
+    cudaGraphLaunch(exec, 0);
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    if (i >= 2) t.push_back(ms / kGraphLaunches);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return median(t);
+}
+
 inline float bf16_to_float(uint16_t v) {
   const uint32_t u = static_cast<uint32_t>(v) << 16;
   float f;
@@ -50,6 +97,49 @@ inline float bf16_to_float(uint16_t v) {
 }
 
 constexpr int kRows = 4096, kCols = 32768;
+
+// v's elements uniform in [-1, 1) as bf16 bits, from an LCG seeded with seed
+inline void fill(std::vector<uint16_t>& v, uint32_t seed) {
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (auto& e : v) {
+    s = s * 1664525u + 1013904223u;
+    const float f = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    e = static_cast<uint16_t>(u >> 16);
+  }
+}
+
+// |y - ref| / |ref| (2-norms) of y (bf16 bits) against a float64 layer norm of x (rows x cols) with w, b, eps 1e-5
+inline double layernorm_error(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w,
+                              const std::vector<uint16_t>& b, const std::vector<uint16_t>& y, int rows, int cols) {
+  double num = 0.0, den = 0.0;
+  for (int r = 0; r < rows; ++r) {
+    const uint16_t* xr = x.data() + static_cast<size_t>(r) * cols;
+    double mean = 0.0, var = 0.0;
+    for (int c = 0; c < cols; ++c) mean += bf16_to_float(xr[c]);
+    mean /= cols;
+    for (int c = 0; c < cols; ++c) var += (bf16_to_float(xr[c]) - mean) * (bf16_to_float(xr[c]) - mean);
+    const double rstd = 1.0 / std::sqrt(var / cols + 1e-5);
+    for (int c = 0; c < cols; ++c) {
+      const double want = (bf16_to_float(xr[c]) - mean) * rstd * bf16_to_float(w[c]) + bf16_to_float(b[c]);
+      const double got = bf16_to_float(y[static_cast<size_t>(r) * cols + c]);
+      num += (got - want) * (got - want);
+      den += want * want;
+    }
+  }
+  return std::sqrt(num / den);
+}
+
+// max |a - b| over bf16 bits (inf where either is NaN)
+inline float max_diff(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
+  float d = 0.0f;
+  for (size_t e = 0; e < a.size(); ++e) {
+    const float v = std::fabs(bf16_to_float(a[e]) - bf16_to_float(b[e]));
+    d = v == v ? std::max(d, v) : INFINITY;
+  }
+  return d;
+}
 
 // x (kRows x kCols), w and b (kCols) as bf16 bits on the host (x also returned in `host`), copied to the device.
 template <class T>

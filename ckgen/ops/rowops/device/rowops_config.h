@@ -27,6 +27,11 @@
 //                                    kRegVecs before the tile's outputs, or in batches of kWeightBatch (a divisor of
 //                                    kRegVecs) as they are computed: fewer registers (the planner's register-bounded
 //                                    single pass, BOUNDED_SINGLE_PASS in plan.py)
+//   kWeightAhead (optional, default false) with kWeightBatch < kRegVecs: the next batch's weight and bias loads
+//                                    issued before the current batch's outputs are computed and stored (a second
+//                                    batch of registers). Not planned: bench/rowops_weights_probe.cu measured it
+//                                    (sm_90 layer norm: +1.6-1.9 points of copy at 128 x 5-7 tiles of two rows,
+//                                    -1.4 where it spilled)
 //   kWholeVectors (optional, default false) a partial tile of a row of whole vectors (cols % kVec == 0) with y,
 //                                    weight and bias aligned takes the fast path with a predicate per vector
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
@@ -76,6 +81,7 @@ CKGEN_CFG_OPTIONAL(StagesOf, kStages, int, 0);
 // every row reads both from the L2). Bias then bypasses the L1, so that the L1 keeps the weight across rows.
 CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
 CKGEN_CFG_OPTIONAL(WeightBatchOf, kWeightBatch, int, C::kRegVecs);
+CKGEN_CFG_OPTIONAL(WeightAheadOf, kWeightAhead, bool, false);
 CKGEN_CFG_OPTIONAL(WholeVectorsOf, kWholeVectors, bool, false);
 CKGEN_CFG_OPTIONAL(RstdOf, kRstd, bool, false);
 CKGEN_CFG_OPTIONAL(WriteYOf, kWriteY, bool, true);

@@ -61,6 +61,7 @@ struct RowProblem {
   static constexpr int kWL1 = detail::WeightL1Of<Cfg>::value;
   static constexpr int kBL1 = detail::BiasL1Of<Cfg>::value;
   static constexpr int kWB = detail::WeightBatchOf<Cfg>::value;
+  static constexpr bool kWAhead = detail::WeightAheadOf<Cfg>::value && kWB < kR;  // the next batch in flight
   static constexpr bool kWhole = detail::WholeVectorsOf<Cfg>::value;  // whole-vector tiles take the fast path
 
   // register fragments (rowops_frag.h), the tile's column counts, the per-row state and the memories
