@@ -26,29 +26,36 @@
 
 namespace probe {
 
+// the median of v (by value)
+inline float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// the median ms of `runs` calls of f after `warm` more, CUDA events around each
 template <class F>
-float median_ms(F f) {
+float events_ms(F f, int warm, int runs) {
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   std::vector<float> t;
-  for (int i = 0; i < 33; ++i) {
+  for (int i = 0; i < warm + runs; ++i) {
     cudaEventRecord(a);
     f();
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     float ms = 0;
     cudaEventElapsedTime(&ms, a, b);
-    if (i >= 3) t.push_back(ms);
+    if (i >= warm) t.push_back(ms);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return median(t);
 }
 
-// the median of v (by value)
-inline float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+template <class F>
+float median_ms(F f) {
+  return events_ms(f, 3, 30);
 }
 
 // f(stream) kGraphLaunches times on a capturing stream, the graph instantiated into *exec
@@ -69,24 +76,9 @@ cudaError_t capture(cudaGraphExec_t* exec, F f) {
   return e;
 }
 
-// ms per launch of a graph from capture: the median of 10 replays after 2 warm-ups, events around each
+// ms per launch of a graph from capture: the median of 10 replays after 2 warm-ups
 inline float replay_ms(cudaGraphExec_t exec) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> t;
-  for (int i = 0; i < 12; ++i) {
-    cudaEventRecord(a);
-    cudaGraphLaunch(exec, 0);
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    if (i >= 2) t.push_back(ms / kGraphLaunches);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(t);
+  return events_ms([&] { cudaGraphLaunch(exec, 0); }, 2, 10) / kGraphLaunches;
 }
 
 inline float bf16_to_float(uint16_t v) {
