@@ -20,25 +20,7 @@ namespace probe {
 // The Cfg `ckgen emit bench/rowops_nv.ck --stage hip --arch sm_90` prints for <op>_s32768_t<T>x<R>r<W>: T threads per
 // row, R vectors of 8 per thread, W rows per workgroup, the row cache holding 32768 columns.
 template <int Op, bool kW, bool kB, int T, int R, int W>
-struct Base {
-  static constexpr int kOp = Op;
-  using TIn = ckgen::bf16;
-  using TRes = ckgen::bf16;
-  using TW = ckgen::bf16;
-  using TOut = ckgen::bf16;
-  static constexpr bool kHasWeight = kW;
-  static constexpr bool kHasBias = kB;
-  static constexpr bool kResidual = false;
-  static constexpr bool kQuantI8 = false;
-  static constexpr int kVec = 8;
-  static constexpr int kWaveSize = 32;
-  static constexpr int kRowThreads = T;
-  static constexpr int kWavesPerRow = T / 32;
-  static constexpr int kRowsPerBlock = W;
-  static constexpr int kThreads = T * W;
-  static constexpr int kRegVecs = R;
-  static constexpr int kTileCols = T * R * 8;
-  static constexpr bool kLooped = true;
+struct Base : RowBase<Op, kW, kB, T, R, W, true> {
   static constexpr int kCacheTiles = 32768 / (T * R * 8);
 };
 template <int Op, bool kW, bool kB, int T, int R, int W>

@@ -21,17 +21,7 @@
 namespace probe {
 using ckgen::bf16;
 template <int T, int R, bool kLoop>
-struct Base {
-  static constexpr int kOp = ckgen::rowops::kLayerNorm;
-  using TIn = bf16;
-  using TRes = bf16;
-  using TW = bf16;
-  using TOut = bf16;
-  static constexpr bool kHasWeight = true, kHasBias = true, kResidual = false, kQuantI8 = false;
-  static constexpr int kVec = 8, kWaveSize = 32, kRowThreads = T, kWavesPerRow = T / 32, kRowsPerBlock = 1;
-  static constexpr int kThreads = T, kRegVecs = R, kTileCols = T * R * 8;
-  static constexpr bool kLooped = kLoop;
-};
+using Base = RowBase<ckgen::rowops::kLayerNorm, true, true, T, R, 1, kLoop>;
 struct CacheBase : Base<512, 2, true> {
   static constexpr int kCacheTiles = 4;
 };

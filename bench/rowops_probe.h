@@ -1,5 +1,6 @@
 // bench/rowops_probe.h: what the row-op probes (bench/carveout_probe.cu, bench/rowops_persistent_probe.cu,
-// bench/rowops_weights_probe.cu) share: CK (return 1 from main with the CUDA error), median_ms (the median of 30
+// bench/rowops_weights_probe.cu) share: RowBase (the fixed part of a bf16 row-op Cfg), CK (return 1 from main with
+// the CUDA error), median_ms (the median of 30
 // launches after 3 warm-ups, CUDA events around each), capture / replay_ms (CUDA-graph replay: kGraphLaunches
 // launches per graph, ms per launch), the inputs (uniform in [-1, 1) from a fixed LCG as bf16 bits: make_inputs, a
 // 4096 x 32768 x and 32768-element weight and bias on the device; fill, any host vector), and the checks (a float64
@@ -15,6 +16,8 @@
 #include <cstring>
 #include <vector>
 
+#include "ckgen/types.h"
+
 #define CK(e)                                                                   \
   do {                                                                          \
     cudaError_t err_ = (e);                                                     \
@@ -25,6 +28,22 @@
   } while (0)
 
 namespace probe {
+
+// The fixed part of a bf16 row-op Cfg (rowops_config.h): op Op, with weight (kW) and bias (kB), T threads per row x R
+// vectors of 8, W rows per workgroup, looped or single pass. A probe's Cfg derives from it, adding kLdsBytes
+// (rowops::lds_bytes of this base) and its own optional constants.
+template <int Op, bool kW, bool kB, int T, int R, int W, bool kLoop>
+struct RowBase {
+  static constexpr int kOp = Op;
+  using TIn = ckgen::bf16;
+  using TRes = ckgen::bf16;
+  using TW = ckgen::bf16;
+  using TOut = ckgen::bf16;
+  static constexpr bool kHasWeight = kW, kHasBias = kB, kResidual = false, kQuantI8 = false;
+  static constexpr int kVec = 8, kWaveSize = 32, kRowThreads = T, kWavesPerRow = T >= 32 ? T / 32 : 1;
+  static constexpr int kRowsPerBlock = W, kThreads = T * W, kRegVecs = R, kTileCols = T * R * 8;
+  static constexpr bool kLooped = kLoop;
+};
 
 // the median of v (by value)
 inline float median(std::vector<float> v) {

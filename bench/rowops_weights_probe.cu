@@ -29,17 +29,7 @@ using ckgen::bf16;
 enum Flags { kAhead = 1, kNoBias = 2, kStage1 = 4, kStage2 = 8 };
 // T threads per row x R vectors of 8, RB rows per workgroup; F: Flags
 template <int T, int R, int RB, int F>
-struct LnBase {
-  static constexpr int kOp = ckgen::rowops::kLayerNorm;
-  using TIn = bf16;
-  using TRes = bf16;
-  using TW = bf16;
-  using TOut = bf16;
-  static constexpr bool kHasWeight = true, kHasBias = !(F & kNoBias), kResidual = false, kQuantI8 = false;
-  static constexpr int kVec = 8, kWaveSize = 32, kRowThreads = T, kWavesPerRow = T >= 32 ? T / 32 : 1;
-  static constexpr int kRowsPerBlock = RB, kThreads = T * RB, kRegVecs = R, kTileCols = T * R * 8;
-  static constexpr bool kLooped = false;
-};
+using LnBase = RowBase<ckgen::rowops::kLayerNorm, true, !(F & kNoBias), T, R, RB, false>;
 template <int T, int R, int RB, int F>
 struct Ln : LnBase<T, R, RB, F> {
   static constexpr int kLdsBytes = ckgen::rowops::lds_bytes<LnBase<T, R, RB, F>>();
