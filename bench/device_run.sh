@@ -104,8 +104,8 @@
 #             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-full: every bench/moe.py case;
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
 #   weights-probe bench/rowops_weights_probe.cu (built there): layer norm at intermediate widths as planned, beside
-#             variants of the same tile (the next weight vector asked for ahead, sums in several chains, the moments
-#             by one all-reduce, the staged ring, combinations) and a diagnostic (no bias), graph-timed
+#             variants of the same tile (the next weight vector asked for ahead, the staged ring of one row group)
+#             and a diagnostic (no bias), graph-timed
 #   persistent bench/rowops_persistent_probe.cu (built there): layer norm at 4096x32768, the row cache against single-pass
 #             kernels (1024 x 4 on a persistent grid with the staged ring; the row in registers, 512 x 8 at two
 #             workgroups per SM), then one launch of each under ncu

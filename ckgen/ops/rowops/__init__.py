@@ -112,10 +112,6 @@ class RowOp(Op):
             constants.append(("int", "kSplit", str(b.split)))
         if b.few_groups:
             constants.append(("int", "kFewGroups", str(b.few_groups)))
-        if b.tree_sums:
-            constants.append(("bool", "kTreeSums", "true"))
-        if b.shifted_moments:
-            constants.append(("bool", "kShiftedMoments", "true"))
         if r.rstd:  # (absent otherwise: other kernels' sources as they were)
             constants.append(("bool", "kRstd", "true"))
         if not r.write_y:

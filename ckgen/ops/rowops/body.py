@@ -32,8 +32,6 @@ class RowPlan:
     whole_vectors: bool = False  # a partial tile of a row of whole aligned vectors takes the fast path, predicated
     split: int = 0              # > 0: split rows, at most this many workgroups (slices of one tile) per row
     few_groups: int = 0         # > 0: grids of at most this many workgroups launch <name>_few (whole-tile weights)
-    tree_sums: bool = False     # a thread's sums in several chains added pairwise (Cfg::kTreeSums), not one chain
-    shifted_moments: bool = False  # single-pass layer norm: both moments about the row's first value, one all-reduce
     why: tuple[str, ...] = ()   # the planner's reasons, in words (`ckgen explain --kernel`)
 
     def __post_init__(self) -> None:
@@ -52,15 +50,12 @@ class RowPlan:
             raise ValueError("RowPlan: weight_vecs divides reg_vecs")
         if self.few_groups and not (self.weight_vecs and self.weight_vecs < self.reg_vecs):
             raise ValueError("RowPlan: a few-rows entry only beside weights read in batches")
-        if self.shifted_moments and (self.kind != "layernorm" or self.looped or self.split):
-            raise ValueError("RowPlan: shifted_moments is a single-pass layer norm's")
         if self.workgroups_per_cu < 0:
             raise ValueError("RowPlan: workgroups_per_cu >= 0")
 
     def to_json(self) -> dict:
         d = asdict(self)
-        for key in ("split", "few_groups", "tree_sums", "shifted_moments"):  # (absent when 0 / false: the plans
-            # of other kernels as they were)
+        for key in ("split", "few_groups"):  # (absent when 0: the plans of other kernels as they were)
             if not d[key]:
                 del d[key]
         return d

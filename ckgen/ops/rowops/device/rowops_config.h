@@ -36,14 +36,6 @@
 //                                    weight and bias aligned takes the fast path with a predicate per vector
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
 //                                    flight together (or kWeightBatch at a time), one access per vector
-//   kTreeSums (optional, default false) a thread's sums over its tile in kVec chains, one per element position,
-//                                    then added pairwise (TileStats, rowops_math.h): a dependency chain of
-//                                    kRegVecs + log2(kVec) adds, not kRegVecs * kVec
-//   kShiftedMoments (optional, default false) layer norm in one pass: the sums of d and d^2, d = v - the row's
-//                                    first value, reduced together (one all-reduce, not two; rowops_kinds.h).
-//                                    kTreeSums and kShiftedMoments are not planned: bench/rowops_weights_probe.cu
-//                                    measures them (rung 1: no spills at the probe's tiles; sm_90 ln_bf16_long of
-//                                    tests/ops/rowops spills 8 bytes with kShiftedMoments)
 //   kQuantGroup (optional, default 0) int8 / fp8 y: 0 one scale per row, G > 0 one per G columns (rowops_quant.h)
 //   kRstd (optional, default false)  also write rstd[row] = the row's RowScalars::b (f32; a kind with kRstd:
 //                                    RMS norm's 1/sqrt(mean(v^2) + eps)), by the row's first thread
@@ -91,8 +83,6 @@ CKGEN_CFG_OPTIONAL(WeightL1Of, kWeightL1, int, kL1Default);
 CKGEN_CFG_OPTIONAL(WeightBatchOf, kWeightBatch, int, C::kRegVecs);
 CKGEN_CFG_OPTIONAL(WeightAheadOf, kWeightAhead, bool, false);
 CKGEN_CFG_OPTIONAL(WholeVectorsOf, kWholeVectors, bool, false);
-CKGEN_CFG_OPTIONAL(TreeSumsOf, kTreeSums, bool, false);
-CKGEN_CFG_OPTIONAL(ShiftedMomentsOf, kShiftedMoments, bool, false);
 CKGEN_CFG_OPTIONAL(RstdOf, kRstd, bool, false);
 CKGEN_CFG_OPTIONAL(WriteYOf, kWriteY, bool, true);
 CKGEN_CFG_OPTIONAL(KindRstdOf, kRstd, bool, false);  // (of a RowKind<kOp>: its RowScalars::b is rstd)

@@ -39,10 +39,7 @@
 //     rstd = 1/sqrt(var + eps), var = mean((v - mean)^2) (population) or mean(v^2).
 //   Single pass (kLooped == false; the row is in registers): softmax takes m by one all-reduce (max) and d by
 //   a second (sum of 2^(t - m)); layer norm the mean by one all-reduce and sum (v - mean)^2 by a second (the
-//   exact two-pass variance: any offset), or with Cfg::kShiftedMoments both moments about the row's first value
-//   k by one all-reduce (sums of d = v - k and d^2; var = mean(d^2) - mean(d)^2 loses at most about
-//   cols * 2^-24 relatively, where k lies far from every other value, and nothing to an offset common to the
-//   row). Looped: per tile, softmax's running (m, d) (online softmax) and
+//   exact two-pass variance: any offset). Looped: per tile, softmax's running (m, d) (online softmax) and
 //   layer norm's exact (n, mean, M2) of the tile merged into the running moments (Chan et al.); one all-reduce
 //   of the state at the end.
 //   kRstd: rstd[row] = the row's rstd (RMS norm: 1/sqrt(mean(v^2) + eps), the value y is scaled by), f32.

@@ -11,8 +11,7 @@
 //   finish(st, cols, eps)        the row scalars from the row's reduced state
 //   one_pass(ts, full, e, eps, red, mid)
 //                                the one-pass pipeline: the row scalars of the row in one tile (full: the tile
-//                                is full; e: a OnePassEnv (rowops_pipeline_one_pass.h): e.c, e.inv_cols = 1 / cols,
-//                                e.shift (the row's first value where Env::kShifted), e.vec_row and false, a
+//                                is full; e: the thread's RowEnv, e.c, e.inv_cols = 1 / cols and false, a
 //                                partial tile's mask: by_mask, rowops_math.h), reducing by
 //                                red.max / red.sum (RowReduce); mid() is called once the tile's own statistics
 //                                are taken, before the first all-reduce
@@ -94,25 +93,9 @@ struct RowKind<kLayerNorm> {
   CKGEN_DEVICE static RowScalars finish(const State& s, int cols, float eps) {
     return RowScalars{s.v[1], rsqrt_f32(s.v[2] / static_cast<float>(cols) + eps)};
   }
-  // the mean by one all-reduce, then sum (v - mean)^2 by a second (the exact two-pass variance); or (Env::kShifted)
-  // both moments about the row's first value k by one: the sums of d = v - k and of d^2, mean = k + S1 / n,
-  // var = S2 / n - (S1 / n)^2 (no cancellation beyond what (mean - k)^2 against var brings: k is one of the row's
-  // values; a constant row gives 0 exactly)
+  // the mean by one all-reduce, then sum (v - mean)^2 by a second (the exact two-pass variance)
   template <class Ts, class Env, class Red, class Mid>
   CKGEN_DEVICE static RowScalars one_pass(const Ts& ts, bool full, const Env& e, float eps, Red& red, Mid mid) {
-    if constexpr (Env::kShifted) {
-      const float k = e.shift;
-      const SumPair l = by_mask(full, e.vec_row, [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED {
-        constexpr int kC = Ts::kVecSize > 1 ? Ts::kVecSize / 2 : 1;  // two sums, as many running sums as one
-        return SumPair{{ts.template sum_of<kC>(mk, [=](float v) { return v - k; }),
-                        ts.template sum_of<kC>(mk, [=](float v) { return (v - k) * (v - k); })}};
-      });
-      mid();
-      const SumPair s = red.state(l);
-      const float dm = s.v[0] * e.inv_cols;
-      const float var = max_f32(s.v[1] * e.inv_cols - dm * dm, 0.0f);
-      return RowScalars{k + dm, rsqrt_f32(var + eps)};
-    }
     const float sl = by_mask(full, e.vec_row, [&](auto mk) CKGEN_ROWOPS_LAMBDA_FORCED { return ts.sum(mk); });
     mid();
     const float mean = red.sum(sl) * e.inv_cols;

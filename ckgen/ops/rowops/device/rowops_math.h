@@ -7,8 +7,7 @@
 //   kSoftmax     t = v*c, c = scale*log2(e); (m, d): m = max t,               m, inv_d = 1/d   2^(t - m) * inv_d
 //                d = sum 2^(t - m)   (base 2: one v_exp_f32 / ex2.approx per element)
 //   kLogSoftmax  the same                                                     l = m + log2 d   (t - l) * ln 2
-//   kLayerNorm   (n, mean, M2) (Chan et al.; M2 = sum (v - mean)^2); one      mean, rstd       (v - mean) * rstd [* w] [+ b]
-//                pass: (sum d, sum d^2), d = v - the row's first value
+//   kLayerNorm   (n, mean, M2) (Chan et al.; M2 = sum (v - mean)^2)           mean, rstd       (v - mean) * rstd [* w] [+ b]
 //   kRmsNorm     ss = sum v^2                                                 rstd             v * rstd [* w] [+ b]
 //   with rstd = 1 / sqrt(var + eps), var = M2 / cols (population variance, as torch) or ss / cols.
 //
@@ -87,16 +86,6 @@ struct SumState {
   static CKGEN_DEVICE SumState combine(const SumState& a, const SumState& b) { return SumState{{a.v[0] + b.v[0]}}; }
 };
 
-// Two sums reduced together (layer norm's shifted moments: sum of d and of d^2, d = v - shift).
-struct SumPair {
-  static constexpr int kN = 2;
-  float v[2];
-  static CKGEN_DEVICE SumPair init() { return SumPair{{0.0f, 0.0f}}; }
-  static CKGEN_DEVICE SumPair combine(const SumPair& a, const SumPair& b) {
-    return SumPair{{a.v[0] + b.v[0], a.v[1] + b.v[1]}};
-  }
-};
-
 // The two per-row scalars y(v) needs, from the row's reduced state.
 struct RowScalars {
   float a;  // softmax: m; log-softmax: m + log2 d; layer norm: mean; rms norm: unused (0) (rowops_kinds.h)
@@ -138,23 +127,8 @@ CKGEN_DEVICE auto by_mask(bool full, bool whole, F&& f) {
   return f(BoolConst<true>{});
 }
 
-// the sum of u[0 .. kN) by pairs: ((u0 + u1) + (u2 + u3)) + ((u4 + u5) + (u6 + u7)) for kN = 8
-template <int kN>
-CKGEN_DEVICE float pairwise(float (&u)[kN]) {
-#pragma unroll
-  for (int w = 1; w < kN; w *= 2) {
-#pragma unroll
-    for (int i = 0; i + w < kN; i += 2 * w) u[i] += u[i + w];
-  }
-  return u[0];
-}
-
-// kTree: the sums below keep one running sum per element position of a vector (kVec chains of kR adds; sum_of can
-// take fewer), then add those pairwise (a dependency chain of kR + log2(kVec) adds); else one chain, element after
-// element (kR * kVec adds). Maxima are exact either way.
-template <int kR, int kVec, int kStep, class FS, class K, bool kTree = false>
+template <int kR, int kVec, int kStep, class FS, class K>
 struct TileStats {
-  static constexpr int kVecSize = kVec;
   const FS (&buf)[kR];
   const K& k;
 
@@ -193,38 +167,27 @@ struct TileStats {
   // sum of 2^(v * c - mx) over the valid elements
   template <class M>
   CKGEN_DEVICE float expsum(M m, float c, float mx) const {
-    return sum_of(m, [=](float v) { return exp2_f32(v * c - mx); });
-  }
-  // sum of t(v) over the valid elements (t: a term; kTree: in kC chains, element e of a vector in chain e % kC,
-  // then added pairwise, above; kC a power of two up to kVec)
-  template <int kC = (kVec > 4 ? kVec / 2 : kVec), class M, class T>
-  CKGEN_DEVICE float sum_of(M m, T t) const {
-    if constexpr (!kTree) {
-      return fold(m, 0.0f, [&](float s, float v, bool ok) { return s + (ok ? t(v) : 0.0f); });
-    } else {
-      float u[kC] = {};
-#pragma unroll
-      for (int j = 0; j < kR; ++j) {
-        if (!live(m, j)) continue;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) u[e % kC] += valid(m, j, e) ? t(detail::elem(buf[j], e)) : 0.0f;
-      }
-      return pairwise<kC>(u);
-    }
+    return fold(m, 0.0f, [=](float d, float v, bool ok) {
+      const float p = exp2_f32(v * c - mx);
+      return d + (ok ? p : 0.0f);
+    });
   }
   template <class M>
   CKGEN_DEVICE float sum(M m) const {
-    return sum_of(m, [](float v) { return v; });
+    return fold(m, 0.0f, [](float s, float v, bool ok) { return s + (ok ? v : 0.0f); });
   }
   // sum of (v - mean)^2 over the valid elements
   template <class M>
   CKGEN_DEVICE float m2(M m, float mean) const {
-    return sum_of(m, [=](float v) { return (v - mean) * (v - mean); });
+    return fold(m, 0.0f, [=](float s, float v, bool ok) {
+      const float d = v - mean;
+      return s + (ok ? d : 0.0f) * d;
+    });
   }
   // sum of v^2 over the valid elements
   template <class M>
   CKGEN_DEVICE float sumsq(M m) const {
-    return sum_of(m, [](float v) { return v * v; });
+    return fold(m, 0.0f, [](float s, float v, bool ok) { return s + (ok ? v : 0.0f) * v; });
   }
   // the number of valid elements
   template <class M>

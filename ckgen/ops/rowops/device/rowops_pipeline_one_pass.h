@@ -1,8 +1,7 @@
 // rowops_pipeline_one_pass.h (ckgen/ops/rowops/device): the one-pass pipeline of the row ops (Cfg::kLooped ==
 // false): the row is one tile in registers, read once (cols <= kTileCols) and y written once. Its statistics are
 // the kind's one_pass (rowops_kinds.h): softmax m (max) then d (sum of 2^(t - m)); layer norm the mean then
-// sum (v - mean)^2 (the exact two-pass variance), or with Cfg::kShiftedMoments both moments about the row's first
-// value by one all-reduce; RMS norm one all-reduce (sum v^2). Then RowGroup::output (rowops_row.h).
+// sum (v - mean)^2 (the exact two-pass variance); RMS norm one all-reduce (sum v^2). Then RowGroup::output (rowops_row.h).
 //
 //   OnePassPipeline<P, Src, Wts>::run   one row group: Src GlobalSource (rowops_row.h) or StagedSource (below);
 //                                       Wts TileWeights, or BatchedWeights (rowops_pipeline_bounded.h)
@@ -20,15 +19,6 @@
 namespace ckgen {
 namespace rowops {
 
-// What a kind's one_pass reads besides its tile (rowops_kinds.h): RowEnv's vec_row, c and inv_cols, and with
-// kShifted (Cfg::kShiftedMoments) the row's shift, its first value.
-template <bool kShifted_>
-struct OnePassEnv {
-  static constexpr bool kShifted = kShifted_;
-  bool vec_row;
-  float c, inv_cols, shift;
-};
-
 template <class P>
 struct OnePassStats {
 
@@ -37,8 +27,7 @@ struct OnePassStats {
   template <class Src>
   CKGEN_DEVICE static RowScalars run(RowGroup<P>& g, Src& src, RowReduce<P>& red) {
     const typename RowGroup<P>::Stats ts{g.buf, g.k};
-    const OnePassEnv<P::kShifted> e{g.e.vec_row, g.e.c, g.e.inv_cols, P::kShifted ? g.first_value() : 0.0f};
-    return P::Kind::one_pass(ts, g.k.full, e, g.a.eps, red, [&] {
+    return P::Kind::one_pass(ts, g.k.full, g.e, g.a.eps, red, [&] {
       src.refill();
       g.fast = g.fast_tile();
     });

@@ -63,9 +63,6 @@ struct RowProblem {
   static constexpr int kWB = detail::WeightBatchOf<Cfg>::value;
   static constexpr bool kWAhead = detail::WeightAheadOf<Cfg>::value && kWB < kR;  // the next batch in flight
   static constexpr bool kWhole = detail::WholeVectorsOf<Cfg>::value;  // whole-vector tiles take the fast path
-  // a thread's sums added pairwise; layer norm's one-pass moments about the row's first value (one all-reduce)
-  static constexpr bool kTreeSums = detail::TreeSumsOf<Cfg>::value;
-  static constexpr bool kShifted = detail::ShiftedMomentsOf<Cfg>::value;
 
   // register fragments (rowops_frag.h), the tile's column counts, the per-row state and the memories
   using FS = detail::Frag<TS, kVec>;

@@ -99,7 +99,7 @@ struct RowGroup {
   using FW = typename P::FW;
   using FO = typename P::FO;
   using Pol = RowPolicy<P>;
-  using Stats = TileStats<P::kR, P::kVec, P::kStep, FS, typename P::Counts, P::kTreeSums>;
+  using Stats = TileStats<P::kR, P::kVec, P::kStep, FS, typename P::Counts>;
   static constexpr int kR = P::kR;
   static constexpr int kVec = P::kVec;
 
@@ -133,13 +133,6 @@ struct RowGroup {
     if constexpr (P::kHasBias) br = per_lane(a.bias + tcol);
   }
 
-  // the row's first value v (x, + residual), read once more from global memory (0 past the last row)
-  CKGEN_ROWOPS_STEP float first_value() const {
-    if (ncols == 0) return 0.0f;
-    float v = to_float(a.x[row * a.stride_x]);
-    if constexpr (P::kResidual) v += to_float(a.residual[row * a.stride_res]);
-    return v;
-  }
   // tiles of the row (a constant 1 for one pass)
   CKGEN_DEVICE int ntiles() const { return P::kSingle ? 1 : e.ntiles; }
   CKGEN_DEVICE void set_tile(int tile) { k = Pol::counts(ncols, tile, e.rt); }
