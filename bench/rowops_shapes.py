@@ -137,23 +137,30 @@ def main(argv=None) -> int:
 
 
 def before(plans) -> list:
-    """The plans the weighted single-pass rule changed (WEIGHTED_SINGLE_PASS_REGISTERS, ckgen/ops/rowops/registers.py:
-    weight and bias a vector at a time, registers bounded) as they were before it (the whole tile's weight and bias,
-    no bound), each named ``<kernel>_before``: ``--before`` times them beside the planned kernel of their width."""
+    """Each plan the newest weight rule changed, as it was before that rule, named ``<kernel>_before``: ``--before``
+    times them beside the planned kernel of their width. The weight-ahead rule (WEIGHT_AHEAD,
+    ckgen/ops/rowops/registers.py): the same plan without it. Else the weighted single-pass rule
+    (WEIGHTED_SINGLE_PASS_REGISTERS: weight and bias a vector at a time, registers bounded): the whole tile's weight
+    and bias, no bound."""
     from ckgen.ops.rowops.plan import WEIGHTS_A_VECTOR_AT_A_TIME
     from ckgen.ops.rowops.registers import estimate_registers
 
     out = []
     for p in plans:
         b = p.body
-        if not any(why.startswith(WEIGHTS_A_VECTOR_AT_A_TIME) for why in b.why):
+        if b.weight_ahead:
+            body = dataclasses.replace(b, weight_ahead=False)
+        elif any(why.startswith(WEIGHTS_A_VECTOR_AT_A_TIME) for why in b.why):
+            est = estimate_registers(p.spec.params.row, b.vec, b.reg_vecs, b.looped, b.wave_size, b.threads_per_row)
+            body = dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, few_groups=0, registers_estimate=est)
+        else:
             continue
         name = p.name + "_before"
-        est = estimate_registers(p.spec.params.row, b.vec, b.reg_vecs, b.looped, b.wave_size, b.threads_per_row)
-        out.append(dataclasses.replace(
-            p, spec=dataclasses.replace(p.spec, name=name), entries=(dataclasses.replace(p.entries[0], name=name),),
-            launch=dataclasses.replace(p.launch, prelaunch=None),
-            body=dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, few_groups=0, registers_estimate=est)))
+        prelaunch = p.launch.prelaunch if b.weight_ahead else None  # (the few-rows entry's launch stays)
+        entries = (dataclasses.replace(p.entries[0], name=name),
+                   *(dataclasses.replace(e, name=f"{name}_few", part_of=name) for e in p.entries[1:] if b.weight_ahead))
+        out.append(dataclasses.replace(p, spec=dataclasses.replace(p.spec, name=name), entries=entries,
+                                       launch=dataclasses.replace(p.launch, prelaunch=prelaunch), body=body))
     return out
 
 

@@ -112,6 +112,8 @@ class RowOp(Op):
             constants.append(("int", "kSplit", str(b.split)))
         if b.few_groups:
             constants.append(("int", "kFewGroups", str(b.few_groups)))
+        if b.weight_ahead:
+            constants.append(("bool", "kWeightAhead", "true"))
         if r.rstd:  # (absent otherwise: other kernels' sources as they were)
             constants.append(("bool", "kRstd", "true"))
         if not r.write_y:

@@ -32,6 +32,7 @@ class RowPlan:
     whole_vectors: bool = False  # a partial tile of a row of whole aligned vectors takes the fast path, predicated
     split: int = 0              # > 0: split rows, at most this many workgroups (slices of one tile) per row
     few_groups: int = 0         # > 0: grids of at most this many workgroups launch <name>_few (whole-tile weights)
+    weight_ahead: bool = False  # the next weight vector asked for before this one's y is stored (Cfg::kWeightAhead)
     why: tuple[str, ...] = ()   # the planner's reasons, in words (`ckgen explain --kernel`)
 
     def __post_init__(self) -> None:
@@ -50,12 +51,14 @@ class RowPlan:
             raise ValueError("RowPlan: weight_vecs divides reg_vecs")
         if self.few_groups and not (self.weight_vecs and self.weight_vecs < self.reg_vecs):
             raise ValueError("RowPlan: a few-rows entry only beside weights read in batches")
+        if self.weight_ahead and not (self.weight_vecs and self.weight_vecs < self.reg_vecs):
+            raise ValueError("RowPlan: weight_ahead only beside weights read in batches")
         if self.workgroups_per_cu < 0:
             raise ValueError("RowPlan: workgroups_per_cu >= 0")
 
     def to_json(self) -> dict:
         d = asdict(self)
-        for key in ("split", "few_groups"):  # (absent when 0: the plans of other kernels as they were)
+        for key in ("split", "few_groups", "weight_ahead"):  # (absent when 0: the plans of other kernels as they were)
             if not d[key]:
                 del d[key]
         return d

@@ -38,6 +38,7 @@ from ckgen.ops.rowops.registers import (
     PLAN_REGISTERS,
     SGPR_PLAN_LIMIT,
     SPLIT_SGPR,
+    WEIGHT_AHEAD,
     WEIGHTED_SINGLE_PASS_REGISTERS,
     WHOLE_SGPR,
     estimate_registers,
@@ -95,6 +96,7 @@ class RowDraft(Draft):
     bounded: bool = False        # the tile is a BOUNDED_SINGLE_PASS line's (choose_rows)
     split: int = 0               # > 0: split rows, at most this many workgroups per row (_choose_split)
     few_groups: int = 0          # > 0: grids of at most this many workgroups take the few-rows entry (plan_few_rows)
+    weight_ahead: bool = False   # the next weight vector asked for before this one's y is stored (plan_weight_ahead)
     why: list[str] = field(default_factory=list)  # the reasons, in words (RowPlan.why, `ckgen explain --kernel`)
 
     @property
@@ -341,6 +343,21 @@ def plan_few_rows(d: RowDraft) -> None:
                      "registers not bounded")
 
 
+def plan_weight_ahead(d: RowDraft) -> None:
+    """Weights read a vector at a time: where the workgroup holds several rows and the tile is short enough
+    (WEIGHT_AHEAD), the next vector's weight and bias are asked for before this vector's y is stored (nvcc issues
+    them after the store otherwise: y may alias). The few-rows entry loads the whole tile's weights and is
+    unchanged."""
+    rule = WEIGHT_AHEAD[d.target.wave_size]
+    if rule is None or d.weight_vecs != 1 or d.reg_vecs < 2 or d.looped or d.split:
+        return
+    rows, most = rule
+    if d.rows_per_workgroup >= rows and d.reg_vecs <= most:
+        d.weight_ahead = True
+        d.why.append(f"the next vector's weight and bias asked for before this one's y is stored ({d.rows_per_workgroup}"
+                     f" rows per workgroup, {d.reg_vecs} vectors: WEIGHT_AHEAD)")
+
+
 def check_registers(d: RowDraft) -> None:
     w = d.target.wave_size
     t = d.threads_per_row
@@ -409,6 +426,7 @@ PASSES = (
     check_registers,   # the tile in registers against the target's budget
     plan_whole_vectors,  # partial tiles of whole-vector rows: the fast path, predicated (not batched weights)
     plan_few_rows,     # batched weights: a second entry, the whole tile's weights, for grids of one per SM at most
+    plan_weight_ahead,  # weights a vector at a time, several rows per workgroup: the next vector's asked for first
     explain_registers,   # the estimate, in words
 )
 
@@ -426,7 +444,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
                    tile_cols=d.tile_cols, looped=d.looped, max_cols=d.cfg.max_cols, lds_bytes=d.lds_bytes,
                    registers_estimate=d.registers, wave_size=w, cache_tiles=d.cache_tiles,
                    workgroups_per_cu=d.workgroups_per_cu, weight_vecs=d.weight_vecs,
-                   whole_vectors=d.whole_vectors, split=d.split, few_groups=d.few_groups, why=tuple(d.why))
+                   whole_vectors=d.whole_vectors, split=d.split, few_groups=d.few_groups,
+                   weight_ahead=d.weight_ahead, why=tuple(d.why))
     # LDS is static, except the row cache's on CUDA (the launch passes Cfg::kLdsBytes of dynamic shared memory)
     dynamic = d.lds_bytes if d.cache_tiles else 0
     entries = (Entry(spec.name, d.threads, dynamic),)

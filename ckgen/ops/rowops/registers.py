@@ -44,6 +44,13 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: tile (the amax pass would read the weights again; ptxas spilled 4 bytes at RMS norm with fp8 y at 3584, 7168).
 #: gfx942 (clang 19) allocates layer norm the same VGPRs either way (100 / 98 at 11008): wave64 keeps its plans.
 WEIGHTED_SINGLE_PASS_REGISTERS: dict[int, int | None] = {32: 64, 64: None}
+#: the weight-ahead rule (plan_weight_ahead): a weighted single pass of weights a vector at a time whose workgroup
+#: holds at least ``rows`` rows and whose tile is at most ``reg_vecs`` vectors asks for the next vector's weight and
+#: bias before it stores this vector's y (Cfg::kWeightAhead). Fitted on sm_90a layer norm at 4864 and 6912 columns
+#: (128 threads x 5 and x 7 vectors, two rows: +1.6-1.9 points of copy in three runs, no spill); rows of one
+#: workgroup gained nothing (256 x 6-7, 512 x 5-6) or lost where ptxas spilled (512 x 8: -1.4); H100,
+#: bench/runs/2026-12-06f_h100_weights_probe*.txt and ..._g_..._tree_shift.txt. Wave64: not measured (None).
+WEIGHT_AHEAD: dict[int, tuple[int, int] | None] = {32: (2, 7), 64: None}
 #: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
 #: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
 #: (gfx90a: a looped residual + int8 RMS norm of 128 threads x 4 vectors spills 3). Estimate: base + per vector
