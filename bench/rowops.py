@@ -16,8 +16,8 @@ bench/rowops_widths_nv.ck has one).
 ckgen's figure of record at a width is ckgen's planned kernel for it (bench/rowops_widths_nv.ck: max_cols = the
 width and nothing else given, so threads, vectors, rows per workgroup and pipeline are the planner's choice);
 ``--candidates`` also times the hand-picked kernels of bench/rowops_nv.ck that take the shape (shown, not of
-record); ``--before`` the planned kernels the weighted single-pass rule changed as they were planned before it
-(rowops_shapes.before; shown, not of record).
+record); ``--before`` the planned kernels the newest weight rule changed as they were planned before it (the
+weight-ahead rule, else the weighted single pass: rowops_shapes.before; shown, not of record).
 
 Each kernel is checked against a float64 reference on 64 sampled rows (outputs poisoned with NaN first;
 s exactly x + residual rounded), then timed through its C entry point. GB/s counts the bytes the op must move: x
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--shapes", help="rows x cols instead of the shapes file, e.g. 4096x2304,1024x128256")
     ap.add_argument("--candidates", action="store_true", help="also time bench/rowops_nv.ck's hand-picked kernels")
-    ap.add_argument("--before", action="store_true", help="also time each planned kernel the weighted single-pass "
+    ap.add_argument("--before", action="store_true", help="also time each planned kernel the newest weight "
                     "rule changed as it was before it (rung 3 A/B of that rule)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--part", default="1/1", help="K/N: every N-th shape from the K-th (split a long run)")

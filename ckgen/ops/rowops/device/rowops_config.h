@@ -29,9 +29,7 @@
 //                                    single pass, BOUNDED_SINGLE_PASS in plan.py)
 //   kWeightAhead (optional, default false) with kWeightBatch < kRegVecs: the next batch's weight and bias loads
 //                                    issued before the current batch's outputs are computed and stored (a second
-//                                    batch of registers). Not planned: bench/rowops_weights_probe.cu measured it
-//                                    (sm_90 layer norm: +1.6-1.9 points of copy at 128 x 5-7 tiles of two rows,
-//                                    -1.4 where it spilled)
+//                                    batch of registers). Planned by WEIGHT_AHEAD (ckgen/ops/rowops/registers.py)
 //   kWholeVectors (optional, default false) a partial tile of a row of whole vectors (cols % kVec == 0) with y,
 //                                    weight and bias aligned takes the fast path with a predicate per vector
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
