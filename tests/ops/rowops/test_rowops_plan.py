@@ -113,14 +113,38 @@ def test_weighted_single_pass(op: str, body: str, threads: int, weighted: bool, 
     b, src = p.body, render_kernel(p)
     assert b.threads == threads and not b.looped
     if weighted:
+        if b.weight_ahead and not groups:  # (the weight-ahead rule bounds for 64 registers: below)
+            groups = 65536 // (64 * threads)
         assert (b.weight_vecs, b.workgroups_per_cu) == (1, groups) and b.registers_estimate <= 64
-        bound = f"CKGEN_LAUNCH_BOUNDS_MIN({threads}, 2)" if groups else f"CKGEN_LAUNCH_BOUNDS({threads})"
+        bound = f"CKGEN_LAUNCH_BOUNDS_MIN({threads}, {groups})" if groups else f"CKGEN_LAUNCH_BOUNDS({threads})"
         assert "kWeightBatch = 1;" in src and bound in src
         assert any(why.startswith(WEIGHTS_A_VECTOR_AT_A_TIME) for why in b.why)
     else:
         assert b.weight_vecs == 0 and "kWeightBatch" not in src and b.workgroups_per_cu == 0
     amd = plan1(body, "gfx942", op).body
     assert amd.weight_vecs == 0 and amd.workgroups_per_cu == 0
+
+
+@pytest.mark.parametrize("op,body,ahead", [
+    ("layernorm", "x = bf16 max_cols = 6912", True),     # 128 x 7, two rows: the fit
+    ("rmsnorm", "x = bf16 max_cols = 2560", True),       # 64 x 5, four rows
+    ("layernorm", "x = bf16 max_cols = 8960", False),    # 128 x 9: more than WEIGHT_AHEAD's 7 vectors
+    ("layernorm", "x = bf16 max_cols = 11008", False),   # one row per workgroup
+    ("rmsnorm", "x = bf16 y = i8 max_cols = 7168", False),  # the whole tile's weights (per-row scales)
+])
+def test_weight_ahead(op: str, body: str, ahead: bool) -> None:
+    """WEIGHT_AHEAD: weights a vector at a time, two rows or more per workgroup, at most 7 vectors per thread: the
+    next vector's weight and bias asked for before this one's y is stored, registers bounded for 64 (sm_90); the
+    few-rows entry keeps the whole tile's weights, unbounded; gfx942 has no such rule."""
+    b = plan1(body, "sm_90", op).body
+    src = render_kernel(plan1(body, "sm_90", op))
+    assert b.weight_ahead == ahead and ("kWeightAhead = true;" in src) == ahead
+    if ahead:
+        assert b.weight_vecs == 1 and b.rows_per_workgroup >= 2 and b.reg_vecs <= 7
+        assert f"CKGEN_LAUNCH_BOUNDS_MIN({b.threads}, {65536 // (64 * b.threads)})" in src
+        assert f"CKGEN_LAUNCH_BOUNDS_MIN({b.threads}, 1) void" in src  # (<name>_few)
+        assert any("WEIGHT_AHEAD" in why for why in b.why)
+    assert not plan1(body, "gfx942", op).body.weight_ahead
 
 
 def test_bounded_lines_are_consistent() -> None:
