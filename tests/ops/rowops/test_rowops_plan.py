@@ -128,7 +128,7 @@ def test_weighted_single_pass(op: str, body: str, threads: int, weighted: bool, 
 @pytest.mark.parametrize("op,body,ahead", [
     ("layernorm", "x = bf16 max_cols = 6912", True),     # 128 x 7, two rows: the fit
     ("rmsnorm", "x = bf16 max_cols = 2560", True),       # 64 x 5, four rows
-    ("layernorm", "x = bf16 max_cols = 8960", False),    # 128 x 9: more than WEIGHT_AHEAD's 7 vectors
+    ("rmsnorm", "x = bf16 max_cols = 8960", False),      # 128 x 9: more than WEIGHT_AHEAD's 7 vectors
     ("layernorm", "x = bf16 max_cols = 11008", False),   # one row per workgroup
     ("rmsnorm", "x = bf16 y = i8 max_cols = 7168", False),  # the whole tile's weights (per-row scales)
 ])
