@@ -49,7 +49,10 @@ WEIGHTED_SINGLE_PASS_REGISTERS: dict[int, int | None] = {32: 64, 64: None}
 #: bias before it stores this vector's y (Cfg::kWeightAhead). Fitted on sm_90a layer norm at 4864 and 6912 columns
 #: (128 threads x 5 and x 7 vectors, two rows: +1.6-1.9 points of copy in three runs, no spill); rows of one
 #: workgroup gained nothing (256 x 6-7, 512 x 5-6) or lost where ptxas spilled (512 x 8: -1.4); H100,
-#: bench/runs/2026-12-06f_h100_weights_probe*.txt and ..._g_..._tree_shift.txt. Wave64: not measured (None).
+#: bench/runs/2026-12-06f_h100_weights_probe*.txt and ..._g_..._tree_shift.txt. Held out, the 43 other kernels of
+#: bench/rowops_widths_nv.ck it takes: 1.0085x by geomean at hidden widths, 1.0002x at intermediate ones (0.969 ..
+#: 1.048; bench/runs/2026-12-06g_h100_rowops_ahead_*.txt). Its kernels are bounded for the weighted single pass's
+#: registers (plan_weight_ahead). Wave64: not measured (None).
 WEIGHT_AHEAD: dict[int, tuple[int, int] | None] = {32: (2, 7), 64: None}
 #: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
 #: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
