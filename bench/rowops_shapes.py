@@ -139,28 +139,34 @@ def main(argv=None) -> int:
 def before(plans) -> list:
     """Each plan the newest weight rule changed, as it was before that rule, named ``<kernel>_before``: ``--before``
     times them beside the planned kernel of their width. The weight-ahead rule (WEIGHT_AHEAD,
-    ckgen/ops/rowops/registers.py): the same plan without it. Else the weighted single-pass rule
+    ckgen/ops/rowops/registers.py): the planner's plan with that rule off. Else the weighted single-pass rule
     (WEIGHTED_SINGLE_PASS_REGISTERS: weight and bias a vector at a time, registers bounded): the whole tile's weight
-    and bias, no bound."""
+    and bias, no bound, no few-rows entry."""
+    from ckgen.lower import plan_kernel
     from ckgen.ops.rowops.plan import WEIGHTS_A_VECTOR_AT_A_TIME
-    from ckgen.ops.rowops.registers import estimate_registers
+    from ckgen.ops.rowops.registers import WEIGHT_AHEAD, estimate_registers
 
     out = []
     for p in plans:
         b = p.body
         if b.weight_ahead:
-            body = dataclasses.replace(b, weight_ahead=False)
+            saved = dict(WEIGHT_AHEAD)
+            WEIGHT_AHEAD.update(dict.fromkeys(saved))  # (every wave size: no rule)
+            try:
+                q = plan_kernel(p.spec, p.target)
+            finally:
+                WEIGHT_AHEAD.update(saved)
         elif any(why.startswith(WEIGHTS_A_VECTOR_AT_A_TIME) for why in b.why):
             est = estimate_registers(p.spec.params.row, b.vec, b.reg_vecs, b.looped, b.wave_size, b.threads_per_row)
-            body = dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, few_groups=0, registers_estimate=est)
+            q = dataclasses.replace(p, entries=p.entries[:1], launch=dataclasses.replace(p.launch, prelaunch=None),
+                                    body=dataclasses.replace(b, weight_vecs=0, workgroups_per_cu=0, few_groups=0,
+                                                             registers_estimate=est))
         else:
             continue
         name = p.name + "_before"
-        prelaunch = p.launch.prelaunch if b.weight_ahead else None  # (the few-rows entry's launch stays)
-        entries = (dataclasses.replace(p.entries[0], name=name),
-                   *(dataclasses.replace(e, name=f"{name}_few", part_of=name) for e in p.entries[1:] if b.weight_ahead))
-        out.append(dataclasses.replace(p, spec=dataclasses.replace(p.spec, name=name), entries=entries,
-                                       launch=dataclasses.replace(p.launch, prelaunch=prelaunch), body=body))
+        entries = (dataclasses.replace(q.entries[0], name=name),
+                   *(dataclasses.replace(e, name=f"{name}_few", part_of=name) for e in q.entries[1:]))
+        out.append(dataclasses.replace(q, spec=dataclasses.replace(q.spec, name=name), entries=entries))
     return out
 
 

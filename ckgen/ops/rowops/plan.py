@@ -294,6 +294,11 @@ def plan_lds(d: RowDraft) -> None:
                  f"a workgroup has on {t.name}")
 
 
+def groups_leaving(d: RowDraft, regs: int) -> int:
+    """The workgroups per CU / SM that leave each thread ``regs`` registers (at least 1)."""
+    return max(1, PLAN_REGISTERS[d.target.wave_size][1] // (regs * d.threads))
+
+
 def bound_registers(d: RowDraft) -> None:
     """A single pass of a BOUNDED_SINGLE_PASS line's tile (its threads, one row per workgroup) is compiled for the
     line's workgroups per CU / SM, weight and bias read in batches; another single pass with weights as
@@ -324,7 +329,7 @@ def bound_registers(d: RowDraft) -> None:
         d.weight_vecs = 1
         file = PLAN_REGISTERS[w][1]
         if estimate_registers(r, d.vec, d.reg_vecs, False, w, d.threads_per_row) * d.threads * FIT_GROUPS > file:
-            d.workgroups_per_cu = max(1, file // (regs * d.threads))  # (else left to the compiler: below regs)
+            d.workgroups_per_cu = groups_leaving(d, regs)  # (else left to the compiler: below regs)
         bound = f", compiled for {d.workgroups_per_cu} workgroup(s) per CU / SM" if d.workgroups_per_cu else ""
         d.why.append(f"{WEIGHTS_A_VECTOR_AT_A_TIME} (at most about {regs} registers per thread{bound}): "
                      "more workgroups overlap one another's reductions and stores")
@@ -358,7 +363,7 @@ def plan_weight_ahead(d: RowDraft) -> None:
     if d.rows_per_workgroup >= rows and d.reg_vecs <= most:
         d.weight_ahead = True
         if not d.workgroups_per_cu:  # (the second batch of registers must not cost a workgroup)
-            d.workgroups_per_cu = max(1, PLAN_REGISTERS[w][1] // (regs * d.threads))
+            d.workgroups_per_cu = groups_leaving(d, regs)
         d.why.append(f"the next vector's weight and bias asked for before this one's y is stored ({d.rows_per_workgroup}"
                      f" rows per workgroup, {d.reg_vecs} vectors: WEIGHT_AHEAD), compiled for {d.workgroups_per_cu} "
                      "workgroup(s) per CU / SM")
