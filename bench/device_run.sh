@@ -79,7 +79,9 @@
 #             built as one job: about 5 minutes on the device when not prebuilt; a PREBUILD regex must match rowops_widths)
 #   rowops-widths  bench/rowops.py on the widths of bench/shapes/hidden_sizes.txt of the kinds ROWOPS_KINDS (default
 #             hidden; also intermediate, vocab, decode, comma-separated), part ROWOPS_PART (default 1/1: K/N, every
-#             N-th shape from the K-th) ($OUT/rowops_widths.txt and .json); each run must fit one 10-minute call
+#             N-th shape from the K-th) ($OUT/rowops_widths.txt and .json); each run must fit one 10-minute call.
+#             ROWOPS_WIDTHS (W,W,...): those widths instead (bench/rowops.py --widths: models not in the shapes file;
+#             prebuild them here with the same ROWOPS_WIDTHS, or they are built on the device)
 #   rowops-memcheck  compute-sanitizer memcheck over the row ops' edge shapes, in place, numpy and errors
 #   rowops-split  split rows (vocabulary widths): tests/runtime/test_nvidia_rowops_split.py (clusters and the
 #             workspace path), then memcheck over its float64 test
@@ -233,7 +235,8 @@ for STAGE in "$@"; do
       echo "rowops bench rc $?"; tail -20 "$OUT/rowops.txt" ;;
     rowops-widths)
       timeout 560 python3 bench/rowops.py --kinds "${ROWOPS_KINDS:-hidden}" --part "${ROWOPS_PART:-1/1}" \
-        --json "$OUT/rowops_widths.json" ${ROWOPS_BENCH_ARGS:-} > "$OUT/rowops_widths.txt" 2>&1
+        ${ROWOPS_WIDTHS:+--widths "$ROWOPS_WIDTHS"} --json "$OUT/rowops_widths.json" ${ROWOPS_BENCH_ARGS:-} \
+        > "$OUT/rowops_widths.txt" 2>&1
       echo "rowops bench (${ROWOPS_KINDS:-hidden} ${ROWOPS_PART:-1/1}) rc $?"; grep -A40 "pairs at" "$OUT/rowops_widths.txt" ;;
     rowops-memcheck)
       timeout 300 $MEMCHECK $PYTEST \

@@ -12,6 +12,8 @@ dispatcher with: only that small host file is compiled on the device), bench/row
 kernel of every op and model width bench/rowops.py times; and, as a second library, those plans before the weighted
 single-pass rule, its --before), bench/rowops_nv.ck (its --candidates), bench/debug/split_heldout_nv.ck,
 split_tiles_nv.ck and split_validate_nv.ck (bench/debug/split_clusters.py --spec), as bench/rowops.py loads them.
+With ROWOPS_WIDTHS set (W,W,...), also bench/_build/rowops_given_nv.ck for those widths and its --before library
+(bench/rowops.py --widths $ROWOPS_WIDTHS; bench/_build travels in bench/carry_bundle.sh's bundle).
 
   CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
 """
@@ -44,6 +46,10 @@ def main() -> int:
                                               "bench/debug/split_heldout_nv.ck", "bench/debug/split_tiles_nv.ck",
                                               "bench/debug/split_validate_nv.ck")]
     jobs.append(("bench/rowops_widths_nv.ck", None, "bench/rowops_widths_nv.ck before"))  # bench/rowops.py --before
+    if os.environ.get("ROWOPS_WIDTHS"):  # bench/rowops.py --widths $ROWOPS_WIDTHS (and its --before)
+        given = rowops_shapes.write_given(rowops_shapes.parse_widths(os.environ["ROWOPS_WIDTHS"]))
+        given = str(given.relative_to(ROOT))
+        jobs[:0] = [(given, None, given), (given, None, given + " before")]
     from ckgen import driver
     from ckgen.frontend import load_file, load_text
 

@@ -3,7 +3,8 @@ torch.compile, every side timed as device time by CUDA-graph replay (nvh.time_gr
 a graph of 10 calls, per call; no host launch path, no torch.compile guards), bf16.
 
   python bench/rowops.py [--quick] [--kinds hidden,intermediate,vocab,decode] [--ops softmax,layernorm,...]
-                         [--shapes 4096x2304,...] [--candidates] [--before] [--no-compile] [--part K/N] [--json OUT]
+                         [--shapes 4096x2304,...] [--widths 2880,5632,...] [--candidates] [--before] [--no-compile]
+                         [--part K/N] [--json OUT]
 
 Shapes (bench/rowops_shapes.py, from bench/shapes/hidden_sizes.txt: 44 open models' hidden, intermediate and
 vocabulary sizes, each with its source model): every hidden and intermediate width at the rows that make >= 64 MiB
@@ -11,7 +12,10 @@ of traffic, with softmax (scale 0.7), layernorm (weight and bias), rmsnorm (weig
 residual, written, then RMS norm with weight); every vocabulary width at 1024 rows with softmax; decode rows (1,
 16, 64) at every hidden width. ``--quick``: a subset (5 hidden, 3 intermediate, 2 vocabulary widths, 2 decode
 shapes); ``--shapes``: those rows x cols instead (with the planned kernel of that width where
-bench/rowops_widths_nv.ck has one).
+bench/rowops_widths_nv.ck has one); ``--widths``: columns of models not in the shapes file instead, each with all
+four ops at the rows of >= 64 MiB of traffic (kind ``given``), its kernels planned the same way (max_cols alone) into
+a library of their own (bench/_build/rowops_given_nv.ck, built here when not prebuilt): widths a planner rule was not
+fitted on.
 
 ckgen's figure of record at a width is ckgen's planned kernel for it (bench/rowops_widths_nv.ck: max_cols = the
 width and nothing else given, so threads, vectors, rows per workgroup and pipeline are the planner's choice);
@@ -193,6 +197,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default="hidden,intermediate,vocab,decode", help="which kinds of width")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--shapes", help="rows x cols instead of the shapes file, e.g. 4096x2304,1024x128256")
+    ap.add_argument("--widths", help="columns not in the shapes file, e.g. 2880,5632 (kind given; kernels built here)")
     ap.add_argument("--candidates", action="store_true", help="also time bench/rowops_nv.ck's hand-picked kernels")
     ap.add_argument("--before", action="store_true", help="also time each planned kernel the newest weight "
                     "rule changed as it was before it (rung 3 A/B of that rule)")
@@ -201,16 +206,23 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     os.chdir(HERE.parent)
     ops = [o for o in a.ops.split(",") if o]
-    if a.shapes:
+    try:
+        given = RS.parse_widths(a.widths) if a.widths else []
+    except ValueError as exc:
+        ap.error(str(exc))
+    if given:
+        todo = RS.given_shapes(given)
+    elif a.shapes:
         todo = [RS.Shape("given", int(r), int(c), RS.OPS, ()) for r, c in (s.split("x") for s in a.shapes.split(",") if s)]
     else:
         todo = RS.shapes(RS.read(), a.quick, tuple(k for k in a.kinds.split(",") if k))
     part, nparts = (int(v) for v in a.part.split("/"))
     todo = todo[part - 1::nparts]
     t0 = time.perf_counter()
-    planned = library(WIDTHS_SPEC)
+    spec = RS.write_given(given) if given else WIDTHS_SPEC
+    planned = library(spec)
     cands = {n: k for n, k in library(CANDIDATES_SPEC).items() if n.split("_")[0] in ops} if a.candidates else {}
-    olds = library(WIDTHS_SPEC, RS.before) if a.before else {}
+    olds = library(spec, RS.before) if a.before else {}
     print(f"{torch.cuda.get_device_name()}: {len(planned)} planned + {len(cands) + len(olds)} candidate ckgen kernels "
           f"loaded in "
           f"{time.perf_counter() - t0:.1f} s; {len(todo)} shapes", flush=True)

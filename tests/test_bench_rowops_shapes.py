@@ -63,3 +63,25 @@ def test_generated_kernels_file_is_up_to_date_and_plans(rs) -> None:
         b = p.body
         assert b.max_cols == int(p.name.rsplit("_w", 1)[1])
         assert b.looped or b.tile_cols * max(1, b.split) >= b.max_cols  # (split rows: kSplit tiles)
+
+
+def test_given_widths_get_the_same_kernels_in_a_file_of_their_own(rs, tmp_path, monkeypatch) -> None:
+    from ckgen import driver
+
+    monkeypatch.setattr(rs, "GIVEN_FILE", tmp_path / "rowops_given_nv.ck")
+    assert rs.parse_widths("2880, 960,2880") == [2880, 960, 2880]
+    for bad in ("28x0", "0", "", "2880,,960"):
+        with pytest.raises(ValueError, match="--widths"):
+            rs.parse_widths(bad)
+    shapes = rs.given_shapes([2880, 960, 2880])
+    assert [(s.kind, s.cols, s.rows, s.ops) for s in shapes] == [
+        ("given", 960, rs.rows_for(960), rs.OPS), ("given", 2880, rs.rows_for(2880), rs.OPS)]
+    path = rs.write_given([2880, 960])
+    stamp = path.stat().st_mtime_ns
+    assert rs.write_given([960, 2880]) == path and path.stat().st_mtime_ns == stamp  # same text: not rewritten
+    plans = driver.plan(driver.load([str(path)], ("sm_90",)), ("sm_90",))[path.stem]
+    assert sorted(p.name for p in plans) == sorted(rs.kernel_name(op, c) for op in rs.OPS for c in (960, 2880))
+    listed = {p.name: p for p in driver.plan(driver.load([str(rs.SPEC_FILE)], ("sm_90",)), ("sm_90",))[rs.SPEC_FILE.stem]}
+    same = rs.write_given([4096])  # a listed width: the planner's kernel is the shapes file's
+    plan = driver.plan(driver.load([str(same)], ("sm_90",)), ("sm_90",))[same.stem][1]
+    assert plan.name == "layernorm_w4096" and plan.body == listed["layernorm_w4096"].body
