@@ -12,7 +12,8 @@
 // width; with ahead or the staged ring they moved those by -2.2 .. +2.0, in no steady direction;
 // bench/runs/2026-12-06g_h100_weights_probe_tree_shift.txt; each thread asking the L2 for its vectors of the row
 // one wave of resident workgroups ahead (prefetch.global.L2, 132 SMs x 1024 / threads row groups, and twice that),
-// alone and with ahead: -0.6 .. -8.1 points at every width, bench/runs/2026-12-06h_h100_weights_probe_l2_next.txt.)
+// alone and with ahead: -0.7 .. -8.1 points against the planned kernel (with ahead at 4864: +0.5, but -1.4 against
+// ahead alone), bench/runs/2026-12-06h_h100_weights_probe_l2_next.txt.)
 // Device only; an experiment, not a benchmark of record (bench/rowops.py is). Widths from bench/shapes/
 // hidden_sizes.txt's intermediate list, rows for about 64 MiB of traffic.
 //
