@@ -349,18 +349,18 @@ def plan_few_rows(d: RowDraft) -> None:
 
 
 def plan_weight_ahead(d: RowDraft) -> None:
-    """Weights read a vector at a time: where the workgroup holds several rows and the tile is short enough
-    (WEIGHT_AHEAD), the next vector's weight and bias are asked for before this vector's y is stored (nvcc issues
-    them after the store otherwise: y may alias). The few-rows entry loads the whole tile's weights and is
-    unchanged. Its registers are bounded as the weighted single pass's (WEIGHTED_SINGLE_PASS_REGISTERS): unbounded,
+    """Weights read a vector at a time: where the workgroup holds several rows and the tile's vectors per thread are
+    in the rule's range (WEIGHT_AHEAD, an AheadRule), the next vector's weight and bias are asked for before this
+    vector's y is stored (nvcc issues them after the store otherwise: y may alias). The few-rows entry loads the
+    whole tile's weights and is unchanged. Its registers are bounded as the weighted single pass's (WEIGHTED_SINGLE_PASS_REGISTERS): unbounded,
     ptxas gave sm_90a layer norm at 6912 columns 74 registers with it (3 workgroups per SM, 60 without: 4), and
     the kernel lost 5.5% (bench/runs/2026-12-06g_h100_rowops_ahead_intermediate.txt)."""
     w = d.target.wave_size
     rule, regs = WEIGHT_AHEAD[w], WEIGHTED_SINGLE_PASS_REGISTERS[w]
     if rule is None or regs is None or d.weight_vecs != 1 or d.reg_vecs < 2 or d.looped or d.split:
         return
-    rows, most = rule
-    if d.rows_per_workgroup >= rows and d.reg_vecs <= most:
+    fewest, most = rule.vecs
+    if d.rows_per_workgroup >= rule.rows and fewest <= d.reg_vecs <= most:
         d.weight_ahead = True
         if not d.workgroups_per_cu:  # (the second batch of registers must not cost a workgroup)
             d.workgroups_per_cu = groups_leaving(d, regs)

@@ -12,6 +12,8 @@ what the compilers allocate (see each one's comment); changing one changes plans
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ckgen.ir.target import Target
 from ckgen.ops.rowops.spec import RowOpSpec
 
@@ -44,16 +46,28 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: tile (the amax pass would read the weights again; ptxas spilled 4 bytes at RMS norm with fp8 y at 3584, 7168).
 #: gfx942 (clang 19) allocates layer norm the same VGPRs either way (100 / 98 at 11008): wave64 keeps its plans.
 WEIGHTED_SINGLE_PASS_REGISTERS: dict[int, int | None] = {32: 64, 64: None}
-#: the weight-ahead rule (plan_weight_ahead): a weighted single pass of weights a vector at a time whose workgroup
-#: holds at least ``rows`` rows and whose tile is at most ``reg_vecs`` vectors asks for the next vector's weight and
-#: bias before it stores this vector's y (Cfg::kWeightAhead). Fitted on sm_90a layer norm at 4864 and 6912 columns
-#: (128 threads x 5 and x 7 vectors, two rows: +1.6-1.9 points of copy in three runs, no spill); rows of one
-#: workgroup gained nothing (256 x 6-7, 512 x 5-6) or lost where ptxas spilled (512 x 8: -1.4); H100,
-#: bench/runs/2026-12-06f_h100_weights_probe*.txt and ..._g_..._tree_shift.txt. Held out, the 43 other kernels of
-#: bench/rowops_widths_nv.ck it takes: 1.0085x by geomean at hidden widths, 1.0002x at intermediate ones (0.969 ..
-#: 1.048; bench/runs/2026-12-06g_h100_rowops_ahead_*.txt). Its kernels are bounded for the weighted single pass's
-#: registers (plan_weight_ahead). Wave64: not measured (None).
-WEIGHT_AHEAD: dict[int, tuple[int, int] | None] = {32: (2, 7), 64: None}
+@dataclass(frozen=True)
+class AheadRule:
+    """Which weighted single passes (weights a vector at a time) ask for the next vector's weight and bias before
+    they store this vector's y (plan_weight_ahead, Cfg::kWeightAhead)."""
+    rows: int                 # at least this many rows per workgroup
+    vecs: tuple[int, int]     # vectors per thread, fewest and most
+
+
+#: the weight-ahead rule per wave size (None: no such kernels). Fitted on sm_90a layer norm at 4864 and 6912
+#: columns (128 threads x 5 and x 7 vectors, two rows: +1.6-1.9 points of copy in three runs, no spill); rows of
+#: one workgroup gained nothing (256 x 6-7, 512 x 5-6) or lost where ptxas spilled (512 x 8: -1.4); H100,
+#: bench/runs/2026-12-06f_h100_weights_probe*.txt and ..._g_..._tree_shift.txt. First planned for any tile of two
+#: or more rows and at most 7 vectors: on the 43 other kernels of bench/rowops_widths_nv.ck it took, 1.0085x by
+#: geomean at hidden widths and 1.0002x at intermediate ones (the rule against the same plan without it,
+#: bench/runs/2026-12-06g_h100_rowops_ahead_*.txt). By vectors per thread, in that run and the next
+#: (..._h_h100_rowops_bound_hi.json): 2-4 vectors 0.988 / 0.989 (layer norm), 0.988 / 0.997 (RMS norm), 1.003 /
+#: 1.002 (add + RMS norm); 5-7 vectors 1.020 / 1.024, 1.003 / 1.022, 1.008 / 1.008. Narrowed to 5-7 vectors, then
+#: judged on 13 widths of models outside the shapes file (bench/rowops.py --widths,
+#: bench/runs/2026-12-06h_h100_rowops_heldout.json): 5-7 vectors layer norm 1.012 (4 of 4 faster), RMS norm
+#: 0.990; 2-4 vectors, now left out, layer norm 0.990, RMS norm 0.997, add + RMS norm 1.005. Its kernels are
+#: bounded for the weighted single pass's registers (plan_weight_ahead). Wave64: not measured (None).
+WEIGHT_AHEAD: dict[int, AheadRule | None] = {32: AheadRule(rows=2, vecs=(5, 7)), 64: None}
 #: wave64 (gfx9): the scalar registers the planner keeps a kernel within (.sgpr_count, special registers included;
 #: 102 are addressable): every vector of a tile needs addresses, so many vectors over many tensors spill SGPRs
 #: (gfx90a: a looped residual + int8 RMS norm of 128 threads x 4 vectors spills 3). Estimate: base + per vector
