@@ -271,3 +271,5 @@ int ckgen_rt_launch_args(const char* kernel, unsigned gx, unsigned gy, unsigned 
 
 #define CKGEN_LAUNCH(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...) \
   ckgen_rt_launch_args(#kernel_name, (gx), (gy), (gz), (block_threads), (lds_bytes), (stream), __VA_ARGS__)
+// (no programmatic dependent launch on AMD: launches stay in stream order)
+#define CKGEN_LAUNCH_DEPENDENT(kernel_name, ...) CKGEN_LAUNCH(kernel_name, __VA_ARGS__)

@@ -66,6 +66,10 @@ CKGEN_DEVICE void barrier() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
+// Programmatic dependent launch (platform_cuda.h): none on AMD; a kernel starts after the one ahead of it.
+CKGEN_DEVICE void grid_dependency_wait() {}
+CKGEN_DEVICE void grid_dependents_launch() {}
+
 namespace amd_detail {
 // Memory access through one native vector type of the access's size, so that a vec<T, N> access stays
 // ONE instruction (global_load_dwordx4, ds_read_b128 ...). Accessing the struct member-wise lets LLVM

@@ -51,6 +51,22 @@ CKGEN_DEVICE int wave_id() { return __shfl_sync(0xffffffffu, static_cast<int>(th
 // Block barrier; orders shared-memory (and global) accesses of the block.
 CKGEN_DEVICE void barrier() { __syncthreads(); }
 
+// Programmatic dependent launch (sm_90+; no-ops before it): a kernel launched by CKGEN_LAUNCH_DEPENDENT may start
+// before the kernel ahead of it on the stream has finished, and must call grid_dependency_wait() before it reads
+// anything that kernel writes (it returns once that kernel is done and its writes are visible; at once when there
+// is no such kernel). grid_dependents_launch(): the kernel ahead lets its dependent start launching once every
+// one of its blocks has called this (or exited).
+CKGEN_DEVICE void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+CKGEN_DEVICE void grid_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 template <class T>
 CKGEN_DEVICE T gload(const T* p) { return *p; }
 template <class T>
@@ -199,6 +215,47 @@ inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsign
   return status_of(e);
 }
 
+// Whether the current device launches programmatic dependents (compute capability 9.0 and up), asked once per
+// device (at most 64 devices; past them: no).
+inline bool dependent_launch_supported() {
+  static int known[64] = {};  // 0 not asked yet, 1 no, 2 yes
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (known[dev] == 0) {
+    int major = 0;
+    const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    known[dev] = e == cudaSuccess && major >= 9 ? 2 : 1;
+  }
+  return known[dev] == 2;
+}
+
+// launch(), with programmatic stream serialization where the device has it (dependent_launch_supported): the
+// kernel may start while the one ahead of it on the stream finishes; it calls grid_dependency_wait() before
+// reading that kernel's outputs. A CUDA graph captured from the stream keeps the programmatic edge.
+template <class... KArgs, class... Args>
+inline int launch_dependent(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned threads, int smem_bytes, void* stream, Args... args) {
+  if (!dependent_launch_supported()) return launch(kernel, configured, gx, gy, gz, threads, smem_bytes, stream, args...);
+  if (gx == 0 || gy == 0 || gz == 0) return 0;
+  if (const int st = configure_smem(reinterpret_cast<const void*>(kernel), configured, smem_bytes)) return st;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(gx, gy, gz);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  (void)cudaGetLastError();
+  return status_of(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
+}
+
 }  // namespace cuda_host
 }  // namespace ckgen
 
@@ -214,4 +271,14 @@ inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsign
     return ::ckgen::cuda_host::launch(kernel_name, &ckgen_configured_, (unsigned)(gx), (unsigned)(gy),  \
                                       (unsigned)(gz), (unsigned)(block_threads), ckgen_lds_,           \
                                       (void*)(stream), __VA_ARGS__);                                    \
+  }())
+// CKGEN_LAUNCH as a programmatic dependent of the kernel ahead of it on the stream (cuda_host::launch_dependent).
+#define CKGEN_LAUNCH_DEPENDENT(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...)           \
+  ([&]() -> int {                                                                                       \
+    static int ckgen_configured_ = 0;                                                                   \
+    const int ckgen_lds_ = (int)(lds_bytes) > (int)ckgen_gen::kernel_name##_cfg::kLdsBytes              \
+                               ? (int)(lds_bytes) : (int)ckgen_gen::kernel_name##_cfg::kLdsBytes;      \
+    return ::ckgen::cuda_host::launch_dependent(kernel_name, &ckgen_configured_, (unsigned)(gx),        \
+                                                (unsigned)(gy), (unsigned)(gz), (unsigned)(block_threads), \
+                                                ckgen_lds_, (void*)(stream), __VA_ARGS__);              \
   }())

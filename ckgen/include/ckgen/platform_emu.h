@@ -48,6 +48,8 @@
                                                            static_cast<unsigned>(gy),                 \
                                                            static_cast<unsigned>(gz)},                \
                                         static_cast<int>(threads), static_cast<size_t>(lds_bytes), __VA_ARGS__))
+// (launches run one after another here)
+#define CKGEN_LAUNCH_DEPENDENT(kernel_name, ...) CKGEN_LAUNCH(kernel_name, __VA_ARGS__)
 
 namespace ckgen {
 
@@ -61,6 +63,9 @@ inline int wave_id() { return emu::wave_id(); }
 
 // Workgroup barrier. The call site identifies it: threads waiting at different sites are a fault.
 inline void barrier(const char* file = __builtin_FILE(), int line = __builtin_LINE()) { emu::barrier(file, line); }
+// Programmatic dependent launch (platform_cuda.h): workgroups of one launch run after the previous launch's.
+inline void grid_dependency_wait() {}
+inline void grid_dependents_launch() {}
 
 namespace emu {
 template <class T>

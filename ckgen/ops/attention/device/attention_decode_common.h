@@ -232,9 +232,11 @@ CKGEN_DEVICE void combine(const P& p) {
 
 }  // namespace attn_dec
 
-// The entry body of <kernel>_combine (its arguments: the decode kernel's).
+// The entry body of <kernel>_combine (its arguments: the decode kernel's). Launched as a programmatic dependent of
+// the decode kernel (CKGEN_LAUNCH_DEPENDENT): nothing is read before that kernel is done.
 template <class Cfg, class... A>
 CKGEN_DEVICE void attention_decode_combine(A... args) {
+  grid_dependency_wait();
   attn_dec::combine<Cfg>(attn::Args<Cfg>{args...});
 }
 

@@ -400,6 +400,7 @@ CKGEN_DEVICE void decode_nv(const attn::Args<Cfg>& p) {
 
 template <class Cfg, class... A>
 CKGEN_DEVICE void attention_decode_nv(A... args) {
+  grid_dependents_launch();  // the split combine (launched as a dependent) may start launching: it waits for us
   attn_dec::decode_nv<Cfg>(attn::Args<Cfg>{args...});
 }
 
