@@ -202,19 +202,6 @@ inline int configure_smem(const void* f, int* configured, int smem_bytes) {
   return 0;
 }
 
-template <class... KArgs, class... Args>
-inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
-                  unsigned threads, int smem_bytes, void* stream, Args... args) {
-  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
-  if (const int st = configure_smem(reinterpret_cast<const void*>(kernel), configured, smem_bytes)) return st;
-  // Clear an error left by someone else so that it is not reported as ours.
-  (void)cudaGetLastError();
-  kernel<<<dim3(gx, gy, gz), dim3(threads), static_cast<size_t>(smem_bytes),
-           static_cast<cudaStream_t>(stream)>>>(static_cast<KArgs>(args)...);
-  cudaError_t e = cudaGetLastError();
-  return status_of(e);
-}
-
 // Whether the current device launches programmatic dependents (compute capability 9.0 and up), asked once per
 // device (at most 64 devices; past them: no).
 inline bool dependent_launch_supported() {
@@ -233,27 +220,33 @@ inline bool dependent_launch_supported() {
   return known[dev] == 2;
 }
 
-// launch(), with programmatic stream serialization where the device has it (dependent_launch_supported): the
-// kernel may start while the one ahead of it on the stream finishes; it calls grid_dependency_wait() before
-// reading that kernel's outputs. A CUDA graph captured from the stream keeps the programmatic edge.
-template <class... KArgs, class... Args>
-inline int launch_dependent(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
-                            unsigned threads, int smem_bytes, void* stream, Args... args) {
-  if (!dependent_launch_supported()) return launch(kernel, configured, gx, gy, gz, threads, smem_bytes, stream, args...);
-  if (gx == 0 || gy == 0 || gz == 0) return 0;
+// kDependent: with programmatic stream serialization where the device has it (dependent_launch_supported), so
+// that the kernel may start while the one ahead of it on the stream finishes; it calls grid_dependency_wait()
+// before reading that kernel's outputs. A CUDA graph captured from the stream keeps the programmatic edge.
+template <bool kDependent = false, class... KArgs, class... Args>
+inline int launch(void (*kernel)(KArgs...), int* configured, unsigned gx, unsigned gy, unsigned gz,
+                  unsigned threads, int smem_bytes, void* stream, Args... args) {
+  if (gx == 0 || gy == 0 || gz == 0) return 0;  // nothing to compute (empty C)
   if (const int st = configure_smem(reinterpret_cast<const void*>(kernel), configured, smem_bytes)) return st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(gx, gy, gz);
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  // Clear an error left by someone else so that it is not reported as ours.
   (void)cudaGetLastError();
-  return status_of(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
+  if (kDependent && dependent_launch_supported()) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(gx, gy, gz);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return status_of(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
+  }
+  kernel<<<dim3(gx, gy, gz), dim3(threads), static_cast<size_t>(smem_bytes),
+           static_cast<cudaStream_t>(stream)>>>(static_cast<KArgs>(args)...);
+  cudaError_t e = cudaGetLastError();
+  return status_of(e);
 }
 
 }  // namespace cuda_host
@@ -263,22 +256,15 @@ inline int launch_dependent(void (*kernel)(KArgs...), int* configured, unsigned 
 // The generated launchers pass lds_bytes = 0 (AMD kernels declare static LDS); NVIDIA kernel bodies
 // take their pipeline's shared memory dynamically, so the launch uses the larger of lds_bytes and the
 // kernel's Cfg::kLdsBytes (the generated `ckgen_gen::<kernel>_cfg`, in the same translation unit).
-#define CKGEN_LAUNCH(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...)                     \
+#define CKGEN_LAUNCH(kernel_name, ...) CKGEN_LAUNCH_AS_(false, kernel_name, __VA_ARGS__)
+// CKGEN_LAUNCH as a programmatic dependent of the kernel ahead of it on the stream (cuda_host::launch<true>).
+#define CKGEN_LAUNCH_DEPENDENT(kernel_name, ...) CKGEN_LAUNCH_AS_(true, kernel_name, __VA_ARGS__)
+#define CKGEN_LAUNCH_AS_(dependent, kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...)      \
   ([&]() -> int {                                                                                       \
     static int ckgen_configured_ = 0;                                                                   \
     const int ckgen_lds_ = (int)(lds_bytes) > (int)ckgen_gen::kernel_name##_cfg::kLdsBytes              \
                                ? (int)(lds_bytes) : (int)ckgen_gen::kernel_name##_cfg::kLdsBytes;      \
-    return ::ckgen::cuda_host::launch(kernel_name, &ckgen_configured_, (unsigned)(gx), (unsigned)(gy),  \
-                                      (unsigned)(gz), (unsigned)(block_threads), ckgen_lds_,           \
-                                      (void*)(stream), __VA_ARGS__);                                    \
-  }())
-// CKGEN_LAUNCH as a programmatic dependent of the kernel ahead of it on the stream (cuda_host::launch_dependent).
-#define CKGEN_LAUNCH_DEPENDENT(kernel_name, gx, gy, gz, block_threads, lds_bytes, stream, ...)           \
-  ([&]() -> int {                                                                                       \
-    static int ckgen_configured_ = 0;                                                                   \
-    const int ckgen_lds_ = (int)(lds_bytes) > (int)ckgen_gen::kernel_name##_cfg::kLdsBytes              \
-                               ? (int)(lds_bytes) : (int)ckgen_gen::kernel_name##_cfg::kLdsBytes;      \
-    return ::ckgen::cuda_host::launch_dependent(kernel_name, &ckgen_configured_, (unsigned)(gx),        \
-                                                (unsigned)(gy), (unsigned)(gz), (unsigned)(block_threads), \
-                                                ckgen_lds_, (void*)(stream), __VA_ARGS__);              \
+    return ::ckgen::cuda_host::launch<dependent>(kernel_name, &ckgen_configured_, (unsigned)(gx),       \
+                                                 (unsigned)(gy), (unsigned)(gz), (unsigned)(block_threads), \
+                                                 ckgen_lds_, (void*)(stream), __VA_ARGS__);             \
   }())

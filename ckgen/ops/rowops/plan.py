@@ -352,9 +352,10 @@ def plan_weight_ahead(d: RowDraft) -> None:
     """Weights read a vector at a time: where the workgroup holds several rows and the tile's vectors per thread are
     in the rule's range (WEIGHT_AHEAD, an AheadRule), the next vector's weight and bias are asked for before this
     vector's y is stored (nvcc issues them after the store otherwise: y may alias). The few-rows entry loads the
-    whole tile's weights and is unchanged. Its registers are bounded as the weighted single pass's (WEIGHTED_SINGLE_PASS_REGISTERS): unbounded,
-    ptxas gave sm_90a layer norm at 6912 columns 74 registers with it (3 workgroups per SM, 60 without: 4), and
-    the kernel lost 5.5% (bench/runs/2026-12-06g_h100_rowops_ahead_intermediate.txt)."""
+    whole tile's weights and is unchanged. Its registers are bounded as the weighted single pass's
+    (WEIGHTED_SINGLE_PASS_REGISTERS): unbounded, ptxas gave sm_90a layer norm at 6912 columns 74 registers with it
+    (3 workgroups per SM, 60 without: 4), and the kernel lost 5.5%
+    (bench/runs/2026-12-06g_h100_rowops_ahead_intermediate.txt)."""
     w = d.target.wave_size
     rule, regs = WEIGHT_AHEAD[w], WEIGHTED_SINGLE_PASS_REGISTERS[w]
     if rule is None or regs is None or d.weight_vecs != 1 or d.reg_vecs < 2 or d.looped or d.split:

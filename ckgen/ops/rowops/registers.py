@@ -46,6 +46,8 @@ PLAN_REGISTERS: dict[int, tuple[int, int]] = {32: (255, 65536), 64: (256, 131072
 #: tile (the amax pass would read the weights again; ptxas spilled 4 bytes at RMS norm with fp8 y at 3584, 7168).
 #: gfx942 (clang 19) allocates layer norm the same VGPRs either way (100 / 98 at 11008): wave64 keeps its plans.
 WEIGHTED_SINGLE_PASS_REGISTERS: dict[int, int | None] = {32: 64, 64: None}
+
+
 @dataclass(frozen=True)
 class AheadRule:
     """Which weighted single passes (weights a vector at a time) ask for the next vector's weight and bias before
