@@ -103,7 +103,8 @@
 #             call of one kernel of every op and of a dispatcher on a cached signature beside a torch op of the same
 #             size, and device time of both by CUDA-graph replay ($OUT/overhead.json); then bench/overhead_profile.py
 #   moe       issue 24: the MoE GPU tests (tests/runtime/test_nvidia_moe.py), memcheck over them (but the CUDA-graph
-#             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-full: every bench/moe.py case;
+#             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-bench: that alone; moe-full: every
+#             bench/moe.py case;
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
 #   weights-probe bench/rowops_weights_probe.cu (built there): layer norm at intermediate widths as planned, beside
 #             variants of the same tile (the next weight vector asked for ahead, the staged ring of one row group)
@@ -379,6 +380,9 @@ PY
       timeout 300 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_moe.py -k "not graph" > "$OUT/memcheck_moe.txt" 2>&1
       echo "memcheck moe rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_moe.txt" | tail -3
+      timeout 420 python3 bench/moe.py --quick --json "$OUT/moe.json" > "$OUT/moe.txt" 2>&1; echo "moe rc $?"
+      tail -4 "$OUT/moe.txt" ;;
+    moe-bench)
       timeout 420 python3 bench/moe.py --quick --json "$OUT/moe.json" > "$OUT/moe.txt" 2>&1; echo "moe rc $?"
       tail -4 "$OUT/moe.txt" ;;
     moe-full)
