@@ -93,15 +93,29 @@ def main() -> int:
             if label.endswith(" before"):  # its plans before the weighted single-pass rule (rowops.library)
                 plans, stem = rowops_shapes.before(plans), f"{stem}_{rowops_shapes.before.__name__}"
             lib = build_cuda_library(stem, plans)
-            return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib.library.stat().st_size
+            return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib.library
         plan = plan_for(src, name, "nvidia", "sm_90")
         lib = build_cuda_library(plan.name, [plan])
-        return name, time.perf_counter() - t0, lib.library.stat().st_size
+        return name, time.perf_counter() - t0, lib.library
 
     with ThreadPoolExecutor(args.j) as ex:
-        for name, dt, size in ex.map(one, jobs):
-            print(f"{name:40s} {dt:6.1f} s  {size / 1e6:.1f} MB", flush=True)
+        for name, dt, library in ex.map(one, jobs):
+            print(f"{name:40s} {dt:6.1f} s  {library.stat().st_size / 1e6:.1f} MB{spills(library)}", flush=True)
     return 0
+
+
+def spills(library: Path) -> str:
+    """', stack: kernel (N B spilled, M B frame), ...' for the library's entries that ptxas gave a stack frame (its
+    ptxas.log beside it, from -Xptxas -v), else ''. The tests check their own kernels for spills; this shows the
+    benchmarks' (a Hopper GEMM's mma.sync fallback spills at 255 registers: unaligned operands only)."""
+    from ckgen.backends.nvidia.compiler import parse_ptxas
+
+    log = library.parent / "ptxas.log"
+    if not log.exists():
+        return ""
+    bad = [f"{k} ({v['spill_stores']} B spilled, {v['stack_bytes']} B frame)"
+           for (k, _), v in sorted(parse_ptxas(log.read_text()).items()) if v["spill_stores"] or v["stack_bytes"]]
+    return f", stack: {', '.join(bad)}" if bad else ""
 
 
 if __name__ == "__main__":
