@@ -15,7 +15,8 @@
 // alone and with ahead: -0.7 .. -8.1 points against the planned kernel (with ahead at 4864: +0.5, but -1.4 against
 // ahead alone), bench/runs/2026-12-06h_h100_weights_probe_l2_next.txt; a thread whose vectors all lie inside the
 // row taking the full tile's code though the row's last vector is partial (kThreadFast, branch thread-fast):
-// -0.1 .. -12.7 points alone, with ahead -1.4 .. +1.9 against ahead alone and -9.0 at 29568,
+// -12.7 .. +0.8 points alone; with ahead -0.1 .. +1.9 against ahead alone, but -8.7 at 29568; planned for
+// 7 held-out widths, 0 of 17 kernels faster than without it, bench/runs/2026-12-06i_h100_rowops_thread_fast_heldout.txt;
 // bench/runs/2026-12-06i_h100_weights_probe_thread.txt.)
 // Device only; an experiment, not a benchmark of record (bench/rowops.py is). Widths from bench/shapes/
 // hidden_sizes.txt's intermediate list, rows for about 64 MiB of traffic.
