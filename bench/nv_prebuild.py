@@ -93,28 +93,25 @@ def main() -> int:
             if label.endswith(" before"):  # its plans before the weighted single-pass rule (rowops.library)
                 plans, stem = rowops_shapes.before(plans), f"{stem}_{rowops_shapes.before.__name__}"
             lib = build_cuda_library(stem, plans)
-            return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib.library
+            return f"{src} ({len(plans)} kernels)", time.perf_counter() - t0, lib, plans
         plan = plan_for(src, name, "nvidia", "sm_90")
         lib = build_cuda_library(plan.name, [plan])
-        return name, time.perf_counter() - t0, lib.library
+        return name, time.perf_counter() - t0, lib, [plan]
 
     with ThreadPoolExecutor(args.j) as ex:
-        for name, dt, library in ex.map(one, jobs):
-            print(f"{name:40s} {dt:6.1f} s  {library.stat().st_size / 1e6:.1f} MB{spills(library)}", flush=True)
+        for name, dt, lib, plans in ex.map(one, jobs):
+            print(f"{name:40s} {dt:6.1f} s  {lib.library.stat().st_size / 1e6:.1f} MB{stack(lib, plans)}", flush=True)
     return 0
 
 
-def spills(library: Path) -> str:
-    """', stack: kernel (N B spilled, M B frame), ...' for the library's entries that ptxas gave a stack frame (its
-    ptxas.log beside it, from -Xptxas -v), else ''. The tests check their own kernels for spills; this shows the
-    benchmarks' (a Hopper GEMM's mma.sync fallback spills at 255 registers: unaligned operands only)."""
-    from ckgen.backends.nvidia.compiler import parse_ptxas
+def stack(lib, plans) -> str:
+    """', stack: entry (N B spilled, M B frame), ...' for the library's entries that ptxas gave a stack frame
+    (`ckgen report`'s figures), else ''. The tests check their own kernels for spills; this shows the benchmarks'
+    (a Hopper GEMM's mma.sync fallback spills at 255 registers: unaligned operands only)."""
+    from ckgen.backends.nvidia.compiler import analyze
 
-    log = library.parent / "ptxas.log"
-    if not log.exists():
-        return ""
-    bad = [f"{k} ({v['spill_stores']} B spilled, {v['stack_bytes']} B frame)"
-           for (k, _), v in sorted(parse_ptxas(log.read_text()).items()) if v["spill_stores"] or v["stack_bytes"]]
+    bad = [f"{r.name} ({r.spill_stores} B spilled, {r.stack_bytes} B frame)"
+           for r in analyze(lib, plans) if r.spill_stores or r.stack_bytes]
     return f", stack: {', '.join(bad)}" if bad else ""
 
 
