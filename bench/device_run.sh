@@ -37,6 +37,8 @@
 #             bench/decode.py (numerics, then % of the copy bandwidth and ratios to SDPA flash / cuDNN, contiguous and
 #             paged; DECODE_BENCH_ARGS adds options, e.g. --quick or --splits 1,4,16); decode-bench: bench/decode.py
 #             alone (e.g. DECODE_BENCH_ARGS='--quick --prefill --only q --kernels pre_': the chunked-prefill table)
+#   decode-splits  bench/debug/decode_splits.py $DECODE_SPLITS_ARGS (device time by split count, full length and one
+#             tile; e.g. --kernels 'm16w4n64s2k$' --case 1,8192,32,1 --splits 8,16,32,64,128)
 #   attention-hopper  the attention GPU tests, `ckgen run` of the Hopper body (TMA + wgmma), then bench/attention.py on
 #             the Hopper kernels and the planned mma.sync ones only (ATTN_BENCH_KERNELS, a regex, overrides)
 #   attention-hopper-memcheck  compute-sanitizer memcheck over the Hopper body's GPU tests (aligned shapes)
@@ -341,6 +343,9 @@ PY
     decode-bench)
       timeout 400 python3 bench/decode.py ${DECODE_BENCH_ARGS:-} --json "$OUT/decode.json" > "$OUT/decode.txt" 2>&1
       echo "bench decode rc $?"; grep -E "FAIL|differs|^prefill|^b[0-9]" "$OUT/decode.txt" | head -60 ;;
+    decode-splits)
+      timeout 300 python3 bench/debug/decode_splits.py $DECODE_SPLITS_ARGS > "$OUT/decode_splits.txt" 2>&1
+      echo "decode_splits rc $?"; cat "$OUT/decode_splits.txt" ;;
     attention-memcheck)
       timeout 280 $MEMCHECK $PYTEST \
         tests/runtime/test_nvidia_attention.py -k "(odd or q1k1 or k0 or 4seq or 3seq) and not runs_wh" > "$OUT/memcheck_attention.txt" 2>&1
