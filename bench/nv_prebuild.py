@@ -105,15 +105,16 @@ def main() -> int:
 
 
 def stack(lib, plans) -> str:
-    """', stack: entry (N B spilled, M B frame), ...' for the library's entries that ptxas gave a stack frame
-    (`ckgen report`'s figures), else ''. The tests check their own kernels for spills; this shows the benchmarks'
-    (a Hopper GEMM's mma.sync fallback spills at 255 registers: unaligned operands only)."""
+    """', stack: entry (N B spilled, M B frame[, wgmmas serialized]), ...' for the library's entries that ptxas gave
+    a stack frame or whose wgmmas it serialized (its C7514 note; `ckgen report`'s figures), else ''. The tests check
+    their own kernels; this shows the benchmarks' (a Hopper GEMM's mma.sync fallback spills at 255 registers:
+    unaligned operands only)."""
     from ckgen.backends.nvidia.compiler import analyze
 
-    bad = [f"{r.name} ({r.spill_stores} B spilled, {r.stack_bytes} B frame)"
-           for r in analyze(lib, plans) if r.spill_stores or r.stack_bytes]
+    bad = [f"{r.name} ({r.spill_stores} B spilled, {r.stack_bytes} B frame"
+           f"{', wgmmas serialized' if r.wgmma_serialized else ''})"
+           for r in analyze(lib, plans) if r.spill_stores or r.stack_bytes or r.wgmma_serialized]
     return f", stack: {', '.join(bad)}" if bad else ""
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
