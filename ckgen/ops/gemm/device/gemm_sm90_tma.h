@@ -57,10 +57,9 @@
 // block walks every group's tiles (gemm_group_walk.h: tiles b, b + gridDim.x, ... of the sequence of all groups'
 // tiles) instead of the batch; the producer loads A rows from the group's first row (grouped: one A over all
 // groups' rows, rows past the group arrive too and their outputs are dropped; masked: item g of A) and item g of
-// B; the consumers store the group's rows only: 16-bit row-major C by TMA stores (the C map: grouped, every row as
-// one item; masked, an item per group) from the warps whose 16 rows all lie in the group, by the warp's own stores
-// (store_c_rows) from the one whose rows run past it (a box would cross into the next group) and from every warp when
-// no tensor map takes C (its rows not 16-byte aligned, N not a multiple of 8: kNoTmaC).
+// B; the consumers store the group's rows only: by TMA from warps whose 16 rows lie in the group (C's map: grouped,
+// one item of all rows; masked, an item per group), by the warp's own stores (store_c_rows) from the one whose rows
+// run past it, where a box would cross into the next group, and from every warp when no map takes C (kNoTmaC).
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 128 bytes of K x rows;
@@ -143,8 +142,7 @@ struct TmaGemmBody {
   static constexpr int kBarOffset = kStages * kStageBytes;
   // The epilogue's staging space, one region per consumer warp (its 16 rows x kTileN columns of C):
   //  - 16-bit row-major C (kTmaStoreC): kCBoxes boxes of 16 rows x 64 columns, 128-byte swizzled, 1024-byte aligned,
-  //    written out by TMA stores that overlap the next tile's main loop (a grouped kernel's rows past a group's: by
-  //    the warp's own stores);
+  //    written out by TMA stores that overlap the next tile's main loop;
   //  - otherwise Sm90Gemm::store_c_staged's 16 rows x 128 bytes (+16), drained by 16-byte stores.
   // A residual R (laid out as C) goes through the same boxes with the TMA-store epilogue: each warp copies its
   // 16 rows of R into them with cp.async while its tile's main loop runs (prefetch_residual), and finish_c adds
@@ -446,9 +444,8 @@ struct TmaGemmBody {
     auto bias_of = [&](const Place& q) {
       return bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? q.row0 : q.b * stride_bias) : bias;
     };
-    // The tile's outputs -> C (kTmaStoreC): TMA stores at the tile's place in the C map (grouped: the group's first
-    // row on, in the one item), or with kGroupMode from a warp whose rows run past the group's (or kNoTmaC) the
-    // rows inside, by its own stores.
+    // The tile's outputs -> C (kTmaStoreC): by TMA stores at the tile's place in C's map, or (grouped / masked: a
+    // warp whose rows run past the group's, or kNoTmaC) by the warp's own stores of the rows inside.
     auto store_out = [&](const typename Store::COut& out, const Place& q, TC* Cq, uint32_t st, unsigned char* sp) {
       if constexpr (kGroupMode != 0) {
         if ((flags & kNoTmaC) || q.m0 + row0 + 16 > q.rows) {
