@@ -107,6 +107,9 @@
 #   moe       issue 24: the MoE GPU tests (tests/runtime/test_nvidia_moe.py), memcheck over them (but the CUDA-graph
 #             one), then bench/moe.py --quick (grouped GEMM vs torch._grouped_mm); moe-bench: that alone; moe-full: every
 #             bench/moe.py case;
+#             moe-before: bench/moe.py --quick with the ckgen/, grammar/ and templates/ of $BEFORE_TREE (default
+#             .carry/main: a copy of another commit's, carried with its kernels prebuilt into .nvcache by
+#             `PYTHONPATH=.carry/main bench/nv_prebuild.py`), for a before / after on the same card;
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
 #   weights-probe bench/rowops_weights_probe.cu (built there): layer norm at intermediate widths as planned, beside
 #             variants of the same tile (the next weight vector asked for ahead, the staged ring of one row group)
@@ -388,6 +391,9 @@ PY
     moe-bench)  # (moe goes on here)
       timeout 420 python3 bench/moe.py --quick --json "$OUT/moe.json" > "$OUT/moe.txt" 2>&1; echo "moe rc $?"
       tail -4 "$OUT/moe.txt" ;;
+    moe-before)
+      PYTHONPATH=$PWD/${BEFORE_TREE:-.carry/main}:/tmp/site timeout 420 python3 bench/moe.py --quick \
+        --json "$OUT/moe_before.json" > "$OUT/moe_before.txt" 2>&1; echo "moe (before) rc $?"; tail -4 "$OUT/moe_before.txt" ;;
     moe-full)
       timeout 580 python3 bench/moe.py --json "$OUT/moe_full.json" > "$OUT/moe_full.txt" 2>&1; echo "moe-full rc $?"
       tail -4 "$OUT/moe_full.txt" ;;
