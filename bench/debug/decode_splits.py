@@ -33,7 +33,7 @@ def main() -> int:
     os.chdir(HERE.parent)
     kernels = jit_file("bench/decode_nv.ck", args.kernels)
     splits = [int(s) for s in args.splits.split(",")]
-    print(f"{'kernel':36} {'case':22} " + " ".join(f"{s:>8}" for s in splits) + "   (us; full length / 1 tile)")
+    print(f"{'kernel':36} {'case':22} " + " ".join(f"{s:>11}" for s in splits) + "   (us; full length / 1 tile)")
     for name, kern in kernels.items():
         if kern.plan.spec.params.page_size:
             continue
@@ -49,7 +49,7 @@ def main() -> int:
                 ts = [time_graph_ms(raw_call(kern, q, k, v, O=o, num_splits=s, seqlens_k=lens), warmup=3, reps=15,
                                     inner=5) * 1e3 for s in splits]
                 rows.append(ts)
-            cells = " ".join(f"{a:4.0f}/{c:<3.0f}" for a, c in zip(*rows, strict=True))
+            cells = " ".join(f"{a:5.1f}/{c:<5.1f}" for a, c in zip(*rows, strict=True))
             print(f"{name:36} {f'b{b} s{sk} h{h}/{hk}':22} {cells}", flush=True)
     return 0
 
