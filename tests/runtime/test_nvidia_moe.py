@@ -128,6 +128,44 @@ def test_grouped_hopper_body_runs_when_aligned(name, hopper):
     assert (f"{name}_tma" in {e.key for e in prof.key_averages()}) == hopper
 
 
+@pytest.mark.parametrize("name", ["gpu_moe_g_col", "gpu_moe_m_col"])
+@pytest.mark.parametrize("N", [300, 392])  # 300: C's rows not 16-byte aligned (no tensor map: kNoTmaC)
+def test_grouped_hopper_body_stores_the_rows_a_box_cannot(name, N):
+    """The Hopper body stores C by TMA from the warps whose 16 rows lie in their group; the group's last rows, and
+    every row of a C no tensor map takes, by the warp's own stores: the same numbers, nothing written past a group
+    (the rows after the last offset, a masked group's rows past its count stay poisoned)."""
+    from tests.runtime.gpu_helpers import launched
+
+    k = kernel(name)
+    masked = k.plan.spec.params.gemm.mode == "masked"
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(N)
+    rows = [1000, 3, 0, 17, 129, 0, 200, 40]
+    G, K, cap = len(rows), 256, 1024
+    b = _b(G, K, N, True, gen)
+    if masked:
+        counts = [min(r, cap) for r in rows]
+        a = (torch.randn(G, cap, K, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
+        index = torch.tensor(counts, device="cuda", dtype=torch.int32)
+        c = torch.full((G, cap, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    else:
+        M = sum(rows) + 7
+        a = (torch.randn(M, K, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
+        index = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    ran = launched(lambda: k(a, b, index, C=c))
+    assert ran is None or f"{name}_tma" in ran, ran
+    refs = _grouped_ref(a, b, index.tolist(), None, False, masked=masked)
+    if masked:
+        for g, n in enumerate(counts):
+            if n:
+                assert _err(c[g, :n], refs[g]) < 1.6e-2, g
+            assert torch.isnan(c[g, n:].float()).all(), g
+    else:
+        assert _err(c[:sum(rows)], torch.cat(refs)) < 1.6e-2
+        assert torch.isnan(c[sum(rows):].float()).all(), "rows past the last offset were written"
+
+
 def test_grouped_gemm_replays_in_a_cuda_graph_with_new_offsets():
     k = kernel("gpu_moe_g_col")
     gen = torch.Generator(device="cuda")

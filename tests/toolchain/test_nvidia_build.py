@@ -277,6 +277,21 @@ def test_ptxas_serialized_wgmma_note_is_read():
     assert "serialized" not in nv.format_table([nv.NvKernelReport(**row)])
 
 
+@pytest.mark.parametrize("mode", ["grouped", "masked"])
+def test_grouped_hopper_body_stores_c_by_tma_with_its_wgmmas_in_flight(nvcc, cache_dir, mode):
+    """Grouped / masked 16-bit row-major C: TMA stores (a warp whose rows run past its group's stores them itself)
+    with the overlapped epilogue; the group walk runs before the next tile's wgmmas go out, so ptxas keeps them in
+    flight (taken after them, its loop made ptxas serialize every wgmma: C7518), and nothing spills."""
+    (spec,) = load_text(f"target sm_90\nkernel nvt_grp {{ A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 "
+                        f"waves = 2x4 lds_buffers = 4 mode = {mode} }}")
+    p = plan_kernel(spec, get_target("sm_90"))
+    lib = nv.build_cuda_library(f"nvgrp_{mode}", [p])
+    _, rt = nv.analyze(lib, [p])
+    assert rt.tma_body_of == "nvt_grp" and not rt.wgmma_serialized and rt.spill_stores == 0 and rt.stack_bytes == 0
+    ptx = (lib.entry / f"nvgrp_{mode}_sm_90.ptx").read_text()
+    assert "cp.async.bulk.tensor.3d.global.shared" in ptx[ptx.index(".entry nvt_grp_tma"):]
+
+
 def test_block_scaled_fp8_hopper_body_keeps_its_wgmmas_in_flight(nvcc, cache_dir):
     """block(128) scales: the fold of one block runs while the next block's wgmmas do; ptxas must not serialize
     them (its C7514 note), and nothing spills."""

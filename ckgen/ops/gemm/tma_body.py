@@ -117,9 +117,10 @@ def _plan_tma_body(d: GemmDraft) -> None:
     # epilogue's staging per consumer warp: 16-bit row-major C goes out by TMA stores from N / 64 boxes of
     # 16 x 64 (2 KiB each, 1024-byte aligned), other C through 16 rows x (128 + 16) bytes (kEpiWarpBytes)
     tile_bytes = (cfg.tile[0] * g.a.dtype.bytes + cfg.tile[1] * g.b.dtype.bytes) * cfg.tile[2]
-    # (grouped: masked stores; gemm_sm90_tma.h kTmaStoreC; a residual is copied into the same boxes)
+    # (gemm_sm90_tma.h kTmaStoreC, grouped kernels too: a warp whose rows run past its group's stores them itself
+    # from the same boxes; a residual is copied into them)
     out_n = cfg.tile[1] // 2 if g.gated else cfg.tile[1]
-    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW and not g.grouped
+    tma_store = g.c.dtype.bytes == 2 and g.c.layout == Layout.ROW
     per_warp = out_n // 64 * 2048 if tma_store else 16 * (128 + 16)
     if g.gated and g.b.layout == Layout.ROW and gate_run(g, cfg.tile[1]) % 64:
         legal = [f"interleaved({b})" for b in GATE_BLOCKS if b >= 64]

@@ -38,6 +38,16 @@ def test_16bit_row_major_c_stores_by_tma_with_three_stages():
     assert p.body.tma.smem_bytes == 1024 + -(-bars_end // 1024) * 1024 + 8 * 4 * 2048
 
 
+@pytest.mark.parametrize("mode", ["grouped", "masked"])
+def test_grouped_16bit_row_major_c_stores_by_tma_too(mode):
+    """Grouped / masked kernels lay out the same TMA-store staging as dense ones (their whole warps' rows leave by
+    TMA stores): three stages of the 128x256 tile."""
+    dense = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG}")
+    p = plan(f"A = bf16 row B = bf16 col C = bf16 row {BIG} mode = {mode}")
+    assert (p.body.tma.stages, p.body.tma.smem_bytes) == (dense.body.tma.stages, dense.body.tma.smem_bytes) == (
+        3, 1024 + -(-3 * ((128 + 256) * 64 * 2 + 16) // 1024) * 1024 + 8 * 4 * 2048)
+
+
 @pytest.mark.parametrize("arch,body", [
     ("sm_80", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 3"),  # no TMA
     ("gfx942", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),

@@ -57,7 +57,9 @@
 // block walks every group's tiles (gemm_group_walk.h: tiles b, b + gridDim.x, ... of the sequence of all groups'
 // tiles) instead of the batch; the producer loads A rows from the group's first row (grouped: one A over all
 // groups' rows, rows past the group arrive too and their outputs are dropped; masked: item g of A) and item g of
-// B; the consumers store the group's rows only (no TMA store of C: its boxes would cross into the next group).
+// B; the consumers store the group's rows only: by TMA from warps whose 16 rows lie in the group (C's map: grouped,
+// one item of all rows; masked, an item per group), by the warp's own stores (store_c_rows) from the one whose rows
+// run past it, where a box would cross into the next group, and from every warp when no map takes C (kNoTmaC).
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 128 bytes of K x rows;
@@ -148,7 +150,7 @@ struct TmaGemmBody {
   // TmaStoreEpilogue, gemm_sm90_tma_store.h).
   static constexpr int kGroupMode = GroupModeOf<Cfg>::value;
   static constexpr bool kResidual = epi::IsResidual<Operand>::value;
-  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor && kGroupMode == 0;
+  static constexpr bool kTmaStoreC = sizeof(TC) == 2 && Cfg::kCRowMajor;
   static constexpr int kResChunk = 4;  // finish_c: a residual's fragments per compiler barrier
   using Store = TmaStoreEpilogue<TmaGemmBody>;  // the TMA-store epilogue (gemm_sm90_tma_store.h)
   static constexpr int kEpiSub = 128 / (8 * static_cast<int>(sizeof(TC)));  // 8-column fragments per pass
@@ -267,11 +269,6 @@ struct TmaGemmBody {
       p.rows = M;
       return true;
     }
-    // Whether there is a next whole tile, and which (what next_whole() returns next), without taking it.
-    CKGEN_DEVICE bool peek_whole(gemm_sched::Seg& g, Place& p) const {
-      Pieces ahead = *this;
-      return ahead.next_whole(g, p);
-    }
   };
 
   // The consumer warpgroups' barrier (named barrier 1; the producer does not take part).
@@ -305,8 +302,9 @@ struct TmaGemmBody {
     n0 = tn * kOutN;
   }
 
-  // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item).
-  static constexpr int kBroadcastA = 1, kBroadcastB = 2;
+  // flags: kBroadcastA / kBroadcastB when that operand's batch stride is 0 (its tensor map has one item);
+  // kNoTmaC: a grouped kernel's C that no tensor map takes (every warp stores its own rows: store_c_rows).
+  static constexpr int kBroadcastA = 1, kBroadcastB = 2, kNoTmaC = 4;
 
   static CKGEN_DEVICE void run(const TensorMap& ta, const TensorMap& tb, const TensorMap& tc, TC* C,
                                Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
@@ -338,7 +336,7 @@ struct TmaGemmBody {
     } else {
       setmaxnreg_inc<232>();
       consume(s0, full0, empty0, tc, C, bias, M, N, K, batch, ldc, stride_c, stride_bias, tiles, nk, workspace, splits,
-              index);
+              index, flags);
     }
     if constexpr (kCluster > 1) {  // no CTA leaves while a peer may still arrive on its barriers or write its stages
       __syncwarp();
@@ -424,7 +422,7 @@ struct TmaGemmBody {
   static CKGEN_DEVICE void consume(uint32_t s0, uint32_t full0, uint32_t empty0, const TensorMap& tc, TC* C,
                                    Operand bias, int M, int N, int K, int batch, long long ldc, long long stride_c,
                                    long long stride_bias, int tiles, int nk, void* workspace, int splits,
-                                   const void* index) {
+                                   const void* index, int flags) {
     extern __shared__ __align__(1024) unsigned char ckgen_smem[];
     const int tid = thread_id();
     const int lane = tid & 31;
@@ -445,6 +443,18 @@ struct TmaGemmBody {
     auto c_of = [&](const Place& q) { return C + q.b * stride_c + (Cfg::kCRowMajor ? q.row0 * ldc : q.row0); };
     auto bias_of = [&](const Place& q) {
       return bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? q.row0 : q.b * stride_bias) : bias;
+    };
+    // The tile's outputs -> C (kTmaStoreC): by TMA stores at the tile's place in C's map, or (grouped / masked: a
+    // warp whose rows run past the group's, or kNoTmaC) by the warp's own stores of the rows inside.
+    auto store_out = [&](const typename Store::COut& out, const Place& q, TC* Cq, uint32_t st, unsigned char* sp) {
+      if constexpr (kGroupMode != 0) {
+        if ((flags & kNoTmaC) || q.m0 + row0 + 16 > q.rows) {
+          Store::store_c_rows(out, row0, q.m0, q.n0, Cq, q.rows, N, ldc, lane, sp, !(flags & kNoTmaC));
+          return;
+        }
+      }
+      Store::store_c_tma(out, row0, (kGroupMode == 1 ? q.row0 : 0) + q.m0, q.n0, kGroupMode == 1 ? 0 : q.b, lane, st,
+                         sp, tc);
     };
     // The piece's K loop into d (after the `issued` K tiles the overlapped epilogue issued), then its sums as
     // the epilogue's accumulator fragments.
@@ -468,8 +478,9 @@ struct TmaGemmBody {
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j].r[e] = d[4 * j + e];
     };
-    while (work.next_whole(g, p)) {
-      const int b = p.b, m0 = p.m0, n0 = p.n0;
+    bool more = work.next_whole(g, p);
+    while (more) {
+      const int m0 = p.m0, n0 = p.n0;
       const int Mg = p.rows;  // the tile's M: the group's rows (grouped / masked), else M
       TC* const Cb = c_of(p);
       const Operand biasb = bias_of(p);
@@ -490,24 +501,31 @@ struct TmaGemmBody {
         if constexpr (kOverlapEpilogue) {
           gemm_sched::Seg next;
           Place next_place;
-          if (!work.peek_whole(next, next_place)) {  // the block's last whole tile
-            Store::store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
+          if (!work.next_whole(next, next_place)) {  // the block's last whole tile
+            store_out(out, p, Cb, st, sp);
             break;
           }
           // The next tile's first K tile (there is one: the launch refuses K <= 0) goes to the tensor cores
           // before the staging stores; the K loop above releases its stage (as `prev`) after the wgmma_wait
           // that completes its group. (No path without these wgmmas joins this one before that loop: a join
-          // of accumulators in flight with ones that are not makes ptxas wait for the wgmmas right there.)
+          // of accumulators in flight with ones that are not makes ptxas wait for the wgmmas right there. The
+          // next tile is taken before they go out: the group walk's loop, run while they are in flight, made
+          // ptxas serialize every wgmma, C7518.)
           zero(d);
           prev = issue_k_tile(d, s0, full0, wg, s, phase);
           issued = 1;
+          store_out(out, p, Cb, st, sp);
+          g = next;
+          p = next_place;
+          continue;
         }
-        Store::store_c_tma(out, row0, m0, n0, b, lane, st, sp, tc);
+        store_out(out, p, Cb, st, sp);
       } else if constexpr (Cfg::kCRowMajor) {
         Epi::template store_c_staged<1, kFrags, kEpiSub>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane, sp);
       } else {
         Epi::template store_c<1, kFrags>(acc, row0, 0, m0, n0, Cb, biasb, Mg, N, ldc, lane >> 2, lane & 3);
       }
+      more = work.next_whole(g, p);
     }
     if constexpr (kKind != gemm_sched::kTile) {  // the parts of tiles: into their slots, the last one finishing
       issued = 0;

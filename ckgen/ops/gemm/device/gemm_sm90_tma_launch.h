@@ -31,8 +31,10 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   using Body::kF8;
   using Body::kGroupMode;
   using Body::kKind;
+  using Body::kNoTmaC;
   using Body::kNotApplicable;
   using Body::kOutN;
+  using Body::kResidual;
   using Body::kRowElems;
   using Body::kSmemBytes;
   using Body::kThreads;
@@ -113,10 +115,12 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   }
 
   // The tensor maps of A, B (nba / nbb items) and C (batch items; with kTmaStoreC) and the device's SM count, or
-  // false when the body cannot take these operands (see launch()). Every launch below builds its maps here.
+  // false when the body cannot take these operands (see launch()). Every launch below builds its maps here. With
+  // c_ok, a C no tensor map takes does not make it false but sets *c_ok false (grouped kernels store such a C
+  // themselves).
   static bool maps(CUtensorMap* ta, CUtensorMap* tb, CUtensorMap* tc, const TA* A, const TB* B, TC* C, int M, int N,
                    int K, int batch, int nba, int nbb, long long lda, long long ldb, long long ldc,
-                   long long stride_a, long long stride_b, long long stride_c, int* sms) {
+                   long long stride_a, long long stride_b, long long stride_c, int* sms, bool* c_ok = nullptr) {
     if (K <= 0 || !aligned16(A, lda, kEB) || !aligned16(B, ldb, kEB) || (stride_a * kEB) % 16 ||
         (stride_b * kEB) % 16)
       return false;
@@ -127,13 +131,18 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     const bool ok_b = kBK ? encode(tb, B, K, kBCols * N, ldb, nbb, stride_b, kRowElems, kBBoxRows)
                           : encode(tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
     *tc = *ta;  // unused unless kTmaStoreC
-    return ok_a && ok_b && encode_c(tc, C, M, N, ldc, batch, stride_c);
+    const bool ok_c = encode_c(tc, C, M, N, ldc, batch, stride_c);
+    if (c_ok != nullptr) *c_ok = ok_c;
+    return ok_a && ok_b && (ok_c || c_ok != nullptr);
   }
 
   // Grouped kernels (kGroupMode 1): A is M x K (every group's rows), `index` the groups' end rows; masked
   // (kGroupMode 2): A is groups x M x K, `index` the counts; B is groups x K x N (stride_b apart) in both. The
   // grid: at most one block per SM, never more than the bound on the tiles (grouped: (ceil(M / tile M) + groups)
-  // x N tiles; masked: groups x ceil(M / tile M) x N tiles). kNotApplicable as launch() says.
+  // x N tiles; masked: groups x ceil(M / tile M) x N tiles). C's tensor map (kTmaStoreC): grouped, one item of M
+  // rows; masked, groups items stride_c apart; a C it cannot take is stored by the warps themselves (kNoTmaC), but
+  // with a residual (prefetched by 16-byte copies) the launch is kNotApplicable. Otherwise kNotApplicable as
+  // launch() says.
   template <class Kernel, class TI>
   static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, const TI* index, int M,
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_b,
@@ -149,14 +158,17 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
     static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_grouped: 16-bit operands, no scales");
     int sms = 0;
-    CUtensorMap ta, tb, tcm;  // (no C map: a grouped kernel's C is not TMA-stored)
+    CUtensorMap ta, tb, tcm;
     const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
-    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, groups, nba, nbb, lda, ldb, ldc, stride_a, stride_b, stride_c, &sms))
+    bool c_ok = true;
+    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, kGroupMode == 1 ? 1 : groups, nba, nbb, lda, ldb, ldc, stride_a,
+              stride_b, stride_c, &sms, &c_ok) ||
+        (kResidual && !c_ok))
       return kNotApplicable;
     const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + kOutN - 1) / kOutN;
     const long long bound = (kGroupMode == 1 ? tiles_m + groups : tiles_m * groups) * tiles_n;
     if (bound > 0x7fffffffLL || bound < 1) return kNotApplicable;
-    const int flags = (nba == 1 ? kBroadcastA : 0) | (nbb == 1 ? kBroadcastB : 0);
+    const int flags = (nba == 1 ? kBroadcastA : 0) | (nbb == 1 ? kBroadcastB : 0) | (c_ok ? 0 : kNoTmaC);
     static int configured = 0;
     return cuda_host::launch(kernel, &configured, static_cast<unsigned>(bound < sms ? bound : sms), 1u, 1u, kThreads,
                              kSmemBytes, stream, ta, tb, tcm, C, bias, static_cast<const void*>(index), M, N, K, groups,
@@ -222,6 +234,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
   static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const TC* residual,
                             Rest... rest) {
     static_assert(epi::IsResidual<Operand>::value, "launch with a residual: a Cfg whose EpiOperand is epi::Residual");
+    if (kTmaStoreC && !aligned16(residual, 8, 2)) return kNotApplicable;  // (prefetch_residual's 16-byte copies)
     return launch_grouped(kernel, A, B, C, Operand{bias, residual, C}, rest...);
   }
   template <class Kernel, class... Rest>

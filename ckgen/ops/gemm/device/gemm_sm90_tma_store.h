@@ -1,10 +1,12 @@
 // gemm_sm90_tma_store.h (ckgen/ops/gemm/device): the Hopper GEMM body's TMA-store epilogue (gemm_sm90_tma.h,
-// kTmaStoreC: 16-bit row-major C of a dense kernel), one consumer warp's 16 rows of a tile at a time:
+// kTmaStoreC: 16-bit row-major C), one consumer warp's 16 rows of a tile at a time:
 //   prefetch_residual  a residual R's rows -> the warp's staging, by cp.async, while the tile's main loop runs;
 //   finish_c           the accumulators -> the finished, converted outputs in registers (COut, half their size),
 //                      so that the next tile may be issued into the accumulators before the outputs are staged
 //                      (a rotary Cfg: finish_rotated, its cos / sin gathered into the warp's staging first);
-//   store_c_tma        COut -> the warp's swizzled staging boxes -> TMA stores that run on while the warp goes on.
+//   store_c_tma        COut -> the warp's swizzled staging boxes -> TMA stores that run on while the warp goes on;
+//   store_c_rows       COut -> the same staging -> the warp's own stores of the rows below M (a grouped kernel's warp
+//                      whose rows run past its group's, where a TMA box would cross into the next group).
 // Body is the TmaGemmBody<Cfg> that uses it: its types (TC, Operand, COp, Epi) and tile constants (kFrags,
 // kOutFrags, kOutN, kCBoxes, kGated, kResidual, kResChunk).
 #pragma once
@@ -239,11 +241,8 @@ struct TmaStoreEpilogue {
   }
 
   // out (finish_c's) -> the warp's kCBoxes swizzled 16 x 64 boxes (16-byte chunk c of row r at chunk c ^ (r & 7):
-  // conflict-free) -> TMA stores of rows m0 + row0 .. +15 of batch item b (rows and columns past M and N are not
-  // written). The stores run on while the warp goes on with its next tile; the staging is reused only after
-  // they have read it (bulk_wait_read).
-  static CKGEN_DEVICE void store_c_tma(const COut& out, int row0, int m0, int n0, int b, int lane, uint32_t st,
-                                       unsigned char* sp, const TensorMap& tc) {
+  // conflict-free), once the warp's previous TMA stores have read them (bulk_wait_read).
+  static CKGEN_DEVICE void stage(const COut& out, int lane, unsigned char* sp) {
     const int g = lane >> 2, t = lane & 3;
     if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
@@ -254,12 +253,44 @@ struct TmaStoreEpilogue {
         *reinterpret_cast<vec<TC, 2>*>(sp + staged(j, g + 8 * h, t)) = out.v[j][h];
       }
     }
+  }
+
+  // out -> the staging (stage) -> TMA stores of rows m0 + row0 .. +15 of item b of the tensor map (rows and columns
+  // past its extents are not written). The stores run on while the warp goes on with its next tile; the staging is
+  // reused only after they have read it.
+  static CKGEN_DEVICE void store_c_tma(const COut& out, int row0, int m0, int n0, int b, int lane, uint32_t st,
+                                       unsigned char* sp, const TensorMap& tc) {
+    stage(out, lane, sp);
     fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {
 #pragma unroll
       for (int box = 0; box < kCBoxes; ++box) tma_store_3d(&tc, st + box * 2048, n0 + 64 * box, m0 + row0, b);
       bulk_commit();
+    }
+  }
+
+  // out -> the staging (stage) -> rows m0 + row0 .. +15 of C below M, columns below N, by the warp's own stores:
+  // 16 bytes at a time where C's rows are 16-byte aligned and N a multiple of 8 (`aligned`: what a TMA-stored C
+  // needs too), else element by element. For the warps whose rows a TMA box may not cover (a grouped kernel's
+  // rows past its group's, or a C no tensor map takes).
+  static CKGEN_DEVICE void store_c_rows(const COut& out, int row0, int m0, int n0, TC* C, int M, int N, long long ldc,
+                                        int lane, unsigned char* sp, bool aligned) {
+    constexpr int kRowChunks = kOutN / 8;  // 16-byte chunks of one row of the tile
+    stage(out, lane, sp);
+    __syncwarp();
+    const int rows = M - m0 - row0;  // the warp's rows inside C (at most 16; none when <= 0)
+#pragma unroll 4
+    for (int q = lane; q < 16 * kRowChunks; q += 32) {
+      const int r = q / kRowChunks, c = q % kRowChunks, col = n0 + 8 * c;
+      if (r >= rows || col >= N) continue;
+      TC* const dst = C + static_cast<long long>(m0 + row0 + r) * ldc + col;
+      const unsigned char* const src = sp + staged(c, r, 0);
+      if (aligned) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      } else {
+        for (int e = 0; e < 8 && col + e < N; ++e) dst[e] = reinterpret_cast<const TC*>(src)[e];
+      }
     }
   }
 #endif
