@@ -106,7 +106,7 @@ def main() -> int:
 
 def stack(lib, plans) -> str:
     """', stack: entry (N B spilled, M B frame[, wgmmas serialized]), ...' for the library's entries that ptxas gave
-    a stack frame or whose wgmmas it serialized (its C7514 note; `ckgen report`'s figures), else ''. The tests check
+    a stack frame or whose wgmmas it serialized (its C75xx note; `ckgen report`'s figures), else ''. The tests check
     their own kernels; this shows the benchmarks' (a Hopper GEMM's mma.sync fallback spills at 255 registers:
     unaligned operands only)."""
     from ckgen.backends.nvidia.compiler import analyze

@@ -94,7 +94,8 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     int sms = 0;
     CUtensorMap ta, tb, tcm;
     const int nba = stride_a == 0 ? 1 : batch, nbb = stride_b == 0 ? 1 : batch;
-    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, batch, nba, nbb, lda, ldb, ldc, stride_a, stride_b, stride_c, &sms))
+    if (!maps(&ta, &tb, A, B, M, N, K, nba, nbb, lda, ldb, stride_a, stride_b, &sms) ||
+        !encode_c(&tcm, C, M, N, ldc, batch, stride_c))
       return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) *
                             ((N + kOutN - 1) / kOutN) * batch;
@@ -114,13 +115,10 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                              flags);
   }
 
-  // The tensor maps of A, B (nba / nbb items) and C (batch items; with kTmaStoreC) and the device's SM count, or
-  // false when the body cannot take these operands (see launch()). Every launch below builds its maps here. With
-  // c_ok, a C no tensor map takes does not make it false but sets *c_ok false (grouped kernels store such a C
-  // themselves).
-  static bool maps(CUtensorMap* ta, CUtensorMap* tb, CUtensorMap* tc, const TA* A, const TB* B, TC* C, int M, int N,
-                   int K, int batch, int nba, int nbb, long long lda, long long ldb, long long ldc,
-                   long long stride_a, long long stride_b, long long stride_c, int* sms, bool* c_ok = nullptr) {
+  // The tensor maps of A and B (nba / nbb items) and the device's SM count, or false when the body cannot take
+  // these operands (see launch()). Every launch below builds its maps here, and C's with encode_c.
+  static bool maps(CUtensorMap* ta, CUtensorMap* tb, const TA* A, const TB* B, int M, int N, int K, int nba, int nbb,
+                   long long lda, long long ldb, long long stride_a, long long stride_b, int* sms) {
     if (K <= 0 || !aligned16(A, lda, kEB) || !aligned16(B, ldb, kEB) || (stride_a * kEB) % 16 ||
         (stride_b * kEB) % 16)
       return false;
@@ -130,10 +128,7 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                           : encode(ta, A, M, K, lda, nba, stride_a, 64, 64);
     const bool ok_b = kBK ? encode(tb, B, K, kBCols * N, ldb, nbb, stride_b, kRowElems, kBBoxRows)
                           : encode(tb, B, kBCols * N, K, ldb, nbb, stride_b, 64, 64);
-    *tc = *ta;  // unused unless kTmaStoreC
-    const bool ok_c = encode_c(tc, C, M, N, ldc, batch, stride_c);
-    if (c_ok != nullptr) *c_ok = ok_c;
-    return ok_a && ok_b && (ok_c || c_ok != nullptr);
+    return ok_a && ok_b;
   }
 
   // Grouped kernels (kGroupMode 1): A is M x K (every group's rows), `index` the groups' end rows; masked
@@ -160,11 +155,9 @@ struct TmaGemm : TmaGemmBody<Cfg> {
     int sms = 0;
     CUtensorMap ta, tb, tcm;
     const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
-    bool c_ok = true;
-    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, kGroupMode == 1 ? 1 : groups, nba, nbb, lda, ldb, ldc, stride_a,
-              stride_b, stride_c, &sms, &c_ok) ||
-        (kResidual && !c_ok))
-      return kNotApplicable;
+    if (!maps(&ta, &tb, A, B, M, N, K, nba, nbb, lda, ldb, stride_a, stride_b, &sms)) return kNotApplicable;
+    const bool c_ok = encode_c(&tcm, C, M, N, ldc, kGroupMode == 1 ? 1 : groups, stride_c);
+    if (kResidual && !c_ok) return kNotApplicable;
     const long long tiles_m = (M + Cfg::kTileM - 1) / Cfg::kTileM, tiles_n = (N + kOutN - 1) / kOutN;
     const long long bound = (kGroupMode == 1 ? tiles_m + groups : tiles_m * groups) * tiles_n;
     if (bound > 0x7fffffffLL || bound < 1) return kNotApplicable;
@@ -210,7 +203,8 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                                EpiArgs... epi) {
     int sms = 0;
     CUtensorMap ta, tb, tcm;
-    if (!maps(&ta, &tb, &tcm, A, B, C, M, N, K, 1, 1, 1, lda, ldb, ldc, 0LL, 0LL, 0LL, &sms)) return kNotApplicable;
+    if (!maps(&ta, &tb, A, B, M, N, K, 1, 1, lda, ldb, 0LL, 0LL, &sms) || !encode_c(&tcm, C, M, N, ldc, 1, 0LL))
+      return kNotApplicable;
     const long long tiles = static_cast<long long>((M + Cfg::kTileM - 1) / Cfg::kTileM) * ((N + kOutN - 1) / kOutN);
     long long blocks = kKind == gemm_sched::kStreamK ? workers : tiles * (splits < 1 ? 1 : splits);
     if (blocks > sms) blocks = sms;
@@ -257,10 +251,11 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                   stream);
   }
 
-  // The tensor map C is TMA-stored through (kTmaStoreC; otherwise nothing to do: true), or false when C cannot
+  // The tensor map C is TMA-stored through (kTmaStoreC; otherwise a zeroed, unused one: true), or false when C cannot
   // be: its base, leading dimension or batch stride not 16-byte aligned, or N not a multiple of 8 (the H200 was
   // seen to write a row's last 16-byte chunk whole, past N).
   static bool encode_c(CUtensorMap* map, const TC* C, int M, int N, long long ldc, int batch, long long stride_c) {
+    *map = CUtensorMap{};  // (what the kernel is passed when C is not TMA-stored)
     if constexpr (kTmaStoreC) {
       return aligned16(C, ldc, 2) && N % 8 == 0 && (batch == 1 || (stride_c * 2) % 16 == 0) &&
              encode(map, C, N, M, ldc, batch, stride_c, 64, 16, 2);
