@@ -2,7 +2,8 @@
 through ckgen's generated kernels (JIT, target sm_90, from bench/decode_nv.ck) against torch SDPA's flash and
 cuDNN backends and against the copy roofline, measured in the same run, bf16, one query token per sequence.
 
-  python3 bench/decode.py [--quick] [--all] [--prefill] [--ordered] [--only TEXT] [--kernels REGEX]
+  python3 bench/decode.py [--quick] [--all] [--prefill] [--ordered] [--only TEXT] [--kernels REGEX] [--heads H/HK,...]
+                          [--batches B,...] [--seqlens S,...]
                           [--splits LIST] [--json OUT]
 
 First the copy bandwidth: the device time of copying a 128 MiB buffer (read + write bytes / time). Then numerics:
@@ -143,11 +144,18 @@ def sdpa_fn(backend: str, q, k, v):
         return None, None, None
 
 
+def _ints(text, default):
+    return tuple(int(x) for x in text.split(",")) if text else default
+
+
 def cases(args):
     heads = HEADS_ALL if args.all else HEADS
+    if args.heads:
+        heads = tuple((*_ints(h.replace("/", ","), ()), 128)[:3] for h in args.heads.split(","))  # H/HK[/D]
     if args.quick:
         return [(b, sk, *heads[0]) for b, sk in QUICK]
-    return [(b, sk, hq, hk, d) for hq, hk, d in heads for b in BATCHES for sk in SEQLENS]
+    return [(b, sk, hq, hk, d) for hq, hk, d in heads for b in _ints(args.batches, BATCHES)
+            for sk in _ints(args.seqlens, SEQLENS)]
 
 
 def time_split(kern, q, k, v, o, named, sp):
@@ -259,6 +267,9 @@ def main() -> int:
     ap.add_argument("--all", action="store_true", help="also d64 and d256 (GQA 32/8)")
     ap.add_argument("--only", help="only cases whose name contains this")
     ap.add_argument("--kernels", help="only kernels whose name matches this regex")
+    ap.add_argument("--heads", help="head counts instead of the table's, e.g. 28/4,40/8,64/1 (d128 unless H/HK/D)")
+    ap.add_argument("--batches", help=f"batch sizes instead of {BATCHES}")
+    ap.add_argument("--seqlens", help=f"seqlen_k values instead of {SEQLENS}")
     ap.add_argument("--splits", default="", help="split counts to try besides the automatic one, e.g. 1,4,16")
     ap.add_argument("--prefill", action="store_true", help="also chunked prefill (causal) vs SDPA flash")
     ap.add_argument("--ordered", action="store_true",

@@ -28,12 +28,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", required=True, help="regex over bench/decode_nv.ck's kernel names")
     ap.add_argument("--case", action="append", required=True, help="batch,seqlen_k,heads,heads_kv (repeatable)")
-    ap.add_argument("--splits", default="1,2,4,8,16,32,64,128")
+    ap.add_argument("--splits", default="1,2,4,8,16,32,64,128", help="split counts; 0: the automatic one")
     args = ap.parse_args()
     os.chdir(HERE.parent)
     kernels = jit_file("bench/decode_nv.ck", args.kernels)
     splits = [int(s) for s in args.splits.split(",")]
-    print(f"{'kernel':36} {'case':22} " + " ".join(f"{s:>11}" for s in splits) + "   (us; full length / 1 tile)")
+    print(f"{'kernel':36} {'case':22} " + " ".join(f"{s or 'auto':>11}" for s in splits) + "   (us; full length / 1 tile)")
     for name, kern in kernels.items():
         if kern.plan.spec.params.page_size:
             continue
