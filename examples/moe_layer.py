@@ -11,7 +11,8 @@ seconds; on an NVIDIA GPU (``--target sm_90``, torch tensors) they are the real 
 
 The gate and up projections are one grouped GEMM over each expert's merged gate_up weight (gate rows then up rows,
 as HF / vLLM merge them) with the gated epilogue ``epilogue = swiglu`` (``gate = halves``): C = silu(x.W_gate) *
-(x.W_up) in one pass. Every step is a ckgen kernel; torch / numpy only allocate (and concatenate the weights).
+(x.W_up) in one pass. On sm_90 each grouped GEMM is built with three tiles and each call takes one by the mean rows
+per expert (TILES). Every step is a ckgen kernel; torch / numpy only allocate (and concatenate the weights).
 """
 
 from __future__ import annotations
@@ -31,48 +32,67 @@ CONFIGS = {
                                     "renormalize = true", 2.5),
 }
 EMU_SHRINK = 32
-TILES = {"emu": "tile = 32x32x32 waves = 1x1", "sm_90": "tile = 128x128x64 waves = 2x4 lds_buffers = 4"}
+#: the grouped GEMMs' tiles per target: (a name suffix, the tile's keys, the mean rows per expert it is for: below
+#: this, or None for any). On sm_90 the rule of bench/moe.py's fastest members (Mixtral's gate-up and DeepSeek's down
+#: at 16, 1024 and 8192 tokens, bench/runs/2026-12-07_h100_moe_tma_store.json): small tiles for a few rows per
+#: expert (the weights' reads bound the time), the widest once the experts' rows fill the tiles
+TILES = {"emu": (("", "tile = 32x32x32 waves = 1x1", None),),
+         "sm_90": (("_t64x128", "tile = 64x128x64 waves = 2x2 lds_buffers = 4", 128),
+                   ("_t128x128", "tile = 128x128x64 waves = 2x4 lds_buffers = 4", 1024),
+                   ("_t128x256", "tile = 128x256x64 waves = 2x4 lds_buffers = 4", None))}
 ARCH = {"emu": "gfx942", "sm_90": "sm_90"}
+ROUTING = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute")
 
 
-NAMES = ("moe_router", "moe_sort", "moe_permute", "moe_unpermute", "moe_gate_up", "moe_down")
+def names(target: str) -> tuple[str, ...]:
+    """The layer's kernel names on ``target``: the routing stages, then gate-up and down per tile."""
+    return ROUTING + tuple(f"moe_{g}{t[0]}" for t in TILES[target] for g in ("gate_up", "down"))
 
 
 def kernels(config: str, target: str) -> dict:
     """The layer's kernels, built (or loaded from the cache) for ``target``."""
     text = spec_text(config, target)
-    return {n: ckgen.jit(text, kernel=n, target=target) for n in NAMES}
+    return {n: ckgen.jit(text, kernel=n, target=target) for n in names(target)}
+
+
+def tile_for(arch: str, rows_per_expert: float) -> str:
+    """The name suffix of the grouped GEMMs' tile on ``arch`` for this mean of rows per expert (TILES' rule)."""
+    target = next(t for t, a in ARCH.items() if a == arch)
+    return next(t[0] for t in TILES[target] if t[2] is None or rows_per_expert < t[2])
 
 
 def spec_text(config: str, target: str) -> str:
     """The DSL of the layer's kernels: the routing stages and two grouped GEMMs (B as nn.Linear weights): gate-up
     with SwiGLU fused, and down."""
     E, k, _, _, router, _ = CONFIGS[config]
-    tiles = TILES[target]
-    gemm = f"A = bf16 row B = bf16 col C = bf16 row {tiles} mode = grouped"
     text = f"""target {ARCH[target]}
 kernel moe_router {{ op = moe_routing stage = topk experts = {E} top_k = {k} {router} }}
 kernel moe_sort {{ op = moe_routing stage = sort experts = {E} top_k = {k} }}
 kernel moe_permute {{ op = moe_routing stage = permute top_k = {k} x = bf16 }}
 kernel moe_unpermute {{ op = moe_routing stage = unpermute top_k = {k} x = bf16 }}
-kernel moe_gate_up {{ {gemm} epilogue = swiglu gate = halves }}
-kernel moe_down {{ {gemm} }}
 """
+    for suffix, tile, _ in TILES[target]:
+        gemm = f"A = bf16 row B = bf16 col C = bf16 row {tile} mode = grouped"
+        text += (f"kernel moe_gate_up{suffix} {{ {gemm} epilogue = swiglu gate = halves }}\n"
+                 f"kernel moe_down{suffix} {{ {gemm} }}\n")
     return text
 
 
-def forward(ks, x, router_args, w_gate_up, w_down, scale):
+def forward(ks, x, router_args, w_gate_up, w_down, scale, tile=None):
     """The layer's steps, every one a kernel of ``ks``, on arrays of one framework (numpy on the emulator, torch
     tensors on the GPU): x is tokens x hidden, the weights experts x in x out (nn.Linear's, transposed; w_gate_up
-    experts x hidden x 2 intermediate: gate columns, then up columns). Returns (y, ids, weights): the output, and the
+    experts x hidden x 2 intermediate: gate columns, then up columns). The grouped GEMMs' tile is TILES' choice for
+    the mean rows per expert unless ``tile`` names one (its suffix). Returns (y, ids, weights): the output, and the
     experts the router chose with their weights."""
     tokens, hidden = x.shape
     k = ks["moe_router"].plan.spec.params.top_k
     ids, weights = ks["moe_router"](*router_args, scale=scale)
     offsets, sorted_token, position = ks["moe_sort"](ids)
     xs = ks["moe_permute"](x, sorted_token).reshape(tokens * k, hidden)
-    h = ks["moe_gate_up"](xs, w_gate_up, offsets)  # silu(xs.W_gate) * (xs.W_up), per expert
-    down = ks["moe_down"](h, w_down, offsets)
+    if tile is None:  # by the mean rows per expert
+        tile = tile_for(ks["moe_router"].plan.arch, tokens * k / w_down.shape[0])
+    h = ks[f"moe_gate_up{tile}"](xs, w_gate_up, offsets)  # silu(xs.W_gate) * (xs.W_up), per expert
+    down = ks[f"moe_down{tile}"](h, w_down, offsets)
     return ks["moe_unpermute"](down.reshape(tokens, k, hidden), position, weights), ids, weights
 
 
