@@ -221,7 +221,7 @@ def test_workspace_left_zero(kernels):
 def test_split_choice_from_the_shape(kernels):
     """Automatic: one workgroup per sequence when batch x heads_kv fills the GPU or the keys are few; more when
     they do not (the target's CUs / SMs, gfx942 304 and H200 132, times the workgroups that share one by LDS, 1..2;
-    at least 1 key tile per split, and past 32 splits 8 tiles per split); num_splits overrides."""
+    at least 1 key tile per split, at most a quarter of the slots per sequence's KV head); num_splits overrides."""
     plan = kernels["dec_f16_d64"].plan
     launch, t = plan.launch, plan.target
     slots = t.cus * max(1, min(2, t.lds_bytes_per_cu // plan.body.lds_bytes))
@@ -232,17 +232,16 @@ def test_split_choice_from_the_shape(kernels):
                "max_pages": 0, "num_splits": 0, **s}
         return launch.environment(env)["splits"]
 
-    assert splits() == min(slots // 8, 32)     # 8 KV heads; 128 tiles of 64 keys: 32 splits of 4 tiles
+    assert splits() == min(slots // 8, 128)    # 8 KV heads; 128 tiles of 64 keys
     assert splits(batch=128) == 1              # 1024 (sequence, KV head) pairs fill every slot
     assert splits(batch=8) == slots // 64
     assert splits(seqlen_k=100) == 2           # 2 key tiles
     assert splits(seqlen_k=64) == 1
     assert splits(num_splits=5) == 5
-    one = dict(heads=1, heads_kv=1)            # one row tile: the split alone fills the slots
+    one = dict(heads=1, heads_kv=1)            # one row tile: only the split's share bounds it
     assert splits(**one, seqlen_k=2048) == 32  # 32 tiles: one each
-    assert splits(**one, seqlen_k=4096) == 32  # 64 tiles: not past 32 splits at 2 tiles each
-    assert splits(**one, seqlen_k=32768) == 64  # 512 tiles: 8 per split past 32 splits
-    assert splits(**one, seqlen_k=1 << 20) == 256  # MAX_SPLITS
+    assert splits(**one, seqlen_k=1 << 20) == min(slots // 4, 256)  # a quarter of the slots (MAX_SPLITS 256)
+    assert splits(heads=3, heads_kv=3, seqlen_k=1 << 20) == min(slots // 4, slots // 3)
 
 
 def test_bad_input_named(kernels):
