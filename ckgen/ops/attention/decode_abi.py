@@ -41,14 +41,18 @@ from ckgen.ops.attention.abi import SCALE_BOUNDS
 T, S, ST, SC = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE, ArgKind.SCALAR
 #: the most workgroups that share one sequence's keys (the override ``num_splits`` included)
 MAX_SPLITS = 256
-#: an automatic split gives one sequence's KV head (and row tile) at most 1 / SPLIT_SHARE of the workgroup slots:
-#: what a split costs grows with the count (the empty splits' workgroups and the combine's reads: at MQA 32/1 b1 a
-#: one-tile step took 8.0 / 9.9 / 17.0 us at 32 / 66 / 128 splits on an H100), past what more parallel streams of the
-#: cache repay. Chosen on an H100 (132 SMs x 2 slots: at most 66 splits) from the split sweeps of MQA 32/1, GQA 32/8,
-#: 64/1, 12/2, 8/1 and 28/4 at batch 1, 4096-65536 keys (bench/runs/2026-12-07_h100_decode_splits_mqa.txt,
-#: 2026-12-07b_h100_decode_splits_rule.txt): 66 splits was the fastest or within 5% wherever the former rule (one
-#: K/V tile per split, up to every slot) took more; that rule took 128-132 at MQA 32/1 8192 keys: 17.9 us against 11.3
+#: an automatic split gives one sequence's KV head (and row tile) at most 1 / SPLIT_SHARE of the workgroup slots,
+#: unless its cache gives every split LONG_SPLIT_TILES K/V tiles or more: what a split costs grows with the count (the
+#: empty splits' workgroups and the combine's reads: at MQA 32/1 b1 a one-tile step took 8.0 / 9.9 / 17.0 us at 32 /
+#: 66 / 128 splits on an H100), past what more parallel streams of the cache repay, except on long caches. Chosen on
+#: an H100 (132 SMs x 2 slots: 66 splits, more from 528 tiles = 33792 keys of 64-key tiles) from split sweeps of
+#: MQA 32/1, GQA 32/8, 64/1, 12/2, 16/1, 12/1, 24/3, 48/1, 8/1 and 28/4 at batch 1, 4096-100000 keys
+#: (bench/runs/2026-12-07_h100_decode_splits_mqa.txt, 2026-12-07b_h100_decode_splits_rule.txt, _splits_share.txt) and
+#: MQA 32/1 at 131072 keys (2026-12-07b_h100_decode_mqa_share.txt: the quarter alone, 66 splits, read the cache at
+#: 50% of the copy bandwidth against 60% at 132); the former rule (one K/V tile per split, up to every slot) took
+#: 128-132 splits at MQA 32/1 8192 keys: 17.9 us against 11.3 at 66
 SPLIT_SHARE = 4
+LONG_SPLIT_TILES = 8
 #: the most workgroups per CU (SM) the automatic split aims at (fewer when the LDS lets fewer share one). Both
 #: chosen on the H200 with the combine kernel (bench/debug/decode_splits.py on GQA 32/8 d128 batch 1-8 with
 #: 512-8192 keys and MQA 32/1 b1 x 32768, b8 x 8192: bench/runs/2026-12-04_decode_small_splits.txt and
@@ -144,10 +148,12 @@ def workers(cus: int, lds_bytes_per_cu: int, lds_bytes: int) -> int:
 
 def splits_expr(block_m: int, block_n: int, page_size: int, workers: int) -> E.Expr:
     """``num_splits`` when given, else enough workgroups to fill ``workers`` slots over batch x heads_kv x row
-    tiles, at most one per K/V tile of the capacity and at most ``workers / SPLIT_SHARE``; in 1..MAX_SPLITS."""
+    tiles, at most one per K/V tile of the capacity and at most ``workers / SPLIT_SHARE`` or one per LONG_SPLIT_TILES
+    tiles, whichever is more; in 1..MAX_SPLITS."""
     items = E.emax(1, E.mul("batch", "heads_kv", row_tiles_expr(block_m)))
     ktiles = E.cdiv(capacity_expr(page_size), block_n)
-    auto = E.emin(E.div(workers, items), ktiles, max(1, workers // SPLIT_SHARE))
+    share = E.emax(max(1, workers // SPLIT_SHARE), E.div(ktiles, LONG_SPLIT_TILES))
+    auto = E.emin(E.div(workers, items), ktiles, share)
     chosen = E.add("num_splits", E.mul(E.add(1, E.mul(-1, E.emin("num_splits", 1))), auto))  # given, else auto
     return E.emax(1, E.emin(MAX_SPLITS, chosen))
 
