@@ -45,7 +45,7 @@ MAX_SPLITS = 256
 #: unless its cache gives every split LONG_SPLIT_TILES K/V tiles or more: what a split costs grows with the count (the
 #: empty splits' workgroups and the combine's reads: at MQA 32/1 b1 a one-tile step took 8.0 / 9.9 / 17.0 us at 32 /
 #: 66 / 128 splits on an H100), past what more parallel streams of the cache repay, except on long caches. Chosen on
-#: an H100 (132 SMs x 2 slots: 66 splits, more from 528 tiles = 33792 keys of 64-key tiles) from split sweeps of
+#: an H100 (132 SMs x 2 slots: 66 splits, more from 536 tiles, 34241 keys of 64-key tiles) from split sweeps of
 #: MQA 32/1, GQA 32/8, 64/1, 12/2, 16/1, 12/1, 24/3, 48/1, 8/1 and 28/4 at batch 1, 4096-100000 keys
 #: (bench/runs/2026-12-07_h100_decode_splits_mqa.txt, 2026-12-07b_h100_decode_splits_rule.txt, _splits_share.txt) and
 #: MQA 32/1 at 131072 keys (2026-12-07b_h100_decode_mqa_share.txt: the quarter alone, 66 splits, read the cache at
