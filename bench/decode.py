@@ -2,9 +2,8 @@
 through ckgen's generated kernels (JIT, target sm_90, from bench/decode_nv.ck) against torch SDPA's flash and
 cuDNN backends and against the copy roofline, measured in the same run, bf16, one query token per sequence.
 
-  python3 bench/decode.py [--quick] [--all] [--prefill] [--ordered] [--only TEXT] [--kernels REGEX] [--heads H/HK,...]
-                          [--batches B,...] [--seqlens S,...]
-                          [--splits LIST] [--json OUT]
+  python3 bench/decode.py [--quick] [--all] [--prefill] [--ordered] [--only TEXT] [--kernels REGEX]
+                          [--heads H/HK[/D],...] [--batches B,...] [--seqlens S,...] [--splits LIST] [--json OUT]
 
 First the copy bandwidth: the device time of copying a 128 MiB buffer (read + write bytes / time). Then numerics:
 every kernel on a small problem (GQA 32/8, lengths 777, 1, 0 and 100 in one batch, pages in a random order)
@@ -144,14 +143,14 @@ def sdpa_fn(backend: str, q, k, v):
         return None, None, None
 
 
-def _ints(text, default):
-    return tuple(int(x) for x in text.split(",")) if text else default
+def _ints(text, default, sep=","):
+    return tuple(int(x) for x in text.split(sep)) if text else default
 
 
 def cases(args):
     heads = HEADS_ALL if args.all else HEADS
-    if args.heads:
-        heads = tuple((*_ints(h.replace("/", ","), ()), 128)[:3] for h in args.heads.split(","))  # H/HK[/D]
+    if args.heads:  # H/HK[/D], head dim 128 unless given
+        heads = tuple((*_ints(h, (), "/"), 128)[:3] for h in args.heads.split(","))
     if args.quick:
         return [(b, sk, *heads[0]) for b, sk in QUICK]
     return [(b, sk, hq, hk, d) for hq, hk, d in heads for b in _ints(args.batches, BATCHES)

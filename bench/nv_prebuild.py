@@ -77,7 +77,8 @@ def main() -> int:
     moe_layer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(moe_layer)
     for config in moe_layer.CONFIGS:
-        jobs += [(moe_layer.spec_text(config, "sm_90"), n, f"examples/moe_layer.py {config}") for n in moe_layer.names("sm_90")]
+        text = moe_layer.spec_text(config, "sm_90")
+        jobs += [(text, n, f"examples/moe_layer.py {config}") for n in moe_layer.names("sm_90")]
     # examples/llama_layer.ck's sm_90 kernels and family members (bench/model.py), by the absolute path
     # examples/llama_layer.py passes
     llama = str(ROOT / "examples" / "llama_layer.ck")

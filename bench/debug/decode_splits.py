@@ -33,7 +33,8 @@ def main() -> int:
     os.chdir(HERE.parent)
     kernels = jit_file("bench/decode_nv.ck", args.kernels)
     splits = [int(s) for s in args.splits.split(",")]
-    print(f"{'kernel':36} {'case':22} " + " ".join(f"{s or 'auto':>11}" for s in splits) + "   (us; full length / 1 tile)")
+    head = " ".join(f"{s or 'auto':>11}" for s in splits)
+    print(f"{'kernel':36} {'case':22} {head}   (us; full length / 1 tile)")
     for name, kern in kernels.items():
         if kern.plan.spec.params.page_size:
             continue
