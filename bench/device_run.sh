@@ -21,7 +21,7 @@
 #             the whole table; fp8-bench: the whole table without the tests (FP8_BENCH_ARGS adds options to either,
 #             e.g. --only _h); fp8-dispatch: bench/fp8.py --dispatch $FP8_DISPATCH_ARGS (the untuned fp8 dispatchers of
 #             bench/fp8_dispatch_nv.ck on the nn.Linear shapes and on Qwen2-7B's, bench/shapes/qwen2-7b.txt; --quick:
-#             every third shape)
+#             every third shape; --members: every member timed, the dispatcher's pick against the fastest)
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl;
@@ -278,7 +278,7 @@ for STAGE in "$@"; do
     fp8-dispatch)
       timeout 560 python3 bench/fp8.py --dispatch ${FP8_DISPATCH_ARGS:-} --json "$OUT/fp8_dispatch.json" \
         > "$OUT/fp8_dispatch.txt" 2>&1
-      echo "fp8 dispatch bench rc $?"; grep -E "geomean|^through" "$OUT/fp8_dispatch.txt" ;;
+      echo "fp8 dispatch bench rc $?"; grep -E "geomean|^through|worst" "$OUT/fp8_dispatch.txt" ;;
     bmm)
       # SM clock and power sampled every 200 ms while it runs (read only: the card's settings are left alone)
       nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 200 \

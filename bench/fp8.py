@@ -22,7 +22,8 @@ dispatcher": one family per scaling in bench/fp8_dispatch_nv.ck, untuned (the GE
 shape: Hopper tiles with one workgroup per tile, split-K or stream-K, a 16-row split-K tile for decode shapes),
 on the nn.Linear shapes above at M = 1 .. 8192 and on each LIST (bench/shapes/*.txt; default: Qwen2-7B's layers,
 bench/shapes/qwen2-7b.txt, at token counts 1 .. 4096). The member's device time is what is timed (a dispatcher's
-host time: bench/overhead.py). Prints each shape's member and the geomean / min ratio per scaling and list. The
+host time: bench/overhead.py). --members: every member is timed at every shape; the fastest counts (an oracle,
+not a figure of record) and the dispatcher's pick is printed against it (how far the cost model is from it). Prints each shape's member and the geomean / min ratio per scaling and list. The
 cost model's one fp8 figure (block scales with one consumer warpgroup) was read from this benchmark's 4096 / 14336
 shapes at M >= 2048: the Qwen2-7B list is the figure of record.
 """
@@ -108,6 +109,35 @@ def dispatched(families):
         name = d.explain(*(sizes[a.name] for a in d.abi.sizes)).kernel
         return {name: d.kernel(name)}
     return pick
+
+
+def every_member(families):
+    """Every member of each scaling's dispatcher (``--members``: the fastest counts, an oracle; the pick is
+    reported beside it by :func:`pick_vs_oracle`)."""
+    return lambda scaling, M, N, K: {p.name: families[scaling].kernel(p.name) for p in families[scaling].table.plans}
+
+
+def pick_vs_oracle(rows, families) -> None:
+    """Per shape and scaling: the member the dispatcher picks, its time over the fastest member's (1.00: the
+    pick is the oracle's), and the geomean of that ratio per scaling."""
+    print("\ndispatcher pick vs the fastest member (time ratio, >= 1.00; the pick's name / the fastest's)")
+    per = {s: [] for s in SCALINGS}
+    for r in rows:
+        M, N, K = r["M"], r["N"], r["K"]
+        cells = []
+        for s in SCALINGS:
+            name = next(iter(dispatched(families)(s, M, N, K)))
+            row, best = r[s], r[s]["ckgen_best"]
+            if best is None or name not in row["kernels"]:
+                cells.append(f"{s} n/a")
+                continue
+            x = row["kernels"][name]["ms"] / row["ckgen_ms"]
+            per[s].append(x)
+            cells.append(f"{s} {x:.2f} ({name.split('_', 2)[2]} / {best.split('_', 2)[2]})")
+        print(f"{M}x{N}x{K}: " + "  ".join(cells), flush=True)
+    for s, xs in per.items():
+        if xs:
+            print(f"  {s}: pick / fastest geomean {math.exp(sum(map(math.log, xs)) / len(xs)):.3f}, worst {max(xs):.2f}")
 
 
 def bench_shape(M, N, K, candidates, gen):
@@ -209,6 +239,9 @@ def main() -> int:
     ap.add_argument("--dispatch", nargs="*", metavar="LIST",
                     help="through the untuned dispatchers of bench/fp8_dispatch_nv.ck instead: the nn.Linear shapes "
                          f"and each LIST of shapes (default: {' '.join(DISPATCH_LISTS)})")
+    ap.add_argument("--members", action="store_true",
+                    help="with --dispatch: time every member at every shape; the fastest counts (an oracle) and "
+                         "the dispatcher's pick is printed against it")
     args = ap.parse_args()
     os.chdir(HERE.parent)
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -237,9 +270,13 @@ def main() -> int:
         for title, shapes in lists:
             if args.quick:
                 shapes = shapes[::3]
-            rows = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, dispatched(families), gen)} for (M, N, K) in shapes]
+            pick = every_member(families) if args.members else dispatched(families)
+            rows = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, pick, gen)} for (M, N, K) in shapes]
             out["dispatch"][title] = rows
-            table(f"through the dispatcher, {title}", rows, props, members=True)
+            what = "the fastest member (an oracle)" if args.members else "the dispatcher"
+            table(f"through {what}, {title}", rows, props, members=True)
+            if args.members:
+                pick_vs_oracle(rows, families)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
