@@ -48,6 +48,8 @@
 #   tests     the GPU tests named in $TESTS (paths, -k ...); tests-memcheck: the same under compute-sanitizer memcheck
 #             (its -k is $TESTS_K, default "not runs_wh")
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
+#   skinny    bench/skinny_probe.py (built there with nvcc): a GEMM body without matrix instructions at M = 1..16,
+#             bf16 and e4m3 against torch.matmul / torch._scaled_mm and a read-only pass over W (an experiment)
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch
@@ -183,6 +185,9 @@ for STAGE in "$@"; do
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
       echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;
+    skinny)
+      timeout 300 python3 bench/skinny_probe.py ${SKINNY_ARGS:-} > "$OUT/skinny.txt" 2>&1; echo "skinny rc $?"
+      cat "$OUT/skinny.txt" | cut -c1-400 ;;
     launch-floor)
       nvcc -O2 -o /tmp/launch_floor bench/launch_floor.cu -lcuda && /tmp/launch_floor | tee "$OUT/launch_floor.txt" ;;
     overhead)
