@@ -1,6 +1,7 @@
 """The ``ckgen`` command end to end (rung 1: everything is compiled for the real AMD chips).
 
-Compiles examples/ for gfx942 and gfx90a once per session, then checks the outputs, the manifest,
+Compiles examples/ for gfx942 and gfx90a once per session, then checks the outputs, the manifest (with its
+occupancy against clang's, for tests/toolchain/test_occupancy.py, which compiles the other arches),
 ``report`` against the code objects' metadata, and that bad input exits 2 with no traceback.
 """
 
@@ -10,8 +11,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from tests.toolchain.test_occupancy import CLI_ARCHES, check_against_clang
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.ck"))
@@ -31,7 +35,7 @@ def cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory, cache) -> Path:
     out = tmp_path_factory.mktemp("out")
-    r = ckgen("compile", *EXAMPLES, "--arch", "gfx942,gfx90a", "-o", out, "-j", "2", cache=cache)
+    r = ckgen("compile", *EXAMPLES, "--arch", ",".join(CLI_ARCHES), "-o", out, "-j", "2", cache=cache)
     assert r.returncode == 0, r.stderr
     return out
 
@@ -75,6 +79,32 @@ def test_no_spills_and_mfma_in_the_main_loop_for_every_example(compiled):
                 assert res["mfma_total"] == 0, (k["name"], arch, res["mfma"])
                 continue
             assert res["mfma"].get(instr["mnemonic"], 0) > 0 and res["mfma_in_main_loop"] > 0, (k["name"], arch, res["mfma"])
+
+
+def test_occupancy_agrees_with_clang_for_every_example(compiled):
+    """tests/toolchain/test_occupancy.py's cross-check with clang, on this compile's kernels (its arches are
+    compiled here only)."""
+    manifest = json.loads((compiled / "manifest.json").read_text())
+    reports = [SimpleNamespace(**res) for k in manifest["kernels"] for res in k["resources"].values()]
+    assert {r.arch for r in reports} == set(CLI_ARCHES)
+    for r in reports:
+        check_against_clang(r)
+
+
+def test_two_waves_per_simd_on_gfx942(compiled):
+    """examples/gemm_2waves.ck: 128x128x32 (2x2 waves, 32 KiB) and 256x128x32 (2x4 waves, 48 KiB), double
+    buffered, run two waves per SIMD on gfx942 by the code object's own figures."""
+    manifest = json.loads((compiled / "manifest.json").read_text())
+    got = {k["name"]: SimpleNamespace(**k["resources"]["gfx942"]) for k in manifest["kernels"]
+           if "gfx942" in k["resources"]}
+    small, big = got["gemm_bf16_128x128"], got["gemm_f16_256x128"]
+    assert (small.lds_bytes, small.workgroup_size) == (32768, 256)
+    assert (big.lds_bytes, big.workgroup_size) == (49152, 512)
+    for r in (small, big):
+        assert r.waves_per_simd >= 2 and r.clang_occupancy >= 2, r
+        assert r.vgpr_spills == r.sgpr_spills == r.scratch_bytes == 0
+    # the shipped f16 workhorse too (it was LDS-bound at 1 with padded rows)
+    assert got["gemm_f16_nt"].waves_per_simd == 2
 
 
 def test_report_json_matches_the_code_object_metadata(cache):
