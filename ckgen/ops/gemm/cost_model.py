@@ -57,7 +57,16 @@ SCHEDULE_EFFICIENCY = {("tma", "streamk"): 0.93}
 BLOCK_FOLD_EFFICIENCY = {1: 0.78}
 BANDWIDTH_EFFICIENCY = 0.85
 LAUNCH_S = 2.5e-6
-FIXUP_S = 1.0e-6
+#: what a split-K / stream-K schedule adds to its kernel's time (the partial tiles' hand-off through the workspace,
+#: the ticket, the last piece's reads and the slots zeroed again): 6 us, from every member of the untuned fp8
+#: dispatchers timed on the nn.Linear 4096 / 14336 shapes (H100, bench/runs/2026-12-07c_h100_fp8_dispatch_members.json;
+#: at 1 us the model took split-K where the same tile without it ran 1.2-2.5x faster, e.g. 32 x 3584 x 3584 fp8:
+#: 15.4 against 9.4 us). Checked, not fitted, on the held-out Qwen2-7B shapes of that run (the pick's time over the
+#: fastest member's, geomean: 1.210 -> 1.061 tensor-scaled, 1.174 -> 1.059 row-scaled, 1.115 -> 1.005 block-scaled;
+#: bench/debug/fp8_model_check.py) and the bf16 Mistral-7B tuning databases' leave-one-out (the model alone 0.858 ->
+#: 0.906 of the fastest on the H200's, 0.848 -> 0.918 on the H100's; the dispatcher's nearest rule 0.956 -> 0.964 and
+#: 0.968 -> 0.966); the Llama layer's projections keep their picks (bench/debug/model_variants.py)
+FIXUP_S = 6.0e-6
 DEFAULT_CLOCK_MHZ, DEFAULT_MEM_GBPS = 1500, 2000
 #: bytes of global loads one CU (SM) takes in per clock through its vector L1 (CDNA's 64-byte L1 line per clock;
 #: a rank-level figure for the operand-feed term, not a measured peak)
