@@ -50,9 +50,12 @@ MAX_SPLITS = 256
 #: (bench/runs/2026-12-07_h100_decode_splits_mqa.txt, 2026-12-07b_h100_decode_splits_rule.txt, _splits_share.txt) and
 #: MQA 32/1 at 131072 keys (2026-12-07b_h100_decode_mqa_share.txt: the quarter alone, 66 splits, read the cache at
 #: 50% of the copy bandwidth against 60% at 132); the former rule (one K/V tile per split, up to every slot) took
-#: 128-132 splits at MQA 32/1 8192 keys: 17.9 us against 11.3 at 66
+#: 128-132 splits at MQA 32/1 8192 keys: 17.9 us against 11.3 at 66. Long caches stop at 1 / LONG_SPLIT_SHARE of
+#: the slots: on cases no rule was chosen on (2026-12-07c_h100_decode_splits_final_rule.txt) 256 splits ran slowest of
+#: 66-256 in all seven, e.g. 16/1 at 131072 keys 50.5 us against 36.6 at 132, the count it now takes
 SPLIT_SHARE = 4
 LONG_SPLIT_TILES = 8
+LONG_SPLIT_SHARE = 2
 #: the most workgroups per CU (SM) the automatic split aims at (fewer when the LDS lets fewer share one). Both
 #: chosen on the H200 with the combine kernel (bench/debug/decode_splits.py on GQA 32/8 d128 batch 1-8 with
 #: 512-8192 keys and MQA 32/1 b1 x 32768, b8 x 8192: bench/runs/2026-12-04_decode_small_splits.txt and
@@ -149,10 +152,11 @@ def workers(cus: int, lds_bytes_per_cu: int, lds_bytes: int) -> int:
 def splits_expr(block_m: int, block_n: int, page_size: int, workers: int) -> E.Expr:
     """``num_splits`` when given, else enough workgroups to fill ``workers`` slots over batch x heads_kv x row
     tiles, at most one per K/V tile of the capacity and at most ``workers / SPLIT_SHARE`` or one per LONG_SPLIT_TILES
-    tiles, whichever is more; in 1..MAX_SPLITS."""
+    tiles up to ``workers / LONG_SPLIT_SHARE``, whichever is more; in 1..MAX_SPLITS."""
     items = E.emax(1, E.mul("batch", "heads_kv", row_tiles_expr(block_m)))
     ktiles = E.cdiv(capacity_expr(page_size), block_n)
-    share = E.emax(max(1, workers // SPLIT_SHARE), E.div(ktiles, LONG_SPLIT_TILES))
+    long_cache = E.emin(workers // LONG_SPLIT_SHARE, E.div(ktiles, LONG_SPLIT_TILES))
+    share = E.emax(max(1, workers // SPLIT_SHARE), long_cache)
     auto = E.emin(E.div(workers, items), ktiles, share)
     chosen = E.add("num_splits", E.mul(E.add(1, E.mul(-1, E.emin("num_splits", 1))), auto))  # given, else auto
     return E.emax(1, E.emin(MAX_SPLITS, chosen))
