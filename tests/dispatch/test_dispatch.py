@@ -297,6 +297,24 @@ def test_model_prefers_one_tile_per_workgroup_to_stream_k_on_the_hopper_body():
         assert choose(t, shape).kernel.endswith("_scheduletile"), shape
 
 
+def test_model_charges_split_k_its_hand_off():
+    """A split-K piece's hand-off (ckgen.ops.gemm.cost_model.FIXUP_S, measured on an H100): untuned, the model keeps
+    the 64x128 fp8 Hopper tile whole where its tiles give the SMs enough to read (32 x 3584 x 3584: 9.4 us whole,
+    15.4 us split four ways; at the former 1 us it split) and splits it where one tile's K is long and the tiles few
+    (1 x 3584 x 18944: 41.3 us whole, 35.4 us split)."""
+    src = """
+target sm_90
+family f8 {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile = 64x128x128  waves = 1x4  lds_buffers = 4  schedule in [tile, splitk]
+}
+"""
+    (t,) = tables(plan_all(load_text(src, "f8.ck")), [], "f8")
+    assert choose(t, (32, 3584, 3584)).kernel.endswith("_scheduletile")
+    assert choose(t, (100, 4608, 3584)).kernel.endswith("_scheduletile")
+    assert choose(t, (1, 3584, 18944)).kernel.endswith("_schedulesplitk")
+
+
 def test_model_reads_the_batch_of_batched_kernels_only():
     """Sizes past M, N, K are a batched kernel's batch; a block-scaled kernel's kb and nb are not (they were read as
     a batch of kb items: 112 at K = 14336, which hid split-K's advantage at decode shapes). The same in the C model
