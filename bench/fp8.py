@@ -14,7 +14,9 @@ model (N x K = 4096 x 4096, 14336 x 4096, 4096 x 14336) at M = 1, 16, 128, 2048,
 2048 of the first linear shape). Every kernel of bench/fp8_nv.ck is checked against a float64 reference of the
 decoded fp8 inputs times the scales (C poisoned with NaN first; relative error < 1e-2 to count) and timed by
 CUDA-graph replays (nvh.time_graph_ms: device time), interleaved with torch._scaled_mm over ROUNDS rounds, each
-side's median counting, as bench/bmm.py does; the fastest correct kernel per shape counts. Prints TFLOP/s and the
+side's median counting, as bench/bmm.py does, with B rotated over copies that together pass the L2 (a model's
+weights come from DRAM; bench/dispatch.py times bf16 so; --warm: one copy, as every figure before 2026-12-07c); the
+fastest correct kernel per shape counts. Prints TFLOP/s and the
 ratio ckgen / torch per shape and scaling.
 
 --dispatch: the same comparison through ckgen's dispatchers instead of the fastest kernel, the issue's "through the
@@ -42,6 +44,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from dispatch import L2_ROTATE_BYTES  # noqa: E402
 from nvh import jit_file, median, raw_call, rel_err, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "fp8_nv.ck"
@@ -140,10 +143,25 @@ def pick_vs_oracle(rows, families) -> None:
             print(f"  {s}: pick / fastest geomean {math.exp(sum(map(math.log, xs)) / len(xs)):.3f}, worst {max(xs):.2f}")
 
 
-def bench_shape(M, N, K, candidates, gen):
+def weight_copies(N, K, gen, b, warm: bool) -> list:
+    """B and, unless ``warm``, more copies of it (as many as pass L2_ROTATE_BYTES together, at most 8): each timed
+    graph runs every copy in turn, so that B comes from DRAM as a model's weights do (bench/dispatch.py's rotation;
+    triton's do_bench, which measured the shared reference figures, flushes the L2 instead)."""
+    n = 1 if warm else max(1, min(8, math.ceil(L2_ROTATE_BYTES / (N * K))))
+    return [b] + [(torch.randn(N, K, device="cuda", generator=gen) * 2).to(FP8).t() for _ in range(n - 1)]
+
+
+def each(calls):
+    """One callable running ``calls`` in turn (a graph of it times all of them: divide by len(calls))."""
+    return lambda: [f() for f in calls]
+
+
+def bench_shape(M, N, K, candidates, gen, warm=False):
     """Every scaling at M x N x K: torch._scaled_mm (both accumulations) and ``candidates(scaling, M, N, K)``
-    (name -> kernel), checked, then timed in interleaved rounds; the fastest correct candidate counts."""
+    (name -> kernel), checked on B, then timed in interleaved rounds over B's copies (:func:`weight_copies`); the
+    fastest correct candidate counts."""
     a, b, scales = operands(M, N, K, gen)
+    bs = weight_copies(N, K, gen, b, warm)
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     rows = {}
     for scaling, (sa, sb) in scales.items():
@@ -152,7 +170,7 @@ def bench_shape(M, N, K, candidates, gen):
         out_t = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         torch_calls, torch_err = {}, None
         for fast in (False, True):
-            def torch_mm(fast=fast):
+            def torch_mm(fast=fast, b=b):
                 torch._scaled_mm(a, b, scale_a=ta, scale_b=tb, out_dtype=torch.bfloat16, out=out_t,  # noqa: B023
                                  use_fast_accum=fast)
 
@@ -169,21 +187,22 @@ def bench_shape(M, N, K, candidates, gen):
                 print(f"{M}x{N}x{K} {scaling}: torch._scaled_mm(use_fast_accum={fast}) error {err:.1e}: not compared",
                       flush=True)
                 continue
-            torch_calls[fast] = torch_mm
+            torch_calls[fast] = each([lambda fast=fast, bi=bi: torch_mm(fast, bi) for bi in bs])
             torch_err = err if torch_err is None else torch_err
         calls, per = {}, {}
         for n, kern in candidates(scaling, M, N, K).items():
             c.view(torch.int16).fill_(-1)  # poison (NaN)
             flat = (sa, sb) if scaling == "block" else (sa.reshape(-1), sb.reshape(-1))
-            calls[n] = raw_call(kern, a, b, *flat, C=c)
+            first = raw_call(kern, a, b, *flat, C=c)  # (binding runs it once: the check reads that)
             torch.cuda.synchronize()
             per[n] = {"err": rel_err(c, ref), "rounds": []}
+            calls[n] = each([first] + [raw_call(kern, a, bi, *flat, C=c) for bi in bs[1:]])
         t_rounds = {fast: [] for fast in torch_calls}
         for _ in range(ROUNDS):  # interleaved: torch (both accumulations), then each kernel
             for fast, tm in torch_calls.items():
-                t_rounds[fast].append(time_graph_ms(tm))
+                t_rounds[fast].append(time_graph_ms(tm) / len(bs))
             for n, call in calls.items():
-                per[n]["rounds"].append(time_graph_ms(call))
+                per[n]["rounds"].append(time_graph_ms(call) / len(bs))
         t_ms = median(t_rounds[False]) if False in t_rounds else 0.0
         t_fast_ms = median(t_rounds[True]) if True in t_rounds else 0.0
         best = None
@@ -192,7 +211,7 @@ def bench_shape(M, N, K, candidates, gen):
             v["tflops"] = tflops(M, N, K, v["ms"])
             if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
                 best = n
-        rows[scaling] = {"torch_ms": t_ms, "torch_fast_ms": t_fast_ms, "torch_err": torch_err, "ckgen_best": best,
+        rows[scaling] = {"weight_copies": len(bs), "torch_ms": t_ms, "torch_fast_ms": t_fast_ms, "torch_err": torch_err, "ckgen_best": best,
                          "ckgen_ms": per[best]["ms"] if best else None, "kernels": per}
         tk = tflops(M, N, K, per[best]["ms"]) if best else 0.0
         tt, tf = tflops(M, N, K, t_ms), tflops(M, N, K, t_fast_ms)
@@ -239,6 +258,9 @@ def main() -> int:
     ap.add_argument("--dispatch", nargs="*", metavar="LIST",
                     help="through the untuned dispatchers of bench/fp8_dispatch_nv.ck instead: the nn.Linear shapes "
                          f"and each LIST of shapes (default: {' '.join(DISPATCH_LISTS)})")
+    ap.add_argument("--warm", action="store_true",
+                    help="time B as one copy, resident in the L2 between calls where it fits (the figures before "
+                         "2026-12-07c); default: B rotated over copies past the L2, as bench/dispatch.py times")
     ap.add_argument("--members", action="store_true",
                     help="with --dispatch: time every member at every shape; the fastest counts (an oracle) and "
                          "the dispatcher's pick is printed against it")
@@ -246,14 +268,15 @@ def main() -> int:
     os.chdir(HERE.parent)
     gen = torch.Generator(device="cuda").manual_seed(0)
     props = torch.cuda.get_device_properties(0)
-    out = {"device": props.name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    out = {"device": props.name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "weights": "warm (one copy)" if args.warm else "rotated past the L2"}
     linear = [(m, n, k) for (n, k) in LINEAR_NK for m in LINEAR_M]
     t0 = time.perf_counter()
     if args.dispatch is None:
         kernels = jit_file(SPEC_ARG, args.only)
         print(f"ckgen: {len(kernels)} kernels built/loaded in {time.perf_counter() - t0:.1f} s", flush=True)
         shapes = QUICK if args.quick else SQUARE + linear
-        out["fp8"] = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, every_kernel(kernels), gen)}
+        out["fp8"] = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, every_kernel(kernels), gen, args.warm)}
                       for (M, N, K) in shapes]
         table("fastest kernel of bench/fp8_nv.ck per shape", out["fp8"], props)
     else:
@@ -271,7 +294,7 @@ def main() -> int:
             if args.quick:
                 shapes = shapes[::3]
             pick = every_member(families) if args.members else dispatched(families)
-            rows = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, pick, gen)} for (M, N, K) in shapes]
+            rows = [{"M": M, "N": N, "K": K, **bench_shape(M, N, K, pick, gen, args.warm)} for (M, N, K) in shapes]
             out["dispatch"][title] = rows
             what = "the fastest member (an oracle)" if args.members else "the dispatcher"
             table(f"through {what}, {title}", rows, props, members=True)
