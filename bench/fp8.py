@@ -211,8 +211,8 @@ def bench_shape(M, N, K, candidates, gen, warm=False):
             v["tflops"] = tflops(M, N, K, v["ms"])
             if v["err"] < 1e-2 and (best is None or v["ms"] < per[best]["ms"]):
                 best = n
-        rows[scaling] = {"weight_copies": len(bs), "torch_ms": t_ms, "torch_fast_ms": t_fast_ms, "torch_err": torch_err, "ckgen_best": best,
-                         "ckgen_ms": per[best]["ms"] if best else None, "kernels": per}
+        rows[scaling] = {"weight_copies": len(bs), "torch_ms": t_ms, "torch_fast_ms": t_fast_ms, "torch_err": torch_err,
+                         "ckgen_best": best, "ckgen_ms": per[best]["ms"] if best else None, "kernels": per}
         tk = tflops(M, N, K, per[best]["ms"]) if best else 0.0
         tt, tf = tflops(M, N, K, t_ms), tflops(M, N, K, t_fast_ms)
         terr = f"{torch_err:.1e}" if torch_err is not None else "n/a"
