@@ -34,12 +34,12 @@ import time
 from pathlib import Path
 
 import torch
+from nvh import rotation_copies
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SPEC_ARG = "bench/dispatch_nv.ck"
 FAMILY = "lin"
-L2_ROTATE_BYTES = 192e6
 UNTUNED = ("qwen2-7b", "gemma-2-9b", "phi-3-mini", "llama-2-13b", "qwen2.5-32b")
 GOAL_GEOMEAN, GOAL_MIN = 0.95, 0.8
 
@@ -117,7 +117,7 @@ class Dispatcher:
 def bench_shape(d: Dispatcher, table, M: int, N: int, K: int, gen: torch.Generator) -> dict:
     from ckgen.dispatch.table import choose
 
-    copies = max(1, min(8, math.ceil(L2_ROTATE_BYTES / (N * K * 2))))
+    copies = rotation_copies(N * K * 2)
     a = (torch.randn(M, K, generator=gen, device="cuda") * 0.5).to(torch.bfloat16)
     ws_list = [(torch.randn(N, K, generator=gen, device="cuda") * 0.5).to(torch.bfloat16) for _ in range(copies)]
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)

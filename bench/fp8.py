@@ -44,8 +44,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from dispatch import L2_ROTATE_BYTES  # noqa: E402
-from nvh import jit_file, median, raw_call, rel_err, time_graph_ms  # noqa: E402
+from nvh import jit_file, median, raw_call, rel_err, rotation_copies, time_graph_ms  # noqa: E402
 
 SPEC = HERE / "fp8_nv.ck"
 SPEC_ARG = os.path.relpath(SPEC, HERE.parent)  # relative, as bench/nv_prebuild.py builds it (same cache keys)
@@ -144,10 +143,10 @@ def pick_vs_oracle(rows, families) -> None:
 
 
 def weight_copies(N, K, gen, b, warm: bool) -> list:
-    """B and, unless ``warm``, more copies of it (as many as pass L2_ROTATE_BYTES together, at most 8): each timed
+    """B and, unless ``warm``, more copies of it (nvh.rotation_copies): each timed
     graph runs every copy in turn, so that B comes from DRAM as a model's weights do (bench/dispatch.py's rotation;
     triton's do_bench, which measured the shared reference figures, flushes the L2 instead)."""
-    n = 1 if warm else max(1, min(8, math.ceil(L2_ROTATE_BYTES / (N * K))))
+    n = 1 if warm else rotation_copies(N * K)
     return [b] + [(torch.randn(N, K, device="cuda", generator=gen) * 2).to(FP8).t() for _ in range(n - 1)]
 
 

@@ -108,6 +108,17 @@ def capture_graph(fn, warmup: int, inner: int):
     return g
 
 
+#: bytes of weight copies a benchmark rotates over so that every call reads its weights from DRAM, as a model's layer
+#: does (past the L2: 50 MB on the H100 / H200)
+L2_ROTATE_BYTES = 192e6
+
+
+def rotation_copies(nbytes: int) -> int:
+    """How many copies of a weight of ``nbytes`` to rotate over: enough to pass L2_ROTATE_BYTES together, at most
+    8."""
+    return max(1, min(8, math.ceil(L2_ROTATE_BYTES / nbytes)))
+
+
 def time_graph_ms(fn, warmup: int = 3, reps: int = 20, inner: int = 10) -> float:
     """Median over ``reps`` replays of a CUDA graph of ``inner`` back-to-back calls of fn, per call: device time
     without the host's launch path (METHOD.md: for short kernels, time graph replays). fn must launch on torch's

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from dispatch import L2_ROTATE_BYTES, time_graph  # noqa: E402
+from dispatch import time_graph  # noqa: E402
+from nvh import rotation_copies  # noqa: E402
 
 SHAPES = [(4608, 3584), (3584, 18944), (37888, 3584), (3584, 3584), (8192, 3584), (6144, 4096), (4096, 14336)]
 DTYPES = {"bf16": (0, torch.bfloat16), "e4m3": (1, torch.float8_e4m3fn)}
@@ -48,7 +48,7 @@ def stream() -> int:
 def shape(lib, names, dtype: str, M: int, N: int, K: int, gen) -> str:
     code, tdt = DTYPES[dtype]
     esize = torch.empty((), dtype=tdt).element_size()
-    copies = max(1, min(8, math.ceil(L2_ROTATE_BYTES / (N * K * esize))))
+    copies = rotation_copies(N * K * esize)
     x = (torch.randn(M, K, generator=gen, device="cuda") * (2 if code else 0.5)).to(tdt)
     ws = [(torch.randn(N, K, generator=gen, device="cuda") * (2 if code else 0.5)).to(tdt) for _ in range(copies)]
     y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
