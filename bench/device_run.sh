@@ -49,7 +49,8 @@
 #             (its -k is $TESTS_K, default "not runs_wh")
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   skinny    bench/skinny_probe.py (built there with nvcc): a GEMM body without matrix instructions at M = 1..16,
-#             bf16 and e4m3 against torch.matmul / torch._scaled_mm and a read-only pass over W (an experiment)
+#             bf16 and e4m3 against torch.matmul / torch._scaled_mm and a read-only pass over W (an experiment), with
+#             ckgen's vector body (instr = none, bench/skinny_nv.ck: prebuild skinny first) beside each variant
 #   launch-floor bench/launch_floor.cu: host time of one empty-kernel launch in C++ (runtime <<<>>> and driver cuLaunchKernel)
 #   benches   bench/gemm_fused.py, bench/fp8.py --only _h, bench/quant.py --quick, bench/moe_layer.py (no GPU tests)
 #   model     issue 28: bench/model.py, examples/llama_layer.py's layer (Llama-3-8B and Qwen2.5-7B widths) against torch

@@ -2,7 +2,8 @@
 // bf16, A row-major, B column-major (nn.Linear's weight as is). Untuned: the GEMM cost model picks the member per
 // shape (ckgen/ops/gemm/cost_model.py), nothing here was timed to choose it. Members: the Hopper body's fp8 tiles
 // with one workgroup per tile and, where the tiles do not fill the GPU, the K range split (split-K) or shared out
-// (stream-K); for decode shapes a 16-row mma.sync tile with split-K. Block scales fold per 128-K block (split-K
+// (stream-K); for decode shapes a 16-row mma.sync tile with split-K, and the vector body (instr = none: B streamed
+// once per 1 or 4 rows of A, the sums on the vector ALUs). Block scales fold per 128-K block (split-K
 // pieces start on whole blocks); their 64-row tile comes first, as the dispatcher takes the first of members the
 // model rates alike (the decode shapes, where reading B bounds both tiles: the 64-row one computes half the padding
 // rows).
@@ -24,6 +25,10 @@ family fp8d_tensor {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
   tile in [16x128x64]  waves = 1x4  lds_buffers = 6  schedule = splitk
 }
+family fp8d_tensor {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
+}
 
 family fp8d_rowwise {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
@@ -41,6 +46,10 @@ family fp8d_rowwise {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
   tile in [16x128x64]  waves = 1x4  lds_buffers = 6  schedule = splitk
 }
+family fp8d_rowwise {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
+  tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
+}
 
 family fp8d_block {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
@@ -49,4 +58,8 @@ family fp8d_block {
 family fp8d_block {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
   tile in [128x128x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
+}
+family fp8d_block {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
+  tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
 }

@@ -8,7 +8,9 @@ on (Qwen2-7B, Gemma-2-9B) and two of Llama's, times y = x . W^T by CUDA-graph re
 past the L2 (bench/dispatch.py's time_graph and rotation): each skinny variant (ROWS rows of W per warp, UNROLL
 16-byte chunks per row in flight), the peer in the same run (bf16: torch.matmul, i.e. cuBLAS; e4m3:
 torch._scaled_mm with per-tensor scales, default accumulation) and a read-only pass over the same W bytes (the
-floor). Each variant's output is checked against float64 (relative norm error) before it is timed.
+floor). Beside each hand-written variant, ckgen's vector body (``instr = none``, ckgen/ops/gemm/device/gemm_vec.h)
+generated for the same rows and unroll (bench/skinny_nv.ck, ``ck r<rows>u<unroll>``; M in 1, 4, 8) runs through its
+raw C entry. Each variant's output is checked against float64 (relative norm error) before it is timed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from dispatch import time_graph  # noqa: E402
-from nvh import rotation_copies  # noqa: E402
+from nvh import jit_file, raw_call, rotation_copies  # noqa: E402
 
 SHAPES = [(4608, 3584), (3584, 18944), (37888, 3584), (3584, 3584), (8192, 3584), (6144, 4096), (4096, 14336)]
 DTYPES = {"bf16": (0, torch.bfloat16), "e4m3": (1, torch.float8_e4m3fn)}
@@ -45,7 +47,7 @@ def stream() -> int:
     return torch.cuda.current_stream().cuda_stream
 
 
-def shape(lib, names, dtype: str, M: int, N: int, K: int, gen) -> str:
+def shape(lib, ck, names, dtype: str, M: int, N: int, K: int, gen) -> str:
     code, tdt = DTYPES[dtype]
     esize = torch.empty((), dtype=tdt).element_size()
     copies = rotation_copies(N * K * esize)
@@ -61,7 +63,7 @@ def shape(lib, names, dtype: str, M: int, N: int, K: int, gen) -> str:
         return (torch.linalg.norm((y.double() - ref).flatten()) / torch.linalg.norm(ref.flatten())).item()
 
     cells = []
-    best = None
+    best = best_ck = None
     for v, name in enumerate(names):
         y.view(torch.int16).fill_(-1)  # poison: NaN
         if lib.skinny_run(code, M, v, x.data_ptr(), ws[0].data_ptr(), y.data_ptr(), N, K, scale, stream()) != 0:
@@ -73,6 +75,22 @@ def shape(lib, names, dtype: str, M: int, N: int, K: int, gen) -> str:
         cells.append(f"{name} {t:6.2f} ({e:.0e})")
         if e < 1e-2 and (best is None or t < best[1]):
             best = (name, t)
+    sx, sw = torch.tensor([0.37], device="cuda"), torch.tensor([1.9], device="cuda")
+    scaled = {"scale_a": sx, "scale_b": sw} if code else {}
+    for name in names:
+        kern = ck.get(f"skinny_{dtype}_m{M}_{name}")
+        if kern is None:
+            continue
+        y.view(torch.int16).fill_(-1)
+        calls = [raw_call(kern, x, w.t(), C=y, **scaled) for w in ws]  # (each binding runs once: w[-1]'s last)
+        torch.cuda.synchronize()
+        calls[0]()
+        torch.cuda.synchronize()
+        e = err()
+        t = time_graph(calls) * 1e6
+        cells.append(f"ck {name} {t:6.2f} ({e:.0e})")
+        if e < 1e-2 and (best_ck is None or t < best_ck[1]):
+            best_ck = (name, t)
     if code:
         peer = [(lambda w=w: torch._scaled_mm(x, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=y))
                 for w in ws]
@@ -85,6 +103,8 @@ def shape(lib, names, dtype: str, M: int, N: int, K: int, gen) -> str:
                           for w in ws]) * 1e6
     b = (f"best {best[0]} {nbytes / best[1] / 1e3:5.0f} GB/s, {t_peer / best[1]:.2f}x peer, "
          f"{t_floor / best[1]:.2f} of floor") if best else "no correct variant"
+    if best_ck:
+        b += f"; ckgen best {best_ck[0]} {t_peer / best_ck[1]:.2f}x peer, {t_floor / best_ck[1]:.2f} of floor"
     return (f"{dtype} {M}x{N}x{K}: floor {t_floor:6.2f} us ({nbytes / t_floor / 1e3:4.0f} GB/s), peer {t_peer:6.2f} | "
             + "  ".join(cells) + f" | {b}")
 
@@ -94,6 +114,7 @@ def main() -> int:
     ap.add_argument("--ms", default="1,4,8,16", help="token counts M")
     args = ap.parse_args()
     lib = build()
+    ck = jit_file("bench/skinny_nv.ck")
     names = ctypes.c_char_p.in_dll(lib, "skinny_variants").value.decode().split(",")
     gen = torch.Generator(device="cuda").manual_seed(0)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}: us per call (graph replay, W rotated past "
@@ -102,7 +123,7 @@ def main() -> int:
     for dtype in DTYPES:
         for N, K in SHAPES:
             for M in (int(m) for m in args.ms.split(",")):
-                print(shape(lib, names, dtype, M, N, K, gen), flush=True)
+                print(shape(lib, ck, names, dtype, M, N, K, gen), flush=True)
     return 0
 
 

@@ -114,6 +114,7 @@ class Target:
     mem_gbps: int = 0
     lds_banks: int = 32                      # LDS banks a wave-level LDS instruction is spread over
     lds_bank_bytes: int = 4                  # bytes one bank serves per cycle
+    valu_lanes_per_cu: int = 64              # f32 multiply-adds one CU (SM) issues per clock on its vector ALUs (cost models)
     lds_swizzle: bool = True                 # the matrix-core body takes XOR-swizzled LDS tiles (the op plans the swizzle)
     sgpr_granule: int = 16                   # SGPR allocation granule per wave (occupancy)
     sgpr_extra_max: int = 0                  # most special SGPRs (VCC, FLAT_SCRATCH, XNACK_MASK) counted on top of ``sgprs``

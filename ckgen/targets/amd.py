@@ -251,6 +251,7 @@ _CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, simds_per_cu=4,
              # [occ] LLVM getOccupancyWithNumSGPRs for gfx8/9: <= 80 SGPRs -> 10 waves, 88 -> 9, 100 -> 8, else 7
              llvm_sgpr_steps=((80, 10), (88, 9), (100, 8)), llvm_sgpr_floor=7,
              lds_bank_bytes=4,          # [lds]
+             valu_lanes_per_cu=64,      # [specs] 4 SIMDs x 16 lanes (a wave64 VALU op takes 4 cycles), unpacked f32
              matrix_mnemonics=("v_mfma", "v_smfmac"))
 
 GFX908 = Target(

@@ -79,6 +79,7 @@ SM_90 = Target(
     lds_bytes=227 * 1024,          # per block, opt-in [guide]
     lds_bytes_per_cu=228 * 1024,   # per SM [guide]
     cus=132,                       # [spec]
+    valu_lanes_per_cu=128,         # [guide] 128 FP32 cores per SM (compute capability 9.0)
     clock_mhz=1980, mem_gbps=4800, # [spec] H200 SXM boost clock, HBM3e bandwidth
     instructions=MMA_SYNC_COMMON + MMA_SYNC_FP8,
     # fp8: OCP e4m3 / e5m2 (cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 from sm_89, wgmma .e4m3/.e5m2 on sm_90a) [ptx]
@@ -91,6 +92,7 @@ SM_80 = Target(
     lds_bytes=163 * 1024,
     lds_bytes_per_cu=164 * 1024,
     cus=108,
+    valu_lanes_per_cu=64,          # [guide] 64 FP32 cores per SM (compute capability 8.0)
     clock_mhz=1410, mem_gbps=2039, # [spec] A100 SXM 80 GB
     instructions=MMA_SYNC_COMMON,
     features=frozenset({FEATURE_CP_ASYNC, FEATURE_LDMATRIX, FEATURE_MMA_SYNC}),

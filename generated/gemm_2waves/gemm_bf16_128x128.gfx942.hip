@@ -17,6 +17,10 @@ struct gemm_bf16_128x128_cfg {
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kTileM = 128;
   static constexpr int kTileN = 128;
   static constexpr int kTileK = 32;
@@ -52,10 +56,6 @@ struct gemm_bf16_128x128_cfg {
   static constexpr int kLdsBytes = 32768;
   static constexpr unsigned long long kLdsASwizzle = 0x4081ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x4081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.0f;
-  static constexpr bool kHasBias = false;
-  static constexpr bool kIntegerEpilogue = false;
   using Epilogue = ckgen::epi::Chain<>;
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0); }
 };

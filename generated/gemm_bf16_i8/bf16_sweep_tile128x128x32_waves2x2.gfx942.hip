@@ -17,6 +17,10 @@ struct bf16_sweep_tile128x128x32_waves2x2_cfg {
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = true;
+  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kTileM = 128;
   static constexpr int kTileN = 128;
   static constexpr int kTileK = 32;
@@ -52,10 +56,6 @@ struct bf16_sweep_tile128x128x32_waves2x2_cfg {
   static constexpr int kLdsBytes = 32768;
   static constexpr unsigned long long kLdsASwizzle = 0x4081ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x4081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.0f;
-  static constexpr bool kHasBias = true;
-  static constexpr bool kIntegerEpilogue = false;
   using Epilogue = ckgen::epi::Chain<ckgen::epi::BiasRow, ckgen::epi::Relu>;
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0); }
 };

@@ -17,6 +17,10 @@ struct gemm_bf16_tn_cfg {
   static constexpr bool kARowMajor = false;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.5f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kTileM = 64;
   static constexpr int kTileN = 128;
   static constexpr int kTileK = 32;
@@ -52,10 +56,6 @@ struct gemm_bf16_tn_cfg {
   static constexpr int kLdsBytes = 24576;
   static constexpr unsigned long long kLdsASwizzle = 0x72431c5ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x4081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.5f;
-  static constexpr bool kHasBias = false;
-  static constexpr bool kIntegerEpilogue = false;
   using Epilogue = ckgen::epi::Chain<ckgen::epi::Silu>;
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0); }
 };

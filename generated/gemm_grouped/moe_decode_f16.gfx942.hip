@@ -19,6 +19,10 @@ struct moe_decode_f16_cfg {
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kTileM = 32;
   static constexpr int kTileN = 64;
   static constexpr int kTileK = 64;
@@ -54,10 +58,6 @@ struct moe_decode_f16_cfg {
   static constexpr int kLdsBytes = 24576;
   static constexpr unsigned long long kLdsASwizzle = 0x204081ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x204081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.0f;
-  static constexpr bool kHasBias = false;
-  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kGroupMode = 2;
   static constexpr bool kBiasRow = false;
   using Epilogue = ckgen::epi::Chain<>;

@@ -19,6 +19,10 @@ struct moe_down_bf16_cfg {
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kTileM = 128;
   static constexpr int kTileN = 128;
   static constexpr int kTileK = 32;
@@ -54,10 +58,6 @@ struct moe_down_bf16_cfg {
   static constexpr int kLdsBytes = 32768;
   static constexpr unsigned long long kLdsASwizzle = 0x4081ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x4081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.0f;
-  static constexpr bool kHasBias = false;
-  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kGroupMode = 1;
   static constexpr bool kBiasRow = false;
   using Epilogue = ckgen::epi::Chain<>;

@@ -11,13 +11,18 @@ struct llama_gate_up_1_cfg {
   using TC = ckgen::bf16;
   using TAcc = float;
   using TBias = ckgen::bf16;
+  using Gate = ckgen::epi::Silu;
   using AOperand = ckgen::short4_t;
   using BOperand = ckgen::short4_t;
   using COperand = ckgen::float4_t;
-  using Gate = ckgen::epi::Silu;
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerEpilogue = false;
+  static constexpr int kGateBlock = 0;
   static constexpr int kTileM = 64;
   static constexpr int kTileN = 64;
   static constexpr int kTileK = 32;
@@ -53,11 +58,6 @@ struct llama_gate_up_1_cfg {
   static constexpr int kLdsBytes = 16384;
   static constexpr unsigned long long kLdsASwizzle = 0x4081ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x4081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.0f;
-  static constexpr bool kHasBias = false;
-  static constexpr bool kIntegerEpilogue = false;
-  static constexpr int kGateBlock = 0;
   using Epilogue = ckgen::epi::Chain<>;
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0); }
 };

@@ -11,13 +11,17 @@ struct llama_qkv_bias_rs_1_cfg {
   using TC = ckgen::bf16;
   using TAcc = float;
   using TBias = ckgen::bf16;
+  using EpiOperand = ckgen::epi::Scaled<ckgen::bf16, ckgen::epi::kScaleRow, ckgen::epi::kScaleNone>;
   using AOperand = ckgen::short4_t;
   using BOperand = ckgen::short4_t;
   using COperand = ckgen::float16_t;
-  using EpiOperand = ckgen::epi::Scaled<ckgen::bf16, ckgen::epi::kScaleRow, ckgen::epi::kScaleNone>;
   static constexpr bool kARowMajor = true;
   static constexpr bool kBRowMajor = false;
   static constexpr bool kCRowMajor = true;
+  static constexpr float kAlpha = 1.0f;
+  static constexpr float kBeta = 0.0f;
+  static constexpr bool kHasBias = true;
+  static constexpr bool kIntegerEpilogue = false;
   static constexpr int kTileM = 64;
   static constexpr int kTileN = 64;
   static constexpr int kTileK = 32;
@@ -53,10 +57,6 @@ struct llama_qkv_bias_rs_1_cfg {
   static constexpr int kLdsBytes = 16384;
   static constexpr unsigned long long kLdsASwizzle = 0x4081ull;
   static constexpr unsigned long long kLdsBSwizzle = 0x4081ull;
-  static constexpr float kAlpha = 1.0f;
-  static constexpr float kBeta = 0.0f;
-  static constexpr bool kHasBias = true;
-  static constexpr bool kIntegerEpilogue = false;
   using Epilogue = ckgen::epi::Chain<ckgen::epi::BiasCol>;
   static CKGEN_DEVICE COperand mma(AOperand a, BOperand b, COperand c) { return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0); }
 };

@@ -1,8 +1,9 @@
 """The GEMM op: ``C = epilogue(alpha * A.B + beta * C)`` on matrix cores, optionally strided-batched.
 
-Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list), ``body.py`` (the plan), ``abi.py``
-(the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` + ``tma_launch.cpp.j2`` (templates),
-``device/`` (the bodies: gemm_mfma.h on AMD, gemm_mma_sm90.h + gemm_sm90_tma.h on NVIDIA).
+Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list; ``vector.py`` the vector body's), ``body.py``
+(the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` + ``tma_launch.cpp.j2``
+(templates), ``device/`` (the bodies: gemm_mfma.h on AMD, gemm_mma_sm90.h + gemm_sm90_tma.h on NVIDIA, gemm_vec.h
+on both for ``instr = none``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ckgen.ops.gemm import cost_model as _model
 from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
+from ckgen.ops.gemm import vector as _vector
 
 #: the gate activation of each gated epilogue (blocks/epilogue.h ops)
 GATE_TYPES = {"swiglu": "ckgen::epi::Silu", "geglu": "ckgen::epi::Gelu"}
@@ -28,6 +30,46 @@ GATE_TYPES = {"swiglu": "ckgen::epi::Silu", "geglu": "ckgen::epi::Gelu"}
 
 def _float(x: float) -> str:
     return f32_literal(x)
+
+
+def _epilogue_view(plan: KernelPlan) -> tuple[list, list, dict | None]:
+    """The Cfg parts every GEMM body shares (docs/design.md): the dtypes, the epilogue operand's type
+    (blocks/epilogue.h), the layouts and the epilogue's constants; and the arguments the entry folds into the
+    epilogue operand (EpiOperand::make) with those around them (None when it folds none)."""
+    g, b = plan.spec.params.gemm, plan.body
+    types = [("TA", g.a.dtype.cpp), ("TB", g.b.dtype.cpp), ("TC", g.c.dtype.cpp), ("TAcc", g.acc.cpp),
+             ("TBias", b.bias_dtype.cpp)]
+    if g.scaled:  # the epilogue operand carries the scale pointers (blocks/epilogue.h)
+        kinds = {None: "kScaleNone", "tensor": "kScaleTensor", "row": "kScaleRow", "col": "kScaleCol",
+                 "block": "kScaleBlock", "mx": "kScaleMx"}
+        types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
+                                    f"ckgen::epi::{kinds[g.scale_b]}>"))
+    if g.gated:  # swiglu / geglu: the gate activation and B's arrangement (blocks/epilogue.h)
+        types.append(("Gate", GATE_TYPES[g.gated]))
+    if g.residual:  # the residual R travels with the bias (blocks/epilogue.h); the entry builds the pair
+        types.append(("EpiOperand", f"ckgen::epi::Residual<{b.bias_dtype.cpp}, {g.c.dtype.cpp}>"))
+    if g.rope is not None:  # the rotary inputs travel with the bias (blocks/epilogue.h)
+        types.append(("EpiOperand", f"ckgen::epi::Rotary<{b.bias_dtype.cpp}>"))
+    constants = [("bool", "kARowMajor", bool_literal(g.a.layout == Layout.ROW)),
+                 ("bool", "kBRowMajor", bool_literal(g.b.layout == Layout.ROW)),
+                 ("bool", "kCRowMajor", bool_literal(g.c.layout == Layout.ROW)),
+                 ("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
+                 ("bool", "kHasBias", bool_literal(g.has_bias)),
+                 ("bool", "kIntegerEpilogue", bool_literal(b.integer_epilogue))]
+    if g.gated:
+        constants.append(("int", "kGateBlock", str(g.gate_block)))
+    if g.rope is not None:
+        constants += [("int", "kRopeHead", str(g.rope_head)), ("int", "kRopeDim", str(g.rope.dim))]
+    names = [a.name for a in plan.abi.args]
+    # (the rotary inputs in abi.rope_args' order, the order epi::Rotary::make takes them after the bias)
+    rope = [a.name for part in _abi.rope_args(g) for a in part] if g.rope is not None else []
+    folded = (["residual"] if g.residual else []) + rope
+    operand = None
+    if folded:
+        make = ["bias", *folded] + (["C"] if g.residual else [])
+        operand = {"before": names[:names.index("bias")], "make": make,
+                   "after": [n for n in names[names.index("bias") + 1:] if n not in folded]}
+    return types, constants, operand
 
 
 class GemmOp(Op):
@@ -41,7 +83,7 @@ class GemmOp(Op):
         return _spec.build_params(values, ctx)
 
     def plan(self, spec: KernelSpec, target: Target) -> KernelPlan:
-        return _plan.plan(spec, target)
+        return (_vector.plan if spec.params.config.vector else _plan.plan)(spec, target)
 
     def abi(self, spec: KernelSpec):
         return _abi.abi(spec)
@@ -55,26 +97,21 @@ class GemmOp(Op):
                 f"epilogue {ep}; " + (f"gate {g.gate_text}; " if g.gated else "")
                 + (f"rope {g.rope_text}; " if g.rope is not None else "") + (f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'}; " if g.scaled else "")
                 + f"tile {'x'.join(map(str, c.tile))}, waves {c.waves[0]}x{c.waves[1]}, "
-                f"instr {plan.body.instr.shape_text}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
+                f"instr {plan.body.instr.shape_text if plan.body.instr else 'none'}" + (f", schedule {c.schedule.text}" if c.schedule.kind != "tile" else ""))
 
     def kernel_view(self, plan: KernelPlan) -> dict:
         """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
-        g, c, b = plan.spec.params.gemm, plan.spec.params.config, plan.body
-        i, lds = b.instr, b.lds
-        types = [("TA", g.a.dtype.cpp), ("TB", g.b.dtype.cpp), ("TC", g.c.dtype.cpp), ("TAcc", g.acc.cpp),
-                 ("TBias", b.bias_dtype.cpp), ("AOperand", i.a_operand), ("BOperand", i.b_operand),
-                 ("COperand", i.c_operand)]
-        if g.scaled:  # the epilogue operand carries the scale pointers (blocks/epilogue.h)
-            kinds = {None: "kScaleNone", "tensor": "kScaleTensor", "row": "kScaleRow", "col": "kScaleCol",
-                     "block": "kScaleBlock", "mx": "kScaleMx"}
-            types.append(("EpiOperand", f"ckgen::epi::Scaled<{b.bias_dtype.cpp}, ckgen::epi::{kinds[g.scale_a]}, "
-                                        f"ckgen::epi::{kinds[g.scale_b]}>"))
-        if g.gated:  # swiglu / geglu: the gate activation and B's arrangement (blocks/epilogue.h)
-            types.append(("Gate", GATE_TYPES[g.gated]))
-        if g.residual:  # the residual R travels with the bias (blocks/epilogue.h); the entry builds the pair
-            types.append(("EpiOperand", f"ckgen::epi::Residual<{b.bias_dtype.cpp}, {g.c.dtype.cpp}>"))
-        if g.rope is not None:  # the rotary inputs travel with the bias (blocks/epilogue.h)
-            types.append(("EpiOperand", f"ckgen::epi::Rotary<{b.bias_dtype.cpp}>"))
+        g, b = plan.spec.params.gemm, plan.body
+        types, constants, operand = _epilogue_view(plan)
+        if b.vector is not None:  # the vector body (instr = none): its tiling only
+            constants += [("int", name, str(v)) for name, v in _vector.kernel_constants(plan)]
+            return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
+                    "mma_builtins": [], "mx_builtins": [], "header": b.body.header, "impl": b.body.impl,
+                    "tma_entry": False, "workgroups_per_cu": 0,
+                    "notes": [f"vector body: {b.vector.rows} rows of B per wave, {b.vector.unroll} vectors of "
+                              f"{b.vector.vec} elements of each in flight per lane; no LDS; {plan.threads} threads."]}
+        c, i, lds = plan.spec.params.config, b.instr, b.lds
+        types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
                 ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
@@ -87,9 +124,6 @@ class GemmOp(Op):
                 ("kLdsBGranule", lds.b.granule), ("kLdsBSwizzleBits", lds.b.low_bits),
                 ("kLdsBMnLanes", lds.b.mn_lanes), ("kLdsBMnPiece", lds.b.mn_piece),
                 ("kLdsABytes", lds.a_bytes), ("kLdsBBytes", lds.b_bytes), ("kLdsBytes", lds.total_bytes)]
-        constants = [("bool", "kARowMajor", bool_literal(g.a.layout == Layout.ROW)),
-                     ("bool", "kBRowMajor", bool_literal(g.b.layout == Layout.ROW)),
-                     ("bool", "kCRowMajor", bool_literal(g.c.layout == Layout.ROW))]
         if b.tma is not None:  # the Hopper body's own pipeline (gemm_sm90_tma.h checks the bytes)
             ints += [("kTmaStages", b.tma.stages), ("kTmaSmemBytes", b.tma.smem_bytes)]
             if b.tma.cluster > 1:
@@ -99,14 +133,8 @@ class GemmOp(Op):
         constants += [("int", name, str(v)) for name, v in ints]
         constants += [("unsigned long long", "kLdsASwizzle", f"{lds.a.packed_table:#x}ull"),
                       ("unsigned long long", "kLdsBSwizzle", f"{lds.b.packed_table:#x}ull")]
-        constants += [("float", "kAlpha", _float(g.alpha)), ("float", "kBeta", _float(g.beta)),
-                      ("bool", "kHasBias", bool_literal(g.has_bias)), ("bool", "kIntegerEpilogue", bool_literal(b.integer_epilogue))]
         if b.schedule is not None:
             constants.append(("bool", "kAtomicSplitK", bool_literal(b.schedule.atomic)))
-        if g.gated:
-            constants.append(("int", "kGateBlock", str(g.gate_block)))
-        if g.rope is not None:
-            constants += [("int", "kRopeHead", str(g.rope_head)), ("int", "kRopeDim", str(g.rope.dim))]
         if g.mx_scaled:  # the block-scaled MFMA's operand formats (0: e4m3, 1: e5m2), Cfg::mma_mx (kernel.hip.j2)
             constants += [("int", "kMxFormatA", str(int(g.a.dtype.matrix_kind == DType.BF8))),
                           ("int", "kMxFormatB", str(int(g.b.dtype.matrix_kind == DType.BF8)))]
@@ -121,16 +149,6 @@ class GemmOp(Op):
         if b.grouping is not None:
             notes.append(f"mode {b.grouping.mode}: one persistent launch of at most {b.grouping.workers} workgroups "
                          "walks every group's tiles.")
-        # the arguments the entry folds into the epilogue operand (EpiOperand::make), and those around them
-        names = [a.name for a in plan.abi.args]
-        # (the rotary inputs in abi.rope_args' order, the order epi::Rotary::make takes them after the bias)
-        rope = [a.name for part in _abi.rope_args(g) for a in part] if g.rope is not None else []
-        folded = (["residual"] if g.residual else []) + rope
-        operand = None
-        if folded:
-            make = ["bias", *folded] + (["C"] if g.residual else [])
-            operand = {"before": names[:names.index("bias")], "make": make,
-                       "after": [n for n in names[names.index("bias") + 1:] if n not in folded]}
         return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
                 "mma_builtins": [i.builtin] if i.builtin_in_cfg and not g.mx_scaled else [],
                 "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [], "header": b.body.header,

@@ -118,14 +118,30 @@ class Body:
 
 
 @dataclass(frozen=True)
+class VectorPlan:
+    """The vector body's own numbers (``instr = none``; device/gemm_vec.h): ``rows`` columns of C (rows of B) per
+    wave, ``unroll`` vectors of each in flight per lane, ``vec`` elements per vector (16 bytes)."""
+
+    rows: int
+    unroll: int
+    vec: int
+
+    def to_json(self) -> dict:
+        return {"rows": self.rows, "unroll": self.unroll, "vec": self.vec}
+
+
+@dataclass(frozen=True)
 class GemmPlan:
+    """The plan of one GEMM kernel. A matrix-core body has ``instr`` and ``lds``; the vector body (``instr = none``)
+    has neither, and its ``vector``."""
+
     body: Body
-    instr: MatrixInstr
+    instr: MatrixInstr | None
     wave_tile: tuple[int, int]
     repeats: tuple[int, int]          # instructions per wave along M, N
     items: tuple[int, int, int]       # elements per lane of A, B, C for one instruction
     vec: tuple[int, int, int]         # vector widths (elements) of A, B, C global accesses
-    lds: LdsPlan
+    lds: LdsPlan | None
     prefetch: int
     registers: RegisterEstimate
     bias_dtype: DType
@@ -139,17 +155,20 @@ class GemmPlan:
     grouping: object | None = None
     #: planner decisions worth telling (``ckgen explain --kernel``): e.g. why an fp8 kernel has no Hopper body
     why: tuple[str, ...] = ()
+    #: the vector body's numbers (instr = none), else None
+    vector: VectorPlan | None = None
 
     def to_json(self) -> dict:
         i = self.instr
         return {
             "header": self.body.header, "impl": self.body.impl,
-            "instruction": {"mnemonic": i.mnemonic, "builtin": i.builtin, "shape": list(i.shape)},
+            "instruction": None if i is None else {"mnemonic": i.mnemonic, "builtin": i.builtin, "shape": list(i.shape)},
             "wave_tile": list(self.wave_tile), "repeats": list(self.repeats), "items": list(self.items),
-            "vec": list(self.vec), "lds": self.lds.to_json(), "prefetch": self.prefetch,
+            "vec": list(self.vec), "lds": None if self.lds is None else self.lds.to_json(), "prefetch": self.prefetch,
             "registers_estimate": self.registers.to_json(), "bias_dtype": self.bias_dtype.value,
             "integer_epilogue": self.integer_epilogue, "epilogue_types": list(self.epilogue_types),
             "tma": None if self.tma is None else self.tma.to_json(),
             **({"schedule": self.schedule.to_json()} if self.schedule is not None else {}),
             **({"grouping": self.grouping.to_json()} if self.grouping is not None else {}),
+            **({"vector": self.vector.to_json()} if self.vector is not None else {}),
         }

@@ -141,11 +141,10 @@ def check_dtypes(d: GemmDraft) -> None:
 BLOCK_SCALE_BODIES = ("gemm_mfma.h", "gemm_mma_sm90.h")
 
 
-def check_scales(d: GemmDraft) -> None:
+def check_scale_pairs(d: Draft) -> None:
     """Scalings (scale_a / scale_b) multiply the f32 accumulator: kernels with integer accumulation take none. Block
-    scales come in pairs (A per 1 x 128, B per 128 x 128), on a body that folds them per K block (the MFMA body),
-    with K tiles that divide the 128-block, one workgroup per tile (no split-K / stream-K) and no batch."""
-    g, cfg = d.g, d.cfg
+    scales come in pairs (A per 1 x 128, B per 128 x 128) and not on batched kernels (every body's rule)."""
+    g = d.spec.params.gemm
     if g.scaled and g.acc != DType.F32:
         param = "scale_a" if g.scale_a is not None else "scale_b"
         raise d.fail(param, getattr(g, param), "none (leave it out) for i32 accumulation",
@@ -157,6 +156,18 @@ def check_scales(d: GemmDraft) -> None:
         if getattr(g, param) != "block":
             raise d.fail(param, getattr(g, param) or "none", blk,
                          f"{other} = {blk}: block scales come in pairs (A 1 x {SCALE_BLOCK}, B {SCALE_BLOCK} x {SCALE_BLOCK})")
+    if g.batched:
+        raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
+
+
+def check_scales(d: GemmDraft) -> None:
+    """:func:`check_scale_pairs`, then block scales on a body that folds them per K block (the MFMA body), with K
+    tiles that divide the 128-block and one workgroup per tile (no split-K / stream-K)."""
+    g, cfg = d.g, d.cfg
+    check_scale_pairs(d)
+    if not g.block_scaled:
+        return
+    blk = f"block({SCALE_BLOCK})"
     if d.body.header not in BLOCK_SCALE_BODIES:
         raise d.fail("scale_a", blk, "tensor, row (and scale_b tensor, col)",
                      f"{d.target.name}'s GEMM body does not apply block scales yet")
@@ -171,8 +182,6 @@ def check_scales(d: GemmDraft) -> None:
                      f"split-K / stream-K pieces of a block-scaled kernel start on whole {SCALE_BLOCK}-K blocks "
                      f"(each K tile one block), and a tile's columns lie within one {SCALE_BLOCK}-column block of "
                      "B's scales or cover whole ones")
-    if g.batched:
-        raise d.fail("batched", "true", "false", "block scales are not offered for batched kernels yet")
 
 
 def _instruction_fits(tile: tuple[int, int, int], waves: tuple[int, int], instr: MatrixInstr,

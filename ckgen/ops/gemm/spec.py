@@ -66,7 +66,8 @@ KEYS = (
     Key("beta", "a finite f32 number", default_text="0.0"),
     Key("tile", "MxNxK", required=True),
     Key("waves", "MxN", required=True),
-    Key("instr", "MxNxK of a matrix instruction of the target, or auto", default_text="the best legal one"),
+    Key("instr", "MxNxK of a matrix instruction of the target, auto, or none (the vector body: no matrix "
+                 "instruction, for M of a few rows against a K-contiguous B)", default_text="the best legal one"),
     Key("lds_buffers", "1..the target body's maximum (2 on AMD, 6 on NVIDIA)", default_text="2"),
     Key("prefetch", "0 or 1", default_text="1"),
     Key("cluster", "1, 2 or auto: thread blocks per cluster of the Hopper body (sm_90), along M; 2: two M-adjacent "
@@ -323,8 +324,8 @@ class GemmSpec:
 
 @dataclass(frozen=True)
 class TileConfig:
-    """Workgroup tile, waves, matrix instruction (``None``: choose the best legal one), pipeline and vector
-    widths (``None``: choose)."""
+    """Workgroup tile, waves, matrix instruction (``None``: choose the best legal one; ``vector``: none, the vector
+    body of ``instr = none``), pipeline and vector widths (``None``: choose)."""
 
     tile: tuple[int, int, int]
     waves: tuple[int, int]
@@ -336,12 +337,15 @@ class TileConfig:
     vec_c: int | None = None
     schedule: Schedule = Schedule()
     cluster: int = 0  # the Hopper body's cluster size along M; 0: the planner's choice (``auto``)
+    vector: bool = False  # ``instr = none``: no matrix instruction, the vector body (ckgen/ops/gemm/vector.py)
 
     def __post_init__(self) -> None:
         if len(self.tile) != 3 or len(self.waves) != 2:
             raise ValueError("tile is MxNxK, waves is MxN")
         if self.instr is not None and len(self.instr) != 3:
             raise ValueError("instr is MxNxK")
+        if self.vector and self.instr is not None:
+            raise ValueError("instr = none names no instruction shape")
 
     def to_json(self) -> dict:
         d = {"tile": list(self.tile), "waves": list(self.waves),
@@ -351,6 +355,8 @@ class TileConfig:
             d["schedule"] = self.schedule.to_json()
         if self.cluster:  # (likewise kernels with cluster = auto)
             d["cluster"] = self.cluster
+        if self.vector:
+            d["vector"] = True
         return d
 
 
@@ -506,8 +512,13 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
                     rope=rope, rope_head=rope_head,
                     scale_a=_scale(v["scale_a"], "scale_a", SCALE_A) if "scale_a" in v else None,
                     scale_b=_scale(v["scale_b"], "scale_b", SCALE_B) if "scale_b" in v else None)
-    instr = None
-    if "instr" in v and not (v["instr"].kind == "call" and v["instr"].data == ("auto", ())):
+    instr, vector = None, False
+    if "instr" in v and v["instr"].kind == "call" and v["instr"].data in (("auto", ()), ("none", ())):
+        vector = v["instr"].data[0] == "none"
+    elif "instr" in v and v["instr"].kind != "dims":
+        raise V.err(f"instr = {v['instr'].text}: expected an instruction shape MxNxK, auto or none", v["instr"].span,
+                    "e.g. instr = 32x32x8; none: the vector body (docs/dsl.md)")
+    elif "instr" in v:
         instr = V.dims(v["instr"], "instr", 3)
     cfg = TileConfig(
         tile=V.dims(v["tile"], "tile", 3), waves=V.dims(v["waves"], "waves", 2), instr=instr,
@@ -517,7 +528,7 @@ def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
         vec_b=V.integer(v["vec_b"], "vec_b", 1, 64) if "vec_b" in v else None,
         vec_c=V.integer(v["vec_c"], "vec_c", 1, 64) if "vec_c" in v else None,
         schedule=_schedule(v["schedule"]) if "schedule" in v else Schedule(),
-        cluster=_cluster(v["cluster"]) if "cluster" in v else 0,
+        cluster=_cluster(v["cluster"]) if "cluster" in v else 0, vector=vector,
     )
     return GemmParams(gemm, cfg)
 

@@ -16,6 +16,8 @@
 //                       for FNUZ); FNUZ has no -0, so -0 and negative values that round to 0 give 0x00.
 //   fp8_bits(x)         the code; fp8_from_bits<T>(u) the element of a code.
 //   fp8x2_bits<T>(a, b) from_float of two floats, their codes in bits 0-7 and 8-15 (CUDA: one packed cvt).
+//   fp8x2_to_floats<T, kHigh>(w, a, b)  to_float of the two codes in w's low (kHigh: high) 16 bits (one packed cvt
+//                       on AMD's native encoding and CUDA's OCP types).
 //   IsFp8<T>::value     T is one of the four types.
 //
 // Hardware: on AMD, when the kernel source defines the target's native encoding (CKGEN_FP8_NATIVE_FNUZ or
@@ -222,6 +224,34 @@ CKGEN_HD uint32_t fp8x2_bits(float a, float b) {
                                                           Fp8Format<T>::kE5 ? __NV_E5M2 : __NV_E4M3));
 #endif
   return fp8_bits(fp8_from_float<T>(a)) | (fp8_bits(fp8_from_float<T>(b)) << 8);
+}
+
+// Two codes of w as floats, each exactly fp8_to_float's: bits 0-7 and 8-15 (kHigh: 16-23 and 24-31). One packed
+// conversion where the target's hardware has one for T (AMD: v_cvt_pk_f32_{fp8,bf8}, which selects the word half;
+// CUDA, OCP types: cvt.rn.f16x2.{e4m3x2,e5m2x2}, exact, then two exact widenings), elsewhere two decodes.
+template <class T, bool kHigh>
+CKGEN_HD void fp8x2_to_floats(uint32_t w, float& a, float& b) {
+#if defined(__AMDGCN__) && (defined(CKGEN_FP8_NATIVE_FNUZ) || defined(CKGEN_FP8_NATIVE_OCP))
+  if constexpr (fp8_detail::Native<T>::value) {
+    const auto v = Fp8Format<T>::kE5 ? __builtin_amdgcn_cvt_pk_f32_bf8(static_cast<int>(w), kHigh)
+                                     : __builtin_amdgcn_cvt_pk_f32_fp8(static_cast<int>(w), kHigh);
+    a = v[0];
+    b = v[1];
+    return;
+  }
+#elif defined(__CUDA_ARCH__)
+  if constexpr (!Fp8Format<T>::kFnuz) {
+    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(kHigh ? w >> 16 : w & 0xFFFFu),
+                                                    Fp8Format<T>::kE5 ? __NV_E5M2 : __NV_E4M3);
+    const float2 f = __half22float2(__half2(r));
+    a = f.x;
+    b = f.y;
+    return;
+  }
+#endif
+  const uint32_t s = kHigh ? w >> 16 : w;
+  a = fp8_detail::decode<T>(s & 0xFFu);
+  b = fp8_detail::decode<T>((s >> 8) & 0xFFu);
 }
 
 // The element-type API of types.h (to_float / from_float<T>) for the fp8 types.

@@ -1,11 +1,8 @@
 // rowops_frag.h (ckgen/ops/rowops/device): the row ops' register fragments and memory accesses
 // (rowops_forward.h's data path).
 //
-//   Frag<T, kVec>        kVec elements of T packed in 32-bit words (w[]), as they lie in memory: two 16-bit
-//                        elements per word, four int8. The tile lives in registers in this form, so a vector of
-//                        8 bf16 costs 4 registers whatever path loaded it (a struct of 8 uint16 had ptxas keep 8
-//                        registers, one per element, wherever a partial vector could reach it).
-//   elem(f, e)           element e as f32 (bf16: one shift or and; f16: one convert; f32: free)
+//   Frag<T, kVec>, elem(f, e), load_vector, load_vector_l1, store_vector: ckgen/blocks/frag.h (shared with the GEMM's
+//                        vector body); the tile lives in registers as Frags.
 //   pack<T>(y)           kVec f32 -> Frag<T> rounded to nearest even (CUDA: cvt.rn.bf16x2 / f16x2, one
 //                        instruction per two elements; elsewhere from_float per element); int8: from_float; fp8 on
 //                        CUDA: fp8x2_bits per two elements (ckgen/blocks/fp8.h: one cvt.rn.satfinite per pair).
@@ -25,6 +22,7 @@
 #pragma once
 
 #include "ckgen/blocks/fp8.h"
+#include "ckgen/blocks/frag.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 
@@ -62,64 +60,21 @@ namespace ckgen {
 namespace rowops {
 namespace detail {
 
-template <class T, int kVec>
-struct Frag {
-  static constexpr int kBytes = kVec * static_cast<int>(sizeof(T));
-  static constexpr int kWords = (kBytes + 3) / 4;
-  uint32_t w[kWords];
-};
-
-// The raw bits of one element, zero-extended.
-template <class T>
-CKGEN_DEVICE uint32_t bits_of(T v) {
-  if constexpr (sizeof(T) == 4) return bit_cast<uint32_t>(v);
-  else if constexpr (sizeof(T) == 2) return static_cast<uint32_t>(bit_cast<uint16_t>(v));
-  else return static_cast<uint32_t>(bit_cast<uint8_t>(v));
-}
-template <class T>
-CKGEN_DEVICE T from_bits(uint32_t b) {
-  if constexpr (sizeof(T) == 4) return bit_cast<T>(b);
-  else if constexpr (sizeof(T) == 2) return bit_cast<T>(static_cast<uint16_t>(b));
-  else return bit_cast<T>(static_cast<uint8_t>(b));
-}
-
-// Element e's bits (e a constant after unrolling).
-template <class T, int kVec>
-CKGEN_DEVICE uint32_t elem_bits(const Frag<T, kVec>& f, int e) {
-  constexpr int kB = static_cast<int>(sizeof(T));
-  if constexpr (kB == 4) {
-    return f.w[e];
-  } else {
-    constexpr int kPer = 4 / kB;
-    return (f.w[e / kPer] >> (8 * kB * (e % kPer))) & ((1u << (8 * kB)) - 1u);
-  }
-}
-
-template <class T, int kVec>
-CKGEN_DEVICE float elem(const Frag<T, kVec>& f, int e) {
-  if constexpr (__is_same(T, bf16)) {
-    const uint32_t word = f.w[e / 2];
-    return bits_float(e % 2 ? (word & 0xffff0000u) : (word << 16));
-  } else if constexpr (__is_same(T, float)) {
-    return bits_float(f.w[e]);
-  } else {
-    return to_float(from_bits<T>(elem_bits(f, e)));
-  }
-}
-
-template <class T, int kVec>
-CKGEN_DEVICE Frag<T, kVec> from_elem_bits(const uint32_t (&b)[kVec]) {
-  Frag<T, kVec> f;
-  constexpr int kB = static_cast<int>(sizeof(T));
-#pragma unroll
-  for (int i = 0; i < Frag<T, kVec>::kWords; ++i) f.w[i] = 0u;
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) {
-    if constexpr (kB == 4) f.w[e] = b[e];
-    else f.w[e / (4 / kB)] |= b[e] << (8 * kB * (e % (4 / kB)));
-  }
-  return f;
-}
+// the fragments and their vector accesses (ckgen/blocks/frag.h)
+using blk::bits_of;
+using blk::elem;
+using blk::elem_bits;
+using blk::Frag;
+using blk::from_bits;
+using blk::from_elem_bits;
+using blk::kL1Bypass;
+using blk::kL1Default;
+using blk::kL1EvictLast;
+using blk::L1Policy;
+using blk::load_vector;
+using blk::load_vector_l1;
+using blk::store_vector;
+using blk::vec_ok;
 
 // fp8 y converted two at a time (CUDA's packed cvt). Not on AMD: there the pairs cost SGPRs (gfx942, clang 22: a
 // looped residual RMS norm with e4m3fnuz y, 64 threads x 2 vectors, spilled 16 against none per element).
@@ -149,53 +104,6 @@ CKGEN_DEVICE Frag<T, kVec> pack(const float (&y)[kVec]) {
     for (int e = 0; e < kVec; ++e) b[e] = bits_of(from_float<T>(y[e]));
     return from_elem_bits<T, kVec>(b);
   }
-}
-
-// Whether every kVec-element vector of every row of (base, stride) is aligned for one vector access.
-template <class T, int kVec>
-CKGEN_DEVICE bool vec_ok(const T* base, long long stride) {
-  constexpr long long a = alignof(vec<T, kVec>);
-  return reinterpret_cast<unsigned long long>(base) % a == 0 && (stride * static_cast<long long>(sizeof(T))) % a == 0;
-}
-
-template <class T, int kVec>
-CKGEN_DEVICE Frag<T, kVec> load_vector(const T* p) {
-  using F = Frag<T, kVec>;
-  F f;
-  if constexpr (F::kBytes % 4 == 0) {
-    const vec<uint32_t, F::kWords> v = gload(reinterpret_cast<const vec<uint32_t, F::kWords>*>(p));
-#pragma unroll
-    for (int i = 0; i < F::kWords; ++i) f.w[i] = v.v[i];
-  } else {
-    const vec<T, kVec> v = gload(reinterpret_cast<const vec<T, kVec>*>(p));
-    uint32_t b[kVec];
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) b[e] = bits_of(v.v[e]);
-    f = from_elem_bits<T, kVec>(b);
-  }
-  return f;
-}
-
-// load_vector with an L1 policy (CUDA, 16-byte vectors; elsewhere load_vector): kL1Default, kL1Bypass (ld.global.cg:
-// the L2 only), kL1EvictLast (kept in the L1 before other lines; bench/rowops_persistent_probe.cu's experiments).
-enum L1Policy { kL1Default = 0, kL1Bypass = 1, kL1EvictLast = 2 };
-template <class T, int kVec, int kPolicy>
-CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
-  using F = Frag<T, kVec>;
-  static_assert(kPolicy >= kL1Default && kPolicy <= kL1EvictLast, "load_vector_l1: an L1Policy");
-#if defined(CKGEN_PLATFORM_CUDA)
-  if constexpr (F::kBytes == 16 && kPolicy != kL1Default) {
-    F f;
-    if constexpr (kPolicy == kL1Bypass)
-      asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
-    else
-      asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
-    return f;
-  }
-#endif
-  return load_vector<T, kVec>(p);
 }
 
 template <class T, int kVec>
@@ -249,22 +157,6 @@ CKGEN_DEVICE void load_tile(Frag<T, kVec> (&out)[kR], const T* p, const TileCoun
         for (int i = 0; i < Frag<T, kVec>::kWords; ++i) out[j].w[i] = 0u;
       }
     }
-  }
-}
-
-template <class T, int kVec>
-CKGEN_DEVICE void store_vector(T* p, const Frag<T, kVec>& f) {
-  using F = Frag<T, kVec>;
-  if constexpr (F::kBytes % 4 == 0) {
-    vec<uint32_t, F::kWords> v;
-#pragma unroll
-    for (int i = 0; i < F::kWords; ++i) v.v[i] = f.w[i];
-    gstore(reinterpret_cast<vec<uint32_t, F::kWords>*>(p), v);
-  } else {
-    vec<T, kVec> v;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v.v[e] = from_bits<T>(elem_bits(f, e));
-    gstore(reinterpret_cast<vec<T, kVec>*>(p), v);
   }
 }
 

@@ -1,0 +1,202 @@
+// gemm_vec.h (ckgen/ops/gemm/device): the GEMM's vector body (`instr = none`), for skinny products: a few rows of A
+// against a wide, K-contiguous B (nn.Linear's weight at decode: M = 1..8). No matrix instruction, no LDS, no
+// workspace: B is streamed from memory once per M tile with 16-byte loads and the sums are f32 multiply-adds (contracted to FMAs by the device compilers).
+//
+// Layout (the planner checked it: ckgen/ops/gemm/vector.py): A row-major and B column-major (both K-contiguous), f16,
+// bf16, f32 or fp8 (then A and B of one byte each), f32 sums. Workgroup (x, y, z): columns x * kTileN .. of C, rows
+// y * kTileM .., batch item z. Each of its kWavesN waves owns kRows = kTileN / kWavesN columns (rows of B) and all
+// kTileM rows; lane l takes the kVec elements at k = l * kVec + s * kWaveSize * kVec (s = 0, 1, ...) of every one of
+// them, kUnroll such steps of each row of B in flight before their FMAs. The lanes' partial sums meet by
+// wave_allreduce (ckgen/blocks/reduce.h); lane (r * kTileM + m) % kWaveSize finishes value (m, r) through the
+// epilogue (ckgen/blocks/epilogue.h: alpha, beta, the scales, the chain, the residual).
+//
+// Bounds: rows of A past M and columns past N read the last row / column (clamped; their sums are never stored);
+// the K tail and unaligned operands (vec_ok) take element loads of the valid elements only. M = 0 or N = 0 launch
+// no workgroup (the host entry); K = 0 gives epilogue(0). Block scales (block(128)): each lane's vector lies in one
+// 128-K block (kVec divides 128), whose scales of A's row and B's 128-column block multiply its sums there.
+#pragma once
+
+#include "ckgen/blocks/epilogue.h"
+#include "ckgen/blocks/frag.h"
+#include "ckgen/blocks/reduce.h"
+#include "ckgen/platform.h"
+#include "ckgen/types.h"
+
+namespace ckgen {
+namespace gemm_vec_detail {
+
+template <class Cfg>
+constexpr bool check_cfg() {
+  return Cfg::kARowMajor && !Cfg::kBRowMajor && Cfg::kTileN == Cfg::kWavesN * Cfg::kRows &&
+         Cfg::kTileK == Cfg::kWaveSize * Cfg::kVec * Cfg::kUnroll && Cfg::kThreads == Cfg::kWavesN * Cfg::kWaveSize &&
+         sizeof(typename Cfg::TA) == sizeof(typename Cfg::TB) && Cfg::kVec * sizeof(typename Cfg::TA) <= 16;
+}
+
+// The kVec elements of a vector at p of which n (<= kVec) lie in the matrix: one access when whole and aligned (B:
+// read once, kept out of the L1 where the platform can), else one load per valid element and zeros past them.
+template <class T, int kVec, int kPolicy>
+CKGEN_DEVICE blk::Frag<T, kVec> chunk(const T* p, int n, bool aligned) {
+  if (n >= kVec && aligned) return blk::load_vector_l1<T, kVec, kPolicy>(p);
+  uint32_t b[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) b[e] = e < n ? blk::bits_of(gload(p + e)) : 0u;
+  return blk::from_elem_bits<T, kVec>(b);
+}
+
+// What one vector of each row of B adds to acc, with the vectors of A at the same k (block scales: times the
+// scales of A's rows and B's column blocks for K block k / 128).
+template <class Cfg>
+struct Step {
+  static constexpr int kM = Cfg::kTileM;
+  static constexpr int kR = Cfg::kRows;
+  static constexpr int kVec = Cfg::kVec;
+  using FragB = blk::Frag<typename Cfg::TB, kVec>;
+  const typename Cfg::TA* const* a;  // kM row pointers of A
+  epi::Operand<Cfg> op;
+  int row0, col0, m_last, n_last;    // first row / column of C, last valid ones (clamping the scales' reads)
+  bool aligned;
+
+  CKGEN_DEVICE void add(float (&acc)[kR][kM], const FragB (&b)[kR], int k, int n) const {
+    float bf[kR][kVec];
+#pragma unroll
+    for (int r = 0; r < kR; ++r) blk::to_floats(b[r], bf[r]);
+    float part[kR][kM];
+#pragma unroll
+    for (int m = 0; m < kM; ++m) {
+      float af[kVec];
+      blk::to_floats(chunk<typename Cfg::TA, kVec, blk::kL1Default>(a[m] + k, n, aligned), af);
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        float s = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) s += af[e] * bf[r][e];
+        part[r][m] = s;
+      }
+    }
+    if constexpr (epi::IsBlockScaled<epi::Operand<Cfg>>::value) {
+      constexpr int kBlk = epi::kScaleBlockK;
+      const int kb = k / kBlk;
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        const float sa = gload(op.scale_a + min_i(row0 + m, m_last) * op.ld_a + kb);
+#pragma unroll
+        for (int r = 0; r < kR; ++r)
+          acc[r][m] += part[r][m] * (sa * gload(op.scale_b + (min_i(col0 + r, n_last) / kBlk) * op.ld_b + kb));
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < kR; ++r)
+#pragma unroll
+        for (int m = 0; m < kM; ++m) acc[r][m] += part[r][m];
+    }
+  }
+
+  static CKGEN_DEVICE int min_i(int x, int y) { return x < y ? x : y; }
+};
+
+}  // namespace gemm_vec_detail
+
+template <class Cfg>
+CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           epi::Operand<Cfg> op, int M, int N, int K, long long lda, long long ldb, long long ldc) {
+  static_assert(gemm_vec_detail::check_cfg<Cfg>(), "Cfg");
+  using TA = typename Cfg::TA;
+  using TB = typename Cfg::TB;
+  constexpr int kM = Cfg::kTileM;
+  constexpr int kR = Cfg::kRows;
+  constexpr int kVec = Cfg::kVec;
+  constexpr int kStep = Cfg::kWaveSize * kVec;  // K elements one step of the wave covers
+  const int lane = lane_id();
+  const int row0 = block_id(1) * kM;
+  const int col0 = block_id(0) * Cfg::kTileN + wave_id() * kR;
+  if (col0 >= N) return;  // (a whole wave past N: nothing to read or write; no barrier follows)
+  const TA* a[kM];
+#pragma unroll
+  for (int m = 0; m < kM; ++m) a[m] = A + static_cast<long long>(row0 + m < M ? row0 + m : M - 1) * lda;
+  const TB* b[kR];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) b[r] = B + static_cast<long long>(col0 + r < N ? col0 + r : N - 1) * ldb;
+  const bool aligned = blk::vec_ok<TA, kVec>(A, lda) && blk::vec_ok<TB, kVec>(B, ldb);
+  const gemm_vec_detail::Step<Cfg> step{a, op, row0, col0, M - 1, N - 1, aligned};
+  using FragB = typename gemm_vec_detail::Step<Cfg>::FragB;
+
+  float acc[kR][kM];
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int m = 0; m < kM; ++m) acc[r][m] = 0.0f;
+
+  int k = lane * kVec;
+  if (aligned) {  // whole steps: kUnroll vectors of every row of B in flight, then their FMAs
+    for (; k + (Cfg::kUnroll - 1) * kStep + kVec <= K; k += Cfg::kUnroll * kStep) {
+      FragB bv[Cfg::kUnroll][kR];
+#pragma unroll
+      for (int u = 0; u < Cfg::kUnroll; ++u)
+#pragma unroll
+        for (int r = 0; r < kR; ++r) bv[u][r] = blk::load_vector_l1<TB, kVec, blk::kL1Stream>(b[r] + k + u * kStep);
+#pragma unroll
+      for (int u = 0; u < Cfg::kUnroll; ++u) step.add(acc, bv[u], k + u * kStep, kVec);
+    }
+  }
+  for (; k < K; k += kStep) {  // the rest one vector at a time (the K tail and unaligned operands: element loads)
+    FragB bv[kR];
+    const int n = K - k < kVec ? K - k : kVec;
+#pragma unroll
+    for (int r = 0; r < kR; ++r) bv[r] = gemm_vec_detail::chunk<TB, kVec, blk::kL1Stream>(b[r] + k, n, aligned);
+    step.add(acc, bv, k, n);
+  }
+
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int m = 0; m < kM; ++m) {
+      const float v = red::wave_allreduce<red::Sum>(acc[r][m]);
+      const int row = row0 + m;
+      const int col = col0 + r;
+      if (lane == (r * kM + m) % Cfg::kWaveSize && row < M && col < N) {
+        const long long off = Cfg::kCRowMajor ? static_cast<long long>(row) * ldc + col
+                                              : static_cast<long long>(col) * ldc + row;
+        gstore(C + off, epi::finish<Cfg>(v, row, col, C, off, op));
+      }
+    }
+}
+
+// The strided-batched form (batched = true; grid z = batch): workgroup z computes matrix block_id(2), each operand
+// offset by its batch stride (0 broadcasts one matrix to every item).
+template <class Cfg>
+CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda, long long ldb,
+                           long long ldc, long long stride_a, long long stride_b, long long stride_c,
+                           long long stride_bias) {
+  const long long z = block_id(2);
+  gemm_vec<Cfg>(A + z * stride_a, B + z * stride_b, C + z * stride_c, bias ? bias + z * stride_bias : bias, M, N, K,
+                lda, ldb, ldc);
+}
+
+// Block-scaled kernels (block(128) pairs): the K and N block counts and the scales' leading dimensions follow.
+template <class Cfg>
+CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                           int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
+                           long long ld_scale_a, long long ld_scale_b) {
+  gemm_vec<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
+                ldc);
+}
+
+// Tensor / row / column scales: the scale pointers follow the bias; plain and strided-batched.
+template <class Cfg>
+CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                           int K, long long lda, long long ldb, long long ldc) {
+  gemm_vec<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
+}
+template <class Cfg>
+CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
+                           int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
+                           long long stride_b, long long stride_c, long long stride_bias) {
+  gemm_vec<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a,
+                stride_b, stride_c, stride_bias);
+}
+
+}  // namespace ckgen
