@@ -197,11 +197,14 @@ def bench_shape(M, N, K, candidates, gen, warm=False):
             per[n] = {"err": rel_err(c, ref), "rounds": []}
             calls[n] = each([first] + [raw_call(kern, a, bi, *flat, C=c) for bi in bs[1:]])
         t_rounds = {fast: [] for fast in torch_calls}
+        # (each graph call already runs every copy of B: fewer of them back to back keeps a round of ten members
+        # on the large shapes to seconds, not minutes)
+        timing = {"reps": 10, "inner": max(1, 10 // len(bs))}
         for _ in range(ROUNDS):  # interleaved: torch (both accumulations), then each kernel
             for fast, tm in torch_calls.items():
-                t_rounds[fast].append(time_graph_ms(tm) / len(bs))
+                t_rounds[fast].append(time_graph_ms(tm, **timing) / len(bs))
             for n, call in calls.items():
-                per[n]["rounds"].append(time_graph_ms(call) / len(bs))
+                per[n]["rounds"].append(time_graph_ms(call, **timing) / len(bs))
         t_ms = median(t_rounds[False]) if False in t_rounds else 0.0
         t_fast_ms = median(t_rounds[True]) if True in t_rounds else 0.0
         best = None

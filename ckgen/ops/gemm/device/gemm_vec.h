@@ -57,23 +57,25 @@ struct Step {
   bool aligned;
 
   CKGEN_DEVICE void add(float (&acc)[kR][kM], const FragB (&b)[kR], int k, int n) const {
+    constexpr bool kBlock = epi::IsBlockScaled<epi::Operand<Cfg>>::value;
     float bf[kR][kVec];
 #pragma unroll
     for (int r = 0; r < kR; ++r) blk::to_floats(b[r], bf[r]);
-    float part[kR][kM];
+    float part[kR][kM];  // (block scales: this vector's sums, scaled below; else the sums go straight to acc)
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       float af[kVec];
       blk::to_floats(chunk<typename Cfg::TA, kVec, blk::kL1Default>(a[m] + k, n, aligned), af);
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
-        float s = 0.0f;
+        float s = kBlock ? 0.0f : acc[r][m];
 #pragma unroll
         for (int e = 0; e < kVec; ++e) s += af[e] * bf[r][e];
-        part[r][m] = s;
+        if constexpr (kBlock) part[r][m] = s;
+        else acc[r][m] = s;
       }
     }
-    if constexpr (epi::IsBlockScaled<epi::Operand<Cfg>>::value) {
+    if constexpr (kBlock) {
       constexpr int kBlk = epi::kScaleBlockK;
       const int kb = k / kBlk;
 #pragma unroll
@@ -83,11 +85,6 @@ struct Step {
         for (int r = 0; r < kR; ++r)
           acc[r][m] += part[r][m] * (sa * gload(op.scale_b + (min_i(col0 + r, n_last) / kBlk) * op.ld_b + kb));
       }
-    } else {
-#pragma unroll
-      for (int r = 0; r < kR; ++r)
-#pragma unroll
-        for (int m = 0; m < kM; ++m) acc[r][m] += part[r][m];
     }
   }
 
