@@ -28,7 +28,9 @@
 #             bench/debug/streamk_efficiency.py on it: stream-K against the tile schedule),
 #             ckgen compile --tuning (the dispatcher ckgen_lin; only its small host file is compiled here), then
 #             bench/dispatch.py: the dispatcher vs cuBLAS on the tuned shapes and on five models never tuned (bench/shapes/);
-#             DISPATCH_DB=path skips the tuning and builds from that database, DISPATCH_ARGS adds options (e.g. --quick)
+#             DISPATCH_DB=path skips the tuning and builds from that database (with DISPATCH_RESUME=1 the tuning runs
+#             on top of it: only members and shapes it lacks for this device are measured), DISPATCH_ARGS adds options
+#             (e.g. --quick)
 #   sched     issue 13's GPU tests only (tests/runtime/test_nvidia_schedules.py), then memcheck over them
 #   attention the attention GPU tests (tests/runtime/test_nvidia_attention.py), `ckgen run` of one kernel, then
 #             bench/attention.py (numerics, then TFLOP/s vs SDPA flash and cuDNN on the issue's cases)
@@ -302,7 +304,8 @@ if clk and pw:
 PY
 ;;
     dispatch)
-      if [ -n "${DISPATCH_DB:-}" ]; then cp "$DISPATCH_DB" "$OUT/tune.jsonl"; echo "tuning database: $DISPATCH_DB"; else
+      if [ -n "${DISPATCH_DB:-}" ]; then cp "$DISPATCH_DB" "$OUT/tune.jsonl"; echo "tuning database: $DISPATCH_DB"; fi
+      if [ -z "${DISPATCH_DB:-}" ] || [ -n "${DISPATCH_RESUME:-}" ]; then
       timeout 480 python3 -m ckgen tune bench/dispatch_nv.ck --family lin --target sm_90 \
         --shapes-file bench/shapes/mistral-7b.txt --db "$OUT/tune.jsonl" --reps 10 --inner 10 --warmup 3 \
         > "$OUT/tune.txt" 2>&1

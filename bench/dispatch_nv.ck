@@ -38,3 +38,10 @@ family lin {
   tile in [16x128x64]  waves = 1x4  lds_buffers = 6
   schedule in [splitk, splitk(atomic)]
 }
+
+// The vector body (instr = none) for decode shapes: no matrix instruction, B streamed once per 1 or 4 rows of A with
+// 16-byte loads, the sums on the vector ALUs (docs/dsl.md, "The vector body").
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [1x4x1024, 4x8x512]  waves = 1x4  instr = none
+}
