@@ -38,6 +38,7 @@
 #include "ckgen/blocks/mfma.h"
 #include "ckgen/blocks/tile_loader.h"
 #include "ckgen/platform.h"
+#include "gemm_forms.h"
 #include "ckgen/types.h"
 
 namespace ckgen {
@@ -435,63 +436,23 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   }
 }
 
-template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
-                            long long ldc) {
-  const int n0 = block_id(0) * epi::out_tile_n<Cfg>();
-  gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, n0, n0, N);
-}
+namespace gemm_detail {
+// The body on one matrix (gemm_forms.h's Body): workgroup (x, y) computes the tile of C at (y, x).
+struct MfmaBody {
+  template <class Cfg>
+  static CKGEN_DEVICE void run(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                               epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
+                               long long ldc) {
+    const int n0 = block_id(0) * epi::out_tile_n<Cfg>();
+    gemm_mfma_tile<Cfg>(A, B, C, bias, M, N, K, lda, ldb, ldc, block_id(1) * Cfg::kTileM, n0, n0, N);
+  }
+};
+}  // namespace gemm_detail
 
-// The strided-batched form (a Cfg planned with batched = true; grid z = batch): workgroup z computes matrix
-// block_id(2), each operand offset by its batch stride (0 broadcasts one matrix to every item).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda,
-                            long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
-                            long long stride_bias) {
-  const long long b = block_id(2);
-  gemm_mfma<Cfg>(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias, M, N, K,
-                 lda, ldb, ldc);
-}
-
-// Block-scaled kernels (scale_a / scale_b = block(128)): the K and N block counts and the scales' leading
-// dimensions come in the entry's arguments (the host entry checked kb = ceil(K / 128), nb = ceil(N / 128)).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                            int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
-                            long long ld_scale_a, long long ld_scale_b) {
-  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
-                 ldc);
-}
-
-// MX-scaled kernels (scale_a / scale_b = mx(32)): E8M0 bytes, A's M x kb and B's N x kb (the host entry checked
-// kb = ceil(K / 32)), with their leading dimensions; the block-scaled MFMA applies them (compute_mx above).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, const uint8_t* scale_a, const uint8_t* scale_b, int M,
-                            int N, int K, int /*kb*/, long long lda, long long ldb, long long ldc, long long ld_scale_a,
-                            long long ld_scale_b) {
-  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
-                 ldc);
-}
-
-// Scaled kernels (Cfg::EpiOperand is an epi::Scaled: the fp8 scalings), plain and strided-batched: the scale
-// pointers follow the bias in the entry's arguments and travel to the epilogue with it.
-template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                            int K, long long lda, long long ldb, long long ldc) {
-  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
-}
-template <class Cfg>
-CKGEN_DEVICE void gemm_mfma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                            const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                            int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
-                            long long stride_b, long long stride_c, long long stride_bias) {
-  gemm_mfma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a,
-                 stride_b, stride_c, stride_bias);
+// The kernel's entry (kernel.hip.j2 calls it with the arguments of its ABI): every form of gemm_forms.h.
+template <class Cfg, class... Args>
+CKGEN_DEVICE void gemm_mfma(Args... args) {
+  GemmForms<gemm_detail::MfmaBody>::template entry<Cfg>(args...);
 }
 
 }  // namespace ckgen

@@ -40,6 +40,7 @@
 #include "ckgen/blocks/nv_mma.h"
 #include "ckgen/blocks/nv_smem.h"
 #include "ckgen/blocks/tile_loader.h"
+#include "gemm_forms.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
 #include "gemm_mma_sm90_epilogue.h"
@@ -431,61 +432,19 @@ struct Sm90Gemm : Sm90Epilogue<Cfg> {
                                           kWarps * kStagingBytes <= kSmemBytes;
 };
 
-// The body the template's kernel entry calls on NVIDIA (same signature as the AMD body).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
-                           long long ldc) {
-  Sm90Gemm<Cfg>::run(A, B, C, bias, M, N, K, lda, ldb, ldc);
-}
-
-// The strided-batched form (grid z = batch): block z computes matrix block_id(2).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda,
-                           long long ldb, long long ldc, long long stride_a, long long stride_b, long long stride_c,
-                           long long stride_bias) {
-  const long long b = block_id(2);
-  Sm90Gemm<Cfg>::run(A + b * stride_a, B + b * stride_b, C + b * stride_c, bias ? bias + b * stride_bias : bias,
-                     M, N, K, lda, ldb, ldc);
-}
-
-// Scaled kernels (Cfg::EpiOperand is an epi::Scaled: the fp8 scalings), plain and strided-batched.
-template <class Cfg>
-CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                           int K, long long lda, long long ldb, long long ldc) {
-  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
-}
-template <class Cfg>
-CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                           int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
-                           long long stride_b, long long stride_c, long long stride_bias) {
-  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a, stride_b,
-                stride_c, stride_bias);
-}
-
-// Block-scaled kernels (scale_a / scale_b = block(128)): the K and N block counts and the scales' leading
-// dimensions come in the entry's arguments (the host entry checked kb = ceil(K / 128), nb = ceil(N / 128)).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                           int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
-                           long long ld_scale_a, long long ld_scale_b) {
-  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
-                ldc);
-}
-
-// MX-scaled kernels (scale_a / scale_b = mx(32)): E8M0 bytes, A's M x kb and B's N x kb (the host entry checked
-// kb = ceil(K / 32)), with their leading dimensions; folded per 32-K block (fold_mx_scales).
-template <class Cfg>
-CKGEN_DEVICE void gemm_mma(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const uint8_t* scale_a, const uint8_t* scale_b, int M,
-                           int N, int K, int /*kb*/, long long lda, long long ldb, long long ldc, long long ld_scale_a,
-                           long long ld_scale_b) {
-  gemm_mma<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
-                ldc);
+// The kernel's entry on NVIDIA (kernel.hip.j2 calls it with the arguments of its ABI): every form of gemm_forms.h,
+// each on Sm90Gemm<Cfg>::run.
+struct MmaBody {
+  template <class Cfg>
+  static CKGEN_DEVICE void run(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                               epi::Operand<Cfg> bias, int M, int N, int K, long long lda, long long ldb,
+                               long long ldc) {
+    Sm90Gemm<Cfg>::run(A, B, C, bias, M, N, K, lda, ldb, ldc);
+  }
+};
+template <class Cfg, class... Args>
+CKGEN_DEVICE void gemm_mma(Args... args) {
+  GemmForms<MmaBody>::template entry<Cfg>(args...);
 }
 
 // Dynamic shared memory (bytes) the body needs; the launcher passes it (Cfg::kLdsBytes >= this).

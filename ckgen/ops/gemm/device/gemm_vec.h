@@ -21,6 +21,7 @@
 #include "ckgen/blocks/reduce.h"
 #include "ckgen/platform.h"
 #include "ckgen/types.h"
+#include "gemm_forms.h"
 
 namespace ckgen {
 namespace gemm_vec_detail {
@@ -91,11 +92,19 @@ struct Step {
   static CKGEN_DEVICE int min_i(int x, int y) { return x < y ? x : y; }
 };
 
+// The body on one matrix (gemm_forms.h's Body).
+struct VecBody {
+  template <class Cfg>
+  static CKGEN_DEVICE void run(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
+                               epi::Operand<Cfg> op, int M, int N, int K, long long lda, long long ldb, long long ldc);
+};
+
 }  // namespace gemm_vec_detail
 
 template <class Cfg>
-CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           epi::Operand<Cfg> op, int M, int N, int K, long long lda, long long ldb, long long ldc) {
+CKGEN_DEVICE void gemm_vec_detail::VecBody::run(const typename Cfg::TA* A, const typename Cfg::TB* B,
+                                                typename Cfg::TC* C, epi::Operand<Cfg> op, int M, int N, int K,
+                                                long long lda, long long ldb, long long ldc) {
   static_assert(gemm_vec_detail::check_cfg<Cfg>(), "Cfg");
   using TA = typename Cfg::TA;
   using TB = typename Cfg::TB;
@@ -158,42 +167,10 @@ CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B,
     }
 }
 
-// The strided-batched form (batched = true; grid z = batch): workgroup z computes matrix block_id(2), each operand
-// offset by its batch stride (0 broadcasts one matrix to every item).
-template <class Cfg>
-CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           epi::Operand<Cfg> bias, int M, int N, int K, int /*batch*/, long long lda, long long ldb,
-                           long long ldc, long long stride_a, long long stride_b, long long stride_c,
-                           long long stride_bias) {
-  const long long z = block_id(2);
-  gemm_vec<Cfg>(A + z * stride_a, B + z * stride_b, C + z * stride_c, bias ? bias + z * stride_bias : bias, M, N, K,
-                lda, ldb, ldc);
-}
-
-// Block-scaled kernels (block(128) pairs): the K and N block counts and the scales' leading dimensions follow.
-template <class Cfg>
-CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                           int K, int /*kb*/, int /*nb*/, long long lda, long long ldb, long long ldc,
-                           long long ld_scale_a, long long ld_scale_b) {
-  gemm_vec<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b, ld_scale_a, ld_scale_b), M, N, K, lda, ldb,
-                ldc);
-}
-
-// Tensor / row / column scales: the scale pointers follow the bias; plain and strided-batched.
-template <class Cfg>
-CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                           int K, long long lda, long long ldb, long long ldc) {
-  gemm_vec<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, lda, ldb, ldc);
-}
-template <class Cfg>
-CKGEN_DEVICE void gemm_vec(const typename Cfg::TA* A, const typename Cfg::TB* B, typename Cfg::TC* C,
-                           const typename Cfg::TBias* bias, const float* scale_a, const float* scale_b, int M, int N,
-                           int K, int batch, long long lda, long long ldb, long long ldc, long long stride_a,
-                           long long stride_b, long long stride_c, long long stride_bias) {
-  gemm_vec<Cfg>(A, B, C, epi::Operand<Cfg>::make(bias, scale_a, scale_b), M, N, K, batch, lda, ldb, ldc, stride_a,
-                stride_b, stride_c, stride_bias);
+// The kernel's entry (kernel.hip.j2 calls it with the arguments of its ABI): every form of gemm_forms.h.
+template <class Cfg, class... Args>
+CKGEN_DEVICE void gemm_vec(Args... args) {
+  GemmForms<gemm_vec_detail::VecBody>::template entry<Cfg>(args...);
 }
 
 }  // namespace ckgen
