@@ -96,7 +96,7 @@ def emu_defines(target: Target) -> list[str]:
 
 #: Flags for every emu library (the emulator is header-only). -O1: against -O2 the test suite's emulator builds and
 #: runs take less CPU time (the fp8 matrix-product emulator tests 28 -> 22 s, the Llama layer example and the
-#: attention emulator tests 83 -> 71 s, fresh caches, this 2-core machine): the builds shrink more than the runs grow.
+#: fused-softmax emulator tests 83 -> 71 s, fresh caches, this 2-core machine): the builds shrink more than the runs grow.
 BASE_FLAGS: tuple[str, ...] = ("-std=c++17", "-O1", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
                                "-Wno-psabi")
 
