@@ -95,8 +95,8 @@ def emu_defines(target: Target) -> list[str]:
 
 
 #: Flags for every emu library (the emulator is header-only). -O1: against -O2 the test suite's emulator builds and
-#: runs take less CPU time (the fp8 matrix-product emulator tests 28 -> 22 s, the Llama layer example and the
-#: fused-softmax emulator tests 83 -> 71 s, fresh caches, this 2-core machine): the builds shrink more than the runs grow.
+#: runs take less CPU time (two emulator-heavy test files, fresh caches, this 2-core machine: 28 -> 22 s and 83 -> 71 s;
+#: the builds shrink more than the runs grow).
 BASE_FLAGS: tuple[str, ...] = ("-std=c++17", "-O1", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
                                "-Wno-psabi")
 
