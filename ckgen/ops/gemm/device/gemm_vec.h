@@ -57,6 +57,8 @@ struct Step {
   int row0, col0, m_last, n_last;    // first row / column of C, last valid ones (clamping the scales' reads)
   bool aligned;
 
+  // kWhole: the vectors at k are whole and aligned (the main loop), read with one access each and no test
+  template <bool kWhole>
   CKGEN_DEVICE void add(float (&acc)[kR][kM], const FragB (&b)[kR], int k, int n) const {
     constexpr bool kBlock = epi::IsBlockScaled<epi::Operand<Cfg>>::value;
     float bf[kR][kVec];
@@ -66,7 +68,8 @@ struct Step {
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       float af[kVec];
-      blk::to_floats(chunk<typename Cfg::TA, kVec, blk::kL1Default>(a[m] + k, n, aligned), af);
+      if constexpr (kWhole) blk::to_floats(blk::load_vector<typename Cfg::TA, kVec>(a[m] + k), af);
+      else blk::to_floats(chunk<typename Cfg::TA, kVec, blk::kL1Default>(a[m] + k, n, aligned), af);
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
         float s = kBlock ? 0.0f : acc[r][m];
@@ -141,7 +144,7 @@ CKGEN_DEVICE void gemm_vec_detail::VecBody::run(const typename Cfg::TA* A, const
 #pragma unroll
         for (int r = 0; r < kR; ++r) bv[u][r] = blk::load_vector_l1<TB, kVec, blk::kL1Stream>(b[r] + k + u * kStep);
 #pragma unroll
-      for (int u = 0; u < Cfg::kUnroll; ++u) step.add(acc, bv[u], k + u * kStep, kVec);
+      for (int u = 0; u < Cfg::kUnroll; ++u) step.template add<true>(acc, bv[u], k + u * kStep, kVec);
     }
   }
   for (; k < K; k += kStep) {  // the rest one vector at a time (the K tail and unaligned operands: element loads)
@@ -149,7 +152,7 @@ CKGEN_DEVICE void gemm_vec_detail::VecBody::run(const typename Cfg::TA* A, const
     const int n = K - k < kVec ? K - k : kVec;
 #pragma unroll
     for (int r = 0; r < kR; ++r) bv[r] = gemm_vec_detail::chunk<TB, kVec, blk::kL1Stream>(b[r] + k, n, aligned);
-    step.add(acc, bv, k, n);
+    step.template add<false>(acc, bv, k, n);
   }
 
 #pragma unroll
