@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
+from ckgen.ir.target import Target
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import run_passes
 from ckgen.ops.gemm.abi import abi, launch
@@ -113,7 +114,7 @@ PASSES = (
 )
 
 
-def plan(spec: KernelSpec, target) -> KernelPlan:
+def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     """Run :data:`PASSES` for ``target`` and freeze the vector body's plan."""
     d = run_passes(PASSES, GemmDraft(spec, target))
     cfg, lanes, v = d.cfg, target.wave_size, _vec(d)

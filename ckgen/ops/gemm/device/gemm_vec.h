@@ -1,6 +1,7 @@
 // gemm_vec.h (ckgen/ops/gemm/device): the GEMM's vector body (`instr = none`), for skinny products: a few rows of A
 // against a wide, K-contiguous B (nn.Linear's weight at decode: M = 1..8). No matrix instruction, no LDS, no
-// workspace: B is streamed from memory once per M tile with 16-byte loads and the sums are f32 multiply-adds (contracted to FMAs by the device compilers).
+// workspace: B is streamed from memory once per M tile with 16-byte loads (read once: the non-coherent path past the
+// L1 on CUDA, blk::kL1Stream), and the sums are f32 multiply-adds (contracted to FMAs by the device compilers).
 //
 // Layout (the planner checked it: ckgen/ops/gemm/vector.py): A row-major and B column-major (both K-contiguous), f16,
 // bf16, f32 or fp8 (then A and B of one byte each), f32 sums. Workgroup (x, y, z): columns x * kTileN .. of C, rows
