@@ -58,7 +58,7 @@ Beyond one size per dim:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ckgen.ir import expr as E
@@ -323,7 +323,7 @@ class Abi:
 
     def without_workspace(self) -> Abi:
         """The same ABI with no workspace argument (what kernels that can replace each other share)."""
-        return Abi(tuple(a for a in self.args if a.kind != ArgKind.WORKSPACE), self.empty_if, self.doc)
+        return replace(self, args=tuple(a for a in self.args if a.kind != ArgKind.WORKSPACE))
 
     def prototype(self, symbol: str) -> str:
         """The C prototype of the host entry ``symbol``."""

@@ -329,3 +329,17 @@ def test_model_reads_the_batch_of_batched_kernels_only():
     tb, tm = traits(block), traits(batched)
     assert estimate(tb, (16, 4096, 14336, 112, 32)) == estimate(tb, (16, 4096, 14336))
     assert estimate(tm, (512, 4096, 4096, 8)) > 7 * estimate(tm, (512, 4096, 4096, 1))
+
+
+def test_every_example_kernel_has_a_signature():
+    """A family groups members by their op's signature (the ABI without its workspace): every example kernel has
+    one, varlen attention's extents (total_q, total_k) included."""
+    from pathlib import Path
+
+    from ckgen import driver
+
+    root = Path(__file__).resolve().parents[2]
+    for spec in sorted((root / "examples").glob("*.ck")):
+        for p in driver.plan(driver.load([spec], ("gfx90a",)), ("gfx90a",))[spec.stem]:
+            sig = get_op(p.op).signature(p.spec)
+            assert db.signature_key(sig), p.name
