@@ -1,16 +1,20 @@
 // The fp8 dispatchers of bench/fp8.py (issue 26: "through the dispatcher"): one family per scaling, e4m3 x e4m3 ->
 // bf16, A row-major, B column-major (nn.Linear's weight as is). Untuned: the GEMM cost model picks the member per
-// shape (ckgen/ops/gemm/cost_model.py), nothing here was timed to choose it. Members: the Hopper body's fp8 tiles
-// with one workgroup per tile and, where the tiles do not fill the GPU, the K range split (split-K) or shared out
-// (stream-K); for decode shapes a 16-row mma.sync tile with split-K, and the vector body (instr = none: B streamed
-// once per 1 or 4 rows of A, the sums on the vector ALUs). Block scales fold per 128-K block (split-K
-// pieces start on whole blocks); their 64-row tile comes first, as the dispatcher takes the first of members the
-// model rates alike (the decode shapes, where reading B bounds both tiles: the 64-row one computes half the padding
-// rows).
+// shape (ckgen/ops/gemm/cost_model.py), nothing here was timed to choose it. Members: the vector body (instr = none:
+// B streamed once per 1 or 4 rows of A, the sums on the vector ALUs), the Hopper body's fp8 tiles with one workgroup
+// per tile and, where the tiles do not fill the GPU, the K range split (split-K) or shared out (stream-K), and a
+// 16-row mma.sync tile with split-K. The dispatcher takes the first of members the model rates alike: the vector body
+// comes first (at decode shapes where reading B bounds it and a tile alike, the tile computes padding rows), and of
+// the block-scaled tiles the 64-row one (half the padding rows of the 128-row one). Block scales fold per 128-K block
+// (split-K pieces start on whole blocks).
 target sm_90
 
 family fp8d_tensor {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+  tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
+}
+family fp8d_tensor {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
   tile in [128x256x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
 }
 family fp8d_tensor {
@@ -25,11 +29,11 @@ family fp8d_tensor {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
   tile in [16x128x64]  waves = 1x4  lds_buffers = 6  schedule = splitk
 }
-family fp8d_tensor {
-  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
+
+family fp8d_rowwise {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
   tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
 }
-
 family fp8d_rowwise {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
   tile in [128x256x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
@@ -46,11 +50,11 @@ family fp8d_rowwise {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
   tile in [16x128x64]  waves = 1x4  lds_buffers = 6  schedule = splitk
 }
-family fp8d_rowwise {
-  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
+
+family fp8d_block {
+  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
   tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
 }
-
 family fp8d_block {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
   tile in [64x128x128]  waves = 1x4  lds_buffers = 4  schedule in [tile, splitk]
@@ -58,8 +62,4 @@ family fp8d_block {
 family fp8d_block {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
   tile in [128x128x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, splitk]
-}
-family fp8d_block {
-  A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = block(128)  scale_b = block(128)
-  tile in [1x4x2048, 4x8x1024]  waves = 1x4  instr = none
 }

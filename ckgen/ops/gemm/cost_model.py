@@ -26,7 +26,7 @@ nearby shapes, not to predict absolute times:
 - the vector body (``instr = none``): compute at :data:`EFFICIENCY` of the vector ALUs' f32 multiply-adds
   (``Target.valu_lanes_per_cu``), one workgroup per CU (its waves reach the CU's ALUs), no LDS, each wave loading
   A's rows beside its rows of B;
-- memory time: A, B read, C written, plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
+- memory time: A, B read (once per M tile, at most :data:`B_READS` times but for the vector body), C written, plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
 - the kernel takes the largest of the three, plus a fixed launch cost (and a fix-up cost for split / stream-K).
 """
 
@@ -38,7 +38,8 @@ from ckgen.ops.gemm.spec import MAX_SPLITS
 
 TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "workers", "slots", "flops_per_s",
           "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits",
-          "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s", "batched")
+          "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s", "batched",
+          "b_reads")
 KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
 #: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md)
 EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60, "vector": 0.25}
@@ -73,6 +74,10 @@ LAUNCH_S = 2.5e-6
 #: 0.906 of the fastest on the H200's, 0.848 -> 0.918 on the H100's; the dispatcher's nearest rule 0.956 -> 0.964 and
 #: 0.968 -> 0.966); the Llama layer's projections keep their picks (bench/debug/model_variants.py)
 FIXUP_S = 6.0e-6
+#: how many times the memory term reads B: once per M tile, at most B_READS (the matrix-core bodies' tiles of one
+#: column run close together and share B through the L2); the vector body streams it past the L1 once per tile of
+#: its few rows of A, each a separate pass over B (MAX_B_READS: no cap)
+B_READS, MAX_B_READS = 2, 1 << 30
 DEFAULT_CLOCK_MHZ, DEFAULT_MEM_GBPS = 1500, 2000
 #: bytes of global loads one CU (SM) takes in per clock through its vector L1 (CDNA's 64-byte L1 line per clock;
 #: a rank-level figure for the operand-feed term, not a measured peak)
@@ -126,7 +131,8 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
             float(g.a.dtype.bytes), float(g.b.dtype.bytes * half), float(g.c.dtype.bytes),
             LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS),
-            float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched))
+            float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched),
+            float(MAX_B_READS if body == "vector" else B_READS))
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -161,7 +167,7 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
     unit_flops = 2.0 * tm * tn * tk * per_unit
     compute = waves * unit_flops / (t[8] / slots)
     feed = waves * per_unit * max(t[16] / (t[17] / slots), t[18] / (t[19] / slots))
-    traffic = (float(m) * k * t[10] + float(n) * k * t[11] * min(_cdiv(m, tm), 2) + float(m) * n * t[12]) * batch
+    traffic = (float(m) * k * t[10] + float(n) * k * t[11] * min(_cdiv(m, tm), int(t[21])) + float(m) * n * t[12]) * batch
     if units > tiles:
         traffic += 8.0 * tm * tn * (units - tiles)
     memory = traffic / t[9]
