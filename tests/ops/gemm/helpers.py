@@ -27,6 +27,30 @@ def emu_kernels(sources: dict[str, tuple[str, str]]) -> dict[str, Kernel]:
     return api_emu_kernels([plan_for(src, n, "amd", arch) for n, (arch, src) in sources.items()], "gemm_emu", jobs=2)
 
 
+def scaled_inputs(gemm: Kernel, sizes: dict, seed: int) -> dict:
+    """The op's random inputs at ``sizes`` (C poisoned), with any dequantization scales positive over two decades."""
+    rng = np.random.default_rng(seed)
+    ops = get_op("gemm").random_inputs(gemm.plan, sizes, rng)
+    for s in ("scale_a", "scale_b"):
+        if ops.get(s) is not None:
+            ops[s][...] = rng.uniform(0.05, 5.0, ops[s].shape).astype(np.float32)
+    return ops
+
+
+def assert_refused(arch: str, body: str, param: str, legal: str) -> None:
+    """Kernel ``k { body }`` planned for ``arch`` is refused naming ``param``, with ``legal`` among its legal values,
+    at its file:line:col."""
+    from ckgen.frontend import load_text
+    from ckgen.lower import plan_kernel
+    from ckgen.targets import get_target
+
+    (s,) = load_text(f"kernel k {{ {body} }}", "v.ck", (arch,))
+    with pytest.raises(CkgenError) as ei:
+        plan_kernel(s, get_target(arch))
+    assert ei.value.param == param and legal in ei.value.legal, (ei.value.param, ei.value.legal)
+    assert ei.value.render().startswith("v.ck:1:")
+
+
 def check_against_float64(gemm: Kernel, ops: dict, sizes: dict) -> None:
     """Run ``gemm`` on ``ops`` (C poisoned unless it is read: beta != 0) and compare C with the op's float64
     reference within the op's tolerance."""

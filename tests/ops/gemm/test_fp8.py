@@ -25,11 +25,10 @@ from ckgen import config, driver
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
 from ckgen.ir.arrays import poison
-from ckgen.ir.registry import get_op
 from ckgen.lower import plan_kernel
 from ckgen.runtime.api import Kernel
 from ckgen.targets import get_target
-from tests.ops.gemm.helpers import check_against_float64, emu_kernels
+from tests.ops.gemm.helpers import assert_refused, check_against_float64, emu_kernels, scaled_inputs
 
 # name -> (arch, body, main-loop MFMA)
 CONFIGS = {
@@ -94,20 +93,11 @@ def _sizes(gemm: Kernel, m: int, n: int, k: int) -> dict:
     return sizes
 
 
-def _inputs(gemm: Kernel, sizes: dict, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    ops = get_op("gemm").random_inputs(gemm.plan, sizes, rng)
-    for s in ("scale_a", "scale_b"):   # dequantization scales: positive, over two decades
-        if ops.get(s) is not None:
-            ops[s][...] = rng.uniform(0.05, 5.0, ops[s].shape).astype(np.float32)
-    return ops
-
-
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
 @pytest.mark.parametrize("name", [n for n in CONFIGS if "batched" not in n])
 def test_emu_against_float64(kernels, name, shape):
     sizes = _sizes(kernels[name], *shape)
-    check_against_float64(kernels[name], _inputs(kernels[name], sizes, seed=sum(shape) + 7 * shape[0]), sizes)
+    check_against_float64(kernels[name], scaled_inputs(kernels[name], sizes, seed=sum(shape) + 7 * shape[0]), sizes)
 
 
 @pytest.mark.parametrize("shape", SHAPES16, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES16])
@@ -115,7 +105,7 @@ def test_emu_against_float64(kernels, name, shape):
 def test_emu_scaled_16bit_against_float64(kernels, name, shape):
     """bf16 / f16 with positive random scales over two decades (a gated kernel's N: C's columns, B has 2N)."""
     sizes = _sizes(kernels[name], *shape)
-    ops = _inputs(kernels[name], sizes, seed=sum(shape))
+    ops = scaled_inputs(kernels[name], sizes, seed=sum(shape))
     assert ops["scale_a"] is not None and ops["scale_b"] is not None
     check_against_float64(kernels[name], ops, sizes)
 
@@ -123,14 +113,14 @@ def test_emu_scaled_16bit_against_float64(kernels, name, shape):
 @pytest.mark.parametrize("batch", [1, 3])
 def test_emu_batched_shares_the_scales(kernels, batch):
     sizes = {"M": 40, "N": 70, "K": 99, "batch": batch}
-    check_against_float64(kernels["f8_batched_942"], _inputs(kernels["f8_batched_942"], sizes, seed=batch), sizes)
+    check_against_float64(kernels["f8_batched_942"], scaled_inputs(kernels["f8_batched_942"], sizes, seed=batch), sizes)
 
 
 def test_scales_are_read_at_every_launch(kernels):
     """Same arrays, scales changed in place: the next call uses the new values (what a graph replay relies on)."""
     gemm = kernels["f8_rowcol_mixed_942"]
     sizes = {"M": 50, "N": 40, "K": 64}
-    ops = _inputs(gemm, sizes, seed=3)
+    ops = scaled_inputs(gemm, sizes, seed=3)
     first = gemm(**ops).copy()
     ops["scale_a"] *= 2.0
     ops["scale_b"][...] = ops["scale_b"][::-1].copy()
@@ -141,7 +131,7 @@ def test_scales_are_read_at_every_launch(kernels):
 
 def test_scale_of_the_wrong_length_is_refused(kernels):
     gemm = kernels["f8_rowcol_mixed_942"]
-    ops = _inputs(gemm, {"M": 8, "N": 8, "K": 32}, seed=1)
+    ops = scaled_inputs(gemm, {"M": 8, "N": 8, "K": 32}, seed=1)
     ops["scale_a"] = np.ones(9, np.float32)
     with pytest.raises(CkgenError, match="scale_a"):
         gemm(**ops)
@@ -153,7 +143,7 @@ def test_scale_of_the_wrong_length_is_refused(kernels):
 def test_block_scales_of_the_wrong_shape_are_refused(kernels):
     gemm = kernels["f8_block_942"]
     sizes = _sizes(gemm, 16, 200, 300)                      # kb = 3, nb = 2
-    ops = _inputs(gemm, sizes, seed=2)
+    ops = scaled_inputs(gemm, sizes, seed=2)
     short = dict(ops, scale_a=np.ones((16, 2), np.float32))  # K blocks: 2 for K = 300 (scale_b has 3)
     with pytest.raises(CkgenError, match="their kb differ"):
         gemm(**short)
@@ -193,11 +183,7 @@ def test_host_entry_checks_the_block_counts(kernels):
 ])
 def test_block_scale_refusals(arch, body, param, legal):
     enc = "e4m3fn" if arch == "sm_90" else "e4m3fnuz"
-    (s,) = load_text(f"kernel k {{ A = {enc} row B = {enc} col C = f32 row waves = 2x2 {body} }}", "v.ck", (arch,))
-    with pytest.raises(CkgenError) as ei:
-        plan_kernel(s, get_target(arch))
-    assert ei.value.param == param and legal in ei.value.legal, (ei.value.param, ei.value.legal)
-    assert ei.value.render().startswith("v.ck:1:")
+    assert_refused(arch, f"A = {enc} row B = {enc} col C = f32 row waves = 2x2 {body}", param, legal)
 
 
 def test_block_scale_spelling():

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 
-import numpy as np
 import pytest
 
 from ckgen.backends.amd import compiler as amd_compiler
@@ -23,10 +22,14 @@ from ckgen.backends.amd.report import disassemble
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
 from ckgen.ir.registry import get_op
-from ckgen.lower import plan_kernel
 from ckgen.runtime.api import plan_for
-from ckgen.targets import get_target
-from tests.ops.gemm.helpers import check_against_float64, emu_kernels, needs_clang
+from tests.ops.gemm.helpers import (
+    assert_refused,
+    check_against_float64,
+    emu_kernels,
+    needs_clang,
+    scaled_inputs,
+)
 
 # name -> (arch, body); every kernel has instr = none
 CONFIGS = {
@@ -57,15 +60,6 @@ def kernels():
     return emu_kernels({n: (c[0], _source(n)) for n, c in CONFIGS.items()})
 
 
-def _inputs(gemm, sizes: dict, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    ops = get_op("gemm").random_inputs(gemm.plan, sizes, rng)
-    for s in ("scale_a", "scale_b"):   # dequantization scales: positive, over two decades
-        if ops.get(s) is not None:
-            ops[s][...] = rng.uniform(0.05, 5.0, ops[s].shape).astype(np.float32)
-    return ops
-
-
 @needs_clang
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
 @pytest.mark.parametrize("name", [n for n in CONFIGS if "batched" not in n])
@@ -75,14 +69,14 @@ def test_emu_against_float64(kernels, name, shape):
     sizes = {"M": m, "N": n, "K": k}
     if gemm.plan.spec.params.gemm.block_scaled:
         sizes |= {"kb": -(-k // 128), "nb": -(-n // 128)}
-    check_against_float64(gemm, _inputs(gemm, sizes, seed=m + 3 * n + 7 * k), sizes)
+    check_against_float64(gemm, scaled_inputs(gemm, sizes, seed=m + 3 * n + 7 * k), sizes)
 
 
 @needs_clang
 @pytest.mark.parametrize("batch", [1, 3])
 def test_emu_batched(kernels, batch):
     sizes = {"M": 3, "N": 5, "K": 300, "batch": batch}
-    check_against_float64(kernels["v_f32_colc_batched"], _inputs(kernels["v_f32_colc_batched"], sizes, batch), sizes)
+    check_against_float64(kernels["v_f32_colc_batched"], scaled_inputs(kernels["v_f32_colc_batched"], sizes, batch), sizes)
 
 
 @pytest.mark.parametrize("arch,clang", [("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
@@ -127,11 +121,7 @@ def test_code_object(tmp_path, arch, clang):
                "scale_b = col", "scale_b", "block(128)"),
 ])
 def test_refusals(arch, body, param, legal):
-    (s,) = load_text(f"kernel k {{ {body} instr = none }}", "v.ck", (arch,))
-    with pytest.raises(CkgenError) as ei:
-        plan_kernel(s, get_target(arch))
-    assert ei.value.param == param and legal in ei.value.legal, (ei.value.param, ei.value.legal)
-    assert ei.value.render().startswith("v.ck:1:")
+    assert_refused(arch, f"{body} instr = none", param, legal)
 
 
 def test_instr_word_is_checked():
