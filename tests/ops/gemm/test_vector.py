@@ -6,7 +6,7 @@ batched, and fp8 with tensor, row / column and block(128) scales. Shapes take M 
 rows), N ending inside a wave and whole waves past N, K = 0, K past one unrolled step with a tail, and odd K
 (unaligned rows: element loads). Outputs are poisoned before each call.
 Rung 1: the same kernels compile for gfx942 (clang-19) and gfx950 (clang-22) without a matrix instruction or LDS,
-with 16-byte loads of B, the target's fp8 conversion instruction for fp8, and no spills or scratch.
+with 16-byte nontemporal loads of B, the target's packed fp8 conversion for fp8, and no spills or scratch.
 Planning: each refusal names the parameter and its legal values; the cost model rates the body above a matrix-core
 tile for one row of A and below it for 256.
 """
@@ -81,7 +81,7 @@ def test_emu_batched(kernels, batch):
 
 @pytest.mark.parametrize("arch,clang", [("gfx942", "clang++-19"), ("gfx950", "clang++-22")])
 def test_code_object(tmp_path, arch, clang):
-    """No matrix instruction, no LDS, 16-byte loads of B, the hardware's fp8 conversion, no spills or scratch."""
+    """No matrix instruction, no LDS, 16-byte nontemporal loads of B, the packed fp8 conversion, no spills or scratch."""
     if shutil.which(clang) is None:
         pytest.skip(f"{clang} is not installed")
     plans = [plan_for(_source(n), n, "amd", arch) for n, (a, _) in CONFIGS.items() if a == arch]
@@ -92,6 +92,8 @@ def test_code_object(tmp_path, arch, clang):
         rep = result.reports[(p.name, arch)]
         assert not rep.mfma and not any(o.startswith(("v_mfma", "v_smfmac")) for o in ops), (p.name, rep.mfma)
         assert "global_load_dwordx4" in ops, f"{p.name}: 16-byte loads of B"
+        assert any(i.mnemonic == "global_load_dwordx4" and "nt" in i.operands.split() for i in funcs[p.name]), \
+            f"{p.name}: B's loads nontemporal (read once)"
         if p.spec.params.gemm.a.dtype.fp8 is not None:
             assert any(o.startswith(FP8_CVT[arch]) for o in ops), f"{p.name}: the hardware's fp8 conversion"
         assert not any(o.startswith(("scratch_", "buffer_store", "buffer_load")) for o in ops), "scratch access"

@@ -122,7 +122,8 @@ CKGEN_DEVICE Frag<T, kVec> load_vector(const T* p) {
 // load_vector with an L1 policy (CUDA, 16-byte vectors; elsewhere load_vector): kL1Default, kL1Bypass (ld.global.cg:
 // the L2 only), kL1EvictLast (kept in the L1 before other lines; bench/rowops_persistent_probe.cu's experiments),
 // kL1Stream (read once: the non-coherent path without an L1 line, ld.global.nc.L1::no_allocate; only for memory no
-// thread of the launch writes).
+// thread of the launch writes; on AMD a nontemporal load, global_load_dwordx4 ... nt, as streaming GEMV kernels for
+// CDNA read their weights).
 enum L1Policy { kL1Default = 0, kL1Bypass = 1, kL1EvictLast = 2, kL1Stream = 3 };
 template <class T, int kVec, int kPolicy>
 CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
@@ -140,6 +141,14 @@ CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
     else
       asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
+    return f;
+  }
+#elif defined(__AMDGCN__)
+  if constexpr (F::kBytes == 16 && kPolicy == kL1Stream) {  // a nontemporal load (the nt bit): not kept in the caches
+    const int4_t v = __builtin_nontemporal_load(reinterpret_cast<const int4_t*>(p));
+    F f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f.w[i] = static_cast<uint32_t>(v[i]);
     return f;
   }
 #endif
