@@ -1,4 +1,5 @@
-"""The GEMM op: ``C = epilogue(alpha * A.B + beta * C)`` on matrix cores, optionally strided-batched.
+"""The GEMM op: ``C = epilogue(alpha * A.B + beta * C)`` on matrix cores (or the vector ALUs), optionally
+strided-batched.
 
 Its parts: ``spec.py`` (DSL keys, params), ``plan.py`` (the pass list; ``vector.py`` the vector body's), ``body.py``
 (the plan), ``abi.py`` (the C ABI and launch), ``reference.py`` (float64), ``kernel.hip.j2`` + ``tma_launch.cpp.j2``
@@ -74,7 +75,8 @@ def _epilogue_view(plan: KernelPlan) -> tuple[list, list, dict | None]:
 
 class GemmOp(Op):
     name = "gemm"
-    doc = "C = epilogue(alpha * A.B + beta * C) on matrix cores, optionally strided-batched"
+    doc = ("C = epilogue(alpha * A.B + beta * C) on matrix cores (or the vector ALUs: instr = none), "
+           "optionally strided-batched")
     keys = _spec.KEYS
     kernel_template = "gemm/kernel.hip.j2"
     model_template = "gemm/cost_model.cpp.j2"
