@@ -26,7 +26,8 @@ nearby shapes, not to predict absolute times:
 - the vector body (``instr = none``): compute at :data:`EFFICIENCY` of the vector ALUs' f32 multiply-adds
   (``Target.valu_lanes_per_cu``), one workgroup per CU (its waves reach the CU's ALUs), no LDS, each wave loading
   A's rows beside its rows of B;
-- memory time: A, B read (once per M tile, at most :data:`B_READS` times but for the vector body), C written, plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
+- memory time: A, B read (once per M tile, at most :data:`B_READS` times but for the vector body), C written,
+  plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
 - the kernel takes the largest of the three, plus a fixed launch cost (and a fix-up cost for split / stream-K).
 """
 
@@ -41,11 +42,11 @@ TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "worker
           "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s", "batched",
           "b_reads")
 KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
-#: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md)
+#: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md); for the
+#: vector body of instr = none, of the vector ALUs' f32 multiply-add peak (Target.valu_lanes_per_cu), its loads,
+#: conversions and sums around each multiply-add: 16.8 and 18.6 TFLOP/s of the H100's 67 at M = 16 for bf16 and e4m3
+#: at 16 x 3584 x 18944 (bench/runs/2026-12-07c_h100_skinny_probe.txt, the probe the body came from)
 EFFICIENCY = {"tma": 0.72, "mma_sync": 0.60, "mfma": 0.60, "vector": 0.25}
-#: (vector: the vector body of instr = none against the vector ALUs' f32 multiply-add peak, Target.valu_lanes_per_cu:
-#: its loads, conversions and sums around each multiply-add; 16.8 and 18.6 TFLOP/s of the H100's 67 at M = 16 for bf16
-#: and e4m3 at 16 x 3584 x 18944, bench/runs/2026-12-07c_h100_skinny_probe.txt, the probe the body came from)
 #: the Hopper body's wgmma issues twice the work of mma.sync per SM and clock
 WGMMA_SPEEDUP = 2.0
 #: a schedule's share of its body's throughput where it is not 1: the median of the tile schedule's time over
@@ -104,17 +105,15 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
     flops = (per_cu_clk * t.cus * clock * eff * (WGMMA_SPEEDUP if body == "tma" else 1.0)
              * SCHEDULE_EFFICIENCY.get((body, sp.kind if sp is not None else "tile"), 1.0))
     wm, wn = cfg.waves
-    if body == "vector":  # (one workgroup's waves already reach the CU's vector ALUs: the unit rate is the CU's)
-        per_cu = 1
-    else:
-        per_cu = 1 if b.tma is not None else max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
     kind = KINDS[sp.kind] if sp is not None else 0
-    if body == "vector":
-        lds_kstep = 0
+    if body == "vector":  # (one workgroup's waves already reach the CU's vector ALUs: the unit rate is the CU's)
+        per_cu, lds_kstep = 1, 0
     elif body == "tma":  # TMA's writes of the stage, then each consumer warpgroup's wgmma reads (its A rows, all of B)
+        per_cu = 1
         lds_kstep = cfg.tile[2] * (2 * cfg.tile[0] * g.a.dtype.bytes + (1 + cfg.tile[0] // 64) * cfg.tile[1]
                                    * g.b.dtype.bytes)
     else:
+        per_cu = max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
         lds_kstep = cfg.tile[2] * (wn * cfg.tile[0] * g.a.dtype.bytes + wm * cfg.tile[1] * g.b.dtype.bytes)
     lds_rate = t.cus * t.lds_banks * t.lds_bank_bytes * clock * eff
     load_kstep = cfg.tile[2] * ((wn if body == "vector" else 1) * cfg.tile[0] * g.a.dtype.bytes
