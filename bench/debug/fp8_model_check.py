@@ -56,7 +56,9 @@ def main() -> int:
                 # (among the members the run timed: a family grown since, e.g. by the vector body, keeps its old
                 # choice set; the model's estimates of the others are dropped)
                 timed = [m.name in times for m in t.members]
-                est = (lambda i, z, t=t, timed=timed: t.estimate(i, z) if timed[i] else math.inf)
+
+                def est(i, z, t=t, timed=timed):
+                    return t.estimate(i, z) if timed[i] else math.inf
                 pick = choose(t, tuple(sizes[n] for n in t.size_names), estimate=est).kernel
                 x = times[pick] / min(times.values())
                 lost.append(x)
