@@ -105,13 +105,14 @@ class GemmOp(Op):
         """The Cfg struct (docs/design.md) as lists: (alias, C++ type) and (C++ type, member, literal)."""
         g, b = plan.spec.params.gemm, plan.body
         types, constants, operand = _epilogue_view(plan)
+        view = {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
+                "header": b.body.header, "impl": b.body.impl, "mma_builtins": [], "mx_builtins": [],
+                "tma_entry": False, "workgroups_per_cu": 0}
         if b.vector is not None:  # the vector body (instr = none): its tiling only
             constants += [("int", name, str(v)) for name, v in _vector.kernel_constants(plan)]
-            return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
-                    "mma_builtins": [], "mx_builtins": [], "header": b.body.header, "impl": b.body.impl,
-                    "tma_entry": False, "workgroups_per_cu": 0,
-                    "notes": [f"vector body: {b.vector.rows} rows of B per wave, {b.vector.unroll} vectors of "
-                              f"{b.vector.vec} elements of each in flight per lane; no LDS; {plan.threads} threads."]}
+            return {**view, "notes": [f"vector body: {b.vector.rows} rows of B per wave, {b.vector.unroll} vectors "
+                                      f"of {b.vector.vec} elements of each in flight per lane; no LDS; "
+                                      f"{plan.threads} threads."]}
         c, i, lds = plan.spec.params.config, b.instr, b.lds
         types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
@@ -151,10 +152,9 @@ class GemmOp(Op):
         if b.grouping is not None:
             notes.append(f"mode {b.grouping.mode}: one persistent launch of at most {b.grouping.workers} workgroups "
                          "walks every group's tiles.")
-        return {"types": types, "constants": constants, "operand_args": operand, "epilogue": list(b.epilogue_types),
-                "mma_builtins": [i.builtin] if i.builtin_in_cfg and not g.mx_scaled else [],
-                "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [], "header": b.body.header,
-                "impl": b.body.impl, "tma_entry": b.tma is not None, "notes": notes,
+        return {**view, "mma_builtins": [i.builtin] if i.builtin_in_cfg and not g.mx_scaled else [],
+                "mx_builtins": [i.builtin] if g.mx_scaled and i.builtin_in_cfg else [],
+                "tma_entry": b.tma is not None, "notes": notes,
                 "tma_macro": ("CKGEN_TMA_GEMM_GROUPED_ENTRY" if b.grouping is not None else
                               "CKGEN_TMA_GEMM_SCALED_SCHED_ENTRY" if b.schedule is not None and g.scaled else
                               "CKGEN_TMA_GEMM_SCHED_ENTRY" if b.schedule is not None else

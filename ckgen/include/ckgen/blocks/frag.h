@@ -9,7 +9,8 @@
 //   to_floats(f, out)       every element as f32 (fp8: two per packed conversion, fp8x2_to_floats)
 //   vec_ok<T, kVec>(p, ld)  whether every kVec-element vector of every row of (p, ld) is aligned for one access
 //   load_vector(p)          one vector access of kVec elements at p (aligned: vec_ok)
-//   load_vector_l1<.., P>   the same with an L1 policy (CUDA, 16-byte vectors; elsewhere load_vector)
+//   load_vector_l1<.., P>   the same with an L1 policy (CUDA, 16-byte vectors; AMD kL1Stream; else load_vector)
+//   load_zero_filled(p, n, ok)  n valid elements: one access when whole and aligned, else element loads, zeros past n
 //   store_vector(p, f)      one vector store of f at p (aligned)
 #pragma once
 
@@ -153,6 +154,18 @@ CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
   }
 #endif
   return load_vector<T, kVec>(p);
+}
+
+// The kVec elements at p of which the first n (<= kVec) are valid: one access (load_vector_l1 with kPolicy) when
+// n == kVec and the vector is aligned (ok), else one load per valid element and zeros past them; nothing outside
+// [p, p + n) is read.
+template <class T, int kVec, int kPolicy = kL1Default>
+CKGEN_DEVICE Frag<T, kVec> load_zero_filled(const T* p, int n, bool ok) {
+  if (n >= kVec && ok) return load_vector_l1<T, kVec, kPolicy>(p);
+  uint32_t b[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) b[e] = e < n ? bits_of(gload(p + e)) : 0u;
+  return from_elem_bits<T, kVec>(b);
 }
 
 template <class T, int kVec>

@@ -34,17 +34,6 @@ constexpr bool check_cfg() {
          sizeof(typename Cfg::TA) == sizeof(typename Cfg::TB) && Cfg::kVec * sizeof(typename Cfg::TA) <= 16;
 }
 
-// The kVec elements of a vector at p of which n (<= kVec) lie in the matrix: one access when whole and aligned (B:
-// read once, kept out of the L1 where the platform can), else one load per valid element and zeros past them.
-template <class T, int kVec, int kPolicy>
-CKGEN_DEVICE blk::Frag<T, kVec> chunk(const T* p, int n, bool aligned) {
-  if (n >= kVec && aligned) return blk::load_vector_l1<T, kVec, kPolicy>(p);
-  uint32_t b[kVec];
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) b[e] = e < n ? blk::bits_of(gload(p + e)) : 0u;
-  return blk::from_elem_bits<T, kVec>(b);
-}
-
 // What one vector of each row of B adds to acc, with the vectors of A at the same k (block scales: times the
 // scales of A's rows and B's column blocks for K block k / 128).
 template <class Cfg>
@@ -70,7 +59,7 @@ struct Step {
     for (int m = 0; m < kM; ++m) {
       float af[kVec];
       if constexpr (kWhole) blk::to_floats(blk::load_vector<typename Cfg::TA, kVec>(a[m] + k), af);
-      else blk::to_floats(chunk<typename Cfg::TA, kVec, blk::kL1Default>(a[m] + k, n, aligned), af);
+      else blk::to_floats(blk::load_zero_filled<typename Cfg::TA, kVec>(a[m] + k, n, aligned), af);
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
         float s = kBlock ? 0.0f : acc[r][m];
@@ -152,7 +141,7 @@ CKGEN_DEVICE void gemm_vec_detail::VecBody::run(const typename Cfg::TA* A, const
     FragB bv[kR];
     const int n = K - k < kVec ? K - k : kVec;
 #pragma unroll
-    for (int r = 0; r < kR; ++r) bv[r] = gemm_vec_detail::chunk<TB, kVec, blk::kL1Stream>(b[r] + k, n, aligned);
+    for (int r = 0; r < kR; ++r) bv[r] = blk::load_zero_filled<TB, kVec, blk::kL1Stream>(b[r] + k, n, aligned);
     step.template add<false>(acc, bv, k, n);
   }
 

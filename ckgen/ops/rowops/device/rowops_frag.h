@@ -108,12 +108,11 @@ CKGEN_DEVICE Frag<T, kVec> pack(const float (&y)[kVec]) {
 
 template <class T, int kVec>
 CKGEN_DEVICE Frag<T, kVec> load(const T* p, int n, bool ok) {
+#if CKGEN_ROWOPS_PREDICATED_TAIL
+  return blk::load_zero_filled<T, kVec>(p, n, ok);
+#else
   if (n >= kVec && ok) return load_vector<T, kVec>(p);
   uint32_t b[kVec];
-#if CKGEN_ROWOPS_PREDICATED_TAIL
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) b[e] = e < n ? bits_of(gload(p + e)) : 0u;
-#else
   if (n > 0) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) b[e] = bits_of(gload(p + (e < n - 1 ? e : n - 1)));
@@ -121,8 +120,8 @@ CKGEN_DEVICE Frag<T, kVec> load(const T* p, int n, bool ok) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) b[e] = 0u;
   }
-#endif
   return from_elem_bits<T, kVec>(b);
+#endif
 }
 
 // Where a row ends in one thread's vectors of a tile (vector j: kStep columns after vector j - 1). nv(j) is computed
