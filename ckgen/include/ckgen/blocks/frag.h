@@ -124,12 +124,13 @@ CKGEN_DEVICE Frag<T, kVec> load_vector(const T* p) {
 // the L2 only), kL1EvictLast (kept in the L1 before other lines; bench/rowops_persistent_probe.cu's experiments),
 // kL1Stream (read once: the non-coherent path without an L1 line, ld.global.nc.L1::no_allocate; only for memory no
 // thread of the launch writes; on AMD a nontemporal load, global_load_dwordx4 ... nt, as streaming GEMV kernels for
-// CDNA read their weights).
-enum L1Policy { kL1Default = 0, kL1Bypass = 1, kL1EvictLast = 2, kL1Stream = 3 };
+// CDNA read their weights), kL1ReadOnly (read by many threads, written by none of the launch: the non-coherent path
+// with its L1 line, ld.global.nc; on AMD a plain load).
+enum L1Policy { kL1Default = 0, kL1Bypass = 1, kL1EvictLast = 2, kL1Stream = 3, kL1ReadOnly = 4 };
 template <class T, int kVec, int kPolicy>
 CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
   using F = Frag<T, kVec>;
-  static_assert(kPolicy >= kL1Default && kPolicy <= kL1Stream, "load_vector_l1: an L1Policy");
+  static_assert(kPolicy >= kL1Default && kPolicy <= kL1ReadOnly, "load_vector_l1: an L1Policy");
 #if defined(CKGEN_PLATFORM_CUDA)
   if constexpr (F::kBytes == 16 && kPolicy != kL1Default) {
     F f;
@@ -138,6 +139,9 @@ CKGEN_DEVICE Frag<T, kVec> load_vector_l1(const T* p) {
                    : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
     else if constexpr (kPolicy == kL1EvictLast)
       asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
+    else if constexpr (kPolicy == kL1ReadOnly)
+      asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(f.w[0]), "=r"(f.w[1]), "=r"(f.w[2]), "=r"(f.w[3]) : "l"(p));
     else
       asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"

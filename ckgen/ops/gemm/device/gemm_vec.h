@@ -1,7 +1,8 @@
 // gemm_vec.h (ckgen/ops/gemm/device): the GEMM's vector body (`instr = none`), for skinny products: a few rows of A
 // against a wide, K-contiguous B (nn.Linear's weight at decode: M = 1..8). No matrix instruction, no LDS, no
 // workspace: B is streamed from memory once per M tile with 16-byte loads (read once: the non-coherent path past the
-// L1 on CUDA, blk::kL1Stream), and the sums are f32 multiply-adds (contracted to FMAs by the device compilers).
+// L1 on CUDA, blk::kL1Stream; A, which every wave reads, through the non-coherent path with its L1 lines,
+// blk::kL1ReadOnly), and the sums are f32 multiply-adds (contracted to FMAs by the device compilers).
 //
 // Layout (the planner checked it: ckgen/ops/gemm/vector.py): A row-major and B column-major (both K-contiguous), f16,
 // bf16, f32 or fp8 (then A and B of one byte each), f32 sums. Workgroup (x, y, z): columns x * kTileN .. of C, rows
@@ -58,8 +59,8 @@ struct Step {
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       float af[kVec];
-      if constexpr (kWhole) blk::to_floats(blk::load_vector<typename Cfg::TA, kVec>(a[m] + k), af);
-      else blk::to_floats(blk::load_zero_filled<typename Cfg::TA, kVec>(a[m] + k, n, aligned), af);
+      if constexpr (kWhole) blk::to_floats(blk::load_vector_l1<typename Cfg::TA, kVec, blk::kL1ReadOnly>(a[m] + k), af);
+      else blk::to_floats(blk::load_zero_filled<typename Cfg::TA, kVec, blk::kL1ReadOnly>(a[m] + k, n, aligned), af);
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
         float s = kBlock ? 0.0f : acc[r][m];
