@@ -8,7 +8,8 @@ there (1.0: the rule found the fastest member). Rules compared:
   time there scaled by the cost model);
 - ``k-nearest``: the geometric mean of the scaled estimates from the k nearest tuned shapes, weighted by
   1 / distance (a candidate replacement; members not measured at all k are left out);
-- ``model``: the cost model alone (a family with no tuning database).
+- ``model``: the cost model alone (a family with no tuning database), choosing among the members the database
+  timed at the hidden shape (a member it never timed, e.g. one added to the family since, has no time to judge).
 
     python3 bench/dispatch_loo.py bench/runs/2026-12-03_tune_mistral7b_sm90_cold_l2.jsonl [--ck bench/dispatch_nv.ck]
 """
@@ -45,11 +46,31 @@ def k_nearest(table: Table, sizes: tuple[int, ...], k: int) -> int:
     return best
 
 
+def model_pick(table: Table, hidden) -> int:
+    """The member the cost model alone rates fastest at the hidden shape, of those timed there."""
+    timed = [i for i, x in enumerate(hidden.times) if x is not None]
+    return min(timed, key=lambda i: table.estimate(i, hidden.sizes))
+
+
 def rules() -> dict:
-    return {"nearest": lambda t, s: choose(t, s).index,
-            "2-nearest": lambda t, s: k_nearest(t, s, 2),
-            "3-nearest": lambda t, s: k_nearest(t, s, 3),
-            "model": lambda t, s: min(range(len(t.members)), key=lambda i: t.estimate(i, s))}
+    """name -> rule(table without the hidden shape, the hidden shape) -> the member it chooses."""
+    return {"nearest": lambda t, h: choose(t, h.sizes).index,
+            "2-nearest": lambda t, h: k_nearest(t, h.sizes, 2),
+            "3-nearest": lambda t, h: k_nearest(t, h.sizes, 3),
+            "model": model_pick}
+
+
+def leave_one_out(table: Table, names=None) -> dict:
+    """rule name -> per tuned shape, the fastest measured time there over the time of the member the rule chooses
+    with that shape hidden (1e-3 where that member has no time there); ``names``: those rules only."""
+    found: dict = {r: [] for r in rules() if names is None or r in names}
+    for h, hidden in enumerate(table.tuned):
+        rest = dataclasses.replace(table, tuned=table.tuned[:h] + table.tuned[h + 1:])
+        best = min(x for x in hidden.times if x is not None)
+        for r in found:
+            t = hidden.times[rules()[r](rest, hidden)]
+            found[r].append(best / t if t else 1e-3)
+    return found
 
 
 def main() -> int:
@@ -63,18 +84,11 @@ def main() -> int:
 
     plans = driver.plan(driver.load([args.ck], (args.arch,)), (args.arch,))[Path(args.ck).stem]
     (table,) = tables(plans, db.read(args.db), args.family)
-    found = {r: [] for r in rules()}
+    found = leave_one_out(table)
     print(f"{len(table.tuned)} tuned shapes, {len(table.members)} members; fastest measured / chosen member's time")
     print(f"{'hidden shape':>18} " + " ".join(f"{r:>10}" for r in found))
     for h, hidden in enumerate(table.tuned):
-        rest = dataclasses.replace(table, tuned=table.tuned[:h] + table.tuned[h + 1:])
-        best = min(x for x in hidden.times if x is not None)
-        row = []
-        for r, rule in rules().items():
-            t = hidden.times[rule(rest, hidden.sizes)]
-            found[r].append(best / t if t else 1e-3)
-            row.append(found[r][-1])
-        print(f"{'x'.join(map(str, hidden.sizes)):>18} " + " ".join(f"{q:10.2f}" for q in row))
+        print(f"{'x'.join(map(str, hidden.sizes)):>18} " + " ".join(f"{q[h]:10.2f}" for q in found.values()))
     print(f"{'geomean':>18} " + " ".join(
         f"{math.exp(sum(map(math.log, q)) / len(q)):10.3f}" for q in found.values()))
     print(f"{'min':>18} " + " ".join(f"{min(q):10.2f}" for q in found.values()))

@@ -18,7 +18,6 @@ Two judges:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -28,10 +27,13 @@ sys.path.insert(0, str(ROOT))
 
 from ckgen import driver  # noqa: E402
 from ckgen.dispatch import db  # noqa: E402
-from ckgen.dispatch.table import choose, tables  # noqa: E402
+from ckgen.dispatch.table import tables  # noqa: E402
 from ckgen.frontend import load_file  # noqa: E402
 from ckgen.ops.gemm import cost_model as cm  # noqa: E402
 from ckgen.runtime.family import family_plans  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from dispatch_loo import leave_one_out  # noqa: E402
 
 #: (family of examples/llama_layer.ck, M x N x K): member -> us, H100 (bench/runs/2026-12-06c_h100_layer_gemms_*.txt)
 MEASURED = {
@@ -84,14 +86,7 @@ def loo(path: str) -> dict:
     ck = "bench/dispatch_nv.ck"
     plans = driver.plan(driver.load([str(ROOT / ck)], ("sm_90",)), ("sm_90",))[Path(ck).stem]
     (table,) = tables(plans, db.read(path), "lin")
-    found: dict = {"nearest": [], "model": []}
-    for h, hidden in enumerate(table.tuned):
-        rest = dataclasses.replace(table, tuned=table.tuned[:h] + table.tuned[h + 1:])
-        best = min(x for x in hidden.times if x is not None)
-        for rule, pick in (("nearest", lambda t, s: choose(t, s).index),
-                           ("model", lambda t, s: min(range(len(t.members)), key=lambda i: t.estimate(i, s)))):
-            t = hidden.times[pick(rest, hidden.sizes)]
-            found[rule].append(best / t if t else 1e-3)
+    found = leave_one_out(table, ("nearest", "model"))
     return {r: (math.exp(sum(map(math.log, q)) / len(q)), min(q)) for r, q in found.items()}
 
 

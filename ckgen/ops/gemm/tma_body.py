@@ -15,14 +15,17 @@ if TYPE_CHECKING:
     from ckgen.ops.gemm.plan import GemmDraft
 
 #: the Hopper body (device/gemm_sm90_tma.h): its dtypes, its tiles (one consumer warpgroup of 4 warps per 64 rows,
-#: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup)
+#: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup); the
+#: 64-column tile (:data:`TMA_NARROW_N`) for few rows of A, where 128 columns leave SMs without a tile, takes neither a
+#: gated nor a rotary epilogue (their runs of gate / up columns and rotated pairs need 128)
 TMA_BODY_DTYPES = (DType.F16, DType.BF16)
-TMA_BODY_TILES = ((128, 256, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64))
+TMA_BODY_TILES = ((128, 256, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64), (64, 64, 64))
+TMA_NARROW_N = 64
 #: its fp8 kernels (OCP e4m3 / e5m2: wgmma m64nNk32, both operands K-major) and their tiles: K = 128 fp8 elements,
 #: one 128-byte swizzled row of shared memory, and one 128-K block of block scales
 TMA_BODY_FP8_DTYPES = (DType.E4M3FN, DType.E5M2)
 TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma type names)
-TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128))
+TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128), (64, 64, 128))
 TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
 #: the cluster size ``cluster = auto`` gives the kernels that can take one (:func:`_cluster`): none, since clusters of
@@ -34,7 +37,7 @@ TMA_AUTO_CLUSTER = 1
 def _fp8_tma_refusal(d: GemmDraft) -> str | None:
     """Why the Hopper body does not take this fp8 kernel (None: it does, the common tile rules permitting). (Block
     scales keep two accumulator sets per thread: estimate_registers already refuses them on tiles of 256 columns,
-    so the block-scaled ones here have 128, as the body asserts.)"""
+    so the block-scaled ones here have 128 or 64, as the body asserts.)"""
     g, cfg = d.g, d.cfg
     tiles = ", ".join("x".join(map(str, x)) for x in TMA_BODY_FP8_TILES)
     if g.a.layout != Layout.ROW or g.b.layout != Layout.COL:
@@ -110,6 +113,8 @@ def _plan_tma_body(d: GemmDraft) -> None:
             return
     elif g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES or not shape_ok:
         return
+    elif cfg.tile[1] == TMA_NARROW_N and (g.gated or g.rope is not None):
+        return  # (the mma.sync body runs it)
     elif g.scaled and (why := _scaled16_tma_refusal(d)) is not None:
         d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
         return

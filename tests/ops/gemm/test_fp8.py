@@ -252,7 +252,7 @@ kernel h8_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 
                    scale_a = tensor scale_b = tensor schedule = splitk }
 kernel h8_streamk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4
                     scale_a = row scale_b = col epilogue = bias(col) schedule = streamk }
-kernel h8_block_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 waves = 1x4 lds_buffers = 4
+kernel h8_block_splitk { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x64x128 waves = 1x4 lds_buffers = 4
                          scale_a = block(128) scale_b = block(128) schedule = splitk }
 """
 
@@ -280,7 +280,7 @@ def test_nvcc_builds_scaled_fp8_for_sm90(cache):
             "h8_tensor_tma": wgmma.format(256, "e4m3"), "h8_rowcol_tma": wgmma.format(128, "e5m2"),
             "h8_block_tma": wgmma.format(128, "e4m3"), "h8_bmm_tma": wgmma.format(128, "e4m3"),
             "h8_splitk_tma": wgmma.format(128, "e4m3"), "h8_streamk_tma": wgmma.format(256, "e4m3"),
-            "h8_block_splitk_tma": wgmma.format(128, "e4m3"),
+            "h8_block_splitk_tma": wgmma.format(64, "e4m3"),  # (the narrow tile: half a block of B's scales)
             "h8_rowcol": mma.format("e5m2")}
     for name, instr in want.items():
         r = reports[name]

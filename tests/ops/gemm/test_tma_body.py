@@ -132,6 +132,26 @@ def test_scheduled_scaled_kernels_get_the_body(types, tile, scales, schedule):
     assert f"{macro}(k, " in src
 
 
+@pytest.mark.parametrize("body", [f"{F8} tile = 64x64x128 scale_a = tensor scale_b = tensor",
+                                  f"{F8} tile = 64x64x128 scale_a = block(128) scale_b = block(128)",
+                                  "A = bf16 col B = bf16 row C = f32 row tile = 64x64x64"])
+def test_the_narrow_tile_gets_the_body(body):
+    """64 x 64 (few rows of A: twice the workgroups of 64 x 128 over the same columns), fp8 with any scaling (block
+    scales: half of one 128-column block of B's) and 16-bit in any layout: one consumer warpgroup of wgmma m64n64."""
+    p = plan(f"{body} waves = 1x4 lds_buffers = 4")
+    assert p.body.tma is not None and p.body.tma.threads == 256
+    assert all("m64n64k" in w for w in p.body.why)
+
+
+@pytest.mark.parametrize("epilogue", ["epilogue = swiglu gate = halves", "rope = gptj(128)"])
+def test_the_narrow_tile_leaves_gated_and_rotary_kernels_to_mma_sync(epilogue):
+    """A gated tile writes half its columns and a rotary one rotates pairs within the 128 columns of its staging:
+    on 64 x 64 both keep the mma.sync body (and a 64 x 128 tile the Hopper one)."""
+    body = f"A = bf16 row B = bf16 col C = bf16 row waves = 1x4 lds_buffers = 4 {epilogue}"
+    assert plan(f"{body} tile = 64x64x64").body.tma is None
+    assert plan(f"{body} tile = 64x128x64").body.tma is not None
+
+
 def test_fp8_e5m2_names_its_wgmma():
     p = plan("A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves = 1x4 lds_buffers = 2 scale_b = col")
     assert p.body.tma is not None and "m64n128k32.f32.e5m2.e5m2" in p.body.why[0]

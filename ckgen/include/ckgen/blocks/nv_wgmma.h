@@ -278,9 +278,14 @@ CKGEN_DEVICE void wgmma_rs_m64k16(float (&d)[kN / 2], const uint32_t (&a)[4], ui
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
                : "l"(da), "l"(db), "r"(scale_d))
 
+#define CKGEN_WGMMA_F8_N64(AT, BT)                                                                         \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k32.f32." AT "." BT " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+               : "l"(da), "l"(db), "r"(scale_d))
+
 template <int kN, class TA, class TB>
 CKGEN_DEVICE void wgmma_m64k32_f8(float (&d)[kN / 2], uint64_t da, uint64_t db, int scale_d) {
-  static_assert(kN == 128 || kN == 256, "wgmma_m64k32_f8: N is 128 or 256");
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma_m64k32_f8: N is 64, 128 or 256");
   constexpr bool a4 = IsSame<TA, fp8_e4m3fn>::value, b4 = IsSame<TB, fp8_e4m3fn>::value;
   static_assert((a4 || IsSame<TA, fp8_e5m2>::value) && (b4 || IsSame<TB, fp8_e5m2>::value),
                 "wgmma_m64k32_f8: operands are fp8_e4m3fn or fp8_e5m2");
@@ -289,15 +294,21 @@ CKGEN_DEVICE void wgmma_m64k32_f8(float (&d)[kN / 2], uint64_t da, uint64_t db, 
     else if constexpr (a4) CKGEN_WGMMA_F8_N256("e4m3", "e5m2");
     else if constexpr (b4) CKGEN_WGMMA_F8_N256("e5m2", "e4m3");
     else CKGEN_WGMMA_F8_N256("e5m2", "e5m2");
-  } else {
+  } else if constexpr (kN == 128) {
     if constexpr (a4 && b4) CKGEN_WGMMA_F8_N128("e4m3", "e4m3");
     else if constexpr (a4) CKGEN_WGMMA_F8_N128("e4m3", "e5m2");
     else if constexpr (b4) CKGEN_WGMMA_F8_N128("e5m2", "e4m3");
     else CKGEN_WGMMA_F8_N128("e5m2", "e5m2");
+  } else {
+    if constexpr (a4 && b4) CKGEN_WGMMA_F8_N64("e4m3", "e4m3");
+    else if constexpr (a4) CKGEN_WGMMA_F8_N64("e4m3", "e5m2");
+    else if constexpr (b4) CKGEN_WGMMA_F8_N64("e5m2", "e4m3");
+    else CKGEN_WGMMA_F8_N64("e5m2", "e5m2");
   }
 }
 #undef CKGEN_WGMMA_F8_N256
 #undef CKGEN_WGMMA_F8_N128
+#undef CKGEN_WGMMA_F8_N64
 
 // ---------------------------------------------------------------- mbarriers (shared::cta addresses)
 CKGEN_DEVICE void mbar_init(uint32_t bar, uint32_t count) {

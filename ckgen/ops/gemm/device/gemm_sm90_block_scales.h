@@ -1,10 +1,11 @@
 // gemm_sm90_block_scales.h (ckgen/ops/gemm/device): the K loop of the Hopper GEMM body (gemm_sm90_tma.h) for
 // block(128) scales (fp8 A 1 x 128, B 128 x 128; epi::Scaled with kScaleBlock).
 //
-// Body is TmaGemmBody<Cfg> (tiles of 128 columns, K tiles of 128: each K tile is one block kb = kt). Per K tile a
+// Body is TmaGemmBody<Cfg> (tiles of 128 or 64 columns: inside one 128-column block of B's scales; K tiles of 128:
+// each K tile is one block kb = kt). Per K tile a
 // consumer warpgroup's wgmmas overwrite a second accumulator set `part`; once their group completes, the stage is
 // released and the warp's sums d += part * scale_a(row, kb) * scale_b(n0 / 128, kb) (scale_a at rows r0 + lane / 4
-// and + 8, clamped to M - 1; scale_b of the tile's 128 columns). A block's scales are read two K tiles ahead, so
+// and + 8, clamped to M - 1; scale_b of the tile's columns). A block's scales are read two K tiles ahead, so
 // that their global loads hide behind the tensor cores' work instead of stalling every fold.
 //
 // Turns: with two consumer warpgroups (tiles of 128 rows) each one waits for its K tile's wgmmas before folding
