@@ -31,6 +31,14 @@ family lin {
   schedule in [tile, splitk]
 }
 
+// The narrow Hopper tile (one consumer warpgroup of m64n64): twice the tiles of 64x128 over the same columns, for
+// M = 8-64 where 64x128 leaves SMs without one.
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [64x64x64]  waves = 1x4  lds_buffers = 4
+  schedule in [tile, splitk]
+}
+
 // Small-M tiles for decode shapes (M <= 64): 16 rows, B streamed through 6 cp.async stages of 16 KiB by
 // 4 warps, the K range split over enough blocks to keep every SM reading B.
 family lin {
