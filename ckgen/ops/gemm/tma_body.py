@@ -34,6 +34,15 @@ TMA_BODY_MAX_STAGES = 8
 TMA_AUTO_CLUSTER = 1
 
 
+def _narrow_refusal(d: GemmDraft) -> str | None:
+    """Why the 64-column tile (:data:`TMA_NARROW_N`) does not take this kernel on the Hopper body (None: no reason)."""
+    g = d.g
+    if d.cfg.tile[1] == TMA_NARROW_N and (g.gated or g.rope is not None):
+        return (f"its {TMA_NARROW_N}-column tile takes no gated or rotary epilogue (gate / up runs and rotated pairs "
+                "need 128 columns)")
+    return None
+
+
 def _fp8_tma_refusal(d: GemmDraft) -> str | None:
     """Why the Hopper body does not take this fp8 kernel (None: it does, the common tile rules permitting). (Block
     scales keep two accumulator sets per thread: estimate_registers already refuses them on tiles of 256 columns,
@@ -49,7 +58,7 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
         return "fp8 kernels take it outside mode = grouped / masked"
     if g.gated or g.residual:
         return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
-    return None
+    return _narrow_refusal(d)
 
 
 def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
@@ -113,8 +122,8 @@ def _plan_tma_body(d: GemmDraft) -> None:
             return
     elif g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES or not shape_ok:
         return
-    elif cfg.tile[1] == TMA_NARROW_N and (g.gated or g.rope is not None):
-        return  # (the mma.sync body runs it)
+    elif _narrow_refusal(d) is not None:
+        return  # (the mma.sync body runs it; unscaled 16-bit kernels add nothing to d.why)
     elif g.scaled and (why := _scaled16_tma_refusal(d)) is not None:
         d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)
         return

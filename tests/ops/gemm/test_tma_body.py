@@ -152,6 +152,13 @@ def test_the_narrow_tile_leaves_gated_and_rotary_kernels_to_mma_sync(epilogue):
     assert plan(f"{body} tile = 64x128x64").body.tma is not None
 
 
+def test_the_narrow_tile_leaves_rotary_fp8_kernels_to_mma_sync_and_says_why():
+    p = plan(f"{F8} tile = 64x64x128 waves = 1x4 lds_buffers = 4 rope = gptj(128)")
+    assert p.body.tma is None
+    (why,) = p.body.why
+    assert "64-column tile takes no gated or rotary epilogue" in why and why.endswith("mma.sync body runs it")
+
+
 def test_fp8_e5m2_names_its_wgmma():
     p = plan("A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves = 1x4 lds_buffers = 2 scale_b = col")
     assert p.body.tma is not None and "m64n128k32.f32.e5m2.e5m2" in p.body.why[0]
