@@ -17,6 +17,12 @@ family lin {
   tile in [128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, splitk, streamk]
 }
+// 128x192x64: two consumer warpgroups of m64n192, for widths that 192 columns fill in whole waves (4608 = 24 x 192).
+family lin {
+  A = bf16 row  B = bf16 col  C = bf16 row
+  tile in [128x192x64]  waves = 2x4  lds_buffers = 4
+  schedule in [tile, streamk]
+}
 family lin {
   A = bf16 row  B = bf16 col  C = bf16 row
   tile in [64x256x64]  waves = 1x4  lds_buffers = 4  prefetch = 0

@@ -67,13 +67,13 @@ kernel llama_norm_rstd {        // the norms folded into the next GEMM: rstd = 1
 family llama_qkv {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  tile in [128x256x64, 128x192x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
 family llama_qkv_bias {         // Qwen2-style q / k / v biases
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  tile in [128x256x64, 128x192x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
 family llama_qkv_rope {         // q and k rotated (RoPE) in the epilogue: the q / k weight rows in pair order
@@ -89,7 +89,7 @@ family llama_qkv_bias_rope {
 family llama_o_res {            // s = x + o . Wo^T: the residual stream written once
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  tile in [128x256x64, 128x192x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
 family llama_gate_up {          // SwiGLU fused: B is the merged gate_up weight (gate rows, then up rows)
@@ -101,7 +101,7 @@ family llama_gate_up {          // SwiGLU fused: B is the merged gate_up weight 
 family llama_down {             // out = m . Wd^T + s: the residual stream in the same pass
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = residual
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  tile in [128x256x64, 128x192x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
 
@@ -109,13 +109,13 @@ family llama_down {             // out = m . Wd^T + s: the residual stream in th
 family llama_qkv_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  scale_a = row
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  tile in [128x256x64, 128x192x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
 family llama_qkv_bias_rs {
   arch = [sm_90]
   A = bf16 row  B = bf16 col  C = bf16 row  epilogue = bias(col)  scale_a = row
-  tile in [128x256x64, 128x128x64]  waves = 2x4  lds_buffers = 4
+  tile in [128x256x64, 128x192x64, 128x128x64]  waves = 2x4  lds_buffers = 4
   schedule in [tile, streamk]
 }
 family llama_gate_up_rs {

@@ -53,6 +53,10 @@ kernel gpu_bf16_bmm_hopper128x128 { A = bf16 row  B = bf16 row  C = bf16 row  ti
 kernel gpu_bf16_rc_hopper_n64 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 64x64x64  waves = 1x4
   lds_buffers = 4  epilogue = bias(col) }
 kernel gpu_f16_cr_hopper_n64 { A = f16 col  B = f16 row  C = f32 row  tile = 64x64x64  waves = 1x4  lds_buffers = 4 }
+kernel gpu_bf16_rc_hopper_n192 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x192x64  waves = 2x4
+  lds_buffers = 4  epilogue = bias(col) }
+kernel gpu_f16_cc_hopper_n192_streamk { A = f16 col  B = f16 col  C = f32 row  tile = 128x192x64  waves = 2x4
+  lds_buffers = 4  beta = 1.0  schedule = streamk }
 kernel gpu_bf16_rc_wgmma_c2 { A = bf16 row  B = bf16 col  C = bf16 row  tile = 128x256x64  waves = 2x4  lds_buffers = 4
   cluster = 2 }
 kernel gpu_bf16_rr_hopper_c2 { A = bf16 row  B = bf16 row  C = bf16 row  tile = 128x256x64  waves = 2x4
@@ -117,6 +121,8 @@ TMA_NAMES = ["gpu_bf16_rc_wgmma", "gpu_f16_rc_wgmma_gelu", "gpu_bf16_rr_hopper",
              "gpu_bf16_rc_hopper64x128", "gpu_f16_cr_hopper128x128", "gpu_bf16_rr_hopper64x256_gelu",
              # the narrow tile for few rows of A: wgmma m64n64 (TMA-stored C with a bias; MN-major A and B, f32 C)
              "gpu_bf16_rc_hopper_n64", "gpu_f16_cr_hopper_n64",
+             # 128 x 192 (wgmma m64n192; TMA-stored C with a bias; MN-major A, f32 C with beta = 1, stream-K)
+             "gpu_bf16_rc_hopper_n192", "gpu_f16_cc_hopper_n192_streamk",
              # clusters of two M-adjacent tiles sharing B by TMA multicast (K-major B in half-tile boxes, MN-major
              # B in 64-column boxes; the shapes below give odd M tile counts, whose last cluster's second tile
              # lies past M)

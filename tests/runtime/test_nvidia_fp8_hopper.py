@@ -58,14 +58,19 @@ kernel gh8_rowwise_n64_splitk { A = e4m3fn row  B = e4m3fn col  C = bf16 row  ti
   lds_buffers = 4  scale_a = row  scale_b = col  schedule = splitk }
 kernel gh8_block_n64_f32 { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 64x64x128  waves = 1x4  lds_buffers = 4
   scale_a = block(128)  scale_b = block(128) }
+kernel gh8_rowwise_n192_streamk { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x192x128  waves = 2x4
+  lds_buffers = 4  scale_a = row  scale_b = col  epilogue = bias(col)  schedule = streamk }
+kernel gh8_tensor_n192 { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x192x128  waves = 2x4
+  lds_buffers = 4  scale_a = tensor  scale_b = tensor }
 """
 #: the scheduled kernels (split-K, stream-K; a 16-bit one with its row scale too): their parts meet unscaled and the
 #: last contributor scales the sum; block-scaled parts are folded per K tile (one block) before they meet
 SCHEDULED = ["gh8_tensor_splitk", "gh8_rowwise_splitk_atomic", "gh8_rowcol_streamk_bias", "gh16_row_splitk",
-             "gh8_block_splitk", "gh8_block_streamk_f32", "gh8_rowwise_n64_splitk"]
-#: (the _n64 kernels: the narrow 64 x 64 tile for few rows of A; block scales: half of one 128-column block)
+             "gh8_block_splitk", "gh8_block_streamk_f32", "gh8_rowwise_n64_splitk", "gh8_rowwise_n192_streamk"]
+#: (the _n64 kernels: the narrow 64 x 64 tile for few rows of A; block scales: half of one 128-column block; the _n192
+#: ones: 128 x 192, wgmma m64n192k32)
 NAMES = ["gh8_tensor", "gh8_rowwise", "gh8_e5m2_col_bias_f32", "gh8_block", "gh8_block_f32", "gh8_tensor_n64",
-         "gh8_block_n64_f32", *SCHEDULED]
+         "gh8_block_n64_f32", "gh8_tensor_n192", *SCHEDULED]
 #: TMA-addressable: K % 16 == 0, N % 8 == 0 (bf16 C rows for the TMA store); M = 1, N and K off the tiles
 HOPPER_SHAPES = [(1, 264, 128), (1, 4096, 4096), (17, 200, 208), (129, 264, 400), (300, 1000, 1008),
                  (1000, 1104, 320), (2048, 1024, 4000)]

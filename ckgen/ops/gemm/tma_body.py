@@ -15,17 +15,19 @@ if TYPE_CHECKING:
     from ckgen.ops.gemm.plan import GemmDraft
 
 #: the Hopper body (device/gemm_sm90_tma.h): its dtypes, its tiles (one consumer warpgroup of 4 warps per 64 rows,
-#: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup); the
-#: 64-column tile (:data:`TMA_NARROW_N`) for few rows of A, where 128 columns leave SMs without a tile, takes neither a
-#: gated nor a rotary epilogue (their runs of gate / up columns and rotated pairs need 128)
+#: each issuing wgmma m64nNk16 with N = the tile's columns, over 64-deep K tiles; it adds a producer warpgroup). Two
+#: tiles take neither a gated nor a rotary epilogue (their runs of gate / up columns and rotated pairs need 128 or 256
+#: columns): 64x64, for few rows of A, where 128 columns leave SMs without a tile, and 128x192, for widths that tiles
+#: of 192 columns fill in whole waves where 128 and 256 leave the last one part empty (4608 = 24 x 192)
 TMA_BODY_DTYPES = (DType.F16, DType.BF16)
-TMA_BODY_TILES = ((128, 256, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64), (64, 64, 64))
-TMA_NARROW_N = 64
+TMA_BODY_TILES = ((128, 256, 64), (128, 192, 64), (128, 128, 64), (64, 256, 64), (64, 128, 64), (64, 64, 64))
+TMA_EPILOGUE_N = (128, 256)  # the tile widths that take gated and rotary epilogues
 #: its fp8 kernels (OCP e4m3 / e5m2: wgmma m64nNk32, both operands K-major) and their tiles: K = 128 fp8 elements,
 #: one 128-byte swizzled row of shared memory, and one 128-K block of block scales
 TMA_BODY_FP8_DTYPES = (DType.E4M3FN, DType.E5M2)
 TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma type names)
-TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128), (64, 64, 128))
+TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 192, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128),
+                      (64, 64, 128))
 TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
 #: the cluster size ``cluster = auto`` gives the kernels that can take one (:func:`_cluster`): none, since clusters of
@@ -34,19 +36,20 @@ TMA_BODY_MAX_STAGES = 8
 TMA_AUTO_CLUSTER = 1
 
 
-def _narrow_refusal(d: GemmDraft) -> str | None:
-    """Why the 64-column tile (:data:`TMA_NARROW_N`) does not take this kernel on the Hopper body (None: no reason)."""
-    g = d.g
-    if d.cfg.tile[1] == TMA_NARROW_N and (g.gated or g.rope is not None):
-        return (f"its {TMA_NARROW_N}-column tile takes no gated or rotary epilogue (gate / up runs and rotated pairs "
-                "need 128 columns)")
+def _width_refusal(d: GemmDraft) -> str | None:
+    """Why a tile of 64 or 192 columns does not take this kernel on the Hopper body (None: no reason): gated and
+    rotary epilogues take tiles of :data:`TMA_EPILOGUE_N` columns."""
+    g, n = d.g, d.cfg.tile[1]
+    if n not in TMA_EPILOGUE_N and (g.gated or g.rope is not None):
+        return (f"its {n}-column tile takes no gated or rotary epilogue (gate / up runs and rotated pairs need "
+                f"{' or '.join(map(str, TMA_EPILOGUE_N))} columns)")
     return None
 
 
 def _fp8_tma_refusal(d: GemmDraft) -> str | None:
     """Why the Hopper body does not take this fp8 kernel (None: it does, the common tile rules permitting). (Block
-    scales keep two accumulator sets per thread: estimate_registers already refuses them on tiles of 256 columns,
-    so the block-scaled ones here have 128 or 64, as the body asserts.)"""
+    scales keep two accumulator sets per thread: estimate_registers already refuses them on tiles of 256 columns;
+    192 would cross a 128-column block of B's scales: the body takes 128 or 64, as it asserts.)"""
     g, cfg = d.g, d.cfg
     tiles = ", ".join("x".join(map(str, x)) for x in TMA_BODY_FP8_TILES)
     if g.a.layout != Layout.ROW or g.b.layout != Layout.COL:
@@ -58,7 +61,9 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
         return "fp8 kernels take it outside mode = grouped / masked"
     if g.gated or g.residual:
         return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
-    return _narrow_refusal(d)
+    if g.block_scaled and cfg.tile[1] not in (64, 128):
+        return "block(128) scales fold per 128-column block of B: tiles of 64 or 128 columns"
+    return _width_refusal(d)
 
 
 def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
@@ -122,7 +127,7 @@ def _plan_tma_body(d: GemmDraft) -> None:
             return
     elif g.a.dtype not in TMA_BODY_DTYPES or cfg.tile not in TMA_BODY_TILES or not shape_ok:
         return
-    elif _narrow_refusal(d) is not None:
+    elif _width_refusal(d) is not None:
         return  # (the mma.sync body runs it; unscaled 16-bit kernels add nothing to d.why)
     elif g.scaled and (why := _scaled16_tma_refusal(d)) is not None:
         d.why += (f"no Hopper (TMA + wgmma) body: {why}; the mma.sync body runs it",)

@@ -240,7 +240,7 @@ kernel s90_f8_rowcol { A = e5m2 col B = e5m2 row C = f16 col tile = 64x64x64 wav
                       epilogue = bias(col) }
 kernel s90_f8_block { A = e4m3fn col B = e4m3fn row C = bf16 row tile = 64x64x64 waves = 2x2
                       scale_a = block(128) scale_b = block(128) }
-kernel h8_tensor { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4
+kernel h8_tensor { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x192x128 waves = 2x4 lds_buffers = 4
                    scale_a = tensor scale_b = tensor }
 kernel h8_rowcol { A = e5m2 row B = e5m2 col C = f32 row tile = 64x128x128 waves = 1x4 lds_buffers = 4
                    scale_a = row scale_b = col epilogue = bias(col) }
@@ -277,7 +277,7 @@ def test_nvcc_builds_scaled_fp8_for_sm90(cache):
     wgmma = "wgmma.mma_async.sync.aligned.m64n{0}k32.f32.{1}.{1}"
     want = {"s90_f8_tensor": mma.format("e4m3"), "s90_f8_rowcol": mma.format("e5m2"),
             "s90_f8_block": mma.format("e4m3"),  # (block scales folded per K block)
-            "h8_tensor_tma": wgmma.format(256, "e4m3"), "h8_rowcol_tma": wgmma.format(128, "e5m2"),
+            "h8_tensor_tma": wgmma.format(192, "e4m3"), "h8_rowcol_tma": wgmma.format(128, "e5m2"),
             "h8_block_tma": wgmma.format(128, "e4m3"), "h8_bmm_tma": wgmma.format(128, "e4m3"),
             "h8_splitk_tma": wgmma.format(128, "e4m3"), "h8_streamk_tma": wgmma.format(256, "e4m3"),
             "h8_block_splitk_tma": wgmma.format(64, "e4m3"),  # (the narrow tile: half a block of B's scales)
@@ -295,15 +295,15 @@ kernel h16_row_col { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 wa
                      scale_a = row scale_b = col }
 kernel h16_glu { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
                  scale_a = row scale_b = tensor gate = halves epilogue = swiglu }
-kernel h16_splitk { A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 4
+kernel h16_splitk { A = bf16 row B = bf16 col C = bf16 row tile = 128x192x64 waves = 2x4 lds_buffers = 4
                     scale_a = row schedule = splitk(atomic) }
 """
 
 
 def test_nvcc_builds_scaled_16bit_hopper_entries(cache):
-    """Scaled bf16 kernels on the Hopper body (the scales in its epilogue; its widest tile, 128x256, where registers
-    are tightest): each `_tma` entry issues the planned wgmma m64nNk16 bf16, which ptxas does not serialize (C7514), without spills or stack, and stores C by TMA (the
-    overlapped TMA-store epilogue is kept)."""
+    """Scaled bf16 kernels on the Hopper body (the scales in its epilogue; its widest tiles, 128x256 and 128x192,
+    where registers are tightest): each `_tma` entry issues the planned wgmma m64nNk16 bf16, which ptxas does not
+    serialize (C7514), without spills or stack, and stores C by TMA (the overlapped TMA-store epilogue is kept)."""
     from ckgen.backends.nvidia import compiler as nv
 
     plans = [plan_kernel(s, get_target("sm_90")) for s in load_text(NV16_SPEC)]

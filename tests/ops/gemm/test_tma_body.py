@@ -54,7 +54,7 @@ def test_grouped_16bit_row_major_c_stores_by_tma_too(mode):
     ("sm_90", "A = f32 row B = f32 col C = f32 row tile = 128x256x32 waves = 2x4 lds_buffers = 2"),  # dtype
     ("sm_90", "A = i8 row B = i8 col C = i32 row acc = i32 tile = 128x256x64 waves = 2x4 lds_buffers = 3"),
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x2 lds_buffers = 4"),  # warps
-    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x192x64 waves = 2x4 lds_buffers = 4"),  # tile
+    ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x64x64 waves = 2x4 lds_buffers = 4"),  # tile
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x32 waves = 2x4 lds_buffers = 4"),  # tile K
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 4x4 lds_buffers = 4"),  # warps
     ("sm_90", "A = bf16 row B = bf16 col C = bf16 row tile = 128x256x64 waves = 2x4 lds_buffers = 1"),  # stages
@@ -143,20 +143,45 @@ def test_the_narrow_tile_gets_the_body(body):
     assert all("m64n64k" in w for w in p.body.why)
 
 
+@pytest.mark.parametrize("body", [f"{F8} tile = 128x192x128 scale_a = row scale_b = col",
+                                  f"{F8} tile = 128x192x128",
+                                  "A = f16 row B = f16 col C = f32 row tile = 128x192x64 epilogue = bias(col)",
+                                  "A = bf16 col B = bf16 col C = bf16 row tile = 128x192x64 schedule = streamk"])
+def test_the_192_column_tile_gets_the_body(body):
+    """128 x 192 (widths that 192-column tiles fill in whole waves: 4608 = 24 x 192), fp8 with tensor / row / col
+    scales and 16-bit: two consumer warpgroups of wgmma m64n192, 40-KiB stages (4608 x 3584: 384 tiles, 2.9 waves
+    of 132 SMs, against 288 = 2.2 of 128 x 256)."""
+    p = plan(f"{body} waves = 2x4 lds_buffers = 4")
+    assert p.body.tma is not None and p.body.tma.threads == 384 and p.body.tma.stages >= 4
+    assert all("m64n192k" in w for w in p.body.why)
+
+
+def test_block_scales_keep_the_192_column_tile_off_the_body():
+    """Block(128) scales cross a 128-column block of B's scales on 192 columns (and keep two accumulator sets):
+    refused at planning, with the register count that does not fit."""
+    from ckgen.errors import CkgenError
+
+    with pytest.raises(CkgenError, match="registers"):
+        plan(f"{F8} tile = 128x192x128 waves = 2x4 lds_buffers = 4 scale_a = block(128) scale_b = block(128)")
+
+
 @pytest.mark.parametrize("epilogue", ["epilogue = swiglu gate = halves", "rope = gptj(128)"])
-def test_the_narrow_tile_leaves_gated_and_rotary_kernels_to_mma_sync(epilogue):
+@pytest.mark.parametrize("tile,waves,wide", [("64x64x64", "1x4", "64x128x64"), ("128x192x64", "2x4", "128x256x64")])
+def test_64_and_192_column_tiles_leave_gated_and_rotary_kernels_to_mma_sync(epilogue, tile, waves, wide):
     """A gated tile writes half its columns and a rotary one rotates pairs within the 128 columns of its staging:
-    on 64 x 64 both keep the mma.sync body (and a 64 x 128 tile the Hopper one)."""
-    body = f"A = bf16 row B = bf16 col C = bf16 row waves = 1x4 lds_buffers = 4 {epilogue}"
-    assert plan(f"{body} tile = 64x64x64").body.tma is None
-    assert plan(f"{body} tile = 64x128x64").body.tma is not None
+    on 64 x 64 and 128 x 192 both keep the mma.sync body (and a tile of 128 or 256 columns the Hopper one)."""
+    body = f"A = bf16 row B = bf16 col C = bf16 row waves = {waves} lds_buffers = 4 {epilogue}"
+    assert plan(f"{body} tile = {tile}").body.tma is None
+    assert plan(f"{body} tile = {wide}").body.tma is not None
 
 
-def test_the_narrow_tile_leaves_rotary_fp8_kernels_to_mma_sync_and_says_why():
-    p = plan(f"{F8} tile = 64x64x128 waves = 1x4 lds_buffers = 4 rope = gptj(128)")
+@pytest.mark.parametrize("tile,waves", [("64x64x128", "1x4"), ("128x192x128", "2x4")])
+def test_64_and_192_column_tiles_leave_rotary_fp8_kernels_to_mma_sync_and_say_why(tile, waves):
+    p = plan(f"{F8} tile = {tile} waves = {waves} lds_buffers = 4 rope = gptj(128)")
     assert p.body.tma is None
     (why,) = p.body.why
-    assert "64-column tile takes no gated or rotary epilogue" in why and why.endswith("mma.sync body runs it")
+    n = tile.split("x")[1]
+    assert f"{n}-column tile takes no gated or rotary epilogue" in why and why.endswith("mma.sync body runs it")
 
 
 def test_fp8_e5m2_names_its_wgmma():

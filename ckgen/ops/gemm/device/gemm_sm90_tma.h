@@ -2,7 +2,8 @@
 //
 // Serves the Cfgs the planner gives a TmaBodyPlan (ckgen/ops/gemm/tma_body.py, plan_tma_body): f16 / bf16 A and B
 // in any layout, tiles of 64 or 128 rows x 128 or 256 columns x 64 K (and 64 x 64 for few rows of A: twice the tiles
-// of 64 x 128 to spread over the SMs; not gated, not rotary), with 4 warps per 64 rows (one consumer
+// of 64 x 128 to spread over the SMs; 128 x 192 for widths that 192 columns fill in whole waves, 4608 = 24 x 192;
+// neither gated nor rotary), with 4 warps per 64 rows (one consumer
 // warpgroup per 64 rows, each issuing wgmma m64nNk16 with N = the tile's columns), Cfg::kTmaStages stages of
 // Cfg::kTmaSmemBytes in all; and fp8 (OCP e4m3 / e5m2) A row-major and B column-major (fp8 wgmma reads both
 // K-major) on the same tiles with 128 K (one 128-byte row of 128 fp8 elements), wgmma m64nNk32. Both take the
@@ -280,10 +281,11 @@ struct TmaGemmBody {
   static_assert(sizeof(TB) == sizeof(TA) && (kEB == 2 || kEB == 1),
                 "the TMA body takes 16-bit A and B (f16, bf16) or 8-bit float ones (fp8 e4m3 / e5m2)");
   static_assert(((Cfg::kTileM == 64 || Cfg::kTileM == 128) && (Cfg::kTileN == 128 || Cfg::kTileN == 256) ||
-                 Cfg::kTileM == 64 && Cfg::kTileN == 64 && !kGated && !epi::IsRotary<Operand>::value) &&
+                 (Cfg::kTileM == 64 && Cfg::kTileN == 64 || Cfg::kTileM == 128 && Cfg::kTileN == 192) && !kGated &&
+                     !epi::IsRotary<Operand>::value) &&
                     Cfg::kTileK == kRowElems,
-                "the TMA body's tiles are 64 or 128 x 128 or 256, or 64 x 64 (not gated, not rotary), x (128 bytes of "
-                "K: 64 16-bit, 128 fp8 elements)");
+                "the TMA body's tiles are 64 or 128 x 128 or 256, or 64 x 64 and 128 x 192 (not gated, not rotary), x "
+                "(128 bytes of K: 64 16-bit, 128 fp8 elements)");
   static_assert(!kF8 || (kAK && kBK), "fp8 wgmma reads both operands K-major: A row-major, B column-major");
   static_assert(!kBlock || (kF8 && Cfg::kTileN <= 128 && kGroupMode == 0),
                 "block scales: fp8 tiles of 128 or 64 columns (one 128-column block of B's scales; two accumulator "
