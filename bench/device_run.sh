@@ -62,6 +62,8 @@
 #   streamk-eff  ckgen tune of bench/debug/streamk_nv.ck (the 128x256 and 128x128 tiles, tile schedule and stream-K)
 #             on the Mistral-7B shapes of M = 512, 2048, 8192, then bench/debug/streamk_efficiency.py on its database
 #             (SCHEDULE_EFFICIENCY of ckgen/ops/gemm/cost_model.py; prebuild streamk_nv first)
+#   streamk-tail  the same tuning on bench/debug/streamk_tail_shapes.txt (stream-K splitting the last tiles after
+#             whole waves, 128x256 / 128x192 / 128x128; prebuild streamk_nv first)
 #   layer-clocks  issue 28: bench/debug/layer_clocks.py alone (ckgen's two layers, torch.compile's and eager's under
 #             sustained replay: time, SM clock, power and energy per layer), then Llama at 1x2048 with graphs of
 #             three layers (--inner 3, as bench/model.py captures them)
@@ -216,6 +218,11 @@ for STAGE in "$@"; do
         --shapes-file "$OUT/streamk_shapes.txt" --db "$OUT/streamk_tune.jsonl" --reps 10 --inner 10 --warmup 3 \
         > "$OUT/streamk_tune.txt" 2>&1
       echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tune.jsonl" | tee "$OUT/streamk_eff.txt" ;;
+    streamk-tail)
+      timeout 300 python3 -m ckgen tune bench/debug/streamk_nv.ck --family sk --target sm_90 \
+        --shapes-file bench/debug/streamk_tail_shapes.txt --db "$OUT/streamk_tail.jsonl" --reps 10 --inner 10 \
+        --warmup 3 > "$OUT/streamk_tail_tune.txt" 2>&1
+      echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tail.jsonl" | tee "$OUT/streamk_tail.txt" ;;
     layer-clocks)
       timeout 300 python3 bench/debug/layer_clocks.py --configs llama3-8b,qwen2.5-7b > "$OUT/layer_clocks.txt" 2>&1
       echo "layer_clocks rc $?"; tail -24 "$OUT/layer_clocks.txt"

@@ -2,9 +2,9 @@
 // bf16, A row-major, B column-major (nn.Linear's weight as is). Untuned: the GEMM cost model picks the member per
 // shape (ckgen/ops/gemm/cost_model.py), nothing here was timed to choose it. Members: the vector body (instr = none:
 // B streamed once per 1 or 4 rows of A, the sums on the vector ALUs), the Hopper body's fp8 tiles (64x64 for few
-// rows of A: twice the workgroups of 64x128; 128x192 where 192 columns fill whole waves, not with block scales)
-// with one workgroup per tile and, where the tiles do not fill the GPU, the K range split (split-K) or shared out
-// (stream-K), and a 16-row mma.sync tile with split-K. The dispatcher takes the first of members the model rates
+// rows of A: twice the workgroups of 64x128; 128x192 where 192 columns fill whole waves, tile schedule only, not with
+// block scales) with one workgroup per tile and, where the tiles do not fill the GPU, the K range split (split-K) or
+// shared out (stream-K), and a 16-row mma.sync tile with split-K. The dispatcher takes the first of members the model rates
 // alike (where reading B bounds them all), so they are listed by the rows of A a tile computes, fewest first: the
 // vector body, then the 64-row tiles (64x128 before 64x64, which needs twice the workgroups for the same columns),
 // then the 128-row ones. (On the nn.Linear list of the members run of
@@ -31,7 +31,7 @@ family fp8d_tensor {
 }
 family fp8d_tensor {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
-  tile in [128x192x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, streamk]
+  tile in [128x192x128]  waves = 2x4  lds_buffers = 4  schedule in [tile]
 }
 family fp8d_tensor {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = tensor  scale_b = tensor
@@ -60,7 +60,7 @@ family fp8d_rowwise {
 }
 family fp8d_rowwise {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col
-  tile in [128x192x128]  waves = 2x4  lds_buffers = 4  schedule in [tile, streamk]
+  tile in [128x192x128]  waves = 2x4  lds_buffers = 4  schedule in [tile]
 }
 family fp8d_rowwise {
   A = e4m3fn row  B = e4m3fn col  C = bf16 row  scale_a = row  scale_b = col

@@ -59,7 +59,7 @@ kernel gh8_rowwise_n64_splitk { A = e4m3fn row  B = e4m3fn col  C = bf16 row  ti
 kernel gh8_block_n64_f32 { A = e4m3fn row  B = e4m3fn col  C = f32 row  tile = 64x64x128  waves = 1x4  lds_buffers = 4
   scale_a = block(128)  scale_b = block(128) }
 kernel gh8_rowwise_n192_streamk { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x192x128  waves = 2x4
-  lds_buffers = 4  scale_a = row  scale_b = col  epilogue = bias(col)  schedule = streamk }
+  lds_buffers = 4  scale_a = row  scale_b = col  epilogue = bias(col) -> relu  schedule = streamk }
 kernel gh8_tensor_n192 { A = e4m3fn row  B = e4m3fn col  C = bf16 row  tile = 128x192x128  waves = 2x4
   lds_buffers = 4  scale_a = tensor  scale_b = tensor }
 """
@@ -108,7 +108,8 @@ def operands(name, M, N, K, gen):
 
 
 def reference(g, a, b, sa, sb, bias):
-    """float64: the decoded fp8 inputs (their rounding is the inputs themselves) times the scales."""
+    """float64: the decoded fp8 inputs (their rounding is the inputs themselves) times the scales (every SPEC kernel
+    with a bias has ``epilogue = bias(col) -> relu``)."""
     M, K = a.shape
     N = b.shape[1]
     ad, bd = a.double(), b.double()
