@@ -63,7 +63,8 @@
 #             on the Mistral-7B shapes of M = 512, 2048, 8192, then bench/debug/streamk_efficiency.py on its database
 #             (SCHEDULE_EFFICIENCY of ckgen/ops/gemm/cost_model.py; prebuild streamk_nv first)
 #   streamk-tail  the same tuning on bench/debug/streamk_tail_shapes.txt (stream-K splitting the last tiles after
-#             whole waves, 128x256 / 128x192 / 128x128; prebuild streamk_nv first)
+#             whole waves, 128x256 / 128x192 / 128x128; prebuild streamk_nv first), or on $STREAMK_SHAPES (e.g.
+#             bench/debug/streamk_parts_shapes.txt: the tail by its part count and by K)
 #   layer-clocks  issue 28: bench/debug/layer_clocks.py alone (ckgen's two layers, torch.compile's and eager's under
 #             sustained replay: time, SM clock, power and energy per layer), then Llama at 1x2048 with graphs of
 #             three layers (--inner 3, as bench/model.py captures them)
@@ -220,7 +221,7 @@ for STAGE in "$@"; do
       echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tune.jsonl" | tee "$OUT/streamk_eff.txt" ;;
     streamk-tail)
       timeout 300 python3 -m ckgen tune bench/debug/streamk_nv.ck --family sk --target sm_90 \
-        --shapes-file bench/debug/streamk_tail_shapes.txt --db "$OUT/streamk_tail.jsonl" --reps 10 --inner 10 \
+        --shapes-file ${STREAMK_SHAPES:-bench/debug/streamk_tail_shapes.txt} --db "$OUT/streamk_tail.jsonl" --reps 10 --inner 10 \
         --warmup 3 > "$OUT/streamk_tail_tune.txt" 2>&1
       echo "tune rc $?"; python3 bench/debug/streamk_efficiency.py "$OUT/streamk_tail.jsonl" | tee "$OUT/streamk_tail.txt" ;;
     layer-clocks)
