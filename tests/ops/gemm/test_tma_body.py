@@ -196,6 +196,8 @@ def test_fp8_e5m2_names_its_wgmma():
     (f"{F8} tile = 128x128x128 waves = 2x4 lds_buffers = 4 mode = grouped", "mode = grouped / masked"),
     (f"{F8} tile = 128x128x128 waves = 4x4 lds_buffers = 4", "4 warps per 64 rows"),
     (f"{F8} tile = 128x256x128 waves = 2x4 lds_buffers = 1", "lds_buffers >= 2"),
+    (f"{F8} tile = 128x192x128 waves = 4x4 lds_buffers = 4 scale_a = block(128) scale_b = block(128)",
+     "per 128-column block of B"),  # (on 2x4 waves the register check refuses it first)
 ])
 def test_fp8_kernels_the_body_refuses_say_why(body, reason):
     p = plan(body)
