@@ -28,7 +28,8 @@ nearby shapes, not to predict absolute times:
   A's rows beside its rows of B;
 - memory time: A, B read (once per M tile, at most :data:`B_READS` times but for the vector body), C written,
   plus the workspace traffic of partial tiles, at 85% of the part's bandwidth;
-- the kernel takes the largest of the three, plus a fixed launch cost (and a fix-up cost for split / stream-K).
+- the kernel takes the largest of the three, plus a fixed launch cost (and a fix-up cost for split-K; for stream-K,
+  where it splits its last tiles, a fixed cost plus one per part: :data:`STREAMK_TAIL_S`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ckgen.ops.gemm.spec import MAX_SPLITS
 TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "workers", "slots", "flops_per_s",
           "bytes_per_s", "a_bytes", "b_bytes", "c_bytes", "overhead_s", "min_ktiles_per_split", "max_splits",
           "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s", "batched",
-          "b_reads")
+          "b_reads", "part_s", "tail_s")
 KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
 #: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md); for the
 #: vector body of instr = none, of the vector ALUs' f32 multiply-add peak (Target.valu_lanes_per_cu), its loads,
@@ -75,6 +76,14 @@ LAUNCH_S = 2.5e-6
 #: 0.906 of the fastest on the H200's, 0.848 -> 0.918 on the H100's; the dispatcher's nearest rule 0.956 -> 0.964 and
 #: 0.968 -> 0.966); the Llama layer's projections keep their picks (bench/debug/model_variants.py)
 FIXUP_S = 6.0e-6
+#: what stream-K's split tail adds (the last tiles, past its whole waves, each shared by S = workers // rest parts
+#: along K; gemm_work.h StreamK): STREAMK_TAIL_S, plus per part the time its finisher takes to read and zero one slot
+#: of raw f32 sums (tile M x N x 4 bytes) at FINISH_BYTES_PER_S. Fitted on synthetic shapes (M = 1000, K = 1792 -
+#: 14336, N giving the 128x192 tile 1 whole wave and a tail of S = 2 - 11 parts: 14 us + 3.5 us per 96-KiB part,
+#: whatever K; bench/runs/2026-12-07f_h100_streamk_parts.txt, H100); the 128x256 and 128x128 tiles of the same run
+#: fit it too (4.9 and 1.9 us per part of 128 and 64 KiB). A tail of one part per tile is whole tiles: no cost, and
+#: no hand-off either (FIXUP_S is split-K's)
+STREAMK_TAIL_S, FINISH_BYTES_PER_S = 14.0e-6, 28.0e9
 #: how many times the memory term reads B: once per M tile, at most B_READS (the matrix-core bodies' tiles of one
 #: column run close together and share B through the L2); the vector body streams it past the L1 once per tile of
 #: its few rows of A, each a separate pass over B (MAX_B_READS: no cap)
@@ -129,9 +138,10 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
             float(sp.splits if sp else 0), float(sp.target_ctas if sp else 0), float(sp.workers if sp else 0),
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
             float(g.a.dtype.bytes), float(g.b.dtype.bytes * half), float(g.c.dtype.bytes),
-            LAUNCH_S + (FIXUP_S if kind else 0.0), float(MIN_KTILES_PER_SPLIT), float(MAX_SPLITS),
-            float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched),
-            float(MAX_B_READS if body == "vector" else B_READS))
+            LAUNCH_S + (FIXUP_S if kind == KINDS["splitk"] else 0.0), float(MIN_KTILES_PER_SPLIT),
+            float(MAX_SPLITS), float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched),
+            float(MAX_B_READS if body == "vector" else B_READS),
+            sp.slot_bytes / FINISH_BYTES_PER_S if sp else 0.0, STREAMK_TAIL_S if kind == KINDS["streamk"] else 0.0)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -143,6 +153,7 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
     other sizes the model does not read: block scales' kb, nb, a grouped kernel's groups) should take (the model of
     the module docstring). Keep in step with ``model.cpp.j2``: the same operations in the same order."""
     tm, tn, tk, kind = int(t[0]), int(t[1]), int(t[2]), int(t[3])
+    tail = 0.0
     m, n, k = s[0], s[1], s[2]
     batch = s[3] if t[20] and len(s) > 3 else 1
     if m == 0 or n == 0 or batch == 0:
@@ -158,7 +169,10 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
     elif kind == 2:  # each worker's whole tiles, then its part of one of the last tiles (gemm_work.h StreamK)
         units = min(int(t[6]), tiles * kt)
         whole, rest = divmod(tiles, units)
-        per_unit = whole * kt + (_cdiv(kt, min(kt, units // rest)) if rest else 0)
+        parts = min(kt, units // rest) if rest else 1
+        per_unit = whole * kt + (_cdiv(kt, parts) if rest else 0)
+        if parts > 1:  # the split tail's hand-off: a fixed cost and each part's slot read by the finisher
+            tail = t[23] + parts * t[22]
     else:
         units, per_unit = tiles, kt
     slots = int(t[7])
@@ -170,4 +184,4 @@ def estimate(t: tuple[float, ...], s: tuple[int, ...]) -> float:
     if units > tiles:
         traffic += 8.0 * tm * tn * (units - tiles)
     memory = traffic / t[9]
-    return max(compute, feed, memory) + t[13]
+    return max(compute, feed, memory) + t[13] + tail
