@@ -315,6 +315,29 @@ family f8 {
     assert choose(t, (1, 3584, 18944)).kernel.endswith("_schedulesplitk")
 
 
+def test_model_charges_stream_k_its_split_tail_per_part():
+    """Stream-K's last tiles, shared by S parts along K after its whole waves, cost STREAMK_TAIL_S plus each part's
+    slot (tile M x N f32) read and zeroed by the finisher (measured on an H100: 14 us + 3.5 us per 96-KiB part,
+    whatever K); a tail of whole tiles (S = 1) costs what the tile schedule's does, with no hand-off. 128x192 at
+    M = 1000 on 132 workers: N = 5376 is 224 tiles (92 left after one wave: whole), N = 3456 is 144 (12 left: 11
+    parts each)."""
+    from ckgen.ops.gemm import cost_model as cm
+
+    (tile, sk) = (plan_all([s], ("sm_90",))[0] for s in load_text(
+        "kernel t { A = bf16 row B = bf16 col C = bf16 row tile = 128x192x64 waves = 2x4 lds_buffers = 4 }\n"
+        "kernel s { A = bf16 row B = bf16 col C = bf16 row tile = 128x192x64 waves = 2x4 lds_buffers = 4 "
+        "schedule = streamk }", "s.ck", ("sm_90",)))
+    tt, ts = cm.traits(tile), cm.traits(sk)
+    assert ts[13] == tt[13] == cm.LAUNCH_S  # (no split-K hand-off)
+    whole = (1000, 5376, 3584)
+    assert cm.estimate(ts, whole) == pytest.approx(cm.estimate(tt, whole))
+    split = (1000, 3456, 3584)
+    part = 128 * 192 * 4 / cm.FINISH_BYTES_PER_S
+    no_tail = cm.estimate(ts[:22] + (0.0, 0.0), split)
+    assert cm.estimate(ts, split) == pytest.approx(no_tail + cm.STREAMK_TAIL_S + 11 * part)
+    assert cm.estimate(ts, split) > cm.estimate(tt, split)  # (measured: 84.2 us against the tile schedule's 59.1)
+
+
 def test_model_reads_the_batch_of_batched_kernels_only():
     """Sizes past M, N, K are a batched kernel's batch; a block-scaled kernel's kb and nb are not (they were read as
     a batch of kb items: 112 at K = 14336, which hid split-K's advantage at decode shapes). The same in the C model
