@@ -153,7 +153,9 @@ def test_the_192_column_tile_gets_the_body(body):
     of 132 SMs, against 288 = 2.2 of 128 x 256)."""
     p = plan(f"{body} waves = 2x4 lds_buffers = 4")
     assert p.body.tma is not None and p.body.tma.threads == 384 and p.body.tma.stages >= 4
-    assert all("m64n192k" in w for w in p.body.why)
+    assert all("m64n192k" in w for w in p.body.why)  # (fp8 and scaled kernels say which wgmma; 16-bit ones nothing)
+    src = render_kernel(p)
+    assert "static constexpr int kTileN = 192;" in src and f"kTmaStages = {p.body.tma.stages};" in src
 
 
 def test_block_scales_keep_the_192_column_tile_off_the_body():
