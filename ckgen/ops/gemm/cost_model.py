@@ -81,8 +81,9 @@ FIXUP_S = 6.0e-6
 #: of raw f32 sums (tile M x N x 4 bytes) at FINISH_BYTES_PER_S. Fitted on synthetic shapes (M = 1000, K = 1792 -
 #: 14336, N giving the 128x192 tile 1 whole wave and a tail of S = 2 - 11 parts: 14 us + 3.5 us per 96-KiB part,
 #: whatever K; bench/runs/2026-12-07f_h100_streamk_parts.txt, H100); the 128x256 and 128x128 tiles of the same run
-#: fit it too (4.9 and 1.9 us per part of 128 and 64 KiB). A tail of one part per tile is whole tiles: no cost, and
-#: no hand-off either (FIXUP_S is split-K's)
+#: fit it too (4.9 and 1.9 us per part of 128 and 64 KiB). On the Hopper body a tail of one part per tile is whole
+#: tiles, stored straight to C: no cost, and no hand-off either; the other bodies pass every stream-K tile, whole or
+#: not, through a slot (gemm_schedule.h) and keep FIXUP_S
 STREAMK_TAIL_S, FINISH_BYTES_PER_S = 14.0e-6, 28.0e9
 #: how many times the memory term reads B: once per M tile, at most B_READS (the matrix-core bodies' tiles of one
 #: column run close together and share B through the L2); the vector body streams it past the L1 once per tile of
@@ -138,7 +139,8 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
             float(sp.splits if sp else 0), float(sp.target_ctas if sp else 0), float(sp.workers if sp else 0),
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
             float(g.a.dtype.bytes), float(g.b.dtype.bytes * half), float(g.c.dtype.bytes),
-            LAUNCH_S + (FIXUP_S if kind == KINDS["splitk"] else 0.0), float(MIN_KTILES_PER_SPLIT),
+            LAUNCH_S + (FIXUP_S if kind == KINDS["splitk"] or (kind and body != "tma") else 0.0),
+            float(MIN_KTILES_PER_SPLIT),
             float(MAX_SPLITS), float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched),
             float(MAX_B_READS if body == "vector" else B_READS),
             sp.slot_bytes / FINISH_BYTES_PER_S if sp else 0.0, STREAMK_TAIL_S if kind == KINDS["streamk"] else 0.0)
