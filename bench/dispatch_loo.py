@@ -63,12 +63,13 @@ def rules() -> dict:
 def leave_one_out(table: Table, names=None) -> dict:
     """rule name -> per tuned shape, the fastest measured time there over the time of the member the rule chooses
     with that shape hidden (1e-3 where that member has no time there); ``names``: those rules only."""
-    found: dict = {r: [] for r in rules() if names is None or r in names}
+    chosen = {r: rule for r, rule in rules().items() if names is None or r in names}
+    found: dict = {r: [] for r in chosen}
     for h, hidden in enumerate(table.tuned):
         rest = dataclasses.replace(table, tuned=table.tuned[:h] + table.tuned[h + 1:])
         best = min(x for x in hidden.times if x is not None)
-        for r in found:
-            t = hidden.times[rules()[r](rest, hidden)]
+        for r, rule in chosen.items():
+            t = hidden.times[rule(rest, hidden)]
             found[r].append(best / t if t else 1e-3)
     return found
 

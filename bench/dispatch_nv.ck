@@ -19,9 +19,10 @@ family lin {
 }
 // 128x192x64: two consumer warpgroups of m64n192, for widths that 192 columns fill in whole waves (4608 = 24 x 192).
 // The tile schedule only: its stream-K member, which splits the last tiles after whole waves, ran 0.83-0.93x the
-// tile schedule at K = 3584 (bench/runs/2026-12-07f_h100_streamk_tail.txt), which the cost model does not charge,
-// and the dispatcher took it at 1000x3584x3584 at 0.50x cuBLAS (2026-12-07f_h100_dispatch_192.txt). (`schedule in
-// [tile]` names the member as the tuning databases do: lin_tile128x192x64_scheduletile.)
+// tile schedule at K = 3584 (bench/runs/2026-12-07f_h100_streamk_tail.txt), and before the cost model charged that
+// tail (STREAMK_TAIL_S) the dispatcher took it at 1000x3584x3584 at 0.50x cuBLAS (2026-12-07f_h100_dispatch_192.txt);
+// the family with it has not been measured since. (`schedule in [tile]` names the member as the tuning databases
+// do: lin_tile128x192x64_scheduletile.)
 family lin {
   A = bf16 row  B = bf16 col  C = bf16 row
   tile in [128x192x64]  waves = 2x4  lds_buffers = 4  schedule in [tile]

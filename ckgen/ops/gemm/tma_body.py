@@ -28,6 +28,8 @@ TMA_BODY_FP8_DTYPES = (DType.E4M3FN, DType.E5M2)
 TMA_BODY_FP8_PTX = {DType.E4M3FN: "e4m3", DType.E5M2: "e5m2"}  # (their wgmma type names)
 TMA_BODY_FP8_TILES = ((128, 256, 128), (128, 192, 128), (128, 128, 128), (64, 256, 128), (64, 128, 128),
                       (64, 64, 128))
+#: the fp8 tile widths that take block(128) scales: one 128-column block of B's scales per tile (gemm_sm90_block_scales.h)
+TMA_BLOCK_SCALE_N = (64, 128)
 TMA_BODY_WARPS_PER_64_ROWS = 4
 TMA_BODY_MAX_STAGES = 8
 #: the cluster size ``cluster = auto`` gives the kernels that can take one (:func:`_cluster`): none, since clusters of
@@ -61,8 +63,9 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
         return "fp8 kernels take it outside mode = grouped / masked"
     if g.gated or g.residual:
         return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
-    if g.block_scaled and cfg.tile[1] not in (64, 128):
-        return "block(128) scales fold per 128-column block of B: tiles of 64 or 128 columns"
+    if g.block_scaled and cfg.tile[1] not in TMA_BLOCK_SCALE_N:
+        return (f"block(128) scales fold per 128-column block of B: tiles of "
+                f"{' or '.join(map(str, TMA_BLOCK_SCALE_N))} columns")
     return _width_refusal(d)
 
 
