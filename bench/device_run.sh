@@ -21,7 +21,10 @@
 #             the whole table; fp8-bench: the whole table without the tests (FP8_BENCH_ARGS adds options to either,
 #             e.g. --only _h); fp8-dispatch: bench/fp8.py --dispatch $FP8_DISPATCH_ARGS (the untuned fp8 dispatchers of
 #             bench/fp8_dispatch_nv.ck on the nn.Linear shapes and on Qwen2-7B's, bench/shapes/qwen2-7b.txt; --quick:
-#             every third shape; --members: every member timed, the dispatcher's pick against the fastest)
+#             every third shape; --members: every member timed, the dispatcher's pick against the fastest);
+#             fp8-tune: ckgen tune of those three families on bench/shapes/mistral-7b.txt ($OUT/fp8_tune.jsonl, on top
+#             of $FP8_DB when given: only what it lacks is measured), then the same bench through the dispatchers
+#             built from it (--tuning): the nn.Linear shapes are the tuning set's N x K, Qwen2-7B's never tuned
 #   bmm       bench/bmm.py (strided-batched GEMM vs torch.bmm, interleaved rounds), with the SM clock and power sampled
 #             by nvidia-smi every 200 ms ($OUT/bmm_clocks.csv, summarised)
 #   dispatch  issue 13: ckgen tune of the family of bench/dispatch_nv.ck on bench/shapes/mistral-7b.txt (DB: $OUT/tune.jsonl;
@@ -295,6 +298,17 @@ for STAGE in "$@"; do
       timeout 560 python3 bench/fp8.py --dispatch ${FP8_DISPATCH_ARGS:-} --json "$OUT/fp8_dispatch.json" \
         > "$OUT/fp8_dispatch.txt" 2>&1
       echo "fp8 dispatch bench rc $?"; grep -E "geomean|^through|worst" "$OUT/fp8_dispatch.txt" ;;
+    fp8-tune)
+      if [ -n "${FP8_DB:-}" ]; then cp "$FP8_DB" "$OUT/fp8_tune.jsonl"; echo "fp8 tuning database: $FP8_DB"; fi
+      for fam in fp8d_tensor fp8d_rowwise fp8d_block; do
+        timeout 300 python3 -m ckgen tune bench/fp8_dispatch_nv.ck --family $fam --target sm_90 \
+          --shapes-file bench/shapes/mistral-7b.txt --db "$OUT/fp8_tune.jsonl" --reps 10 --inner 10 --warmup 3 \
+          >> "$OUT/fp8_tune.txt" 2>&1
+        echo "fp8 tune $fam rc $?"; grep -E "ckgen tune:.*measured" "$OUT/fp8_tune.txt" | tail -1
+      done
+      timeout 560 python3 bench/fp8.py --dispatch --tuning "$OUT/fp8_tune.jsonl" ${FP8_DISPATCH_ARGS:-} \
+        --json "$OUT/fp8_dispatch_tuned.json" > "$OUT/fp8_dispatch_tuned.txt" 2>&1
+      echo "fp8 tuned dispatch bench rc $?"; grep -E "geomean|^through|worst" "$OUT/fp8_dispatch_tuned.txt" ;;
     bmm)
       # SM clock and power sampled every 200 ms while it runs (read only: the card's settings are left alone)
       nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 200 \

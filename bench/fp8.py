@@ -1,7 +1,7 @@
 """fp8 GEMM on the GPU (issue 26): ckgen's scaled fp8 kernels (through the JIT, target sm_90) against
 torch._scaled_mm (cuBLASLt), measured in the same run: e4m3 x e4m3 -> bf16, A row-major, B column-major.
 
-  python bench/fp8.py [--quick] [--only REGEX] [--json OUT] [--dispatch [LIST ...]]
+  python bench/fp8.py [--quick] [--only REGEX] [--json OUT] [--dispatch [LIST ...] [--tuning DB] [--members]]
 
 Three scalings: per-tensor (one f32 per operand; torch "tensorwise"), per-row of A / per-column of B (torch
 "rowwise") and block(128) pairs (A 1 x 128, B 128 x 128; torch's blockwise _scaled_mm where this torch has it:
@@ -21,13 +21,15 @@ ratio ckgen / torch per shape and scaling.
 
 --dispatch: the same comparison through ckgen's dispatchers instead of the fastest kernel, the issue's "through the
 dispatcher": one family per scaling in bench/fp8_dispatch_nv.ck, untuned (the GEMM cost model picks the member per
-shape: Hopper tiles with one workgroup per tile, split-K or stream-K, a 16-row split-K tile for decode shapes),
-on the nn.Linear shapes above at M = 1 .. 8192 and on each LIST (bench/shapes/*.txt; default: Qwen2-7B's layers,
-bench/shapes/qwen2-7b.txt, at token counts 1 .. 4096). The member's device time is what is timed (a dispatcher's
+shape: Hopper tiles with one workgroup per tile, split-K or stream-K, a 16-row split-K tile for decode shapes) or,
+with --tuning DB, built from a `ckgen tune` database of those families (bench/device_run.sh fp8-tune: Mistral-7B's
+layers, bench/shapes/mistral-7b.txt, whose N x K are the nn.Linear list's), on the nn.Linear shapes above at
+M = 1 .. 8192 and on each LIST (bench/shapes/*.txt; default: Qwen2-7B's layers, bench/shapes/qwen2-7b.txt, at
+token counts 1 .. 4096, never tuned). The member's device time is what is timed (a dispatcher's
 host time: bench/overhead.py). --members: every member is timed at every shape; the fastest counts (an oracle,
 not a figure of record) and the dispatcher's pick is printed against it (how far the cost model is from it). Prints each shape's member and the geomean / min ratio per scaling and list. The
 cost model's one fp8 figure (block scales with one consumer warpgroup) was read from this benchmark's 4096 / 14336
-shapes at M >= 2048: the Qwen2-7B list is the figure of record.
+shapes at M >= 2048, and the tuning database from Mistral-7B's: the Qwen2-7B list is the figure of record.
 """
 
 from __future__ import annotations
@@ -258,11 +260,13 @@ def main() -> int:
     ap.add_argument("--only", help="a regex over the kernel names of bench/fp8_nv.ck (e.g. _h for the Hopper ones)")
     ap.add_argument("--json")
     ap.add_argument("--dispatch", nargs="*", metavar="LIST",
-                    help="through the untuned dispatchers of bench/fp8_dispatch_nv.ck instead: the nn.Linear shapes "
+                    help="through the dispatchers of bench/fp8_dispatch_nv.ck instead: the nn.Linear shapes "
                          f"and each LIST of shapes (default: {' '.join(DISPATCH_LISTS)})")
     ap.add_argument("--warm", action="store_true",
                     help="time B as one copy, resident in the L2 between calls where it fits (the figures before "
                          "2026-12-07c); default: B rotated over copies past the L2, as bench/dispatch.py times")
+    ap.add_argument("--tuning", help="with --dispatch: the dispatchers' tuning database (ckgen tune of the fp8d_* "
+                                     "families of bench/fp8_dispatch_nv.ck); default: untuned, the cost model alone")
     ap.add_argument("--members", action="store_true",
                     help="with --dispatch: time every member at every shape; the fastest counts (an oracle) and "
                          "the dispatcher's pick is printed against it")
@@ -286,10 +290,14 @@ def main() -> int:
 
         from ckgen.runtime.api import jit
 
-        families = {s: jit(DISPATCH_SPEC_ARG, kernel=f"fp8d_{s}", target="sm_90") for s in SCALINGS}
-        print(f"ckgen: {len(families)} dispatchers in {time.perf_counter() - t0:.1f} s", flush=True)
-        lists = [("nn.Linear 4096 / 14336 (the block-fold figure of the cost model read here)", linear)]
-        lists += [(f"{path} (untuned: the figure of record)", [s for s, _ in read_shapes(Path(path))])
+        families = {s: jit(DISPATCH_SPEC_ARG, kernel=f"fp8d_{s}", target="sm_90", tuning=args.tuning)
+                    for s in SCALINGS}
+        how = f"tuned on {args.tuning}" if args.tuning else "untuned"
+        print(f"ckgen: {len(families)} dispatchers ({how}) in {time.perf_counter() - t0:.1f} s", flush=True)
+        out["tuning"] = args.tuning
+        lists = [("nn.Linear 4096 / 14336 (the block-fold figure of the cost model read here; Mistral-7B's N x K, "
+                  "the tuning set's)", linear)]
+        lists += [(f"{path} (never tuned: the figure of record)", [s for s, _ in read_shapes(Path(path))])
                   for path in (args.dispatch or DISPATCH_LISTS)]
         out["dispatch"] = {}
         for title, shapes in lists:

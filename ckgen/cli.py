@@ -31,7 +31,7 @@ from ckgen import driver, examples
 from ckgen.backends import BACKENDS, resolve_target
 from ckgen.config import settings
 from ckgen.dispatch import db
-from ckgen.dispatch.table import choose, parse_shape, tables
+from ckgen.dispatch.table import choose, tables
 from ckgen.errors import CkgenError, cli_options
 from ckgen.frontend import load_file
 from ckgen.ir.registry import get_op
@@ -241,10 +241,7 @@ def _cmd_tune(a) -> int:
     if (a.shapes is None) == (a.shapes_file is None):
         raise CkgenError("give the shapes with --shapes or --shapes-file (one of them)")
     table = _explain_table(a.file, a.family, backend, arch, None)
-    sizes = table.size_names
-    defaults = {x.name: int(x.default) for x in table.plans[0].abi.sizes if x.default is not None}
-    todo = (shapes.parse_list(a.shapes, sizes, defaults) if a.shapes is not None
-            else shapes.read_file(a.shapes_file, sizes, defaults))
+    todo = shapes.parse_list(a.shapes, table) if a.shapes is not None else shapes.read_file(a.shapes_file, table)
     emu = backend == "emu"
     reps = a.reps if a.reps is not None else (3 if emu else 20)
     inner = a.inner if a.inner is not None else (1 if emu else 10)
@@ -303,10 +300,9 @@ def _cmd_explain(a) -> int:
     if not a.shape:
         raise CkgenError("--family needs --shape (one or more comma-separated shapes)")
     table = _explain_table(a.file, a.family, None, a.arch, a.tuning)
-    defaults = {x.name: int(x.default) for x in table.plans[0].abi.sizes if x.default is not None}
     out = []
     for text in [t for t in a.shape.split(",") if t.strip()]:
-        sizes = parse_shape(text, table.size_names, defaults)
+        sizes = table.parse_shape(text)
         c = choose(table, sizes, not a.no_workspace)
         out.append((sizes, c))
     if a.json:

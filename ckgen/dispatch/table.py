@@ -66,6 +66,12 @@ class Table:
     def estimate(self, i: int, sizes: tuple[int, ...]) -> float:
         return get_op(self.op).estimate(self.members[i].traits, sizes)
 
+    def parse_shape(self, text: str) -> tuple[int, ...]:
+        """A shape of this table's sizes (:func:`parse_shape`, with its ABI's size defaults and block counts)."""
+        abi = self.plans[0].abi if self.plans else None
+        defaults = {x.name: int(x.default) for x in abi.sizes if x.default is not None} if abi else {}
+        return parse_shape(text, self.size_names, defaults, abi.blocks if abi else ())
+
     def to_json(self) -> dict:
         return {"name": self.name, "family": self.family, "op": self.op, "arch": self.arch,
                 "signature": self.signature, "sizes": list(self.size_names),
@@ -198,11 +204,14 @@ def _table(name: str, fam: str, arch: str, sig: dict, sig_key: str, members: lis
     return Table(name, fam, members[0].op, arch, sig, size_names, ms, tuned, tuple(members))
 
 
-def parse_shape(text: str, size_names: tuple[str, ...], defaults: dict[str, int] | None = None) -> tuple[int, ...]:
+def parse_shape(text: str, size_names: tuple[str, ...], defaults: dict[str, int] | None = None,
+                blocks: tuple[tuple[str, str, int], ...] = ()) -> tuple[int, ...]:
     """``16x4096x4096`` -> (16, 4096, 4096): one number per size argument, in order; trailing sizes with a default
-    may be left out. CkgenError naming what is expected otherwise."""
+    may be left out, and so may trailing block counts (``blocks``: the ABI's (count, size, block) triples, e.g. the
+    K blocks of block scales, ceil(K / 128)), derived from their size. CkgenError naming what is expected otherwise."""
     parts = text.strip().lower().split("x")
     defaults = defaults or {}
+    derived = {count: (size, blk) for count, size, blk in blocks}
     want = "x".join(size_names)
     try:
         vals = [int(p, 10) for p in parts]
@@ -211,7 +220,11 @@ def parse_shape(text: str, size_names: tuple[str, ...], defaults: dict[str, int]
     if len(vals) > len(size_names) or any(v < 0 or v > 2**31 - 1 for v in vals):
         raise CkgenError(f"shape '{text}': expected {want}, each in 0..{2**31 - 1}")
     for name in size_names[len(vals):]:
-        if name not in defaults:
+        if name in defaults:
+            vals.append(defaults[name])
+        elif name in derived and derived[name][0] in size_names[:len(vals)]:
+            size, blk = derived[name]
+            vals.append(-(-vals[size_names.index(size)] // blk))
+        else:
             raise CkgenError(f"shape '{text}': expected {want}")
-        vals.append(defaults[name])
     return tuple(vals)

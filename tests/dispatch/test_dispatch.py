@@ -208,6 +208,12 @@ def test_family_blocks_per_arch_serve_only_their_arch(tmp_path):
 def test_parse_shape_and_database_errors(tmp_path):
     assert parse_shape("1x2x3", ("M", "N", "K")) == (1, 2, 3)
     assert parse_shape("4x5x6", ("M", "N", "K", "batch"), {"batch": 1}) == (4, 5, 6, 1)
+    # block scales' counts follow from K and N when left out (ceil(size / block)); given, they are kept as typed
+    blocks = (("kb", "K", 128), ("nb", "N", 128))
+    assert parse_shape("7x130x300", ("M", "N", "K", "kb", "nb"), {}, blocks) == (7, 130, 300, 3, 2)
+    assert parse_shape("7x130x300x3x2", ("M", "N", "K", "kb", "nb"), {}, blocks) == (7, 130, 300, 3, 2)
+    with pytest.raises(CkgenError, match="expected MxNxKxkbxnb"):
+        parse_shape("7x130", ("M", "N", "K", "kb", "nb"), {}, blocks)
     for bad in ("1x2", "1x2x3x4", "ax2x3", "-1x2x3"):
         with pytest.raises(CkgenError):
             parse_shape(bad, ("M", "N", "K"))

@@ -12,6 +12,7 @@ import pytest
 from ckgen.backends import emu
 from ckgen.cli import main
 from ckgen.dispatch import db
+from ckgen.dispatch.table import Table
 from ckgen.errors import CkgenError
 from ckgen.tune import runner, shapes
 from ckgen.tune.measure import Job, Task, Worker
@@ -91,11 +92,21 @@ def test_cli_tune_errors(family, tmp_path, capsys, args, match):
 
 
 def test_shape_file_errors(tmp_path):
+    table = Table("t", "t", "gemm", "gfx942", {}, ("M", "N", "K"), ())
     p = tmp_path / "s.txt"
     p.write_text("1x2x3\n4x5\n")
     with pytest.raises(CkgenError, match="s.txt:2: shape '4x5'"):
-        shapes.read_file(p, ("M", "N", "K"), {})
-    assert shapes.parse_list("1x2x3, 1x2x3,4x5x6", ("M", "N", "K"), {}) == [(1, 2, 3), (4, 5, 6)]
+        shapes.read_file(p, table)
+    assert shapes.parse_list("1x2x3, 1x2x3,4x5x6", table) == [(1, 2, 3), (4, 5, 6)]
+
+
+def test_block_scaled_shapes_need_only_m_n_k(tmp_path, capsys):
+    """A block-scaled family's sizes end in its scales' block counts (kb, nb); a shape of M x N x K derives them."""
+    p = tmp_path / "b.ck"
+    p.write_text("target gfx942\nfamily fb {\n  A = e4m3fnuz row  B = e4m3fnuz col  C = bf16 row  "
+                 "scale_a = block(128)  scale_b = block(128)\n  tile = 64x64x128  waves = 2x2  schedule in [tile, splitk]\n}\n")
+    assert main(["explain", str(p), "--family", "fb", "--shape", "5x130x300", "--arch", "gfx942"]) == 0
+    assert "5x130x300x3x2:" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("body", [
