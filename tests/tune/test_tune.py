@@ -59,6 +59,15 @@ def test_tune_two_workers_then_resume(family, tmp_path):
     assert (s.shapes, s.skipped, len(db.read(dbp))) == (1, 2, 6)
 
 
+def test_members_are_timed_in_the_cost_models_order(family, tmp_path):
+    """One 16 x 32 tile with K = 8192: the model rates split-K far faster than one workgroup walking all of K, so
+    split-K is timed first (the family lists the tile schedule first), and the slow members stop early."""
+    dbp = tmp_path / "db.jsonl"
+    runner.run(family, "tf", "emu", "gfx942", [(16, 32, 8192)], dbp, reps=1, inner=1, warmup=0, seed=0, devices=1,
+               out=io.StringIO())
+    assert [r.data["kernel"] for r in db.read(dbp)] == ["tf_tile16x32x32_schedulesplitk", "tf_tile16x32x32_scheduletile"]
+
+
 def test_numerics_are_checked_before_timing(family, monkeypatch):
     from ckgen.ops.gemm import GemmOp
 
