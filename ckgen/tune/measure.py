@@ -215,8 +215,11 @@ class Worker:
         copies = rotation_copies(sum(arrays[n].numel() * arrays[n].element_size() for n in ins))
         launches = [launch]
         names = {a.name for a in plan.abi.tensors}
+        kept = []  # the copies, alive as long as run is: the launchers hold raw pointers (a graph capture empties
+        # torch's cache of freed blocks, and launches on copies freed before it read unmapped memory)
         for _ in range(copies - 1):
             alt = {**arrays, **{n: clone(arrays[n]) for n in ins}}
+            kept.append(alt)
             call = k.bind(**{n: v for n, v in alt.items() if n in names}, workspace=ws,
                           **{n: v for n, v in sizes.items() if n not in _determined(plan)})
             launches.append(fast_launcher(k, call))
@@ -227,6 +230,7 @@ class Worker:
         def run() -> None:
             launches[turn[0]]()
             turn[0] = (turn[0] + 1) % len(launches)
+        run.copies = kept
         return run, len(launches)
 
     def _time(self, launch, best_us: float | None, inner: int) -> tuple[float, int, bool]:
