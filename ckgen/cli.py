@@ -6,7 +6,7 @@
     ckgen report FILE [--arch A[,B]] [--json] [-j N]
     ckgen run FILE --kernel NAME [--target emu|sm_90|hip] [--arch A] [--size NAME=V,...] [-m M -n N -k K] [--seed S]
     ckgen tune FILE --family F [--target emu|sm_90|hip] [--arch A] (--shapes MxNxK,... | --shapes-file P) --db DB
-               [--reps N] [--inner N] [--warmup N] [--devices N] [--seed S]
+               [--reps N] [--inner N] [--timing events|graph] [--warmup N] [--devices N] [--seed S]
     ckgen explain FILE --family F --shape MxNxK[,...] [--arch A] [--tuning DB] [--no-workspace] [--json]
     ckgen examples [NAME...] [--copy DIR] [--force]
     ckgen cmake-dir
@@ -121,7 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--shapes-file", help="a file of shapes, one per line ('#' comments)")
     t.add_argument("--db", required=True, help="the tuning database (JSON lines; created, or extended and resumed)")
     t.add_argument("--reps", type=int, default=None, help="timed samples per kernel and shape (default 20; emu 3)")
-    t.add_argument("--inner", type=int, default=None, help="back-to-back calls per sample (default 10; emu 1)")
+    t.add_argument("--inner", type=int, default=None, help="calls per sample (default 10; emu 1)")
+    t.add_argument("--timing", choices=("events", "graph"), default="events",
+                   help="CUDA: a sample is `inner` back-to-back launches between two events (default), or one replay "
+                        "of a CUDA graph of them, as the benchmarks time (not yet run on a GPU since its fix); "
+                        "elsewhere the wall clock")
     t.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 5; emu 1)")
     t.add_argument("--devices", type=int, help="worker processes (default: every visible GPU; emu: 1)")
     t.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
@@ -251,7 +255,8 @@ def _cmd_tune(a) -> int:
             raise CkgenError(f"{name} {v}: expected at least 1")
     if warmup < 0 or (a.devices is not None and a.devices < 1):
         raise CkgenError("--warmup must be >= 0 and --devices >= 1")
-    s = runner.run(a.file, a.family, backend, table.arch, todo, a.db, reps, inner, warmup, a.seed, a.devices)
+    s = runner.run(a.file, a.family, backend, table.arch, todo, a.db, reps, inner, warmup, a.seed, a.devices,
+                   timing=a.timing)
     print(f"ckgen tune: {s.shapes} shape(s) measured ({s.records} records), {s.skipped} already recorded; wrote {a.db}")
     return EXIT_OK
 

@@ -9,10 +9,12 @@ On CUDA the timed calls cycle through copies of the read-only inputs (:func:`rot
 :data:`ROTATE_BYTES`, several times the H200's 50 MB L2), so that each call reads its inputs from device memory as
 a model's layers read their weights, and as ``bench/dispatch.py`` times: with the inputs left in the L2, kernels
 that re-read an operand win the tuning of small shapes and lose in use (a 32 MB weight at M = 1 fits the L2).
-They are timed as the benchmarks time them, by CUDA-graph replay: one graph of ``inner`` calls (rounded up to whole
-turns through the copies) replayed ``reps`` times, so that no host time between launches reaches the figure (the
-back-to-back launches timed before 2026-12-07g ranked some members apart from the graph-timed benchmark: 128x192
-at 512 x 28672 x 4096 fastest in the tuning, 0.85x cuBLAS in the benchmark). Records say how they were timed
+A sample is ``inner`` calls (on CUDA rounded up to whole turns through the copies): back-to-back launches between
+two events (``timing="events"``, the default), or with ``timing="graph"`` one replay of a CUDA graph of them, as the
+benchmarks time, so that no host time between launches reaches the figure (back-to-back launches ranked some
+members apart from the graph-timed benchmark: 128x192 at 512 x 28672 x 4096 fastest in the tuning, 0.85x cuBLAS in
+the benchmark). The graph mode's first GPU run faulted on input copies freed before the capture (fixed: they live as
+long as their launcher); it has not run on a GPU since, hence not the default. Records say how they were timed
 (``timing``).
 
 Inputs: numpy arrays on the emulator and HIP (the op's ``random_inputs``), device tensors made with torch on CUDA
@@ -67,6 +69,7 @@ class Job:
     inner: int
     warmup: int
     seed: int
+    timing: str = "events"  # CUDA: "events" (back-to-back launches between two events) or "graph" (module docstring)
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,8 @@ class Worker:
                 "family": plan.spec.family, "kernel": plan.name, "summary": summary(plan), "signature": sig,
                 "signature_key": db.signature_key(sig), "kernel_key": db.kernel_key(plan.spec), "shape": dict(sizes),
                 "status": "failed", "time_us": None, "tflops": None, "rel_err": None,
-                "timing": "cuda-graph" if self.job.backend == "cuda" else "wall clock",
+                "timing": ("cuda-graph" if self.job.timing == "graph" else "cuda events") if self.job.backend == "cuda"
+                          else "wall clock",
                 "tolerance": None, "reps": 0, "inner": self.job.inner, "early_stop": False, "error": None}
 
     def _measure(self, plan, sizes, arrays, before, refs, rec: dict, best: float | None) -> None:
@@ -219,9 +223,9 @@ class Worker:
         # torch's cache of freed blocks, and launches on copies freed before it read unmapped memory)
         for _ in range(copies - 1):
             alt = {**arrays, **{n: clone(arrays[n]) for n in ins}}
-            kept.append(alt)
             call = k.bind(**{n: v for n, v in alt.items() if n in names}, workspace=ws,
                           **{n: v for n, v in sizes.items() if n not in _determined(plan)})
+            kept.append((alt, call))
             launches.append(fast_launcher(k, call))
         if len(launches) == 1:
             return launch, 1
@@ -238,7 +242,7 @@ class Worker:
         for _ in range(j.warmup):
             launch()
         sync(j.backend)
-        run = graph_of(launch, inner) if j.backend == "cuda" else None
+        run = graph_of(launch, inner) if j.backend == "cuda" and j.timing == "graph" else None
         samples: list[float] = []
         for r in range(max(1, j.reps)):
             samples.append(sample(j.backend, launch, inner, run))
@@ -280,14 +284,18 @@ def graph_of(launch, inner: int):
 
 
 def sample(backend: str, launch, inner: int, graph=None) -> float:
-    """Seconds per call: one replay of ``graph`` (CUDA: ``inner`` calls of ``launch``, :func:`graph_of`) between
-    two events, else ``inner`` back-to-back calls by the wall clock."""
+    """Seconds per call of ``inner`` calls of ``launch``: on CUDA between two events, as one replay of ``graph``
+    (:func:`graph_of`) when given, else back to back; elsewhere by the wall clock."""
     if backend == "cuda":
         import torch
 
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        graph.replay()
+        if graph is not None:
+            graph.replay()
+        else:
+            for _ in range(inner):
+                launch()
         e.record()
         e.synchronize()
         return s.elapsed_time(e) * 1e-3 / inner

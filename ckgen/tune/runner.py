@@ -77,7 +77,7 @@ def _worker(job: Job, device: int, tasks, results) -> None:
 
 def run(source: str | Path, family: str, backend: str, arch: str | None, shapes: list[tuple[int, ...]],
         db_path: str | Path, reps: int, inner: int, warmup: int, seed: int, devices: int | None,
-        out=sys.stdout) -> Summary:
+        out=sys.stdout, timing: str = "events") -> Summary:
     """The command (see the module docstring)."""
 
     specs = load_file(source)
@@ -113,7 +113,7 @@ def run(source: str | Path, family: str, backend: str, arch: str | None, shapes:
           f"{summary.skipped} already in {db_path}", file=out, flush=True)
     if not todo:
         return summary
-    job = Job(str(source), family, backend, arch, reps, inner, warmup, seed)
+    job = Job(str(source), family, backend, arch, reps, inner, warmup, seed, timing)
     n = min(device_count(backend, devices), len(todo))
     ctx = mp.get_context("spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
