@@ -13,8 +13,8 @@ A sample is ``inner`` calls (on CUDA rounded up to whole turns through the copie
 two events (``timing="events"``, the default), or with ``timing="graph"`` one replay of a CUDA graph of them, as the
 benchmarks time, so that no host time between launches reaches the figure (back-to-back launches ranked some
 members apart from the graph-timed benchmark: 128x192 at 512 x 28672 x 4096 fastest in the tuning, 0.85x cuBLAS in
-the benchmark). The graph mode's first GPU run faulted on input copies freed before the capture (fixed: they live as
-long as their launcher); it has not run on a GPU since, hence not the default. Records say how they were timed
+the benchmark). The graph mode's first GPU run faulted on input copies freed before the capture (fixed: a launcher
+holds its call, :func:`fast_launcher`); it has not run on a GPU since, hence not the default. Records say how they were timed
 (``timing``).
 
 Inputs: numpy arrays on the emulator and HIP (the op's ``random_inputs``), device tensors made with torch on CUDA
@@ -219,13 +219,10 @@ class Worker:
         copies = rotation_copies(sum(arrays[n].numel() * arrays[n].element_size() for n in ins))
         launches = [launch]
         names = {a.name for a in plan.abi.tensors}
-        kept = []  # the copies, alive as long as run is: the launchers hold raw pointers (a graph capture empties
-        # torch's cache of freed blocks, and launches on copies freed before it read unmapped memory)
         for _ in range(copies - 1):
             alt = {**arrays, **{n: clone(arrays[n]) for n in ins}}
             call = k.bind(**{n: v for n, v in alt.items() if n in names}, workspace=ws,
                           **{n: v for n, v in sizes.items() if n not in _determined(plan)})
-            kept.append((alt, call))
             launches.append(fast_launcher(k, call))
         if len(launches) == 1:
             return launch, 1
@@ -234,7 +231,6 @@ class Worker:
         def run() -> None:
             launches[turn[0]]()
             turn[0] = (turn[0] + 1) % len(launches)
-        run.copies = kept
         return run, len(launches)
 
     def _time(self, launch, best_us: float | None, inner: int) -> tuple[float, int, bool]:
@@ -306,7 +302,9 @@ def sample(backend: str, launch, inner: int, graph=None) -> float:
 
 
 def fast_launcher(kernel, call):
-    """A no-argument function that runs ``call`` again (CUDA: straight into the C entry with the same pointers)."""
+    """A no-argument function that runs ``call`` again (CUDA: straight into the C entry with the same pointers; the
+    launcher holds ``call``, so the tensors those pointers address live as long as it does: a graph capture empties
+    torch's cache of freed blocks, and launches on inputs freed before it read unmapped memory)."""
     if kernel.backend.name == "cuda":
         import torch
 
@@ -319,6 +317,7 @@ def fast_launcher(kernel, call):
             st = entry(*args, torch.cuda.current_stream().cuda_stream or None)
             if st != 0:
                 raise RuntimeError(f"{kernel.name}: status {st}: {kernel.handle.status_text(st)}")
+        launch.call = call
         return launch
     return lambda: kernel.backend.launch(kernel.handle, call)
 
