@@ -135,8 +135,12 @@ def test_views_are_checked_at_their_own_extent(nt):
 def test_emulation_fault_reaches_python(nt):
     """Bypassing the API's checks (M larger than A), the emulator catches the overrun."""
     A, B, bias = _ops()
+    # A as the first rows of a larger array: the overrun reads its unregistered rows, never a neighbouring
+    # buffer that happened to be allocated right after it
+    padded = np.zeros((80, 20), np.float16)
+    padded[:40] = A
     C = np.zeros((80, 24), np.float32)
-    call = api.Call(nt.plan, (A, B, C, bias, 80, 24, 20, 20, 20, 24), {"M": 80, "N": 24, "K": 20})
+    call = api.Call(nt.plan, (padded[:40], B, C, bias, 80, 24, 20, 20, 20, 24), {"M": 80, "N": 24, "K": 20})
     with pytest.raises(EmulationFault, match=r"kernel 'nt', workgroup \(\d+,\d+,0\), thread \d+ .*out-of-bounds global "
                                              r"load of \d+ bytes at 0x[0-9a-f]+: \d+ bytes past the end of 'A'"):
         nt.backend.launch(nt.handle, call)

@@ -32,9 +32,12 @@ def lib(tmp_path_factory) -> emu.EmuLibrary:
 
 
 def _run(lib: emu.EmuLibrary, kernel: str):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal(N).astype(np.float32)
-    out = np.full(N, np.nan, np.float32)
+    # Both buffers are views of one array with unregistered gaps after each, so a planted overrun never lands
+    # in the other buffer (two separate allocations may sit side by side, and a store 252 bytes past the end
+    # of 'out' could then fall inside 'in': in bounds, as it would be on a GPU).
+    backing = np.full(4 * N, np.nan, np.float32)
+    a, out = backing[:N], backing[2 * N:3 * N]
+    a[:] = np.random.default_rng(0).standard_normal(N).astype(np.float32)
     lib.clear_buffers()
     lib.register(a, "in")
     lib.register(out, "out")
