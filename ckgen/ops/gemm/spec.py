@@ -477,7 +477,8 @@ def _scale(v: Value, param: str, kinds: tuple[str, ...]) -> str:
 def build_params(v: dict[str, Value], ctx: BuildContext) -> GemmParams:
     """The GEMM params of one kernel from its parsed values (keys of :data:`KEYS`)."""
     a, b, c = V.tensor(v["A"], "A"), V.tensor(v["B"], "B"), V.tensor(v["C"], "C")
-    acc = V.dtype(v["acc"], "acc") if "acc" in v else DEFAULT_ACC[a.dtype]
+    # an A dtype with no default (i32, say) is refused by the plan's dtype check, which knows the target's legal ones
+    acc = V.dtype(v["acc"], "acc") if "acc" in v else DEFAULT_ACC.get(a.dtype, DType.F32)
     mode = V.word(v["mode"], "mode", MODES) if "mode" in v else "dense"
     batched = V.boolean(v["batched"], "batched") if "batched" in v else False
     if batched and mode != "dense":

@@ -41,6 +41,9 @@ F16 = "A = f16 row B = f16 col C = f16 row"
      "f16, bf16, f32, i8, e4m3fn, e5m2"),
     ("gfx942", "A = e4m3fn row B = e4m3fn col C = f32 row tile = 64x64x64 waves = 1x1", "A", "e4m3fn",
      "f16, bf16, f32, i8, e4m3fnuz, e5m2fnuz"),
+    # a dtype no instruction takes, with no acc given (it has no default accumulator: refused here, not a KeyError)
+    ("gfx942", "A = i32 row B = i32 col C = i32 row tile = 64x64x64 waves = 1x1", "A", "i32",
+     "f16, bf16, f32, i8, e4m3fnuz, e5m2fnuz"),
     ("gfx942", "A = e4m3fnuz row B = e5m2 col C = f32 row tile = 64x64x64 waves = 1x1", "B", "e5m2",
      "e4m3fnuz, e5m2fnuz"),
     ("gfx942", "A = e4m3fnuz row B = f16 col C = f32 row tile = 64x64x64 waves = 1x1", "B", "f16",
