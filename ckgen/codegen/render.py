@@ -21,7 +21,7 @@ import jinja2
 from ckgen.codegen.escape import c_string, comment
 from ckgen.ir import expr as E
 from ckgen.ir import plan as ir_plan
-from ckgen.ir.abi import INT32_MAX, ArgKind
+from ckgen.ir.abi import INT32_MAX, ArgKind, dim_parts
 from ckgen.ir.plan import KernelPlan, split_axes
 from ckgen.ir.registry import get_op
 from ckgen.resources import INCLUDE_DIR, OPS_DIR, TEMPLATE_DIR
@@ -158,7 +158,8 @@ def launcher_view(plan: KernelPlan) -> dict:
         "name": plan.name, "summary": summary(plan), "prototype": abi.prototype(f"ckgen_{plan.name}"),
         "sizes": [(a.name, a.at_most if a.at_most is not None else "INT32_MAX") for a in abi.sizes],
         # (tensor, its dims that are sizes): a required tensor may be NULL when one of those is 0 (no element)
-        "required": [(a.name, [d for d in a.dims if d in size_names]) for a in abi.tensors
+        # (a multiplied or divided dim, 2*N or K/2, is empty with its size; batch+1 is not)
+        "required": [(a.name, [n for n, _, k in map(dim_parts, a.dims) if n in size_names and k == 0]) for a in abi.tensors
                      if not a.unused and not a.optional],
         "stride_checks": [(a.name, _bound(a.at_least)) for a in _checked_strides(abi)],
         "scalar_bounds": [(a.name, _literal(a, a.bounds[0]), _literal(a, a.bounds[1]))

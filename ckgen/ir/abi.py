@@ -38,7 +38,9 @@ Beyond one size per dim:
 
 - a dim may be a size plus a constant, ``"batch+1"`` (:func:`split_dim`): an offsets array of ``batch + 1``
   entries; or a size times a constant, ``"2*N"`` (:func:`dim_parts`): a matrix of twice N columns (the binding
-  refuses an extent that is not a multiple); a stride's ``at_least`` may name such dims too;
+  refuses an extent that is not a multiple); or a size divided by a constant, ``"K/2"``: packed elements (a byte
+  of two fp4 values), the size a multiple of the divisor (``divides``); a stride's ``at_least`` may name such
+  dims too;
 - ``Abi.extents`` names dims that are not arguments: extents the binding reads from the arrays (every array
   naming one must agree) and uses to allocate outputs, but does not pass (e.g. the total token count of
   packed variable-length sequences);
@@ -58,8 +60,10 @@ Beyond one size per dim:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from fractions import Fraction
 
 from ckgen.ir import expr as E
 from ckgen.ir.types import DType
@@ -211,22 +215,29 @@ class Arg:
         return d
 
 
-def dim_parts(d: str | int) -> tuple[str | None, int, int]:
+def dim_parts(d: str | int) -> tuple[str | None, int | Fraction, int]:
     """A dim's size name, multiplier and constant: ``"M"`` -> ("M", 1, 0), ``"batch+1"`` -> ("batch", 1, 1),
-    ``"2*N"`` -> ("N", 2, 0), ``64`` -> (None, 0, 64)."""
+    ``"2*N"`` -> ("N", 2, 0), ``"K/2"`` -> ("K", Fraction(1, 2), 0), ``64`` -> (None, 0, 64). A divided dim
+    holds packed elements (two fp4 values per byte): the ABI must make its size a multiple of the divisor
+    (``Abi.divides``); ``extent // mult`` is then the size an extent gives."""
     if isinstance(d, str) and "*" in d:
         k, _, name = d.partition("*")
         if not (k.isdigit() and int(k) >= 2 and name.isidentifier()):
             raise ValueError(f"dim {d!r}: expected INT*NAME (INT >= 2)")
         return name, int(k), 0
+    if isinstance(d, str) and "/" in d:
+        name, _, k = d.partition("/")
+        if not (k.isdigit() and int(k) >= 2 and name.isidentifier()):
+            raise ValueError(f"dim {d!r}: expected NAME/INT (INT >= 2)")
+        return name, Fraction(1, int(k)), 0
     name, k = split_dim(d)
     return name, 0 if name is None else 1, k
 
 
 def dim_value(d: str | int, sizes: dict[str, int]) -> int:
-    """The extent of dim ``d`` at ``sizes``."""
+    """The extent of dim ``d`` at ``sizes`` (a divided dim rounded up: the bytes that hold the packed values)."""
     name, mult, add = dim_parts(d)
-    return add if name is None else mult * sizes[name] + add
+    return add if name is None else math.ceil(mult * sizes[name]) + add
 
 
 def split_dim(d: str | int) -> tuple[str | None, int]:
@@ -234,8 +245,8 @@ def split_dim(d: str | int) -> tuple[str | None, int]:
     (a multiplied dim ``"2*N"``: :func:`dim_parts`)."""
     if isinstance(d, int):
         return None, d
-    if "*" in d:
-        raise ValueError(f"dim {d!r} is multiplied: read it with dim_parts")
+    if "*" in d or "/" in d:
+        raise ValueError(f"dim {d!r} is multiplied or divided: read it with dim_parts")
     name, plus, k = d.partition("+")
     if plus and not (k.isdigit() and name.isidentifier()):
         raise ValueError(f"dim {d!r}: expected NAME or NAME+INT")

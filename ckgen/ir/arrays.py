@@ -2,7 +2,8 @@
 values, and arrays laid out as an ABI tensor describes (:func:`allocate`).
 
 bf16 travels as uint16 bit patterns (numpy has no bf16); the fp8 dtypes (e4m3fn, e5m2, e4m3fnuz, e5m2fnuz) as
-uint8 codes (:func:`fp8_values` decodes them).
+uint8 codes (:func:`fp8_values` decodes them); fp4 pairs (e2m1fn_x2) as uint8 bytes of two codes
+(:func:`unpack_fp4`).
 """
 
 from __future__ import annotations
@@ -78,8 +79,23 @@ def to_fp8(x: np.ndarray, dt: DType) -> np.ndarray:
     return codes[pick].astype(np.uint8)
 
 
+#: the values of the 16 OCP FP4 (E2M1) codes: sign bit 3, exponent bits 2..1 (bias 1, 0 subnormal), mantissa bit 0
+FP4_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def unpack_fp4(x: np.ndarray, axis: int) -> np.ndarray:
+    """Bytes of fp4 pairs (``e2m1fn_x2``, uint8) -> their float64 values, ``axis`` twice as long: byte i holds
+    values 2i (low nibble) and 2i + 1 (high nibble)."""
+    b = np.moveaxis(np.asarray(x, np.uint8), axis, -1)
+    v = np.stack([FP4_VALUES[b & 0xF], FP4_VALUES[b >> 4]], axis=-1).reshape(*b.shape[:-1], 2 * b.shape[-1])
+    return np.moveaxis(v, -1, axis)
+
+
 def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
-    """Values of ``x`` (of ckgen dtype ``dt``) as float64."""
+    """Values of ``x`` (of ckgen dtype ``dt``) as float64 (fp4 pairs: :func:`unpack_fp4`, which needs the packed
+    axis)."""
+    if dt == DType.E2M1FN_X2:
+        raise ValueError("fp4 pairs: unpack_fp4(x, axis) names the axis the bytes pack")
     if dt.fp8 is not None:
         return fp8_values(dt)[np.asarray(x, np.uint8)]
     if dt == DType.E8M0:  # 2^(e - 127); 0xFF is NaN
@@ -110,6 +126,8 @@ def random_values(rng: np.random.Generator, shape: tuple[int, ...], dt: DType) -
         return rng.integers(-1000, 1000, size=shape).astype(np.int32)
     if dt == DType.E8M0:  # MX scales 2^-7 .. 2^7
         return rng.integers(120, 135, size=shape).astype(np.uint8)
+    if dt == DType.E2M1FN_X2:  # any two fp4 codes per byte (every one is finite, at most 6 in magnitude)
+        return rng.integers(0, 256, size=shape).astype(np.uint8)
     x = rng.uniform(-1.0, 1.0, size=shape)
     if dt.fp8 is not None:
         return to_fp8(x, dt)

@@ -23,6 +23,7 @@ class DType(Enum):
     E4M3FNUZ = "e4m3fnuz"  # FNUZ E4M3 (gfx942): bias 8, max 240, one NaN (0x80), no -0
     E5M2FNUZ = "e5m2fnuz"  # FNUZ E5M2 (gfx942): bias 16, max 57344, one NaN (0x80), no -0
     E8M0 = "e8m0"        # OCP MX scale: an unsigned power-of-two exponent, 2^(e - 127), 0xFF NaN; scales only
+    E2M1FN_X2 = "e2m1fn_x2"  # OCP FP4 (gfx950), two per byte: the even index in the low nibble (torch.float4_e2m1fn_x2)
 
     @property
     def bits(self) -> int:
@@ -31,6 +32,12 @@ class DType(Enum):
     @property
     def bytes(self) -> int:
         return _BITS[self] // 8
+
+    @property
+    def pack(self) -> int:
+        """Values per element: 2 for the packed fp4 pairs (an element is one byte holding two values along the
+        packed dim), 1 otherwise."""
+        return 2 if self == DType.E2M1FN_X2 else 1
 
     @property
     def is_float(self) -> bool:
@@ -87,14 +94,15 @@ FP8_FORMATS = {
 
 _BITS = {DType.F16: 16, DType.BF16: 16, DType.F32: 32, DType.F64: 64, DType.I8: 8,
          DType.I32: 32, DType.I64: 64, DType.FP8: 8, DType.BF8: 8, DType.E4M3FN: 8, DType.E5M2: 8, DType.E4M3FNUZ: 8,
-         DType.E5M2FNUZ: 8, DType.E8M0: 8}
+         DType.E5M2FNUZ: 8, DType.E8M0: 8, DType.E2M1FN_X2: 8}
 _CPP = {DType.F16: "ckgen::f16", DType.BF16: "ckgen::bf16", DType.F32: "float", DType.F64: "double",
         DType.I8: "int8_t", DType.I32: "int32_t", DType.I64: "int64_t", DType.FP8: "uint8_t", DType.BF8: "uint8_t",
         DType.E4M3FN: "ckgen::fp8_e4m3fn", DType.E5M2: "ckgen::fp8_e5m2", DType.E4M3FNUZ: "ckgen::fp8_e4m3fnuz",
-        DType.E5M2FNUZ: "ckgen::fp8_e5m2fnuz", DType.E8M0: "uint8_t"}
+        DType.E5M2FNUZ: "ckgen::fp8_e5m2fnuz", DType.E8M0: "uint8_t", DType.E2M1FN_X2: "ckgen::fp4x2_e2m1fn"}
 _NUMPY = {DType.F16: "float16", DType.BF16: "uint16", DType.F32: "float32", DType.F64: "float64",
           DType.I8: "int8", DType.I32: "int32", DType.I64: "int64", DType.FP8: "uint8", DType.BF8: "uint8", DType.E4M3FN: "uint8",
-          DType.E5M2: "uint8", DType.E4M3FNUZ: "uint8", DType.E5M2FNUZ: "uint8", DType.E8M0: "uint8"}
+          DType.E5M2: "uint8", DType.E4M3FNUZ: "uint8", DType.E5M2FNUZ: "uint8", DType.E8M0: "uint8",
+          DType.E2M1FN_X2: "uint8"}
 
 #: the dtypes a kernel may name (fp8 / bf8 are instruction operand kinds without an encoding: the DSL spells
 #: the encoding, e4m3fn / e5m2 / e4m3fnuz / e5m2fnuz; e8m0 is only the element type of `mx` scale tensors)

@@ -165,7 +165,10 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if s.name in found:
             v = found[s.name][0]
             if s.name in given and given[s.name] != v:
-                raise _fail(plan, f"size {s.name} = {given[s.name]} disagrees with the arrays ({v})")
+                packed = next((a_ for a_, b_ in abi.divides if b_ == s.name and isinstance(a_, int)
+                               and given[s.name] % a_), None)  # e.g. an odd K for fp4 pairs
+                why = f"; {s.name} must be a multiple of {packed}" if packed else ""
+                raise _fail(plan, f"size {s.name} = {given[s.name]} disagrees with the arrays ({v}){why}")
         elif s.from_offsets is not None and infos.get(s.from_offsets) is not None and (
                 s.name not in given or isinstance(arrays[s.from_offsets], np.ndarray)):
             steps = _offsets(plan, backend, abi[s.from_offsets], arrays[s.from_offsets], size_values, offsets)

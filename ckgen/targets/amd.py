@@ -221,7 +221,8 @@ XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_M
 
 # ---- [mx] the block-scaled (OCP microscaling) MFMA that `scale_a = mx(32)` kernels use, per arch. ----
 # Called as builtin(a, b, c, a_format, b_format, opsel_a, scale_a, opsel_b, scale_b): format 0 = e4m3 (fp8),
-# 1 = e5m2 (bf8) (2..4 are fp6 / fp4, unused); scale_x is a 32-bit VGPR whose byte opsel_x is the lane's E8M0
+# 1 = e5m2 (bf8), 4 = e2m1 (fp4: 32 values in the operand's low 16 bytes, two per byte along K; 2, 3 are fp6,
+# unused); scale_x is a 32-bit VGPR whose byte opsel_x is the lane's E8M0
 # scale. Sources (facts only; tests/data/mfma_scale_layouts.README.md has the details):
 #   shape, operand types and mnemonic: LLVM IntrinsicsAMDGPU.td (llvm-22) int_amdgcn_mfma_scale_f32_32x32x64_f8f6f4
 #   and clang++-22 -> llvm-objdump-22 (tests/targets/test_amd_mx_compile.py); cycles (cost models only): 64 with fp8

@@ -37,7 +37,7 @@ from ckgen.codegen.render import summary
 from ckgen.dispatch import db
 from ckgen.frontend import load_file
 from ckgen.ir.abi import ArgKind, dim_parts, dim_value
-from ckgen.ir.arrays import memory_order, poison, to_float64
+from ckgen.ir.arrays import memory_order, poison, to_float64, torch_dtype_name
 from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
@@ -322,11 +322,6 @@ def fast_launcher(kernel, call):
     return lambda: kernel.backend.launch(kernel.handle, call)
 
 
-_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8", "i32": "int32",
-                 "e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2", "e4m3fnuz": "float8_e4m3fnuz",
-                 "e5m2fnuz": "float8_e5m2fnuz", "e8m0": "uint8"}
-
-
 def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -> dict[str, Any]:
     """Device tensors for every ABI tensor at ``sizes``: uniform in [-1, 1) (small nonzero integers for integer
     dtypes, E8M0 exponents 120..134 for mx scales) for what the kernel reads, 0xFF bytes for what it only writes; laid
@@ -342,13 +337,15 @@ def torch_inputs(plan, sizes: dict[str, int], seed: int, device: str = "cuda") -
             continue
         shape = [dim_value(d, sizes) for d in a.dims]
         order = memory_order(a)
-        dt = getattr(torch, _TORCH_DTYPES[a.dtype.value])
+        dt = getattr(torch, torch_dtype_name(a.dtype))
         mem = [shape[i] for i in order]
         if a.role == "out":
             t = torch.empty(mem, dtype=dt, device=device)
             t.view(torch.uint8).fill_(0xFF)
         elif a.dtype == DType.E8M0:  # mx scales: exponents 120..134 (2^-7 .. 2^7), as random_values
             t = torch.randint(120, 135, mem, generator=gen, device=device, dtype=torch.int32).to(dt)
+        elif a.dtype == DType.E2M1FN_X2:  # fp4 pairs: any two codes per byte, as random_values
+            t = torch.randint(0, 256, mem, generator=gen, device=device, dtype=torch.int32).to(dt)
         elif a.dtype.is_float:
             t = (torch.rand(mem, generator=gen, device=device, dtype=torch.float32) * 2 - 1).to(dt)
         else:

@@ -26,7 +26,7 @@ CKGEN_API int ckgen_gate_up(const void* A, const void* B, void* C, const void* b
   if (ldc < ckgen_at_least_1(N)) return CKGEN_ERROR_INVALID_VALUE;
   if (M == 0 || N == 0) return CKGEN_SUCCESS;  // nothing to read or write: NULL is fine
   if (!A && M != 0 && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
-  if (!B && K != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
+  if (!B && K != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   if (!C && M != 0 && N != 0) return CKGEN_ERROR_INVALID_VALUE;  // NULL only when empty
   const int64_t grid_x_ = ckgen_ceil_div(N, 64), grid_y_ = ckgen_ceil_div(M, 128), grid_z_ = 1;
   if (grid_y_ > 65535) {  // over the launch limit: consecutive sub-problems along M

@@ -69,6 +69,11 @@ struct fp8_e4m3fnuz {
 struct fp8_e5m2fnuz {
   uint8_t bits;
 };
+// Two OCP FP4 (E2M1) values in one byte, the even index in the low nibble: storage only (the block-scaled MFMA
+// takes the bytes as they are; the emulator decodes them).
+struct fp4x2_e2m1fn {
+  uint8_t bits;
+};
 
 CKGEN_HD uint32_t float_bits(float f) {
   uint32_t u;

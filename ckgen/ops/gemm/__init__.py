@@ -20,6 +20,7 @@ from ckgen.ir.target import Target
 from ckgen.ir.types import DType, Layout
 from ckgen.ops.gemm import abi as _abi
 from ckgen.ops.gemm import cost_model as _model
+from ckgen.ops.gemm import fp4 as _fp4
 from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
@@ -27,6 +28,11 @@ from ckgen.ops.gemm import vector as _vector
 
 #: the gate activation of each gated epilogue (blocks/epilogue.h ops)
 GATE_TYPES = {"swiglu": "ckgen::epi::Silu", "geglu": "ckgen::epi::Gelu"}
+
+
+def _mx_format(dt: DType) -> int:
+    """The block-scaled MFMA's operand format code: 0 e4m3, 1 e5m2, 4 fp4 (e2m1)."""
+    return _fp4.MX_FORMAT_FP4 if dt == _fp4.FP4 else int(dt.matrix_kind == DType.BF8)
 
 
 def _float(x: float) -> str:
@@ -113,12 +119,14 @@ class GemmOp(Op):
             return {**view, "notes": [f"vector body: {b.vector.rows} rows of B per wave, {b.vector.unroll} vectors "
                                       f"of {b.vector.vec} elements of each in flight per lane; no LDS; "
                                       f"{plan.threads} threads."]}
-        c, i, lds = plan.spec.params.config, b.instr, b.lds
+        # (fp4 pairs: the body's K tile and instruction K in bytes, _fp4.storage_view)
+        c, i, lds = _fp4.storage_view(plan.spec.params, b.instr)[0].config, b.instr, b.lds
+        pk = _fp4.storage_k(g)
         types += [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
         ints = [("kTileM", c.tile[0]), ("kTileN", c.tile[1]), ("kTileK", c.tile[2]),
                 ("kWavesM", c.waves[0]), ("kWavesN", c.waves[1]), ("kWaveSize", plan.target.wave_size),
                 ("kThreads", plan.threads), ("kWaveTileM", b.wave_tile[0]), ("kWaveTileN", b.wave_tile[1]),
-                ("kInstrM", i.m), ("kInstrN", i.n), ("kInstrK", i.k), ("kRepM", b.repeats[0]),
+                ("kInstrM", i.m), ("kInstrN", i.n), ("kInstrK", i.k // pk), ("kRepM", b.repeats[0]),
                 ("kRepN", b.repeats[1]), ("kAItems", b.items[0]), ("kBItems", b.items[1]),
                 ("kCItems", b.items[2]), ("kLdsBuffers", lds.buffers), ("kPrefetch", b.prefetch),
                 ("kVecA", b.vec[0]), ("kVecB", b.vec[1]), ("kVecC", b.vec[2]),
@@ -138,9 +146,11 @@ class GemmOp(Op):
                       ("unsigned long long", "kLdsBSwizzle", f"{lds.b.packed_table:#x}ull")]
         if b.schedule is not None:
             constants.append(("bool", "kAtomicSplitK", bool_literal(b.schedule.atomic)))
-        if g.mx_scaled:  # the block-scaled MFMA's operand formats (0: e4m3, 1: e5m2), Cfg::mma_mx (kernel.hip.j2)
-            constants += [("int", "kMxFormatA", str(int(g.a.dtype.matrix_kind == DType.BF8))),
-                          ("int", "kMxFormatB", str(int(g.b.dtype.matrix_kind == DType.BF8)))]
+        if g.mx_scaled:  # the block-scaled MFMA's operand formats, Cfg::mma_mx (kernel.hip.j2)
+            constants += [("int", "kMxFormatA", str(_mx_format(g.a.dtype))),
+                          ("int", "kMxFormatB", str(_mx_format(g.b.dtype)))]
+        if pk > 1:  # values per byte along K (gemm_mfma.h: K, the scales' blocks and kb in values)
+            constants.append(("int", "kPackK", str(pk)))
         if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts
             types.append(("TIndex", g.index.cpp))
             constants += [("int", "kGroupMode", "1" if g.mode == "grouped" else "2"),

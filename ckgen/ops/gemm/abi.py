@@ -15,7 +15,8 @@ a batch stride of 0 broadcasts A, B or bias (not C). ``scale_a`` / ``scale_b`` e
 batch item; one of them is unused (NULL) when only the other operand is scaled. Block scales (``block(128)`` on
 both) add ``kb`` = ceil(K / 128), ``nb`` = ceil(N / 128) (checked) and the scales' leading dimensions. MX scales
 (``mx(32)`` on both) are E8M0 bytes, A's M x kb and B's N x kb, row-major, with ``kb`` = ceil(K / 32) (checked) and
-the leading dimensions. ``workspace`` exists when the kernel's schedule needs one
+the leading dimensions. fp4 pairs (``e2m1fn_x2``: two values per byte along K) make A M x K/2 and B K/2 x N bytes,
+``lda`` / ``ldb`` in bytes, and K even (checked). ``workspace`` exists when the kernel's schedule needs one
 (split-K, stream-K: :mod:`ckgen.ops.gemm.schedule` sizes it). ``residual`` exists when the epilogue ends in
 ``-> residual``: an input R laid out exactly as C (dtype, dims, layout, ``ldc``, ``stride_c``) added after the
 chain, ``C = chain(...) + R``; C may be the very same view as R (in place). A gated epilogue (``swiglu`` /
@@ -148,9 +149,12 @@ def abi(spec: KernelSpec) -> Abi:
         return _grouped_abi(spec)
     batched = g.batched
     sb = (lambda x: x) if batched else (lambda x: None)
-    a = _matrix("A", g.a.dtype, g.a.layout, "M", "K", "lda", sb("stride_a"), doc="M x K")
+    # fp4 pairs (e2m1fn_x2, A row-major, B column-major): K/2 bytes along K, K even (divides below)
+    kx = "K" if g.a.dtype.pack == 1 else f"K/{g.a.dtype.pack}"
+    pairs = "" if kx == "K" else ", two fp4 values per byte along K"
+    a = _matrix("A", g.a.dtype, g.a.layout, "M", kx, "lda", sb("stride_a"), doc="M x K" + pairs)
     nb = b_cols(g)
-    b = _matrix("B", g.b.dtype, g.b.layout, "K", nb, "ldb", sb("stride_b"), doc=f"K x {nb}" + gate_doc(g))
+    b = _matrix("B", g.b.dtype, g.b.layout, kx, nb, "ldb", sb("stride_b"), doc=f"K x {nb}" + gate_doc(g) + pairs)
     c = _matrix("C", g.c.dtype, g.c.layout, "M", "N", "ldc", sb("stride_c"), role="inout" if g.beta != 0 else "out",
                 broadcast=False, doc="M x N" + (", read (beta != 0)" if g.beta != 0 else ""))
     if g.residual:
@@ -184,7 +188,7 @@ def abi(spec: KernelSpec) -> Abi:
                  Arg("nb", S, doc=f"N blocks of B's block scales: ceil(N / {SCALE_BLOCK})")]
     if g.mx_scaled:
         args.append(Arg("kb", S, doc=f"K blocks of the MX scales: ceil(K / {MX_BLOCK})"))
-    args += [ld("lda", g.a.layout, "K", "M"), ld("ldb", g.b.layout, nb, "K"), ld("ldc", g.c.layout, "N", "M")]
+    args += [ld("lda", g.a.layout, kx, "M"), ld("ldb", g.b.layout, nb, kx), ld("ldc", g.c.layout, "N", "M")]
     args += rope_strides
     if g.block_scaled or g.mx_scaled:
         args += [Arg("ld_scale_a", ST, doc="leading dimension of scale_a (>= max(1, kb))", at_least=("kb",)),
@@ -201,7 +205,8 @@ def abi(spec: KernelSpec) -> Abi:
     empty = ("M", "N", "batch") if batched else ("M", "N")
     blocks = (("kb", "K", MX_BLOCK),) if g.mx_scaled else \
         (("kb", "K", SCALE_BLOCK), ("nb", "N", SCALE_BLOCK)) if g.block_scaled else ()
-    divides = gate_divides(g) + (((g.rope_head, "rope_cols"),) if g.rope is not None else ())
+    divides = gate_divides(g) + (((g.rope_head, "rope_cols"),) if g.rope is not None else ()) + \
+        (((g.a.dtype.pack, "K"),) if kx != "K" else ())
     return Abi(tuple(args), empty_if=empty, blocks=blocks, divides=divides,
                doc="C = epilogue(alpha * A.B + beta * C), cast to C's dtype" + (", for each of batch matrices" if batched else ""))
 

@@ -21,6 +21,7 @@ from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
 from ckgen.ops.gemm.abi import abi, grouped_launch, launch
 from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, SchedulePlan, TmaBodyPlan
+from ckgen.ops.gemm.fp4 import FP4, check_fp4, storage_view
 from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
 from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
@@ -118,6 +119,8 @@ def check_dtypes(d: GemmDraft) -> None:
     encoding is refused with the target's own)."""
     g, t = d.g, d.target
     made = generated_inputs(t)
+    if check_fp4(d, made, C_DTYPES):
+        return
     if g.a.dtype not in made:
         reason = t.fp8_refusal(g.a.dtype) or (
             "the target has instructions for this dtype but ckgen's GEMM kernel does not generate it yet"
@@ -226,7 +229,7 @@ def select_mx_instruction(d: GemmDraft) -> None:
         raise d.fail("scale_a", mx, f"tensor, row, block({SCALE_BLOCK}) on {t.name}; {mx} on {names}, {folds}",
                      f"mx scales need {names}'s scaled MFMA (block-scaled f8f6f4); {t.name} has none")
     for param, x in (("A", g.a), ("B", g.b)):
-        if x.dtype.fp8 is None:
+        if x.dtype.fp8 is None and x.dtype != FP4:  # (fp4: check_fp4)
             legal = ", ".join(v.value for v in generated_inputs(t) if v.fp8 is not None)
             raise d.fail(param, x.dtype.value, legal, f"mx scales take 8-bit float operands ({legal})")
     if resolve_schedule(cfg, g).kind != "tile":
@@ -384,7 +387,7 @@ def check_rope(d: GemmDraft) -> None:
 
 
 def choose_vectors(d: GemmDraft) -> None:
-    g, cfg = d.g, d.cfg
+    g, cfg = d.g, storage_view(d.spec.params, None)[0].config  # (the K tile in bytes for fp4 pairs)
     (tm, tn, tk) = cfg.tile
     threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
     # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
@@ -417,7 +420,7 @@ def plan_lds(d: GemmDraft) -> None:
     """Unpadded, XOR-swizzled LDS tiles (ckgen/ops/gemm/lds_layout.py chooses them per dtype, tile, instruction
     and layout from the target's bank figures) and their bytes against the target's LDS."""
     cfg, t = d.cfg, d.target
-    a, b = plan_gemm_lds(t, d.spec.params, d.instr, d.vec)
+    a, b = plan_gemm_lds(t, *storage_view(d.spec.params, d.instr), d.vec)
     lds = LdsPlan(a=a, b=b, buffers=cfg.lds_buffers)
     if lds.total_bytes > t.lds_bytes:
         per_buf = lds.a_bytes + lds.b_bytes
@@ -436,7 +439,7 @@ def estimate_registers(d: GemmDraft) -> None:
     g, cfg, t, i = d.g, d.cfg, d.target, d.instr
     tile = "x".join(map(str, cfg.tile))
     if t.lds_swizzle:
-        feats = register_features(d.spec.params, t, i, d.vec, d.lds)
+        feats = register_features(storage_view(d.spec.params, i)[0], t, i, d.vec, d.lds)
         if g.block_scaled:  # a second set of accumulators: the scaled total beside the current K block's sums
             # (mx scales on the MFMA body need none: the block-scaled MFMA applies them)
             feats = {**feats, "acc": 2 * feats["acc"]}
@@ -557,13 +560,14 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
             exc.suggest_later(partial(nearest_tile_text, spec, target))
         raise
     cfg, i, lanes = d.cfg, d.instr, target.wave_size
+    si = storage_view(spec.params, i)[1]  # (per-lane items in storage elements: bytes of fp4 pairs)
     wave_tile = (cfg.tile[0] // cfg.waves[0], cfg.tile[1] // cfg.waves[1])
     entry = d.body if d.schedule is None else Body(*SCHEDULED_ENTRY, max_lds_buffers=d.body.max_lds_buffers)
     if d.grouping is not None:
         entry = body_of(d.grouping, d.body.max_lds_buffers)
     body = GemmPlan(
         body=entry, instr=i, wave_tile=wave_tile, repeats=(wave_tile[0] // i.m, wave_tile[1] // i.n),
-        items=(i.a_items(lanes), i.b_items(lanes), i.c_items(lanes)), vec=d.vec, lds=d.lds,
+        items=(si.a_items(lanes), si.b_items(lanes), i.c_items(lanes)), vec=d.vec, lds=d.lds,
         prefetch=cfg.prefetch, registers=d.registers, bias_dtype=d.bias_dtype,
         integer_epilogue=d.integer_epilogue, epilogue_types=d.epilogue_types, tma=d.tma, schedule=d.schedule,
         grouping=d.grouping, why=d.why)

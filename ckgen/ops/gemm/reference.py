@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ckgen.ir.activations import ACTIVATIONS
-from ckgen.ir.arrays import to_float64
+from ckgen.ir.arrays import to_float64, unpack_fp4
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.rope import apply as apply_rope
@@ -68,8 +68,10 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
         v = to_float64(x, dt)
         return v[None] if batched and v.ndim == rank - 1 else v
 
-    a = batch3(arrays["A"], g.a.dtype, 3)
-    b = batch3(arrays["B"], g.b.dtype, 3)
+    if g.a.dtype == DType.E2M1FN_X2:  # fp4 pairs along K (A row-major, B column-major: the planner's rule)
+        a, b = unpack_fp4(arrays["A"], -1), unpack_fp4(arrays["B"], -2)
+    else:
+        a, b = batch3(arrays["A"], g.a.dtype, 3), batch3(arrays["B"], g.b.dtype, 3)
     if g.block_scaled:
         r = _block_scaled(a, b, to_float64(arrays["scale_a"], DType.F32), to_float64(arrays["scale_b"], DType.F32), np)
     elif g.mx_scaled:

@@ -34,7 +34,7 @@ GATE_WORDS = "halves, interleaved(b) with b a power of two in 8..256"
 GATE_BLOCKS = (8, 16, 32, 64, 128, 256)
 DEFAULT_ACC = {DType.F16: DType.F32, DType.BF16: DType.F32, DType.F32: DType.F32, DType.I8: DType.I32,
                DType.E4M3FN: DType.F32, DType.E5M2: DType.F32, DType.E4M3FNUZ: DType.F32, DType.E5M2FNUZ: DType.F32,
-               DType.F64: DType.F64}
+               DType.E2M1FN_X2: DType.F32, DType.F64: DType.F64}
 #: the work schedules (docs/dsl.md): one workgroup per C tile; K split over workgroups; stream-K workers
 SCHEDULES = ("tile", "splitk", "streamk", "auto")
 SCHEDULE_WORDS = "tile, splitk, splitk(S), splitk(S, atomic), splitk(atomic), streamk, auto"

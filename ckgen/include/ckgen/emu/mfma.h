@@ -355,12 +355,17 @@ CKGEN_EMU_MFMA(mfma_f32_16x16x32_bf8_bf8, 16, 16, 32, 1, kBF8, kBF8, long, long,
 
 #undef CKGEN_EMU_MFMA
 
-// ---- gfx950's block-scaled MFMA with fp8 operands: __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4 ----
-// builtin(a, b, c, a_format, b_format, opsel_a, scale_a, opsel_b, scale_b); format 0 = e4m3fn, 1 = e5m2 (OCP;
-// the fp6 / fp4 formats 2..4 fault). Layout (tests/data/mfma_scale_layouts.json, from AMD's ROCm blog and
-// triton; tests/runtime/test_emu_mfma_scale.py checks this emulation against it):
-//   A(i, k): lane i + 32 * ((k % 32) / 16), byte 16 * (k / 32) + k % 16   (a lane's 32 bytes: two runs of 16 k)
-//   B(k, j): lane j + 32 * ((k % 32) / 16), byte 16 * (k / 32) + k % 16
+// ---- gfx950's block-scaled MFMA with fp8 or fp4 operands: __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4 ----
+// builtin(a, b, c, a_format, b_format, opsel_a, scale_a, opsel_b, scale_b); format 0 = e4m3fn, 1 = e5m2 (OCP fp8),
+// 4 = e2m1 (OCP fp4). Both operands fp8 / bf8 or both fp4 are emulated; fp6 / bf6 (2, 3) and fp4 mixed with an
+// 8-bit format (no published lane layout) fault. Layout (tests/data/mfma_scale_layouts.json, from AMD's ROCm blog
+// and triton; tests/runtime/test_emu_mfma_scale.py checks this emulation against it):
+//   fp8 (a lane's 32 bytes: two runs of 16 k):
+//     A(i, k): lane i + 32 * ((k % 32) / 16), byte 16 * (k / 32) + k % 16
+//     B(k, j): lane j + 32 * ((k % 32) / 16), byte 16 * (k / 32) + k % 16
+//   fp4 (a lane's low 16 bytes hold 32 consecutive k, two per byte; its upper 16 bytes are ignored):
+//     A(i, k): lane i + 32 * (k / 32), byte (k % 32) / 2, low nibble for even k, high nibble for odd k
+//     B(k, j): lane j + 32 * (k / 32), byte (k % 32) / 2, the same nibble rule
 //   C(i, j): as the 32x32 single-block instructions above (item r of lane l: row 8 * (r / 4) + 4 * (l / 32) + r % 4)
 //   the scale of A's row i for K block kb = k / 32: byte opsel_a of lane (i + 32 * kb)'s scale_a; of B's column j:
 //   byte opsel_b of lane (j + 32 * kb)'s scale_b. E8M0: 2^(e - 127); 0xFF is NaN.
@@ -372,8 +377,29 @@ namespace mfma {
 
 typedef int i32x8 __attribute__((ext_vector_type(8)));
 
+// The builtin's operand format codes that are emulated.
+enum MxFormat { kMxE4M3 = 0, kMxE5M2 = 1, kMxE2M1 = 4 };
+
 inline double mx_fp8_decode(uint8_t v, int format) {
-  return format == 1 ? fp8_to_float(fp8_from_bits<fp8_e5m2>(v)) : fp8_to_float(fp8_from_bits<fp8_e4m3fn>(v));
+  return format == kMxE5M2 ? fp8_to_float(fp8_from_bits<fp8_e5m2>(v)) : fp8_to_float(fp8_from_bits<fp8_e4m3fn>(v));
+}
+
+// OCP E2M1 (fp4) code in v's low 4 bits: sign bit 3, exponent bits 2..1 (bias 1), mantissa bit 0; exponent 0 is
+// subnormal (m * 0.5); no inf / NaN. Magnitudes of codes 0..7: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+inline double mx_fp4_decode(uint8_t v) {
+  const int e = (v >> 1) & 3, m = v & 1;
+  const double mag = e == 0 ? 0.5 * m : ldexp(1.0 + 0.5 * m, e - 1);
+  return (v & 8) ? -mag : mag;
+}
+
+// Element k (0..63) of A's row / B's column rc (0..31) of an operand in format fmt whose 32 bytes start at byte
+// `off` of each lane's slot (layout: the comment above).
+inline double mx_operand(const Wave& wv, int off, int rc, int k, int fmt) {
+  if (fmt == kMxE2M1) {
+    const uint8_t byte = wv.in[rc + 32 * (k / 32)][off + (k % 32) / 2];
+    return mx_fp4_decode(static_cast<uint8_t>(k % 2 ? byte >> 4 : byte & 0xF));
+  }
+  return mx_fp8_decode(wv.in[rc + 32 * ((k % 32) / 16)][off + 16 * (k / 32) + k % 16], fmt);
 }
 
 inline double e8m0(uint8_t e) { return e == 0xFF ? NAN : ldexp(1.0, static_cast<int>(e) - 127); }
@@ -389,10 +415,7 @@ inline void compute_scaled_32x32x64(Wave& wv, int fa, int fb, int sel_a, int sel
       memcpy(&acc, wv.in[l] + 64 + t * 4, 4);
       for (int kb = 0; kb < 2; ++kb) {
         double dot = 0;
-        for (int k = 32 * kb; k < 32 * kb + 32; ++k) {
-          const int lane_k = 32 * ((k % 32) / 16), byte = 16 * (k / 32) + k % 16;
-          dot += mx_fp8_decode(wv.in[i + lane_k][byte], fa) * mx_fp8_decode(wv.in[j + lane_k][32 + byte], fb);
-        }
+        for (int k = 32 * kb; k < 32 * kb + 32; ++k) dot += mx_operand(wv, 0, i, k, fa) * mx_operand(wv, 32, j, k, fb);
         const double sa = e8m0(wv.in[i + 32 * kb][kScales + sel_a]);
         const double sb = e8m0(wv.in[j + 32 * kb][kScales + 4 + sel_b]);
         acc = static_cast<float>(static_cast<double>(acc) + dot * sa * sb);
@@ -411,8 +434,16 @@ inline ::ckgen::emu::mfma::f32x16 __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f
     ::ckgen::emu::mfma::i32x8 a, ::ckgen::emu::mfma::i32x8 b, ::ckgen::emu::mfma::f32x16 c, int a_format,
     int b_format, int opsel_a, int scale_a, int opsel_b, int scale_b) {
   constexpr const char* kName = "__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4";
-  if (a_format < 0 || a_format > 1 || b_format < 0 || b_format > 1)
-    ::ckgen::emu::fault("%s: formats %d, %d: only fp8 (0 = e4m3, 1 = e5m2) is emulated", kName, a_format, b_format);
+  using ::ckgen::emu::mfma::kMxE2M1;
+  using ::ckgen::emu::mfma::kMxE4M3;
+  using ::ckgen::emu::mfma::kMxE5M2;
+  const auto emulated = [](int f) { return f == kMxE4M3 || f == kMxE5M2 || f == kMxE2M1; };
+  if (!emulated(a_format) || !emulated(b_format))
+    ::ckgen::emu::fault("%s: formats %d, %d: only fp8 (0 = e4m3, 1 = e5m2) and fp4 (4 = e2m1) are emulated", kName,
+                        a_format, b_format);
+  if ((a_format == kMxE2M1) != (b_format == kMxE2M1))
+    ::ckgen::emu::fault("%s: formats %d, %d: fp4 mixed with fp8 / bf8 is not emulated (no published lane layout)",
+                        kName, a_format, b_format);
   if (opsel_a < 0 || opsel_a > 3 || opsel_b < 0 || opsel_b > 3)
     ::ckgen::emu::fault("%s: op_sel %d, %d: a byte index 0..3", kName, opsel_a, opsel_b);
   unsigned char in[32 + 32 + 64 + 8];

@@ -29,6 +29,8 @@
 // So a lane's A (B) items are consecutive in k: one LDS vector read of kAItems (kBItems) elements.
 // MX-scaled kernels (epi::Scaled with kScaleMx) use the block-scaled MFMA instead, whose lane layout differs (two
 // runs of 16 k per fragment; gemm_detail::mx_fragment) and which takes each lane's E8M0 scale bytes (compute_mx).
+// fp4 kernels (Cfg::kPackK = 2: TA / TB hold two E2M1 values per byte along K) run in bytes along K: kTileK,
+// kInstrK, kAItems and kBItems count bytes, K (the entry's) counts values and is a multiple of kPackK.
 //
 // Requirements checked at compile time (static_assert, with the member named): see check_cfg().
 #pragma once
@@ -81,6 +83,16 @@ struct Derived {
                                 (Cfg::kWavesN == 1 || LdsB::pow2(Cfg::kWaveTileN));
 };
 
+// Values per element of A and B along K: Cfg::kPackK where the Cfg has it (fp4 pairs: 2), else 1.
+template <class Cfg, class = void>
+struct PackK {
+  static constexpr int value = 1;
+};
+template <class Cfg>
+struct PackK<Cfg, decltype(void(Cfg::kPackK))> {
+  static constexpr int value = Cfg::kPackK;
+};
+
 template <class Cfg>
 constexpr bool check_cfg() {
   static_assert(Cfg::kWaveSize == 64, "kWaveSize: the MFMA kernel is written for wave64");
@@ -93,8 +105,11 @@ constexpr bool check_cfg() {
   static_assert(Cfg::kAItems * 64 == Cfg::kInstrM * Cfg::kInstrK, "kAItems != kInstrM*kInstrK/64 (single-block)");
   static_assert(Cfg::kBItems * 64 == Cfg::kInstrN * Cfg::kInstrK, "kBItems != kInstrN*kInstrK/64 (single-block)");
   static_assert(Cfg::kCItems * 64 == Cfg::kInstrM * Cfg::kInstrN, "kCItems != kInstrM*kInstrN/64 (single-block)");
-  static_assert(sizeof(typename Cfg::AOperand) == Cfg::kAItems * sizeof(typename Cfg::TA), "AOperand size != kAItems elements of TA");
-  static_assert(sizeof(typename Cfg::BOperand) == Cfg::kBItems * sizeof(typename Cfg::TB), "BOperand size != kBItems elements of TB");
+  // (fp4 pairs: the block-scaled MFMA's operand is padded to twice the fragment, its upper half unused)
+  static_assert(sizeof(typename Cfg::AOperand) == Cfg::kAItems * sizeof(typename Cfg::TA) * PackK<Cfg>::value,
+                "AOperand size != kAItems elements of TA (times kPackK)");
+  static_assert(sizeof(typename Cfg::BOperand) == Cfg::kBItems * sizeof(typename Cfg::TB) * PackK<Cfg>::value,
+                "BOperand size != kBItems elements of TB (times kPackK)");
   static_assert(sizeof(typename Cfg::COperand) == Cfg::kCItems * sizeof(typename Cfg::TAcc), "COperand size != kCItems of TAcc");
   static_assert(Cfg::kLdsAGranule % Cfg::kAItems == 0, "kLdsAGranule must be a multiple of kAItems (a fragment is one read)");
   static_assert(Cfg::kLdsBGranule % Cfg::kBItems == 0, "kLdsBGranule must be a multiple of kBItems (a fragment is one read)");
@@ -130,17 +145,19 @@ CKGEN_DEVICE void fold_block_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&ac
   }
 }
 
-// MX scales (epi::Scaled with kScaleMx: the block-scaled MFMA, Cfg::mma_mx, 32x32x64 with fp8 operands). A lane's
-// 32 operand bytes are two runs of 16 K's, at k0 and k0 + 32 of the instruction's 64 (k0 = 16 * (lane / 32)), rows
-// (columns) lane % 32; its scale word's low byte is the E8M0 exponent of row (column) lane % 32 and the 32-K block
-// lane / 32 of the instruction. Layout: ckgen/emu/mfma.h, tests/data/mfma_scale_layouts.json (AMD's ROCm blog,
-// triton's scale layout). Each run lies in one LDS granule (granules are multiples of kAItems = 32 elements).
-template <class Lds, class T, class Op>
+// MX scales (epi::Scaled with kScaleMx: the block-scaled MFMA, Cfg::mma_mx, 32x32x64). With fp8 operands a lane's
+// 32 operand bytes are two runs of 16 K's, at k0 and k0 + 32 of the instruction's 64 (k0 = 16 * (lane / 32)); with
+// fp4 pairs (kPack = 2) its 32 K's are one run of 16 bytes, K's 32 * (lane / 32) onwards (byte k0 of the
+// instruction's 32), and the operand's upper 16 bytes are zero. Rows (columns) lane % 32; the scale word's low byte
+// is the E8M0 exponent of row (column) lane % 32 and the 32-K block lane / 32 of the instruction. Layouts:
+// ckgen/emu/mfma.h, tests/data/mfma_scale_layouts.json (AMD's ROCm blog, triton's scale layout). Each run lies in
+// one LDS granule (granules are multiples of kAItems elements, and runs start at multiples of 16).
+template <class Lds, class T, class Op, int kPack>
 CKGEN_DEVICE Op mx_fragment(const T* s, int row, int k) {
   struct Runs {
     vec<T, 16> lo, hi;
-  } r{lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k))),
-      lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k + 32)))};
+  } r{lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k))), zero<vec<T, 16>>()};
+  if constexpr (kPack == 1) r.hi = lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k + 32)));
   return bit_cast<Op>(r);
 }
 
@@ -162,6 +179,8 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
                                  long long ldc, int m0, int n0, int gn0, int gN) {
   static_assert(gemm_detail::check_cfg<Cfg>(), "Cfg");
   using D = gemm_detail::Derived<Cfg>;
+  constexpr int kPack = gemm_detail::PackK<Cfg>::value;
+  const int KS = K / kPack;  // K in elements of A and B (fp4 pairs: bytes; K is a multiple of kPack, checked)
   using TA = typename Cfg::TA;
   using TB = typename Cfg::TB;
   using TC = typename Cfg::TC;
@@ -199,9 +218,9 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
     const int k0 = kt * Cfg::kTileK;
     const TA* pa = Cfg::kARowMajor ? a_tile + k0 : a_tile + static_cast<long long>(k0) * lda;
     const TB* pb = Cfg::kBRowMajor ? b_tile + static_cast<long long>(k0) * ldb : b_tile + k0;
-    la.load(pa, lda, m_left, K - k0, a_aligned, tid);
-    if constexpr (D::kGatedB) lb.load(pb, ldb, n_left, K - k0, b_aligned, tid, typename D::GateRows{gn0, gN});
-    else lb.load(pb, ldb, n_left, K - k0, b_aligned, tid);
+    la.load(pa, lda, m_left, KS - k0, a_aligned, tid);
+    if constexpr (D::kGatedB) lb.load(pb, ldb, n_left, KS - k0, b_aligned, tid, typename D::GateRows{gn0, gN});
+    else lb.load(pb, ldb, n_left, KS - k0, b_aligned, tid);
   };
   auto lds_store_tiles = [&](int buf) {
     la.store(lds_a + buf * D::kLdsAElems, tid);
@@ -230,7 +249,8 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   const int b_off0 = D::LdsB::offset(b_col, b_k0);
 
   // MX scales (gemm_detail::mx_fragment has the lane layout): per instruction step kk, fragments of two 16-K runs
-  // and each lane's scale bytes for its row of A / column of B and K block.
+  // (fp8) or one 16-byte run (fp4 pairs) and each lane's scale bytes for its row of A / column of B and K block
+  // (blocks of 32 values: kScaleMxK / kPack elements).
   auto compute_mx = [&](const TA* sa, const TB* sb, int kt) {
     if constexpr (epi::IsMxScaled<epi::Operand<Cfg>>::value) {
       const int mx_k0 = 16 * (lane / 32);
@@ -240,18 +260,18 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
 #pragma unroll
       for (int kk = 0; kk < Cfg::kTileK / Cfg::kInstrK; ++kk) {
         const int k = kk * Cfg::kInstrK + mx_k0;
-        const int kb = (kt * Cfg::kTileK + kk * Cfg::kInstrK) / epi::kScaleMxK + lane / 32;
+        const int kb = (kt * Cfg::kTileK + kk * Cfg::kInstrK) * kPack / epi::kScaleMxK + lane / 32;
         AOp a[Cfg::kRepM];
         BOp b[Cfg::kRepN];
         int s_a[Cfg::kRepM], s_b[Cfg::kRepN];
 #pragma unroll
         for (int i = 0; i < Cfg::kRepM; ++i) {
-          a[i] = gemm_detail::mx_fragment<typename D::LdsA, TA, AOp>(sa, a_row + i * Cfg::kInstrM, k);
+          a[i] = gemm_detail::mx_fragment<typename D::LdsA, TA, AOp, kPack>(sa, a_row + i * Cfg::kInstrM, k);
           s_a[i] = gemm_detail::mx_scale(bias.scale_a, bias.ld_a, row0 + i * Cfg::kInstrM, M, kb, kbs);
         }
 #pragma unroll
         for (int j = 0; j < Cfg::kRepN; ++j) {
-          b[j] = gemm_detail::mx_fragment<typename D::LdsB, TB, BOp>(sb, b_col + j * Cfg::kInstrN, k);
+          b[j] = gemm_detail::mx_fragment<typename D::LdsB, TB, BOp, kPack>(sb, b_col + j * Cfg::kInstrN, k);
           s_b[j] = gemm_detail::mx_scale(bias.scale_b, bias.ld_b, col0 + j * Cfg::kInstrN, N, kb, kbs);
         }
 #pragma unroll
@@ -295,7 +315,7 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
     }
   };
 
-  const int nk = K > 0 ? (K + Cfg::kTileK - 1) / Cfg::kTileK : 0;
+  const int nk = KS > 0 ? (KS + Cfg::kTileK - 1) / Cfg::kTileK : 0;
 
   // Block scales (epi::Scaled with kScaleBlock): acc holds the current 128-K block's sums; at the block's last K
   // tile (or the last one) they are scaled by scale_a(row, kb) * scale_b(col / 128, kb) into tot and restart.
