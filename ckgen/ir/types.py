@@ -40,6 +40,11 @@ class DType(Enum):
         return 2 if self == DType.E2M1FN_X2 else 1
 
     @property
+    def value_bytes(self) -> float:
+        """Bytes per value: ``bytes`` over ``pack`` (0.5 for fp4 pairs)."""
+        return self.bytes / self.pack
+
+    @property
     def is_float(self) -> bool:
         return self not in (DType.I8, DType.I32, DType.I64)
 

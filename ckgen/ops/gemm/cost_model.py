@@ -120,14 +120,14 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
         per_cu, lds_kstep = 1, 0
     elif body == "tma":  # TMA's writes of the stage, then each consumer warpgroup's wgmma reads (its A rows, all of B)
         per_cu = 1
-        lds_kstep = cfg.tile[2] * (2 * cfg.tile[0] * g.a.dtype.bytes + (1 + cfg.tile[0] // 64) * cfg.tile[1]
-                                   * g.b.dtype.bytes)
+        lds_kstep = cfg.tile[2] * (2 * cfg.tile[0] * g.a.dtype.value_bytes + (1 + cfg.tile[0] // 64) * cfg.tile[1]
+                                   * g.b.dtype.value_bytes)
     else:
         per_cu = max(1, min(CTAS_PER_CU, t.lds_bytes_per_cu // max(1, b.lds.total_bytes)))
-        lds_kstep = cfg.tile[2] * (wn * cfg.tile[0] * g.a.dtype.bytes + wm * cfg.tile[1] * g.b.dtype.bytes)
+        lds_kstep = cfg.tile[2] * (wn * cfg.tile[0] * g.a.dtype.value_bytes + wm * cfg.tile[1] * g.b.dtype.value_bytes)
     lds_rate = t.cus * t.lds_banks * t.lds_bank_bytes * clock * eff
-    load_kstep = cfg.tile[2] * ((wn if body == "vector" else 1) * cfg.tile[0] * g.a.dtype.bytes
-                                + cfg.tile[1] * g.b.dtype.bytes)
+    load_kstep = cfg.tile[2] * ((wn if body == "vector" else 1) * cfg.tile[0] * g.a.dtype.value_bytes
+                                + cfg.tile[1] * g.b.dtype.value_bytes)
     # (the vector body's loads go straight to registers: its efficiency is its ALU work's, not the loads')
     load_rate = t.cus * L1_BYTES_PER_CU_CLK * clock * (1.0 if body == "vector" else eff)
     # A gated epilogue's tile writes half its N columns of C from twice as many of B: the model's tile N is C's
@@ -138,7 +138,7 @@ def traits(plan: KernelPlan) -> tuple[float, ...]:
     return (float(cfg.tile[0]), float(cfg.tile[1] // half), float(cfg.tile[2]), float(kind),
             float(sp.splits if sp else 0), float(sp.target_ctas if sp else 0), float(sp.workers if sp else 0),
             float(t.cus * per_cu), flops, (t.mem_gbps or DEFAULT_MEM_GBPS) * 1e9 * BANDWIDTH_EFFICIENCY,
-            float(g.a.dtype.bytes), float(g.b.dtype.bytes * half), float(g.c.dtype.bytes),
+            float(g.a.dtype.value_bytes), float(g.b.dtype.value_bytes * half), float(g.c.dtype.bytes),
             LAUNCH_S + (FIXUP_S if kind == KINDS["splitk"] or (kind and body != "tma") else 0.0),
             float(MIN_KTILES_PER_SPLIT),
             float(MAX_SPLITS), float(lds_kstep), lds_rate, float(load_kstep), load_rate, float(g.batched),
