@@ -71,9 +71,12 @@ def _epilogue_view(plan: KernelPlan) -> tuple[list, list, dict | None]:
     # (the rotary inputs in abi.rope_args' order, the order epi::Rotary::make takes them after the bias)
     rope = [a.name for part in _abi.rope_args(g) for a in part] if g.rope is not None else []
     folded = (["residual"] if g.residual else []) + rope
+    make = ["bias", *folded] + (["C"] if g.residual else [])
+    if g.grouped and g.scaled:  # the grouped entries take the operand made (epi::Scaled::make(bias, sa, sb, ld_a, ld_b))
+        ld_b = ["ld_scale_b"] if g.scale_b not in (None, "tensor") else []
+        folded, make = ["scale_a", "scale_b", *ld_b], ["bias", "scale_a", "scale_b", "0", *(ld_b or ["0"])]
     operand = None
     if folded:
-        make = ["bias", *folded] + (["C"] if g.residual else [])
         operand = {"before": names[:names.index("bias")], "make": make,
                    "after": [n for n in names[names.index("bias") + 1:] if n not in folded]}
     return types, constants, operand

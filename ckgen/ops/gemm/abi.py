@@ -30,12 +30,15 @@ gives that row NaNs in the rotated columns, never a read outside the table), the
 Grouped kernels (``mode = grouped``: G GEMMs sharing N and K, as ``torch._grouped_mm`` takes a 2-D A and a 3-D
 B) take::
 
-    A, B, C, bias, [residual,] offsets, M, N, K, groups, lda, ldb, ldc, stride_b, stride_bias, stream
+    A, B, C, bias, [scale_a, scale_b,] [residual,] offsets, M, N, K, groups, lda, ldb, ldc, [ld_scale_b,] stride_b,
+    stride_bias, stream
 
 A is M x K and C is M x N: all groups' rows, sorted by group; ``offsets`` (``groups`` entries of the kernel's
 ``index`` dtype) holds each group's cumulative end row, so group g is rows [offsets[g-1], offsets[g]) (from 0 for
 g = 0) and multiplies B[g] (K x N, item g at ``B + g * stride_b``). Rows past the last offset are not written.
 ``bias(col)`` is per group (groups x N, ``stride_bias`` apart; 0 broadcasts one), ``bias(row)`` per row (M).
+Scales (as ``torch._scaled_grouped_mm``'s): ``scale_a`` one f32 (``tensor``) or one per row (``row``, M);
+``scale_b`` one per group (``tensor``, groups) or per group and column (``col``, groups x N, ``ld_scale_b`` apart).
 Masked kernels (``mode = masked``: a fixed capacity of M rows per group, for CUDA-graph decode) take::
 
     A, B, C, bias, [residual,] counts, M, N, K, groups, lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias, stream
@@ -216,6 +219,18 @@ def _ld(name: str, layout: Layout, row_major_extent: str, col_major_extent: str)
     return Arg(name, ST, doc=f"leading dimension (>= max(1, {ext}))", at_least=(ext,))
 
 
+def _grouped_scale_b(kind: str | None) -> Arg:
+    """B's scales of a grouped kernel: one f32 per group (``tensor``) or per group and column (``col``: groups x N,
+    ``ld_scale_b`` apart), as ``torch._scaled_grouped_mm`` takes them."""
+    if kind == "col":
+        return Arg("scale_b", T, doc="groups x N: one f32 scale per group and column of B (col scaling)",
+                   dtype=DType.F32, dims=("groups", "N"), strides=("ld_scale_b", 1))
+    if kind == "tensor":
+        return Arg("scale_b", T, doc="groups: one f32 scale per group's B (tensor scaling)", dtype=DType.F32,
+                   dims=("groups",), strides=(1,))
+    return _scale("scale_b", None, "N")
+
+
 def _grouped_abi(spec: KernelSpec) -> Abi:
     """The grouped and masked layouts (module docstring)."""
     g = spec.params.gemm
@@ -239,10 +254,14 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
                dtype=bias_dtype(g.c.dtype), dims=bias_dims, strides=bias_strides, broadcast=bcast,
                unused=axis is None)
     extra = []
+    if g.scale_a is not None or g.scale_b is not None:  # (mode = grouped only: the planner's rule)
+        # (block / mx scales are refused by the planner; the ABI, built first, takes row / col shapes for them)
+        ka = g.scale_a if g.scale_a in (None, "tensor", "row") else "row"
+        extra = [_scale("scale_a", ka, "M"), _grouped_scale_b(g.scale_b if g.scale_b in (None, "tensor") else "col")]
     if g.residual:
         c = replace(c, aliases=("residual",))
-        extra = [residual(g, "stride_c" if masked else None, "groups x M x N" if masked else "M x N",
-                          outer="groups")]
+        extra += [residual(g, "stride_c" if masked else None, "groups x M x N" if masked else "M x N",
+                           outer="groups")]
     if masked:
         index = Arg("counts", T, dtype=g.index, dims=("groups",), strides=(1,), offsets_of="M", offsets_form="counts",
                     doc="rows of each group, each in 0..M")
@@ -254,6 +273,9 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
             Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
             Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),
             _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, nb, "K"), _ld("ldc", g.c.layout, "N", "M")]
+    if g.scale_b not in (None, "tensor"):
+        args.append(Arg("ld_scale_b", ST, doc="elements between the groups' rows of scale_b (>= max(1, N))",
+                        at_least=("N",)))
     if masked:
         args.append(Arg("stride_a", ST, doc="elements between A's groups"))
     args.append(Arg("stride_b", ST, doc="elements between B's groups"))

@@ -40,16 +40,30 @@ def workers(target, lds_bytes: int) -> int:
     return target.cus * per_cu
 
 
+#: the scalings a grouped kernel takes, per operand (``torch._scaled_grouped_mm``'s: A per tensor or per row, B per
+#: group or per group and column)
+GROUPED_SCALES = {"scale_a": ("tensor", "row"), "scale_b": ("tensor", "col")}
+
+
 def plan_groups(d) -> None:
     """Grouped / masked kernels: the tile schedule only (the grouped walk is their schedule; ``auto`` means it),
     a persistent grid sized to the target; the Hopper body (planned by plan_tma_body, without TMA stores of C)
-    walks the same groups."""
+    walks the same groups. Scales (:data:`GROUPED_SCALES`) on ``mode = grouped`` only."""
     g, cfg = d.g, d.cfg
     if not g.grouped:
         return
     if cfg.schedule.kind not in ("tile", "auto"):
         raise d.fail("schedule", cfg.schedule.text, "tile or auto (the groups' tiles are one persistent schedule)",
                      f"split-K and stream-K are not implemented for mode = {g.mode}")
+    for param, legal in GROUPED_SCALES.items():
+        kind = getattr(g, param)
+        if kind is None:
+            continue
+        if g.mode == "masked":
+            raise d.fail(param, kind, "none", "scales are offered for mode = grouped, not masked, so far")
+        if kind not in legal:
+            raise d.fail(param, kind, ", ".join(legal), f"a grouped kernel takes {param} per "
+                         + ("tensor or per row of A" if param == "scale_a" else "group (tensor) or per group and column"))
     d.grouping = GroupPlan(g.mode, workers(d.target, d.lds.total_bytes))
 
 

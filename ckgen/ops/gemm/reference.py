@@ -143,17 +143,21 @@ def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.nda
     bias = to_float64(arrays["bias"], bias_dt) if g.has_bias else None
     res = to_float64(arrays["residual"], g.c.dtype) if g.residual else None
     masked = g.mode == "masked"
+    # scales (mode = grouped): A's one value or per row; B's per group (tensor) or per group and column (col)
+    sa = to_float64(arrays["scale_a"], DType.F32).reshape(-1, 1) if g.scale_a else np.ones((1, 1))
+    sb = to_float64(arrays["scale_b"], DType.F32) if g.scale_b else None
     for e, (r0, r1) in enumerate(group_rows(plan, arrays)):
         if r1 <= r0:
             continue
         rows = (e, slice(r0, r1)) if masked else (slice(r0, r1),)
+        scale = (sa if sa.shape[0] == 1 else sa[r0:r1]) * (1.0 if sb is None else sb[e].reshape(1, -1))
         bg = None
         if bias is not None:
             if g.bias_axis == "col":
                 bg = (bias if bias.ndim == 1 else bias[e])[None, :]
             else:
                 bg = (bias[e] if bias.ndim == 2 else bias)[r0:r1, None]
-        out[rows] = _epilogue(g, a[rows] @ b[e], c0[rows], bg, None if res is None else res[rows])
+        out[rows] = _epilogue(g, (a[rows] @ b[e]) * scale, c0[rows], bg, None if res is None else res[rows])
     return out
 
 

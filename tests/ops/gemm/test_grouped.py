@@ -4,8 +4,9 @@ Rung 2: the emulator against the float64 reference with empty groups, single-row
 rows past the last offset (left unwritten), int32 and int64 index tensors, fused epilogues (bias per group or per
 row, activations, alpha / beta), both layouts; workgroups in parallel give the same bits. Bad input: offsets
 not non-decreasing, past the token count, of the wrong dtype, a group count that B disagrees with: a CkgenError
-naming the argument, nothing launched. Rung 1: the grouped kernels compile for gfx90a / gfx942 / gfx950 with
-their planned MFMAs in the main loop, no spills, no scratch. nvcc builds them for sm_90.
+naming the argument, nothing launched. Scales (mode = grouped): A per tensor or row, B per group or per group and
+column, on the emulator as above. Rung 1: the grouped kernels compile for gfx90a / gfx942 / gfx950 with their
+planned MFMAs in the main loop, no spills, no scratch. nvcc builds them for sm_90.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ KERNELS = {
                                 "mode = masked epilogue = bias(row) -> relu"),
     "m_bf16_i64_col": ("gfx942", "A = bf16 row B = bf16 row C = bf16 row tile = 16x32x32 waves = 1x2 "
                                  "mode = masked index = i64 epilogue = bias(col)"),
+    # scales as torch._scaled_grouped_mm takes them: A per row, B per group and column; A one, B one per group
+    "g_fp8_rowcol": ("gfx942", "A = e4m3fnuz row B = e4m3fnuz col C = bf16 row tile = 32x32x32 waves = 1x1 "
+                               "mode = grouped scale_a = row scale_b = col epilogue = bias(col)"),
+    "g_bf16_tensor": ("gfx90a", "A = bf16 row B = bf16 row C = f32 row tile = 32x32x16 waves = 1x1 mode = grouped "
+                                "index = i64 scale_a = tensor scale_b = tensor epilogue = bias(row) -> silu"),
 }
 
 # group sizes (rows per group): empty groups, single rows, very unequal groups
@@ -233,6 +239,18 @@ def test_split_k_is_refused_for_grouped_kernels():
     assert _plan(f"{BASE} mode = grouped schedule = auto").body.schedule is None
 
 
+@pytest.mark.parametrize("extra,param,legal", [
+    ("mode = masked scale_a = row", "scale_a", "none"),
+    ("mode = grouped scale_a = block(128) scale_b = block(128)", "scale_a", "tensor, row"),
+    ("mode = grouped scale_b = block(128) scale_a = block(128) tile = 64x64x128", "scale_a", "tensor, row"),
+])
+def test_grouped_scales_name_what_is_legal(extra, param, legal):
+    body = f"A = e4m3fnuz row B = e4m3fnuz col C = bf16 row tile = 64x64x64 waves = 2x2 {extra}"
+    with pytest.raises(ValidationError) as ei:
+        _plan(body.replace("tile = 64x64x64 ", "") if "tile = 64x64x128" in extra else body)
+    assert ei.value.param == param and legal in ei.value.render(), ei.value.render()
+
+
 def test_abi_call_forms():
     g = _plan(f"{BASE} mode = grouped epilogue = bias(col)").abi
     assert [a.name for a in g.args] == ["A", "B", "C", "bias", "offsets", "M", "N", "K", "groups", "lda", "ldb",
@@ -241,6 +259,11 @@ def test_abi_call_forms():
     m = _plan(f"{BASE} mode = masked index = i64").abi
     assert m["counts"].dtype.value == "i64" and m["A"].dims == ("groups", "M", "K")
     assert "stride_c" in [a.name for a in m.args]
+    s = _plan(f"{BASE} mode = grouped scale_a = row scale_b = col").abi
+    assert [a.name for a in s.args] == ["A", "B", "C", "bias", "scale_a", "scale_b", "offsets", "M", "N", "K",
+                                        "groups", "lda", "ldb", "ldc", "ld_scale_b", "stride_b", "stride_bias"]
+    assert s["scale_a"].dims == ("M",) and s["scale_b"].dims == ("groups", "N")
+    assert _plan(f"{BASE} mode = grouped scale_b = tensor").abi["scale_b"].dims == ("groups",)
 
 
 # ------------------------------------------------------------------------------------------------ rung 1
@@ -248,6 +271,8 @@ RUNG1_CK = """
 kernel r_g   { A = bf16 row B = bf16 row C = bf16 row tile = 128x128x32 waves = 2x2 mode = grouped
                epilogue = bias(col) -> silu }
 kernel r_m   { A = f16 row B = f16 col C = f16 row tile = 64x64x32 waves = 2x2 mode = masked index = i64 }
+kernel r_gs  { A = bf16 row B = bf16 col C = bf16 row tile = 64x64x32 waves = 2x2 mode = grouped scale_a = row
+               scale_b = col }
 """
 
 
@@ -268,12 +293,22 @@ kernel nvg { A = bf16 row B = bf16 row C = bf16 row tile = 128x128x64 waves = 2x
              mode = grouped epilogue = bias(col) -> silu }
 kernel nvm { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4 mode = masked }
 """
+#: scaled grouped kernels on sm_90 run the mma.sync body per tile (the Hopper body takes no scaled grouped kernel)
+NV_SCALED_CK = """
+target sm_90
+kernel nvgs { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+              mode = grouped scale_a = row scale_b = col epilogue = bias(col) }
+kernel nvgt { A = bf16 row B = bf16 row C = f32 row tile = 64x64x32 waves = 2x2 mode = grouped scale_a = tensor
+              scale_b = tensor }
+"""
 
 
 def test_nvidia_build_of_grouped_kernels(tmp_path):
     """nvcc (sm_90): the grouped and masked entries compile without spills: the portable one (mma.sync body per
     tile) and the Hopper one (`<name>_tma`: TMA + wgmma walking the groups), which the host entry tries first."""
     assert_entries_clean(sm90_library(tmp_path, "nvg", NV_CK))
+    (tmp_path / "scaled").mkdir()
+    assert_entries_clean(sm90_library(tmp_path / "scaled", "nvgs", NV_SCALED_CK), hopper=False)
 
 
 def test_random_inputs_are_valid_offsets():

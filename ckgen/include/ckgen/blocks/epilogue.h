@@ -87,7 +87,27 @@ struct Scaled {
     return Scaled{bias + d, scale_a, scale_b, tensor_scale, ld_a, ld_b};
   }
   CKGEN_DEVICE explicit operator bool() const { return bias != nullptr; }
+  // Group g of a grouped GEMM whose rows start at row0 of A: A's row scales from row0 on; B's scales per group, one
+  // (kScaleTensor) or a row of N (kScaleCol, ld_b apart); the bias as it was (the caller moves it).
+  CKGEN_DEVICE Scaled group(long long row0, long long g) const {
+    const TScale* sa = kA == kScaleRow ? scale_a + row0 : scale_a;
+    const TScale* sb = kB == kScaleCol ? scale_b + g * ld_b : kB == kScaleTensor ? scale_b + g : scale_b;
+    const float ta = kA == kScaleTensor ? gload(scale_a) : 1.0f;
+    const float tb = kB == kScaleTensor ? gload(sb) : 1.0f;
+    return Scaled{bias, sa, sb, ta * tb, ld_a, ld_b};
+  }
 };
+
+// The epilogue operand of group g (rows from row0) of a grouped GEMM: Scaled::group for scaled kernels; the others
+// carry nothing per group beyond the bias.
+template <class Op>
+CKGEN_DEVICE Op for_group(const Op& op, long long, long long) {
+  return op;
+}
+template <class TBias, int kA, int kB>
+CKGEN_DEVICE Scaled<TBias, kA, kB> for_group(const Scaled<TBias, kA, kB>& op, long long row0, long long g) {
+  return op.group(row0, g);
+}
 
 // Whether the operand carries MX scales (the body hands them to the scaled MFMA; the epilogue then scales by 1).
 template <class T>

@@ -8,7 +8,8 @@
 //   masked:  A_g / C_g are the first counts[g] rows of item g of A (groups x M x K) / C (groups x M x N).
 // B[g] is item g of B (groups x K x N, stride_b apart). The epilogue operand (the bias, with the residual of
 // `-> residual`: R laid out as C) moves with the group's bias; R follows C's moves by itself (epi::Residual). bias(col) is per group (stride_bias apart); bias(row)
-// per row: of A (grouped) or of item g (masked, stride_bias apart).
+// per row: of A (grouped) or of item g (masked, stride_bias apart). Scales (grouped only) move per group too
+// (epi::for_group: A's per row from the group's first row, B's per group).
 //
 // Schedule: one persistent launch. Workgroup w of the grid's P takes tiles w, w + P, w + 2P, ... of the
 // sequence of all groups' C tiles (group by group; in a group, row tile by row tile; in a row tile, N tiles in
@@ -77,7 +78,8 @@ CKGEN_DEVICE void grouped(const typename Cfg::TA* A, const typename Cfg::TB* B, 
                           long long lda, long long ldb, long long ldc, long long stride_b, long long stride_bias) {
   walk<Cfg>(ByOffsets<TI>{offsets, M}, groups, N, [&](const GroupTile& tl) {
     const int g = tl.g, r0 = tl.row0;
-    const epi::Operand<Cfg> bg = !bias ? bias : kBiasRow<Cfg> ? bias + r0 : bias + g * stride_bias;
+    const epi::Operand<Cfg> bg =
+        epi::for_group(!bias ? bias : kBiasRow<Cfg> ? bias + r0 : bias + g * stride_bias, r0, g);
     tile<Cfg>(A + row_offset<Cfg::kARowMajor>(r0, lda), B + g * stride_b, C + row_offset<Cfg::kCRowMajor>(r0, ldc),
               bg, tl.rows, per_tile(N), per_tile(K), lda, ldb, ldc, tl.m0, tl.n0);
   });
