@@ -527,7 +527,7 @@ def nearest_tile(spec: KernelSpec, target: Target) -> tuple[int, int, int] | Non
                 sum(c != x for c, x in zip(t, cfg.tile, strict=True)), math.prod(t))
 
     def fits(t: tuple[int, int, int]) -> bool:
-        lds = (t[0] * g.a.dtype.bytes + t[1] * g.b.dtype.bytes) * t[2] * cfg.lds_buffers
+        lds = (t[0] * g.a.dtype.value_bytes + t[1] * g.b.dtype.value_bytes) * t[2] * cfg.lds_buffers
         acc = t[0] * t[1] // (wm * wn * lanes) * max(1, g.acc.bytes // 4)
         return t != cfg.tile and lds <= target.lds_bytes and acc <= acc_limit \
             and any(_instruction_fits(t, cfg.waves, i) for i in instrs)
