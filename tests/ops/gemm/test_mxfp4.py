@@ -20,13 +20,11 @@ import pytest
 from ckgen.backends.amd import compiler as amd_compiler
 from ckgen.backends.amd.report import disassemble
 from ckgen.errors import CkgenError
-from ckgen.frontend import load_text
 from ckgen.ir.arrays import FP4_VALUES, unpack_fp4
 from ckgen.ir.registry import get_op
-from ckgen.lower import plan_kernel
-from ckgen.targets import get_target
 from ckgen.targets.amd import MX_INSTRUCTIONS
 from tests.ops.gemm.helpers import check_against_float64, emu_kernels, needs_clang, plan_for
+from tests.ops.gemm.test_mx import _plan
 
 FP4 = "A = e2m1fn_x2 row\nB = e2m1fn_x2 col\n"
 MX = "scale_a = mx(32)\nscale_b = mx(32)\n"
@@ -88,12 +86,6 @@ def test_odd_k_is_refused_naming_k(kernels):
     ops = get_op("gemm").random_inputs(gemm.plan, _sizes(2, 8, 64), np.random.default_rng(1))
     with pytest.raises(CkgenError, match="K must be a multiple of 2"):
         gemm(**ops, K=63)
-
-
-def _plan(arch: str, body: str):
-    waves = "" if "waves" in body else " waves = 2x2"
-    (spec,) = load_text(f"kernel k {{ {body}{waves} }}", "v.ck", (arch,))
-    return plan_kernel(spec, get_target(arch))
 
 
 F4 = "A = e2m1fn_x2 row B = e2m1fn_x2 col C = bf16 row"

@@ -84,14 +84,7 @@ struct Derived {
 };
 
 // Values per element of A and B along K: Cfg::kPackK where the Cfg has it (fp4 pairs: 2), else 1.
-template <class Cfg, class = void>
-struct PackK {
-  static constexpr int value = 1;
-};
-template <class Cfg>
-struct PackK<Cfg, decltype(void(Cfg::kPackK))> {
-  static constexpr int value = Cfg::kPackK;
-};
+CKGEN_CFG_OPTIONAL(PackK, kPackK, int, 1);
 
 template <class Cfg>
 constexpr bool check_cfg() {
