@@ -12,6 +12,7 @@ Refusals: every illegal combination names its parameter and the legal values.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -86,6 +87,13 @@ def test_odd_k_is_refused_naming_k(kernels):
     ops = get_op("gemm").random_inputs(gemm.plan, _sizes(2, 8, 64), np.random.default_rng(1))
     with pytest.raises(CkgenError, match="K must be a multiple of 2"):
         gemm(**ops, K=63)
+    # past the binding (a C caller): the host entry returns CKGEN_ERROR_INVALID_VALUE (1) and launches nothing
+    call = gemm.bind(**ops)
+    values = list(call.values)
+    values[[a.name for a in gemm.plan.abi.args].index("K")] = 63
+    with pytest.raises(CkgenError, match="status 1"):
+        gemm.backend.launch(gemm.handle, dataclasses.replace(call, values=tuple(values)))
+    assert np.all(ops["C"].view(np.uint16) == 0xFFFF)    # still the poison
 
 
 F4 = "A = e2m1fn_x2 row B = e2m1fn_x2 col C = bf16 row"
