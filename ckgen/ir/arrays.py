@@ -91,11 +91,27 @@ def unpack_fp4(x: np.ndarray, axis: int) -> np.ndarray:
     return np.moveaxis(v, -1, axis)
 
 
+def to_fp4(x: np.ndarray) -> np.ndarray:
+    """Floats -> the E2M1 codes (0..15) of their nearest fp4 values, ties to the even code, saturating at +-6; the
+    sign of -0.0 and of negative values kept (ckgen/blocks/mx_quant.h's fp4_code)."""
+    x = np.asarray(x, np.float64)
+    a = np.abs(x)
+    # upper bound of each code's range: 0 takes [0, 0.25], 1 (0.25, 0.75), 2 [0.75, 1.25], 3 (1.25, 1.75), ...
+    m = np.select([a <= 0.25, a < 0.75, a <= 1.25, a < 1.75, a <= 2.5, a < 3.5, a <= 5.0], range(7), 7)
+    return (m | np.where(np.signbit(x), 8, 0)).astype(np.uint8)
+
+
+def pack_fp4(codes: np.ndarray, axis: int = -1) -> np.ndarray:
+    """E2M1 codes -> bytes of pairs along ``axis`` (even index in the low nibble; the axis must be even)."""
+    c = np.moveaxis(np.asarray(codes, np.uint8), axis, -1)
+    return np.moveaxis((c[..., 0::2] & 0xF) | (c[..., 1::2] << 4), -1, axis)
+
+
 def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
-    """Values of ``x`` (of ckgen dtype ``dt``) as float64 (fp4 pairs: :func:`unpack_fp4`, which needs the packed
-    axis)."""
+    """Values of ``x`` (of ckgen dtype ``dt``) as float64 (fp4 pairs: unpacked along the last axis, as a row-major
+    output packs them; :func:`unpack_fp4` for another axis)."""
     if dt == DType.E2M1FN_X2:
-        raise ValueError("fp4 pairs: unpack_fp4(x, axis) names the axis the bytes pack")
+        return unpack_fp4(x, -1)
     if dt.fp8 is not None:
         return fp8_values(dt)[np.asarray(x, np.uint8)]
     if dt == DType.E8M0:  # 2^(e - 127); 0xFF is NaN

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ckgen.ir.arrays import to_float64, to_fp8
+from ckgen.ir.arrays import FP4_VALUES, to_float64, to_fp4, to_fp8
 from ckgen.ir.types import DType
 
 #: the columns of one scale group: the K block of the matrix multiply's ``scale_a = block(128)`` (one f32 per row and
 #: 128 K)
 GROUP = 128
+#: the columns of one MX block (OCP microscaling: one E8M0 scale per 32 values, a matrix product's ``scale_a = mx(32)``)
+MX_GROUP = 32
+#: the exponent of each MX element type's largest value (OCP MX v1.0: the shared scale is 2^(floor(log2 amax) - it))
+MX_EMAX = {DType.E4M3FN: 8, DType.E5M2: 15, DType.E2M1FN_X2: 2}
 
 
 def qmax(dt: DType) -> float:
@@ -47,3 +51,21 @@ def quantized_values(y: np.ndarray, dt: DType, group: int = 0) -> tuple[np.ndarr
         q = to_float64(to_fp8(q, dt), dt)
     scales = np.where(amax > 0, amax / top, 1.0)
     return (scales if group else scales.reshape(rows)), q
+
+
+def mx_quantized_values(y: np.ndarray, dt: DType) -> tuple[np.ndarray, np.ndarray]:
+    """(scales, q) of float64 rows ``y`` quantized to MX ``dt`` (e4m3fn, e5m2 or fp4 pairs) in blocks of
+    :data:`MX_GROUP` columns, as ckgen/blocks/mx_quant.h does: per block e = floor(log2 amax) - emax + 127, clamped
+    to 0..254 (127 for an all-zero block), the scale 2^(e - 127) (``scales``: its value, ``y.shape[:-1] +
+    (ceil(cols / 32),)``), and q the element nearest y / scale (ties to even, saturating), as float64 values."""
+    rows, cols = y.shape[:-1], y.shape[-1]
+    n = -(-cols // MX_GROUP)
+    padded = np.zeros((*rows, n * MX_GROUP))
+    padded[..., :cols] = y
+    amax = np.abs(padded.reshape(*rows, n, MX_GROUP)).max(axis=-1).astype(np.float32).astype(np.float64)
+    exp = np.frexp(np.where(amax > 0, amax, 1.0))[1] - 1          # floor(log2 amax) (frexp: amax = m 2^x, m in [.5, 1))
+    e = np.where(amax > 0, np.clip(exp - MX_EMAX[dt] + 127, 0, 254), 127)
+    scales = np.exp2(e - 127.0)
+    v = y * np.repeat(1.0 / scales, MX_GROUP, axis=-1)[..., :cols]
+    q = FP4_VALUES[to_fp4(v)] if dt == DType.E2M1FN_X2 else to_float64(to_fp8(v, dt), dt)
+    return scales, q

@@ -149,8 +149,9 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
                 raise _fail(plan, f"{name} has shape {info.shape}: its dim {d} needs at least {k} entries")
             if dname in found and found[dname][0] != v:
                 other = found[dname]
+                why = _packed_note(abi, dname, (v, other[0]))
                 raise _fail(plan, f"{name} has shape {info.shape} but {other[1]} has shape {other[2]}: "
-                                  f"their {dname} differ ({v} vs {other[0]})")
+                                  f"their {dname} differ ({v} vs {other[0]}){why}")
             found.setdefault(dname, (v, name, info.shape))
     size_values: dict[str, int] = {}
     given = dict(sizes or {})
@@ -165,9 +166,7 @@ def bind(plan: KernelPlan, backend: Any, arrays: dict[str, Any], sizes: dict[str
         if s.name in found:
             v = found[s.name][0]
             if s.name in given and given[s.name] != v:
-                packed = next((a_ for a_, b_ in abi.divides if b_ == s.name and isinstance(a_, int)
-                               and given[s.name] % a_), None)  # e.g. an odd K for fp4 pairs
-                why = f"; {s.name} must be a multiple of {packed}" if packed else ""
+                why = _packed_note(abi, s.name, (given[s.name],))
                 raise _fail(plan, f"size {s.name} = {given[s.name]} disagrees with the arrays ({v}){why}")
         elif s.from_offsets is not None and infos.get(s.from_offsets) is not None and (
                 s.name not in given or isinstance(arrays[s.from_offsets], np.ndarray)):
@@ -369,6 +368,13 @@ def _workspace(plan: KernelPlan, backend: Any, sizes: dict[str, int], given: Any
                         hint="size it with the kernel's workspace_bytes(sizes), zero-filled")
         return given
     return backend.new_workspace(need, like) if need > 0 else None
+
+
+def _packed_note(abi: Any, size: str, values: tuple[int, ...]) -> str:
+    """``; K must be a multiple of 2`` when one of ``values`` of ``size`` breaks a constant ``divides`` of the ABI
+    (an odd K or cols where two fp4 values share a byte: a divided dim's extent then disagrees), else empty."""
+    bad = next((a for a, b in abi.divides if b == size and isinstance(a, int) and any(x % a for x in values)), None)
+    return f"; {size} must be a multiple of {bad}" if bad else ""
 
 
 def _size(d: str | int, sizes: dict[str, int]) -> int:

@@ -11,13 +11,15 @@ epilogues' (``ckgen/blocks/activation.h``).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ckgen.codegen.escape import bool_literal
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE, Op
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.quant import quantized_values
+from ckgen.ir.quant import mx_quantized_values, quantized_values
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
@@ -58,6 +60,8 @@ class ElementwiseOp(Op):
                      ("int", "kUnroll", str(b.unroll)), ("int", "kLdsBytes", "0")]
         if p.quant_group:
             constants.append(("int", "kQuantGroup", str(p.quant_group)))
+        if p.quant_mx:
+            constants.append(("bool", "kQuantMx", "true"))
         return {"types": types, "constants": constants, "header": b.header, "impl": b.impl, "notes": []}
 
     def reference(self, plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, int]):
@@ -70,7 +74,9 @@ class ElementwiseOp(Op):
         rows, cols = sizes["rows"], sizes["cols"]
         y = np.broadcast_to(y, (rows, cols)).astype(np.float64)
         if p.quant_group:
-            scales, q = quantized_values(y, p.y, p.quant_group)
+            to_q = partial(mx_quantized_values, dt=p.y) if p.quant_mx else partial(
+                quantized_values, dt=p.y, group=p.quant_group)
+            scales, q = to_q(y)
             return {"y": q, "y_scale": scales}
         return {"y": y}
 

@@ -8,7 +8,9 @@ a, b, c and y are ``rows x cols`` row-major with a row stride each (elements, >=
 of ``cols`` elements (its rows dim left out or 1: stride 0), the same for every row. y may be an input itself of
 y's dtype (in place), as the very same view. A quantized y (i8 / fp8, ``quant = group(128)``) comes with
 ``y_scale``: ``rows x groups`` f32 (amax / qmax of each 128 columns of a row, 1 for an all-zero group), row-major
-with row stride ``stride_scale``; ``groups`` = ceil(cols / 128) (checked; the Python binding derives it).
+with row stride ``stride_scale``; ``groups`` = ceil(cols / 128) (checked; the Python binding derives it). An MX y
+(``quant = mx(32)``: e4m3fn, e5m2, or fp4 pairs, ``rows x cols/2`` bytes with cols even) comes with ``y_scale`` of
+``rows x groups`` E8M0 bytes, ``groups`` = ceil(cols / 32).
 
 Launch: 1-D workgroups of ``threads``; ``ceil(cols / (threads * vec * unroll))`` workgroups along x (column
 chunks) and one per row along y (over 65535 rows: consecutive launches of row slices); nothing when rows or cols
@@ -38,27 +40,35 @@ def abi(spec: KernelSpec) -> Abi:
         args.append(Arg(name, T, doc=doc, dtype=d or p.a, dims=("rows", "cols"), strides=(f"stride_{name}", 1),
                         broadcast=("rows",) if bcast else (), unused=d is None))
     same = tuple(n for n in ("a", "b", "c") if p.dtype_of(n) == p.y and n not in p.broadcast)
-    args.append(Arg("y", T, doc="rows x cols output" + (f", {p.y.value} q with y ~ q * its scale" if p.quant_group
-                                                          else ""),
-                    dtype=p.y, role="out", dims=("rows", "cols"), strides=("stride_y", 1), aliases=same))
+    # (fp4 pairs: cols / 2 bytes a row, the even column in the low nibble; cols even)
+    ycols = "cols" if p.y.pack == 1 else f"cols/{p.y.pack}"
+    args.append(Arg("y", T, doc=f"rows x {ycols} output" + (f", {p.y.value} q with y ~ q * its scale"
+                                                             if p.quant_group else ""),
+                    dtype=p.y, role="out", dims=("rows", ycols), strides=("stride_y", 1), aliases=same))
     g = p.quant_group
-    if g:
+    if g and p.quant_mx:
+        args.append(Arg("y_scale", T, doc=f"rows x groups E8M0 bytes: 2^(floor(log2 amax) - emax) of each {g} "
+                        "columns of a row (127 for an all-zero group): the GEMM's scale_a = mx(32)",
+                        dtype=DType.E8M0, role="out", dims=("rows", "groups"), strides=("stride_scale", 1)))
+    elif g:
         args.append(Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax(p.y):g} of each {g} columns of a row "
                         "(1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",
                         dims=("rows", "groups"), strides=("stride_scale", 1)))
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc="columns (any number)")]
     for name in ("a", "b", "c", "y"):
+        cols = ycols if name == "y" else "cols"
         if name in p.broadcast:  # 0 for one row broadcast over the rows
             args.append(Arg(f"stride_{name}", ST, doc=f"elements between rows of {name} (0: one row for all)"))
         else:
-            args.append(Arg(f"stride_{name}", ST, doc=f"elements between rows of {name} (>= max(1, cols))",
-                            at_least=("cols",)))
+            args.append(Arg(f"stride_{name}", ST, doc=f"elements between rows of {name} (>= max(1, {cols}))",
+                            at_least=(cols,)))
     if g:
         args += [Arg("groups", S, doc=f"scale groups per row: ceil(cols / {g})"),
                  Arg("stride_scale", ST, doc="elements between rows of y_scale (>= max(1, groups))",
                      at_least=("groups",))]
     doc = "y = " + expr_text(p) + (f", quantized to {p.y.value} with a scale per {g} columns" if g else "")
-    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else ())
+    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else (),
+               divides=((p.y.pack, "cols"),) if p.y.pack > 1 else ())
 
 
 def expr_text(p) -> str:

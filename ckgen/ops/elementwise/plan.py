@@ -78,11 +78,14 @@ def check_groups(d: EwDraft) -> None:
     p, w, g = d.spec.params, d.target.wave_size, d.spec.params.quant_group
     if not g:
         return
+    if p.y.pack > 1 and d.vec % p.y.pack:  # (fp4 pairs: a thread's vector is whole bytes of y)
+        raise d.fail("vec", d.vec, ", ".join(str(v) for v in (2, 4, 8, 16) if v <= VECTOR_BYTES // _widest(p)),
+                     f"y = {p.y.value} packs {p.y.pack} values per byte: a vector holds whole bytes")
     if g % d.vec or g // d.vec > w or (p.threads * d.vec) % g:
         legal = [v for v in (1, 2, 4, 8, 16) if g % v == 0 and g // v <= w and (p.threads * v) % g == 0
                  and v <= VECTOR_BYTES // _widest(p)]
         raise d.fail("vec", d.vec, ", ".join(map(str, legal)) or "none with these threads",
-                     f"quant = group({g}): a group is {g} / vec threads of one {w}-lane wave, and threads x vec "
+                     f"quant = {'mx' if p.quant_mx else 'group'}({g}): a group is {g} / vec threads of one {w}-lane wave, and threads x vec "
                      f"a multiple of {g}")
 
 

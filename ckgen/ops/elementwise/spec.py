@@ -22,7 +22,7 @@ import numpy as np
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
-from ckgen.ir.quant import GROUP
+from ckgen.ir.quant import GROUP, MX_GROUP
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 from ckgen.ops.elementwise.fns import FNS, INPUTS, Step
@@ -30,8 +30,11 @@ from ckgen.ops.elementwise.fns import FNS, INPUTS, Step
 DTYPES = (DType.F16, DType.BF16, DType.F32)
 DTYPE_WORDS = tuple(d.value for d in DTYPES)
 #: quantized y dtypes (with per-group scales); the plan keeps the fp8 ones of the target's encoding
-QUANT_DTYPES = (DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ)
+QUANT_DTYPES = (DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ, DType.E2M1FN_X2)
 QUANT_WORD = f"group({GROUP})"
+#: MX outputs (``quant = mx(32)``): OCP fp8 or fp4 pairs with an E8M0 scale per MX_GROUP columns
+MX_DTYPES = (DType.E4M3FN, DType.E5M2, DType.E2M1FN_X2)
+MX_WORD = f"mx({MX_GROUP})"
 MAX_STEPS = 16
 THREADS = (64, 128, 256, 512, 1024)
 
@@ -42,8 +45,10 @@ KEYS = (
     Key("y", f"{' | '.join(DTYPE_WORDS + tuple(d.value for d in QUANT_DTYPES))}: the output's dtype (i8 / fp8: "
              "quantized, with f32 scales per group written to y_scale; see quant)", default_text="a's dtype"),
     Key("quant", f"{QUANT_WORD} (an i8 / fp8 y): one f32 scale per {GROUP} columns of a row, y_scale [rows, "
-                 f"ceil(cols / {GROUP})] with row stride stride_scale (the GEMM's scale_a = block(128)); per-row "
-                 "scales need the whole row: op = quantize", default_text=QUANT_WORD),
+                 f"ceil(cols / {GROUP})] with row stride stride_scale (the GEMM's scale_a = block(128)); {MX_WORD} "
+                 f"(y = {', '.join(d.value for d in MX_DTYPES)}): one E8M0 byte per {MX_GROUP} columns (the GEMM's "
+                 "scale_a = mx(32)); per-row scales need the whole row: op = quantize",
+        default_text=f"{QUANT_WORD}; {MX_WORD} for an fp4 y"),
     Key("broadcast", "b, c or [b, c]: inputs that are one row of cols elements, the same for every row",
         default_text="none"),
     Key("expr", "a chain of calls, e.g. silu(a) -> mul(b): the first call names its operands (a, b, c or a "
@@ -67,6 +72,7 @@ class EwParams:
     threads: int
     unroll: int
     quant_group: int = 0  # a quantized y (i8 / fp8): its scales' group of columns
+    quant_mx: bool = False  # MX: E8M0 scales per MX_GROUP columns (quant = mx(32))
 
     @property
     def quantized(self) -> bool:
@@ -78,7 +84,8 @@ class EwParams:
     def to_json(self) -> dict:
         return {"a": self.a.value, "b": self.b and self.b.value, "c": self.c and self.c.value, "y": self.y.value,
                 "broadcast": list(self.broadcast), "expr": [s.to_json() for s in self.steps], "vec": self.vec,
-                "threads": self.threads, "unroll": self.unroll, "quant_group": self.quant_group}
+                "threads": self.threads, "unroll": self.unroll, "quant_group": self.quant_group,
+                **({"quant_mx": True} if self.quant_mx else {})}
 
 
 def _dtype(v: Value, param: str, quantized: bool = False) -> DType:
@@ -171,19 +178,29 @@ def build_params(values: dict[str, Value], ctx: BuildContext) -> EwParams:
                         f"legal: {', '.join(map(str, THREADS))}")
     unroll = V.integer(values["unroll"], "unroll", 1, 8) if "unroll" in values else 4
     y = _dtype(values["y"], "y", quantized=True) if "y" in values else a
-    group = _quant(values["quant"], y) if "quant" in values else (GROUP if y in QUANT_DTYPES else 0)
-    return EwParams(a, b, c, y, broadcast, steps, vec, threads, unroll, group)
+    default = (MX_GROUP, True) if y == DType.E2M1FN_X2 else (GROUP, False) if y in QUANT_DTYPES else (0, False)
+    group, mx = _quant(values["quant"], y) if "quant" in values else default
+    return EwParams(a, b, c, y, broadcast, steps, vec, threads, unroll, group, mx)
 
 
-def _quant(v: Value, y: DType) -> int:
-    """``group(128)`` for a quantized y; ``row`` refused (a workgroup holds part of a row)."""
+def _quant(v: Value, y: DType) -> tuple[int, bool]:
+    """(group, mx): ``group(128)`` for a quantized y but fp4, ``mx(32)`` for an OCP fp8 or fp4 y; ``row`` refused
+    (a workgroup holds part of a row)."""
     if y not in QUANT_DTYPES:
         raise V.err(f"quant = {v.text}: y = {y.value} is not quantized", v.span,
                     f"quant takes y = {', '.join(d.value for d in QUANT_DTYPES)} (the target's encoding)")
+    if v.kind == "call" and v.data == ("mx", (str(MX_GROUP),)):
+        if y not in MX_DTYPES:
+            raise V.err(f"quant = {v.text}: y = {y.value} has no MX form", v.span,
+                        f"{MX_WORD} takes y = {', '.join(d.value for d in MX_DTYPES)}; {y.value}: {QUANT_WORD}")
+        return MX_GROUP, True
+    if y == DType.E2M1FN_X2:
+        raise V.err(f"quant = {v.text}: fp4 values take E8M0 scales per {MX_GROUP}", v.span, f"legal: {MX_WORD}")
     if v.kind == "call" and v.data == ("group", (str(GROUP),)):
-        return GROUP
+        return GROUP, False
     if v.kind == "call" and v.data == ("row", ()):
         raise V.err("quant = row: the element-wise op's workgroups each hold part of a row", v.span,
                     f"legal: {QUANT_WORD}; per-row scales: op = quantize (a row op; x may be the output of this "
                     "kernel in bf16)")
-    raise V.err(f"quant = {v.text}: expected {QUANT_WORD}", v.span, f"legal: {QUANT_WORD}")
+    legal = f"{QUANT_WORD}, {MX_WORD}" if y in MX_DTYPES else QUANT_WORD
+    raise V.err(f"quant = {v.text}: expected {legal}", v.span, f"legal: {legal}")
