@@ -4,7 +4,8 @@ op writing them shares, and the group size of per-group scales.
 A row (or a group of :data:`GROUP` consecutive columns of a row) is quantized symmetrically: ``amax`` = max |y|
 over it, ``scale = amax / qmax`` (f32; 1 where amax is 0) and ``q = y * (qmax / amax)`` (0 where amax is 0),
 ``qmax`` = 127 for int8 and the fp8 dtype's largest finite value (448 e4m3fn, 57344 e5m2, 240 e4m3fnuz, 57344
-e5m2fnuz). Device code: ckgen/blocks/quant.h.
+e5m2fnuz). Device code: ckgen/blocks/quant.h. MX outputs (OCP microscaling: an E8M0 power-of-two scale per block
+of :data:`MX_GROUP` columns, fp8 or fp4 elements): :func:`mx_quantized_values`, device code ckgen/blocks/mx_quant.h.
 """
 
 from __future__ import annotations
