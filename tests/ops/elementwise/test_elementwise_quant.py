@@ -124,6 +124,15 @@ def test_values_past_the_fp8_range(kernels) -> None:
      "op = quantize"),
     ("kernel k { op = elementwise a = bf16 quant = group(128) expr = copy(a) }", "gfx942", "quant", "not quantized"),
     ("kernel k { op = elementwise a = bf16 y = e4m3fnuz vec = 1 expr = copy(a) }", "gfx942", "vec", "group(128)"),
+    # MX outputs (tests/ops/elementwise/test_elementwise_mx.py)
+    ("kernel k { op = elementwise a = bf16 y = e2m1fn_x2 quant = group(128) expr = copy(a) }", "gfx950", "quant",
+     "mx(32)"),
+    ("kernel k { op = elementwise a = bf16 y = i8 quant = mx(32) expr = copy(a) }", "gfx950", "quant", "no MX form"),
+    ("kernel k { op = elementwise a = bf16 y = e4m3fnuz quant = mx(32) expr = copy(a) }", "gfx942", "quant",
+     "no MX form"),
+    ("kernel k { op = elementwise a = bf16 y = e2m1fn_x2 vec = 1 expr = copy(a) }", "gfx950", "vec", "whole bytes"),
+    ("kernel k { op = elementwise a = bf16 y = e4m3fn quant = mx(32) vec = 16 threads = 64 expr = copy(a) }",
+     "gfx950", "vec", "mx(32)"),
 ])
 def test_refusals_name_the_parameter(src: str, arch: str, param: str, needle: str) -> None:
     with pytest.raises(CkgenError) as e:
