@@ -5,7 +5,8 @@ against a float64 per-group reference and against ``torch._grouped_mm`` where to
 empty-expert and single-token routings; rows past the last offset stay poisoned; the call captures in a CUDA graph
 whose replays follow offsets changed on the device; kernels of the Hopper body's tiles run it (`<name>_tma`) when the
 rows are 16-byte aligned and the portable body otherwise (K = 100). The masked layout the same with counts. The routing stages
-against the float64 reference of ckgen.ops.moe_routing, then chained with the grouped GEMMs into a MoE layer.
+against the float64 reference of ckgen.ops.moe_routing, then chained with the grouped GEMMs into a MoE layer. An fp8
+grouped kernel with per-row / per-expert-column scales against float64 on its dequantized operands.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ kernel gpu_moe_g_decode { A = bf16 row B = bf16 col C = bf16 row tile = 16x128x6
   mode = grouped }
 kernel gpu_moe_m_col { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 2x2 lds_buffers = 4
   mode = masked }
+kernel gpu_moe_g_fp8 { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  mode = grouped scale_a = row scale_b = col epilogue = bias(col) }
 kernel gpu_moe_topk { op = moe_routing stage = topk experts = 64 top_k = 6 score = sigmoid expert_groups = 8
   top_groups = 3 correction = true renormalize = true logits = f32 }
 kernel gpu_moe_sort { op = moe_routing stage = sort experts = 64 top_k = 6 }
@@ -104,6 +107,36 @@ def test_grouped_gemm_on_the_gpu(name, routing, K):
     if hasattr(torch, "_grouped_mm") and bias is None and sum(rows) and K % 8 == 0 and gm.b.layout.value == "col":
         theirs = torch._grouped_mm(a[:sum(rows)], b, offs=offs.to(torch.int32))
         assert _err(got, theirs.double()) < 1.6e-2
+
+
+@pytest.mark.parametrize("routing", ["balanced", "skewed", "empty"])
+def test_scaled_fp8_grouped_gemm_on_the_gpu(routing):
+    """fp8 experts with torch._scaled_grouped_mm's scales (A per token row, B per expert and column) and a bias per
+    expert: against float64 on the dequantized operands; rows past the last offset stay poisoned (the mma.sync body:
+    the Hopper body takes no scaled grouped kernel)."""
+    k = kernel("gpu_moe_g_fp8")
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(5)
+    rows = ROUTINGS[routing]
+    G, K, N = len(rows), 256, 320
+    M = sum(rows) + 5
+    a = (torch.randn(M, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(G, N, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn).transpose(-2, -1)
+    sa = torch.rand(M, device="cuda", generator=gen) + 0.05
+    sb = torch.rand(G, N, device="cuda", generator=gen) + 0.05
+    bias = (torch.randn(G, N, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
+    offs = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    k(A=a, B=b, bias=bias, scale_a=sa, scale_b=sb, offsets=offs, C=c)
+    torch.cuda.synchronize()
+    start, refs = 0, []
+    for g, end in enumerate(offs.tolist()):
+        r = (a[start:end].double() @ b[g].double()) * sa[start:end, None].double() * sb[g][None, :].double()
+        refs.append(r + bias[g].double()[None, :])
+        start = end
+    if sum(rows):
+        assert _err(c[:sum(rows)], torch.cat(refs)) < 1.6e-2, routing
+    assert torch.isnan(c[sum(rows):].float()).all(), "rows past the last offset were written"
 
 
 @pytest.mark.parametrize("name,hopper", [("gpu_moe_g_col", True), ("gpu_moe_g_row_silu", True),
