@@ -211,3 +211,20 @@ def test_emu_kernels_refuses_a_name_on_two_arches():
     plans = [api.plan_for(text, "dup", "amd", arch) for arch in ("gfx942", "gfx90a")]
     with pytest.raises(CkgenError, match="names must be distinct"):
         api.emu_kernels(plans, "dup_emu", jobs=2)
+
+
+def test_an_empty_call_is_checked_by_its_bytes_not_the_reference(nt, monkeypatch):
+    """`ckgen run`'s check of a no-op call (a size of the ABI's empty_if is 0): the outputs must be as they were; the
+    op's reference is not consulted (it need not handle sizes whose other checks the no-op skips, e.g. heads not
+    a multiple of heads_kv beside seqlen_q = 0, which raised inside the attention reference before)."""
+    from ckgen.ir.registry import get_op
+    from ckgen.runtime.run import check_call
+
+    def no_reference(*_):
+        raise AssertionError("the reference was consulted")
+
+    monkeypatch.setattr(type(get_op("gemm")), "reference", no_reference)
+    results, _ = check_call(nt, {"M": 0, "N": 24, "K": 20}, np.random.default_rng(0))
+    assert [(name, err) for name, err, _ in results] == [("C", 0.0)]
+    with pytest.raises(AssertionError, match="consulted"):
+        check_call(nt, {"M": 3, "N": 24, "K": 20}, np.random.default_rng(0))
