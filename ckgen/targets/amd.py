@@ -241,6 +241,8 @@ GFX950_MX_MFMA: tuple[MatrixInstr, ...] = (
 )
 #: K elements that share one E8M0 scale in the scaled MFMA (the OCP MX block size).
 MX_BLOCK_K = 32
+#: the scaled MFMA's operand format code (its cbsz / blgp fields) per operand kind: e4m3 (fp8), e5m2 (bf8), fp4 pairs
+MX_OPERAND_FORMATS = {DType.FP8: 0, DType.BF8: 1, DType.E2M1FN_X2: 4}
 MX_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx950": GFX950_MX_MFMA}
 
 _CDNA = dict(vendor="amd", wave_size=64, vgprs=256, agprs=256, simds_per_cu=4,

@@ -102,6 +102,9 @@ def test_layout_data_is_current_and_the_table_matches_it():
     assert (ins.mnemonic, ins.m, ins.n, ins.k) == (e["name"], e["m"], e["n"], e["k"])
     assert (ins.a_regs * 4, ins.b_regs * 4, ins.c_regs) == (e["a_items"], e["b_items"], e["c_items"])
     assert amd.MX_BLOCK_K == e["block_k"]
+    # the targets table's operand format codes (what the kernels pass) are the published ones
+    kinds = {"e4m3": DType.FP8, "e5m2": DType.BF8, "e2m1": DType.E2M1FN_X2}
+    assert {kinds[f]: code for r in (e, e4) for f, code in r["formats"].items()} == amd.MX_OPERAND_FORMATS
     # the fp4 record: same instruction, 32 fp4 values per lane; C/D and scales as for fp8
     assert all(e4[x] == e[x] for x in ("name", "m", "n", "k", "block_k", "c", "scale_a", "scale_b"))
     # every (lane, item) holds exactly one element, every element is held once

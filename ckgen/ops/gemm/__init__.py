@@ -17,7 +17,7 @@ from ckgen.ir.plan import KernelPlan
 from ckgen.ir.rope import rope_table
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
-from ckgen.ir.types import DType, Layout
+from ckgen.ir.types import Layout
 from ckgen.ops.gemm import abi as _abi
 from ckgen.ops.gemm import cost_model as _model
 from ckgen.ops.gemm import fp4 as _fp4
@@ -25,14 +25,10 @@ from ckgen.ops.gemm import plan as _plan
 from ckgen.ops.gemm import reference as _ref
 from ckgen.ops.gemm import spec as _spec
 from ckgen.ops.gemm import vector as _vector
+from ckgen.targets.amd import MX_OPERAND_FORMATS
 
 #: the gate activation of each gated epilogue (blocks/epilogue.h ops)
 GATE_TYPES = {"swiglu": "ckgen::epi::Silu", "geglu": "ckgen::epi::Gelu"}
-
-
-def _mx_format(dt: DType) -> int:
-    """The block-scaled MFMA's operand format code: 0 e4m3, 1 e5m2, 4 fp4 (e2m1)."""
-    return _fp4.MX_FORMAT_FP4 if dt == _fp4.FP4 else int(dt.matrix_kind == DType.BF8)
 
 
 def _float(x: float) -> str:
@@ -150,8 +146,8 @@ class GemmOp(Op):
         if b.schedule is not None:
             constants.append(("bool", "kAtomicSplitK", bool_literal(b.schedule.atomic)))
         if g.mx_scaled:  # the block-scaled MFMA's operand formats, Cfg::mma_mx (kernel.hip.j2)
-            constants += [("int", "kMxFormatA", str(_mx_format(g.a.dtype))),
-                          ("int", "kMxFormatB", str(_mx_format(g.b.dtype)))]
+            constants += [("int", "kMxFormatA", str(MX_OPERAND_FORMATS[g.a.dtype.matrix_kind])),
+                          ("int", "kMxFormatB", str(MX_OPERAND_FORMATS[g.b.dtype.matrix_kind]))]
         if pk > 1:  # values per byte along K (gemm_mfma.h: K, the scales' blocks and kb in values)
             constants.append(("int", "kPackK", str(pk)))
         if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts

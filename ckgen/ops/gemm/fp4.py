@@ -22,8 +22,6 @@ from ckgen.ir.types import DType, Layout
 from ckgen.targets.amd import FEATURE_MFMA_SCALE_F8F6F4, MX_INSTRUCTIONS
 
 FP4 = DType.E2M1FN_X2
-#: the block-scaled MFMA's operand format code of fp4 (0 = e4m3, 1 = e5m2; ckgen/ops/gemm/__init__.py)
-MX_FORMAT_FP4 = 4
 
 
 def has_scaled_mfma(t) -> bool:
