@@ -8,11 +8,11 @@
 //                            amax == 0; 255 (NaN) for a non-finite amax
 //   mx_mul(e)             2^(127 - e): the exact power of two that takes y to the element's range (NaN for 255)
 //   fp4_code(x)           the E2M1 code (low 4 bits) nearest x, ties to the even code, saturating at +-6 (NaN: 6)
+//   fp4_value(c)          the value of E2M1 code c (low 4 bits; the emulator's decode of fp4 operands)
 // q = element nearest y * mx_mul(e): fp8 through from_float (nearest even, saturating), fp4 through fp4_code.
 #pragma once
 
 #include "ckgen/blocks/fp8.h"
-#include "ckgen/platform.h"
 #include "ckgen/types.h"
 
 namespace ckgen {
@@ -33,24 +33,31 @@ struct MxElem<fp4x2_e2m1fn> {
 };
 
 template <class T>
-CKGEN_DEVICE int mx_scale_code(float amax) {
+CKGEN_HD int mx_scale_code(float amax) {
   if (!(amax <= 3.4028235e38f)) return 255;  // NaN or inf
   if (amax == 0.0f) return 127;
   const int e = static_cast<int>((float_bits(amax) >> 23) & 0xFF) - MxElem<T>::kEmax;  // (0 for a subnormal amax)
   return e < 0 ? 0 : e > 254 ? 254 : e;
 }
 
-CKGEN_DEVICE float mx_mul(int e) {
+CKGEN_HD float mx_mul(int e) {
   if (e == 255) return bits_float(0x7FC00000u);
   return e == 254 ? bits_float(0x00400000u) : bits_float(static_cast<uint32_t>(254 - e) << 23);  // (2^-127: subnormal)
 }
 
 // E2M1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (codes 0..7); the midpoints between them, a tie going to the even code.
-CKGEN_DEVICE uint32_t fp4_code(float x) {
+CKGEN_HD uint32_t fp4_code(float x) {
   const float a = x < 0.0f ? -x : x;
   const uint32_t m = a <= 0.25f ? 0u : a < 0.75f ? 1u : a <= 1.25f ? 2u : a < 1.75f ? 3u
                    : a <= 2.5f ? 4u : a < 3.5f ? 5u : a <= 5.0f ? 6u : 7u;  // (NaN: 7)
   return m | ((float_bits(x) >> 28) & 8u);
+}
+
+// Sign bit 3, exponent bits 2..1 (bias 1; 0 subnormal: m * 0.5), mantissa bit 0; no inf / NaN.
+CKGEN_HD float fp4_value(uint32_t c) {
+  const uint32_t e = (c >> 1) & 3u, m = c & 1u;
+  const float mag = e == 0 ? 0.5f * static_cast<float>(m) : static_cast<float>((2u + m) << e) * 0.25f;
+  return (c & 8u) ? -mag : mag;
 }
 
 }  // namespace ckgen

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "ckgen/blocks/fp8.h"
+#include "ckgen/blocks/mx_quant.h"
 #include "ckgen/emu/runtime.h"
 
 namespace ckgen {
@@ -384,20 +385,12 @@ inline double mx_fp8_decode(uint8_t v, int format) {
   return format == kMxE5M2 ? fp8_to_float(fp8_from_bits<fp8_e5m2>(v)) : fp8_to_float(fp8_from_bits<fp8_e4m3fn>(v));
 }
 
-// OCP E2M1 (fp4) code in v's low 4 bits: sign bit 3, exponent bits 2..1 (bias 1), mantissa bit 0; exponent 0 is
-// subnormal (m * 0.5); no inf / NaN. Magnitudes of codes 0..7: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
-inline double mx_fp4_decode(uint8_t v) {
-  const int e = (v >> 1) & 3, m = v & 1;
-  const double mag = e == 0 ? 0.5 * m : ldexp(1.0 + 0.5 * m, e - 1);
-  return (v & 8) ? -mag : mag;
-}
-
 // Element k (0..63) of A's row / B's column rc (0..31) of an operand in format fmt whose 32 bytes start at byte
 // `off` of each lane's slot (layout: the comment above).
 inline double mx_operand(const Wave& wv, int off, int rc, int k, int fmt) {
   if (fmt == kMxE2M1) {
     const uint8_t byte = wv.in[rc + 32 * (k / 32)][off + (k % 32) / 2];
-    return mx_fp4_decode(static_cast<uint8_t>(k % 2 ? byte >> 4 : byte & 0xF));
+    return fp4_value(k % 2 ? byte >> 4 : byte & 0xFu);  // (ckgen/blocks/mx_quant.h)
   }
   return mx_fp8_decode(wv.in[rc + 32 * ((k % 32) / 16)][off + 16 * (k / 32) + k % 16], fmt);
 }
