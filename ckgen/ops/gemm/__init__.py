@@ -69,7 +69,7 @@ def _epilogue_view(plan: KernelPlan) -> tuple[list, list, dict | None]:
     folded = (["residual"] if g.residual else []) + rope
     make = ["bias", *folded] + (["C"] if g.residual else [])
     if g.grouped and g.scaled:  # the grouped entries take the operand made (epi::Scaled::make(bias, sa, sb, ld_a, ld_b))
-        ld_b = ["ld_scale_b"] if g.scale_b not in (None, "tensor") else []
+        ld_b = ["ld_scale_b"] if "ld_scale_b" in names else []
         folded, make = ["scale_a", "scale_b", *ld_b], ["bias", "scale_a", "scale_b", "0", *(ld_b or ["0"])]
     operand = None
     if folded:

@@ -58,6 +58,7 @@ from ckgen.ir.abi import Abi, Arg, ArgKind
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
+from ckgen.ops.gemm.grouped import GROUPED_SCALES
 from ckgen.ops.gemm.schedule import scheduled_launch
 from ckgen.ops.gemm.spec import MX_BLOCK, SCALE_BLOCK, resolve_schedule
 
@@ -253,11 +254,11 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
     bias = Arg("bias", T, doc=f"{' x '.join(bias_dims)} (bias({axis}))" if axis else "unused: pass NULL",
                dtype=bias_dtype(g.c.dtype), dims=bias_dims, strides=bias_strides, broadcast=bcast,
                unused=axis is None)
-    extra = []
-    if g.scale_a is not None or g.scale_b is not None:  # (mode = grouped only: the planner's rule)
-        # (block / mx scales are refused by the planner; the ABI, built first, takes row / col shapes for them)
-        ka = g.scale_a if g.scale_a in (None, "tensor", "row") else "row"
-        extra = [_scale("scale_a", ka, "M"), _grouped_scale_b(g.scale_b if g.scale_b in (None, "tensor") else "col")]
+    # scales (GROUPED_SCALES, mode = grouped: the planner's rules; block / mx, which it refuses, take the row / col
+    # shapes here: the ABI is built before planning)
+    ka, kb = (k if k is None or k in GROUPED_SCALES[p] else GROUPED_SCALES[p][-1]
+              for p, k in (("scale_a", g.scale_a), ("scale_b", g.scale_b)))
+    extra = [_scale("scale_a", ka, "M"), _grouped_scale_b(kb)] if ka or kb else []
     if g.residual:
         c = replace(c, aliases=("residual",))
         extra += [residual(g, "stride_c" if masked else None, "groups x M x N" if masked else "M x N",
@@ -273,7 +274,7 @@ def _grouped_abi(spec: KernelSpec) -> Abi:
             Arg("N", S, doc="columns of B and C"), Arg("K", S, doc="columns of A, rows of B (0: C = epilogue(beta * C))"),
             Arg("groups", S, doc="groups (experts): entries of " + index.name, default=GROUPS_DEFAULT),
             _ld("lda", g.a.layout, "K", "M"), _ld("ldb", g.b.layout, nb, "K"), _ld("ldc", g.c.layout, "N", "M")]
-    if g.scale_b not in (None, "tensor"):
+    if kb == "col":
         args.append(Arg("ld_scale_b", ST, doc="elements between the groups' rows of scale_b (>= max(1, N))",
                         at_least=("N",)))
     if masked:
