@@ -113,6 +113,7 @@ def _plan(arch: str, body: str):
 
 E4, FNUZ = "A = e4m3fn row B = e4m3fn col C = bf16 row", "A = e4m3fnuz row B = e4m3fnuz col C = bf16 row"
 MXS = "scale_a = mx(32) scale_b = mx(32)"
+F4 = "A = e2m1fn_x2 row B = e2m1fn_x2 col C = bf16 row"
 
 
 @pytest.mark.parametrize(("arch", "body", "param", "words"), [
@@ -134,6 +135,19 @@ MXS = "scale_a = mx(32) scale_b = mx(32)"
     ("gfx950", f"{E4} tile = 256x128x128 {MXS}", "tile", "at most 64x64"),
     ("gfx950", f"{E4} tile = 64x64x64 schedule = splitk {MXS}", "schedule", "tile"),
     ("gfx950", f"{E4} tile = 64x64x64 batched = true {MXS}", "batched", "false"),
+    # fp4 pairs (tests/ops/gemm/test_mxfp4.py)
+    ("gfx942", f"{F4} tile = 64x64x64 {MXS}", "A", "need the block-scaled MFMA"),
+    ("sm_90", f"{F4} tile = 64x64x64 {MXS}", "A", "sm_90 has none"),
+    ("gfx950", f"A = e2m1fn_x2 row B = e4m3fn col C = bf16 row tile = 64x64x64 {MXS}", "B", "e2m1fn_x2"),
+    ("gfx950", f"A = e4m3fn row B = e2m1fn_x2 col C = bf16 row tile = 64x64x64 {MXS}", "A", "mixed fp4 / fp8"),
+    ("gfx950", f"A = e2m1fn_x2 col B = e2m1fn_x2 col C = bf16 row tile = 64x64x64 {MXS}", "A", "e2m1fn_x2 row"),
+    ("gfx950", f"A = e2m1fn_x2 row B = e2m1fn_x2 row C = bf16 row tile = 64x64x64 {MXS}", "B", "e2m1fn_x2 col"),
+    ("gfx950", f"{F4} tile = 64x64x64", "scale_a", "mx(32)"),
+    ("gfx950", f"{F4} tile = 64x64x64 scale_a = mx(32) scale_b = col", "scale_b", "mx(32)"),
+    ("gfx950", f"A = e2m1fn_x2 row B = e2m1fn_x2 col C = i8 row tile = 64x64x64 {MXS}", "C", "f16, bf16, f32"),
+    ("gfx950", f"{F4} acc = i32 tile = 64x64x64 {MXS}", "acc", "f32"),
+    ("gfx950", f"{F4} tile = 64x64x32 {MXS}", "tile", "K a multiple of 64"),
+    ("gfx950", f"{F4} tile = 64x64x64 schedule = splitk {MXS}", "schedule", "tile"),
 ])
 def test_mx_refusals(arch, body, param, words):
     with pytest.raises(CkgenError) as ei:

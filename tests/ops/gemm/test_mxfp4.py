@@ -7,7 +7,7 @@ awkward sizes: M = 1, K = 2 (one byte of values), K = 66 (a partial last 32-K bl
 of the tile's K, ragged N, K = 0; outputs poisoned. An odd K is refused naming K.
 Rung 1: the kernels compile for gfx950 with clang-22: the scaled MFMA with fp4 operands (``cbsz:4 blgp:4``, four
 registers per operand) in the main loop, no spills or scratch.
-Refusals: every illegal combination names its parameter and the legal values.
+Refusals (every illegal combination names its parameter and the legal values): test_mx.py's table.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from ckgen.ir.arrays import FP4_VALUES, unpack_fp4
 from ckgen.ir.registry import get_op
 from ckgen.targets.amd import MX_INSTRUCTIONS
 from tests.ops.gemm.helpers import check_against_float64, emu_kernels, needs_clang, plan_for
-from tests.ops.gemm.test_mx import _plan
 
 FP4 = "A = e2m1fn_x2 row\nB = e2m1fn_x2 col\n"
 MX = "scale_a = mx(32)\nscale_b = mx(32)\n"
@@ -94,31 +93,6 @@ def test_odd_k_is_refused_naming_k(kernels):
     with pytest.raises(CkgenError, match="status 1"):
         gemm.backend.launch(gemm.handle, dataclasses.replace(call, values=tuple(values)))
     assert np.all(ops["C"].view(np.uint16) == 0xFFFF)    # still the poison
-
-
-F4 = "A = e2m1fn_x2 row B = e2m1fn_x2 col C = bf16 row"
-MXS = "scale_a = mx(32) scale_b = mx(32)"
-
-
-@pytest.mark.parametrize(("arch", "body", "param", "words"), [
-    ("gfx942", f"{F4} tile = 64x64x64 {MXS}", "A", "need the block-scaled MFMA"),
-    ("sm_90", f"{F4} tile = 64x64x64 {MXS}", "A", "sm_90 has none"),
-    ("gfx950", f"A = e2m1fn_x2 row B = e4m3fn col C = bf16 row tile = 64x64x64 {MXS}", "B", "e2m1fn_x2"),
-    ("gfx950", f"A = e4m3fn row B = e2m1fn_x2 col C = bf16 row tile = 64x64x64 {MXS}", "A", "mixed fp4 / fp8"),
-    ("gfx950", f"A = e2m1fn_x2 col B = e2m1fn_x2 col C = bf16 row tile = 64x64x64 {MXS}", "A", "e2m1fn_x2 row"),
-    ("gfx950", f"A = e2m1fn_x2 row B = e2m1fn_x2 row C = bf16 row tile = 64x64x64 {MXS}", "B", "e2m1fn_x2 col"),
-    ("gfx950", f"{F4} tile = 64x64x64", "scale_a", "mx(32)"),
-    ("gfx950", f"{F4} tile = 64x64x64 scale_a = mx(32) scale_b = col", "scale_b", "mx(32)"),
-    ("gfx950", f"A = e2m1fn_x2 row B = e2m1fn_x2 col C = i8 row tile = 64x64x64 {MXS}", "C", "f16, bf16, f32"),
-    ("gfx950", f"{F4} acc = i32 tile = 64x64x64 {MXS}", "acc", "f32"),
-    ("gfx950", f"{F4} tile = 64x64x32 {MXS}", "tile", "K a multiple of 64"),
-    ("gfx950", f"{F4} tile = 64x64x64 schedule = splitk {MXS}", "schedule", "tile"),
-])
-def test_fp4_refusals(arch, body, param, words):
-    with pytest.raises(CkgenError) as ei:
-        _plan(arch, body)
-    assert ei.value.param == param, ei.value.render()
-    assert words in ei.value.render(), ei.value.render()
 
 
 def test_rung1_fp4_scaled_mfma_no_spills(tmp_path):
