@@ -52,6 +52,9 @@
 #   launched() runs its function unprofiled and the tests that check numbers too skip their entry checks)
 #   tests     the GPU tests named in $TESTS (paths, -k ...); tests-memcheck: the same under compute-sanitizer memcheck
 #             (its -k is $TESTS_K, default "not runs_wh")
+#   graph-tune  ckgen tune of bench/dispatch_nv.ck's family lin on GRAPH_TUNE_SHAPES (default 16x4096x4096,
+#             512x28672x4096,4096x14336x4096) twice, --timing events then --timing graph (each member's float64 check
+#             and time), then bench/debug/timing_ab.py: each shape's pick and member times side by side
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   skinny    bench/skinny_probe.py (built there with nvcc): a GEMM body without matrix instructions at M = 1..16,
 #             bf16 and e4m3 against torch.matmul / torch._scaled_mm and a read-only pass over W (an experiment), with
@@ -121,6 +124,7 @@
 #             moe-before: bench/moe.py --quick with the ckgen/, grammar/ and templates/ of $BEFORE_TREE (default
 #             .carry/main: a copy of another commit's, carried with its kernels prebuilt into .nvcache by
 #             `PYTHONPATH=.carry/main bench/nv_prebuild.py`), for a before / after on the same card;
+#             moe-fp8: bench/moe.py --fp8 --quick (scaled e4m3 grouped GEMM vs torch._scaled_grouped_mm);
 #             moe-layer: bench/moe_layer.py (the whole layer vs torch layers on _grouped_mm and a per-expert loop)
 #   weights-probe bench/rowops_weights_probe.cu (built there): layer norm at intermediate widths as planned, beside
 #             variants of the same tile (the next weight vector asked for ahead, the staged ring of one row group)
@@ -191,6 +195,14 @@ for STAGE in "$@"; do
       timeout 200 $MEMCHECK $PYTEST $TESTS \
         -k "${TESTS_K:-not runs_wh}" > "$OUT/memcheck_tests.txt" 2>&1
       echo "memcheck $TESTS rc $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_tests.txt" | tail -3 ;;
+    graph-tune)
+      for timing in events graph; do
+        timeout 240 python3 -m ckgen tune bench/dispatch_nv.ck --family lin --target sm_90 \
+          --shapes "${GRAPH_TUNE_SHAPES:-16x4096x4096,512x28672x4096,4096x14336x4096}" --db "$OUT/tune_$timing.jsonl" \
+          --reps 10 --inner 10 --warmup 3 --timing $timing > "$OUT/tune_$timing.txt" 2>&1
+        echo "tune --timing $timing rc $?"; grep -E "^\[|failed" "$OUT/tune_$timing.txt" | head -8
+      done
+      python3 bench/debug/timing_ab.py "$OUT/tune_events.jsonl" "$OUT/tune_graph.jsonl" | tee "$OUT/timing_ab.txt" ;;
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
       echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;
@@ -425,6 +437,9 @@ PY
     moe-before)
       PYTHONPATH=$PWD/${BEFORE_TREE:-.carry/main}:/tmp/site timeout 420 python3 bench/moe.py --quick \
         --json "$OUT/moe_before.json" > "$OUT/moe_before.txt" 2>&1; echo "moe (before) rc $?"; tail -4 "$OUT/moe_before.txt" ;;
+    moe-fp8)
+      timeout 420 python3 bench/moe.py --fp8 --quick --json "$OUT/moe_fp8.json" > "$OUT/moe_fp8.txt" 2>&1
+      echo "moe-fp8 rc $?"; tail -4 "$OUT/moe_fp8.txt" ;;
     moe-full)
       timeout 580 python3 bench/moe.py --json "$OUT/moe_full.json" > "$OUT/moe_full.txt" 2>&1; echo "moe-full rc $?"
       tail -4 "$OUT/moe_full.txt" ;;

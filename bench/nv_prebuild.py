@@ -1,7 +1,7 @@
 """Build, ahead of a device run, every NVIDIA kernel the device run needs, into the cache at
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/layer_nv.ck,
-bench/elementwise_nv.ck, bench/moe_nv.ck, bench/fp8_nv.ck, bench/fp8_dispatch_nv.ck, bench/quant_nv.ck,
+bench/elementwise_nv.ck, bench/moe_nv.ck, bench/moe_fp8_nv.ck, bench/fp8_nv.ck, bench/fp8_dispatch_nv.ck, bench/quant_nv.ck,
 bench/gemm_fused_nv.ck, bench/debug/norm_fit_nv.ck, bench/debug/streamk_nv.ck, bench/layer_cluster_nv.ck,
 bench/skinny_nv.ck (one
 library per kernel, as their benchmarks JIT them) and
@@ -63,7 +63,7 @@ def main() -> int:
         jobs += [(spec_text, s.name, test) for s in load_text(spec_text)]
     os.chdir(ROOT)
     for bench in ("bench/gemm_nv.ck", "bench/bmm_nv.ck", "bench/attention_nv.ck", "bench/dispatch_nv.ck",
-                  "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/fp8_nv.ck",
+                  "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/moe_fp8_nv.ck", "bench/fp8_nv.ck",
                   "bench/decode_nv.ck", "bench/quant_nv.ck", "bench/fp8_dispatch_nv.ck",
                   "bench/gemm_fused_nv.ck", "bench/gemm_cluster_nv.ck", "bench/debug/norm_fit_nv.ck",
                   "bench/debug/streamk_nv.ck", "bench/layer_cluster_nv.ck", "bench/skinny_nv.ck"):
