@@ -6,7 +6,8 @@ empty-expert and single-token routings; rows past the last offset stay poisoned;
 whose replays follow offsets changed on the device; kernels of the Hopper body's tiles run it (`<name>_tma`) when the
 rows are 16-byte aligned and the portable body otherwise (K = 100). The masked layout the same with counts. The routing stages
 against the float64 reference of ckgen.ops.moe_routing, then chained with the grouped GEMMs into a MoE layer. An fp8
-grouped kernel with per-row / per-expert-column scales against float64 on its dequantized operands.
+grouped kernel with per-row / per-expert-column scales against float64 on its dequantized operands, on both bodies, and a
+bf16 one with per-tensor / per-expert scales on the Hopper body.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ kernel gpu_moe_m_col { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 w
   mode = masked }
 kernel gpu_moe_g_fp8 { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
   mode = grouped scale_a = row scale_b = col epilogue = bias(col) }
+kernel gpu_moe_g_fp8_h { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x128 waves = 2x4 lds_buffers = 4
+  mode = grouped scale_a = row scale_b = col epilogue = bias(col) }
+kernel gpu_moe_g_s16_h { A = bf16 row B = bf16 col C = f32 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+  mode = grouped scale_a = tensor scale_b = tensor epilogue = bias(row) }
 kernel gpu_moe_topk { op = moe_routing stage = topk experts = 64 top_k = 6 score = sigmoid expert_groups = 8
   top_groups = 3 correction = true renormalize = true logits = f32 }
 kernel gpu_moe_sort { op = moe_routing stage = sort experts = 64 top_k = 6 }
@@ -110,32 +115,44 @@ def test_grouped_gemm_on_the_gpu(name, routing, K):
 
 
 @pytest.mark.parametrize("routing", ["balanced", "skewed", "empty"])
-def test_scaled_fp8_grouped_gemm_on_the_gpu(routing):
-    """fp8 experts with torch._scaled_grouped_mm's scales (A per token row, B per expert and column) and a bias per
-    expert: against float64 on the dequantized operands; rows past the last offset stay poisoned (the mma.sync body:
-    the Hopper body takes no scaled grouped kernel)."""
-    k = kernel("gpu_moe_g_fp8")
+@pytest.mark.parametrize("name,entry", [("gpu_moe_g_fp8", None), ("gpu_moe_g_fp8_h", "_tma"),
+                                        ("gpu_moe_g_s16_h", "_tma")])
+def test_scaled_grouped_gemm_on_the_gpu(name, entry, routing):
+    """Grouped kernels with torch._scaled_grouped_mm's scales against float64 on the dequantized operands: fp8 with A
+    per token row and B per expert and column plus a bias per expert (the mma.sync body; the Hopper body at a K tile
+    of 128), and bf16 with one scale per tensor and per expert plus a bias per row (the Hopper body, f32 out). Rows
+    past the last offset stay poisoned; ``entry``: the entry that must have run (aligned rows)."""
+    from tests.runtime.gpu_helpers import launched
+
+    k = kernel(name)
+    gm = k.plan.spec.params.gemm
+    f8 = gm.a.dtype.value == "e4m3fn"
     gen = torch.Generator(device="cuda")
     gen.manual_seed(5)
     rows = ROUTINGS[routing]
     G, K, N = len(rows), 256, 320
     M = sum(rows) + 5
-    a = (torch.randn(M, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
-    b = (torch.randn(G, N, K, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn).transpose(-2, -1)
-    sa = torch.rand(M, device="cuda", generator=gen) + 0.05
-    sb = torch.rand(G, N, device="cuda", generator=gen) + 0.05
-    bias = (torch.randn(G, N, device="cuda", generator=gen) * 0.5).to(torch.bfloat16)
+    dt = torch.float8_e4m3fn if f8 else torch.bfloat16
+    a = (torch.randn(M, K, device="cuda", generator=gen) * 2).to(dt)
+    b = (torch.randn(G, N, K, device="cuda", generator=gen) * 2).to(dt).transpose(-2, -1)
+    sa = torch.rand(M if gm.scale_a == "row" else 1, device="cuda", generator=gen) + 0.05
+    sb = torch.rand(*((G, N) if gm.scale_b == "col" else (G,)), device="cuda", generator=gen) + 0.05
+    bias = (torch.randn(*((G, N) if gm.bias_axis == "col" else (M,)), device="cuda", generator=gen) * 0.5).to(
+        torch.bfloat16 if gm.c.dtype.value == "bf16" else torch.float32)
     offs = torch.tensor(np.cumsum(rows), device="cuda", dtype=torch.int32)
-    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    k(A=a, B=b, bias=bias, scale_a=sa, scale_b=sb, offsets=offs, C=c)
-    torch.cuda.synchronize()
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16 if f8 else torch.float32)
+    ran = launched(lambda: k(A=a, B=b, bias=bias, scale_a=sa, scale_b=sb, offsets=offs, C=c))
+    if entry is not None:
+        assert ran is None or f"{name}{entry}" in ran, ran
     start, refs = 0, []
     for g, end in enumerate(offs.tolist()):
-        r = (a[start:end].double() @ b[g].double()) * sa[start:end, None].double() * sb[g][None, :].double()
-        refs.append(r + bias[g].double()[None, :])
+        s_a = sa[start:end, None] if gm.scale_a == "row" else sa
+        s_b = sb[g][None, :] if gm.scale_b == "col" else sb[g]
+        r = (a[start:end].double() @ b[g].double()) * s_a.double() * s_b.double()
+        refs.append(r + (bias[g].double()[None, :] if gm.bias_axis == "col" else bias[start:end, None].double()))
         start = end
     if sum(rows):
-        assert _err(c[:sum(rows)], torch.cat(refs)) < 1.6e-2, routing
+        assert _err(c[:sum(rows)], torch.cat(refs)) < (1.6e-2 if f8 else 5e-3), routing
     assert torch.isnan(c[sum(rows):].float()).all(), "rows past the last offset were written"
 
 

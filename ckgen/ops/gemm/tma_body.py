@@ -59,8 +59,8 @@ def _fp8_tma_refusal(d: GemmDraft) -> str | None:
                 f"A {g.a.layout.value}, B {g.b.layout.value}")
     if cfg.tile not in TMA_BODY_FP8_TILES:
         return f"its fp8 tiles are {tiles} (K = 128 fp8 elements: one 128-byte swizzled row)"
-    if g.grouped:
-        return "fp8 kernels take it outside mode = grouped / masked"
+    if g.mode == "masked":
+        return "fp8 kernels take it in mode = grouped, not masked, so far"
     if g.gated or g.residual:
         return "fp8 kernels take it without the gated and residual epilogues (16-bit kernels only, so far)"
     if g.block_scaled and cfg.tile[1] not in TMA_BLOCK_SCALE_N:
@@ -73,12 +73,9 @@ def _scaled16_tma_refusal(d: GemmDraft) -> str | None:
     """Why the Hopper body does not take this scaled 16-bit kernel (None: it does, the common tile rules
     permitting). Tensor / row scales of A and tensor / col scales of B are applied in its epilogue (epi::value, as
     for fp8; split-K / stream-K: to the sum of the parts); block scales are folded per K block by its fp8 path
-    only."""
-    g = d.g
-    if g.block_scaled:
+    only. A grouped kernel's scales move per group (epi::for_group), as on the portable body."""
+    if d.g.block_scaled:
         return "it folds block scales for fp8 kernels only"
-    if g.grouped:
-        return "scaled kernels take it outside mode = grouped / masked"
     return None
 
 

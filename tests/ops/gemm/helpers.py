@@ -81,11 +81,13 @@ def sm90_library(tmp_path, stem: str, text: str, **compile_kw):
     return lib
 
 
-def assert_entries_clean(lib, hopper: bool = True) -> None:
-    """Every kernel's entry of ``lib`` without spills or stack; with ``hopper``, each also has its `<name>_tma`
-    Hopper entry, without spills, issuing wgmma that ptxas did not serialize."""
+def assert_entries_clean(lib, hopper: bool = True, portable: bool = True) -> None:
+    """Every kernel's entry of ``lib`` without spills or stack (``portable``; an fp8 kernel of the Hopper body's
+    K tile of 128 has a fallback mma.sync entry that spills, as the dense ones do); with ``hopper``, each also has its
+    `<name>_tma` Hopper entry, without spills, issuing wgmma that ptxas did not serialize."""
     for (name, _), res in lib.resources.items():
-        assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
+        if portable:
+            assert res["spill_stores"] == 0 and res["stack_bytes"] == 0, (name, res)
         if hopper:
             body = res["tma_body"]
             assert body["entry"] == f"{name}_tma" and body["spill_stores"] == 0, (name, body)

@@ -293,13 +293,24 @@ kernel nvg { A = bf16 row B = bf16 row C = bf16 row tile = 128x128x64 waves = 2x
              mode = grouped epilogue = bias(col) -> silu }
 kernel nvm { A = bf16 row B = bf16 col C = bf16 row tile = 64x128x64 waves = 1x4 lds_buffers = 4 mode = masked }
 """
-#: scaled grouped kernels on sm_90 run the mma.sync body per tile (the Hopper body takes no scaled grouped kernel)
+#: scaled grouped kernels the Hopper body does not take (its tiles: fp8 K = 128, four warps per 64 rows): the
+#: mma.sync body per tile
 NV_SCALED_CK = """
 target sm_90
 kernel nvgs { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
               mode = grouped scale_a = row scale_b = col epilogue = bias(col) }
 kernel nvgt { A = bf16 row B = bf16 row C = f32 row tile = 64x64x32 waves = 2x2 mode = grouped scale_a = tensor
               scale_b = tensor }
+"""
+
+#: scaled grouped kernels of the Hopper body's tiles: fp8 per row / per group and column with a bias per group, bf16
+#: per tensor / per group with a bias per row (f32 out)
+NV_SCALED_HOPPER_CK = """
+target sm_90
+kernel nvhs { A = e4m3fn row B = e4m3fn col C = bf16 row tile = 64x128x128 waves = 1x4 lds_buffers = 4
+              mode = grouped scale_a = row scale_b = col epilogue = bias(col) }
+kernel nvht { A = bf16 row B = bf16 col C = f32 row tile = 128x128x64 waves = 2x4 lds_buffers = 4
+              mode = grouped scale_a = tensor scale_b = tensor epilogue = bias(row) }
 """
 
 
@@ -309,6 +320,8 @@ def test_nvidia_build_of_grouped_kernels(tmp_path):
     assert_entries_clean(sm90_library(tmp_path, "nvg", NV_CK))
     (tmp_path / "scaled").mkdir()
     assert_entries_clean(sm90_library(tmp_path / "scaled", "nvgs", NV_SCALED_CK), hopper=False)
+    (tmp_path / "hopper").mkdir()  # (their fp8 fallback entry spills at the K tile of 128, as the dense ones do)
+    assert_entries_clean(sm90_library(tmp_path / "hopper", "nvhs", NV_SCALED_HOPPER_CK), portable=False)
 
 
 def test_random_inputs_are_valid_offsets():

@@ -1,5 +1,7 @@
 """plan_tma_body: which kernels get the Hopper body (TMA + wgmma, ckgen/ops/gemm/device/gemm_sm90_tma.h)."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -195,7 +197,7 @@ def test_fp8_e5m2_names_its_wgmma():
     ("A = e4m3fn col B = e4m3fn col C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4", "K-major"),
     ("A = e4m3fn row B = e4m3fn row C = bf16 row tile = 128x256x128 waves = 2x4 lds_buffers = 4", "B row"),
     (f"{F8} tile = 128x256x64 waves = 2x4 lds_buffers = 4", "fp8 tiles are"),
-    (f"{F8} tile = 128x128x128 waves = 2x4 lds_buffers = 4 mode = grouped", "mode = grouped / masked"),
+    (f"{F8} tile = 128x128x128 waves = 2x4 lds_buffers = 4 mode = masked", "not masked"),
     (f"{F8} tile = 128x128x128 waves = 4x4 lds_buffers = 4", "4 warps per 64 rows"),
     (f"{F8} tile = 128x256x128 waves = 2x4 lds_buffers = 1", "lds_buffers >= 2"),
     (f"{F8} tile = 128x192x128 waves = 4x4 lds_buffers = 4 scale_a = block(128) scale_b = block(128)",
@@ -244,9 +246,22 @@ def test_scaled_16bit_kernels_get_the_body(layouts, scales, epilogue):
     assert f"scales A {g.scale_a or 'none'}, B {g.scale_b or 'none'} in its epilogue" in why
 
 
+@pytest.mark.parametrize("body", [
+    "A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 scale_a = row",
+    "A = bf16 row B = bf16 col C = f32 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 scale_a = tensor "
+    "scale_b = tensor epilogue = bias(row)",
+    "A = e4m3fn row B = e4m3fn col C = bf16 row tile = 128x128x128 waves = 2x4 lds_buffers = 4 scale_a = row "
+    "scale_b = col epilogue = bias(col)",
+])
+def test_scaled_grouped_kernels_get_the_body(body):
+    """Scaled grouped kernels (16-bit and fp8): the body of the unscaled grouped kernel of the same tile; the walk
+    moves the scales to each tile's group (device/gemm_sm90_tma.h)."""
+    p, unscaled = plan(f"{body} mode = grouped"), plan(re.sub(r"scale_[ab] = \S+", "", body) + " mode = grouped")
+    assert p.body.tma is not None and p.body.tma.stages == unscaled.body.tma.stages
+    assert p.body.grouping is not None
+
+
 @pytest.mark.parametrize("body,reason", [
-    ("A = bf16 row B = bf16 col C = bf16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 scale_a = row "
-     "mode = grouped", "mode = grouped / masked"),
     ("A = f16 row B = f16 col C = f16 row tile = 128x128x64 waves = 2x4 lds_buffers = 4 "
      "scale_a = block(128) scale_b = block(128)", "block scales for fp8 kernels only"),
 ])

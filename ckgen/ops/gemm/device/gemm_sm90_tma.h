@@ -62,6 +62,8 @@
 // B; the consumers store the group's rows only: by TMA from warps whose 16 rows lie in the group (C's map: grouped,
 // one item of all rows; masked, an item per group), by the warp's own stores (store_c_rows) from the one whose rows
 // run past it, where a box would cross into the next group, and from every warp when no map takes C (kNoTmaC).
+// A grouped kernel's scales (tensor / row of A, tensor / col of B per group, fp8 or 16-bit) move to the tile's
+// group with its bias (epi::for_group), so its epilogue applies them as a plain scaled kernel's.
 //
 // Shared memory: kStages stages of [A: kTileM rows x 128 B | B: kTileN rows x 128 B], each 1024-byte aligned,
 // then 2 * kStages mbarriers. A K-major operand (A row-major, B column-major) is one TMA box of 128 bytes of K x rows;
@@ -448,7 +450,10 @@ struct TmaGemmBody {
     // C of a piece's batch item (or group), and its bias / epilogue operand
     auto c_of = [&](const Place& q) { return C + q.b * stride_c + (Cfg::kCRowMajor ? q.row0 * ldc : q.row0); };
     auto bias_of = [&](const Place& q) {
-      return bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? q.row0 : q.b * stride_bias) : bias;
+      const Operand moved =
+          bias ? bias + (kGroupMode == 1 && BiasRowOf<Cfg>::value ? q.row0 : q.b * stride_bias) : bias;
+      if constexpr (kGroupMode == 1) return epi::for_group(moved, q.row0, q.b);  // (the group's scales)
+      else return moved;
     };
     // The tile's outputs -> C (kTmaStoreC): by TMA stores at the tile's place in C's map, or (grouped / masked: a
     // warp whose rows run past the group's, or kNoTmaC) by the warp's own stores of the rows inside.

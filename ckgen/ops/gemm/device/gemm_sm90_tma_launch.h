@@ -146,12 +146,35 @@ struct TmaGemm : TmaGemmBody<Cfg> {
                           stride_bias, stream);
   }
 
+  // Scaled grouped kernels (fp8 or 16-bit, mode = grouped; the `_tma` entry's arguments of a scaled grouped
+  // kernel): A's scales per tensor or row, B's per group (tensor: one each) or per group and column (col:
+  // groups x N, ld_scale_b apart), as torch._scaled_grouped_mm takes them. The operand carries the base pointers;
+  // the walk moves them to each tile's group (epi::for_group), which reads the tensor scales.
+  template <class Kernel, class TI>
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                            const float* scale_b, const TI* index, int M, int N, int K, int groups, long long lda,
+                            long long ldb, long long ldc, long long ld_scale_b, long long stride_b,
+                            long long stride_bias, void* stream) {
+    static_assert(epi::IsScaled<Operand>::value, "launch_grouped with scales: a scaled Cfg");
+    return launch_grouped(kernel, A, B, C, Operand{bias, scale_a, scale_b, 1.0f, 0LL, ld_scale_b}, index, M, N, K,
+                          groups, lda, ldb, ldc, stride_b, stride_bias, stream);
+  }
+  template <class Kernel, class TI>
+  static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, const TBias* bias, const float* scale_a,
+                            const float* scale_b, const TI* index, int M, int N, int K, int groups, long long lda,
+                            long long ldb, long long ldc, long long stride_b, long long stride_bias, void* stream) {
+    return launch_grouped(kernel, A, B, C, bias, scale_a, scale_b, index, M, N, K, groups, lda, ldb, ldc, 0LL,
+                          stride_b, stride_bias, stream);
+  }
+
   template <class Kernel, class TI>
   static int launch_grouped(Kernel kernel, const TA* A, const TB* B, TC* C, Operand bias, const TI* index, int M,
                             int N, int K, int groups, long long lda, long long ldb, long long ldc, long long stride_a,
                             long long stride_b, long long stride_c, long long stride_bias, void* stream) {
     static_assert(kGroupMode == 1 || kGroupMode == 2, "launch_grouped: a grouped or masked Cfg");
-    static_assert(!kF8 && !epi::IsScaled<Operand>::value, "launch_grouped: 16-bit operands, no scales");
+    static_assert(kGroupMode == 1 || (!kF8 && !epi::IsScaled<Operand>::value),
+                  "launch_grouped: masked kernels take 16-bit operands, no scales");
+    static_assert(!kBlock && !epi::IsMxScaled<Operand>::value, "launch_grouped: tensor / row / col scales only");
     int sms = 0;
     CUtensorMap ta, tb, tcm;
     const int nba = kGroupMode == 2 && stride_a != 0 ? groups : 1, nbb = stride_b == 0 ? 1 : groups;
