@@ -52,9 +52,11 @@
 #   launched() runs its function unprofiled and the tests that check numbers too skip their entry checks)
 #   tests     the GPU tests named in $TESTS (paths, -k ...); tests-memcheck: the same under compute-sanitizer memcheck
 #             (its -k is $TESTS_K, default "not runs_wh")
-#   graph-tune  ckgen tune of bench/dispatch_nv.ck's family lin on GRAPH_TUNE_SHAPES (default 16x4096x4096,
-#             512x28672x4096,4096x14336x4096) twice, --timing events then --timing graph (each member's float64 check
-#             and time), then bench/debug/timing_ab.py: each shape's pick and member times side by side
+#   graph-tune  ckgen tune of bench/dispatch_nv.ck's family lin on GRAPH_TUNE_SHAPES (default: one tuned shape,
+#             16x4096x4096, and four held-out ones where the untuned dispatcher lost most to cuBLAS on the H100,
+#             bench/runs/2026-12-07g_h100_dispatch_dense2.json) twice, --timing events then --timing graph (each
+#             member's float64 check and time), then bench/debug/timing_ab.py: each shape's pick and member times
+#             side by side, and against that earlier run's cuBLAS time and pick (is the loss the pick or the kernels?)
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
 #   skinny    bench/skinny_probe.py (built there with nvcc): a GEMM body without matrix instructions at M = 1..16,
 #             bf16 and e4m3 against torch.matmul / torch._scaled_mm and a read-only pass over W (an experiment), with
@@ -198,11 +200,13 @@ for STAGE in "$@"; do
     graph-tune)
       for timing in events graph; do
         timeout 240 python3 -m ckgen tune bench/dispatch_nv.ck --family lin --target sm_90 \
-          --shapes "${GRAPH_TUNE_SHAPES:-16x4096x4096,512x28672x4096,4096x14336x4096}" --db "$OUT/tune_$timing.jsonl" \
+          --shapes "${GRAPH_TUNE_SHAPES:-16x4096x4096,200x3584x4096,700x8192x3584,100x3584x18944,1000x3584x3584}" \
+          --db "$OUT/tune_$timing.jsonl" \
           --reps 10 --inner 10 --warmup 3 --timing $timing > "$OUT/tune_$timing.txt" 2>&1
         echo "tune --timing $timing rc $?"; grep -E "^\[|failed" "$OUT/tune_$timing.txt" | head -8
       done
-      python3 bench/debug/timing_ab.py "$OUT/tune_events.jsonl" "$OUT/tune_graph.jsonl" | tee "$OUT/timing_ab.txt" ;;
+      python3 bench/debug/timing_ab.py "$OUT/tune_events.jsonl" "$OUT/tune_graph.jsonl" \
+        bench/runs/2026-12-07g_h100_dispatch_dense2.json | tee "$OUT/timing_ab.txt" ;;
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
       echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;

@@ -2,7 +2,11 @@
 with ``--timing graph`` (bench/device_run.sh graph-tune): per shape, each side's pick and the member times side by
 side, and whether the two timings choose the same member.
 
-  python3 bench/debug/timing_ab.py EVENTS.jsonl GRAPH.jsonl
+  python3 bench/debug/timing_ab.py EVENTS.jsonl GRAPH.jsonl [DISPATCH.json]
+
+With DISPATCH.json (bench/dispatch.py --json, e.g. an earlier run on the same kind of card: an indication, not a
+same-run figure), each shape it measured also gets cuBLAS's time and the dispatcher's pick there, so that a held-out
+shape where ckgen lost tells whether another member would have won (the pick) or none does (the kernels).
 
 Graph replay leaves out the host time between launches that back-to-back events charge to every member; the
 members whose launches cost the most host time (split-K with its reduction, stream-K with its fix-up) gain most.
@@ -28,8 +32,17 @@ def load(path: str) -> dict:
     return out
 
 
-def main(events_path: str, graph_path: str) -> int:
-    events, graph = load(events_path), load(graph_path)
+def dispatch_rows(path: str | None) -> dict:
+    """{shape "MxNxK": row} of a bench/dispatch.py --json file's tuned and untuned rows ({} without one)."""
+    if not path:
+        return {}
+    with open(path) as f:
+        d = json.load(f)
+    return {f"{r['M']}x{r['N']}x{r['K']}": r for part in ("tuned", "untuned") for r in d.get(part, [])}
+
+
+def main(events_path: str, graph_path: str, dispatch_path: str | None = None) -> int:
+    events, graph, disp = load(events_path), load(graph_path), dispatch_rows(dispatch_path)
     same = 0
     shapes = [s for s in events if s in graph]
     for shape in shapes:
@@ -38,6 +51,11 @@ def main(events_path: str, graph_path: str) -> int:
         same += pick_e == pick_g
         print(f"{shape}: events pick {pick_e} ({ev[pick_e]:.1f} us), graph pick {pick_g} ({gr[pick_g]:.1f} us)"
               f"{'' if pick_e == pick_g else '  <- differs'}")
+        if shape in disp:
+            r = disp[shape]
+            print(f"  earlier dispatch run: cuBLAS {r['cublas_us']:.1f} us, the dispatcher's {r['kernel']} "
+                  f"{r['ckgen_us']:.1f} us ({r['how']}); best member here / cuBLAS there: events "
+                  f"{r['cublas_us'] / ev[pick_e]:.2f}, graph {r['cublas_us'] / gr[pick_g]:.2f} (speed)")
         print(f"  {'member':48s} {'events us':>10s} {'graph us':>10s} {'graph/events':>12s}")
         for k in sorted(set(ev) & set(gr), key=gr.get):
             print(f"  {k:48s} {ev[k]:10.1f} {gr[k]:10.1f} {gr[k] / ev[k]:12.3f}")
@@ -46,6 +64,6 @@ def main(events_path: str, graph_path: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         raise SystemExit(__doc__)
-    raise SystemExit(main(sys.argv[1], sys.argv[2]))
+    raise SystemExit(main(*sys.argv[1:]))
