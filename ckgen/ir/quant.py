@@ -22,6 +22,10 @@ GROUP = 128
 MX_GROUP = 32
 #: the exponent of each MX element type's largest value (OCP MX v1.0: the shared scale is 2^(floor(log2 amax) - it))
 MX_EMAX = {DType.E4M3FN: 8, DType.E5M2: 15, DType.E2M1FN_X2: 2}
+#: the MX element dtypes (``quant = mx(32)`` outputs): OCP fp8, or fp4 pairs
+MX_DTYPES = tuple(MX_EMAX)
+#: the DSL's word for MX scales
+MX_WORD = f"mx({MX_GROUP})"
 
 
 def qmax(dt: DType) -> float:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
-from ckgen.ir.quant import GROUP, MX_GROUP
+from ckgen.ir.quant import GROUP, MX_DTYPES, MX_GROUP, MX_WORD
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 from ckgen.ops.elementwise.fns import FNS, INPUTS, Step
@@ -32,9 +32,6 @@ DTYPE_WORDS = tuple(d.value for d in DTYPES)
 #: quantized y dtypes (with per-group scales); the plan keeps the fp8 ones of the target's encoding
 QUANT_DTYPES = (DType.I8, DType.E4M3FN, DType.E5M2, DType.E4M3FNUZ, DType.E5M2FNUZ, DType.E2M1FN_X2)
 QUANT_WORD = f"group({GROUP})"
-#: MX outputs (``quant = mx(32)``): OCP fp8 or fp4 pairs with an E8M0 scale per MX_GROUP columns
-MX_DTYPES = (DType.E4M3FN, DType.E5M2, DType.E2M1FN_X2)
-MX_WORD = f"mx({MX_GROUP})"
 MAX_STEPS = 16
 THREADS = (64, 128, 256, 512, 1024)
 

@@ -74,7 +74,8 @@ class RowOp(Op):
             parts.append("weight" * bool(r.weight) + " + " * bool(r.weight and r.bias) + "bias" * bool(r.bias)
                          + f" {r.w_dtype.value}")
         if r.quantized:
-            parts.append(f"scale per {r.quant_group} columns" if r.quant_group else "per-row scale")
+            parts.append(f"E8M0 scale per {r.quant_group} columns (mx)" if r.quant_mx else
+                         f"scale per {r.quant_group} columns" if r.quant_group else "per-row scale")
         if r.rstd:
             parts.append("rstd per row")
         cols = f"cols <= {b.max_cols}" if b.max_cols is not None else "any cols"
@@ -102,6 +103,8 @@ class RowOp(Op):
         constants += [("bool", "kLooped", bool_literal(b.looped)), ("int", "kLdsBytes", str(b.lds_bytes))]
         if r.quant_group:
             constants.append(("int", "kQuantGroup", str(r.quant_group)))
+        if r.quant_mx:  # (absent otherwise: other kernels' sources as they were)
+            constants.append(("bool", "kQuantMx", "true"))
         if b.cache_tiles:
             constants.append(("int", "kCacheTiles", str(b.cache_tiles)))
         if b.weight_vecs and b.weight_vecs != b.reg_vecs:

@@ -14,7 +14,9 @@ row's ``1 / sqrt(mean(v^2) + eps)``) right after ``y_scale``; with ``y = none`` 
 x, residual, y and s_out are ``rows x cols`` row-major with a row stride each (elements, >= cols); weight and bias
 are ``cols`` elements; y_scale is ``rows`` floats (int8 / fp8 y only), or with ``quant = group(128)``
 ``rows x groups`` floats, row-major with the row stride ``stride_scale``: such kernels end with two more arguments,
-``groups`` (= ceil(cols / 128), checked; the Python binding derives it) and ``stride_scale`` (>= groups). The strides of unused tensors are not checked.
+``groups`` (= ceil(cols / 128), checked; the Python binding derives it) and ``stride_scale`` (>= groups). With
+``quant = mx(32)`` (y = e4m3fn or e5m2) y_scale is ``rows x groups`` E8M0 bytes (2^(e - 127)), groups =
+ceil(cols / 32), with the same two trailing arguments. The strides of unused tensors are not checked.
 ``scale`` and ``eps`` are runtime scalars whose defaults (the Python callable, ``ckgen run``) are the DSL's.
 A kernel that splits its rows (split.py: ``split``, or rows of more than 96 KiB) takes a ``workspace`` last
 (zero-filled, left zero-filled; ``ckgen_<kernel>_workspace_bytes``) and launches min(rows * ceil(cols / tile), 65536)
@@ -94,11 +96,16 @@ def abi(spec: KernelSpec) -> Abi:
 
 def _y_scale(r) -> Arg:
     """y_scale: the f32 scales of a quantized y (amax / qmax of each row, or of each group of a row; 1 where amax
-    is 0), qmax = 127 for i8, the fp8 dtype's largest finite value otherwise; unused (NULL) otherwise."""
+    is 0), qmax = 127 for i8, the fp8 dtype's largest finite value otherwise; E8M0 bytes with quant = mx(32)
+    (ckgen.ir.quant.mx_quantized_values); unused (NULL) otherwise."""
     if not r.quantized:
         return Arg("y_scale", T, doc="unused: pass NULL (y is not quantized)", dtype=DType.F32, role="out",
                    dims=("rows",), strides=(1,), unused=True)
     qmax = 127 if r.y == DType.I8 else r.y.fp8.max
+    if r.quant_mx:
+        return Arg("y_scale", T, doc=f"rows x groups E8M0 bytes: 2^(floor(log2 amax) - emax) of each {r.quant_group} "
+                   "columns of a row (127 for an all-zero group): the GEMM's scale_a = mx(32)", dtype=DType.E8M0,
+                   role="out", dims=("rows", "groups"), strides=("stride_scale", 1))
     if r.quant_group:
         return Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax:g} of each {r.quant_group} columns of a "
                    "row (1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",

@@ -227,27 +227,28 @@ def _scratch_bytes(d: RowDraft) -> int:
 
 
 def fit_quant_group(d: RowDraft) -> None:
-    """Per-group scales (quant = group(G)): every vector of a thread in one group, a group G / vec consecutive
-    threads of one row within a wave, and whole waves per row (the group's butterfly runs where the tile's path,
-    which differs between rows, is chosen: a wave must hold one row). A planned row of fewer threads than a wave
-    is widened to a wave (reg_vecs shrunk so that the tile still holds what it held)."""
+    """Per-group scales (quant = group(G), or mx(32): E8M0 scales per 32 columns): every vector of a thread in one
+    group, a group G / vec consecutive threads of one row within a wave, and whole waves per row (the group's
+    butterfly runs where the tile's path, which differs between rows, is chosen: a wave must hold one row). A
+    planned row of fewer threads than a wave is widened to a wave (reg_vecs shrunk so that the tile still holds what it held)."""
     g, cfg, w = d.row.quant_group, d.cfg, d.target.wave_size
     if not g:
         return
+    word = f"{'mx' if d.row.quant_mx else 'group'}({g})"
     if g % d.vec or g // d.vec > w:
         raise d.fail("vec", d.vec, f"{max(1, g // w)}..{min(16, g)} (a power of two dividing {g}, at least "
-                     f"{g // w} with {w}-lane waves)", f"quant = group({g}): a group is {g} / vec threads of one wave")
+                     f"{g // w} with {w}-lane waves)", f"quant = {word}: a group is {g} / vec threads of one wave")
     if d.threads_per_row < w:
         if cfg.threads_per_row is not None:
             raise d.fail("threads_per_row", cfg.threads_per_row, f"a multiple of the wave size ({w})",
-                         f"quant = group({g}) needs whole waves per row")
+                         f"quant = {word} needs whole waves per row")
         held = d.threads_per_row * d.reg_vecs
         d.threads_per_row, d.reg_vecs = w, cfg.reg_vecs or max(1, ceil_div(held, w))
         d.rows_per_workgroup = cfg.rows_per_workgroup or max(1, WORKGROUP_THREADS // w)
-        d.why.append(f"quant = group({g}): rows of one wave ({w} threads x {d.reg_vecs} vectors)")
+        d.why.append(f"quant = {word}: rows of one wave ({w} threads x {d.reg_vecs} vectors)")
     if (d.threads_per_row * d.vec) % g:
         raise d.fail("threads_per_row", d.threads_per_row, f"threads_per_row x vec a multiple of {g}",
-                     f"quant = group({g}): every vector of a thread must lie in one group")
+                     f"quant = {word}: every vector of a thread must lie in one group")
 
 
 def check_workgroup(d: RowDraft) -> None:

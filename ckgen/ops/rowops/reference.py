@@ -9,7 +9,9 @@ by at most half a step (one rounding), which :data:`TOLERANCES` allows for in th
 ``quant_group`` columns (``y_scale`` [rows, groups]), and its reference is the fp8 value nearest to ``y * qmax /
 amax`` computed as the kernel does (an f32 multiplier ``qmax / amax``, an f32 product: exact ties at fp8
 midpoints are common for bf16 inputs, and f32 decides their side), rounded to nearest even and saturating
-(``ckgen.ir.arrays.to_fp8``); where y itself comes from f32 math (the norms), an element may still land on the
+(``ckgen.ir.arrays.to_fp8``). With ``quant = mx(32)`` the scales are E8M0 powers of two per 32 columns and q
+the fp8 value nearest ``y / scale`` (``ckgen.ir.quant.mx_quantized_values``; ``y_scale`` as the scales' values,
+the E8M0 bytes decoded); where y itself comes from f32 math (the norms), an element may still land on the
 other side of a rounding boundary, one fp8 step, which :data:`TOLERANCES` allows for.
 """
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.quant import quantized_values
+from ckgen.ir.quant import mx_quantized_values, quantized_values
 from ckgen.ir.types import DType
 from ckgen.ops.rowops.kinds import KINDS
 
@@ -79,7 +81,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str
         return out
     y = op_values(r.kind, v, w, b, float(sc.get("scale", 1.0)), eps)
     if r.quantized:
-        out["y_scale"], out["y"] = quantized_values(y, r.y, r.quant_group)
+        out["y_scale"], out["y"] = mx_quantized_values(y, r.y) if r.quant_mx else quantized_values(y, r.y, r.quant_group)
     else:
         out["y"] = y
     return out

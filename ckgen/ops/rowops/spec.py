@@ -10,6 +10,9 @@ shape, one row at a time, reducing over the last dimension:
 where ``v = x``, or with a residual ``v = s = x + residual`` rounded to the residual's dtype and written to
 ``s_out``. ``y = i8`` or an fp8 dtype (e4m3fn, e5m2, e4m3fnuz, e5m2fnuz) quantizes y symmetrically with f32
 scales written to ``y_scale``: per row (``quant = row``) or per group of 128 columns (``quant = group(128)``).
+``quant = mx(32)`` (OCP microscaling, y = e4m3fn or e5m2: :data:`ckgen.ir.quant.MX_DTYPES`) writes one E8M0 byte
+per 32 columns of a row instead (``y_scale`` [rows, ceil(cols / 32)]; ckgen/blocks/mx_quant.h), as the element-wise
+op does.
 An op whose kind has an rstd entry (kinds.py ``RowKind.rstd_entry``: ``rmsnorm``) takes ``rstd = true``: the
 row's ``1 / sqrt(mean(v^2) + eps)`` is also written to ``rstd`` (f32, one per row); with it, ``y = none`` writes
 no normalized rows at all (the norm folded into the next GEMM: gamma in its weight, ``scale_a = row`` = rstd),
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 
 from ckgen.frontend import values as V
 from ckgen.ir.op import BuildContext, Key
-from ckgen.ir.quant import GROUP
+from ckgen.ir.quant import GROUP, MX_DTYPES, MX_GROUP, MX_WORD
 from ckgen.ir.spec import Value
 from ckgen.ir.types import DType
 from ckgen.ops.rowops import kinds as K
@@ -39,17 +42,22 @@ F32_MAX = 3.4028234663852886e38
 DTYPE_WORDS = ("f16", "bf16", "f32")
 #: the columns of a scale group (quant = group(128)): the K block of the GEMM's scale_a = block(128)
 QUANT_GROUP = GROUP
-#: the values of quant
-QUANT_WORDS = ("row", f"group({QUANT_GROUP})")
+#: the values of quant (MX_WORD: OCP microscaling, E8M0 scales per MX_GROUP columns, y in MX_DTYPES)
+QUANT_WORDS = ("row", f"group({QUANT_GROUP})", MX_WORD)
 
 _Y_DOC = ("f16 | bf16 | f32 | i8 | e4m3fn | e5m2 | e4m3fnuz | e5m2fnuz (int8 or fp8 in the target's encoding: "
           "quantized, with f32 scales written to y_scale; see quant)")
+#: the MX y dtypes the row ops write (OCP fp8; fp4 pairs are the element-wise op's)
+_MX_Y = tuple(d for d in MX_DTYPES if d.pack == 1)
 _Y_NONE_DOC = " | none (with rstd = true: no normalized output, only rstd and s_out; no weight)"
 _X = Key("x", "f16 | bf16 | f32: the input's dtype", required=True)
 _COMMON_HEAD = (
-    Key("quant", f"row | group({QUANT_GROUP}) (an i8 / fp8 y): one f32 scale per row (y_scale [rows]) or per "
-                 f"{QUANT_GROUP} columns of a row (y_scale [rows, ceil(cols / {QUANT_GROUP})], row stride "
-                 "stride_scale: the GEMM's scale_a = block(128))", default_text="row"),
+    Key("quant", f"row | group({QUANT_GROUP}) | {MX_WORD} (an i8 / fp8 y): one f32 scale per row (y_scale [rows]) "
+                 f"or per {QUANT_GROUP} columns of a row (y_scale [rows, ceil(cols / {QUANT_GROUP})], row stride "
+                 f"stride_scale: the GEMM's scale_a = block(128)); {MX_WORD} (y = "
+                 f"{', '.join(d.value for d in _MX_Y)}): one E8M0 byte per {MX_GROUP} columns of a row (y_scale "
+                 f"[rows, ceil(cols / {MX_GROUP})] bytes, row stride stride_scale: the GEMM's scale_a = mx(32))",
+        default_text="row"),
     Key("residual", "none | true (x's dtype) | f16 | bf16 | f32: s = x + residual, rounded to this dtype, is "
                     "written to s_out and the op is applied to it", default_text="none"),
 )
@@ -124,6 +132,7 @@ class RowOpSpec:
     scale: float = 1.0
     eps: float = 1e-5
     quant_group: int = 0  # quantized y: 0 one scale per row, else one per quant_group columns
+    quant_mx: bool = False  # MX (quant = mx(32)): E8M0 scale bytes per quant_group (= MX_GROUP) columns
     rstd: bool = False    # also write rstd[row] (the kind's RowKind.rstd_entry)
     write_y: bool = True  # False: y = none (rstd only; y is then x's dtype, unused)
 
@@ -144,10 +153,12 @@ class RowOpSpec:
         if not self.write_y and (not self.rstd or self.weight is not None or self.bias is not None
                                  or self.y != self.x or self.quant_group):
             raise ValueError("y = none: rstd, no weight or bias, y's placeholder dtype x's")
+        if self.quant_mx and (self.quant_group != MX_GROUP or self.y not in MX_DTYPES):
+            raise ValueError(f"quant_mx: quant_group {MX_GROUP} and an MX y")
 
     @property
     def quantized(self) -> bool:
-        """y is int8 or an fp8 dtype, written with f32 scales (y_scale)."""
+        """y is int8 or an fp8 dtype, written with scales (y_scale: f32, or E8M0 bytes with quant_mx)."""
         return self.y == DType.I8 or self.y.fp8 is not None
 
     @property
@@ -180,6 +191,8 @@ class RowOpSpec:
                 "residual": self.residual.value if self.residual else None,
                 "weight": self.weight.value if self.weight else None, "bias": self.bias.value if self.bias else None,
                 "log": self.log, "scale": self.scale, "eps": self.eps, "quant_group": self.quant_group}
+        if self.quant_mx:  # (absent otherwise: the descriptions and cache keys of other kernels as they were)
+            d["quant_mx"] = True
         if self.rstd:  # (absent otherwise: the descriptions and cache keys of other kernels as they were)
             d["rstd"] = True
         if not self.write_y:
@@ -239,17 +252,26 @@ def _row_in(v: Value) -> str:
                 f"{V.did_you_mean(v.text, ROW_IN)}legal: {', '.join(ROW_IN)}")
 
 
-def _quant(v: Value, y: DType) -> int:
-    """``row`` -> 0, ``group(128)`` -> 128; only for a quantized y (i8, fp8)."""
+def _quant(v: Value, y: DType) -> tuple[int, bool]:
+    """(group, mx): ``row`` -> (0, False), ``group(128)`` -> (128, False), ``mx(32)`` -> (32, True); only for a
+    quantized y (i8, fp8), mx(32) only for an MX y (:data:`_MX_Y`: OCP fp8)."""
+    mx_words = ", ".join(d.value for d in _MX_Y)
     if y != DType.I8 and y.fp8 is None:
         raise V.err(f"quant = {v.text}: y = {y.value} is not quantized", v.span,
-                    "quant takes y = i8, e4m3fn, e5m2, e4m3fnuz or e5m2fnuz (the target's encoding)")
+                    "quant takes y = i8, e4m3fn, e5m2, e4m3fnuz or e5m2fnuz (the target's encoding; "
+                    f"{MX_WORD}: {mx_words})")
+    if v.kind == "call" and v.data == ("mx", (str(MX_GROUP),)):
+        if y not in _MX_Y:
+            raise V.err(f"quant = {v.text}: y = {y.value} has no MX form", v.span,
+                        f"{MX_WORD} takes y = {mx_words}; {y.value}: row or group({QUANT_GROUP})")
+        return MX_GROUP, True
     if v.kind == "call" and v.data == ("row", ()):
-        return 0
+        return 0, False
     if v.kind == "call" and v.data == ("group", (str(QUANT_GROUP),)):
-        return QUANT_GROUP
-    raise V.err(f"quant = {v.text}: expected {' or '.join(QUANT_WORDS)}", v.span,
-                f"{V.did_you_mean(v.text, QUANT_WORDS)}legal: {', '.join(QUANT_WORDS)}")
+        return QUANT_GROUP, False
+    legal = QUANT_WORDS if y in _MX_Y else QUANT_WORDS[:2]
+    raise V.err(f"quant = {v.text}: expected {', '.join(legal)}", v.span,
+                f"{V.did_you_mean(v.text, legal)}legal: {', '.join(legal)}")
 
 
 def _rstd(v: dict[str, Value]) -> bool:
@@ -279,6 +301,11 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
     rstd = _rstd(v)
     write_y = not _y_none(v, op, rstd)
     y = V.dtype(v["y"], "y") if "y" in v and write_y else x
+    if y.pack > 1:
+        raise V.err(f"y = {y.value}: the row ops write no packed (fp4) y", v["y"].span,
+                    f"legal: {', '.join(DTYPE_WORDS)}, i8, e4m3fn, e5m2, e4m3fnuz, e5m2fnuz (with quant = {MX_WORD}: "
+                    f"{', '.join(d.value for d in _MX_Y)}); fp4 pairs: op = elementwise with y = {y.value} reading "
+                    "this kernel's output")
     residual = _optional_dtype(v["residual"], "residual", x) if "residual" in v else None
     weight = bias = None
     if base.weight:
@@ -304,9 +331,9 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
     if "quant" in v and not write_y:
         raise V.err(f"quant = {v['quant'].text}: y = none writes no y to quantize", v["quant"].span,
                     "leave quant out with y = none, or give y an i8 / fp8 dtype")
-    group = _quant(v["quant"], y) if "quant" in v else 0
+    group, mx = _quant(v["quant"], y) if "quant" in v else (0, False)
     row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps, quant_group=group,
-                    rstd=rstd, write_y=write_y)
+                    quant_mx=mx, rstd=rstd, write_y=write_y)
 
     max_cols = None
     if "max_cols" in v:

@@ -35,6 +35,8 @@
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
 //                                    flight together (or kWeightBatch at a time), one access per vector
 //   kQuantGroup (optional, default 0) int8 / fp8 y: 0 one scale per row, G > 0 one per G columns (rowops_quant.h)
+//   kQuantMx    (optional, default false) MX y (G = 32, TOut fp8_e4m3fn / fp8_e5m2): E8M0 scale bytes
+//               (rowops_quant.h; y_scale is then uint8_t*)
 //   kRstd (optional, default false)  also write rstd[row] = the row's RowScalars::b (f32; a kind with kRstd:
 //                                    RMS norm's 1/sqrt(mean(v^2) + eps)), by the row's first thread
 //   kWriteY (optional, default true) false: no y at all (y may be null; needs kRstd, no weight, bias or
@@ -150,6 +152,9 @@ constexpr bool check_cfg() {
   static_assert(kG == 0 || (QuantOut<typename Cfg::TOut>::kQuant && kG % Cfg::kVec == 0 &&
                             (Cfg::kVec * Cfg::kRowThreads) % kGd == 0 && kG / Cfg::kVec <= W),
                 "kQuantGroup: a quantized TOut, kVec | G, G | kVec * kRowThreads, G / kVec <= kWaveSize (rowops_quant.h)");
+  static_assert(!detail::QuantMxOf<Cfg>::value ||
+                    (kG == 32 && (__is_same(typename Cfg::TOut, fp8_e4m3fn) || __is_same(typename Cfg::TOut, fp8_e5m2))),
+                "kQuantMx: kQuantGroup 32 and TOut fp8_e4m3fn or fp8_e5m2 (rowops_quant.h)");
   static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
   static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
   static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),

@@ -11,6 +11,7 @@
 //   rmsnorm_rstd_entry<Cfg>(x, residual, weight, y, s_out, y_scale, rstd, rows, cols, <strides>, eps)
 //                      the RMS norm with the rstd output (Cfg::kRstd; kinds.py RowKind.rstd_entry): rstd, rows
 //                      floats, after y_scale; y is null with Cfg::kWriteY == false (y = none)
+// y_scale is ScaleT<Cfg>* (rowops_quant.h): float, or E8M0 bytes (uint8_t) with Cfg::kQuantMx.
 // Kernels with per-group scales (Cfg::kQuantGroup > 0, rowops_quant.h) also pass (groups, stride_scale), the
 // last two arguments of their ABI: groups = ceil(cols / G) (checked by the host) and y_scale's row stride.
 // The generated kernel (ckgen/ops/rowops/kernel.hip.j2) is a 1-D workgroup of Cfg::kThreads threads over
@@ -24,7 +25,7 @@ namespace rowops {
 
 template <class Cfg>
 CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual, typename Cfg::TOut* y,
-                                typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
+                                typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows, int cols, long long stride_x,
                                 long long stride_res, long long stride_y, long long stride_s, float scale,
                                 int groups = 0, long long stride_scale = 0) {
   static_assert(!Cfg::kHasWeight && !Cfg::kHasBias, "softmax_entry: no weight or bias");
@@ -36,9 +37,9 @@ CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::
 template <class Cfg>
 CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                   const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
-                                  typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
-                                  long long stride_res, long long stride_y, long long stride_s, float eps,
-                                  int groups = 0, long long stride_scale = 0) {
+                                  typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows, int cols,
+                                  long long stride_x, long long stride_res, long long stride_y, long long stride_s,
+                                  float eps, int groups = 0, long long stride_scale = 0) {
   (void)groups;
   rowops_forward<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
                       stride_s, 1.0f, eps, stride_scale);
@@ -47,7 +48,7 @@ CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg
 template <class Cfg>
 CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                 const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
-                                float* y_scale, int rows, int cols, long long stride_x, long long stride_res,
+                                ScaleT<Cfg>* y_scale, int rows, int cols, long long stride_x, long long stride_res,
                                 long long stride_y, long long stride_s, float eps, int groups = 0,
                                 long long stride_scale = 0) {
   static_assert(!Cfg::kHasBias, "rmsnorm_entry: no bias");
@@ -58,9 +59,9 @@ CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::
 
 template <class Cfg>
 CKGEN_DEVICE void quantize_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
-                                 typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows, int cols,
-                                 long long stride_x, long long stride_res, long long stride_y, long long stride_s,
-                                 int groups = 0, long long stride_scale = 0) {
+                                 typename Cfg::TOut* y, typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows,
+                                 int cols, long long stride_x, long long stride_res, long long stride_y,
+                                 long long stride_s, int groups = 0, long long stride_scale = 0) {
   static_assert(!Cfg::kHasWeight && !Cfg::kHasBias, "quantize_entry: no weight or bias");
   (void)groups;
   rowops_forward<Cfg>(x, residual, nullptr, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
@@ -70,7 +71,7 @@ CKGEN_DEVICE void quantize_entry(const typename Cfg::TIn* x, const typename Cfg:
 // Split rows (Cfg::kSplit > 0): the same entries with the workspace last (rowops_pipeline_split.h).
 template <class Cfg>
 CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual, typename Cfg::TOut* y,
-                                typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
+                                typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows, int cols, long long stride_x,
                                 long long stride_res, long long stride_y, long long stride_s, float scale,
                                 void* workspace) {
   static_assert(!Cfg::kHasWeight && !Cfg::kHasBias, "softmax_entry: no weight or bias");
@@ -81,9 +82,9 @@ CKGEN_DEVICE void softmax_entry(const typename Cfg::TIn* x, const typename Cfg::
 template <class Cfg>
 CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                   const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
-                                  typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
-                                  long long stride_res, long long stride_y, long long stride_s, float eps,
-                                  void* workspace) {
+                                  typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows, int cols,
+                                  long long stride_x, long long stride_res, long long stride_y, long long stride_s,
+                                  float eps, void* workspace) {
   rowops_forward_split<Cfg>(x, residual, weight, bias, y, s_out, y_scale, rows, cols, stride_x, stride_res, stride_y,
                             stride_s, 1.0f, eps, workspace);
 }
@@ -91,7 +92,7 @@ CKGEN_DEVICE void layernorm_entry(const typename Cfg::TIn* x, const typename Cfg
 template <class Cfg>
 CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                 const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
-                                float* y_scale, int rows, int cols, long long stride_x, long long stride_res,
+                                ScaleT<Cfg>* y_scale, int rows, int cols, long long stride_x, long long stride_res,
                                 long long stride_y, long long stride_s, float eps, void* workspace) {
   static_assert(!Cfg::kHasBias, "rmsnorm_entry: no bias");
   rowops_forward_split<Cfg>(x, residual, weight, nullptr, y, s_out, y_scale, rows, cols, stride_x, stride_res,
@@ -102,7 +103,7 @@ CKGEN_DEVICE void rmsnorm_entry(const typename Cfg::TIn* x, const typename Cfg::
 template <class Cfg>
 CKGEN_DEVICE void rmsnorm_rstd_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                      const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
-                                     float* y_scale, float* rstd, int rows, int cols, long long stride_x,
+                                     ScaleT<Cfg>* y_scale, float* rstd, int rows, int cols, long long stride_x,
                                      long long stride_res, long long stride_y, long long stride_s, float eps,
                                      int groups = 0, long long stride_scale = 0) {
   static_assert(!Cfg::kHasBias && detail::RstdOf<Cfg>::value, "rmsnorm_rstd_entry: no bias, kRstd");
@@ -114,7 +115,7 @@ CKGEN_DEVICE void rmsnorm_rstd_entry(const typename Cfg::TIn* x, const typename 
 template <class Cfg>
 CKGEN_DEVICE void rmsnorm_rstd_entry(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                      const typename Cfg::TW* weight, typename Cfg::TOut* y, typename Cfg::TRes* s_out,
-                                     float* y_scale, float* rstd, int rows, int cols, long long stride_x,
+                                     ScaleT<Cfg>* y_scale, float* rstd, int rows, int cols, long long stride_x,
                                      long long stride_res, long long stride_y, long long stride_s, float eps,
                                      void* workspace) {
   static_assert(!Cfg::kHasBias && detail::RstdOf<Cfg>::value, "rmsnorm_rstd_entry: no bias, kRstd");

@@ -8,7 +8,7 @@
 // ---------------------------------------------------------------- entry
 //   template <class Cfg>
 //   CKGEN_DEVICE void rowops_forward(const TIn* x, const TRes* residual, const TW* weight, const TW* bias,
-//                                    TOut* y, TRes* s_out, float* y_scale, int rows, int cols,
+//                                    TOut* y, TRes* s_out, ScaleT<Cfg>* y_scale, int rows, int cols,
 //                                    long long stride_x, long long stride_res, long long stride_y,
 //                                    long long stride_s, float scale, float eps, long long stride_scale = 0,
 //                                    float* rstd = nullptr);
@@ -53,6 +53,9 @@
 //   Cfg::kQuantGroup = G > 0: amax, the scale and the multiplier per G consecutive columns of a row instead,
 //   y_scale[row * stride_scale + col / G] (no amax pass: each group is reduced across its G / kVec threads
 //   as its y is computed); the last group of a row may be shorter.
+//   Cfg::kQuantMx (G = 32, TOut fp8_e4m3fn / fp8_e5m2; y_scale is then uint8_t*, ScaleT<Cfg>): OCP MX, per group
+//   the E8M0 code e = mx_scale_code<TOut>(amax) (ckgen/blocks/mx_quant.h; 127 for an all-zero group) in
+//   y_scale[row * stride_scale + col / 32] and q = from_float<TOut>(y * mx_mul(e)) (an exact power of two).
 //
 // ---------------------------------------------------------------- data path
 //   A row is owned by kRowThreads threads (kRowsPerBlock rows per workgroup). It is cut into tiles of
@@ -154,7 +157,7 @@ CKGEN_DEVICE void run_staged(const RowArgs<P>& a, const RowEnv<P>& e, RowReduce<
 template <class Cfg>
 CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                       const typename Cfg::TW* weight, const typename Cfg::TW* bias,
-                                      typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
+                                      typename Cfg::TOut* y, typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows,
                                       int cols, long long stride_x, long long stride_res, long long stride_y,
                                       long long stride_s, float scale, float eps, long long stride_scale,
                                       float* rstd, float* lds, unsigned char* stage_mem, bool stage_ok,
@@ -190,9 +193,9 @@ CKGEN_DEVICE void rowops_forward_impl(const typename Cfg::TIn* x, const typename
 template <class Cfg>
 CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                  const typename Cfg::TW* weight, const typename Cfg::TW* bias, typename Cfg::TOut* y,
-                                 typename Cfg::TRes* s_out, float* y_scale, int rows, int cols, long long stride_x,
-                                 long long stride_res, long long stride_y, long long stride_s, float scale,
-                                 float eps, long long stride_scale = 0, float* rstd = nullptr) {
+                                 typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows, int cols,
+                                 long long stride_x, long long stride_res, long long stride_y, long long stride_s,
+                                 float scale, float eps, long long stride_scale = 0, float* rstd = nullptr) {
   float* lds = nullptr;
 #if defined(CKGEN_PLATFORM_CUDA)
   constexpr bool kStaticScratch = scratch_bytes<Cfg>() > 0 && cache_bytes<Cfg>() == 0;
@@ -227,7 +230,7 @@ CKGEN_DEVICE void rowops_forward(const typename Cfg::TIn* x, const typename Cfg:
 template <class Cfg>
 CKGEN_DEVICE void rowops_forward_split(const typename Cfg::TIn* x, const typename Cfg::TRes* residual,
                                        const typename Cfg::TW* weight, const typename Cfg::TW* bias,
-                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, float* y_scale, int rows,
+                                       typename Cfg::TOut* y, typename Cfg::TRes* s_out, ScaleT<Cfg>* y_scale, int rows,
                                        int cols, long long stride_x, long long stride_res, long long stride_y,
                                        long long stride_s, float scale, float eps, void* workspace,
                                        float* rstd = nullptr) {

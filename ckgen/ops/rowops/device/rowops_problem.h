@@ -35,6 +35,9 @@ struct RowProblem {
   // y quantized with scales (rowops_quant.h): int8 (kQuantI8) or an fp8 TOut; per row, or per kGroup columns
   static constexpr bool kQuant = QuantOut<TOut>::kQuant;
   static constexpr int kGroup = detail::QuantGroupOf<Cfg>::value;
+  // MX scales (kQuantMx: E8M0 bytes per 32 columns, rowops_quant.h); y_scale's element type
+  static constexpr bool kMx = detail::QuantMxOf<Cfg>::value;
+  using TScale = ScaleT<Cfg>;
   using Kind = RowKind<kOp>;  // the kind's math (rowops_kinds.h)
   // per-row scales: a pass for amax of y (softmax: 1/d; a kind with kAmaxInScalars has it in the row scalars)
   static constexpr bool kAmaxPass = kQuant && kGroup == 0 && !Kind::kAmaxInScalars;

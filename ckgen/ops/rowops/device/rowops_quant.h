@@ -12,8 +12,16 @@
 //                           every thread of the row must call it: no divergence across a group)
 //   quant_mul<P>(amax), quant_scale<P>(amax)   ckgen/blocks/quant.h's for TOut: kMax / amax (0 for amax == 0),
 //                           amax / kMax (1 for amax == 0: the zero group dequantizes exactly)
+//   Cfg::kQuantMx           (optional, default false) MX (OCP microscaling, ckgen/blocks/mx_quant.h): G = 32,
+//                           TOut fp8_e4m3fn or fp8_e5m2, y_scale holds one E8M0 byte per group, e =
+//                           mx_scale_code<TOut>(amax) (127 for an all-zero group), q = from_float<TOut>(y * mx_mul(e))
+//   ScaleT<Cfg>             y_scale's element type: float, or uint8_t (E8M0) with kQuantMx
+//   group_scale<P>(amax)    the group's y_scale element: quant_scale<P>(amax), or the E8M0 code (kQuantMx)
+//   group_mul<P>(s, amax)   the y -> q multiplier of a group whose scale element is s: quant_mul<P>(amax), or
+//                           mx_mul(s) (kQuantMx: the exact power of two)
 #pragma once
 
+#include "ckgen/blocks/mx_quant.h"
 #include "ckgen/blocks/quant.h"
 #include "ckgen/blocks/reduce.h"
 #include "ckgen/platform.h"
@@ -24,7 +32,11 @@ namespace rowops {
 
 namespace detail {
 CKGEN_CFG_OPTIONAL(QuantGroupOf, kQuantGroup, int, 0);
+CKGEN_CFG_OPTIONAL(QuantMxOf, kQuantMx, bool, false);
 }  // namespace detail
+
+template <class Cfg>
+using ScaleT = typename Select<detail::QuantMxOf<Cfg>::value, uint8_t, float>::type;
 
 template <class P>
 CKGEN_DEVICE float group_amax(float v) {
@@ -39,6 +51,20 @@ CKGEN_DEVICE float quant_mul(float amax) {
 template <class P>
 CKGEN_DEVICE float quant_scale(float amax) {
   return ckgen::quant_scale<typename P::TOut>(amax);
+}
+
+template <class P>
+CKGEN_DEVICE typename P::TScale group_scale(float amax) {
+  if constexpr (P::kMx) return static_cast<uint8_t>(mx_scale_code<typename P::TOut>(amax));
+  else return quant_scale<P>(amax);
+}
+
+template <class P>
+CKGEN_DEVICE float group_mul(typename P::TScale s, float amax) {
+  (void)s;
+  (void)amax;
+  if constexpr (P::kMx) return mx_mul(s);
+  else return quant_mul<P>(amax);
 }
 
 }  // namespace rowops

@@ -44,7 +44,7 @@ struct RowArgs {
   const typename P::TW* bias;
   typename P::TOut* y;
   typename P::TRes* s_out;
-  float* y_scale;
+  typename P::TScale* y_scale;  // float, or E8M0 bytes (P::kMx)
   int rows, cols;
   long long stride_x, stride_res, stride_y, stride_s;
   float scale, eps;
@@ -275,10 +275,10 @@ struct RowGroup {
     const Stats ts{buf, k};
     constexpr int kLanes = P::kGroup / kVec;
     constexpr bool kAfter = CKGEN_ROWOPS_GROUP_SCALES_AFTER;
-    float scale[kR];  // (kAfter) the scales of this thread's groups
+    typename P::TScale scale[kR];  // (kAfter) the scales of this thread's groups (f32, or E8M0 codes: P::kMx)
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
-      scale[j] = 1.0f;
+      scale[j] = static_cast<typename P::TScale>(1);
       if (!ts.live(M{}, j)) continue;  // uniform over the row's threads
       const bool in = !M::value || k.nv(j) > 0;
       float o[kVec];
@@ -295,13 +295,14 @@ struct RowGroup {
       }
       amax = group_amax<P>(amax);
       if (!in) continue;
+      const typename P::TScale sc = group_scale<P>(amax);
       if constexpr (kAfter) {
-        scale[j] = quant_scale<P>(amax);
+        scale[j] = sc;
       } else {
         const long long col = Pol::col0(tile, j) + static_cast<long long>(e.rt) * kVec;
-        if (e.rt % kLanes == 0) gstore(a.y_scale + (row * a.stride_scale + col / P::kGroup), quant_scale<P>(amax));
+        if (e.rt % kLanes == 0) gstore(a.y_scale + (row * a.stride_scale + col / P::kGroup), sc);
       }
-      const float qmul = quant_mul<P>(amax);
+      const float qmul = group_mul<P>(sc, amax);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) o[i] *= qmul;
       const FO f = detail::pack<TOut, kVec>(o);
@@ -313,8 +314,8 @@ struct RowGroup {
       // vector j's group: column col0(tile, 0) + j * kStep + rt * kVec of the row (col0 and kStep are multiples of
       // the group, rowops_quant.h)
       static_assert(P::kStep % P::kGroup == 0 && P::kTile % P::kGroup == 0, "a group lies within a vector step");
-      float* const sr = a.y_scale + (row * a.stride_scale + (Pol::col0(tile, 0) + static_cast<long long>(e.rt) * kVec) /
-                                                               P::kGroup);
+      typename P::TScale* const sr =
+          a.y_scale + (row * a.stride_scale + (Pol::col0(tile, 0) + static_cast<long long>(e.rt) * kVec) / P::kGroup);
       if (e.rt % kLanes == 0) {
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
