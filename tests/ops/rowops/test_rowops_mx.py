@@ -218,3 +218,25 @@ def test_rung1_no_spills(tmp_path) -> None:
     for p in plans:
         r = res.reports[(p.name, p.arch)]
         assert r.vgpr_spills == 0 and r.sgpr_spills == 0 and r.scratch_bytes == 0, (p.name, r)
+
+
+def test_mx_scales_feed_an_mxfp8_gemm(kernels) -> None:
+    """The layout contract: RMS norm's e4m3fn y and its E8M0 scales are an MXFP8 GEMM's A and scale_a as written
+    (gfx950 plans, emulator): C = A B against float64 of the dequantized operands; K = 330 (a short last block). A
+    transposed or shifted scale layout fails."""
+    from ckgen.runtime.api import Kernel, get_backend, plan_for
+
+    src = ("target gfx950\nkernel g { A = e4m3fn row B = e4m3fn col C = f32 row tile = 64x64x128 waves = 2x2 "
+           "scale_a = mx(32) scale_b = mx(32) }\n")
+    gemm = Kernel(plan_for(src, "g", "amd", "gfx950"), get_backend("emu"))
+    norm = kernels["rms_mx"]
+    rng = np.random.default_rng(11)
+    m, k_, n = 37, 330, 70
+    ins, outs = _call(norm, m, k_, seed=11)
+    b = np.asfortranarray(random_values(rng, (k_, n), DType.E4M3FN))
+    sb = rng.integers(120, 134, (n, -(-k_ // MX_GROUP))).astype(np.uint8)
+    c = gemm(A=outs["y"], B=b, scale_a=np.ascontiguousarray(outs["y_scale"]), scale_b=sb)
+    deq_a = to_float64(outs["y"], DType.E4M3FN) * np.repeat(to_float64(outs["y_scale"], DType.E8M0), MX_GROUP,
+                                                             axis=1)[:, :k_]
+    deq_b = to_float64(b, DType.E4M3FN) * np.repeat(to_float64(sb, DType.E8M0), MX_GROUP, axis=1)[:, :k_].T
+    assert relative_error(c.astype(np.float64), deq_a @ deq_b) <= 1e-5
