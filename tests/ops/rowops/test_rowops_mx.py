@@ -5,7 +5,8 @@ even, saturation) for RMS norm, RMS norm + residual, layer norm, softmax and ``o
 (2 columns, a block and a pair more, 96 + 2, widths that leave a last vector short, a few thousand; odd row
 strides that go element by element), a zero row, outputs poisoned (NaN codes, NaN scales 0xFF) before each run;
 the gfx950 plans and the sm_90 plans (warp32, the CUDA build's tail and scales-after path) both. Known-answer
-blocks pin the block exponent. Rung 1: gfx950 code objects (clang-22), no spills. The refusals (DSL, planner).
+blocks pin the block exponent. Rung 1: gfx950 code objects (clang-22) and the sm_90 build (nvcc), no spills. The
+refusals (DSL, planner).
 """
 
 from __future__ import annotations
@@ -218,6 +219,36 @@ def test_rung1_no_spills(tmp_path) -> None:
     for p in plans:
         r = res.reports[(p.name, p.arch)]
         assert r.vgpr_spills == 0 and r.sgpr_spills == 0 and r.scratch_bytes == 0, (p.name, r)
+
+
+def test_nvcc_build_no_spills(tmp_path) -> None:
+    """The sm_90 builds of the same kernels (nvcc, the MX scale bytes as uint8_t through every entry): no spills or
+    stack frame, or a spill ptxas traded for occupancy: left to bound RMS norm's looped kernel itself, ptxas fits it
+    in 64 registers for a fourth workgroup per SM with a 4-byte spill; bounded for one workgroup fewer it spills
+    nothing (the kernel fits; the trade is ptxas's)."""
+    import dataclasses
+
+    from ckgen.backends.nvidia import compiler as nvidia
+    from ckgen.errors import ToolchainError
+    from tests.ops.rowops import harness as H
+
+    plans = [plan_kernel(s, "sm_90") for s in SPECS.values()]
+    try:
+        lib = nvidia.build_cuda_library("rowops_mx_nv", plans, tmp_path)
+    except ToolchainError as exc:
+        pytest.skip(str(exc))
+    reports = {r.name: r for r in nvidia.analyze(lib, plans)}
+    for p in plans:
+        for e in p.entries:
+            r = reports[e.name]
+            if (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0):
+                continue
+            assert e.name == p.name and p.body.workgroups_per_cu == 0, r
+            assert r.spill_stores <= H.OCCUPANCY_SPILL_BYTES and r.blocks_per_sm > 1, r
+            fewer = dataclasses.replace(p, body=dataclasses.replace(p.body, workgroups_per_cu=r.blocks_per_sm - 1))
+            again = next(a for a in nvidia.analyze(nvidia.build_cuda_library(f"{p.name}_fewer", [fewer], tmp_path),
+                                                   [fewer]) if a.name == p.name)
+            assert (again.spill_stores, again.spill_loads, again.stack_bytes) == (0, 0, 0), again
 
 
 def test_mx_scales_feed_an_mxfp8_gemm(kernels) -> None:

@@ -275,10 +275,10 @@ struct RowGroup {
     const Stats ts{buf, k};
     constexpr int kLanes = P::kGroup / kVec;
     constexpr bool kAfter = CKGEN_ROWOPS_GROUP_SCALES_AFTER;
-    typename P::TScale scale[kR];  // (kAfter) the scales of this thread's groups (f32, or E8M0 codes: P::kMx)
+    float scale[kR];  // (kAfter) the scales of this thread's groups (f32; E8M0 codes too, P::kMx: exact)
 #pragma unroll
     for (int j = 0; j < kR; ++j) {
-      scale[j] = static_cast<typename P::TScale>(1);
+      scale[j] = 1.0f;
       if (!ts.live(M{}, j)) continue;  // uniform over the row's threads
       const bool in = !M::value || k.nv(j) > 0;
       float o[kVec];
@@ -319,7 +319,8 @@ struct RowGroup {
       if (e.rt % kLanes == 0) {
 #pragma unroll
         for (int j = 0; j < kR; ++j) {
-          if (ts.live(M{}, j) && (!M::value || k.nv(j) > 0)) gstore(sr + j * (P::kStep / P::kGroup), scale[j]);
+          if (ts.live(M{}, j) && (!M::value || k.nv(j) > 0))
+            gstore(sr + j * (P::kStep / P::kGroup), static_cast<typename P::TScale>(scale[j]));
         }
       }
     }
