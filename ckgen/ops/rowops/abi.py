@@ -15,8 +15,11 @@ x, residual, y and s_out are ``rows x cols`` row-major with a row stride each (e
 are ``cols`` elements; y_scale is ``rows`` floats (int8 / fp8 y only), or with ``quant = group(128)``
 ``rows x groups`` floats, row-major with the row stride ``stride_scale``: such kernels end with two more arguments,
 ``groups`` (= ceil(cols / 128), checked; the Python binding derives it) and ``stride_scale`` (>= groups). With
-``quant = mx(32)`` (y = e4m3fn or e5m2) y_scale is ``rows x groups`` E8M0 bytes (2^(e - 127)), groups =
-ceil(cols / 32), with the same two trailing arguments. The strides of unused tensors are not checked.
+``quant = mx(32)`` (y = e4m3fn, e5m2 or e2m1fn_x2) y_scale is ``rows x groups`` E8M0 bytes (2^(e - 127)), groups =
+ceil(cols / 32), with the same two trailing arguments. An fp4 y (``e2m1fn_x2``: two values a byte, the even column
+in the low nibble) is ``rows x cols/2`` bytes with its row stride ``stride_y`` in bytes (>= cols / 2); cols must be
+even (``divides``: the host entry returns CKGEN_ERROR_INVALID_VALUE, the Python binding names cols). The strides
+of unused tensors are not checked.
 ``scale`` and ``eps`` are runtime scalars whose defaults (the Python callable, ``ckgen run``) are the DSL's.
 A kernel that splits its rows (split.py: ``split``, or rows of more than 96 KiB) takes a ``workspace`` last
 (zero-filled, left zero-filled; ``ckgen_<kernel>_workspace_bytes``) and launches min(rows * ceil(cols / tile), 65536)
@@ -41,9 +44,10 @@ GRID_CAP = 2**20
 
 
 def _matrix(name: str, dtype: DType, stride: str, role: str, doc: str, unused: bool = False,
-            aliases: tuple[str, ...] = ()) -> Arg:
+            aliases: tuple[str, ...] = (), cols: str = "cols") -> Arg:
+    """A rows x ``cols`` tensor (``cols/2``: the bytes of a row of fp4 pairs) with row stride ``stride``."""
     return Arg(name, T, doc=doc if not unused else f"unused: pass NULL ({doc})", dtype=dtype, role=role,
-               dims=("rows", "cols"), strides=(stride, 1), unused=unused, aliases=() if unused else aliases)
+               dims=("rows", cols), strides=(stride, 1), unused=unused, aliases=() if unused else aliases)
 
 
 def abi(spec: KernelSpec) -> Abi:
@@ -58,9 +62,12 @@ def abi(spec: KernelSpec) -> Abi:
     if kind.bias:
         args.append(Arg("bias", T, doc="cols elements" if r.bias else "unused: pass NULL (no bias)",
                         dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.bias is None))
-    y_doc = ("rows x cols output" + (f", {r.y.value} q with y ~ q * its scale" if r.quantized else "")
+    # (fp4 pairs: cols / 2 bytes a row, the even column in the low nibble; cols even: divides below)
+    ycols = "cols" if r.y.pack == 1 else f"cols/{r.y.pack}"
+    y_doc = (f"rows x {ycols} output" + (f", {r.y.value} q with y ~ q * its scale" if r.quantized else "")
              if r.write_y else "y = none: no normalized output")
-    args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else (), unused=not r.write_y),
+    args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else (), unused=not r.write_y,
+                     cols=ycols),
              _matrix("s_out", r.res_dtype, "stride_s", "out", "rows x cols, s = x + residual (the op's input)",
                      unused=not res, aliases=("x", "residual") if r.res_dtype == r.x else ("residual",)),
              _y_scale(r)]
@@ -71,7 +78,8 @@ def abi(spec: KernelSpec) -> Abi:
     cols_doc = "columns (the reduced dimension)" + (f"; at most {bound} (max_cols)" if bound is not None else "")
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc=cols_doc, at_most=bound)]
     for name, what in (("stride_x", "x"), ("stride_res", "residual"), ("stride_y", "y"), ("stride_s", "s_out")):
-        args.append(Arg(name, ST, doc=f"elements between rows of {what} (>= max(1, cols))", at_least=("cols",)))
+        cols = ycols if what == "y" else "cols"  # (fp4 pairs: bytes, y's elements)
+        args.append(Arg(name, ST, doc=f"elements between rows of {what} (>= max(1, {cols}))", at_least=(cols,)))
     if kind.scalar == "scale":
         args.append(Arg("scale", SC, doc=f"y = {'log_' if r.log else ''}softmax(scale * v) (default {r.scale:g})",
                         default=r.scale))
@@ -91,7 +99,8 @@ def abi(spec: KernelSpec) -> Abi:
     if r.rstd:
         doc = (doc if r.write_y else f"the {kind.what}'s rstd of each row of {'s = x + residual' if res else 'x'}, "
                "no y") + "; rstd = 1 / sqrt(mean(v^2) + eps) per row"
-    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else ())
+    return Abi(tuple(args), empty_if=("rows", "cols"), doc=doc, blocks=(("groups", "cols", g),) if g else (),
+               divides=((r.y.pack, "cols"),) if r.y.pack > 1 and r.write_y else ())
 
 
 def _y_scale(r) -> Arg:
@@ -101,11 +110,11 @@ def _y_scale(r) -> Arg:
     if not r.quantized:
         return Arg("y_scale", T, doc="unused: pass NULL (y is not quantized)", dtype=DType.F32, role="out",
                    dims=("rows",), strides=(1,), unused=True)
-    qmax = 127 if r.y == DType.I8 else r.y.fp8.max
     if r.quant_mx:
         return Arg("y_scale", T, doc=f"rows x groups E8M0 bytes: 2^(floor(log2 amax) - emax) of each {r.quant_group} "
                    "columns of a row (127 for an all-zero group): the GEMM's scale_a = mx(32)", dtype=DType.E8M0,
                    role="out", dims=("rows", "groups"), strides=("stride_scale", 1))
+    qmax = 127 if r.y == DType.I8 else r.y.fp8.max
     if r.quant_group:
         return Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax:g} of each {r.quant_group} columns of a "
                    "row (1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ckgen.ir.plan import Entry, KernelPlan
+from ckgen.ir.quant import MX_DTYPES
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
@@ -75,6 +76,9 @@ from ckgen.ops.rowops.tiles import (
 #: dtypes the body generates: inputs (x, residual, weight, bias) and outputs (y)
 INPUT_DTYPES = (DType.F16, DType.BF16, DType.F32)
 OUTPUT_DTYPES = (DType.F16, DType.BF16, DType.F32, DType.I8)
+#: packed outputs (several values a byte: fp4 pairs, quant = mx(32) only): y addressed in bytes, vec a multiple of
+#: the values a byte (a byte never straddles threads)
+PACKED_OUTPUT_DTYPES = tuple(d for d in MX_DTYPES if d.pack > 1)
 VECTOR_BYTES = 16            # widest vector access of x
 #: the reason (RowPlan.why) a plan gives when WEIGHTED_SINGLE_PASS_REGISTERS applied (bench/rowops_shapes.py before())
 WEIGHTS_A_VECTOR_AT_A_TIME = "weight and bias read a vector at a time"
@@ -121,9 +125,10 @@ def _legal_dtypes(dts) -> str:
 
 
 def output_dtypes(target: Target) -> tuple[DType, ...]:
-    """The y dtypes for ``target``: :data:`OUTPUT_DTYPES` and the fp8 dtypes of the target's own encoding
-    (``Target.fp8_encoding``, the targets table: FNUZ on gfx942, OCP on gfx950 and sm_89+; none without fp8)."""
-    return OUTPUT_DTYPES + target.fp8_dtypes
+    """The y dtypes for ``target``: :data:`OUTPUT_DTYPES`, the fp8 dtypes of the target's own encoding
+    (``Target.fp8_encoding``, the targets table: FNUZ on gfx942, OCP on gfx950 and sm_89+; none without fp8) and
+    fp4 pairs (:data:`PACKED_OUTPUT_DTYPES`: codes made in software, any target, with quant = mx(32))."""
+    return OUTPUT_DTYPES + target.fp8_dtypes + PACKED_OUTPUT_DTYPES
 
 
 def check_dtypes(d: RowDraft) -> None:
@@ -134,7 +139,7 @@ def check_dtypes(d: RowDraft) -> None:
     if r.y not in made:
         raise d.fail("y", r.y.value, _legal_dtypes(made), t.fp8_refusal(r.y) or "not an output dtype of the row ops")
     if r.row_kind.quantizes and not r.quantized:
-        raise d.fail("y", r.y.value, _legal_dtypes([y for y in made if y == DType.I8 or y.fp8 is not None]),
+        raise d.fail("y", r.y.value, _legal_dtypes([y for y in made if y == DType.I8 or y.fp8 is not None or y.pack > 1]),
                      f"op = {r.op} writes a quantized y (int8 or fp8, with scales)")
     for param, dt in (("residual", r.residual), ("weight", r.weight), ("bias", r.bias)):
         if dt is not None and dt not in INPUT_DTYPES:
@@ -142,7 +147,9 @@ def check_dtypes(d: RowDraft) -> None:
 
 
 def choose_vector(d: RowDraft) -> None:
-    widest = VECTOR_BYTES // d.row.x.bytes
+    """vec: 16 bytes of x unless given (a power of two, at most 16 bytes of x); a multiple of the values a byte
+    of a packed y holds (fp4 pairs: even)."""
+    widest, pack = VECTOR_BYTES // d.row.x.bytes, d.row.y.pack
     v = d.cfg.vec
     if v is None:
         d.vec = widest
@@ -151,6 +158,10 @@ def choose_vector(d: RowDraft) -> None:
         legal = ", ".join(str(1 << i) for i in range(widest.bit_length()))
         raise d.fail("vec", v, f"{legal} (a power of two, at most {VECTOR_BYTES} bytes of {d.row.x.value})",
                      "illegal vector width")
+    if v % pack:
+        legal = ", ".join(str(1 << i) for i in range(widest.bit_length()) if (1 << i) % pack == 0)
+        raise d.fail("vec", v, legal, f"y = {d.row.y.value} packs {pack} values a byte: a thread's vector holds "
+                     "whole bytes of y")
     d.vec = v
 
 

@@ -10,9 +10,10 @@ shape, one row at a time, reducing over the last dimension:
 where ``v = x``, or with a residual ``v = s = x + residual`` rounded to the residual's dtype and written to
 ``s_out``. ``y = i8`` or an fp8 dtype (e4m3fn, e5m2, e4m3fnuz, e5m2fnuz) quantizes y symmetrically with f32
 scales written to ``y_scale``: per row (``quant = row``) or per group of 128 columns (``quant = group(128)``).
-``quant = mx(32)`` (OCP microscaling, y = e4m3fn or e5m2: :data:`ckgen.ir.quant.MX_DTYPES`) writes one E8M0 byte
-per 32 columns of a row instead (``y_scale`` [rows, ceil(cols / 32)]; ckgen/blocks/mx_quant.h), as the element-wise
-op does.
+``quant = mx(32)`` (OCP microscaling, y = e4m3fn, e5m2 or fp4 pairs e2m1fn_x2: :data:`ckgen.ir.quant.MX_DTYPES`)
+writes one E8M0 byte per 32 columns of a row instead (``y_scale`` [rows, ceil(cols / 32)]; ckgen/blocks/mx_quant.h),
+as the element-wise op does; ``y = e2m1fn_x2`` (two fp4 values a byte, the even column in the low nibble: y is
+``rows x cols/2`` bytes, cols even) takes only ``mx(32)``, its default.
 An op whose kind has an rstd entry (kinds.py ``RowKind.rstd_entry``: ``rmsnorm``) takes ``rstd = true``: the
 row's ``1 / sqrt(mean(v^2) + eps)`` is also written to ``rstd`` (f32, one per row); with it, ``y = none`` writes
 no normalized rows at all (the norm folded into the next GEMM: gamma in its weight, ``scale_a = row`` = rstd),
@@ -45,19 +46,21 @@ QUANT_GROUP = GROUP
 #: the values of quant (MX_WORD: OCP microscaling, E8M0 scales per MX_GROUP columns, y in MX_DTYPES)
 QUANT_WORDS = ("row", f"group({QUANT_GROUP})", MX_WORD)
 
-_Y_DOC = ("f16 | bf16 | f32 | i8 | e4m3fn | e5m2 | e4m3fnuz | e5m2fnuz (int8 or fp8 in the target's encoding: "
-          "quantized, with f32 scales written to y_scale; see quant)")
-#: the MX y dtypes the row ops write (OCP fp8; fp4 pairs are the element-wise op's)
-_MX_Y = tuple(d for d in MX_DTYPES if d.pack == 1)
+_Y_DOC = ("f16 | bf16 | f32 | i8 | e4m3fn | e5m2 | e4m3fnuz | e5m2fnuz | e2m1fn_x2 (int8 or fp8 in the target's "
+          "encoding: quantized, with f32 scales written to y_scale; see quant. e2m1fn_x2: fp4 pairs, rows x cols/2 "
+          "bytes with cols even, quant = mx(32) only)")
+#: y dtypes that take only MX scales (fp4 pairs: quant = mx(32) is their default)
+_MX_ONLY = tuple(d for d in MX_DTYPES if d.pack > 1)
 _Y_NONE_DOC = " | none (with rstd = true: no normalized output, only rstd and s_out; no weight)"
 _X = Key("x", "f16 | bf16 | f32: the input's dtype", required=True)
 _COMMON_HEAD = (
     Key("quant", f"row | group({QUANT_GROUP}) | {MX_WORD} (an i8 / fp8 y): one f32 scale per row (y_scale [rows]) "
                  f"or per {QUANT_GROUP} columns of a row (y_scale [rows, ceil(cols / {QUANT_GROUP})], row stride "
                  f"stride_scale: the GEMM's scale_a = block(128)); {MX_WORD} (y = "
-                 f"{', '.join(d.value for d in _MX_Y)}): one E8M0 byte per {MX_GROUP} columns of a row (y_scale "
-                 f"[rows, ceil(cols / {MX_GROUP})] bytes, row stride stride_scale: the GEMM's scale_a = mx(32))",
-        default_text="row"),
+                 f"{', '.join(d.value for d in MX_DTYPES)}): one E8M0 byte per {MX_GROUP} columns of a row (y_scale "
+                 f"[rows, ceil(cols / {MX_GROUP})] bytes, row stride stride_scale: the GEMM's scale_a = mx(32)); "
+                 f"y = {', '.join(d.value for d in _MX_ONLY)} takes {MX_WORD} only",
+        default_text=f"row; {MX_WORD} for an fp4 y"),
     Key("residual", "none | true (x's dtype) | f16 | bf16 | f32: s = x + residual, rounded to this dtype, is "
                     "written to s_out and the op is applied to it", default_text="none"),
 )
@@ -155,11 +158,13 @@ class RowOpSpec:
             raise ValueError("y = none: rstd, no weight or bias, y's placeholder dtype x's")
         if self.quant_mx and (self.quant_group != MX_GROUP or self.y not in MX_DTYPES):
             raise ValueError(f"quant_mx: quant_group {MX_GROUP} and an MX y")
+        if self.y in _MX_ONLY and not self.quant_mx:
+            raise ValueError(f"y = {self.y.value}: quant_mx only")
 
     @property
     def quantized(self) -> bool:
-        """y is int8 or an fp8 dtype, written with scales (y_scale: f32, or E8M0 bytes with quant_mx)."""
-        return self.y == DType.I8 or self.y.fp8 is not None
+        """y is int8, an fp8 dtype or fp4 pairs, written with scales (y_scale: f32, or E8M0 bytes with quant_mx)."""
+        return self.y == DType.I8 or self.y.fp8 is not None or self.y in _MX_ONLY
 
     @property
     def w_dtype(self) -> DType:
@@ -254,14 +259,18 @@ def _row_in(v: Value) -> str:
 
 def _quant(v: Value, y: DType) -> tuple[int, bool]:
     """(group, mx): ``row`` -> (0, False), ``group(128)`` -> (128, False), ``mx(32)`` -> (32, True); only for a
-    quantized y (i8, fp8), mx(32) only for an MX y (:data:`_MX_Y`: OCP fp8)."""
-    mx_words = ", ".join(d.value for d in _MX_Y)
-    if y != DType.I8 and y.fp8 is None:
+    quantized y (i8, fp8, fp4 pairs), mx(32) only for an MX y (:data:`MX_DTYPES`: OCP fp8, fp4), and the only one for
+    fp4 pairs (:data:`_MX_ONLY`)."""
+    mx_words = ", ".join(d.value for d in MX_DTYPES)
+    if y in _MX_ONLY and not (v.kind == "call" and v.data == ("mx", (str(MX_GROUP),))):
+        raise V.err(f"quant = {v.text}: y = {y.value} (fp4 values) takes E8M0 scales per {MX_GROUP} columns",
+                    v.span, f"legal: {MX_WORD} (the default for y = {y.value})")
+    if y != DType.I8 and y.fp8 is None and y not in _MX_ONLY:
         raise V.err(f"quant = {v.text}: y = {y.value} is not quantized", v.span,
                     "quant takes y = i8, e4m3fn, e5m2, e4m3fnuz or e5m2fnuz (the target's encoding; "
                     f"{MX_WORD}: {mx_words})")
     if v.kind == "call" and v.data == ("mx", (str(MX_GROUP),)):
-        if y not in _MX_Y:
+        if y not in MX_DTYPES:
             raise V.err(f"quant = {v.text}: y = {y.value} has no MX form", v.span,
                         f"{MX_WORD} takes y = {mx_words}; {y.value}: row or group({QUANT_GROUP})")
         return MX_GROUP, True
@@ -269,7 +278,7 @@ def _quant(v: Value, y: DType) -> tuple[int, bool]:
         return 0, False
     if v.kind == "call" and v.data == ("group", (str(QUANT_GROUP),)):
         return QUANT_GROUP, False
-    legal = QUANT_WORDS if y in _MX_Y else QUANT_WORDS[:2]
+    legal = QUANT_WORDS if y in MX_DTYPES else QUANT_WORDS[:2]
     raise V.err(f"quant = {v.text}: expected {', '.join(legal)}", v.span,
                 f"{V.did_you_mean(v.text, legal)}legal: {', '.join(legal)}")
 
@@ -283,7 +292,7 @@ def _y_none(v: dict[str, Value], op: str, rstd: bool) -> bool:
     """Whether ``y = none``: only for an op with the rstd key, and only with ``rstd = true``."""
     if "y" not in v or not (v["y"].kind == "call" and v["y"].data == ("none", ())):
         return False
-    dtypes = "f16, bf16, f32, i8, e4m3fn, e5m2, e4m3fnuz, e5m2fnuz"
+    dtypes = "f16, bf16, f32, i8, e4m3fn, e5m2, e4m3fnuz, e5m2fnuz, e2m1fn_x2"
     if K.default(op).rstd_entry is None:
         raise V.err(f"y = none: op = {op} always writes y", v["y"].span,
                     f"legal: {dtypes} (y = none is op = rmsnorm's, with rstd = true)")
@@ -301,11 +310,6 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
     rstd = _rstd(v)
     write_y = not _y_none(v, op, rstd)
     y = V.dtype(v["y"], "y") if "y" in v and write_y else x
-    if y.pack > 1:
-        raise V.err(f"y = {y.value}: the row ops write no packed (fp4) y", v["y"].span,
-                    f"legal: {', '.join(DTYPE_WORDS)}, i8, e4m3fn, e5m2, e4m3fnuz, e5m2fnuz (with quant = {MX_WORD}: "
-                    f"{', '.join(d.value for d in _MX_Y)}); fp4 pairs: op = elementwise with y = {y.value} reading "
-                    "this kernel's output")
     residual = _optional_dtype(v["residual"], "residual", x) if "residual" in v else None
     weight = bias = None
     if base.weight:
@@ -331,7 +335,8 @@ def build_params(op: str, v: dict[str, Value], ctx: BuildContext) -> RowParams:
     if "quant" in v and not write_y:
         raise V.err(f"quant = {v['quant'].text}: y = none writes no y to quantize", v["quant"].span,
                     "leave quant out with y = none, or give y an i8 / fp8 dtype")
-    group, mx = _quant(v["quant"], y) if "quant" in v else (0, False)
+    default = (MX_GROUP, True) if y in _MX_ONLY else (0, False)
+    group, mx = _quant(v["quant"], y) if "quant" in v else default
     row = RowOpSpec(op, x, y, residual, weight, bias, variant=variant, scale=scale, eps=eps, quant_group=group,
                     quant_mx=mx, rstd=rstd, write_y=write_y)
 

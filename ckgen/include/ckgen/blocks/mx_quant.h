@@ -1,6 +1,7 @@
 // ckgen/blocks/mx_quant.h: OCP microscaling (MX v1.0) quantization of f32 values: a block of 32 values shares one
 // E8M0 scale 2^(e - 127), each value is stored as an element of T (fp8_e4m3fn, fp8_e5m2, or a nibble of
-// fp4x2_e2m1fn). For the op bodies that write MX outputs (element-wise); the float64 reference: ckgen/ir/quant.py.
+// fp4x2_e2m1fn). For the op bodies that write MX outputs (element-wise, row ops); the float64 reference:
+// ckgen/ir/quant.py.
 //
 // Contract:
 //   MxElem<T>::kEmax      the largest element's exponent: 8 (e4m3fn, max 448), 15 (e5m2, max 57344), 2 (e2m1, max 6)
@@ -9,6 +10,8 @@
 //   mx_mul(e)             2^(127 - e): the exact power of two that takes y to the element's range (NaN for 255)
 //   fp4_code(x)           the E2M1 code (low 4 bits) nearest x, ties to the even code, saturating at +-6 (NaN: 6)
 //   fp4_value(c)          the value of E2M1 code c (low 4 bits; the emulator's decode of fp4 operands)
+//   fp4_pack<N>(v, mul)   N values (N even) as N / 2 bytes of fp4 pairs (vec<uint8_t, N / 2>): byte i =
+//                         fp4_code(v[2i] * mul) | fp4_code(v[2i + 1] * mul) << 4 (the even column in the low nibble)
 // q = element nearest y * mx_mul(e): fp8 through from_float (nearest even, saturating), fp4 through fp4_code.
 #pragma once
 
@@ -58,6 +61,16 @@ CKGEN_HD float fp4_value(uint32_t c) {
   const uint32_t e = (c >> 1) & 3u, m = c & 1u;
   const float mag = e == 0 ? 0.5f * static_cast<float>(m) : static_cast<float>((2u + m) << e) * 0.25f;
   return (c & 8u) ? -mag : mag;
+}
+
+template <int N>
+CKGEN_HD vec<uint8_t, N / 2> fp4_pack(const float (&v)[N], float mul) {
+  static_assert(N % 2 == 0, "fp4_pack: whole pairs");
+  vec<uint8_t, N / 2> w;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i)
+    w.v[i] = static_cast<uint8_t>(fp4_code(v[2 * i] * mul) | (fp4_code(v[2 * i + 1] * mul) << 4));
+  return w;
 }
 
 }  // namespace ckgen

@@ -93,10 +93,7 @@ CKGEN_DEVICE void mx_store(typename Cfg::TY* yr, bool whole, long long col, long
                            const float (&o)[Cfg::kVec], float mul) {
   if constexpr (IsSame<typename Cfg::TY, fp4x2_e2m1fn>::value) {
     constexpr int kBytes = Cfg::kVec / 2;
-    vec<uint8_t, kBytes> w;
-#pragma unroll
-    for (int i = 0; i < kBytes; ++i)
-      w.v[i] = static_cast<uint8_t>(fp4_code(o[2 * i] * mul) | (fp4_code(o[2 * i + 1] * mul) << 4));
+    const vec<uint8_t, kBytes> w = fp4_pack<Cfg::kVec>(o, mul);
     uint8_t* p = reinterpret_cast<uint8_t*>(yr) + col / 2;
     if (whole) {
       gstore(reinterpret_cast<vec<uint8_t, kBytes>*>(p), w);

@@ -35,8 +35,9 @@
 //                                    (RowGroup::by_kind) instead of the masked one: weight and bias of the tile in
 //                                    flight together (or kWeightBatch at a time), one access per vector
 //   kQuantGroup (optional, default 0) int8 / fp8 y: 0 one scale per row, G > 0 one per G columns (rowops_quant.h)
-//   kQuantMx    (optional, default false) MX y (G = 32, TOut fp8_e4m3fn / fp8_e5m2): E8M0 scale bytes
-//               (rowops_quant.h; y_scale is then uint8_t*)
+//   kQuantMx    (optional, default false) MX y (G = 32, TOut fp8_e4m3fn / fp8_e5m2, or fp4x2_e2m1fn: fp4 pairs,
+//               y addressed in bytes at col / 2, kVec even): E8M0 scale bytes (rowops_quant.h; y_scale is then
+//               uint8_t*)
 //   kRstd (optional, default false)  also write rstd[row] = the row's RowScalars::b (f32; a kind with kRstd:
 //                                    RMS norm's 1/sqrt(mean(v^2) + eps)), by the row's first thread
 //   kWriteY (optional, default true) false: no y at all (y may be null; needs kRstd, no weight, bias or
@@ -149,12 +150,16 @@ constexpr bool check_cfg() {
   static_assert(Cfg::kVec >= 1 && (Cfg::kVec & (Cfg::kVec - 1)) == 0 && Cfg::kVec <= 16, "kVec: a power of two <= 16");
   constexpr int kG = detail::QuantGroupOf<Cfg>::value;
   constexpr int kGd = kG > 0 ? kG : 1;  // (no division by zero where kG is 0)
-  static_assert(kG == 0 || (QuantOut<typename Cfg::TOut>::kQuant && kG % Cfg::kVec == 0 &&
+  constexpr bool kMx = detail::QuantMxOf<Cfg>::value;
+  constexpr bool kFp4 = __is_same(typename Cfg::TOut, fp4x2_e2m1fn);
+  static_assert(kG == 0 || ((QuantOut<typename Cfg::TOut>::kQuant || kMx) && kG % Cfg::kVec == 0 &&
                             (Cfg::kVec * Cfg::kRowThreads) % kGd == 0 && kG / Cfg::kVec <= W),
                 "kQuantGroup: a quantized TOut, kVec | G, G | kVec * kRowThreads, G / kVec <= kWaveSize (rowops_quant.h)");
-  static_assert(!detail::QuantMxOf<Cfg>::value ||
-                    (kG == 32 && (__is_same(typename Cfg::TOut, fp8_e4m3fn) || __is_same(typename Cfg::TOut, fp8_e5m2))),
-                "kQuantMx: kQuantGroup 32 and TOut fp8_e4m3fn or fp8_e5m2 (rowops_quant.h)");
+  static_assert(!kMx || (kG == 32 && (__is_same(typename Cfg::TOut, fp8_e4m3fn) ||
+                                      __is_same(typename Cfg::TOut, fp8_e5m2) || kFp4)),
+                "kQuantMx: kQuantGroup 32 and TOut fp8_e4m3fn, fp8_e5m2 or fp4x2_e2m1fn (rowops_quant.h)");
+  static_assert(!kFp4 || (kMx && Cfg::kVec % 2 == 0),
+                "TOut fp4x2_e2m1fn (fp4 pairs): kQuantMx, kVec even (a pair never straddles threads)");
   static_assert(Cfg::kRowThreads >= 1, "kRowThreads >= 1");
   static_assert((Cfg::kRowThreads & (Cfg::kRowThreads - 1)) == 0, "kRowThreads: a power of two");
   static_assert(Cfg::kWavesPerRow == (Cfg::kRowThreads >= W ? Cfg::kRowThreads / W : 1),

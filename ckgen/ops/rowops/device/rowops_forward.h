@@ -56,6 +56,8 @@
 //   Cfg::kQuantMx (G = 32, TOut fp8_e4m3fn / fp8_e5m2; y_scale is then uint8_t*, ScaleT<Cfg>): OCP MX, per group
 //   the E8M0 code e = mx_scale_code<TOut>(amax) (ckgen/blocks/mx_quant.h; 127 for an all-zero group) in
 //   y_scale[row * stride_scale + col / 32] and q = from_float<TOut>(y * mx_mul(e)) (an exact power of two).
+//   TOut fp4x2_e2m1fn (kQuantMx only): q = fp4_code(y * mx_mul(e)), two per byte, column c of a row in byte
+//   y[row * stride_y + c / 2] (the even column in the low nibble): stride_y in bytes; cols even (the host's check).
 //
 // ---------------------------------------------------------------- data path
 //   A row is owned by kRowThreads threads (kRowsPerBlock rows per workgroup). It is cut into tiles of

@@ -32,11 +32,14 @@ struct RowProblem {
   static constexpr bool kHasWeight = Cfg::kHasWeight;
   static constexpr bool kHasBias = Cfg::kHasBias;
   static constexpr bool kQuantI8 = Cfg::kQuantI8;
-  // y quantized with scales (rowops_quant.h): int8 (kQuantI8) or an fp8 TOut; per row, or per kGroup columns
-  static constexpr bool kQuant = QuantOut<TOut>::kQuant;
-  static constexpr int kGroup = detail::QuantGroupOf<Cfg>::value;
   // MX scales (kQuantMx: E8M0 bytes per 32 columns, rowops_quant.h); y_scale's element type
   static constexpr bool kMx = detail::QuantMxOf<Cfg>::value;
+  // y quantized with scales (rowops_quant.h): int8 (kQuantI8), an fp8 TOut or an MX one (fp4 pairs too); per row,
+  // or per kGroup columns
+  static constexpr bool kQuant = QuantOut<TOut>::kQuant || kMx;
+  static constexpr int kGroup = detail::QuantGroupOf<Cfg>::value;
+  // y's values per TOut element: 2 for fp4 pairs (y addressed in bytes at col / 2), else 1 (rowops_quant.h)
+  static constexpr int kYPack = YPack<TOut>::value;
   using TScale = ScaleT<Cfg>;
   using Kind = RowKind<kOp>;  // the kind's math (rowops_kinds.h)
   // per-row scales: a pass for amax of y (softmax: 1/d; a kind with kAmaxInScalars has it in the row scalars)

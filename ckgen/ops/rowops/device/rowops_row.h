@@ -72,7 +72,7 @@ struct RowEnv {
         rt(t % P::kRowThreads),
         c(a.scale * kLog2e),
         x_ok(detail::vec_ok<typename P::TIn, P::kVec>(a.x, a.stride_x)),
-        y_ok(!P::kWriteY || detail::vec_ok<typename P::TOut, P::kVec>(a.y, a.stride_y)),
+        y_ok(!P::kWriteY || detail::vec_ok<typename P::TOut, P::kVec / P::kYPack>(a.y, a.stride_y)),
         vec_row(a.cols % P::kVec == 0) {
     if constexpr (P::kResidual) {
       r_ok = detail::vec_ok<typename P::TRes, P::kVec>(a.residual, a.stride_res);
@@ -124,7 +124,7 @@ struct RowGroup {
       : a(args), e(env), row(g * P::kRowsPerBlock + env.tid / P::kRowThreads), ncols(row < args.rows ? args.cols : 0) {
     const long long tcol = static_cast<long long>(e.rt) * kVec;
     xr = per_lane(a.x + (row * a.stride_x + tcol));
-    if constexpr (P::kWriteY) yr = per_lane(a.y + (row * a.stride_y + tcol));
+    if constexpr (P::kWriteY) yr = per_lane(a.y + (row * a.stride_y + tcol / P::kYPack));  // (fp4: bytes)
     if constexpr (P::kResidual) {
       rr = per_lane(a.residual + (row * a.stride_res + tcol));
       sr = per_lane(a.s_out + (row * a.stride_s + tcol));
@@ -305,10 +305,17 @@ struct RowGroup {
       const float qmul = group_mul<P>(sc, amax);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) o[i] *= qmul;
-      const FO f = detail::pack<TOut, kVec>(o);
-      if constexpr (Fast::value) detail::store_vector<TOut, kVec>(yr + Pol::col0(tile, j), f);
-      else if constexpr (M::value) detail::store<TOut, kVec>(yr + Pol::col0(tile, j), k.nv(j), e.y_ok, f);
-      else detail::store<TOut, kVec>(yr + Pol::col0(tile, j), kVec, e.y_ok, f);
+      if constexpr (P::kYPack == 2) {  // fp4 pairs: kVec / 2 bytes at col / 2 (rowops_quant.h)
+        TOut* const p = yr + Pol::col0(tile, j) / 2;
+        if constexpr (Fast::value) store_fp4<kVec>(p, kVec, true, o);
+        else if constexpr (M::value) store_fp4<kVec>(p, k.nv(j), e.y_ok, o);
+        else store_fp4<kVec>(p, kVec, e.y_ok, o);
+      } else {
+        const FO f = detail::pack<TOut, kVec>(o);
+        if constexpr (Fast::value) detail::store_vector<TOut, kVec>(yr + Pol::col0(tile, j), f);
+        else if constexpr (M::value) detail::store<TOut, kVec>(yr + Pol::col0(tile, j), k.nv(j), e.y_ok, f);
+        else detail::store<TOut, kVec>(yr + Pol::col0(tile, j), kVec, e.y_ok, f);
+      }
     }
     if constexpr (kAfter) {
       // vector j's group: column col0(tile, 0) + j * kStep + rt * kVec of the row (col0 and kStep are multiples of
