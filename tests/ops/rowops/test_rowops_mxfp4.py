@@ -6,7 +6,8 @@ float64 op output) for RMS norm (single pass; looped with a residual), layer nor
 in bytes: element by element), a zero row, outputs poisoned (and the bytes past each row of y checked untouched);
 the gfx950 plans and the sm_90 plans (warp32, predicated tails, scales after the tile). A known-answer byte pins
 the nibble order; odd cols are refused (binding and host entry); RMS norm's fp4 y and scales feed the MXFP4 GEMM
-as A / scale_a. Rung 1: gfx950 code objects (clang++-22) and the sm_90 nvcc build, no spills. The refusals.
+as A / scale_a. Rung 1: gfx950 and gfx942 code objects (clang++-22) and the sm_90 nvcc build, no spills. The
+refusals.
 """
 
 from __future__ import annotations
@@ -238,12 +239,13 @@ def test_refusals_name_the_parameter(src: str, param: str, needle: str) -> None:
 
 
 def test_rung1_no_spills(tmp_path) -> None:
-    """gfx950 (clang++-22) code objects of the fp4 kernels: no scratch, no VGPR or SGPR spills."""
+    """gfx950 and gfx942 (clang++-22; fp4 codes are made in software on every target) code objects of the fp4
+    kernels: no scratch, no VGPR or SGPR spills."""
     from ckgen.backends.amd import compiler as amd_compiler
 
     if not shutil.which("clang++-22"):
         pytest.skip("clang++-22 (gfx950) not installed")
-    plans = [plan_kernel(s, "gfx950") for s in SPECS.values()]
+    plans = [plan_kernel(s, a) for s in SPECS.values() for a in ("gfx950", "gfx942")]
     res = amd_compiler.compile_plans("rowops_mxfp4_r1", plans, tmp_path, 2)
     for p in plans:
         r = res.reports[(p.name, p.arch)]
