@@ -19,13 +19,14 @@ import pytest
 from ckgen.backends import emu
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
-from ckgen.ir.arrays import random_values, to_bf16, to_float64
+from ckgen.ir.arrays import random_values, to_float64
 from ckgen.ir.op import relative_error
 from ckgen.ir.quant import MX_GROUP, mx_quantized_values
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.ops.rowops.reference import reference
 from ckgen.runtime.api import emu_kernels
+from tests.ops.rowops import harness as H
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -49,21 +50,6 @@ def kernels():
     return emu_kernels([plan_kernel(s, "gfx950") for s in SPECS.values()], "rowops_mx_emu", jobs=2)
 
 
-def _view(rows: int, cols: int, stride: int, dt: DType, rng, poison: int | None = None) -> np.ndarray:
-    buf = np.empty(max(rows * stride, 1), np.dtype(dt.numpy))
-    if poison is None:
-        buf[:] = random_values(rng, buf.shape, dt)
-    else:
-        buf.view(np.uint8)[:] = poison
-    return buf[: rows * stride].reshape(rows, stride)[:, :cols]
-
-
-def _encode(v: np.ndarray, dt: DType) -> np.ndarray:
-    """float values as ``dt``'s storage (bf16: its raw bits)."""
-    f = np.asarray(v, np.float32)
-    return to_bf16(f) if dt == DType.BF16 else f.astype(np.dtype(dt.numpy))
-
-
 def _call(k, rows: int, cols: int, seed: int, odd: bool = False, zero_row: int | None = None,
           x: np.ndarray | None = None) -> tuple[dict, dict]:
     """Random inputs (or ``x``; rows of other ranges; row ``zero_row`` all zero), poisoned outputs (y 0xFF: NaN
@@ -71,24 +57,11 @@ def _call(k, rows: int, cols: int, seed: int, odd: bool = False, zero_row: int |
     r = k.plan.spec.params.row
     rng = np.random.default_rng(seed)
     stride = cols + 3 if odd else cols
-    ins = {"x": _view(rows, cols, stride, r.x, rng)}
-    if x is not None:
-        ins["x"][...] = _encode(x, r.x)
-    elif r.kind != "softmax":  # rows of other ranges (softmax: y in (0, 1] whatever the range)
-        ins["x"][...] = _encode(to_float64(ins["x"], r.x) * np.exp2(rng.integers(-6, 7, (rows, 1))), r.x)
+    # (spread: rows of other ranges; softmax's y is in (0, 1] whatever the range)
+    ins = H.row_inputs(r, rows, cols, stride, rng, x=x, spread=r.kind != "softmax", zero_row=zero_row)
+    outs = {"y": H.matrix(rows, cols, stride, r.y, poison=0xFF)}
     if r.residual is not None:
-        ins["residual"] = _view(rows, cols, stride, r.residual, rng)
-    if r.weight is not None:
-        ins["weight"] = random_values(rng, (cols,), r.w_dtype)
-    if r.bias is not None:
-        ins["bias"] = random_values(rng, (cols,), r.w_dtype)
-    if zero_row is not None:
-        ins["x"][zero_row] = 0
-        if "residual" in ins:
-            ins["residual"][zero_row] = 0
-    outs = {"y": _view(rows, cols, stride, r.y, rng, poison=0xFF)}
-    if r.residual is not None:
-        outs["s_out"] = _view(rows, cols, stride, r.residual, rng, poison=0xFF)
+        outs["s_out"] = H.matrix(rows, cols, stride, r.residual, poison=0xFF)
     groups = -(-cols // MX_GROUP)
     outs["y_scale"] = np.full((rows, groups + 2), 0xFF, np.uint8)[:, :groups]
     k(*[ins[n] for n in ("x", "residual", "weight", "bias") if n in ins], **outs)
@@ -137,7 +110,6 @@ def test_mx_rows_on_the_emulator(kernels, name: str) -> None:
 def test_sm90_plans_on_the_emulator() -> None:
     """The same kernels' sm_90 plans (warp32 rows, the CUDA build's predicated tails and group scales stored after
     the tile: CKGEN_ROWOPS_GROUP_SCALES_AFTER) on the emulator."""
-    from tests.ops.rowops import harness as H
 
     plans = [plan_kernel(s, "sm_90") for s in SPECS.values()]
     ks = H.build_nv_on_emu(None, plans, stem="rowops_mx_nv_emu")
@@ -198,11 +170,7 @@ def test_mx_abi_and_size_derivation(kernels) -> None:
      "threads_per_row", "mx(32)"),
 ])
 def test_refusals_name_the_parameter(src: str, param: str, needle: str) -> None:
-    with pytest.raises(CkgenError) as e:
-        spec = load_text(src, "bad.ck")[0]
-        plan_kernel(spec, src.split()[1])
-    text = str(e.value) + " " + str(getattr(e.value, "hint", "") or "")
-    assert param in text and needle in text, text
+    H.assert_refused(src, param, needle)
 
 
 def test_rung1_no_spills(tmp_path) -> None:
@@ -223,29 +191,7 @@ def test_nvcc_build_no_spills(tmp_path) -> None:
     stack frame, or a spill ptxas traded for occupancy: left to bound RMS norm's looped kernel itself, ptxas fits it
     in 64 registers for a fourth workgroup per SM with a 4-byte spill; bounded for one workgroup fewer it spills
     nothing (the kernel fits; the trade is ptxas's)."""
-    import dataclasses
-
-    from ckgen.backends.nvidia import compiler as nvidia
-    from ckgen.errors import ToolchainError
-    from tests.ops.rowops import harness as H
-
-    plans = [plan_kernel(s, "sm_90") for s in SPECS.values()]
-    try:
-        lib = nvidia.build_cuda_library("rowops_mx_nv", plans, tmp_path)
-    except ToolchainError as exc:
-        pytest.skip(str(exc))
-    reports = {r.name: r for r in nvidia.analyze(lib, plans)}
-    for p in plans:
-        for e in p.entries:
-            r = reports[e.name]
-            if (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0):
-                continue
-            assert e.name == p.name and p.body.workgroups_per_cu == 0, r
-            assert r.spill_stores <= H.OCCUPANCY_SPILL_BYTES and r.blocks_per_sm > 1, r
-            fewer = dataclasses.replace(p, body=dataclasses.replace(p.body, workgroups_per_cu=r.blocks_per_sm - 1))
-            again = next(a for a in nvidia.analyze(nvidia.build_cuda_library(f"{p.name}_fewer", [fewer], tmp_path),
-                                                   [fewer]) if a.name == p.name)
-            assert (again.spill_stores, again.spill_loads, again.stack_bytes) == (0, 0, 0), again
+    H.nvcc_spill_free("rowops_mx_nv", [plan_kernel(s, "sm_90") for s in SPECS.values()], tmp_path)
 
 
 def test_mx_scales_feed_an_mxfp8_gemm(kernels) -> None:

@@ -20,13 +20,14 @@ import pytest
 from ckgen.backends import emu
 from ckgen.errors import CkgenError
 from ckgen.frontend import load_text
-from ckgen.ir.arrays import random_values, to_bf16, to_float64, unpack_fp4
+from ckgen.ir.arrays import random_values, to_float64, unpack_fp4
 from ckgen.ir.op import relative_error
 from ckgen.ir.quant import MX_GROUP, mx_quantized_values
 from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.ops.rowops.reference import reference, tolerance
 from ckgen.runtime.api import emu_kernels
+from tests.ops.rowops import harness as H
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -52,17 +53,6 @@ def kernels():
     return emu_kernels([plan_kernel(s, "gfx950") for s in SPECS.values()], "rowops_mxfp4_emu", jobs=2)
 
 
-def _values(rows: int, cols: int, stride: int, dt: DType, rng) -> np.ndarray:
-    buf = np.empty(max(rows * stride, 1), np.dtype(dt.numpy))
-    buf[:] = random_values(rng, buf.shape, dt)
-    return buf[: rows * stride].reshape(rows, stride)[:, :cols]
-
-
-def _encode(v: np.ndarray, dt: DType) -> np.ndarray:
-    f = np.asarray(v, np.float32)
-    return to_bf16(f) if dt == DType.BF16 else f.astype(np.dtype(dt.numpy))
-
-
 def _call(k, rows: int, cols: int, seed: int, odd: bool = False, zero_row: int | None = None,
           x: np.ndarray | None = None) -> tuple[dict, dict, np.ndarray]:
     """Random inputs (or ``x``; rows of other ranges; row ``zero_row`` all zero), outputs poisoned with 0xFF (y:
@@ -71,21 +61,7 @@ def _call(k, rows: int, cols: int, seed: int, odd: bool = False, zero_row: int |
     r = k.plan.spec.params.row
     rng = np.random.default_rng(seed)
     stride = cols + PAD if odd else cols
-    ins = {"x": _values(rows, cols, stride, r.x, rng)}
-    if x is not None:
-        ins["x"][...] = _encode(x, r.x)
-    elif r.kind != "softmax":
-        ins["x"][...] = _encode(to_float64(ins["x"], r.x) * np.exp2(rng.integers(-6, 7, (rows, 1))), r.x)
-    if r.residual is not None:
-        ins["residual"] = _values(rows, cols, stride, r.residual, rng)
-    if r.weight is not None:
-        ins["weight"] = random_values(rng, (cols,), r.w_dtype)
-    if r.bias is not None:
-        ins["bias"] = random_values(rng, (cols,), r.w_dtype)
-    if zero_row is not None:
-        ins["x"][zero_row] = 0
-        if "residual" in ins:
-            ins["residual"][zero_row] = 0
+    ins = H.row_inputs(r, rows, cols, stride, rng, x=x, spread=r.kind != "softmax", zero_row=zero_row)
     # y's row stride in bytes: odd (cols / 2 + 2 or 3: no row but the first aligned for a vector) or cols / 2
     ybuf = np.full((rows, cols // 2 + PAD - (cols // 2) % 2), 0xFF, np.uint8)
     outs = {"y": ybuf[:, : cols // 2] if odd else np.ascontiguousarray(ybuf[:, : cols // 2])}
@@ -140,7 +116,6 @@ def test_fp4_rows_on_the_emulator(kernels, name: str) -> None:
 
 def test_sm90_plans_on_the_emulator() -> None:
     """The sm_90 plans (warp32 rows, predicated tails, group scales stored after the tile) on the emulator."""
-    from tests.ops.rowops import harness as H
 
     plans = [plan_kernel(s, "sm_90") for s in SPECS.values()]
     ks = H.build_nv_on_emu(None, plans, stem="rowops_mxfp4_nv_emu")
@@ -231,11 +206,7 @@ def test_rmsnorm_fp4_feeds_the_mxfp4_gemm(kernels) -> None:
      "threads_per_row", "mx(32)"),
 ])
 def test_refusals_name_the_parameter(src: str, param: str, needle: str) -> None:
-    with pytest.raises(CkgenError) as e:
-        spec = load_text(src, "bad.ck")[0]
-        plan_kernel(spec, src.split()[1])
-    text = str(e.value) + " " + str(getattr(e.value, "hint", "") or "")
-    assert param in text and needle in text, text
+    H.assert_refused(src, param, needle)
 
 
 def test_rung1_no_spills(tmp_path) -> None:
@@ -255,26 +226,4 @@ def test_rung1_no_spills(tmp_path) -> None:
 def test_nvcc_build_no_spills(tmp_path) -> None:
     """The sm_90 builds (nvcc) of the fp4 kernels: no spills or stack frame, or a spill ptxas traded for occupancy
     (as test_rowops_mx.py's: bounded for one workgroup fewer per SM it spills nothing)."""
-    import dataclasses
-
-    from ckgen.backends.nvidia import compiler as nvidia
-    from ckgen.errors import ToolchainError
-    from tests.ops.rowops import harness as H
-
-    plans = [plan_kernel(s, "sm_90") for s in SPECS.values()]
-    try:
-        lib = nvidia.build_cuda_library("rowops_mxfp4_nv", plans, tmp_path)
-    except ToolchainError as exc:
-        pytest.skip(str(exc))
-    reports = {r.name: r for r in nvidia.analyze(lib, plans)}
-    for p in plans:
-        for e in p.entries:
-            r = reports[e.name]
-            if (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0):
-                continue
-            assert e.name == p.name and p.body.workgroups_per_cu == 0, r
-            assert r.spill_stores <= H.OCCUPANCY_SPILL_BYTES and r.blocks_per_sm > 1, r
-            fewer = dataclasses.replace(p, body=dataclasses.replace(p.body, workgroups_per_cu=r.blocks_per_sm - 1))
-            again = next(a for a in nvidia.analyze(nvidia.build_cuda_library(f"{p.name}_fewer", [fewer], tmp_path),
-                                                   [fewer]) if a.name == p.name)
-            assert (again.spill_stores, again.spill_loads, again.stack_bytes) == (0, 0, 0), again
+    H.nvcc_spill_free("rowops_mxfp4_nv", [plan_kernel(s, "sm_90") for s in SPECS.values()], tmp_path)

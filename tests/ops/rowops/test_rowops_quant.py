@@ -23,6 +23,7 @@ from ckgen.ir.types import DType
 from ckgen.lower import plan_kernel
 from ckgen.ops.rowops.reference import reference
 from ckgen.runtime.api import emu_kernels
+from tests.ops.rowops import harness as H
 
 SOURCE = """
 target gfx942
@@ -53,15 +54,6 @@ def kernels():
     return emu_kernels([plan_kernel(spec, arch) for spec, arch in SPECS.values()], "rowops_quant_emu", jobs=2)
 
 
-def _view(rows: int, cols: int, stride: int, dt: DType, rng, poison: int | None = None) -> np.ndarray:
-    buf = np.empty(max(rows * stride, 1), np.dtype(dt.numpy))
-    if poison is None:
-        buf[:] = random_values(rng, buf.shape, dt)
-    else:
-        buf.view(np.uint8)[:] = poison
-    return buf[: rows * stride].reshape(rows, stride)[:, :cols]
-
-
 def _call(k, rows: int, cols: int, seed: int, odd: bool = False, zero_row: int | None = None,
           big: float = 1.0) -> tuple[dict, dict]:
     """Random inputs (x scaled by ``big``; row ``zero_row`` all zero), poisoned outputs; runs k; returns
@@ -69,22 +61,12 @@ def _call(k, rows: int, cols: int, seed: int, odd: bool = False, zero_row: int |
     r = k.plan.spec.params.row
     rng = np.random.default_rng(seed)
     stride = cols + 3 if odd else cols
-    ins = {"x": _view(rows, cols, stride, r.x, rng)}
-    if big != 1.0:
-        ins["x"][...] = (to_float64(ins["x"], r.x) * big).astype(np.float32) if r.x == DType.F32 else ins["x"]
+    ins = H.row_inputs(r, rows, cols, stride, rng, zero_row=zero_row)
+    if big != 1.0 and r.x == DType.F32:
+        ins["x"][...] = (to_float64(ins["x"], r.x) * big).astype(np.float32)
+    outs = {"y": H.matrix(rows, cols, stride, r.y, poison=H.poison_byte(r.y))}
     if r.residual is not None:
-        ins["residual"] = _view(rows, cols, stride, r.residual, rng)
-    if r.weight is not None:
-        ins["weight"] = random_values(rng, (cols,), r.w_dtype)
-    if r.bias is not None:
-        ins["bias"] = random_values(rng, (cols,), r.w_dtype)
-    if zero_row is not None:
-        ins["x"][zero_row] = 0
-        if "residual" in ins:
-            ins["residual"][zero_row] = 0
-    outs = {"y": _view(rows, cols, stride, r.y, rng, poison=0x80 if r.y == DType.I8 else 0xFF)}
-    if r.residual is not None:
-        outs["s_out"] = _view(rows, cols, stride, r.residual, rng, poison=0xFF)
+        outs["s_out"] = H.matrix(rows, cols, stride, r.residual, poison=0xFF)
     if r.quant_group:
         groups = -(-cols // r.quant_group)
         outs["y_scale"] = np.full((rows, groups + 2), np.nan, np.float32)[:, :groups]  # a wider row stride
@@ -130,7 +112,6 @@ def test_quantized_rows_on_the_emulator(kernels, name: str) -> None:
 def test_sm90_plans_on_the_emulator() -> None:
     """The OCP kernels' sm_90 plans (warp32 rows, the CUDA build's predicated tails; single passes with group scales
     reading their weights a vector at a time: ln_ocp_grp, rms_ocp_grp_4096) on the emulator."""
-    from tests.ops.rowops import harness as H
 
     plans = [plan_kernel(s, "sm_90") for s, arch in SPECS.values() if arch == "gfx950"]
     ks = H.build_nv_on_emu(None, plans, stem="rowops_quant_nv_emu")
@@ -175,11 +156,7 @@ def test_reference_quantize_layout() -> None:
     ("target gfx942\nkernel k { op = quantize x = f32 y = e4m3fnuz quant = group(128) vec = 1 }", "vec", "group"),
 ])
 def test_refusals_name_the_parameter(src: str, param: str, needle: str) -> None:
-    with pytest.raises(CkgenError) as e:
-        spec = load_text(src, "bad.ck")[0]
-        plan_kernel(spec, src.split()[1])
-    text = str(e.value) + " " + str(getattr(e.value, "hint", "") or "")
-    assert param in text and needle in text, text
+    H.assert_refused(src, param, needle)
 
 
 def test_group_scale_abi_and_size_derivation(kernels) -> None:
@@ -246,7 +223,6 @@ def test_nvcc_sm90_builds_the_ocp_kernels(tmp_path) -> None:
     occupancy: harness.assert_nv_spill_free)."""
     from ckgen.backends.nvidia import compiler as nvidia
     from ckgen.errors import ToolchainError
-    from tests.ops.rowops import harness as H
 
     plans = [plan_kernel(s, "sm_90") for s, arch in SPECS.values() if arch == "gfx950"]
     try:
