@@ -139,8 +139,9 @@ def check_dtypes(d: RowDraft) -> None:
     if r.y not in made:
         raise d.fail("y", r.y.value, _legal_dtypes(made), t.fp8_refusal(r.y) or "not an output dtype of the row ops")
     if r.row_kind.quantizes and not r.quantized:
-        raise d.fail("y", r.y.value, _legal_dtypes([y for y in made if y == DType.I8 or y.fp8 is not None or y.pack > 1]),
-                     f"op = {r.op} writes a quantized y (int8 or fp8, with scales)")
+        quantized = [y for y in made if y == DType.I8 or y.fp8 is not None or y.pack > 1]
+        raise d.fail("y", r.y.value, _legal_dtypes(quantized),
+                     f"op = {r.op} writes a quantized y (int8, fp8 or fp4 pairs, with scales)")
     for param, dt in (("residual", r.residual), ("weight", r.weight), ("bias", r.bias)):
         if dt is not None and dt not in INPUT_DTYPES:
             raise d.fail(param, dt.value, "none, true, " + _legal_dtypes(INPUT_DTYPES), "not a dtype the row ops read")
@@ -241,7 +242,8 @@ def fit_quant_group(d: RowDraft) -> None:
     """Per-group scales (quant = group(G), or mx(32): E8M0 scales per 32 columns): every vector of a thread in one
     group, a group G / vec consecutive threads of one row within a wave, and whole waves per row (the group's
     butterfly runs where the tile's path, which differs between rows, is chosen: a wave must hold one row). A
-    planned row of fewer threads than a wave is widened to a wave (reg_vecs shrunk so that the tile still holds what it held)."""
+    planned row of fewer threads than a wave is widened to a wave (reg_vecs shrunk so that the tile still holds
+    what it held)."""
     g, cfg, w = d.row.quant_group, d.cfg, d.target.wave_size
     if not g:
         return
