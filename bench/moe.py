@@ -136,7 +136,7 @@ def main() -> int:
                 calls, per, tol = {}, {}, (2e-2 if args.fp8 else 1e-2)
                 for n, kern in kernels.items():
                     c.view(torch.int16).fill_(-1)  # poison (NaN)
-                    calls[n] = raw_call(kern, a, b, offs, C=c, **named)
+                    calls[n] = raw_call(kern, a, b, offsets=offs, C=c, **named)
                     torch.cuda.synchronize()
                     per[n] = {"err": rel_err(c, ref), "rounds": []}
                 torch_rounds = []
