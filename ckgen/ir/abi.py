@@ -215,6 +215,12 @@ class Arg:
         return d
 
 
+def packed_dim(dim: str, dt: DType) -> str:
+    """The extent of ``dim`` values of ``dt`` in storage elements: ``dim``, or ``dim/2`` for a dtype packing two
+    values an element (fp4 pairs); the ABI then also needs ``divides`` (pack, dim)."""
+    return dim if dt.pack == 1 else f"{dim}/{dt.pack}"
+
+
 def dim_parts(d: str | int) -> tuple[str | None, int | Fraction, int]:
     """A dim's size name, multiplier and constant: ``"M"`` -> ("M", 1, 0), ``"batch+1"`` -> ("batch", 1, 1),
     ``"2*N"`` -> ("N", 2, 0), ``"K/2"`` -> ("K", Fraction(1, 2), 0), ``64`` -> (None, 0, 64). A divided dim

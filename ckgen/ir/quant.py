@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.ir.abi import Arg, ArgKind
 from ckgen.ir.arrays import FP4_VALUES, to_float64, to_fp4, to_fp8
 from ckgen.ir.types import DType
 
@@ -74,3 +75,22 @@ def mx_quantized_values(y: np.ndarray, dt: DType) -> tuple[np.ndarray, np.ndarra
     v = y * np.repeat(1.0 / scales, MX_GROUP, axis=-1)[..., :cols]
     q = FP4_VALUES[to_fp4(v)] if dt == DType.E2M1FN_X2 else to_float64(to_fp8(v, dt), dt)
     return scales, q
+
+
+def quantized_rows(y: np.ndarray, dt: DType, group: int, mx: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(scales, q) of an op's quantized output: :func:`mx_quantized_values` with ``mx`` (``quant = mx(32)``), else
+    :func:`quantized_values` per row (``group`` 0) or per ``group`` columns."""
+    return mx_quantized_values(y, dt) if mx else quantized_values(y, dt, group)
+
+
+def group_scales_arg(y: DType, group: int, mx: bool) -> Arg:
+    """The ABI's ``y_scale`` of a y quantized per ``group`` columns of a row: rows x groups, row stride
+    ``stride_scale``; f32 amax / qmax (a matrix product's ``scale_a = block(128)``), or E8M0 bytes with ``mx`` (its
+    ``scale_a = mx(32)``)."""
+    if mx:
+        return Arg("y_scale", ArgKind.TENSOR, doc=f"rows x groups E8M0 bytes: 2^(floor(log2 amax) - emax) of each "
+                   f"{group} columns of a row (127 for an all-zero group): a matrix product's scale_a = mx(32)",
+                   dtype=DType.E8M0, role="out", dims=("rows", "groups"), strides=("stride_scale", 1))
+    return Arg("y_scale", ArgKind.TENSOR, doc=f"rows x groups floats: amax / {qmax(y):g} of each {group} columns of "
+               "a row (1 for an all-zero group): a matrix product's scale_a = block(128)", dtype=DType.F32, role="out",
+               dims=("rows", "groups"), strides=("stride_scale", 1))

@@ -11,15 +11,13 @@ epilogues' (``ckgen/blocks/activation.h``).
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from ckgen.codegen.escape import bool_literal
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.op import TOLERANCE, Op
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.quant import mx_quantized_values, quantized_values
+from ckgen.ir.quant import quantized_rows
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import Target
 from ckgen.ir.types import DType
@@ -74,9 +72,7 @@ class ElementwiseOp(Op):
         rows, cols = sizes["rows"], sizes["cols"]
         y = np.broadcast_to(y, (rows, cols)).astype(np.float64)
         if p.quant_group:
-            to_q = partial(mx_quantized_values, dt=p.y) if p.quant_mx else partial(
-                quantized_values, dt=p.y, group=p.quant_group)
-            scales, q = to_q(y)
+            scales, q = quantized_rows(y, p.y, p.quant_group, p.quant_mx)
             return {"y": q, "y_scale": scales}
         return {"y": y}
 

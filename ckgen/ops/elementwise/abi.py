@@ -19,11 +19,10 @@ is 0.
 
 from __future__ import annotations
 
-from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.abi import Abi, Arg, ArgKind, packed_dim
 from ckgen.ir.plan import GridDim, Launch
-from ckgen.ir.quant import qmax
+from ckgen.ir.quant import group_scales_arg
 from ckgen.ir.spec import KernelSpec
-from ckgen.ir.types import DType
 from ckgen.ops.elementwise.fns import FNS
 
 T, S, ST = ArgKind.TENSOR, ArgKind.SIZE, ArgKind.STRIDE
@@ -41,19 +40,13 @@ def abi(spec: KernelSpec) -> Abi:
                         broadcast=("rows",) if bcast else (), unused=d is None))
     same = tuple(n for n in ("a", "b", "c") if p.dtype_of(n) == p.y and n not in p.broadcast)
     # (fp4 pairs: cols / 2 bytes a row, the even column in the low nibble; cols even)
-    ycols = "cols" if p.y.pack == 1 else f"cols/{p.y.pack}"
+    ycols = packed_dim("cols", p.y)
     args.append(Arg("y", T, doc=f"rows x {ycols} output" + (f", {p.y.value} q with y ~ q * its scale"
                                                              if p.quant_group else ""),
                     dtype=p.y, role="out", dims=("rows", ycols), strides=("stride_y", 1), aliases=same))
     g = p.quant_group
-    if g and p.quant_mx:
-        args.append(Arg("y_scale", T, doc=f"rows x groups E8M0 bytes: 2^(floor(log2 amax) - emax) of each {g} "
-                        "columns of a row (127 for an all-zero group): the GEMM's scale_a = mx(32)",
-                        dtype=DType.E8M0, role="out", dims=("rows", "groups"), strides=("stride_scale", 1)))
-    elif g:
-        args.append(Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax(p.y):g} of each {g} columns of a row "
-                        "(1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",
-                        dims=("rows", "groups"), strides=("stride_scale", 1)))
+    if g:
+        args.append(group_scales_arg(p.y, g, p.quant_mx))
     args += [Arg("rows", S, doc="rows (any number)"), Arg("cols", S, doc="columns (any number)")]
     for name in ("a", "b", "c", "y"):
         cols = ycols if name == "y" else "cols"

@@ -54,7 +54,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ckgen.ir import expr as E
-from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.abi import Abi, Arg, ArgKind, packed_dim
 from ckgen.ir.plan import GridDim, Launch
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType, Layout
@@ -154,7 +154,7 @@ def abi(spec: KernelSpec) -> Abi:
     batched = g.batched
     sb = (lambda x: x) if batched else (lambda x: None)
     # fp4 pairs (e2m1fn_x2, A row-major, B column-major): K/2 bytes along K, K even (divides below)
-    kx = "K" if g.a.dtype.pack == 1 else f"K/{g.a.dtype.pack}"
+    kx = packed_dim("K", g.a.dtype)
     pairs = "" if kx == "K" else ", two fp4 values per byte along K"
     a = _matrix("A", g.a.dtype, g.a.layout, "M", kx, "lda", sb("stride_a"), doc="M x K" + pairs)
     nb = b_cols(g)

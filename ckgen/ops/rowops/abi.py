@@ -32,8 +32,9 @@ workgroups loop over the row groups past the grid); nothing when rows or cols is
 
 from __future__ import annotations
 
-from ckgen.ir.abi import Abi, Arg, ArgKind
+from ckgen.ir.abi import Abi, Arg, ArgKind, packed_dim
 from ckgen.ir.plan import GridDim, Launch
+from ckgen.ir.quant import group_scales_arg, qmax
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.types import DType
 from ckgen.ops.rowops.split import split_of
@@ -63,7 +64,7 @@ def abi(spec: KernelSpec) -> Abi:
         args.append(Arg("bias", T, doc="cols elements" if r.bias else "unused: pass NULL (no bias)",
                         dtype=r.w_dtype, dims=("cols",), strides=(1,), unused=r.bias is None))
     # (fp4 pairs: cols / 2 bytes a row, the even column in the low nibble; cols even: divides below)
-    ycols = "cols" if r.y.pack == 1 else f"cols/{r.y.pack}"
+    ycols = packed_dim("cols", r.y)
     y_doc = (f"rows x {ycols} output" + (f", {r.y.value} q with y ~ q * its scale" if r.quantized else "")
              if r.write_y else "y = none: no normalized output")
     args += [_matrix("y", r.y, "stride_y", "out", y_doc, aliases=("x",) if r.y == r.x else (), unused=not r.write_y,
@@ -110,16 +111,9 @@ def _y_scale(r) -> Arg:
     if not r.quantized:
         return Arg("y_scale", T, doc="unused: pass NULL (y is not quantized)", dtype=DType.F32, role="out",
                    dims=("rows",), strides=(1,), unused=True)
-    if r.quant_mx:
-        return Arg("y_scale", T, doc=f"rows x groups E8M0 bytes: 2^(floor(log2 amax) - emax) of each {r.quant_group} "
-                   "columns of a row (127 for an all-zero group): the GEMM's scale_a = mx(32)", dtype=DType.E8M0,
-                   role="out", dims=("rows", "groups"), strides=("stride_scale", 1))
-    qmax = 127 if r.y == DType.I8 else r.y.fp8.max
     if r.quant_group:
-        return Arg("y_scale", T, doc=f"rows x groups floats: amax / {qmax:g} of each {r.quant_group} columns of a "
-                   "row (1 for an all-zero group): the GEMM's scale_a = block(128)", dtype=DType.F32, role="out",
-                   dims=("rows", "groups"), strides=("stride_scale", 1))
-    return Arg("y_scale", T, doc=f"rows floats: amax / {qmax:g} of each row of y (1 for an all-zero row)",
+        return group_scales_arg(r.y, r.quant_group, r.quant_mx)
+    return Arg("y_scale", T, doc=f"rows floats: amax / {qmax(r.y):g} of each row of y (1 for an all-zero row)",
                dtype=DType.F32, role="out", dims=("rows",), strides=(1,))
 
 

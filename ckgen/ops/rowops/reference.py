@@ -22,7 +22,7 @@ import numpy as np
 
 from ckgen.ir.arrays import to_bf16, to_float64
 from ckgen.ir.plan import KernelPlan
-from ckgen.ir.quant import mx_quantized_values, quantized_values
+from ckgen.ir.quant import quantized_rows
 from ckgen.ir.types import DType
 from ckgen.ops.rowops.kinds import KINDS
 
@@ -86,7 +86,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], scalars: dict[str
         return out
     y = op_values(r.kind, v, w, b, float(sc.get("scale", 1.0)), eps)
     if r.quantized:
-        out["y_scale"], out["y"] = mx_quantized_values(y, r.y) if r.quant_mx else quantized_values(y, r.y, r.quant_group)
+        out["y_scale"], out["y"] = quantized_rows(y, r.y, r.quant_group, r.quant_mx)
     else:
         out["y"] = y
     return out
