@@ -21,6 +21,7 @@
 #pragma once
 
 #include "ckgen/blocks/mx_quant.h"
+#include "ckgen/blocks/mx_store.h"
 #include "ckgen/blocks/quant.h"
 #include "ckgen/blocks/reduce.h"
 #include "ckgen/platform.h"
@@ -92,16 +93,7 @@ template <class Cfg>
 CKGEN_DEVICE void mx_store(typename Cfg::TY* yr, bool whole, long long col, long long cols,
                            const float (&o)[Cfg::kVec], float mul) {
   if constexpr (IsSame<typename Cfg::TY, fp4x2_e2m1fn>::value) {
-    constexpr int kBytes = Cfg::kVec / 2;
-    const vec<uint8_t, kBytes> w = fp4_pack<Cfg::kVec>(o, mul);
-    uint8_t* p = reinterpret_cast<uint8_t*>(yr) + col / 2;
-    if (whole) {
-      gstore(reinterpret_cast<vec<uint8_t, kBytes>*>(p), w);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kBytes; ++i)
-        if (col + 2 * i < cols) gstore(p + i, w.v[i]);
-    }
+    fp4_store<Cfg::kVec>(reinterpret_cast<uint8_t*>(yr) + col / 2, cols - col, whole, o, mul);
   } else {
     quant_store<Cfg>(yr, whole, col, cols, o, mul);
   }

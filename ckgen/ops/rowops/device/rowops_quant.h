@@ -19,9 +19,6 @@
 //   YPack<TOut>::value      y's values per element of TOut: 2 for fp4 pairs (fp4x2_e2m1fn: one byte holds columns
 //                           2i (low nibble) and 2i + 1; y, its row stride and every column are addressed in bytes,
 //                           at col / 2; kVec even, so a pair never straddles threads), else 1
-//   store_fp4<kVec>(p, n, ok, q)  q[0..kVec) (already multiplied by the group's mx_mul) as kVec / 2 bytes of fp4
-//                           pairs at p (the vector's first byte, col / 2): one vector store when n >= kVec and ok
-//                           (aligned), else the bytes of the first n values (n even: cols is even) only
 //   ScaleT<Cfg>             y_scale's element type: float, or uint8_t (E8M0) with kQuantMx
 //   group_scale<P>(amax)    the group's y_scale element: quant_scale<P>(amax), or the E8M0 code (kQuantMx)
 //   group_mul<P>(s, amax)   the y -> q multiplier of a group whose scale element is s: quant_mul<P>(amax), or
@@ -29,6 +26,7 @@
 #pragma once
 
 #include "ckgen/blocks/mx_quant.h"
+#include "ckgen/blocks/mx_store.h"
 #include "ckgen/blocks/quant.h"
 #include "ckgen/blocks/reduce.h"
 #include "ckgen/platform.h"
@@ -53,20 +51,6 @@ template <>
 struct YPack<fp4x2_e2m1fn> {
   static constexpr int value = 2;
 };
-
-template <int kVec>
-CKGEN_DEVICE void store_fp4(fp4x2_e2m1fn* p, int n, bool ok, const float (&q)[kVec]) {
-  constexpr int kBytes = kVec / 2;
-  const vec<uint8_t, kBytes> w = fp4_pack<kVec>(q, 1.0f);
-  uint8_t* const b = reinterpret_cast<uint8_t*>(p);
-  if (n >= kVec && ok) {
-    gstore(reinterpret_cast<vec<uint8_t, kBytes>*>(b), w);
-  } else {
-#pragma unroll
-    for (int i = 0; i < kBytes; ++i)
-      if (2 * i < n) gstore(b + i, w.v[i]);
-  }
-}
 
 template <class P>
 CKGEN_DEVICE float group_amax(float v) {

@@ -305,11 +305,11 @@ struct RowGroup {
       const float qmul = group_mul<P>(sc, amax);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) o[i] *= qmul;
-      if constexpr (P::kYPack == 2) {  // fp4 pairs: kVec / 2 bytes at col / 2 (rowops_quant.h)
-        TOut* const p = yr + Pol::col0(tile, j) / 2;
-        if constexpr (Fast::value) store_fp4<kVec>(p, kVec, true, o);
-        else if constexpr (M::value) store_fp4<kVec>(p, k.nv(j), e.y_ok, o);
-        else store_fp4<kVec>(p, kVec, e.y_ok, o);
+      if constexpr (P::kYPack == 2) {  // fp4 pairs: kVec / 2 bytes at col / 2 (blocks/mx_store.h)
+        uint8_t* const p = reinterpret_cast<uint8_t*>(yr + Pol::col0(tile, j) / 2);
+        if constexpr (Fast::value) fp4_store<kVec>(p, kVec, true, o, 1.0f);
+        else if constexpr (M::value) fp4_store<kVec>(p, k.nv(j), e.y_ok && k.nv(j) >= kVec, o, 1.0f);
+        else fp4_store<kVec>(p, kVec, e.y_ok, o, 1.0f);
       } else {
         const FO f = detail::pack<TOut, kVec>(o);
         if constexpr (Fast::value) detail::store_vector<TOut, kVec>(yr + Pol::col0(tile, j), f);
