@@ -140,6 +140,22 @@ def row_inputs(r, rows: int, cols: int, stride: int, rng, x: np.ndarray | None =
     return ins
 
 
+def capped_widths(k, widths) -> list[int]:
+    """``widths`` capped at kernel ``k``'s max_cols (when it has one), sorted, without repeats."""
+    mc = k.plan.body.max_cols
+    return sorted({min(c, mc) if mc else c for c in widths})
+
+
+def assert_mx_scales_and_s_out(outs: dict, ref: dict, residual: DType | None, what: str) -> None:
+    """An MX call's E8M0 y_scale written everywhere and exactly the reference's; s_out (with a residual) exact."""
+    s = outs["y_scale"]
+    assert s.dtype == np.uint8 and s.shape == ref["y_scale"].shape, what
+    assert np.all(s != 0xFF), f"{what}: a scale unwritten (or NaN)"
+    assert np.array_equal(to_float64(s, DType.E8M0), ref["y_scale"]), f"{what}: y_scale"
+    if "s_out" in outs:
+        assert relative_error(to_float64(outs["s_out"], residual), ref["s_out"]) == 0.0, f"{what}: s_out"
+
+
 def poison_byte(dt: DType) -> int:
     """0xFF (NaN) for floats; 0x80 (-128, which the symmetric quantization never writes) for int8."""
     return 0x80 if dt == DType.I8 else 0xFF

@@ -80,30 +80,22 @@ def _check(k, ins: dict, outs: dict, ybuf: np.ndarray, what: str) -> None:
     checker's own comparison (the op's reference and tolerance, y compared as values) passes."""
     p, r = k.plan, k.plan.spec.params.row
     ref = reference(p, {**ins, **outs})
-    y, s = outs["y"], outs["y_scale"]
+    y = outs["y"]
     cols = 2 * y.shape[1]
     assert y.dtype == np.uint8 and ref["y"].shape == (y.shape[0], cols), what
-    assert np.all(s != 0xFF), f"{what}: a scale unwritten (or NaN)"
-    assert np.array_equal(to_float64(s, DType.E8M0), ref["y_scale"]), f"{what}: y_scale"
+    H.assert_mx_scales_and_s_out(outs, ref, r.residual, what)
     if ybuf.shape[1] > y.shape[1]:
         assert np.all(ybuf[:, y.shape[1]:] == 0xFF), f"{what}: bytes past a row of y written"
     got = to_float64(y, FP4)
     assert np.count_nonzero(got != ref["y"]) <= max(1, got.size // 1000), f"{what}: fp4 values differ"
     assert relative_error(got, ref["y"]) <= tolerance(p, "y"), f"{what}: the checker's tolerance"
-    if "s_out" in outs:
-        assert relative_error(to_float64(outs["s_out"], r.residual), ref["s_out"]) == 0.0, f"{what}: s_out"
-
-
-def _widths(k) -> list[int]:
-    mc = k.plan.body.max_cols
-    return sorted({min(c, mc) if mc else c for c in WIDTHS})
 
 
 @pytest.mark.parametrize("name", list(SPECS))
 def test_fp4_rows_on_the_emulator(kernels, name: str) -> None:
     k = kernels[name]
     r = k.plan.spec.params.row
-    for i, cols in enumerate(_widths(k)):
+    for i, cols in enumerate(H.capped_widths(k, WIDTHS)):
         for odd in (False, True):
             rows = 1 + (i + odd) % 3
             zero = rows - 1 if rows > 1 else None
@@ -121,7 +113,7 @@ def test_sm90_plans_on_the_emulator() -> None:
     ks = H.build_nv_on_emu(None, plans, stem="rowops_mxfp4_nv_emu")
     for name, k in ks.items():
         assert k.plan.body.wave_size == 32
-        for i, cols in enumerate(_widths(k)):
+        for i, cols in enumerate(H.capped_widths(k, WIDTHS)):
             rows = 1 + i % 3
             ins, outs, ybuf = _call(k, rows, cols, seed=100 + i, odd=i % 2 == 1, zero_row=0 if rows > 1 else None)
             _check(k, ins, outs, ybuf, f"{name} (sm_90 plan) {rows}x{cols}")
