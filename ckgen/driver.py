@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ckgen.backends import build_library
@@ -95,18 +95,39 @@ def _raise(errors: list[CkgenError]) -> None:
         raise errors[0] if len(errors) == 1 else ErrorList(errors)
 
 
+def targets(spec: KernelSpec, arches: tuple[str, ...]) -> tuple[str, ...]:
+    """The arches ``spec`` is built for under ``--arch`` ``arches``: those arches instead of the file's ``target``
+    line, but of a kernel that names its own (``arch = ...``) only those it names (none: it is left out)."""
+    if not arches:
+        return spec.arches
+    return tuple(a for a in arches if a in spec.arches) if spec.own_arches else arches
+
+
 def plan(specs: dict[str, list[KernelSpec]], arches: tuple[str, ...] = (),
          notes: list[str] | None = None) -> dict[str, list[KernelPlan]]:
-    """Plans per stem; ``arches`` (from --arch) overrides each kernel's own targets. Family members illegal for
-    an arch are pruned; ``notes`` (when given) receives one line per family that lost members."""
+    """Plans per stem, each kernel for its :func:`targets`. A file none of whose kernels is for ``arches`` is an
+    error; kernels left out of a file that keeps others get a note. Family members illegal for an arch are pruned;
+    ``notes`` (when given) receives one line per family that lost members and per file with kernels left out."""
     out: dict[str, list[KernelPlan]] = {}
     errors: list[CkgenError] = []
     for stem, ss in specs.items():
+        kept = [replace(s, arches=t) for s in ss if (t := targets(s, arches))]
+        left = [s for s in ss if not targets(s, arches)]
+        if left and not kept:
+            errors.append(CkgenError(f"no kernel of {shown(left[0].source)} is for --arch {','.join(arches)}: each "
+                                     "names its own arches (arch = ...)", left[0].span("arch"),
+                                     hint="pass one of " + ", ".join(dict.fromkeys(a for s in left for a in s.arches))))
+            continue
+        if left and notes is not None:
+            names = list(dict.fromkeys(s.family or s.name for s in left))  # (a family's members by its name)
+            more = f" and {len(names) - 6} more" if len(names) > 6 else ""
+            notes.append(f"{shown(left[0].source)}: {len(left)} kernel(s) left out, their own arch lists name none of "
+                         f"--arch {','.join(arches)}: {', '.join(names[:6])}{more}")
         try:
             pruned: list[Pruned] = []
-            out[stem] = plan_all(ss, arches or None, pruned)
+            out[stem] = plan_all(kept, None, pruned)
             if notes is not None:
-                notes.extend(pruned_notes(pruned, ss))
+                notes.extend(pruned_notes(pruned, kept))
         except ErrorList as exc:
             errors.extend(exc.errors)
         except CkgenError as exc:
@@ -211,17 +232,29 @@ SPILL_KEYS = ("vgpr_spills", "sgpr_spills", "scratch_bytes", "spill_stores", "sp
 def spill_notes(resources: dict[tuple[str, str], dict]) -> list[str]:
     """One line per (kernel, arch) of a built library whose code object spills registers (a kernel's Hopper body,
     nested under ``tma_body``, and the entries its host entry also launches, under ``parts``, count as the kernel):
-    the build succeeded, but the kernel is slower than planned."""
+    the build succeeded, but the kernel is slower than planned. The line names the entry that spills when it is not
+    the kernel's own, and says so when only the portable entry spills beside a clean Hopper body (that entry runs
+    only where the Hopper body cannot take the operands)."""
     out = []
     for (name, arch), res in sorted(resources.items()):
-        for part in (res, res.get("tma_body") or {}, *(res.get("parts") or {}).values()):
+        body = res.get("tma_body") or {}
+        entries = [(None, res), (body.get("entry", f"{name}_tma"), body),
+                   *((part, r) for part, r in (res.get("parts") or {}).items())]
+        for entry, part in entries:
             spilled = {k: part[k] for k in SPILL_KEYS if part.get(k)}
-            if spilled:
-                what = ", ".join(f"{k} {v}" for k, v in spilled.items())
-                out.append(f"{name} on {arch} spills registers ({what}): it runs, but slower than planned; a "
-                           "smaller tile, fewer buffers or stages, or fewer operands kept in registers usually "
-                           "avoids it (`ckgen report` shows its resources)")
-                break
+            if not spilled:
+                continue
+            what = ", ".join(f"{k} {v}" for k, v in spilled.items())
+            where = f"{name} on {arch}" + (f" (entry {entry})" if entry else "")
+            if entry is None and body and not any(body.get(k) for k in SPILL_KEYS):
+                out.append(f"{where}: its portable entry spills registers ({what}); it runs only where the Hopper "
+                           f"body ({body.get('entry', name + '_tma')}, no spills) cannot take the operands "
+                           "(unaligned, or not sm_90), slower than planned there")
+            else:
+                out.append(f"{where} spills registers ({what}): it runs, but slower than planned; a smaller tile, "
+                           "fewer buffers or stages, or fewer operands kept in registers usually avoids it "
+                           "(`ckgen report` shows its resources)")
+            break
     return out
 
 

@@ -51,8 +51,11 @@ def test_compile_writes_library_header_manifest(compiled):
     # 22 GEMMs (4 scheduled; 2 in gemm_2waves.ck, 2 batched, 3 grouped, 2 fused: residual and SwiGLU), 3 attention,
     # 6 row ops, 5 MoE routing, 3 element-wise; llama_layer.ck: 2 norms (one rstd-only), two K/V appends (with and
     # without Q), attention with and without RoPE, 10 one-member GEMM families (their gfx942 blocks; the sm_90
-    # blocks' members are pruned on AMD)
-    assert len(kernels) == 22 + 6 + 3 + 5 + 3 + 16
+    # blocks' members are pruned on AMD); gemm_fp8.ck: its 3 FNUZ kernels (gfx942; its gfx950 and sm_90 kernels are
+    # not built for these arches)
+    assert len(kernels) == 22 + 6 + 3 + 5 + 3 + 16 + 3
+    fp8 = kernels["fp8_block_fnuz"]
+    assert fp8["arches"] == ["gfx942"] and "const void* scale_a" in fp8["signature"] and "int64_t kb" in fp8["signature"]
     bmm = kernels["bmm_bf16"]  # the strided-batched example: the batch and a stride per operand in its ABI
     assert "int64_t batch" in bmm["signature"] and "int64_t stride_a" in bmm["signature"]
     k = kernels["gemm_f16_nt"]

@@ -11,13 +11,18 @@ def test_spilling_kernels_are_named_with_their_counts():
            ("nv_body", "sm_90"): {"spill_stores": 0, "tma_body": {"entry": "nv_body_tma", "spill_loads": 8}},
            ("nv_ok", "sm_90"): {"spill_stores": 0, "spill_loads": 0, "tma_body": {"spill_stores": 0},
                                 "parts": {"nv_ok_combine": {"spill_stores": 0}}},
-           ("nv_part", "sm_90"): {"spill_stores": 0, "parts": {"nv_part_combine": {"spill_stores": 4}}}}
+           ("nv_part", "sm_90"): {"spill_stores": 0, "parts": {"nv_part_combine": {"spill_stores": 4}}},
+           ("nv_portable", "sm_90"): {"spill_stores": 140, "tma_body": {"entry": "nv_portable_tma",
+                                                                       "spill_stores": 0}}}
     notes = spill_notes(res)
-    assert len(notes) == 4
+    assert len(notes) == 5
     assert notes[0].startswith("amd_bad on gfx90a spills registers (vgpr_spills 12, scratch_bytes 48)")
     assert notes[1].startswith("nv_bad on sm_90 spills registers (spill_stores 16, spill_loads 32)")
-    assert notes[2].startswith("nv_body on sm_90 spills registers (spill_loads 8)")
-    assert notes[3].startswith("nv_part on sm_90 spills registers (spill_stores 4)")
+    assert notes[2].startswith("nv_body on sm_90 (entry nv_body_tma) spills registers (spill_loads 8)")
+    assert notes[3].startswith("nv_part on sm_90 (entry nv_part_combine) spills registers (spill_stores 4)")
+    # only the portable entry spills beside a clean Hopper body: said so, with where that entry runs
+    assert notes[4].startswith("nv_portable on sm_90: its portable entry spills registers (spill_stores 140)")
+    assert "nv_portable_tma, no spills" in notes[4] and "unaligned" in notes[4]
     assert not any("_ok" in n for n in notes)
 
 

@@ -142,7 +142,8 @@ def _build(name: str, op, values: dict[str, Value], spans: dict[str, SourceSpan]
                   "add 'target gfx942' at the top of the file, 'arch = gfx942' in the kernel, or pass --arch")
     arch_spans = {f"arch:{a}": sp for a, sp in arches.items() if sp is not None}
     spec = KernelSpec(name, tuple(arches), op.name, params, source=path, family=family,
-                      spans=tuple(sorted({"kernel": block.span, **arch_spans, **spans}.items())))
+                      spans=tuple(sorted({"kernel": block.span, **arch_spans, **spans}.items())),
+                      own_arches="arch" in values)
     problem = name_problem(name, tuple(a.name for a in op.abi(spec).args))
     if problem:
         what = f"family '{block.name}' names a kernel '{name}'" if family else f"kernel name '{name}'"

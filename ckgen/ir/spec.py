@@ -50,7 +50,9 @@ class TensorSpec:
 @dataclass(frozen=True)
 class KernelSpec:
     """One named kernel from a .ck file. ``spans`` maps parameter names (``tile``, ``A`` ...) to where they
-    were written, so later errors can point at the source."""
+    were written, so later errors can point at the source. ``own_arches``: the kernel names its targets itself
+    (``arch = ...``) instead of taking the file's ``target`` line; a command's ``--arch`` then selects among them
+    rather than replacing them (ckgen.driver.plan)."""
 
     name: str
     arches: tuple[str, ...]
@@ -59,6 +61,7 @@ class KernelSpec:
     source: str = "<string>"
     family: str | None = None
     spans: tuple[tuple[str, SourceSpan], ...] = field(default=(), compare=False)
+    own_arches: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -48,6 +48,10 @@ class MatrixInstr:
     c_operand: str
     cycles: int
     kind: str = "mfma"  # mfma | mma_sync | wgmma
+    #: a lane's A (B) fragment as this many equal runs along K, ``k / frag_runs`` apart, each lane's first at
+    #: (lane / m) x (items / frag_runs) (1: one contiguous run; the block-scaled MFMA with fp8 operands: two
+    #: runs of 16 K's). The LDS layout's bank model and the body's fragment reads take the runs as they are.
+    frag_runs: int = 1
 
     def __post_init__(self) -> None:
         if min(self.m, self.n, self.k, self.blocks) <= 0:

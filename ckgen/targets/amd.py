@@ -47,6 +47,8 @@ Where the numbers come from (checked 2026, see also the comments on each target)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ckgen.ir.target import FEATURE_FP8, FEATURE_FP8_FNUZ, FEATURE_FP8_OCP, MatrixInstr, Target
 from ckgen.ir.types import DType
 
@@ -236,8 +238,9 @@ XF32_INSTRUCTIONS: dict[str, tuple[MatrixInstr, ...]] = {"gfx942": GFX942_XF32_M
 #   blog: "Ax of size 32x2 ... each thread stores 1 entry". The 16x16x128 form is left out: no published fp8
 #   operand layout was found for it.
 GFX950_MX_MFMA: tuple[MatrixInstr, ...] = (
-    _mi("v_mfma_scale_f32_32x32x64_f8f6f4", "__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4", FP8, FP8, F32,
-        32, 32, 64, 1, 8, 8, 16, "ckgen::i32x8_t", "ckgen::i32x8_t", "ckgen::float16_t", 64),
+    replace(_mi("v_mfma_scale_f32_32x32x64_f8f6f4", "__builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4", FP8, FP8, F32,
+                32, 32, 64, 1, 8, 8, 16, "ckgen::i32x8_t", "ckgen::i32x8_t", "ckgen::float16_t", 64),
+            frag_runs=2),  # (fp8: a lane's 32 K's are two runs of 16, at 16 (lane / 32) and 32 more; the blog above)
 )
 #: K elements that share one E8M0 scale in the scaled MFMA (the OCP MX block size).
 MX_BLOCK_K = 32

@@ -109,3 +109,29 @@ def test_graph_replay_reads_new_scales():
     graph.replay()
     torch.cuda.synchronize()
     assert rel(c, reference(g, a, b, sa, sb, None)) <= 1.6e-2
+
+
+@pytest.mark.parametrize("where", ["torch_cpu", "numpy"])
+@pytest.mark.parametrize("which", ["scale_a", "scale_b"])
+def test_scales_on_the_wrong_device_are_refused(which, where):
+    """Issue 26's bad input, a scale on the wrong device: a torch CPU tensor, or a numpy array beside CUDA operands,
+    is refused naming it before any launch, on a first call and on a call whose other operands hit the prepared
+    signature of an earlier good call; the output is left as it was."""
+    from ckgen.errors import RuntimeFailure
+
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    g, a, b, sa, sb, _ = operands("gpu_f8_rowwise", 64, 128, 256, gen)
+    k = kernel("gpu_f8_rowwise")
+    c = torch.empty(64, 128, device="cuda", dtype=torch.bfloat16)
+    scales = {"scale_a": sa, "scale_b": sb}
+    bad = scales[which].cpu() if where == "torch_cpu" else scales[which].cpu().numpy()
+    message = f"{which}: a torch tensor on cpu" if where == "torch_cpu" else f"operands {which} are numpy"
+    for first in (True, False):
+        if not first:
+            k(a, b, sa, sb, C=c)  # a good call: the next one's other operands match its prepared signature
+            torch.cuda.synchronize()
+        c.fill_(float("nan"))
+        with pytest.raises(RuntimeFailure, match=message):
+            k(a, b, **{**scales, which: bad}, C=c)
+        torch.cuda.synchronize()
+        assert torch.isnan(c).all()

@@ -148,6 +148,9 @@ class GemmOp(Op):
         if g.mx_scaled:  # the block-scaled MFMA's operand formats, Cfg::mma_mx (kernel.hip.j2)
             constants += [("int", "kMxFormatA", str(MX_OPERAND_FORMATS[g.a.dtype.matrix_kind])),
                           ("int", "kMxFormatB", str(MX_OPERAND_FORMATS[g.b.dtype.matrix_kind]))]
+        runs = _fp4.storage_view(plan.spec.params, i)[1].frag_runs
+        if runs > 1:  # a lane's fragment read as runs (gemm_mfma.h: the LDS granule holds one run)
+            constants.append(("int", "kFragRuns", str(runs)))
         if pk > 1:  # values per byte along K (gemm_mfma.h: K, the scales' blocks and kb in values)
             constants.append(("int", "kPackK", str(pk)))
         if b.grouping is not None:  # device/gemm_grouped.h, gemm_sm90_tma.h: the index dtype, where a bias starts

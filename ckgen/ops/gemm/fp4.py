@@ -64,10 +64,13 @@ def storage_k(g) -> int:
 
 
 def storage_view(params, instr: MatrixInstr | None):
-    """``(params, instr)`` with the K tile and the instruction's K in storage elements (unchanged but for fp4)."""
+    """``(params, instr)`` with the K tile and the instruction's K in storage elements (unchanged but for fp4,
+    whose lane fragment is one run of 16 bytes where fp8's is two runs of 16: ``MatrixInstr.frag_runs``)."""
     pk = storage_k(params.gemm)
     if pk == 1:
         return params, instr
     cfg = params.config
     tile = (cfg.tile[0], cfg.tile[1], cfg.tile[2] // pk)
-    return replace(params, config=replace(cfg, tile=tile)), None if instr is None else replace(instr, k=instr.k // pk)
+    if instr is not None:
+        instr = replace(instr, k=instr.k // pk, frag_runs=max(1, instr.frag_runs // pk))
+    return replace(params, config=replace(cfg, tile=tile)), instr

@@ -22,7 +22,8 @@ a linear map) is injective on it. Structured candidates (the classic "XOR the li
 column" folds, shifted) are tried first, then seeded random tables over the relevant bits; the winner
 is checked by simulating every access of the workgroup. Granule: the bytes one fragment read takes from
 a row within one phase, ``max(fragment bytes, line bytes / instruction rows)``, so fragment reads never
-share a granule's banks with another row.
+share a granule's banks with another row (a fragment read is one run of the lane's fragment: the block-scaled
+MFMA's fp8 fragments are two reads of 16 bytes, ``MatrixInstr.frag_runs``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ class OperandShape:
     frag_items: int      # elements per lane of one instruction (kAItems / kBItems)
     waves_along: int     # waves along M (A) or N (B)
     wave_tile: int       # rows per wave
+    frag_runs: int = 1   # the fragment as equal runs along K, instr_k / frag_runs apart (MatrixInstr.frag_runs)
+
+    @property
+    def run_items(self) -> int:
+        """Elements of one fragment read (one run)."""
+        return self.frag_items // self.frag_runs
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ def _log2(x: int) -> int:
 
 
 def granule_elements(s: OperandShape, bank: BankModel) -> int:
-    frag = s.frag_items * s.elem_bytes
+    frag = s.run_items * s.elem_bytes
     g = max(frag, bank.line_bytes // s.instr_rows)
     return max(1, min(g, s.tile_k * s.elem_bytes) // s.elem_bytes)
 
@@ -108,12 +115,13 @@ def operand_accesses(s: OperandShape, granule: int, mn_lanes: int, wave: int = 6
     for wm in range(s.waves_along):
         for i in range(s.wave_tile // s.instr_rows):
             for kk in range(s.tile_k // s.instr_k):
-                r = wm * s.wave_tile + i * s.instr_rows + lanes % s.instr_rows
-                k = kk * s.instr_k + (lanes // s.instr_rows) * s.frag_items
-                reads_q.append(r * rg + k // granule)
-                reads_inner.append((k % granule) * s.elem_bytes)
+                for run in range(s.frag_runs):  # (one read per run of the lane's fragment)
+                    r = wm * s.wave_tile + i * s.instr_rows + lanes % s.instr_rows
+                    k = kk * s.instr_k + run * (s.instr_k // s.frag_runs) + (lanes // s.instr_rows) * s.run_items
+                    reads_q.append(r * rg + k // granule)
+                    reads_inner.append((k % granule) * s.elem_bytes)
     waves = -(-s.threads // wave)
-    groups = [AccessGroup("read", s.frag_items * s.elem_bytes, np.array(reads_q), np.array(reads_inner),
+    groups = [AccessGroup("read", s.run_items * s.elem_bytes, np.array(reads_q), np.array(reads_inner),
                           max(1, waves // s.waves_along))]
     wq, wi = [], []
     if s.k_contiguous:
@@ -338,10 +346,12 @@ def gemm_operand_shapes(target, params, instr, vec: tuple[int, int, int]) -> tup
     threads = wm * wn * lanes
     a = OperandShape(rows=tm, tile_k=tk, elem_bytes=g.a.dtype.bytes, k_contiguous=g.a.layout == Layout.ROW,
                      vec=vec[0], threads=threads, instr_rows=instr.m, instr_k=instr.k,
-                     frag_items=instr.a_items(lanes), waves_along=wm, wave_tile=tm // wm)
+                     frag_items=instr.a_items(lanes), waves_along=wm, wave_tile=tm // wm,
+                     frag_runs=instr.frag_runs)
     b = OperandShape(rows=tn, tile_k=tk, elem_bytes=g.b.dtype.bytes, k_contiguous=g.b.layout == Layout.COL,
                      vec=vec[1], threads=threads, instr_rows=instr.n, instr_k=instr.k,
-                     frag_items=instr.b_items(lanes), waves_along=wn, wave_tile=tn // wn)
+                     frag_items=instr.b_items(lanes), waves_along=wn, wave_tile=tn // wn,
+                     frag_runs=instr.frag_runs)
     return a, b
 
 

@@ -85,6 +85,9 @@ struct Derived {
 
 // Values per element of A and B along K: Cfg::kPackK where the Cfg has it (fp4 pairs: 2), else 1.
 CKGEN_CFG_OPTIONAL(PackK, kPackK, int, 1);
+// Runs of a lane's A / B fragment along K, each one LDS read inside one granule: Cfg::kFragRuns where the Cfg has it
+// (the block-scaled MFMA with fp8 operands: 2, mx_fragment), else 1 (one read of kAItems / kBItems).
+CKGEN_CFG_OPTIONAL(FragRuns, kFragRuns, int, 1);
 
 template <class Cfg>
 constexpr bool check_cfg() {
@@ -104,8 +107,10 @@ constexpr bool check_cfg() {
   static_assert(sizeof(typename Cfg::BOperand) == Cfg::kBItems * sizeof(typename Cfg::TB) * PackK<Cfg>::value,
                 "BOperand size != kBItems elements of TB (times kPackK)");
   static_assert(sizeof(typename Cfg::COperand) == Cfg::kCItems * sizeof(typename Cfg::TAcc), "COperand size != kCItems of TAcc");
-  static_assert(Cfg::kLdsAGranule % Cfg::kAItems == 0, "kLdsAGranule must be a multiple of kAItems (a fragment is one read)");
-  static_assert(Cfg::kLdsBGranule % Cfg::kBItems == 0, "kLdsBGranule must be a multiple of kBItems (a fragment is one read)");
+  static_assert(Cfg::kLdsAGranule % (Cfg::kAItems / FragRuns<Cfg>::value) == 0,
+                "kLdsAGranule must be a multiple of kAItems / kFragRuns (a fragment run is one read)");
+  static_assert(Cfg::kLdsBGranule % (Cfg::kBItems / FragRuns<Cfg>::value) == 0,
+                "kLdsBGranule must be a multiple of kBItems / kFragRuns (a fragment run is one read)");
   static_assert(Cfg::kLdsBuffers == 1 || Cfg::kLdsBuffers == 2, "kLdsBuffers must be 1 or 2");
   static_assert(Cfg::kPrefetch == 0 || Cfg::kPrefetch == 1, "kPrefetch must be 0 or 1");
   static_assert(Cfg::kLdsABytes == Cfg::kTileM * Cfg::kTileK * (int)sizeof(typename Cfg::TA), "kLdsABytes != kTileM*kTileK*sizeof(TA)");
@@ -144,9 +149,10 @@ CKGEN_DEVICE void fold_block_scales(COp (&tot)[Cfg::kRepM][Cfg::kRepN], COp (&ac
 // instruction's 32), and the operand's upper 16 bytes are zero. Rows (columns) lane % 32; the scale word's low byte
 // is the E8M0 exponent of row (column) lane % 32 and the 32-K block lane / 32 of the instruction. Layouts:
 // ckgen/emu/mfma.h, tests/data/mfma_scale_layouts.json (AMD's ROCm blog, triton's scale layout). Each run lies in
-// one LDS granule (granules are multiples of kAItems elements, and runs start at multiples of 16).
+// one LDS granule (granules are multiples of 16 elements, kFragRuns = 2 for fp8, and runs start at multiples of 16).
 template <class Lds, class T, class Op, int kPack>
 CKGEN_DEVICE Op mx_fragment(const T* s, int row, int k) {
+  static_assert(Lds::kGranule % 16 == 0, "an MX fragment run (16 elements) must lie in one LDS granule");
   struct Runs {
     vec<T, 16> lo, hi;
   } r{lds_load(reinterpret_cast<const vec<T, 16>*>(s + Lds::offset(row, k))), zero<vec<T, 16>>()};
@@ -276,6 +282,8 @@ CKGEN_DEVICE void gemm_mfma_tile(const typename Cfg::TA* A, const typename Cfg::
   };
 
   constexpr bool kMx = epi::IsMxScaled<epi::Operand<Cfg>>::value;
+  static_assert(gemm_detail::FragRuns<Cfg>::value == (kMx && kPack == 1 ? 2 : 1),
+                "kFragRuns: 2 for the block-scaled MFMA's fp8 fragments (mx_fragment), else 1");
   auto compute = [&](int buf, int kt) {
     const TA* sa = lds_a + buf * D::kLdsAElems;
     const TB* sb = lds_b + buf * D::kLdsBElems;
