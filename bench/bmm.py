@@ -10,7 +10,7 @@ replays of a CUDA graph of 10 calls (device time: the ratio of record, METHOD.md
 these take 30-50 us, about what the Python -> ctypes -> C entry path costs per call) and eager back-to-back calls
 (host path included). Both sides are timed alike and interleaved: ROUNDS rounds, each timing torch.bmm and then
 every ckgen kernel once, and each side's median over the rounds counts (so that neither side gets the cooler or
-the hotter part of the run: under sustained load the H200's clocks drift, docs/performance.md). Prints a TFLOP/s
+the hotter part of the run: under sustained load the H200's clocks drift, docs/performance-log.md). Prints a TFLOP/s
 table with both ratios, and the spread (min..max over the rounds) of the two sides' graph timings.
 """
 

@@ -1,4 +1,4 @@
-"""Markdown tables (docs/performance.md) from the JSON that bench/gemm.py writes; needs no GPU.
+"""Markdown tables (docs/performance-log.md) from the JSON that bench/gemm.py writes; needs no GPU.
 
   python bench/results_md.py bench/results_<date>_h200.json
 """

@@ -20,7 +20,7 @@ Every step is a ckgen kernel; torch / numpy only allocate (and view):
 ``--rope-at qkv`` rotates q and k in the qkv GEMM's epilogue instead (llama_qkv_rope / llama_qkv_bias_rope, on q / k
 weight rows in pair order: Weights.interleave_rope, once at load) and attention reads q, k and v from the GEMM's
 output as they lie: one step fewer, no cache. It measured 0.7-3.3% slower than the append on an H100
-(docs/performance.md, fifteenth session); the folded-norm layer (its qkv GEMM scales rows) always appends.
+(docs/performance-log.md, fifteenth session); the folded-norm layer (its qkv GEMM scales rows) always appends.
 ``--rope-at attention`` rotates only k in the append (llama_kv_append_k) and q in attention, each Q tile once it is
 loaded (llama_attention_rope): the append then reads and writes K and V only.
 

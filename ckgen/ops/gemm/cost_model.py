@@ -43,7 +43,7 @@ TRAITS = ("tile_m", "tile_n", "tile_k", "kind", "splits", "target_ctas", "worker
           "lds_bytes_per_kstep", "lds_bytes_per_s", "load_bytes_per_kstep", "load_bytes_per_s", "batched",
           "b_reads", "part_s", "tail_s")
 KINDS = {"tile": 0, "splitk": 1, "streamk": 2}
-#: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance.md); for the
+#: fraction of the tensor peak each body reaches on large shapes (measured on the H200: docs/performance-log.md); for the
 #: vector body of instr = none, of the vector ALUs' f32 multiply-add peak (Target.valu_lanes_per_cu), its loads,
 #: conversions and sums around each multiply-add: 16.8 and 18.6 TFLOP/s of the H100's 67 at M = 16 for bf16 and e4m3
 #: at 16 x 3584 x 18944 (bench/runs/2026-12-07c_h100_skinny_probe.txt, the probe the body came from)

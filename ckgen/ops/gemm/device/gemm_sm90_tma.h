@@ -37,7 +37,7 @@
 // Tiles are visited in the grouped order of the mma.sync body (kGroupM M tiles per N tile), block b taking
 // tiles b, b + gridDim.x, ... (A ping-pong schedule, the two consumer warpgroups taking 64 x 256 units in turn
 // so that one's epilogue overlaps the other's main loop, measured 8-14% slower on the H200: it moves 40 KiB
-// per 64 x 256 x 64 step instead of 48 KiB per 128 x 256 x 64; docs/performance.md.)
+// per 64 x 256 x 64 step instead of 48 KiB per 128 x 256 x 64; docs/performance-log.md.)
 //
 // Schedules (gemm_work.h): a Cfg with kSchedule = kSplitK or kStreamK walks pieces of work instead of whole
 // tiles: units (tile, split) b, b + gridDim.x, ... of tiles * splits, or stream-K worker b of gridDim.x. The
