@@ -322,3 +322,31 @@ def test_hostile_texts_in_one_command_give_no_traceback(tmp_path, cache):
     later = [p for p in paths if f"{p}:" not in r.stderr]
     again = ckgen("check", *later, cache=cache)
     assert again.returncode == 2 and all(f"{p}:" in again.stderr for p in later)
+
+
+# Found by tools/fuzz_dsl.py (a token-level fuzz of the DSL and the command), each minimized.
+@pytest.mark.parametrize("stage,rc,words", [
+    ("spec", 0, "[]"),
+    ("host", 2, "has no kernels, so no host entries"),
+    ("header", 0, "#endif"),
+])
+def test_emit_of_a_file_without_kernels(tmp_path, capsys, stage, rc, words):
+    from ckgen.cli import main
+
+    path = tmp_path / "empty.ck"
+    path.write_text("target gfx942\n")
+    assert main(["emit", str(path), "--stage", stage]) == rc
+    out = capsys.readouterr()
+    assert words in (out.out if rc == 0 else out.err), out
+    assert "None" not in out.err and "internal error" not in out.err
+
+
+def test_explain_of_a_family_whose_target_is_unknown_points_at_the_target(tmp_path, capsys):
+    from ckgen.cli import main
+
+    path = tmp_path / "f.ck"
+    path.write_text("target col1\nfamily f {\n  A = f16 row B = f16 col C = f16 row waves = 2x2\n"
+                    "  tile in [64x64x32, 128x128x32]\n}\n")
+    assert main(["explain", str(path), "--family", "f", "--shape", "16x16x16"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1:8: error: arch = col1: unknown target"), err
