@@ -350,3 +350,34 @@ def test_explain_of_a_family_whose_target_is_unknown_points_at_the_target(tmp_pa
     assert main(["explain", str(path), "--family", "f", "--shape", "16x16x16"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{path}:1:8: error: arch = col1: unknown target"), err
+
+
+BAD_TILE = "  A = f16 row B = f16 col C = f16 row\n  tile = 128x100x32 waves = 2x2\n"
+
+
+@pytest.mark.parametrize("text,line", [
+    ("target gfx942\rkernel k {\r" + BAD_TILE.replace("\n", "\r") + "}\r", 4),    # lone CR line ends
+    ("target gfx942\r\nkernel k {\r\n" + BAD_TILE.replace("\n", "\r\n") + "}\r\n", 4),
+    ("target gfx942\x0ckernel k {\n" + BAD_TILE + "}\n", 3),                      # a form feed is no line end
+    ("target gfx942\n// a \u2028 b \x1c c\nkernel k {\n" + BAD_TILE + "}\n", 5),  # nor U+2028, nor \x1c
+])
+def test_line_ends_an_editor_shows_place_the_error(tmp_path, capsys, text, line):
+    from ckgen.cli import main
+
+    path = tmp_path / "le.ck"
+    path.write_bytes(text.encode())
+    assert main(["check", str(path)]) == 2
+    head, shown, caret = capsys.readouterr().err.split("\n")[:3]
+    assert head.startswith(f"{path}:{line}:10: error: "), head
+    assert shown == "      tile = 128x100x32 waves = 2x2" and caret == "             ^^^^^^^^^^"
+
+
+def test_control_characters_in_the_source_line_are_shown_as_replacement_characters(tmp_path, capsys):
+    from ckgen.cli import main
+
+    path = tmp_path / "esc.ck"
+    path.write_text("target gfx942 \x1b[31m\n")
+    assert main(["check", str(path)]) == 2
+    head, shown, caret = capsys.readouterr().err.split("\n")[:3]
+    assert head == f"{path}:1:15: error: unexpected character '\\x1b'"
+    assert shown == "    target gfx942 \ufffd[31m" and caret == "    " + " " * 14 + "^"

@@ -169,7 +169,9 @@ def _expected(exc: UnexpectedInput) -> str:
 
 def parse(text: str, path: str = "<string>") -> Module:
     """Parse DSL text. Raises :class:`DslSyntaxError` (never a Lark error) located at the text at fault
-    (:func:`ckgen.frontend.syntax.locate`), not merely where the parser stopped."""
+    (:func:`ckgen.frontend.syntax.locate`), not merely where the parser stopped. Line ends may be CRLF or a lone
+    CR (old Mac files): both count as a new line, as editors show them."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         tree = _parser().parse(text)
     except UnexpectedCharacters as exc:
