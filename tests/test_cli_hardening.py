@@ -265,6 +265,8 @@ HOSTILE = [
     ("double equals", k("alpha =⟪=⟫ 1"), "unexpected '='"),
     ("semicolon in a list", k("arch = [gfx942⟪;⟫ gfx90a]"), "unexpected ';'"),
     ("greater-than", k("epilogue = bias(col) ⟪>⟫ gelu"), "unexpected character '>'"),
+    ("comment never closed", k("alpha = 1 ⟪/*⟫ beta = 0"), "a comment that is never closed"),
+    ("comment closed twice", k("alpha = 1 /* one */ ⟪*/⟫"), "'*/' ends no comment"),
     ("double semicolon", "target gfx942;⟪;⟫\n" + k()[len("target gfx942\n"):], "unexpected ';'"),
     # bad tile forms
     ("two extents", k("tile = ⟪128x128⟫", "waves = 2x2", tile=False), "expected NxNxN"),
