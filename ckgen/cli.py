@@ -35,10 +35,12 @@ from ckgen.dispatch.table import choose, tables
 from ckgen.errors import CkgenError, cli_options
 from ckgen.frontend import load_file
 from ckgen.ir.registry import get_op
+from ckgen.lower.pipeline import arch_span
 from ckgen.progress import Reporter, reporting
 from ckgen.resources import CMAKE_DIR
 from ckgen.runtime.family import family_plans
 from ckgen.runtime.run import parse_sizes, run_command
+from ckgen.targets import get_target
 from ckgen.tune import runner, shapes
 from ckgen.version import __version__
 
@@ -266,7 +268,14 @@ def _explain_table(file: str, family: str, backend: str | None, arch: str | None
     first target) on ``arch`` (None: the family's first target of that vendor)."""
     specs = load_file(file)
     if backend is None:
-        first = next((s.arches[0] for s in specs if s.family == family and s.arches), None)
+        spec = next((s for s in specs if s.family == family and s.arches), None)
+        first = spec.arches[0] if spec is not None else None
+        if arch is None and first is not None:
+            try:
+                get_target(first)
+            except CkgenError as exc:  # an unknown target of the spec: say where it is named
+                exc.span = exc.span or arch_span(spec, first)
+                raise
         backend, arch = resolve_target(arch or first or "emu", None)
     plans = family_plans(specs, family, BACKENDS[backend].vendor, arch)
     found = tables(plans, db.read(tuning) if tuning else [], family)

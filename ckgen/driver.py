@@ -158,7 +158,7 @@ def select(plans: list[KernelPlan], kernel: str | None) -> list[KernelPlan]:
         return plans
     chosen = [p for p in plans if p.name == kernel]
     if not chosen:
-        names = ", ".join(sorted({p.name for p in plans}))
+        names = ", ".join(sorted({p.name for p in plans})) or "none"
         raise CkgenError(f"no kernel named '{kernel}'", hint=f"kernels: {names}")
     return chosen
 
@@ -292,8 +292,9 @@ def emit(path: str | Path, arches: tuple[str, ...] | str = (), kernel: str | Non
     specs = load([path], arches)
     if stage == "spec":
         chosen = [s for s in specs[stem] if kernel is None or s.name == kernel]
-        if not chosen:
-            raise CkgenError(f"no kernel named '{kernel}'", hint="kernels: " + ", ".join(s.name for s in specs[stem]))
+        if kernel is not None and not chosen:
+            raise CkgenError(f"no kernel named '{kernel}'",
+                             hint="kernels: " + (", ".join(s.name for s in specs[stem]) or "none"))
         return json.dumps([s.to_json() for s in chosen], indent=2) + "\n"
     plans = select(plan(specs, arches)[stem], kernel)
     if stage == "ir":
@@ -302,6 +303,9 @@ def emit(path: str | Path, arches: tuple[str, ...] | str = (), kernel: str | Non
         return "\n".join(render_kernel(p) for p in plans)
     if stage == "host":
         platforms = sorted({p.target.platform for p in plans})
+        if not platforms:
+            raise CkgenError(f"--stage host: {shown(path)} has no kernels, so no host entries",
+                             hint="add a kernel block (docs/dsl.md)")
         if len(platforms) > 1:
             raise CkgenError("--stage host: AMD and NVIDIA targets have different host entries; emit them "
                              "with one --arch each")

@@ -48,7 +48,7 @@ class SourceSpan:
                 text = Path(self.file).read_text()
             except OSError:
                 return None
-        lines = text.splitlines()
+        lines = text.split("\n")  # as the parser counts lines: not at form feeds, U+2028 ... (str.splitlines)
         if 1 <= self.line <= len(lines):
             return lines[self.line - 1]
         return None
@@ -97,7 +97,8 @@ def _width(ch: str) -> int:
 def caret_lines(line: str, span: SourceSpan) -> list[str]:
     """The source line and a caret line under the span's columns (1-based code points, as Lark counts):
     tabs are kept in the caret's indentation and wide characters counted twice, so the caret lines up in a
-    terminal; of a line longer than MAX_SHOWN, a window from just before the span is shown."""
+    terminal; control characters (an escape, a NUL) are shown as U+FFFD; of a line longer than MAX_SHOWN, a
+    window from just before the span is shown."""
     line = line.rstrip("\r\n")
     start = min(max(span.col - 1, 0), len(line))
     end = span.end_col - 1 if span.end_line == span.line and span.end_col else start + 1
@@ -106,7 +107,8 @@ def caret_lines(line: str, span: SourceSpan) -> list[str]:
         lo = max(0, start - 40)
         hi = min(len(line), lo + MAX_SHOWN)
     end = min(max(end, start + 1), max(hi, start + 1))
-    text = ("..." if lo else "") + line[lo:hi] + ("..." if hi < len(line) else "")
+    shown = "".join("\ufffd" if unicodedata.category(ch) == "Cc" and ch != "\t" else ch for ch in line[lo:hi])
+    text = ("..." if lo else "") + shown + ("..." if hi < len(line) else "")
     pad = ("   " if lo else "") + "".join("\t" if ch == "\t" else " " * _width(ch) for ch in line[lo:start])
     marks = "^" * max(1, sum(max(_width(ch), 1) for ch in line[start:end]))
     return ["    " + text, "    " + pad + marks]

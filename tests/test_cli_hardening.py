@@ -265,6 +265,8 @@ HOSTILE = [
     ("double equals", k("alpha =⟪=⟫ 1"), "unexpected '='"),
     ("semicolon in a list", k("arch = [gfx942⟪;⟫ gfx90a]"), "unexpected ';'"),
     ("greater-than", k("epilogue = bias(col) ⟪>⟫ gelu"), "unexpected character '>'"),
+    ("comment never closed", k("alpha = 1 ⟪/*⟫ beta = 0"), "a comment that is never closed"),
+    ("comment closed twice", k("alpha = 1 /* one */ ⟪*/⟫"), "'*/' ends no comment"),
     ("double semicolon", "target gfx942;⟪;⟫\n" + k()[len("target gfx942\n"):], "unexpected ';'"),
     # bad tile forms
     ("two extents", k("tile = ⟪128x128⟫", "waves = 2x2", tile=False), "expected NxNxN"),
@@ -322,3 +324,62 @@ def test_hostile_texts_in_one_command_give_no_traceback(tmp_path, cache):
     later = [p for p in paths if f"{p}:" not in r.stderr]
     again = ckgen("check", *later, cache=cache)
     assert again.returncode == 2 and all(f"{p}:" in again.stderr for p in later)
+
+
+# Found by tools/fuzz_dsl.py (a token-level fuzz of the DSL and the command), each minimized.
+@pytest.mark.parametrize("stage,rc,words", [
+    ("spec", 0, "[]"),
+    ("host", 2, "has no kernels, so no host entries"),
+    ("header", 0, "#endif"),
+])
+def test_emit_of_a_file_without_kernels(tmp_path, capsys, stage, rc, words):
+    from ckgen.cli import main
+
+    path = tmp_path / "empty.ck"
+    path.write_text("target gfx942\n")
+    assert main(["emit", str(path), "--stage", stage]) == rc
+    out = capsys.readouterr()
+    assert words in (out.out if rc == 0 else out.err), out
+    assert "None" not in out.err and "internal error" not in out.err
+
+
+def test_explain_of_a_family_whose_target_is_unknown_points_at_the_target(tmp_path, capsys):
+    from ckgen.cli import main
+
+    path = tmp_path / "f.ck"
+    path.write_text("target col1\nfamily f {\n  A = f16 row B = f16 col C = f16 row waves = 2x2\n"
+                    "  tile in [64x64x32, 128x128x32]\n}\n")
+    assert main(["explain", str(path), "--family", "f", "--shape", "16x16x16"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1:8: error: arch = col1: unknown target"), err
+
+
+BAD_TILE = "  A = f16 row B = f16 col C = f16 row\n  tile = 128x100x32 waves = 2x2\n"
+
+
+@pytest.mark.parametrize("text,line", [
+    ("target gfx942\rkernel k {\r" + BAD_TILE.replace("\n", "\r") + "}\r", 4),    # lone CR line ends
+    ("target gfx942\r\nkernel k {\r\n" + BAD_TILE.replace("\n", "\r\n") + "}\r\n", 4),
+    ("target gfx942\x0ckernel k {\n" + BAD_TILE + "}\n", 3),                      # a form feed is no line end
+    ("target gfx942\n// a \u2028 b \x1c c\nkernel k {\n" + BAD_TILE + "}\n", 5),  # nor U+2028, nor \x1c
+])
+def test_line_ends_an_editor_shows_place_the_error(tmp_path, capsys, text, line):
+    from ckgen.cli import main
+
+    path = tmp_path / "le.ck"
+    path.write_bytes(text.encode())
+    assert main(["check", str(path)]) == 2
+    head, shown, caret = capsys.readouterr().err.split("\n")[:3]
+    assert head.startswith(f"{path}:{line}:10: error: "), head
+    assert shown == "      tile = 128x100x32 waves = 2x2" and caret == "             ^^^^^^^^^^"
+
+
+def test_control_characters_in_the_source_line_are_shown_as_replacement_characters(tmp_path, capsys):
+    from ckgen.cli import main
+
+    path = tmp_path / "esc.ck"
+    path.write_text("target gfx942 \x1b[31m\n")
+    assert main(["check", str(path)]) == 2
+    head, shown, caret = capsys.readouterr().err.split("\n")[:3]
+    assert head == f"{path}:1:15: error: unexpected character '\\x1b'"
+    assert shown == "    target gfx942 \ufffd[31m" and caret == "    " + " " * 14 + "^"

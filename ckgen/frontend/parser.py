@@ -38,6 +38,9 @@ _TERMINAL_TEXT = {
 _LOOKALIKES = {"\u00d7": "dims are joined by the letter x (128x128x32)", ":": "a parameter is set with '='",
                "\u2192": "a chain is written with '->'", "\u2212": "a minus sign is '-'",
                "\uff1d": "a parameter is set with '='"}
+#: the halves of a block comment, where the lexer stops at one: (text, message, hint)
+_COMMENT_MARKS = (("/*", "a comment that is never closed", "end it with */"),
+                  ("*/", "'*/' ends no comment", "a comment is /* ... */ (no nesting) or // to the end of the line"))
 #: most digits of one extent of a dims value (``128x128x32``); no extent of any op comes near 10**9
 MAX_DIM_DIGITS = 9
 
@@ -169,12 +172,18 @@ def _expected(exc: UnexpectedInput) -> str:
 
 def parse(text: str, path: str = "<string>") -> Module:
     """Parse DSL text. Raises :class:`DslSyntaxError` (never a Lark error) located at the text at fault
-    (:func:`ckgen.frontend.syntax.locate`), not merely where the parser stopped."""
+    (:func:`ckgen.frontend.syntax.locate`), not merely where the parser stopped. Line ends may be CRLF or a lone
+    CR (old Mac files): both count as a new line, as editors show them."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         tree = _parser().parse(text)
     except UnexpectedCharacters as exc:
         ch = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
         span = SourceSpan(path, exc.line, exc.column, exc.line, exc.column + 1, text)
+        for mark, message, hint in _COMMENT_MARKS:  # a whole comment lexes, so these are what is left of one
+            if text.startswith(mark, exc.pos_in_stream):
+                span = SourceSpan(path, exc.line, exc.column, exc.line, exc.column + 2, text)
+                raise DslSyntaxError(message, span, hint) from None
         exp = _expected(exc)
         hint = f"expected {exp}" if exp else None
         if ch in _LOOKALIKES:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ckgen.errors import CkgenError, ErrorList
+from ckgen.errors import CkgenError, ErrorList, SourceSpan
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.registry import get_op
 from ckgen.ir.spec import KernelSpec
@@ -39,6 +39,12 @@ class Pruned:
     error: CkgenError
 
 
+def arch_span(spec: KernelSpec, arch: str) -> SourceSpan | None:
+    """Where ``spec`` named the target ``arch`` (its ``target`` line or ``arch =``), else where it was named."""
+    named = any(k == f"arch:{arch}" for k, _ in spec.spans)
+    return spec.span(f"arch:{arch}" if named else "arch")
+
+
 def plan_all(specs: Iterable[KernelSpec], arches: Iterable[str] | None = None,
              pruned: list[Pruned] | None = None) -> list[KernelPlan]:
     """Plan every kernel for every arch (its own ``arches`` unless ``arches`` overrides).
@@ -56,8 +62,7 @@ def plan_all(specs: Iterable[KernelSpec], arches: Iterable[str] | None = None,
                 mine.append(plan_kernel(spec, arch))
             except CkgenError as exc:
                 if exc.span is None:  # e.g. an unknown target: point at where that target was named
-                    named = any(k == f"arch:{arch}" for k, _ in spec.spans)
-                    exc.span = spec.span(f"arch:{arch}" if named else "arch")
+                    exc.span = arch_span(spec, arch)
                 failed.append(Pruned(spec.family or "", spec.name, arch, exc))
         if spec.family is not None:
             members[spec.family] = members.get(spec.family, 0) + 1
