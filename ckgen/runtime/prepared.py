@@ -13,7 +13,8 @@ Contract:
   operand fills which tensor slot, how to allocate the outputs the caller left out (no poison), the
   workspace's byte count, and each operand's byte span. A call is not prepared (it stays on the full path)
   when it passed ``stream=`` or ``workspace=``, when a size came from reading an offsets tensor (not passed
-  by name), or when an offsets tensor is a host array (the full path checks its contents every call).
+  by name), or when an offsets tensor is a host array (the full path checks its contents every call). An
+  output passed as None is allocated, as when it is left out.
 - :meth:`Prepared.run` launches with no binding: it patches the pointers into the argument list, checks that
   no written operand's byte span overlaps another's (else it returns :data:`MISS` and the caller runs the full
   path, which raises or allows exactly as it does for a first call; the same view of a tensor the ABI lets the
@@ -157,7 +158,7 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
     k = len(tensors)
     for key, v in named.items():
         if type(v) not in _SCALARS:
-            if key in tensor_names:
+            if key in tensor_names and v is not None:  # an output passed as None is allocated, as one left out
                 index[key] = k
             k += 1
     p = Prepared()
