@@ -13,8 +13,10 @@ Contract:
   operand fills which tensor slot, how to allocate the outputs the caller left out (no poison), the
   workspace's byte count, and each operand's byte span. A call is not prepared (it stays on the full path)
   when it passed ``stream=`` or ``workspace=``, when a size came from reading an offsets tensor (not passed
-  by name), or when an offsets tensor is a host array (the full path checks its contents every call). An
-  output passed as None is allocated, as when it is left out.
+  by name), when an offsets tensor or an integer input with a ``value_range`` is a host array (the full path
+  checks its contents every call), or when a size or scalar was passed as an object other than an ``int`` or
+  ``float`` (e.g. a 0-d array: the full path reads its value, which the signature does not hold). An output
+  passed as None is allocated, as when it is left out.
 - :meth:`Prepared.run` launches with no binding: it patches the pointers into the argument list, checks that
   no written operand's byte span overlaps another's (else it returns :data:`MISS` and the caller runs the full
   path, which raises or allows exactly as it does for a first call; the same view of a tensor the ABI lets the
@@ -127,10 +129,16 @@ class Prepared:
 def cacheable(abi: Any, tensors: tuple, named: dict) -> bool:
     """Whether a call's checks hold for every later call of its signature (see the module docstring)."""
     names = {a.name for a in abi.tensors}
+    if any(k not in names and type(v) not in _SCALARS for k, v in named.items()):
+        return False  # a size or scalar given as an array (or another object): its value is not in the signature
     given = dict(zip(positional(abi), tensors, strict=False))
     given.update({k: v for k, v in named.items() if k in names})
     for a in abi.tensors:
-        if a.offsets_of is not None and given.get(a.name) is not None:
+        if given.get(a.name) is None:
+            continue
+        if a.value_range is not None and isinstance(given[a.name], np.ndarray):
+            return False  # bind checks a host array's entries against the range on every call
+        if a.offsets_of is not None:
             if isinstance(given[a.name], np.ndarray):
                 return False
             if any(s.from_offsets == a.name and s.name not in named for s in abi.sizes):
