@@ -5,8 +5,10 @@ Contract:
 - :func:`call_key` turns a call's operands into a signature: per operand the backend's ``fast_operand(obj)``
   (``(sig, ptr)``, sig = dtype, shape, strides, device, pointer alignment class and whatever else the full
   checks depend on; ``None`` when the backend cannot vouch for the operand, e.g. numpy arrays on a GPU
-  backend), plus the sizes and scalars passed by name (exact ``int``/``float`` values). ``None`` means: use
-  the full path.
+  backend), plus the sizes and scalars passed by name (exact ``int``/``float`` values, keyed with their type:
+  ``rope_cols=16.0`` is not ``rope_cols=16``, which the full checks tell apart; the compiled path matches type and
+  value too). ``None`` means: use the full path. Named entries are ``(name, value, type)`` for a scalar and
+  ``(name, sig)`` for an operand (``sig`` None for None).
 - The first call with a signature runs the full :func:`~ckgen.runtime.binding.bind` (every check, poisoned
   outputs) and launches; then :func:`prepare` records a :class:`Prepared` from the checked
   :class:`~ckgen.runtime.binding.Call`: the argument list with its size, stride and scalar values, which
@@ -69,16 +71,16 @@ def call_key(op: Any, tensors: tuple, named: dict) -> tuple | None:
     nk = []
     for k, v in named.items():
         if type(v) in _SCALARS:
-            nk.append((k, v))
+            nk.append((k, v, type(v)))  # the type too: 16 == 16.0, but the full checks refuse a float size
         elif v is None:
-            nk.append((k, None, 0))
+            nk.append((k, None))
             objs.append(None)
             ptrs.append(0)
         else:
             r = op(v)
             if r is None:
                 return None
-            nk.append((k, r[0], 1))
+            nk.append((k, r[0]))
             objs.append(v)
             ptrs.append(r[1])
     return (tuple(sigs), tuple(nk)), objs, ptrs
