@@ -5,15 +5,20 @@ Contract:
 - :func:`call_key` turns a call's operands into a signature: per operand the backend's ``fast_operand(obj)``
   (``(sig, ptr)``, sig = dtype, shape, strides, device, pointer alignment class and whatever else the full
   checks depend on; ``None`` when the backend cannot vouch for the operand, e.g. numpy arrays on a GPU
-  backend), plus the sizes and scalars passed by name (exact ``int``/``float`` values). ``None`` means: use
-  the full path.
+  backend), plus the sizes and scalars passed by name (exact ``int``/``float`` values, keyed with their type:
+  ``rope_cols=16.0`` is not ``rope_cols=16``, which the full checks tell apart; the compiled path matches type and
+  value too). ``None`` means: use the full path. Named entries are ``(name, value, type)`` for a scalar and
+  ``(name, sig)`` for an operand (``sig`` None for None).
 - The first call with a signature runs the full :func:`~ckgen.runtime.binding.bind` (every check, poisoned
   outputs) and launches; then :func:`prepare` records a :class:`Prepared` from the checked
   :class:`~ckgen.runtime.binding.Call`: the argument list with its size, stride and scalar values, which
   operand fills which tensor slot, how to allocate the outputs the caller left out (no poison), the
   workspace's byte count, and each operand's byte span. A call is not prepared (it stays on the full path)
   when it passed ``stream=`` or ``workspace=``, when a size came from reading an offsets tensor (not passed
-  by name), or when an offsets tensor is a host array (the full path checks its contents every call).
+  by name), when an offsets tensor or an integer input with a ``value_range`` is a host array (the full path
+  checks its contents every call), or when a size or scalar was passed as an object other than an ``int`` or
+  ``float`` (e.g. a 0-d array: the full path reads its value, which the signature does not hold). An output
+  passed as None is allocated, as when it is left out.
 - :meth:`Prepared.run` launches with no binding: it patches the pointers into the argument list, checks that
   no written operand's byte span overlaps another's (else it returns :data:`MISS` and the caller runs the full
   path, which raises or allows exactly as it does for a first call; the same view of a tensor the ABI lets the
@@ -66,16 +71,16 @@ def call_key(op: Any, tensors: tuple, named: dict) -> tuple | None:
     nk = []
     for k, v in named.items():
         if type(v) in _SCALARS:
-            nk.append((k, v))
+            nk.append((k, v, type(v)))  # the type too: 16 == 16.0, but the full checks refuse a float size
         elif v is None:
-            nk.append((k, None, 0))
+            nk.append((k, None))
             objs.append(None)
             ptrs.append(0)
         else:
             r = op(v)
             if r is None:
                 return None
-            nk.append((k, r[0], 1))
+            nk.append((k, r[0]))
             objs.append(v)
             ptrs.append(r[1])
     return (tuple(sigs), tuple(nk)), objs, ptrs
@@ -126,10 +131,16 @@ class Prepared:
 def cacheable(abi: Any, tensors: tuple, named: dict) -> bool:
     """Whether a call's checks hold for every later call of its signature (see the module docstring)."""
     names = {a.name for a in abi.tensors}
+    if any(k not in names and type(v) not in _SCALARS for k, v in named.items()):
+        return False  # a size or scalar given as an array (or another object): its value is not in the signature
     given = dict(zip(positional(abi), tensors, strict=False))
     given.update({k: v for k, v in named.items() if k in names})
     for a in abi.tensors:
-        if a.offsets_of is not None and given.get(a.name) is not None:
+        if given.get(a.name) is None:
+            continue
+        if a.value_range is not None and isinstance(given[a.name], np.ndarray):
+            return False  # bind checks a host array's entries against the range on every call
+        if a.offsets_of is not None:
             if isinstance(given[a.name], np.ndarray):
                 return False
             if any(s.from_offsets == a.name and s.name not in named for s in abi.sizes):
@@ -157,7 +168,7 @@ def prepare(plan: Any, backend: Any, handle: Any, call: Any, tensors: tuple, nam
     k = len(tensors)
     for key, v in named.items():
         if type(v) not in _SCALARS:
-            if key in tensor_names:
+            if key in tensor_names and v is not None:  # an output passed as None is allocated, as one left out
                 index[key] = k
             k += 1
     p = Prepared()

@@ -18,7 +18,7 @@ def _empty_strided(shape, stride, dtype=None, device=None):  # stands for torch.
 
 def test_spec_layout():
     sig = ("f32", (4, 8), (8, 1), 0, 0)
-    key = ((sig, None), (("y", sig, 1), ("eps", 1e-3), ("bias", None, 0)))
+    key = ((sig, None), (("y", sig), ("eps", 1e-3, float), ("bias", None)))
     raw = functools.partial(_empty_strided, (4,), (1,), dtype="f32", device="cuda:0")
     prep = types.SimpleNamespace(
         spans=[128, 0, 128, 0], fill=[(0, 0, 0), (3, 2, 2)], allocs=[(5, 4, object(), None, raw)],

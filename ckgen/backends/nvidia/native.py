@@ -83,8 +83,8 @@ def spec(entry: Any, key: tuple, prep: Any, poison: bool) -> tuple:
     made by the cuda backend's ``fast_output``), ``poison`` whether new outputs are filled with 0xFF bytes."""
     sigs, named = key
     kwnames = tuple(n[0] for n in named)
-    kw = tuple(n[1] if len(n) == 2 else None for n in named)  # a scalar's value, None for an operand
-    op_sigs = list(sigs) + [n[1] for n in named if len(n) == 3]
+    kw = tuple(n[1] if len(n) == 3 else None for n in named)  # a scalar (name, value, type): its value
+    op_sigs = list(sigs) + [n[1] for n in named if len(n) == 2]  # an operand (name, signature or None)
     operands = tuple(None if s is None else (s[0], tuple(s[1]), tuple(s[2]), s[3], s[4], prep.spans[i])
                      for i, s in enumerate(op_sigs))
     device = next(s[3] for s in op_sigs if s is not None)
