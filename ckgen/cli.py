@@ -175,6 +175,9 @@ def _cmd_check(a) -> int:
     _notes(notes)
     for stem, ps in plans.items():
         kernels = sorted({p.name for p in ps})
+        if not ps:
+            print(f"{stem}: no kernels: ok")
+            continue
         print(f"{stem}: {len(kernels)} kernel(s), {len(ps)} plan(s) for {', '.join(sorted({p.arch for p in ps}))}: ok")
     return EXIT_OK
 

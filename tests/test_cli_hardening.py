@@ -343,6 +343,15 @@ def test_emit_of_a_file_without_kernels(tmp_path, capsys, stage, rc, words):
     assert "None" not in out.err and "internal error" not in out.err
 
 
+def test_check_of_a_file_without_kernels_says_so(tmp_path, capsys):
+    from ckgen.cli import main
+
+    path = tmp_path / "empty.ck"
+    path.write_text("target gfx942\n")
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out == "empty: no kernels: ok\n"
+
+
 def test_explain_of_a_family_whose_target_is_unknown_points_at_the_target(tmp_path, capsys):
     from ckgen.cli import main
 
