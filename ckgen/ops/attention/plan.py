@@ -258,11 +258,60 @@ def _lds_layout(d: AttentionDraft, buffers: int) -> int:
     if not d.amd:  # swizzled tiles: Q, then stages of K and V (split_keys: or the waves' states, if larger)
         merge = key_merge_bytes(hd, d.waves, bm) if d.split_keys else 0
         return eb * bm * hd + max(eb * buffers * 2 * bn * hd, merge)
-    items = d.instr.a_items(d.target.wave_size)
     d.vec = VECTOR_BYTES // eb
     d.lds_k_stride = hd + max(d.target.lds_pad_bytes // eb, d.vec)
-    d.lds_v_stride = bn + max(4, items)
+    d.lds_v_stride = v_tile_stride(bn, hd, eb, d.instr, d.target)
     return buffers * (bn * d.lds_k_stride + hd * d.lds_v_stride) * eb
+
+
+#: elements of one V^T read (attention_fwd_amd.h load_v: a run of 4 keys of one d row per lane)
+V_RUN = 4
+
+
+def v_read_groups(block_n: int, head_dim: int, stride: int, elem_bytes: int, instr_m: int, instr_k: int,
+                  wave: int = 64) -> list:
+    """The LDS V^T reads of one tile by one wave (attention_fwd_amd.h load_v) as the bank model's access groups
+    (ckgen/ops/gemm/lds_layout.py): per operand (k step pc, d block db) and run u, lane l reads V_RUN elements at
+    d row db * instr_m + l % instr_m, key (R / kCI) * instr_m + c_row(R % kCI, l), R = pc * kAI + V_RUN * u
+    (ckgen::MfmaLayout with 32-bit accumulators: c_row(r, l) = (r / 4) * 4 * (64 / n) + 4 * (l / n) + r % 4)."""
+    import numpy as np
+
+    from ckgen.ops.gemm.lds_layout import AccessGroup
+
+    lanes = np.arange(wave)
+    ai, ci = instr_m * instr_k // wave, instr_m * instr_m // wave
+    addrs = []
+    for pc in range(block_n // instr_k):
+        for db in range(head_dim // instr_m):
+            for u in range(ai // V_RUN):
+                r = pc * ai + V_RUN * u
+                rc = r % ci
+                key = (r // ci) * instr_m + (rc // 4) * 4 * (wave // instr_m) + 4 * (lanes // instr_m) + rc % 4
+                addrs.append(((db * instr_m + lanes % instr_m) * stride + key) * elem_bytes)
+    return [AccessGroup("read", V_RUN * elem_bytes, np.array(addrs), np.zeros((len(addrs), wave), dtype=np.int64))]
+
+
+def v_tile_stride(block_n: int, head_dim: int, elem_bytes: int, instr: MatrixInstr, target: Target) -> int:
+    """Elements between d rows of the AMD body's LDS V^T tile: the smallest stride >= ``block_n``, a multiple of
+    V_RUN (aligned runs), whose V^T reads (:func:`v_read_groups`) the bank model finds conflict-free, else the one
+    with the fewest extra cycles among the next 16 candidates. Which strides are free depends on the instruction and
+    the banks: on 64 banks a phase of 16x16 reads holds 16 rows x 2 runs (needs rows 2 mod 4 runs apart modulo 16
+    bytes), one of 32x32 reads 32 rows x 1 run (needs an odd number of runs); the fixed block_n + max(4, kAItems)
+    this replaces left 2-way conflicts on every gfx950 V^T read of 16x16x16 and 32x32x16."""
+    from ckgen.ops.gemm.lds import MAX_TABLE
+    from ckgen.ops.gemm.lds_layout import bank_model, extra_cycles
+
+    bank = bank_model(target)
+    best = None
+    for i in range(16):
+        stride = -(-block_n // V_RUN) * V_RUN + V_RUN * (i + 1)
+        groups = v_read_groups(block_n, head_dim, stride, elem_bytes, instr.m, instr.k, target.wave_size)
+        cost = extra_cycles(groups, 1, 0, (0,) * MAX_TABLE, bank)["read"]
+        if cost == 0:
+            return stride
+        if best is None or cost < best[0]:
+            best = (cost, stride)
+    return best[1]
 
 
 def key_merge_bytes(head_dim: int, waves: int, rows: int = 16) -> int:

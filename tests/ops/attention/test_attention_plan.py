@@ -65,6 +65,32 @@ def test_planned_defaults(arch, hd, tile, waves, bufs, qr, instr):
     assert b.lds_bytes <= kern(f"dtype = bf16  head_dim = {hd}", arch).target.lds_bytes
 
 
+@pytest.mark.parametrize("arch,instr,tile", [
+    ("gfx942", "32x32x8", "128x32"), ("gfx942", "16x16x16", "128x64"), ("gfx90a", "16x16x16", "64x128"),
+    ("gfx950", "16x16x16", "128x64"), ("gfx950", "16x16x32", "128x32"), ("gfx950", "32x32x16", "128x64"),
+    ("gfx950", "32x32x8", "128x64"), ("gfx950", "16x16x16", "64x16"),
+])
+def test_v_tile_reads_are_conflict_free_under_the_bank_model(arch, instr, tile):
+    """The V^T tile's stride is planned with the GEMM's bank model (plan.v_tile_stride): load_v's reads are
+    conflict-free on every arch and instruction. The fixed block_n + max(4, kAItems) it replaces left 2-way
+    conflicts on gfx950's 16x16x16 and 32x32x16 (the emulator counted 2 extra cycles per V^T read)."""
+    from ckgen.ops.attention import plan as P
+    from ckgen.ops.gemm.lds import MAX_TABLE
+    from ckgen.ops.gemm.lds_layout import bank_model, extra_cycles
+
+    p = kern(f"dtype = bf16  head_dim = 64  tile = {tile}  waves = 4  instr = {instr}", arch)
+    b, bank = p.body, bank_model(p.target)
+
+    def cost(stride: int) -> int:
+        groups = P.v_read_groups(b.block_n, 64, stride, 2, b.instr.m, b.instr.k)
+        return extra_cycles(groups, 1, 0, (0,) * MAX_TABLE, bank)["read"]
+
+    assert b.lds_v_stride >= b.block_n and b.lds_v_stride % P.V_RUN == 0
+    assert cost(b.lds_v_stride) == 0
+    old = b.block_n + max(4, b.instr.a_items(64))
+    assert (cost(old) > 0) == (arch == "gfx950" and instr in ("16x16x16", "32x32x16")), (old, cost(old))
+
+
 def test_a_dtype_refusal_lists_only_the_dtypes_the_body_takes():
     """gfx908 has bf16 MFMA, but only the 2-element ones the body cannot use: legal is f16 alone."""
     e = refusal("dtype = bf16  head_dim = 128", "gfx908")
