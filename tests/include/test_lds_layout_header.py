@@ -1,4 +1,4 @@
-"""ckgen::blk::SwizzledTile (blocks/lds_layout.h) is the C++ twin of LdsOperandLayout.offset (ckgen/ops/gemm/lds.py):
+"""ckgen::blk::SwizzledTile (blocks/lds_layout.h) is the C++ twin of LdsOperandLayout.offset (ckgen/lower/lds.py):
 a host program prints every offset of planned tiles and the header's xor_step identity; both must match."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """LDS bank conflicts counted by the emulator (ckgen/emu/lds_banks.h): zero for every shipped example GEMM's
-swizzled tiles, and exactly the bank model's prediction (ckgen/ops/gemm/lds_layout.py) for deliberately
+swizzled tiles, and exactly the bank model's prediction (ckgen/lower/lds_banks.py) for deliberately
 unswizzled tiles, which conflict."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 
 from ckgen import driver
 from ckgen.backends import emu
-from ckgen.ops.gemm import lds_layout as L
+from ckgen.lower import lds_banks as L
+from ckgen.ops.gemm import lds_layout as G
 from ckgen.ops.gemm.body import LdsPlan
 from ckgen.runtime import api, run
 from ckgen.runtime.api import Kernel, get_backend
@@ -87,7 +88,7 @@ def test_unswizzled_tiles_conflict_as_the_model_predicts(kernel_name, arch):
     per-K-tile figure x K tiles x workgroups, and the numbers are still right."""
     plan = next(p for p in driver.plan(driver.load([ROOT / "examples" / "gemm_f16.ck"], (arch,)), (arch,))["gemm_f16"]
                 if p.name == kernel_name)
-    a, b = L.gemm_operand_shapes(plan.target, plan.spec.params, plan.body.instr, plan.body.vec)
+    a, b = G.gemm_operand_shapes(plan.target, plan.spec.params, plan.body.instr, plan.body.vec)
     pa, pb = L.plain_layout(a), L.plain_layout(b, mn_piece=plan.body.lds.b.mn_piece)
     bank = L.bank_model(plan.target)
     predicted = 0

@@ -271,12 +271,12 @@ V_RUN = 4
 def v_read_groups(block_n: int, head_dim: int, stride: int, elem_bytes: int, instr_m: int, instr_k: int,
                   wave: int = 64) -> list:
     """The LDS V^T reads of one tile by one wave (attention_fwd_amd.h load_v) as the bank model's access groups
-    (ckgen/ops/gemm/lds_layout.py): per operand (k step pc, d block db) and run u, lane l reads V_RUN elements at
+    (ckgen/lower/lds_banks.py): per operand (k step pc, d block db) and run u, lane l reads V_RUN elements at
     d row db * instr_m + l % instr_m, key (R / kCI) * instr_m + c_row(R % kCI, l), R = pc * kAI + V_RUN * u
     (ckgen::MfmaLayout with 32-bit accumulators: c_row(r, l) = (r / 4) * 4 * (64 / n) + 4 * (l / n) + r % 4)."""
     import numpy as np
 
-    from ckgen.ops.gemm.lds_layout import AccessGroup
+    from ckgen.lower.lds_banks import AccessGroup
 
     lanes = np.arange(wave)
     ai, ci = instr_m * instr_k // wave, instr_m * instr_m // wave
@@ -298,8 +298,8 @@ def v_tile_stride(block_n: int, head_dim: int, elem_bytes: int, instr: MatrixIns
     the banks: on 64 banks a phase of 16x16 reads holds 16 rows x 2 runs (needs rows 2 mod 4 runs apart modulo 16
     bytes), one of 32x32 reads 32 rows x 1 run (needs an odd number of runs); the fixed block_n + max(4, kAItems)
     this replaces left 2-way conflicts on every gfx950 V^T read of 16x16x16 and 32x32x16."""
-    from ckgen.ops.gemm.lds import MAX_TABLE
-    from ckgen.ops.gemm.lds_layout import bank_model, extra_cycles
+    from ckgen.lower.lds import MAX_TABLE
+    from ckgen.lower.lds_banks import bank_model, extra_cycles
 
     bank = bank_model(target)
     best = None

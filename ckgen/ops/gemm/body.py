@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from ckgen.ir.target import MatrixInstr
 from ckgen.ir.types import DType
-from ckgen.ops.gemm.lds import LdsOperandLayout
+from ckgen.lower.lds import LdsOperandLayout
 
 
 @dataclass(frozen=True)
 class LdsPlan:
     """LDS staging: one unpadded tile per operand and buffer (XOR-swizzled where the target's body takes it;
-    ckgen/ops/gemm/lds.py has the address map), ``buffers`` copies of both. Bytes are exactly
+    ckgen/lower/lds.py has the address map), ``buffers`` copies of both. Bytes are exactly
     buffers x (rows_a + rows_b) x tile K x element."""
 
     a: LdsOperandLayout

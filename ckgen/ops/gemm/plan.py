@@ -19,11 +19,12 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import FEATURE_FP8_OCP, MatrixInstr, Target
 from ckgen.ir.types import DType, Layout
 from ckgen.lower.draft import Draft, run_passes
+from ckgen.lower.lds_banks import mn_unit_elements
 from ckgen.ops.gemm.abi import abi, grouped_launch, launch
 from ckgen.ops.gemm.body import Body, GemmPlan, LdsPlan, RegisterEstimate, SchedulePlan, TmaBodyPlan
 from ckgen.ops.gemm.fp4 import FP4, check_fp4, storage_view
 from ckgen.ops.gemm.grouped import GroupPlan, body_of, plan_groups
-from ckgen.ops.gemm.lds_layout import mn_unit_elements, plan_gemm_lds
+from ckgen.ops.gemm.lds_layout import plan_gemm_lds
 from ckgen.ops.gemm.registers import budget, estimate, register_features, smaller_tiles_hint
 from ckgen.ops.gemm.schedule import plan_schedule
 from ckgen.ops.gemm.spec import (
@@ -392,7 +393,7 @@ def choose_vectors(d: GemmDraft) -> None:
     threads = cfg.waves[0] * cfg.waves[1] * d.target.wave_size
     # A (MxK): row-major is K-contiguous. B (KxN): row-major is N-contiguous. C (MxN): row-major N-contiguous.
     # unit: elements along K one thread moves per vector (MN-contiguous operands of swizzled LDS tiles are
-    # transposed in registers into LDS writes of at least 4 bytes along K: ckgen/ops/gemm/lds_layout.py).
+    # transposed in registers into LDS writes of at least 4 bytes along K: ckgen/lower/lds_banks.py).
     unit_a = mn_unit_elements(d.target, g.a.dtype.bytes, g.a.layout == Layout.ROW)
     unit_b = mn_unit_elements(d.target, g.b.dtype.bytes, g.b.layout == Layout.COL)
     extents = {"vec_a": (g.a.dtype, tk if g.a.layout == Layout.ROW else tm, tm * tk // unit_a),
@@ -417,8 +418,9 @@ def choose_vectors(d: GemmDraft) -> None:
 
 
 def plan_lds(d: GemmDraft) -> None:
-    """Unpadded, XOR-swizzled LDS tiles (ckgen/ops/gemm/lds_layout.py chooses them per dtype, tile, instruction
-    and layout from the target's bank figures) and their bytes against the target's LDS."""
+    """Unpadded, XOR-swizzled LDS tiles (ckgen/ops/gemm/lds_layout.py, on the bank model of ckgen/lower/lds_banks.py,
+    chooses them per dtype, tile, instruction and layout from the target's bank figures) and their bytes against
+    the target's LDS."""
     cfg, t = d.cfg, d.target
     a, b = plan_gemm_lds(t, *storage_view(d.spec.params, d.instr), d.vec)
     lds = LdsPlan(a=a, b=b, buffers=cfg.lds_buffers)

@@ -74,9 +74,9 @@ def test_v_tile_reads_are_conflict_free_under_the_bank_model(arch, instr, tile):
     """The V^T tile's stride is planned with the GEMM's bank model (plan.v_tile_stride): load_v's reads are
     conflict-free on every arch and instruction. The fixed block_n + max(4, kAItems) it replaces left 2-way
     conflicts on gfx950's 16x16x16 and 32x32x16 (the emulator counted 2 extra cycles per V^T read)."""
+    from ckgen.lower.lds import MAX_TABLE
+    from ckgen.lower.lds_banks import bank_model, extra_cycles
     from ckgen.ops.attention import plan as P
-    from ckgen.ops.gemm.lds import MAX_TABLE
-    from ckgen.ops.gemm.lds_layout import bank_model, extra_cycles
 
     p = kern(f"dtype = bf16  head_dim = 64  tile = {tile}  waves = 4  instr = {instr}", arch)
     b, bank = p.body, bank_model(p.target)

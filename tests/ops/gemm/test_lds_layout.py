@@ -1,4 +1,4 @@
-"""The swizzled LDS layouts (ckgen/ops/gemm/lds_layout.py, ckgen/ops/gemm/lds.py): exact bytes, bijective maps, and
+"""The swizzled LDS layouts (ckgen/lower/lds_banks.py, ckgen/lower/lds.py, ckgen/ops/gemm/lds_layout.py): exact bytes, bijective maps, and
 zero bank conflicts under the bank model for every instruction, dtype, layout and arch of a sweep; the bank
 model itself on hand-computed patterns."""
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from ckgen.frontend import load_text
+from ckgen.lower import lds_banks as L
+from ckgen.lower.lds import MAX_TABLE, LdsOperandLayout
 from ckgen.lower.pipeline import plan_kernel
-from ckgen.ops.gemm import lds_layout as L
-from ckgen.ops.gemm.lds import MAX_TABLE, LdsOperandLayout
+from ckgen.ops.gemm import lds_layout as G
 from ckgen.targets import get_target
 
 
@@ -121,7 +122,7 @@ def test_swizzled_tiles_are_conflict_free(arch, dt, instr, tile, waves, la, lb):
         assert (lay.read_conflicts, lay.write_conflicts) == (0, 0), (lay, plan.body.lds)
     # and the model agrees when re-run from the plan's shapes (the figures are not just copied)
     bank = L.bank_model(plan.target)
-    for shape, lay in zip(L.gemm_operand_shapes(plan.target, plan.spec.params, plan.body.instr, plan.body.vec), (plan.body.lds.a, plan.body.lds.b),
+    for shape, lay in zip(G.gemm_operand_shapes(plan.target, plan.spec.params, plan.body.instr, plan.body.vec), (plan.body.lds.a, plan.body.lds.b),
                           strict=True):
         groups = L.operand_accesses(shape, lay.granule, lay.mn_lanes, bank.wave, lay.mn_piece)
         assert L.extra_cycles(groups, lay.granule * lay.elem_bytes, lay.low_bits, lay.table, bank) == {"read": 0, "write": 0}
@@ -140,7 +141,7 @@ def test_mx_fragments_are_read_as_their_runs(dt, tile):
     params, instr = storage_view(plan.spec.params, plan.body.instr)
     runs = 1 if dt == "e2m1fn_x2" else 2
     assert instr.frag_runs == runs
-    for shape, lay in zip(L.gemm_operand_shapes(plan.target, params, instr, plan.body.vec),
+    for shape, lay in zip(G.gemm_operand_shapes(plan.target, params, instr, plan.body.vec),
                           (plan.body.lds.a, plan.body.lds.b), strict=True):
         reads = L.operand_accesses(shape, lay.granule, lay.mn_lanes, bank.wave, lay.mn_piece)[0]
         assert reads.nbytes == 16 and lay.granule * lay.elem_bytes % 16 == 0
@@ -154,7 +155,7 @@ def test_unswizzled_rows_conflict():
     plan = plan_kernel(spec("A = f16 row B = f16 col C = f16 row tile = 128x128x32 waves = 2x2 instr = 32x32x8"),
                        "gfx942")
     bank = L.bank_model(plan.target)
-    a, _ = L.gemm_operand_shapes(plan.target, plan.spec.params, plan.body.instr, plan.body.vec)
+    a, _ = G.gemm_operand_shapes(plan.target, plan.spec.params, plan.body.instr, plan.body.vec)
     plain = L.plain_layout(a)
     groups = L.operand_accesses(a, plain.granule, 1, 64, 1)
     cost = L.extra_cycles(groups, plain.granule * 2, 0, plain.table, bank)

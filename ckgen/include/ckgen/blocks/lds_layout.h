@@ -5,7 +5,7 @@
 // issue) and offset(r, k) (the element offset of (r, k) in one buffer).
 //
 // SwizzledTile<kRows, kTK, kGranule, kLowBits, kTable> stores a kRows x kTK tile (K contiguous) in exactly
-// kRows * kTK elements. The planner (ckgen/ops/gemm/lds_layout.py) picks the parameters; ckgen/ops/gemm/lds.py holds
+// kRows * kTK elements. The planner (ckgen/lower/lds_banks.py) picks the parameters; ckgen/lower/lds.py holds
 // the same map in Python (LdsOperandLayout.offset), and tests/include check that the two agree:
 //   q   = r * (kTK / kGranule) + k / kGranule             logical granule index
 //   q'  = q ^ mask(q >> kLowBits)                        mask: XOR of entry b of kTable for each set bit b

@@ -1,6 +1,6 @@
 // ckgen/emu/lds_banks.h: LDS bank-conflict counting of the CPU emulator (docs/emulation.md).
 //
-// Model (the same as ckgen/ops/gemm/lds_layout.py): LDS has CKGEN_EMU_LDS_BANKS banks of
+// Model (the same as ckgen/lower/lds_banks.py): LDS has CKGEN_EMU_LDS_BANKS banks of
 // CKGEN_EMU_LDS_BANK_BYTES bytes. One wave-level LDS instruction of B bytes per lane is served in phases
 // of P = banks * bank_bytes / max(B, bank_bytes) consecutive lanes; within a phase each bank serves one
 // dword address per cycle (lanes on the same dword share it). The instruction's extra cycles are the sum

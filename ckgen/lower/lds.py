@@ -1,6 +1,6 @@
-"""The LDS layout of one GEMM operand tile: unpadded, K-contiguous rows, XOR-swizzled granules.
+"""The LDS layout of one matrix-instruction operand tile: unpadded, K-contiguous rows, XOR-swizzled granules.
 
-This is the contract between the planner (:mod:`ckgen.ops.gemm.lds_layout`) and the AMD GEMM body
+This is the contract between the planner (:mod:`ckgen.lower.lds_banks`) and the AMD matrix-product body
 (``gemm_mfma.h`` through ``ckgen/blocks/lds_layout.h``). Element ``(r, k)`` of a ``rows x tile_k`` tile
 (``r`` along M for A, along N for B) sits at element offset :meth:`LdsOperandLayout.offset`:
 
@@ -30,7 +30,7 @@ class LdsOperandLayout:
     unit is ``vec`` rows x ``mn_piece`` k's (``mn_piece`` vector loads, transposed in registers into LDS
     writes of ``mn_piece`` elements along K); ``mn_lanes`` consecutive threads take consecutive units
     along M (N) before moving to the next ``mn_piece`` k's (both ``1`` for K-contiguous operands). ``read_conflicts`` / ``write_conflicts``: extra LDS cycles per K
-    tile of the whole workgroup that the bank model of :mod:`ckgen.ops.gemm.lds_layout` predicts for the
+    tile of the whole workgroup that the bank model of :mod:`ckgen.lower.lds_banks` predicts for the
     fragment reads and the global->LDS writes (0 when the layout is conflict-free).
     """
 
