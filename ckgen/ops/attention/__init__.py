@@ -20,7 +20,7 @@ from ckgen.ops.attention import abi as _abi
 from ckgen.ops.attention import plan as _plan
 from ckgen.ops.attention import reference as _ref
 from ckgen.ops.attention import spec as _spec
-from ckgen.ops.attention.body import cfg_members, wgmma_members
+from ckgen.ops.attention.body import cfg_members, k_swizzle_member, wgmma_members
 
 #: the Hopper body's header (device/), which also brings the portable NVIDIA body
 WGMMA_HEADER = "attention_fwd_sm90.h"
@@ -66,6 +66,7 @@ class AttentionOp(Op):
         w_ints, w_bools, w_notes = wgmma_members(b.wgmma)
         constants = [("int", n, str(v)) for n, v in ints + w_ints]
         constants += [("bool", n, bool_literal(v)) for n, v in w_bools]
+        constants += k_swizzle_member(b) if amd else []
         if not amd:
             constants.append(("bool", "kQInRegs", bool_literal(b.q_in_regs)))
         constants += [("int", "kMask", MASK_CONSTANTS[a.mask]), ("bool", "kVarlen", bool_literal(a.varlen)),

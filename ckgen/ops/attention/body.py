@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ckgen.ir.target import MatrixInstr
+from ckgen.lower.lds import LdsOperandLayout
 
 
 @dataclass(frozen=True)
@@ -80,13 +81,14 @@ class AttentionPlan:
     waves_per_eu: int                 # AMD occupancy hint (1: none)
     kv_barriers: int                  # NVIDIA: barriers per K/V tile (2: K and V separate cp.async groups)
     vec: int                          # elements per global vector access of K / V (AMD)
-    lds_k_stride: int                 # AMD: elements between key rows of the LDS K tile (0 on NVIDIA: swizzled)
+    lds_k_stride: int                 # AMD: elements between padded key rows of the LDS K tile (0: swizzled, lds_k)
     lds_v_stride: int                 # AMD: elements between d rows of the LDS V^T tile
     lds_bytes: int                    # LDS / shared memory of one workgroup
     mma_per_tile: int                 # matrix instructions one wave issues per K/V tile (S and O products)
     registers: RegisterEstimate
     planned: tuple[str, ...] = field(default=())  # the parameters the table chose (not written in the DSL)
     wgmma: WgmmaBodyPlan | None = None  # sm_90: the Hopper body the host entry tries first
+    lds_k: LdsOperandLayout | None = None  # AMD: the K tile's XOR-swizzled layout (None: padded rows, lds_k_stride)
     split_keys: bool = False          # decode warp_split = keys: the waves share the rows, each N / waves keys
 
     @property
@@ -100,7 +102,8 @@ class AttentionPlan:
                 "tile": [self.block_m, self.block_n], "waves": self.waves, "lds_buffers": self.lds_buffers,
                 "q_in_regs": self.q_in_regs, "waves_per_eu": self.waves_per_eu,
                 "kv_barriers": self.kv_barriers, "vec": self.vec,
-                "lds_k_stride": self.lds_k_stride, "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
+                "lds_k_stride": self.lds_k_stride, "lds_k": self.lds_k.to_json() if self.lds_k else None,
+                "lds_v_stride": self.lds_v_stride, "lds_bytes": self.lds_bytes,
                 "mma_per_tile": self.mma_per_tile, "registers_estimate": self.registers.to_json(),
                 "planned": list(self.planned), "warp_split": "keys" if self.split_keys else "rows",
                 "wgmma": self.wgmma.to_json() if self.wgmma else None}
@@ -108,8 +111,8 @@ class AttentionPlan:
 
 def cfg_members(b: AttentionPlan, head_dim: int, wave_size: int, threads: int, amd: bool):
     """The Cfg members both attention ops' bodies read: (extra type aliases, int members), in the order the
-    kernels render them (device/attention_fwd_amd.h and _nv.h list them)."""
-    i = b.instr
+    kernels render them (device/attention_fwd_amd.h and _nv.h list them); AMD: :func:`k_swizzle_member` too."""
+    i, k = b.instr, b.lds_k
     ints = [("kHeadDim", head_dim), ("kBlockM", b.block_m), ("kBlockN", b.block_n)]
     if amd:
         types = [("AOperand", i.a_operand), ("BOperand", i.b_operand), ("COperand", i.c_operand)]
@@ -117,11 +120,18 @@ def cfg_members(b: AttentionPlan, head_dim: int, wave_size: int, threads: int, a
                  ("kInstrN", i.n), ("kInstrK", i.k), ("kAItems", i.a_items(wave_size)),
                  ("kBItems", i.b_items(wave_size)), ("kCItems", i.c_items(wave_size)), ("kLdsBuffers", b.lds_buffers),
                  ("kVec", b.vec), ("kWavesPerEu", b.waves_per_eu), ("kLdsKStride", b.lds_k_stride),
+                 ("kLdsKGranule", k.granule if k else 0), ("kLdsKSwizzleBits", k.low_bits if k else 0),
                  ("kLdsVStride", b.lds_v_stride), ("kLdsBytes", b.lds_bytes)]
         return types, ints
     ints += [("kWarps", b.waves), ("kWaveSize", wave_size), ("kThreads", threads), ("kStages", b.lds_buffers),
              ("kKvBarriers", b.kv_barriers), ("kLdsBytes", b.lds_bytes)]
     return [], ints
+
+
+def k_swizzle_member(b: AttentionPlan) -> list[tuple[str, str, str]]:
+    """The AMD K tile's packed XOR table (device/attention_fwd_amd.h kLdsKSwizzle; 0 for padded rows) as a
+    (type, name, value) constant."""
+    return [("unsigned long long", "kLdsKSwizzle", f"{b.lds_k.packed_table if b.lds_k else 0:#x}ull")]
 
 
 def wgmma_members(w: WgmmaBodyPlan | None) -> tuple[list, list, list[str]]:

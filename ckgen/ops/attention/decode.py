@@ -38,7 +38,7 @@ from ckgen.lower.draft import run_passes
 from ckgen.ops.attention import decode_abi as _abi
 from ckgen.ops.attention import decode_reference as _ref
 from ckgen.ops.attention import plan as _plan
-from ckgen.ops.attention.body import AttentionPlan, cfg_members, wgmma_members
+from ckgen.ops.attention.body import AttentionPlan, cfg_members, k_swizzle_member, wgmma_members
 from ckgen.ops.attention.rope import parse as parse_rope
 from ckgen.ops.attention.spec import (
     BODY_CHOICES,
@@ -239,7 +239,7 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     d = run_passes(PASSES, _plan.AttentionDraft(spec, target))
     body = AttentionPlan(body=_plan.BODIES[target.platform], instr=d.instr, block_m=d.tile[0], block_n=d.tile[1],
                          waves=d.waves, lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
-                         kv_barriers=d.kv_barriers, vec=d.vec, lds_k_stride=d.lds_k_stride,
+                         kv_barriers=d.kv_barriers, vec=d.vec, lds_k_stride=d.lds_k_stride, lds_k=d.lds_k,
                          lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes, mma_per_tile=d.mma_per_tile,
                          registers=d.registers, planned=tuple(dict.fromkeys(d.planned)), split_keys=d.split_keys,
                          wgmma=d.wgmma)
@@ -293,6 +293,7 @@ class DecodeOp(Op):
         ints += [("kPageSize", plan.spec.params.page_size), ("kCombineLanes", _abi.COMBINE_LANES), *w_ints]
         constants = [("int", n, str(v)) for n, v in ints]
         constants += [("bool", n, bool_literal(v)) for n, v in w_bools]
+        constants += k_swizzle_member(b) if amd else []
         if not amd:
             constants += [("bool", "kQInRegs", bool_literal(b.q_in_regs)), ("bool", "kWarpSplitKeys", bool_literal(b.split_keys))]
         constants += [("int", "kMask", f"ckgen::attn::kMask{a.mask.capitalize()}"), ("bool", "kVarlen", "false"),

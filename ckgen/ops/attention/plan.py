@@ -16,6 +16,7 @@ from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
+from ckgen.lower.lds import LdsOperandLayout
 from ckgen.ops.attention.abi import abi, launch
 from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate, WgmmaBodyPlan
 from ckgen.ops.attention.configs import WGMMA_TABLE, known_good
@@ -50,6 +51,7 @@ class AttentionDraft(Draft):
     kv_barriers: int = 0
     vec: int = 1
     lds_k_stride: int = 0
+    lds_k: LdsOperandLayout | None = None
     lds_v_stride: int = 0
     lds_bytes: int = 0
     mma_per_tile: int = 0
@@ -259,9 +261,42 @@ def _lds_layout(d: AttentionDraft, buffers: int) -> int:
         merge = key_merge_bytes(hd, d.waves, bm) if d.split_keys else 0
         return eb * bm * hd + max(eb * buffers * 2 * bn * hd, merge)
     d.vec = VECTOR_BYTES // eb
-    d.lds_k_stride = hd + max(d.target.lds_pad_bytes // eb, d.vec)
+    d.lds_k = k_tile_layout(bn, hd, eb, d.vec, d.waves * d.target.wave_size, d.instr, d.target)
+    d.lds_k_stride = 0 if d.lds_k is not None else hd + max(d.target.lds_pad_bytes // eb, d.vec)
     d.lds_v_stride = v_tile_stride(bn, hd, eb, d.instr, d.target)
-    return buffers * (bn * d.lds_k_stride + hd * d.lds_v_stride) * eb
+    k_elems = d.lds_k.elements if d.lds_k is not None else bn * d.lds_k_stride
+    return buffers * (k_elems + hd * d.lds_v_stride) * eb
+
+
+def k_tile_shape(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads: int, instr: MatrixInstr,
+                 wave: int = 64):
+    """The AMD body's LDS K tile as the bank model's operand (ckgen/lower/lds_banks.py OperandShape): rows
+    = the block_n keys, K = head_dim (contiguous in memory and in LDS), written by blk::TileLoader (vectors of
+    ``vec``, ``threads`` threads: attention_fwd_amd.h KvTiles) and read as the A operand of S^T = K . Q^T
+    (attention_fwd_amd.h load_k: lane l reads kAItems elements at key row kb * M + l % M, d = dc * K + (l / M) *
+    kAItems). Every wave reads every key row: one wave tile of block_n rows, shared by all waves."""
+    from ckgen.lower.lds_banks import OperandShape
+
+    return OperandShape(rows=block_n, tile_k=head_dim, elem_bytes=elem_bytes, k_contiguous=True, vec=vec,
+                        threads=threads, instr_rows=instr.m, instr_k=instr.k, frag_items=instr.a_items(wave),
+                        waves_along=1, wave_tile=block_n)
+
+
+def k_tile_layout(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads: int, instr: MatrixInstr,
+                  target: Target) -> LdsOperandLayout | None:
+    """The K tile's XOR-swizzled, unpadded layout (:func:`k_tile_shape` planned by the GEMM's bank model), or None
+    for padded rows: targets without swizzled tiles, and head dims whose row of granules is not a power of two
+    (the body reads fragments as the lane's offset XOR a constant; padding 2-way conflicts on every read there).
+    Padding cannot free both sides: on 32 banks the 8-byte fragment reads of 16 rows want a row stride of 2 mod 4
+    dwords, the loader's 16-byte writes 0 mod 4."""
+    from ckgen.lower.lds_banks import bank_model, plan_operand_layout
+
+    if not target.lds_swizzle:
+        return None
+    shape = k_tile_shape(block_n, head_dim, elem_bytes, vec, threads, instr, target.wave_size)
+    lay = plan_operand_layout(shape, bank_model(target))
+    row_granules = head_dim // lay.granule
+    return lay if row_granules & (row_granules - 1) == 0 else None
 
 
 #: elements of one V^T read (attention_fwd_amd.h load_v: a run of 4 keys of one d row per lane)
@@ -474,8 +509,8 @@ def plan(spec: KernelSpec, target: Target) -> KernelPlan:
     body = AttentionPlan(body=d.body, instr=d.instr, block_m=d.tile[0], block_n=d.tile[1], waves=d.waves,
                          lds_buffers=d.lds_buffers, q_in_regs=d.q_in_regs, waves_per_eu=d.waves_per_eu,
                          kv_barriers=d.kv_barriers, vec=d.vec,
-                         lds_k_stride=d.lds_k_stride, lds_v_stride=d.lds_v_stride, lds_bytes=d.lds_bytes,
-                         mma_per_tile=d.mma_per_tile, registers=d.registers, planned=tuple(d.planned),
+                         lds_k_stride=d.lds_k_stride, lds_k=d.lds_k, lds_v_stride=d.lds_v_stride,
+                         lds_bytes=d.lds_bytes, mma_per_tile=d.mma_per_tile, registers=d.registers, planned=tuple(d.planned),
                          wgmma=d.wgmma)
     threads = d.waves * target.wave_size
     entries = [Entry(spec.name, threads, d.lds_bytes)]

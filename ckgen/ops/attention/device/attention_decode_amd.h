@@ -135,13 +135,13 @@ struct Decode {
   static CKGEN_DEVICE void mainloop(const Args& p, const Work& w, const typename F::Ctx& fc, int row0,
                                     const BOp (&qf)[kQB][kDC], KvTiles& kv, T* lds_k, T* lds_v,
                                     COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB]) {
-    const int k_frag = L::a_row(fc.lane) * Cfg::kLdsKStride + L::a_k0(fc.lane);
+    const typename F::KFrag kf = F::k_frag(fc.lane);
     const int v_frag = L::a_row(fc.lane) * Cfg::kLdsVStride;
     auto gload = [&](int t) { kv.gload(t, fc.tid); };
     auto store = [&](int buf) { kv.store(lds_k, lds_v, buf, fc.tid); };
     auto step = [&](int buf, int t) {
       COp s[kKB][kQB];
-      F::scores(lds_k + buf * S::kKElems + k_frag, qf, s);
+      F::scores(lds_k + buf * S::kKElems, kf, qf, s);
       const int n0 = t * Cfg::kBlockN;
       if (needs_mask(p, w, n0)) mask_tile(p, w, row0, fc.lane, n0, s);
       BOp pf[kQB][kPC];

@@ -21,10 +21,16 @@
 //                                 while tile t is read; one barrier per tile)
 //   kVec                          elements per global vector load of K and V (8: 16 bytes); per-element
 //                                 loads where a tensor's base or strides are not so aligned
-//   kLdsKStride                   elements between key rows of the LDS K tile (>= kHeadDim, multiple of
-//                                 kAItems and kVec; pad for banks, e.g. kHeadDim + 4 or + 8)
+//   kLdsKStride                   0: the LDS K tile is XOR-swizzled (kLdsKGranule ...); else padded rows this
+//                                 many elements apart (>= kHeadDim, multiple of kAItems and kVec)
+//   kLdsKGranule, kLdsKSwizzleBits, kLdsKSwizzle (unsigned long long)
+//                                 with kLdsKStride 0: the K tile as blk::SwizzledTile<kBlockN, kHeadDim, ...>
+//                                 (ckgen/blocks/lds_layout.h; unpadded, planned by the GEMM's bank model:
+//                                 ops/attention/plan.py k_tile_layout); the granule a multiple of
+//                                 kAItems; else 0
 //   kLdsVStride                   elements between d rows of the LDS V^T tile (>= kBlockN, multiple of 4)
-//   kLdsBytes                     >= kLdsBuffers * (kBlockN * kLdsKStride + kHeadDim * kLdsVStride) * sizeof(T)
+//   kLdsBytes                     >= kLdsBuffers * (K tile + kHeadDim * kLdsVStride) * sizeof(T), the K tile
+//                                 kBlockN * kHeadDim (swizzled) or kBlockN * kLdsKStride elements
 //                                 (static LDS; the launcher passes 0)
 //   kMask                         attn::kMaskNone / kMaskCausal / kMaskWindow
 //   kVarlen, kGqa                 bool: cu_seqlens packed batches; heads_kv < heads allowed
@@ -54,6 +60,18 @@
 namespace ckgen {
 namespace attn_amd {
 
+// The LDS K tile's layout: blk::SwizzledTile from the Cfg's kLdsK* members (kLdsKStride 0), else rows padded to
+// kLdsKStride (granule kVec: the loader's 16-byte writes).
+template <class Cfg, bool kSwizzled>
+struct KTile {
+  using type = blk::SwizzledTile<Cfg::kBlockN, Cfg::kHeadDim, Cfg::kLdsKGranule, Cfg::kLdsKSwizzleBits,
+                                 Cfg::kLdsKSwizzle>;
+};
+template <class Cfg>
+struct KTile<Cfg, false> {
+  using type = blk::PaddedTile<Cfg::kLdsKStride, Cfg::kVec>;
+};
+
 template <class Cfg>
 struct Shape {
   using T = typename Cfg::T;
@@ -67,11 +85,18 @@ struct Shape {
   static constexpr int kDC = Cfg::kHeadDim / kK;          // k steps of S^T (over d)
   static constexpr int kDB = Cfg::kHeadDim / kM;          // d blocks of O^T
   static constexpr int kPC = Cfg::kBlockN / kK;           // k steps of O^T (over keys)
-  static constexpr int kKElems = Cfg::kBlockN * Cfg::kLdsKStride;   // one K buffer
+  // K tile: kBlockN key rows of kHeadDim (d contiguous in memory and in LDS), XOR-swizzled or padded (KTile).
+  static constexpr bool kKSwizzled = Cfg::kLdsKStride == 0;
+  static constexpr bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+  using LdsK = typename KTile<Cfg, kKSwizzled>::type;
+  static constexpr int kKElems = Cfg::kBlockN * (kKSwizzled ? Cfg::kHeadDim : Cfg::kLdsKStride);  // one K buffer
   static constexpr int kVElems = Cfg::kHeadDim * Cfg::kLdsVStride;  // one V^T buffer
-  // K tile: kBlockN key rows of kHeadDim (d contiguous in memory and in LDS).
-  using LoadK = blk::TileLoader<T, Cfg::kBlockN, Cfg::kHeadDim, Cfg::kVec, true, Cfg::kThreads,
-                                blk::PaddedTile<Cfg::kLdsKStride, Cfg::kVec>>;
+  using LoadK = blk::TileLoader<T, Cfg::kBlockN, Cfg::kHeadDim, Cfg::kVec, true, Cfg::kThreads, LdsK>;
+  // Swizzled: a K operand (kb, dc) sits at the lane's offset XOR LdsK::xor_step(kb * kM, dc * kK) (the
+  // displacement's granule bits are disjoint from the lane's own: power-of-two instruction rows and k steps in
+  // whole granules, a power-of-two row of granules); else at LdsK::offset of its (row, d).
+  static constexpr bool kKXor = kKSwizzled && Cfg::kLdsKGranule > 0 && kK % Cfg::kLdsKGranule == 0 &&
+                                pow2(kM) && pow2(kK / Cfg::kLdsKGranule) && pow2(Cfg::kHeadDim / Cfg::kLdsKGranule);
   // V tile as the kHeadDim x kBlockN operand V^T: d contiguous in memory, keys contiguous in LDS.
   using LoadV = blk::TileLoader<T, Cfg::kHeadDim, Cfg::kBlockN, Cfg::kVec, false, Cfg::kThreads,
                                 blk::PaddedTile<Cfg::kLdsVStride, 1>>;
@@ -97,14 +122,18 @@ constexpr bool check_cfg() {
                 "kBlockN must be a multiple of kInstrM and kInstrK");
   static_assert(Cfg::kHeadDim % Cfg::kInstrM == 0 && Cfg::kHeadDim % Cfg::kInstrK == 0 && Cfg::kHeadDim % Cfg::kVec == 0,
                 "kHeadDim must be a multiple of kInstrM, kInstrK and kVec");
-  static_assert(Cfg::kLdsKStride >= Cfg::kHeadDim && Cfg::kLdsKStride % Cfg::kAItems == 0 &&
-                    Cfg::kLdsKStride % Cfg::kVec == 0,
-                "kLdsKStride must be >= kHeadDim and a multiple of kAItems and kVec");
+  static_assert(Cfg::kLdsKStride == 0 || (Cfg::kLdsKStride >= Cfg::kHeadDim && Cfg::kLdsKStride % Cfg::kAItems == 0 &&
+                                           Cfg::kLdsKStride % Cfg::kVec == 0),
+                "kLdsKStride must be 0 (swizzled K tile) or >= kHeadDim and a multiple of kAItems and kVec");
+  static_assert(Cfg::kLdsKStride != 0 || (Cfg::kLdsKGranule > 0 && Cfg::kLdsKGranule % Cfg::kAItems == 0),
+                "kLdsKGranule must be a multiple of kAItems (a K operand is one read inside one granule)");
+  static_assert(Cfg::kLdsKStride == 0 || (Cfg::kLdsKGranule == 0 && Cfg::kLdsKSwizzleBits == 0 && Cfg::kLdsKSwizzle == 0),
+                "kLdsKGranule, kLdsKSwizzleBits and kLdsKSwizzle must be 0 with padded K rows (kLdsKStride > 0)");
   static_assert(Cfg::kLdsVStride >= Cfg::kBlockN && Cfg::kLdsVStride % 4 == 0,
                 "kLdsVStride must be >= kBlockN and a multiple of 4");
   static_assert(Cfg::kLdsBuffers == 1 || Cfg::kLdsBuffers == 2, "kLdsBuffers must be 1 or 2");
   static_assert(Cfg::kLdsBytes >= Cfg::kLdsBuffers * (Shape<Cfg>::kKElems + Shape<Cfg>::kVElems) * (int)sizeof(T),
-                "kLdsBytes < kLdsBuffers * (kBlockN * kLdsKStride + kHeadDim * kLdsVStride) * sizeof(T)");
+                "kLdsBytes < kLdsBuffers * (K tile + kHeadDim * kLdsVStride) * sizeof(T)");
   static_assert(Cfg::kMask == attn::kMaskNone || Cfg::kMask == attn::kMaskCausal || Cfg::kMask == attn::kMaskWindow,
                 "kMask must be attn::kMaskNone, kMaskCausal or kMaskWindow");
   return true;
@@ -221,19 +250,31 @@ struct Fwd {
     }
   };
 
-  // S^T = K . Q^T over the K tile at ks (this lane's fragment), one k step (kInstrK of d) at a time, the next
-  // step's K operands read ahead; the scheduling fence keeps the compiler from hoisting every LDS read of the
-  // tile (registers).
-  static CKGEN_DEVICE void scores(const T* ks, const BOp (&qf)[kQB][kDC], COp (&s)[kKB][kQB]) {
+  // This lane's K operand position: its first element's offset in a K buffer (k_frag) and its (row, d) there.
+  struct KFrag {
+    int off, row, k0;
+  };
+  static CKGEN_DEVICE KFrag k_frag(int lane) {
+    const int row = L::a_row(lane), k0 = L::a_k0(lane);
+    return {S::LdsK::offset(row, k0), row, k0};
+  }
+
+  // S^T = K . Q^T over the K buffer at ks (lane: this lane's operand position), one k step (kInstrK of d) at a
+  // time, the next step's K operands read ahead; the scheduling fence keeps the compiler from hoisting every LDS
+  // read of the tile (registers). The lane's offset passes an empty asm once per tile so the compiler recomputes
+  // the swizzled offsets (one XOR per read) rather than holding one register per (key block, k step) across the
+  // walk.
+  static CKGEN_DEVICE void scores(const T* ks, const KFrag& lane, const BOp (&qf)[kQB][kDC], COp (&s)[kKB][kQB]) {
 #pragma unroll
     for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
       for (int qb = 0; qb < kQB; ++qb) s[kb][qb] = COp{};
+    const KFrag kf = {S::kKSwizzled ? opaque(lane.off) : lane.off, lane.row, lane.k0};
     AOp ka[2][kKB];
-    load_k(ks, ka[0], 0);
+    load_k(ks, kf, ka[0], 0);
 #pragma unroll
     for (int dc = 0; dc < kDC; ++dc) {
-      if (dc + 1 < kDC) load_k(ks, ka[(dc + 1) & 1], dc + 1);
+      if (dc + 1 < kDC) load_k(ks, kf, ka[(dc + 1) & 1], dc + 1);
 #pragma unroll
       for (int kb = 0; kb < kKB; ++kb)
 #pragma unroll
@@ -241,11 +282,20 @@ struct Fwd {
       attn::sched_fence();
     }
   }
-  // The K operands of k step dc (one per key block).
-  static CKGEN_DEVICE void load_k(const T* ks, AOp (&a)[kKB], int dc) {
+  // The K operands of k step dc (one per key block) from the K buffer at ks: key row kb * kM + kf.row, d from
+  // dc * kK + kf.k0 (S::kKXor: kf.off XOR a constant; padded rows: kf.off plus a constant).
+  static CKGEN_DEVICE void load_k(const T* ks, const KFrag& kf, AOp (&a)[kKB], int dc) {
 #pragma unroll
-    for (int kb = 0; kb < kKB; ++kb)
-      a[kb] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<T, kAI>*>(ks + kb * kM * Cfg::kLdsKStride + dc * kK)));
+    for (int kb = 0; kb < kKB; ++kb) {
+      int off;
+      if constexpr (S::kKXor)
+        off = kf.off ^ S::LdsK::xor_step(kb * kM, dc * kK);
+      else if constexpr (!S::kKSwizzled)
+        off = kf.off + S::LdsK::offset(kb * kM, dc * kK);
+      else
+        off = S::LdsK::offset(kf.row + kb * kM, kf.k0 + dc * kK);
+      a[kb] = bit_cast<AOp>(lds_load(reinterpret_cast<const vec<T, kAI>*>(ks + off)));
+    }
   }
 
   // Hidden (query, key) pairs of the tile of keys [n0, n0 + kBlockN) -> -inf: per query the keys [lo, hi) it sees.
@@ -334,13 +384,13 @@ struct Fwd {
   }
 
   // One K/V tile t (keys [t * kBlockN, ..)), read from LDS buffer buf: S^T, its mask (only tiles with a hidden
-  // (query, key) pair), the online softmax, O^T += V^T . P^T. k_frag, v_frag: the lane's first element of the K
-  // and V^T operands in a buffer.
+  // (query, key) pair), the online softmax, O^T += V^T . P^T. kf: the lane's K operand position (k_frag), v_frag:
+  // its first element of the V^T operands in a buffer.
   static CKGEN_DEVICE void tile_step(const Ctx& c, const Walk& walk, const BOp (&qf)[kQB][kDC], const T* lds_k,
-                                     const T* lds_v, int k_frag, int v_frag, int buf, int t,
+                                     const T* lds_v, const KFrag& kf, int v_frag, int buf, int t,
                                      COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB]) {
     COp s[kKB][kQB];
-    scores(lds_k + buf * S::kKElems + k_frag, qf, s);
+    scores(lds_k + buf * S::kKElems, kf, qf, s);
     const int n0 = t * Cfg::kBlockN;
     if (walk.needs_mask(n0)) mask_tile(s, c, n0);
     BOp pf[kQB][kPC];
@@ -356,12 +406,12 @@ struct Fwd {
   // was tuned with depend on that (as always_inline functions, measured on gfx942: 3 to 4 more VGPRs).
   static CKGEN_DEVICE void mainloop(const Ctx& c, const Walk& walk, const BOp (&qf)[kQB][kDC], KvTiles& kv,
                                     T* lds_k, T* lds_v, COp (&o)[kDB][kQB], float (&m)[kQB], float (&l)[kQB]) {
-    const int k_frag = L::a_row(c.lane) * Cfg::kLdsKStride + L::a_k0(c.lane);
+    const KFrag kf = k_frag(c.lane);
     const int v_frag = L::a_row(c.lane) * Cfg::kLdsVStride;
     const int nt = walk.nt, t_last = walk.t_last;
     auto gload = [&](int t) { kv.gload(t, c.tid); };
     auto store = [&](int buf) { kv.store(lds_k, lds_v, buf, c.tid); };
-    auto step = [&](int buf, int t) { tile_step(c, walk, qf, lds_k, lds_v, k_frag, v_frag, buf, t, o, m, l); };
+    auto step = [&](int buf, int t) { tile_step(c, walk, qf, lds_k, lds_v, kf, v_frag, buf, t, o, m, l); };
     if constexpr (Cfg::kLdsBuffers == 2) {
       gload(t_last);
       store(0);
