@@ -139,3 +139,51 @@ def test_attention_v_tile_reads_have_no_bank_conflicts():
         assert all(err <= tol for _, err, tol in results), (kernel.name, results)
         (v,) = [s for s in kernel.handle.library.lds_sites() if Path(s.file).name == header.name and s.line == v_line]
         assert v.instructions > 0 and (v.extra_cycles, v.max_ways) == (0, 1), (kernel.name, v)
+
+
+@pytest.mark.parametrize("arch,hd,tile,instr", [("gfx942", 128, "128x32", "32x32x8"), ("gfx942", 64, "64x64", "16x16x16"),
+                                                ("gfx950", 64, "128x64", "32x32x8"), ("gfx950", 64, "64x32", "16x16x32")])
+def test_attention_k_tile_has_no_bank_conflicts(arch, hd, tile, instr):
+    """The AMD attention body's K tile (XOR-swizzled: ckgen/ops/attention/plan.py k_tile_layout): its fragment reads
+    (attention_fwd_amd.h load_k) and its global->LDS writes (the K-contiguous store of blk::TileLoader) measure 0
+    extra cycles; the padded rows this replaces conflicted 2-way on every read (and on gfx950 d64's writes)."""
+    from ckgen.frontend import load_text
+    from ckgen.lower import plan_kernel
+
+    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
+    loader = ROOT / "ckgen" / "include" / "ckgen" / "blocks" / "tile_loader.h"
+    k_read = _line_of(header, "a[kb] = bit_cast<AOp>(lds_load(")
+    k_write = _line_of(loader, "lds_store(reinterpret_cast<Piece*>(")
+    src = f"kernel att_k {{ op = attention dtype = bf16 head_dim = {hd} tile = {tile} waves = 4 instr = {instr} }}\n"
+    (plan,) = [plan_kernel(s, arch) for s in load_text(src, "t.ck", default_arches=(arch,))]
+    (kernel,) = api.emu_kernels([plan], f"attention_k_banks_{arch}_{hd}_{instr}").values()
+    sizes = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=128)
+    results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
+    assert all(err <= tol for _, err, tol in results), (kernel.name, results)
+    sites = kernel.handle.library.lds_sites()
+    (reads,) = [s for s in sites if Path(s.file).name == header.name and s.line == k_read]
+    (writes,) = [s for s in sites if Path(s.file).name == loader.name and s.line == k_write]
+    for s in (reads, writes):
+        assert s.instructions > 0 and (s.extra_cycles, s.max_ways) == (0, 1), (kernel.name, s)
+
+
+def test_attention_padded_k_tile_fallback_still_runs():
+    """The body's other K layout (padded rows, kLdsKStride > 0: targets without swizzled tiles) stays right; its
+    reads conflict 2-way on gfx942 as the swizzled tile's replacement measured."""
+    from ckgen.frontend import load_text
+    from ckgen.lower import plan_kernel
+
+    src = "kernel att_pad { op = attention dtype = f16 head_dim = 64 tile = 128x64 waves = 4 instr = 32x32x8 }\n"
+    (plan,) = [plan_kernel(s, "gfx942") for s in load_text(src, "t.ck", default_arches=("gfx942",))]
+    b = plan.body
+    stride = 64 + 8
+    lds = b.lds_buffers * (b.block_n * stride + 64 * b.lds_v_stride) * 2
+    padded = dataclasses.replace(plan, body=dataclasses.replace(b, lds_k=None, lds_k_stride=stride, lds_bytes=lds))
+    kernel = Kernel(padded, get_backend("emu"))
+    sizes = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=100)
+    results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
+    assert all(err <= tol for _, err, tol in results), results
+    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
+    k_read = _line_of(header, "a[kb] = bit_cast<AOp>(lds_load(")
+    (reads,) = [s for s in kernel.handle.library.lds_sites() if Path(s.file).name == header.name and s.line == k_read]
+    assert reads.instructions > 0 and reads.max_ways == 2, reads

@@ -91,6 +91,31 @@ def test_v_tile_reads_are_conflict_free_under_the_bank_model(arch, instr, tile):
     assert (cost(old) > 0) == (arch == "gfx950" and instr in ("16x16x16", "32x32x16")), (old, cost(old))
 
 
+@pytest.mark.parametrize("arch,instr", [("gfx90a", "32x32x8"), ("gfx942", "32x32x8"), ("gfx942", "16x16x16"),
+                                        ("gfx950", "32x32x16"), ("gfx950", "16x16x32"), ("gfx950", "32x32x8")])
+@pytest.mark.parametrize("hd,tile", [(64, "128x64"), (128, "128x32"), (256, "64x32")])
+def test_k_tile_is_swizzled_and_conflict_free_under_the_bank_model(arch, instr, hd, tile):
+    """The K tile takes the GEMM's swizzled layout (plan.k_tile_layout): unpadded, its load_k reads and loader
+    writes conflict-free under the bank model (the emulator agrees: tests/runtime/test_emu_lds_banks.py)."""
+    from ckgen.lower.lds_banks import bank_model, extra_cycles, operand_accesses, plain_layout
+    from ckgen.ops.attention import plan as P
+
+    waves = 2 if hd == 256 else 4
+    p = kern(f"dtype = f16  head_dim = {hd}  tile = {tile}  waves = {waves}  instr = {instr}", arch)
+    b, bank = p.body, bank_model(p.target)
+    k = b.lds_k
+    assert b.lds_k_stride == 0 and k is not None and (k.rows, k.tile_k) == (b.block_n, hd)
+    assert (k.read_conflicts, k.write_conflicts) == (0, 0)
+    assert b.lds_bytes == b.lds_buffers * (b.block_n * hd + hd * b.lds_v_stride) * 2
+    shape = P.k_tile_shape(b.block_n, hd, 2, b.vec, p.threads, b.instr)
+    groups = operand_accesses(shape, k.granule, 1)
+    assert extra_cycles(groups, k.granule * 2, k.low_bits, k.table, bank) == {"read": 0, "write": 0}
+    # plain rows of exactly head_dim (no pad, no XOR) conflict on the reads
+    plain = plain_layout(shape)
+    groups = operand_accesses(shape, plain.granule, 1)
+    assert extra_cycles(groups, plain.granule * 2, 0, plain.table, bank)["read"] > 0
+
+
 def test_a_dtype_refusal_lists_only_the_dtypes_the_body_takes():
     """gfx908 has bf16 MFMA, but only the 2-element ones the body cannot use: legal is f16 alone."""
     e = refusal("dtype = bf16  head_dim = 128", "gfx908")
@@ -132,7 +157,7 @@ def test_written_values_are_kept_and_waves_follow_the_tile():
     ("gfx942", "tile = 128x256  lds_buffers = 2", "tile", "<= 65536 bytes"),
     ("gfx942", "tile = 512x32", "tile", "M and N in 16..256"),
     ("gfx942", "kv_barriers = 1", "kv_barriers", "(leave it out)"),
-    ("gfx942", "waves_per_eu = 2", "waves_per_eu", "1..1"),      # 35840 bytes of LDS: one workgroup per CU
+    ("gfx942", "waves_per_eu = 2", "waves_per_eu", "1..1"),      # 34816 bytes of LDS: one workgroup per CU
     ("sm_90", "kv_barriers = 1  lds_buffers = 1", "lds_buffers", ">= 2 with kv_barriers = 1"),
 ])
 def test_refusals_name_param_value_and_legal(arch, body, param, legal):
