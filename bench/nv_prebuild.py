@@ -16,7 +16,7 @@ split_tiles_nv.ck and split_validate_nv.ck (bench/debug/split_clusters.py --spec
 With ROWOPS_WIDTHS set (W,W,...), also bench/_build/rowops_given_nv.ck for those widths and its --before library
 (bench/rowops.py --widths $ROWOPS_WIDTHS; bench/_build travels in bench/carry_bundle.sh's bundle).
 
-  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX]
+  CKGEN_CACHE_DIR=.nvcache python bench/nv_prebuild.py [-j 2] [--only REGEX] [--list]
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--only", help="only jobs whose kernel name or source file matches this regex")
+    ap.add_argument("--list", action="store_true", help="print the jobs --only selects (label, kernel) and build none")
     args = ap.parse_args()
     # (source, kernel name or None for the whole file as one library, label); the long whole-file builds first
     jobs: list = [(lib, None, lib) for lib in ("bench/rowops_widths_nv.ck", "bench/dispatch_nv.ck", "bench/rowops_nv.ck",
@@ -86,6 +87,11 @@ def main() -> int:
     jobs += [(llama, s.name, "examples/llama_layer.ck") for s in load_file(llama) if "sm_90" in s.arches]
     if args.only:
         jobs = [j for j in jobs if re.search(args.only, j[1] or "") or re.search(args.only, j[2])]
+    if args.list:  # (what a PREBUILD regex selects, before a device call spends time on it)
+        for _, name, label in jobs:
+            print(f"{label:40s} {name or '(the whole file)'}")
+        print(f"{len(jobs)} libraries")
+        return 0
 
     def one(job):
         src, name, label = job
