@@ -3,11 +3,13 @@
 Contract (docs/emulation.md):
 
 - :class:`EmuLibrary` loads such a library with ctypes and wraps the emulator's C API
-  (buffer registration, last fault, worker threads, LDS bank statistics of the last launch:
-  :meth:`EmuLibrary.lds_sites`, one :class:`LdsSiteStats` per lds_load/lds_store call site).
+  (buffer registration, last fault, worker threads, LDS bank statistics: :meth:`EmuLibrary.lds_sites`, one
+  :class:`LdsSiteStats` per lds_load/lds_store call site, summed over every launch of the last call, or over
+  its last launch only).
 - :class:`EmuBackend` is the ``emu`` driver of :mod:`ckgen.runtime.api`: it builds the plan through the
-  compiler, loads the library once, registers every numpy operand at its exact byte extent, calls
-  ``ckgen_<kernel>`` and raises :class:`~ckgen.errors.EmulationFault` with the emulator's report on a fault.
+  compiler, loads the library once, registers every numpy operand at its exact byte extent, restarts the bank
+  counters (``ckgen_emu_lds_reset``), calls ``ckgen_<kernel>`` and raises :class:`~ckgen.errors.EmulationFault`
+  with the emulator's report on a fault.
 - :func:`prebuilt_backend`: a driver running many plans from one library (one host compile).
 """
 
@@ -48,7 +50,8 @@ CKGEN_ERROR_EMULATION_FAULT = 6
 
 @dataclass(frozen=True)
 class LdsSiteStats:
-    """LDS bank statistics of one lds_load / lds_store call site over the last launch (ckgen/emu/lds_banks.h)."""
+    """LDS bank statistics of one lds_load / lds_store call site (ckgen/emu/lds_banks.h), over the launches of the
+    last call or its last launch (:meth:`EmuLibrary.lds_sites`)."""
 
     file: str
     line: int
@@ -82,7 +85,11 @@ class EmuLibrary:
         lib.ckgen_emu_set_threads.restype = None
         lib.ckgen_emu_lds_site_count.argtypes = []
         lib.ckgen_emu_lds_site_count.restype = ctypes.c_int
-        lib.ckgen_emu_lds_site.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)] + [
+        lib.ckgen_emu_lds_reset.argtypes = []
+        lib.ckgen_emu_lds_reset.restype = None
+        lib.ckgen_emu_lds_launches.argtypes = []
+        lib.ckgen_emu_lds_launches.restype = ctypes.c_int
+        lib.ckgen_emu_lds_site.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)] + [
             ctypes.POINTER(ctypes.c_int)] * 2 + [ctypes.POINTER(ctypes.c_longlong)] * 2 + [
             ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_longlong)]
         lib.ckgen_emu_lds_site.restype = ctypes.c_int
@@ -104,15 +111,27 @@ class EmuLibrary:
     def set_threads(self, n: int) -> None:
         self.lib.ckgen_emu_set_threads(int(n))
 
-    def lds_sites(self) -> list[LdsSiteStats]:
-        """Bank statistics of the last launch, per LDS call site that ran (sites are never forgotten; sites
-        the launch did not reach report 0 instructions and are left out)."""
+    def lds_reset(self) -> None:
+        """Restart the bank counters: :meth:`lds_sites` then counts the launches from here on (the drivers call it
+        before every call of a kernel)."""
+        self.lib.ckgen_emu_lds_reset()
+
+    def lds_launches(self) -> int:
+        """Launches since the last :meth:`lds_reset` (one per kernel the call launched)."""
+        return int(self.lib.ckgen_emu_lds_launches())
+
+    def lds_sites(self, last_launch: bool = False) -> list[LdsSiteStats]:
+        """Bank statistics per LDS call site that ran, summed over every launch since the last :meth:`lds_reset`
+        (through a driver: every launch of the last call, e.g. a main kernel and a combine kernel), or with
+        ``last_launch`` over the last launch only; the same for a call of one launch. Sites are never forgotten;
+        sites the window did not reach report 0 instructions and are left out."""
         out = []
         for i in range(self.lib.ckgen_emu_lds_site_count()):
             f, line, wr, mw = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
             ins, extra, acc = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_longlong()
-            if self.lib.ckgen_emu_lds_site(i, ctypes.byref(f), ctypes.byref(line), ctypes.byref(wr), ctypes.byref(ins),
-                                           ctypes.byref(extra), ctypes.byref(mw), ctypes.byref(acc)) == 0 and ins.value:
+            if self.lib.ckgen_emu_lds_site(i, int(last_launch), ctypes.byref(f), ctypes.byref(line), ctypes.byref(wr),
+                                           ctypes.byref(ins), ctypes.byref(extra), ctypes.byref(mw),
+                                           ctypes.byref(acc)) == 0 and ins.value:
                 out.append(LdsSiteStats((f.value or b"").decode(), line.value, bool(wr.value), ins.value, extra.value,
                                         mw.value, acc.value))
         return out
@@ -217,6 +236,7 @@ class EmuBackend(Backend):
                 for name, arr in zip(names, live, strict=True):
                     if arr is not None and arr.size:
                         lib.register(arr, name)
+                lib.lds_reset()
                 status = entry(args.buffer_info()[0], None)
                 if status:
                     ws_cache.clear()  # a faulting kernel may leave the workspace dirty
@@ -233,6 +253,7 @@ class EmuBackend(Backend):
             for a, arr in [*call.tensors(), *([ws] if ws else [])]:
                 if arr is not None and arr.size:
                     lib.register(arr, a.name)
+            lib.lds_reset()
             status = handle.entry(*args, None)
             lib.check_status(status, f"kernel '{handle.plan.name}' on emu ({handle.plan.arch})")
 

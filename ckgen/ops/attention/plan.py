@@ -8,7 +8,7 @@ says so. Arch knowledge comes only from the :class:`Target` (platform, instructi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ckgen.backends.amd.occupancy import occupancy_limits
 from ckgen.ir.plan import Entry, KernelPlan
@@ -263,7 +263,7 @@ def _lds_layout(d: AttentionDraft, buffers: int) -> int:
     d.vec = VECTOR_BYTES // eb
     d.lds_k = k_tile_layout(bn, hd, eb, d.vec, d.waves * d.target.wave_size, d.instr, d.target)
     d.lds_k_stride = 0 if d.lds_k is not None else hd + max(d.target.lds_pad_bytes // eb, d.vec)
-    d.lds_v_stride = v_tile_stride(bn, hd, eb, d.instr, d.target)
+    d.lds_v_stride = v_tile_stride(bn, hd, eb, d.instr, d.target, d.vec, d.waves * d.target.wave_size)
     k_elems = d.lds_k.elements if d.lds_k is not None else bn * d.lds_k_stride
     return buffers * (k_elems + hd * d.lds_v_stride) * eb
 
@@ -326,26 +326,56 @@ def v_read_groups(block_n: int, head_dim: int, stride: int, elem_bytes: int, ins
     return [AccessGroup("read", V_RUN * elem_bytes, np.array(addrs), np.zeros((len(addrs), wave), dtype=np.int64))]
 
 
-def v_tile_stride(block_n: int, head_dim: int, elem_bytes: int, instr: MatrixInstr, target: Target) -> int:
-    """Elements between d rows of the AMD body's LDS V^T tile: the smallest stride >= ``block_n``, a multiple of
-    V_RUN (aligned runs), whose V^T reads (:func:`v_read_groups`) the bank model finds conflict-free, else the one
-    with the fewest extra cycles among the next 16 candidates. Which strides are free depends on the instruction and
-    the banks: on 64 banks a phase of 16x16 reads holds 16 rows x 2 runs (needs rows 2 mod 4 runs apart modulo 16
-    bytes), one of 32x32 reads 32 rows x 1 run (needs an odd number of runs); the fixed block_n + max(4, kAItems)
-    this replaces left 2-way conflicts on every gfx950 V^T read of 16x16x16 and 32x32x16."""
+def v_write_groups(block_n: int, head_dim: int, stride: int, elem_bytes: int, vec: int, threads: int,
+                   wave: int = 64) -> list:
+    """The loader's LDS V^T writes of one tile (attention_fwd_amd.h LoadV: blk::TileLoader MN-contiguous, kMnLanes =
+    kMnPiece = 1, blk::PaddedTile<stride, 1>) as the bank model's access groups, one instruction per wave, unit pass
+    p and element v: unit t = tid + p * threads (t < head_dim / vec * block_n) writes one element at d row
+    (t / block_n) * vec + v, key t % block_n."""
+    import numpy as np
+
+    from ckgen.lower.lds_banks import AccessGroup
+
+    units = head_dim // vec * block_n
+    addrs = []
+    for w in range(threads // wave):
+        for p in range(-(-units // threads)):
+            t = w * wave + np.arange(wave) + p * threads
+            for v in range(vec):
+                addr = (((t // block_n) * vec + v) * stride + t % block_n) * elem_bytes
+                addrs.append(np.where(t < units, addr, -1))
+    return [AccessGroup("write", elem_bytes, np.array(addrs), np.zeros((len(addrs), wave), dtype=np.int64))]
+
+
+def v_tile_stride(block_n: int, head_dim: int, elem_bytes: int, instr: MatrixInstr, target: Target,
+                  vec: int = 0, threads: int = 0) -> int:
+    """Elements between d rows of the AMD body's LDS V^T tile: among the 16 strides above ``block_n`` that are
+    multiples of V_RUN (aligned runs), the first whose V^T reads (:func:`v_read_groups`) the bank model finds
+    conflict-free and, of those, with the fewest extra cycles on the loader's writes (:func:`v_write_groups`, when
+    ``vec`` and ``threads`` are given); with no conflict-free read stride, the fewest extra cycles of both. Which
+    read strides are free depends on the instruction and the banks: on 64 banks a phase of 16x16 reads holds 16 rows
+    x 2 runs (needs rows 2 mod 4 runs apart modulo 16 bytes), one of 32x32 reads 32 rows x 1 run (needs an odd
+    number of runs); the fixed block_n + max(4, kAItems) this replaces left 2-way conflicts on every gfx950 V^T read
+    of 16x16x16 and 32x32x16. The writes matter at small block_n: on 64 banks a wave's element writes span 64 /
+    block_n d rows vec apart (block_n 16, bf16: 4 rows of 8 dwords), 2-way at stride 24 (1 extra cycle per write),
+    free at 28."""
     from ckgen.lower.lds import MAX_TABLE
     from ckgen.lower.lds_banks import bank_model, extra_cycles
 
-    bank = bank_model(target)
+    bank, table = bank_model(target), (0,) * MAX_TABLE
     best = None
     for i in range(16):
         stride = -(-block_n // V_RUN) * V_RUN + V_RUN * (i + 1)
         groups = v_read_groups(block_n, head_dim, stride, elem_bytes, instr.m, instr.k, target.wave_size)
-        cost = extra_cycles(groups, 1, 0, (0,) * MAX_TABLE, bank)["read"]
-        if cost == 0:
+        if vec and threads:  # every wave reads the whole tile; the workgroup writes it once
+            groups = [replace(g, weight=threads // target.wave_size) for g in groups]
+            groups += v_write_groups(block_n, head_dim, stride, elem_bytes, vec, threads, target.wave_size)
+        cost = extra_cycles(groups, 1, 0, table, bank)
+        key = (cost["read"] > 0, cost["read"] + cost["write"])
+        if key == (False, 0):
             return stride
-        if best is None or cost < best[0]:
-            best = (cost, stride)
+        if best is None or key < best[0]:
+            best = (key, stride)
     return best[1]
 
 

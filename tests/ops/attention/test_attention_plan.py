@@ -91,6 +91,46 @@ def test_v_tile_reads_are_conflict_free_under_the_bank_model(arch, instr, tile):
     assert (cost(old) > 0) == (arch == "gfx950" and instr in ("16x16x16", "32x32x16")), (old, cost(old))
 
 
+@pytest.mark.parametrize("arch,instr,tile", [
+    ("gfx90a", "16x16x16", "64x16"), ("gfx942", "16x16x16", "64x16"), ("gfx942", "32x32x8", "128x32"),
+    ("gfx950", "16x16x16", "64x16"), ("gfx950", "16x16x16", "128x64"), ("gfx950", "32x32x16", "128x32"),
+    ("gfx950", "32x32x8", "128x32"),
+])
+@pytest.mark.parametrize("hd", [64, 128])
+def test_v_tile_stride_weighs_the_loader_writes(arch, instr, tile, hd):
+    """plan.v_tile_stride weighs the loader's V^T writes (plan.v_write_groups: one element per lane, 64 / block_n d
+    rows kVec apart per wave instruction) with the reads (every wave's): the planned stride keeps the reads free and
+    has the fewest write cycles among those. Free on both sides everywhere but gfx950 16x16x16 at block_n 16: there
+    reads are free only at stride 8 mod 16 elements, the writes only at 4 or 12 mod 16, so the stride stays 24
+    (reads free; writes 2-way, 1 extra cycle per write: the emulator agrees, tests/runtime/test_emu_lds_banks.py)
+    rather than 20 / 28 (8 extra read cycles per wave per tile, 4 waves)."""
+    from dataclasses import replace
+
+    from ckgen.lower.lds import MAX_TABLE
+    from ckgen.lower.lds_banks import bank_model, extra_cycles
+    from ckgen.ops.attention import plan as P
+
+    p = kern(f"dtype = bf16  head_dim = {hd}  tile = {tile}  waves = 4  instr = {instr}", arch)
+    b, bank, waves = p.body, bank_model(p.target), p.threads // 64
+
+    def cost(stride: int) -> tuple[int, int]:
+        reads = [replace(g, weight=waves) for g in P.v_read_groups(b.block_n, hd, stride, 2, b.instr.m, b.instr.k)]
+        writes = P.v_write_groups(b.block_n, hd, stride, 2, b.vec, p.threads)
+        c = extra_cycles(reads + writes, 1, 0, (0,) * MAX_TABLE, bank)
+        return c["read"], c["write"]
+
+    r, w = cost(b.lds_v_stride)
+    candidates = [cost(b.block_n + 4 * (i + 1)) for i in range(16)]
+    assert r == 0 and w == min(cw for cr, cw in candidates if cr == 0)
+    stuck = arch == "gfx950" and instr == "16x16x16" and b.block_n == 16
+    assert (w > 0) == stuck, (b.lds_v_stride, r, w)
+    if stuck:
+        # one extra cycle per element write: kVec writes per unit, head_dim / kVec * 16 units
+        assert (b.lds_v_stride, w) == (24, hd * 16 // 64)
+        assert all(cr > 0 or cw > 0 for cr, cw in candidates)
+        assert all(cr + cw > w for cr, cw in candidates if cr > 0)
+
+
 @pytest.mark.parametrize("arch,instr", [("gfx90a", "32x32x8"), ("gfx942", "32x32x8"), ("gfx942", "16x16x16"),
                                         ("gfx950", "32x32x16"), ("gfx950", "16x16x32"), ("gfx950", "32x32x8")])
 @pytest.mark.parametrize("hd,tile", [(64, "128x64"), (128, "128x32"), (256, "64x32")])

@@ -3,7 +3,8 @@
 //   * run_workgroup(w, bid): runs the workgroup's fibers round-robin (each until it blocks or exits) until all
 //     have exited; a fault stops it; threads left blocked with none ready are a deadlock, reported with who
 //     waits where;
-//   * launch_impl(L): one launch at a time; clears the fault record and bank counters, snapshots the registered
+//   * launch_impl(L): one launch at a time; clears the fault record and the last-launch bank counters (the call's
+//     go on until ckgen_emu_lds_reset: ckgen/emu/lds_banks.h), snapshots the registered
 //     buffers, and hands workgroups in linear order (x fastest) to ckgen_emu_set_threads OS threads (at least
 //     L.coresident); the first fault stops every thread from taking new workgroups;
 //   * launch / launch_coresident(n, ...): run kernel(args...) over a grid (what CKGEN_LAUNCH expands to);
@@ -181,7 +182,7 @@ inline int launch_impl(LaunchInfo& L) {
     g_fault.count = 0;
     g_fault.any.store(false);
   }
-  g_lds_banks.reset();
+  g_lds_banks.begin_launch();
   if (L.threads < 1 || L.threads > kMaxThreads) {
     record_fault("ckgen emu: kernel '" + std::string(L.kernel) + "': block of " + std::to_string(L.threads) +
                  " threads (legal: 1.." + std::to_string(kMaxThreads) + ")");

@@ -13,8 +13,12 @@
 // present. Exact for wave-uniform control flow (every lane makes the same LDS accesses); under divergent
 // control a lane that skips an access shifts its later accesses at that site into later groups.
 //
-// Counts accumulate per call site over one launch (reset when a launch starts) and are read through the
-// C API in runtime.h: ckgen_emu_lds_site_count / ckgen_emu_lds_site.
+// Counts accumulate per call site in two windows, read through the C API in runtime.h (ckgen_emu_lds_site_count,
+// ckgen_emu_lds_site, ckgen_emu_lds_launches, ckgen_emu_lds_reset):
+//   * the call: every launch since the last ckgen_emu_lds_reset() (the Python driver resets before each call of
+//     a host entry, so one call's launches, e.g. a main kernel and a combine kernel, add up);
+//   * the last launch: reset when a launch starts.
+// For a call of one launch the two are the same.
 #pragma once
 
 #include <stdint.h>
@@ -52,10 +56,19 @@ struct LdsSiteStats {
   long long accesses = 0;      // lane accesses
 };
 
+inline void lds_stats_add(LdsSiteStats& d, const LdsSiteStats& s) {
+  d.instructions += s.instructions;
+  d.extra_cycles += s.extra_cycles;
+  d.accesses += s.accesses;
+  if (s.max_ways > d.max_ways) d.max_ways = s.max_ways;
+}
+
 struct LdsBankRegistry {
   std::mutex mu;
   std::vector<LdsSite> sites;
-  std::vector<LdsSiteStats> stats;
+  std::vector<LdsSiteStats> stats;  // [site] since reset(): the call
+  std::vector<LdsSiteStats> last;   // [site] the last launch
+  int launches = 0;                 // launches since reset()
   int find_or_add(const char* file, int line, bool write) {
     std::lock_guard<std::mutex> g(mu);
     for (size_t i = 0; i < sites.size(); ++i)
@@ -64,11 +77,21 @@ struct LdsBankRegistry {
         return static_cast<int>(i);
     sites.push_back(LdsSite{file, line, write});
     stats.emplace_back();
+    last.emplace_back();
     return static_cast<int>(sites.size() - 1);
   }
+  // Start a new call window (sites stay registered, their counts restart).
   void reset() {
     std::lock_guard<std::mutex> g(mu);
     for (auto& s : stats) s = LdsSiteStats{};
+    for (auto& s : last) s = LdsSiteStats{};
+    launches = 0;
+  }
+  // A launch starts: the last-launch window restarts, the call window goes on.
+  void begin_launch() {
+    std::lock_guard<std::mutex> g(mu);
+    for (auto& s : last) s = LdsSiteStats{};
+    ++launches;
   }
 };
 inline LdsBankRegistry g_lds_banks;
@@ -168,11 +191,8 @@ struct LdsBankState {
     flush();
     std::lock_guard<std::mutex> g(g_lds_banks.mu);
     for (size_t i = 0; i < local.size() && i < g_lds_banks.stats.size(); ++i) {
-      LdsSiteStats& d = g_lds_banks.stats[i];
-      d.instructions += local[i].instructions;
-      d.extra_cycles += local[i].extra_cycles;
-      d.accesses += local[i].accesses;
-      if (local[i].max_ways > d.max_ways) d.max_ways = local[i].max_ways;
+      lds_stats_add(g_lds_banks.stats[i], local[i]);
+      lds_stats_add(g_lds_banks.last[i], local[i]);
     }
     local.clear();
   }

@@ -75,27 +75,39 @@ CKGEN_EMU_API void ckgen_emu_set_threads(int n) { ckgen::emu::g_os_threads.store
 
 CKGEN_EMU_API int ckgen_emu_wave_size(void) { return CKGEN_EMU_WAVE_SIZE; }
 
-// LDS bank statistics of the last launch, per lds_load/lds_store call site (ckgen/emu/lds_banks.h).
+// LDS bank statistics per lds_load/lds_store call site (ckgen/emu/lds_banks.h): the number of sites registered.
 CKGEN_EMU_API int ckgen_emu_lds_site_count(void) {
   std::lock_guard<std::mutex> g(ckgen::emu::g_lds_banks.mu);
   return static_cast<int>(ckgen::emu::g_lds_banks.sites.size());
 }
 
-// Site i: its file and line, 1 for writes, and over the last launch the wave instructions evaluated, their
-// extra cycles, the worst phase's ways (distinct dwords on one bank) and the lane accesses. 0, or -1 when
-// there is no such site.
-CKGEN_EMU_API int ckgen_emu_lds_site(int i, const char** file, int* line, int* is_write, long long* instructions,
-                                     long long* extra_cycles, int* max_ways, long long* accesses) {
+// Restart the call window: the counts of every site and the launch count go to 0 (sites stay registered).
+CKGEN_EMU_API void ckgen_emu_lds_reset(void) { ckgen::emu::g_lds_banks.reset(); }
+
+// Launches since the last ckgen_emu_lds_reset (since the library was loaded without one).
+CKGEN_EMU_API int ckgen_emu_lds_launches(void) {
+  std::lock_guard<std::mutex> g(ckgen::emu::g_lds_banks.mu);
+  return ckgen::emu::g_lds_banks.launches;
+}
+
+// Site i: its file and line, 1 for writes, and the wave instructions evaluated, their extra cycles, the worst
+// phase's ways (distinct dwords on one bank) and the lane accesses, summed over the launches since the last
+// ckgen_emu_lds_reset (last_launch 0) or over the last launch only (last_launch 1). 0, or -1 when there is no
+// such site.
+CKGEN_EMU_API int ckgen_emu_lds_site(int i, int last_launch, const char** file, int* line, int* is_write,
+                                     long long* instructions, long long* extra_cycles, int* max_ways,
+                                     long long* accesses) {
   auto& r = ckgen::emu::g_lds_banks;
   std::lock_guard<std::mutex> g(r.mu);
   if (i < 0 || i >= static_cast<int>(r.sites.size())) return -1;
+  const ckgen::emu::LdsSiteStats& s = last_launch ? r.last[i] : r.stats[i];
   *file = r.sites[i].file;
   *line = r.sites[i].line;
   *is_write = r.sites[i].write ? 1 : 0;
-  *instructions = r.stats[i].instructions;
-  *extra_cycles = r.stats[i].extra_cycles;
-  *max_ways = r.stats[i].max_ways;
-  *accesses = r.stats[i].accesses;
+  *instructions = s.instructions;
+  *extra_cycles = s.extra_cycles;
+  *max_ways = s.max_ways;
+  *accesses = s.accesses;
   return 0;
 }
 
