@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from ckgen.backends.amd.occupancy import occupancy_limits
 from ckgen.ir.plan import Entry, KernelPlan
 from ckgen.ir.spec import KernelSpec
 from ckgen.ir.target import MatrixInstr, Target
 from ckgen.ir.types import DType
 from ckgen.lower.draft import Draft, run_passes
-from ckgen.lower.lds import LdsOperandLayout
+from ckgen.lower.lds import MAX_TABLE, LdsOperandLayout
+from ckgen.lower.lds_banks import AccessGroup, OperandShape, bank_model, extra_cycles, plan_operand_layout
 from ckgen.ops.attention.abi import abi, launch
 from ckgen.ops.attention.body import AttentionPlan, Body, RegisterEstimate, WgmmaBodyPlan
 from ckgen.ops.attention.configs import WGMMA_TABLE, known_good
@@ -275,8 +278,6 @@ def k_tile_shape(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads
     ``vec``, ``threads`` threads: attention_fwd_amd.h KvTiles) and read as the A operand of S^T = K . Q^T
     (attention_fwd_amd.h load_k: lane l reads kAItems elements at key row kb * M + l % M, d = dc * K + (l / M) *
     kAItems). Every wave reads every key row: one wave tile of block_n rows, shared by all waves."""
-    from ckgen.lower.lds_banks import OperandShape
-
     return OperandShape(rows=block_n, tile_k=head_dim, elem_bytes=elem_bytes, k_contiguous=True, vec=vec,
                         threads=threads, instr_rows=instr.m, instr_k=instr.k, frag_items=instr.a_items(wave),
                         waves_along=1, wave_tile=block_n)
@@ -289,8 +290,6 @@ def k_tile_layout(block_n: int, head_dim: int, elem_bytes: int, vec: int, thread
     (the body reads fragments as the lane's offset XOR a constant; padding 2-way conflicts on every read there).
     Padding cannot free both sides: on 32 banks the 8-byte fragment reads of 16 rows want a row stride of 2 mod 4
     dwords, the loader's 16-byte writes 0 mod 4."""
-    from ckgen.lower.lds_banks import bank_model, plan_operand_layout
-
     if not target.lds_swizzle:
         return None
     shape = k_tile_shape(block_n, head_dim, elem_bytes, vec, threads, instr, target.wave_size)
@@ -309,10 +308,6 @@ def v_read_groups(block_n: int, head_dim: int, stride: int, elem_bytes: int, ins
     (ckgen/lower/lds_banks.py): per operand (k step pc, d block db) and run u, lane l reads V_RUN elements at
     d row db * instr_m + l % instr_m, key (R / kCI) * instr_m + c_row(R % kCI, l), R = pc * kAI + V_RUN * u
     (ckgen::MfmaLayout with 32-bit accumulators: c_row(r, l) = (r / 4) * 4 * (64 / n) + 4 * (l / n) + r % 4)."""
-    import numpy as np
-
-    from ckgen.lower.lds_banks import AccessGroup
-
     lanes = np.arange(wave)
     ai, ci = instr_m * instr_k // wave, instr_m * instr_m // wave
     addrs = []
@@ -332,10 +327,6 @@ def v_write_groups(block_n: int, head_dim: int, stride: int, elem_bytes: int, ve
     kMnPiece = 1, blk::PaddedTile<stride, 1>) as the bank model's access groups, one instruction per wave, unit pass
     p and element v: unit t = tid + p * threads (t < head_dim / vec * block_n) writes one element at d row
     (t / block_n) * vec + v, key t % block_n."""
-    import numpy as np
-
-    from ckgen.lower.lds_banks import AccessGroup
-
     units = head_dim // vec * block_n
     addrs = []
     for w in range(threads // wave):
@@ -359,9 +350,6 @@ def v_tile_stride(block_n: int, head_dim: int, elem_bytes: int, instr: MatrixIns
     of 16x16x16 and 32x32x16. The writes matter at small block_n: on 64 banks a wave's element writes span 64 /
     block_n d rows vec apart (block_n 16, bf16: 4 rows of 8 dwords), 2-way at stride 24 (1 extra cycle per write),
     free at 28."""
-    from ckgen.lower.lds import MAX_TABLE
-    from ckgen.lower.lds_banks import bank_model, extra_cycles
-
     bank, table = bank_model(target), (0,) * MAX_TABLE
     best = None
     for i in range(16):
