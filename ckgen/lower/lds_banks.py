@@ -192,14 +192,19 @@ def _conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, bank: BankMode
 
 
 # --------------------------------------------------------------------------------------------- solver
-def _rank(vectors: list[int]) -> int:
+def _basis(vectors: list[int]) -> list[int]:
+    """A basis over GF(2) of the span of ``vectors`` (bit vectors as ints), reduced in their order."""
     basis: list[int] = []
     for v in vectors:
         for b in basis:
             v = min(v, v ^ b)
         if v:
             basis.append(v)
-    return len(basis)
+    return basis
+
+
+def _rank(vectors: list[int]) -> int:
+    return len(_basis(vectors))
 
 
 def _phase_subspaces(groups: list[AccessGroup], bank: BankModel) -> tuple[set[tuple[int, ...]], bool]:
@@ -215,12 +220,7 @@ def _phase_subspaces(groups: list[AccessGroup], bank: BankModel) -> tuple[set[tu
                 if len(qs) <= 1:
                     continue
                 diffs = [x ^ qs[0] for x in qs]
-                basis: list[int] = []
-                for v in diffs:
-                    for b in basis:
-                        v = min(v, v ^ b)
-                    if v:
-                        basis.append(v)
+                basis = _basis(diffs)
                 if (1 << len(basis)) != len(qs) or any(d ^ qs[0] not in set(qs) for d in diffs):
                     nonlinear = True
                     continue
