@@ -159,6 +159,14 @@ def test_decode_rope_random_inputs_refuse_a_cache_shorter_than_the_step():
     assert DEC.random_inputs(plan, {**sizes, "batch": 0}, np.random.default_rng(0))["seqlens_k"].size == 0
 
 
+def test_varlen_rope_random_inputs_of_an_empty_batch():
+    """``ckgen run --size batch=0`` of a varlen rope kernel: no positions, not a ValueError from numpy (found by
+    tools/fuzz_numerics.py)."""
+    plan = plan_for(AMD_SRC, "ra_bf16_d128_gptj_varlen", "amd", "gfx942")
+    sizes = dict(batch=0, heads=2, heads_kv=1, seqlen_q=64, seqlen_k=33)
+    assert OP.random_inputs(plan, sizes, np.random.default_rng(0))["positions"].shape == (0,)
+
+
 def test_append_then_prefill(kernels):
     """The serving design: attention_kv_append rotates K into a contiguous cache at positions 0..n-1, the prefill
     rotates Q at the same positions: equal to float64 attention of both rotated (RoPE applied in float64)."""
