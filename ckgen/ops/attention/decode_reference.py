@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ckgen.errors import CkgenError
 from ckgen.ir.arrays import to_float64
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.rope import rope_table
@@ -66,7 +67,11 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
     full = dict(sizes)
     batch = sizes["batch"]
     cap = sizes["max_pages"] * page if page else sizes["seqlen_k"]
-    low = min(sizes["seqlen_q"], cap) if a.rope else 0  # rope: positions len - seqlen_q + s >= 0
+    if a.rope and batch and sizes["seqlen_q"] > cap:  # rope: positions len - seqlen_q + s >= 0 (else a device trap)
+        raise CkgenError(f"rope: every sequence needs at least seqlen_q = {sizes['seqlen_q']} keys (the step's "
+                         f"tokens are its last ones), but the cache holds {cap}",
+                         hint="pass a larger seqlen_k / max_pages, or a smaller seqlen_q")
+    low = sizes["seqlen_q"] if a.rope else 0
     if lengths is None:
         lengths = [cap if b == 0 else int(rng.integers(low, cap + 1)) for b in range(batch)]
     out: dict[str, np.ndarray | None] = {"seqlens_k": np.asarray(lengths, np.int32)}

@@ -132,8 +132,8 @@ def random_inputs(plan: KernelPlan, sizes: dict[str, int], rng: np.random.Genera
     if spec.rope is not None:
         qlens = np.diff(out["cu_seqlens_q"]).tolist() if spec.varlen else [sizes["seqlen_q"]] * sizes["batch"]
         pos, out["cos_sin"] = random_positions(rng, qlens, spec.rope)
-        out["positions"] = (np.concatenate(pos) if spec.varlen else np.stack(pos) if pos else
-                            np.zeros((0, sizes["seqlen_q"]))).astype(np.int32)
+        empty = np.zeros((0,) if spec.varlen else (0, sizes["seqlen_q"]))  # batch 0: no sequences
+        out["positions"] = ((np.concatenate(pos) if spec.varlen else np.stack(pos)) if pos else empty).astype(np.int32)
         full["rope_positions"] = out["cos_sin"].shape[0]
     return fill_inputs(plan, full, out, spec.dtype, rng)
 

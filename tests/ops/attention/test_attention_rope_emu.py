@@ -149,6 +149,24 @@ def test_decode_rope_bad_lengths(kernels):
         k(**{**inp, "seqlens_k": np.array([1, 40], np.int32)})
 
 
+def test_decode_rope_random_inputs_refuse_a_cache_shorter_than_the_step():
+    """``ckgen run`` sizes whose cache holds fewer keys than the step's tokens (every length would give a negative
+    position) are refused by name, not drawn into a call that traps (found by tools/fuzz_numerics.py)."""
+    plan = plan_for(AMD_SRC, "rd_f16_d64_gptj32", "amd", "gfx942")
+    sizes = dict(batch=2, heads=5, heads_kv=1, seqlen_q=16, seqlen_k=1, num_pages=0, max_pages=0)
+    with pytest.raises(CkgenError, match="at least seqlen_q = 16 keys"):
+        DEC.random_inputs(plan, sizes, np.random.default_rng(0))
+    assert DEC.random_inputs(plan, {**sizes, "batch": 0}, np.random.default_rng(0))["seqlens_k"].size == 0
+
+
+def test_varlen_rope_random_inputs_of_an_empty_batch():
+    """``ckgen run --size batch=0`` of a varlen rope kernel: no positions, not a ValueError from numpy (found by
+    tools/fuzz_numerics.py)."""
+    plan = plan_for(AMD_SRC, "ra_bf16_d128_gptj_varlen", "amd", "gfx942")
+    sizes = dict(batch=0, heads=2, heads_kv=1, seqlen_q=64, seqlen_k=33)
+    assert OP.random_inputs(plan, sizes, np.random.default_rng(0))["positions"].shape == (0,)
+
+
 def test_append_then_prefill(kernels):
     """The serving design: attention_kv_append rotates K into a contiguous cache at positions 0..n-1, the prefill
     rotates Q at the same positions: equal to float64 attention of both rotated (RoPE applied in float64)."""

@@ -98,6 +98,17 @@ def test_topk_scale_and_ties(kernels):
 
 
 @needs_clang
+def test_topk_ties_keep_id_order_when_a_better_expert_comes_later(kernels):
+    """Two equal logits, then a larger one: the larger goes first and the tied pair keeps its id order (the pair
+    shifts down together; tools/fuzz_numerics.py found bf16 logits chosen [.., 35, 4, ..] for a tie of 4 and 35)."""
+    logits = np.zeros((2, 16), np.float32)
+    logits[0, [0, 1, 2]] = [1.0, 1.0, 5.0]
+    logits[1, [4, 7, 9, 11]] = [2.0, 2.0, 3.0, 2.0]
+    ids, _ = kernels["mr_soft"](logits)
+    assert ids[0].tolist() == [2, 0, 1, 3] and ids[1].tolist() == [9, 4, 7, 11]
+
+
+@needs_clang
 @pytest.mark.parametrize("name", ["mr_sort", "mr_sort_wide"])
 @pytest.mark.parametrize("tokens", [0, 1, 5, 300])
 def test_sort_against_float64(kernels, name, tokens):

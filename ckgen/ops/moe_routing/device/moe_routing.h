@@ -32,12 +32,16 @@ namespace moe {
 
 constexpr float kNegInf = -__builtin_huge_valf();
 
-// Insert (v, id) into best / ids (descending; an empty slot has id -1; ties keep the earlier entry).
+// Insert (v, id) into best / ids (descending; an empty slot has id -1; ties keep the earlier entry). Once (v, id)
+// takes a slot, the entries from there on shift down one slot each, unconditionally: comparing a displaced entry
+// with the next one would move it past entries of its own value that came after it.
 template <int K>
 CKGEN_DEVICE void insert(float (&best)[K], int (&ids)[K], float v, int id) {
+  bool shifting = false;
 #pragma unroll
   for (int j = 0; j < K; ++j) {
-    if (ids[j] < 0 || v > best[j]) {
+    if (shifting || ids[j] < 0 || v > best[j]) {
+      shifting = true;
       const float tv = best[j];
       const int ti = ids[j];
       best[j] = v;
