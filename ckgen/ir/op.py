@@ -118,6 +118,10 @@ class Op(ABC):
         """Relative norm error allowed for ``output``: the loosest of the kernel's tensor dtypes."""
         return max(TOLERANCE.get(a.dtype, 1e-2) for a in plan.abi.tensors if not a.unused)
 
+    def error(self, plan: KernelPlan, output: str, got: np.ndarray, ref: np.ndarray) -> float:
+        """The error of ``output`` that :meth:`tolerance` bounds (float64 arrays): :func:`relative_error`."""
+        return relative_error(got, ref)
+
     # ------------------------------------------------------------------ dispatch
     #: the op's cost model in C (``<op>/model.cpp.j2``; "" for none): renders ``static double {{ fn }}(const
     #: double* t, const int64_t* s, int nsizes)``, the twin of :meth:`estimate`
@@ -165,16 +169,18 @@ TOLERANCE: dict[DType, float] = {DType.F16: 5e-3, DType.BF16: 3e-2, DType.F32: 1
                                  DType.I32: 0.0}
 
 
-def relative_error(got: np.ndarray, ref: np.ndarray) -> float:
-    """``||got - ref|| / ||ref||`` in float64 over the finite elements of ``ref``; inf when ``got`` has a NaN or
-    an inf where ``ref`` does not hold the same infinity or NaN (an unwritten or wrong element; a NaN in ``ref`` is
-    an element the kernel must leave as it was, poisoned)."""
+def relative_error(got: np.ndarray, ref: np.ndarray, floor: float = 0.0) -> float:
+    """``||got - ref|| / max(||ref||, floor * sqrt(n))`` in float64 over the finite elements of ``ref`` (n of them:
+    with ``floor`` > 0 an output whose root-mean-square is under ``floor`` is compared in absolute terms, e.g. a
+    log-sum-exp near 0); inf when ``got`` has a NaN or an inf where ``ref`` does not hold the same infinity or NaN
+    (an unwritten or wrong element; a NaN in ``ref`` is an element the kernel must leave as it was, poisoned)."""
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    n = np.count_nonzero(np.isfinite(ref))
     same_inf = (np.isinf(ref) & (got == ref)) | (np.isnan(ref) & np.isnan(got))
     if np.any(same_inf):
         got, ref = np.where(same_inf, 0.0, got), np.where(same_inf, 0.0, ref)
     if not np.all(np.isfinite(got)):
         return math.inf
-    denom = float(np.linalg.norm(ref))
+    denom = max(float(np.linalg.norm(ref)), floor * math.sqrt(n))
     diff = float(np.linalg.norm(got - ref))
     return diff / denom if denom > 0 else diff

@@ -26,7 +26,6 @@ from ckgen.config import available_memory
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import INT32_MAX
 from ckgen.ir.arrays import numpy_dtype, shape_of, to_float64
-from ckgen.ir.op import relative_error
 from ckgen.ir.registry import get_op
 from ckgen.runtime.api import Kernel, get_backend, plan_for, resolve_target
 
@@ -149,8 +148,8 @@ def check_call(kern: Kernel, values: dict[str, int], rng: np.random.Generator) -
         return [(a.name, 0.0 if _same_bytes(arrays[a.name], before[a.name]) else math.inf,
                  op.tolerance(kern.plan, a.name)) for a in written], dt
     refs = op.reference(kern.plan, before, values)
-    return [(a.name, relative_error(to_float64(arrays[a.name], a.dtype), refs[a.name]), op.tolerance(kern.plan, a.name))
-            for a in written], dt
+    return [(a.name, op.error(kern.plan, a.name, to_float64(arrays[a.name], a.dtype), refs[a.name]),
+             op.tolerance(kern.plan, a.name)) for a in written], dt
 
 
 def _same_bytes(after: np.ndarray, before: np.ndarray) -> bool:

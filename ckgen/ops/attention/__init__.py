@@ -87,6 +87,9 @@ class AttentionOp(Op):
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         return _ref.tolerance(plan, output)
 
+    def error(self, plan: KernelPlan, output: str, got: np.ndarray, ref: np.ndarray) -> float:
+        return _ref.error(output, got, ref)
+
     def extent_bounds(self, plan: KernelPlan, sizes: dict[str, int]) -> dict[str, int]:
         """A varlen batch has at most batch x seqlen tokens on each side."""
         if not plan.spec.params.attn.varlen:

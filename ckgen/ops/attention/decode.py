@@ -38,6 +38,7 @@ from ckgen.lower.draft import run_passes
 from ckgen.ops.attention import decode_abi as _abi
 from ckgen.ops.attention import decode_reference as _ref
 from ckgen.ops.attention import plan as _plan
+from ckgen.ops.attention import reference as _attn_ref
 from ckgen.ops.attention.body import AttentionPlan, cfg_members, k_swizzle_member, wgmma_members
 from ckgen.ops.attention.rope import parse as parse_rope
 from ckgen.ops.attention.spec import (
@@ -312,6 +313,9 @@ class DecodeOp(Op):
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         return _ref.tolerance(plan, output)
+
+    def error(self, plan: KernelPlan, output: str, got: np.ndarray, ref: np.ndarray) -> float:
+        return _attn_ref.error(output, got, ref)  # (O and LSE as prefill's)
 
     def random_inputs(self, plan: KernelPlan, sizes: dict[str, int], rng: np.random.Generator):
         return _ref.random_inputs(plan, sizes, rng)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ckgen.ir.arrays import allocate, poison, to_bf16, to_float64
+from ckgen.ir.op import relative_error
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.rope import rope_table
 from ckgen.ir.types import DType
@@ -21,8 +22,11 @@ from ckgen.ops.attention.rope import apply as apply_rope
 
 #: relative norm error of O against float64 (P and O rounded to the element type once each, f32 accumulation)
 O_TOLERANCE = {DType.F16: 5e-3, DType.BF16: 3e-2}
-#: relative norm error of LSE (f32 statistics, hardware exp2 / log2)
+#: relative norm error of LSE (f32 statistics, hardware exp2 / log2), relative to its norm or, where its values are
+#: near 0 (rows that see one key or a few), to a root-mean-square of LSE_FLOOR: a log-sum-exp is compared in
+#: absolute terms there (1e-3 of it is 0.1% of the softmax's sum)
 LSE_TOLERANCE = 1e-3
+LSE_FLOOR = 1.0
 
 
 def visible(mask: str, sq: int, sk: int, window: tuple[int, int] = (-1, -1)) -> np.ndarray:
@@ -111,6 +115,11 @@ def random_positions(rng: np.random.Generator, lengths: list[int], rope: Rope) -
 
 def tolerance(plan: KernelPlan, output: str) -> float:
     return LSE_TOLERANCE if output == "LSE" else O_TOLERANCE[plan.spec.params.attn.dtype]
+
+
+def error(output: str, got: np.ndarray, ref: np.ndarray) -> float:
+    """The error :func:`tolerance` bounds: O's relative norm error; LSE's with the floor LSE_FLOOR."""
+    return relative_error(got, ref, LSE_FLOOR if output == "LSE" else 0.0)
 
 
 def lengths(rng: np.random.Generator, batch: int, longest: int) -> list[int]:

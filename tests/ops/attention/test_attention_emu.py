@@ -207,3 +207,27 @@ def test_no_keys_take_null_k_and_v(kernels) -> None:
     assert entry({"K", "V"}) == 0
     check(pb)
     assert entry({"Q"}) == 1
+
+
+def test_lse_near_zero_is_compared_in_absolute_terms() -> None:
+    """`ckgen run`'s check of LSE (the op's ``error``): relative to its norm, or to a root-mean-square of 1 where its
+    values are near 0. A window that lets one row of 131 see its only key gave an LSE of 0.0292 against the kernel's
+    0.0289 (2.6e-4 apart, O exact): 8.9e-3 of that one small value, over the 1e-3 bound, though the softmax's sum
+    is off by 0.03%. O keeps the plain relative error."""
+    import numpy as np
+
+    from ckgen.ir.registry import get_op
+    from ckgen.ops.attention.reference import LSE_TOLERANCE
+
+    plan = plan_kernel(load_text("kernel k { op = attention  dtype = f16  head_dim = 64 }", "k.ck", ("gfx942",))[0],
+                       "gfx942")
+    op = get_op("attention")
+    ref = np.full(131, -np.inf)
+    ref[0] = 0.0292
+    got = ref.copy()
+    got[0] = 0.0289
+    assert op.error(plan, "LSE", got, ref) <= LSE_TOLERANCE < abs(got[0] - ref[0]) / ref[0]
+    big = np.full(64, 12.0)
+    assert op.error(plan, "LSE", big + 0.02, big) == pytest.approx(0.02 / 12.0)  # (norm above the floor: relative)
+    o = np.full(8, 1e-3)
+    assert op.error(plan, "O", o * 1.01, o) == pytest.approx(0.01)  # O: no floor
