@@ -5,13 +5,16 @@ fault.
 Usage::
 
     PYTHONPATH=. python3 tools/fuzz_numerics.py [--seed N] [--budget SECONDS] [--ops gemm,softmax,...]
-                                               [--batch N] [--calls N] [--timeout SECONDS] [-v]
+                                               [--batch N] [--calls N] [--timeout SECONDS] [--strides] [-v]
 
 ``--seed`` makes the run deterministic (the same specs, sizes and inputs in the same order; default 0);
 ``--budget`` stops starting new batches after that many seconds (default 120); ``--ops`` restricts the ops
 sampled (``OPS``: gemm, softmax, layernorm, rmsnorm, attention, attention_decode, elementwise, moe_routing);
 ``--batch`` accepted kernels are built into one emulator library per arch (default 6); ``--calls`` size draws run
-per kernel (default 3); ``--timeout`` bounds one call (default 120 s); ``--save FILE`` writes the failures and counts as JSON.
+per kernel (default 3); ``--timeout`` bounds one call (default 120 s); ``--save FILE`` writes the failures and counts as JSON;
+``--strides`` passes every array as a padded, offset view of a larger buffer with poisoned padding
+(``tools/numfuzz_strides.py``: leading dimensions over their minimum, misaligned rows and starts) instead of a
+contiguous array.
 
 What it samples (``tools/numfuzz_specs.py``): a spec text from random parameter choices of the op (docs/dsl.md),
 on a random AMD arch (gfx90a, gfx942, gfx950), kept when planning accepts it (a CkgenError there is a refusal, not
@@ -26,7 +29,12 @@ What counts as a failure (reported with the spec, arch and sizes; the exit statu
 - ``fault``: the emulator's status is not 0 (an out-of-bounds access) or the child died;
 - ``exception``: anything raised but a CkgenError (a CkgenError at the call is a size the ABI refuses);
 - ``plan-crash``: planning raised anything but a CkgenError; ``build``: an accepted kernel failed to build;
-- ``hang``: a call over ``--timeout``.
+- ``hang``: a call over ``--timeout``;
+- ``padding`` (``--strides``): a call wrote an output's padding or changed an input buffer.
+
+A mismatch, fault or padding failure in ``--strides`` mode also reports each array's shape, element strides and
+offset in its buffer. The refusals (CkgenErrors at the call) are counted per op by their message, digits elided,
+in the stats (``refusals``), so that a refusal of a legal stride is visible.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import json
 import os
 import pickle
 import random
+import re
 import signal
 import sys
 import time
@@ -48,6 +57,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import numpy as np  # noqa: E402
 from numfuzz_specs import GENERATORS, draw_sizes  # noqa: E402
+from numfuzz_strides import check_call_strided  # noqa: E402
 
 from ckgen.errors import CkgenError, EmulationFault, RuntimeFailure  # noqa: E402
 from ckgen.runtime import api, run  # noqa: E402
@@ -73,18 +83,23 @@ def accepted_plan(rng: random.Random, op: str, index: int):
     return None
 
 
-def call_in_child(kern, sizes: dict, seed: int, timeout: float) -> tuple[str, str]:
+def call_in_child(kern, sizes: dict, seed: int, timeout: float, strides: bool = False) -> tuple[str, str]:
     """Run one checked call of ``kern`` in a forked child: (kind, detail) with kind ``ok``, ``refused`` (a CkgenError
-    at the call), ``mismatch``, ``fault``, ``exception`` or ``hang``."""
+    at the call), ``mismatch``, ``fault``, ``exception``, ``hang`` or (``strides``: padded views) ``padding``."""
     rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: one call, its outcome pickled to the pipe, then _exit (no cleanup of the parent's)
         os.close(rd)
+        layout: dict = {}
         try:
             values = run.resolve_sizes(kern.plan, sizes)
-            results, _ = run.check_call(kern, values, np.random.default_rng(seed))
+            problems: list = []
+            if strides:
+                results, problems, layout = check_call_strided(kern, values, np.random.default_rng(seed))
+            else:
+                results, _ = run.check_call(kern, values, np.random.default_rng(seed))
             bad = [f"{n}: error {e:.3e} > {t:.1e}" for n, e, t in results if not e <= t]
-            out = ("mismatch", "; ".join(bad)) if bad else ("ok", "")
+            out = ("mismatch", "; ".join(bad)) if bad else ("padding", "; ".join(problems)) if problems else ("ok", "")
         except CkgenError as exc:  # a fault, or a status other than "invalid value" (a size the ABI refuses)
             msg = str(exc)
             fault = isinstance(exc, EmulationFault) or (isinstance(exc, RuntimeFailure)
@@ -92,6 +107,8 @@ def call_in_child(kern, sizes: dict, seed: int, timeout: float) -> tuple[str, st
             out = ("fault" if fault else "refused", msg[:600])
         except BaseException as exc:  # noqa: BLE001
             out = ("exception", f"{type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc()[-1500:])
+        if layout and out[0] not in ("ok", "refused"):
+            out = (out[0], out[1] + "\n  arrays: " + "; ".join(f"{k} {v}" for k, v in layout.items()))
         os.write(wr, pickle.dumps(out))
         os._exit(0)
     os.close(wr)
@@ -129,11 +146,11 @@ def call_in_child(kern, sizes: dict, seed: int, timeout: float) -> tuple[str, st
 
 
 def fuzz(seed: int, budget: float, ops: tuple[str, ...], batch: int, calls: int, timeout: float,
-         verbose: bool = False, log=print) -> dict:
+         verbose: bool = False, log=print, strides: bool = False) -> dict:
     """Run the fuzz; return {"failures": [...], "stats": {op: {...}}}."""
     rng = random.Random(seed)
     t_end = time.monotonic() + budget
-    stats = {op: {"tried": 0, "accepted": 0, "calls": 0, "refused_calls": 0} for op in ops}
+    stats = {op: {"tried": 0, "accepted": 0, "calls": 0, "refused_calls": 0, "refusals": {}} for op in ops}
     failures: list[dict] = []
     index = 0
     while time.monotonic() < t_end:
@@ -172,14 +189,17 @@ def fuzz(seed: int, budget: float, ops: tuple[str, ...], batch: int, calls: int,
             for _ in range(calls):
                 sizes = draw_sizes(rng, plan)
                 cseed = rng.randrange(2**31)
-                kind, detail = call_in_child(kern, sizes, cseed, timeout)
+                kind, detail = call_in_child(kern, sizes, cseed, timeout, strides)
                 stats[op]["calls"] += 1
                 stats[op]["refused_calls"] += kind == "refused"
+                if kind == "refused":
+                    why = re.sub(r"\d+", "#", detail.splitlines()[0] if detail else "")[:160]
+                    stats[op]["refusals"][why] = stats[op]["refusals"].get(why, 0) + 1
                 if verbose:
                     log(f"{op} {arch} {plan.name} {sizes}: {kind} {detail.splitlines()[0] if detail else ''}")
                 if kind not in ("ok", "refused"):
                     failures.append({"kind": kind, "op": op, "arch": arch, "spec": text, "sizes": sizes,
-                                     "seed": cseed, "detail": detail})
+                                     "seed": cseed, "strides": strides, "detail": detail})
                     log(f"FAIL {kind} {op} {arch} sizes={sizes} seed={cseed}\n  {text.strip()}\n  {detail[:400]}")
     return {"failures": failures, "stats": stats}
 
@@ -193,16 +213,19 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--save", help="write the failures (JSON) to this file")
+    ap.add_argument("--strides", action="store_true", help="padded, offset views with poisoned padding")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip())
     unknown = [o for o in ops if o not in GENERATORS]
     if unknown:
         ap.error(f"unknown ops {unknown}; known: {', '.join(OPS)}")
-    out = fuzz(args.seed, args.budget, ops, args.batch, args.calls, args.timeout, args.verbose)
+    out = fuzz(args.seed, args.budget, ops, args.batch, args.calls, args.timeout, args.verbose, strides=args.strides)
     for op, s in out["stats"].items():
         print(f"{op}: specs tried {s['tried']}, accepted {s['accepted']}, calls {s['calls']} "
               f"({s['refused_calls']} refused by the ABI)")
+        for why, n in sorted(s["refusals"].items(), key=lambda kv: -kv[1])[:4]:
+            print(f"    {n} x {why}")
     print(f"failures: {len(out['failures'])}")
     if args.save:
         Path(args.save).write_text(json.dumps(out, indent=1, default=str))
