@@ -63,6 +63,13 @@ struct SwizzledTile {
     return (q ^ mask(q >> kLowBits)) * kGranule;
   }
   static constexpr CKGEN_HD bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+  // Whether fragments read at multiples of (dr rows, dk k's) from a lane's (row, k) may take xor_step: the steps
+  // are powers of two (dk in whole granules) and a row is a power-of-two count of granules, so the displacement's
+  // granule bits are disjoint from the lane's own (rows and k's of one instruction step). A caller whose lanes also
+  // start at other multiples (a wave's row range) checks those too.
+  static constexpr CKGEN_HD bool xor_steps(int dr, int dk) {
+    return pow2(dr) && dk % kGranule == 0 && pow2(dk / kGranule) && pow2(kRowGranules);
+  }
 };
 
 // Rows of kTK elements kStride apart (kStride >= kTK; the padding spreads rows over the banks). kGranule: the

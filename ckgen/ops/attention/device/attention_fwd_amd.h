@@ -66,10 +66,13 @@ template <class Cfg, bool kSwizzled>
 struct KTile {
   using type = blk::SwizzledTile<Cfg::kBlockN, Cfg::kHeadDim, Cfg::kLdsKGranule, Cfg::kLdsKSwizzleBits,
                                  Cfg::kLdsKSwizzle>;
+  // K operands at (kb * kInstrM, dc * kInstrK) from the lane's: the lane's offset XOR type::xor_step
+  static constexpr bool kXor = type::xor_steps(Cfg::kInstrM, Cfg::kInstrK);
 };
 template <class Cfg>
 struct KTile<Cfg, false> {
   using type = blk::PaddedTile<Cfg::kLdsKStride, Cfg::kVec>;
+  static constexpr bool kXor = false;
 };
 
 template <class Cfg>
@@ -87,16 +90,13 @@ struct Shape {
   static constexpr int kPC = Cfg::kBlockN / kK;           // k steps of O^T (over keys)
   // K tile: kBlockN key rows of kHeadDim (d contiguous in memory and in LDS), XOR-swizzled or padded (KTile).
   static constexpr bool kKSwizzled = Cfg::kLdsKStride == 0;
-  static constexpr bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
   using LdsK = typename KTile<Cfg, kKSwizzled>::type;
   static constexpr int kKElems = Cfg::kBlockN * (kKSwizzled ? Cfg::kHeadDim : Cfg::kLdsKStride);  // one K buffer
   static constexpr int kVElems = Cfg::kHeadDim * Cfg::kLdsVStride;  // one V^T buffer
   using LoadK = blk::TileLoader<T, Cfg::kBlockN, Cfg::kHeadDim, Cfg::kVec, true, Cfg::kThreads, LdsK>;
-  // Swizzled: a K operand (kb, dc) sits at the lane's offset XOR LdsK::xor_step(kb * kM, dc * kK) (the
-  // displacement's granule bits are disjoint from the lane's own: power-of-two instruction rows and k steps in
-  // whole granules, a power-of-two row of granules); else at LdsK::offset of its (row, d).
-  static constexpr bool kKXor = kKSwizzled && Cfg::kLdsKGranule > 0 && kK % Cfg::kLdsKGranule == 0 &&
-                                pow2(kM) && pow2(kK / Cfg::kLdsKGranule) && pow2(Cfg::kHeadDim / Cfg::kLdsKGranule);
+  // Swizzled: a K operand (kb, dc) sits at the lane's offset XOR LdsK::xor_step(kb * kM, dc * kK) where
+  // SwizzledTile::xor_steps allows it; else at LdsK::offset of its (row, d).
+  static constexpr bool kKXor = KTile<Cfg, kKSwizzled>::kXor;
   // V tile as the kHeadDim x kBlockN operand V^T: d contiguous in memory, keys contiguous in LDS.
   using LoadV = blk::TileLoader<T, Cfg::kHeadDim, Cfg::kBlockN, Cfg::kVec, false, Cfg::kThreads,
                                 blk::PaddedTile<Cfg::kLdsVStride, 1>>;

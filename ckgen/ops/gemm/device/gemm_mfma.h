@@ -75,11 +75,9 @@ struct Derived {
   static constexpr int kLdsBElems = LdsB::kElems;
   // Fragment displacements (i * kInstrM rows, kk * kInstrK k's) are bit-disjoint from every lane's own
   // granule index: power-of-two instruction steps, rows and wave tiles (SwizzledTile::xor_step).
-  static constexpr bool kAXor = LdsA::pow2(Cfg::kInstrM) && LdsA::pow2(Cfg::kInstrK / Cfg::kLdsAGranule) &&
-                                Cfg::kInstrK % Cfg::kLdsAGranule == 0 && LdsA::pow2(LdsA::kRowGranules) &&
+  static constexpr bool kAXor = LdsA::xor_steps(Cfg::kInstrM, Cfg::kInstrK) &&
                                 (Cfg::kWavesM == 1 || LdsA::pow2(Cfg::kWaveTileM));
-  static constexpr bool kBXor = LdsB::pow2(Cfg::kInstrN) && LdsB::pow2(Cfg::kInstrK / Cfg::kLdsBGranule) &&
-                                Cfg::kInstrK % Cfg::kLdsBGranule == 0 && LdsB::pow2(LdsB::kRowGranules) &&
+  static constexpr bool kBXor = LdsB::xor_steps(Cfg::kInstrN, Cfg::kInstrK) &&
                                 (Cfg::kWavesN == 1 || LdsB::pow2(Cfg::kWaveTileN));
 };
 
