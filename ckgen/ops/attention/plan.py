@@ -286,16 +286,14 @@ def k_tile_shape(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads
 def k_tile_layout(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads: int, instr: MatrixInstr,
                   target: Target) -> LdsOperandLayout | None:
     """The K tile's XOR-swizzled, unpadded layout (:func:`k_tile_shape` planned by the GEMM's bank model), or None
-    for padded rows: targets without swizzled tiles, and head dims whose row of granules is not a power of two
-    (the body reads fragments as the lane's offset XOR a constant; padding 2-way conflicts on every read there).
-    Padding cannot free both sides: on 32 banks the 8-byte fragment reads of 16 rows want a row stride of 2 mod 4
-    dwords, the loader's 16-byte writes 0 mod 4."""
+    for padded rows on targets without swizzled tiles (the body reads a fragment at the lane's offset XOR a
+    constant where blk::SwizzledTile::xor_steps allows, else at its own offset). Padding cannot free both sides:
+    on 32 banks the 8-byte fragment reads of 16 rows want a row stride of 2 mod 4 dwords, the loader's 16-byte
+    writes 0 mod 4."""
     if not target.lds_swizzle:
         return None
     shape = k_tile_shape(block_n, head_dim, elem_bytes, vec, threads, instr, target.wave_size)
-    lay = plan_operand_layout(shape, bank_model(target))
-    row_granules = head_dim // lay.granule
-    return lay if row_granules & (row_granules - 1) == 0 else None
+    return plan_operand_layout(shape, bank_model(target))
 
 
 #: elements of one V^T read (attention_fwd_amd.h load_v: a run of 4 keys of one d row per lane)
