@@ -120,6 +120,20 @@ def to_float64(x: np.ndarray, dt: DType) -> np.ndarray:
     return from_bf16(x).astype(np.float64) if dt == DType.BF16 else np.asarray(x).astype(np.float64)
 
 
+#: the smallest magnitude that rounds (to nearest) past each IEEE type's largest finite value: max + half an ulp
+_OVERFLOW_AT = {DType.F16: 2.0**16 * (1 - 2.0**-12), DType.BF16: 2.0**128 * (1 - 2.0**-9),
+                DType.F32: 2.0**128 * (1 - 2.0**-25)}
+
+
+def overflowed(x: np.ndarray, dt: DType) -> np.ndarray:
+    """float64 ``x`` with each element that the IEEE type ``dt`` (f16, bf16, f32) cannot hold as ±inf, as rounding
+    to ``dt`` makes it: a float64 reference of a result computed and stored in ``dt``. Other dtypes: ``x``."""
+    limit = _OVERFLOW_AT.get(dt)
+    if limit is None:
+        return x
+    return np.where(np.abs(x) >= limit, np.copysign(np.inf, x), x)
+
+
 def poison(a: np.ndarray) -> np.ndarray:
     """Fill a densely packed array (in any axis order) with 0xFF bytes: NaN for floats and bf16, -1 for integers."""
     if a.size == 0:

@@ -312,7 +312,7 @@ class DecodeOp(Op):
         return _ref.reference(plan, arrays, sizes)
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
-        return _ref.tolerance(plan, output)
+        return _attn_ref.tolerance(plan, output)  # (O and LSE as prefill's)
 
     def error(self, plan: KernelPlan, output: str, got: np.ndarray, ref: np.ndarray) -> float:
         return _attn_ref.error(output, got, ref)  # (O and LSE as prefill's)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ckgen.codegen.escape import bool_literal
-from ckgen.ir.arrays import to_float64
+from ckgen.ir.arrays import overflowed, to_float64
 from ckgen.ir.op import TOLERANCE, Op
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.quant import quantized_rows
@@ -74,7 +74,7 @@ class ElementwiseOp(Op):
         if p.quant_group:
             scales, q = quantized_rows(y, p.y, p.quant_group, p.quant_mx)
             return {"y": q, "y_scale": scales}
-        return {"y": y}
+        return {"y": overflowed(y, p.y)}  # (an f32 step or y's own rounding past its range is inf, as the kernel's)
 
     def tolerance(self, plan: KernelPlan, output: str) -> float:
         # the output's rounding dominates (the inputs are exact in f32); exp, tanh and sigmoid are approximate.

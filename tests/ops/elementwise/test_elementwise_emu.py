@@ -15,6 +15,7 @@ from ckgen.frontend import load_text
 from ckgen.ir.arrays import from_bf16, to_bf16
 from ckgen.ir.op import relative_error
 from ckgen.lower import plan_kernel
+from ckgen.ops.elementwise import OP
 from ckgen.ops.elementwise.fns import evaluate
 from ckgen.runtime import api
 from ckgen.targets import get_target
@@ -93,6 +94,18 @@ def test_constants_exp_and_a_small_workgroup(kernels):
     y = k(a)
     ref = np.exp(a.astype(np.float64) * 0.25)
     assert y.dtype == np.float16 and relative_error(y, ref) < 5e-3
+
+
+def test_results_past_the_output_range_are_inf_in_the_reference_too(kernels):
+    """exp(a / 4) into f16 at a up to 400: past 65504 (from a = 44.4) the kernel's f16 is inf, and from a = 355 its
+    f32 step already is; the op's float64 reference holds those elements as the output type does (the numerics fuzz
+    found an overflowing exp compared against finite float64 values)."""
+    a = np.linspace(-400.0, 400.0, 3 * 1001, dtype=np.float32).reshape(3, 1001)
+    k = kernels["ew_scale"]
+    y = k(a)
+    ref = OP.reference(k.plan, {"a": a}, {"rows": 3, "cols": 1001})["y"]
+    assert np.isposinf(y).sum() == np.isposinf(ref).sum() > 0
+    assert relative_error(y, ref) < OP.tolerance(k.plan, "y")
 
 
 def test_in_place_and_empty(kernels):
