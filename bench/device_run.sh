@@ -58,6 +58,9 @@
 #             member's float64 check and time), then bench/debug/timing_ab.py: each shape's pick and member times
 #             side by side, and against that earlier run's cuBLAS time and pick (is the loss the pick or the kernels?)
 #   prebuild  bench/nv_prebuild.py -j 16 --only "$PREBUILD" (default: everything it knows)
+#   small-m   issue 23: bench/debug/small_m_ab.py $SMALL_M_ARGS (the dispatcher's small-M members, the same tiles with
+#             clusters of two, and cuBLAS, graph-timed with B read from HBM, on the held-out shapes where the
+#             dispatcher lost most; prebuild small_m_nv first)
 #   skinny    bench/skinny_probe.py (built there with nvcc): a GEMM body without matrix instructions at M = 1..16,
 #             bf16 and e4m3 against torch.matmul / torch._scaled_mm and a read-only pass over W (an experiment), with
 #             ckgen's vector body (instr = none, bench/skinny_nv.ck: prebuild skinny first) beside each variant
@@ -210,6 +213,9 @@ for STAGE in "$@"; do
     prebuild)
       python3 bench/nv_prebuild.py -j 16 --only "${PREBUILD:-.}" > "$OUT/prebuild.txt" 2>&1
       echo "prebuild rc $? ($(grep -c ' s ' "$OUT/prebuild.txt") libraries)"; grep -iE "error|Traceback" "$OUT/prebuild.txt" | head -5 ;;
+    small-m)
+      timeout 400 python3 bench/debug/small_m_ab.py ${SMALL_M_ARGS:-} --json "$OUT/small_m.json" > "$OUT/small_m.txt" 2>&1
+      echo "small_m rc $?"; cat "$OUT/small_m.txt" | cut -c1-400 ;;
     skinny)
       timeout 300 python3 bench/skinny_probe.py ${SKINNY_ARGS:-} > "$OUT/skinny.txt" 2>&1; echo "skinny rc $?"
       cat "$OUT/skinny.txt" | cut -c1-400 ;;

@@ -2,8 +2,8 @@
 CKGEN_CACHE_DIR (carried to the device so that nothing is compiled there when the nvcc versions match):
 the kernels of bench/gemm_nv.ck, bench/bmm_nv.ck, bench/attention_nv.ck, bench/dispatch_nv.ck, bench/layer_nv.ck,
 bench/elementwise_nv.ck, bench/moe_nv.ck, bench/moe_fp8_nv.ck, bench/fp8_nv.ck, bench/fp8_dispatch_nv.ck, bench/quant_nv.ck,
-bench/gemm_fused_nv.ck, bench/debug/norm_fit_nv.ck, bench/debug/streamk_nv.ck, bench/layer_cluster_nv.ck,
-bench/skinny_nv.ck (one
+bench/gemm_fused_nv.ck, bench/debug/norm_fit_nv.ck, bench/debug/streamk_nv.ck, bench/debug/small_m_nv.ck,
+bench/layer_cluster_nv.ck, bench/skinny_nv.ck (one
 library per kernel, as their benchmarks JIT them) and
 bench/overhead.py's row ops, of the GPU tests tests/runtime/test_nvidia_*.py (their SPEC texts), examples/moe_layer.py's (bench/moe_layer.py), examples/llama_layer.ck's
 (bench/model.py) and the two examples/rowops.ck kernels
@@ -67,7 +67,7 @@ def main() -> int:
                   "bench/layer_nv.ck", "bench/elementwise_nv.ck", "bench/moe_nv.ck", "bench/moe_fp8_nv.ck", "bench/fp8_nv.ck",
                   "bench/decode_nv.ck", "bench/quant_nv.ck", "bench/fp8_dispatch_nv.ck",
                   "bench/gemm_fused_nv.ck", "bench/gemm_cluster_nv.ck", "bench/debug/norm_fit_nv.ck",
-                  "bench/debug/streamk_nv.ck", "bench/layer_cluster_nv.ck", "bench/skinny_nv.ck"):
+                  "bench/debug/streamk_nv.ck", "bench/debug/small_m_nv.ck", "bench/layer_cluster_nv.ck", "bench/skinny_nv.ck"):
         for s in load_file(bench):  # relative, as the benchmarks pass them (the path is part of the generated sources)
             jobs.append((bench, s.name, bench))
     jobs += [("examples/rowops.ck", k, "examples/rowops.ck") for k in ("layernorm_bf16", "add_rmsnorm_bf16_i8")]
