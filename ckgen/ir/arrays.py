@@ -65,9 +65,9 @@ def fp8_values(dt: DType) -> np.ndarray:
 
 
 def to_fp8(x: np.ndarray, dt: DType) -> np.ndarray:
-    """Finite floats -> the codes of their nearest values of ``dt``, ties to the even code (the one whose last
-    mantissa bit is 0), saturating to +-max: ckgen/blocks/fp8.h's from_float for finite inputs (the float64
-    reference of quantizing kernels; FNUZ's 0 for values rounding to zero)."""
+    """Floats -> the codes of their nearest values of ``dt``, ties to the even code (the one whose last mantissa bit
+    is 0), saturating to +-max: ckgen/blocks/fp8.h's from_float for finite inputs (the float64 reference of
+    quantizing kernels; FNUZ's 0 for values rounding to zero). NaN -> a NaN code (e.g. a norm's 0 / 0 row)."""
     v = fp8_values(dt)
     codes = np.array([c for c in range(256) if np.isfinite(v[c]) and not (c == 0x80 and v[c] == 0)])
     order = np.argsort(v[codes], kind="stable")
@@ -76,7 +76,7 @@ def to_fp8(x: np.ndarray, dt: DType) -> np.ndarray:
     hi = np.clip(np.searchsorted(vals, x), 1, len(vals) - 1)
     below, above = x - vals[hi - 1], vals[hi] - x
     pick = np.where(below < above, hi - 1, np.where(above < below, hi, np.where(codes[hi - 1] % 2 == 0, hi - 1, hi)))
-    return codes[pick].astype(np.uint8)
+    return np.where(np.isnan(x), np.flatnonzero(np.isnan(v))[0], codes[pick]).astype(np.uint8)
 
 
 #: the values of the 16 OCP FP4 (E2M1) codes: sign bit 3, exponent bits 2..1 (bias 1, 0 subnormal), mantissa bit 0
