@@ -21,6 +21,18 @@ def _pick(rng: random.Random, *weighted):
     return rng.choices(values, weights)[0]
 
 
+def _maybe(rng: random.Random, p: dict, *knobs) -> None:
+    """For each ``(key, probability, values)`` in turn: with that probability ``p[key]`` = one of the values, as text."""
+    for key, prob, values in knobs:
+        if rng.random() < prob:
+            p[key] = str(rng.choice(values))
+
+
+def _text(p: dict) -> str:
+    """The kernel body of ``p``'s ``key = value`` pairs."""
+    return "  ".join(f"{k} = {v}" for k, v in p.items())
+
+
 def gemm(rng: random.Random, arch: str) -> str:
     kind = _pick(rng, ("f16", 4), ("bf16", 4), ("f32", 1), ("i8", 1), ("fp8", 2 if FP8[arch] else 0),
                  ("fp4", 1 if arch == "gfx950" else 0))
@@ -47,16 +59,9 @@ def gemm(rng: random.Random, arch: str) -> str:
     if rng.random() < 0.25:
         p["instr"] = rng.choice(("32x32x8", "16x16x16", "16x16x32", "32x32x16", "32x32x4", "16x16x4", "4x4x4",
                                  "none", "32x32x64", "16x16x128"))
-    for key, vals in (("lds_buffers", ("1", "2")), ("prefetch", ("0", "1"))):
-        if rng.random() < 0.5:
-            p[key] = rng.choice(vals)
-    for key in ("vec_a", "vec_b", "vec_c"):
-        if rng.random() < 0.25:
-            p[key] = str(rng.choice((1, 2, 4, 8, 16)))
-    if rng.random() < 0.3:
-        p["alpha"] = rng.choice(("0.5", "-1.25", "2.0"))
-    if rng.random() < 0.25:
-        p["beta"] = rng.choice(("1.0", "0.5", "-0.75"))
+    _maybe(rng, p, ("lds_buffers", 0.5, (1, 2)), ("prefetch", 0.5, (0, 1)),
+           *((key, 0.25, (1, 2, 4, 8, 16)) for key in ("vec_a", "vec_b", "vec_c")),
+           ("alpha", 0.3, ("0.5", "-1.25", "2.0")), ("beta", 0.25, ("1.0", "0.5", "-0.75")))
     gated = rng.random() < 0.2
     chain = []
     if rng.random() < 0.4:
@@ -80,9 +85,8 @@ def gemm(rng: random.Random, arch: str) -> str:
         p["scale_a"], p["scale_b"] = sc
     elif kind == "fp4":
         p["scale_a"], p["scale_b"] = "mx(32)", "mx(32)"
-    if rng.random() < 0.35:
-        p["schedule"] = rng.choice(("splitk", "splitk(3)", "splitk(2, atomic)", "splitk(atomic)", "streamk",
-                                    "auto"))
+    _maybe(rng, p, ("schedule", 0.35, ("splitk", "splitk(3)", "splitk(2, atomic)", "splitk(atomic)", "streamk",
+                                       "auto")))
     r = rng.random()
     if r < 0.15:
         p["batched"] = "true"
@@ -93,27 +97,15 @@ def gemm(rng: random.Random, arch: str) -> str:
     if rng.random() < 0.1:
         hd = rng.choice((16, 32, 64))
         p["rope"] = rng.choice((f"gptj({hd})", f"gptj({hd}, {hd // 2})"))
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    return _text(p)
 
 
 def _rowop_common(rng: random.Random, arch: str, p: dict) -> None:
-    x = p["x"]
-    if rng.random() < 0.3:
-        p["max_cols"] = str(rng.choice((64, 100, 1000, 4096, 9000)))
-    if rng.random() < 0.2:
-        p["vec"] = str(rng.choice((1, 2, 4, 8)))
-    if rng.random() < 0.25:
-        p["threads_per_row"] = str(rng.choice((1, 4, 16, 32, 64, 128, 256)))
-    if rng.random() < 0.15:
-        p["rows_per_workgroup"] = str(rng.choice((1, 2, 4)))
-    if rng.random() < 0.15:
-        p["reg_vecs"] = str(rng.choice((1, 2, 4)))
-    if rng.random() < 0.2:
-        p["looped"] = rng.choice(("true", "false"))
-    if rng.random() < 0.15:
-        p["row_in"] = rng.choice(("registers", "shared"))
-    if rng.random() < 0.15:
-        p["split"] = str(rng.choice((1, 2, 3, 4)))
+    """The row ops' shared keys: tiling, and y's dtype and quantization."""
+    _maybe(rng, p, ("max_cols", 0.3, (64, 100, 1000, 4096, 9000)), ("vec", 0.2, (1, 2, 4, 8)),
+           ("threads_per_row", 0.25, (1, 4, 16, 32, 64, 128, 256)), ("rows_per_workgroup", 0.15, (1, 2, 4)),
+           ("reg_vecs", 0.15, (1, 2, 4)), ("looped", 0.2, ("true", "false")),
+           ("row_in", 0.15, ("registers", "shared")), ("split", 0.15, (1, 2, 3, 4)))
     r = rng.random()
     if r < 0.15:
         p["y"] = "i8"
@@ -126,7 +118,6 @@ def _rowop_common(rng: random.Random, arch: str, p: dict) -> None:
         p["y"] = "e2m1fn_x2"
     elif r < 0.5:
         p["y"] = rng.choice(("f16", "bf16", "f32"))
-    del x
 
 
 def softmax(rng: random.Random, arch: str) -> str:
@@ -136,27 +127,23 @@ def softmax(rng: random.Random, arch: str) -> str:
     if rng.random() < 0.3:
         p["scale"] = rng.choice(("0.125", "2.0"))
     _rowop_common(rng, arch, p)
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    return _text(p)
 
 
 def _norm(op: str, rng: random.Random, arch: str) -> str:
     p = {"op": op, "x": rng.choice(("f16", "bf16", "f32"))}
-    if rng.random() < 0.4:
-        p["residual"] = rng.choice(("true", "f16", "bf16", "f32"))
-    if rng.random() < 0.3:
-        p["weight"] = rng.choice(("none", "true", "f32", "bf16"))
+    _maybe(rng, p, ("residual", 0.4, ("true", "f16", "bf16", "f32")), ("weight", 0.3, ("none", "true", "f32", "bf16")))
     if op == "layernorm" and rng.random() < 0.3:
         p["bias"] = rng.choice(("none", "true"))
     if op == "rmsnorm" and rng.random() < 0.2:
         p["rstd"] = "true"
         if rng.random() < 0.5:
             p["y"] = "none"
-    if rng.random() < 0.2:
-        p["eps"] = rng.choice(("0", "1e-6"))
+    _maybe(rng, p, ("eps", 0.2, ("0", "1e-6")))
     _rowop_common(rng, arch, p)
     if p.get("y") == "none" and "quant" in p:
         del p["quant"]
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    return _text(p)
 
 
 def layernorm(rng: random.Random, arch: str) -> str:
@@ -180,15 +167,9 @@ def attention(rng: random.Random, arch: str) -> str:
         p["rope"] = rng.choice(("neox", "gptj", f"neox({hd // 2})", f"gptj({hd // 4})", "true"))
     if rng.random() < 0.4:
         p["tile"] = f"{rng.choice((16, 32, 64, 128))}x{rng.choice((16, 32, 64))}"
-    if rng.random() < 0.3:
-        p["waves"] = str(rng.choice((1, 2, 4)))
-    if rng.random() < 0.3:
-        p["lds_buffers"] = rng.choice(("1", "2"))
-    if rng.random() < 0.2:
-        p["instr"] = rng.choice(("16x16x16", "32x32x8", "16x16x32", "32x32x16", "16x16x8"))
-    if rng.random() < 0.1:
-        p["waves_per_eu"] = str(rng.choice((1, 2)))
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    _maybe(rng, p, ("waves", 0.3, (1, 2, 4)), ("lds_buffers", 0.3, (1, 2)),
+           ("instr", 0.2, ("16x16x16", "32x32x8", "16x16x32", "32x32x16", "16x16x8")), ("waves_per_eu", 0.1, (1, 2)))
+    return _text(p)
 
 
 def attention_decode(rng: random.Random, arch: str) -> str:
@@ -200,15 +181,9 @@ def attention_decode(rng: random.Random, arch: str) -> str:
         p["page_size"] = str(rng.choice((16, 32, 64, 128, 256)))
     if rng.random() < 0.4:
         p["tile"] = f"{rng.choice((16, 32, 64))}x{rng.choice((16, 32, 64))}"
-    if rng.random() < 0.3:
-        p["waves"] = str(rng.choice((1, 2, 4)))
-    if rng.random() < 0.3:
-        p["lds_buffers"] = rng.choice(("1", "2"))
-    if rng.random() < 0.2:
-        p["rope"] = rng.choice(("neox", "gptj", f"neox({hd // 2})"))
-    if rng.random() < 0.15:
-        p["instr"] = rng.choice(("16x16x16", "32x32x8", "16x16x32"))
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    _maybe(rng, p, ("waves", 0.3, (1, 2, 4)), ("lds_buffers", 0.3, (1, 2)),
+           ("rope", 0.2, ("neox", "gptj", f"neox({hd // 2})")), ("instr", 0.15, ("16x16x16", "32x32x8", "16x16x32")))
+    return _text(p)
 
 
 FNS1 = ("silu", "gelu", "relu", "sigmoid", "tanh", "neg", "exp", "copy")
@@ -246,10 +221,8 @@ def elementwise(rng: random.Random, arch: str) -> str:
     for _ in range(rng.choice((0, 0, 1, 2))):
         calls.append(rng.choice(FNS1) if rng.random() < 0.6 else f"{rng.choice(FNS2)}(1.5)")
     p["expr"] = " -> ".join(calls)
-    for key, vals in (("vec", (1, 2, 4, 8)), ("threads", (64, 128, 256, 1024)), ("unroll", (1, 2, 3, 8))):
-        if rng.random() < 0.25:
-            p[key] = str(rng.choice(vals))
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    _maybe(rng, p, ("vec", 0.25, (1, 2, 4, 8)), ("threads", 0.25, (64, 128, 256, 1024)), ("unroll", 0.25, (1, 2, 3, 8)))
+    return _text(p)
 
 
 def moe_routing(rng: random.Random, arch: str) -> str:
@@ -273,7 +246,7 @@ def moe_routing(rng: random.Random, arch: str) -> str:
             p["correction"] = "true"
     if stage in ("permute", "unpermute"):
         p["x"] = rng.choice(("f16", "bf16", "f32"))
-    return "  ".join(f"{k} = {v}" for k, v in p.items())
+    return _text(p)
 
 
 GENERATORS = {"gemm": gemm, "softmax": softmax, "layernorm": layernorm, "rmsnorm": rmsnorm,
