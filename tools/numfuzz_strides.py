@@ -1,7 +1,7 @@
 """The ``--strides`` mode of ``tools/fuzz_numerics.py``: one checked call whose arrays are padded, offset views.
 
 :func:`check_call_strided` does what :func:`ckgen.runtime.run.check_call` does (the op's random inputs, outputs
-poisoned, the float64 reference from the logical arrays, the op's error and tolerance per written output), but
+poisoned, :func:`ckgen.runtime.run.judge_outputs` on the logical arrays), but
 passes every tensor as a view into a larger buffer (:func:`padded_view`), through the binding's normal call path:
 
 - layout: the ABI dim of literal stride 1 stays unit-stride (innermost in the buffer); the other dims lie outside
@@ -21,13 +21,11 @@ the contiguous mode. Contract: the caller's ``rng`` alone decides the inputs, pa
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ckgen.ir.arrays import to_float64
 from ckgen.ir.registry import get_op
 from ckgen.ir.types import DType
+from ckgen.runtime import run
 
 #: bit pattern (as an unsigned integer of the element's width) filling the padding of read arrays
 READ_POISON = {DType.F16: 0x7E00, DType.BF16: 0x7FC0, DType.F32: 0x7FC00000, DType.F64: 0x7FF8000000000000,
@@ -98,9 +96,7 @@ def check_call_strided(kern, values: dict[str, int], rng: np.random.Generator):
         views[name] = view
         bufs[name] = (buf, mask, buf.copy())
     layout = {n: describe(views[n], b[0]) for n, b in bufs.items()}
-    dims = {d for a in plan.abi.tensors for d in a.dims if isinstance(d, str)}
-    free = {s.name: values[s.name] for s in plan.abi.sizes if s.name not in dims and s.name in values}
-    kern(**views, **free)
+    kern(**views, **run.free_sizes(plan, values))
     problems = []
     for name, (buf, mask, old) in bufs.items():
         a = abi[name]
@@ -114,12 +110,4 @@ def check_call_strided(kern, values: dict[str, int], rng: np.random.Generator):
             if len(bad):
                 problems.append(f"output {name}: {len(bad)} padding elements written, first at buffer index "
                                 f"{bad[0].tolist()} (buffer {buf.shape})")
-    written = [a for a in plan.abi.tensors if a.writes and not a.unused]
-    if any(values.get(n) == 0 for n in plan.abi.empty_if):  # a no-op call: nothing may change
-        res = [(a.name, 0.0 if views[a.name].tobytes() == before[a.name].tobytes() else math.inf,
-                op.tolerance(plan, a.name)) for a in written]
-        return res, problems, layout
-    refs = op.reference(plan, before, values)
-    res = [(a.name, op.error(plan, a.name, to_float64(np.ascontiguousarray(views[a.name]), a.dtype), refs[a.name]),
-            op.tolerance(plan, a.name)) for a in written]
-    return res, problems, layout
+    return run.judge_outputs(plan, values, before, views), problems, layout

@@ -26,6 +26,7 @@ from ckgen.config import available_memory
 from ckgen.errors import CkgenError
 from ckgen.ir.abi import INT32_MAX
 from ckgen.ir.arrays import numpy_dtype, shape_of, to_float64
+from ckgen.ir.plan import KernelPlan
 from ckgen.ir.registry import get_op
 from ckgen.runtime.api import Kernel, get_backend, plan_for, resolve_target
 
@@ -130,26 +131,36 @@ def run_command(path: str, kernel: str | None, target: str, arch: str | None, si
 
 def check_call(kern: Kernel, values: dict[str, int], rng: np.random.Generator) -> tuple[list[tuple[str, float, float]], float]:
     """Run ``kern`` once on the op's random inputs at sizes ``values`` (outputs poisoned); return
-    ``[(output, relative error vs the float64 reference, tolerance)]`` per written output and the seconds the
-    call took (an unwritten or non-finite output has error inf)."""
+    :func:`judge_outputs` of the call and the seconds it took."""
     op = get_op(kern.plan.op)
     arrays = op.random_inputs(kern.plan, values, rng)
     before = {k: (v.copy() if v is not None else None) for k, v in arrays.items()}
-    # sizes no array's shape gives (e.g. a rotary epilogue's rope_cols) go with the call
-    dims = {d for a in kern.plan.abi.tensors for d in a.dims if isinstance(d, str)}
-    free = {s.name: values[s.name] for s in kern.plan.abi.sizes if s.name not in dims and s.name in values}
     t0 = time.perf_counter()
-    kern(**arrays, **free)
+    kern(**arrays, **free_sizes(kern.plan, values))
     dt = time.perf_counter() - t0
-    written = [a for a in kern.plan.abi.tensors if a.writes and not a.unused]
-    if any(values.get(n) == 0 for n in kern.plan.abi.empty_if):
+    return judge_outputs(kern.plan, values, before, arrays), dt
+
+
+def free_sizes(plan: KernelPlan, values: dict[str, int]) -> dict[str, int]:
+    """The sizes of ``values`` no array's shape gives (e.g. a rotary epilogue's rope_cols): they go with the call."""
+    dims = {d for a in plan.abi.tensors for d in a.dims if isinstance(d, str)}
+    return {s.name: values[s.name] for s in plan.abi.sizes if s.name not in dims and s.name in values}
+
+
+def judge_outputs(plan: KernelPlan, values: dict[str, int], before: dict, after: dict) -> list[tuple[str, float, float]]:
+    """``[(output, error vs the float64 reference, tolerance)]`` per written output of a call at sizes ``values``:
+    ``before`` the arrays it was given (copies), ``after`` them as it left them (an unwritten or non-finite output
+    has error inf; the op's :meth:`~ckgen.ir.op.Op.error` and :meth:`~ckgen.ir.op.Op.tolerance`)."""
+    op = get_op(plan.op)
+    written = [a for a in plan.abi.tensors if a.writes and not a.unused]
+    if any(values.get(n) == 0 for n in plan.abi.empty_if):
         # a no-op call (a size of the ABI's empty_if is 0): nothing may change, whatever the other sizes (the checks
         # between them, e.g. heads a multiple of heads_kv, are skipped for it); the reference is not consulted
-        return [(a.name, 0.0 if _same_bytes(arrays[a.name], before[a.name]) else math.inf,
-                 op.tolerance(kern.plan, a.name)) for a in written], dt
-    refs = op.reference(kern.plan, before, values)
-    return [(a.name, op.error(kern.plan, a.name, to_float64(arrays[a.name], a.dtype), refs[a.name]),
-             op.tolerance(kern.plan, a.name)) for a in written], dt
+        return [(a.name, 0.0 if _same_bytes(after[a.name], before[a.name]) else math.inf,
+                 op.tolerance(plan, a.name)) for a in written]
+    refs = op.reference(plan, before, values)
+    return [(a.name, op.error(plan, a.name, to_float64(np.ascontiguousarray(after[a.name]), a.dtype), refs[a.name]),
+             op.tolerance(plan, a.name)) for a in written]
 
 
 def _same_bytes(after: np.ndarray, before: np.ndarray) -> bool:
