@@ -1,8 +1,9 @@
 """The LDS layout of one matrix-instruction operand tile: unpadded, K-contiguous rows, XOR-swizzled granules.
 
-This is the contract between the planner (:mod:`ckgen.lower.lds_banks`) and the AMD matrix-product body
-(``gemm_mfma.h`` through ``ckgen/blocks/lds_layout.h``). Element ``(r, k)`` of a ``rows x tile_k`` tile
-(``r`` along M for A, along N for B) sits at element offset :meth:`LdsOperandLayout.offset`:
+This is the contract between the planner (:mod:`ckgen.lower.lds_banks`) and the AMD bodies that read MFMA operands
+from such tiles (``gemm_mfma.h``, ``attention_fwd_amd.h``'s K tile) through ``ckgen/blocks/lds_layout.h``. Element
+``(r, k)`` of a ``rows x tile_k`` tile (``r`` along M for A, along N for B) sits at element offset
+:meth:`LdsOperandLayout.offset`:
 
     q   = r * (tile_k / granule) + k / granule        logical granule index (rows are exactly tile_k long)
     q'  = q ^ mask(q >> low_bits)                    mask = XOR of table[b] for every set bit b of q >> low_bits

@@ -285,11 +285,11 @@ def k_tile_shape(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads
 
 def k_tile_layout(block_n: int, head_dim: int, elem_bytes: int, vec: int, threads: int, instr: MatrixInstr,
                   target: Target) -> LdsOperandLayout | None:
-    """The K tile's XOR-swizzled, unpadded layout (:func:`k_tile_shape` planned by the GEMM's bank model), or None
-    for padded rows on targets without swizzled tiles (the body reads a fragment at the lane's offset XOR a
-    constant where blk::SwizzledTile::xor_steps allows, else at its own offset). Padding cannot free both sides:
-    on 32 banks the 8-byte fragment reads of 16 rows want a row stride of 2 mod 4 dwords, the loader's 16-byte
-    writes 0 mod 4."""
+    """The K tile's XOR-swizzled, unpadded layout (:func:`k_tile_shape` planned by the shared bank model,
+    ckgen/lower/lds_banks.py), or None for padded rows on targets without swizzled tiles (the body reads a fragment
+    at the lane's offset XOR a constant where blk::SwizzledTile::xor_steps allows, else at its own offset). Padding
+    cannot free both sides: on 32 banks the 8-byte fragment reads of 16 rows want a row stride of 2 mod 4 dwords,
+    the loader's 16-byte writes 0 mod 4."""
     if not target.lds_swizzle:
         return None
     shape = k_tile_shape(block_n, head_dim, elem_bytes, vec, threads, instr, target.wave_size)

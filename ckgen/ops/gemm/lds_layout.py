@@ -10,7 +10,6 @@ from ckgen.lower.lds_banks import OperandShape, bank_model, plain_layout, plan_o
 
 def gemm_operand_shapes(target, params, instr, vec: tuple[int, int, int]) -> tuple[OperandShape, OperandShape]:
     """The A and B tiles of a GEMM plan as the MFMA body moves them (A: rows along M; B: rows along N)."""
-
     g, cfg = params.gemm, params.config
     (tm, tn, tk), (wm, wn), lanes = cfg.tile, cfg.waves, target.wave_size
     threads = wm * wn * lanes
@@ -23,7 +22,6 @@ def gemm_operand_shapes(target, params, instr, vec: tuple[int, int, int]) -> tup
                      frag_items=instr.b_items(lanes), waves_along=wn, wave_tile=tn // wn,
                      frag_runs=instr.frag_runs)
     return a, b
-
 
 
 def plan_gemm_lds(target, params, instr, vec: tuple[int, int, int]) -> tuple[LdsOperandLayout, LdsOperandLayout]:

@@ -25,7 +25,7 @@
 //                                 many elements apart (>= kHeadDim, multiple of kAItems and kVec)
 //   kLdsKGranule, kLdsKSwizzleBits, kLdsKSwizzle (unsigned long long)
 //                                 with kLdsKStride 0: the K tile as blk::SwizzledTile<kBlockN, kHeadDim, ...>
-//                                 (ckgen/blocks/lds_layout.h; unpadded, planned by the GEMM's bank model:
+//                                 (ckgen/blocks/lds_layout.h; unpadded, planned by the shared bank model:
 //                                 ops/attention/plan.py k_tile_layout); the granule a multiple of
 //                                 kAItems; else 0
 //   kLdsVStride                   elements between d rows of the LDS V^T tile (>= kBlockN, multiple of 4)
