@@ -24,8 +24,8 @@ emulator's per-site counters (``library.lds_sites()``) are read after the call.
 A finding is a site with ``extra_cycles > 0`` (the emulator's bank model: ckgen/include/ckgen/emu/lds_banks.h), or a
 GEMM plan whose bank model predicts conflicts (``plan.body.lds.{a,b}.{read,write}_conflicts``); wrong results
 (error over tolerance) are reported too, and so are kernels that allocate LDS where the emulator counted no access
-(the counters restart at every launch: a call of several launches, e.g. decode attention's combine, shows only the
-last one's). ``--quick``: a few configurations per op and arch (a minute or two).
+(the counters cover every launch of the call, e.g. decode attention's split kernel and its combine). ``--quick``: a
+few configurations per op and arch (a minute or two).
 """
 
 from __future__ import annotations
