@@ -15,15 +15,22 @@ import pytest
 
 from ckgen import driver
 from ckgen.backends import emu
+from ckgen.frontend import load_text
 from ckgen.ir.arrays import to_float64
 from ckgen.lower import lds_banks as L
+from ckgen.lower import plan_kernel
+from ckgen.lower.lds import MAX_TABLE
+from ckgen.ops.attention import decode_reference as R
+from ckgen.ops.attention import plan as P
 from ckgen.ops.gemm import lds_layout as G
 from ckgen.ops.gemm.body import LdsPlan
 from ckgen.runtime import api, run
-from ckgen.runtime.api import Kernel, get_backend
+from ckgen.runtime.api import Kernel, get_backend, plan_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.ck"))
+ATTN = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
+LOADER = ROOT / "ckgen" / "include" / "ckgen" / "blocks" / "tile_loader.h"
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in emu.HOST_CXX_CANDIDATES), reason="no host clang++")
 
@@ -122,23 +129,35 @@ def _line_of(path: Path, text: str) -> int:
     return n
 
 
+def _site(sites, path: Path, line: int):
+    """The one LDS site of ``sites`` at ``path``:``line``."""
+    (s,) = [s for s in sites if Path(s.file).name == path.name and s.line == line]
+    return s
+
+
+def _checked_call(kernel: Kernel, sizes: dict) -> list:
+    """One checked call of ``kernel`` at ``sizes`` (the numbers must be right): the LDS sites it reached."""
+    results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
+    assert all(err <= tol for _, err, tol in results), (kernel.name, results)
+    return kernel.handle.library.lds_sites()
+
+
+def _plans(src: str, arch: str) -> list:
+    return [plan_kernel(s, arch) for s in load_text(src, "t.ck", default_arches=(arch,))]
+
+
+ATTN_SIZES = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=128)
+
+
 def test_attention_v_tile_reads_have_no_bank_conflicts():
     """The AMD attention body's V^T reads (attention_fwd_amd.h load_v) on gfx950's 64 banks, with the instructions
     whose fixed stride (block_n + max(4, kAItems)) left 2-way conflicts on every read: the planned stride
     (ckgen/ops/attention/plan.py v_tile_stride) measures 0 extra cycles, and the numbers are right."""
-    from ckgen.frontend import load_text
-    from ckgen.lower import plan_kernel
-
-    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
-    v_line = _line_of(header, "const vec<T, 4> run = lds_load(")
+    v_line = _line_of(ATTN, "const vec<T, 4> run = lds_load(")
     src = "".join(f"kernel {n} {{ op = attention dtype = bf16 head_dim = 64 tile = 128x64 waves = 4 instr = {i} }}\n"
                   for n, i in (("att_v16", "16x16x16"), ("att_v32", "32x32x16")))
-    plans = [plan_kernel(s, "gfx950") for s in load_text(src, "t.ck", default_arches=("gfx950",))]
-    for kernel in api.emu_kernels(plans, "attention_v_banks").values():
-        sizes = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=128)
-        results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
-        assert all(err <= tol for _, err, tol in results), (kernel.name, results)
-        (v,) = [s for s in kernel.handle.library.lds_sites() if Path(s.file).name == header.name and s.line == v_line]
+    for kernel in api.emu_kernels(_plans(src, "gfx950"), "attention_v_banks").values():
+        v = _site(_checked_call(kernel, ATTN_SIZES), ATTN, v_line)
         assert v.instructions > 0 and (v.extra_cycles, v.max_ways) == (0, 1), (kernel.name, v)
 
 
@@ -148,24 +167,12 @@ def test_attention_v_tile_writes_at_block_n_16_measure_as_the_model_predicts(arc
     16x16x16: 0 extra cycles on gfx942; on gfx950 2-way, 1 extra cycle per write, exactly the bank model's figure
     per tile (plan.v_write_groups) that plan.v_tile_stride accepts to keep the V^T reads free (no V_RUN-aligned
     stride frees both: tests/ops/attention/test_attention_plan.py). The reads measure 0, the numbers are right."""
-    from ckgen.frontend import load_text
-    from ckgen.lower import plan_kernel
-    from ckgen.lower.lds import MAX_TABLE
-    from ckgen.ops.attention import plan as P
-
-    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
-    loader = ROOT / "ckgen" / "include" / "ckgen" / "blocks" / "tile_loader.h"
-    v_read = _line_of(header, "const vec<T, 4> run = lds_load(")
-    v_write = _line_of(loader, "lds_store(reinterpret_cast<vec<T, kMnPiece>*>(")
     src = "kernel att_v16 { op = attention dtype = bf16 head_dim = 64 tile = 64x16 waves = 4 instr = 16x16x16 }\n"
-    (plan,) = [plan_kernel(s, arch) for s in load_text(src, "t.ck", default_arches=(arch,))]
+    (plan,) = _plans(src, arch)
     (kernel,) = api.emu_kernels([plan], f"attention_v16_banks_{arch}").values()
-    sizes = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=128)
-    results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
-    assert all(err <= tol for _, err, tol in results), results
-    sites = kernel.handle.library.lds_sites()
-    (reads,) = [s for s in sites if Path(s.file).name == header.name and s.line == v_read]
-    (writes,) = [s for s in sites if Path(s.file).name == loader.name and s.line == v_write]
+    sites = _checked_call(kernel, ATTN_SIZES)
+    reads = _site(sites, ATTN, _line_of(ATTN, "const vec<T, 4> run = lds_load("))
+    writes = _site(sites, LOADER, _line_of(LOADER, "lds_store(reinterpret_cast<vec<T, kMnPiece>*>("))
     assert reads.instructions > 0 and (reads.extra_cycles, reads.max_ways) == (0, 1), reads
     b = plan.body
     (g,) = P.v_write_groups(b.block_n, 64, b.lds_v_stride, 2, b.vec, plan.threads, plan.target.wave_size)
@@ -185,22 +192,11 @@ def test_attention_k_tile_has_no_bank_conflicts(arch, hd, tile, instr):
     """The AMD attention body's K tile (XOR-swizzled: ckgen/ops/attention/plan.py k_tile_layout): its fragment reads
     (attention_fwd_amd.h load_k) and its global->LDS writes (the K-contiguous store of blk::TileLoader) measure 0
     extra cycles; the padded rows this replaces conflicted 2-way on every read (and on gfx950 d64's writes)."""
-    from ckgen.frontend import load_text
-    from ckgen.lower import plan_kernel
-
-    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
-    loader = ROOT / "ckgen" / "include" / "ckgen" / "blocks" / "tile_loader.h"
-    k_read = _line_of(header, "a[kb] = bit_cast<AOp>(lds_load(")
-    k_write = _line_of(loader, "lds_store(reinterpret_cast<Piece*>(")
     src = f"kernel att_k {{ op = attention dtype = bf16 head_dim = {hd} tile = {tile} waves = 4 instr = {instr} }}\n"
-    (plan,) = [plan_kernel(s, arch) for s in load_text(src, "t.ck", default_arches=(arch,))]
-    (kernel,) = api.emu_kernels([plan], f"attention_k_banks_{arch}_{hd}_{instr}").values()
-    sizes = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=128)
-    results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
-    assert all(err <= tol for _, err, tol in results), (kernel.name, results)
-    sites = kernel.handle.library.lds_sites()
-    (reads,) = [s for s in sites if Path(s.file).name == header.name and s.line == k_read]
-    (writes,) = [s for s in sites if Path(s.file).name == loader.name and s.line == k_write]
+    (kernel,) = api.emu_kernels(_plans(src, arch), f"attention_k_banks_{arch}_{hd}_{instr}").values()
+    sites = _checked_call(kernel, ATTN_SIZES)
+    reads = _site(sites, ATTN, _line_of(ATTN, "a[kb] = bit_cast<AOp>(lds_load("))
+    writes = _site(sites, LOADER, _line_of(LOADER, "lds_store(reinterpret_cast<Piece*>("))
     for s in (reads, writes):
         assert s.instructions > 0 and (s.extra_cycles, s.max_ways) == (0, 1), (kernel.name, s)
 
@@ -208,30 +204,21 @@ def test_attention_k_tile_has_no_bank_conflicts(arch, hd, tile, instr):
 def test_attention_padded_k_tile_fallback_still_runs():
     """The body's other K layout (padded rows, kLdsKStride > 0: targets without swizzled tiles) stays right; its
     reads conflict 2-way on gfx942 as the swizzled tile's replacement measured."""
-    from ckgen.frontend import load_text
-    from ckgen.lower import plan_kernel
-
     src = "kernel att_pad { op = attention dtype = f16 head_dim = 64 tile = 128x64 waves = 4 instr = 32x32x8 }\n"
-    (plan,) = [plan_kernel(s, "gfx942") for s in load_text(src, "t.ck", default_arches=("gfx942",))]
+    (plan,) = _plans(src, "gfx942")
     b = plan.body
     stride = 64 + 8
     lds = b.lds_buffers * (b.block_n * stride + 64 * b.lds_v_stride) * 2
     padded = dataclasses.replace(plan, body=dataclasses.replace(b, lds_k=None, lds_k_stride=stride, lds_bytes=lds))
     kernel = Kernel(padded, get_backend("emu"))
-    sizes = dict(batch=1, heads=2, heads_kv=2, seqlen_q=128, seqlen_k=100)
-    results, _ = run.check_call(kernel, run.resolve_sizes(kernel.plan, sizes), np.random.default_rng(0))
-    assert all(err <= tol for _, err, tol in results), results
-    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
-    k_read = _line_of(header, "a[kb] = bit_cast<AOp>(lds_load(")
-    (reads,) = [s for s in kernel.handle.library.lds_sites() if Path(s.file).name == header.name and s.line == k_read]
+    sites = _checked_call(kernel, dict(ATTN_SIZES, seqlen_k=100))
+    reads = _site(sites, ATTN, _line_of(ATTN, "a[kb] = bit_cast<AOp>(lds_load("))
     assert reads.instructions > 0 and reads.max_ways == 2, reads
 
 
 def _decode_kernels(arch: str):
     """Two decode plans on `arch` in one emu library: contiguous f16 d64 (64-key tiles) and paged bf16 d128 in pages
     of 16 (16-key tiles)."""
-    from ckgen.runtime.api import plan_for
-
     src = (f"target {arch}\nkernel dec_d64 {{ op = attention_decode dtype = f16 head_dim = 64 }}\n"
            "kernel dec_p16 { op = attention_decode dtype = bf16 head_dim = 128 mask = causal page_size = 16 "
            "lds_buffers = 2 }\n")
@@ -244,14 +231,10 @@ def test_decode_call_counts_every_launch_and_its_tiles_have_no_bank_conflicts(ar
     counters add up over the call's launches (lds_sites()), apart from the last launch's (lds_sites(last_launch=
     True): the combine kernel, which uses no LDS). The decode body's K reads / writes (XOR-swizzled tile) and V^T
     reads / writes (planned stride) measure 0 extra cycles, unsplit and split, and the numbers are right."""
-    from ckgen.ops.attention import decode_reference as R
-
-    header = ROOT / "ckgen" / "ops" / "attention" / "device" / "attention_fwd_amd.h"
-    loader = ROOT / "ckgen" / "include" / "ckgen" / "blocks" / "tile_loader.h"
-    lines = {(header.name, _line_of(header, "a[kb] = bit_cast<AOp>(lds_load(")): "K read",
-             (loader.name, _line_of(loader, "lds_store(reinterpret_cast<Piece*>(")): "K write",
-             (header.name, _line_of(header, "const vec<T, 4> run = lds_load(")): "V read",
-             (loader.name, _line_of(loader, "lds_store(reinterpret_cast<vec<T, kMnPiece>*>(")): "V write"}
+    lines = {(ATTN.name, _line_of(ATTN, "a[kb] = bit_cast<AOp>(lds_load(")): "K read",
+             (LOADER.name, _line_of(LOADER, "lds_store(reinterpret_cast<Piece*>(")): "K write",
+             (ATTN.name, _line_of(ATTN, "const vec<T, 4> run = lds_load(")): "V read",
+             (LOADER.name, _line_of(LOADER, "lds_store(reinterpret_cast<vec<T, kMnPiece>*>(")): "V write"}
     for name, kernel in _decode_kernels(arch).items():
         paged = kernel.plan.spec.params.page_size
         sizes = (dict(batch=3, heads=4, heads_kv=1, seqlen_q=3, max_pages=4, num_pages=25) if paged else
