@@ -5,6 +5,8 @@ in the generated launcher."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,9 @@ from ckgen.codegen.render import render_header, render_launchers
 from ckgen.errors import CkgenError, RuntimeFailure, SpecError, ValidationError
 from ckgen.frontend import load_text
 from ckgen.lower import plan_kernel
+from ckgen.lower.lds import MAX_TABLE
+from ckgen.lower.lds_banks import bank_model, extra_cycles, operand_accesses, plain_layout
+from ckgen.ops.attention import plan as P
 from ckgen.runtime.binding import bind
 
 
@@ -71,13 +76,9 @@ def test_planned_defaults(arch, hd, tile, waves, bufs, qr, instr):
     ("gfx950", "32x32x8", "128x64"), ("gfx950", "16x16x16", "64x16"),
 ])
 def test_v_tile_reads_are_conflict_free_under_the_bank_model(arch, instr, tile):
-    """The V^T tile's stride is planned with the GEMM's bank model (plan.v_tile_stride): load_v's reads are
+    """The V^T tile's stride is planned with the shared bank model (plan.v_tile_stride): load_v's reads are
     conflict-free on every arch and instruction. The fixed block_n + max(4, kAItems) it replaces left 2-way
     conflicts on gfx950's 16x16x16 and 32x32x16 (the emulator counted 2 extra cycles per V^T read)."""
-    from ckgen.lower.lds import MAX_TABLE
-    from ckgen.lower.lds_banks import bank_model, extra_cycles
-    from ckgen.ops.attention import plan as P
-
     p = kern(f"dtype = bf16  head_dim = 64  tile = {tile}  waves = 4  instr = {instr}", arch)
     b, bank = p.body, bank_model(p.target)
 
@@ -104,12 +105,6 @@ def test_v_tile_stride_weighs_the_loader_writes(arch, instr, tile, hd):
     reads are free only at stride 8 mod 16 elements, the writes only at 4 or 12 mod 16, so the stride stays 24
     (reads free; writes 2-way, 1 extra cycle per write: the emulator agrees, tests/runtime/test_emu_lds_banks.py)
     rather than 20 / 28 (8 extra read cycles per wave per tile, 4 waves)."""
-    from dataclasses import replace
-
-    from ckgen.lower.lds import MAX_TABLE
-    from ckgen.lower.lds_banks import bank_model, extra_cycles
-    from ckgen.ops.attention import plan as P
-
     p = kern(f"dtype = bf16  head_dim = {hd}  tile = {tile}  waves = 4  instr = {instr}", arch)
     b, bank, waves = p.body, bank_model(p.target), p.threads // 64
 
@@ -135,11 +130,9 @@ def test_v_tile_stride_weighs_the_loader_writes(arch, instr, tile, hd):
                                         ("gfx950", "32x32x16"), ("gfx950", "16x16x32"), ("gfx950", "32x32x8")])
 @pytest.mark.parametrize("hd,tile", [(64, "128x64"), (128, "128x32"), (256, "64x32")])
 def test_k_tile_is_swizzled_and_conflict_free_under_the_bank_model(arch, instr, hd, tile):
-    """The K tile takes the GEMM's swizzled layout (plan.k_tile_layout): unpadded, its load_k reads and loader
-    writes conflict-free under the bank model (the emulator agrees: tests/runtime/test_emu_lds_banks.py)."""
-    from ckgen.lower.lds_banks import bank_model, extra_cycles, operand_accesses, plain_layout
-    from ckgen.ops.attention import plan as P
-
+    """The K tile takes the GEMM's swizzled layout, planned by the shared bank model (plan.k_tile_layout):
+    unpadded, its load_k reads and loader writes conflict-free under the bank model (the emulator agrees:
+    tests/runtime/test_emu_lds_banks.py)."""
     waves = 2 if hd == 256 else 4
     p = kern(f"dtype = f16  head_dim = {hd}  tile = {tile}  waves = {waves}  instr = {instr}", arch)
     b, bank = p.body, bank_model(p.target)
