@@ -97,17 +97,17 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
     if g.residual:
         r = r + to_float64(arrays["residual"], g.c.dtype)
     if not g.c.dtype.is_float:
-        info = np.iinfo(np.dtype(g.c.dtype.numpy))
-        r = np.clip(np.rint(r), info.min, info.max)
+        r = to_integer(plan, r, np)
     if batched:
         r = np.broadcast_to(r, (sizes["batch"], sizes["M"], sizes["N"]))
     return {"C": r}
 
 
-def _epilogue(g, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
+def _epilogue(plan: KernelPlan, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
               res: np.ndarray | None = None) -> np.ndarray:
     """``epilogue(alpha * r + beta * c0)`` with ``bias`` already shaped to broadcast over ``r``, plus the residual
-    ``res`` (``-> residual``); integer C rounded and saturated."""
+    ``res`` (``-> residual``); integer C rounded and saturated (:func:`to_integer`)."""
+    g = plan.spec.params.gemm
     r = g.alpha * r
     if g.beta != 0:
         r = r + g.beta * c0
@@ -118,9 +118,20 @@ def _epilogue(g, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
     if g.residual:
         r = r + res
     if not g.c.dtype.is_float:
-        info = np.iinfo(np.dtype(g.c.dtype.numpy))
-        r = np.clip(np.rint(r), info.min, info.max)
+        r = to_integer(plan, r, np)
     return r
+
+
+def to_integer(plan: KernelPlan, r, xp):
+    """Integer C from the float64 result ``r`` (numpy or torch, ``xp``) as the kernel makes it: an integer epilogue
+    saturates its exact sums; a float one rounds its f32 value half to even and saturates. Through f32 first
+    because that is where such a kernel rounds: silu(20.5) is 20.5 in f32 (the sigmoid rounds to 1), a tie that
+    goes to 20, where the float64 value 20.4999... would round down whatever the parity (alpha = 0.5 makes half of
+    all sums such ties)."""
+    info = np.iinfo(np.dtype(plan.spec.params.gemm.c.dtype.numpy))
+    if not plan.body.integer_epilogue:
+        r = r.astype(np.float32).astype(np.float64) if xp is np else r.float().double()
+    return xp.clip(xp.round(r), info.min, info.max)
 
 
 def group_rows(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> list[tuple[int, int]]:
@@ -157,7 +168,7 @@ def grouped_reference(plan: KernelPlan, arrays: dict[str, np.ndarray]) -> np.nda
                 bg = (bias if bias.ndim == 1 else bias[e])[None, :]
             else:
                 bg = (bias[e] if bias.ndim == 2 else bias)[r0:r1, None]
-        out[rows] = _epilogue(g, (a[rows] @ b[e]) * scale, c0[rows], bg, None if res is None else res[rows])
+        out[rows] = _epilogue(plan, (a[rows] @ b[e]) * scale, c0[rows], bg, None if res is None else res[rows])
     return out
 
 
@@ -250,8 +261,7 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
     if g.residual:
         r = r + arrays["residual"].double()
     if not g.c.dtype.is_float:
-        info = np.iinfo(np.dtype(g.c.dtype.numpy))
-        r = torch.clamp(torch.round(r), info.min, info.max)
+        r = to_integer(plan, r, torch)
     if batched:
         r = r.expand(sizes["batch"], sizes["M"], sizes["N"])
     return {"C": r}

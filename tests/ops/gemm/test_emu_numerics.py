@@ -50,6 +50,9 @@ CONFIGS: dict[str, tuple[str, str]] = {
                         "lds_buffers = 2"),
     "i8_cr_alpha_beta": ("gfx90a", "A = i8 col\nB = i8 row\nC = i32 col\nalpha = 3.0\nbeta = 2.0\n"
                                    "tile = 64x64x32\nwaves = 2x2\ninstr = 16x16x16"),
+    # i8 C through the f32 epilogue: alpha = 0.5 makes half of the sums ties, which silu keeps ties in f32 from 17 up
+    "i8_i8c_half_silu": ("gfx90a", "A = i8 row\nB = i8 col\nC = i8 row\nalpha = 0.5\ntile = 32x32x32\n"
+                                   "waves = 1x1\nepilogue = silu"),
     # CK's CShuffleV2 256x256x32 tuples: 256 accumulators per lane (pinned in the AGPR file on the chip), 64 KiB of LDS
     "f16_rc_ck256": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\nacc = f32\ntile = 256x256x32\nwaves = 2x2\n"
                                "instr = 32x32x8"),
@@ -195,3 +198,20 @@ def test_every_dtype_layout_and_epilogue_is_covered():
     assert ops >= {("bias", "row"), ("bias", "col"), ("relu", None), ("gelu", None), ("silu", None)}
     assert {p.arch for p in plans.values()} == {"gfx908", "gfx90a", "gfx942", "gfx950"}
     assert numpy_dtype(DType.BF16) == np.uint16
+
+
+def test_integer_c_rounds_where_the_kernel_does():
+    """The reference's integer C: through a float epilogue, the f32 value rounded half to even (silu(20.5) is the
+    tie 20.5 in f32, so 20; float64's 20.4999... alone would give 20 for 21.5 too, where f32 gives 22); through
+    the integer epilogue, the exact sum (17 758 029 = 1101 x 127^2 is not an f32)."""
+    op = get_op("gemm")
+    half_silu = plan_for(_source("i8_i8c_half_silu"), "i8_i8c_half_silu", "amd", "gfx90a")
+    a = np.array([[41], [43], [3]], np.int8)               # 0.5 x A . B = 20.5, 21.5, 1.5
+    c = op.reference(half_silu, {"A": a, "B": np.ones((1, 1), np.int8), "C": None, "bias": None},
+                     {"M": 3, "N": 1, "K": 1})["C"]
+    assert c.ravel().tolist() == [20.0, 22.0, 1.0]          # silu(1.5) = 1.13: 1
+    exact = plan_for(_source("i8_rc"), "i8_rc", "amd", "gfx942")
+    k = 1101
+    c = op.reference(exact, {"A": np.full((1, k), 127, np.int8), "B": np.full((k, 1), 127, np.int8), "C": None,
+                             "bias": None}, {"M": 1, "N": 1, "K": k})["C"]
+    assert c.ravel().tolist() == [k * 127 * 127]
