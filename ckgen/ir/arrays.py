@@ -125,13 +125,14 @@ _OVERFLOW_AT = {DType.F16: 2.0**16 * (1 - 2.0**-12), DType.BF16: 2.0**128 * (1 -
                 DType.F32: 2.0**128 * (1 - 2.0**-25)}
 
 
-def overflowed(x: np.ndarray, dt: DType) -> np.ndarray:
-    """float64 ``x`` with each element that the IEEE type ``dt`` (f16, bf16, f32) cannot hold as ±inf, as rounding
-    to ``dt`` makes it: a float64 reference of a result computed and stored in ``dt``. Other dtypes: ``x``."""
+def overflowed(x, dt: DType, xp=np):
+    """float64 ``x`` (numpy, or torch with ``xp = torch``) with each element that the IEEE type ``dt`` (f16, bf16,
+    f32) cannot hold as ±inf, as rounding to ``dt`` makes it: a float64 reference of a result computed and stored
+    in ``dt``. Other dtypes: ``x``."""
     limit = _OVERFLOW_AT.get(dt)
     if limit is None:
         return x
-    return np.where(np.abs(x) >= limit, np.copysign(np.inf, x), x)
+    return xp.where(abs(x) >= limit, xp.copysign(xp.full_like(x, np.inf), x), x)
 
 
 def poison(a: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ckgen.ir.activations import ACTIVATIONS
-from ckgen.ir.arrays import to_float64, unpack_fp4
+from ckgen.ir.arrays import overflowed, to_float64, unpack_fp4
 from ckgen.ir.op import TOLERANCE
 from ckgen.ir.plan import KernelPlan
 from ckgen.ir.rope import apply as apply_rope
@@ -96,8 +96,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
                          sizes["rope_cols"])
     if g.residual:
         r = r + to_float64(arrays["residual"], g.c.dtype)
-    if not g.c.dtype.is_float:
-        r = to_integer(plan, r, np)
+    r = to_integer(plan, r, np) if not g.c.dtype.is_float else overflowed(r, g.c.dtype)
     if batched:
         r = np.broadcast_to(r, (sizes["batch"], sizes["M"], sizes["N"]))
     return {"C": r}
@@ -106,7 +105,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
 def _epilogue(plan: KernelPlan, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
               res: np.ndarray | None = None) -> np.ndarray:
     """``epilogue(alpha * r + beta * c0)`` with ``bias`` already shaped to broadcast over ``r``, plus the residual
-    ``res`` (``-> residual``); integer C rounded and saturated (:func:`to_integer`)."""
+    ``res`` (``-> residual``); integer C rounded and saturated (:func:`to_integer`), float C past its range inf."""
     g = plan.spec.params.gemm
     r = g.alpha * r
     if g.beta != 0:
@@ -117,9 +116,7 @@ def _epilogue(plan: KernelPlan, r: np.ndarray, c0: np.ndarray | None, bias: np.n
         r = _gate(g, r)
     if g.residual:
         r = r + res
-    if not g.c.dtype.is_float:
-        r = to_integer(plan, r, np)
-    return r
+    return to_integer(plan, r, np) if not g.c.dtype.is_float else overflowed(r, g.c.dtype)
 
 
 def to_integer(plan: KernelPlan, r, xp):
@@ -260,8 +257,7 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
         r = rope_columns(g, r, arrays["positions"].long(), arrays["cos_sin"].double(), sizes["rope_cols"])
     if g.residual:
         r = r + arrays["residual"].double()
-    if not g.c.dtype.is_float:
-        r = to_integer(plan, r, torch)
+    r = to_integer(plan, r, torch) if not g.c.dtype.is_float else overflowed(r, g.c.dtype, torch)
     if batched:
         r = r.expand(sizes["batch"], sizes["M"], sizes["N"])
     return {"C": r}

@@ -53,6 +53,9 @@ CONFIGS: dict[str, tuple[str, str]] = {
     # i8 C through the f32 epilogue: alpha = 0.5 makes half of the sums ties, which silu keeps ties in f32 from 17 up
     "i8_i8c_half_silu": ("gfx90a", "A = i8 row\nB = i8 col\nC = i8 row\nalpha = 0.5\ntile = 32x32x32\n"
                                    "waves = 1x1\nepilogue = silu"),
+    # f16 C past its range: many products times 30000 pass 65504, stored as inf by the kernel and by the reference
+    "f16_overflow": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\nalpha = 30000.0\ntile = 32x32x32\n"
+                               "waves = 1x1"),
     # CK's CShuffleV2 256x256x32 tuples: 256 accumulators per lane (pinned in the AGPR file on the chip), 64 KiB of LDS
     "f16_rc_ck256": ("gfx942", "A = f16 row\nB = f16 col\nC = f16 row\nacc = f32\ntile = 256x256x32\nwaves = 2x2\n"
                                "instr = 32x32x8"),
