@@ -61,7 +61,7 @@ def gemm(rng: random.Random, arch: str) -> str:
                                  "none", "32x32x64", "16x16x128"))
     _maybe(rng, p, ("lds_buffers", 0.5, (1, 2)), ("prefetch", 0.5, (0, 1)),
            *((key, 0.25, (1, 2, 4, 8, 16)) for key in ("vec_a", "vec_b", "vec_c")),
-           ("alpha", 0.3, ("0.5", "-1.25", "2.0")), ("beta", 0.25, ("1.0", "0.5", "-0.75")))
+           ("alpha", 0.3, ("0.5", "-1.25", "2.0", "3000.0")), ("beta", 0.25, ("1.0", "0.5", "-0.75")))
     gated = rng.random() < 0.2
     chain = []
     if rng.random() < 0.4:
