@@ -96,7 +96,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
                          sizes["rope_cols"])
     if g.residual:
         r = r + to_float64(arrays["residual"], g.c.dtype)
-    r = to_integer(plan, r, np) if not g.c.dtype.is_float else overflowed(r, g.c.dtype)
+    r = as_stored(plan, r, np)
     if batched:
         r = np.broadcast_to(r, (sizes["batch"], sizes["M"], sizes["N"]))
     return {"C": r}
@@ -105,7 +105,7 @@ def reference(plan: KernelPlan, arrays: dict[str, np.ndarray], sizes: dict[str, 
 def _epilogue(plan: KernelPlan, r: np.ndarray, c0: np.ndarray | None, bias: np.ndarray | None,
               res: np.ndarray | None = None) -> np.ndarray:
     """``epilogue(alpha * r + beta * c0)`` with ``bias`` already shaped to broadcast over ``r``, plus the residual
-    ``res`` (``-> residual``); integer C rounded and saturated (:func:`to_integer`), float C past its range inf."""
+    ``res`` (``-> residual``); C as stored (:func:`as_stored`)."""
     g = plan.spec.params.gemm
     r = g.alpha * r
     if g.beta != 0:
@@ -116,16 +116,19 @@ def _epilogue(plan: KernelPlan, r: np.ndarray, c0: np.ndarray | None, bias: np.n
         r = _gate(g, r)
     if g.residual:
         r = r + res
-    return to_integer(plan, r, np) if not g.c.dtype.is_float else overflowed(r, g.c.dtype)
+    return as_stored(plan, r, np)
 
 
-def to_integer(plan: KernelPlan, r, xp):
-    """Integer C from the float64 result ``r`` (numpy or torch, ``xp``) as the kernel makes it: an integer epilogue
-    saturates its exact sums; a float one rounds its f32 value half to even and saturates. Through f32 first
-    because that is where such a kernel rounds: silu(20.5) is 20.5 in f32 (the sigmoid rounds to 1), a tie that
-    goes to 20, where the float64 value 20.4999... would round down whatever the parity (alpha = 0.5 makes half of
-    all sums such ties)."""
-    info = np.iinfo(np.dtype(plan.spec.params.gemm.c.dtype.numpy))
+def as_stored(plan: KernelPlan, r, xp):
+    """C as the kernel stores the float64 result ``r`` (numpy or torch, ``xp``). Float C: ±inf past its largest
+    finite value (:func:`~ckgen.ir.arrays.overflowed`). Integer C: an integer epilogue saturates its exact sums; a
+    float one rounds its f32 value half to even and saturates. Through f32 first because that is where such a
+    kernel rounds: silu(20.5) is 20.5 in f32 (the sigmoid rounds to 1), a tie that goes to 20, where the float64
+    value 20.4999... would round down whatever the parity (alpha = 0.5 makes half of all sums such ties)."""
+    dt = plan.spec.params.gemm.c.dtype
+    if dt.is_float:
+        return overflowed(r, dt, xp)
+    info = np.iinfo(np.dtype(dt.numpy))
     if not plan.body.integer_epilogue:
         r = r.astype(np.float32).astype(np.float64) if xp is np else r.float().double()
     return xp.clip(xp.round(r), info.min, info.max)
@@ -257,7 +260,7 @@ def reference_torch(plan: KernelPlan, arrays: dict, sizes: dict[str, int]) -> di
         r = rope_columns(g, r, arrays["positions"].long(), arrays["cos_sin"].double(), sizes["rope_cols"])
     if g.residual:
         r = r + arrays["residual"].double()
-    r = to_integer(plan, r, torch) if not g.c.dtype.is_float else overflowed(r, g.c.dtype, torch)
+    r = as_stored(plan, r, torch)
     if batched:
         r = r.expand(sizes["batch"], sizes["M"], sizes["N"])
     return {"C": r}
