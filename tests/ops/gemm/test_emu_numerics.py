@@ -1,8 +1,8 @@
 """Numerics of generated GEMM kernels on the emulator (ladder rung 2), against the op's float64 reference.
 
-Coverage: every dtype (f16, bf16, f32, i8 -> i32), every A/B layout pair, each epilogue op (bias row/col,
-relu, gelu, silu, alpha/beta), and several tile / wave / instruction / pipeline configurations per
-dtype on gfx908, gfx90a, gfx942 and gfx950. Shapes: fixed edge cases (1x1x1, K smaller than the tile's
+Coverage: every dtype (f16, bf16, f32, i8 -> i32 or i8), every A/B layout pair, each epilogue op (bias row/col,
+relu, gelu, silu, alpha/beta), C past its range (f16: inf), integer C's rounding, and several tile / wave /
+instruction / pipeline configurations per dtype on gfx908, gfx90a, gfx942 and gfx950. Shapes: fixed edge cases (1x1x1, K smaller than the tile's
 K, primes, one large dimension) plus Hypothesis draws. Outputs are poisoned (0xFF bytes) before each
 run; padded leading dimensions keep poisoned padding that must survive. Each configuration is compiled
 once (through the build cache) and reused for every shape.
@@ -205,7 +205,7 @@ def test_every_dtype_layout_and_epilogue_is_covered():
 
 def test_integer_c_rounds_where_the_kernel_does():
     """The reference's integer C: through a float epilogue, the f32 value rounded half to even (silu(20.5) is the
-    tie 20.5 in f32, so 20; float64's 20.4999... alone would give 20 for 21.5 too, where f32 gives 22); through
+    tie 20.5 in f32, so 20; float64's 21.4999... alone would round 21.5 down to 21, where f32 gives 22); through
     the integer epilogue, the exact sum (17 758 029 = 1101 x 127^2 is not an f32)."""
     op = get_op("gemm")
     half_silu = plan_for(_source("i8_i8c_half_silu"), "i8_i8c_half_silu", "amd", "gfx90a")
